@@ -1,0 +1,64 @@
+//! `checkpoint::Error`: everything storage can refuse or fail with.
+
+use std::path::PathBuf;
+
+use cairn_core::{Corruption, LeaseEpoch, RunId, RunStatus};
+
+/// A storage error. Variants a person can act on carry what they need to.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No run has this id.
+    #[error("run {0} not found")]
+    RunNotFound(RunId),
+    /// Stored state does not make sense (missing or undecodable checkpoint,
+    /// cursor disagreeing with rows).
+    #[error(transparent)]
+    Corruption(#[from] Corruption),
+    /// A commit or claim carried an epoch older than the run's: another
+    /// process claimed the run since. Nothing was written.
+    #[error("run {run}: lease epoch {held} is stale (the run is now at epoch {current}); another process claimed it, so this write was rejected")]
+    StaleEpoch {
+        run: RunId,
+        held: LeaseEpoch,
+        current: LeaseEpoch,
+    },
+    /// The run is not in a state that allows the operation.
+    #[error("run {run} is `{status}`: cannot {action}")]
+    WrongState {
+        run: RunId,
+        status: RunStatus,
+        action: &'static str,
+    },
+    /// An idempotency key was reused for a different crew or input.
+    #[error("idempotency key `{key}` already belongs to run {run} with a different {what}; use a new key")]
+    IdempotencyConflict {
+        key: String,
+        run: RunId,
+        what: &'static str,
+    },
+    /// The database URL is not one Cairn understands.
+    #[error("`{url}` is not a database URL Cairn understands ({reason}); use sqlite://PATH or postgres://USER@HOST:PORT/DB")]
+    BadUrl { url: String, reason: String },
+    /// A read-only command was pointed at a SQLite file that does not exist.
+    #[error("database file {} does not exist (nothing has run here yet, or pass --db)", .0.display())]
+    MissingFile(PathBuf),
+    /// The database did not answer within the connect timeout.
+    #[error("cannot reach {target}: {source}")]
+    Unreachable {
+        /// Backend, host, port and database; never the password.
+        target: String,
+        #[source]
+        source: sqlx::Error,
+    },
+    /// Applying the embedded migrations failed.
+    #[error("migrating {target} failed: {source}")]
+    Migrate {
+        target: String,
+        #[source]
+        source: sqlx::migrate::MigrateError,
+    },
+    /// Any other database error.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+}

@@ -1,0 +1,141 @@
+//! The durability contract of Cairn and its two backends.
+//!
+//! [`Store`] is everything the executor may ask of storage; `SqliteStore` and
+//! `PgStore` implement it with the same semantics, proven by one conformance
+//! suite (`tests/it`). This is the only crate that contains SQL; it knows
+//! nothing of HTTP, processes or agents.
+//!
+//! **Invariant:** every state change is one transaction that also appends its
+//! events, and every write on a running run is fenced by its lease epoch.
+
+mod error;
+mod open;
+mod plan;
+mod postgres;
+mod raw;
+mod sqlite;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cairn_core::{
+    Attempt, CrewDef, ErrorInfo, EventRecord, LeaseEpoch, NewEvent, Role, RunId, RunRecord,
+    RunStatus, StepIdx, StepRecord, StepStatus, Usage,
+};
+use serde_json::Value;
+
+pub use error::Error;
+pub use open::{open, Backend, OpenOptions};
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A run to submit.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub crew: CrewDef,
+    pub input: Value,
+    pub idempotency_key: Option<String>,
+    pub thread_id: Option<String>,
+}
+
+/// The answer to a submit: the run, and whether this call created it.
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    pub run: RunRecord,
+    pub created: bool,
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    pub status: Option<RunStatus>,
+    pub limit: Option<u32>,
+}
+
+/// A request to take a run's lease.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest {
+    /// Who claims (recorded as `lease_owner` and in the event).
+    pub owner: String,
+    /// Also claim a run that is `running` under another lease (an operator's
+    /// explicit takeover). Without it only `queued` runs are claimed.
+    pub takeover: bool,
+    /// How long the lease lasts, by the database clock.
+    pub lease: Duration,
+    /// Fail the run with `crash_loop` instead of taking over an in-flight
+    /// attempt that has already been taken over this many times.
+    pub crash_loop_cap: u32,
+    /// Extra events recorded in the claim's transaction (e.g. a forced crew).
+    pub events: Vec<NewEvent>,
+    /// Store this crew definition (and its fingerprint) on the run: a forced
+    /// resume with a changed crew.
+    pub replace_crew: Option<CrewDef>,
+}
+
+/// A claimed run: the run after the claim (new epoch, status `running`) and
+/// the checkpoint row at its cursor, which the claim marked `running`.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub run: RunRecord,
+    pub at_cursor: Option<StepRecord>,
+    /// The claim found the cursor's attempt in flight under a previous holder.
+    pub took_over: bool,
+}
+
+/// The end of one step, written in one transaction with the run's new
+/// cursor/status and the events; fenced by `epoch`. When `start_next` is set,
+/// the same transaction marks the next step `running`, so an in-flight step
+/// needs no commit of its own.
+#[derive(Debug, Clone)]
+pub struct StepCommit {
+    pub run_id: RunId,
+    pub epoch: LeaseEpoch,
+    pub idx: StepIdx,
+    pub attempt: Attempt,
+    pub status: StepStatus,
+    pub output: Option<Value>,
+    pub usage: Option<Usage>,
+    pub error: Option<ErrorInfo>,
+    pub run_status: RunStatus,
+    pub cursor: StepIdx,
+    pub run_error: Option<ErrorInfo>,
+    pub start_next: Option<(StepIdx, Role)>,
+    pub events: Vec<NewEvent>,
+}
+
+/// The durability contract. Implementations must be safe to share between
+/// tasks and processes; every method is one transaction.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    fn backend(&self) -> Backend;
+
+    /// Creates a queued run, or returns the existing run with the same
+    /// idempotency key (and changes nothing). A key reused with a different
+    /// crew or input is refused.
+    async fn submit(&self, run: NewRun) -> Result<Submitted>;
+
+    /// A run and all its checkpoint rows, sorted by index.
+    async fn load(&self, id: RunId) -> Result<(RunRecord, Vec<StepRecord>)>;
+
+    /// One run without its steps.
+    async fn get_run(&self, id: RunId) -> Result<RunRecord>;
+
+    /// Runs oldest first.
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>>;
+
+    /// Takes the run's lease: epoch + 1, status `running`, the cursor's step
+    /// marked `running` (attempt 1 for a new step, attempt + 1 after a
+    /// failure, the same attempt with `takeovers + 1` for a step whose holder
+    /// vanished), and a `run_claimed` event.
+    async fn claim(&self, id: RunId, req: &ClaimRequest) -> Result<Claimed>;
+
+    /// Commits the end of a step (see [`StepCommit`]). A stale epoch is
+    /// rejected with [`Error::StaleEpoch`] and changes nothing.
+    async fn commit_step(&self, commit: &StepCommit) -> Result<()>;
+
+    /// All events of a run, by sequence.
+    async fn events(&self, id: RunId) -> Result<Vec<EventRecord>>;
+}

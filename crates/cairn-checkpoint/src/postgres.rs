@@ -1,0 +1,497 @@
+//! The PostgreSQL backend: many processes on many machines. A step commit is
+//! one statement (data-modifying CTEs) so it costs one round trip; times come
+//! from the server's `clock_timestamp()`.
+
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::types::Json;
+use sqlx::{Postgres, Row, Transaction};
+
+use cairn_core::{
+    EventKind, EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepRecord,
+};
+
+use crate::plan::{claim_events, plan_claim, refused_commit, ClaimStep};
+use crate::raw::{check_same_submission, error_json, RawRun, RawStep};
+use crate::{
+    Backend, ClaimRequest, Claimed, Error, NewRun, OpenOptions, Result, RunFilter, StepCommit,
+    Store, Submitted,
+};
+
+macro_rules! run_cols {
+    () => {
+        "id, crew_name, crew_version, crew_fingerprint, crew_def, input, idempotency_key, \
+         thread_id, status, cursor, step_count, lease_epoch, error, created_at, updated_at, \
+         finished_at"
+    };
+}
+macro_rules! step_cols {
+    () => {
+        "idx, role, status, attempt, output, input_tokens, output_tokens, started_at, \
+         finished_at, error, takeovers"
+    };
+}
+
+/// A Cairn store on a PostgreSQL server.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    /// Connects (failing within `opts.connect_timeout` with the server named)
+    /// and applies migrations.
+    pub async fn connect_with(pg: PgConnectOptions, opts: &OpenOptions) -> Result<Self> {
+        let target = format!(
+            "PostgreSQL at {}:{}/{}",
+            pg.get_host(),
+            pg.get_port(),
+            pg.get_database().unwrap_or("(default database)")
+        );
+        let pool = PgPoolOptions::new()
+            .max_connections(opts.max_connections)
+            .acquire_timeout(opts.connect_timeout)
+            .connect_with(pg)
+            .await
+            .map_err(|source| Error::Unreachable {
+                target: target.clone(),
+                source,
+            })?;
+        sqlx::migrate!("../../migrations/postgres")
+            .run(&pool)
+            .await
+            .map_err(|source| Error::Migrate { target, source })?;
+        Ok(PgStore { pool })
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+fn decode_run(row: &PgRow) -> Result<RunRecord> {
+    let raw = RawRun {
+        id: RunId::from_uuid(row.try_get("id")?),
+        crew_name: row.try_get("crew_name")?,
+        crew_version: row.try_get("crew_version")?,
+        crew_fingerprint: row.try_get("crew_fingerprint")?,
+        crew_def: row.try_get::<Json<Value>, _>("crew_def")?.0,
+        input: row.try_get::<Json<Value>, _>("input")?.0,
+        idempotency_key: row.try_get("idempotency_key")?,
+        thread_id: row.try_get("thread_id")?,
+        status: row.try_get("status")?,
+        cursor: i64::from(row.try_get::<i32, _>("cursor")?),
+        step_count: i64::from(row.try_get::<i32, _>("step_count")?),
+        lease_epoch: row.try_get("lease_epoch")?,
+        error: row.try_get::<Option<Json<Value>>, _>("error")?.map(|j| j.0),
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        finished_at: row.try_get("finished_at")?,
+    };
+    Ok(raw.into_record()?)
+}
+
+fn decode_step(run: RunId, row: &PgRow) -> Result<StepRecord> {
+    let raw = RawStep {
+        idx: i64::from(row.try_get::<i32, _>("idx")?),
+        role: row.try_get("role")?,
+        status: row.try_get("status")?,
+        attempt: i64::from(row.try_get::<i32, _>("attempt")?),
+        output: row
+            .try_get::<Option<Json<Value>>, _>("output")?
+            .map(|j| j.0),
+        input_tokens: row.try_get("input_tokens")?,
+        output_tokens: row.try_get("output_tokens")?,
+        started_at: row.try_get("started_at")?,
+        finished_at: row.try_get("finished_at")?,
+        error: row.try_get::<Option<Json<Value>>, _>("error")?.map(|j| j.0),
+        takeovers: i64::from(row.try_get::<i32, _>("takeovers")?),
+    };
+    Ok(raw.into_record(run)?)
+}
+
+async fn fetch_run(
+    tx: &mut Transaction<'static, Postgres>,
+    id: RunId,
+    lock: bool,
+) -> Result<RunRecord> {
+    let sql = if lock {
+        concat!(
+            "SELECT ",
+            run_cols!(),
+            " FROM runs WHERE id = $1 FOR UPDATE"
+        )
+    } else {
+        concat!("SELECT ", run_cols!(), " FROM runs WHERE id = $1")
+    };
+    let row = sqlx::query(sql)
+        .bind(id.as_uuid())
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    decode_run(&row)
+}
+
+async fn fetch_step(
+    tx: &mut Transaction<'static, Postgres>,
+    id: RunId,
+    idx: u32,
+) -> Result<Option<StepRecord>> {
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        step_cols!(),
+        " FROM steps WHERE run_id = $1 AND idx = $2"
+    ))
+    .bind(id.as_uuid())
+    .bind(idx as i32)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.map(|r| decode_step(id, &r)).transpose()
+}
+
+fn event_arrays(events: &[NewEvent]) -> (Vec<String>, Vec<Json<Value>>) {
+    (
+        events.iter().map(|e| e.kind.as_str().to_owned()).collect(),
+        events.iter().map(|e| Json(e.data.clone())).collect(),
+    )
+}
+
+async fn append_events(
+    tx: &mut Transaction<'static, Postgres>,
+    id: RunId,
+    events: &[NewEvent],
+) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let (kinds, datas) = event_arrays(events);
+    sqlx::query(
+        "WITH r AS (UPDATE runs SET event_seq = event_seq + $2 WHERE id = $1 RETURNING id, event_seq) \
+         INSERT INTO events (run_id, seq, at, kind, data) \
+         SELECT r.id, r.event_seq - $2 + u.ord, clock_timestamp(), u.kind, u.data \
+         FROM r CROSS JOIN unnest($3::text[], $4::jsonb[]) WITH ORDINALITY AS u(kind, data, ord)",
+    )
+    .bind(id.as_uuid())
+    .bind(events.len() as i64)
+    .bind(kinds)
+    .bind(datas)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+#[async_trait]
+impl Store for PgStore {
+    fn backend(&self) -> Backend {
+        Backend::Postgres
+    }
+
+    async fn submit(&self, new: NewRun) -> Result<Submitted> {
+        let id = RunId::new();
+        let event = serde_json::json!({
+            "crew": new.crew.name,
+            "fingerprint": new.crew.fingerprint(),
+            "idempotency_key": new.idempotency_key,
+            "thread_id": new.thread_id,
+        });
+        let inserted: i64 = sqlx::query_scalar(
+            "WITH r AS ( \
+               INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
+                 idempotency_key, thread_id, status, cursor, step_count, lease_epoch, event_seq, \
+                 created_at, updated_at) \
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 0, $9, 0, 1, clock_timestamp(), \
+                 clock_timestamp()) \
+               ON CONFLICT (idempotency_key) DO NOTHING RETURNING id), \
+             e AS (INSERT INTO events (run_id, seq, at, kind, data) \
+               SELECT id, 1, clock_timestamp(), 'run_submitted', $10 FROM r) \
+             SELECT count(*) FROM r",
+        )
+        .bind(id.as_uuid())
+        .bind(&new.crew.name)
+        .bind(&new.crew.version)
+        .bind(new.crew.fingerprint().as_str())
+        .bind(Json(new.crew.to_json()))
+        .bind(Json(&new.input))
+        .bind(&new.idempotency_key)
+        .bind(&new.thread_id)
+        .bind(new.crew.step_count() as i32)
+        .bind(Json(event))
+        .fetch_one(&self.pool)
+        .await?;
+        if inserted == 0 {
+            let row = sqlx::query(concat!(
+                "SELECT ",
+                run_cols!(),
+                " FROM runs WHERE idempotency_key = $1"
+            ))
+            .bind(&new.idempotency_key)
+            .fetch_one(&self.pool)
+            .await?;
+            let run = decode_run(&row)?;
+            check_same_submission(&run, &new)?;
+            return Ok(Submitted {
+                run,
+                created: false,
+            });
+        }
+        Ok(Submitted {
+            run: self.get_run(id).await?,
+            created: true,
+        })
+    }
+
+    async fn load(&self, id: RunId) -> Result<(RunRecord, Vec<StepRecord>)> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .await?;
+        let run = fetch_run(&mut tx, id, false).await?;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            step_cols!(),
+            " FROM steps WHERE run_id = $1 ORDER BY idx"
+        ))
+        .bind(id.as_uuid())
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let steps = rows
+            .iter()
+            .map(|r| decode_step(id, r))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((run, steps))
+    }
+
+    async fn get_run(&self, id: RunId) -> Result<RunRecord> {
+        let row = sqlx::query(concat!("SELECT ", run_cols!(), " FROM runs WHERE id = $1"))
+            .bind(id.as_uuid())
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(Error::RunNotFound(id))?;
+        decode_run(&row)
+    }
+
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_cols!(),
+            " FROM runs WHERE ($1::text IS NULL OR status = $1) ORDER BY created_at, id LIMIT $2"
+        ))
+        .bind(filter.status.map(|s| s.as_str()))
+        .bind(filter.limit.map(i64::from))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(decode_run).collect()
+    }
+
+    async fn claim(&self, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
+        let mut tx = self.pool.begin().await?;
+        let mut before = fetch_run(&mut tx, id, true).await?;
+        match before.status {
+            RunStatus::Queued => {}
+            RunStatus::Running if req.takeover => {}
+            status => {
+                return Err(Error::WrongState {
+                    run: id,
+                    status,
+                    action: "claim it",
+                })
+            }
+        }
+        if let Some(def) = &req.replace_crew {
+            sqlx::query(
+                "UPDATE runs SET crew_name = $2, crew_version = $3, crew_fingerprint = $4, \
+                 crew_def = $5, step_count = $6 WHERE id = $1",
+            )
+            .bind(id.as_uuid())
+            .bind(&def.name)
+            .bind(&def.version)
+            .bind(def.fingerprint().as_str())
+            .bind(Json(def.to_json()))
+            .bind(def.step_count() as i32)
+            .execute(&mut *tx)
+            .await?;
+            before.step_count = def.step_count();
+            before.crew_definition = def.clone();
+        }
+        let epoch: i64 = sqlx::query_scalar(
+            "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, lease_owner = $2, \
+             lease_expires_at = clock_timestamp() + make_interval(secs => $3), not_before = NULL, \
+             updated_at = clock_timestamp() WHERE id = $1 RETURNING lease_epoch",
+        )
+        .bind(id.as_uuid())
+        .bind(&req.owner)
+        .bind(req.lease.as_secs_f64())
+        .fetch_one(&mut *tx)
+        .await?;
+        let epoch = LeaseEpoch(epoch);
+        let cursor = before.cursor.get() as i32;
+        let plan = plan_claim(
+            &before,
+            fetch_step(&mut tx, id, before.cursor.get()).await?,
+            req,
+        )?;
+        match &plan.step {
+            ClaimStep::Nothing => {}
+            ClaimStep::Insert { role } => {
+                sqlx::query(
+                    "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+                     VALUES ($1, $2, $3, 'running', 1, clock_timestamp())",
+                )
+                .bind(id.as_uuid())
+                .bind(cursor)
+                .bind(role.as_str())
+                .execute(&mut *tx)
+                .await?;
+            }
+            ClaimStep::Restart {
+                attempt,
+                takeovers_delta,
+            } => {
+                sqlx::query(
+                    "UPDATE steps SET status = 'running', attempt = $3, \
+                     takeovers = CASE WHEN $4 = 0 THEN 0 ELSE takeovers + $4 END, \
+                     finished_at = NULL, started_at = clock_timestamp() \
+                     WHERE run_id = $1 AND idx = $2",
+                )
+                .bind(id.as_uuid())
+                .bind(cursor)
+                .bind(*attempt as i32)
+                .bind(*takeovers_delta as i32)
+                .execute(&mut *tx)
+                .await?;
+            }
+            ClaimStep::CrashLoop { error } => {
+                let err = error_json(&Some(error.clone())).map(Json);
+                sqlx::query(
+                    "WITH s AS (UPDATE steps SET status = 'failed', error = $3, \
+                       finished_at = clock_timestamp() WHERE run_id = $1 AND idx = $2) \
+                     UPDATE runs SET status = 'failed', error = $3, lease_owner = NULL, \
+                       lease_expires_at = NULL, finished_at = clock_timestamp() WHERE id = $1",
+                )
+                .bind(id.as_uuid())
+                .bind(cursor)
+                .bind(err)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        let events = claim_events(req, epoch, &before, &plan);
+        append_events(&mut tx, id, &events).await?;
+        let run = fetch_run(&mut tx, id, false).await?;
+        let at_cursor = fetch_step(&mut tx, id, run.cursor.get()).await?;
+        tx.commit().await?;
+        Ok(Claimed {
+            run,
+            at_cursor,
+            took_over: plan.took_over,
+        })
+    }
+
+    async fn commit_step(&self, c: &StepCommit) -> Result<()> {
+        let finished = matches!(
+            c.run_status,
+            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+        );
+        let (kinds, datas) = event_arrays(&c.events);
+        let (next_idx, next_role) = match &c.start_next {
+            Some((i, r)) => (Some(i.get() as i32), Some(r.as_str())),
+            None => (None, None),
+        };
+        // One statement, one round trip, one implicit transaction. The guard
+        // aborts the whole statement if the run matched but its step did not.
+        let runs: i64 = sqlx::query_scalar(
+            "WITH r AS ( \
+               UPDATE runs SET status = $3, cursor = $4, error = $5, event_seq = event_seq + $6, \
+                 updated_at = clock_timestamp(), \
+                 finished_at = CASE WHEN $7 THEN clock_timestamp() ELSE finished_at END, \
+                 lease_owner = CASE WHEN $3 = 'running' THEN lease_owner END, \
+                 lease_expires_at = CASE WHEN $3 = 'running' THEN lease_expires_at END \
+               WHERE id = $1 AND lease_epoch = $2 AND status = 'running' \
+               RETURNING id, event_seq), \
+             s AS ( \
+               UPDATE steps SET status = $10, output = $11, input_tokens = $12, \
+                 output_tokens = $13, error = $14, finished_at = clock_timestamp() \
+               FROM r WHERE steps.run_id = r.id AND steps.idx = $8 AND steps.attempt = $9 \
+                 AND steps.status = 'running' \
+               RETURNING steps.idx), \
+             n AS ( \
+               INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+               SELECT r.id, $15, $16, 'running', 1, clock_timestamp() FROM r \
+               WHERE $15::int IS NOT NULL), \
+             e AS ( \
+               INSERT INTO events (run_id, seq, at, kind, data) \
+               SELECT r.id, r.event_seq - $6 + u.ord, clock_timestamp(), u.kind, u.data \
+               FROM r CROSS JOIN unnest($17::text[], $18::jsonb[]) WITH ORDINALITY AS u(kind, data, ord)) \
+             SELECT CASE WHEN (SELECT count(*) FROM r) = 1 AND (SELECT count(*) FROM s) <> 1 \
+                 THEN cairn_raise('cairn: step row is not running at the committed attempt') \
+                 ELSE (SELECT count(*) FROM r) END",
+        )
+        .bind(c.run_id.as_uuid())
+        .bind(c.epoch.0)
+        .bind(c.run_status.as_str())
+        .bind(c.cursor.get() as i32)
+        .bind(error_json(&c.run_error).map(Json))
+        .bind(c.events.len() as i64)
+        .bind(finished)
+        .bind(c.idx.get() as i32)
+        .bind(c.attempt.get() as i32)
+        .bind(c.status.as_str())
+        .bind(c.output.as_ref().map(Json))
+        .bind(c.usage.map(|u| u.input_tokens as i64))
+        .bind(c.usage.map(|u| u.output_tokens as i64))
+        .bind(error_json(&c.error).map(Json))
+        .bind(next_idx)
+        .bind(next_role)
+        .bind(kinds)
+        .bind(datas)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| match e {
+            sqlx::Error::Database(db) if db.message().starts_with("cairn: ") => {
+                cairn_core::Corruption::new(
+                    c.run_id,
+                    format!(
+                        "step {} attempt {} is not running, so its result cannot be committed",
+                        c.idx, c.attempt
+                    ),
+                )
+                .into()
+            }
+            e => Error::Database(e),
+        })?;
+        if runs == 0 {
+            let run = self.get_run(c.run_id).await?;
+            return Err(refused_commit(&run, c));
+        }
+        Ok(())
+    }
+
+    async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {
+        self.get_run(id).await?;
+        let rows =
+            sqlx::query("SELECT seq, at, kind, data FROM events WHERE run_id = $1 ORDER BY seq")
+                .bind(id.as_uuid())
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter()
+            .map(|r| {
+                let seq: i64 = r.try_get("seq")?;
+                let kind: String = r.try_get("kind")?;
+                Ok(EventRecord {
+                    run_id: id,
+                    seq,
+                    at: r.try_get("at")?,
+                    kind: EventKind::parse(&kind).ok_or_else(|| {
+                        cairn_core::Corruption::new(
+                            id,
+                            format!("event {seq} has unknown kind `{kind}`"),
+                        )
+                    })?,
+                    data: r.try_get::<Json<Value>, _>("data")?.0,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,140 @@
+//! Rows as the backends decode them, and their one conversion into domain
+//! records. Anything that does not decode is a [`Corruption`] naming the run,
+//! never a skipped row.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use cairn_core::{
+    Attempt, Corruption, CrewDef, ErrorInfo, Fingerprint, LeaseEpoch, Role, RunId, RunRecord,
+    StepIdx, StepRecord,
+};
+
+pub(crate) struct RawRun {
+    pub id: RunId,
+    pub crew_name: String,
+    pub crew_version: String,
+    pub crew_fingerprint: String,
+    pub crew_def: Value,
+    pub input: Value,
+    pub idempotency_key: Option<String>,
+    pub thread_id: Option<String>,
+    pub status: String,
+    pub cursor: i64,
+    pub step_count: i64,
+    pub lease_epoch: i64,
+    pub error: Option<Value>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+pub(crate) struct RawStep {
+    pub idx: i64,
+    pub role: String,
+    pub status: String,
+    pub attempt: i64,
+    pub output: Option<Value>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub error: Option<Value>,
+    pub takeovers: i64,
+}
+
+fn error_info(run: RunId, what: &str, v: Option<Value>) -> Result<Option<ErrorInfo>, Corruption> {
+    v.map(|v| {
+        serde_json::from_value(v)
+            .map_err(|e| Corruption::new(run, format!("{what} error does not decode: {e}")))
+    })
+    .transpose()
+}
+
+fn non_negative(run: RunId, what: &str, v: i64) -> Result<u32, Corruption> {
+    u32::try_from(v).map_err(|_| Corruption::new(run, format!("{what} is {v}")))
+}
+
+impl RawRun {
+    pub fn into_record(self) -> Result<RunRecord, Corruption> {
+        let run = self.id;
+        let corrupt = |d: String| Corruption::new(run, d);
+        let crew_definition: CrewDef = serde_json::from_value(self.crew_def)
+            .map_err(|e| corrupt(format!("stored crew definition does not decode: {e}")))?;
+        Ok(RunRecord {
+            id: run,
+            crew: self.crew_name,
+            crew_version: self.crew_version,
+            crew_fingerprint: Fingerprint::from_stored(self.crew_fingerprint),
+            status: self
+                .status
+                .parse()
+                .map_err(|e: String| corrupt(format!("run status: {e}")))?,
+            cursor: StepIdx(non_negative(run, "cursor", self.cursor)?),
+            step_count: non_negative(run, "step count", self.step_count)?,
+            input: self.input,
+            idempotency_key: self.idempotency_key,
+            thread_id: self.thread_id,
+            lease_epoch: LeaseEpoch(self.lease_epoch),
+            error: error_info(run, "run", self.error)?,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            finished_at: self.finished_at,
+            crew_definition,
+        })
+    }
+}
+
+impl RawStep {
+    pub fn into_record(self, run: RunId) -> Result<StepRecord, Corruption> {
+        let idx = non_negative(run, "step index", self.idx)?;
+        let what = format!("step {idx}");
+        let tokens = |v: Option<i64>| -> Result<Option<u64>, Corruption> {
+            v.map(|t| {
+                u64::try_from(t).map_err(|_| Corruption::new(run, format!("{what} tokens are {t}")))
+            })
+            .transpose()
+        };
+        Ok(StepRecord {
+            idx: StepIdx(idx),
+            role: Role::new(self.role),
+            status: self
+                .status
+                .parse()
+                .map_err(|e: String| Corruption::new(run, format!("{what} status: {e}")))?,
+            attempt: Attempt(non_negative(run, "attempt", self.attempt)?),
+            output: self.output,
+            input_tokens: tokens(self.input_tokens)?,
+            output_tokens: tokens(self.output_tokens)?,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            error: error_info(run, &what, self.error)?,
+            takeovers: non_negative(run, "takeovers", self.takeovers)?,
+        })
+    }
+}
+
+/// Serializes an error for a JSON column.
+pub(crate) fn error_json(e: &Option<ErrorInfo>) -> Option<Value> {
+    e.as_ref()
+        .map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
+}
+
+/// Checks a reused idempotency key against what the new submit asked for.
+pub(crate) fn check_same_submission(
+    existing: &RunRecord,
+    new: &crate::NewRun,
+) -> Result<(), crate::Error> {
+    let what = if existing.crew_fingerprint != new.crew.fingerprint() {
+        "crew"
+    } else if existing.input != new.input {
+        "input"
+    } else {
+        return Ok(());
+    };
+    Err(crate::Error::IdempotencyConflict {
+        key: new.idempotency_key.clone().unwrap_or_default(),
+        run: existing.id,
+        what,
+    })
+}

@@ -1,0 +1,595 @@
+//! The SQLite backend: one file, WAL, `synchronous=FULL`, write transactions
+//! taken with `BEGIN IMMEDIATE` so concurrent writers queue on the busy
+//! timeout instead of failing mid-transaction. Times come from SQLite's clock.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::{Row, Sqlite, Transaction};
+use uuid::Uuid;
+
+use cairn_core::{
+    Corruption, EventKind, EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus,
+    StepRecord,
+};
+
+use crate::plan::{claim_events, plan_claim, refused_commit, ClaimStep};
+use crate::raw::{check_same_submission, error_json, RawRun, RawStep};
+use crate::{
+    Backend, ClaimRequest, Claimed, Error, NewRun, Result, RunFilter, StepCommit, Store, Submitted,
+};
+
+macro_rules! run_cols {
+    () => {
+        "id, crew_name, crew_version, crew_fingerprint, crew_def, input, idempotency_key, \
+         thread_id, status, cursor, step_count, lease_epoch, error, created_at, updated_at, \
+         finished_at"
+    };
+}
+macro_rules! step_cols {
+    () => {
+        "idx, role, status, attempt, output, input_tokens, output_tokens, started_at, \
+         finished_at, error, takeovers"
+    };
+}
+/// SQLite's clock as RFC 3339 UTC with milliseconds.
+macro_rules! now {
+    () => {
+        "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+    };
+}
+
+/// A Cairn store in one SQLite file.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    path: PathBuf,
+}
+
+impl SqliteStore {
+    /// Opens (and, with `create`, creates) the file and applies migrations.
+    pub async fn open(path: &Path, create: bool, timeout: Duration) -> Result<Self> {
+        if !create && !path.exists() {
+            return Err(Error::MissingFile(path.to_owned()));
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(create)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let target = format!("SQLite file {}", path.display());
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(timeout)
+            .connect_with(options)
+            .await
+            .map_err(|source| Error::Unreachable {
+                target: target.clone(),
+                source,
+            })?;
+        sqlx::migrate!("../../migrations/sqlite")
+            .run(&pool)
+            .await
+            .map_err(|source| Error::Migrate { target, source })?;
+        Ok(SqliteStore {
+            pool,
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    async fn write_tx(&self) -> Result<Transaction<'static, Sqlite>> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+}
+
+fn nil_run() -> RunId {
+    RunId::from_uuid(Uuid::nil())
+}
+
+fn json_col(run: RunId, what: &str, text: Option<String>) -> Result<Option<Value>, Corruption> {
+    text.map(|t| {
+        serde_json::from_str(&t)
+            .map_err(|e| Corruption::new(run, format!("{what} is not valid JSON: {e}")))
+    })
+    .transpose()
+}
+
+fn time_col(
+    run: RunId,
+    what: &str,
+    text: Option<String>,
+) -> Result<Option<DateTime<Utc>>, Corruption> {
+    text.map(|t| {
+        DateTime::parse_from_rfc3339(&t)
+            .map(|d| d.with_timezone(&Utc))
+            .map_err(|e| Corruption::new(run, format!("{what} `{t}` is not a time: {e}")))
+    })
+    .transpose()
+}
+
+fn required<T>(run: RunId, what: &str, v: Option<T>) -> Result<T, Corruption> {
+    v.ok_or_else(|| Corruption::new(run, format!("{what} is missing")))
+}
+
+fn decode_run(row: &SqliteRow) -> Result<RunRecord> {
+    let id_text: String = row.try_get("id")?;
+    let id = RunId::from_str(&id_text)
+        .map_err(|e| Corruption::new(nil_run(), format!("a run id does not decode: {e}")))?;
+    let raw = RawRun {
+        id,
+        crew_name: row.try_get("crew_name")?,
+        crew_version: row.try_get("crew_version")?,
+        crew_fingerprint: row.try_get("crew_fingerprint")?,
+        crew_def: required(
+            id,
+            "crew definition",
+            json_col(id, "crew definition", row.try_get("crew_def")?)?,
+        )?,
+        input: required(id, "input", json_col(id, "input", row.try_get("input")?)?)?,
+        idempotency_key: row.try_get("idempotency_key")?,
+        thread_id: row.try_get("thread_id")?,
+        status: row.try_get("status")?,
+        cursor: row.try_get("cursor")?,
+        step_count: row.try_get("step_count")?,
+        lease_epoch: row.try_get("lease_epoch")?,
+        error: json_col(id, "run error", row.try_get("error")?)?,
+        created_at: required(
+            id,
+            "created_at",
+            time_col(id, "created_at", row.try_get("created_at")?)?,
+        )?,
+        updated_at: required(
+            id,
+            "updated_at",
+            time_col(id, "updated_at", row.try_get("updated_at")?)?,
+        )?,
+        finished_at: time_col(id, "finished_at", row.try_get("finished_at")?)?,
+    };
+    Ok(raw.into_record()?)
+}
+
+fn decode_step(run: RunId, row: &SqliteRow) -> Result<StepRecord> {
+    let idx: i64 = row.try_get("idx")?;
+    let what = |col: &str| format!("step {idx} {col}");
+    let raw = RawStep {
+        idx,
+        role: row.try_get("role")?,
+        status: row.try_get("status")?,
+        attempt: row.try_get("attempt")?,
+        output: json_col(run, &what("output"), row.try_get("output")?)?,
+        input_tokens: row.try_get("input_tokens")?,
+        output_tokens: row.try_get("output_tokens")?,
+        started_at: required(
+            run,
+            &what("started_at"),
+            time_col(run, &what("started_at"), row.try_get("started_at")?)?,
+        )?,
+        finished_at: time_col(run, &what("finished_at"), row.try_get("finished_at")?)?,
+        error: json_col(run, &what("error"), row.try_get("error")?)?,
+        takeovers: row.try_get("takeovers")?,
+    };
+    Ok(raw.into_record(run)?)
+}
+
+fn opt_json(v: Option<&Value>) -> Option<String> {
+    v.map(|v| v.to_string())
+}
+
+async fn fetch_run(tx: &mut Transaction<'static, Sqlite>, id: RunId) -> Result<RunRecord> {
+    let row = sqlx::query(concat!("SELECT ", run_cols!(), " FROM runs WHERE id = ?1"))
+        .bind(id.to_string())
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    decode_run(&row)
+}
+
+async fn fetch_step(
+    tx: &mut Transaction<'static, Sqlite>,
+    id: RunId,
+    idx: u32,
+) -> Result<Option<StepRecord>> {
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        step_cols!(),
+        " FROM steps WHERE run_id = ?1 AND idx = ?2"
+    ))
+    .bind(id.to_string())
+    .bind(idx as i64)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.map(|r| decode_step(id, &r)).transpose()
+}
+
+/// Appends events at the run's next sequence numbers.
+async fn append_events(
+    tx: &mut Transaction<'static, Sqlite>,
+    id: RunId,
+    events: &[NewEvent],
+) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let last: i64 = sqlx::query_scalar(
+        "UPDATE runs SET event_seq = event_seq + ?2 WHERE id = ?1 RETURNING event_seq",
+    )
+    .bind(id.to_string())
+    .bind(events.len() as i64)
+    .fetch_one(&mut **tx)
+    .await?;
+    insert_events(tx, id, last, events).await
+}
+
+/// Inserts `events` numbered so the last one is `last_seq`.
+async fn insert_events(
+    tx: &mut Transaction<'static, Sqlite>,
+    id: RunId,
+    last_seq: i64,
+    events: &[NewEvent],
+) -> Result<()> {
+    let first = last_seq - events.len() as i64 + 1;
+    for (i, e) in events.iter().enumerate() {
+        sqlx::query(concat!(
+            "INSERT INTO events (run_id, seq, at, kind, data) VALUES (?1, ?2, ",
+            now!(),
+            ", ?3, ?4)"
+        ))
+        .bind(id.to_string())
+        .bind(first + i as i64)
+        .bind(e.kind.as_str())
+        .bind(e.data.to_string())
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn backend(&self) -> Backend {
+        Backend::Sqlite
+    }
+
+    async fn submit(&self, new: NewRun) -> Result<Submitted> {
+        let id = RunId::new();
+        let mut tx = self.write_tx().await?;
+        let inserted = sqlx::query(concat!(
+            "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
+             idempotency_key, thread_id, status, cursor, step_count, lease_epoch, event_seq, \
+             created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', 0, ?9, 0, 0, ",
+            now!(),
+            ", ",
+            now!(),
+            ") ON CONFLICT (idempotency_key) DO NOTHING"
+        ))
+        .bind(id.to_string())
+        .bind(&new.crew.name)
+        .bind(&new.crew.version)
+        .bind(new.crew.fingerprint().as_str())
+        .bind(new.crew.to_json().to_string())
+        .bind(new.input.to_string())
+        .bind(&new.idempotency_key)
+        .bind(&new.thread_id)
+        .bind(new.crew.step_count() as i64)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if inserted == 0 {
+            let row = sqlx::query(concat!(
+                "SELECT ",
+                run_cols!(),
+                " FROM runs WHERE idempotency_key = ?1"
+            ))
+            .bind(&new.idempotency_key)
+            .fetch_one(&mut *tx)
+            .await?;
+            let run = decode_run(&row)?;
+            check_same_submission(&run, &new)?;
+            return Ok(Submitted {
+                run,
+                created: false,
+            });
+        }
+        let event = NewEvent::new(
+            EventKind::RunSubmitted,
+            serde_json::json!({
+                "crew": new.crew.name,
+                "fingerprint": new.crew.fingerprint(),
+                "idempotency_key": new.idempotency_key,
+                "thread_id": new.thread_id,
+            }),
+        );
+        append_events(&mut tx, id, &[event]).await?;
+        let run = fetch_run(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(Submitted { run, created: true })
+    }
+
+    async fn load(&self, id: RunId) -> Result<(RunRecord, Vec<StepRecord>)> {
+        // One read transaction: a WAL snapshot, so run and steps agree.
+        let mut tx = self.pool.begin().await?;
+        let run = fetch_run(&mut tx, id).await?;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            step_cols!(),
+            " FROM steps WHERE run_id = ?1 ORDER BY idx"
+        ))
+        .bind(id.to_string())
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let steps = rows
+            .iter()
+            .map(|r| decode_step(id, r))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((run, steps))
+    }
+
+    async fn get_run(&self, id: RunId) -> Result<RunRecord> {
+        let row = sqlx::query(concat!("SELECT ", run_cols!(), " FROM runs WHERE id = ?1"))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(Error::RunNotFound(id))?;
+        decode_run(&row)
+    }
+
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_cols!(),
+            " FROM runs WHERE (?1 IS NULL OR status = ?1) ORDER BY created_at, id LIMIT ?2"
+        ))
+        .bind(filter.status.map(|s| s.as_str()))
+        .bind(filter.limit.map(i64::from).unwrap_or(-1))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(decode_run).collect()
+    }
+
+    async fn claim(&self, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
+        let mut tx = self.write_tx().await?;
+        let mut before = fetch_run(&mut tx, id).await?;
+        match before.status {
+            RunStatus::Queued => {}
+            RunStatus::Running if req.takeover => {}
+            status => {
+                return Err(Error::WrongState {
+                    run: id,
+                    status,
+                    action: "claim it",
+                })
+            }
+        }
+        if let Some(def) = &req.replace_crew {
+            sqlx::query(
+                "UPDATE runs SET crew_name = ?2, crew_version = ?3, crew_fingerprint = ?4, \
+                 crew_def = ?5, step_count = ?6 WHERE id = ?1",
+            )
+            .bind(id.to_string())
+            .bind(&def.name)
+            .bind(&def.version)
+            .bind(def.fingerprint().as_str())
+            .bind(def.to_json().to_string())
+            .bind(def.step_count() as i64)
+            .execute(&mut *tx)
+            .await?;
+            before.step_count = def.step_count();
+            before.crew_definition = def.clone();
+        }
+        let lease = format!("+{:.3} seconds", req.lease.as_secs_f64());
+        let epoch: i64 = sqlx::query_scalar(concat!(
+            "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, lease_owner = ?2, \
+             lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ','now', ?3), not_before = NULL, \
+             updated_at = ",
+            now!(),
+            " WHERE id = ?1 RETURNING lease_epoch"
+        ))
+        .bind(id.to_string())
+        .bind(&req.owner)
+        .bind(&lease)
+        .fetch_one(&mut *tx)
+        .await?;
+        let epoch = LeaseEpoch(epoch);
+
+        let plan = plan_claim(
+            &before,
+            fetch_step(&mut tx, id, before.cursor.get()).await?,
+            req,
+        )?;
+        match &plan.step {
+            ClaimStep::Nothing => {}
+            ClaimStep::Insert { role } => {
+                sqlx::query(concat!(
+                    "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+                     VALUES (?1, ?2, ?3, 'running', 1, ",
+                    now!(),
+                    ")"
+                ))
+                .bind(id.to_string())
+                .bind(before.cursor.get() as i64)
+                .bind(role.as_str())
+                .execute(&mut *tx)
+                .await?;
+            }
+            ClaimStep::Restart {
+                attempt,
+                takeovers_delta,
+            } => {
+                sqlx::query(concat!(
+                    "UPDATE steps SET status = 'running', attempt = ?3, \
+                     takeovers = CASE WHEN ?4 = 0 THEN 0 ELSE takeovers + ?4 END, \
+                     finished_at = NULL, started_at = ",
+                    now!(),
+                    " WHERE run_id = ?1 AND idx = ?2"
+                ))
+                .bind(id.to_string())
+                .bind(before.cursor.get() as i64)
+                .bind(i64::from(*attempt))
+                .bind(i64::from(*takeovers_delta))
+                .execute(&mut *tx)
+                .await?;
+            }
+            ClaimStep::CrashLoop { error } => {
+                let err = error_json(&Some(error.clone())).map(|v| v.to_string());
+                sqlx::query(concat!(
+                    "UPDATE steps SET status = 'failed', error = ?3, finished_at = ",
+                    now!(),
+                    " WHERE run_id = ?1 AND idx = ?2"
+                ))
+                .bind(id.to_string())
+                .bind(before.cursor.get() as i64)
+                .bind(&err)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(concat!(
+                    "UPDATE runs SET status = 'failed', error = ?2, lease_owner = NULL, \
+                     lease_expires_at = NULL, finished_at = ",
+                    now!(),
+                    " WHERE id = ?1"
+                ))
+                .bind(id.to_string())
+                .bind(&err)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        let events = claim_events(req, epoch, &before, &plan);
+        append_events(&mut tx, id, &events).await?;
+        let run = fetch_run(&mut tx, id).await?;
+        let at_cursor = fetch_step(&mut tx, id, run.cursor.get()).await?;
+        tx.commit().await?;
+        Ok(Claimed {
+            run,
+            at_cursor,
+            took_over: plan.took_over,
+        })
+    }
+
+    async fn commit_step(&self, c: &StepCommit) -> Result<()> {
+        let mut tx = self.write_tx().await?;
+        let finished = matches!(
+            c.run_status,
+            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+        );
+        let last_seq: Option<i64> = sqlx::query_scalar(concat!(
+            "UPDATE runs SET status = ?3, cursor = ?4, error = ?5, event_seq = event_seq + ?6, \
+             updated_at = ",
+            now!(),
+            ", finished_at = CASE WHEN ?7 THEN ",
+            now!(),
+            " ELSE finished_at END, \
+             lease_owner = CASE WHEN ?3 = 'running' THEN lease_owner END, \
+             lease_expires_at = CASE WHEN ?3 = 'running' THEN lease_expires_at END \
+             WHERE id = ?1 AND lease_epoch = ?2 AND status = 'running' RETURNING event_seq"
+        ))
+        .bind(c.run_id.to_string())
+        .bind(c.epoch.0)
+        .bind(c.run_status.as_str())
+        .bind(c.cursor.get() as i64)
+        .bind(error_json(&c.run_error).map(|v| v.to_string()))
+        .bind(c.events.len() as i64)
+        .bind(finished)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(last_seq) = last_seq else {
+            let run = fetch_run(&mut tx, c.run_id).await?;
+            return Err(refused_commit(&run, c));
+        };
+        let updated = sqlx::query(concat!(
+            "UPDATE steps SET status = ?4, output = ?5, input_tokens = ?6, output_tokens = ?7, \
+             error = ?8, finished_at = ",
+            now!(),
+            " WHERE run_id = ?1 AND idx = ?2 AND attempt = ?3 AND status = 'running'"
+        ))
+        .bind(c.run_id.to_string())
+        .bind(c.idx.get() as i64)
+        .bind(c.attempt.get() as i64)
+        .bind(c.status.as_str())
+        .bind(opt_json(c.output.as_ref()))
+        .bind(c.usage.map(|u| u.input_tokens as i64))
+        .bind(c.usage.map(|u| u.output_tokens as i64))
+        .bind(error_json(&c.error).map(|v| v.to_string()))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if updated != 1 {
+            return Err(Corruption::new(
+                c.run_id,
+                format!(
+                    "step {} attempt {} is not running, so its result cannot be committed",
+                    c.idx, c.attempt
+                ),
+            )
+            .into());
+        }
+        if let Some((next, role)) = &c.start_next {
+            sqlx::query(concat!(
+                "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+                 VALUES (?1, ?2, ?3, 'running', 1, ",
+                now!(),
+                ")"
+            ))
+            .bind(c.run_id.to_string())
+            .bind(next.get() as i64)
+            .bind(role.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        insert_events(&mut tx, c.run_id, last_seq, &c.events).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {
+        let mut tx = self.pool.begin().await?;
+        fetch_run(&mut tx, id).await?;
+        let rows =
+            sqlx::query("SELECT seq, at, kind, data FROM events WHERE run_id = ?1 ORDER BY seq")
+                .bind(id.to_string())
+                .fetch_all(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        rows.iter()
+            .map(|r| {
+                let seq: i64 = r.try_get("seq")?;
+                let kind: String = r.try_get("kind")?;
+                Ok(EventRecord {
+                    run_id: id,
+                    seq,
+                    at: required(
+                        id,
+                        "event time",
+                        time_col(id, "event time", r.try_get("at")?)?,
+                    )?,
+                    kind: EventKind::parse(&kind).ok_or_else(|| {
+                        Corruption::new(id, format!("event {seq} has unknown kind `{kind}`"))
+                    })?,
+                    data: required(
+                        id,
+                        "event data",
+                        json_col(id, "event data", r.try_get("data")?)?,
+                    )?,
+                })
+            })
+            .collect()
+    }
+}

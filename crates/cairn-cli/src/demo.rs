@@ -1,0 +1,171 @@
+//! `cairn demo`: the crash-and-resume promise, shown end to end with real
+//! processes. A child `cairn run` executes a crew of `command` steps on an
+//! embedded SQLite file; the demo SIGKILLs it during step `kill_at`, resumes
+//! the run in this process and checks, from the steps' own execution log,
+//! that every step before the kill ran exactly once.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use cairn::{ResumeOptions, RunFilter, RunStatus, StepStatus};
+
+use crate::{exit, output};
+
+const STEP_SCRIPT: &str = r#"#!/bin/sh
+# One demo step: record the execution, read the context, work a little, answer.
+echo "$CAIRN_STEP_IDX" >> "$(dirname "$0")/executions.log"
+context=$(cat)
+sleep 0.1
+printf '{"step": %s, "role": "%s", "context_bytes": %s}\n' "$CAIRN_STEP_IDX" "$CAIRN_STEP_ROLE" "${#context}"
+"#;
+
+fn crew_toml(steps: u32, script: &Path) -> String {
+    let mut toml = String::from("name = \"demo\"\nversion = \"1\"\n");
+    for i in 0..steps {
+        toml.push_str(&format!(
+            "\n[[agents]]\nrole = \"step-{i:02}\"\nkind = \"command\"\ncommand = [\"sh\", {:?}]\n",
+            script.display().to_string()
+        ));
+    }
+    toml
+}
+
+fn executions(log: &Path) -> BTreeMap<u32, u32> {
+    let mut counts = BTreeMap::new();
+    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+        if let Ok(idx) = line.trim().parse::<u32>() {
+            *counts.entry(idx).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Result<u8> {
+    ensure!(kill_at < steps, "--kill-at must be below --steps");
+    let tmp;
+    let dir = match dir {
+        Some(d) => {
+            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+            d
+        }
+        None => {
+            tmp = tempfile::tempdir()?;
+            tmp.path().to_owned()
+        }
+    };
+    let dir = dir.canonicalize()?;
+    let db = dir.join("demo.db");
+    let log = dir.join("executions.log");
+    for stale in [
+        db.clone(),
+        dir.join("demo.db-wal"),
+        dir.join("demo.db-shm"),
+        log.clone(),
+    ] {
+        let _ = std::fs::remove_file(stale);
+    }
+    let script = dir.join("step.sh");
+    std::fs::write(&script, STEP_SCRIPT)?;
+    let crew = dir.join("demo-crew.toml");
+    std::fs::write(&crew, crew_toml(steps, &script))?;
+    let url = format!("sqlite://{}", db.display());
+
+    println!(
+        "1. `cairn run` in a child process: {steps} command steps on {}",
+        db.display()
+    );
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .arg("run")
+        .arg(&crew)
+        .args(["--db", &url, "--input", r#"{"topic": "durable agents"}"#])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting the child `cairn run`")?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !executions(&log).contains_key(&kill_at) {
+        if let Some(status) = child.try_wait()? {
+            bail!("the child exited ({status}) before step {kill_at} started");
+        }
+        ensure!(Instant::now() < deadline, "step {kill_at} never started");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let pid = Pid::from_raw(i32::try_from(child.id())?);
+    kill(pid, Signal::SIGKILL).context("killing the child")?;
+    child.wait()?;
+    println!("2. SIGKILLed the child (pid {pid}) while step {kill_at} was executing");
+
+    let engine = crate::open(&url, false).await?;
+    let run = engine
+        .list(&RunFilter::default())
+        .await?
+        .into_iter()
+        .next()
+        .context("the child left no run in the database")?;
+    println!(
+        "   the database says: run {} is `{}` with cursor {} ({} steps committed)",
+        run.id, run.status, run.cursor, run.cursor
+    );
+
+    println!("3. resume {} (same executor as a fresh run)", run.id);
+    let started = Instant::now();
+    let driven = engine.resume(run.id, ResumeOptions::default()).await?;
+    println!(
+        "   resumed at step {}, executed {} steps in {:.1?}",
+        driven
+            .executed
+            .first()
+            .map(|i| i.to_string())
+            .unwrap_or_else(|| "-".into()),
+        driven.executed.len(),
+        started.elapsed()
+    );
+
+    let view = engine.show(run.id).await?;
+    let counts = executions(&log);
+    let count_of =
+        |s: &cairn::StepRecord| counts.get(&s.idx.get()).copied().unwrap_or(0).to_string();
+    println!();
+    output::print_run(&view, false, Some(("executions", &count_of)))?;
+
+    let mut problems = vec![];
+    if view.run.status != RunStatus::Succeeded {
+        problems.push(format!("run ended `{}`", view.run.status));
+    }
+    if view.steps.len() != steps as usize
+        || view
+            .steps
+            .iter()
+            .any(|s| s.status != StepStatus::Succeeded || s.output.is_none())
+    {
+        problems.push("not every step has a succeeded checkpoint with an output".to_owned());
+    }
+    for i in 0..steps {
+        let n = counts.get(&i).copied().unwrap_or(0);
+        let want = if i == kill_at { 2 } else { 1 };
+        if n != want {
+            problems.push(format!("step {i} executed {n} times, expected {want}"));
+        }
+    }
+    println!();
+    if problems.is_empty() {
+        println!(
+            "OK: steps 0-{} ran exactly once; step {kill_at} was interrupted by the kill and ran again; steps {}-{} completed after the resume. All {steps} outputs are stored.",
+            kill_at.saturating_sub(1),
+            kill_at + 1,
+            steps - 1
+        );
+        Ok(exit::OK)
+    } else {
+        for p in &problems {
+            println!("FAILED: {p}");
+        }
+        Ok(exit::ERROR)
+    }
+}

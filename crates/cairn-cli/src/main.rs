@@ -1,0 +1,305 @@
+//! The `cairn` binary: argument parsing, printing and exit codes. All
+//! behaviour lives in the `cairn` library; this file only translates.
+
+mod demo;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use serde_json::Value;
+
+use cairn::{
+    Crew, Engine, ExecutorConfig, OpenOptions, ResumeOptions, RunFilter, RunId, RunStatus,
+    SubmitOptions,
+};
+
+/// Exit codes (a contract; see the README).
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const ERROR: u8 = 1;
+    pub const BAD_INPUT: u8 = 2;
+    pub const RUN_FAILED: u8 = 3;
+    pub const RUN_WAITING: u8 = 4;
+    pub const RUN_INTERRUPTED: u8 = 5;
+    pub const RUN_CANCELLED: u8 = 6;
+}
+
+#[derive(Parser)]
+#[command(name = "cairn", version, about = "Durable, resumable multi-step runs")]
+struct Cli {
+    /// Database URL: sqlite://PATH (default) or postgres://USER@HOST:PORT/DB.
+    #[arg(
+        long,
+        global = true,
+        env = "CAIRN_DATABASE_URL",
+        default_value = "sqlite://cairn.db"
+    )]
+    db: String,
+    /// Print a stable JSON document instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Submit a run of a crew file and execute it until it finishes or stops.
+    Run {
+        /// The crew file (TOML).
+        crew: PathBuf,
+        /// The run input: JSON text, or @FILE to read it from a file.
+        #[arg(long, default_value = "{}")]
+        input: String,
+        /// Submitting again with the same key returns (and continues) the same run.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+        /// Group the run into a conversation thread.
+        #[arg(long)]
+        thread_id: Option<String>,
+    },
+    /// Resume a run at its first pending step (taking it over if it is running).
+    Resume {
+        run_id: String,
+        /// Offer this crew file instead of the stored crew; refused if it differs.
+        #[arg(long)]
+        crew: Option<PathBuf>,
+        /// Accept a crew that differs from the run's (recorded as an event).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Inspect runs.
+    Runs {
+        #[command(subcommand)]
+        command: RunsCommand,
+    },
+    /// Run a 30-step crew in a child process, SIGKILL it during step 18,
+    /// resume, and show that no finished step ran twice.
+    Demo {
+        #[arg(long, default_value_t = 30)]
+        steps: u32,
+        #[arg(long, default_value_t = 18)]
+        kill_at: u32,
+        /// Keep the demo's files in this directory (default: a temporary one).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum RunsCommand {
+    /// List runs, oldest first.
+    List {
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+    /// Show one run as a step table.
+    Show { run_id: String },
+    /// Show a run's event log.
+    Events { run_id: String },
+}
+
+/// An error in what the user typed: exit code 2.
+#[derive(Debug)]
+struct UsageError(String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
+fn parse_run_id(s: &str) -> anyhow::Result<RunId> {
+    s.parse::<RunId>().map_err(|e| usage(e.to_string()))
+}
+
+fn parse_input(arg: &str) -> anyhow::Result<Value> {
+    let (text, origin) = match arg.strip_prefix('@') {
+        Some(path) => (
+            std::fs::read_to_string(path)
+                .map_err(|e| usage(format!("cannot read --input file {path}: {e}")))?,
+            format!("--input file {path}"),
+        ),
+        None => (arg.to_owned(), "--input".to_owned()),
+    };
+    serde_json::from_str(&text).map_err(|e| usage(format!("{origin} is not valid JSON: {e}")))
+}
+
+fn load_crew(path: &PathBuf) -> anyhow::Result<Crew> {
+    Crew::from_file(path).map_err(|e| usage(e.to_string()))
+}
+
+async fn open(db: &str, create: bool) -> anyhow::Result<Engine> {
+    let opts = OpenOptions {
+        create,
+        connect_timeout: Duration::from_secs(3),
+        max_connections: 4,
+    };
+    let config = ExecutorConfig {
+        owner: format!("cairn-cli:{}", std::process::id()),
+        ..ExecutorConfig::default()
+    };
+    Ok(Engine::open_with(db, &opts, config).await?)
+}
+
+fn status_exit(status: RunStatus) -> u8 {
+    match status {
+        RunStatus::Succeeded => exit::OK,
+        RunStatus::Failed => exit::RUN_FAILED,
+        RunStatus::Waiting => exit::RUN_WAITING,
+        RunStatus::Interrupted => exit::RUN_INTERRUPTED,
+        RunStatus::Cancelled => exit::RUN_CANCELLED,
+        RunStatus::Queued | RunStatus::Running => exit::ERROR,
+    }
+}
+
+/// Picks the exit code for an error.
+fn error_exit(err: &anyhow::Error) -> u8 {
+    use cairn_checkpoint::Error as S;
+    use cairn_scheduler::Error as X;
+    if err.downcast_ref::<UsageError>().is_some() {
+        return exit::BAD_INPUT;
+    }
+    let Some(e) = err.downcast_ref::<cairn::Error>() else {
+        return exit::ERROR;
+    };
+    if let Some(s) = e.store_error() {
+        return match s {
+            S::RunNotFound(_)
+            | S::BadUrl { .. }
+            | S::MissingFile(_)
+            | S::IdempotencyConflict { .. } => exit::BAD_INPUT,
+            _ => exit::ERROR,
+        };
+    }
+    match e {
+        cairn::Error::Crew(_) | cairn::Error::ReadFile { .. } => exit::BAD_INPUT,
+        cairn::Error::Executor(X::CrewMismatch { .. }) => exit::BAD_INPUT,
+        cairn::Error::Executor(X::RunFailed { .. }) => exit::RUN_FAILED,
+        cairn::Error::Executor(X::NotResumable { status, .. }) => status_exit(*status),
+        _ => exit::ERROR,
+    }
+}
+
+async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
+    let json = cli.json;
+    match cli.command {
+        Command::Run {
+            crew,
+            input,
+            idempotency_key,
+            thread_id,
+        } => {
+            // Validate everything the user typed before touching the database.
+            let crew = load_crew(&crew)?;
+            let input = parse_input(&input)?;
+            let engine = open(&cli.db, true).await?;
+            let opts = SubmitOptions {
+                idempotency_key,
+                thread_id,
+            };
+            let driven = engine.run(&crew, input, opts).await?;
+            let view = engine.show(driven.run.id).await?;
+            output::print_run(&view, json, None)?;
+            Ok(status_exit(view.run.status))
+        }
+        Command::Resume {
+            run_id,
+            crew,
+            force,
+        } => {
+            let id = parse_run_id(&run_id)?;
+            let crew = crew.as_ref().map(load_crew).transpose()?;
+            let engine = open(&cli.db, false).await?;
+            let driven = engine.resume(id, ResumeOptions { crew, force }).await?;
+            if !json {
+                if driven.executed.is_empty() && driven.run.status.is_finished() {
+                    eprintln!(
+                        "run {id} is already {}; nothing executed",
+                        driven.run.status
+                    );
+                } else if driven.took_over {
+                    eprintln!(
+                        "run {id} was running under another lease: taken over (epoch {})",
+                        driven.run.lease_epoch
+                    );
+                }
+            }
+            let view = engine.show(id).await?;
+            output::print_run(&view, json, None)?;
+            Ok(status_exit(view.run.status))
+        }
+        Command::Runs { command } => {
+            let engine = open(&cli.db, false).await?;
+            match command {
+                RunsCommand::List { status, limit } => {
+                    let status = status
+                        .map(|s| s.parse::<RunStatus>().map_err(usage))
+                        .transpose()?;
+                    let runs = engine.list(&RunFilter { status, limit }).await?;
+                    output::print_list(&runs, json)?;
+                }
+                RunsCommand::Show { run_id } => {
+                    let view = engine.show(parse_run_id(&run_id)?).await?;
+                    output::print_run(&view, json, None)?;
+                }
+                RunsCommand::Events { run_id } => {
+                    let events = engine.store().events(parse_run_id(&run_id)?).await?;
+                    output::print_events(&events, json)?;
+                }
+            }
+            Ok(exit::OK)
+        }
+        Command::Demo {
+            steps,
+            kill_at,
+            dir,
+        } => demo::run(steps, kill_at, dir).await.context("demo"),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                exit::BAD_INPUT
+            } else {
+                exit::OK
+            });
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("CAIRN_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cairn: error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::ERROR);
+        }
+    };
+    match runtime.block_on(main_inner(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("cairn: error: {err:#}");
+            ExitCode::from(error_exit(&err))
+        }
+    }
+}

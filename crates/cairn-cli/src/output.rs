@@ -1,0 +1,126 @@
+//! Printing: the text tables people read and the JSON documents scripts
+//! parse. The JSON shapes are contracts: extend them, never rename.
+
+use std::io::Write;
+
+use cairn::{EventRecord, RunRecord, RunView, StepRecord};
+
+/// An extra column of the step table: its header and a value per step.
+pub type ExtraColumn<'a> = (&'a str, &'a dyn Fn(&StepRecord) -> String);
+
+fn dash(v: Option<String>) -> String {
+    v.unwrap_or_else(|| "-".into())
+}
+
+fn tokens(s: &StepRecord) -> String {
+    match (s.input_tokens, s.output_tokens) {
+        (None, None) => "-".into(),
+        (i, o) => format!(
+            "{}/{}",
+            dash(i.map(|t| t.to_string())),
+            dash(o.map(|t| t.to_string()))
+        ),
+    }
+}
+
+fn duration(s: &StepRecord) -> String {
+    dash(s.duration_ms().map(|ms| format!("{ms} ms")))
+}
+
+/// A step table; `extra` adds a column (header, value per step).
+pub fn step_table(steps: &[StepRecord], extra: Option<ExtraColumn<'_>>) -> String {
+    let mut out = String::new();
+    let extra_head = extra.map(|(h, _)| format!("  {h:>10}")).unwrap_or_default();
+    out.push_str(&format!(
+        "{:>4}  {:<14} {:<11} {:>7}  {:>13}  {:>9}{extra_head}\n",
+        "idx", "role", "status", "attempt", "tokens in/out", "duration"
+    ));
+    for s in steps {
+        let extra_val = extra
+            .map(|(_, f)| format!("  {:>10}", f(s)))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{:>4}  {:<14} {:<11} {:>7}  {:>13}  {:>9}{extra_val}\n",
+            s.idx,
+            s.role.as_str(),
+            s.status.as_str(),
+            s.attempt,
+            tokens(s),
+            duration(s)
+        ));
+        if let Some(e) = &s.error {
+            out.push_str(&format!("      error: {}\n", e.message));
+        }
+    }
+    out
+}
+
+pub fn print_run(view: &RunView, json: bool, extra: Option<ExtraColumn<'_>>) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut stdout, view)?;
+        writeln!(stdout)?;
+        return Ok(());
+    }
+    let r = &view.run;
+    writeln!(
+        stdout,
+        "run {}  crew {} v{} ({})  status {}  cursor {}/{}",
+        r.id, r.crew, r.crew_version, r.crew_fingerprint, r.status, r.cursor, r.step_count
+    )?;
+    if let Some(e) = &r.error {
+        writeln!(stdout, "error: {}", e.message)?;
+    }
+    write!(stdout, "{}", step_table(&view.steps, extra))?;
+    Ok(())
+}
+
+pub fn print_list(runs: &[RunRecord], json: bool) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut stdout, runs)?;
+        writeln!(stdout)?;
+        return Ok(());
+    }
+    writeln!(
+        stdout,
+        "{:<36}  {:<16} {:<11} {:>7}  created",
+        "id", "crew", "status", "steps"
+    )?;
+    for r in runs {
+        writeln!(
+            stdout,
+            "{:<36}  {:<16} {:<11} {:>7}  {}",
+            r.id.to_string(),
+            r.crew,
+            r.status.as_str(),
+            format!("{}/{}", r.cursor, r.step_count),
+            r.created_at.to_rfc3339_opts(chrono_secs(), true)
+        )?;
+    }
+    Ok(())
+}
+
+fn chrono_secs() -> chrono::SecondsFormat {
+    chrono::SecondsFormat::Millis
+}
+
+pub fn print_events(events: &[EventRecord], json: bool) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut stdout, events)?;
+        writeln!(stdout)?;
+        return Ok(());
+    }
+    for e in events {
+        writeln!(
+            stdout,
+            "{:>4}  {}  {:<15} {}",
+            e.seq,
+            e.at.to_rfc3339_opts(chrono_secs(), true),
+            serde_json::to_value(e.kind)?.as_str().unwrap_or_default(),
+            e.data
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,100 @@
+//! The durable records: a run row and its checkpoint (step) rows, as every
+//! part of Cairn sees them. Their serde form is the JSON contract of
+//! `cairn runs show --json` and of the HTTP API: extend it, never rename.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::crew::{CrewDef, Fingerprint};
+use crate::ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
+use crate::status::{RunStatus, StepStatus};
+
+/// What went wrong in a step or run: one shape everywhere.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub retryable: bool,
+}
+
+impl ErrorInfo {
+    pub fn new(kind: ErrorKind, message: impl Into<String>, retryable: bool) -> Self {
+        ErrorInfo {
+            kind,
+            message: message.into(),
+            retryable,
+        }
+    }
+}
+
+/// The class of a stored error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A command exited non-zero or was killed by a signal.
+    ExitStatus,
+    /// A command could not be started or talked to.
+    Spawn,
+    /// A step ran past its `timeout_ms`.
+    Timeout,
+    /// A template failed to render.
+    Template,
+    /// A Rust agent returned an error.
+    Agent,
+    /// The crew cannot execute this run (e.g. an unknown Rust handler).
+    Crew,
+    /// The same attempt killed its process too many times.
+    CrashLoop,
+    /// The run was cancelled.
+    Cancelled,
+}
+
+/// A run row, with the crew definition it started with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: RunId,
+    /// The crew's name.
+    pub crew: String,
+    pub crew_version: String,
+    pub crew_fingerprint: Fingerprint,
+    pub status: RunStatus,
+    /// Index of the next pending step (= number of succeeded steps).
+    pub cursor: StepIdx,
+    pub step_count: u32,
+    pub input: Value,
+    pub idempotency_key: Option<String>,
+    pub thread_id: Option<String>,
+    pub lease_epoch: LeaseEpoch,
+    pub error: Option<ErrorInfo>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The crew definition this run started with; `cairn resume` needs no file.
+    pub crew_definition: CrewDef,
+}
+
+/// A checkpoint row: the durable record of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub idx: StepIdx,
+    pub role: Role,
+    pub status: StepStatus,
+    pub attempt: Attempt,
+    pub output: Option<Value>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub error: Option<ErrorInfo>,
+    /// How often this attempt was taken over after its process vanished.
+    pub takeovers: u32,
+}
+
+impl StepRecord {
+    pub fn duration_ms(&self) -> Option<i64> {
+        self.finished_at
+            .map(|f| (f - self.started_at).num_milliseconds())
+    }
+}

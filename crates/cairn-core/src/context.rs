@@ -1,0 +1,142 @@
+//! The accumulated context of a step, and its rebuild from checkpoint rows.
+//! `rebuild` is the one place that decides where a run stands; it refuses
+//! rows that disagree with the cursor instead of guessing.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::checkpoint::{RunRecord, StepRecord};
+use crate::error::Corruption;
+use crate::ids::{Attempt, Role, RunId, StepIdx};
+use crate::status::{RunStatus, StepStatus};
+
+/// Which step is executing: the `step` object of the context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepRef {
+    pub idx: StepIdx,
+    pub role: Role,
+    pub attempt: Attempt,
+}
+
+/// One earlier step's output as later steps see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PreviousOutput {
+    pub idx: StepIdx,
+    pub role: Role,
+    pub output: Value,
+}
+
+/// Everything a step may see. Its JSON form is what a `command` step reads
+/// on stdin and what a template renders from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepContext {
+    pub run_id: RunId,
+    pub input: Value,
+    pub step: StepRef,
+    pub previous: Vec<PreviousOutput>,
+}
+
+impl StepContext {
+    /// The output of the earlier step with this role, if any.
+    pub fn output_of(&self, role: &str) -> Option<&Value> {
+        self.previous
+            .iter()
+            .find(|p| p.role.as_str() == role)
+            .map(|p| &p.output)
+    }
+}
+
+/// Where a run stands, rebuilt from its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rebuilt {
+    /// Outputs of steps `0..cursor`, in order.
+    pub previous: Vec<PreviousOutput>,
+    /// The row at the cursor, if one exists (an in-flight or failed step).
+    pub at_cursor: Option<StepRecord>,
+}
+
+/// Rebuilds the accumulated context of `run` from its checkpoint rows
+/// (sorted by `idx`), checking that they agree with the cursor: rows
+/// `0..cursor` exist, succeeded and carry an output; no row lies past the
+/// cursor; a succeeded run's cursor is at the end.
+pub fn rebuild(run: &RunRecord, steps: &[StepRecord]) -> Result<Rebuilt, Corruption> {
+    let corrupt = |detail: String| Corruption::new(run.id, detail);
+    let cursor = run.cursor.get();
+    let count = run.crew_definition.step_count();
+    if run.step_count != count {
+        return Err(corrupt(format!(
+            "run says {} steps but its crew has {count}",
+            run.step_count
+        )));
+    }
+    if cursor > count {
+        return Err(corrupt(format!(
+            "cursor {cursor} is past the last step ({count} steps)"
+        )));
+    }
+    if run.status == RunStatus::Succeeded && cursor != count {
+        return Err(corrupt(format!(
+            "run is succeeded but its cursor is {cursor} of {count}"
+        )));
+    }
+    let mut previous = Vec::with_capacity(cursor as usize);
+    let mut at_cursor = None;
+    let mut expected = 0u32;
+    for row in steps {
+        let idx = row.idx.get();
+        if idx != expected {
+            if idx < expected {
+                return Err(corrupt(format!("step {idx} appears twice")));
+            }
+            return Err(corrupt(format!(
+                "checkpoint of step {expected} is missing (found step {idx}, cursor {cursor})"
+            )));
+        }
+        expected += 1;
+        let agent = run.crew_definition.agents.get(row.idx.as_usize());
+        if agent.map(|a| &a.role) != Some(&row.role) {
+            return Err(corrupt(format!(
+                "step {idx} has role `{}` but the crew's agent {idx} is `{}`",
+                row.role,
+                agent.map(|a| a.role.as_str()).unwrap_or("(none)")
+            )));
+        }
+        if idx < cursor {
+            match (&row.status, &row.output) {
+                (StepStatus::Succeeded, Some(output)) => previous.push(PreviousOutput {
+                    idx: row.idx,
+                    role: row.role.clone(),
+                    output: output.clone(),
+                }),
+                (StepStatus::Succeeded, None) => {
+                    return Err(corrupt(format!("step {idx} succeeded but has no output")))
+                }
+                (status, _) => {
+                    return Err(corrupt(format!(
+                        "step {idx} is `{status}` but the cursor ({cursor}) says it succeeded"
+                    )))
+                }
+            }
+        } else if idx == cursor {
+            if row.status == StepStatus::Succeeded {
+                return Err(corrupt(format!(
+                    "step {idx} succeeded but the cursor still points at it"
+                )));
+            }
+            at_cursor = Some(row.clone());
+        } else {
+            return Err(corrupt(format!(
+                "step {idx} has a checkpoint past the cursor ({cursor})"
+            )));
+        }
+    }
+    if expected < cursor {
+        return Err(corrupt(format!(
+            "checkpoint of step {expected} is missing (cursor {cursor})"
+        )));
+    }
+    Ok(Rebuilt {
+        previous,
+        at_cursor,
+    })
+}

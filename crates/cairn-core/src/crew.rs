@@ -1,0 +1,336 @@
+//! Crew definitions: the ordered agents of a run, their TOML file format, and
+//! the fingerprint stored with every run so a resume can refuse a changed crew.
+//!
+//! The file format is parsed through private `*File` structs that deny unknown
+//! keys, then validated into [`CrewDef`]; the stored form of a crew is the JSON
+//! of `CrewDef`, so the file format can grow without touching stored runs.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::ids::Role;
+
+/// A named, versioned, ordered list of agents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrewDef {
+    pub name: String,
+    pub version: String,
+    pub agents: Vec<AgentDef>,
+}
+
+/// One agent of a crew. Optional fields are skipped when absent so that
+/// adding a new optional field never changes existing crews' fingerprints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentDef {
+    pub role: Role,
+    #[serde(flatten)]
+    pub kind: AgentKind,
+    /// Cut the step off after this long (a retryable failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// What executes an agent's step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AgentKind {
+    /// A program: context JSON on stdin, output on stdout.
+    Command { command: Vec<String> },
+    /// A minijinja template rendered from the context.
+    Template { template: String },
+    /// Rust code registered with the engine under `handler`.
+    Rust { handler: String },
+}
+
+impl AgentKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            AgentKind::Command { .. } => "command",
+            AgentKind::Template { .. } => "template",
+            AgentKind::Rust { .. } => "rust",
+        }
+    }
+}
+
+/// A crew's fingerprint: `sha256:` and the first 16 hex digits of the SHA-256
+/// of its stored JSON form.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Fingerprint(String);
+
+impl Fingerprint {
+    pub fn from_stored(s: impl Into<String>) -> Self {
+        Fingerprint(s.into())
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why a crew definition was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CrewError {
+    /// The TOML does not parse or has the wrong shape.
+    #[error("crew file is not valid: {0}")]
+    Syntax(String),
+    /// The crew parses but breaks a rule (duplicate role, empty command, …).
+    #[error("crew `{crew}` is not valid: {detail}")]
+    Invalid { crew: String, detail: String },
+}
+
+impl CrewDef {
+    /// Parses and validates a crew file (see the README for the format).
+    pub fn from_toml(text: &str) -> Result<CrewDef, CrewError> {
+        let file: CrewFile = toml::from_str(text).map_err(|e| CrewError::Syntax(e.to_string()))?;
+        let crew = file.into_def()?;
+        crew.validate()?;
+        Ok(crew)
+    }
+
+    /// Checks the rules every crew obeys, however it was built.
+    pub fn validate(&self) -> Result<(), CrewError> {
+        let invalid = |detail: String| CrewError::Invalid {
+            crew: self.name.clone(),
+            detail,
+        };
+        if self.name.trim().is_empty() {
+            return Err(invalid("`name` is empty".into()));
+        }
+        if self.agents.is_empty() {
+            return Err(invalid(
+                "it has no agents; add at least one [[agents]]".into(),
+            ));
+        }
+        let mut seen = HashSet::new();
+        for (i, agent) in self.agents.iter().enumerate() {
+            if agent.role.as_str().trim().is_empty() {
+                return Err(invalid(format!("agent {i} has an empty `role`")));
+            }
+            if !seen.insert(agent.role.as_str()) {
+                return Err(invalid(format!(
+                    "role `{}` appears more than once (agent {i}); roles must be unique",
+                    agent.role
+                )));
+            }
+            if let AgentKind::Command { command } = &agent.kind {
+                if command.first().is_none_or(|p| p.is_empty()) {
+                    return Err(invalid(format!(
+                        "agent `{}` has an empty `command`; give an argv such as [\"sh\", \"-c\", \"…\"]",
+                        agent.role
+                    )));
+                }
+            }
+            if agent.timeout_ms == Some(0) {
+                return Err(invalid(format!(
+                    "agent `{}` has `timeout_ms = 0`",
+                    agent.role
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The stored JSON form: the input of the fingerprint.
+    pub fn to_json(&self) -> serde_json::Value {
+        // A struct of strings, vectors and enums always serializes.
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    pub fn fingerprint(&self) -> Fingerprint {
+        let canonical = self.to_json().to_string();
+        let digest = Sha256::digest(canonical.as_bytes());
+        let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        Fingerprint(format!("sha256:{hex}"))
+    }
+
+    pub fn step_count(&self) -> u32 {
+        self.agents.len() as u32
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CrewFile {
+    name: String,
+    version: StringOrNumber,
+    #[serde(default)]
+    agents: Vec<AgentFile>,
+}
+
+/// `version = "1"` and `version = 1` both mean "1".
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StringOrNumber {
+    S(String),
+    I(i64),
+    F(f64),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentFile {
+    role: String,
+    kind: String,
+    command: Option<Vec<String>>,
+    template: Option<String>,
+    timeout_ms: Option<u64>,
+}
+
+impl CrewFile {
+    fn into_def(self) -> Result<CrewDef, CrewError> {
+        let version = match self.version {
+            StringOrNumber::S(s) => s,
+            StringOrNumber::I(i) => i.to_string(),
+            StringOrNumber::F(f) => f.to_string(),
+        };
+        let name = self.name;
+        let invalid = |detail: String| CrewError::Invalid {
+            crew: name.clone(),
+            detail,
+        };
+        let mut agents = Vec::with_capacity(self.agents.len());
+        for a in self.agents {
+            let role = a.role;
+            let unexpected = |field: &str| {
+                invalid(format!(
+                    "agent `{role}` of kind `{}` does not take `{field}`",
+                    a.kind
+                ))
+            };
+            let missing = |field: &str| {
+                invalid(format!(
+                    "agent `{role}` of kind `{}` needs `{field}`",
+                    a.kind
+                ))
+            };
+            let kind = match a.kind.as_str() {
+                "command" => {
+                    if a.template.is_some() {
+                        return Err(unexpected("template"));
+                    }
+                    AgentKind::Command {
+                        command: a.command.ok_or_else(|| missing("command"))?,
+                    }
+                }
+                "template" => {
+                    if a.command.is_some() {
+                        return Err(unexpected("command"));
+                    }
+                    AgentKind::Template {
+                        template: a.template.ok_or_else(|| missing("template"))?,
+                    }
+                }
+                other => {
+                    return Err(invalid(format!(
+                        "agent `{role}` has unknown kind `{other}` (known: command, template)"
+                    )))
+                }
+            };
+            agents.push(AgentDef {
+                role: Role::new(role),
+                kind,
+                timeout_ms: a.timeout_ms,
+            });
+        }
+        Ok(CrewDef {
+            name,
+            version,
+            agents,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "research"
+version = "1"
+[[agents]]
+role = "researcher"
+kind = "command"
+command = ["sh", "-c", "echo hi"]
+[[agents]]
+role = "writer"
+kind = "template"
+template = "{{ input.topic }}"
+"#;
+
+    fn err(text: &str) -> String {
+        match CrewDef::from_toml(text) {
+            Ok(_) => panic!("expected an error for:\n{text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn parses_minimum_shape() {
+        let crew = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(crew.name, "research");
+        assert_eq!(crew.step_count(), 2);
+        assert_eq!(crew.agents[1].role.as_str(), "writer");
+        assert!(matches!(crew.agents[0].kind, AgentKind::Command { .. }));
+    }
+
+    #[test]
+    fn fingerprint_is_stable_and_sensitive() {
+        let a = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
+        let b = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert!(a.fingerprint().as_str().starts_with("sha256:"));
+        let changed = CrewDef::from_toml(&GOOD.replace("echo hi", "echo bye"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(a.fingerprint(), changed.fingerprint());
+    }
+
+    #[test]
+    fn stored_json_round_trips() {
+        let a = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
+        let back: CrewDef = serde_json::from_value(a.to_json()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a, back);
+        assert_eq!(a.fingerprint(), back.fingerprint());
+    }
+
+    #[test]
+    fn bad_crews_are_refused_with_a_reason() {
+        let cases: &[(&str, &str)] = &[
+            ("name = ", "crew file is not valid"),
+            (
+                &GOOD.replace("role = \"writer\"", "role = \"researcher\""),
+                "role `researcher` appears more than once",
+            ),
+            (
+                &GOOD.replace("kind = \"template\"", "kind = \"llmx\""),
+                "unknown kind `llmx`",
+            ),
+            (
+                &GOOD.replace("template = ", "tmpl = "),
+                "unknown field `tmpl`",
+            ),
+            (
+                &GOOD.replace("[\"sh\", \"-c\", \"echo hi\"]", "[]"),
+                "empty `command`",
+            ),
+            ("name = \"x\"\nversion = \"1\"\n", "has no agents"),
+            (
+                "name = \"x\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"template\"\n",
+                "needs `template`",
+            ),
+        ];
+        for (text, want) in cases {
+            let got = err(text);
+            assert!(got.contains(want), "want `{want}` in `{got}`");
+        }
+    }
+}

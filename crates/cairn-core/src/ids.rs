@@ -1,0 +1,154 @@
+//! Typed identifiers. Each wraps its primitive so a step index can never be
+//! passed where an epoch is expected; serde and `Display`/`FromStr` are the
+//! only ways in and out at the edges.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A run's id: a UUID v7, so ids sort by creation time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunId(Uuid);
+
+impl RunId {
+    /// A fresh, time-ordered id.
+    pub fn new() -> Self {
+        RunId(Uuid::now_v7())
+    }
+    pub fn from_uuid(uuid: Uuid) -> Self {
+        RunId(uuid)
+    }
+    pub fn as_uuid(&self) -> Uuid {
+        self.0
+    }
+}
+
+impl Default for RunId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+/// Why a string is not a run id.
+#[derive(Debug, thiserror::Error)]
+#[error("`{input}` is not a run id (expected a UUID such as 0193a1b2-…): {source}")]
+pub struct ParseRunIdError {
+    input: String,
+    source: uuid::Error,
+}
+
+impl FromStr for RunId {
+    type Err = ParseRunIdError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::parse_str(s.trim())
+            .map(RunId)
+            .map_err(|source| ParseRunIdError {
+                input: s.to_owned(),
+                source,
+            })
+    }
+}
+
+/// Index of a step within a run: the position of its agent in the crew.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
+#[serde(transparent)]
+pub struct StepIdx(pub u32);
+
+impl StepIdx {
+    pub fn get(self) -> u32 {
+        self.0
+    }
+    pub fn as_usize(self) -> usize {
+        self.0 as usize
+    }
+    pub fn next(self) -> StepIdx {
+        StepIdx(self.0 + 1)
+    }
+}
+
+impl fmt::Display for StepIdx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The fencing token of a run's lease. Every claim increments it; a commit
+/// carrying an older epoch is rejected by the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LeaseEpoch(pub i64);
+
+impl fmt::Display for LeaseEpoch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Attempt number of a step, counting from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Attempt(pub u32);
+
+impl Attempt {
+    pub const FIRST: Attempt = Attempt(1);
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl fmt::Display for Attempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// An agent's role: unique within its crew.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Role(String);
+
+impl Role {
+    pub fn new(role: impl Into<String>) -> Self {
+        Role(role.into())
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_id_round_trips_and_rejects_garbage() {
+        let id = RunId::new();
+        assert_eq!(id.to_string().parse::<RunId>().ok(), Some(id));
+        let err = "not-a-uuid".parse::<RunId>().err().map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("`not-a-uuid` is not a run id")));
+    }
+
+    #[test]
+    fn run_ids_sort_by_creation() {
+        let a = RunId::new();
+        let b = RunId::new();
+        assert!(a < b);
+    }
+}

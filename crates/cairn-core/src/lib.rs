@@ -1,0 +1,22 @@
+//! Cairn's domain model: typed ids, crews and their fingerprints, run and step
+//! statuses with their allowed transitions, checkpoint rows, events, and the
+//! accumulated-context rebuild. This crate performs no I/O: storage, processes
+//! and the network live in other crates.
+
+pub mod agent;
+pub mod checkpoint;
+pub mod context;
+pub mod crew;
+pub mod error;
+pub mod event;
+pub mod ids;
+pub mod status;
+
+pub use agent::{Agent, StepOutput, Usage};
+pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord};
+pub use context::{rebuild, PreviousOutput, Rebuilt, StepContext, StepRef};
+pub use crew::{AgentDef, AgentKind, CrewDef, CrewError, Fingerprint};
+pub use error::{Corruption, TransitionError};
+pub use event::{EventKind, EventRecord, NewEvent};
+pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
+pub use status::{RunStatus, StepStatus};

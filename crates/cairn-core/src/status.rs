@@ -1,0 +1,245 @@
+//! Run and step statuses and the transitions DESIGN.md allows between them.
+//! Every state change in Cairn is checked here first; the store repeats the
+//! check in SQL (`WHERE status = …`) so a race cannot slip past it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::TransitionError;
+
+/// Where a run is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Waiting,
+    Interrupted,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub const ALL: [RunStatus; 7] = [
+        RunStatus::Queued,
+        RunStatus::Running,
+        RunStatus::Waiting,
+        RunStatus::Interrupted,
+        RunStatus::Succeeded,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Running => "running",
+            RunStatus::Waiting => "waiting",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Finished runs return their stored result on resume and execute nothing.
+    pub fn is_finished(self) -> bool {
+        matches!(self, RunStatus::Succeeded | RunStatus::Cancelled)
+    }
+
+    /// Whether DESIGN.md's run table allows `self → to`.
+    pub fn can_become(self, to: RunStatus) -> bool {
+        use RunStatus::*;
+        match self {
+            Queued => matches!(to, Running | Cancelled),
+            Running => true,
+            Waiting => matches!(to, Queued | Failed | Cancelled),
+            Interrupted => matches!(to, Queued | Cancelled),
+            Failed => matches!(to, Queued | Cancelled),
+            Succeeded | Cancelled => false,
+        }
+    }
+
+    /// `Ok` if the transition is allowed, else a typed error naming the state.
+    pub fn check(self, to: RunStatus) -> Result<(), TransitionError> {
+        if self.can_become(to) {
+            Ok(())
+        } else {
+            Err(TransitionError::Run { from: self, to })
+        }
+    }
+}
+
+/// Where a step is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Running,
+    Succeeded,
+    Failed,
+    Waiting,
+    Interrupted,
+    Cancelled,
+}
+
+impl StepStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Running => "running",
+            StepStatus::Succeeded => "succeeded",
+            StepStatus::Failed => "failed",
+            StepStatus::Waiting => "waiting",
+            StepStatus::Interrupted => "interrupted",
+            StepStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether DESIGN.md's step table allows `self → to`. `None` is a step
+    /// with no row yet, which may only be dispatched.
+    pub fn can_become(from: Option<StepStatus>, to: StepStatus) -> bool {
+        use StepStatus::*;
+        match from {
+            None => to == Running,
+            Some(Running) => to != Running,
+            Some(Failed) => to == Running,
+            Some(Waiting) => matches!(to, Succeeded | Running | Cancelled),
+            Some(Interrupted) => matches!(to, Running | Cancelled),
+            Some(Succeeded) | Some(Cancelled) => false,
+        }
+    }
+
+    pub fn check(from: Option<StepStatus>, to: StepStatus) -> Result<(), TransitionError> {
+        if Self::can_become(from, to) {
+            Ok(())
+        } else {
+            Err(TransitionError::Step { from, to })
+        }
+    }
+}
+
+macro_rules! status_text {
+    ($ty:ident, $what:literal, [$($v:ident),*]) => {
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl FromStr for $ty {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                $(if s == $ty::$v.as_str() { return Ok($ty::$v); })*
+                let all: Vec<&str> = vec![$($ty::$v.as_str()),*];
+                Err(format!("`{s}` is not a {} (one of: {})", $what, all.join(", ")))
+            }
+        }
+    };
+}
+status_text!(
+    RunStatus,
+    "run status",
+    [
+        Queued,
+        Running,
+        Waiting,
+        Interrupted,
+        Succeeded,
+        Failed,
+        Cancelled
+    ]
+);
+status_text!(
+    StepStatus,
+    "step status",
+    [Running, Succeeded, Failed, Waiting, Interrupted, Cancelled]
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use RunStatus::*;
+
+    /// The run table of DESIGN.md, written out as data: every pair not listed
+    /// must be refused.
+    const ALLOWED: &[(RunStatus, RunStatus)] = &[
+        (Queued, Running),
+        (Running, Running),
+        (Running, Queued),
+        (Running, Succeeded),
+        (Running, Failed),
+        (Running, Waiting),
+        (Running, Interrupted),
+        (Running, Cancelled),
+        (Waiting, Queued),
+        (Waiting, Failed),
+        (Interrupted, Queued),
+        (Failed, Queued),
+        (Queued, Cancelled),
+        (Waiting, Cancelled),
+        (Interrupted, Cancelled),
+        (Failed, Cancelled),
+    ];
+
+    #[test]
+    fn run_transitions_match_design_table() {
+        for from in RunStatus::ALL {
+            for to in RunStatus::ALL {
+                let expected = ALLOWED.contains(&(from, to));
+                assert_eq!(from.can_become(to), expected, "{from} -> {to}");
+            }
+        }
+    }
+
+    #[test]
+    fn refused_transition_names_current_state() {
+        let err = Succeeded.check(Queued).err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("a run that is `succeeded` cannot become `queued`")
+        );
+    }
+
+    #[test]
+    fn step_transitions_match_design_table() {
+        use StepStatus as S;
+        let all = [
+            S::Running,
+            S::Succeeded,
+            S::Failed,
+            S::Waiting,
+            S::Interrupted,
+            S::Cancelled,
+        ];
+        let allowed: &[(Option<S>, S)] = &[
+            (None, S::Running),
+            (Some(S::Running), S::Succeeded),
+            (Some(S::Running), S::Failed),
+            (Some(S::Running), S::Waiting),
+            (Some(S::Running), S::Interrupted),
+            (Some(S::Running), S::Cancelled),
+            (Some(S::Failed), S::Running),
+            (Some(S::Waiting), S::Succeeded),
+            (Some(S::Waiting), S::Running),
+            (Some(S::Waiting), S::Cancelled),
+            (Some(S::Interrupted), S::Running),
+            (Some(S::Interrupted), S::Cancelled),
+        ];
+        let froms = std::iter::once(None).chain(all.iter().copied().map(Some));
+        for from in froms {
+            for to in all {
+                let expected = allowed.contains(&(from, to));
+                assert_eq!(S::can_become(from, to), expected, "{from:?} -> {to}");
+            }
+        }
+    }
+
+    #[test]
+    fn status_words_parse_and_print() {
+        for s in RunStatus::ALL {
+            assert_eq!(s.to_string().parse::<RunStatus>(), Ok(s));
+        }
+        assert!("done".parse::<RunStatus>().is_err());
+    }
+}

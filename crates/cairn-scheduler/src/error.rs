@@ -1,0 +1,35 @@
+//! `scheduler::Error`: why a run could not be driven.
+
+use cairn_core::{Corruption, ErrorInfo, Fingerprint, RunId, RunStatus};
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Storage refused or failed (includes stale epochs and corruption).
+    #[error(transparent)]
+    Store(#[from] cairn_checkpoint::Error),
+    /// The rows do not agree with the run's cursor.
+    #[error(transparent)]
+    Corruption(#[from] Corruption),
+    /// The run is parked as failed; resume does not re-run failed steps.
+    #[error("run {run} has failed{}; resume does not re-run a failed step: an operator retries it (`cairn runs retry`, coming with the operators issue) or forks the run", .error.as_ref().map(|e| format!(" ({}: {})", serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(), e.message)).unwrap_or_default())]
+    RunFailed {
+        run: RunId,
+        error: Option<ErrorInfo>,
+    },
+    /// The run waits for something other than a resume.
+    #[error("run {run} is `{status}`: it needs an answer or an explicit continue, not a resume")]
+    NotResumable { run: RunId, status: RunStatus },
+    /// The run is running under another process's lease.
+    #[error(
+        "run {run} is running under another lease; take it over explicitly (`cairn resume` does)"
+    )]
+    Leased { run: RunId },
+    /// The offered crew is not the one the run started with.
+    #[error("run {run} was started with crew {stored}, but the crew offered is {offered}; resume with the original crew (omit --crew) or pass --force to continue with the new one")]
+    CrewMismatch {
+        run: RunId,
+        stored: Fingerprint,
+        offered: Fingerprint,
+    },
+}

@@ -1,0 +1,329 @@
+//! The one executor. A fresh run and a resumed run take the same path:
+//! load the run and its checkpoints → check where it stands → claim it
+//! (lease epoch + 1) → rebuild the accumulated context → dispatch the next
+//! pending step → commit → repeat until the run finishes or stops.
+//!
+//! **Invariant:** this crate knows no SQL; it talks to storage only through
+//! `cairn_checkpoint::Store`, and decides every state change itself.
+
+mod crew;
+mod error;
+mod failpoint;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use cairn_checkpoint::{ClaimRequest, StepCommit, Store};
+use cairn_core::{
+    rebuild, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent, PreviousOutput, RunId,
+    RunRecord, RunStatus, StepContext, StepIdx, StepRecord, StepRef, StepStatus,
+};
+
+pub use crew::Crew;
+pub use error::Error;
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How the executor identifies itself and holds leases.
+#[derive(Debug, Clone)]
+pub struct ExecutorConfig {
+    /// Recorded as the lease owner and in events.
+    pub owner: String,
+    /// Lease length (database clock). Heartbeats arrive with workers.
+    pub lease: Duration,
+    /// Takeovers of one in-flight attempt before the run fails `crash_loop`.
+    pub crash_loop_cap: u32,
+}
+
+impl Default for ExecutorConfig {
+    fn default() -> Self {
+        ExecutorConfig {
+            owner: format!("pid:{}", std::process::id()),
+            lease: Duration::from_secs(30),
+            crash_loop_cap: 3,
+        }
+    }
+}
+
+/// What a caller allows `drive` to do.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DriveOptions {
+    /// Claim the run even if it is `running` under another lease (an
+    /// operator's explicit takeover: `cairn resume`). Fencing makes the old
+    /// holder harmless.
+    pub takeover: bool,
+    /// Accept a crew whose fingerprint differs from the run's; recorded as a
+    /// `crew_forced` event, and the run carries on with the new crew.
+    pub force_crew: bool,
+}
+
+/// The result of driving a run to its next stop.
+#[derive(Debug, Clone)]
+pub struct Driven {
+    /// The run as stored when `drive` returned.
+    pub run: RunRecord,
+    /// Steps this call executed, in order (empty for a finished run).
+    pub executed: Vec<StepIdx>,
+    /// This call took over a run that was `running` under another lease.
+    pub took_over: bool,
+}
+
+/// Executes runs through one code path. Cheap to clone.
+#[derive(Clone)]
+pub struct Executor {
+    store: Arc<dyn Store>,
+    config: ExecutorConfig,
+}
+
+impl Executor {
+    pub fn new(store: Arc<dyn Store>, config: ExecutorConfig) -> Self {
+        Executor { store, config }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Drives `run_id` with `crew` until it finishes or stops. A finished run
+    /// returns its stored state and executes nothing.
+    pub async fn drive(&self, run_id: RunId, crew: &Crew, opts: DriveOptions) -> Result<Driven> {
+        // 1. Load and judge, before writing anything.
+        let (run, steps) = self.store.load(run_id).await?;
+        if run.status.is_finished() {
+            return Ok(Driven {
+                run,
+                executed: vec![],
+                took_over: false,
+            });
+        }
+        match run.status {
+            RunStatus::Queued => {}
+            RunStatus::Running if opts.takeover => {}
+            RunStatus::Running => return Err(Error::Leased { run: run_id }),
+            RunStatus::Failed => {
+                return Err(Error::RunFailed {
+                    run: run_id,
+                    error: run.error.clone(),
+                })
+            }
+            status => {
+                return Err(Error::NotResumable {
+                    run: run_id,
+                    status,
+                })
+            }
+        }
+        let offered = crew.fingerprint();
+        let mut claim_events = vec![];
+        let mut replace_crew = None;
+        if *offered != run.crew_fingerprint {
+            if !opts.force_crew {
+                return Err(Error::CrewMismatch {
+                    run: run_id,
+                    stored: run.crew_fingerprint.clone(),
+                    offered: offered.clone(),
+                });
+            }
+            claim_events.push(NewEvent::new(
+                EventKind::CrewForced,
+                json!({"stored": run.crew_fingerprint, "offered": offered, "by": self.config.owner}),
+            ));
+            replace_crew = Some(crew.def().clone());
+        }
+        let mut judged = run.clone();
+        if let Some(def) = &replace_crew {
+            judged.crew_definition = def.clone();
+            judged.step_count = def.step_count();
+        }
+        let rebuilt = rebuild(&judged, &steps)?;
+
+        // 2. Claim: epoch + 1, the cursor's step marked running.
+        let claimed = self
+            .store
+            .claim(
+                run_id,
+                &ClaimRequest {
+                    owner: self.config.owner.clone(),
+                    takeover: opts.takeover,
+                    lease: self.config.lease,
+                    crash_loop_cap: self.config.crash_loop_cap,
+                    events: claim_events,
+                    replace_crew,
+                },
+            )
+            .await?;
+        let took_over = run.status == RunStatus::Running;
+        let mut run = claimed.run;
+        if run.status != RunStatus::Running {
+            // The claim itself ended the run (crash-loop cap).
+            return Ok(Driven {
+                run,
+                executed: vec![],
+                took_over,
+            });
+        }
+        let mut previous = if run.cursor == judged.cursor {
+            rebuilt.previous
+        } else {
+            // Another process advanced the run between load and claim.
+            let (fresh, steps) = self.store.load(run_id).await?;
+            rebuild(&fresh, &steps)?.previous
+        };
+        let mut at_cursor = claimed.at_cursor;
+
+        // 3. Dispatch pending steps one by one.
+        let mut executed = vec![];
+        let epoch = run.lease_epoch;
+        while run.cursor.get() < run.step_count {
+            let idx = run.cursor;
+            let row = at_cursor.take().ok_or_else(|| {
+                cairn_core::Corruption::new(run_id, format!("step {idx} was not marked running"))
+            })?;
+            let commit = self
+                .execute_step(&run, crew, epoch, &row, &previous)
+                .await?;
+            failpoint::hit("before_commit", idx);
+            self.store.commit_step(&commit).await?;
+            failpoint::hit("after_commit", idx);
+            executed.push(idx);
+            run.status = commit.run_status;
+            run.cursor = commit.cursor;
+            if commit.status != StepStatus::Succeeded {
+                break;
+            }
+            previous.push(PreviousOutput {
+                idx,
+                role: row.role.clone(),
+                output: commit.output.unwrap_or_default(),
+            });
+            at_cursor = commit.start_next.map(|(next, role)| StepRecord {
+                idx: next,
+                role,
+                status: StepStatus::Running,
+                attempt: cairn_core::Attempt::FIRST,
+                output: None,
+                input_tokens: None,
+                output_tokens: None,
+                started_at: row.started_at,
+                finished_at: None,
+                error: None,
+                takeovers: 0,
+            });
+        }
+        Ok(Driven {
+            run: self.store.get_run(run_id).await?,
+            executed,
+            took_over,
+        })
+    }
+
+    /// Runs one step and decides its commit. Never touches storage.
+    async fn execute_step(
+        &self,
+        run: &RunRecord,
+        crew: &Crew,
+        epoch: LeaseEpoch,
+        row: &StepRecord,
+        previous: &[PreviousOutput],
+    ) -> Result<StepCommit> {
+        let idx = row.idx;
+        let (def, agent) = crew.agent(idx).ok_or_else(|| {
+            cairn_core::Corruption::new(run.id, format!("crew has no agent for step {idx}"))
+        })?;
+        let cx = StepContext {
+            run_id: run.id,
+            input: run.input.clone(),
+            step: StepRef {
+                idx,
+                role: def.role.clone(),
+                attempt: row.attempt,
+            },
+            previous: previous.to_vec(),
+        };
+        tracing::debug!(run = %run.id, step = %idx, role = %def.role, attempt = %row.attempt, "dispatch");
+        let started = Instant::now();
+        let result = match def.timeout_ms {
+            Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), agent.run(&cx)).await
+            {
+                Ok(r) => r,
+                Err(_) => Err(ErrorInfo::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "step `{}` ran past its timeout of {ms} ms and was cut off",
+                        def.role
+                    ),
+                    true,
+                )),
+            },
+            None => agent.run(&cx).await,
+        };
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let last = idx.get() + 1 == run.step_count;
+        let base = json!({"idx": idx, "role": def.role, "attempt": row.attempt, "duration_ms": duration_ms});
+        Ok(match result {
+            Ok(out) => {
+                let mut data = base;
+                if let Some(u) = out.usage {
+                    data["input_tokens"] = json!(u.input_tokens);
+                    data["output_tokens"] = json!(u.output_tokens);
+                }
+                let mut events = vec![NewEvent::new(EventKind::StepSucceeded, data)];
+                if last {
+                    events.push(NewEvent::new(
+                        EventKind::RunSucceeded,
+                        json!({"steps": run.step_count}),
+                    ));
+                }
+                StepCommit {
+                    run_id: run.id,
+                    epoch,
+                    idx,
+                    attempt: row.attempt,
+                    status: StepStatus::Succeeded,
+                    output: Some(out.output),
+                    usage: out.usage,
+                    error: None,
+                    run_status: if last {
+                        RunStatus::Succeeded
+                    } else {
+                        RunStatus::Running
+                    },
+                    cursor: idx.next(),
+                    run_error: None,
+                    start_next: if last {
+                        None
+                    } else {
+                        crew.agent(idx.next())
+                            .map(|(d, _)| (idx.next(), d.role.clone()))
+                    },
+                    events,
+                }
+            }
+            Err(error) => {
+                let mut data = base;
+                data["error"] = json!(error);
+                StepCommit {
+                    run_id: run.id,
+                    epoch,
+                    idx,
+                    attempt: row.attempt,
+                    status: StepStatus::Failed,
+                    output: None,
+                    usage: None,
+                    error: Some(error.clone()),
+                    run_status: RunStatus::Failed,
+                    cursor: idx,
+                    run_error: Some(error.clone()),
+                    start_next: None,
+                    events: vec![
+                        NewEvent::new(EventKind::StepFailed, data),
+                        NewEvent::new(EventKind::RunFailed, json!({"idx": idx, "error": error})),
+                    ],
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,265 @@
+//! The `command` agent. The program runs in its own process group, reads the
+//! step context as one JSON object on stdin and writes its output to stdout.
+//! When the step ends for any reason (exit, timeout, cancel: the future is
+//! dropped) the whole group is killed, so no orphan outlives its step.
+
+use std::process::Stdio;
+
+use async_trait::async_trait;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use cairn_core::{Agent, ErrorInfo, ErrorKind, StepContext, StepOutput, Usage};
+
+/// A stderr line starting with this, followed by
+/// `{"input_tokens":N,"output_tokens":M}`, reports the step's token usage.
+pub const USAGE_PREFIX: &str = "cairn-usage:";
+
+/// How much of stderr a failure keeps.
+const STDERR_TAIL: usize = 2000;
+
+/// Runs a program as a step.
+#[derive(Debug, Clone)]
+pub struct CommandAgent {
+    argv: Vec<String>,
+}
+
+impl CommandAgent {
+    pub fn new(argv: Vec<String>) -> Self {
+        CommandAgent { argv }
+    }
+}
+
+/// Kills a process group when dropped.
+struct GroupGuard(Option<i32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            // ESRCH (already gone) is the normal case after a clean exit.
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+    }
+}
+
+fn tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    if text.len() <= STDERR_TAIL {
+        return text.to_owned();
+    }
+    let mut start = text.len() - STDERR_TAIL;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &text[start..])
+}
+
+/// The output a program printed: JSON if it parses, else the trimmed text.
+pub fn parse_output(stdout: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(stdout);
+    match serde_json::from_str::<Value>(&text) {
+        Ok(v) => v,
+        Err(_) => Value::String(text.trim().to_owned()),
+    }
+}
+
+fn parse_usage(stderr: &[u8]) -> Option<Usage> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix(USAGE_PREFIX))
+        .filter_map(|json| serde_json::from_str::<Usage>(json.trim()).ok())
+        .reduce(|a, b| Usage {
+            input_tokens: a.input_tokens + b.input_tokens,
+            output_tokens: a.output_tokens + b.output_tokens,
+        })
+}
+
+#[async_trait]
+impl Agent for CommandAgent {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+        let (program, args) = self.argv.split_first().ok_or_else(|| {
+            ErrorInfo::new(ErrorKind::Crew, "the agent's `command` is empty", false)
+        })?;
+        let payload = serde_json::to_vec(cx)
+            .map_err(|e| ErrorInfo::new(ErrorKind::Spawn, format!("context: {e}"), false))?;
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .env("CAIRN_RUN_ID", cx.run_id.to_string())
+            .env("CAIRN_STEP_IDX", cx.step.idx.to_string())
+            .env("CAIRN_STEP_ROLE", cx.step.role.as_str())
+            .env("CAIRN_ATTEMPT", cx.step.attempt.to_string())
+            .spawn()
+            .map_err(|e| {
+                let retryable = e.kind() != std::io::ErrorKind::NotFound
+                    && e.kind() != std::io::ErrorKind::PermissionDenied;
+                ErrorInfo::new(
+                    ErrorKind::Spawn,
+                    format!("cannot start `{program}`: {e}"),
+                    retryable,
+                )
+            })?;
+        let _group = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
+        let stdin = child.stdin.take();
+        let write = async move {
+            if let Some(mut stdin) = stdin {
+                // A program that ignores stdin may exit first: EPIPE is fine.
+                let _ = stdin.write_all(&payload).await;
+                let _ = stdin.shutdown().await;
+            }
+        };
+        let ((), out) = tokio::join!(write, child.wait_with_output());
+        let out = out.map_err(|e| {
+            ErrorInfo::new(
+                ErrorKind::Spawn,
+                format!("waiting for `{program}`: {e}"),
+                true,
+            )
+        })?;
+        if !out.status.success() {
+            let how = match out.status.code() {
+                Some(code) => format!("exited with status {code}"),
+                None => "was killed by a signal".to_owned(),
+            };
+            let stderr = tail(&out.stderr);
+            let message = if stderr.is_empty() {
+                format!("`{program}` {how}")
+            } else {
+                format!("`{program}` {how}: {stderr}")
+            };
+            return Err(ErrorInfo::new(ErrorKind::ExitStatus, message, true));
+        }
+        Ok(StepOutput {
+            output: parse_output(&out.stdout),
+            usage: parse_usage(&out.stderr),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_core::{Attempt, PreviousOutput, Role, RunId, StepIdx, StepRef};
+    use serde_json::json;
+
+    fn cx() -> StepContext {
+        StepContext {
+            run_id: RunId::new(),
+            input: json!({"topic": "rust"}),
+            step: StepRef {
+                idx: StepIdx(1),
+                role: Role::new("writer"),
+                attempt: Attempt(1),
+            },
+            previous: vec![PreviousOutput {
+                idx: StepIdx(0),
+                role: Role::new("researcher"),
+                output: json!("notes"),
+            }],
+        }
+    }
+
+    fn sh(script: &str) -> CommandAgent {
+        CommandAgent::new(vec!["sh".into(), "-c".into(), script.into()])
+    }
+
+    #[tokio::test]
+    async fn program_reads_context_on_stdin_and_json_output_is_kept() {
+        let out = sh("cat")
+            .run(&cx())
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(out.output["input"]["topic"], "rust");
+        assert_eq!(
+            out.output["step"],
+            json!({"idx": 1, "role": "writer", "attempt": 1})
+        );
+        assert_eq!(out.output["previous"][0]["output"], "notes");
+    }
+
+    #[tokio::test]
+    async fn text_output_is_trimmed_and_usage_reported() {
+        let agent = sh(
+            "echo '  hello  '; echo 'cairn-usage: {\"input_tokens\": 7, \"output_tokens\": 3}' >&2",
+        );
+        let out = agent.run(&cx()).await.unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(out.output, json!("hello"));
+        assert_eq!(
+            out.usage,
+            Some(Usage {
+                input_tokens: 7,
+                output_tokens: 3
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn non_zero_exit_is_a_retryable_failure_with_stderr_tail() {
+        let err = sh("echo 'it broke' >&2; exit 3").run(&cx()).await.err();
+        let err = err.unwrap_or_else(|| panic!("expected failure"));
+        assert_eq!(err.kind, ErrorKind::ExitStatus);
+        assert!(err.retryable);
+        assert!(
+            err.message.contains("exited with status 3: it broke"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[tokio::test]
+    async fn missing_program_is_permanent() {
+        let agent = CommandAgent::new(vec!["/nonexistent/cairn-test-program".into()]);
+        let err = agent
+            .run(&cx())
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("expected failure"));
+        assert_eq!(err.kind, ErrorKind::Spawn);
+        assert!(!err.retryable);
+    }
+
+    #[tokio::test]
+    async fn dropping_the_step_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let pidfile = dir.path().join("grandchild.pid");
+        let script = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
+        let agent = sh(&script);
+        let cx = cx();
+        let run = agent.run(&cx);
+        // Cut the step off (as a timeout or cancel does) once the grandchild exists.
+        let cut = async {
+            while !pidfile.exists() {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        tokio::select! {
+            _ = run => panic!("the step should not finish"),
+            _ = cut => {}
+        }
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{e}"));
+        // The grandchild must be gone (or a zombie awaiting its reaper) shortly.
+        let mut gone = false;
+        for _ in 0..100 {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if stat.is_empty() || stat.contains(") Z ") {
+                gone = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(gone, "grandchild {pid} survived its step");
+    }
+}

@@ -1,0 +1,29 @@
+//! Cairn's built-in agents: [`CommandAgent`] runs a program with the step's
+//! context on stdin, [`TemplateAgent`] renders a minijinja template. Neither
+//! knows about storage: they turn a `StepContext` into a `StepOutput`.
+
+mod command;
+mod template;
+
+use std::sync::Arc;
+
+use cairn_core::{Agent, AgentDef, AgentKind, CrewError};
+
+pub use command::{CommandAgent, USAGE_PREFIX};
+pub use template::TemplateAgent;
+
+/// The built-in agent for `def`, or `None` for kinds the caller must supply
+/// (Rust agents). Templates are compiled here, so a syntax error is a crew
+/// error before anything runs.
+pub fn builtin(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, CrewError> {
+    Ok(match &def.kind {
+        AgentKind::Command { command } => Some(Arc::new(CommandAgent::new(command.clone()))),
+        AgentKind::Template { template } => Some(Arc::new(
+            TemplateAgent::new(template.clone()).map_err(|e| CrewError::Invalid {
+                crew: crew.to_owned(),
+                detail: format!("template of agent `{}` does not compile: {e}", def.role),
+            })?,
+        )),
+        AgentKind::Rust { .. } => None,
+    })
+}

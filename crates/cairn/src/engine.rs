@@ -1,0 +1,158 @@
+//! The [`Engine`]: a store plus the executor, with the calls a service makes
+//! (submit, run, resume, show, list).
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use cairn_checkpoint::{NewRun, OpenOptions, RunFilter, Store, Submitted};
+use cairn_core::{Agent, AgentKind, RunId, RunRecord, StepRecord};
+use cairn_scheduler::{DriveOptions, Driven, Executor, ExecutorConfig};
+
+use crate::{Crew, Result};
+
+/// Options of a submit.
+#[derive(Debug, Clone, Default)]
+pub struct SubmitOptions {
+    /// Submitting again with the same key returns the same run.
+    pub idempotency_key: Option<String>,
+    /// Groups runs into one conversation.
+    pub thread_id: Option<String>,
+}
+
+/// Options of a resume.
+#[derive(Debug, Clone, Default)]
+pub struct ResumeOptions {
+    /// Resume with this crew instead of the one stored with the run. Refused
+    /// if its fingerprint differs, unless `force`.
+    pub crew: Option<Crew>,
+    pub force: bool,
+}
+
+/// A run with its checkpoint rows: the JSON of `cairn runs show --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunView {
+    #[serde(flatten)]
+    pub run: RunRecord,
+    pub steps: Vec<StepRecord>,
+}
+
+/// The library's entry point. Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    executor: Executor,
+    /// Rust agents by handler name, from every crew this engine has run, so
+    /// resume can rebuild a Rust crew from the stored definition.
+    handlers: Arc<RwLock<HashMap<String, Arc<dyn Agent>>>>,
+}
+
+impl Engine {
+    /// Opens the store a URL names (`sqlite://PATH`, `postgres://…`).
+    pub async fn open(url: &str) -> Result<Engine> {
+        Self::open_with(url, &OpenOptions::default(), ExecutorConfig::default()).await
+    }
+
+    pub async fn open_with(
+        url: &str,
+        opts: &OpenOptions,
+        config: ExecutorConfig,
+    ) -> Result<Engine> {
+        let store = cairn_checkpoint::open(url, opts).await?;
+        Ok(Self::with_store(store, config))
+    }
+
+    pub fn with_store(store: Arc<dyn Store>, config: ExecutorConfig) -> Engine {
+        Engine {
+            executor: Executor::new(store, config),
+            handlers: Arc::default(),
+        }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        self.executor.store()
+    }
+
+    /// Makes a crew's Rust agents available to later resumes.
+    pub fn register(&self, crew: &Crew) {
+        let mut handlers = self.handlers.write().unwrap_or_else(|p| p.into_inner());
+        for (i, def) in crew.def().agents.iter().enumerate() {
+            if let (AgentKind::Rust { handler }, Some((_, agent))) =
+                (&def.kind, crew.0.agent(cairn_core::StepIdx(i as u32)))
+            {
+                handlers.insert(handler.clone(), agent.clone());
+            }
+        }
+    }
+
+    /// Records a queued run; executes nothing.
+    pub async fn submit(
+        &self,
+        crew: &Crew,
+        input: Value,
+        opts: SubmitOptions,
+    ) -> Result<Submitted> {
+        self.register(crew);
+        Ok(self
+            .store()
+            .submit(NewRun {
+                crew: crew.def().clone(),
+                input,
+                idempotency_key: opts.idempotency_key,
+                thread_id: opts.thread_id,
+            })
+            .await?)
+    }
+
+    /// Submits and drives the run to its next stop. A repeated idempotency
+    /// key drives (or just returns) the existing run.
+    pub async fn run(&self, crew: &Crew, input: Value, opts: SubmitOptions) -> Result<Driven> {
+        let submitted = self.submit(crew, input, opts).await?;
+        self.drive(submitted.run.id, crew, DriveOptions::default())
+            .await
+    }
+
+    /// Resumes a run through the same executor as a fresh run. Takes it over
+    /// if it is `running` under another lease.
+    pub async fn resume(&self, id: RunId, opts: ResumeOptions) -> Result<Driven> {
+        let crew = match opts.crew {
+            Some(crew) => crew,
+            None => self.stored_crew(id).await?,
+        };
+        self.drive(
+            id,
+            &crew,
+            DriveOptions {
+                takeover: true,
+                force_crew: opts.force,
+            },
+        )
+        .await
+    }
+
+    async fn drive(&self, id: RunId, crew: &Crew, opts: DriveOptions) -> Result<Driven> {
+        self.register(crew);
+        Ok(self.executor.drive(id, &crew.0, opts).await?)
+    }
+
+    /// The crew a run started with, rebuilt from its stored definition.
+    pub async fn stored_crew(&self, id: RunId) -> Result<Crew> {
+        let run = self.store().get_run(id).await?;
+        let handlers = self
+            .handlers
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Crew::from_def(run.crew_definition, &handlers)
+    }
+
+    pub async fn show(&self, id: RunId) -> Result<RunView> {
+        let (run, steps) = self.store().load(id).await?;
+        Ok(RunView { run, steps })
+    }
+
+    pub async fn list(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+        Ok(self.store().list_runs(filter).await?)
+    }
+}

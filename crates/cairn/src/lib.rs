@@ -1,0 +1,209 @@
+//! Cairn: durable, resumable multi-step runs.
+//!
+//! A [`Crew`] is an ordered list of agents; a run executes them one step at a
+//! time, and every finished step is one atomic checkpoint row. A run that
+//! dies resumes at its first pending step through the same executor.
+//!
+//! ```no_run
+//! use cairn::{async_trait, Agent, Crew, Engine, ErrorInfo, StepContext, StepOutput};
+//!
+//! struct Shout;
+//!
+//! #[async_trait]
+//! impl Agent for Shout {
+//!     async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+//!         let topic = cx.input["topic"].as_str().unwrap_or("nothing");
+//!         Ok(StepOutput::new(topic.to_uppercase()))
+//!     }
+//! }
+//!
+//! # async fn example() -> Result<(), cairn::Error> {
+//! let engine = Engine::open("sqlite://cairn.db").await?;
+//! let crew = Crew::builder("shouting", "1")
+//!     .agent("shouter", Shout)
+//!     .template("writer", "{{ outputs.shouter }}!")
+//!     .build()?;
+//! let done = engine.run(&crew, serde_json::json!({"topic": "rust"}), Default::default()).await?;
+//! println!("{} {}", done.run.id, done.run.status);
+//! # Ok(()) }
+//! ```
+
+mod engine;
+mod error;
+
+use std::sync::Arc;
+
+pub use async_trait::async_trait;
+pub use cairn_checkpoint::{Backend, OpenOptions, RunFilter, Store, Submitted};
+pub use cairn_core::{
+    Agent, AgentDef, AgentKind, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord, Fingerprint,
+    Role, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepOutput, StepRecord, StepStatus,
+    Usage,
+};
+pub use cairn_scheduler::{Crew as ExecCrew, DriveOptions, Driven, ExecutorConfig};
+pub use engine::{Engine, ResumeOptions, RunView, SubmitOptions};
+pub use error::Error;
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A crew ready to run: built in Rust with [`Crew::builder`] or loaded from
+/// a TOML crew file with [`Crew::from_toml`].
+#[derive(Clone, Debug)]
+pub struct Crew(pub(crate) cairn_scheduler::Crew);
+
+impl Crew {
+    /// Starts a crew in Rust code.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> CrewBuilder {
+        CrewBuilder {
+            name: name.into(),
+            version: version.into(),
+            agents: vec![],
+        }
+    }
+
+    /// Parses a crew file's text (built-in kinds only).
+    pub fn from_toml(text: &str) -> Result<Crew> {
+        Self::from_def(CrewDef::from_toml(text)?, &Default::default())
+    }
+
+    /// Reads and parses a crew file.
+    pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Crew> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| Error::ReadFile {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_toml(&text)
+    }
+
+    /// Builds executors for a definition: built-ins, plus Rust agents looked
+    /// up by handler name in `rust`.
+    pub(crate) fn from_def(
+        def: CrewDef,
+        rust: &std::collections::HashMap<String, Arc<dyn Agent>>,
+    ) -> Result<Crew> {
+        let mut agents = Vec::with_capacity(def.agents.len());
+        for a in &def.agents {
+            let agent = match cairn_steps::builtin(&def.name, a)? {
+                Some(agent) => agent,
+                None => match &a.kind {
+                    AgentKind::Rust { handler } => {
+                        rust.get(handler)
+                            .cloned()
+                            .ok_or_else(|| Error::MissingHandler {
+                                role: a.role.to_string(),
+                                handler: handler.clone(),
+                            })?
+                    }
+                    other => {
+                        return Err(Error::MissingHandler {
+                            role: a.role.to_string(),
+                            handler: other.name().to_owned(),
+                        })
+                    }
+                },
+            };
+            agents.push(agent);
+        }
+        Ok(Crew(cairn_scheduler::Crew::new(def, agents)?))
+    }
+
+    pub fn def(&self) -> &CrewDef {
+        self.0.def()
+    }
+
+    pub fn fingerprint(&self) -> &Fingerprint {
+        self.0.fingerprint()
+    }
+}
+
+/// Builds a [`Crew`] in Rust.
+pub struct CrewBuilder {
+    name: String,
+    version: String,
+    agents: Vec<(AgentDef, Option<Arc<dyn Agent>>)>,
+}
+
+impl CrewBuilder {
+    /// Adds a Rust agent. Its handler name (stored with the run, part of the
+    /// fingerprint) is the agent's type name; use [`CrewBuilder::agent_named`]
+    /// to pick a stable one.
+    pub fn agent<A: Agent + 'static>(self, role: impl Into<String>, agent: A) -> Self {
+        let handler = std::any::type_name::<A>().to_owned();
+        self.agent_named(role, handler, agent)
+    }
+
+    /// Adds a Rust agent under an explicit handler name.
+    pub fn agent_named<A: Agent + 'static>(
+        mut self,
+        role: impl Into<String>,
+        handler: impl Into<String>,
+        agent: A,
+    ) -> Self {
+        let def = AgentDef {
+            role: Role::new(role),
+            kind: AgentKind::Rust {
+                handler: handler.into(),
+            },
+            timeout_ms: None,
+        };
+        self.agents.push((def, Some(Arc::new(agent))));
+        self
+    }
+
+    /// Adds a `command` agent.
+    pub fn command<S: Into<String>>(
+        mut self,
+        role: impl Into<String>,
+        argv: impl IntoIterator<Item = S>,
+    ) -> Self {
+        let def = AgentDef {
+            role: Role::new(role),
+            kind: AgentKind::Command {
+                command: argv.into_iter().map(Into::into).collect(),
+            },
+            timeout_ms: None,
+        };
+        self.agents.push((def, None));
+        self
+    }
+
+    /// Adds a `template` agent.
+    pub fn template(mut self, role: impl Into<String>, template: impl Into<String>) -> Self {
+        let def = AgentDef {
+            role: Role::new(role),
+            kind: AgentKind::Template {
+                template: template.into(),
+            },
+            timeout_ms: None,
+        };
+        self.agents.push((def, None));
+        self
+    }
+
+    /// Sets the timeout of the agent added last.
+    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+        if let Some((def, _)) = self.agents.last_mut() {
+            def.timeout_ms = Some(timeout.as_millis() as u64);
+        }
+        self
+    }
+
+    pub fn build(self) -> Result<Crew> {
+        let def = CrewDef {
+            name: self.name,
+            version: self.version,
+            agents: self.agents.iter().map(|(d, _)| d.clone()).collect(),
+        };
+        let rust = self
+            .agents
+            .into_iter()
+            .filter_map(|(d, a)| match (d.kind, a) {
+                (AgentKind::Rust { handler }, Some(a)) => Some((handler, a)),
+                _ => None,
+            })
+            .collect();
+        Crew::from_def(def, &rust)
+    }
+}
