@@ -43,13 +43,12 @@ pub enum Error {
     /// A read-only command was pointed at a SQLite file that does not exist.
     #[error("database file {} does not exist (nothing has run here yet, or pass --db)", .0.display())]
     MissingFile(PathBuf),
-    /// The database did not answer within the connect timeout.
-    #[error("cannot reach {target}: {source}")]
+    /// The database did not answer, or refused the connection.
+    #[error("cannot reach {target}: {reason}")]
     Unreachable {
         /// Backend, host, port and database; never the password.
         target: String,
-        #[source]
-        source: sqlx::Error,
+        reason: String,
     },
     /// Applying the embedded migrations failed.
     #[error("migrating {target} failed: {source}")]

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::types::Json;
-use sqlx::{Postgres, Row, Transaction};
+use sqlx::{Connection, PgConnection, Postgres, Row, Transaction};
 
 use cairn_core::{
     EventKind, EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepRecord,
@@ -49,15 +49,30 @@ impl PgStore {
             pg.get_port(),
             pg.get_database().unwrap_or("(default database)")
         );
+        // One direct attempt first: the pool would only say "timed out",
+        // while the connection itself names the cause (refused, auth, …).
+        let unreachable = |reason: String| Error::Unreachable {
+            target: target.clone(),
+            reason,
+        };
+        match tokio::time::timeout(opts.connect_timeout, PgConnection::connect_with(&pg)).await {
+            Err(_) => {
+                return Err(unreachable(format!(
+                    "no answer within {} ms",
+                    opts.connect_timeout.as_millis()
+                )))
+            }
+            Ok(Err(e)) => return Err(unreachable(e.to_string())),
+            Ok(Ok(conn)) => {
+                let _ = conn.close().await;
+            }
+        }
         let pool = PgPoolOptions::new()
             .max_connections(opts.max_connections)
             .acquire_timeout(opts.connect_timeout)
             .connect_with(pg)
             .await
-            .map_err(|source| Error::Unreachable {
-                target: target.clone(),
-                source,
-            })?;
+            .map_err(|e| unreachable(e.to_string()))?;
         sqlx::migrate!("../../migrations/postgres")
             .run(&pool)
             .await

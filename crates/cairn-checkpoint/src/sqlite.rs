@@ -73,9 +73,9 @@ impl SqliteStore {
             .acquire_timeout(timeout)
             .connect_with(options)
             .await
-            .map_err(|source| Error::Unreachable {
+            .map_err(|e| Error::Unreachable {
                 target: target.clone(),
-                source,
+                reason: e.to_string(),
             })?;
         sqlx::migrate!("../../migrations/sqlite")
             .run(&pool)
