@@ -70,6 +70,24 @@ impl TestDb {
         }
     }
 
+    /// Runs raw SQL on this database (to damage it on purpose, for example).
+    pub async fn exec(&self, sql: &str) {
+        match self.kind {
+            Kind::Sqlite => {
+                let mut c = sqlx::SqliteConnection::connect(&self.url)
+                    .await
+                    .expect("connect sqlite");
+                sqlx::raw_sql(sql).execute(&mut c).await.expect("raw sql");
+            }
+            Kind::Postgres => {
+                let mut c = sqlx::PgConnection::connect(&self.url)
+                    .await
+                    .expect("connect postgres");
+                sqlx::raw_sql(sql).execute(&mut c).await.expect("raw sql");
+            }
+        }
+    }
+
     /// A directory for the test's other files (SQLite tests only have one;
     /// PostgreSQL tests get a new one).
     pub fn dir(&self) -> PathBuf {
@@ -78,6 +96,24 @@ impl TestDb {
             None => std::env::temp_dir(),
         }
     }
+}
+
+/// Defines `mod NAME { sqlite, postgres }`: two tests that call
+/// `NAME(Kind::Sqlite)` and `NAME(Kind::Postgres)`, an async fn of the caller's.
+#[macro_export]
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name($crate::Kind::Sqlite).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name($crate::Kind::Postgres).await
+            }
+        }
+    )*};
 }
 
 fn answers(url: &str) -> bool {
