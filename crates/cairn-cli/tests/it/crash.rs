@@ -1,0 +1,220 @@
+//! Crash tests on both backends: a `cairn run` of 30 counting steps is
+//! SIGKILLed (externally mid-step, or by a failpoint just before / just after
+//! a step's commit) and `cairn resume` finishes it; the steps' own execution
+//! log proves no finished step ran twice. Plus the crash-loop cap.
+
+use std::time::Duration;
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::support::{read_pid, step, wait_until, Case, Kind};
+
+const STEPS: u32 = 30;
+const KILL_AT: u32 = 18;
+
+both_backends!(
+    external_sigkill_mid_step_reruns_only_that_step,
+    failpoint_after_commit_resumes_at_the_next_step,
+    failpoint_before_commit_reruns_the_uncommitted_step,
+    crash_loop_cap_fails_the_run_after_three_takeovers,
+);
+
+/// Asserts the run finished: succeeded, every step succeeded with its output.
+#[track_caller]
+fn assert_all_succeeded(run: &Value, steps: u32) {
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    assert_eq!(run["cursor"], steps, "{run:#}");
+    let rows = run["steps"].as_array().expect("steps");
+    assert_eq!(rows.len(), steps as usize, "{run:#}");
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row["idx"], i, "{row:#}");
+        assert_eq!(row["status"], "succeeded", "{row:#}");
+        assert_eq!(row["attempt"], 1, "{row:#}");
+        assert_eq!(row["output"]["step"], i, "step {i} has no output: {row:#}");
+        assert_eq!(row["error"], Value::Null, "{row:#}");
+    }
+}
+
+/// Asserts step `i` started `want(i)` times for every step.
+#[track_caller]
+fn assert_executions(case: &Case, want: impl Fn(u32) -> usize) {
+    let log = case.executions();
+    for i in 0..STEPS {
+        let n = log.iter().filter(|&&x| x == i).count();
+        assert_eq!(n, want(i), "step {i} executed {n} times; log: {log:?}");
+    }
+}
+
+/// The run as the crash left it: `running`, cursor at `cursor`, that step's
+/// row `running` and not yet taken over.
+#[track_caller]
+fn assert_stopped_at(run: &Value, cursor: u32) {
+    assert_eq!(run["status"], "running", "{run:#}");
+    assert_eq!(run["cursor"], cursor, "{run:#}");
+    let rows = run["steps"].as_array().expect("steps");
+    assert_eq!(rows.len(), cursor as usize + 1, "{run:#}");
+    for row in &rows[..cursor as usize] {
+        assert_eq!(row["status"], "succeeded", "{row:#}");
+    }
+    let at = step(run, cursor as usize);
+    assert_eq!(at["status"], "running", "{at:#}");
+    assert_eq!(at["takeovers"], 0, "{at:#}");
+}
+
+fn external_sigkill_mid_step_reruns_only_that_step(kind: Kind) {
+    let case = Case::new(kind);
+    let crew = case.counting_crew(STEPS);
+    let crew = crew.to_str().unwrap();
+    // Step 18 lingers in the killed process only, so the kill surely lands
+    // while it executes; the resume runs it at normal speed.
+    let mut child = case.spawn(
+        &["run", crew, "--input", r#"{"topic": "crash"}"#],
+        &[("TEST_SLOW_STEP", &KILL_AT.to_string())],
+    );
+    let pid_file = case.path("slow.pid");
+    wait_until(
+        "step 18 to start",
+        Duration::from_secs(60),
+        || match child.try_wait().unwrap() {
+            Some(status) => panic!(
+                "cairn run exited ({status}) before step 18 started: {}",
+                std::fs::read_to_string(case.path("bg.stderr")).unwrap_or_default()
+            ),
+            None => pid_file.exists() && case.executions().contains(&KILL_AT),
+        },
+    );
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "{status}");
+    // The orphaned step 18 of the dead process: nobody else will kill it.
+    wait_until("the slow step's pid", Duration::from_secs(5), || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let _ = killpg(Pid::from_raw(read_pid(&pid_file)), Signal::SIGKILL);
+
+    let id = case.only_run_id();
+    assert_stopped_at(&case.show(&id), KILL_AT);
+    assert_eq!(case.executions(), (0..=KILL_AT).collect::<Vec<_>>());
+
+    let out = case.cairn(&["resume", &id]).expect_code(0);
+    out.expect_stderr(&["taken over"]);
+    let run = case.show(&id);
+    assert_all_succeeded(&run, STEPS);
+    assert_executions(&case, |i| if i == KILL_AT { 2 } else { 1 });
+    assert_eq!(step(&run, 18)["takeovers"], 1, "{:#}", step(&run, 18));
+    for i in (0..STEPS as usize).filter(|&i| i != 18) {
+        assert_eq!(step(&run, i)["takeovers"], 0, "{:#}", step(&run, i));
+    }
+    // The resume's own work started at step 18.
+    let log = case.executions();
+    assert_eq!(
+        log[KILL_AT as usize + 1..],
+        (KILL_AT..STEPS).collect::<Vec<_>>()
+    );
+}
+
+fn failpoint_after_commit_resumes_at_the_next_step(kind: Kind) {
+    let case = Case::new(kind);
+    let crew = case.counting_crew(STEPS);
+    case.cairn_env(
+        &["run", crew.to_str().unwrap()],
+        &[("CAIRN_FAILPOINTS", "after_commit:18")],
+    )
+    .expect_sigkill();
+    let id = case.only_run_id();
+    // Step 18's commit is durable and step 19 was marked running with it.
+    let stopped = case.show(&id);
+    assert_stopped_at(&stopped, KILL_AT + 1);
+    assert_eq!(step(&stopped, 18)["output"]["step"], 18);
+    let before = case.executions();
+    assert_eq!(before, (0..=KILL_AT).collect::<Vec<_>>());
+
+    case.cairn(&["resume", &id]).expect_code(0);
+    let run = case.show(&id);
+    assert_all_succeeded(&run, STEPS);
+    assert_executions(&case, |_| 1);
+    // The resume began at step 19.
+    assert_eq!(
+        case.executions()[before.len()..],
+        (KILL_AT + 1..STEPS).collect::<Vec<_>>()
+    );
+}
+
+fn failpoint_before_commit_reruns_the_uncommitted_step(kind: Kind) {
+    let case = Case::new(kind);
+    let crew = case.counting_crew(STEPS);
+    case.cairn_env(
+        &["run", crew.to_str().unwrap()],
+        &[("CAIRN_FAILPOINTS", "before_commit:18")],
+    )
+    .expect_sigkill();
+    let id = case.only_run_id();
+    // Step 18 ran, but nothing of it was committed.
+    let stopped = case.show(&id);
+    assert_stopped_at(&stopped, KILL_AT);
+    assert_eq!(step(&stopped, 18)["output"], Value::Null);
+    let before = case.executions();
+    assert_eq!(before, (0..=KILL_AT).collect::<Vec<_>>());
+
+    case.cairn(&["resume", &id]).expect_code(0);
+    let run = case.show(&id);
+    assert_all_succeeded(&run, STEPS);
+    assert_executions(&case, |i| if i == KILL_AT { 2 } else { 1 });
+    assert_eq!(step(&run, 18)["takeovers"], 1);
+    assert_eq!(
+        case.executions()[before.len()..],
+        (KILL_AT..STEPS).collect::<Vec<_>>()
+    );
+}
+
+/// DESIGN.md: "after a configured number of takeovers of the same attempt
+/// (default 3) the run fails with error kind `crash_loop`". `plan_claim`
+/// takes over while `takeovers + 1 <= 3`: the first run and three takeovers
+/// execute step 2 (4 times in all); the 4th resume fails the run without
+/// executing it.
+fn crash_loop_cap_fails_the_run_after_three_takeovers(kind: Kind) {
+    let case = Case::new(kind);
+    let crew = case.counting_crew(4);
+    let crash = [("CAIRN_FAILPOINTS", "before_commit:2")];
+    case.cairn_env(&["run", crew.to_str().unwrap()], &crash)
+        .expect_sigkill();
+    let id = case.only_run_id();
+    assert_eq!(case.executions(), vec![0, 1, 2]);
+    assert_eq!(step(&case.show(&id), 2)["takeovers"], 0);
+
+    for takeover in 1..=3 {
+        case.cairn_env(&["resume", &id], &crash).expect_sigkill();
+        let run = case.show(&id);
+        assert_eq!(run["status"], "running", "{run:#}");
+        let row = step(&run, 2);
+        assert_eq!(row["status"], "running", "{row:#}");
+        assert_eq!(row["attempt"], 1, "{row:#}");
+        assert_eq!(row["takeovers"], takeover, "{row:#}");
+        assert_eq!(case.executed(2), 1 + takeover);
+    }
+
+    // The 4th resume would be the 4th takeover: refused, the run fails.
+    let out = case
+        .cairn_env(&["resume", &id, "--json"], &crash)
+        .expect_code(3);
+    let run = out.json();
+    assert_eq!(run, case.show(&id), "resume prints the stored run");
+    assert_eq!(run["status"], "failed", "{run:#}");
+    assert_eq!(run["cursor"], 2, "{run:#}");
+    assert_eq!(run["error"]["kind"], "crash_loop", "{run:#}");
+    let row = step(&run, 2);
+    assert_eq!(row["status"], "failed", "{row:#}");
+    assert_eq!(row["attempt"], 1, "{row:#}");
+    assert_eq!(row["error"]["kind"], "crash_loop", "{row:#}");
+    assert_eq!(row["error"]["retryable"], false, "{row:#}");
+    assert_eq!(run["steps"].as_array().unwrap().len(), 3, "{run:#}");
+    assert_eq!(case.executed(2), 4, "the capped step ran again");
+    assert_eq!(case.executed(3), 0);
+
+    // And it stays parked: a further resume is refused, nothing runs.
+    let out = case.cairn(&["resume", &id]).expect_code(3);
+    out.expect_stderr(&["retry"]);
+    assert_eq!(case.executions(), vec![0, 1, 2, 2, 2, 2]);
+}

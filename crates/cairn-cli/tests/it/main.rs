@@ -1,0 +1,27 @@
+//! The `cairn` binary as a user runs it: crash tests that SIGKILL real
+//! processes, the JSON contracts, exit codes, bad input and step timeouts.
+//! Every test spawns the real binary (built with the `failpoints` feature by
+//! this crate's dev-dependency) against its own database and temp dir.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+/// Turns `fn name(kind: Kind)` helpers into a `name::sqlite` and a
+/// `name::postgres` test.
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn sqlite() {
+                    super::$name(cairn_testkit::Kind::Sqlite)
+                }
+                #[test]
+                fn postgres() {
+                    super::$name(cairn_testkit::Kind::Postgres)
+                }
+            }
+        )*
+    };
+}
+
+mod crash;
+mod support;

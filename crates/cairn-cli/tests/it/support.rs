@@ -1,0 +1,370 @@
+//! Shared helpers: a per-test case (database + temp dir), running the real
+//! `cairn` binary, writing crew files, and reading the steps' execution log.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub use cairn_testkit::{Kind, TestDb};
+
+/// The binary under test (with crash points compiled in).
+pub const CAIRN: &str = env!("CARGO_BIN_EXE_cairn");
+
+/// A counting step: appends its index to `executions.log` next to the
+/// script, reads its context, works briefly and prints JSON naming itself.
+/// `sh step.sh fail` fails instead (exit 7 with a recognisable stderr). If
+/// `TEST_SLOW_STEP` names this step, it writes its pid (= its process
+/// group) to `slow.pid` and sleeps long enough to be killed mid-step.
+const STEP_SCRIPT: &str = r#"#!/bin/sh
+d=$(dirname "$0")
+echo "$CAIRN_STEP_IDX" >> "$d/executions.log"
+cat > /dev/null
+if [ "${1:-}" = fail ]; then
+  echo "some noise first" >&2
+  echo "boom: step $CAIRN_STEP_IDX is on fire" >&2
+  exit 7
+fi
+if [ "$CAIRN_STEP_IDX" = "${TEST_SLOW_STEP:-none}" ]; then
+  echo $$ > "$d/slow.pid"
+  sleep 10
+fi
+sleep 0.02
+printf '{"step": %s, "role": "%s"}\n' "$CAIRN_STEP_IDX" "$CAIRN_STEP_ROLE"
+"#;
+
+/// What a `cairn` invocation did.
+#[derive(Debug)]
+pub struct Out {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Out {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Panics (showing both streams) unless the exit code is `code`.
+    #[track_caller]
+    pub fn expect_code(self, code: i32) -> Out {
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "expected exit code {code}, got {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// Panics unless the process was killed by SIGKILL (a failpoint).
+    #[track_caller]
+    pub fn expect_sigkill(self) -> Out {
+        assert_eq!(
+            self.status.signal(),
+            Some(9),
+            "expected death by SIGKILL, got {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// Stdout as one JSON document.
+    #[track_caller]
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON document ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Asserts stderr is exactly one line and contains every `needle`.
+    #[track_caller]
+    pub fn expect_one_line_error(&self, needles: &[&str]) {
+        let lines: Vec<&str> = self.stderr.trim_end().lines().collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "expected a one-line message on stderr, got:\n{}",
+            self.stderr
+        );
+        self.expect_stderr(needles);
+    }
+
+    /// Asserts stderr contains every `needle`.
+    #[track_caller]
+    pub fn expect_stderr(&self, needles: &[&str]) {
+        for n in needles {
+            assert!(
+                self.stderr.contains(n),
+                "stderr does not mention {n:?}:\n{}",
+                self.stderr
+            );
+        }
+    }
+}
+
+/// A test's own database and directory.
+pub struct Case {
+    pub db: TestDb,
+    pub dir: tempfile::TempDir,
+}
+
+/// A fresh database of `kind` (blocking, so tests stay plain `#[test]`s).
+pub fn test_db(kind: Kind) -> TestDb {
+    match kind {
+        Kind::Sqlite => TestDb::sqlite(),
+        Kind::Postgres => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(TestDb::postgres()),
+    }
+}
+
+impl Case {
+    pub fn new(kind: Kind) -> Case {
+        let db = test_db(kind);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let dir_path = dir.path().canonicalize().expect("canonical temp dir");
+        std::fs::write(dir_path.join("step.sh"), STEP_SCRIPT).expect("write step.sh");
+        Case { db, dir }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir
+            .path()
+            .canonicalize()
+            .expect("canonical temp dir")
+            .join(name)
+    }
+
+    pub fn url(&self) -> &str {
+        &self.db.url
+    }
+
+    /// The `cairn` binary, run in this case's directory with no inherited
+    /// Cairn settings.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(CAIRN);
+        cmd.current_dir(self.dir.path())
+            .env_remove("CAIRN_DATABASE_URL")
+            .env_remove("CAIRN_FAILPOINTS")
+            .env_remove("CAIRN_LOG")
+            .env_remove("TEST_SLOW_STEP")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `cairn ARGS` exactly as given (no `--db` added).
+    pub fn raw(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
+        let mut cmd = self.command();
+        cmd.args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("spawn cairn");
+        Out {
+            status: out.status,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Runs `cairn ARGS --db URL`.
+    pub fn cairn(&self, args: &[&str]) -> Out {
+        self.cairn_env(args, &[])
+    }
+
+    /// Runs `cairn ARGS --db URL` with extra environment variables.
+    pub fn cairn_env(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--db", self.url()]);
+        self.raw(&all, env)
+    }
+
+    /// Starts `cairn ARGS --db URL` in the background, output to files.
+    pub fn spawn(&self, args: &[&str], env: &[(&str, &str)]) -> Child {
+        let mut cmd = self.command();
+        cmd.args(args).args(["--db", self.url()]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.stdout(std::fs::File::create(self.path("bg.stdout")).expect("stdout file"))
+            .stderr(std::fs::File::create(self.path("bg.stderr")).expect("stderr file"))
+            .spawn()
+            .expect("spawn cairn")
+    }
+
+    /// `cairn runs show ID --json`.
+    #[track_caller]
+    pub fn show(&self, id: &str) -> Value {
+        self.cairn(&["runs", "show", id, "--json"])
+            .expect_code(0)
+            .json()
+    }
+
+    /// `cairn runs events ID --json`.
+    #[track_caller]
+    pub fn events(&self, id: &str) -> Value {
+        self.cairn(&["runs", "events", id, "--json"])
+            .expect_code(0)
+            .json()
+    }
+
+    /// `cairn runs list --json`.
+    #[track_caller]
+    pub fn list(&self) -> Vec<Value> {
+        match self
+            .cairn(&["runs", "list", "--json"])
+            .expect_code(0)
+            .json()
+        {
+            Value::Array(runs) => runs,
+            other => panic!("runs list --json is not an array: {other}"),
+        }
+    }
+
+    /// The id of the one run in the database.
+    #[track_caller]
+    pub fn only_run_id(&self) -> String {
+        let runs = self.list();
+        assert_eq!(runs.len(), 1, "expected exactly one run: {runs:?}");
+        runs[0]["id"].as_str().expect("run id").to_owned()
+    }
+
+    /// Writes a file in the case's directory and returns its path.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path(name);
+        std::fs::write(&path, text).expect("write file");
+        path
+    }
+
+    /// A `command` agent running the counting step script.
+    pub fn counting_agent(&self, role: &str) -> String {
+        let script = self.path("step.sh");
+        agent_command(role, &["sh", &script.display().to_string()])
+    }
+
+    /// A `command` agent running the counting step script, failing.
+    pub fn failing_agent(&self, role: &str) -> String {
+        let script = self.path("step.sh");
+        agent_command(role, &["sh", &script.display().to_string(), "fail"])
+    }
+
+    /// A crew file `crew.toml` of `n` counting steps `step-00`, `step-01`, ….
+    pub fn counting_crew(&self, n: u32) -> PathBuf {
+        let agents: Vec<String> = (0..n)
+            .map(|i| self.counting_agent(&format!("step-{i:02}")))
+            .collect();
+        self.write("crew.toml", &crew_toml("counting", &agents))
+    }
+
+    /// Step indices in the order the steps started.
+    pub fn executions(&self) -> Vec<u32> {
+        std::fs::read_to_string(self.path("executions.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.trim().parse().expect("step idx in the log"))
+            .collect()
+    }
+
+    /// How often step `idx` started.
+    pub fn executed(&self, idx: u32) -> usize {
+        self.executions().iter().filter(|&&i| i == idx).count()
+    }
+
+    /// The SQLite file of this case (SQLite cases only).
+    pub fn sqlite_file(&self) -> PathBuf {
+        sqlite_path(self.url())
+    }
+}
+
+/// The file a `sqlite://` URL names.
+pub fn sqlite_path(url: &str) -> PathBuf {
+    PathBuf::from(url.strip_prefix("sqlite://").expect("a sqlite:// URL"))
+}
+
+/// A TOML string literal (JSON string escapes are valid TOML).
+pub fn q(s: &str) -> String {
+    serde_json::to_string(s).expect("string to JSON")
+}
+
+/// A crew file's text.
+pub fn crew_toml(name: &str, agents: &[String]) -> String {
+    let mut toml = format!("name = {}\nversion = \"1\"\n", q(name));
+    for a in agents {
+        toml.push('\n');
+        toml.push_str(a);
+    }
+    toml
+}
+
+/// An `[[agents]]` block of kind `command`.
+pub fn agent_command(role: &str, argv: &[&str]) -> String {
+    let argv: Vec<String> = argv.iter().map(|a| q(a)).collect();
+    format!(
+        "[[agents]]\nrole = {}\nkind = \"command\"\ncommand = [{}]\n",
+        q(role),
+        argv.join(", ")
+    )
+}
+
+/// An `[[agents]]` block of kind `command` running `sh -c SCRIPT`.
+pub fn agent_sh(role: &str, script: &str) -> String {
+    agent_command(role, &["sh", "-c", script])
+}
+
+/// An `[[agents]]` block of kind `template`.
+pub fn agent_template(role: &str, template: &str) -> String {
+    format!(
+        "[[agents]]\nrole = {}\nkind = \"template\"\ntemplate = {}\n",
+        q(role),
+        q(template)
+    )
+}
+
+/// Waits until `cond` holds, panicking with `what` after `limit`.
+#[track_caller]
+pub fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// True if the process is gone or a zombie (dead, not yet reaped).
+pub fn is_dead(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+/// Reads a pid written by a step script.
+pub fn read_pid(path: &Path) -> i32 {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+        .trim()
+        .parse()
+        .expect("a pid")
+}
+
+/// A step row's field, for messages.
+pub fn step(run: &Value, idx: usize) -> &Value {
+    &run["steps"][idx]
+}
