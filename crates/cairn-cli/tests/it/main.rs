@@ -23,5 +23,6 @@ macro_rules! both_backends {
     };
 }
 
+mod contract;
 mod crash;
 mod support;
