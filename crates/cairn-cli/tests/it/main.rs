@@ -25,4 +25,6 @@ macro_rules! both_backends {
 
 mod contract;
 mod crash;
+mod failures;
+mod mismatch;
 mod support;
