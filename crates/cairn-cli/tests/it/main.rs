@@ -23,8 +23,10 @@ macro_rules! both_backends {
     };
 }
 
+mod bad_input;
 mod contract;
 mod crash;
 mod failures;
 mod mismatch;
 mod support;
+mod timeout;
