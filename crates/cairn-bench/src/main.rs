@@ -1,0 +1,785 @@
+//! `cairn-bench`: what a Cairn step costs next to a raw commit of the same
+//! database, and how long resuming a 1,000-step run takes, on SQLite and
+//! PostgreSQL. The last line of stdout is one JSON object with the numbers;
+//! `docs/benchmarks.md` explains each of them. `--breakdown` (in
+//! `breakdown.rs`) shows where the time goes instead.
+
+mod breakdown;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use serde_json::{json, Map, Value};
+use sqlx::postgres::{PgConnectOptions, PgPool};
+use sqlx::sqlite::SqlitePool;
+use sqlx::{ConnectOptions, Connection};
+use tokio::sync::oneshot;
+
+use cairn::{
+    async_trait, Agent, Crew, Engine, ErrorInfo, EventKind, ExecutorConfig, ResumeOptions, RunId,
+    RunStatus, StepContext, StepIdx, StepOutput, StepStatus, Store, SubmitOptions,
+};
+use cairn_checkpoint::{ClaimRequest, NewRun, OpenOptions, PgStore, SqliteStore, StepCommit};
+use cairn_core::{Attempt, LeaseEpoch, NewEvent};
+
+const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+/// Steps of the crew whose per-step cost is measured.
+const STEPS: u32 = 30;
+/// Timed runs of that crew (after `WARMUP_RUNS`).
+const RUNS: usize = 50;
+const WARMUP_RUNS: usize = 2;
+/// Timed raw commits (after `WARMUP_COMMITS`).
+const RAW_COMMITS: usize = 1500;
+const WARMUP_COMMITS: usize = 50;
+/// The measurements are interleaved in this many rounds, so that a change of
+/// load on the machine touches all of them alike.
+const ROUNDS: usize = 5;
+/// Finished steps of the run that is resumed; one more step is pending.
+const RESUME_DONE: u32 = 1000;
+const RESUME_REPS: usize = 5;
+/// The size of a raw row (and roughly of a step's checkpoint row).
+const ROW_BYTES: usize = 300;
+
+// ---------------------------------------------------------------- agents
+
+/// A step that answers at once with a small JSON output.
+struct Noop;
+
+#[async_trait]
+impl Agent for Noop {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+        Ok(StepOutput::new(json!({"ok": true, "step": cx.step.idx})))
+    }
+}
+
+#[derive(Default)]
+struct GateState {
+    /// Armed: the next call reports its run and never returns (a step in
+    /// flight when its process dies).
+    park: Mutex<Option<oneshot::Sender<RunId>>>,
+    /// When an unarmed call was entered.
+    entered: Mutex<Option<Instant>>,
+}
+
+/// The last step of the resume crew: parks the first run, passes on resume.
+#[derive(Clone, Default)]
+struct Gate(Arc<GateState>);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[async_trait]
+impl Agent for Gate {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+        let now = Instant::now();
+        let park = lock(&self.0.park).take();
+        if let Some(parked) = park {
+            let _ = parked.send(cx.run_id);
+            std::future::pending::<()>().await;
+        }
+        *lock(&self.0.entered) = Some(now);
+        Ok(StepOutput::new(json!({"gate": "passed"})))
+    }
+}
+
+fn noop_crew(name: &str, steps: u32, gate: Option<Gate>) -> Result<Crew> {
+    let mut builder = Crew::builder(name, "1");
+    for i in 0..steps {
+        builder = builder.agent_named(format!("step-{i:04}"), "bench.noop", Noop);
+    }
+    if let Some(gate) = gate {
+        builder = builder.agent_named("gate", "bench.gate", gate);
+    }
+    Ok(builder.build()?)
+}
+
+// ---------------------------------------------------------------- databases
+
+/// Where a backend's store lives; opened again for a fresh engine.
+#[derive(Clone)]
+enum Target {
+    Sqlite(PathBuf),
+    Postgres(Box<PgConnectOptions>),
+}
+
+/// The store's own pool, for the raw commits: same file or schema, same
+/// pragmas, same connections.
+enum Raw {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+impl Target {
+    fn name(&self) -> &'static str {
+        match self {
+            Target::Sqlite(_) => "sqlite",
+            Target::Postgres(_) => "postgres",
+        }
+    }
+
+    async fn open(&self) -> Result<(Arc<dyn Store>, Raw)> {
+        Ok(match self {
+            Target::Sqlite(path) => {
+                let store = SqliteStore::open(path, true, Duration::from_secs(5)).await?;
+                let pool = store.pool().clone();
+                (Arc::new(store), Raw::Sqlite(pool))
+            }
+            Target::Postgres(options) => {
+                let store = PgStore::connect_with(
+                    PgConnectOptions::clone(options),
+                    &OpenOptions::default(),
+                )
+                .await?;
+                let pool = store.pool().clone();
+                (Arc::new(store), Raw::Postgres(pool))
+            }
+        })
+    }
+}
+
+impl Raw {
+    async fn setup(&self) -> Result<()> {
+        match self {
+            Raw::Sqlite(pool) => sqlx::query(
+                "CREATE TABLE IF NOT EXISTS bench_raw (id INTEGER PRIMARY KEY, payload TEXT NOT NULL)",
+            )
+            .execute(pool)
+            .await
+            .map(drop),
+            Raw::Postgres(pool) => sqlx::query(
+                "CREATE TABLE IF NOT EXISTS bench_raw (id BIGSERIAL PRIMARY KEY, payload TEXT NOT NULL)",
+            )
+            .execute(pool)
+            .await
+            .map(drop),
+        }
+        .context("creating the scratch table bench_raw")
+    }
+
+    /// One durable commit of one row, taken the way the store takes its
+    /// step commits: `BEGIN IMMEDIATE` + INSERT + COMMIT on SQLite, one
+    /// autocommit statement on PostgreSQL.
+    async fn commit(&self, payload: &str) -> Result<()> {
+        match self {
+            Raw::Sqlite(pool) => {
+                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+                sqlx::query("INSERT INTO bench_raw (payload) VALUES (?1)")
+                    .bind(payload)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+            }
+            Raw::Postgres(pool) => {
+                sqlx::query("INSERT INTO bench_raw (payload) VALUES ($1)")
+                    .bind(payload)
+                    .execute(pool)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// PostgreSQL only: the same row in an explicit BEGIN/INSERT/COMMIT.
+    async fn commit_in_tx(&self, payload: &str) -> Result<bool> {
+        let Raw::Postgres(pool) = self else {
+            return Ok(false);
+        };
+        let mut tx = pool.begin().await?;
+        sqlx::query("INSERT INTO bench_raw (payload) VALUES ($1)")
+            .bind(payload)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn close(&self) {
+        match self {
+            Raw::Sqlite(pool) => pool.close().await,
+            Raw::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+/// A fresh schema on the PostgreSQL server, dropped at the end.
+struct PgSchema {
+    base: PgConnectOptions,
+    name: String,
+    options: PgConnectOptions,
+}
+
+impl PgSchema {
+    async fn create(base_url: &str) -> Result<PgSchema> {
+        let base = PgConnectOptions::from_str(base_url)
+            .context("CAIRN_BENCH_DATABASE_URL is not a PostgreSQL URL")?;
+        let name = format!("cairn_bench_{}", uuid::Uuid::now_v7().simple());
+        let mut conn = tokio::time::timeout(Duration::from_secs(3), base.connect())
+            .await
+            .context("no answer within 3 s")??;
+        sqlx::raw_sql(&format!("CREATE SCHEMA {name}"))
+            .execute(&mut conn)
+            .await?;
+        conn.close().await?;
+        let sep = if base_url.contains('?') { '&' } else { '?' };
+        let options =
+            PgConnectOptions::from_str(&format!("{base_url}{sep}options[search_path]={name}"))?;
+        Ok(PgSchema {
+            base,
+            name,
+            options,
+        })
+    }
+
+    async fn drop_schema(&self) -> Result<()> {
+        let mut conn = self.base.connect().await?;
+        sqlx::raw_sql(&format!("DROP SCHEMA {} CASCADE", self.name))
+            .execute(&mut conn)
+            .await?;
+        conn.close().await?;
+        Ok(())
+    }
+}
+
+fn describe(o: &PgConnectOptions) -> String {
+    format!(
+        "{}:{}/{}",
+        o.get_host(),
+        o.get_port(),
+        o.get_database().unwrap_or("(default)")
+    )
+}
+
+// ---------------------------------------------------------------- statistics
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn mean(v: &[Duration]) -> Duration {
+    v.iter().sum::<Duration>() / (v.len().max(1) as u32)
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut s = v.to_vec();
+    s.sort();
+    match s.len() {
+        0 => Duration::ZERO,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2,
+    }
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+// ---------------------------------------------------------------- measurements
+
+/// Per-step and raw-commit numbers of one backend.
+struct StepNumbers {
+    step_us: f64,
+    step_median_run_us: f64,
+    raw_mean_us: f64,
+    raw_median_us: f64,
+    raw_tx_mean_us: Option<f64>,
+    commit_step_mean_us: f64,
+    commit_step_median_us: f64,
+}
+
+impl StepNumbers {
+    fn ratio(&self) -> f64 {
+        self.step_us / self.raw_mean_us
+    }
+}
+
+/// Resume numbers of one backend (medians over `RESUME_REPS`).
+struct ResumeNumbers {
+    to_agent_ms: f64,
+    full_ms: f64,
+    load_ms: f64,
+    rebuild_ms: f64,
+    warm_to_agent_ms: f64,
+}
+
+async fn run_once(engine: &Engine, crew: &Crew, i: usize) -> Result<()> {
+    let done = engine
+        .run(crew, json!({"run": i}), SubmitOptions::default())
+        .await?;
+    ensure!(
+        done.run.status == RunStatus::Succeeded && done.executed.len() == STEPS as usize,
+        "run {} ended {} after {} steps",
+        done.run.id,
+        done.run.status,
+        done.executed.len()
+    );
+    Ok(())
+}
+
+/// The store calls of one run, timed: what `Executor::drive` does for a
+/// fresh run, minus the agents.
+struct Phases {
+    submit: Duration,
+    load: Duration,
+    claim: Duration,
+    commits: Vec<Duration>,
+    get_run: Duration,
+}
+
+/// One run of `crew` through the `Store` calls `Engine::run` makes (submit,
+/// load, claim, one `commit_step` per step, get_run), without the executor.
+async fn direct_run(store: &dyn Store, crew: &Crew) -> Result<Phases> {
+    let def = crew.def();
+    let t = Instant::now();
+    let run = store
+        .submit(NewRun {
+            crew: def.clone(),
+            input: json!({"direct": true}),
+            idempotency_key: None,
+            thread_id: None,
+        })
+        .await?
+        .run;
+    let submit = t.elapsed();
+    let t = Instant::now();
+    store.load(run.id).await?;
+    let load = t.elapsed();
+    let t = Instant::now();
+    let claimed = store.claim(run.id, &claim_request(false)).await?;
+    let claim = t.elapsed();
+    let epoch = claimed.run.lease_epoch;
+    let n = def.agents.len();
+    let mut commits = Vec::with_capacity(n);
+    for i in 0..n {
+        let commit = step_commit(crew, run.id, epoch, i);
+        let t = Instant::now();
+        store.commit_step(&commit).await?;
+        commits.push(t.elapsed());
+    }
+    let t = Instant::now();
+    store.get_run(run.id).await?;
+    let get_run = t.elapsed();
+    Ok(Phases {
+        submit,
+        load,
+        claim,
+        commits,
+        get_run,
+    })
+}
+
+/// The commit `Executor::drive` makes when step `i` of `crew` succeeds.
+fn step_commit(crew: &Crew, run_id: RunId, epoch: LeaseEpoch, i: usize) -> StepCommit {
+    let agents = &crew.def().agents;
+    let idx = StepIdx(i as u32);
+    let last = i + 1 == agents.len();
+    let role = agents.get(i).map(|a| a.role.clone());
+    let mut events = vec![NewEvent::new(
+        EventKind::StepSucceeded,
+        json!({"idx": idx, "role": role, "attempt": 1, "duration_ms": 0}),
+    )];
+    if last {
+        events.push(NewEvent::new(
+            EventKind::RunSucceeded,
+            json!({"steps": agents.len()}),
+        ));
+    }
+    StepCommit {
+        run_id,
+        epoch,
+        idx,
+        attempt: Attempt::FIRST,
+        status: StepStatus::Succeeded,
+        output: Some(json!({"ok": true, "step": idx})),
+        usage: None,
+        error: None,
+        run_status: if last {
+            RunStatus::Succeeded
+        } else {
+            RunStatus::Running
+        },
+        cursor: idx.next(),
+        run_error: None,
+        start_next: agents.get(i + 1).map(|a| (idx.next(), a.role.clone())),
+        events,
+    }
+}
+
+fn claim_request(takeover: bool) -> ClaimRequest {
+    ClaimRequest {
+        owner: "cairn-bench".into(),
+        takeover,
+        lease: Duration::from_secs(30),
+        crash_loop_cap: 3,
+        events: vec![],
+        replace_crew: None,
+    }
+}
+
+fn raw_payload() -> String {
+    format!(
+        "{{\"bench\":\"raw\",\"fill\":\"{}\"}}",
+        "x".repeat(ROW_BYTES)
+    )
+    .chars()
+    .take(ROW_BYTES)
+    .collect()
+}
+
+async fn bench_steps(target: &Target) -> Result<StepNumbers> {
+    let (store, raw) = target.open().await?;
+    raw.setup().await?;
+    let engine = Engine::with_store(store.clone(), ExecutorConfig::default());
+    let crew = noop_crew("bench-steps", STEPS, None)?;
+    let payload = raw_payload();
+
+    for i in 0..WARMUP_RUNS {
+        run_once(&engine, &crew, i).await?;
+    }
+    for _ in 0..WARMUP_COMMITS {
+        raw.commit(&payload).await?;
+        raw.commit_in_tx(&payload).await?;
+    }
+    direct_run(&*store, &crew).await?;
+
+    let (mut runs, mut raws, mut raw_txs, mut commits) = (vec![], vec![], vec![], vec![]);
+    for round in 0..ROUNDS {
+        for i in 0..RUNS / ROUNDS {
+            let t = Instant::now();
+            run_once(&engine, &crew, round * RUNS + i).await?;
+            runs.push(t.elapsed());
+        }
+        for _ in 0..RAW_COMMITS / ROUNDS {
+            let t = Instant::now();
+            raw.commit(&payload).await?;
+            raws.push(t.elapsed());
+            let t = Instant::now();
+            if raw.commit_in_tx(&payload).await? {
+                raw_txs.push(t.elapsed());
+            }
+        }
+        for _ in 0..RUNS / ROUNDS {
+            commits.extend(direct_run(&*store, &crew).await?.commits);
+        }
+    }
+    raw.close().await;
+    let per_run = us(runs.iter().sum::<Duration>()) / (runs.len() as f64);
+    Ok(StepNumbers {
+        step_us: per_run / f64::from(STEPS),
+        step_median_run_us: us(median(&runs)) / f64::from(STEPS),
+        raw_mean_us: us(mean(&raws)),
+        raw_median_us: us(median(&raws)),
+        raw_tx_mean_us: (!raw_txs.is_empty()).then(|| us(mean(&raw_txs))),
+        commit_step_mean_us: us(mean(&commits)),
+        commit_step_median_us: us(median(&commits)),
+    })
+}
+
+/// Leaves a run as a killed process does: `running`, cursor at
+/// `RESUME_DONE`, that step marked running, its agent never finished.
+async fn park_run(engine: &Engine, crew: &Crew, gate: &Gate) -> Result<RunId> {
+    let (parked_tx, parked_rx) = oneshot::channel();
+    *lock(&gate.0.park) = Some(parked_tx);
+    let (e, c) = (engine.clone(), crew.clone());
+    let mut task = tokio::spawn(async move {
+        e.run(&c, json!({"bench": "resume"}), SubmitOptions::default())
+            .await
+    });
+    let id = tokio::select! {
+        parked = parked_rx => parked.context("the gate agent was dropped")?,
+        ended = &mut task => match ended {
+            Ok(Ok(d)) => bail!("run {} ended {} before reaching the gate", d.run.id, d.run.status),
+            Ok(Err(e)) => return Err(e).context("building the run to resume"),
+            Err(e) => bail!("the run task died: {e}"),
+        },
+    };
+    task.abort();
+    let _ = task.await;
+    let view = engine.show(id).await?;
+    let at_cursor = view.steps.get(RESUME_DONE as usize).map(|s| s.status);
+    ensure!(
+        view.run.status == RunStatus::Running
+            && view.run.cursor == StepIdx(RESUME_DONE)
+            && at_cursor == Some(StepStatus::Running),
+        "run {id} is {} at cursor {} (step {RESUME_DONE}: {at_cursor:?}), not in flight at step {RESUME_DONE}",
+        view.run.status,
+        view.run.cursor
+    );
+    Ok(id)
+}
+
+/// Resumes a parked run: (time until the pending step's agent is entered,
+/// time of the whole resume call).
+async fn timed_resume(engine: &Engine, id: RunId, gate: &Gate) -> Result<(Duration, Duration)> {
+    *lock(&gate.0.entered) = None;
+    let start = Instant::now();
+    let done = engine.resume(id, ResumeOptions::default()).await?;
+    let full = start.elapsed();
+    let entered = lock(&gate.0.entered)
+        .take()
+        .context("resume finished without entering the pending step")?;
+    ensure!(
+        done.run.status == RunStatus::Succeeded && done.executed == [StepIdx(RESUME_DONE)],
+        "resume of {id} ended {} after executing {:?}",
+        done.run.status,
+        done.executed
+    );
+    Ok((entered.saturating_duration_since(start), full))
+}
+
+async fn bench_resume(target: &Target) -> Result<ResumeNumbers> {
+    let gate = Gate::default();
+    let crew = noop_crew("bench-resume", RESUME_DONE, Some(gate.clone()))?;
+    let (store, raw) = target.open().await?;
+    let engine = Engine::with_store(store, ExecutorConfig::default());
+    let (mut to_agent, mut full, mut load, mut rebuild, mut warm) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    for _ in 0..RESUME_REPS {
+        // Cold: a fresh engine and pool, as in a process started to resume.
+        let id = park_run(&engine, &crew, &gate).await?;
+        let (fresh, fresh_raw) = target.open().await?;
+        let t = Instant::now();
+        let (run, steps) = fresh.load(id).await?;
+        load.push(t.elapsed());
+        let t = Instant::now();
+        let rebuilt = cairn_core::rebuild(&run, &steps)?;
+        rebuild.push(t.elapsed());
+        ensure!(rebuilt.previous.len() == RESUME_DONE as usize);
+        fresh_raw.close().await;
+        drop(fresh);
+
+        let (fresh, fresh_raw) = target.open().await?;
+        let resumer = Engine::with_store(fresh, ExecutorConfig::default());
+        resumer.register(&crew);
+        let (a, f) = timed_resume(&resumer, id, &gate).await?;
+        to_agent.push(a);
+        full.push(f);
+        fresh_raw.close().await;
+
+        // Warm: the engine (and pool) that ran the steps.
+        let id = park_run(&engine, &crew, &gate).await?;
+        warm.push(timed_resume(&engine, id, &gate).await?.0);
+    }
+    raw.close().await;
+    Ok(ResumeNumbers {
+        to_agent_ms: ms(median(&to_agent)),
+        full_ms: ms(median(&full)),
+        load_ms: ms(median(&load)),
+        rebuild_ms: ms(median(&rebuild)),
+        warm_to_agent_ms: ms(median(&warm)),
+    })
+}
+
+struct Backend {
+    steps: StepNumbers,
+    resume: ResumeNumbers,
+}
+
+async fn bench(target: &Target) -> Result<Backend> {
+    eprintln!("[{}] per-step and raw-commit costs …", target.name());
+    let steps = bench_steps(target).await?;
+    eprintln!("[{}] resume of a {RESUME_DONE}-step run …", target.name());
+    let resume = bench_resume(target).await?;
+    Ok(Backend { steps, resume })
+}
+
+// ---------------------------------------------------------------- report
+
+fn print_report(sqlite: &Backend, postgres: Option<&Backend>) {
+    println!();
+    println!(
+        "Per step: {RUNS} runs of a {STEPS}-step crew of no-op Rust steps through Engine::run \
+         (wall time / {}); raw: {RAW_COMMITS} commits of a {ROW_BYTES}-byte row.",
+        RUNS * STEPS as usize
+    );
+    println!(
+        "{:<9} {:>9} {:>16} {:>16} {:>10} {:>8} {:>20}",
+        "backend",
+        "step µs",
+        "raw commit µs",
+        "raw median µs",
+        "step/raw",
+        "≤1.25×",
+        "commit_step µs"
+    );
+    let rows = [("sqlite", Some(sqlite)), ("postgres", postgres)];
+    for (name, b) in rows {
+        match b {
+            Some(b) => {
+                let s = &b.steps;
+                println!(
+                    "{:<9} {:>9.1} {:>16.1} {:>16.1} {:>9.2}× {:>8} {:>10.1} / {:<7.1}",
+                    name,
+                    s.step_us,
+                    s.raw_mean_us,
+                    s.raw_median_us,
+                    s.ratio(),
+                    if s.ratio() <= 1.25 { "met" } else { "MISSED" },
+                    s.commit_step_mean_us,
+                    s.commit_step_median_us
+                );
+            }
+            None => println!("{name:<9} (not measured)"),
+        }
+    }
+    if let Some(tx) = postgres.and_then(|p| p.steps.raw_tx_mean_us) {
+        println!("postgres raw BEGIN+INSERT+COMMIT: {tx:.1} µs (mean)");
+    }
+    println!();
+    println!(
+        "Resume of a run with {RESUME_DONE} finished steps and 1 pending (median of {RESUME_REPS}; \
+         target ≤ 5 ms from the call to the pending step's agent):"
+    );
+    println!(
+        "{:<9} {:>14} {:>8} {:>12} {:>9} {:>11} {:>15}",
+        "backend",
+        "to agent ms",
+        "≤5 ms",
+        "full call ms",
+        "load ms",
+        "rebuild ms",
+        "warm engine ms"
+    );
+    for (name, b) in rows {
+        if let Some(b) = b {
+            let r = &b.resume;
+            println!(
+                "{:<9} {:>14.2} {:>8} {:>12.2} {:>9.2} {:>11.2} {:>15.2}",
+                name,
+                r.to_agent_ms,
+                if r.to_agent_ms <= 5.0 {
+                    "met"
+                } else {
+                    "MISSED"
+                },
+                r.full_ms,
+                r.load_ms,
+                r.rebuild_ms,
+                r.warm_to_agent_ms
+            );
+        }
+    }
+}
+
+fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) {
+    let f = |x: Option<f64>| x.map(round2).map_or(Value::Null, Value::from);
+    let s = b.map(|b| &b.steps);
+    let r = b.map(|b| &b.resume);
+    for (key, value) in [
+        ("step_us", s.map(|s| s.step_us)),
+        ("raw_commit_us", s.map(|s| s.raw_mean_us)),
+        ("raw_commit_median_us", s.map(|s| s.raw_median_us)),
+        ("step_ratio", s.map(StepNumbers::ratio)),
+        ("step_median_run_us", s.map(|s| s.step_median_run_us)),
+        ("commit_step_us", s.map(|s| s.commit_step_mean_us)),
+        ("commit_step_median_us", s.map(|s| s.commit_step_median_us)),
+        ("resume_1000_ms", r.map(|r| r.to_agent_ms)),
+        ("resume_1000_full_ms", r.map(|r| r.full_ms)),
+        ("resume_1000_load_ms", r.map(|r| r.load_ms)),
+        ("resume_1000_rebuild_ms", r.map(|r| r.rebuild_ms)),
+        ("resume_1000_warm_ms", r.map(|r| r.warm_to_agent_ms)),
+    ] {
+        out.insert(format!("{prefix}_{key}"), f(value));
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let mut breakdown = false;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--breakdown" => breakdown = true,
+            "-h" | "--help" => {
+                println!(
+                    "usage: cairn-bench [--breakdown]\n\nMeasures per-step cost against a raw \
+                     commit and resume time on SQLite and PostgreSQL \
+                     (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
+                     --breakdown  where the time goes instead (store calls, statements, WAL)"
+                );
+                return Ok(());
+            }
+            other => bail!("unknown argument `{other}` (try --help)"),
+        }
+    }
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let sqlite_target = Target::Sqlite(dir.path().join("bench.db"));
+    eprintln!("SQLite: {}", dir.path().join("bench.db").display());
+    if breakdown {
+        breakdown::run(&sqlite_target).await?;
+    }
+    let sqlite = match breakdown {
+        true => None,
+        false => Some(bench(&sqlite_target).await.context("SQLite benchmark")?),
+    };
+
+    let pg_url =
+        std::env::var("CAIRN_BENCH_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
+    let mut pg_failed = false;
+    let postgres = match PgSchema::create(&pg_url).await {
+        Err(e) => {
+            let at = PgConnectOptions::from_str(&pg_url)
+                .map(|o| describe(&o))
+                .unwrap_or_else(|_| "CAIRN_BENCH_DATABASE_URL".to_owned());
+            println!("note: PostgreSQL at {at} is unreachable ({e:#}); its numbers are null.");
+            None
+        }
+        Ok(schema) => {
+            eprintln!(
+                "PostgreSQL: {} schema {}",
+                describe(&schema.base),
+                schema.name
+            );
+            let target = Target::Postgres(Box::new(schema.options.clone()));
+            let result = match breakdown {
+                true => breakdown::run(&target).await.map(|()| None),
+                false => bench(&target).await.map(Some),
+            };
+            if let Err(e) = schema.drop_schema().await {
+                eprintln!("warning: could not drop schema {}: {e:#}", schema.name);
+            }
+            match result {
+                Ok(b) => b,
+                Err(e) => {
+                    println!(
+                        "note: the PostgreSQL benchmark failed ({e:#}); its numbers are null."
+                    );
+                    pg_failed = true;
+                    None
+                }
+            }
+        }
+    };
+    let Some(sqlite) = sqlite else {
+        return Ok(());
+    };
+
+    print_report(&sqlite, postgres.as_ref());
+    let mut out = Map::new();
+    json_fields(&mut out, "sqlite", Some(&sqlite));
+    json_fields(&mut out, "postgres", postgres.as_ref());
+    out.insert(
+        "postgres_raw_tx_commit_us".into(),
+        postgres
+            .as_ref()
+            .and_then(|p| p.steps.raw_tx_mean_us)
+            .map(round2)
+            .map_or(Value::Null, Value::from),
+    );
+    // The headline resume number is SQLite's (the embedded default).
+    out.insert(
+        "resume_1000_ms".into(),
+        Value::from(round2(sqlite.resume.to_agent_ms)),
+    );
+    println!("{}", Value::Object(out));
+    if pg_failed {
+        std::process::exit(1);
+    }
+    Ok(())
+}
