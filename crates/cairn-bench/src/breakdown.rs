@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use sqlx::postgres::PgConnectOptions;
-use sqlx::Row;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Connection, Row};
 
 use cairn::{Engine, ExecutorConfig, RunId, Store};
 
@@ -23,10 +24,19 @@ const REPS: usize = 3;
 
 fn line(what: &str, v: &[Duration]) {
     println!(
-        "  {what:<52} mean {:>8.1} µs  median {:>8.1} µs",
+        "  {what:<52} mean {:>8.1} µs  median {:>8.1} µs  p99 {:>8.1} µs",
         us(mean(v)),
-        us(median(v))
+        us(median(v)),
+        us(p99(v))
     );
+}
+
+fn p99(v: &[Duration]) -> Duration {
+    let mut s = v.to_vec();
+    s.sort();
+    s.get((s.len() * 99 / 100).min(s.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or_default()
 }
 
 /// The same backend with durable commits turned off: what is left is CPU,
@@ -69,11 +79,16 @@ async fn wal_reset(raw: &Raw) -> Result<()> {
     Ok(())
 }
 
-/// The WAL written per raw commit and per step commit (smallest of `REPS`
-/// batches, since the PostgreSQL counter is server-wide).
-async fn wal_per_commit(store: &dyn Store, raw: &Raw) -> Result<(f64, f64)> {
-    let crew = noop_crew("bench-wal", STEPS, None)?;
+/// The WAL written per raw commit and per step commit of the first `STEPS`
+/// steps of `crew` (smallest of `REPS` batches, since the PostgreSQL counter
+/// is server-wide), and the times of those step commits.
+async fn wal_per_commit(
+    store: &dyn Store,
+    raw: &Raw,
+    crew: &crate::Crew,
+) -> Result<(f64, f64, Vec<Duration>)> {
     let payload = raw_payload();
+    let mut times = vec![];
     let (mut raw_best, mut step_best) = (f64::MAX, f64::MAX);
     for _ in 0..REPS {
         wal_reset(raw).await?;
@@ -101,14 +116,15 @@ async fn wal_per_commit(store: &dyn Store, raw: &Raw) -> Result<(f64, f64)> {
         wal_reset(raw).await?;
         let before = wal_mark(raw).await?;
         for i in 0..STEPS as usize {
-            store
-                .commit_step(&step_commit(&crew, run.id, epoch, i))
-                .await?;
+            let commit = step_commit(crew, run.id, epoch, i);
+            let t = Instant::now();
+            store.commit_step(&commit).await?;
+            times.push(t.elapsed());
         }
         let per = (wal_mark(raw).await? - before) as f64 / f64::from(STEPS);
         step_best = step_best.min(per);
     }
-    Ok((raw_best, step_best))
+    Ok((raw_best, step_best, times))
 }
 
 /// SQLite only: `BEGIN IMMEDIATE` + `n` INSERTs of `ROW_BYTES / n` bytes +
@@ -133,6 +149,78 @@ async fn sqlite_statements(raw: &Raw, n: usize) -> Result<Option<Vec<Duration>>>
         times.push(t.elapsed());
     }
     Ok(Some(times))
+}
+
+/// The raw commit on one connection held throughout: no pool acquire, so
+/// no `test_before_acquire` ping (a round trip) before each commit.
+async fn raw_commit_held(raw: &Raw) -> Result<Vec<Duration>> {
+    let payload = raw_payload();
+    let mut times = Vec::with_capacity(COMMITS);
+    match raw {
+        Raw::Sqlite(pool) => {
+            let mut conn = pool.acquire().await?;
+            for _ in 0..COMMITS {
+                let t = Instant::now();
+                let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+                sqlx::query("INSERT INTO bench_raw (payload) VALUES (?1)")
+                    .bind(&payload)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                times.push(t.elapsed());
+            }
+        }
+        Raw::Postgres(pool) => {
+            let mut conn = pool.acquire().await?;
+            for _ in 0..COMMITS {
+                let t = Instant::now();
+                sqlx::query("INSERT INTO bench_raw (payload) VALUES ($1)")
+                    .bind(&payload)
+                    .execute(&mut *conn)
+                    .await?;
+                times.push(t.elapsed());
+            }
+        }
+    }
+    Ok(times)
+}
+
+/// The raw commit through a second pool on the same database that skips
+/// the ping before each acquire (`test_before_acquire(false)`); sqlx 0.8
+/// still pings on release, in a spawned task.
+async fn raw_commit_no_acquire_ping(target: &Target) -> Result<Vec<Duration>> {
+    let raw = match target {
+        Target::Sqlite(path) => Raw::Sqlite(
+            SqlitePoolOptions::new()
+                .max_connections(4)
+                .test_before_acquire(false)
+                .connect_with(
+                    SqliteConnectOptions::new()
+                        .filename(path)
+                        .journal_mode(SqliteJournalMode::Wal)
+                        .synchronous(SqliteSynchronous::Full)
+                        .foreign_keys(true)
+                        .busy_timeout(Duration::from_secs(10)),
+                )
+                .await?,
+        ),
+        Target::Postgres(options) => Raw::Postgres(
+            PgPoolOptions::new()
+                .max_connections(8)
+                .test_before_acquire(false)
+                .connect_with(PgConnectOptions::clone(options))
+                .await?,
+        ),
+    };
+    let payload = raw_payload();
+    let mut times = Vec::with_capacity(COMMITS);
+    for _ in 0..COMMITS {
+        let t = Instant::now();
+        raw.commit(&payload).await?;
+        times.push(t.elapsed());
+    }
+    raw.close().await;
+    Ok(times)
 }
 
 /// SQLite only: the same transaction as `sqlite_statements(raw, n)` sent as
@@ -199,6 +287,14 @@ async fn commits(target: &Target, label: &str) -> Result<()> {
     println!("{label}: one commit");
     line("raw commit (as the main table)", &raws);
     line("Store::commit_step", &commit);
+    line(
+        "raw commit on a held connection (no acquire ping)",
+        &raw_commit_held(&raw).await?,
+    );
+    line(
+        "raw commit, pool without the acquire ping",
+        &raw_commit_no_acquire_ping(target).await?,
+    );
     for n in [1, 2, 4, 6] {
         if let Some(t) = sqlite_statements(&raw, n).await? {
             line(&format!("BEGIN IMMEDIATE + {n} INSERTs + COMMIT"), &t);
@@ -207,12 +303,22 @@ async fn commits(target: &Target, label: &str) -> Result<()> {
     if let Some(t) = sqlite_one_trip(&raw, 4).await? {
         line("the same 4 INSERTs as one multi-statement query", &t);
     }
-    let (raw_wal, step_wal) = wal_per_commit(&*store, &raw).await?;
     let unit = match raw {
         Raw::Sqlite(_) => "WAL frames (4 KiB pages)",
         Raw::Postgres(_) => "WAL bytes",
     };
+    let (raw_wal, step_wal, _) = wal_per_commit(&*store, &raw, &crew).await?;
     println!("  {unit} per commit: raw {raw_wal:.1}, commit_step {step_wal:.1}");
+    let long = noop_crew("bench-long", RESUME_DONE + 1, None)?;
+    let (_, long_wal, long_times) = wal_per_commit(&*store, &raw, &long).await?;
+    line(
+        &format!("Store::commit_step, {}-step crew", RESUME_DONE + 1),
+        &long_times,
+    );
+    println!(
+        "  {unit} per commit_step of the {}-step crew: {long_wal:.1}",
+        RESUME_DONE + 1
+    );
     raw.close().await;
     Ok(())
 }
@@ -226,27 +332,40 @@ async fn resume(target: &Target, label: &str) -> Result<()> {
     let engine = Engine::with_store(store, ExecutorConfig::default());
     let (mut build, mut stored, mut get_run, mut load, mut fetch, mut rebuild, mut claim) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-    let (mut narrow, mut aggregated) = (vec![], vec![]);
+    let (mut narrow, mut aggregated, mut parking, mut warm_load) = (vec![], vec![], vec![], vec![]);
     let mut def_bytes = 0;
     for _ in 0..REPS {
         let t = Instant::now();
         noop_crew("bench-resume", RESUME_DONE, Some(gate.clone()))?;
         build.push(t.elapsed());
 
+        let t = Instant::now();
         let id = park_run(&engine, &crew, &gate).await?;
+        parking.push(t.elapsed() / RESUME_DONE);
         let (fresh, fresh_raw) = target.open().await?;
         let resumer = Engine::with_store(fresh.clone(), ExecutorConfig::default());
         resumer.register(&crew);
+        // The calls of `Engine::resume` up to the agent, in its order.
         let t = Instant::now();
         resumer.stored_crew(id).await?;
         stored.push(t.elapsed());
+        let t = Instant::now();
+        let (run, steps) = fresh.load(id).await?;
+        load.push(t.elapsed());
+        let t = Instant::now();
+        cairn_core::rebuild(&run, &steps)?;
+        rebuild.push(t.elapsed());
+        let t = Instant::now();
+        fresh.claim(id, &claim_request(true)).await?;
+        claim.push(t.elapsed());
+        // Alternatives, measured afterwards (caches warm).
         let t = Instant::now();
         let run = fresh.get_run(id).await?;
         get_run.push(t.elapsed());
         def_bytes = serde_json::to_string(&run.crew_definition)?.len();
         let t = Instant::now();
-        let (run, steps) = fresh.load(id).await?;
-        load.push(t.elapsed());
+        fresh.load(id).await?;
+        warm_load.push(t.elapsed());
         let t = Instant::now();
         fetch_steps(&fresh_raw, id, STEP_COLS).await?;
         fetch.push(t.elapsed());
@@ -261,12 +380,6 @@ async fn resume(target: &Target, label: &str) -> Result<()> {
             "aggregated {outputs} of {} rows",
             steps.len()
         );
-        let t = Instant::now();
-        cairn_core::rebuild(&run, &steps)?;
-        rebuild.push(t.elapsed());
-        let t = Instant::now();
-        fresh.claim(id, &claim_request(true)).await?;
-        claim.push(t.elapsed());
         fresh_raw.close().await;
     }
     raw.close().await;
@@ -277,18 +390,29 @@ async fn resume(target: &Target, label: &str) -> Result<()> {
     let ms = |what: &str, v: &[Duration]| {
         println!("  {what:<52} {:>8.2} ms", us(median(v)) / 1e3);
     };
-    ms(
-        "Crew::build of the 1001-step crew (validate + hash)",
-        &build,
-    );
+    let sum = [&stored, &load, &rebuild, &claim]
+        .iter()
+        .map(|v| us(median(v)) / 1e3)
+        .sum::<f64>();
     ms("Engine::stored_crew (get_run + Crew::from_def)", &stored);
-    ms("  Store::get_run alone", &get_run);
     ms("Store::load", &load);
-    ms("  the step rows fetched without decoding", &fetch);
-    ms("  only idx, role, status, output, not decoded", &narrow);
-    ms("  one aggregated JSON row, fetched and parsed", &aggregated);
     ms("cairn_core::rebuild", &rebuild);
     ms("Store::claim (takeover)", &claim);
+    println!(
+        "  {:<52} {sum:>8.2} ms",
+        "sum (the agent is entered after these)"
+    );
+    println!("  afterwards, with warm caches:");
+    ms("  Store::get_run", &get_run);
+    ms("  Store::load", &warm_load);
+    ms("  its step rows fetched without decoding", &fetch);
+    ms("  only idx, role, status, output, not decoded", &narrow);
+    ms("  one aggregated JSON row, fetched and parsed", &aggregated);
+    ms("  Crew build of 1001 agents (validate + hash)", &build);
+    println!(
+        "  Engine::run of the first {RESUME_DONE} steps (park_run): {:.1} µs per step",
+        us(median(&parking))
+    );
     Ok(())
 }
 

@@ -705,7 +705,10 @@ async fn main() -> Result<()> {
                 );
                 return Ok(());
             }
-            other => bail!("unknown argument `{other}` (try --help)"),
+            other => {
+                eprintln!("cairn-bench: unknown argument `{other}` (try --help)");
+                std::process::exit(2);
+            }
         }
     }
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
