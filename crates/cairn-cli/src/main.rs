@@ -184,7 +184,9 @@ fn error_exit(err: &anyhow::Error) -> u8 {
         };
     }
     match e {
-        cairn::Error::Crew(_) | cairn::Error::ReadFile { .. } => exit::BAD_INPUT,
+        cairn::Error::Crew(_) | cairn::Error::CrewFile { .. } | cairn::Error::ReadFile { .. } => {
+            exit::BAD_INPUT
+        }
         cairn::Error::Executor(X::CrewMismatch { .. }) => exit::BAD_INPUT,
         cairn::Error::Executor(X::RunFailed { .. }) => exit::RUN_FAILED,
         cairn::Error::Executor(X::NotResumable { status, .. }) => status_exit(*status),
@@ -241,21 +243,24 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             Ok(status_exit(view.run.status))
         }
         Command::Runs { command } => {
-            let engine = open(&cli.db, false).await?;
+            // Parse what was typed first: a typo must not open (or migrate) a database.
             match command {
                 RunsCommand::List { status, limit } => {
                     let status = status
                         .map(|s| s.parse::<RunStatus>().map_err(usage))
                         .transpose()?;
+                    let engine = open(&cli.db, false).await?;
                     let runs = engine.list(&RunFilter { status, limit }).await?;
                     output::print_list(&runs, json)?;
                 }
                 RunsCommand::Show { run_id } => {
-                    let view = engine.show(parse_run_id(&run_id)?).await?;
+                    let id = parse_run_id(&run_id)?;
+                    let view = open(&cli.db, false).await?.show(id).await?;
                     output::print_run(&view, json, None)?;
                 }
                 RunsCommand::Events { run_id } => {
-                    let events = engine.store().events(parse_run_id(&run_id)?).await?;
+                    let id = parse_run_id(&run_id)?;
+                    let events = open(&cli.db, false).await?.events(id).await?;
                     output::print_events(&events, json)?;
                 }
             }

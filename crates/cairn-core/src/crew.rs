@@ -91,7 +91,8 @@ pub enum CrewError {
 impl CrewDef {
     /// Parses and validates a crew file (see the README for the format).
     pub fn from_toml(text: &str) -> Result<CrewDef, CrewError> {
-        let file: CrewFile = toml::from_str(text).map_err(|e| CrewError::Syntax(e.to_string()))?;
+        let file: CrewFile =
+            toml::from_str(text).map_err(|e| CrewError::Syntax(one_line(text, &e)))?;
         let crew = file.into_def()?;
         crew.validate()?;
         Ok(crew)
@@ -155,6 +156,20 @@ impl CrewDef {
 
     pub fn step_count(&self) -> u32 {
         self.agents.len() as u32
+    }
+}
+
+/// A TOML error as one line: `line L, column C: message`.
+fn one_line(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message,
     }
 }
 
@@ -305,7 +320,8 @@ template = "{{ input.topic }}"
     #[test]
     fn bad_crews_are_refused_with_a_reason() {
         let cases: &[(&str, &str)] = &[
-            ("name = ", "crew file is not valid"),
+            ("name = ", "crew file is not valid: line 1, column 8"),
+            ("name = \"x\"\nversion = \"1\"\n[[agents]\n", "line 3"),
             (
                 &GOOD.replace("role = \"writer\"", "role = \"researcher\""),
                 "role `researcher` appears more than once",
@@ -330,6 +346,7 @@ template = "{{ input.topic }}"
         ];
         for (text, want) in cases {
             let got = err(text);
+            assert!(!got.contains('\n'), "one line: {got}");
             assert!(got.contains(want), "want `{want}` in `{got}`");
         }
     }

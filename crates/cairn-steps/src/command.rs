@@ -33,6 +33,26 @@ impl CommandAgent {
     }
 }
 
+/// Asks the kernel to SIGKILL the program when the process that started it
+/// dies (Linux `PR_SET_PDEATHSIG`). The group kill below covers every normal
+/// end of a step; this covers the one it cannot: our own process being
+/// SIGKILLed, which would otherwise leave the program running beside its
+/// re-run. It reaches the program itself, not processes it forked.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: the closure runs in the forked child before exec and only
+    // calls prctl(2), which is async-signal-safe and allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}
+
 /// Kills a process group when dropped.
 struct GroupGuard(Option<i32>);
 
@@ -86,7 +106,9 @@ impl Agent for CommandAgent {
         })?;
         let payload = serde_json::to_vec(cx)
             .map_err(|e| ErrorInfo::new(ErrorKind::Spawn, format!("context: {e}"), false))?;
-        let mut child = Command::new(program)
+        let mut cmd = Command::new(program);
+        die_with_parent(&mut cmd);
+        let mut child = cmd
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use cairn_checkpoint::{NewRun, OpenOptions, RunFilter, Store, Submitted};
-use cairn_core::{Agent, AgentKind, RunId, RunRecord, StepRecord};
+use cairn_core::{EventRecord, Fingerprint, RunId, RunRecord, StepRecord};
 use cairn_scheduler::{DriveOptions, Driven, Executor, ExecutorConfig};
 
 use crate::{Crew, Result};
@@ -43,9 +43,9 @@ pub struct RunView {
 #[derive(Clone)]
 pub struct Engine {
     executor: Executor,
-    /// Rust agents by handler name, from every crew this engine has run, so
-    /// resume can rebuild a Rust crew from the stored definition.
-    handlers: Arc<RwLock<HashMap<String, Arc<dyn Agent>>>>,
+    /// Every crew this engine has run or registered, by fingerprint, so a
+    /// resume can find the Rust agents of a run's stored crew.
+    crews: Arc<RwLock<HashMap<Fingerprint, Crew>>>,
 }
 
 impl Engine {
@@ -66,7 +66,7 @@ impl Engine {
     pub fn with_store(store: Arc<dyn Store>, config: ExecutorConfig) -> Engine {
         Engine {
             executor: Executor::new(store, config),
-            handlers: Arc::default(),
+            crews: Arc::default(),
         }
     }
 
@@ -74,16 +74,10 @@ impl Engine {
         self.executor.store()
     }
 
-    /// Makes a crew's Rust agents available to later resumes.
+    /// Makes a crew's Rust agents available to later resumes of its runs.
     pub fn register(&self, crew: &Crew) {
-        let mut handlers = self.handlers.write().unwrap_or_else(|p| p.into_inner());
-        for (i, def) in crew.def().agents.iter().enumerate() {
-            if let (AgentKind::Rust { handler }, Some((_, agent))) =
-                (&def.kind, crew.0.agent(cairn_core::StepIdx(i as u32)))
-            {
-                handlers.insert(handler.clone(), agent.clone());
-            }
-        }
+        let mut crews = self.crews.write().unwrap_or_else(|p| p.into_inner());
+        crews.insert(crew.fingerprint().clone(), crew.clone());
     }
 
     /// Records a queued run; executes nothing.
@@ -139,17 +133,27 @@ impl Engine {
     /// The crew a run started with, rebuilt from its stored definition.
     pub async fn stored_crew(&self, id: RunId) -> Result<Crew> {
         let run = self.store().get_run(id).await?;
-        let handlers = self
-            .handlers
+        let known = self
+            .crews
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        Crew::from_def(run.crew_definition, &handlers)
+            .get(&run.crew_fingerprint)
+            .cloned();
+        match known {
+            Some(crew) => Ok(crew),
+            // Built-in kinds only; a Rust agent is then a `MissingHandler`.
+            None => Crew::from_def(run.crew_definition, |_, _| None),
+        }
     }
 
     pub async fn show(&self, id: RunId) -> Result<RunView> {
         let (run, steps) = self.store().load(id).await?;
         Ok(RunView { run, steps })
+    }
+
+    /// A run's event log, by sequence.
+    pub async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {
+        Ok(self.store().events(id).await?)
     }
 
     pub async fn list(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {

@@ -18,6 +18,13 @@ pub enum Error {
     /// A crew uses a Rust agent this process does not provide.
     #[error("agent `{role}` needs the Rust handler `{handler}`, which this process does not provide; resume the run from the service that defines its crew")]
     MissingHandler { role: String, handler: String },
+    /// A crew file was refused.
+    #[error("{}: {source}", path.display())]
+    CrewFile {
+        path: PathBuf,
+        #[source]
+        source: cairn_core::CrewError,
+    },
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     ReadFile {

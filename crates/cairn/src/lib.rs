@@ -64,7 +64,7 @@ impl Crew {
 
     /// Parses a crew file's text (built-in kinds only).
     pub fn from_toml(text: &str) -> Result<Crew> {
-        Self::from_def(CrewDef::from_toml(text)?, &Default::default())
+        Self::from_def(CrewDef::from_toml(text)?, |_, _| None)
     }
 
     /// Reads and parses a crew file.
@@ -74,35 +74,32 @@ impl Crew {
             path: path.to_owned(),
             source,
         })?;
-        Self::from_toml(&text)
+        Self::from_toml(&text).map_err(|e| match e {
+            Error::Crew(source) => Error::CrewFile {
+                path: path.to_owned(),
+                source,
+            },
+            e => e,
+        })
     }
 
-    /// Builds executors for a definition: built-ins, plus Rust agents looked
-    /// up by handler name in `rust`.
+    /// Builds executors for a definition: built-ins, plus Rust agents that
+    /// `rust(index, def)` supplies.
     pub(crate) fn from_def(
         def: CrewDef,
-        rust: &std::collections::HashMap<String, Arc<dyn Agent>>,
+        mut rust: impl FnMut(usize, &AgentDef) -> Option<Arc<dyn Agent>>,
     ) -> Result<Crew> {
         let mut agents = Vec::with_capacity(def.agents.len());
-        for a in &def.agents {
+        for (i, a) in def.agents.iter().enumerate() {
             let agent = match cairn_steps::builtin(&def.name, a)? {
                 Some(agent) => agent,
-                None => match &a.kind {
-                    AgentKind::Rust { handler } => {
-                        rust.get(handler)
-                            .cloned()
-                            .ok_or_else(|| Error::MissingHandler {
-                                role: a.role.to_string(),
-                                handler: handler.clone(),
-                            })?
-                    }
-                    other => {
-                        return Err(Error::MissingHandler {
-                            role: a.role.to_string(),
-                            handler: other.name().to_owned(),
-                        })
-                    }
-                },
+                None => rust(i, a).ok_or_else(|| Error::MissingHandler {
+                    role: a.role.to_string(),
+                    handler: match &a.kind {
+                        AgentKind::Rust { handler } => handler.clone(),
+                        other => other.name().to_owned(),
+                    },
+                })?,
             };
             agents.push(agent);
         }
@@ -128,7 +125,8 @@ pub struct CrewBuilder {
 impl CrewBuilder {
     /// Adds a Rust agent. Its handler name (stored with the run, part of the
     /// fingerprint) is the agent's type name; use [`CrewBuilder::agent_named`]
-    /// to pick a stable one.
+    /// to pick a stable one, and change it (e.g. `"writer-v2"`) when the
+    /// agent's behaviour changes, so resumes of older runs are refused.
     pub fn agent<A: Agent + 'static>(self, role: impl Into<String>, agent: A) -> Self {
         let handler = std::any::type_name::<A>().to_owned();
         self.agent_named(role, handler, agent)
@@ -196,14 +194,7 @@ impl CrewBuilder {
             version: self.version,
             agents: self.agents.iter().map(|(d, _)| d.clone()).collect(),
         };
-        let rust = self
-            .agents
-            .into_iter()
-            .filter_map(|(d, a)| match (d.kind, a) {
-                (AgentKind::Rust { handler }, Some(a)) => Some((handler, a)),
-                _ => None,
-            })
-            .collect();
-        Crew::from_def(def, &rust)
+        let rust: Vec<Option<Arc<dyn Agent>>> = self.agents.into_iter().map(|(_, a)| a).collect();
+        Crew::from_def(def, |i, _| rust.get(i).cloned().flatten())
     }
 }

@@ -9,7 +9,7 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{read_pid, step, wait_until, Case, Kind};
+use crate::support::{is_dead, read_pid, step, wait_until, Case, Kind};
 
 const STEPS: u32 = 30;
 const KILL_AT: u32 = 18;
@@ -88,11 +88,19 @@ fn external_sigkill_mid_step_reruns_only_that_step(kind: Kind) {
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
     let status = child.wait().unwrap();
     assert!(!status.success(), "{status}");
-    // The orphaned step 18 of the dead process: nobody else will kill it.
+    // Step 18's program dies with the process that started it (parent-death
+    // signal), so it cannot keep running beside its re-run.
     wait_until("the slow step's pid", Duration::from_secs(5), || {
         std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
     });
-    let _ = killpg(Pid::from_raw(read_pid(&pid_file)), Signal::SIGKILL);
+    let step_pid = read_pid(&pid_file);
+    wait_until(
+        "the killed run's step program to die",
+        Duration::from_secs(5),
+        || is_dead(step_pid),
+    );
+    // Its forked `sleep` is not reached by that signal: clean it up.
+    let _ = killpg(Pid::from_raw(step_pid), Signal::SIGKILL);
 
     let id = case.only_run_id();
     assert_stopped_at(&case.show(&id), KILL_AT);
