@@ -18,6 +18,8 @@ use cairn::{
 };
 use cairn_testkit::{both, Kind, TestDb};
 
+mod tidy;
+
 /// Every execution of every step, as (idx, attempt).
 type Log = Arc<Mutex<Vec<(u32, u32)>>>;
 
