@@ -17,8 +17,8 @@ use serde_json::json;
 
 use cairn_checkpoint::{ClaimRequest, StepCommit, Store};
 use cairn_core::{
-    rebuild, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent, PreviousOutput, RunId,
-    RunRecord, RunStatus, StepContext, StepIdx, StepRecord, StepRef, StepStatus,
+    rebuild, Attempt, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent, PreviousOutput, RunId,
+    RunRecord, RunStatus, StepContext, StepIdx, StepRef, StepStatus,
 };
 
 pub use crew::Crew;
@@ -172,18 +172,30 @@ impl Executor {
             let (fresh, steps) = self.store.load(run_id).await?;
             rebuild(&fresh, &steps)?.previous
         };
-        let mut at_cursor = claimed.at_cursor;
+        // The attempt of the step the claim marked running at the cursor.
+        let mut attempt = match claimed.at_cursor {
+            Some(row) if row.idx == run.cursor && row.status == StepStatus::Running => {
+                Some(row.attempt)
+            }
+            _ => None,
+        };
 
         // 3. Dispatch pending steps one by one.
         let mut executed = vec![];
         let epoch = run.lease_epoch;
         while run.cursor.get() < run.step_count {
             let idx = run.cursor;
-            let row = at_cursor.take().ok_or_else(|| {
+            let current = attempt.take().ok_or_else(|| {
                 cairn_core::Corruption::new(run_id, format!("step {idx} was not marked running"))
             })?;
+            let role = crew
+                .agent(idx)
+                .map(|(d, _)| d.role.clone())
+                .ok_or_else(|| {
+                    cairn_core::Corruption::new(run_id, format!("crew has no agent for step {idx}"))
+                })?;
             let commit = self
-                .execute_step(&run, crew, epoch, &row, &previous)
+                .execute_step(&run, crew, epoch, idx, current, &previous)
                 .await?;
             failpoint::hit("before_commit", idx);
             self.store.commit_step(&commit).await?;
@@ -196,22 +208,11 @@ impl Executor {
             }
             previous.push(PreviousOutput {
                 idx,
-                role: row.role.clone(),
+                role,
                 output: commit.output.unwrap_or_default(),
             });
-            at_cursor = commit.start_next.map(|(next, role)| StepRecord {
-                idx: next,
-                role,
-                status: StepStatus::Running,
-                attempt: cairn_core::Attempt::FIRST,
-                output: None,
-                input_tokens: None,
-                output_tokens: None,
-                started_at: row.started_at,
-                finished_at: None,
-                error: None,
-                takeovers: 0,
-            });
+            // The commit marked the next step running, attempt 1.
+            attempt = commit.start_next.map(|_| Attempt::FIRST);
         }
         Ok(Driven {
             run: self.store.get_run(run_id).await?,
@@ -226,10 +227,10 @@ impl Executor {
         run: &RunRecord,
         crew: &Crew,
         epoch: LeaseEpoch,
-        row: &StepRecord,
+        idx: StepIdx,
+        attempt: Attempt,
         previous: &[PreviousOutput],
     ) -> Result<StepCommit> {
-        let idx = row.idx;
         let (def, agent) = crew.agent(idx).ok_or_else(|| {
             cairn_core::Corruption::new(run.id, format!("crew has no agent for step {idx}"))
         })?;
@@ -239,11 +240,11 @@ impl Executor {
             step: StepRef {
                 idx,
                 role: def.role.clone(),
-                attempt: row.attempt,
+                attempt,
             },
             previous: previous.to_vec(),
         };
-        tracing::debug!(run = %run.id, step = %idx, role = %def.role, attempt = %row.attempt, "dispatch");
+        tracing::debug!(run = %run.id, step = %idx, role = %def.role, attempt = %attempt, "dispatch");
         let started = Instant::now();
         let result = match def.timeout_ms {
             Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), agent.run(&cx)).await
@@ -262,7 +263,8 @@ impl Executor {
         };
         let duration_ms = started.elapsed().as_millis() as u64;
         let last = idx.get() + 1 == run.step_count;
-        let base = json!({"idx": idx, "role": def.role, "attempt": row.attempt, "duration_ms": duration_ms});
+        let base =
+            json!({"idx": idx, "role": def.role, "attempt": attempt, "duration_ms": duration_ms});
         Ok(match result {
             Ok(out) => {
                 let mut data = base;
@@ -281,7 +283,7 @@ impl Executor {
                     run_id: run.id,
                     epoch,
                     idx,
-                    attempt: row.attempt,
+                    attempt,
                     status: StepStatus::Succeeded,
                     output: Some(out.output),
                     usage: out.usage,
@@ -309,7 +311,7 @@ impl Executor {
                     run_id: run.id,
                     epoch,
                     idx,
-                    attempt: row.attempt,
+                    attempt,
                     status: StepStatus::Failed,
                     output: None,
                     usage: None,
