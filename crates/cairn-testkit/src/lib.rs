@@ -2,7 +2,12 @@
 //! per test, so tests run in parallel against real databases. If no
 //! PostgreSQL answers, `.ci/start-postgres` is run once (under a file lock)
 //! to start one; `CAIRN_TEST_DATABASE_URL` overrides the server.
+//! `PgCluster` (in `pg_cluster.rs`) is a throwaway PostgreSQL server of a
+//! test's own, for tests that crash or restart the database.
 #![allow(clippy::expect_used)]
+
+mod pg_cluster;
+pub use pg_cluster::{pg_bin_dir, ClusterError, PgCluster};
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -16,6 +16,8 @@ use cairn_core::{
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
+mod restart;
+
 fn crew(steps: usize) -> CrewDef {
     let mut toml = String::from("name = \"conformance\"\nversion = \"1\"\n");
     for i in 0..steps {
