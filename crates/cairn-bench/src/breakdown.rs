@@ -394,7 +394,7 @@ async fn resume(target: &Target, label: &str) -> Result<()> {
         .iter()
         .map(|v| us(median(v)) / 1e3)
         .sum::<f64>();
-    ms("Engine::stored_crew (get_run + Crew::from_def)", &stored);
+    ms("Engine::stored_crew (get_run, registered crew)", &stored);
     ms("Store::load", &load);
     ms("cairn_core::rebuild", &rebuild);
     ms("Store::claim (takeover)", &claim);
@@ -408,7 +408,10 @@ async fn resume(target: &Target, label: &str) -> Result<()> {
     ms("  its step rows fetched without decoding", &fetch);
     ms("  only idx, role, status, output, not decoded", &narrow);
     ms("  one aggregated JSON row, fetched and parsed", &aggregated);
-    ms("  Crew build of 1001 agents (validate + hash)", &build);
+    ms(
+        "  building a 1001-agent crew (validate + fingerprint)",
+        &build,
+    );
     println!(
         "  Engine::run of the first {RESUME_DONE} steps (park_run): {:.1} µs per step",
         us(median(&parking))
