@@ -23,6 +23,12 @@ pub enum Error {
         held: LeaseEpoch,
         current: LeaseEpoch,
     },
+    /// The run is queued behind a retry back-off that has not passed yet.
+    #[error("run {run} is waiting to retry; it may be claimed in {} ms", .wait.as_millis())]
+    NotYet {
+        run: RunId,
+        wait: std::time::Duration,
+    },
     /// The run is not in a state that allows the operation.
     #[error("run {run} is `{status}`: cannot {action}")]
     WrongState {

@@ -98,11 +98,16 @@ pub struct StepCommit {
     pub status: StepStatus,
     pub output: Option<Value>,
     pub usage: Option<Usage>,
+    /// The attempt's error. `None` keeps the row's last error: a step that
+    /// succeeded on a retry still shows why it needed one.
     pub error: Option<ErrorInfo>,
     pub run_status: RunStatus,
     pub cursor: StepIdx,
     pub run_error: Option<ErrorInfo>,
     pub start_next: Option<(StepIdx, Role)>,
+    /// With `run_status = Queued`: the run may be claimed again only after
+    /// this long, by the database clock (a durable retry timer).
+    pub retry_after: Option<Duration>,
     pub events: Vec<NewEvent>,
 }
 

@@ -22,7 +22,7 @@ use crate::{
 macro_rules! run_cols {
     () => {
         "id, crew_name, crew_version, crew_fingerprint, crew_def, input, idempotency_key, \
-         thread_id, status, cursor, step_count, lease_epoch, error, created_at, updated_at, \
+         thread_id, status, cursor, step_count, lease_epoch, not_before, error, created_at, updated_at, \
          finished_at"
     };
 }
@@ -99,6 +99,7 @@ fn decode_run(row: &PgRow) -> Result<RunRecord> {
         cursor: i64::from(row.try_get::<i32, _>("cursor")?),
         step_count: i64::from(row.try_get::<i32, _>("step_count")?),
         lease_epoch: row.try_get("lease_epoch")?,
+        not_before: row.try_get("not_before")?,
         error: row.try_get::<Option<Json<Value>>, _>("error")?.map(|j| j.0),
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
@@ -330,6 +331,21 @@ impl Store for PgStore {
             before.step_count = def.step_count();
             before.crew_definition = def.clone();
         }
+        if before.not_before.is_some() {
+            let wait_ms: i64 = sqlx::query_scalar(
+                "SELECT CEIL(EXTRACT(EPOCH FROM (not_before - clock_timestamp())) * 1000)::bigint \
+                 FROM runs WHERE id = $1",
+            )
+            .bind(id.as_uuid())
+            .fetch_one(&mut *tx)
+            .await?;
+            if wait_ms > 0 {
+                return Err(Error::NotYet {
+                    run: id,
+                    wait: std::time::Duration::from_millis(wait_ms as u64),
+                });
+            }
+        }
         let epoch: i64 = sqlx::query_scalar(
             "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, lease_owner = $2, \
              lease_expires_at = clock_timestamp() + make_interval(secs => $3), not_before = NULL, \
@@ -422,12 +438,15 @@ impl Store for PgStore {
                  updated_at = clock_timestamp(), \
                  finished_at = CASE WHEN $7 THEN clock_timestamp() ELSE finished_at END, \
                  lease_owner = CASE WHEN $3 = 'running' THEN lease_owner END, \
-                 lease_expires_at = CASE WHEN $3 = 'running' THEN lease_expires_at END \
+                 lease_expires_at = CASE WHEN $3 = 'running' THEN lease_expires_at END, \
+                 not_before = CASE WHEN $19::float8 IS NULL THEN NULL \
+                   ELSE clock_timestamp() + make_interval(secs => $19::float8) END \
                WHERE id = $1 AND lease_epoch = $2 AND status = 'running' \
                RETURNING id, event_seq), \
              s AS ( \
                UPDATE steps SET status = $10, output = $11, input_tokens = $12, \
-                 output_tokens = $13, error = $14, finished_at = clock_timestamp() \
+                 output_tokens = $13, error = COALESCE($14, steps.error), \
+                 finished_at = clock_timestamp() \
                FROM r WHERE steps.run_id = r.id AND steps.idx = $8 AND steps.attempt = $9 \
                  AND steps.status = 'running' \
                RETURNING steps.idx), \
@@ -461,6 +480,7 @@ impl Store for PgStore {
         .bind(next_role)
         .bind(kinds)
         .bind(datas)
+        .bind(c.retry_after.map(|d| d.as_secs_f64()))
         .fetch_one(&self.pool)
         .await
         .map_err(|e| match e {

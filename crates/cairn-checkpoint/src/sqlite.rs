@@ -30,7 +30,7 @@ use crate::{
 macro_rules! run_cols {
     () => {
         "id, crew_name, crew_version, crew_fingerprint, crew_def, input, idempotency_key, \
-         thread_id, status, cursor, step_count, lease_epoch, error, created_at, updated_at, \
+         thread_id, status, cursor, step_count, lease_epoch, not_before, error, created_at, updated_at, \
          finished_at"
     };
 }
@@ -150,6 +150,7 @@ fn decode_run(row: &SqliteRow) -> Result<RunRecord> {
         cursor: row.try_get("cursor")?,
         step_count: row.try_get("step_count")?,
         lease_epoch: row.try_get("lease_epoch")?,
+        not_before: time_col(id, "not_before", row.try_get("not_before")?)?,
         error: json_col(id, "run error", row.try_get("error")?)?,
         created_at: required(
             id,
@@ -395,6 +396,21 @@ impl Store for SqliteStore {
             before.step_count = def.step_count();
             before.crew_definition = def.clone();
         }
+        if before.not_before.is_some() {
+            let wait_ms: i64 = sqlx::query_scalar(
+                "SELECT CAST(ROUND((julianday(not_before) - julianday('now')) * 86400000) AS INTEGER) \
+                 FROM runs WHERE id = ?1",
+            )
+            .bind(id.to_string())
+            .fetch_one(&mut *tx)
+            .await?;
+            if wait_ms > 0 {
+                return Err(Error::NotYet {
+                    run: id,
+                    wait: Duration::from_millis(wait_ms as u64),
+                });
+            }
+        }
         let lease = format!("+{:.3} seconds", req.lease.as_secs_f64());
         let epoch: i64 = sqlx::query_scalar(concat!(
             "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, lease_owner = ?2, \
@@ -498,7 +514,9 @@ impl Store for SqliteStore {
             now!(),
             " ELSE finished_at END, \
              lease_owner = CASE WHEN ?3 = 'running' THEN lease_owner END, \
-             lease_expires_at = CASE WHEN ?3 = 'running' THEN lease_expires_at END \
+             lease_expires_at = CASE WHEN ?3 = 'running' THEN lease_expires_at END, \
+             not_before = CASE WHEN ?8 IS NULL THEN NULL \
+               ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', ?8) END \
              WHERE id = ?1 AND lease_epoch = ?2 AND status = 'running' RETURNING event_seq"
         ))
         .bind(c.run_id.to_string())
@@ -508,6 +526,10 @@ impl Store for SqliteStore {
         .bind(error_json(&c.run_error).map(|v| v.to_string()))
         .bind(c.events.len() as i64)
         .bind(finished)
+        .bind(
+            c.retry_after
+                .map(|d| format!("+{:.3} seconds", d.as_secs_f64())),
+        )
         .fetch_optional(&mut *tx)
         .await?;
         let Some(last_seq) = last_seq else {
@@ -516,7 +538,7 @@ impl Store for SqliteStore {
         };
         let updated = sqlx::query(concat!(
             "UPDATE steps SET status = ?4, output = ?5, input_tokens = ?6, output_tokens = ?7, \
-             error = ?8, finished_at = ",
+             error = COALESCE(?8, error), finished_at = ",
             now!(),
             " WHERE run_id = ?1 AND idx = ?2 AND attempt = ?3 AND status = 'running'"
         ))

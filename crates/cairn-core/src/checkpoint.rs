@@ -67,6 +67,9 @@ pub struct RunRecord {
     pub idempotency_key: Option<String>,
     pub thread_id: Option<String>,
     pub lease_epoch: LeaseEpoch,
+    /// A queued run waits until this time (database clock): a durable
+    /// back-off between attempts.
+    pub not_before: Option<DateTime<Utc>>,
     pub error: Option<ErrorInfo>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::ids::Role;
+use crate::retry::RetryPolicy;
 
 /// A named, versioned, ordered list of agents.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,14 +32,39 @@ pub struct AgentDef {
     /// Cut the step off after this long (a retryable failure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// How failed attempts are retried; `None` is [`RetryPolicy::default`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicy>,
+}
+
+impl AgentDef {
+    /// An agent with every optional setting at its default.
+    pub fn new(role: impl Into<String>, kind: AgentKind) -> Self {
+        AgentDef {
+            role: Role::new(role),
+            kind,
+            timeout_ms: None,
+            retry: None,
+        }
+    }
+
+    /// The retry policy in force.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry.unwrap_or_default()
+    }
 }
 
 /// What executes an agent's step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AgentKind {
-    /// A program: context JSON on stdin, output on stdout.
-    Command { command: Vec<String> },
+    /// A program: context JSON on stdin, output on stdout. A non-zero exit
+    /// is retryable unless its code is in `permanent_exit_codes`.
+    Command {
+        command: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        permanent_exit_codes: Vec<i32>,
+    },
     /// A minijinja template rendered from the context.
     Template { template: String },
     /// Rust code registered with the engine under `handler`.
@@ -123,7 +149,13 @@ impl CrewDef {
                     agent.role
                 )));
             }
-            if let AgentKind::Command { command } = &agent.kind {
+            if let Some(problem) = agent.retry.and_then(|r| r.problem()) {
+                return Err(invalid(format!(
+                    "agent `{}` has a bad `retry`: {problem}",
+                    agent.role
+                )));
+            }
+            if let AgentKind::Command { command, .. } = &agent.kind {
                 if command.first().is_none_or(|p| p.is_empty()) {
                     return Err(invalid(format!(
                         "agent `{}` has an empty `command`; give an argv such as [\"sh\", \"-c\", \"…\"]",
@@ -199,6 +231,8 @@ struct AgentFile {
     command: Option<Vec<String>>,
     template: Option<String>,
     timeout_ms: Option<u64>,
+    retry: Option<RetryPolicy>,
+    permanent_exit_codes: Option<Vec<i32>>,
 }
 
 impl CrewFile {
@@ -235,11 +269,15 @@ impl CrewFile {
                     }
                     AgentKind::Command {
                         command: a.command.ok_or_else(|| missing("command"))?,
+                        permanent_exit_codes: a.permanent_exit_codes.unwrap_or_default(),
                     }
                 }
                 "template" => {
                     if a.command.is_some() {
                         return Err(unexpected("command"));
+                    }
+                    if a.permanent_exit_codes.is_some() {
+                        return Err(unexpected("permanent_exit_codes"));
                     }
                     AgentKind::Template {
                         template: a.template.ok_or_else(|| missing("template"))?,
@@ -252,9 +290,9 @@ impl CrewFile {
                 }
             };
             agents.push(AgentDef {
-                role: Role::new(role),
-                kind,
                 timeout_ms: a.timeout_ms,
+                retry: a.retry,
+                ..AgentDef::new(role, kind)
             });
         }
         Ok(CrewDef {
@@ -299,6 +337,35 @@ template = "{{ input.topic }}"
     }
 
     #[test]
+    fn retry_policy_and_permanent_exit_codes_parse() {
+        let text = GOOD.replace(
+            "command = [\"sh\", \"-c\", \"echo hi\"]",
+            "command = [\"sh\", \"-c\", \"echo hi\"]\npermanent_exit_codes = [2, 64]\ntimeout_ms = 30000\n\
+             retry = { max_attempts = 5, initial_delay_ms = 100, multiplier = 3.0, max_delay_ms = 900, jitter = 0.1 }",
+        );
+        let crew = CrewDef::from_toml(&text).unwrap_or_else(|e| panic!("{e}"));
+        let a = &crew.agents[0];
+        assert_eq!(a.timeout_ms, Some(30000));
+        let r = a.retry_policy();
+        assert_eq!(
+            (r.max_attempts, r.initial_delay_ms, r.max_delay_ms),
+            (5, 100, 900)
+        );
+        assert!(
+            matches!(&a.kind, AgentKind::Command { permanent_exit_codes, .. } if permanent_exit_codes == &[2, 64])
+        );
+        // Defaults apply to the fields not given, and to agents with no `retry`.
+        let partial = GOOD.replace(
+            "kind = \"template\"",
+            "kind = \"template\"\nretry = { max_attempts = 1 }",
+        );
+        let crew = CrewDef::from_toml(&partial).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(crew.agents[1].retry_policy().max_attempts, 1);
+        assert_eq!(crew.agents[1].retry_policy().initial_delay_ms, 200);
+        assert_eq!(crew.agents[0].retry_policy(), RetryPolicy::default());
+    }
+
+    #[test]
     fn fingerprint_is_stable_and_sensitive() {
         let a = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
         let b = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
@@ -339,6 +406,20 @@ template = "{{ input.topic }}"
                 "empty `command`",
             ),
             ("name = \"x\"\nversion = \"1\"\n", "has no agents"),
+            (
+                &GOOD.replace(
+                    "kind = \"template\"",
+                    "kind = \"template\"\nretry = { max_attempts = 0 }",
+                ),
+                "bad `retry`: `max_attempts` must be at least 1",
+            ),
+            (
+                &GOOD.replace(
+                    "kind = \"template\"",
+                    "kind = \"template\"\nretry = { tries = 2 }",
+                ),
+                "unknown field `tries`",
+            ),
             (
                 "name = \"x\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"template\"\n",
                 "needs `template`",

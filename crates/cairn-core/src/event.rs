@@ -18,6 +18,8 @@ pub enum EventKind {
     RunClaimed,
     StepSucceeded,
     StepFailed,
+    /// A failed attempt will be retried after a durable back-off.
+    StepRetryScheduled,
     RunSucceeded,
     RunFailed,
     /// A resume with a different crew fingerprint was forced by an operator.
@@ -31,6 +33,7 @@ impl EventKind {
             EventKind::RunClaimed => "run_claimed",
             EventKind::StepSucceeded => "step_succeeded",
             EventKind::StepFailed => "step_failed",
+            EventKind::StepRetryScheduled => "step_retry_scheduled",
             EventKind::RunSucceeded => "run_succeeded",
             EventKind::RunFailed => "run_failed",
             EventKind::CrewForced => "crew_forced",
@@ -76,6 +79,7 @@ mod tests {
             EventKind::RunClaimed,
             EventKind::StepSucceeded,
             EventKind::StepFailed,
+            EventKind::StepRetryScheduled,
             EventKind::RunSucceeded,
             EventKind::RunFailed,
             EventKind::CrewForced,

@@ -10,6 +10,7 @@ pub mod crew;
 pub mod error;
 pub mod event;
 pub mod ids;
+pub mod retry;
 pub mod status;
 
 pub use agent::{Agent, StepOutput, Usage};
@@ -19,4 +20,5 @@ pub use crew::{AgentDef, AgentKind, CrewDef, CrewError, Fingerprint};
 pub use error::{Corruption, TransitionError};
 pub use event::{EventKind, EventRecord, NewEvent};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
+pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus};

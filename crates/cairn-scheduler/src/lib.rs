@@ -140,79 +140,104 @@ impl Executor {
         }
         let rebuilt = rebuild(&judged, &steps)?;
 
-        // 2. Claim: epoch + 1, the cursor's step marked running.
-        let claimed = self
-            .store
-            .claim(
-                run_id,
-                &ClaimRequest {
-                    owner: self.config.owner.clone(),
-                    takeover: opts.takeover,
-                    lease: self.config.lease,
-                    crash_loop_cap: self.config.crash_loop_cap,
-                    events: claim_events,
-                    replace_crew,
-                },
-            )
-            .await?;
+        // 2. Claim: epoch + 1, the cursor's step marked running. A retry
+        // back-off brings the run back here: sleep, claim again, go on.
         let took_over = run.status == RunStatus::Running;
-        let mut run = claimed.run;
-        if run.status != RunStatus::Running {
-            // The claim itself ended the run (crash-loop cap).
-            return Ok(Driven {
-                run,
-                executed: vec![],
-                took_over,
-            });
-        }
-        let mut previous = if run.cursor == judged.cursor {
-            rebuilt.previous
-        } else {
-            // Another process advanced the run between load and claim.
-            let (fresh, steps) = self.store.load(run_id).await?;
-            rebuild(&fresh, &steps)?.previous
+        let mut request = ClaimRequest {
+            owner: self.config.owner.clone(),
+            takeover: opts.takeover,
+            lease: self.config.lease,
+            crash_loop_cap: self.config.crash_loop_cap,
+            events: claim_events,
+            replace_crew,
         };
-        // The attempt of the step the claim marked running at the cursor.
-        let mut attempt = match claimed.at_cursor {
-            Some(row) if row.idx == run.cursor && row.status == StepStatus::Running => {
-                Some(row.attempt)
-            }
-            _ => None,
-        };
-
-        // 3. Dispatch pending steps one by one.
+        let mut expected_cursor = judged.cursor;
+        let mut previous = rebuilt.previous;
         let mut executed = vec![];
-        let epoch = run.lease_epoch;
-        while run.cursor.get() < run.step_count {
-            let idx = run.cursor;
-            let current = attempt.take().ok_or_else(|| {
-                cairn_core::Corruption::new(run_id, format!("step {idx} was not marked running"))
-            })?;
-            let role = crew
-                .agent(idx)
-                .map(|(d, _)| d.role.clone())
-                .ok_or_else(|| {
-                    cairn_core::Corruption::new(run_id, format!("crew has no agent for step {idx}"))
-                })?;
-            let commit = self
-                .execute_step(&run, crew, epoch, idx, current, &previous)
-                .await?;
-            failpoint::hit("before_commit", idx);
-            self.store.commit_step(&commit).await?;
-            failpoint::hit("after_commit", idx);
-            executed.push(idx);
-            run.status = commit.run_status;
-            run.cursor = commit.cursor;
-            if commit.status != StepStatus::Succeeded {
+        loop {
+            let claimed = match self.store.claim(run_id, &request).await {
+                Err(cairn_checkpoint::Error::NotYet { wait, .. }) => {
+                    tracing::debug!(run = %run_id, ?wait, "waiting out a retry back-off");
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+                // Someone else claimed it during our back-off: it goes on there.
+                Err(cairn_checkpoint::Error::WrongState { .. }) if !executed.is_empty() => {
+                    break;
+                }
+                claimed => claimed?,
+            };
+            // Our own later claims are plain ones.
+            request.takeover = false;
+            request.events.clear();
+            request.replace_crew = None;
+            let mut run = claimed.run;
+            if run.status != RunStatus::Running {
+                // The claim itself ended the run (crash-loop cap).
                 break;
             }
-            previous.push(PreviousOutput {
-                idx,
-                role,
-                output: commit.output.unwrap_or_default(),
-            });
-            // The commit marked the next step running, attempt 1.
-            attempt = commit.start_next.map(|_| Attempt::FIRST);
+            if run.cursor != expected_cursor {
+                // Another process advanced the run between load and claim.
+                let (fresh, steps) = self.store.load(run_id).await?;
+                previous = rebuild(&fresh, &steps)?.previous;
+            }
+            // The attempt of the step the claim marked running at the cursor.
+            let mut attempt = match claimed.at_cursor {
+                Some(row) if row.idx == run.cursor && row.status == StepStatus::Running => {
+                    Some(row.attempt)
+                }
+                _ => None,
+            };
+
+            // 3. Dispatch pending steps one by one.
+            let epoch = run.lease_epoch;
+            let mut retry_after = None;
+            while run.cursor.get() < run.step_count {
+                let idx = run.cursor;
+                let current = attempt.take().ok_or_else(|| {
+                    cairn_core::Corruption::new(
+                        run_id,
+                        format!("step {idx} was not marked running"),
+                    )
+                })?;
+                let role = crew
+                    .agent(idx)
+                    .map(|(d, _)| d.role.clone())
+                    .ok_or_else(|| {
+                        cairn_core::Corruption::new(
+                            run_id,
+                            format!("crew has no agent for step {idx}"),
+                        )
+                    })?;
+                let commit = self
+                    .execute_step(&run, crew, epoch, idx, current, &previous)
+                    .await?;
+                failpoint::hit("before_commit", idx);
+                self.store.commit_step(&commit).await?;
+                failpoint::hit("after_commit", idx);
+                executed.push(idx);
+                run.status = commit.run_status;
+                run.cursor = commit.cursor;
+                if commit.status != StepStatus::Succeeded {
+                    retry_after = commit.retry_after;
+                    break;
+                }
+                previous.push(PreviousOutput {
+                    idx,
+                    role,
+                    output: commit.output.unwrap_or_default(),
+                });
+                // The commit marked the next step running, attempt 1.
+                attempt = commit.start_next.map(|_| Attempt::FIRST);
+            }
+            match retry_after {
+                Some(wait) => {
+                    failpoint::hit("during_backoff", run.cursor);
+                    tokio::time::sleep(wait).await;
+                    expected_cursor = run.cursor;
+                }
+                None => break,
+            }
         }
         Ok(Driven {
             run: self.store.get_run(run_id).await?,
@@ -295,6 +320,7 @@ impl Executor {
                     },
                     cursor: idx.next(),
                     run_error: None,
+                    retry_after: None,
                     start_next: if last {
                         None
                     } else {
@@ -305,8 +331,27 @@ impl Executor {
                 }
             }
             Err(error) => {
+                let policy = def.retry_policy();
                 let mut data = base;
                 data["error"] = json!(error);
+                let retry = (error.retryable && policy.allows_another(attempt.get())).then(|| {
+                    let seed = (run.id.as_uuid().as_u128() as u64)
+                        ^ (u64::from(idx.get()) << 32)
+                        ^ u64::from(attempt.get());
+                    policy.delay_after(attempt.get(), seed)
+                });
+                data["will_retry"] = json!(retry.is_some());
+                let mut events = vec![NewEvent::new(EventKind::StepFailed, data)];
+                match retry {
+                    Some(delay) => events.push(NewEvent::new(
+                        EventKind::StepRetryScheduled,
+                        json!({"idx": idx, "next_attempt": attempt.get() + 1, "delay_ms": delay.as_millis() as u64}),
+                    )),
+                    None => events.push(NewEvent::new(
+                        EventKind::RunFailed,
+                        json!({"idx": idx, "attempts": attempt, "error": error}),
+                    )),
+                }
                 StepCommit {
                     run_id: run.id,
                     epoch,
@@ -316,14 +361,16 @@ impl Executor {
                     output: None,
                     usage: None,
                     error: Some(error.clone()),
-                    run_status: RunStatus::Failed,
+                    run_status: if retry.is_some() {
+                        RunStatus::Queued
+                    } else {
+                        RunStatus::Failed
+                    },
                     cursor: idx,
-                    run_error: Some(error.clone()),
+                    run_error: if retry.is_some() { None } else { Some(error) },
                     start_next: None,
-                    events: vec![
-                        NewEvent::new(EventKind::StepFailed, data),
-                        NewEvent::new(EventKind::RunFailed, json!({"idx": idx, "error": error})),
-                    ],
+                    retry_after: retry,
+                    events,
                 }
             }
         })

@@ -25,11 +25,21 @@ const STDERR_TAIL: usize = 2000;
 #[derive(Debug, Clone)]
 pub struct CommandAgent {
     argv: Vec<String>,
+    permanent_exit_codes: Vec<i32>,
 }
 
 impl CommandAgent {
     pub fn new(argv: Vec<String>) -> Self {
-        CommandAgent { argv }
+        CommandAgent {
+            argv,
+            permanent_exit_codes: vec![],
+        }
+    }
+
+    /// Exit codes that mean "retrying will not help".
+    pub fn permanent_exit_codes(mut self, codes: Vec<i32>) -> Self {
+        self.permanent_exit_codes = codes;
+        self
     }
 }
 
@@ -157,7 +167,11 @@ impl Agent for CommandAgent {
             } else {
                 format!("`{program}` {how}: {stderr}")
             };
-            return Err(ErrorInfo::new(ErrorKind::ExitStatus, message, true));
+            let permanent = out
+                .status
+                .code()
+                .is_some_and(|c| self.permanent_exit_codes.contains(&c));
+            return Err(ErrorInfo::new(ErrorKind::ExitStatus, message, !permanent));
         }
         Ok(StepOutput {
             output: parse_output(&out.stdout),
@@ -234,6 +248,24 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    #[tokio::test]
+    async fn listed_exit_codes_are_permanent() {
+        let agent = sh("exit 64").permanent_exit_codes(vec![64]);
+        let err = agent
+            .run(&cx())
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("expected failure"));
+        assert!(!err.retryable);
+        let other = sh("exit 65").permanent_exit_codes(vec![64]);
+        let err = other
+            .run(&cx())
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("expected failure"));
+        assert!(err.retryable);
     }
 
     #[tokio::test]

@@ -17,7 +17,12 @@ pub use template::TemplateAgent;
 /// error before anything runs.
 pub fn builtin(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, CrewError> {
     Ok(match &def.kind {
-        AgentKind::Command { command } => Some(Arc::new(CommandAgent::new(command.clone()))),
+        AgentKind::Command {
+            command,
+            permanent_exit_codes,
+        } => Some(Arc::new(
+            CommandAgent::new(command.clone()).permanent_exit_codes(permanent_exit_codes.clone()),
+        )),
         AgentKind::Template { template } => Some(Arc::new(
             TemplateAgent::new(template.clone()).map_err(|e| CrewError::Invalid {
                 crew: crew.to_owned(),

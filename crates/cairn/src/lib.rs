@@ -37,8 +37,8 @@ pub use async_trait::async_trait;
 pub use cairn_checkpoint::{Backend, OpenOptions, RunFilter, Store, Submitted};
 pub use cairn_core::{
     Agent, AgentDef, AgentKind, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord, Fingerprint,
-    Role, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepOutput, StepRecord, StepStatus,
-    Usage,
+    RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepOutput, StepRecord,
+    StepStatus, Usage,
 };
 pub use cairn_scheduler::{Crew as ExecCrew, DriveOptions, Driven, ExecutorConfig};
 pub use engine::{Engine, ResumeOptions, RunView, SubmitOptions};
@@ -139,13 +139,12 @@ impl CrewBuilder {
         handler: impl Into<String>,
         agent: A,
     ) -> Self {
-        let def = AgentDef {
-            role: Role::new(role),
-            kind: AgentKind::Rust {
+        let def = AgentDef::new(
+            role,
+            AgentKind::Rust {
                 handler: handler.into(),
             },
-            timeout_ms: None,
-        };
+        );
         self.agents.push((def, Some(Arc::new(agent))));
         self
     }
@@ -156,27 +155,34 @@ impl CrewBuilder {
         role: impl Into<String>,
         argv: impl IntoIterator<Item = S>,
     ) -> Self {
-        let def = AgentDef {
-            role: Role::new(role),
-            kind: AgentKind::Command {
+        let def = AgentDef::new(
+            role,
+            AgentKind::Command {
                 command: argv.into_iter().map(Into::into).collect(),
+                permanent_exit_codes: vec![],
             },
-            timeout_ms: None,
-        };
+        );
         self.agents.push((def, None));
         self
     }
 
     /// Adds a `template` agent.
     pub fn template(mut self, role: impl Into<String>, template: impl Into<String>) -> Self {
-        let def = AgentDef {
-            role: Role::new(role),
-            kind: AgentKind::Template {
+        let def = AgentDef::new(
+            role,
+            AgentKind::Template {
                 template: template.into(),
             },
-            timeout_ms: None,
-        };
+        );
         self.agents.push((def, None));
+        self
+    }
+
+    /// Sets the retry policy of the agent added last.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        if let Some((def, _)) = self.agents.last_mut() {
+            def.retry = Some(policy);
+        }
         self
     }
 

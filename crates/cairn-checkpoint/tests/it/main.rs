@@ -74,6 +74,7 @@ fn success(run: RunId, epoch: LeaseEpoch, idx: u32, steps: u32) -> StepCommit {
         },
         cursor: StepIdx(idx + 1),
         run_error: None,
+        retry_after: None,
         start_next: (!last).then(|| {
             (
                 StepIdx(idx + 1),

@@ -15,11 +15,12 @@ both_backends!(
     idempotency_key_with_another_input_is_refused,
 );
 
-/// Three steps; step 1 fails.
+/// Three steps; step 1 fails every time, with two attempts and a short
+/// back-off between them.
 fn failing_crew(case: &Case) -> String {
     let agents = [
         case.counting_agent("first"),
-        case.failing_agent("second"),
+        case.failing_agent("second") + "retry = { max_attempts = 2, initial_delay_ms = 20 }\n",
         case.counting_agent("third"),
     ];
     case.write("crew.toml", &crew_toml("fails", &agents))
@@ -31,7 +32,11 @@ fn failing_crew(case: &Case) -> String {
 fn run_failing(case: &Case) -> Value {
     let crew = failing_crew(case);
     let run = case.cairn(&["run", &crew, "--json"]).expect_code(3).json();
-    assert_eq!(case.executions(), vec![0, 1]);
+    assert_eq!(
+        case.executions(),
+        vec![0, 1, 1],
+        "step 1 ran twice: its two attempts"
+    );
     run
 }
 
@@ -51,7 +56,7 @@ fn failing_step_exits_3_and_records_the_error(kind: Kind) {
     let failed = step(&run, 1);
     assert_eq!(failed["role"], "second");
     assert_eq!(failed["status"], "failed", "{failed:#}");
-    assert_eq!(failed["attempt"], 1, "{failed:#}");
+    assert_eq!(failed["attempt"], 2, "{failed:#}");
     assert_eq!(failed["output"], Value::Null, "{failed:#}");
     assert!(failed["finished_at"].is_string(), "{failed:#}");
     let error = &failed["error"];
@@ -87,7 +92,11 @@ fn resume_of_a_failed_run_is_refused(kind: Kind) {
 
     let out = case.cairn(&["resume", id]).expect_code(3);
     out.expect_stderr(&["retry", id]);
-    assert_eq!(case.executions(), vec![0, 1], "resume executed something");
+    assert_eq!(
+        case.executions(),
+        vec![0, 1, 1],
+        "resume executed something"
+    );
     assert_eq!(case.show(id), before, "resume changed the run");
     assert_eq!(case.events(id), events, "resume wrote events");
 }

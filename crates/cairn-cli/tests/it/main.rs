@@ -23,6 +23,7 @@ macro_rules! both_backends {
     };
 }
 
+mod backoff;
 mod bad_input;
 mod contract;
 mod crash;

@@ -18,6 +18,7 @@ use cairn::{
 };
 use cairn_testkit::{both, Kind, TestDb};
 
+mod retry;
 mod tidy;
 
 /// Every execution of every step, as (idx, attempt).
@@ -80,7 +81,7 @@ impl Agent for Sleep {
     }
 }
 
-async fn engine(db: &TestDb) -> Engine {
+pub(crate) async fn engine(db: &TestDb) -> Engine {
     Engine::open_with(&db.url, &OpenOptions::default(), ExecutorConfig::default())
         .await
         .unwrap()
@@ -212,7 +213,7 @@ async fn a_failed_step_parks_the_run_and_resume_refuses_it(kind: Kind) {
         .all(|s| s.status == StepStatus::Succeeded));
     let failed = &view.steps[2];
     assert_eq!(failed.status, StepStatus::Failed);
-    assert_eq!(failed.attempt.get(), 1);
+    assert_eq!(failed.attempt.get(), 3, "the default policy: 3 attempts");
     assert_eq!(failed.error.as_ref().unwrap().message, "the model said no");
     match engine.resume(done.run.id, ResumeOptions::default()).await {
         Err(Error::Executor(cairn_scheduler::Error::RunFailed { run, .. })) => {
