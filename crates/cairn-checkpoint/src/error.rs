@@ -36,6 +36,13 @@ pub enum Error {
         status: RunStatus,
         action: &'static str,
     },
+    /// A cancel was requested: the step's result is discarded and the run
+    /// must be committed as cancelled.
+    #[error("run {run} has a cancel request; its step result was discarded")]
+    CancelRequested { run: RunId },
+    /// A fork that cannot be made.
+    #[error("cannot fork run {run}: {reason}")]
+    ForkRefused { run: RunId, reason: String },
     /// An idempotency key was reused for a different crew or input.
     #[error("idempotency key `{key}` already belongs to run {run} with a different {what}; use a new key")]
     IdempotencyConflict {

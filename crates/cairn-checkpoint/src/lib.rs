@@ -19,12 +19,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairn_core::{
-    Attempt, CrewDef, ErrorInfo, EventRecord, LeaseEpoch, NewEvent, Role, RunId, RunRecord,
+    Actor, Attempt, CrewDef, ErrorInfo, EventRecord, LeaseEpoch, NewEvent, Role, RunId, RunRecord,
     RunStatus, StepIdx, StepRecord, StepStatus, Usage,
 };
 use serde_json::Value;
 
 pub use error::Error;
+
 pub use open::{open, Backend, OpenOptions};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -111,6 +112,28 @@ pub struct StepCommit {
     pub events: Vec<NewEvent>,
 }
 
+/// An operator action that is a status transition of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// `failed → queued`: the failed step runs again (attempt + 1).
+    Retry,
+    /// `interrupted → queued`: the interrupted step carries on.
+    Continue,
+    /// `queued | waiting | interrupted | failed → cancelled` at once; a
+    /// `running` run gets a cancel request its executor honours.
+    Cancel,
+}
+
+/// A request to fork a run.
+#[derive(Debug, Clone)]
+pub struct ForkRequest {
+    /// Steps `0..from_step` are copied; execution starts at `from_step`.
+    pub from_step: StepIdx,
+    /// A new run input. Only allowed with `from_step = 0`: every copied
+    /// output was computed from the old input, so it would be stale.
+    pub input: Option<Value>,
+}
+
 /// The durability contract. Implementations must be safe to share between
 /// tasks and processes; every method is one transaction.
 #[async_trait]
@@ -140,6 +163,16 @@ pub trait Store: Send + Sync + 'static {
     /// Commits the end of a step (see [`StepCommit`]). A stale epoch is
     /// rejected with [`Error::StaleEpoch`] and changes nothing.
     async fn commit_step(&self, commit: &StepCommit) -> Result<()>;
+
+    /// Applies an operator action (see [`Action`]), recording who and why.
+    /// Refused with [`Error::WrongState`] when the run's status does not
+    /// allow it; nothing is written then.
+    async fn act(&self, id: RunId, action: Action, actor: &Actor) -> Result<RunRecord>;
+
+    /// Creates a new queued run that copies the crew, input and checkpoints
+    /// `0..from_step` of `id` and records it as its parent. The source run
+    /// is not changed.
+    async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord>;
 
     /// All events of a run, by sequence.
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>>;

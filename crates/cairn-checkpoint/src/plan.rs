@@ -2,11 +2,11 @@
 //! their SQL differs only in dialect, never in meaning.
 
 use cairn_core::{
-    Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent, RunRecord,
-    StepRecord, StepStatus,
+    Actor, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent, RunRecord,
+    RunStatus, StepRecord, StepStatus,
 };
 
-use crate::{ClaimRequest, Error, Result, StepCommit};
+use crate::{Action, ClaimRequest, Error, ForkRequest, Result, StepCommit};
 
 /// What a claim does to the step at the cursor. Shared by both backends.
 pub(crate) struct ClaimPlan {
@@ -129,6 +129,12 @@ pub(crate) fn claim_events(
 
 /// Why a commit matched no running run at the caller's epoch.
 pub(crate) fn refused_commit(run: &RunRecord, c: &StepCommit) -> Error {
+    if run.lease_epoch == c.epoch
+        && run.status == RunStatus::Running
+        && run.cancel_requested_at.is_some()
+    {
+        return Error::CancelRequested { run: run.id };
+    }
     if run.lease_epoch != c.epoch {
         Error::StaleEpoch {
             run: run.id,
@@ -142,4 +148,103 @@ pub(crate) fn refused_commit(run: &RunRecord, c: &StepCommit) -> Error {
             action: "commit a step",
         }
     }
+}
+
+/// What an operator action does to a run.
+pub(crate) struct ActionPlan {
+    pub to: RunStatus,
+    /// Set `cancel_requested_at` (a running run).
+    pub request_cancel: bool,
+    pub event: NewEvent,
+}
+
+impl ActionPlan {
+    pub fn finishes(&self) -> bool {
+        self.to == RunStatus::Cancelled
+    }
+    pub fn clears_error(&self) -> bool {
+        self.to == RunStatus::Queued
+    }
+}
+
+pub(crate) fn plan_action(run: &RunRecord, action: Action, actor: &Actor) -> Result<ActionPlan> {
+    let data = serde_json::json!({
+        "by": actor.by,
+        "reason": actor.reason,
+        "from_status": run.status,
+        "step": run.cursor,
+    });
+    let refuse = |action: &'static str| Error::WrongState {
+        run: run.id,
+        status: run.status,
+        action,
+    };
+    let (to, request_cancel, kind) = match (action, run.status) {
+        (Action::Retry, RunStatus::Failed) => (RunStatus::Queued, false, EventKind::RunRetried),
+        (Action::Retry, _) => return Err(refuse("retry it (only a failed run can be retried)")),
+        (Action::Continue, RunStatus::Interrupted) => {
+            (RunStatus::Queued, false, EventKind::RunContinued)
+        }
+        (Action::Continue, _) => {
+            return Err(refuse(
+                "continue it (only an interrupted run can be continued)",
+            ))
+        }
+        (Action::Cancel, RunStatus::Running) => {
+            (RunStatus::Running, true, EventKind::RunCancelRequested)
+        }
+        (
+            Action::Cancel,
+            RunStatus::Queued | RunStatus::Waiting | RunStatus::Interrupted | RunStatus::Failed,
+        ) => (RunStatus::Cancelled, false, EventKind::RunCancelled),
+        (Action::Cancel, _) => return Err(refuse("cancel it (it has already finished)")),
+    };
+    run.status.check(to).map_err(|_| refuse("change it"))?;
+    Ok(ActionPlan {
+        to,
+        request_cancel,
+        event: NewEvent::new(kind, data),
+    })
+}
+
+/// Checks a fork request against its source run and its checkpoints.
+pub(crate) fn check_fork(run: &RunRecord, req: &ForkRequest) -> Result<()> {
+    let refuse = |reason: String| Error::ForkRefused {
+        run: run.id,
+        reason,
+    };
+    let n = req.from_step.get();
+    if n > run.step_count {
+        return Err(refuse(format!(
+            "--from-step {n} is past the crew's {} steps",
+            run.step_count
+        )));
+    }
+    if n > run.cursor.get() {
+        return Err(refuse(format!(
+            "only steps 0..{} have succeeded, so the fork can start at step {} at most",
+            run.cursor, run.cursor
+        )));
+    }
+    if req.input.is_some() && n > 0 {
+        return Err(refuse(
+            "a new input needs --from-step 0: every copied step's output was computed from the \
+             old input, so copying it under a new one would be a lie"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn fork_event(source: &RunRecord, req: &ForkRequest, actor: &Actor) -> NewEvent {
+    NewEvent::new(
+        EventKind::RunForked,
+        serde_json::json!({
+            "parent": source.id,
+            "from_step": req.from_step,
+            "input_changed": req.input.is_some(),
+            "by": actor.by,
+            "reason": actor.reason,
+        }),
+    )
 }

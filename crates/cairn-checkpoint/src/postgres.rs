@@ -9,20 +9,22 @@ use sqlx::types::Json;
 use sqlx::{Connection, PgConnection, Postgres, Row, Transaction};
 
 use cairn_core::{
-    EventKind, EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepRecord,
+    Actor, EventKind, EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepRecord,
 };
 
-use crate::plan::{claim_events, plan_claim, refused_commit, ClaimStep};
+use crate::plan::{
+    check_fork, claim_events, fork_event, plan_action, plan_claim, refused_commit, ClaimStep,
+};
 use crate::raw::{check_same_submission, error_json, RawRun, RawStep};
 use crate::{
-    Backend, ClaimRequest, Claimed, Error, NewRun, OpenOptions, Result, RunFilter, StepCommit,
-    Store, Submitted,
+    Action, Backend, ClaimRequest, Claimed, Error, ForkRequest, NewRun, OpenOptions, Result,
+    RunFilter, StepCommit, Store, Submitted,
 };
 
 macro_rules! run_cols {
     () => {
         "id, crew_name, crew_version, crew_fingerprint, crew_def, input, idempotency_key, \
-         thread_id, status, cursor, step_count, lease_epoch, not_before, error, created_at, updated_at, \
+         thread_id, status, cursor, step_count, lease_epoch, not_before, cancel_requested_at, parent_run_id, parent_step_idx, error, created_at, updated_at, \
          finished_at"
     };
 }
@@ -100,6 +102,13 @@ fn decode_run(row: &PgRow) -> Result<RunRecord> {
         step_count: i64::from(row.try_get::<i32, _>("step_count")?),
         lease_epoch: row.try_get("lease_epoch")?,
         not_before: row.try_get("not_before")?,
+        cancel_requested_at: row.try_get("cancel_requested_at")?,
+        parent_run_id: row
+            .try_get::<Option<uuid::Uuid>, _>("parent_run_id")?
+            .map(RunId::from_uuid),
+        parent_step_idx: row
+            .try_get::<Option<i32>, _>("parent_step_idx")?
+            .map(i64::from),
         error: row.try_get::<Option<Json<Value>>, _>("error")?.map(|j| j.0),
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
@@ -442,6 +451,7 @@ impl Store for PgStore {
                  not_before = CASE WHEN $19::float8 IS NULL THEN NULL \
                    ELSE clock_timestamp() + make_interval(secs => $19::float8) END \
                WHERE id = $1 AND lease_epoch = $2 AND status = 'running' \
+                 AND (cancel_requested_at IS NULL OR $3 = 'cancelled') \
                RETURNING id, event_seq), \
              s AS ( \
                UPDATE steps SET status = $10, output = $11, input_tokens = $12, \
@@ -501,6 +511,83 @@ impl Store for PgStore {
             return Err(refused_commit(&run, c));
         }
         Ok(())
+    }
+
+    async fn act(&self, id: RunId, action: Action, actor: &Actor) -> Result<RunRecord> {
+        let mut tx = self.pool.begin().await?;
+        let run = fetch_run(&mut tx, id, true).await?;
+        let plan = plan_action(&run, action, actor)?;
+        sqlx::query(
+            "UPDATE runs SET status = $2, \
+             error = CASE WHEN $3 THEN NULL ELSE error END, \
+             not_before = CASE WHEN $3 THEN NULL ELSE not_before END, \
+             finished_at = CASE WHEN $4 THEN clock_timestamp() ELSE finished_at END, \
+             cancel_requested_at = CASE WHEN $5 THEN clock_timestamp() ELSE cancel_requested_at END, \
+             lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
+             lease_expires_at = CASE WHEN $2 = 'running' THEN lease_expires_at END, \
+             updated_at = clock_timestamp() WHERE id = $1",
+        )
+        .bind(id.as_uuid())
+        .bind(plan.to.as_str())
+        .bind(plan.clears_error())
+        .bind(plan.finishes())
+        .bind(plan.request_cancel)
+        .execute(&mut *tx)
+        .await?;
+        if plan.finishes() {
+            sqlx::query(
+                "UPDATE steps SET status = 'cancelled', finished_at = clock_timestamp() \
+                 WHERE run_id = $1 AND idx = $2 AND status IN ('waiting', 'interrupted')",
+            )
+            .bind(id.as_uuid())
+            .bind(run.cursor.get() as i32)
+            .execute(&mut *tx)
+            .await?;
+        }
+        append_events(&mut tx, id, std::slice::from_ref(&plan.event)).await?;
+        let run = fetch_run(&mut tx, id, false).await?;
+        tx.commit().await?;
+        Ok(run)
+    }
+
+    async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord> {
+        let mut tx = self.pool.begin().await?;
+        let source = fetch_run(&mut tx, id, true).await?;
+        check_fork(&source, req)?;
+        let child = RunId::new();
+        let complete = req.from_step.get() == source.step_count;
+        let input = req.input.as_ref().unwrap_or(&source.input);
+        sqlx::query(
+            "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
+             thread_id, status, cursor, step_count, lease_epoch, event_seq, parent_run_id, \
+             parent_step_idx, created_at, updated_at, finished_at) \
+             SELECT $1, crew_name, crew_version, crew_fingerprint, crew_def, $2, thread_id, $3, $4, \
+             step_count, 0, 0, id, $4, clock_timestamp(), clock_timestamp(), \
+             CASE WHEN $5 THEN clock_timestamp() END FROM runs WHERE id = $6",
+        )
+        .bind(child.as_uuid())
+        .bind(Json(input))
+        .bind(if complete { "succeeded" } else { "queued" })
+        .bind(req.from_step.get() as i32)
+        .bind(complete)
+        .bind(id.as_uuid())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO steps (run_id, idx, role, status, attempt, output, input_tokens, \
+             output_tokens, started_at, finished_at, error, takeovers) \
+             SELECT $1, idx, role, status, attempt, output, input_tokens, output_tokens, \
+             started_at, finished_at, error, takeovers FROM steps WHERE run_id = $2 AND idx < $3",
+        )
+        .bind(child.as_uuid())
+        .bind(id.as_uuid())
+        .bind(req.from_step.get() as i32)
+        .execute(&mut *tx)
+        .await?;
+        append_events(&mut tx, child, &[fork_event(&source, req, actor)]).await?;
+        let run = fetch_run(&mut tx, child, false).await?;
+        tx.commit().await?;
+        Ok(run)
     }
 
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {

@@ -24,6 +24,9 @@ pub(crate) struct RawRun {
     pub step_count: i64,
     pub lease_epoch: i64,
     pub not_before: Option<DateTime<Utc>>,
+    pub cancel_requested_at: Option<DateTime<Utc>>,
+    pub parent_run_id: Option<RunId>,
+    pub parent_step_idx: Option<i64>,
     pub error: Option<Value>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -78,6 +81,12 @@ impl RawRun {
             thread_id: self.thread_id,
             lease_epoch: LeaseEpoch(self.lease_epoch),
             not_before: self.not_before,
+            cancel_requested_at: self.cancel_requested_at,
+            parent_run_id: self.parent_run_id,
+            parent_step_idx: self
+                .parent_step_idx
+                .map(|i| non_negative(run, "parent step", i).map(StepIdx))
+                .transpose()?,
             error: error_info(run, "run", self.error)?,
             created_at: self.created_at,
             updated_at: self.updated_at,

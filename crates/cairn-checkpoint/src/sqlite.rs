@@ -17,20 +17,23 @@ use sqlx::{Row, Sqlite, Transaction};
 use uuid::Uuid;
 
 use cairn_core::{
-    Corruption, EventKind, EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus,
+    Actor, Corruption, EventKind, EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus,
     StepRecord,
 };
 
-use crate::plan::{claim_events, plan_claim, refused_commit, ClaimStep};
+use crate::plan::{
+    check_fork, claim_events, fork_event, plan_action, plan_claim, refused_commit, ClaimStep,
+};
 use crate::raw::{check_same_submission, error_json, RawRun, RawStep};
 use crate::{
-    Backend, ClaimRequest, Claimed, Error, NewRun, Result, RunFilter, StepCommit, Store, Submitted,
+    Action, Backend, ClaimRequest, Claimed, Error, ForkRequest, NewRun, Result, RunFilter,
+    StepCommit, Store, Submitted,
 };
 
 macro_rules! run_cols {
     () => {
         "id, crew_name, crew_version, crew_fingerprint, crew_def, input, idempotency_key, \
-         thread_id, status, cursor, step_count, lease_epoch, not_before, error, created_at, updated_at, \
+         thread_id, status, cursor, step_count, lease_epoch, not_before, cancel_requested_at, parent_run_id, parent_step_idx, error, created_at, updated_at, \
          finished_at"
     };
 }
@@ -151,6 +154,19 @@ fn decode_run(row: &SqliteRow) -> Result<RunRecord> {
         step_count: row.try_get("step_count")?,
         lease_epoch: row.try_get("lease_epoch")?,
         not_before: time_col(id, "not_before", row.try_get("not_before")?)?,
+        cancel_requested_at: time_col(
+            id,
+            "cancel_requested_at",
+            row.try_get("cancel_requested_at")?,
+        )?,
+        parent_run_id: row
+            .try_get::<Option<String>, _>("parent_run_id")?
+            .map(|p| {
+                RunId::from_str(&p)
+                    .map_err(|e| Corruption::new(id, format!("parent run id does not decode: {e}")))
+            })
+            .transpose()?,
+        parent_step_idx: row.try_get("parent_step_idx")?,
         error: json_col(id, "run error", row.try_get("error")?)?,
         created_at: required(
             id,
@@ -517,7 +533,8 @@ impl Store for SqliteStore {
              lease_expires_at = CASE WHEN ?3 = 'running' THEN lease_expires_at END, \
              not_before = CASE WHEN ?8 IS NULL THEN NULL \
                ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', ?8) END \
-             WHERE id = ?1 AND lease_epoch = ?2 AND status = 'running' RETURNING event_seq"
+             WHERE id = ?1 AND lease_epoch = ?2 AND status = 'running' \
+               AND (cancel_requested_at IS NULL OR ?3 = 'cancelled') RETURNING event_seq"
         ))
         .bind(c.run_id.to_string())
         .bind(c.epoch.0)
@@ -579,6 +596,96 @@ impl Store for SqliteStore {
         insert_events(&mut tx, c.run_id, last_seq, &c.events).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn act(&self, id: RunId, action: Action, actor: &Actor) -> Result<RunRecord> {
+        let mut tx = self.write_tx().await?;
+        let run = fetch_run(&mut tx, id).await?;
+        let plan = plan_action(&run, action, actor)?;
+        sqlx::query(concat!(
+            "UPDATE runs SET status = ?2, \
+             error = CASE WHEN ?3 THEN NULL ELSE error END, \
+             not_before = CASE WHEN ?3 THEN NULL ELSE not_before END, \
+             finished_at = CASE WHEN ?4 THEN ",
+            now!(),
+            " ELSE finished_at END, \
+             cancel_requested_at = CASE WHEN ?5 THEN ",
+            now!(),
+            " ELSE cancel_requested_at END, \
+             lease_owner = CASE WHEN ?2 = 'running' THEN lease_owner END, \
+             lease_expires_at = CASE WHEN ?2 = 'running' THEN lease_expires_at END, \
+             updated_at = ",
+            now!(),
+            " WHERE id = ?1"
+        ))
+        .bind(id.to_string())
+        .bind(plan.to.as_str())
+        .bind(plan.clears_error())
+        .bind(plan.finishes())
+        .bind(plan.request_cancel)
+        .execute(&mut *tx)
+        .await?;
+        if plan.finishes() {
+            // A step paused at the cursor ends with its run.
+            sqlx::query(concat!(
+                "UPDATE steps SET status = 'cancelled', finished_at = ",
+                now!(),
+                " WHERE run_id = ?1 AND idx = ?2 AND status IN ('waiting', 'interrupted')"
+            ))
+            .bind(id.to_string())
+            .bind(run.cursor.get() as i64)
+            .execute(&mut *tx)
+            .await?;
+        }
+        append_events(&mut tx, id, std::slice::from_ref(&plan.event)).await?;
+        let run = fetch_run(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(run)
+    }
+
+    async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord> {
+        let mut tx = self.write_tx().await?;
+        let source = fetch_run(&mut tx, id).await?;
+        check_fork(&source, req)?;
+        let child = RunId::new();
+        let complete = req.from_step.get() == source.step_count;
+        let input = req.input.as_ref().unwrap_or(&source.input);
+        sqlx::query(concat!(
+            "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
+             thread_id, status, cursor, step_count, lease_epoch, event_seq, parent_run_id, \
+             parent_step_idx, created_at, updated_at, finished_at) \
+             SELECT ?1, crew_name, crew_version, crew_fingerprint, crew_def, ?2, thread_id, ?3, ?4, \
+             step_count, 0, 0, id, ?4, ",
+            now!(),
+            ", ",
+            now!(),
+            ", CASE WHEN ?5 THEN ",
+            now!(),
+            " END FROM runs WHERE id = ?6"
+        ))
+        .bind(child.to_string())
+        .bind(input.to_string())
+        .bind(if complete { "succeeded" } else { "queued" })
+        .bind(req.from_step.get() as i64)
+        .bind(complete)
+        .bind(id.to_string())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO steps (run_id, idx, role, status, attempt, output, input_tokens, \
+             output_tokens, started_at, finished_at, error, takeovers) \
+             SELECT ?1, idx, role, status, attempt, output, input_tokens, output_tokens, \
+             started_at, finished_at, error, takeovers FROM steps WHERE run_id = ?2 AND idx < ?3",
+        )
+        .bind(child.to_string())
+        .bind(id.to_string())
+        .bind(req.from_step.get() as i64)
+        .execute(&mut *tx)
+        .await?;
+        append_events(&mut tx, child, &[fork_event(&source, req, actor)]).await?;
+        let run = fetch_run(&mut tx, child).await?;
+        tx.commit().await?;
+        Ok(run)
     }
 
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {

@@ -13,8 +13,8 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 
 use cairn::{
-    Crew, Engine, ExecutorConfig, OpenOptions, ResumeOptions, RunFilter, RunId, RunStatus,
-    SubmitOptions,
+    Actor, Crew, Engine, ExecutorConfig, ForkRequest, OpenOptions, ResumeOptions, RunFilter, RunId,
+    RunStatus, StepIdx, SubmitOptions,
 };
 
 /// Exit codes (a contract; see the README).
@@ -90,6 +90,34 @@ enum Command {
     },
 }
 
+/// Who acts and why, and whether to execute afterwards.
+#[derive(clap::Args)]
+struct ActionArgs {
+    /// Who is acting (recorded in the event). Default: $USER.
+    #[arg(long)]
+    by: Option<String>,
+    /// Why (recorded in the event).
+    #[arg(long)]
+    reason: Option<String>,
+    /// Only record the action; leave the run to a worker or server.
+    #[arg(long)]
+    enqueue: bool,
+}
+
+impl ActionArgs {
+    fn actor(&self) -> Actor {
+        let by = self
+            .by
+            .clone()
+            .or_else(|| std::env::var("USER").ok())
+            .unwrap_or_else(|| "cli".to_owned());
+        Actor {
+            by,
+            reason: self.reason.clone(),
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum RunsCommand {
     /// List runs, oldest first.
@@ -103,6 +131,37 @@ enum RunsCommand {
     Show { run_id: String },
     /// Show a run's event log.
     Events { run_id: String },
+    /// Run a failed run's failed step again (attempt + 1) and carry on.
+    Retry {
+        run_id: String,
+        #[command(flatten)]
+        action: ActionArgs,
+    },
+    /// Carry on with an interrupted run.
+    Continue {
+        run_id: String,
+        #[command(flatten)]
+        action: ActionArgs,
+    },
+    /// Cancel a run: at once if it is not running; a running step is asked
+    /// to stop and its late result is discarded.
+    Cancel {
+        run_id: String,
+        #[command(flatten)]
+        action: ActionArgs,
+    },
+    /// A new run that copies checkpoints 0..N-1 of RUN_ID and executes from step N.
+    Fork {
+        run_id: String,
+        /// The first step the fork executes (its steps before are copied).
+        #[arg(long)]
+        from_step: u32,
+        /// A new input (JSON or @FILE); only with --from-step 0.
+        #[arg(long)]
+        input: Option<String>,
+        #[command(flatten)]
+        action: ActionArgs,
+    },
 }
 
 /// An error in what the user typed: exit code 2.
@@ -179,7 +238,9 @@ fn error_exit(err: &anyhow::Error) -> u8 {
             S::RunNotFound(_)
             | S::BadUrl { .. }
             | S::MissingFile(_)
-            | S::IdempotencyConflict { .. } => exit::BAD_INPUT,
+            | S::IdempotencyConflict { .. }
+            | S::ForkRefused { .. }
+            | S::WrongState { .. } => exit::BAD_INPUT,
             _ => exit::ERROR,
         };
     }
@@ -263,6 +324,46 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                     let events = open(&cli.db, false).await?.events(id).await?;
                     output::print_events(&events, json)?;
                 }
+                RunsCommand::Retry { run_id, action } => {
+                    let id = parse_run_id(&run_id)?;
+                    let engine = open(&cli.db, false).await?;
+                    engine.retry(id, &action.actor()).await?;
+                    return finish_action(&engine, id, action.enqueue, json).await;
+                }
+                RunsCommand::Continue { run_id, action } => {
+                    let id = parse_run_id(&run_id)?;
+                    let engine = open(&cli.db, false).await?;
+                    engine.continue_run(id, &action.actor()).await?;
+                    return finish_action(&engine, id, action.enqueue, json).await;
+                }
+                RunsCommand::Cancel { run_id, action } => {
+                    let id = parse_run_id(&run_id)?;
+                    let engine = open(&cli.db, false).await?;
+                    let run = engine.cancel(id, &action.actor()).await?;
+                    if !json && run.status == RunStatus::Running {
+                        eprintln!("run {id} is running elsewhere: cancel requested; its executor stops the step at its next check");
+                    }
+                    output::print_run(&engine.show(id).await?, json, None)?;
+                }
+                RunsCommand::Fork {
+                    run_id,
+                    from_step,
+                    input,
+                    action,
+                } => {
+                    let id = parse_run_id(&run_id)?;
+                    let input = input.as_deref().map(parse_input).transpose()?;
+                    let engine = open(&cli.db, false).await?;
+                    let req = ForkRequest {
+                        from_step: StepIdx(from_step),
+                        input,
+                    };
+                    let child = engine.fork(id, &req, &action.actor()).await?;
+                    if !json {
+                        eprintln!("forked run {id} at step {from_step} into run {}", child.id);
+                    }
+                    return finish_action(&engine, child.id, action.enqueue, json).await;
+                }
             }
             Ok(exit::OK)
         }
@@ -272,6 +373,27 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             dir,
         } => demo::run(steps, kill_at, dir).await.context("demo"),
     }
+}
+
+/// After an operator action: execute the run to its next stop (unless
+/// `enqueue`), print it, and pick the exit code from its status.
+async fn finish_action(
+    engine: &Engine,
+    id: RunId,
+    enqueue: bool,
+    json: bool,
+) -> anyhow::Result<u8> {
+    let status = if enqueue {
+        engine.show(id).await?.run.status
+    } else {
+        engine.execute(id).await?.run.status
+    };
+    output::print_run(&engine.show(id).await?, json, None)?;
+    Ok(if enqueue && status == RunStatus::Queued {
+        exit::OK
+    } else {
+        status_exit(status)
+    })
 }
 
 fn main() -> ExitCode {

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use cairn::{EventRecord, RunRecord, RunView, StepRecord};
+use cairn::{EventRecord, RunRecord, RunView, StepRecord, StepStatus};
 
 /// An extra column of the step table: its header and a value per step.
 pub type ExtraColumn<'a> = (&'a str, &'a dyn Fn(&StepRecord) -> String);
@@ -49,7 +49,12 @@ pub fn step_table(steps: &[StepRecord], extra: Option<ExtraColumn<'_>>) -> Strin
             duration(s)
         ));
         if let Some(e) = &s.error {
-            out.push_str(&format!("      error: {}\n", e.message));
+            let label = if s.status == StepStatus::Succeeded {
+                "an earlier attempt failed"
+            } else {
+                "error"
+            };
+            out.push_str(&format!("      {label}: {}\n", e.message));
         }
     }
     out

@@ -70,6 +70,12 @@ pub struct RunRecord {
     /// A queued run waits until this time (database clock): a durable
     /// back-off between attempts.
     pub not_before: Option<DateTime<Utc>>,
+    /// A cancel was requested while the run was running; the executor stops
+    /// the step cooperatively and ends the run `cancelled`.
+    pub cancel_requested_at: Option<DateTime<Utc>>,
+    /// The run this one was forked from, and the step it starts at.
+    pub parent_run_id: Option<RunId>,
+    pub parent_step_idx: Option<StepIdx>,
     pub error: Option<ErrorInfo>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

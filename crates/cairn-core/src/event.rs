@@ -24,6 +24,16 @@ pub enum EventKind {
     RunFailed,
     /// A resume with a different crew fingerprint was forced by an operator.
     CrewForced,
+    /// An operator retried a failed run (data: by, reason, step).
+    RunRetried,
+    /// An operator continued an interrupted run.
+    RunContinued,
+    /// A cancel was requested for a running run.
+    RunCancelRequested,
+    StepCancelled,
+    RunCancelled,
+    /// This run was forked from another (data: parent, from_step, by, reason).
+    RunForked,
 }
 
 impl EventKind {
@@ -37,11 +47,38 @@ impl EventKind {
             EventKind::RunSucceeded => "run_succeeded",
             EventKind::RunFailed => "run_failed",
             EventKind::CrewForced => "crew_forced",
+            EventKind::RunRetried => "run_retried",
+            EventKind::RunContinued => "run_continued",
+            EventKind::RunCancelRequested => "run_cancel_requested",
+            EventKind::StepCancelled => "step_cancelled",
+            EventKind::RunCancelled => "run_cancelled",
+            EventKind::RunForked => "run_forked",
         }
     }
 
     pub fn parse(s: &str) -> Option<EventKind> {
         serde_json::from_value(Value::String(s.to_owned())).ok()
+    }
+}
+
+/// Who did an operator action, and why: recorded in its event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    pub by: String,
+    pub reason: Option<String>,
+}
+
+impl Actor {
+    pub fn new(by: impl Into<String>) -> Self {
+        Actor {
+            by: by.into(),
+            reason: None,
+        }
+    }
+
+    pub fn because(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
     }
 }
 
@@ -83,6 +120,12 @@ mod tests {
             EventKind::RunSucceeded,
             EventKind::RunFailed,
             EventKind::CrewForced,
+            EventKind::RunRetried,
+            EventKind::RunContinued,
+            EventKind::RunCancelRequested,
+            EventKind::StepCancelled,
+            EventKind::RunCancelled,
+            EventKind::RunForked,
         ] {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));
         }

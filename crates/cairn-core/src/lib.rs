@@ -18,7 +18,7 @@ pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord};
 pub use context::{rebuild, PreviousOutput, Rebuilt, StepContext, StepRef};
 pub use crew::{AgentDef, AgentKind, CrewDef, CrewError, Fingerprint};
 pub use error::{Corruption, TransitionError};
-pub use event::{EventKind, EventRecord, NewEvent};
+pub use event::{Actor, EventKind, EventRecord, NewEvent};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus};

@@ -36,6 +36,8 @@ pub struct ExecutorConfig {
     pub lease: Duration,
     /// Takeovers of one in-flight attempt before the run fails `crash_loop`.
     pub crash_loop_cap: u32,
+    /// How often a running step checks for a cancel request.
+    pub cancel_poll: Duration,
 }
 
 impl Default for ExecutorConfig {
@@ -44,6 +46,7 @@ impl Default for ExecutorConfig {
             owner: format!("pid:{}", std::process::id()),
             lease: Duration::from_secs(30),
             crash_loop_cap: 3,
+            cancel_poll: Duration::from_millis(250),
         }
     }
 }
@@ -200,6 +203,13 @@ impl Executor {
                         format!("step {idx} was not marked running"),
                     )
                 })?;
+                if run.cancel_requested_at.is_some() {
+                    // Requested before this process got the run: run nothing.
+                    self.store
+                        .commit_step(&cancel_commit(run_id, epoch, idx, current))
+                        .await?;
+                    break;
+                }
                 let role = crew
                     .agent(idx)
                     .map(|(d, _)| d.role.clone())
@@ -213,7 +223,16 @@ impl Executor {
                     .execute_step(&run, crew, epoch, idx, current, &previous)
                     .await?;
                 failpoint::hit("before_commit", idx);
-                self.store.commit_step(&commit).await?;
+                let commit = match self.store.commit_step(&commit).await {
+                    Ok(()) => commit,
+                    // Cancelled while the step ran: its result is discarded.
+                    Err(cairn_checkpoint::Error::CancelRequested { .. }) => {
+                        let cancel = cancel_commit(run_id, epoch, idx, current);
+                        self.store.commit_step(&cancel).await?;
+                        cancel
+                    }
+                    Err(e) => return Err(e.into()),
+                };
                 failpoint::hit("after_commit", idx);
                 executed.push(idx);
                 run.status = commit.run_status;
@@ -246,7 +265,20 @@ impl Executor {
         })
     }
 
-    /// Runs one step and decides its commit. Never touches storage.
+    /// Resolves once a cancel of the run has been requested.
+    async fn cancel_requested(&self, id: RunId) {
+        loop {
+            tokio::time::sleep(self.config.cancel_poll).await;
+            if let Ok(run) = self.store.get_run(id).await {
+                if run.cancel_requested_at.is_some() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Runs one step and decides its commit. Reads storage only to notice
+    /// a cancel request.
     async fn execute_step(
         &self,
         run: &RunRecord,
@@ -271,20 +303,30 @@ impl Executor {
         };
         tracing::debug!(run = %run.id, step = %idx, role = %def.role, attempt = %attempt, "dispatch");
         let started = Instant::now();
-        let result = match def.timeout_ms {
-            Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), agent.run(&cx)).await
-            {
-                Ok(r) => r,
-                Err(_) => Err(ErrorInfo::new(
-                    ErrorKind::Timeout,
-                    format!(
-                        "step `{}` ran past its timeout of {ms} ms and was cut off",
-                        def.role
-                    ),
-                    true,
-                )),
-            },
-            None => agent.run(&cx).await,
+        let work = async {
+            match def.timeout_ms {
+                Some(ms) => {
+                    match tokio::time::timeout(Duration::from_millis(ms), agent.run(&cx)).await {
+                        Ok(r) => r,
+                        Err(_) => Err(ErrorInfo::new(
+                            ErrorKind::Timeout,
+                            format!(
+                                "step `{}` ran past its timeout of {ms} ms and was cut off",
+                                def.role
+                            ),
+                            true,
+                        )),
+                    }
+                }
+                None => agent.run(&cx).await,
+            }
+        };
+        // Dropping `work` stops the step (a command's process group is killed).
+        let result = tokio::select! {
+            result = work => result,
+            () = self.cancel_requested(run.id) => {
+                return Ok(cancel_commit(run.id, epoch, idx, attempt));
+            }
         };
         let duration_ms = started.elapsed().as_millis() as u64;
         let last = idx.get() + 1 == run.step_count;
@@ -374,5 +416,32 @@ impl Executor {
                 }
             }
         })
+    }
+}
+
+/// The commit that ends a run as cancelled at step `idx`.
+fn cancel_commit(run_id: RunId, epoch: LeaseEpoch, idx: StepIdx, attempt: Attempt) -> StepCommit {
+    let error = ErrorInfo::new(ErrorKind::Cancelled, "cancelled by an operator", false);
+    StepCommit {
+        run_id,
+        epoch,
+        idx,
+        attempt,
+        status: StepStatus::Cancelled,
+        output: None,
+        usage: None,
+        error: Some(error.clone()),
+        run_status: RunStatus::Cancelled,
+        cursor: idx,
+        run_error: Some(error),
+        start_next: None,
+        retry_after: None,
+        events: vec![
+            NewEvent::new(
+                EventKind::StepCancelled,
+                json!({"idx": idx, "attempt": attempt}),
+            ),
+            NewEvent::new(EventKind::RunCancelled, json!({"idx": idx})),
+        ],
     }
 }

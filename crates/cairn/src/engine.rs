@@ -7,8 +7,8 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 use serde_json::Value;
 
-use cairn_checkpoint::{NewRun, OpenOptions, RunFilter, Store, Submitted};
-use cairn_core::{EventRecord, Fingerprint, RunId, RunRecord, StepRecord};
+use cairn_checkpoint::{Action, ForkRequest, NewRun, OpenOptions, RunFilter, Store, Submitted};
+use cairn_core::{Actor, EventRecord, Fingerprint, RunId, RunRecord, StepRecord};
 use cairn_scheduler::{DriveOptions, Driven, Executor, ExecutorConfig};
 
 use crate::{Crew, Result};
@@ -32,7 +32,7 @@ pub struct ResumeOptions {
 }
 
 /// A run with its checkpoint rows: the JSON of `cairn runs show --json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunView {
     #[serde(flatten)]
     pub run: RunRecord,
@@ -123,6 +123,37 @@ impl Engine {
             },
         )
         .await
+    }
+
+    /// Executes a queued run to its next stop with the crew stored on it,
+    /// without taking over a run another process holds. Operator actions
+    /// (`retry`, `continue_run`, `fork`) are followed by this unless the
+    /// caller leaves the run to a worker.
+    pub async fn execute(&self, id: RunId) -> Result<Driven> {
+        let crew = self.stored_crew(id).await?;
+        self.drive(id, &crew, DriveOptions::default()).await
+    }
+
+    /// `failed → queued`: the failed step will run again (attempt + 1).
+    pub async fn retry(&self, id: RunId, actor: &Actor) -> Result<RunRecord> {
+        Ok(self.store().act(id, Action::Retry, actor).await?)
+    }
+
+    /// `interrupted → queued`: the interrupted step will carry on.
+    pub async fn continue_run(&self, id: RunId, actor: &Actor) -> Result<RunRecord> {
+        Ok(self.store().act(id, Action::Continue, actor).await?)
+    }
+
+    /// Cancels a queued, waiting, interrupted or failed run at once; for a
+    /// running run, records a request that its executor honours at its next
+    /// check (the step is stopped and its late result discarded).
+    pub async fn cancel(&self, id: RunId, actor: &Actor) -> Result<RunRecord> {
+        Ok(self.store().act(id, Action::Cancel, actor).await?)
+    }
+
+    /// A new queued run copying checkpoints `0..from_step` of `id`.
+    pub async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord> {
+        Ok(self.store().fork(id, req, actor).await?)
     }
 
     async fn drive(&self, id: RunId, crew: &Crew, opts: DriveOptions) -> Result<Driven> {

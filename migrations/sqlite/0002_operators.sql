@@ -1,0 +1,5 @@
+-- Operator actions: forks record their parent, cancels of running runs are requests.
+ALTER TABLE runs ADD COLUMN parent_run_id TEXT;
+ALTER TABLE runs ADD COLUMN parent_step_idx INTEGER;
+ALTER TABLE runs ADD COLUMN cancel_requested_at TEXT;
+CREATE INDEX runs_by_parent ON runs (parent_run_id) WHERE parent_run_id IS NOT NULL;
