@@ -1,0 +1,369 @@
+//! The route table and its JSON handlers (runs, crews, health, metrics,
+//! the OpenAPI document). Handlers only translate: every decision about a
+//! run belongs to the engine, every status code to `ApiError`.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
+use axum::http::{header, request::Parts, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, MethodRouter};
+use axum::Json;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use cairn::{Fingerprint, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions};
+
+use crate::metrics::StoreSnapshot;
+use crate::{sse, ApiError, AppState};
+
+/// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
+pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
+
+/// How long `/readyz` and `/metrics` wait for the store.
+const STORE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Runs per page when `limit` is not given, and the most a page may hold.
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 1000;
+
+/// One route: its path, its methods, whether it needs a token, and its handlers.
+pub(crate) struct ApiRoute {
+    pub path: &'static str,
+    pub methods: &'static [&'static str],
+    /// Reachable without a token (health checks).
+    pub open: bool,
+    pub handlers: MethodRouter<AppState>,
+}
+
+/// Every route of the API: the router is built from this table, and the
+/// OpenAPI test checks it against the document.
+pub(crate) fn routes() -> Vec<ApiRoute> {
+    let route = |path, methods, open, handlers| ApiRoute {
+        path,
+        methods,
+        open,
+        handlers,
+    };
+    vec![
+        route("/healthz", &["GET"], true, get(healthz)),
+        route("/readyz", &["GET"], true, get(readyz)),
+        route("/metrics", &["GET"], false, get(metrics)),
+        route("/v1/openapi.json", &["GET"], false, get(openapi)),
+        route(
+            "/v1/runs",
+            &["GET", "POST"],
+            false,
+            get(list_runs).post(submit),
+        ),
+        route("/v1/runs/{id}", &["GET"], false, get(show_run)),
+        route("/v1/runs/{id}/events", &["GET"], false, get(sse::events)),
+        route("/v1/crews", &["GET"], false, get(list_crews)),
+    ]
+}
+
+/// `Json<T>` whose rejections are `ApiError`s (400 `bad_json`, 422
+/// `invalid_body`, 413 `too_large`, 415) instead of axum's plain text.
+pub(crate) struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) => Err(ApiError::from_json_rejection(rejection, state.body_limit())),
+        }
+    }
+}
+
+/// `Query<T>` whose rejections are 400 `bad_query`.
+pub(crate) struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(q)| ApiQuery(q))
+            .map_err(ApiError::from_query_rejection)
+    }
+}
+
+/// The `{id}` path segment as a run id (400 `bad_run_id` if it is not one).
+pub(crate) struct RunIdPath(pub RunId);
+
+impl FromRequestParts<AppState> for RunIdPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::BadRunId(e.body_text()))?;
+        RunId::from_str(&raw)
+            .map(RunIdPath)
+            .map_err(|_| ApiError::BadRunId(raw))
+    }
+}
+
+/// `GET /healthz`: the process answers.
+async fn healthz() -> Json<Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// `GET /readyz`: the database answers a trivial query.
+async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let filter = RunFilter {
+        limit: Some(1),
+        ..RunFilter::default()
+    };
+    let probe = state.engine().list(&filter);
+    match tokio::time::timeout(STORE_TIMEOUT, probe).await {
+        Ok(Ok(_)) => Ok(Json(json!({"status": "ok"}))),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %crate::error::ErrorChain(&e), "readiness probe failed");
+            Err(ApiError::NotReady)
+        }
+        Err(_) => {
+            tracing::warn!(
+                "readiness probe failed: the database did not answer in {STORE_TIMEOUT:?}"
+            );
+            Err(ApiError::NotReady)
+        }
+    }
+}
+
+/// `GET /metrics`: Prometheus text.
+async fn metrics(State(state): State<AppState>) -> Response {
+    let all = tokio::time::timeout(STORE_TIMEOUT, state.engine().list(&RunFilter::default())).await;
+    let snapshot = match all {
+        Ok(Ok(runs)) => {
+            let now = chrono::Utc::now();
+            let by_status = RunStatus::ALL
+                .iter()
+                .map(|s| (*s, runs.iter().filter(|r| r.status == *s).count() as u64))
+                .collect();
+            let ready = runs
+                .iter()
+                .filter(|r| r.status == RunStatus::Queued && r.not_before.is_none_or(|t| t <= now))
+                .count() as u64;
+            Some(StoreSnapshot { by_status, ready })
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %crate::error::ErrorChain(&e), "metrics: cannot count runs");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("metrics: the database did not answer in {STORE_TIMEOUT:?}");
+            None
+        }
+    };
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.metrics().render(snapshot.as_ref()),
+    )
+        .into_response()
+}
+
+/// `GET /v1/openapi.json`.
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI_JSON).into_response()
+}
+
+/// The body of `POST /v1/runs`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubmitBody {
+    /// A crew name from `GET /v1/crews`.
+    crew: String,
+    /// The run's input: any JSON value.
+    input: Value,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+    #[serde(default)]
+    thread_id: Option<String>,
+}
+
+/// `POST /v1/runs`: records a queued run (201), or returns the run an
+/// earlier submit with the same idempotency key created (200).
+async fn submit(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<SubmitBody>,
+) -> Result<Response, ApiError> {
+    let crew = state
+        .crews()
+        .get(&body.crew)
+        .ok_or_else(|| ApiError::UnknownCrew(body.crew.clone()))?;
+    let submitted = state
+        .engine()
+        .submit(
+            crew,
+            body.input,
+            SubmitOptions {
+                idempotency_key: body.idempotency_key,
+                thread_id: body.thread_id,
+            },
+        )
+        .await?;
+    let id = submitted.run.id;
+    if submitted.run.status == RunStatus::Queued {
+        state.wake_runner();
+    }
+    let view = state.engine().show(id).await?;
+    if submitted.created {
+        tracing::info!(run = %id, crew = %view.run.crew, "run submitted");
+        Ok((
+            StatusCode::CREATED,
+            [(header::LOCATION, format!("/v1/runs/{id}"))],
+            Json(view),
+        )
+            .into_response())
+    } else {
+        Ok((StatusCode::OK, Json(view)).into_response())
+    }
+}
+
+/// The query of `GET /v1/runs`. Strings, parsed by hand, so every mistake
+/// gets a message naming the parameter.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    status: Option<String>,
+    crew: Option<String>,
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+/// A page of runs.
+#[derive(Debug, Serialize)]
+struct RunPage {
+    runs: Vec<RunRecord>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    next_cursor: Option<String>,
+}
+
+/// `GET /v1/runs`: runs oldest first, filtered and paginated.
+///
+/// The store has no keyset query yet, so this lists every run with the
+/// status and pages in memory: the cursor is the last run id returned, and
+/// the next page holds the runs after it in the store's (created_at, id)
+/// order, so runs that change status between pages are neither repeated
+/// nor skipped.
+async fn list_runs(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Json<RunPage>, ApiError> {
+    let status = q
+        .status
+        .as_deref()
+        .map(RunStatus::from_str)
+        .transpose()
+        .map_err(|e| ApiError::BadQuery(format!("status: {e}")))?;
+    let limit = match q.limit.as_deref() {
+        None => DEFAULT_LIMIT,
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
+            _ => {
+                return Err(ApiError::BadQuery(format!(
+                    "limit: `{text}` is not a number from 1 to {MAX_LIMIT}"
+                )))
+            }
+        },
+    };
+    let after = match q.cursor.as_deref() {
+        None => None,
+        Some(text) => {
+            let id = RunId::from_str(text).map_err(|_| ApiError::BadCursor)?;
+            match state.engine().store().get_run(id).await {
+                Ok(run) => Some((run.created_at, run.id)),
+                Err(cairn_checkpoint::Error::RunNotFound(_)) => return Err(ApiError::BadCursor),
+                Err(e) => return Err(ApiError::Engine(e.into())),
+            }
+        }
+    };
+    let runs = state
+        .engine()
+        .list(&RunFilter {
+            status,
+            limit: None,
+        })
+        .await?;
+    let mut page: Vec<RunRecord> = runs
+        .into_iter()
+        .filter(|r| q.crew.as_ref().is_none_or(|c| &r.crew == c))
+        .filter(|r| after.is_none_or(|a| (r.created_at, r.id) > a))
+        .take(limit + 1)
+        .collect();
+    let next_cursor = if page.len() > limit {
+        page.truncate(limit);
+        page.last().map(|r| r.id.to_string())
+    } else {
+        None
+    };
+    Ok(Json(RunPage {
+        runs: page,
+        next_cursor,
+    }))
+}
+
+/// `GET /v1/runs/{id}`: the run with its steps (`cairn runs show --json`).
+async fn show_run(
+    State(state): State<AppState>,
+    RunIdPath(id): RunIdPath,
+) -> Result<Json<cairn::RunView>, ApiError> {
+    Ok(Json(state.engine().show(id).await?))
+}
+
+/// An entry of `GET /v1/crews`.
+#[derive(Debug, Serialize)]
+struct CrewSummary<'a> {
+    name: &'a str,
+    version: &'a str,
+    fingerprint: &'a Fingerprint,
+    agents: Vec<AgentSummary<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct AgentSummary<'a> {
+    role: &'a str,
+    kind: &'static str,
+}
+
+/// `GET /v1/crews`: the crews this server loaded, by name.
+async fn list_crews(State(state): State<AppState>) -> Response {
+    let crews: Vec<CrewSummary<'_>> = state
+        .crews()
+        .iter()
+        .map(|crew| CrewSummary {
+            name: &crew.def().name,
+            version: &crew.def().version,
+            fingerprint: crew.fingerprint(),
+            agents: crew
+                .def()
+                .agents
+                .iter()
+                .map(|a| AgentSummary {
+                    role: a.role.as_str(),
+                    kind: a.kind.name(),
+                })
+                .collect(),
+        })
+        .collect();
+    Json(crews).into_response()
+}
+
+/// The fallback: no route matches.
+pub(crate) async fn no_route(uri: axum::http::Uri) -> ApiError {
+    ApiError::NoRoute(uri.path().to_owned())
+}
+
+/// The route exists, the method does not.
+pub(crate) async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}

@@ -1,0 +1,89 @@
+//! Bearer-token authentication. Tokens are kept as SHA-256 digests and a
+//! presented token is compared against every one in constant time, so
+//! neither its content nor which token matched shows in the timing.
+
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::{ApiError, AppState};
+
+/// The accepted tokens (digests). Empty: the API is open.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tokens(Vec<[u8; 32]>);
+
+impl Tokens {
+    /// Blank tokens (e.g. from a trailing comma) are dropped, never accepted.
+    pub fn new<S: AsRef<str>>(tokens: impl IntoIterator<Item = S>) -> Tokens {
+        Tokens(
+            tokens
+                .into_iter()
+                .map(|t| t.as_ref().trim().to_owned())
+                .filter(|t| !t.is_empty())
+                .map(|t| digest(&t))
+                .collect(),
+        )
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `presented` is one of the tokens; looks at all of them.
+    fn accepts(&self, presented: &str) -> bool {
+        let presented = digest(presented);
+        let mut any = subtle::Choice::from(0);
+        for token in &self.0 {
+            any |= token.ct_eq(&presented);
+        }
+        any.into()
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Middleware: with tokens configured, requires `Authorization: Bearer <token>`.
+pub(crate) async fn require_token(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let tokens = state.tokens();
+    if tokens.is_empty() {
+        return next.run(request).await;
+    }
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, token) = v.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        });
+    match presented {
+        Some(token) if tokens.accepts(token) => next.run(request).await,
+        _ => ApiError::Unauthorized.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_only_configured_nonblank_tokens() {
+        let tokens = Tokens::new(["alpha", " beta ", "", "  "]);
+        assert!(!tokens.is_empty());
+        assert!(tokens.accepts("alpha"));
+        assert!(tokens.accepts("beta"));
+        assert!(!tokens.accepts(""));
+        assert!(!tokens.accepts("alph"));
+        assert!(!tokens.accepts("alphaa"));
+        assert!(Tokens::new([""]).is_empty());
+    }
+}

@@ -1,0 +1,234 @@
+//! `server::Error` (why the server could not start or stopped) and
+//! `ApiError`, the one place where a failure becomes an HTTP status and a
+//! `{"error": {"code", "message"}}` body. 5xx details are logged, never sent.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+/// Why the server could not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No API tokens were given and the listen address is not a loopback
+    /// address: the API would be open to the network.
+    #[error("refusing to listen on {listen} without API tokens: anyone who reaches it could submit runs, and `command` agents run programs; set CAIRN_API_TOKENS (comma-separated) or listen on a loopback address such as 127.0.0.1:8080")]
+    OpenOnNetwork { listen: SocketAddr },
+    /// The crews directory could not be read.
+    #[error("cannot read the crews directory {}: {source}", path.display())]
+    CrewsDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A crew file failed to load.
+    #[error("cannot load crew file {}", path.display())]
+    CrewFile {
+        path: PathBuf,
+        #[source]
+        source: cairn::Error,
+    },
+    /// Two crew files define a crew of the same name.
+    #[error("crew `{name}` is defined twice: in {} and in {}; crew names must be unique in the crews directory", first.display(), second.display())]
+    DuplicateCrew {
+        name: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
+    /// The database could not be opened.
+    #[error("cannot open the database")]
+    Open(#[source] cairn::Error),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {listen}: {source}")]
+    Bind {
+        listen: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The HTTP server failed while serving.
+    #[error("the HTTP server failed: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+/// An API failure: a status, a stable `code` and a message for the client.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// The body is not JSON (syntax error, truncated).
+    #[error("the request body is not valid JSON: {0}")]
+    BadJson(String),
+    /// The body is JSON of the wrong shape (missing field, wrong type).
+    #[error("the request body does not match the expected shape: {0}")]
+    InvalidBody(String),
+    /// The body could not be read.
+    #[error("the request body could not be read: {0}")]
+    BadBody(String),
+    /// A body without `Content-Type: application/json`.
+    #[error("send the body as JSON with `Content-Type: application/json`")]
+    UnsupportedMediaType,
+    /// The body exceeded the server's limit.
+    #[error("the request body is larger than the server accepts ({limit} bytes)")]
+    TooLarge { limit: usize },
+    /// A query string parameter is malformed or unknown.
+    #[error("bad query string: {0}")]
+    BadQuery(String),
+    /// `cursor` does not name a run.
+    #[error(
+        "`cursor` does not name a run (it may have been deleted); list again without a cursor"
+    )]
+    BadCursor,
+    /// `Last-Event-ID` is not an event sequence number.
+    #[error(
+        "`Last-Event-ID` must be an event sequence number (a non-negative integer), not `{0}`"
+    )]
+    BadLastEventId(String),
+    /// A crew name this server does not know.
+    #[error("no crew named `{0}` is loaded on this server (GET /v1/crews lists them)")]
+    UnknownCrew(String),
+    /// A path segment that is not a run id.
+    #[error("`{0}` is not a run id (expected a UUID)")]
+    BadRunId(String),
+    /// No run has this id.
+    #[error("run {0} not found")]
+    RunNotFound(String),
+    /// No route matches the path.
+    #[error("no such route: {0}")]
+    NoRoute(String),
+    /// The route exists, the method does not.
+    #[error("method not allowed on this route")]
+    MethodNotAllowed,
+    /// Missing or wrong bearer token.
+    #[error("a valid `Authorization: Bearer <token>` header is required")]
+    Unauthorized,
+    /// The database does not answer.
+    #[error("the database does not answer")]
+    NotReady,
+    /// The engine refused or failed.
+    #[error(transparent)]
+    Engine(#[from] cairn::Error),
+}
+
+impl ApiError {
+    /// The HTTP status and the stable `code` of the JSON body.
+    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+        use cairn::Error as E;
+        use cairn_checkpoint::Error as S;
+        use cairn_scheduler::Error as X;
+        match self {
+            ApiError::BadJson(_) => (StatusCode::BAD_REQUEST, "bad_json"),
+            ApiError::InvalidBody(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
+            ApiError::BadBody(_) => (StatusCode::BAD_REQUEST, "bad_body"),
+            ApiError::UnsupportedMediaType => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            }
+            ApiError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            ApiError::BadQuery(_) => (StatusCode::BAD_REQUEST, "bad_query"),
+            ApiError::BadCursor => (StatusCode::BAD_REQUEST, "bad_cursor"),
+            ApiError::BadLastEventId(_) => (StatusCode::BAD_REQUEST, "bad_last_event_id"),
+            ApiError::UnknownCrew(_) => (StatusCode::NOT_FOUND, "unknown_crew"),
+            ApiError::BadRunId(_) => (StatusCode::BAD_REQUEST, "bad_run_id"),
+            ApiError::RunNotFound(_) => (StatusCode::NOT_FOUND, "run_not_found"),
+            ApiError::NoRoute(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::NotReady => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
+            ApiError::Engine(e) => match (e.store_error(), e) {
+                (Some(S::RunNotFound(_)), _) => (StatusCode::NOT_FOUND, "run_not_found"),
+                (Some(S::IdempotencyConflict { .. }), _) => {
+                    (StatusCode::CONFLICT, "idempotency_conflict")
+                }
+                (Some(S::WrongState { .. }), _) => (StatusCode::CONFLICT, "wrong_state"),
+                (Some(S::Unreachable { .. }), _) => {
+                    (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+                }
+                (_, E::Executor(X::CrewMismatch { .. })) => (StatusCode::CONFLICT, "crew_mismatch"),
+                (
+                    _,
+                    E::Executor(X::RunFailed { .. } | X::NotResumable { .. } | X::Leased { .. }),
+                ) => (StatusCode::CONFLICT, "wrong_state"),
+                _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            },
+        }
+    }
+
+    /// Maps a rejection of axum's `Json` extractor.
+    pub(crate) fn from_json_rejection(rejection: JsonRejection, limit: usize) -> ApiError {
+        match rejection {
+            JsonRejection::JsonSyntaxError(e) => ApiError::BadJson(source_text(&e)),
+            JsonRejection::JsonDataError(e) => ApiError::InvalidBody(source_text(&e)),
+            JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType,
+            other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                ApiError::TooLarge { limit }
+            }
+            other => ApiError::BadBody(other.body_text()),
+        }
+    }
+
+    /// Maps a rejection of axum's `Query` extractor.
+    pub(crate) fn from_query_rejection(rejection: QueryRejection) -> ApiError {
+        match rejection {
+            QueryRejection::FailedToDeserializeQueryString(e) => {
+                ApiError::BadQuery(source_text(&e))
+            }
+            other => ApiError::BadQuery(other.body_text()),
+        }
+    }
+}
+
+/// The innermost message of a rejection (serde's "missing field `crew` at
+/// line 1 column 2"), without axum's generic prefix.
+fn source_text(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut last: &dyn std::error::Error = e;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    last.to_string()
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let message = match status {
+            StatusCode::INTERNAL_SERVER_ERROR => {
+                tracing::error!(error = %ErrorChain(&self), "request failed");
+                "internal error; the server log has the details".to_owned()
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                tracing::warn!(error = %ErrorChain(&self), "request failed");
+                "the database is unavailable; try again later".to_owned()
+            }
+            _ => self.to_string(),
+        };
+        let mut response = (
+            status,
+            Json(json!({"error": {"code": code, "message": message}})),
+        )
+            .into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// Displays an error with its sources, `a: b: c`, for logs.
+pub(crate) struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,192 @@
+//! Cairn's HTTP API: JSON over axum, versioned under `/v1`, plus an embedded
+//! runner that executes the runs the API queues.
+//!
+//! [`router`] builds the API from an [`AppState`] (for tests and for
+//! embedding in a service); [`serve`] is what `cairn serve` calls: it opens
+//! the database, loads the crews, binds, runs the API and the runner, and
+//! stops gracefully on Ctrl-C or SIGTERM.
+//!
+//! | route | what |
+//! | --- | --- |
+//! | `POST /v1/runs` | submit a run (201; 200 for a repeated idempotency key) |
+//! | `GET /v1/runs` | runs oldest first: `?status=&crew=&limit=&cursor=` |
+//! | `GET /v1/runs/{id}` | one run with its steps (`cairn runs show --json`) |
+//! | `GET /v1/runs/{id}/events` | the run's events as Server-Sent Events |
+//! | `GET /v1/crews` | the crews loaded from the crews directory |
+//! | `GET /v1/openapi.json` | the OpenAPI 3.1 document |
+//! | `GET /metrics` | Prometheus text |
+//! | `GET /healthz`, `GET /readyz` | liveness, database readiness (no token needed) |
+//!
+//! Errors are `{"error": {"code", "message"}}`; see [`ApiError`].
+//!
+//! **Invariant:** the server decides nothing about runs: it translates HTTP
+//! into `cairn::Engine` calls and typed errors into statuses.
+//! **Invariant:** no internal detail (SQL, paths, hosts) reaches a client in a 5xx.
+
+mod api;
+mod auth;
+mod crews;
+mod error;
+mod metrics;
+mod runner;
+mod serve;
+mod sse;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::Router;
+use tokio::sync::watch;
+
+use cairn::Engine;
+
+pub use api::OPENAPI_JSON;
+pub use crews::Crews;
+pub use error::{ApiError, Error};
+pub use serve::{serve, ServeOptions, Server};
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The default request body limit: 1 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    engine: Engine,
+    crews: Arc<Crews>,
+    tokens: Arc<auth::Tokens>,
+    body_limit: usize,
+    metrics: Arc<metrics::Metrics>,
+    waker: runner::Waker,
+    shutdown: Arc<watch::Sender<bool>>,
+}
+
+impl AppState {
+    /// An open API (no tokens) with the default body limit.
+    pub fn new(engine: Engine, crews: Crews) -> AppState {
+        AppState {
+            engine,
+            crews: Arc::new(crews),
+            tokens: Arc::default(),
+            body_limit: DEFAULT_BODY_LIMIT,
+            metrics: Arc::default(),
+            waker: runner::Waker::default(),
+            shutdown: Arc::new(watch::channel(false).0),
+        }
+    }
+
+    /// Requires `Authorization: Bearer <token>` with one of these tokens on
+    /// every route but `/healthz` and `/readyz`. Blank tokens are ignored;
+    /// none at all leaves the API open.
+    pub fn with_tokens<S: AsRef<str>>(mut self, tokens: impl IntoIterator<Item = S>) -> AppState {
+        self.tokens = Arc::new(auth::Tokens::new(tokens));
+        self
+    }
+
+    /// Refuses request bodies larger than this (413 `too_large`).
+    pub fn with_body_limit(mut self, bytes: usize) -> AppState {
+        self.body_limit = bytes;
+        self
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn crews(&self) -> &Crews {
+        &self.crews
+    }
+
+    pub fn body_limit(&self) -> usize {
+        self.body_limit
+    }
+
+    /// Whether requests need a token.
+    pub fn requires_token(&self) -> bool {
+        !self.tokens.is_empty()
+    }
+
+    pub(crate) fn tokens(&self) -> &auth::Tokens {
+        &self.tokens
+    }
+
+    pub(crate) fn metrics(&self) -> &Arc<metrics::Metrics> {
+        &self.metrics
+    }
+
+    /// Tells the embedded runner (if any) to look for queued runs now.
+    pub(crate) fn wake_runner(&self) {
+        self.waker.wake();
+    }
+
+    pub(crate) fn waker(&self) -> &runner::Waker {
+        &self.waker
+    }
+
+    /// Becomes `true` when the server begins to shut down.
+    pub(crate) fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    /// Ends event streams and stops the runner from launching runs.
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+}
+
+/// Every route of the API with its methods, as the router serves them
+/// (the OpenAPI document is checked against this list).
+pub fn route_table() -> Vec<(&'static str, &'static [&'static str])> {
+    api::routes()
+        .into_iter()
+        .map(|r| (r.path, r.methods))
+        .collect()
+}
+
+/// The API's router, state applied.
+pub fn router(state: AppState) -> Router {
+    let mut open = Router::new();
+    let mut guarded = Router::new();
+    for route in api::routes() {
+        if route.open {
+            open = open.route(route.path, route.handlers);
+        } else {
+            guarded = guarded.route(route.path, route.handlers);
+        }
+    }
+    let guarded = guarded
+        .fallback(api::no_route)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ));
+    open.merge(guarded)
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            count_requests,
+        ))
+        .layer(DefaultBodyLimit::max(state.body_limit))
+        .with_state(state)
+}
+
+/// Counts every answered request by route and status, and logs it.
+async fn count_requests(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method = request.method().clone();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status();
+    state.metrics.record_request(&route, status.as_u16());
+    tracing::debug!(%method, %route, status = status.as_u16(), ms = started.elapsed().as_millis() as u64, "request");
+    response
+}

@@ -1,0 +1,285 @@
+//! In-process counters and their Prometheus text rendering. Only what this
+//! process can count honestly lives here (requests it answered, steps its
+//! runner executed); counts of stored runs are read from the store per
+//! scrape by the `/metrics` handler.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use cairn::{RunStatus, StepRecord};
+
+/// Upper bounds (seconds) of the step duration histogram's buckets.
+const STEP_BUCKETS: [f64; 14] = [
+    0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0,
+];
+
+/// Counters shared by the HTTP layer and the runner.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    /// Requests answered, by matched route and status code.
+    http: Mutex<BTreeMap<(String, u16), u64>>,
+    /// Runs the runner is driving now.
+    in_flight: AtomicU64,
+    /// Drives the runner finished, by the run's status afterwards (or `error`).
+    drives: Mutex<BTreeMap<&'static str, u64>>,
+    /// Step attempts the runner executed (each retry counts).
+    attempts: AtomicU64,
+    /// Drives that took over a run `running` under another lease.
+    takeovers: AtomicU64,
+    input_tokens: AtomicU64,
+    output_tokens: AtomicU64,
+    step_duration: Histogram,
+}
+
+#[derive(Debug, Default)]
+struct Histogram {
+    /// Cumulative counts would race; keep per-bucket counts and sum on render.
+    buckets: [AtomicU64; STEP_BUCKETS.len()],
+    /// Observations above the last bound.
+    over: AtomicU64,
+    count: AtomicU64,
+    /// Sum in microseconds.
+    sum_us: AtomicU64,
+}
+
+impl Histogram {
+    fn observe(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        match STEP_BUCKETS.iter().position(|b| secs <= *b) {
+            Some(i) => self.buckets[i].fetch_add(1, Ordering::Relaxed),
+            None => self.over.fetch_add(1, Ordering::Relaxed),
+        };
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_us.fetch_add(
+            u64::try_from(d.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// What the `/metrics` handler read from the store for this scrape.
+pub(crate) struct StoreSnapshot {
+    /// Runs by status, every status present (0 when none).
+    pub by_status: Vec<(RunStatus, u64)>,
+    /// Queued runs whose `not_before`, if any, has passed.
+    pub ready: u64,
+}
+
+impl Metrics {
+    pub fn record_request(&self, route: &str, code: u16) {
+        let mut http = self.http.lock().unwrap_or_else(|p| p.into_inner());
+        *http.entry((route.to_owned(), code)).or_default() += 1;
+    }
+
+    pub fn set_in_flight(&self, n: usize) {
+        self.in_flight.store(n as u64, Ordering::Relaxed);
+    }
+
+    /// One finished drive: the run's status afterwards (or `error`), whether
+    /// it took the run over, how many attempts it executed, and the rows of
+    /// the steps it executed (their durations and tokens).
+    pub fn record_drive(
+        &self,
+        outcome: &'static str,
+        took_over: bool,
+        attempts: usize,
+        steps: &[&StepRecord],
+    ) {
+        {
+            let mut drives = self.drives.lock().unwrap_or_else(|p| p.into_inner());
+            *drives.entry(outcome).or_default() += 1;
+        }
+        if took_over {
+            self.takeovers.fetch_add(1, Ordering::Relaxed);
+        }
+        self.attempts.fetch_add(attempts as u64, Ordering::Relaxed);
+        for step in steps {
+            if let Some(ms) = step.duration_ms() {
+                let ms = u64::try_from(ms).unwrap_or(0);
+                self.step_duration.observe(Duration::from_millis(ms));
+            }
+            self.input_tokens
+                .fetch_add(step.input_tokens.unwrap_or(0), Ordering::Relaxed);
+            self.output_tokens
+                .fetch_add(step.output_tokens.unwrap_or(0), Ordering::Relaxed);
+        }
+    }
+
+    /// The Prometheus text exposition (format 0.0.4).
+    pub fn render(&self, store: Option<&StoreSnapshot>) -> String {
+        let mut out = String::new();
+        let o = &mut out;
+        header(
+            o,
+            "cairn_store_up",
+            "gauge",
+            "1 if the store answered this scrape's count, else 0.",
+        );
+        let _ = writeln!(o, "cairn_store_up {}", u8::from(store.is_some()));
+        if let Some(store) = store {
+            header(o, "cairn_runs", "gauge", "Runs in the store by status.");
+            for (status, n) in &store.by_status {
+                let _ = writeln!(o, "cairn_runs{{status=\"{status}\"}} {n}");
+            }
+            header(
+                o,
+                "cairn_queue_ready",
+                "gauge",
+                "Queued runs whose retry back-off has passed (claimable now).",
+            );
+            let _ = writeln!(o, "cairn_queue_ready {}", store.ready);
+        }
+
+        header(
+            o,
+            "cairn_http_requests_total",
+            "counter",
+            "HTTP requests this process answered, by route and status code.",
+        );
+        {
+            let http = self.http.lock().unwrap_or_else(|p| p.into_inner());
+            for ((route, code), n) in http.iter() {
+                let _ = writeln!(
+                    o,
+                    "cairn_http_requests_total{{route=\"{}\",code=\"{code}\"}} {n}",
+                    escape(route)
+                );
+            }
+        }
+
+        header(
+            o,
+            "cairn_runner_in_flight",
+            "gauge",
+            "Runs this process's runner is executing now.",
+        );
+        let _ = writeln!(
+            o,
+            "cairn_runner_in_flight {}",
+            self.in_flight.load(Ordering::Relaxed)
+        );
+        header(
+            o,
+            "cairn_runner_drives_total",
+            "counter",
+            "Runs this process's runner drove to a stop, by the run's status afterwards (error: the drive failed).",
+        );
+        {
+            let drives = self.drives.lock().unwrap_or_else(|p| p.into_inner());
+            for (outcome, n) in drives.iter() {
+                let _ = writeln!(o, "cairn_runner_drives_total{{outcome=\"{outcome}\"}} {n}");
+            }
+        }
+        header(
+            o,
+            "cairn_runner_takeovers_total",
+            "counter",
+            "Drives of this process that took over a run running under another lease.",
+        );
+        let _ = writeln!(
+            o,
+            "cairn_runner_takeovers_total {}",
+            self.takeovers.load(Ordering::Relaxed)
+        );
+        header(
+            o,
+            "cairn_step_attempts_total",
+            "counter",
+            "Step attempts this process's runner executed (a retried step counts each attempt).",
+        );
+        let _ = writeln!(
+            o,
+            "cairn_step_attempts_total {}",
+            self.attempts.load(Ordering::Relaxed)
+        );
+        header(
+            o,
+            "cairn_step_tokens_total",
+            "counter",
+            "Tokens reported by steps this process's runner executed (last attempt of each step).",
+        );
+        for (direction, n) in [
+            ("input", &self.input_tokens),
+            ("output", &self.output_tokens),
+        ] {
+            let _ = writeln!(
+                o,
+                "cairn_step_tokens_total{{direction=\"{direction}\"}} {}",
+                n.load(Ordering::Relaxed)
+            );
+        }
+
+        header(
+            o,
+            "cairn_step_duration_seconds",
+            "histogram",
+            "Duration of steps this process's runner executed (last attempt, database clock).",
+        );
+        let h = &self.step_duration;
+        let mut cumulative = 0;
+        for (bound, bucket) in STEP_BUCKETS.iter().zip(&h.buckets) {
+            cumulative += bucket.load(Ordering::Relaxed);
+            let _ = writeln!(
+                o,
+                "cairn_step_duration_seconds_bucket{{le=\"{bound}\"}} {cumulative}"
+            );
+        }
+        cumulative += h.over.load(Ordering::Relaxed);
+        let _ = writeln!(
+            o,
+            "cairn_step_duration_seconds_bucket{{le=\"+Inf\"}} {cumulative}"
+        );
+        let _ = writeln!(
+            o,
+            "cairn_step_duration_seconds_sum {}",
+            h.sum_us.load(Ordering::Relaxed) as f64 / 1e6
+        );
+        let _ = writeln!(
+            o,
+            "cairn_step_duration_seconds_count {}",
+            h.count.load(Ordering::Relaxed)
+        );
+        out
+    }
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// A label value in the exposition format.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_cumulative() {
+        let m = Metrics::default();
+        m.step_duration.observe(Duration::from_millis(5));
+        m.step_duration.observe(Duration::from_millis(700));
+        m.step_duration.observe(Duration::from_secs(7200));
+        let text = m.render(None);
+        assert!(text.contains("cairn_step_duration_seconds_bucket{le=\"0.01\"} 1\n"));
+        assert!(text.contains("cairn_step_duration_seconds_bucket{le=\"1\"} 2\n"));
+        assert!(text.contains("cairn_step_duration_seconds_bucket{le=\"3600\"} 2\n"));
+        assert!(text.contains("cairn_step_duration_seconds_bucket{le=\"+Inf\"} 3\n"));
+        assert!(text.contains("cairn_step_duration_seconds_count 3\n"));
+        assert!(text.contains("cairn_store_up 0\n"));
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}

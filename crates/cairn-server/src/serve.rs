@@ -1,0 +1,237 @@
+//! Starting and stopping the server: options → [`Server::bind`] (checks,
+//! database, crews, socket) → [`Server::run_until`] (API + runner until a
+//! shutdown signal) → graceful stop. [`serve`] is both with Ctrl-C/SIGTERM.
+
+use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cairn::{Engine, ExecutorConfig, OpenOptions};
+
+use crate::crews::Crews;
+use crate::runner::{Runner, RunnerOptions};
+use crate::{router, AppState, Error, Result, DEFAULT_BODY_LIMIT};
+
+/// Everything `cairn serve` configures.
+///
+/// Build it with a struct literal and `..Default::default()`, so fields
+/// added later keep callers compiling:
+///
+/// ```no_run
+/// # async fn example() -> Result<(), cairn_server::Error> {
+/// use cairn_server::{serve, ServeOptions};
+/// serve(ServeOptions {
+///     db_url: "sqlite://cairn.db".into(),
+///     crews_dir: "crews".into(),
+///     listen: "127.0.0.1:8080".parse().unwrap(),
+///     tokens: std::env::var("CAIRN_API_TOKENS")
+///         .unwrap_or_default()
+///         .split(',')
+///         .map(str::to_owned)
+///         .collect(),
+///     ..Default::default()
+/// })
+/// .await
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The database: `sqlite://PATH` (created if missing) or `postgres://…`.
+    /// Default `sqlite://cairn.db`.
+    pub db_url: String,
+    /// A directory of crew files: every `*.toml` directly inside it is
+    /// loaded at startup (by its `name`); a file that fails to load, or two
+    /// files with the same crew name, stop the startup with an error naming
+    /// the file. Other files are ignored. Default `crews`.
+    pub crews_dir: PathBuf,
+    /// The address to listen on. Default `127.0.0.1:8080`. Without
+    /// `tokens` it must be a loopback address.
+    pub listen: SocketAddr,
+    /// API tokens (the CLI reads `CAIRN_API_TOKENS`, comma-separated).
+    /// With at least one non-blank token every route but `/healthz` and
+    /// `/readyz` requires `Authorization: Bearer <token>`. With none the
+    /// API is open (development mode): the server logs a warning and
+    /// refuses to listen on a non-loopback address ([`Error::OpenOnNetwork`]).
+    /// Blank entries are ignored.
+    pub tokens: Vec<String>,
+    /// Runs the embedded runner executes at the same time. Default 4; 0
+    /// starts no runner (the API only queues runs).
+    pub concurrency: usize,
+    /// The largest request body accepted (413 `too_large` beyond). Default 1 MiB.
+    pub body_limit: usize,
+    /// How often the runner looks for queued runs (it also looks right
+    /// after each submit). Default 200 ms.
+    pub poll_interval: Duration,
+    /// On shutdown, how long open requests and runs in flight get to
+    /// finish. Runs still executing then are abandoned as `running`; a
+    /// `cairn resume` takes them over. Default 10 s.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            db_url: "sqlite://cairn.db".to_owned(),
+            crews_dir: PathBuf::from("crews"),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            tokens: vec![],
+            concurrency: 4,
+            body_limit: DEFAULT_BODY_LIMIT,
+            poll_interval: Duration::from_millis(200),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A bound server, not serving yet.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    opts: ServeOptions,
+}
+
+impl Server {
+    /// Checks the options, loads the crews, opens the database and binds
+    /// the address, in that order (so a mistake costs no connection).
+    pub async fn bind(opts: ServeOptions) -> Result<Server> {
+        let state_tokens = crate::auth::Tokens::new(&opts.tokens);
+        if state_tokens.is_empty() && !opts.listen.ip().is_loopback() {
+            return Err(Error::OpenOnNetwork {
+                listen: opts.listen,
+            });
+        }
+        let crews = Crews::load_dir(&opts.crews_dir)?;
+        if crews.is_empty() {
+            tracing::warn!(dir = %opts.crews_dir.display(), "no crew files (*.toml) found: runs cannot be submitted");
+        }
+        let config = ExecutorConfig {
+            owner: format!("cairn-server:pid:{}", std::process::id()),
+            ..ExecutorConfig::default()
+        };
+        let engine = Engine::open_with(&opts.db_url, &OpenOptions::default(), config)
+            .await
+            .map_err(Error::Open)?;
+        let listener = tokio::net::TcpListener::bind(opts.listen)
+            .await
+            .map_err(|source| Error::Bind {
+                listen: opts.listen,
+                source,
+            })?;
+        let state = AppState::new(engine, crews)
+            .with_tokens(&opts.tokens)
+            .with_body_limit(opts.body_limit);
+        Ok(Server {
+            listener,
+            state,
+            opts,
+        })
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        self.listener.local_addr().map_err(|source| Error::Bind {
+            listen: self.opts.listen,
+            source,
+        })
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves the API and runs the runner until `shutdown` completes, then
+    /// stops: no new connections or runs, event streams end, open requests
+    /// and runs in flight get `shutdown_grace` to finish.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send) -> Result<()> {
+        let Server {
+            listener,
+            state,
+            opts,
+        } = self;
+        let addr = listener.local_addr().unwrap_or(opts.listen);
+        if state.requires_token() {
+            tracing::info!(%addr, crews = state.crews().len(), "cairn API listening (bearer tokens required)");
+        } else {
+            tracing::warn!(%addr, crews = state.crews().len(), "cairn API listening in DEVELOPMENT MODE: no API tokens, anyone who can reach {addr} can submit runs; set CAIRN_API_TOKENS to require a token");
+        }
+        let runner = (opts.concurrency > 0).then(|| {
+            Runner::start(
+                state.engine().clone(),
+                RunnerOptions {
+                    concurrency: opts.concurrency,
+                    poll: opts.poll_interval,
+                    grace: opts.shutdown_grace,
+                },
+                state.waker().clone(),
+                state.shutdown_signal(),
+                state.metrics().clone(),
+            )
+        });
+
+        let mut stopping = state.shutdown_signal();
+        let server = axum::serve(listener, router(state.clone()))
+            .with_graceful_shutdown(async move {
+                let _ = stopping.wait_for(|stop| *stop).await;
+            })
+            .into_future();
+        tokio::pin!(server);
+        let ended_by_itself = tokio::select! {
+            result = &mut server => Some(result),
+            () = shutdown => None,
+        };
+        tracing::info!("shutting down");
+        state.begin_shutdown();
+        let served = match ended_by_itself {
+            Some(result) => result,
+            None => match tokio::time::timeout(opts.shutdown_grace, &mut server).await {
+                Ok(result) => result,
+                Err(_) => {
+                    tracing::warn!(
+                        "open connections did not close within the grace period; dropping them"
+                    );
+                    Ok(())
+                }
+            },
+        };
+        if let Some(runner) = runner {
+            runner.stopped().await;
+        }
+        served.map_err(Error::Serve)?;
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+/// Runs the server until Ctrl-C or SIGTERM: what `cairn serve` calls.
+pub async fn serve(opts: ServeOptions) -> Result<()> {
+    Server::bind(opts).await?.run_until(shutdown_signal()).await
+}
+
+/// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

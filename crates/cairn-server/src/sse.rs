@@ -1,0 +1,145 @@
+//! `GET /v1/runs/{id}/events`: a run's event log as Server-Sent Events.
+//! Each event's `id` is its per-run `seq`, so a client that reconnects with
+//! `Last-Event-ID: N` gets exactly the events after N. The stream polls the
+//! store (no LISTEN/NOTIFY yet) and ends once the run is succeeded, failed
+//! or cancelled and every event has been sent, or when the server stops.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use tokio::sync::watch;
+
+use cairn::{Engine, EventRecord, RunId, RunStatus};
+
+use crate::api::RunIdPath;
+use crate::error::ErrorChain;
+use crate::{ApiError, AppState};
+
+/// How often the store is polled for new events.
+const POLL: Duration = Duration::from_millis(150);
+/// Consecutive failed polls after which the stream ends (the client
+/// reconnects with `Last-Event-ID` and loses nothing).
+const MAX_FAILURES: u32 = 5;
+
+/// The handler. Refuses an unknown run (404) before the stream starts.
+pub(crate) async fn events(
+    State(state): State<AppState>,
+    RunIdPath(id): RunIdPath,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let after = last_event_id(&headers)?;
+    state
+        .engine()
+        .store()
+        .get_run(id)
+        .await
+        .map_err(cairn::Error::from)?;
+    let tail = Tail {
+        engine: state.engine().clone(),
+        id,
+        after,
+        pending: VecDeque::new(),
+        finished: false,
+        polled: false,
+        failures: 0,
+        shutdown: state.shutdown_signal(),
+    };
+    let stream = futures_util::stream::unfold(tail, Tail::next);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// The sequence number after which to start: `Last-Event-ID`, or 0.
+fn last_event_id(headers: &HeaderMap) -> Result<i64, ApiError> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(0);
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(0);
+    }
+    text.parse::<i64>()
+        .ok()
+        .filter(|n| *n >= 0)
+        .ok_or_else(|| ApiError::BadLastEventId(text.to_owned()))
+}
+
+/// Where a stream stands.
+struct Tail {
+    engine: Engine,
+    id: RunId,
+    /// The last `seq` sent (or the client's `Last-Event-ID`).
+    after: i64,
+    /// Read from the store, not sent yet.
+    pending: VecDeque<EventRecord>,
+    /// The run had ended when `pending` was read: end once it is drained.
+    finished: bool,
+    /// The store has been read at least once (the first read does not wait).
+    polled: bool,
+    failures: u32,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl Tail {
+    async fn next(mut self) -> Option<(Result<Event, Infallible>, Tail)> {
+        loop {
+            if let Some(record) = self.pending.pop_front() {
+                self.after = record.seq;
+                return Some((Ok(to_event(&record)), self));
+            }
+            if self.finished {
+                return None;
+            }
+            if self.polled {
+                tokio::select! {
+                    _ = tokio::time::sleep(POLL) => {}
+                    // The server is stopping (or gone): end the stream so
+                    // graceful shutdown is not held up by it.
+                    _ = self.shutdown.wait_for(|stop| *stop) => return None,
+                }
+            }
+            self.polled = true;
+            match self.poll().await {
+                Ok(()) => self.failures = 0,
+                Err(e) => {
+                    self.failures += 1;
+                    tracing::warn!(run = %self.id, failures = self.failures, error = %ErrorChain(&e), "event stream: cannot read the run's events");
+                    if self.failures >= MAX_FAILURES {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads the run's status, then its events. In that order: the events
+    /// of a change are written in the change's transaction, so once the
+    /// status read shows the run ended, the events read after it are all.
+    async fn poll(&mut self) -> Result<(), cairn::Error> {
+        let run = self.engine.store().get_run(self.id).await?;
+        let events = self.engine.events(self.id).await?;
+        self.pending
+            .extend(events.into_iter().filter(|e| e.seq > self.after));
+        self.finished = matches!(
+            run.status,
+            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+        );
+        Ok(())
+    }
+}
+
+fn to_event(record: &EventRecord) -> Event {
+    let data = serde_json::to_string(record).unwrap_or_else(|e| {
+        tracing::error!(run = %record.run_id, seq = record.seq, error = %e, "event stream: cannot serialize an event");
+        "{}".to_owned()
+    });
+    Event::default()
+        .id(record.seq.to_string())
+        .event(record.kind.as_str())
+        .data(data)
+}

@@ -1,0 +1,138 @@
+//! Bearer tokens: every route but the health checks needs one when tokens
+//! are configured; a refusal is a 401 that says nothing about the target.
+
+use axum::http::{header, Method, StatusCode};
+use cairn_testkit::Kind;
+use serde_json::json;
+
+use crate::support::Api;
+
+async fn guarded() -> Api {
+    Api::with(Kind::Sqlite, |s| {
+        s.with_tokens(["s3cret", "other-token", ""])
+    })
+    .await
+}
+
+#[tokio::test]
+async fn without_a_right_token_every_api_route_is_401() {
+    let api = guarded().await;
+    let id = api
+        .engine
+        .submit(
+            &cairn::Crew::from_toml(crate::support::GREET).unwrap(),
+            json!({"name": "hidden"}),
+            Default::default(),
+        )
+        .await
+        .unwrap()
+        .run
+        .id;
+    let run_uri = format!("/v1/runs/{id}");
+    let events_uri = format!("/v1/runs/{id}/events");
+    let uris = [
+        "/v1/runs",
+        &run_uri,
+        &events_uri,
+        "/v1/crews",
+        "/v1/openapi.json",
+        "/metrics",
+        "/v1/nothing-here",
+    ];
+    let bad_headers: [&[(&str, &str)]; 6] = [
+        &[],
+        &[("authorization", "Bearer wrong")],
+        &[("authorization", "Bearer s3cre")],
+        &[("authorization", "Bearer ")],
+        &[("authorization", "Basic czNjcmV0Og==")],
+        &[("authorization", "s3cret")],
+    ];
+    for uri in uris {
+        for headers in bad_headers {
+            let reply = api.call(Method::GET, uri, headers, None).await;
+            let message = reply.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+            assert_eq!(reply.headers[header::WWW_AUTHENTICATE], "Bearer");
+            assert!(!message.contains(&id.to_string()), "{message}");
+            assert!(!reply.text.contains("hidden") && !reply.text.contains("greet"));
+        }
+    }
+    // A refused submit writes nothing.
+    let reply = api
+        .call(
+            Method::POST,
+            "/v1/runs",
+            &[("content-type", "application/json")],
+            Some(
+                json!({"crew": "greet", "input": {}})
+                    .to_string()
+                    .into_bytes(),
+            ),
+        )
+        .await;
+    reply.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    assert_eq!(api.engine.list(&Default::default()).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_right_token_is_accepted_and_health_needs_none() {
+    let api = guarded().await;
+    for token in ["Bearer s3cret", "Bearer other-token", "bearer s3cret"] {
+        let auth = [("authorization", token)];
+        let reply = api.call(Method::GET, "/v1/crews", &auth, None).await;
+        assert_eq!(reply.status, StatusCode::OK, "{token}: {}", reply.text);
+        let reply = api
+            .call(
+                Method::POST,
+                "/v1/runs",
+                &[auth[0], ("content-type", "application/json")],
+                Some(
+                    json!({"crew": "greet", "input": {}})
+                        .to_string()
+                        .into_bytes(),
+                ),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{token}: {}", reply.text);
+        let reply = api.call(Method::GET, "/metrics", &auth, None).await;
+        assert_eq!(reply.status, StatusCode::OK);
+    }
+    // With a token, mistakes are reported as usual.
+    api.call(
+        Method::GET,
+        "/v1/runs/nope",
+        &[("authorization", "Bearer s3cret")],
+        None,
+    )
+    .await
+    .assert_error(StatusCode::BAD_REQUEST, "bad_run_id");
+    for path in ["/healthz", "/readyz"] {
+        let reply = api.get(path).await;
+        assert_eq!(reply.status, StatusCode::OK, "{path}");
+        let reply = api
+            .call(
+                Method::GET,
+                path,
+                &[("authorization", "Bearer wrong")],
+                None,
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{path} with a wrong token");
+    }
+    // The blank token in the list was dropped, not accepted.
+    api.call(
+        Method::GET,
+        "/v1/crews",
+        &[("authorization", "Bearer ")],
+        None,
+    )
+    .await
+    .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+}
+
+#[tokio::test]
+async fn no_tokens_means_an_open_api() {
+    let api = Api::sqlite().await;
+    assert_eq!(api.get("/v1/crews").await.status, StatusCode::OK);
+    let api = Api::with(Kind::Sqlite, |s| s.with_tokens([" ", ""])).await;
+    assert_eq!(api.get("/v1/crews").await.status, StatusCode::OK);
+}

@@ -1,0 +1,11 @@
+//! Integration tests of the HTTP API: router-level tests through `oneshot`
+//! (every route and error, auth, limits, pagination, SSE) and tests through
+//! a real socket with the embedded runner, on SQLite and PostgreSQL.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod api;
+mod auth;
+mod events;
+mod runs;
+mod socket;
+mod support;

@@ -1,0 +1,348 @@
+//! `/v1/runs`: submit (201, idempotent 200, conflicts), every body error,
+//! the body limit, show, and the list's filters and pagination.
+
+use axum::http::{header, Method, StatusCode};
+use cairn::RunId;
+use cairn_testkit::Kind;
+use serde_json::{json, Value};
+
+use crate::support::Api;
+
+#[tokio::test]
+async fn submit_queues_a_run_and_returns_the_run_object() {
+    let api = Api::sqlite().await;
+    let reply = api
+        .post_json(
+            "/v1/runs",
+            &json!({"crew": "greet", "input": {"name": "Ada"}, "thread_id": "t-1"}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    let run = reply.json();
+    let id = run["id"].as_str().unwrap();
+    assert_eq!(
+        reply.headers[header::LOCATION].to_str().unwrap(),
+        format!("/v1/runs/{id}")
+    );
+    assert_eq!(run["status"], "queued");
+    assert_eq!(run["crew"], "greet");
+    assert_eq!(run["input"], json!({"name": "Ada"}));
+    assert_eq!(run["thread_id"], "t-1");
+    assert_eq!(run["steps"], json!([]));
+
+    // GET returns the same document, which is `engine.show` (= `runs show --json`).
+    let shown = api.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(shown.status, StatusCode::OK);
+    assert_eq!(shown.json(), run);
+    let view = api.engine.show(id.parse().unwrap()).await.unwrap();
+    assert_eq!(serde_json::to_value(&view).unwrap(), run);
+
+    // After execution the run object carries its steps.
+    api.drive(id.parse().unwrap()).await;
+    let done = api.get(&format!("/v1/runs/{id}")).await.json();
+    assert_eq!(done["status"], "succeeded");
+    assert_eq!(done["steps"][0]["output"], "Hello Ada");
+}
+
+#[tokio::test]
+async fn a_repeated_idempotency_key_returns_the_same_run_with_200() {
+    let api = Api::sqlite().await;
+    let body = json!({"crew": "greet", "input": {"name": "x"}, "idempotency_key": "k-1"});
+    let first = api.post_json("/v1/runs", &body).await;
+    assert_eq!(first.status, StatusCode::CREATED);
+    let second = api.post_json("/v1/runs", &body).await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.text);
+    assert_eq!(first.json()["id"], second.json()["id"]);
+    assert!(second.headers.get(header::LOCATION).is_none());
+
+    // Still 200 with the same id once the run has finished.
+    api.drive(first.json()["id"].as_str().unwrap().parse().unwrap())
+        .await;
+    let third = api.post_json("/v1/runs", &body).await;
+    assert_eq!(third.status, StatusCode::OK);
+    assert_eq!(third.json()["id"], first.json()["id"]);
+    assert_eq!(third.json()["status"], "succeeded");
+
+    // The same key for another input or crew is a conflict.
+    let other_input = json!({"crew": "greet", "input": {"name": "y"}, "idempotency_key": "k-1"});
+    api.post_json("/v1/runs", &other_input)
+        .await
+        .assert_error(StatusCode::CONFLICT, "idempotency_conflict");
+    let other_crew = json!({"crew": "pipeline", "input": {"name": "x"}, "idempotency_key": "k-1"});
+    api.post_json("/v1/runs", &other_crew)
+        .await
+        .assert_error(StatusCode::CONFLICT, "idempotency_conflict");
+    assert_eq!(api.engine.list(&Default::default()).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn body_mistakes_are_4xx_with_json_errors_and_write_nothing() {
+    let api = Api::sqlite().await;
+    let post = |body: &'static str, headers: &'static [(&'static str, &'static str)]| {
+        let api = &api;
+        async move {
+            api.call(
+                Method::POST,
+                "/v1/runs",
+                headers,
+                Some(body.as_bytes().to_vec()),
+            )
+            .await
+        }
+    };
+    const JSON: &[(&str, &str)] = &[("content-type", "application/json")];
+
+    post("{\"crew\": ", JSON)
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "bad_json");
+    post("not json", JSON)
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "bad_json");
+    post("", JSON)
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "bad_json");
+    let m = post("{\"input\": {}}", JSON)
+        .await
+        .assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
+    assert!(m.contains("crew"), "{m}");
+    let m = post("{\"crew\": \"greet\"}", JSON)
+        .await
+        .assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
+    assert!(m.contains("input"), "{m}");
+    post("{\"crew\": 7, \"input\": {}}", JSON)
+        .await
+        .assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
+    post(
+        "{\"crew\": \"greet\", \"input\": {}, \"idempotency_key\": 5}",
+        JSON,
+    )
+    .await
+    .assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
+    let m = post(
+        "{\"crew\": \"greet\", \"input\": {}, \"idempotencykey\": \"k\"}",
+        JSON,
+    )
+    .await
+    .assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
+    assert!(m.contains("idempotencykey"), "{m}");
+    post("[1, 2]", JSON)
+        .await
+        .assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
+    post("{\"crew\": \"greet\", \"input\": {}}", &[])
+        .await
+        .assert_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
+    post(
+        "{\"crew\": \"greet\", \"input\": {}}",
+        &[("content-type", "text/plain")],
+    )
+    .await
+    .assert_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
+    let m = post("{\"crew\": \"nope\", \"input\": {}}", JSON)
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "unknown_crew");
+    assert!(m.contains("nope"), "{m}");
+
+    assert!(api
+        .engine
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .is_empty());
+    // A JSON content type with parameters is fine.
+    let ok = post(
+        "{\"crew\": \"greet\", \"input\": null}",
+        &[("content-type", "application/json; charset=utf-8")],
+    )
+    .await;
+    assert_eq!(ok.status, StatusCode::CREATED, "{}", ok.text);
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_are_413() {
+    // The default limit is 1 MiB.
+    let api = Api::sqlite().await;
+    let big = json!({"crew": "greet", "input": {"blob": "x".repeat(1024 * 1024)}});
+    api.post_json("/v1/runs", &big)
+        .await
+        .assert_error(StatusCode::PAYLOAD_TOO_LARGE, "too_large");
+    let fits = json!({"crew": "greet", "input": {"blob": "x".repeat(1000 * 1000)}});
+    assert_eq!(
+        api.post_json("/v1/runs", &fits).await.status,
+        StatusCode::CREATED
+    );
+
+    // A configured limit, with and without a Content-Length header.
+    let api = Api::with(Kind::Sqlite, |s| s.with_body_limit(64)).await;
+    let body = json!({"crew": "greet", "input": {"name": "y".repeat(100)}}).to_string();
+    let len = body.len().to_string();
+    api.call(
+        Method::POST,
+        "/v1/runs",
+        &[
+            ("content-type", "application/json"),
+            ("content-length", &len),
+        ],
+        Some(body.clone().into_bytes()),
+    )
+    .await
+    .assert_error(StatusCode::PAYLOAD_TOO_LARGE, "too_large");
+    api.call(
+        Method::POST,
+        "/v1/runs",
+        &[("content-type", "application/json")],
+        Some(body.into_bytes()),
+    )
+    .await
+    .assert_error(StatusCode::PAYLOAD_TOO_LARGE, "too_large");
+    let small = json!({"crew": "greet", "input": 1});
+    assert_eq!(
+        api.post_json("/v1/runs", &small).await.status,
+        StatusCode::CREATED
+    );
+    assert_eq!(api.engine.list(&Default::default()).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn show_refuses_malformed_and_unknown_ids() {
+    let api = Api::sqlite().await;
+    let m = api
+        .get("/v1/runs/not-a-uuid")
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "bad_run_id");
+    assert!(m.contains("not-a-uuid"));
+    let id = RunId::new();
+    let m = api
+        .get(&format!("/v1/runs/{id}"))
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "run_not_found");
+    assert!(m.contains(&id.to_string()));
+}
+
+fn ids(page: &Value) -> Vec<String> {
+    page["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn list_pages_oldest_first_with_an_opaque_cursor() {
+    let api = Api::sqlite().await;
+    let mut all = vec![];
+    for i in 0..5 {
+        all.push(api.submit("greet", json!({"i": i})).await.to_string());
+    }
+    let page = api.get("/v1/runs").await.json();
+    assert_eq!(ids(&page), all);
+    assert_eq!(page["next_cursor"], Value::Null);
+    assert!(
+        page["runs"][0].get("steps").is_none(),
+        "list items carry no steps"
+    );
+
+    let mut seen = vec![];
+    let mut uri = "/v1/runs?limit=2".to_owned();
+    let mut pages = 0;
+    loop {
+        let reply = api.get(&uri).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+        let page = reply.json();
+        let got = ids(&page);
+        assert!(got.len() <= 2);
+        seen.extend(got);
+        pages += 1;
+        match page["next_cursor"].as_str() {
+            Some(cursor) => uri = format!("/v1/runs?limit=2&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(seen, all);
+    assert_eq!(pages, 3);
+
+    // An exact fit ends with a null cursor, not an empty extra page.
+    let page = api.get("/v1/runs?limit=5").await.json();
+    assert_eq!(ids(&page).len(), 5);
+    assert_eq!(page["next_cursor"], Value::Null);
+}
+
+#[tokio::test]
+async fn list_filters_by_status_and_crew_and_survives_status_changes_between_pages() {
+    let api = Api::sqlite().await;
+    let a = api.submit("greet", json!({"name": "a"})).await;
+    let b = api.submit("pipeline", json!({"name": "b"})).await;
+    let c = api.submit("greet", json!({"name": "c"})).await;
+    let d = api.submit("greet", json!({"name": "d"})).await;
+    let e = api.submit("broken", json!({})).await;
+    api.drive(b).await;
+    api.drive(e).await;
+
+    let ids_of = |uri: String| {
+        let api = &api;
+        async move {
+            let reply = api.get(&uri).await;
+            assert_eq!(reply.status, StatusCode::OK, "{uri}: {}", reply.text);
+            ids(&reply.json())
+        }
+    };
+    let s = |id: cairn::RunId| id.to_string();
+    assert_eq!(
+        ids_of("/v1/runs?status=queued".into()).await,
+        [s(a), s(c), s(d)]
+    );
+    assert_eq!(ids_of("/v1/runs?status=succeeded".into()).await, [s(b)]);
+    assert_eq!(ids_of("/v1/runs?status=failed".into()).await, [s(e)]);
+    assert!(ids_of("/v1/runs?status=cancelled".into()).await.is_empty());
+    assert_eq!(
+        ids_of("/v1/runs?crew=greet".into()).await,
+        [s(a), s(c), s(d)]
+    );
+    assert_eq!(
+        ids_of("/v1/runs?crew=pipeline&status=succeeded".into()).await,
+        [s(b)]
+    );
+    assert!(ids_of("/v1/runs?crew=nobody".into()).await.is_empty());
+
+    // The cursor run leaves the filter between pages: the next page still
+    // starts right after it.
+    let first = api.get("/v1/runs?status=queued&limit=1").await.json();
+    assert_eq!(ids(&first), [s(a)]);
+    let cursor = first["next_cursor"].as_str().unwrap().to_owned();
+    api.drive(a).await;
+    let next = api
+        .get(&format!("/v1/runs?status=queued&limit=1&cursor={cursor}"))
+        .await
+        .json();
+    assert_eq!(ids(&next), [s(c)]);
+}
+
+#[tokio::test]
+async fn list_refuses_bad_query_parameters() {
+    let api = Api::sqlite().await;
+    api.submit("greet", json!({})).await;
+    for (uri, code) in [
+        ("/v1/runs?status=done", "bad_query"),
+        ("/v1/runs?limit=0", "bad_query"),
+        ("/v1/runs?limit=-1", "bad_query"),
+        ("/v1/runs?limit=ten", "bad_query"),
+        ("/v1/runs?limit=1001", "bad_query"),
+        ("/v1/runs?stauts=queued", "bad_query"),
+        ("/v1/runs?cursor=garbage", "bad_cursor"),
+    ] {
+        let m = api
+            .get(uri)
+            .await
+            .assert_error(StatusCode::BAD_REQUEST, code);
+        assert!(!m.is_empty(), "{uri}");
+    }
+    let m = api
+        .get("/v1/runs?status=done")
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "bad_query");
+    assert!(m.contains("status") && m.contains("queued"), "{m}");
+    let unknown = RunId::new();
+    api.get(&format!("/v1/runs?cursor={unknown}"))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "bad_cursor");
+}

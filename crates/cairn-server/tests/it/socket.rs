@@ -1,0 +1,364 @@
+//! The server as `cairn serve` runs it: bound to a real socket, with the
+//! embedded runner executing what the API queues; startup refusals; and a
+//! graceful stop that open event streams do not hold up.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::http::{header, Method, Request, StatusCode};
+use cairn_server::{Error, ServeOptions, Server};
+use cairn_testkit::{Kind, TestDb};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use crate::support::write_crews;
+
+/// A raw HTTP/1 request over a fresh connection.
+async fn http(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, String) {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::HOST, addr.to_string());
+    if let Some(token) = token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let body = match body {
+        Some(v) => {
+            request = request.header(header::CONTENT_TYPE, "application/json");
+            Full::new(Bytes::from(v.to_string()))
+        }
+        None => Full::new(Bytes::new()),
+    };
+    let response = sender
+        .send_request(request.body(body).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// A server on 127.0.0.1:0, running until the returned sender fires.
+struct Running {
+    addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    done: tokio::task::JoinHandle<Result<(), Error>>,
+    _db: TestDb,
+    _crews: tempfile::TempDir,
+}
+
+async fn start(kind: Kind, tokens: &[&str], concurrency: usize) -> Running {
+    let db = TestDb::of(kind).await;
+    let crews = tempfile::tempdir().unwrap();
+    write_crews(crews.path());
+    let server = Server::bind(ServeOptions {
+        db_url: db.url.clone(),
+        crews_dir: crews.path().to_owned(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        tokens: tokens.iter().map(|t| t.to_string()).collect(),
+        concurrency,
+        poll_interval: Duration::from_millis(50),
+        shutdown_grace: Duration::from_secs(5),
+        ..ServeOptions::default()
+    })
+    .await
+    .unwrap();
+    let addr = server.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let done = tokio::spawn(server.run_until(async {
+        let _ = stopped.await;
+    }));
+    Running {
+        addr,
+        stop,
+        done,
+        _db: db,
+        _crews: crews,
+    }
+}
+
+impl Running {
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(15), self.done)
+            .await
+            .expect("the server stops within its grace period")
+            .unwrap()
+            .unwrap();
+    }
+
+    /// Polls a run until `done(run)` holds.
+    async fn wait_for(
+        &self,
+        id: &str,
+        token: Option<&str>,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (status, text) = http(
+                self.addr,
+                Method::GET,
+                &format!("/v1/runs/{id}"),
+                token,
+                None,
+            )
+            .await;
+            assert_eq!(status, StatusCode::OK, "{text}");
+            let run: Value = serde_json::from_str(&text).unwrap();
+            if done(&run) {
+                return run;
+            }
+            assert!(Instant::now() < deadline, "run never got there: {run}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Submit over HTTP, the runner executes it, GET shows the result.
+async fn submit_and_execute(kind: Kind) {
+    let server = start(kind, &["tok"], 4).await;
+    let addr = server.addr;
+    let (status, _) = http(addr, Method::GET, "/healthz", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = http(addr, Method::GET, "/readyz", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = http(addr, Method::GET, "/v1/crews", None, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    let (status, text) = http(
+        addr,
+        Method::POST,
+        "/v1/runs",
+        Some("tok"),
+        Some(json!({"crew": "pipeline", "input": {"name": "net"}})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{text}");
+    let submitted: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(submitted["status"], "queued");
+    let id = submitted["id"].as_str().unwrap().to_owned();
+
+    let run = server
+        .wait_for(&id, Some("tok"), |r| r["status"] == "succeeded")
+        .await;
+    assert_eq!(run["steps"][0]["output"], json!({"n": 1}));
+    assert_eq!(run["steps"][1]["output"], "n=1 for net");
+    assert!(run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["attempt"] == 1));
+
+    // The event stream over the socket ends on its own: the run is done.
+    let (status, text) = http(
+        addr,
+        Method::GET,
+        &format!("/v1/runs/{id}/events"),
+        Some("tok"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(text.contains("event: run_succeeded"), "{text}");
+
+    let (_, metrics) = http(addr, Method::GET, "/metrics", Some("tok"), None).await;
+    assert!(
+        metrics.contains("cairn_runs{status=\"succeeded\"} 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("cairn_runner_drives_total{outcome=\"succeeded\"} 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("cairn_step_attempts_total 2\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("cairn_step_duration_seconds_count 2\n"),
+        "{metrics}"
+    );
+    server.stop().await;
+}
+
+cairn_testkit::both!(submit_and_execute);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runner_survives_failing_runs_and_respects_its_concurrency() {
+    let server = start(Kind::Sqlite, &[], 2).await;
+    let addr = server.addr;
+    let mut ids = vec![];
+    let broken = {
+        let (status, text) = http(
+            addr,
+            Method::POST,
+            "/v1/runs",
+            None,
+            Some(json!({"crew": "broken", "input": {}})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{text}");
+        serde_json::from_str::<Value>(&text).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    for i in 0..6 {
+        let (status, text) = http(
+            addr,
+            Method::POST,
+            "/v1/runs",
+            None,
+            Some(json!({"crew": "greet", "input": {"name": i}})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{text}");
+        ids.push(
+            serde_json::from_str::<Value>(&text).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let failed = server
+        .wait_for(&broken, None, |r| r["status"] == "failed")
+        .await;
+    assert_eq!(failed["error"]["kind"], "exit_status");
+    for (i, id) in ids.iter().enumerate() {
+        let run = server
+            .wait_for(id, None, |r| r["status"] == "succeeded")
+            .await;
+        assert_eq!(run["steps"][0]["output"], format!("Hello {i}"));
+    }
+    let (_, metrics) = http(addr, Method::GET, "/metrics", None, None).await;
+    assert!(
+        metrics.contains("cairn_runner_drives_total{outcome=\"failed\"} 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("cairn_runner_drives_total{outcome=\"succeeded\"} 6\n"),
+        "{metrics}"
+    );
+    let (status, _) = http(addr, Method::GET, "/healthz", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_open_event_streams() {
+    // No runner: the run stays queued, so its stream would never end.
+    let server = start(Kind::Sqlite, &[], 0).await;
+    let addr = server.addr;
+    let (_, text) = http(
+        addr,
+        Method::POST,
+        "/v1/runs",
+        None,
+        Some(json!({"crew": "greet", "input": {}})),
+    )
+    .await;
+    let id = serde_json::from_str::<Value>(&text).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let stream = tokio::spawn(async move {
+        http(
+            addr,
+            Method::GET,
+            &format!("/v1/runs/{id}/events"),
+            None,
+            None,
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!stream.is_finished(), "a queued run's stream stays open");
+    let started = Instant::now();
+    server.stop().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "stopping took {:?}",
+        started.elapsed()
+    );
+    let (status, text) = tokio::time::timeout(Duration::from_secs(5), stream)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert!(text.contains("event: run_submitted"), "{text}");
+}
+
+#[tokio::test]
+async fn startup_refuses_an_open_api_on_the_network_and_bad_crews() {
+    let db = TestDb::sqlite();
+    let crews = tempfile::tempdir().unwrap();
+    write_crews(crews.path());
+    let opts = |listen: &str, tokens: &[&str]| ServeOptions {
+        db_url: db.url.clone(),
+        crews_dir: crews.path().to_owned(),
+        listen: listen.parse().unwrap(),
+        tokens: tokens.iter().map(|t| t.to_string()).collect(),
+        ..ServeOptions::default()
+    };
+    for tokens in [&[][..], &[""], &[" ", ""]] {
+        let err = Server::bind(opts("0.0.0.0:0", tokens)).await.err().unwrap();
+        assert!(matches!(err, Error::OpenOnNetwork { .. }), "{err}");
+        let message = err.to_string();
+        assert!(
+            message.contains("0.0.0.0:0") && message.contains("CAIRN_API_TOKENS"),
+            "{message}"
+        );
+    }
+    // Loopback without tokens, or any address with tokens, is fine.
+    Server::bind(opts("127.0.0.1:0", &[])).await.unwrap();
+    Server::bind(opts("[::1]:0", &[])).await.ok(); // no IPv6 on some machines
+    Server::bind(opts("0.0.0.0:0", &["t"])).await.unwrap();
+
+    // A crew file that does not load names the file.
+    std::fs::write(
+        crews.path().join("zz-bad.toml"),
+        "name = \"bad\"\nversion = 1\n",
+    )
+    .unwrap();
+    let err = Server::bind(opts("127.0.0.1:0", &[])).await.err().unwrap();
+    assert!(matches!(err, Error::CrewFile { .. }), "{err}");
+    assert!(err.to_string().contains("zz-bad.toml"), "{err}");
+    std::fs::remove_file(crews.path().join("zz-bad.toml")).unwrap();
+
+    // Two files with the same crew name.
+    std::fs::write(crews.path().join("again.toml"), crate::support::GREET).unwrap();
+    let err = Server::bind(opts("127.0.0.1:0", &[])).await.err().unwrap();
+    let message = err.to_string();
+    assert!(
+        message.contains("again.toml") && message.contains("greet.toml"),
+        "{message}"
+    );
+    std::fs::remove_file(crews.path().join("again.toml")).unwrap();
+
+    // A missing directory.
+    let mut missing = opts("127.0.0.1:0", &[]);
+    missing.crews_dir = crews.path().join("nope");
+    let err = Server::bind(missing).await.err().unwrap();
+    assert!(matches!(err, Error::CrewsDir { .. }), "{err}");
+
+    // A database URL that is not one.
+    let mut bad_db = opts("127.0.0.1:0", &[]);
+    bad_db.db_url = "mysql://x".into();
+    let err = Server::bind(bad_db).await.err().unwrap();
+    assert!(matches!(err, Error::Open(_)), "{err}");
+}

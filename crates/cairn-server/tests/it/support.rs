@@ -1,0 +1,190 @@
+//! Shared fixtures: crew files in a temp directory, an engine on a test
+//! database, and a `call` helper that sends one request through the router.
+
+use std::path::Path;
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::Router;
+use cairn::{Engine, ResumeOptions, RunId};
+use cairn_server::{AppState, Crews};
+use cairn_testkit::{Kind, TestDb};
+use serde_json::Value;
+use tower::ServiceExt;
+
+/// A template crew: one step.
+pub const GREET: &str = r#"
+name = "greet"
+version = "1"
+
+[[agents]]
+role = "greeter"
+kind = "template"
+template = "Hello {{ input.name }}"
+"#;
+
+/// A command step, then a template step reading its output.
+pub const PIPELINE: &str = r#"
+name = "pipeline"
+version = "1"
+
+[[agents]]
+role = "counter"
+kind = "command"
+command = ["sh", "-c", 'cat > /dev/null; echo "{\"n\": 1}"']
+
+[[agents]]
+role = "writer"
+kind = "template"
+template = "n={{ outputs.counter.n }} for {{ input.name }}"
+"#;
+
+/// A command that fails permanently: the run ends `failed`.
+pub const BROKEN: &str = r#"
+name = "broken"
+version = "1"
+
+[[agents]]
+role = "fails"
+kind = "command"
+command = ["sh", "-c", "cat > /dev/null; echo nope >&2; exit 2"]
+permanent_exit_codes = [2]
+"#;
+
+/// Writes the three crews into `dir` (plus a file that is not a crew).
+pub fn write_crews(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("greet.toml"), GREET).unwrap();
+    std::fs::write(dir.join("pipeline.toml"), PIPELINE).unwrap();
+    std::fs::write(dir.join("broken.toml"), BROKEN).unwrap();
+    std::fs::write(dir.join("README.md"), "not a crew").unwrap();
+}
+
+/// A router on a fresh database with the test crews.
+pub struct Api {
+    pub app: Router,
+    pub engine: Engine,
+    pub db: TestDb,
+    pub _crews_dir: tempfile::TempDir,
+}
+
+impl Api {
+    pub async fn sqlite() -> Api {
+        Api::with(Kind::Sqlite, |s| s).await
+    }
+
+    pub async fn with(kind: Kind, configure: impl FnOnce(AppState) -> AppState) -> Api {
+        let db = TestDb::of(kind).await;
+        let crews_dir = tempfile::tempdir().unwrap();
+        write_crews(crews_dir.path());
+        let engine = Engine::open(&db.url).await.unwrap();
+        let crews = Crews::load_dir(crews_dir.path()).unwrap();
+        let state = configure(AppState::new(engine.clone(), crews));
+        Api {
+            app: cairn_server::router(state),
+            engine,
+            db,
+            _crews_dir: crews_dir,
+        }
+    }
+
+    pub async fn get(&self, uri: &str) -> Reply {
+        self.call(Method::GET, uri, &[], None).await
+    }
+
+    pub async fn post_json(&self, uri: &str, body: &Value) -> Reply {
+        self.call(
+            Method::POST,
+            uri,
+            &[("content-type", "application/json")],
+            Some(body.to_string().into_bytes()),
+        )
+        .await
+    }
+
+    pub async fn call(
+        &self,
+        method: Method,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+    ) -> Reply {
+        let mut request = Request::builder().method(method).uri(uri);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request
+            .body(body.map(Body::from).unwrap_or_else(Body::empty))
+            .unwrap();
+        let response = self.app.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        Reply {
+            status,
+            headers,
+            text: String::from_utf8(bytes.to_vec()).unwrap(),
+        }
+    }
+
+    /// Submits a run of `crew` and returns its id.
+    pub async fn submit(&self, crew: &str, input: Value) -> RunId {
+        let reply = self
+            .post_json(
+                "/v1/runs",
+                &serde_json::json!({"crew": crew, "input": input}),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+        reply.json()["id"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// Executes a run to its end, as the runner would.
+    pub async fn drive(&self, id: RunId) {
+        self.engine
+            .resume(id, ResumeOptions::default())
+            .await
+            .unwrap();
+    }
+}
+
+/// A response, its body read whole.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub text: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.text))
+    }
+
+    pub fn content_type(&self) -> &str {
+        self.headers
+            .get(header::CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap())
+            .unwrap_or("")
+    }
+
+    /// Asserts an error response: status, JSON content type and code.
+    #[track_caller]
+    pub fn assert_error(&self, status: StatusCode, code: &str) -> String {
+        assert_eq!(self.status, status, "body: {}", self.text);
+        assert!(
+            self.content_type().starts_with("application/json"),
+            "content type {:?}, body {}",
+            self.content_type(),
+            self.text
+        );
+        let body = self.json();
+        assert_eq!(body["error"]["code"], code, "body: {}", self.text);
+        let message = body["error"]["message"].as_str().unwrap().to_owned();
+        assert!(!message.is_empty());
+        message
+    }
+}
