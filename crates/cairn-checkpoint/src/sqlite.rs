@@ -71,8 +71,11 @@ impl SqliteStore {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
         let target = format!("SQLite file {}", path.display());
+        // No ping before each use: a file has no server to lose, and the
+        // ping is a worker-thread round trip on every commit.
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
+            .test_before_acquire(false)
             .acquire_timeout(timeout)
             .connect_with(options)
             .await
@@ -517,85 +520,124 @@ impl Store for SqliteStore {
     }
 
     async fn commit_step(&self, c: &StepCommit) -> Result<()> {
-        let mut tx = self.write_tx().await?;
         let finished = matches!(
             c.run_status,
             RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
         );
-        let last_seq: Option<i64> = sqlx::query_scalar(concat!(
-            "UPDATE runs SET status = ?3, cursor = ?4, error = ?5, event_seq = event_seq + ?6, \
+        let events = serde_json::to_string(
+            &c.events
+                .iter()
+                .map(|e| serde_json::json!({"kind": e.kind.as_str(), "data": e.data}))
+                .collect::<Vec<_>>(),
+        )
+        .map_err(|e| Corruption::new(c.run_id, format!("event data: {e}")))?;
+        // One round trip for the whole step: each statement runs only if the
+        // one before changed what it had to (`changes()`), and the summed row
+        // count tells whether all of it applied; if not, roll back.
+        let mut tx = self.write_tx().await?;
+        // Plain `?` bound in textual order: sqlx-sqlite 0.8 misbinds `?NNN`
+        // in a multi-statement query whose statements skip numbers.
+        let run_id = c.run_id.to_string();
+        let status = c.run_status.as_str();
+        let cursor = c.cursor.get() as i64;
+        let n_events = c.events.len() as i64;
+        let retry = c
+            .retry_after
+            .map(|d| format!("+{:.3} seconds", d.as_secs_f64()));
+        let next_idx = c.start_next.as_ref().map(|(i, _)| i.get() as i64);
+        let applied = sqlx::query(concat!(
+            "UPDATE runs SET status = ?, cursor = ?, error = ?, event_seq = event_seq + ?, \
              updated_at = ",
             now!(),
-            ", finished_at = CASE WHEN ?7 THEN ",
+            ", finished_at = CASE WHEN ? THEN ",
             now!(),
             " ELSE finished_at END, \
-             lease_owner = CASE WHEN ?3 = 'running' THEN lease_owner END, \
-             lease_expires_at = CASE WHEN ?3 = 'running' THEN lease_expires_at END, \
-             not_before = CASE WHEN ?8 IS NULL THEN NULL \
-               ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', ?8) END \
-             WHERE id = ?1 AND lease_epoch = ?2 AND status = 'running' \
-               AND (cancel_requested_at IS NULL OR ?3 = 'cancelled') RETURNING event_seq"
-        ))
-        .bind(c.run_id.to_string())
-        .bind(c.epoch.0)
-        .bind(c.run_status.as_str())
-        .bind(c.cursor.get() as i64)
-        .bind(error_json(&c.run_error).map(|v| v.to_string()))
-        .bind(c.events.len() as i64)
-        .bind(finished)
-        .bind(
-            c.retry_after
-                .map(|d| format!("+{:.3} seconds", d.as_secs_f64())),
-        )
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(last_seq) = last_seq else {
-            let run = fetch_run(&mut tx, c.run_id).await?;
-            return Err(refused_commit(&run, c));
-        };
-        let updated = sqlx::query(concat!(
-            "UPDATE steps SET status = ?4, output = ?5, input_tokens = ?6, output_tokens = ?7, \
-             error = COALESCE(?8, error), finished_at = ",
+             lease_owner = CASE WHEN ? = 'running' THEN lease_owner END, \
+             lease_expires_at = CASE WHEN ? = 'running' THEN lease_expires_at END, \
+             not_before = CASE WHEN ? IS NULL THEN NULL \
+               ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', ?) END \
+             WHERE id = ? AND lease_epoch = ? AND status = 'running' \
+               AND (cancel_requested_at IS NULL OR ? = 'cancelled'); \
+             UPDATE steps SET status = ?, output = ?, input_tokens = ?, output_tokens = ?, \
+             error = COALESCE(?, error), finished_at = ",
             now!(),
-            " WHERE run_id = ?1 AND idx = ?2 AND attempt = ?3 AND status = 'running'"
+            " WHERE run_id = ? AND idx = ? AND attempt = ? AND status = 'running' \
+               AND changes() = 1; \
+             INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+             SELECT ?, ?, ?, 'running', 1, ",
+            now!(),
+            " WHERE ? IS NOT NULL AND changes() = 1; \
+             INSERT INTO events (run_id, seq, at, kind, data) \
+             SELECT ?, r.event_seq - ? + j.key + 1, ",
+            now!(),
+            ", j.value ->> '$.kind', j.value -> '$.data' \
+             FROM runs r, json_each(?) j WHERE r.id = ? AND r.lease_epoch = ? \
+               AND r.status = ? AND r.cursor = ?"
         ))
-        .bind(c.run_id.to_string())
-        .bind(c.idx.get() as i64)
-        .bind(c.attempt.get() as i64)
+        // UPDATE runs
+        .bind(status)
+        .bind(cursor)
+        .bind(error_json(&c.run_error).map(|v| v.to_string()))
+        .bind(n_events)
+        .bind(finished)
+        .bind(status)
+        .bind(status)
+        .bind(&retry)
+        .bind(&retry)
+        .bind(&run_id)
+        .bind(c.epoch.0)
+        .bind(status)
+        // UPDATE steps
         .bind(c.status.as_str())
         .bind(opt_json(c.output.as_ref()))
         .bind(c.usage.map(|u| u.input_tokens as i64))
         .bind(c.usage.map(|u| u.output_tokens as i64))
         .bind(error_json(&c.error).map(|v| v.to_string()))
+        .bind(&run_id)
+        .bind(c.idx.get() as i64)
+        .bind(c.attempt.get() as i64)
+        // INSERT next step
+        .bind(&run_id)
+        .bind(next_idx)
+        .bind(c.start_next.as_ref().map(|(_, r)| r.as_str()))
+        .bind(next_idx)
+        // INSERT events
+        .bind(&run_id)
+        .bind(n_events)
+        .bind(events)
+        .bind(&run_id)
+        .bind(c.epoch.0)
+        .bind(status)
+        .bind(cursor)
         .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if updated != 1 {
-            return Err(Corruption::new(
-                c.run_id,
-                format!(
-                    "step {} attempt {} is not running, so its result cannot be committed",
-                    c.idx, c.attempt
-                ),
-            )
-            .into());
+        .await;
+        let expected = 2 + u64::from(c.start_next.is_some()) + c.events.len() as u64;
+        match applied {
+            Ok(done) if done.rows_affected() == expected => {
+                tx.commit().await?;
+                Ok(())
+            }
+            outcome => {
+                tx.rollback().await?;
+                let run = self.get_run(c.run_id).await?;
+                if run.lease_epoch == c.epoch
+                    && run.status == RunStatus::Running
+                    && run.cancel_requested_at.is_none()
+                {
+                    // The run matched; the step or the insert did not.
+                    outcome?;
+                    return Err(Corruption::new(
+                        c.run_id,
+                        format!(
+                            "step {} attempt {} is not running, so its result cannot be committed",
+                            c.idx, c.attempt
+                        ),
+                    )
+                    .into());
+                }
+                Err(refused_commit(&run, c))
+            }
         }
-        if let Some((next, role)) = &c.start_next {
-            sqlx::query(concat!(
-                "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
-                 VALUES (?1, ?2, ?3, 'running', 1, ",
-                now!(),
-                ")"
-            ))
-            .bind(c.run_id.to_string())
-            .bind(next.get() as i64)
-            .bind(role.as_str())
-            .execute(&mut *tx)
-            .await?;
-        }
-        insert_events(&mut tx, c.run_id, last_seq, &c.events).await?;
-        tx.commit().await?;
-        Ok(())
     }
 
     async fn act(&self, id: RunId, action: Action, actor: &Actor) -> Result<RunRecord> {
