@@ -82,7 +82,12 @@ fn external_sigkill_mid_step_reruns_only_that_step(kind: Kind) {
                 "cairn run exited ({status}) before step 18 started: {}",
                 std::fs::read_to_string(case.path("bg.stderr")).unwrap_or_default()
             ),
-            None => pid_file.exists() && case.executions().contains(&KILL_AT),
+            // The pid is fully written: the kill must not land between the
+            // step creating the file and writing it.
+            None => {
+                std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
+                    && case.executions().contains(&KILL_AT)
+            }
         },
     );
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
