@@ -143,6 +143,7 @@ impl ApiError {
                     (StatusCode::CONFLICT, "idempotency_conflict")
                 }
                 (Some(S::WrongState { .. }), _) => (StatusCode::CONFLICT, "wrong_state"),
+                (Some(S::ForkRefused { .. }), _) => (StatusCode::CONFLICT, "fork_refused"),
                 (Some(S::Unreachable { .. }), _) => {
                     (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
                 }

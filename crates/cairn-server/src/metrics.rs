@@ -27,8 +27,6 @@ pub(crate) struct Metrics {
     drives: Mutex<BTreeMap<&'static str, u64>>,
     /// Step attempts the runner executed (each retry counts).
     attempts: AtomicU64,
-    /// Drives that took over a run `running` under another lease.
-    takeovers: AtomicU64,
     input_tokens: AtomicU64,
     output_tokens: AtomicU64,
     step_duration: Histogram,
@@ -78,22 +76,13 @@ impl Metrics {
         self.in_flight.store(n as u64, Ordering::Relaxed);
     }
 
-    /// One finished drive: the run's status afterwards (or `error`), whether
-    /// it took the run over, how many attempts it executed, and the rows of
-    /// the steps it executed (their durations and tokens).
-    pub fn record_drive(
-        &self,
-        outcome: &'static str,
-        took_over: bool,
-        attempts: usize,
-        steps: &[&StepRecord],
-    ) {
+    /// One finished drive: the run's status afterwards (or `error`), how
+    /// many attempts it executed, and the rows of the steps it executed
+    /// (their durations and tokens).
+    pub fn record_drive(&self, outcome: &'static str, attempts: usize, steps: &[&StepRecord]) {
         {
             let mut drives = self.drives.lock().unwrap_or_else(|p| p.into_inner());
             *drives.entry(outcome).or_default() += 1;
-        }
-        if took_over {
-            self.takeovers.fetch_add(1, Ordering::Relaxed);
         }
         self.attempts.fetch_add(attempts as u64, Ordering::Relaxed);
         for step in steps {
@@ -173,17 +162,6 @@ impl Metrics {
                 let _ = writeln!(o, "cairn_runner_drives_total{{outcome=\"{outcome}\"}} {n}");
             }
         }
-        header(
-            o,
-            "cairn_runner_takeovers_total",
-            "counter",
-            "Drives of this process that took over a run running under another lease.",
-        );
-        let _ = writeln!(
-            o,
-            "cairn_runner_takeovers_total {}",
-            self.takeovers.load(Ordering::Relaxed)
-        );
         header(
             o,
             "cairn_step_attempts_total",

@@ -1,18 +1,19 @@
 //! The embedded runner: a background task that executes queued runs through
-//! `Engine::resume` (the one executor, with the crew stored on each run), at
-//! most `concurrency` at a time. It polls the store and wakes early when the
-//! API submits a run.
+//! `Engine::execute` (the one executor, with the crew stored on each run,
+//! never taking over a run another process holds), at most `concurrency` at
+//! a time. It polls the store and wakes early when the API submits a run.
 //!
-//! This is a stand-in for lease-based workers: it claims nothing itself, it
-//! only lists queued runs and drives them. It never crashes the server over a
-//! run: every error is logged, and a run whose drive fails is retried later
-//! with a growing back-off rather than in a tight loop.
+//! This is a stand-in for lease-based workers: it lists queued runs and
+//! drives them; the claim inside `execute` settles races with other
+//! processes. It never crashes the server over a run: every error is
+//! logged, and a run whose drive fails is retried later with a growing
+//! back-off rather than in a tight loop.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn::{Engine, ResumeOptions, RunFilter, RunId, RunStatus};
+use cairn::{Engine, RunFilter, RunId, RunStatus};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 
@@ -252,11 +253,11 @@ impl Loop {
     }
 }
 
-/// Drives one run to its next stop; `true` if the drive itself succeeded
-/// (whatever the run's outcome).
+/// Drives one run to its next stop; `true` unless the drive failed in a way
+/// worth backing off from (another process taking the run is not one).
 async fn drive(engine: Engine, metrics: Arc<Metrics>, id: RunId) -> bool {
     tracing::debug!(run = %id, "runner: driving");
-    match engine.resume(id, ResumeOptions::default()).await {
+    match engine.execute(id).await {
         Ok(driven) => {
             let status = driven.run.status;
             tracing::info!(run = %id, status = %status, steps = driven.executed.len(), "runner: run stopped");
@@ -275,18 +276,30 @@ async fn drive(engine: Engine, metrics: Arc<Metrics>, id: RunId) -> bool {
                 .iter()
                 .filter(|s| driven.executed.contains(&s.idx))
                 .collect();
-            metrics.record_drive(
-                status.as_str(),
-                driven.took_over,
-                driven.executed.len(),
-                &executed,
-            );
+            metrics.record_drive(status.as_str(), driven.executed.len(), &executed);
+            true
+        }
+        Err(e) if taken_elsewhere(&e) => {
+            tracing::debug!(run = %id, error = %ErrorChain(&e), "runner: another process took the run");
             true
         }
         Err(e) => {
             tracing::error!(run = %id, error = %ErrorChain(&e), "runner: drive failed");
-            metrics.record_drive("error", false, 0, &[]);
+            metrics.record_drive("error", 0, &[]);
             false
         }
     }
+}
+
+/// The run left the queue between our listing and our claim (another
+/// process claimed, cancelled or finished it): nothing went wrong.
+fn taken_elsewhere(e: &cairn::Error) -> bool {
+    matches!(
+        e,
+        cairn::Error::Executor(cairn_scheduler::Error::Leased { .. })
+            | cairn::Error::Executor(cairn_scheduler::Error::NotResumable { .. })
+    ) || matches!(
+        e.store_error(),
+        Some(cairn_checkpoint::Error::WrongState { .. })
+    )
 }
