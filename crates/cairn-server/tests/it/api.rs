@@ -59,7 +59,7 @@ async fn crews_lists_the_loaded_crews_by_name() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["broken", "greet", "pipeline"]);
+    assert_eq!(names, ["broken", "greet", "pipeline", "slow"]);
     let pipeline = &crews[2];
     assert_eq!(pipeline["version"], "1");
     assert!(pipeline["fingerprint"]

@@ -61,7 +61,7 @@ struct Running {
     _crews: tempfile::TempDir,
 }
 
-async fn start(kind: Kind, tokens: &[&str], concurrency: usize) -> Running {
+async fn start(kind: Kind, tokens: &[&str], concurrency: usize, poll: Duration) -> Running {
     let db = TestDb::of(kind).await;
     let crews = tempfile::tempdir().unwrap();
     write_crews(crews.path());
@@ -71,7 +71,7 @@ async fn start(kind: Kind, tokens: &[&str], concurrency: usize) -> Running {
         listen: "127.0.0.1:0".parse().unwrap(),
         tokens: tokens.iter().map(|t| t.to_string()).collect(),
         concurrency,
-        poll_interval: Duration::from_millis(50),
+        poll_interval: poll,
         shutdown_grace: Duration::from_secs(5),
         ..ServeOptions::default()
     })
@@ -131,7 +131,7 @@ impl Running {
 
 /// Submit over HTTP, the runner executes it, GET shows the result.
 async fn submit_and_execute(kind: Kind) {
-    let server = start(kind, &["tok"], 4).await;
+    let server = start(kind, &["tok"], 4, Duration::from_millis(50)).await;
     let addr = server.addr;
     let (status, _) = http(addr, Method::GET, "/healthz", None, None).await;
     assert_eq!(status, StatusCode::OK);
@@ -198,42 +198,30 @@ async fn submit_and_execute(kind: Kind) {
 
 cairn_testkit::both!(submit_and_execute);
 
+async fn post_run(addr: SocketAddr, crew: &str, input: Value) -> String {
+    let (status, text) = http(
+        addr,
+        Method::POST,
+        "/v1/runs",
+        None,
+        Some(json!({"crew": crew, "input": input})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{text}");
+    let run: Value = serde_json::from_str(&text).unwrap();
+    run["id"].as_str().unwrap().to_owned()
+}
+
+/// The runner is woken by submits and by its own finished drives: with a
+/// poll interval of a minute, every run still executes promptly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_runner_survives_failing_runs_and_respects_its_concurrency() {
-    let server = start(Kind::Sqlite, &[], 2).await;
+async fn the_runner_survives_failing_runs_and_wakes_on_submit() {
+    let server = start(Kind::Sqlite, &[], 2, Duration::from_secs(60)).await;
     let addr = server.addr;
+    let broken = post_run(addr, "broken", json!({})).await;
     let mut ids = vec![];
-    let broken = {
-        let (status, text) = http(
-            addr,
-            Method::POST,
-            "/v1/runs",
-            None,
-            Some(json!({"crew": "broken", "input": {}})),
-        )
-        .await;
-        assert_eq!(status, StatusCode::CREATED, "{text}");
-        serde_json::from_str::<Value>(&text).unwrap()["id"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
     for i in 0..6 {
-        let (status, text) = http(
-            addr,
-            Method::POST,
-            "/v1/runs",
-            None,
-            Some(json!({"crew": "greet", "input": {"name": i}})),
-        )
-        .await;
-        assert_eq!(status, StatusCode::CREATED, "{text}");
-        ids.push(
-            serde_json::from_str::<Value>(&text).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
+        ids.push(post_run(addr, "greet", json!({"name": i})).await);
     }
     let failed = server
         .wait_for(&broken, None, |r| r["status"] == "failed")
@@ -246,23 +234,56 @@ async fn the_runner_survives_failing_runs_and_respects_its_concurrency() {
         assert_eq!(run["steps"][0]["output"], format!("Hello {i}"));
     }
     let (_, metrics) = http(addr, Method::GET, "/metrics", None, None).await;
-    assert!(
-        metrics.contains("cairn_runner_drives_total{outcome=\"failed\"} 1\n"),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("cairn_runner_drives_total{outcome=\"succeeded\"} 6\n"),
-        "{metrics}"
-    );
+    for line in [
+        "cairn_runner_drives_total{outcome=\"failed\"} 1",
+        "cairn_runner_drives_total{outcome=\"succeeded\"} 6",
+        "cairn_step_attempts_total 7",
+        "cairn_runner_in_flight 0",
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no `{line}` in {metrics}"
+        );
+    }
     let (status, _) = http(addr, Method::GET, "/healthz", None, None).await;
     assert_eq!(status, StatusCode::OK);
+    server.stop().await;
+}
+
+/// At most `concurrency` runs execute at once, and the slots are used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runner_executes_at_most_its_concurrency() {
+    let server = start(Kind::Sqlite, &[], 2, Duration::from_millis(50)).await;
+    let addr = server.addr;
+    let mut ids = vec![];
+    for i in 0..6 {
+        ids.push(post_run(addr, "slow", json!({"i": i})).await);
+    }
+    let mut most = 0;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, text) = http(addr, Method::GET, "/v1/runs?status=running", None, None).await;
+        assert_eq!(status, StatusCode::OK, "{text}");
+        let page: Value = serde_json::from_str(&text).unwrap();
+        let running = page["runs"].as_array().unwrap().len();
+        assert!(running <= 2, "{running} runs executing at once");
+        most = most.max(running);
+        let (_, text) = http(addr, Method::GET, "/v1/runs?status=succeeded", None, None).await;
+        let page: Value = serde_json::from_str(&text).unwrap();
+        if page["runs"].as_array().unwrap().len() == ids.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "runs did not finish: {page}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(most, 2, "two slots, six runs: both slots were used");
     server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_ends_open_event_streams() {
     // No runner: the run stays queued, so its stream would never end.
-    let server = start(Kind::Sqlite, &[], 0).await;
+    let server = start(Kind::Sqlite, &[], 0, Duration::from_millis(50)).await;
     let addr = server.addr;
     let (_, text) = http(
         addr,

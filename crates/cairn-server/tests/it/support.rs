@@ -51,12 +51,24 @@ command = ["sh", "-c", "cat > /dev/null; echo nope >&2; exit 2"]
 permanent_exit_codes = [2]
 "#;
 
-/// Writes the three crews into `dir` (plus a file that is not a crew).
+/// A command that takes a while: for concurrency tests.
+pub const SLOW: &str = r#"
+name = "slow"
+version = "1"
+
+[[agents]]
+role = "sleeper"
+kind = "command"
+command = ["sh", "-c", "cat > /dev/null; sleep 0.4; echo done"]
+"#;
+
+/// Writes the four crews into `dir` (plus a file that is not a crew).
 pub fn write_crews(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("greet.toml"), GREET).unwrap();
     std::fs::write(dir.join("pipeline.toml"), PIPELINE).unwrap();
     std::fs::write(dir.join("broken.toml"), BROKEN).unwrap();
+    std::fs::write(dir.join("slow.toml"), SLOW).unwrap();
     std::fs::write(dir.join("README.md"), "not a crew").unwrap();
 }
 
