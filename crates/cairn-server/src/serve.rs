@@ -35,7 +35,7 @@ use crate::{router, AppState, Error, Result, DEFAULT_BODY_LIMIT};
 /// .await
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServeOptions {
     /// The database: `sqlite://PATH` (created if missing) or `postgres://…`.
     /// Default `sqlite://cairn.db`.
@@ -67,6 +67,29 @@ pub struct ServeOptions {
     /// finish. Runs still executing then are abandoned as `running`; a
     /// `cairn resume` takes them over. Default 10 s.
     pub shutdown_grace: Duration,
+}
+
+/// Tokens and the database password are left out, so options can be logged.
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let db_url = match url::Url::parse(&self.db_url) {
+            Ok(mut url) if url.password().is_some() => {
+                let _ = url.set_password(Some("redacted"));
+                url.to_string()
+            }
+            _ => self.db_url.clone(),
+        };
+        f.debug_struct("ServeOptions")
+            .field("db_url", &db_url)
+            .field("crews_dir", &self.crews_dir)
+            .field("listen", &self.listen)
+            .field("tokens", &format_args!("[{} redacted]", self.tokens.len()))
+            .field("concurrency", &self.concurrency)
+            .field("body_limit", &self.body_limit)
+            .field("poll_interval", &self.poll_interval)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish()
+    }
 }
 
 impl Default for ServeOptions {
@@ -233,5 +256,28 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {}
         () = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_hides_tokens_and_the_database_password() {
+        let opts = ServeOptions {
+            db_url: "postgres://cairn:hunter2@db:5432/cairn".into(),
+            tokens: vec!["tok-abc".into()],
+            ..ServeOptions::default()
+        };
+        let text = format!("{opts:?}");
+        assert!(
+            !text.contains("hunter2") && !text.contains("tok-abc"),
+            "{text}"
+        );
+        assert!(
+            text.contains("db:5432") && text.contains("[1 redacted]"),
+            "{text}"
+        );
     }
 }
