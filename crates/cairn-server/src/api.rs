@@ -259,6 +259,14 @@ async fn list_runs(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<RunPage>, ApiError> {
+    // An empty parameter (`?status=` from a form) means "not given".
+    let given = |p: Option<String>| p.filter(|v| !v.is_empty());
+    let q = ListQuery {
+        status: given(q.status),
+        crew: given(q.crew),
+        limit: given(q.limit),
+        cursor: given(q.cursor),
+    };
     let status = q
         .status
         .as_deref()

@@ -303,6 +303,10 @@ async fn list_filters_by_status_and_crew_and_survives_status_changes_between_pag
         [s(b)]
     );
     assert!(ids_of("/v1/runs?crew=nobody".into()).await.is_empty());
+    assert_eq!(
+        ids_of("/v1/runs?status=&crew=&limit=&cursor=".into()).await,
+        [s(a), s(b), s(c), s(d), s(e)]
+    );
 
     // The cursor run leaves the filter between pages: the next page still
     // starts right after it.
