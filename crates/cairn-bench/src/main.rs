@@ -425,6 +425,7 @@ fn step_commit(crew: &Crew, run_id: RunId, epoch: LeaseEpoch, i: usize) -> StepC
         run_error: None,
         start_next: agents.get(i + 1).map(|a| (idx.next(), a.role.clone())),
         retry_after: None,
+        open_wait: None,
         events,
     }
 }

@@ -40,6 +40,22 @@ pub enum Error {
     /// must be committed as cancelled.
     #[error("run {run} has a cancel request; its step result was discarded")]
     CancelRequested { run: RunId },
+    /// No wait has this id.
+    #[error("wait {0} not found")]
+    WaitNotFound(cairn_core::WaitId),
+    /// The wait is no longer open (and this is not a repeat of its answer).
+    #[error("wait {wait} is `{status}`; it can no longer be answered")]
+    WaitClosed {
+        wait: cairn_core::WaitId,
+        status: cairn_core::WaitStatus,
+    },
+    /// The answer does not fit the wait's kind.
+    #[error("wait {wait} is a `{kind}` wait: {hint}")]
+    BadAnswer {
+        wait: cairn_core::WaitId,
+        kind: cairn_core::WaitKind,
+        hint: &'static str,
+    },
     /// A fork that cannot be made.
     #[error("cannot fork run {run}: {reason}")]
     ForkRefused { run: RunId, reason: String },

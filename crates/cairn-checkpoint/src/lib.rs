@@ -19,8 +19,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairn_core::{
-    Actor, Attempt, CrewDef, ErrorInfo, EventRecord, LeaseEpoch, NewEvent, Role, RunId, RunRecord,
-    RunStatus, StepIdx, StepRecord, StepStatus, Usage,
+    Actor, Answer, Attempt, CrewDef, ErrorInfo, EventRecord, LeaseEpoch, NewEvent, NewWait, Role,
+    RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus, Usage, WaitId, WaitRecord,
+    WaitStatus,
 };
 use serde_json::Value;
 
@@ -109,7 +110,17 @@ pub struct StepCommit {
     /// With `run_status = Queued`: the run may be claimed again only after
     /// this long, by the database clock (a durable retry timer).
     pub retry_after: Option<Duration>,
+    /// With `status = Waiting`: the wait to open in the same transaction.
+    pub open_wait: Option<NewWait>,
     pub events: Vec<NewEvent>,
+}
+
+/// Which waits to list.
+#[derive(Debug, Clone, Default)]
+pub struct WaitFilter {
+    pub run: Option<RunId>,
+    pub step: Option<StepIdx>,
+    pub status: Option<WaitStatus>,
 }
 
 /// An operator action that is a status transition of a run.
@@ -173,6 +184,21 @@ pub trait Store: Send + Sync + 'static {
     /// `0..from_step` of `id` and records it as its parent. The source run
     /// is not changed.
     async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord>;
+
+    /// Waits, oldest first.
+    async fn list_waits(&self, filter: &WaitFilter) -> Result<Vec<WaitRecord>>;
+
+    /// Records a person's answer to an open wait and moves its run on in the
+    /// same transaction (see `cairn_core::Answer`). The same answer twice is
+    /// a no-op; answering a closed wait otherwise is [`Error::WaitClosed`].
+    async fn answer_wait(&self, id: WaitId, answer: &Answer, by: &str) -> Result<WaitRecord>;
+
+    /// Open waits whose deadline has passed, by the database clock.
+    async fn due_waits(&self) -> Result<Vec<WaitRecord>>;
+
+    /// Expires a due wait whose outcome is "fail": the wait `expired`, its
+    /// step and run `failed` with error kind `deadline`.
+    async fn expire_wait(&self, id: WaitId) -> Result<WaitRecord>;
 
     /// All events of a run, by sequence.
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>>;

@@ -7,6 +7,7 @@ use cairn_core::{
 };
 
 use crate::{Action, ClaimRequest, Error, ForkRequest, Result, StepCommit};
+use cairn_core::{Answer, StepIdx, WaitKind, WaitRecord, WaitStatus};
 
 /// What a claim does to the step at the cursor. Shared by both backends.
 pub(crate) struct ClaimPlan {
@@ -29,6 +30,7 @@ pub(crate) enum ClaimStep {
 pub(crate) fn plan_claim(
     run: &RunRecord,
     row: Option<StepRecord>,
+    latest_wait: Option<&WaitRecord>,
     req: &ClaimRequest,
 ) -> Result<ClaimPlan> {
     let crew: &CrewDef = &run.crew_definition;
@@ -83,7 +85,29 @@ pub(crate) fn plan_claim(
             attempt: row.attempt.get(),
             takeovers_delta: 0,
         },
-        status @ (StepStatus::Succeeded | StepStatus::Waiting | StepStatus::Cancelled) => {
+        // A step that waited for a person carries on as the answer says.
+        StepStatus::Waiting => match latest_wait.map(|w| (w.status, w.kind, &w.answer)) {
+            Some((WaitStatus::Answered, WaitKind::Review, Some(Answer::Reject { .. }))) => {
+                ClaimStep::Restart {
+                    attempt: row.attempt.get() + 1,
+                    takeovers_delta: 0,
+                }
+            }
+            Some((WaitStatus::Answered, WaitKind::Approval | WaitKind::Question, _)) => {
+                ClaimStep::Restart {
+                    attempt: row.attempt.get(),
+                    takeovers_delta: 0,
+                }
+            }
+            _ => {
+                return Err(Corruption::new(
+                    run.id,
+                    format!("step {cursor} is waiting but its wait has no answer to act on"),
+                )
+                .into())
+            }
+        },
+        status @ (StepStatus::Succeeded | StepStatus::Cancelled) => {
             return Err(Corruption::new(
                 run.id,
                 format!("step {cursor} at the cursor is `{status}`, which cannot be dispatched"),
@@ -246,5 +270,129 @@ pub(crate) fn fork_event(source: &RunRecord, req: &ForkRequest, actor: &Actor) -
             "by": actor.by,
             "reason": actor.reason,
         }),
+    )
+}
+
+/// What answering a wait does.
+pub(crate) enum AnswerPlan {
+    /// The same answer was already recorded: nothing to do.
+    Repeat,
+    Apply {
+        run_to: RunStatus,
+        cursor_to: StepIdx,
+        step: StepChange,
+        run_error: Option<ErrorInfo>,
+        event: NewEvent,
+    },
+}
+
+pub(crate) enum StepChange {
+    /// The step stays `waiting`; the next claim restarts it.
+    Keep,
+    /// The reviewed step commits with this output.
+    Succeed(serde_json::Value),
+    /// The step fails (approval rejected, deadline).
+    Fail(ErrorInfo),
+}
+
+pub(crate) fn plan_answer(
+    wait: &WaitRecord,
+    run: &RunRecord,
+    step: Option<&StepRecord>,
+    answer: &Answer,
+    by: &str,
+) -> Result<AnswerPlan> {
+    if wait.status != WaitStatus::Open {
+        if wait.status == WaitStatus::Answered && wait.answer.as_ref() == Some(answer) {
+            return Ok(AnswerPlan::Repeat);
+        }
+        return Err(Error::WaitClosed {
+            wait: wait.id,
+            status: wait.status,
+        });
+    }
+    if !answer.fits(wait.kind) {
+        return Err(Error::BadAnswer {
+            wait: wait.id,
+            kind: wait.kind,
+            hint: match wait.kind {
+                WaitKind::Review => "answer with approve, edit or reject",
+                WaitKind::Approval => "answer with approve or reject",
+                WaitKind::Question => "answer with a value (--answer JSON)",
+            },
+        });
+    }
+    let step = step.filter(|s| {
+        s.idx == wait.step_idx && s.status == StepStatus::Waiting && run.cursor == wait.step_idx
+    });
+    let Some(step) = step.filter(|_| run.status == RunStatus::Waiting) else {
+        return Err(Corruption::new(
+            run.id,
+            format!(
+                "wait {} is open but the run is `{}` at step {}",
+                wait.id, run.status, run.cursor
+            ),
+        )
+        .into());
+    };
+    let mut data = serde_json::json!({
+        "wait": wait.id, "kind": wait.kind, "idx": wait.step_idx, "answer": answer, "by": by,
+    });
+    let next = wait.step_idx.next();
+    let advance = |output: serde_json::Value| {
+        let last = next.get() == run.step_count;
+        (
+            if last {
+                RunStatus::Succeeded
+            } else {
+                RunStatus::Queued
+            },
+            next,
+            StepChange::Succeed(output),
+        )
+    };
+    let (run_to, cursor_to, change, run_error) = match answer {
+        Answer::Approve if wait.kind == WaitKind::Review => {
+            let (r, c, s) = advance(step.output.clone().unwrap_or_default());
+            (r, c, s, None)
+        }
+        Answer::Edit { output } => {
+            data["original"] = step.output.clone().unwrap_or_default();
+            let (r, c, s) = advance(output.clone());
+            (r, c, s, None)
+        }
+        Answer::Reject { feedback } if wait.kind == WaitKind::Approval => {
+            let error = ErrorInfo::new(
+                ErrorKind::Rejected,
+                format!("{by} rejected step {}: {feedback}", wait.step_idx),
+                false,
+            );
+            (
+                RunStatus::Failed,
+                wait.step_idx,
+                StepChange::Fail(error.clone()),
+                Some(error),
+            )
+        }
+        _ => (RunStatus::Queued, wait.step_idx, StepChange::Keep, None),
+    };
+    Ok(AnswerPlan::Apply {
+        run_to,
+        cursor_to,
+        step: change,
+        run_error,
+        event: NewEvent::new(EventKind::WaitAnswered, data),
+    })
+}
+
+/// The error of a wait that expired with the outcome "fail".
+pub(crate) fn deadline_error(wait: &WaitRecord) -> ErrorInfo {
+    ErrorInfo::new(
+        ErrorKind::Deadline,
+        format!(
+            "the {} wait on step {} passed its deadline unanswered",
+            wait.kind, wait.step_idx
+        ),
+        false,
     )
 }

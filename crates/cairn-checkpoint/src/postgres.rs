@@ -9,16 +9,18 @@ use sqlx::types::Json;
 use sqlx::{Connection, PgConnection, Postgres, Row, Transaction};
 
 use cairn_core::{
-    Actor, EventKind, EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepRecord,
+    Actor, Answer, ErrorInfo, EventKind, EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord,
+    RunStatus, StepRecord, WaitId, WaitRecord,
 };
 
 use crate::plan::{
-    check_fork, claim_events, fork_event, plan_action, plan_claim, refused_commit, ClaimStep,
+    check_fork, claim_events, deadline_error, fork_event, plan_action, plan_answer, plan_claim,
+    refused_commit, AnswerPlan, ClaimStep, StepChange,
 };
-use crate::raw::{check_same_submission, error_json, RawRun, RawStep};
+use crate::raw::{check_same_submission, error_json, RawRun, RawStep, RawWait};
 use crate::{
     Action, Backend, ClaimRequest, Claimed, Error, ForkRequest, NewRun, OpenOptions, Result,
-    RunFilter, StepCommit, Store, Submitted,
+    RunFilter, StepCommit, Store, Submitted, WaitFilter,
 };
 
 macro_rules! run_cols {
@@ -173,6 +175,114 @@ async fn fetch_step(
     .fetch_optional(&mut **tx)
     .await?;
     row.map(|r| decode_step(id, &r)).transpose()
+}
+
+macro_rules! wait_cols {
+    () => {
+        "id, run_id, step_idx, attempt, kind, status, prompt, question_id, deadline, \
+         on_deadline, answer, answered_by, answered_at, created_at"
+    };
+}
+
+fn decode_wait(row: &PgRow) -> Result<WaitRecord> {
+    let raw = RawWait {
+        id: WaitId::from_uuid(row.try_get("id")?),
+        run_id: RunId::from_uuid(row.try_get("run_id")?),
+        step_idx: i64::from(row.try_get::<i32, _>("step_idx")?),
+        attempt: i64::from(row.try_get::<i32, _>("attempt")?),
+        kind: row.try_get("kind")?,
+        status: row.try_get("status")?,
+        prompt: row.try_get::<Json<Value>, _>("prompt")?.0,
+        question_id: row.try_get("question_id")?,
+        deadline: row.try_get("deadline")?,
+        on_deadline: row
+            .try_get::<Option<Json<Value>>, _>("on_deadline")?
+            .map(|j| j.0),
+        answer: row
+            .try_get::<Option<Json<Value>>, _>("answer")?
+            .map(|j| j.0),
+        answered_by: row.try_get("answered_by")?,
+        answered_at: row.try_get("answered_at")?,
+        created_at: row.try_get("created_at")?,
+    };
+    Ok(raw.into_record()?)
+}
+
+async fn latest_wait(
+    tx: &mut Transaction<'static, Postgres>,
+    id: RunId,
+    idx: u32,
+) -> Result<Option<WaitRecord>> {
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        wait_cols!(),
+        " FROM waits WHERE run_id = $1 AND step_idx = $2 ORDER BY created_at DESC, id DESC LIMIT 1"
+    ))
+    .bind(id.as_uuid())
+    .bind(idx as i32)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.map(|r| decode_wait(&r)).transpose()
+}
+
+async fn fetch_wait(tx: &mut Transaction<'static, Postgres>, id: WaitId) -> Result<WaitRecord> {
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        wait_cols!(),
+        " FROM waits WHERE id = $1 FOR UPDATE"
+    ))
+    .bind(id.as_uuid())
+    .fetch_optional(&mut **tx)
+    .await?
+    .ok_or(Error::WaitNotFound(id))?;
+    decode_wait(&row)
+}
+
+async fn apply_step_change(
+    tx: &mut Transaction<'static, Postgres>,
+    run: RunId,
+    idx: u32,
+    change: &StepChange,
+) -> Result<()> {
+    let (status, output, error) = match change {
+        StepChange::Keep => return Ok(()),
+        StepChange::Succeed(output) => ("succeeded", Some(Json(output.clone())), None),
+        StepChange::Fail(e) => ("failed", None, error_json(&Some(e.clone())).map(Json)),
+    };
+    sqlx::query(
+        "UPDATE steps SET status = $3, output = COALESCE($4, output), error = COALESCE($5, error), \
+         finished_at = clock_timestamp() WHERE run_id = $1 AND idx = $2 AND status = 'waiting'",
+    )
+    .bind(run.as_uuid())
+    .bind(idx as i32)
+    .bind(status)
+    .bind(output)
+    .bind(error)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+async fn set_run_after_wait(
+    tx: &mut Transaction<'static, Postgres>,
+    run: RunId,
+    to: RunStatus,
+    cursor: cairn_core::StepIdx,
+    error: Option<&ErrorInfo>,
+) -> Result<()> {
+    let finished = matches!(to, RunStatus::Succeeded | RunStatus::Failed);
+    sqlx::query(
+        "UPDATE runs SET status = $2, cursor = $3, error = $4, updated_at = clock_timestamp(), \
+         finished_at = CASE WHEN $5 THEN clock_timestamp() ELSE finished_at END WHERE id = $1",
+    )
+    .bind(run.as_uuid())
+    .bind(to.as_str())
+    .bind(cursor.get() as i32)
+    .bind(error.map(Json))
+    .bind(finished)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 fn event_arrays(events: &[NewEvent]) -> (Vec<String>, Vec<Json<Value>>) {
@@ -367,11 +477,14 @@ impl Store for PgStore {
         .await?;
         let epoch = LeaseEpoch(epoch);
         let cursor = before.cursor.get() as i32;
-        let plan = plan_claim(
-            &before,
-            fetch_step(&mut tx, id, before.cursor.get()).await?,
-            req,
-        )?;
+        let row = fetch_step(&mut tx, id, before.cursor.get()).await?;
+        let latest_wait = match &row {
+            Some(r) if r.status == cairn_core::StepStatus::Waiting => {
+                latest_wait(&mut tx, id, r.idx.get()).await?
+            }
+            _ => None,
+        };
+        let plan = plan_claim(&before, row, latest_wait.as_ref(), req)?;
         match &plan.step {
             ClaimStep::Nothing => {}
             ClaimStep::Insert { role } => {
@@ -435,6 +548,7 @@ impl Store for PgStore {
             RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
         );
         let (kinds, datas) = event_arrays(&c.events);
+        let wait = c.open_wait.as_ref();
         let (next_idx, next_role) = match &c.start_next {
             Some((i, r)) => (Some(i.get() as i32), Some(r.as_str())),
             None => (None, None),
@@ -467,7 +581,13 @@ impl Store for PgStore {
              e AS ( \
                INSERT INTO events (run_id, seq, at, kind, data) \
                SELECT r.id, r.event_seq - $6 + u.ord, clock_timestamp(), u.kind, u.data \
-               FROM r CROSS JOIN unnest($17::text[], $18::jsonb[]) WITH ORDINALITY AS u(kind, data, ord)) \
+               FROM r CROSS JOIN unnest($17::text[], $18::jsonb[]) WITH ORDINALITY AS u(kind, data, ord)), \
+             w AS ( \
+               INSERT INTO waits (id, run_id, step_idx, attempt, kind, status, prompt, question_id, \
+                 deadline, on_deadline, created_at) \
+               SELECT $20::uuid, r.id, $8, $9, $21, 'open', $22, $23, \
+                 clock_timestamp() + make_interval(secs => $24::float8), $25, clock_timestamp() \
+               FROM r WHERE $20::uuid IS NOT NULL) \
              SELECT CASE WHEN (SELECT count(*) FROM r) = 1 AND (SELECT count(*) FROM s) <> 1 \
                  THEN cairn_raise('cairn: step row is not running at the committed attempt') \
                  ELSE (SELECT count(*) FROM r) END",
@@ -491,6 +611,12 @@ impl Store for PgStore {
         .bind(kinds)
         .bind(datas)
         .bind(c.retry_after.map(|d| d.as_secs_f64()))
+        .bind(wait.map(|w| w.id.as_uuid()))
+        .bind(wait.map(|w| w.kind.as_str()))
+        .bind(wait.map(|w| Json(&w.prompt)))
+        .bind(wait.and_then(|w| w.question_id.as_deref()))
+        .bind(wait.and_then(|w| w.deadline_ms).map(|ms| ms as f64 / 1000.0))
+        .bind(wait.and_then(|w| w.on_deadline.as_ref()).map(Json))
         .fetch_one(&self.pool)
         .await
         .map_err(|e| match e {
@@ -543,6 +669,12 @@ impl Store for PgStore {
             .bind(run.cursor.get() as i32)
             .execute(&mut *tx)
             .await?;
+            sqlx::query(
+                "UPDATE waits SET status = 'cancelled' WHERE run_id = $1 AND status = 'open'",
+            )
+            .bind(id.as_uuid())
+            .execute(&mut *tx)
+            .await?;
         }
         append_events(&mut tx, id, std::slice::from_ref(&plan.event)).await?;
         let run = fetch_run(&mut tx, id, false).await?;
@@ -588,6 +720,105 @@ impl Store for PgStore {
         let run = fetch_run(&mut tx, child, false).await?;
         tx.commit().await?;
         Ok(run)
+    }
+
+    async fn list_waits(&self, filter: &WaitFilter) -> Result<Vec<WaitRecord>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            wait_cols!(),
+            " FROM waits WHERE ($1::uuid IS NULL OR run_id = $1) \
+             AND ($2::int IS NULL OR step_idx = $2) AND ($3::text IS NULL OR status = $3) \
+             ORDER BY created_at, id"
+        ))
+        .bind(filter.run.map(|r| r.as_uuid()))
+        .bind(filter.step.map(|s| s.get() as i32))
+        .bind(filter.status.map(|s| s.as_str()))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(decode_wait).collect()
+    }
+
+    async fn answer_wait(&self, id: WaitId, answer: &Answer, by: &str) -> Result<WaitRecord> {
+        let mut tx = self.pool.begin().await?;
+        let wait = fetch_wait(&mut tx, id).await?;
+        let run = fetch_run(&mut tx, wait.run_id, true).await?;
+        let step = fetch_step(&mut tx, run.id, run.cursor.get()).await?;
+        let AnswerPlan::Apply {
+            run_to,
+            cursor_to,
+            step: change,
+            run_error,
+            event,
+        } = plan_answer(&wait, &run, step.as_ref(), answer, by)?
+        else {
+            return Ok(wait);
+        };
+        sqlx::query(
+            "UPDATE waits SET status = 'answered', answer = $2, answered_by = $3, \
+             answered_at = clock_timestamp() WHERE id = $1 AND status = 'open'",
+        )
+        .bind(id.as_uuid())
+        .bind(Json(answer))
+        .bind(by)
+        .execute(&mut *tx)
+        .await?;
+        apply_step_change(&mut tx, run.id, wait.step_idx.get(), &change).await?;
+        set_run_after_wait(&mut tx, run.id, run_to, cursor_to, run_error.as_ref()).await?;
+        append_events(&mut tx, run.id, &[event]).await?;
+        let wait = fetch_wait(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(wait)
+    }
+
+    async fn due_waits(&self) -> Result<Vec<WaitRecord>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            wait_cols!(),
+            " FROM waits WHERE status = 'open' AND deadline IS NOT NULL \
+             AND deadline <= clock_timestamp() ORDER BY deadline"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(decode_wait).collect()
+    }
+
+    async fn expire_wait(&self, id: WaitId) -> Result<WaitRecord> {
+        let mut tx = self.pool.begin().await?;
+        let wait = fetch_wait(&mut tx, id).await?;
+        if wait.status != cairn_core::WaitStatus::Open {
+            return Err(Error::WaitClosed {
+                wait: id,
+                status: wait.status,
+            });
+        }
+        let error = deadline_error(&wait);
+        sqlx::query("UPDATE waits SET status = 'expired' WHERE id = $1")
+            .bind(id.as_uuid())
+            .execute(&mut *tx)
+            .await?;
+        apply_step_change(
+            &mut tx,
+            wait.run_id,
+            wait.step_idx.get(),
+            &StepChange::Fail(error.clone()),
+        )
+        .await?;
+        set_run_after_wait(
+            &mut tx,
+            wait.run_id,
+            RunStatus::Failed,
+            wait.step_idx,
+            Some(&error),
+        )
+        .await?;
+        let event = NewEvent::new(
+            EventKind::WaitExpired,
+            serde_json::json!({"wait": id, "kind": wait.kind, "idx": wait.step_idx, "error": error}),
+        );
+        append_events(&mut tx, wait.run_id, &[event]).await?;
+        let wait = fetch_wait(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(wait)
     }
 
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {

@@ -149,3 +149,52 @@ pub(crate) fn check_same_submission(
         what,
     })
 }
+
+pub(crate) struct RawWait {
+    pub id: cairn_core::WaitId,
+    pub run_id: RunId,
+    pub step_idx: i64,
+    pub attempt: i64,
+    pub kind: String,
+    pub status: String,
+    pub prompt: Value,
+    pub question_id: Option<String>,
+    pub deadline: Option<DateTime<Utc>>,
+    pub on_deadline: Option<Value>,
+    pub answer: Option<Value>,
+    pub answered_by: Option<String>,
+    pub answered_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl RawWait {
+    pub fn into_record(self) -> Result<cairn_core::WaitRecord, Corruption> {
+        let run = self.run_id;
+        let what = format!("wait {}", self.id);
+        let corrupt = |d: String| Corruption::new(run, format!("{what}: {d}"));
+        Ok(cairn_core::WaitRecord {
+            id: self.id,
+            run_id: run,
+            step_idx: StepIdx(non_negative(run, "wait step", self.step_idx)?),
+            attempt: Attempt(non_negative(run, "wait attempt", self.attempt)?),
+            kind: self.kind.parse().map_err(corrupt)?,
+            status: self.status.parse().map_err(corrupt)?,
+            prompt: self.prompt,
+            question_id: self.question_id,
+            deadline: self.deadline,
+            on_deadline: self
+                .on_deadline
+                .map(serde_json::from_value)
+                .transpose()
+                .map_err(|e| corrupt(format!("on_deadline: {e}")))?,
+            answer: self
+                .answer
+                .map(serde_json::from_value)
+                .transpose()
+                .map_err(|e| corrupt(format!("answer: {e}")))?,
+            answered_by: self.answered_by,
+            answered_at: self.answered_at,
+            created_at: self.created_at,
+        })
+    }
+}

@@ -17,17 +17,18 @@ use sqlx::{Row, Sqlite, Transaction};
 use uuid::Uuid;
 
 use cairn_core::{
-    Actor, Corruption, EventKind, EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus,
-    StepRecord,
+    Actor, Answer, Corruption, ErrorInfo, EventKind, EventRecord, LeaseEpoch, NewEvent, RunId,
+    RunRecord, RunStatus, StepRecord, WaitId, WaitRecord,
 };
 
 use crate::plan::{
-    check_fork, claim_events, fork_event, plan_action, plan_claim, refused_commit, ClaimStep,
+    check_fork, claim_events, deadline_error, fork_event, plan_action, plan_answer, plan_claim,
+    refused_commit, AnswerPlan, ClaimStep, StepChange,
 };
-use crate::raw::{check_same_submission, error_json, RawRun, RawStep};
+use crate::raw::{check_same_submission, error_json, RawRun, RawStep, RawWait};
 use crate::{
     Action, Backend, ClaimRequest, Claimed, Error, ForkRequest, NewRun, Result, RunFilter,
-    StepCommit, Store, Submitted,
+    StepCommit, Store, Submitted, WaitFilter,
 };
 
 macro_rules! run_cols {
@@ -207,6 +208,76 @@ fn decode_step(run: RunId, row: &SqliteRow) -> Result<StepRecord> {
         takeovers: row.try_get("takeovers")?,
     };
     Ok(raw.into_record(run)?)
+}
+
+macro_rules! wait_cols {
+    () => {
+        "id, run_id, step_idx, attempt, kind, status, prompt, question_id, deadline, \
+         on_deadline, answer, answered_by, answered_at, created_at"
+    };
+}
+
+fn decode_wait(row: &SqliteRow) -> Result<WaitRecord> {
+    let run_text: String = row.try_get("run_id")?;
+    let run = RunId::from_str(&run_text)
+        .map_err(|e| Corruption::new(nil_run(), format!("a wait's run id does not decode: {e}")))?;
+    let id_text: String = row.try_get("id")?;
+    let id = WaitId::from_str(&id_text).map_err(|e| Corruption::new(run, e))?;
+    let raw = RawWait {
+        id,
+        run_id: run,
+        step_idx: row.try_get("step_idx")?,
+        attempt: row.try_get("attempt")?,
+        kind: row.try_get("kind")?,
+        status: row.try_get("status")?,
+        prompt: required(
+            run,
+            "wait prompt",
+            json_col(run, "wait prompt", row.try_get("prompt")?)?,
+        )?,
+        question_id: row.try_get("question_id")?,
+        deadline: time_col(run, "wait deadline", row.try_get("deadline")?)?,
+        on_deadline: json_col(run, "wait on_deadline", row.try_get("on_deadline")?)?,
+        answer: json_col(run, "wait answer", row.try_get("answer")?)?,
+        answered_by: row.try_get("answered_by")?,
+        answered_at: time_col(run, "wait answered_at", row.try_get("answered_at")?)?,
+        created_at: required(
+            run,
+            "wait created_at",
+            time_col(run, "wait created_at", row.try_get("created_at")?)?,
+        )?,
+    };
+    Ok(raw.into_record()?)
+}
+
+async fn latest_wait(
+    tx: &mut Transaction<'static, Sqlite>,
+    id: RunId,
+    idx: u32,
+) -> Result<Option<WaitRecord>> {
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        wait_cols!(),
+        " FROM waits WHERE run_id = ?1 AND step_idx = ?2 ORDER BY created_at DESC, id DESC LIMIT 1"
+    ))
+    .bind(id.to_string())
+    .bind(idx as i64)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.map(|r| decode_wait(&r)).transpose()
+}
+
+async fn fetch_wait(tx: &mut Transaction<'static, Sqlite>, id: WaitId) -> Result<WaitRecord> {
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        wait_cols!(),
+        " FROM waits WHERE id = ?1"
+    ))
+    .bind(id.to_string())
+    .fetch_optional(&mut **tx)
+    .await?
+    .ok_or(Error::WaitNotFound(id))?;
+    decode_wait(&row)
 }
 
 fn opt_json(v: Option<&Value>) -> Option<String> {
@@ -445,11 +516,15 @@ impl Store for SqliteStore {
         .await?;
         let epoch = LeaseEpoch(epoch);
 
-        let plan = plan_claim(
-            &before,
-            fetch_step(&mut tx, id, before.cursor.get()).await?,
-            req,
-        )?;
+        let row = fetch_step(&mut tx, id, before.cursor.get()).await?;
+        let latest_wait = match &row {
+            Some(r) if r.status == cairn_core::StepStatus::Waiting => {
+                latest_wait(&mut tx, id, r.idx.get()).await?
+            }
+            _ => None,
+        };
+        let plan = plan_claim(&before, row, latest_wait.as_ref(), req)?;
+
         match &plan.step {
             ClaimStep::Nothing => {}
             ClaimStep::Insert { role } => {
@@ -545,6 +620,10 @@ impl Store for SqliteStore {
             .retry_after
             .map(|d| format!("+{:.3} seconds", d.as_secs_f64()));
         let next_idx = c.start_next.as_ref().map(|(i, _)| i.get() as i64);
+        let wait = c.open_wait.as_ref();
+        let wait_deadline = wait
+            .and_then(|w| w.deadline_ms)
+            .map(|ms| format!("+{:.3} seconds", ms as f64 / 1000.0));
         let applied = sqlx::query(concat!(
             "UPDATE runs SET status = ?, cursor = ?, error = ?, event_seq = event_seq + ?, \
              updated_at = ",
@@ -572,7 +651,13 @@ impl Store for SqliteStore {
             now!(),
             ", j.value ->> '$.kind', j.value -> '$.data' \
              FROM runs r, json_each(?) j WHERE r.id = ? AND r.lease_epoch = ? \
-               AND r.status = ? AND r.cursor = ?"
+               AND r.status = ? AND r.cursor = ?; \
+             INSERT INTO waits (id, run_id, step_idx, attempt, kind, status, prompt, question_id, \
+               deadline, on_deadline, created_at) \
+             SELECT ?, ?, ?, ?, ?, 'open', ?, ?, \
+               CASE WHEN ? IS NULL THEN NULL ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', ?) END, ?, ",
+            now!(),
+            " WHERE ? IS NOT NULL AND changes() > 0"
         ))
         // UPDATE runs
         .bind(status)
@@ -609,9 +694,27 @@ impl Store for SqliteStore {
         .bind(c.epoch.0)
         .bind(status)
         .bind(cursor)
+        // INSERT wait
+        .bind(wait.map(|w| w.id.to_string()))
+        .bind(&run_id)
+        .bind(c.idx.get() as i64)
+        .bind(c.attempt.get() as i64)
+        .bind(wait.map(|w| w.kind.as_str()))
+        .bind(wait.map(|w| w.prompt.to_string()))
+        .bind(wait.and_then(|w| w.question_id.clone()))
+        .bind(&wait_deadline)
+        .bind(&wait_deadline)
+        .bind(
+            wait.and_then(|w| w.on_deadline.as_ref())
+                .map(|o| serde_json::to_string(o).unwrap_or_default()),
+        )
+        .bind(wait.map(|w| w.kind.as_str()))
         .execute(&mut *tx)
         .await;
-        let expected = 2 + u64::from(c.start_next.is_some()) + c.events.len() as u64;
+        let expected = 2
+            + u64::from(c.start_next.is_some())
+            + c.events.len() as u64
+            + u64::from(c.open_wait.is_some());
         match applied {
             Ok(done) if done.rows_affected() == expected => {
                 tx.commit().await?;
@@ -678,6 +781,12 @@ impl Store for SqliteStore {
             .bind(run.cursor.get() as i64)
             .execute(&mut *tx)
             .await?;
+            sqlx::query(
+                "UPDATE waits SET status = 'cancelled' WHERE run_id = ?1 AND status = 'open'",
+            )
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await?;
         }
         append_events(&mut tx, id, std::slice::from_ref(&plan.event)).await?;
         let run = fetch_run(&mut tx, id).await?;
@@ -730,6 +839,107 @@ impl Store for SqliteStore {
         Ok(run)
     }
 
+    async fn list_waits(&self, filter: &WaitFilter) -> Result<Vec<WaitRecord>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            wait_cols!(),
+            " FROM waits WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR step_idx = ?2) \
+             AND (?3 IS NULL OR status = ?3) ORDER BY created_at, id"
+        ))
+        .bind(filter.run.map(|r| r.to_string()))
+        .bind(filter.step.map(|s| s.get() as i64))
+        .bind(filter.status.map(|s| s.as_str()))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(decode_wait).collect()
+    }
+
+    async fn answer_wait(&self, id: WaitId, answer: &Answer, by: &str) -> Result<WaitRecord> {
+        let mut tx = self.write_tx().await?;
+        let wait = fetch_wait(&mut tx, id).await?;
+        let run = fetch_run(&mut tx, wait.run_id).await?;
+        let step = fetch_step(&mut tx, run.id, run.cursor.get()).await?;
+        let AnswerPlan::Apply {
+            run_to,
+            cursor_to,
+            step: change,
+            run_error,
+            event,
+        } = plan_answer(&wait, &run, step.as_ref(), answer, by)?
+        else {
+            return Ok(wait);
+        };
+        let answer_json = serde_json::to_string(answer).unwrap_or_default();
+        sqlx::query(concat!(
+            "UPDATE waits SET status = 'answered', answer = ?2, answered_by = ?3, answered_at = ",
+            now!(),
+            " WHERE id = ?1 AND status = 'open'"
+        ))
+        .bind(id.to_string())
+        .bind(&answer_json)
+        .bind(by)
+        .execute(&mut *tx)
+        .await?;
+        apply_step_change(&mut tx, run.id, wait.step_idx.get(), &change).await?;
+        set_run_after_wait(&mut tx, run.id, run_to, cursor_to, run_error.as_ref()).await?;
+        append_events(&mut tx, run.id, &[event]).await?;
+        let wait = fetch_wait(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(wait)
+    }
+
+    async fn due_waits(&self) -> Result<Vec<WaitRecord>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            wait_cols!(),
+            " FROM waits WHERE status = 'open' AND deadline IS NOT NULL AND deadline <= ",
+            now!(),
+            " ORDER BY deadline"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(decode_wait).collect()
+    }
+
+    async fn expire_wait(&self, id: WaitId) -> Result<WaitRecord> {
+        let mut tx = self.write_tx().await?;
+        let wait = fetch_wait(&mut tx, id).await?;
+        if wait.status != cairn_core::WaitStatus::Open {
+            return Err(Error::WaitClosed {
+                wait: id,
+                status: wait.status,
+            });
+        }
+        let error = deadline_error(&wait);
+        sqlx::query("UPDATE waits SET status = 'expired' WHERE id = ?1")
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        apply_step_change(
+            &mut tx,
+            wait.run_id,
+            wait.step_idx.get(),
+            &StepChange::Fail(error.clone()),
+        )
+        .await?;
+        set_run_after_wait(
+            &mut tx,
+            wait.run_id,
+            RunStatus::Failed,
+            wait.step_idx,
+            Some(&error),
+        )
+        .await?;
+        let event = NewEvent::new(
+            EventKind::WaitExpired,
+            serde_json::json!({"wait": id, "kind": wait.kind, "idx": wait.step_idx, "error": error}),
+        );
+        append_events(&mut tx, wait.run_id, &[event]).await?;
+        let wait = fetch_wait(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(wait)
+    }
+
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {
         let mut tx = self.pool.begin().await?;
         fetch_run(&mut tx, id).await?;
@@ -763,4 +973,60 @@ impl Store for SqliteStore {
             })
             .collect()
     }
+}
+
+async fn apply_step_change(
+    tx: &mut Transaction<'static, Sqlite>,
+    run: RunId,
+    idx: u32,
+    change: &StepChange,
+) -> Result<()> {
+    let (status, output, error) = match change {
+        StepChange::Keep => return Ok(()),
+        StepChange::Succeed(output) => ("succeeded", Some(output.to_string()), None),
+        StepChange::Fail(e) => (
+            "failed",
+            None,
+            error_json(&Some(e.clone())).map(|v| v.to_string()),
+        ),
+    };
+    sqlx::query(concat!(
+        "UPDATE steps SET status = ?3, output = COALESCE(?4, output), error = COALESCE(?5, error), \
+         finished_at = ",
+        now!(),
+        " WHERE run_id = ?1 AND idx = ?2 AND status = 'waiting'"
+    ))
+    .bind(run.to_string())
+    .bind(idx as i64)
+    .bind(status)
+    .bind(output)
+    .bind(error)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+async fn set_run_after_wait(
+    tx: &mut Transaction<'static, Sqlite>,
+    run: RunId,
+    to: RunStatus,
+    cursor: cairn_core::StepIdx,
+    error: Option<&ErrorInfo>,
+) -> Result<()> {
+    let finished = matches!(to, RunStatus::Succeeded | RunStatus::Failed);
+    sqlx::query(concat!(
+        "UPDATE runs SET status = ?2, cursor = ?3, error = ?4, updated_at = ",
+        now!(),
+        ", finished_at = CASE WHEN ?5 THEN ",
+        now!(),
+        " ELSE finished_at END WHERE id = ?1"
+    ))
+    .bind(run.to_string())
+    .bind(to.as_str())
+    .bind(cursor.get() as i64)
+    .bind(error.map(|e| serde_json::to_string(e).unwrap_or_default()))
+    .bind(finished)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }

@@ -13,8 +13,8 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 
 use cairn::{
-    Actor, Crew, Engine, ExecutorConfig, ForkRequest, OpenOptions, ResumeOptions, RunFilter, RunId,
-    RunStatus, StepIdx, SubmitOptions,
+    Actor, Answer, Crew, Engine, ExecutorConfig, ForkRequest, OpenOptions, ResumeOptions,
+    RunFilter, RunId, RunStatus, StepIdx, SubmitOptions, WaitFilter, WaitId, WaitStatus,
 };
 
 /// Exit codes (a contract; see the README).
@@ -77,6 +77,11 @@ enum Command {
         #[command(subcommand)]
         command: RunsCommand,
     },
+    /// Human waits: reviews, approvals and questions.
+    Waits {
+        #[command(subcommand)]
+        command: WaitsCommand,
+    },
     /// Run a 30-step crew in a child process, SIGKILL it during step 18,
     /// resume, and show that no finished step ran twice.
     Demo {
@@ -88,6 +93,42 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+}
+
+#[derive(Subcommand)]
+enum WaitsCommand {
+    /// List waits, oldest first.
+    List {
+        #[arg(long)]
+        run: Option<String>,
+        /// open, answered, expired or cancelled.
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// Answer a wait, then (unless --enqueue) execute its run to its next stop.
+    Answer {
+        wait_id: String,
+        /// Review or approval: yes.
+        #[arg(long, group = "decision")]
+        approve: bool,
+        /// Review: commit this output instead (JSON or text, or @FILE).
+        #[arg(long, group = "decision")]
+        edit: Option<String>,
+        /// Review: run the step again with this feedback. Approval: refuse.
+        #[arg(long, group = "decision")]
+        reject: Option<String>,
+        /// Question: the answer (JSON, or @FILE).
+        #[arg(long, group = "decision")]
+        answer: Option<String>,
+        /// Who answers (recorded). Default: $USER.
+        #[arg(long)]
+        by: Option<String>,
+        /// Only record the answer; leave the run to a worker or server.
+        #[arg(long)]
+        enqueue: bool,
+    },
+    /// Apply the deadline outcome of every wait past its deadline.
+    Expire,
 }
 
 /// Who acts and why, and whether to execute afterwards.
@@ -240,7 +281,10 @@ fn error_exit(err: &anyhow::Error) -> u8 {
             | S::MissingFile(_)
             | S::IdempotencyConflict { .. }
             | S::ForkRefused { .. }
-            | S::WrongState { .. } => exit::BAD_INPUT,
+            | S::WrongState { .. }
+            | S::WaitNotFound(_)
+            | S::WaitClosed { .. }
+            | S::BadAnswer { .. } => exit::BAD_INPUT,
             _ => exit::ERROR,
         };
     }
@@ -367,12 +411,83 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             }
             Ok(exit::OK)
         }
+        Command::Waits { command } => waits(&cli.db, command, json).await,
         Command::Demo {
             steps,
             kill_at,
             dir,
         } => demo::run(steps, kill_at, dir).await.context("demo"),
     }
+}
+
+async fn waits(db: &str, command: WaitsCommand, json: bool) -> anyhow::Result<u8> {
+    match command {
+        WaitsCommand::List { run, status } => {
+            let run = run.as_deref().map(parse_run_id).transpose()?;
+            let status = status
+                .map(|s| s.parse::<WaitStatus>().map_err(usage))
+                .transpose()?;
+            let engine = open(db, false).await?;
+            let waits = engine
+                .waits(&WaitFilter {
+                    run,
+                    step: None,
+                    status,
+                })
+                .await?;
+            output::print_waits(&waits, json)?;
+            Ok(exit::OK)
+        }
+        WaitsCommand::Answer {
+            wait_id,
+            approve,
+            edit,
+            reject,
+            answer,
+            by,
+            enqueue,
+        } => {
+            let id = wait_id.parse::<WaitId>().map_err(usage)?;
+            let answer = match (approve, edit, reject, answer) {
+                (true, ..) => Answer::Approve,
+                (_, Some(edit), ..) => Answer::Edit {
+                    output: parse_output_arg(&edit)?,
+                },
+                (_, _, Some(feedback), _) => Answer::Reject { feedback },
+                (_, _, _, Some(value)) => Answer::Answer {
+                    value: parse_input(&value)?,
+                },
+                _ => return Err(usage("say --approve, --edit, --reject or --answer")),
+            };
+            let by = by
+                .or_else(|| std::env::var("USER").ok())
+                .unwrap_or_else(|| "cli".to_owned());
+            let engine = open(db, false).await?;
+            let wait = engine.answer(id, &answer, &by).await?;
+            let run = engine.show(wait.run_id).await?.run;
+            if run.status == RunStatus::Queued {
+                return finish_action(&engine, run.id, enqueue, json).await;
+            }
+            output::print_run(&engine.show(run.id).await?, json, None)?;
+            Ok(status_exit(run.status))
+        }
+        WaitsCommand::Expire => {
+            let engine = open(db, false).await?;
+            let expired = engine.expire_due_waits().await?;
+            output::print_waits(&expired, json)?;
+            Ok(exit::OK)
+        }
+    }
+}
+
+/// An edited output: JSON if it parses, else the text itself (@FILE reads a file).
+fn parse_output_arg(arg: &str) -> anyhow::Result<Value> {
+    let text = match arg.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| usage(format!("cannot read --edit file {path}: {e}")))?,
+        None => arg.to_owned(),
+    };
+    Ok(serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.trim().to_owned())))
 }
 
 /// After an operator action: execute the run to its next stop (unless

@@ -129,3 +129,38 @@ pub fn print_events(events: &[EventRecord], json: bool) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+pub fn print_waits(waits: &[cairn::WaitRecord], json: bool) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut stdout, waits)?;
+        writeln!(stdout)?;
+        return Ok(());
+    }
+    writeln!(
+        stdout,
+        "{:<36}  {:<36} {:>4}  {:<9} {:<9} prompt",
+        "id", "run", "step", "kind", "status"
+    )?;
+    for w in waits {
+        let mut prompt = w.prompt.to_string();
+        if prompt.len() > 60 {
+            let mut cut = 57;
+            while !prompt.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            prompt.truncate(cut);
+            prompt.push_str("...");
+        }
+        writeln!(
+            stdout,
+            "{:<36}  {:<36} {:>4}  {:<9} {:<9} {prompt}",
+            w.id.to_string(),
+            w.run_id.to_string(),
+            w.step_idx,
+            w.kind.as_str(),
+            w.status.as_str(),
+        )?;
+    }
+    Ok(())
+}

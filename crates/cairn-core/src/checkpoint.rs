@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::crew::{CrewDef, Fingerprint};
 use crate::ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 use crate::status::{RunStatus, StepStatus};
+use crate::wait::Question;
 
 /// What went wrong in a step or run: one shape everywhere.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,6 +17,10 @@ pub struct ErrorInfo {
     pub kind: ErrorKind,
     pub message: String,
     pub retryable: bool,
+    /// A step that asks a person returns this (via `StepContext::ask`);
+    /// the executor turns it into a `question` wait. Not stored.
+    #[serde(skip)]
+    pub question: Option<Question>,
 }
 
 impl ErrorInfo {
@@ -24,6 +29,7 @@ impl ErrorInfo {
             kind,
             message: message.into(),
             retryable,
+            question: None,
         }
     }
 }
@@ -49,6 +55,10 @@ pub enum ErrorKind {
     CrashLoop,
     /// The run was cancelled.
     Cancelled,
+    /// A person rejected a step at its approval.
+    Rejected,
+    /// A wait's deadline passed with the outcome "fail".
+    Deadline,
 }
 
 /// A run row, with the crew definition it started with.

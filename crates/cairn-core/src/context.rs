@@ -34,9 +34,36 @@ pub struct StepContext {
     pub input: Value,
     pub step: StepRef,
     pub previous: Vec<PreviousOutput>,
+    /// Reviewers' feedback on earlier attempts of this step, oldest first.
+    #[serde(default)]
+    pub feedback: Vec<String>,
+    /// Answers to questions this attempt asked, by question id.
+    #[serde(default)]
+    pub answers: std::collections::BTreeMap<String, Value>,
 }
 
 impl StepContext {
+    /// The answer to question `id`, or an error that makes the executor ask
+    /// it: the step waits, and once a person answers, the step runs again
+    /// from its start with the answer here. Use with `?`:
+    /// `let budget = cx.ask("budget", "What is the budget?")?;`
+    pub fn ask(&self, id: &str, prompt: &str) -> Result<Value, crate::ErrorInfo> {
+        match self.answers.get(id) {
+            Some(answer) => Ok(answer.clone()),
+            None => Err(crate::ErrorInfo {
+                question: Some(crate::Question {
+                    id: id.to_owned(),
+                    prompt: prompt.to_owned(),
+                }),
+                ..crate::ErrorInfo::new(
+                    crate::ErrorKind::Agent,
+                    format!("waiting for an answer to `{id}`"),
+                    false,
+                )
+            }),
+        }
+    }
+
     /// The output of the earlier step with this role, if any.
     pub fn output_of(&self, role: &str) -> Option<&Value> {
         self.previous

@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::ids::Role;
 use crate::retry::RetryPolicy;
+use crate::wait::{Answer, OnDeadline};
 
 /// A named, versioned, ordered list of agents.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +36,25 @@ pub struct AgentDef {
     /// How failed attempts are retried; `None` is [`RetryPolicy::default`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryPolicy>,
+    /// A person reviews the step's output before it is committed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub review: bool,
+    /// A person approves the step before it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalPoint>,
+    /// How long this agent's waits stay open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_deadline_ms: Option<u64>,
+    /// What an unanswered wait does at its deadline (default: fail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_deadline: Option<OnDeadline>,
+}
+
+/// When a person approves a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalPoint {
+    Before,
 }
 
 impl AgentDef {
@@ -45,6 +65,10 @@ impl AgentDef {
             kind,
             timeout_ms: None,
             retry: None,
+            review: false,
+            approval: None,
+            wait_deadline_ms: None,
+            on_deadline: None,
         }
     }
 
@@ -233,6 +257,19 @@ struct AgentFile {
     timeout_ms: Option<u64>,
     retry: Option<RetryPolicy>,
     permanent_exit_codes: Option<Vec<i32>>,
+    #[serde(default)]
+    review: bool,
+    approval: Option<ApprovalPoint>,
+    wait_deadline_ms: Option<u64>,
+    on_deadline: Option<OnDeadlineFile>,
+}
+
+/// `on_deadline = "fail"`, `"approve"`, or `{ answer = … }` (a question's default).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OnDeadlineFile {
+    Word(String),
+    Answer { answer: serde_json::Value },
 }
 
 impl CrewFile {
@@ -289,9 +326,28 @@ impl CrewFile {
                     )))
                 }
             };
+            let on_deadline = match a.on_deadline {
+                None => None,
+                Some(OnDeadlineFile::Word(w)) if w == "fail" => Some(OnDeadline::Fail),
+                Some(OnDeadlineFile::Word(w)) if w == "approve" => Some(OnDeadline::Default {
+                    answer: Answer::Approve,
+                }),
+                Some(OnDeadlineFile::Answer { answer }) => Some(OnDeadline::Default {
+                    answer: Answer::Answer { value: answer },
+                }),
+                Some(OnDeadlineFile::Word(w)) => {
+                    return Err(invalid(format!(
+                        "agent `{role}` has `on_deadline = \"{w}\"`; use \"fail\", \"approve\" or {{ answer = … }}"
+                    )))
+                }
+            };
             agents.push(AgentDef {
                 timeout_ms: a.timeout_ms,
                 retry: a.retry,
+                review: a.review,
+                approval: a.approval,
+                wait_deadline_ms: a.wait_deadline_ms,
+                on_deadline,
                 ..AgentDef::new(role, kind)
             });
         }

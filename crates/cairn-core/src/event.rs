@@ -34,6 +34,12 @@ pub enum EventKind {
     RunCancelled,
     /// This run was forked from another (data: parent, from_step, by, reason).
     RunForked,
+    /// A step waits for a person (data: wait, kind, idx).
+    WaitOpened,
+    /// A person answered (data: wait, kind, answer, by; `original` for an edit).
+    WaitAnswered,
+    /// A wait passed its deadline unanswered.
+    WaitExpired,
 }
 
 impl EventKind {
@@ -53,6 +59,9 @@ impl EventKind {
             EventKind::StepCancelled => "step_cancelled",
             EventKind::RunCancelled => "run_cancelled",
             EventKind::RunForked => "run_forked",
+            EventKind::WaitOpened => "wait_opened",
+            EventKind::WaitAnswered => "wait_answered",
+            EventKind::WaitExpired => "wait_expired",
         }
     }
 
@@ -126,6 +135,9 @@ mod tests {
             EventKind::StepCancelled,
             EventKind::RunCancelled,
             EventKind::RunForked,
+            EventKind::WaitOpened,
+            EventKind::WaitAnswered,
+            EventKind::WaitExpired,
         ] {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));
         }

@@ -12,13 +12,15 @@ pub mod event;
 pub mod ids;
 pub mod retry;
 pub mod status;
+pub mod wait;
 
 pub use agent::{Agent, StepOutput, Usage};
 pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord};
 pub use context::{rebuild, PreviousOutput, Rebuilt, StepContext, StepRef};
-pub use crew::{AgentDef, AgentKind, CrewDef, CrewError, Fingerprint};
+pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerprint};
 pub use error::{Corruption, TransitionError};
 pub use event::{Actor, EventKind, EventRecord, NewEvent};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus};
+pub use wait::{Answer, NewWait, OnDeadline, Question, WaitId, WaitKind, WaitRecord, WaitStatus};

@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use cairn_checkpoint::{ClaimRequest, StepCommit, Store};
+use cairn_checkpoint::{ClaimRequest, StepCommit, Store, WaitFilter};
 use cairn_core::{
-    rebuild, Attempt, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent, PreviousOutput, RunId,
-    RunRecord, RunStatus, StepContext, StepIdx, StepRef, StepStatus,
+    rebuild, Answer, ApprovalPoint, Attempt, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent,
+    NewWait, OnDeadline, PreviousOutput, RunId, RunRecord, RunStatus, StepContext, StepIdx,
+    StepRef, StepStatus, WaitId, WaitKind, WaitStatus,
 };
 
 pub use crew::Crew;
@@ -184,6 +185,8 @@ impl Executor {
                 let (fresh, steps) = self.store.load(run_id).await?;
                 previous = rebuild(&fresh, &steps)?.previous;
             }
+            // What people said about the cursor's step: feedback, answers, approval.
+            let mut extras = self.extras(run_id, claimed.at_cursor.as_ref()).await?;
             // The attempt of the step the claim marked running at the cursor.
             let mut attempt = match claimed.at_cursor {
                 Some(row) if row.idx == run.cursor && row.status == StepStatus::Running => {
@@ -220,7 +223,15 @@ impl Executor {
                         )
                     })?;
                 let commit = self
-                    .execute_step(&run, crew, epoch, idx, current, &previous)
+                    .execute_step(
+                        &run,
+                        crew,
+                        epoch,
+                        idx,
+                        current,
+                        &previous,
+                        &std::mem::take(&mut extras),
+                    )
                     .await?;
                 failpoint::hit("before_commit", idx);
                 let commit = match self.store.commit_step(&commit).await {
@@ -265,6 +276,41 @@ impl Executor {
         })
     }
 
+    /// The answers of people to the step at the cursor of a fresh claim.
+    async fn extras(&self, run: RunId, at_cursor: Option<&cairn_core::StepRecord>) -> Result<StepExtras> {
+        let Some(row) = at_cursor else {
+            return Ok(StepExtras::default());
+        };
+        let waits = self
+            .store
+            .list_waits(&WaitFilter {
+                run: Some(run),
+                step: Some(row.idx),
+                status: Some(WaitStatus::Answered),
+            })
+            .await?;
+        let mut extras = StepExtras::default();
+        for w in waits {
+            match (&w.answer, w.kind) {
+                (Some(Answer::Reject { feedback }), WaitKind::Review) => {
+                    extras.feedback.push(feedback.clone())
+                }
+                (Some(Answer::Answer { value }), WaitKind::Question)
+                    if w.attempt == row.attempt =>
+                {
+                    if let Some(q) = w.question_id {
+                        extras.answers.insert(q, value.clone());
+                    }
+                }
+                (Some(Answer::Approve), WaitKind::Approval) if w.attempt == row.attempt => {
+                    extras.approved = true
+                }
+                _ => {}
+            }
+        }
+        Ok(extras)
+    }
+
     /// Resolves once a cancel of the run has been requested.
     async fn cancel_requested(&self, id: RunId) {
         loop {
@@ -287,10 +333,55 @@ impl Executor {
         idx: StepIdx,
         attempt: Attempt,
         previous: &[PreviousOutput],
+        extras: &StepExtras,
     ) -> Result<StepCommit> {
         let (def, agent) = crew.agent(idx).ok_or_else(|| {
             cairn_core::Corruption::new(run.id, format!("crew has no agent for step {idx}"))
         })?;
+        let waiting = |kind: WaitKind,
+                       output: Option<serde_json::Value>,
+                       prompt: serde_json::Value,
+                       question_id: Option<String>| {
+            let wait = NewWait {
+                id: WaitId::new(),
+                kind,
+                prompt,
+                question_id,
+                deadline_ms: def.wait_deadline_ms,
+                on_deadline: def
+                    .on_deadline
+                    .clone()
+                    .or(def.wait_deadline_ms.map(|_| OnDeadline::Fail)),
+            };
+            StepCommit {
+                run_id: run.id,
+                epoch,
+                idx,
+                attempt,
+                status: StepStatus::Waiting,
+                output,
+                usage: None,
+                error: None,
+                run_status: RunStatus::Waiting,
+                cursor: idx,
+                run_error: None,
+                start_next: None,
+                retry_after: None,
+                events: vec![NewEvent::new(
+                    EventKind::WaitOpened,
+                    json!({"wait": wait.id, "kind": kind, "idx": idx, "attempt": attempt}),
+                )],
+                open_wait: Some(wait),
+            }
+        };
+        if def.approval == Some(ApprovalPoint::Before) && !extras.approved {
+            return Ok(waiting(
+                WaitKind::Approval,
+                None,
+                json!({"idx": idx, "role": def.role, "attempt": attempt}),
+                None,
+            ));
+        }
         let cx = StepContext {
             run_id: run.id,
             input: run.input.clone(),
@@ -300,6 +391,8 @@ impl Executor {
                 attempt,
             },
             previous: previous.to_vec(),
+            feedback: extras.feedback.clone(),
+            answers: extras.answers.clone(),
         };
         tracing::debug!(run = %run.id, step = %idx, role = %def.role, attempt = %attempt, "dispatch");
         let started = Instant::now();
@@ -333,6 +426,17 @@ impl Executor {
         let base =
             json!({"idx": idx, "role": def.role, "attempt": attempt, "duration_ms": duration_ms});
         Ok(match result {
+            Ok(out) if def.review => {
+                waiting(WaitKind::Review, Some(out.output.clone()), out.output, None)
+            }
+            Err(ErrorInfo {
+                question: Some(q), ..
+            }) => waiting(
+                WaitKind::Question,
+                None,
+                json!({"question": q.prompt}),
+                Some(q.id),
+            ),
             Ok(out) => {
                 let mut data = base;
                 if let Some(u) = out.usage {
@@ -363,6 +467,7 @@ impl Executor {
                     cursor: idx.next(),
                     run_error: None,
                     retry_after: None,
+                    open_wait: None,
                     start_next: if last {
                         None
                     } else {
@@ -412,6 +517,7 @@ impl Executor {
                     run_error: if retry.is_some() { None } else { Some(error) },
                     start_next: None,
                     retry_after: retry,
+                    open_wait: None,
                     events,
                 }
             }
@@ -436,6 +542,7 @@ fn cancel_commit(run_id: RunId, epoch: LeaseEpoch, idx: StepIdx, attempt: Attemp
         run_error: Some(error),
         start_next: None,
         retry_after: None,
+        open_wait: None,
         events: vec![
             NewEvent::new(
                 EventKind::StepCancelled,
@@ -444,4 +551,12 @@ fn cancel_commit(run_id: RunId, epoch: LeaseEpoch, idx: StepIdx, attempt: Attemp
             NewEvent::new(EventKind::RunCancelled, json!({"idx": idx})),
         ],
     }
+}
+
+/// What people said about the step being dispatched.
+#[derive(Debug, Clone, Default)]
+struct StepExtras {
+    feedback: Vec<String>,
+    answers: std::collections::BTreeMap<String, serde_json::Value>,
+    approved: bool,
 }

@@ -200,6 +200,8 @@ mod tests {
                 role: Role::new("researcher"),
                 output: json!("notes"),
             }],
+            feedback: vec![],
+            answers: Default::default(),
         }
     }
 

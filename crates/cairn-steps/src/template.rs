@@ -74,6 +74,8 @@ mod tests {
                 role: Role::new("researcher"),
                 output: json!({"facts": ["a", "b"]}),
             }],
+            feedback: vec![],
+            answers: Default::default(),
         }
     }
 

@@ -7,8 +7,13 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 use serde_json::Value;
 
-use cairn_checkpoint::{Action, ForkRequest, NewRun, OpenOptions, RunFilter, Store, Submitted};
-use cairn_core::{Actor, EventRecord, Fingerprint, RunId, RunRecord, StepRecord};
+use cairn_checkpoint::{
+    Action, ForkRequest, NewRun, OpenOptions, RunFilter, Store, Submitted, WaitFilter,
+};
+use cairn_core::{
+    Actor, Answer, EventRecord, Fingerprint, OnDeadline, RunId, RunRecord, StepRecord, WaitId,
+    WaitRecord,
+};
 use cairn_scheduler::{DriveOptions, Driven, Executor, ExecutorConfig};
 
 use crate::{Crew, Result};
@@ -154,6 +159,39 @@ impl Engine {
     /// A new queued run copying checkpoints `0..from_step` of `id`.
     pub async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord> {
         Ok(self.store().fork(id, req, actor).await?)
+    }
+
+    /// Waits, oldest first.
+    pub async fn waits(&self, filter: &WaitFilter) -> Result<Vec<WaitRecord>> {
+        Ok(self.store().list_waits(filter).await?)
+    }
+
+    /// Records a person's answer; the run moves on (usually to `queued`:
+    /// follow with [`Engine::execute`] unless a worker picks it up). The same
+    /// answer twice is a no-op.
+    pub async fn answer(&self, wait: WaitId, answer: &Answer, by: &str) -> Result<WaitRecord> {
+        Ok(self.store().answer_wait(wait, answer, by).await?)
+    }
+
+    /// Applies the deadline outcome of every open wait past its deadline:
+    /// fail the run, or answer with the default (recorded as by `deadline`).
+    pub async fn expire_due_waits(&self) -> Result<Vec<WaitRecord>> {
+        let mut done = vec![];
+        for wait in self.store().due_waits().await? {
+            let result = match &wait.on_deadline {
+                Some(OnDeadline::Default { answer }) => {
+                    self.store().answer_wait(wait.id, answer, "deadline").await
+                }
+                _ => self.store().expire_wait(wait.id).await,
+            };
+            match result {
+                Ok(w) => done.push(w),
+                // Answered or expired by someone else meanwhile.
+                Err(cairn_checkpoint::Error::WaitClosed { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(done)
     }
 
     async fn drive(&self, id: RunId, crew: &Crew, opts: DriveOptions) -> Result<Driven> {

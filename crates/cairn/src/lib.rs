@@ -34,11 +34,14 @@ mod error;
 use std::sync::Arc;
 
 pub use async_trait::async_trait;
-pub use cairn_checkpoint::{Backend, ForkRequest, OpenOptions, RunFilter, Store, Submitted};
+pub use cairn_checkpoint::{
+    Backend, ForkRequest, OpenOptions, RunFilter, Store, Submitted, WaitFilter,
+};
 pub use cairn_core::{
-    Actor, Agent, AgentDef, AgentKind, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord,
-    Fingerprint, RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepOutput,
-    StepRecord, StepStatus, Usage,
+    Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, CrewDef, ErrorInfo, ErrorKind,
+    EventKind, EventRecord, Fingerprint, OnDeadline, RetryPolicy, Role, RunId, RunRecord,
+    RunStatus, StepContext, StepIdx, StepOutput, StepRecord, StepStatus, Usage, WaitId, WaitKind,
+    WaitRecord, WaitStatus,
 };
 pub use cairn_scheduler::{Crew as ExecCrew, DriveOptions, Driven, ExecutorConfig};
 pub use engine::{Engine, ResumeOptions, RunView, SubmitOptions};

@@ -75,6 +75,7 @@ fn success(run: RunId, epoch: LeaseEpoch, idx: u32, steps: u32) -> StepCommit {
         cursor: StepIdx(idx + 1),
         run_error: None,
         retry_after: None,
+        open_wait: None,
         start_next: (!last).then(|| {
             (
                 StepIdx(idx + 1),
