@@ -273,7 +273,8 @@ pub(crate) fn fork_event(source: &RunRecord, req: &ForkRequest, actor: &Actor) -
     )
 }
 
-/// What answering a wait does.
+/// What answering a wait does. Short-lived, so its size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum AnswerPlan {
     /// The same answer was already recorded: nothing to do.
     Repeat,
