@@ -227,8 +227,7 @@ impl Executor {
                         &run,
                         crew,
                         epoch,
-                        idx,
-                        current,
+                        (idx, current),
                         &previous,
                         &std::mem::take(&mut extras),
                     )
@@ -277,7 +276,11 @@ impl Executor {
     }
 
     /// The answers of people to the step at the cursor of a fresh claim.
-    async fn extras(&self, run: RunId, at_cursor: Option<&cairn_core::StepRecord>) -> Result<StepExtras> {
+    async fn extras(
+        &self,
+        run: RunId,
+        at_cursor: Option<&cairn_core::StepRecord>,
+    ) -> Result<StepExtras> {
         let Some(row) = at_cursor else {
             return Ok(StepExtras::default());
         };
@@ -330,8 +333,7 @@ impl Executor {
         run: &RunRecord,
         crew: &Crew,
         epoch: LeaseEpoch,
-        idx: StepIdx,
-        attempt: Attempt,
+        (idx, attempt): (StepIdx, Attempt),
         previous: &[PreviousOutput],
         extras: &StepExtras,
     ) -> Result<StepCommit> {
