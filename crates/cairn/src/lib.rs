@@ -189,6 +189,32 @@ impl CrewBuilder {
         self
     }
 
+    /// A person reviews the output of the agent added last before it is
+    /// committed (approve, edit, or reject with feedback).
+    pub fn review(mut self) -> Self {
+        if let Some((def, _)) = self.agents.last_mut() {
+            def.review = true;
+        }
+        self
+    }
+
+    /// A person approves the agent added last before it runs.
+    pub fn approval_before(mut self) -> Self {
+        if let Some((def, _)) = self.agents.last_mut() {
+            def.approval = Some(ApprovalPoint::Before);
+        }
+        self
+    }
+
+    /// The waits of the agent added last close after `deadline`, with `outcome`.
+    pub fn wait_deadline(mut self, deadline: std::time::Duration, outcome: OnDeadline) -> Self {
+        if let Some((def, _)) = self.agents.last_mut() {
+            def.wait_deadline_ms = Some(deadline.as_millis() as u64);
+            def.on_deadline = Some(outcome);
+        }
+        self
+    }
+
     /// Sets the timeout of the agent added last.
     pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
         if let Some((def, _)) = self.agents.last_mut() {

@@ -21,6 +21,7 @@ use cairn_testkit::{both, Kind, TestDb};
 mod operators;
 mod retry;
 mod tidy;
+mod waits;
 
 /// Every execution of every step, as (idx, attempt).
 type Log = Arc<Mutex<Vec<(u32, u32)>>>;
