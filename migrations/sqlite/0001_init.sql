@@ -43,7 +43,7 @@ CREATE TABLE steps (
     error         TEXT,
     takeovers     INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (run_id, idx)
-);
+) WITHOUT ROWID; -- clustered on the key: a commit writes no separate index page
 
 CREATE TABLE events (
     run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
@@ -52,4 +52,4 @@ CREATE TABLE events (
     kind   TEXT NOT NULL,
     data   TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
-);
+) WITHOUT ROWID;

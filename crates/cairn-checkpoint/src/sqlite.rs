@@ -418,6 +418,23 @@ impl Store for SqliteStore {
         // One read transaction: a WAL snapshot, so run and steps agree.
         let mut tx = self.pool.begin().await?;
         let run = fetch_run(&mut tx, id).await?;
+        // All rows as one JSON document: one hop to the SQLite thread instead
+        // of one per row. `json()` refuses a malformed stored value; then the
+        // row-by-row path below names the step that holds it.
+        let packed: std::result::Result<Option<String>, sqlx::Error> = sqlx::query_scalar(
+            "SELECT json_group_array(json_array(idx, role, status, attempt, json(output), \
+             input_tokens, output_tokens, started_at, finished_at, json(error), takeovers)) \
+             FROM (SELECT * FROM steps WHERE run_id = ?1 ORDER BY idx)",
+        )
+        .bind(id.to_string())
+        .fetch_one(&mut *tx)
+        .await;
+        if let Ok(Some(packed)) = &packed {
+            if let Ok(steps) = unpack_steps(id, packed) {
+                tx.commit().await?;
+                return Ok((run, steps));
+            }
+        }
         let rows = sqlx::query(concat!(
             "SELECT ",
             step_cols!(),
@@ -1029,4 +1046,51 @@ async fn set_run_after_wait(
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// One packed step row: the columns of `load`'s `json_array`, in order.
+type PackedStep = (
+    i64,
+    String,
+    String,
+    i64,
+    Option<Value>,
+    Option<i64>,
+    Option<i64>,
+    String,
+    Option<String>,
+    Option<Value>,
+    i64,
+);
+
+/// Decodes `load`'s JSON aggregate of step rows.
+fn unpack_steps(run: RunId, packed: &str) -> Result<Vec<StepRecord>> {
+    let rows: Vec<PackedStep> = serde_json::from_str(packed)
+        .map_err(|e| Corruption::new(run, format!("step rows do not decode: {e}")))?;
+    let mut steps = rows
+        .into_iter()
+        .map(|r| {
+            let what = |col: &str| format!("step {} {col}", r.0);
+            let raw = RawStep {
+                idx: r.0,
+                role: r.1,
+                status: r.2,
+                attempt: r.3,
+                output: r.4,
+                input_tokens: r.5,
+                output_tokens: r.6,
+                started_at: required(
+                    run,
+                    &what("started_at"),
+                    time_col(run, &what("started_at"), Some(r.7))?,
+                )?,
+                finished_at: time_col(run, &what("finished_at"), r.8)?,
+                error: r.9,
+                takeovers: r.10,
+            };
+            Ok(raw.into_record(run)?)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    steps.sort_by_key(|s| s.idx);
+    Ok(steps)
 }

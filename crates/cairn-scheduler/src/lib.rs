@@ -94,8 +94,20 @@ impl Executor {
     /// Drives `run_id` with `crew` until it finishes or stops. A finished run
     /// returns its stored state and executes nothing.
     pub async fn drive(&self, run_id: RunId, crew: &Crew, opts: DriveOptions) -> Result<Driven> {
-        // 1. Load and judge, before writing anything.
-        let (run, steps) = self.store.load(run_id).await?;
+        let loaded = self.store.load(run_id).await?;
+        self.drive_loaded(loaded, crew, opts).await
+    }
+
+    /// [`Executor::drive`] for a caller that has just loaded the run (the
+    /// same path; it saves reading the run twice).
+    pub async fn drive_loaded(
+        &self,
+        (run, steps): (RunRecord, Vec<cairn_core::StepRecord>),
+        crew: &Crew,
+        opts: DriveOptions,
+    ) -> Result<Driven> {
+        let run_id = run.id;
+        // 1. Judge, before writing anything.
         if run.status.is_finished() {
             return Ok(Driven {
                 run,

@@ -115,19 +115,28 @@ impl Engine {
     /// Resumes a run through the same executor as a fresh run. Takes it over
     /// if it is `running` under another lease.
     pub async fn resume(&self, id: RunId, opts: ResumeOptions) -> Result<Driven> {
+        let drive = DriveOptions {
+            takeover: true,
+            force_crew: opts.force,
+        };
+        let loaded = self.store().load(id).await?;
         let crew = match opts.crew {
             Some(crew) => crew,
-            None => self.stored_crew(id).await?,
-        };
-        self.drive(
-            id,
-            &crew,
-            DriveOptions {
-                takeover: true,
-                force_crew: opts.force,
+            None => match self.crew_for(&loaded.0) {
+                Ok(crew) => crew,
+                // A finished run needs no agents to return its stored result.
+                Err(_) if loaded.0.status.is_finished() => {
+                    return Ok(Driven {
+                        run: loaded.0,
+                        executed: vec![],
+                        took_over: false,
+                    })
+                }
+                Err(e) => return Err(e),
             },
-        )
-        .await
+        };
+        self.register(&crew);
+        Ok(self.executor.drive_loaded(loaded, &crew.0, drive).await?)
     }
 
     /// Executes a queued run to its next stop with the crew stored on it,
@@ -201,7 +210,12 @@ impl Engine {
 
     /// The crew a run started with, rebuilt from its stored definition.
     pub async fn stored_crew(&self, id: RunId) -> Result<Crew> {
-        let run = self.store().get_run(id).await?;
+        self.crew_for(&self.store().get_run(id).await?)
+    }
+
+    /// The crew of a run: the registered one with its fingerprint, or one
+    /// rebuilt from its stored definition (built-in kinds only).
+    fn crew_for(&self, run: &RunRecord) -> Result<Crew> {
         let known = self
             .crews
             .read()
@@ -211,7 +225,7 @@ impl Engine {
         match known {
             Some(crew) => Ok(crew),
             // Built-in kinds only; a Rust agent is then a `MissingHandler`.
-            None => Crew::from_def(run.crew_definition, |_, _| None),
+            None => Crew::from_def(run.crew_definition.clone(), |_, _| None),
         }
     }
 
