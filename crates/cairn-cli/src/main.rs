@@ -77,6 +77,19 @@ enum Command {
         #[command(subcommand)]
         command: RunsCommand,
     },
+    /// Serve the HTTP API with an embedded runner (development mode on
+    /// loopback unless CAIRN_API_TOKENS is set).
+    Serve {
+        /// A directory of crew files (*.toml) the API can run. Default: ./crews if it exists.
+        #[arg(long)]
+        crews: Option<PathBuf>,
+        /// The address to listen on.
+        #[arg(long, default_value = "127.0.0.1:7700")]
+        listen: std::net::SocketAddr,
+        /// Runs executed at the same time (0: the API only queues runs).
+        #[arg(long, default_value_t = 4)]
+        concurrency: usize,
+    },
     /// Human waits: reviews, approvals and questions.
     Waits {
         #[command(subcommand)]
@@ -412,6 +425,38 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Command::Waits { command } => waits(&cli.db, command, json).await,
+        Command::Serve {
+            crews,
+            listen,
+            concurrency,
+        } => {
+            let empty;
+            let crews_dir = match crews {
+                Some(dir) => dir,
+                None if std::path::Path::new("crews").is_dir() => PathBuf::from("crews"),
+                None => {
+                    empty = tempfile::tempdir()?;
+                    eprintln!("cairn: no --crews and no ./crews directory: serving no crews");
+                    empty.path().to_owned()
+                }
+            };
+            let tokens = std::env::var("CAIRN_API_TOKENS")
+                .unwrap_or_default()
+                .split(',')
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty())
+                .collect();
+            cairn_server::serve(cairn_server::ServeOptions {
+                db_url: cli.db.clone(),
+                crews_dir,
+                listen,
+                tokens,
+                concurrency,
+                ..Default::default()
+            })
+            .await?;
+            Ok(exit::OK)
+        }
         Command::Demo {
             steps,
             kill_at,
@@ -523,11 +568,17 @@ fn main() -> ExitCode {
             });
         }
     };
+    // A server logs what it does; one-shot commands only warnings.
+    let default_level = match cli.command {
+        Command::Serve { .. } => "info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CAIRN_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
