@@ -29,5 +29,7 @@ mod contract;
 mod crash;
 mod failures;
 mod mismatch;
+mod operators;
 mod support;
 mod timeout;
+mod waits;
