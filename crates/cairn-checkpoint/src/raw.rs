@@ -198,3 +198,55 @@ impl RawWait {
         })
     }
 }
+
+fn parse_time(run: RunId, what: &str, text: &str) -> Result<DateTime<Utc>, Corruption> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|d| d.with_timezone(&Utc))
+        .map_err(|e| Corruption::new(run, format!("{what} `{text}` is not a time: {e}")))
+}
+
+/// One packed step row: the columns of `load`'s `json_array`, in order.
+type PackedStep = (
+    i64,
+    String,
+    String,
+    i64,
+    Option<Value>,
+    Option<i64>,
+    Option<i64>,
+    String,
+    Option<String>,
+    Option<Value>,
+    i64,
+);
+
+/// Decodes `load`'s JSON aggregate of step rows (both backends).
+pub(crate) fn unpack_steps(run: RunId, packed: &str) -> crate::Result<Vec<StepRecord>> {
+    let rows: Vec<PackedStep> = serde_json::from_str(packed)
+        .map_err(|e| Corruption::new(run, format!("step rows do not decode: {e}")))?;
+    let mut steps = rows
+        .into_iter()
+        .map(|r| {
+            let what = |col: &str| format!("step {} {col}", r.0);
+            let raw = RawStep {
+                idx: r.0,
+                role: r.1,
+                status: r.2,
+                attempt: r.3,
+                output: r.4,
+                input_tokens: r.5,
+                output_tokens: r.6,
+                started_at: parse_time(run, &what("started_at"), &r.7)?,
+                finished_at: r
+                    .8
+                    .map(|t| parse_time(run, &what("finished_at"), &t))
+                    .transpose()?,
+                error: r.9,
+                takeovers: r.10,
+            };
+            Ok(raw.into_record(run)?)
+        })
+        .collect::<crate::Result<Vec<_>>>()?;
+    steps.sort_by_key(|s| s.idx);
+    Ok(steps)
+}

@@ -25,7 +25,7 @@ use crate::plan::{
     check_fork, claim_events, deadline_error, fork_event, plan_action, plan_answer, plan_claim,
     refused_commit, AnswerPlan, ClaimStep, StepChange,
 };
-use crate::raw::{check_same_submission, error_json, RawRun, RawStep, RawWait};
+use crate::raw::{check_same_submission, error_json, unpack_steps, RawRun, RawStep, RawWait};
 use crate::{
     Action, Backend, ClaimRequest, Claimed, Error, ForkRequest, NewRun, Result, RunFilter,
     StepCommit, Store, Submitted, WaitFilter,
@@ -1046,51 +1046,4 @@ async fn set_run_after_wait(
     .execute(&mut **tx)
     .await?;
     Ok(())
-}
-
-/// One packed step row: the columns of `load`'s `json_array`, in order.
-type PackedStep = (
-    i64,
-    String,
-    String,
-    i64,
-    Option<Value>,
-    Option<i64>,
-    Option<i64>,
-    String,
-    Option<String>,
-    Option<Value>,
-    i64,
-);
-
-/// Decodes `load`'s JSON aggregate of step rows.
-fn unpack_steps(run: RunId, packed: &str) -> Result<Vec<StepRecord>> {
-    let rows: Vec<PackedStep> = serde_json::from_str(packed)
-        .map_err(|e| Corruption::new(run, format!("step rows do not decode: {e}")))?;
-    let mut steps = rows
-        .into_iter()
-        .map(|r| {
-            let what = |col: &str| format!("step {} {col}", r.0);
-            let raw = RawStep {
-                idx: r.0,
-                role: r.1,
-                status: r.2,
-                attempt: r.3,
-                output: r.4,
-                input_tokens: r.5,
-                output_tokens: r.6,
-                started_at: required(
-                    run,
-                    &what("started_at"),
-                    time_col(run, &what("started_at"), Some(r.7))?,
-                )?,
-                finished_at: time_col(run, &what("finished_at"), r.8)?,
-                error: r.9,
-                takeovers: r.10,
-            };
-            Ok(raw.into_record(run)?)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    steps.sort_by_key(|s| s.idx);
-    Ok(steps)
 }
