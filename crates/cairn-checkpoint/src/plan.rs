@@ -283,7 +283,7 @@ pub(crate) enum AnswerPlan {
         cursor_to: StepIdx,
         step: StepChange,
         run_error: Option<ErrorInfo>,
-        event: NewEvent,
+        events: Vec<NewEvent>,
     },
 }
 
@@ -377,12 +377,35 @@ pub(crate) fn plan_answer(
         }
         _ => (RunStatus::Queued, wait.step_idx, StepChange::Keep, None),
     };
+    run.status.check(run_to).map_err(|_| Error::WrongState {
+        run: run.id,
+        status: run.status,
+        action: "answer its wait",
+    })?;
+    let mut events = vec![NewEvent::new(EventKind::WaitAnswered, data)];
+    let idx = wait.step_idx;
+    match &change {
+        StepChange::Succeed(_) => {
+            events.push(NewEvent::new(
+                EventKind::StepSucceeded,
+                serde_json::json!({"idx": idx, "attempt": wait.attempt, "reviewed_by": by}),
+            ));
+            if run_to == RunStatus::Succeeded {
+                events.push(NewEvent::new(
+                    EventKind::RunSucceeded,
+                    serde_json::json!({"steps": run.step_count}),
+                ));
+            }
+        }
+        StepChange::Fail(error) => events.extend(failure_events(idx, error)),
+        StepChange::Keep => {}
+    }
     Ok(AnswerPlan::Apply {
         run_to,
         cursor_to,
         step: change,
         run_error,
-        event: NewEvent::new(EventKind::WaitAnswered, data),
+        events,
     })
 }
 
@@ -396,4 +419,18 @@ pub(crate) fn deadline_error(wait: &WaitRecord) -> ErrorInfo {
         ),
         false,
     )
+}
+
+/// The events of a step failure that ends its run.
+pub(crate) fn failure_events(idx: StepIdx, error: &ErrorInfo) -> [NewEvent; 2] {
+    [
+        NewEvent::new(
+            EventKind::StepFailed,
+            serde_json::json!({"idx": idx, "error": error}),
+        ),
+        NewEvent::new(
+            EventKind::RunFailed,
+            serde_json::json!({"idx": idx, "error": error}),
+        ),
+    ]
 }

@@ -22,8 +22,8 @@ use cairn_core::{
 };
 
 use crate::plan::{
-    check_fork, claim_events, deadline_error, fork_event, plan_action, plan_answer, plan_claim,
-    refused_commit, AnswerPlan, ClaimStep, StepChange,
+    check_fork, claim_events, deadline_error, failure_events, fork_event, plan_action, plan_answer,
+    plan_claim, refused_commit, AnswerPlan, ClaimStep, StepChange,
 };
 use crate::raw::{check_same_submission, error_json, unpack_steps, RawRun, RawStep, RawWait};
 use crate::{
@@ -881,7 +881,7 @@ impl Store for SqliteStore {
             cursor_to,
             step: change,
             run_error,
-            event,
+            events,
         } = plan_answer(&wait, &run, step.as_ref(), answer, by)?
         else {
             return Ok(wait);
@@ -899,7 +899,7 @@ impl Store for SqliteStore {
         .await?;
         apply_step_change(&mut tx, run.id, wait.step_idx.get(), &change).await?;
         set_run_after_wait(&mut tx, run.id, run_to, cursor_to, run_error.as_ref()).await?;
-        append_events(&mut tx, run.id, &[event]).await?;
+        append_events(&mut tx, run.id, &events).await?;
         let wait = fetch_wait(&mut tx, id).await?;
         tx.commit().await?;
         Ok(wait)
@@ -951,7 +951,9 @@ impl Store for SqliteStore {
             EventKind::WaitExpired,
             serde_json::json!({"wait": id, "kind": wait.kind, "idx": wait.step_idx, "error": error}),
         );
-        append_events(&mut tx, wait.run_id, &[event]).await?;
+        let mut events = vec![event];
+        events.extend(failure_events(wait.step_idx, &error));
+        append_events(&mut tx, wait.run_id, &events).await?;
         let wait = fetch_wait(&mut tx, id).await?;
         tx.commit().await?;
         Ok(wait)

@@ -570,8 +570,9 @@ fn main() -> ExitCode {
     };
     // A server logs what it does; one-shot commands only warnings.
     let default_level = match cli.command {
-        Command::Serve { .. } => "info",
-        _ => "warn",
+        Command::Serve { .. } => "info,sqlx=warn",
+        // sqlx warns about slow statements; a one-line error must stay one line.
+        _ => "warn,sqlx=error",
     };
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -56,7 +56,8 @@ impl RunStatus {
         match self {
             Queued => matches!(to, Running | Cancelled),
             Running => true,
-            Waiting => matches!(to, Queued | Failed | Cancelled),
+            // Succeeded: the approved review was the run's last step.
+            Waiting => matches!(to, Queued | Failed | Cancelled | Succeeded),
             Interrupted => matches!(to, Queued | Cancelled),
             Failed => matches!(to, Queued | Cancelled),
             Succeeded | Cancelled => false,
@@ -174,6 +175,7 @@ mod tests {
         (Running, Cancelled),
         (Waiting, Queued),
         (Waiting, Failed),
+        (Waiting, Succeeded),
         (Interrupted, Queued),
         (Failed, Queued),
         (Queued, Cancelled),

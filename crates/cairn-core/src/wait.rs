@@ -114,8 +114,10 @@ impl Answer {
     pub fn fits(&self, kind: WaitKind) -> bool {
         matches!(
             (kind, self),
-            (WaitKind::Review, Answer::Approve | Answer::Edit { .. } | Answer::Reject { .. })
-                | (WaitKind::Approval, Answer::Approve | Answer::Reject { .. })
+            (
+                WaitKind::Review,
+                Answer::Approve | Answer::Edit { .. } | Answer::Reject { .. }
+            ) | (WaitKind::Approval, Answer::Approve | Answer::Reject { .. })
                 | (WaitKind::Question, Answer::Answer { .. })
         )
     }
@@ -174,8 +176,12 @@ mod tests {
 
     #[test]
     fn answers_fit_their_kinds() {
-        let edit = Answer::Edit { output: Value::Null };
-        let reject = Answer::Reject { feedback: "no".into() };
+        let edit = Answer::Edit {
+            output: Value::Null,
+        };
+        let reject = Answer::Reject {
+            feedback: "no".into(),
+        };
         let answer = Answer::Answer { value: Value::Null };
         assert!(Answer::Approve.fits(WaitKind::Review) && edit.fits(WaitKind::Review));
         assert!(reject.fits(WaitKind::Approval) && !edit.fits(WaitKind::Approval));
@@ -187,9 +193,20 @@ mod tests {
     fn answers_have_a_stable_json_form() {
         let a: Answer = serde_json::from_str(r#"{"decision": "reject", "feedback": "shorter"}"#)
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(a, Answer::Reject { feedback: "shorter".into() });
-        let d: OnDeadline = serde_json::from_str(r#"{"outcome": "default", "answer": {"decision": "approve"}}"#)
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(d, OnDeadline::Default { answer: Answer::Approve });
+        assert_eq!(
+            a,
+            Answer::Reject {
+                feedback: "shorter".into()
+            }
+        );
+        let d: OnDeadline =
+            serde_json::from_str(r#"{"outcome": "default", "answer": {"decision": "approve"}}"#)
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            d,
+            OnDeadline::Default {
+                answer: Answer::Approve
+            }
+        );
     }
 }

@@ -12,7 +12,7 @@ pub enum Error {
     #[error(transparent)]
     Corruption(#[from] Corruption),
     /// The run is parked as failed; resume does not re-run failed steps.
-    #[error("run {run} has failed{}; resume does not re-run a failed step: an operator retries it (`cairn runs retry`, coming with the operators issue) or forks the run", .error.as_ref().map(|e| format!(" ({}: {})", serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(), e.message)).unwrap_or_default())]
+    #[error("run {run} has failed{}; resume does not re-run a failed step: an operator retries it (`cairn runs retry RUN_ID`) or forks it (`cairn runs fork`)", .error.as_ref().map(|e| format!(" ({}: {})", serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(), e.message)).unwrap_or_default())]
     RunFailed {
         run: RunId,
         error: Option<ErrorInfo>,

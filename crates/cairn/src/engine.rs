@@ -108,8 +108,24 @@ impl Engine {
     /// key drives (or just returns) the existing run.
     pub async fn run(&self, crew: &Crew, input: Value, opts: SubmitOptions) -> Result<Driven> {
         let submitted = self.submit(crew, input, opts).await?;
-        self.drive(submitted.run.id, crew, DriveOptions::default())
-            .await
+        let run = submitted.run;
+        // A repeated key returns the existing run; one that is parked
+        // (waiting, interrupted, failed) is returned as it is, not refused.
+        if !submitted.created
+            && matches!(
+                run.status,
+                cairn_core::RunStatus::Waiting
+                    | cairn_core::RunStatus::Interrupted
+                    | cairn_core::RunStatus::Failed
+            )
+        {
+            return Ok(Driven {
+                run,
+                executed: vec![],
+                took_over: false,
+            });
+        }
+        self.drive(run.id, crew, DriveOptions::default()).await
     }
 
     /// Resumes a run through the same executor as a fresh run. Takes it over
