@@ -5,10 +5,11 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::{header, request::Parts, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, MethodRouter};
+use axum::routing::{get, post, MethodRouter};
 use axum::Json;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -17,7 +18,7 @@ use serde_json::{json, Value};
 use cairn::{Fingerprint, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions};
 
 use crate::metrics::StoreSnapshot;
-use crate::{sse, ApiError, AppState};
+use crate::{actions, sse, ApiError, AppState};
 
 /// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
@@ -60,6 +61,25 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
         ),
         route("/v1/runs/{id}", &["GET"], false, get(show_run)),
         route("/v1/runs/{id}/events", &["GET"], false, get(sse::events)),
+        route(
+            "/v1/runs/{id}/retry",
+            &["POST"],
+            false,
+            post(actions::retry),
+        ),
+        route(
+            "/v1/runs/{id}/continue",
+            &["POST"],
+            false,
+            post(actions::continue_run),
+        ),
+        route(
+            "/v1/runs/{id}/cancel",
+            &["POST"],
+            false,
+            post(actions::cancel),
+        ),
+        route("/v1/runs/{id}/fork", &["POST"], false, post(actions::fork)),
         route("/v1/crews", &["GET"], false, get(list_crews)),
     ]
 }
@@ -77,6 +97,56 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
             Err(rejection) => Err(ApiError::from_json_rejection(rejection, state.body_limit())),
         }
     }
+}
+
+/// An optional JSON body: an empty body (with or without a content type)
+/// is `None`; anything else is parsed as [`ApiJson`] would, with the same
+/// errors.
+pub(crate) struct OptionalJson<T>(pub Option<T>);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let json = is_json(req.headers());
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::TooLarge {
+                    limit: state.body_limit(),
+                }
+            } else {
+                ApiError::BadBody(rejection.body_text())
+            }
+        })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(None));
+        }
+        if !json {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        Json::<T>::from_bytes(&bytes)
+            .map(|Json(value)| OptionalJson(Some(value)))
+            .map_err(|rejection| ApiError::from_json_rejection(rejection, state.body_limit()))
+    }
+}
+
+/// Whether the content type is JSON (`application/json`, or
+/// `application/…+json`), as axum's `Json` decides.
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 /// `Query<T>` whose rejections are 400 `bad_query`.

@@ -12,6 +12,10 @@
 //! | `GET /v1/runs` | runs oldest first: `?status=&crew=&limit=&cursor=` |
 //! | `GET /v1/runs/{id}` | one run with its steps (`cairn runs show --json`) |
 //! | `GET /v1/runs/{id}/events` | the run's events as Server-Sent Events |
+//! | `POST /v1/runs/{id}/retry` | a failed run's failed step runs again (queues it) |
+//! | `POST /v1/runs/{id}/continue` | an interrupted run carries on (queues it) |
+//! | `POST /v1/runs/{id}/cancel` | cancel now, or request it of a running run |
+//! | `POST /v1/runs/{id}/fork` | a new run copying the first `from_step` checkpoints (201) |
 //! | `GET /v1/crews` | the crews loaded from the crews directory |
 //! | `GET /v1/openapi.json` | the OpenAPI 3.1 document |
 //! | `GET /metrics` | Prometheus text |
@@ -23,6 +27,7 @@
 //! into `cairn::Engine` calls and typed errors into statuses.
 //! **Invariant:** no internal detail (SQL, paths, hosts) reaches a client in a 5xx.
 
+mod actions;
 mod api;
 mod auth;
 mod crews;

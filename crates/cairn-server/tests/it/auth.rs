@@ -136,3 +136,42 @@ async fn no_tokens_means_an_open_api() {
     let api = Api::with(Kind::Sqlite, |s| s.with_tokens([" ", ""])).await;
     assert_eq!(api.get("/v1/crews").await.status, StatusCode::OK);
 }
+
+/// Every route of the table but the health checks needs the token,
+/// whatever its method, and a refused action changes nothing.
+#[tokio::test]
+async fn every_guarded_route_in_the_table_needs_a_token() {
+    let api = guarded().await;
+    let id = api
+        .engine
+        .submit(
+            &cairn::Crew::from_toml(crate::support::GREET).unwrap(),
+            json!({"name": "x"}),
+            Default::default(),
+        )
+        .await
+        .unwrap()
+        .run
+        .id;
+    let events = api.engine.events(id).await.unwrap();
+    for (path, methods) in cairn_server::route_table() {
+        let uri = path.replace("{id}", &id.to_string());
+        for method in methods {
+            let reply = api
+                .call(
+                    Method::from_bytes(method.as_bytes()).unwrap(),
+                    &uri,
+                    &[("content-type", "application/json")],
+                    (*method == "POST").then(|| b"{\"from_step\": 0}".to_vec()),
+                )
+                .await;
+            if path == "/healthz" || path == "/readyz" {
+                assert_eq!(reply.status, StatusCode::OK, "{method} {path}");
+            } else {
+                reply.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+            }
+        }
+    }
+    assert_eq!(api.engine.events(id).await.unwrap(), events);
+    assert_eq!(api.engine.list(&Default::default()).await.unwrap().len(), 1);
+}

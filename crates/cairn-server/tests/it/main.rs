@@ -6,6 +6,7 @@
 mod api;
 mod auth;
 mod events;
+mod operators;
 mod runs;
 mod socket;
 mod support;

@@ -383,3 +383,52 @@ async fn startup_refuses_an_open_api_on_the_network_and_bad_crews() {
     let err = Server::bind(bad_db).await.err().unwrap();
     assert!(matches!(err, Error::Open(_)), "{err}");
 }
+
+/// Operator actions through the socket are executed by the runner: a
+/// retried run and a fork both finish without another request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runner_executes_what_operator_actions_queue() {
+    let server = start(Kind::Sqlite, &[], 2, Duration::from_secs(60)).await;
+    let addr = server.addr;
+    let id = post_run(addr, "flaky", json!({"name": "r"})).await;
+    server
+        .wait_for(&id, None, |r| r["status"] == "failed")
+        .await;
+    let (status, text) = http(
+        addr,
+        Method::POST,
+        &format!("/v1/runs/{id}/retry"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let done = server
+        .wait_for(&id, None, |r| r["status"] == "succeeded")
+        .await;
+    assert_eq!(done["steps"][1]["attempt"], 2);
+
+    let source = post_run(addr, "pipeline", json!({"name": "src"})).await;
+    let before = server
+        .wait_for(&source, None, |r| r["status"] == "succeeded")
+        .await;
+    let (status, text) = http(
+        addr,
+        Method::POST,
+        &format!("/v1/runs/{source}/fork"),
+        None,
+        Some(json!({"from_step": 1, "reason": "again"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{text}");
+    let fork = serde_json::from_str::<Value>(&text).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let forked = server
+        .wait_for(&fork, None, |r| r["status"] == "succeeded")
+        .await;
+    assert_eq!(forked["steps"][0], before["steps"][0], "copied, not run");
+    assert_eq!(forked["steps"][1]["output"], "n=1 for src");
+    server.stop().await;
+}

@@ -62,13 +62,32 @@ kind = "command"
 command = ["sh", "-c", "cat > /dev/null; sleep 0.4; echo done"]
 "#;
 
-/// Writes the four crews into `dir` (plus a file that is not a crew).
+/// Fails permanently on its first attempt, succeeds on later ones: a
+/// failed run that an operator's retry brings through.
+pub const FLAKY: &str = r#"
+name = "flaky"
+version = "1"
+
+[[agents]]
+role = "first"
+kind = "template"
+template = "first for {{ input.name }}"
+
+[[agents]]
+role = "shaky"
+kind = "command"
+command = ["sh", "-c", 'cat > /dev/null; [ "$CAIRN_ATTEMPT" -ge 2 ] || { echo "attempt 1 fails" >&2; exit 2; }; echo "{\"attempt\": $CAIRN_ATTEMPT}"']
+permanent_exit_codes = [2]
+"#;
+
+/// Writes the test crews into `dir` (plus a file that is not a crew).
 pub fn write_crews(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("greet.toml"), GREET).unwrap();
     std::fs::write(dir.join("pipeline.toml"), PIPELINE).unwrap();
     std::fs::write(dir.join("broken.toml"), BROKEN).unwrap();
     std::fs::write(dir.join("slow.toml"), SLOW).unwrap();
+    std::fs::write(dir.join("flaky.toml"), FLAKY).unwrap();
     std::fs::write(dir.join("README.md"), "not a crew").unwrap();
 }
 

@@ -1,0 +1,132 @@
+//! Operator actions on a run: `POST /v1/runs/{id}/retry`, `/continue`,
+//! `/cancel` and `/fork`. Each is recorded by the engine (an event with who
+//! and why) and answered at once with the run; nothing executes in the
+//! request: a run the action queued is the embedded runner's, woken here.
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::Value;
+
+use cairn::{Actor, ForkRequest, RunStatus, RunView, StepIdx};
+
+use crate::api::{ApiJson, OptionalJson, RunIdPath};
+use crate::{ApiError, AppState};
+
+/// Who acts when the body does not say: the API has no per-token
+/// identities (tokens are anonymous digests), so every caller is `api`.
+pub(crate) const DEFAULT_ACTOR: &str = "api";
+
+/// The optional body of retry, continue and cancel.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ActionBody {
+    /// Who acts (recorded on the event); default `api`.
+    #[serde(default)]
+    by: Option<String>,
+    /// Why (recorded on the event).
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// The actor of an action: `by` unless blank, else [`DEFAULT_ACTOR`].
+fn actor(by: Option<String>, reason: Option<String>) -> Actor {
+    let by = by
+        .map(|b| b.trim().to_owned())
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| DEFAULT_ACTOR.to_owned());
+    match reason.filter(|r| !r.trim().is_empty()) {
+        Some(reason) => Actor::new(by).because(reason),
+        None => Actor::new(by),
+    }
+}
+
+/// The run after an action, waking the runner if the action queued it.
+async fn after_action(state: &AppState, run: cairn::RunRecord) -> Result<RunView, ApiError> {
+    if run.status == RunStatus::Queued {
+        state.wake_runner();
+    }
+    Ok(state.engine().show(run.id).await?)
+}
+
+/// `POST /v1/runs/{id}/retry`: a `failed` run's failed step will run again.
+pub(crate) async fn retry(
+    State(state): State<AppState>,
+    RunIdPath(id): RunIdPath,
+    OptionalJson(body): OptionalJson<ActionBody>,
+) -> Result<Json<RunView>, ApiError> {
+    let body = body.unwrap_or_default();
+    let actor = actor(body.by, body.reason);
+    let run = state.engine().retry(id, &actor).await?;
+    tracing::info!(run = %id, by = %actor.by, "run retried");
+    Ok(Json(after_action(&state, run).await?))
+}
+
+/// `POST /v1/runs/{id}/continue`: an `interrupted` run carries on.
+pub(crate) async fn continue_run(
+    State(state): State<AppState>,
+    RunIdPath(id): RunIdPath,
+    OptionalJson(body): OptionalJson<ActionBody>,
+) -> Result<Json<RunView>, ApiError> {
+    let body = body.unwrap_or_default();
+    let actor = actor(body.by, body.reason);
+    let run = state.engine().continue_run(id, &actor).await?;
+    tracing::info!(run = %id, by = %actor.by, "run continued");
+    Ok(Json(after_action(&state, run).await?))
+}
+
+/// `POST /v1/runs/{id}/cancel`: cancelled at once, or (a `running` run) a
+/// cancel request its executor honours within moments.
+pub(crate) async fn cancel(
+    State(state): State<AppState>,
+    RunIdPath(id): RunIdPath,
+    OptionalJson(body): OptionalJson<ActionBody>,
+) -> Result<Json<RunView>, ApiError> {
+    let body = body.unwrap_or_default();
+    let actor = actor(body.by, body.reason);
+    let run = state.engine().cancel(id, &actor).await?;
+    tracing::info!(run = %id, by = %actor.by, status = %run.status, "run cancel recorded");
+    Ok(Json(after_action(&state, run).await?))
+}
+
+/// The body of `POST /v1/runs/{id}/fork`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ForkBody {
+    /// Steps `0..from_step` are copied; the fork executes from `from_step`.
+    from_step: u32,
+    /// A new run input (only with `from_step = 0`). Absent or `null`: the
+    /// source run's input.
+    #[serde(default)]
+    input: Option<Value>,
+    #[serde(default)]
+    by: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST /v1/runs/{id}/fork`: a new queued run copying the source's first
+/// `from_step` checkpoints (201, `Location` of the new run).
+pub(crate) async fn fork(
+    State(state): State<AppState>,
+    RunIdPath(id): RunIdPath,
+    ApiJson(body): ApiJson<ForkBody>,
+) -> Result<Response, ApiError> {
+    let actor = actor(body.by, body.reason);
+    let request = ForkRequest {
+        from_step: StepIdx(body.from_step),
+        input: body.input,
+    };
+    let child = state.engine().fork(id, &request, &actor).await?;
+    tracing::info!(run = %id, fork = %child.id, from_step = body.from_step, by = %actor.by, "run forked");
+    let child_id = child.id;
+    let view = after_action(&state, child).await?;
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, format!("/v1/runs/{child_id}"))],
+        Json(view),
+    )
+        .into_response())
+}
