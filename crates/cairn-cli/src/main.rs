@@ -591,6 +591,15 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(main_inner(cli)) {
         Ok(code) => ExitCode::from(code),
+        // A reader that stopped reading (`cairn runs list | head`) is not an error.
+        Err(err)
+            if err.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::from(exit::OK)
+        }
         Err(err) => {
             eprintln!("cairn: error: {err:#}");
             ExitCode::from(error_exit(&err))
