@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use cairn::{Fingerprint, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions};
 
 use crate::metrics::StoreSnapshot;
-use crate::{actions, sse, ApiError, AppState};
+use crate::{actions, sse, waits, ApiError, AppState};
 
 /// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
@@ -80,6 +80,13 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
             post(actions::cancel),
         ),
         route("/v1/runs/{id}/fork", &["POST"], false, post(actions::fork)),
+        route("/v1/waits", &["GET"], false, get(waits::list)),
+        route(
+            "/v1/waits/{id}/answer",
+            &["POST"],
+            false,
+            post(waits::answer),
+        ),
         route("/v1/crews", &["GET"], false, get(list_crews)),
     ]
 }

@@ -96,6 +96,9 @@ pub enum ApiError {
     /// No run has this id.
     #[error("run {0} not found")]
     RunNotFound(String),
+    /// A path segment that is not a wait id.
+    #[error("`{0}` is not a wait id (expected a UUID)")]
+    BadWaitId(String),
     /// No route matches the path.
     #[error("no such route: {0}")]
     NoRoute(String),
@@ -133,6 +136,7 @@ impl ApiError {
             ApiError::UnknownCrew(_) => (StatusCode::NOT_FOUND, "unknown_crew"),
             ApiError::BadRunId(_) => (StatusCode::BAD_REQUEST, "bad_run_id"),
             ApiError::RunNotFound(_) => (StatusCode::NOT_FOUND, "run_not_found"),
+            ApiError::BadWaitId(_) => (StatusCode::BAD_REQUEST, "bad_wait_id"),
             ApiError::NoRoute(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
@@ -144,6 +148,9 @@ impl ApiError {
                 }
                 (Some(S::WrongState { .. }), _) => (StatusCode::CONFLICT, "wrong_state"),
                 (Some(S::ForkRefused { .. }), _) => (StatusCode::CONFLICT, "fork_refused"),
+                (Some(S::WaitNotFound(_)), _) => (StatusCode::NOT_FOUND, "wait_not_found"),
+                (Some(S::WaitClosed { .. }), _) => (StatusCode::CONFLICT, "wait_closed"),
+                (Some(S::BadAnswer { .. }), _) => (StatusCode::UNPROCESSABLE_ENTITY, "bad_answer"),
                 (Some(S::Unreachable { .. }), _) => {
                     (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
                 }

@@ -16,6 +16,8 @@
 //! | `POST /v1/runs/{id}/continue` | an interrupted run carries on (queues it) |
 //! | `POST /v1/runs/{id}/cancel` | cancel now, or request it of a running run |
 //! | `POST /v1/runs/{id}/fork` | a new run copying the first `from_step` checkpoints (201) |
+//! | `GET /v1/waits` | human waits: `?run=&status=` (`cairn waits list --json`) |
+//! | `POST /v1/waits/{id}/answer` | approve, edit, reject or answer a wait |
 //! | `GET /v1/crews` | the crews loaded from the crews directory |
 //! | `GET /v1/openapi.json` | the OpenAPI 3.1 document |
 //! | `GET /metrics` | Prometheus text |
@@ -36,6 +38,7 @@ mod metrics;
 mod runner;
 mod serve;
 mod sse;
+mod waits;
 
 use std::sync::Arc;
 use std::time::Instant;

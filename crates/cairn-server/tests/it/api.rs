@@ -59,7 +59,10 @@ async fn crews_lists_the_loaded_crews_by_name() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["broken", "flaky", "greet", "pipeline", "slow"]);
+    assert_eq!(
+        names,
+        ["broken", "flaky", "greet", "pipeline", "review", "slow"]
+    );
     let pipeline = &crews[3];
     assert_eq!(pipeline["version"], "1");
     assert!(pipeline["fingerprint"]
@@ -170,11 +173,12 @@ async fn openapi_document_matches_the_router() {
             "{method} {path}"
         );
         if reply.status == StatusCode::NOT_FOUND {
-            assert_eq!(
-                reply.json()["error"]["code"],
-                "run_not_found",
-                "{method} {path}"
-            );
+            let want = if path.starts_with("/v1/waits/") {
+                "wait_not_found"
+            } else {
+                "run_not_found"
+            };
+            assert_eq!(reply.json()["error"]["code"], want, "{method} {path}");
         }
     }
 

@@ -10,3 +10,4 @@ mod operators;
 mod runs;
 mod socket;
 mod support;
+mod waits;

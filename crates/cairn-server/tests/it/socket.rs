@@ -384,6 +384,85 @@ async fn startup_refuses_an_open_api_on_the_network_and_bad_crews() {
     assert!(matches!(err, Error::Open(_)), "{err}");
 }
 
+/// A human review end to end through the socket: the runner parks the run
+/// `waiting`, the wait is listed and approved over HTTP, and the runner,
+/// woken by the answer, finishes the run.
+async fn review_answered_over_http(kind: Kind) {
+    // A one-minute poll: only the wake-ups of submit and answer move the run.
+    let server = start(kind, &["tok"], 2, Duration::from_secs(60)).await;
+    let addr = server.addr;
+    let tok = Some("tok");
+    let (status, text) = http(
+        addr,
+        Method::POST,
+        "/v1/runs",
+        tok,
+        Some(json!({"crew": "review", "input": {"topic": "sockets"}})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{text}");
+    let id = serde_json::from_str::<Value>(&text).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let waiting = server
+        .wait_for(&id, tok, |r| r["status"] == "waiting")
+        .await;
+    assert_eq!(waiting["steps"][0]["status"], "waiting");
+    assert_eq!(waiting["steps"][0]["output"], "Draft on sockets");
+
+    let (status, text) = http(addr, Method::GET, "/v1/waits?status=open", tok, None).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let waits: Value = serde_json::from_str(&text).unwrap();
+    let waits = waits["waits"].as_array().unwrap();
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    assert_eq!(waits[0]["run_id"], id.as_str());
+    assert_eq!(waits[0]["kind"], "review");
+    let wait = waits[0]["id"].as_str().unwrap();
+
+    let (status, text) = http(
+        addr,
+        Method::POST,
+        &format!("/v1/waits/{wait}/answer"),
+        tok,
+        Some(json!({"decision": "approve", "by": "ann"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let answered: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(answered["status"], "answered");
+    assert_eq!(answered["answered_by"], "ann");
+
+    let done = server
+        .wait_for(&id, tok, |r| r["status"] == "succeeded")
+        .await;
+    assert_eq!(done["steps"][1]["output"], "PUBLISHED Draft on sockets");
+    let (_, events) = http(
+        addr,
+        Method::GET,
+        &format!("/v1/runs/{id}/events"),
+        tok,
+        None,
+    )
+    .await;
+    for kind in [
+        "event: wait_opened",
+        "event: wait_answered",
+        "event: run_succeeded",
+    ] {
+        assert!(events.contains(kind), "no `{kind}` in {events}");
+    }
+    let (status, text) = http(addr, Method::GET, "/v1/waits?status=open", tok, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["waits"],
+        json!([])
+    );
+    server.stop().await;
+}
+
+cairn_testkit::both!(review_answered_over_http);
+
 /// Operator actions through the socket are executed by the runner: a
 /// retried run and a fork both finish without another request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

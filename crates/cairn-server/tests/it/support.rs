@@ -80,6 +80,24 @@ command = ["sh", "-c", 'cat > /dev/null; [ "$CAIRN_ATTEMPT" -ge 2 ] || { echo "a
 permanent_exit_codes = [2]
 "#;
 
+/// A template step a person reviews, then one that uses the reviewed
+/// output: the run waits after step 0.
+pub const REVIEW: &str = r#"
+name = "review"
+version = "1"
+
+[[agents]]
+role = "writer"
+kind = "template"
+template = "Draft on {{ input.topic }}{% for f in feedback %} [{{ f }}]{% endfor %}"
+review = true
+
+[[agents]]
+role = "publisher"
+kind = "template"
+template = "PUBLISHED {{ outputs.writer }}"
+"#;
+
 /// Writes the test crews into `dir` (plus a file that is not a crew).
 pub fn write_crews(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
@@ -88,6 +106,7 @@ pub fn write_crews(dir: &Path) {
     std::fs::write(dir.join("broken.toml"), BROKEN).unwrap();
     std::fs::write(dir.join("slow.toml"), SLOW).unwrap();
     std::fs::write(dir.join("flaky.toml"), FLAKY).unwrap();
+    std::fs::write(dir.join("review.toml"), REVIEW).unwrap();
     std::fs::write(dir.join("README.md"), "not a crew").unwrap();
 }
 

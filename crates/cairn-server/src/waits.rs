@@ -1,0 +1,151 @@
+//! Human waits: `GET /v1/waits` lists them (the objects `cairn waits list
+//! --json` prints) and `POST /v1/waits/{id}/answer` records a person's
+//! answer through the engine, which decides what it does to the run (usually
+//! queues it again: the runner is woken).
+
+use std::str::FromStr;
+
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use cairn::{Answer, RunId, WaitFilter, WaitId, WaitRecord, WaitStatus};
+
+use crate::actions::DEFAULT_ACTOR;
+use crate::api::{ApiJson, ApiQuery};
+use crate::{ApiError, AppState};
+
+/// The `{id}` path segment as a wait id (400 `bad_wait_id` if it is not one).
+pub(crate) struct WaitIdPath(pub WaitId);
+
+impl FromRequestParts<AppState> for WaitIdPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::BadWaitId(e.body_text()))?;
+        WaitId::from_str(&raw)
+            .map(WaitIdPath)
+            .map_err(|_| ApiError::BadWaitId(raw))
+    }
+}
+
+/// The query of `GET /v1/waits`; an empty parameter means "not given".
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WaitsQuery {
+    run: Option<String>,
+    status: Option<String>,
+}
+
+/// The answer of `GET /v1/waits`.
+#[derive(Debug, Serialize)]
+pub(crate) struct WaitList {
+    waits: Vec<WaitRecord>,
+}
+
+/// `GET /v1/waits`: waits oldest first, by run and status.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<WaitsQuery>,
+) -> Result<Json<WaitList>, ApiError> {
+    let given = |p: Option<String>| p.filter(|v| !v.is_empty());
+    let run = given(q.run)
+        .map(|text| {
+            RunId::from_str(&text)
+                .map_err(|_| ApiError::BadQuery(format!("run: `{text}` is not a run id")))
+        })
+        .transpose()?;
+    let status = given(q.status)
+        .map(|text| {
+            WaitStatus::from_str(&text).map_err(|_| {
+                ApiError::BadQuery(format!(
+                    "status: `{text}` is not a wait status (open, answered, expired, cancelled)"
+                ))
+            })
+        })
+        .transpose()?;
+    let waits = state
+        .engine()
+        .waits(&WaitFilter {
+            run,
+            step: None,
+            status,
+        })
+        .await?;
+    Ok(Json(WaitList { waits }))
+}
+
+/// The body of `POST /v1/waits/{id}/answer`: an `Answer` (tagged by
+/// `decision`) plus an optional `by`. Read as a map so that a field the
+/// decision does not take (`{"decision": "approve", "output": …}`) is
+/// refused instead of silently dropped.
+pub(crate) struct AnswerBody {
+    answer: Answer,
+    by: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for AnswerBody {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut fields = Map::<String, Value>::deserialize(d)?;
+        let by = match fields.remove("by") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(by)) => Some(by),
+            Some(other) => {
+                return Err(D::Error::custom(format!(
+                    "`by` must be a string, not {other}"
+                )))
+            }
+        };
+        let given: Vec<String> = fields.keys().cloned().collect();
+        let answer: Answer = serde_json::from_value(Value::Object(fields))
+            .map_err(|e| D::Error::custom(answer_shape(&e.to_string())))?;
+        let expected = match serde_json::to_value(&answer) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        if let Some(extra) = given.iter().find(|k| !expected.contains_key(*k)) {
+            return Err(D::Error::custom(format!(
+                "unknown field `{extra}` for decision `{}`; {}",
+                expected
+                    .get("decision")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
+                ANSWER_FORMS
+            )));
+        }
+        Ok(AnswerBody { answer, by })
+    }
+}
+
+/// The four forms of an answer, for error messages.
+const ANSWER_FORMS: &str = "send one of {\"decision\": \"approve\"}, {\"decision\": \"edit\", \"output\": …}, {\"decision\": \"reject\", \"feedback\": \"…\"}, {\"decision\": \"answer\", \"value\": …}, with an optional \"by\"";
+
+/// serde's message about the answer, with the forms it could have taken.
+fn answer_shape(serde_message: &str) -> String {
+    format!("{serde_message}; {ANSWER_FORMS}")
+}
+
+/// `POST /v1/waits/{id}/answer`: records the answer and returns the wait.
+/// The same answer again is a no-op that returns the wait as it is.
+pub(crate) async fn answer(
+    State(state): State<AppState>,
+    WaitIdPath(id): WaitIdPath,
+    ApiJson(body): ApiJson<AnswerBody>,
+) -> Result<Json<WaitRecord>, ApiError> {
+    let by = body
+        .by
+        .map(|b| b.trim().to_owned())
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| DEFAULT_ACTOR.to_owned());
+    let wait = state.engine().answer(id, &body.answer, &by).await?;
+    tracing::info!(wait = %id, run = %wait.run_id, by = %by, "wait answered");
+    // The run is usually queued again; when it is not (an approval
+    // rejected, a repeated answer) the wake-up costs the runner one listing.
+    state.wake_runner();
+    Ok(Json(wait))
+}
