@@ -302,9 +302,10 @@ fn error_exit(err: &anyhow::Error) -> u8 {
         };
     }
     match e {
-        cairn::Error::Crew(_) | cairn::Error::CrewFile { .. } | cairn::Error::ReadFile { .. } => {
-            exit::BAD_INPUT
-        }
+        cairn::Error::Crew(_)
+        | cairn::Error::CrewFile { .. }
+        | cairn::Error::ReadFile { .. }
+        | cairn::Error::TooLarge(_) => exit::BAD_INPUT,
         cairn::Error::Executor(X::CrewMismatch { .. }) => exit::BAD_INPUT,
         cairn::Error::Executor(X::RunFailed { .. }) => exit::RUN_FAILED,
         cairn::Error::Executor(X::NotResumable { status, .. }) => status_exit(*status),

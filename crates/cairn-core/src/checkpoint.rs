@@ -59,6 +59,8 @@ pub enum ErrorKind {
     Rejected,
     /// A wait's deadline passed with the outcome "fail".
     Deadline,
+    /// A step's output was over the output cap.
+    TooLarge,
 }
 
 /// A run row, with the crew definition it started with.

@@ -10,6 +10,7 @@ pub mod crew;
 pub mod error;
 pub mod event;
 pub mod ids;
+pub mod limits;
 pub mod retry;
 pub mod status;
 pub mod wait;
@@ -21,6 +22,7 @@ pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerpri
 pub use error::{Corruption, TransitionError};
 pub use event::{Actor, EventKind, EventRecord, NewEvent};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
+pub use limits::{check_size, Limits, TooLarge};
 pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus};
 pub use wait::{Answer, NewWait, OnDeadline, Question, WaitId, WaitKind, WaitRecord, WaitStatus};

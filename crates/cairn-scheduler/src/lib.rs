@@ -39,6 +39,8 @@ pub struct ExecutorConfig {
     pub crash_loop_cap: u32,
     /// How often a running step checks for a cancel request.
     pub cancel_poll: Duration,
+    /// Size caps; a step output over its cap fails the step (not retryable).
+    pub limits: cairn_core::Limits,
 }
 
 impl Default for ExecutorConfig {
@@ -48,6 +50,7 @@ impl Default for ExecutorConfig {
             lease: Duration::from_secs(30),
             crash_loop_cap: 3,
             cancel_poll: Duration::from_millis(250),
+            limits: cairn_core::Limits::default(),
         }
     }
 }
@@ -89,6 +92,10 @@ impl Executor {
 
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
+    }
+
+    pub fn config(&self) -> &ExecutorConfig {
+        &self.config
     }
 
     /// Drives `run_id` with `crew` until it finishes or stops. A finished run
@@ -435,6 +442,16 @@ impl Executor {
                 return Ok(cancel_commit(run.id, epoch, idx, attempt));
             }
         };
+        // An output over its cap is never stored, not even in part.
+        let result = result.and_then(|out| {
+            cairn_core::check_size(
+                "the step's output",
+                &out.output,
+                self.config.limits.max_output_bytes,
+            )
+            .map(|()| out)
+            .map_err(|e| ErrorInfo::new(ErrorKind::TooLarge, e.to_string(), false))
+        });
         let duration_ms = started.elapsed().as_millis() as u64;
         let last = idx.get() + 1 == run.step_count;
         let base =

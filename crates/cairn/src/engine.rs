@@ -75,6 +75,11 @@ impl Engine {
         }
     }
 
+    /// The size caps in force.
+    pub fn limits(&self) -> cairn_core::Limits {
+        self.executor.config().limits
+    }
+
     pub fn store(&self) -> &Arc<dyn Store> {
         self.executor.store()
     }
@@ -93,6 +98,7 @@ impl Engine {
         opts: SubmitOptions,
     ) -> Result<Submitted> {
         self.register(crew);
+        cairn_core::check_size("the run input", &input, self.limits().max_input_bytes)?;
         Ok(self
             .store()
             .submit(NewRun {
@@ -183,6 +189,9 @@ impl Engine {
 
     /// A new queued run copying checkpoints `0..from_step` of `id`.
     pub async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord> {
+        if let Some(input) = &req.input {
+            cairn_core::check_size("the run input", input, self.limits().max_input_bytes)?;
+        }
         Ok(self.store().fork(id, req, actor).await?)
     }
 
@@ -195,6 +204,8 @@ impl Engine {
     /// follow with [`Engine::execute`] unless a worker picks it up). The same
     /// answer twice is a no-op.
     pub async fn answer(&self, wait: WaitId, answer: &Answer, by: &str) -> Result<WaitRecord> {
+        let json = serde_json::to_value(answer).unwrap_or_default();
+        cairn_core::check_size("the answer", &json, self.limits().max_answer_bytes)?;
         Ok(self.store().answer_wait(wait, answer, by).await?)
     }
 

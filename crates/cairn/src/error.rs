@@ -18,6 +18,9 @@ pub enum Error {
     /// A crew uses a Rust agent this process does not provide.
     #[error("agent `{role}` needs the Rust handler `{handler}`, which this process does not provide; resume the run from the service that defines its crew")]
     MissingHandler { role: String, handler: String },
+    /// A value over its size cap; nothing was stored.
+    #[error(transparent)]
+    TooLarge(#[from] cairn_core::TooLarge),
     /// A crew file was refused.
     #[error("{}: {source}", path.display())]
     CrewFile {
