@@ -8,6 +8,10 @@
 //! processes. It never crashes the server over a run: every error is
 //! logged, and a run whose drive fails is retried later with a growing
 //! back-off rather than in a tight loop.
+//!
+//! On every tick it also applies the deadlines of human waits
+//! (`Engine::expire_due_waits`) before it looks for queued runs, so a wait
+//! answered by its deadline default is driven in the same tick.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -68,6 +72,7 @@ impl Runner {
             driving: HashSet::new(),
             backoff: HashMap::new(),
             list_failing: false,
+            expire_failing: false,
         };
         Runner {
             task: tokio::spawn(state.run()),
@@ -100,6 +105,7 @@ struct Loop {
     driving: HashSet<RunId>,
     backoff: HashMap<RunId, Backoff>,
     list_failing: bool,
+    expire_failing: bool,
 }
 
 impl Loop {
@@ -112,6 +118,7 @@ impl Loop {
             if *self.stop.borrow() {
                 break;
             }
+            self.expire_waits().await;
             if self.driving.len() < self.opts.concurrency {
                 self.launch().await;
             }
@@ -133,6 +140,28 @@ impl Loop {
             }
         }
         self.shut_down().await;
+    }
+
+    /// Applies the deadline outcome of every open wait past its deadline.
+    /// A failure is logged (once until it recovers) and tried next tick.
+    async fn expire_waits(&mut self) {
+        match self.engine.expire_due_waits().await {
+            Ok(done) => {
+                if self.expire_failing {
+                    tracing::info!("runner: wait deadlines are applied again");
+                    self.expire_failing = false;
+                }
+                for wait in done {
+                    tracing::info!(wait = %wait.id, run = %wait.run_id, status = %wait.status, "runner: wait deadline passed");
+                }
+            }
+            Err(e) => {
+                if !self.expire_failing {
+                    tracing::warn!(error = %ErrorChain(&e), "runner: cannot apply wait deadlines; retrying");
+                    self.expire_failing = true;
+                }
+            }
+        }
     }
 
     /// Lists queued runs and starts driving as many as there are free slots.

@@ -56,12 +56,14 @@ pub struct ServeOptions {
     /// Blank entries are ignored.
     pub tokens: Vec<String>,
     /// Runs the embedded runner executes at the same time. Default 4; 0
-    /// starts no runner (the API only queues runs).
+    /// starts no runner (the API only queues runs and records answers, and
+    /// wait deadlines are left to `cairn waits expire` or another server).
     pub concurrency: usize,
     /// The largest request body accepted (413 `too_large` beyond). Default 1 MiB.
     pub body_limit: usize,
-    /// How often the runner looks for queued runs (it also looks right
-    /// after each submit). Default 200 ms.
+    /// How often the runner applies wait deadlines and looks for queued
+    /// runs (it also looks right after each submit, action and answer).
+    /// Default 200 ms.
     pub poll_interval: Duration,
     /// On shutdown, how long open requests and runs in flight get to
     /// finish. Runs still executing then are abandoned as `running`; a

@@ -511,3 +511,28 @@ async fn the_runner_executes_what_operator_actions_queue() {
     assert_eq!(forked["steps"][1]["output"], "n=1 for src");
     server.stop().await;
 }
+
+/// The runner applies wait deadlines: a review nobody answers is approved
+/// by its deadline default and the run finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runner_applies_wait_deadlines() {
+    let server = start(Kind::Sqlite, &[], 2, Duration::from_millis(50)).await;
+    let addr = server.addr;
+    let id = post_run(addr, "deadline", json!({"topic": "time"})).await;
+    let done = server
+        .wait_for(&id, None, |r| r["status"] == "succeeded")
+        .await;
+    assert_eq!(done["steps"][0]["output"], "Draft on time");
+    let (_, text) = http(
+        addr,
+        Method::GET,
+        &format!("/v1/waits?run={id}"),
+        None,
+        None,
+    )
+    .await;
+    let waits: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(waits["waits"][0]["status"], "answered", "{waits}");
+    assert_eq!(waits["waits"][0]["answered_by"], "deadline");
+    server.stop().await;
+}

@@ -98,6 +98,20 @@ kind = "template"
 template = "PUBLISHED {{ outputs.writer }}"
 "#;
 
+/// A review whose wait is approved by its deadline (100 ms) if nobody answers.
+pub const DEADLINE: &str = r#"
+name = "deadline"
+version = "1"
+
+[[agents]]
+role = "writer"
+kind = "template"
+template = "Draft on {{ input.topic }}"
+review = true
+wait_deadline_ms = 100
+on_deadline = "approve"
+"#;
+
 /// Writes the test crews into `dir` (plus a file that is not a crew).
 pub fn write_crews(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
@@ -107,6 +121,7 @@ pub fn write_crews(dir: &Path) {
     std::fs::write(dir.join("slow.toml"), SLOW).unwrap();
     std::fs::write(dir.join("flaky.toml"), FLAKY).unwrap();
     std::fs::write(dir.join("review.toml"), REVIEW).unwrap();
+    std::fs::write(dir.join("deadline.toml"), DEADLINE).unwrap();
     std::fs::write(dir.join("README.md"), "not a crew").unwrap();
 }
 
