@@ -155,6 +155,9 @@ impl ApiError {
                     (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
                 }
                 (_, E::Executor(X::CrewMismatch { .. })) => (StatusCode::CONFLICT, "crew_mismatch"),
+                // A run input or an answer over the engine's cap (the body
+                // itself was within the server's limit).
+                (_, E::TooLarge(_)) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
                 (
                     _,
                     E::Executor(X::RunFailed { .. } | X::NotResumable { .. } | X::Leased { .. }),

@@ -240,6 +240,17 @@ async fn answer_refusals_and_body_mistakes() {
         .await
         .assert_error(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
 
+    // An answer over the engine's cap (256 KiB) in a body the server takes.
+    let big = "x".repeat(300 * 1024);
+    let message = api
+        .post_json(&uri, &json!({"decision": "edit", "output": big}))
+        .await
+        .assert_error(StatusCode::PAYLOAD_TOO_LARGE, "too_large");
+    assert!(
+        message.contains("the answer") && message.contains("cap"),
+        "{message}"
+    );
+
     // Nothing was recorded; the wait is still open and still answers.
     assert_eq!(api.engine.events(id).await.unwrap(), events);
     let reply = api.post_json(&uri, &json!({"decision": "approve"})).await;
