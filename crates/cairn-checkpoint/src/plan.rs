@@ -240,7 +240,7 @@ pub(crate) fn check_fork(run: &RunRecord, req: &ForkRequest) -> Result<()> {
     let n = req.from_step.get();
     if n > run.step_count {
         return Err(refuse(format!(
-            "--from-step {n} is past the crew's {} steps",
+            "step {n} is past the crew's {} steps",
             run.step_count
         )));
     }
@@ -252,8 +252,8 @@ pub(crate) fn check_fork(run: &RunRecord, req: &ForkRequest) -> Result<()> {
     }
     if req.input.is_some() && n > 0 {
         return Err(refuse(
-            "a new input needs --from-step 0: every copied step's output was computed from the \
-             old input, so copying it under a new one would be a lie"
+            "a new input needs the fork to start at step 0 (--from-step 0): every copied step's \
+             output was computed from the old input, so copying it under a new one would be a lie"
                 .into(),
         ));
     }
@@ -319,7 +319,7 @@ pub(crate) fn plan_answer(
             hint: match wait.kind {
                 WaitKind::Review => "answer with approve, edit or reject",
                 WaitKind::Approval => "answer with approve or reject",
-                WaitKind::Question => "answer with a value (--answer JSON)",
+                WaitKind::Question => "answer with a value (decision `answer`)",
             },
         });
     }

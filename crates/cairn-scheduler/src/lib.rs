@@ -263,7 +263,10 @@ impl Executor {
                     Err(e) => return Err(e.into()),
                 };
                 failpoint::hit("after_commit", idx);
-                executed.push(idx);
+                // A step that only opened its approval wait did not run.
+                if commit.open_wait.as_ref().map(|w| w.kind) != Some(WaitKind::Approval) {
+                    executed.push(idx);
+                }
                 run.status = commit.run_status;
                 run.cursor = commit.cursor;
                 if commit.status != StepStatus::Succeeded {

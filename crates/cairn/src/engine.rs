@@ -211,8 +211,11 @@ impl Engine {
 
     /// Applies the deadline outcome of every open wait past its deadline:
     /// fail the run, or answer with the default (recorded as by `deadline`).
+    /// A wait that cannot be expired does not stop the others; its error is
+    /// returned only if no wait could be expired.
     pub async fn expire_due_waits(&self) -> Result<Vec<WaitRecord>> {
         let mut done = vec![];
+        let mut failures = vec![];
         for wait in self.store().due_waits().await? {
             let result = match &wait.on_deadline {
                 Some(OnDeadline::Default { answer }) => {
@@ -224,10 +227,14 @@ impl Engine {
                 Ok(w) => done.push(w),
                 // Answered or expired by someone else meanwhile.
                 Err(cairn_checkpoint::Error::WaitClosed { .. }) => {}
-                Err(e) => return Err(e.into()),
+                // One broken wait must not hold up every other deadline.
+                Err(e) => failures.push((wait.id, e)),
             }
         }
-        Ok(done)
+        match failures.into_iter().next() {
+            Some((_, e)) if done.is_empty() => Err(e.into()),
+            _ => Ok(done),
+        }
     }
 
     async fn drive(&self, id: RunId, crew: &Crew, opts: DriveOptions) -> Result<Driven> {

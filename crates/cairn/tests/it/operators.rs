@@ -381,7 +381,7 @@ async fn fork_with_a_new_input_must_start_at_step_zero(kind: Kind) {
         input: Some(json!({"new": true})),
     };
     let err = engine.fork(id, &refused, &ops()).await.unwrap_err();
-    assert!(err.to_string().contains("needs --from-step 0"), "{err}");
+    assert!(err.to_string().contains("(--from-step 0)"), "{err}");
     let past_failure = ForkRequest {
         from_step: StepIdx(2),
         input: None,
