@@ -62,6 +62,17 @@ enum Command {
         #[arg(long)]
         thread_id: Option<String>,
     },
+    /// Submit a run without executing it: a worker or `cairn serve` picks it
+    /// up (or `cairn resume RUN_ID`). Prints its id (`--json`: the run).
+    Submit {
+        crew: PathBuf,
+        #[arg(long, default_value = "{}")]
+        input: String,
+        #[arg(long)]
+        idempotency_key: Option<String>,
+        #[arg(long)]
+        thread_id: Option<String>,
+    },
     /// Resume a run at its first pending step (taking it over if it is running).
     Resume {
         run_id: String,
@@ -334,6 +345,27 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             let view = engine.show(driven.run.id).await?;
             output::print_run(&view, json, None)?;
             Ok(status_exit(view.run.status))
+        }
+        Command::Submit {
+            crew,
+            input,
+            idempotency_key,
+            thread_id,
+        } => {
+            let crew = load_crew(&crew)?;
+            let input = parse_input(&input)?;
+            let engine = open(&cli.db, true).await?;
+            let opts = SubmitOptions {
+                idempotency_key,
+                thread_id,
+            };
+            let submitted = engine.submit(&crew, input, opts).await?;
+            if json {
+                output::print_run(&engine.show(submitted.run.id).await?, true, None)?;
+            } else {
+                println!("{}", submitted.run.id);
+            }
+            Ok(exit::OK)
         }
         Command::Resume {
             run_id,

@@ -174,3 +174,41 @@ fn idempotency_key_with_another_input_is_refused(kind: Kind) {
     assert_eq!(case.list().len(), 1);
     assert_eq!(case.show(id), first);
 }
+
+mod submit_only {
+    //! `cairn submit` enqueues without executing; `cairn resume` then runs it.
+    use crate::support::{agent_sh, crew_toml, Case, Kind};
+
+    both_backends!(submit_enqueues_and_resume_executes);
+
+    fn submit_enqueues_and_resume_executes(kind: Kind) {
+        let case = Case::new(kind);
+        let script = format!(
+            "cat > /dev/null; echo ran >> {}; echo '\"done\"'",
+            case.path("ran.log").display()
+        );
+        let crew = case.write(
+            "crew.toml",
+            &crew_toml("queued", &[agent_sh("only", &script)]),
+        );
+        let crew = crew.to_str().unwrap();
+        let out = case
+            .cairn(&["submit", crew, "--input", "{\"n\": 1}"])
+            .expect_code(0);
+        let id = out.stdout.trim().to_owned();
+        assert_eq!(case.show(&id)["status"], "queued");
+        assert!(!case.path("ran.log").exists(), "submit executed nothing");
+        let again = case
+            .cairn(&["submit", crew, "--input", "{\"n\": 1}", "--json"])
+            .expect_code(0)
+            .json();
+        assert_ne!(again["id"], id.as_str(), "no key: a new run");
+        assert_eq!(again["status"], "queued");
+        case.cairn(&["resume", &id]).expect_code(0);
+        assert_eq!(case.show(&id)["status"], "succeeded");
+        assert_eq!(
+            std::fs::read_to_string(case.path("ran.log")).unwrap(),
+            "ran\n"
+        );
+    }
+}
