@@ -171,6 +171,17 @@ pub trait Store: Send + Sync + 'static {
     /// vanished), and a `run_claimed` event.
     async fn claim(&self, id: RunId, req: &ClaimRequest) -> Result<Claimed>;
 
+    /// Claims the oldest runnable run, skipping rows other claimers hold
+    /// (`FOR UPDATE SKIP LOCKED` on PostgreSQL): a `queued` run whose
+    /// `not_before` has passed, or a `running` run whose lease expired (a
+    /// takeover). `None` when nothing is runnable.
+    async fn claim_next(&self, req: &ClaimRequest) -> Result<Option<Claimed>>;
+
+    /// Extends the lease of a run held at `epoch`, by the database clock.
+    /// `false` if the lease was lost (another claim, or the run stopped):
+    /// a zombie cannot extend what it no longer holds.
+    async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<bool>;
+
     /// Commits the end of a step (see [`StepCommit`]). A stale epoch is
     /// rejected with [`Error::StaleEpoch`] and changes nothing.
     async fn commit_step(&self, commit: &StepCommit) -> Result<()>;

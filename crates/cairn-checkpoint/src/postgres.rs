@@ -2,6 +2,8 @@
 //! one statement (data-modifying CTEs) so it costs one round trip; times come
 //! from the server's `clock_timestamp()`.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
@@ -425,124 +427,49 @@ impl Store for PgStore {
 
     async fn claim(&self, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
         let mut tx = self.pool.begin().await?;
-        let mut before = fetch_run(&mut tx, id, true).await?;
-        match before.status {
-            RunStatus::Queued => {}
-            RunStatus::Running if req.takeover => {}
-            status => {
-                return Err(Error::WrongState {
-                    run: id,
-                    status,
-                    action: "claim it",
-                })
-            }
-        }
-        if let Some(def) = &req.replace_crew {
-            sqlx::query(
-                "UPDATE runs SET crew_name = $2, crew_version = $3, crew_fingerprint = $4, \
-                 crew_def = $5, step_count = $6 WHERE id = $1",
-            )
-            .bind(id.as_uuid())
-            .bind(&def.name)
-            .bind(&def.version)
-            .bind(def.fingerprint().as_str())
-            .bind(Json(def.to_json()))
-            .bind(def.step_count() as i32)
-            .execute(&mut *tx)
-            .await?;
-            before.step_count = def.step_count();
-            before.crew_definition = def.clone();
-        }
-        if before.not_before.is_some() {
-            let wait_ms: i64 = sqlx::query_scalar(
-                "SELECT CEIL(EXTRACT(EPOCH FROM (not_before - clock_timestamp())) * 1000)::bigint \
-                 FROM runs WHERE id = $1",
-            )
-            .bind(id.as_uuid())
-            .fetch_one(&mut *tx)
-            .await?;
-            if wait_ms > 0 {
-                return Err(Error::NotYet {
-                    run: id,
-                    wait: std::time::Duration::from_millis(wait_ms as u64),
-                });
-            }
-        }
-        let epoch: i64 = sqlx::query_scalar(
-            "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, lease_owner = $2, \
-             lease_expires_at = clock_timestamp() + make_interval(secs => $3), not_before = NULL, \
-             updated_at = clock_timestamp() WHERE id = $1 RETURNING lease_epoch",
+        let claimed = claim_in(&mut tx, id, req).await?;
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    async fn claim_next(&self, req: &ClaimRequest) -> Result<Option<Claimed>> {
+        let mut tx = self.pool.begin().await?;
+        // The oldest runnable run: queued and due, or running under an
+        // expired lease (its holder died or hung: a takeover).
+        let picked: Option<uuid::Uuid> = sqlx::query_scalar(
+            "SELECT id FROM runs WHERE (status = 'queued' AND (not_before IS NULL \
+                 OR not_before <= clock_timestamp())) \
+                 OR (status = 'running' AND lease_expires_at < clock_timestamp()) \
+                 ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(id) = picked else {
+            tx.commit().await?;
+            return Ok(None);
+        };
+        let id = RunId::from_uuid(id);
+        let req = ClaimRequest {
+            takeover: true,
+            ..req.clone()
+        };
+        let claimed = claim_in(&mut tx, id, &req).await?;
+        tx.commit().await?;
+        Ok(Some(claimed))
+    }
+
+    async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<bool> {
+        let extended = sqlx::query(
+            "UPDATE runs SET lease_expires_at = clock_timestamp() + make_interval(secs => $3) \
+             WHERE id = $1 AND lease_epoch = $2 AND status = 'running'",
         )
         .bind(id.as_uuid())
-        .bind(&req.owner)
-        .bind(req.lease.as_secs_f64())
-        .fetch_one(&mut *tx)
-        .await?;
-        let epoch = LeaseEpoch(epoch);
-        let cursor = before.cursor.get() as i32;
-        let row = fetch_step(&mut tx, id, before.cursor.get()).await?;
-        let latest_wait = match &row {
-            Some(r) if r.status == cairn_core::StepStatus::Waiting => {
-                latest_wait(&mut tx, id, r.idx.get()).await?
-            }
-            _ => None,
-        };
-        let plan = plan_claim(&before, row, latest_wait.as_ref(), req)?;
-        match &plan.step {
-            ClaimStep::Nothing => {}
-            ClaimStep::Insert { role } => {
-                sqlx::query(
-                    "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
-                     VALUES ($1, $2, $3, 'running', 1, clock_timestamp())",
-                )
-                .bind(id.as_uuid())
-                .bind(cursor)
-                .bind(role.as_str())
-                .execute(&mut *tx)
-                .await?;
-            }
-            ClaimStep::Restart {
-                attempt,
-                takeovers_delta,
-            } => {
-                sqlx::query(
-                    "UPDATE steps SET status = 'running', attempt = $3, \
-                     takeovers = CASE WHEN $4 = 0 THEN 0 ELSE takeovers + $4 END, \
-                     finished_at = NULL, started_at = clock_timestamp() \
-                     WHERE run_id = $1 AND idx = $2",
-                )
-                .bind(id.as_uuid())
-                .bind(cursor)
-                .bind(*attempt as i32)
-                .bind(*takeovers_delta as i32)
-                .execute(&mut *tx)
-                .await?;
-            }
-            ClaimStep::CrashLoop { error } => {
-                let err = error_json(&Some(error.clone())).map(Json);
-                sqlx::query(
-                    "WITH s AS (UPDATE steps SET status = 'failed', error = $3, \
-                       finished_at = clock_timestamp() WHERE run_id = $1 AND idx = $2) \
-                     UPDATE runs SET status = 'failed', error = $3, lease_owner = NULL, \
-                       lease_expires_at = NULL, finished_at = clock_timestamp() WHERE id = $1",
-                )
-                .bind(id.as_uuid())
-                .bind(cursor)
-                .bind(err)
-                .execute(&mut *tx)
-                .await?;
-            }
-        }
-        let events = claim_events(req, epoch, &before, &plan);
-        append_events(&mut tx, id, &events).await?;
-        let run = fetch_run(&mut tx, id, false).await?;
-        let at_cursor = fetch_step(&mut tx, id, run.cursor.get()).await?;
-        tx.commit().await?;
-        Ok(Claimed {
-            run,
-            at_cursor,
-            took_over: plan.took_over,
-        })
+        .bind(epoch.0)
+        .bind(lease.as_secs_f64())
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(extended == 1)
     }
 
     async fn commit_step(&self, c: &StepCommit) -> Result<()> {
@@ -852,4 +779,129 @@ impl Store for PgStore {
             })
             .collect()
     }
+}
+
+/// The claim of `Store::claim`, inside the caller's transaction.
+async fn claim_in(
+    tx: &mut Transaction<'static, Postgres>,
+    id: RunId,
+    req: &ClaimRequest,
+) -> Result<Claimed> {
+    let mut before = fetch_run(tx, id, true).await?;
+    match before.status {
+        RunStatus::Queued => {}
+        RunStatus::Running if req.takeover => {}
+        status => {
+            return Err(Error::WrongState {
+                run: id,
+                status,
+                action: "claim it",
+            })
+        }
+    }
+    if let Some(def) = &req.replace_crew {
+        sqlx::query(
+            "UPDATE runs SET crew_name = $2, crew_version = $3, crew_fingerprint = $4, \
+             crew_def = $5, step_count = $6 WHERE id = $1",
+        )
+        .bind(id.as_uuid())
+        .bind(&def.name)
+        .bind(&def.version)
+        .bind(def.fingerprint().as_str())
+        .bind(Json(def.to_json()))
+        .bind(def.step_count() as i32)
+        .execute(&mut **tx)
+        .await?;
+        before.step_count = def.step_count();
+        before.crew_definition = def.clone();
+    }
+    if before.not_before.is_some() {
+        let wait_ms: i64 = sqlx::query_scalar(
+            "SELECT CEIL(EXTRACT(EPOCH FROM (not_before - clock_timestamp())) * 1000)::bigint \
+             FROM runs WHERE id = $1",
+        )
+        .bind(id.as_uuid())
+        .fetch_one(&mut **tx)
+        .await?;
+        if wait_ms > 0 {
+            return Err(Error::NotYet {
+                run: id,
+                wait: std::time::Duration::from_millis(wait_ms as u64),
+            });
+        }
+    }
+    let epoch: i64 = sqlx::query_scalar(
+        "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, lease_owner = $2, \
+         lease_expires_at = clock_timestamp() + make_interval(secs => $3), not_before = NULL, \
+         updated_at = clock_timestamp() WHERE id = $1 RETURNING lease_epoch",
+    )
+    .bind(id.as_uuid())
+    .bind(&req.owner)
+    .bind(req.lease.as_secs_f64())
+    .fetch_one(&mut **tx)
+    .await?;
+    let epoch = LeaseEpoch(epoch);
+    let cursor = before.cursor.get() as i32;
+    let row = fetch_step(tx, id, before.cursor.get()).await?;
+    let latest_wait = match &row {
+        Some(r) if r.status == cairn_core::StepStatus::Waiting => {
+            latest_wait(tx, id, r.idx.get()).await?
+        }
+        _ => None,
+    };
+    let plan = plan_claim(&before, row, latest_wait.as_ref(), req)?;
+    match &plan.step {
+        ClaimStep::Nothing => {}
+        ClaimStep::Insert { role } => {
+            sqlx::query(
+                "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+                 VALUES ($1, $2, $3, 'running', 1, clock_timestamp())",
+            )
+            .bind(id.as_uuid())
+            .bind(cursor)
+            .bind(role.as_str())
+            .execute(&mut **tx)
+            .await?;
+        }
+        ClaimStep::Restart {
+            attempt,
+            takeovers_delta,
+        } => {
+            sqlx::query(
+                "UPDATE steps SET status = 'running', attempt = $3, \
+                 takeovers = CASE WHEN $4 = 0 THEN 0 ELSE takeovers + $4 END, \
+                 finished_at = NULL, started_at = clock_timestamp() \
+                 WHERE run_id = $1 AND idx = $2",
+            )
+            .bind(id.as_uuid())
+            .bind(cursor)
+            .bind(*attempt as i32)
+            .bind(*takeovers_delta as i32)
+            .execute(&mut **tx)
+            .await?;
+        }
+        ClaimStep::CrashLoop { error } => {
+            let err = error_json(&Some(error.clone())).map(Json);
+            sqlx::query(
+                "WITH s AS (UPDATE steps SET status = 'failed', error = $3, \
+                   finished_at = clock_timestamp() WHERE run_id = $1 AND idx = $2) \
+                 UPDATE runs SET status = 'failed', error = $3, lease_owner = NULL, \
+                   lease_expires_at = NULL, finished_at = clock_timestamp() WHERE id = $1",
+            )
+            .bind(id.as_uuid())
+            .bind(cursor)
+            .bind(err)
+            .execute(&mut **tx)
+            .await?;
+        }
+    }
+    let events = claim_events(req, epoch, &before, &plan);
+    append_events(tx, id, &events).await?;
+    let run = fetch_run(tx, id, false).await?;
+    let at_cursor = fetch_step(tx, id, run.cursor.get()).await?;
+    Ok(Claimed {
+        run,
+        at_cursor,
+        took_over: plan.took_over,
+    })
 }

@@ -475,140 +475,51 @@ impl Store for SqliteStore {
 
     async fn claim(&self, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
         let mut tx = self.write_tx().await?;
-        let mut before = fetch_run(&mut tx, id).await?;
-        match before.status {
-            RunStatus::Queued => {}
-            RunStatus::Running if req.takeover => {}
-            status => {
-                return Err(Error::WrongState {
-                    run: id,
-                    status,
-                    action: "claim it",
-                })
-            }
-        }
-        if let Some(def) = &req.replace_crew {
-            sqlx::query(
-                "UPDATE runs SET crew_name = ?2, crew_version = ?3, crew_fingerprint = ?4, \
-                 crew_def = ?5, step_count = ?6 WHERE id = ?1",
-            )
-            .bind(id.to_string())
-            .bind(&def.name)
-            .bind(&def.version)
-            .bind(def.fingerprint().as_str())
-            .bind(def.to_json().to_string())
-            .bind(def.step_count() as i64)
-            .execute(&mut *tx)
-            .await?;
-            before.step_count = def.step_count();
-            before.crew_definition = def.clone();
-        }
-        if before.not_before.is_some() {
-            let wait_ms: i64 = sqlx::query_scalar(
-                "SELECT CAST(ROUND((julianday(not_before) - julianday('now')) * 86400000) AS INTEGER) \
-                 FROM runs WHERE id = ?1",
-            )
-            .bind(id.to_string())
-            .fetch_one(&mut *tx)
-            .await?;
-            if wait_ms > 0 {
-                return Err(Error::NotYet {
-                    run: id,
-                    wait: Duration::from_millis(wait_ms as u64),
-                });
-            }
-        }
-        let lease = format!("+{:.3} seconds", req.lease.as_secs_f64());
-        let epoch: i64 = sqlx::query_scalar(concat!(
-            "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, lease_owner = ?2, \
-             lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ','now', ?3), not_before = NULL, \
-             updated_at = ",
-            now!(),
-            " WHERE id = ?1 RETURNING lease_epoch"
-        ))
-        .bind(id.to_string())
-        .bind(&req.owner)
-        .bind(&lease)
-        .fetch_one(&mut *tx)
-        .await?;
-        let epoch = LeaseEpoch(epoch);
-
-        let row = fetch_step(&mut tx, id, before.cursor.get()).await?;
-        let latest_wait = match &row {
-            Some(r) if r.status == cairn_core::StepStatus::Waiting => {
-                latest_wait(&mut tx, id, r.idx.get()).await?
-            }
-            _ => None,
-        };
-        let plan = plan_claim(&before, row, latest_wait.as_ref(), req)?;
-
-        match &plan.step {
-            ClaimStep::Nothing => {}
-            ClaimStep::Insert { role } => {
-                sqlx::query(concat!(
-                    "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
-                     VALUES (?1, ?2, ?3, 'running', 1, ",
-                    now!(),
-                    ")"
-                ))
-                .bind(id.to_string())
-                .bind(before.cursor.get() as i64)
-                .bind(role.as_str())
-                .execute(&mut *tx)
-                .await?;
-            }
-            ClaimStep::Restart {
-                attempt,
-                takeovers_delta,
-            } => {
-                sqlx::query(concat!(
-                    "UPDATE steps SET status = 'running', attempt = ?3, \
-                     takeovers = CASE WHEN ?4 = 0 THEN 0 ELSE takeovers + ?4 END, \
-                     finished_at = NULL, started_at = ",
-                    now!(),
-                    " WHERE run_id = ?1 AND idx = ?2"
-                ))
-                .bind(id.to_string())
-                .bind(before.cursor.get() as i64)
-                .bind(i64::from(*attempt))
-                .bind(i64::from(*takeovers_delta))
-                .execute(&mut *tx)
-                .await?;
-            }
-            ClaimStep::CrashLoop { error } => {
-                let err = error_json(&Some(error.clone())).map(|v| v.to_string());
-                sqlx::query(concat!(
-                    "UPDATE steps SET status = 'failed', error = ?3, finished_at = ",
-                    now!(),
-                    " WHERE run_id = ?1 AND idx = ?2"
-                ))
-                .bind(id.to_string())
-                .bind(before.cursor.get() as i64)
-                .bind(&err)
-                .execute(&mut *tx)
-                .await?;
-                sqlx::query(concat!(
-                    "UPDATE runs SET status = 'failed', error = ?2, lease_owner = NULL, \
-                     lease_expires_at = NULL, finished_at = ",
-                    now!(),
-                    " WHERE id = ?1"
-                ))
-                .bind(id.to_string())
-                .bind(&err)
-                .execute(&mut *tx)
-                .await?;
-            }
-        }
-        let events = claim_events(req, epoch, &before, &plan);
-        append_events(&mut tx, id, &events).await?;
-        let run = fetch_run(&mut tx, id).await?;
-        let at_cursor = fetch_step(&mut tx, id, run.cursor.get()).await?;
+        let claimed = claim_in(&mut tx, id, req).await?;
         tx.commit().await?;
-        Ok(Claimed {
-            run,
-            at_cursor,
-            took_over: plan.took_over,
-        })
+        Ok(claimed)
+    }
+
+    async fn claim_next(&self, req: &ClaimRequest) -> Result<Option<Claimed>> {
+        let mut tx = self.write_tx().await?;
+        // The oldest runnable run: queued and due, or running under an
+        // expired lease (its holder died or hung: a takeover).
+        let picked: Option<String> = sqlx::query_scalar(concat!(
+            "SELECT id FROM runs WHERE (status = 'queued' AND (not_before IS NULL \
+                 OR not_before <= ",
+            now!(),
+            ")) OR (status = 'running' AND lease_expires_at < ",
+            now!(),
+            ") ORDER BY created_at, id LIMIT 1"
+        ))
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(id) = picked else {
+            tx.commit().await?;
+            return Ok(None);
+        };
+        let id = RunId::from_str(&id).map_err(|e| Corruption::new(nil_run(), e.to_string()))?;
+        let req = ClaimRequest {
+            takeover: true,
+            ..req.clone()
+        };
+        let claimed = claim_in(&mut tx, id, &req).await?;
+        tx.commit().await?;
+        Ok(Some(claimed))
+    }
+
+    async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<bool> {
+        let extended = sqlx::query(
+            "UPDATE runs SET lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ','now', ?3) \
+             WHERE id = ?1 AND lease_epoch = ?2 AND status = 'running'",
+        )
+        .bind(id.to_string())
+        .bind(epoch.0)
+        .bind(format!("+{:.3} seconds", lease.as_secs_f64()))
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(extended == 1)
     }
 
     async fn commit_step(&self, c: &StepCommit) -> Result<()> {
@@ -1048,4 +959,145 @@ async fn set_run_after_wait(
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// The claim of `Store::claim`, inside the caller's transaction.
+async fn claim_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    id: RunId,
+    req: &ClaimRequest,
+) -> Result<Claimed> {
+    let mut before = fetch_run(tx, id).await?;
+    match before.status {
+        RunStatus::Queued => {}
+        RunStatus::Running if req.takeover => {}
+        status => {
+            return Err(Error::WrongState {
+                run: id,
+                status,
+                action: "claim it",
+            })
+        }
+    }
+    if let Some(def) = &req.replace_crew {
+        sqlx::query(
+            "UPDATE runs SET crew_name = ?2, crew_version = ?3, crew_fingerprint = ?4, \
+             crew_def = ?5, step_count = ?6 WHERE id = ?1",
+        )
+        .bind(id.to_string())
+        .bind(&def.name)
+        .bind(&def.version)
+        .bind(def.fingerprint().as_str())
+        .bind(def.to_json().to_string())
+        .bind(def.step_count() as i64)
+        .execute(&mut **tx)
+        .await?;
+        before.step_count = def.step_count();
+        before.crew_definition = def.clone();
+    }
+    if before.not_before.is_some() {
+        let wait_ms: i64 = sqlx::query_scalar(
+            "SELECT CAST(ROUND((julianday(not_before) - julianday('now')) * 86400000) AS INTEGER) \
+             FROM runs WHERE id = ?1",
+        )
+        .bind(id.to_string())
+        .fetch_one(&mut **tx)
+        .await?;
+        if wait_ms > 0 {
+            return Err(Error::NotYet {
+                run: id,
+                wait: Duration::from_millis(wait_ms as u64),
+            });
+        }
+    }
+    let lease = format!("+{:.3} seconds", req.lease.as_secs_f64());
+    let epoch: i64 = sqlx::query_scalar(concat!(
+        "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, lease_owner = ?2, \
+         lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ','now', ?3), not_before = NULL, \
+         updated_at = ",
+        now!(),
+        " WHERE id = ?1 RETURNING lease_epoch"
+    ))
+    .bind(id.to_string())
+    .bind(&req.owner)
+    .bind(&lease)
+    .fetch_one(&mut **tx)
+    .await?;
+    let epoch = LeaseEpoch(epoch);
+
+    let row = fetch_step(tx, id, before.cursor.get()).await?;
+    let latest_wait = match &row {
+        Some(r) if r.status == cairn_core::StepStatus::Waiting => {
+            latest_wait(tx, id, r.idx.get()).await?
+        }
+        _ => None,
+    };
+    let plan = plan_claim(&before, row, latest_wait.as_ref(), req)?;
+
+    match &plan.step {
+        ClaimStep::Nothing => {}
+        ClaimStep::Insert { role } => {
+            sqlx::query(concat!(
+                "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+                 VALUES (?1, ?2, ?3, 'running', 1, ",
+                now!(),
+                ")"
+            ))
+            .bind(id.to_string())
+            .bind(before.cursor.get() as i64)
+            .bind(role.as_str())
+            .execute(&mut **tx)
+            .await?;
+        }
+        ClaimStep::Restart {
+            attempt,
+            takeovers_delta,
+        } => {
+            sqlx::query(concat!(
+                "UPDATE steps SET status = 'running', attempt = ?3, \
+                 takeovers = CASE WHEN ?4 = 0 THEN 0 ELSE takeovers + ?4 END, \
+                 finished_at = NULL, started_at = ",
+                now!(),
+                " WHERE run_id = ?1 AND idx = ?2"
+            ))
+            .bind(id.to_string())
+            .bind(before.cursor.get() as i64)
+            .bind(i64::from(*attempt))
+            .bind(i64::from(*takeovers_delta))
+            .execute(&mut **tx)
+            .await?;
+        }
+        ClaimStep::CrashLoop { error } => {
+            let err = error_json(&Some(error.clone())).map(|v| v.to_string());
+            sqlx::query(concat!(
+                "UPDATE steps SET status = 'failed', error = ?3, finished_at = ",
+                now!(),
+                " WHERE run_id = ?1 AND idx = ?2"
+            ))
+            .bind(id.to_string())
+            .bind(before.cursor.get() as i64)
+            .bind(&err)
+            .execute(&mut **tx)
+            .await?;
+            sqlx::query(concat!(
+                "UPDATE runs SET status = 'failed', error = ?2, lease_owner = NULL, \
+                 lease_expires_at = NULL, finished_at = ",
+                now!(),
+                " WHERE id = ?1"
+            ))
+            .bind(id.to_string())
+            .bind(&err)
+            .execute(&mut **tx)
+            .await?;
+        }
+    }
+    let events = claim_events(req, epoch, &before, &plan);
+    append_events(tx, id, &events).await?;
+    let run = fetch_run(tx, id).await?;
+    let at_cursor = fetch_step(tx, id, run.cursor.get()).await?;
+    Ok(Claimed {
+        run,
+        at_cursor,
+        took_over: plan.took_over,
+    })
 }

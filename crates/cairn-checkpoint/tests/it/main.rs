@@ -16,6 +16,7 @@ use cairn_core::{
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
+mod leases;
 mod restart;
 
 fn crew(steps: usize) -> CrewDef {
@@ -28,11 +29,11 @@ fn crew(steps: usize) -> CrewDef {
     CrewDef::from_toml(&toml).unwrap()
 }
 
-async fn store(db: &TestDb) -> Arc<dyn Store> {
+pub(crate) async fn store(db: &TestDb) -> Arc<dyn Store> {
     open(&db.url, &OpenOptions::default()).await.unwrap()
 }
 
-fn new_run(steps: usize, key: Option<&str>) -> NewRun {
+pub(crate) fn new_run(steps: usize, key: Option<&str>) -> NewRun {
     NewRun {
         crew: crew(steps),
         input: json!({"topic": "conformance"}),

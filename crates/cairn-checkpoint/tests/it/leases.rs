@@ -1,0 +1,85 @@
+//! Leases: `claim_next` takes the oldest runnable run (queued and due, or
+//! running under an expired lease), and heartbeats extend a lease only for
+//! its current holder. Both backends, through the `Store` contract.
+
+use std::time::Duration;
+
+use cairn_checkpoint::ClaimRequest;
+use cairn_core::{LeaseEpoch, RunStatus};
+use cairn_testkit::{both, Kind, TestDb};
+
+use crate::{new_run, store};
+
+fn req(lease_ms: u64) -> ClaimRequest {
+    ClaimRequest {
+        owner: "worker".into(),
+        takeover: false,
+        lease: Duration::from_millis(lease_ms),
+        crash_loop_cap: 3,
+        events: vec![],
+        replace_crew: None,
+    }
+}
+
+both!(
+    claim_next_takes_runnable_runs_oldest_first,
+    an_expired_lease_is_taken_over_and_the_old_holder_cannot_heartbeat,
+    a_heartbeat_keeps_a_run_from_being_taken_over,
+);
+
+async fn claim_next_takes_runnable_runs_oldest_first(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let a = store.submit(new_run(2, None)).await.unwrap().run.id;
+    let b = store.submit(new_run(2, None)).await.unwrap().run.id;
+    let first = store.claim_next(&req(30_000)).await.unwrap().unwrap();
+    assert_eq!(first.run.id, a);
+    assert_eq!(first.run.status, RunStatus::Running);
+    assert!(!first.took_over);
+    let second = store.claim_next(&req(30_000)).await.unwrap().unwrap();
+    assert_eq!(second.run.id, b);
+    assert!(
+        store.claim_next(&req(30_000)).await.unwrap().is_none(),
+        "both are held"
+    );
+}
+
+async fn an_expired_lease_is_taken_over_and_the_old_holder_cannot_heartbeat(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let id = store.submit(new_run(2, None)).await.unwrap().run.id;
+    let old = store.claim_next(&req(100)).await.unwrap().unwrap();
+    assert_eq!(old.run.lease_epoch, LeaseEpoch(1));
+    assert!(
+        store.claim_next(&req(100)).await.unwrap().is_none(),
+        "not expired yet"
+    );
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let new = store.claim_next(&req(30_000)).await.unwrap().unwrap();
+    assert_eq!(new.run.id, id);
+    assert_eq!(new.run.lease_epoch, LeaseEpoch(2));
+    assert!(new.took_over, "the in-flight step was taken over");
+    assert_eq!(new.at_cursor.unwrap().takeovers, 1);
+    let lease = Duration::from_secs(30);
+    assert!(
+        !store.heartbeat(id, LeaseEpoch(1), lease).await.unwrap(),
+        "a zombie's heartbeat fails"
+    );
+    assert!(store.heartbeat(id, LeaseEpoch(2), lease).await.unwrap());
+}
+
+async fn a_heartbeat_keeps_a_run_from_being_taken_over(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    store.submit(new_run(2, None)).await.unwrap();
+    let held = store.claim_next(&req(200)).await.unwrap().unwrap();
+    assert!(store
+        .heartbeat(held.run.id, held.run.lease_epoch, Duration::from_secs(30))
+        .await
+        .unwrap());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(
+        store.claim_next(&req(200)).await.unwrap().is_none(),
+        "the lease was extended"
+    );
+}
