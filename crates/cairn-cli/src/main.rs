@@ -101,6 +101,27 @@ enum Command {
         #[arg(long, default_value_t = 4)]
         concurrency: usize,
     },
+    /// A worker: claims runnable runs (queued and due, or running under an
+    /// expired lease), keeps their leases with heartbeats, and executes them.
+    /// Any number of workers may share one database. Stops on SIGTERM/Ctrl-C.
+    Worker {
+        /// Runs executed at once.
+        #[arg(long, default_value_t = 4)]
+        concurrency: usize,
+        /// Lease length (database clock); a run whose holder stops
+        /// heartbeating is taken over after this long.
+        #[arg(long, default_value_t = 30_000)]
+        lease_ms: u64,
+        /// How often a held lease is extended (must be below --lease-ms).
+        #[arg(long, default_value_t = 10_000)]
+        heartbeat_ms: u64,
+        /// How long to wait between looks when nothing is runnable.
+        #[arg(long, default_value_t = 500)]
+        poll_ms: u64,
+        /// On shutdown, how long runs in flight get to reach their next stop.
+        #[arg(long, default_value_t = 30_000)]
+        grace_ms: u64,
+    },
     /// Human waits: reviews, approvals and questions.
     Waits {
         #[command(subcommand)]
@@ -458,6 +479,42 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Command::Waits { command } => waits(&cli.db, command, json).await,
+        Command::Worker {
+            concurrency,
+            lease_ms,
+            heartbeat_ms,
+            poll_ms,
+            grace_ms,
+        } => {
+            if heartbeat_ms == 0 || heartbeat_ms >= lease_ms {
+                return Err(usage(format!(
+                    "--heartbeat-ms ({heartbeat_ms}) must be above 0 and below --lease-ms ({lease_ms})"
+                )));
+            }
+            let opts = OpenOptions {
+                create: true,
+                connect_timeout: Duration::from_secs(3),
+                max_connections: (concurrency as u32 * 2 + 2).max(4),
+            };
+            let config = ExecutorConfig {
+                owner: format!("cairn-worker:{}", std::process::id()),
+                lease: Duration::from_millis(lease_ms),
+                heartbeat: Duration::from_millis(heartbeat_ms),
+                ..ExecutorConfig::default()
+            };
+            let engine = Engine::open_with(&cli.db, &opts, config).await?;
+            eprintln!(
+                "cairn worker {}: {concurrency} at once, lease {lease_ms} ms",
+                std::process::id()
+            );
+            let work = cairn::WorkOptions {
+                concurrency,
+                poll: Duration::from_millis(poll_ms),
+                shutdown_grace: Duration::from_millis(grace_ms),
+            };
+            engine.work(work, shutdown_signal()).await?;
+            Ok(exit::OK)
+        }
         Command::Serve {
             crews,
             listen,
@@ -566,6 +623,22 @@ fn parse_output_arg(arg: &str) -> anyhow::Result<Value> {
         None => arg.to_owned(),
     };
     Ok(serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.trim().to_owned())))
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
 }
 
 /// After an operator action: execute the run to its next stop (unless

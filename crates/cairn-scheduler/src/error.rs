@@ -25,6 +25,10 @@ pub enum Error {
         "run {run} is running under another lease; take it over explicitly (`cairn resume` does)"
     )]
     Leased { run: RunId },
+    /// Another process claimed the run while this one executed a step (our
+    /// lease expired): the step was stopped and nothing was committed.
+    #[error("run {run}: this process lost its lease (another process claimed the run); the step was stopped and nothing was committed")]
+    LeaseLost { run: RunId },
     /// The offered crew is not the one the run started with.
     #[error("run {run} was started with crew {stored}, but the crew offered is {offered}; resume with the original crew (omit --crew) or pass --force to continue with the new one")]
     CrewMismatch {

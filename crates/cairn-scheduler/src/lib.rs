@@ -37,8 +37,10 @@ pub struct ExecutorConfig {
     pub lease: Duration,
     /// Takeovers of one in-flight attempt before the run fails `crash_loop`.
     pub crash_loop_cap: u32,
-    /// How often a running step checks for a cancel request.
+    /// How often a running step checks for a cancel request or a lost lease.
     pub cancel_poll: Duration,
+    /// How often the lease is extended while a run executes (< `lease`).
+    pub heartbeat: Duration,
     /// Size caps; a step output over its cap fails the step (not retryable).
     pub limits: cairn_core::Limits,
 }
@@ -50,6 +52,7 @@ impl Default for ExecutorConfig {
             lease: Duration::from_secs(30),
             crash_loop_cap: 3,
             cancel_poll: Duration::from_millis(250),
+            heartbeat: Duration::from_secs(10),
             limits: cairn_core::Limits::default(),
         }
     }
@@ -166,7 +169,7 @@ impl Executor {
         // 2. Claim: epoch + 1, the cursor's step marked running. A retry
         // back-off brings the run back here: sleep, claim again, go on.
         let took_over = run.status == RunStatus::Running;
-        let mut request = ClaimRequest {
+        let request = ClaimRequest {
             owner: self.config.owner.clone(),
             takeover: opts.takeover,
             lease: self.config.lease,
@@ -174,11 +177,74 @@ impl Executor {
             events: claim_events,
             replace_crew,
         };
-        let mut expected_cursor = judged.cursor;
-        let mut previous = rebuilt.previous;
+        let expected_cursor = judged.cursor;
+        let previous = rebuilt.previous;
+        self.run_loop(
+            run_id,
+            crew,
+            request,
+            (expected_cursor, previous),
+            None,
+            took_over,
+        )
+        .await
+    }
+
+    /// Drives a run that `Store::claim_next` just claimed for this process
+    /// (a worker): the same loop as [`Executor::drive`], from after its claim.
+    pub async fn drive_claimed(
+        &self,
+        claimed: cairn_checkpoint::Claimed,
+        crew: &Crew,
+    ) -> Result<Driven> {
+        let run_id = claimed.run.id;
+        if *crew.fingerprint() != claimed.run.crew_fingerprint {
+            return Err(Error::CrewMismatch {
+                run: run_id,
+                stored: claimed.run.crew_fingerprint.clone(),
+                offered: crew.fingerprint().clone(),
+            });
+        }
+        let (run, steps) = self.store.load(run_id).await?;
+        let previous = rebuild(&run, &steps)?.previous;
+        let request = ClaimRequest {
+            owner: self.config.owner.clone(),
+            takeover: false,
+            lease: self.config.lease,
+            crash_loop_cap: self.config.crash_loop_cap,
+            events: vec![],
+            replace_crew: None,
+        };
+        let took_over = claimed.took_over;
+        self.run_loop(
+            run_id,
+            crew,
+            request,
+            (run.cursor, previous),
+            Some(claimed),
+            took_over,
+        )
+        .await
+    }
+
+    /// Claim (unless `first` is a claim already made) → dispatch steps →
+    /// commit, again after each retry back-off, until the run stops.
+    async fn run_loop(
+        &self,
+        run_id: RunId,
+        crew: &Crew,
+        mut request: ClaimRequest,
+        (mut expected_cursor, mut previous): (StepIdx, Vec<PreviousOutput>),
+        mut first: Option<cairn_checkpoint::Claimed>,
+        took_over: bool,
+    ) -> Result<Driven> {
         let mut executed = vec![];
         loop {
-            let claimed = match self.store.claim(run_id, &request).await {
+            let claimed = match first.take() {
+                Some(claimed) => Ok(claimed),
+                None => self.store.claim(run_id, &request).await,
+            };
+            let claimed = match claimed {
                 Err(cairn_checkpoint::Error::NotYet { wait, .. }) => {
                     tracing::debug!(run = %run_id, ?wait, "waiting out a retry back-off");
                     tokio::time::sleep(wait).await;
@@ -204,6 +270,8 @@ impl Executor {
                 let (fresh, steps) = self.store.load(run_id).await?;
                 previous = rebuild(&fresh, &steps)?.previous;
             }
+            // Keep the lease while this process works on the run.
+            let _heartbeat = self.keep_lease(run_id, run.lease_epoch);
             // What people said about the cursor's step: feedback, answers, approval.
             let mut extras = self.extras(run_id, claimed.at_cursor.as_ref()).await?;
             // The attempt of the step the claim marked running at the cursor.
@@ -336,16 +404,41 @@ impl Executor {
         Ok(extras)
     }
 
-    /// Resolves once a cancel of the run has been requested.
-    async fn cancel_requested(&self, id: RunId) {
+    /// Resolves when the step must stop: a cancel was requested, or another
+    /// process holds the run now (our lease was lost).
+    async fn interrupted(&self, id: RunId, epoch: LeaseEpoch) -> Interrupt {
         loop {
             tokio::time::sleep(self.config.cancel_poll).await;
             if let Ok(run) = self.store.get_run(id).await {
+                if run.lease_epoch != epoch {
+                    return Interrupt::LeaseLost;
+                }
                 if run.cancel_requested_at.is_some() {
-                    return;
+                    return Interrupt::Cancel;
                 }
             }
         }
+    }
+
+    /// Extends the run's lease every `heartbeat` until the guard is dropped.
+    /// A heartbeat carries the epoch, so a lost lease is never extended.
+    fn keep_lease(&self, id: RunId, epoch: LeaseEpoch) -> AbortOnDrop {
+        let store = self.store.clone();
+        let (every, lease) = (self.config.heartbeat, self.config.lease);
+        AbortOnDrop(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                match store.heartbeat(id, epoch, lease).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(run = %id, %epoch, "lease lost; the step will be stopped");
+                        return;
+                    }
+                    // A passing database fault: try again at the next beat.
+                    Err(e) => tracing::warn!(run = %id, error = %e, "heartbeat failed"),
+                }
+            }
+        }))
     }
 
     /// Runs one step and decides its commit. Reads storage only to notice
@@ -441,9 +534,10 @@ impl Executor {
         // Dropping `work` stops the step (a command's process group is killed).
         let result = tokio::select! {
             result = work => result,
-            () = self.cancel_requested(run.id) => {
-                return Ok(cancel_commit(run.id, epoch, idx, attempt));
-            }
+            interrupt = self.interrupted(run.id, epoch) => match interrupt {
+                Interrupt::Cancel => return Ok(cancel_commit(run.id, epoch, idx, attempt)),
+                Interrupt::LeaseLost => return Err(Error::LeaseLost { run: run.id }),
+            },
         };
         // An output over its cap is never stored, not even in part.
         let result = result.and_then(|out| {
@@ -593,4 +687,19 @@ struct StepExtras {
     feedback: Vec<String>,
     answers: std::collections::BTreeMap<String, serde_json::Value>,
     approved: bool,
+}
+
+/// Why a running step must stop.
+enum Interrupt {
+    Cancel,
+    LeaseLost,
+}
+
+/// Aborts a background task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use cairn_checkpoint::{
-    Action, ForkRequest, NewRun, OpenOptions, RunFilter, Store, Submitted, WaitFilter,
+    Action, ClaimRequest, ForkRequest, NewRun, OpenOptions, RunFilter, Store, Submitted, WaitFilter,
 };
 use cairn_core::{
     Actor, Answer, EventRecord, Fingerprint, OnDeadline, RunId, RunRecord, StepRecord, WaitId,
@@ -34,6 +34,27 @@ pub struct ResumeOptions {
     /// if its fingerprint differs, unless `force`.
     pub crew: Option<Crew>,
     pub force: bool,
+}
+
+/// How a worker works.
+#[derive(Debug, Clone)]
+pub struct WorkOptions {
+    /// Runs executed at once.
+    pub concurrency: usize,
+    /// How long to wait between looks when nothing is runnable.
+    pub poll: std::time::Duration,
+    /// On shutdown, how long runs in flight get to reach their next stop.
+    pub shutdown_grace: std::time::Duration,
+}
+
+impl Default for WorkOptions {
+    fn default() -> Self {
+        WorkOptions {
+            concurrency: 4,
+            poll: std::time::Duration::from_millis(500),
+            shutdown_grace: std::time::Duration::from_secs(30),
+        }
+    }
 }
 
 /// A run with its checkpoint rows: the JSON of `cairn runs show --json`.
@@ -235,6 +256,99 @@ impl Engine {
             Some((_, e)) if done.is_empty() => Err(e.into()),
             _ => Ok(done),
         }
+    }
+
+    /// Claims the oldest runnable run (queued and due, or running under an
+    /// expired lease) and drives it to its next stop. `None`: nothing to do.
+    pub async fn work_one(&self) -> Result<Option<Driven>> {
+        match self.store().claim_next(&self.claim_request()).await? {
+            Some(claimed) => Ok(Some(self.drive_claimed(claimed).await?)),
+            None => Ok(None),
+        }
+    }
+
+    fn claim_request(&self) -> ClaimRequest {
+        let config = self.executor.config();
+        ClaimRequest {
+            owner: config.owner.clone(),
+            takeover: false,
+            lease: config.lease,
+            crash_loop_cap: config.crash_loop_cap,
+            events: vec![],
+            replace_crew: None,
+        }
+    }
+
+    async fn drive_claimed(&self, claimed: cairn_checkpoint::Claimed) -> Result<Driven> {
+        if claimed.run.status != cairn_core::RunStatus::Running {
+            // The claim itself ended it (crash-loop cap).
+            return Ok(Driven {
+                run: claimed.run,
+                executed: vec![],
+                took_over: claimed.took_over,
+            });
+        }
+        let crew = self.crew_for(&claimed.run)?;
+        Ok(self.executor.drive_claimed(claimed, &crew.0).await?)
+    }
+
+    /// A worker: runs `work_one` on up to `opts.concurrency` runs at once,
+    /// polling when idle and applying wait deadlines, until `shutdown`
+    /// resolves; then stops claiming and gives runs in flight
+    /// `opts.shutdown_grace` to reach their next stop. Runs still executing
+    /// after that are dropped mid-step: their leases expire and another
+    /// worker takes them over from their last checkpoint.
+    pub async fn work(
+        &self,
+        opts: WorkOptions,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> Result<()> {
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut tasks = tokio::task::JoinSet::new();
+        loop {
+            let mut idle = false;
+            while tasks.len() < opts.concurrency.max(1) {
+                match self.store().claim_next(&self.claim_request()).await {
+                    Ok(Some(claimed)) => {
+                        let engine = self.clone();
+                        tasks.spawn(async move {
+                            let id = claimed.run.id;
+                            if let Err(e) = engine.drive_claimed(claimed).await {
+                                tracing::warn!(run = %id, error = %e, "run stopped with an error");
+                            }
+                        });
+                    }
+                    Ok(None) => {
+                        idle = true;
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot claim a run");
+                        idle = true;
+                        break;
+                    }
+                }
+            }
+            if let Err(e) = self.expire_due_waits().await {
+                tracing::warn!(error = %e, "cannot apply wait deadlines");
+            }
+            let pause = if idle {
+                opts.poll
+            } else {
+                std::time::Duration::ZERO
+            };
+            tokio::select! {
+                _ = tasks.join_next(), if !tasks.is_empty() => {}
+                _ = tokio::time::sleep(pause) => {}
+                _ = &mut shutdown => break,
+            }
+        }
+        let _ = tokio::time::timeout(opts.shutdown_grace, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        tasks.abort_all();
+        Ok(())
     }
 
     async fn drive(&self, id: RunId, crew: &Crew, opts: DriveOptions) -> Result<Driven> {

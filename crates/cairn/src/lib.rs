@@ -44,7 +44,7 @@ pub use cairn_core::{
     WaitRecord, WaitStatus,
 };
 pub use cairn_scheduler::{Crew as ExecCrew, DriveOptions, Driven, ExecutorConfig};
-pub use engine::{Engine, ResumeOptions, RunView, SubmitOptions};
+pub use engine::{Engine, ResumeOptions, RunView, SubmitOptions, WorkOptions};
 pub use error::Error;
 
 /// `Result` with this crate's [`Error`].
