@@ -33,3 +33,4 @@ mod operators;
 mod support;
 mod timeout;
 mod waits;
+mod workers;

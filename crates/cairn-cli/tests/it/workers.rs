@@ -1,0 +1,477 @@
+//! Several `cairn worker` processes sharing one PostgreSQL database: a
+//! SIGKILLed worker's runs are taken over and finish exactly once (only its
+//! steps in flight run again), a SIGSTOPped "zombie" worker cannot commit
+//! after its lease was taken over (fencing), and the worker's flags are
+//! checked.
+
+use std::collections::HashMap;
+use std::process::{Child, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::support::{agent_sh, agent_template, crew_toml, step, Case, Kind};
+
+/// Worker processes, killed (and reaped) on drop so a failing test leaves
+/// nothing running.
+struct Workers(Vec<Child>);
+
+impl Workers {
+    fn pid(&self, i: usize) -> i32 {
+        self.0[i].id() as i32
+    }
+
+    fn signal(&self, i: usize, sig: Signal) {
+        kill(Pid::from_raw(self.pid(i)), sig).unwrap();
+    }
+
+    /// Waits (bounded) for worker `i` to exit.
+    #[track_caller]
+    fn wait_exit(&mut self, i: usize, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.0[i].try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "worker {i} did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            if let Ok(None) = child.try_wait() {
+                let pid = Pid::from_raw(child.id() as i32);
+                let _ = kill(pid, Signal::SIGCONT);
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+/// Starts `cairn worker ARGS --db URL`, its output to `worker-NAME.*`.
+fn spawn_worker(case: &Case, name: &str, args: &[&str]) -> Child {
+    let mut cmd = case.command();
+    cmd.arg("worker")
+        .args(args)
+        .args(["--db", case.url()])
+        .env("CAIRN_LOG", "warn")
+        .stdout(file(case, &format!("worker-{name}.stdout")))
+        .stderr(file(case, &format!("worker-{name}.stderr")));
+    cmd.spawn().expect("spawn cairn worker")
+}
+
+fn file(case: &Case, name: &str) -> Stdio {
+    Stdio::from(std::fs::File::create(case.path(name)).expect("create file"))
+}
+
+fn read(case: &Case, name: &str) -> String {
+    std::fs::read_to_string(case.path(name)).unwrap_or_default()
+}
+
+/// The workers' stderr, for failure messages.
+fn worker_logs(case: &Case, names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| {
+            format!(
+                "--- worker {n}:\n{}",
+                read(case, &format!("worker-{n}.stderr"))
+            )
+        })
+        .collect()
+}
+
+/// Polls `cond` every 50 ms (each look may spawn `cairn`), panicking with
+/// `what` after `limit`.
+#[track_caller]
+fn poll(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `cairn runs list --json --status STATUS`.
+fn runs_with_status(case: &Case, status: &str) -> Vec<Value> {
+    match case
+        .cairn(&["runs", "list", "--json", "--status", status])
+        .expect_code(0)
+        .json()
+    {
+        Value::Array(runs) => runs,
+        other => panic!("runs list --json is not an array: {other}"),
+    }
+}
+
+/// Runs `f` over `items` in `threads` threads, keeping the order.
+fn parallel<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let chunk = items.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| s.spawn(|| part.iter().map(&f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("worker thread"))
+            .collect()
+    })
+}
+
+const RUNS: usize = 210;
+const KILLED_CONCURRENCY: usize = 4;
+
+#[test]
+fn three_workers_one_killed_all_runs_finish_once() {
+    let started = Instant::now();
+    let case = Case::new(Kind::Postgres);
+    let log = case.path("executions.log");
+    let script = format!(
+        "cat > /dev/null; echo \"$CAIRN_RUN_ID $CAIRN_STEP_IDX\" >> '{}'; sleep 0.03; \
+         printf '{{\"step\": %s}}\\n' \"$CAIRN_STEP_IDX\"",
+        log.display()
+    );
+    let crew = case.write(
+        "crew.toml",
+        &crew_toml(
+            "two-steps",
+            &[agent_sh("first", &script), agent_sh("second", &script)],
+        ),
+    );
+    let crew = crew.to_str().unwrap();
+    let submit = |i: &usize| -> String {
+        let input = format!("{{\"n\": {i}}}");
+        let out = case
+            .cairn(&["submit", crew, "--input", &input])
+            .expect_code(0);
+        out.stdout.trim().to_owned()
+    };
+    // The first submit sets the database up; the rest go four at a time.
+    let indices: Vec<usize> = (0..RUNS).collect();
+    let mut ids = vec![submit(&0)];
+    ids.extend(parallel(&indices[1..], 4, submit));
+    let unique: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), RUNS, "submit printed duplicate ids");
+    assert_eq!(runs_with_status(&case, "queued").len(), RUNS);
+    let submitted = started.elapsed();
+
+    let worker_args = [
+        "--concurrency",
+        &KILLED_CONCURRENCY.to_string(),
+        "--lease-ms",
+        "1500",
+        "--heartbeat-ms",
+        "300",
+        "--poll-ms",
+        "50",
+        "--grace-ms",
+        "2000",
+    ]
+    .map(str::to_owned);
+    let worker_args: Vec<&str> = worker_args.iter().map(String::as_str).collect();
+    let names = ["0", "1", "2"];
+    let mut workers = Workers(
+        names
+            .iter()
+            .map(|n| spawn_worker(&case, n, &worker_args))
+            .collect(),
+    );
+
+    // Kill worker 0 once about a third of the runs succeeded.
+    poll(
+        "a third of the runs to succeed",
+        Duration::from_secs(40),
+        || {
+            for (i, w) in workers.0.iter_mut().enumerate() {
+                if let Some(status) = w.try_wait().unwrap() {
+                    panic!(
+                        "worker {i} exited early ({status}):\n{}",
+                        worker_logs(&case, &names)
+                    );
+                }
+            }
+            runs_with_status(&case, "succeeded").len() >= RUNS / 3
+        },
+    );
+    let killed_pid = workers.pid(0);
+    workers.signal(0, Signal::SIGKILL);
+    let status = workers.wait_exit(0, Duration::from_secs(5));
+    assert!(!status.success(), "{status}");
+    let done_at_kill = runs_with_status(&case, "succeeded").len();
+
+    poll("every run to succeed", Duration::from_secs(60), || {
+        let failed = runs_with_status(&case, "failed");
+        assert!(
+            failed.is_empty(),
+            "runs failed: {failed:#?}\n{}",
+            worker_logs(&case, &names)
+        );
+        runs_with_status(&case, "succeeded").len() == RUNS
+    });
+    let finished = started.elapsed();
+
+    for i in 1..3 {
+        workers.signal(i, Signal::SIGTERM);
+    }
+    for i in 1..3 {
+        let status = workers.wait_exit(i, Duration::from_secs(10));
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "worker {i} on SIGTERM: {status}\n{}",
+            worker_logs(&case, &names)
+        );
+    }
+
+    // Every (run, idx) started at least once, none three times, and only
+    // as many twice as the killed worker had steps in flight.
+    let mut executed: HashMap<(String, u32), usize> = HashMap::new();
+    for line in std::fs::read_to_string(&log).unwrap().lines() {
+        let (run, idx) = line.split_once(' ').expect("`RUN IDX` in the log");
+        *executed
+            .entry((run.to_owned(), idx.parse().expect("an idx")))
+            .or_default() += 1;
+    }
+    for id in &ids {
+        for idx in 0..2 {
+            let n = executed.get(&(id.clone(), idx)).copied().unwrap_or(0);
+            assert!(n >= 1, "run {id} step {idx} never executed");
+        }
+    }
+    assert_eq!(executed.len(), RUNS * 2, "the log names unknown runs");
+    let twice: Vec<&(String, u32)> = executed
+        .iter()
+        .filter(|(_, &n)| n > 1)
+        .map(|(k, _)| k)
+        .collect();
+    let thrice: Vec<_> = executed.iter().filter(|(_, &n)| n > 2).collect();
+    assert!(thrice.is_empty(), "steps executed 3+ times: {thrice:?}");
+    assert!(
+        twice.len() <= KILLED_CONCURRENCY,
+        "{} steps executed twice, more than the killed worker's {KILLED_CONCURRENCY} in flight: {twice:?}",
+        twice.len()
+    );
+
+    // Every run and step succeeded; the twice-run ones were taken over.
+    let shown = parallel(&ids, 4, |id| case.show(id));
+    let mut taken_over = 0;
+    for (id, run) in ids.iter().zip(&shown) {
+        assert_eq!(run["status"], "succeeded", "{run:#}");
+        assert_eq!(run["cursor"], 2, "{run:#}");
+        let rows = run["steps"].as_array().expect("steps");
+        assert_eq!(rows.len(), 2, "{run:#}");
+        for (i, row) in rows.iter().enumerate() {
+            assert_eq!(row["status"], "succeeded", "{row:#}");
+            assert_eq!(row["output"]["step"], i, "{row:#}");
+        }
+        let epoch = run["lease_epoch"].as_u64().expect("lease_epoch");
+        if epoch >= 2 {
+            taken_over += 1;
+        }
+        for (run_id, idx) in &twice {
+            if run_id == id {
+                assert!(epoch >= 2, "run {id} ran step {idx} twice untaken: {run:#}");
+                let row = step(run, *idx as usize);
+                assert!(
+                    row["takeovers"].as_u64().unwrap_or(0) >= 1,
+                    "step {idx} of {id} ran twice without a takeover: {row:#}"
+                );
+            }
+        }
+    }
+    eprintln!(
+        "{RUNS} runs: submitted in {submitted:?}, all succeeded after {finished:?}; \
+         worker {killed_pid} killed at {done_at_kill} succeeded; \
+         {} steps executed twice; {taken_over} runs taken over (lease_epoch >= 2)",
+        twice.len()
+    );
+}
+
+#[test]
+fn a_zombie_worker_cannot_commit_after_its_lease_expired() {
+    let case = Case::new(Kind::Postgres);
+    let starts = case.path("starts.log");
+    let done = case.path("done.log");
+    let slow = format!(
+        "cat > /dev/null; echo $$ >> '{}'; sleep 2; echo \"done-by-$$\" >> '{}'; \
+         printf '{{\"pid\": %s}}\\n' $$",
+        starts.display(),
+        done.display(),
+    );
+    let crew = case.write(
+        "crew.toml",
+        &crew_toml(
+            "zombie",
+            &[
+                agent_sh("slow", &slow),
+                agent_template("after", "after {{ outputs.slow.pid }}"),
+            ],
+        ),
+    );
+    let id = case
+        .cairn(&["submit", crew.to_str().unwrap()])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_owned();
+    let args = [
+        "--concurrency",
+        "1",
+        "--lease-ms",
+        "800",
+        "--heartbeat-ms",
+        "200",
+        "--poll-ms",
+        "50",
+        "--grace-ms",
+        "1000",
+    ];
+    let names = ["a", "b"];
+    let step_pids = || -> Vec<i32> {
+        read(&case, "starts.log")
+            .lines()
+            .map(|l| l.trim().parse().expect("a pid"))
+            .collect()
+    };
+    let mut workers = Workers(vec![spawn_worker(&case, "a", &args)]);
+    let a_pid = workers.pid(0);
+    poll("worker A to start step 0", Duration::from_secs(20), || {
+        read(&case, "starts.log").ends_with('\n')
+    });
+    workers.signal(0, Signal::SIGSTOP);
+    let a_step = step_pids()[0];
+    let claimed = case.show(&id);
+    assert_eq!(claimed["lease_epoch"], 1, "{claimed:#}");
+    assert_eq!(step(&claimed, 0)["status"], "running", "{claimed:#}");
+
+    workers.0.push(spawn_worker(&case, "b", &args));
+    let b_pid = workers.pid(1);
+    poll(
+        "worker B to take the run over",
+        Duration::from_secs(20),
+        || case.show(&id)["lease_epoch"].as_u64() >= Some(2),
+    );
+    poll(
+        "worker B to finish the run",
+        Duration::from_secs(20),
+        || {
+            let run = case.show(&id);
+            assert!(
+                run["status"] == "running" || run["status"] == "succeeded",
+                "{run:#}\n{}",
+                worker_logs(&case, &names)
+            );
+            run["status"] == "succeeded"
+        },
+    );
+    let before = case.show(&id);
+    let events_before = case.events(&id);
+
+    // The zombie wakes up: its step finished long ago (its lease is gone).
+    workers.signal(0, Signal::SIGCONT);
+    std::thread::sleep(Duration::from_millis(2500));
+    match workers.0[0].try_wait().unwrap() {
+        None => {}
+        Some(status) => assert_eq!(
+            status.code(),
+            Some(0),
+            "worker A died: {status}\n{}",
+            worker_logs(&case, &names)
+        ),
+    }
+    let after = case.show(&id);
+    let events_after = case.events(&id);
+    assert_eq!(
+        before,
+        after,
+        "the run changed after the zombie woke up\n{}",
+        worker_logs(&case, &names)
+    );
+    assert_eq!(events_before, events_after, "the zombie wrote events");
+
+    // B's execution is the one committed.
+    let pids = step_pids();
+    assert_eq!(pids.len(), 2, "step 0 started {pids:?}");
+    assert_eq!(pids[0], a_step);
+    let b_step = pids[1];
+    assert_ne!(a_step, b_step);
+    assert!(
+        read(&case, "done.log").contains(&format!("done-by-{b_step}\n")),
+        "{}",
+        read(&case, "done.log")
+    );
+    let run = after;
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    assert_eq!(run["lease_epoch"], 2, "{run:#}");
+    let row = step(&run, 0);
+    assert_eq!(row["status"], "succeeded", "{row:#}");
+    assert_eq!(row["output"]["pid"], b_step, "not B's execution: {row:#}");
+    assert_eq!(row["attempt"], 1, "{row:#}");
+    assert_eq!(row["takeovers"], 1, "{row:#}");
+    assert_eq!(
+        step(&run, 1)["output"],
+        format!("after {b_step}"),
+        "{run:#}"
+    );
+
+    let events = events_after.as_array().expect("events").clone();
+    let succeeded_0 = events
+        .iter()
+        .filter(|e| e["kind"] == "step_succeeded" && e["data"]["idx"] == 0)
+        .count();
+    assert_eq!(succeeded_0, 1, "{events:#?}");
+    let claims: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "run_claimed")
+        .collect();
+    assert_eq!(claims.len(), 2, "{claims:#?}");
+    assert_eq!(claims[0]["data"]["epoch"], 1, "{claims:#?}");
+    assert_eq!(
+        claims[0]["data"]["owner"],
+        format!("cairn-worker:{a_pid}"),
+        "{claims:#?}"
+    );
+    assert_eq!(claims[1]["data"]["epoch"], 2, "{claims:#?}");
+    assert_eq!(
+        claims[1]["data"]["owner"],
+        format!("cairn-worker:{b_pid}"),
+        "{claims:#?}"
+    );
+    assert_eq!(claims[1]["data"]["took_over_step"], true, "{claims:#?}");
+
+    eprintln!(
+        "zombie A {a_pid} (step {a_step}), B {b_pid} (step {b_step}):\n{}",
+        worker_logs(&case, &names)
+    );
+    // Both stop on SIGTERM (A, if still running, cleanly).
+    for i in 0..2 {
+        if workers.0[i].try_wait().unwrap().is_none() {
+            workers.signal(i, Signal::SIGTERM);
+        }
+        let status = workers.wait_exit(i, Duration::from_secs(10));
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "worker {i}: {status}\n{}",
+            worker_logs(&case, &names)
+        );
+    }
+}
+
+#[test]
+fn worker_refuses_a_heartbeat_not_below_the_lease() {
+    let case = Case::new(Kind::Sqlite);
+    for (lease, beat) in [("1000", "1000"), ("1000", "1500")] {
+        let out = case
+            .cairn(&["worker", "--lease-ms", lease, "--heartbeat-ms", beat])
+            .expect_code(2);
+        out.expect_stderr(&["--heartbeat-ms", "--lease-ms", beat]);
+    }
+}
