@@ -177,6 +177,12 @@ pub trait Store: Send + Sync + 'static {
     /// takeover). `None` when nothing is runnable.
     async fn claim_next(&self, req: &ClaimRequest) -> Result<Option<Claimed>>;
 
+    /// Returns when a run may have become runnable (a submit, retry,
+    /// continue, fork or answer: PostgreSQL `LISTEN/NOTIFY`), or after `max`,
+    /// whichever comes first. A wake-up is a hint, never a claim: callers
+    /// still `claim_next`. SQLite has no notifications and just waits `max`.
+    async fn wait_for_work(&self, max: Duration);
+
     /// Extends the lease of a run held at `epoch`, by the database clock.
     /// `false` if the lease was lost (another claim, or the run stopped):
     /// a zombie cannot extend what it no longer holds.

@@ -43,6 +43,21 @@ macro_rules! step_cols {
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// The `LISTEN cairn_runnable` connection, opened on first use.
+    listener: std::sync::Arc<tokio::sync::Mutex<Option<sqlx::postgres::PgListener>>>,
+}
+
+/// The channel notified when a run becomes runnable.
+const RUNNABLE: &str = "cairn_runnable";
+
+/// Wakes listening workers when `tx` commits.
+async fn notify_runnable(tx: &mut Transaction<'static, Postgres>, id: RunId) -> Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(RUNNABLE)
+        .bind(id.to_string())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 impl PgStore {
@@ -83,7 +98,10 @@ impl PgStore {
             .run(&pool)
             .await
             .map_err(|source| Error::Migrate { target, source })?;
-        Ok(PgStore { pool })
+        Ok(PgStore {
+            pool,
+            listener: Default::default(),
+        })
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -356,6 +374,13 @@ impl Store for PgStore {
         .bind(Json(event))
         .fetch_one(&self.pool)
         .await?;
+        if inserted == 1 {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(RUNNABLE)
+                .bind(id.to_string())
+                .execute(&self.pool)
+                .await?;
+        }
         if inserted == 0 {
             let row = sqlx::query(concat!(
                 "SELECT ",
@@ -456,6 +481,31 @@ impl Store for PgStore {
         let claimed = claim_in(&mut tx, id, &req).await?;
         tx.commit().await?;
         Ok(Some(claimed))
+    }
+
+    async fn wait_for_work(&self, max: Duration) {
+        let mut guard = self.listener.lock().await;
+        if guard.is_none() {
+            match sqlx::postgres::PgListener::connect_with(&self.pool).await {
+                Ok(mut listener) => match listener.listen(RUNNABLE).await {
+                    Ok(()) => *guard = Some(listener),
+                    Err(e) => tracing::debug!(error = %e, "LISTEN failed; polling"),
+                },
+                Err(e) => tracing::debug!(error = %e, "no listener connection; polling"),
+            }
+        }
+        let Some(listener) = guard.as_mut() else {
+            drop(guard);
+            tokio::time::sleep(max).await;
+            return;
+        };
+        match tokio::time::timeout(max, listener.recv()).await {
+            Ok(Ok(_)) | Err(_) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "listener failed; reconnecting next time");
+                *guard = None;
+            }
+        }
     }
 
     async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<bool> {
@@ -607,6 +657,9 @@ impl Store for PgStore {
             .await?;
         }
         append_events(&mut tx, id, std::slice::from_ref(&plan.event)).await?;
+        if plan.to == RunStatus::Queued {
+            notify_runnable(&mut tx, id).await?;
+        }
         let run = fetch_run(&mut tx, id, false).await?;
         tx.commit().await?;
         Ok(run)
@@ -647,6 +700,7 @@ impl Store for PgStore {
         .execute(&mut *tx)
         .await?;
         append_events(&mut tx, child, &[fork_event(&source, req, actor)]).await?;
+        notify_runnable(&mut tx, child).await?;
         let run = fetch_run(&mut tx, child, false).await?;
         tx.commit().await?;
         Ok(run)
@@ -694,6 +748,9 @@ impl Store for PgStore {
         .await?;
         apply_step_change(&mut tx, run.id, wait.step_idx.get(), &change).await?;
         set_run_after_wait(&mut tx, run.id, run_to, cursor_to, run_error.as_ref()).await?;
+        if run_to == RunStatus::Queued {
+            notify_runnable(&mut tx, run.id).await?;
+        }
         append_events(&mut tx, run.id, &events).await?;
         let wait = fetch_wait(&mut tx, id).await?;
         tx.commit().await?;

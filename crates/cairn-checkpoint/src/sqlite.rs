@@ -508,6 +508,10 @@ impl Store for SqliteStore {
         Ok(Some(claimed))
     }
 
+    async fn wait_for_work(&self, max: Duration) {
+        tokio::time::sleep(max).await;
+    }
+
     async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<bool> {
         let extended = sqlx::query(
             "UPDATE runs SET lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ','now', ?3) \

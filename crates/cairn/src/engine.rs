@@ -337,9 +337,11 @@ impl Engine {
             } else {
                 std::time::Duration::ZERO
             };
+            let store = self.store().clone();
             tokio::select! {
                 _ = tasks.join_next(), if !tasks.is_empty() => {}
-                _ = tokio::time::sleep(pause) => {}
+                // Woken at once by a submit, retry or answer on PostgreSQL.
+                () = store.wait_for_work(pause) => {}
                 _ = &mut shutdown => break,
             }
         }

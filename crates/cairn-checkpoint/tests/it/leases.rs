@@ -83,3 +83,33 @@ async fn a_heartbeat_keeps_a_run_from_being_taken_over(kind: Kind) {
         "the lease was extended"
     );
 }
+
+both!(a_submit_wakes_a_waiting_worker);
+
+/// PostgreSQL wakes a waiting worker as soon as a run is submitted (through
+/// another connection, as another process would); SQLite just waits.
+async fn a_submit_wakes_a_waiting_worker(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let worker = store(&db).await;
+    let submitter = store(&db).await;
+    if kind == Kind::Sqlite {
+        let started = std::time::Instant::now();
+        worker.wait_for_work(Duration::from_millis(100)).await;
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        return;
+    }
+    // Let the listener connect before the notification is sent.
+    worker.wait_for_work(Duration::from_millis(10)).await;
+    let waiting = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        worker.wait_for_work(Duration::from_secs(20)).await;
+        started.elapsed()
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    submitter.submit(new_run(1, None)).await.unwrap();
+    let waited = waiting.await.unwrap();
+    assert!(
+        waited < Duration::from_secs(5),
+        "woke after {waited:?}, not on the notification"
+    );
+}
