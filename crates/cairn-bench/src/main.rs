@@ -2,9 +2,11 @@
 //! database, and how long resuming a 1,000-step run takes, on SQLite and
 //! PostgreSQL. The last line of stdout is one JSON object with the numbers;
 //! `docs/benchmarks.md` explains each of them. `--breakdown` (in
-//! `breakdown.rs`) shows where the time goes instead.
+//! `breakdown.rs`) shows where the time goes instead. `--workers` (in
+//! `workers.rs`) measures `cairn worker` processes on PostgreSQL instead.
 
 mod breakdown;
+mod workers;
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -210,6 +212,8 @@ struct PgSchema {
     base: PgConnectOptions,
     name: String,
     options: PgConnectOptions,
+    /// The URL of `options`, for child processes.
+    url: String,
 }
 
 impl PgSchema {
@@ -225,12 +229,13 @@ impl PgSchema {
             .await?;
         conn.close().await?;
         let sep = if base_url.contains('?') { '&' } else { '?' };
-        let options =
-            PgConnectOptions::from_str(&format!("{base_url}{sep}options[search_path]={name}"))?;
+        let url = format!("{base_url}{sep}options[search_path]={name}");
+        let options = PgConnectOptions::from_str(&url)?;
         Ok(PgSchema {
             base,
             name,
             options,
+            url,
         })
     }
 
@@ -714,15 +719,20 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
 #[tokio::main]
 async fn main() -> Result<()> {
     let mut breakdown = false;
+    let mut workers = false;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--breakdown" => breakdown = true,
+            "--workers" => workers = true,
             "-h" | "--help" => {
                 println!(
-                    "usage: cairn-bench [--breakdown]\n\nMeasures per-step cost against a raw \
-                     commit and resume time on SQLite and PostgreSQL \
+                    "usage: cairn-bench [--breakdown | --workers]\n\nMeasures per-step cost \
+                     against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
-                     --breakdown  where the time goes instead (store calls, statements, WAL)"
+                     --breakdown  where the time goes instead (store calls, statements, WAL)\n\
+                     --workers    PostgreSQL only: steps/s of 1, 2 and 4 `cairn worker` \
+                     processes against raw commits/s, and submit-to-claim latency \
+                     (needs `cargo build --release -p cairn-cli`)"
                 );
                 return Ok(());
             }
@@ -731,6 +741,12 @@ async fn main() -> Result<()> {
                 std::process::exit(2);
             }
         }
+    }
+    let pg_url =
+        std::env::var("CAIRN_BENCH_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
+    if workers {
+        ensure!(!breakdown, "--workers and --breakdown are separate modes");
+        return workers::run(&pg_url).await;
     }
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let sqlite_target = Target::Sqlite(dir.path().join("bench.db"));
@@ -743,8 +759,6 @@ async fn main() -> Result<()> {
         false => Some(bench(&sqlite_target).await.context("SQLite benchmark")?),
     };
 
-    let pg_url =
-        std::env::var("CAIRN_BENCH_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
     let mut pg_failed = false;
     let postgres = match PgSchema::create(&pg_url).await {
         Err(e) => {
