@@ -409,16 +409,29 @@ pub(crate) fn plan_answer(
     })
 }
 
-/// The error of a wait that expired with the outcome "fail".
-pub(crate) fn deadline_error(wait: &WaitRecord) -> ErrorInfo {
-    ErrorInfo::new(
+/// What expiring a wait with the outcome "fail" does: the step and run fail
+/// with this error, recorded by these events. Refused for a closed wait.
+pub(crate) fn plan_expire(wait: &WaitRecord) -> Result<(ErrorInfo, Vec<NewEvent>)> {
+    if wait.status != WaitStatus::Open {
+        return Err(Error::WaitClosed {
+            wait: wait.id,
+            status: wait.status,
+        });
+    }
+    let error = ErrorInfo::new(
         ErrorKind::Deadline,
         format!(
             "the {} wait on step {} passed its deadline unanswered",
             wait.kind, wait.step_idx
         ),
         false,
-    )
+    );
+    let mut events = vec![NewEvent::new(
+        EventKind::WaitExpired,
+        serde_json::json!({"wait": wait.id, "kind": wait.kind, "idx": wait.step_idx, "error": error}),
+    )];
+    events.extend(failure_events(wait.step_idx, &error));
+    Ok((error, events))
 }
 
 /// The events of a step failure that ends its run.

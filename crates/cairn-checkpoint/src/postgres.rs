@@ -16,8 +16,8 @@ use cairn_core::{
 };
 
 use crate::plan::{
-    check_fork, claim_events, deadline_error, failure_events, fork_event, plan_action, plan_answer,
-    plan_claim, refused_commit, AnswerPlan, ClaimStep, StepChange,
+    check_fork, claim_events, fork_event, plan_action, plan_answer, plan_claim, plan_expire,
+    refused_commit, AnswerPlan, ClaimStep, StepChange,
 };
 use crate::raw::{check_same_submission, error_json, unpack_steps, RawRun, RawStep, RawWait};
 use crate::{
@@ -772,13 +772,7 @@ impl Store for PgStore {
     async fn expire_wait(&self, id: WaitId) -> Result<WaitRecord> {
         let mut tx = self.pool.begin().await?;
         let wait = fetch_wait(&mut tx, id).await?;
-        if wait.status != cairn_core::WaitStatus::Open {
-            return Err(Error::WaitClosed {
-                wait: id,
-                status: wait.status,
-            });
-        }
-        let error = deadline_error(&wait);
+        let (error, events) = plan_expire(&wait)?;
         sqlx::query("UPDATE waits SET status = 'expired' WHERE id = $1")
             .bind(id.as_uuid())
             .execute(&mut *tx)
@@ -798,12 +792,6 @@ impl Store for PgStore {
             Some(&error),
         )
         .await?;
-        let event = NewEvent::new(
-            EventKind::WaitExpired,
-            serde_json::json!({"wait": id, "kind": wait.kind, "idx": wait.step_idx, "error": error}),
-        );
-        let mut events = vec![event];
-        events.extend(failure_events(wait.step_idx, &error));
         append_events(&mut tx, wait.run_id, &events).await?;
         let wait = fetch_wait(&mut tx, id).await?;
         tx.commit().await?;

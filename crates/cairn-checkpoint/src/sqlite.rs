@@ -22,8 +22,8 @@ use cairn_core::{
 };
 
 use crate::plan::{
-    check_fork, claim_events, deadline_error, failure_events, fork_event, plan_action, plan_answer,
-    plan_claim, refused_commit, AnswerPlan, ClaimStep, StepChange,
+    check_fork, claim_events, fork_event, plan_action, plan_answer, plan_claim, plan_expire,
+    refused_commit, AnswerPlan, ClaimStep, StepChange,
 };
 use crate::raw::{check_same_submission, error_json, unpack_steps, RawRun, RawStep, RawWait};
 use crate::{
@@ -836,13 +836,7 @@ impl Store for SqliteStore {
     async fn expire_wait(&self, id: WaitId) -> Result<WaitRecord> {
         let mut tx = self.write_tx().await?;
         let wait = fetch_wait(&mut tx, id).await?;
-        if wait.status != cairn_core::WaitStatus::Open {
-            return Err(Error::WaitClosed {
-                wait: id,
-                status: wait.status,
-            });
-        }
-        let error = deadline_error(&wait);
+        let (error, events) = plan_expire(&wait)?;
         sqlx::query("UPDATE waits SET status = 'expired' WHERE id = ?1")
             .bind(id.to_string())
             .execute(&mut *tx)
@@ -862,12 +856,6 @@ impl Store for SqliteStore {
             Some(&error),
         )
         .await?;
-        let event = NewEvent::new(
-            EventKind::WaitExpired,
-            serde_json::json!({"wait": id, "kind": wait.kind, "idx": wait.step_idx, "error": error}),
-        );
-        let mut events = vec![event];
-        events.extend(failure_events(wait.step_idx, &error));
         append_events(&mut tx, wait.run_id, &events).await?;
         let wait = fetch_wait(&mut tx, id).await?;
         tx.commit().await?;
