@@ -40,6 +40,10 @@ pub struct StepContext {
     /// Answers to questions this attempt asked, by question id.
     #[serde(default)]
     pub answers: std::collections::BTreeMap<String, Value>,
+    /// This step's journal (agent steps write their turn to it as it
+    /// happens). Set by the executor; absent in a context built by hand.
+    #[serde(skip)]
+    pub journal: Option<crate::journal::JournalHandle>,
 }
 
 impl StepContext {

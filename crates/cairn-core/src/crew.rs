@@ -93,6 +93,8 @@ pub enum AgentKind {
     Template { template: String },
     /// Rust code registered with the engine under `handler`.
     Rust { handler: String },
+    /// An LLM agent: a turn loop of model calls and tool calls, journaled.
+    Llm(Box<crate::llm::LlmDef>),
 }
 
 impl AgentKind {
@@ -101,6 +103,7 @@ impl AgentKind {
             AgentKind::Command { .. } => "command",
             AgentKind::Template { .. } => "template",
             AgentKind::Rust { .. } => "rust",
+            AgentKind::Llm(_) => "llm",
         }
     }
 }
@@ -187,6 +190,11 @@ impl CrewDef {
                     )));
                 }
             }
+            if let AgentKind::Llm(llm) = &agent.kind {
+                if let Some(problem) = llm.problem() {
+                    return Err(invalid(format!("agent `{}` {problem}", agent.role)));
+                }
+            }
             if agent.timeout_ms == Some(0) {
                 return Err(invalid(format!(
                     "agent `{}` has `timeout_ms = 0`",
@@ -262,6 +270,57 @@ struct AgentFile {
     approval: Option<ApprovalPoint>,
     wait_deadline_ms: Option<u64>,
     on_deadline: Option<OnDeadlineFile>,
+    // kind = "llm"
+    provider: Option<crate::llm::ProviderKind>,
+    model: Option<String>,
+    instructions: Option<String>,
+    max_turns: Option<u32>,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    max_tokens: Option<u32>,
+    temperature: Option<f64>,
+    window_items: Option<u32>,
+    window_tokens: Option<u32>,
+    stream_timeout_ms: Option<u64>,
+    script: Option<String>,
+    tools: Option<Vec<ToolFile>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    parameters: Option<serde_json::Value>,
+    command: Vec<String>,
+    #[serde(default)]
+    idempotent: bool,
+    timeout_ms: Option<u64>,
+}
+
+impl AgentFile {
+    /// The name of the first `llm`-only key this agent sets, if any.
+    fn llm_key(&self) -> Option<&'static str> {
+        [
+            ("provider", self.provider.is_some()),
+            ("model", self.model.is_some()),
+            ("instructions", self.instructions.is_some()),
+            ("max_turns", self.max_turns.is_some()),
+            ("base_url", self.base_url.is_some()),
+            ("api_key_env", self.api_key_env.is_some()),
+            ("max_tokens", self.max_tokens.is_some()),
+            ("temperature", self.temperature.is_some()),
+            ("window_items", self.window_items.is_some()),
+            ("window_tokens", self.window_tokens.is_some()),
+            ("stream_timeout_ms", self.stream_timeout_ms.is_some()),
+            ("script", self.script.is_some()),
+            ("tools", self.tools.is_some()),
+        ]
+        .into_iter()
+        .find(|(_, set)| *set)
+        .map(|(k, _)| k)
+    }
 }
 
 /// `on_deadline = "fail"`, `"approve"`, or `{ answer = … }` (a question's default).
@@ -286,6 +345,7 @@ impl CrewFile {
         };
         let mut agents = Vec::with_capacity(self.agents.len());
         for a in self.agents {
+            let llm_key = a.llm_key();
             let role = a.role;
             let unexpected = |field: &str| {
                 invalid(format!(
@@ -300,6 +360,55 @@ impl CrewFile {
                 ))
             };
             let kind = match a.kind.as_str() {
+                "command" | "template" if llm_key.is_some() => {
+                    return Err(unexpected(llm_key.unwrap_or_default()));
+                }
+                "llm" => {
+                    if a.command.is_some() {
+                        return Err(unexpected("command"));
+                    }
+                    if a.template.is_some() {
+                        return Err(unexpected("template"));
+                    }
+                    if a.permanent_exit_codes.is_some() {
+                        return Err(unexpected("permanent_exit_codes"));
+                    }
+                    let provider = a.provider.ok_or_else(|| missing("provider"))?;
+                    let model = match (a.model, provider) {
+                        (Some(m), _) => m,
+                        (None, crate::llm::ProviderKind::Scripted) => "scripted".to_owned(),
+                        (None, _) => return Err(missing("model")),
+                    };
+                    let tools = a
+                        .tools
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|t| crate::llm::ToolDef {
+                            name: t.name,
+                            description: t.description,
+                            parameters: t
+                                .parameters
+                                .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+                            command: t.command,
+                            idempotent: t.idempotent,
+                            timeout_ms: t.timeout_ms,
+                        })
+                        .collect();
+                    AgentKind::Llm(Box::new(crate::llm::LlmDef {
+                        instructions: a.instructions,
+                        max_turns: a.max_turns,
+                        base_url: a.base_url,
+                        api_key_env: a.api_key_env,
+                        max_tokens: a.max_tokens,
+                        temperature: a.temperature,
+                        window_items: a.window_items,
+                        window_tokens: a.window_tokens,
+                        stream_timeout_ms: a.stream_timeout_ms,
+                        script: a.script,
+                        tools,
+                        ..crate::llm::LlmDef::new(provider, model)
+                    }))
+                }
                 "command" => {
                     if a.template.is_some() {
                         return Err(unexpected("template"));
@@ -322,7 +431,7 @@ impl CrewFile {
                 }
                 other => {
                     return Err(invalid(format!(
-                        "agent `{role}` has unknown kind `{other}` (known: command, template)"
+                        "agent `{role}` has unknown kind `{other}` (known: command, template, llm)"
                     )))
                 }
             };

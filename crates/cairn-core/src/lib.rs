@@ -10,7 +10,9 @@ pub mod crew;
 pub mod error;
 pub mod event;
 pub mod ids;
+pub mod journal;
 pub mod limits;
+pub mod llm;
 pub mod retry;
 pub mod status;
 pub mod wait;
@@ -22,7 +24,11 @@ pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerpri
 pub use error::{Corruption, TransitionError};
 pub use event::{Actor, EventKind, EventRecord, NewEvent};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
+pub use journal::{
+    Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem,
+};
 pub use limits::{check_size, Limits, TooLarge};
+pub use llm::{LlmDef, ProviderKind, ToolDef};
 pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus};
 pub use wait::{Answer, NewWait, OnDeadline, Question, WaitId, WaitKind, WaitRecord, WaitStatus};

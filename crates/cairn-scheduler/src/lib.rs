@@ -500,6 +500,7 @@ impl Executor {
             ));
         }
         let cx = StepContext {
+            journal: None,
             run_id: run.id,
             input: run.input.clone(),
             step: StepRef {

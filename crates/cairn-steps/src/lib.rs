@@ -29,6 +29,6 @@ pub fn builtin(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, Cre
                 detail: format!("template of agent `{}` does not compile: {e}", def.role),
             })?,
         )),
-        AgentKind::Rust { .. } => None,
+        AgentKind::Rust { .. } | AgentKind::Llm(_) => None,
     })
 }

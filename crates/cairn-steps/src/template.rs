@@ -62,6 +62,7 @@ mod tests {
 
     fn cx() -> StepContext {
         StepContext {
+            journal: None,
             run_id: RunId::new(),
             input: json!({"topic": "rust"}),
             step: StepRef {

@@ -1,0 +1,184 @@
+//! The journal of an agent step: the ordered transcript items of its turn,
+//! each committed the moment it exists (DESIGN.md, "Inside an agent step").
+//!
+//! [`Journal`] is the contract an agent journals through; the executor hands
+//! one to each step (`StepContext::journal`), bound to the run, step, attempt
+//! and lease epoch, so agents never see storage and a zombie cannot write.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::event::NewEvent;
+use crate::ids::Attempt;
+
+/// What a journal item records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum JournalKind {
+    /// A finished block of assistant text: `{"text"}`.
+    AssistantText,
+    /// A partial marker: the model began a tool call whose input is still
+    /// streaming: `{"call_id", "name"}`. Never sent to a provider.
+    ToolCallStarted,
+    /// A tool call with its finalized input, journaled before the tool runs:
+    /// `{"call_id", "name", "arguments", "idempotency_key"}`.
+    ToolCall,
+    /// A tool's result, journaled after it ran (or a synthesized one):
+    /// `{"call_id", "content", "is_error", "synthesized"?}`.
+    ToolResult,
+    /// A person's answer to a question the model asked: `{"call_id", "answer"}`.
+    HumanAnswer,
+    /// A repair applied on resume: `{"action", …}` (see the transcript rules).
+    Repair,
+    /// The end of one model response: `{"stop_reason", "input_tokens",
+    /// "output_tokens", "ms"}`. Items after the last `turn_end` belong to a
+    /// response that never finished.
+    TurnEnd,
+}
+
+impl JournalKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JournalKind::AssistantText => "assistant_text",
+            JournalKind::ToolCallStarted => "tool_call_started",
+            JournalKind::ToolCall => "tool_call",
+            JournalKind::ToolResult => "tool_result",
+            JournalKind::HumanAnswer => "human_answer",
+            JournalKind::Repair => "repair",
+            JournalKind::TurnEnd => "turn_end",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<JournalKind> {
+        serde_json::from_value(Value::String(s.to_owned())).ok()
+    }
+}
+
+/// A stored journal item. `seq` counts from 1 per step, across attempts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    pub seq: i64,
+    pub attempt: Attempt,
+    /// Which journal of the step the item belongs to: the number of rejected
+    /// reviews before it. A re-run with reviewer feedback starts a fresh
+    /// journal (generation + 1); retries, continues and takeovers keep it.
+    pub generation: u32,
+    pub kind: JournalKind,
+    pub payload: Value,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An item to append.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJournalItem {
+    pub kind: JournalKind,
+    pub payload: Value,
+    /// An event recorded in the same transaction (a repair, a tool call).
+    pub event: Option<NewEvent>,
+}
+
+impl NewJournalItem {
+    pub fn new(kind: JournalKind, payload: Value) -> Self {
+        NewJournalItem {
+            kind,
+            payload,
+            event: None,
+        }
+    }
+
+    pub fn with_event(mut self, event: NewEvent) -> Self {
+        self.event = Some(event);
+        self
+    }
+}
+
+/// Why a journal operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// The step's process no longer holds the run (its lease epoch moved on,
+    /// or the run stopped): nothing was written.
+    #[error("the run's lease was lost; the journal was not written")]
+    LeaseLost,
+    /// The item is over the journal item cap; nothing was written.
+    #[error("{0}")]
+    TooLarge(#[from] crate::limits::TooLarge),
+    /// A stored item does not decode.
+    #[error("journal is corrupt: {0}")]
+    Corrupt(String),
+    /// The database failed.
+    #[error("journal storage failed: {0}")]
+    Storage(String),
+}
+
+/// The journal of one step, bound by the executor to the run, step, attempt,
+/// generation and lease epoch that dispatched it.
+#[async_trait]
+pub trait Journal: Send + Sync {
+    /// The items of this step's current generation, by `seq`.
+    async fn items(&self) -> Result<Vec<JournalEntry>, JournalError>;
+
+    /// Appends one item in its own transaction, fenced by the lease epoch.
+    async fn append(&self, item: NewJournalItem) -> Result<JournalEntry, JournalError>;
+
+    /// Records an event (a model call, a tool execution) fenced likewise.
+    async fn event(&self, event: NewEvent) -> Result<(), JournalError>;
+}
+
+/// A cheap-to-clone handle on a step's journal, carried in its context.
+#[derive(Clone)]
+pub struct JournalHandle(pub Arc<dyn Journal>);
+
+impl JournalHandle {
+    pub fn new(journal: impl Journal + 'static) -> Self {
+        JournalHandle(Arc::new(journal))
+    }
+}
+
+impl std::ops::Deref for JournalHandle {
+    type Target = dyn Journal;
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl fmt::Debug for JournalHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("JournalHandle")
+    }
+}
+
+/// Handles compare equal: a context's identity is its data, not where it
+/// journals to.
+impl PartialEq for JournalHandle {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_through_text() {
+        for k in [
+            JournalKind::AssistantText,
+            JournalKind::ToolCallStarted,
+            JournalKind::ToolCall,
+            JournalKind::ToolResult,
+            JournalKind::HumanAnswer,
+            JournalKind::Repair,
+            JournalKind::TurnEnd,
+        ] {
+            assert_eq!(JournalKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(JournalKind::parse("nope"), None);
+    }
+}

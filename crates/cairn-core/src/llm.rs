@@ -1,0 +1,173 @@
+//! The definition of an `llm` agent: which provider and model, its
+//! instructions, tools and limits. Only data: the turn loop lives in
+//! `cairn-agent`, the providers in `cairn-llm`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Which provider serves an `llm` agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions (OpenAI, vLLM, llama.cpp, …).
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+    /// A deterministic script of responses in a file (demos and tests).
+    Scripted,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Scripted => "scripted",
+        }
+    }
+}
+
+/// An `llm` agent. Optional fields are skipped when absent, so adding one
+/// never changes an existing crew's fingerprint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmDef {
+    pub provider: ProviderKind,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Model calls per dispatch of the step before it stops `interrupted`
+    /// (default [`LlmDef::DEFAULT_MAX_TURNS`]); `continue` grants as many again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// OpenAI: with the version (`https://api.openai.com/v1`); Anthropic:
+    /// without (`https://api.anthropic.com`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// History window: at most this many journal items per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_items: Option<u32>,
+    /// History window: at most about this many tokens (4 bytes a token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_tokens: Option<u32>,
+    /// Cap on one streamed response's duration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_timeout_ms: Option<u64>,
+    /// The scripted provider's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDef>,
+}
+
+impl LlmDef {
+    pub const DEFAULT_MAX_TURNS: u32 = 25;
+    pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+    pub const DEFAULT_STREAM_TIMEOUT_MS: u64 = 600_000;
+
+    pub fn new(provider: ProviderKind, model: impl Into<String>) -> Self {
+        LlmDef {
+            provider,
+            model: model.into(),
+            instructions: None,
+            max_turns: None,
+            base_url: None,
+            api_key_env: None,
+            max_tokens: None,
+            temperature: None,
+            window_items: None,
+            window_tokens: None,
+            stream_timeout_ms: None,
+            script: None,
+            tools: Vec::new(),
+        }
+    }
+
+    pub fn max_turns(&self) -> u32 {
+        self.max_turns.unwrap_or(Self::DEFAULT_MAX_TURNS)
+    }
+
+    pub fn max_tokens(&self) -> u32 {
+        self.max_tokens.unwrap_or(Self::DEFAULT_MAX_TOKENS)
+    }
+
+    pub fn stream_timeout_ms(&self) -> u64 {
+        self.stream_timeout_ms
+            .unwrap_or(Self::DEFAULT_STREAM_TIMEOUT_MS)
+    }
+
+    /// The first rule this definition breaks, if any.
+    pub fn problem(&self) -> Option<String> {
+        if self.model.trim().is_empty() && self.provider != ProviderKind::Scripted {
+            return Some("needs `model`".into());
+        }
+        if self.provider == ProviderKind::Scripted && self.script.is_none() {
+            return Some("uses provider \"scripted\" and needs `script = \"path\"`".into());
+        }
+        if self.provider != ProviderKind::Scripted && self.script.is_some() {
+            return Some("has `script`, which only provider \"scripted\" takes".into());
+        }
+        if self.max_turns == Some(0) {
+            return Some("has `max_turns = 0`".into());
+        }
+        if self.window_items == Some(0) || self.window_tokens == Some(0) {
+            return Some("has a window of 0".into());
+        }
+        if let Some(t) = self.temperature {
+            if !(0.0..=2.0).contains(&t) {
+                return Some(format!("has `temperature = {t}`; use 0.0 to 2.0"));
+            }
+        }
+        let mut names = std::collections::HashSet::new();
+        for tool in &self.tools {
+            if tool.name.is_empty()
+                || !tool
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Some(format!(
+                    "has a tool named `{}`; use letters, digits, `_` and `-`",
+                    tool.name
+                ));
+            }
+            if !names.insert(tool.name.as_str()) {
+                return Some(format!("has two tools named `{}`", tool.name));
+            }
+            if tool.command.first().is_none_or(|p| p.is_empty()) {
+                return Some(format!("has tool `{}` with an empty `command`", tool.name));
+            }
+            if !tool.parameters.is_object() {
+                return Some(format!(
+                    "has tool `{}` whose `parameters` is not a JSON schema object",
+                    tool.name
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// A tool an `llm` agent may call: a program that reads the call's
+/// arguments as JSON on stdin (its idempotency key in
+/// `CAIRN_IDEMPOTENCY_KEY`) and prints the result on stdout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDef {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+    pub command: Vec<String>,
+    /// Safe to run again with the same idempotency key after a crash.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idempotent: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
