@@ -19,9 +19,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairn_core::{
-    Actor, Answer, Attempt, CrewDef, ErrorInfo, EventRecord, LeaseEpoch, NewEvent, NewWait, Role,
-    RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus, Usage, WaitId, WaitRecord,
-    WaitStatus,
+    Actor, Answer, Attempt, CrewDef, ErrorInfo, EventRecord, JournalEntry, JournalKind, LeaseEpoch,
+    NewEvent, NewWait, Role, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus, Usage,
+    WaitId, WaitRecord, WaitStatus,
 };
 use serde_json::Value;
 
@@ -113,6 +113,20 @@ pub struct StepCommit {
     /// With `status = Waiting`: the wait to open in the same transaction.
     pub open_wait: Option<NewWait>,
     pub events: Vec<NewEvent>,
+}
+
+/// A journal item to append, fenced by `epoch` like a step commit.
+#[derive(Debug, Clone)]
+pub struct JournalAppend {
+    pub run_id: RunId,
+    pub epoch: LeaseEpoch,
+    pub idx: StepIdx,
+    pub attempt: Attempt,
+    pub generation: u32,
+    pub kind: JournalKind,
+    pub payload: Value,
+    /// Recorded in the same transaction.
+    pub event: Option<NewEvent>,
 }
 
 /// Which waits to list.
@@ -219,4 +233,20 @@ pub trait Store: Send + Sync + 'static {
 
     /// All events of a run, by sequence.
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>>;
+
+    /// The journal of step `idx`, by `seq`: one generation, or all of them.
+    async fn journal(
+        &self,
+        id: RunId,
+        idx: StepIdx,
+        generation: Option<u32>,
+    ) -> Result<Vec<JournalEntry>>;
+
+    /// Appends one journal item (and its event) in one transaction, at the
+    /// step's next `seq`, if the run is `running` at `epoch`; otherwise
+    /// [`Error::StaleEpoch`] or [`Error::WrongState`] and nothing is written.
+    async fn append_journal(&self, item: &JournalAppend) -> Result<JournalEntry>;
+
+    /// Appends events to a run held at `epoch` (fenced like a journal item).
+    async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()>;
 }

@@ -7,7 +7,7 @@ use cairn_core::{
 };
 
 use crate::{Action, ClaimRequest, Error, ForkRequest, Result, StepCommit};
-use cairn_core::{Answer, StepIdx, WaitKind, WaitRecord, WaitStatus};
+use cairn_core::{Answer, RunId, StepIdx, WaitKind, WaitRecord, WaitStatus};
 
 /// What a claim does to the step at the cursor. Shared by both backends.
 pub(crate) struct ClaimPlan {
@@ -172,6 +172,35 @@ pub(crate) fn refused_commit(run: &RunRecord, c: &StepCommit) -> Error {
             action: "commit a step",
         }
     }
+}
+
+/// Whether a process holding `held` may still write to the run (a journal
+/// item or an event): the run is `running` at that epoch.
+pub(crate) fn check_holder(
+    run: RunId,
+    status: RunStatus,
+    current: LeaseEpoch,
+    held: LeaseEpoch,
+) -> Result<()> {
+    if current != held {
+        return Err(Error::StaleEpoch { run, held, current });
+    }
+    if status != RunStatus::Running {
+        return Err(Error::WrongState {
+            run,
+            status,
+            action: "write to the journal",
+        });
+    }
+    Ok(())
+}
+
+/// A journal row's kind, or a corruption naming the run.
+pub(crate) fn journal_kind(run: RunId, seq: i64, kind: &str) -> Result<cairn_core::JournalKind> {
+    cairn_core::JournalKind::parse(kind).ok_or_else(|| {
+        cairn_core::Corruption::new(run, format!("journal item {seq} has unknown kind `{kind}`"))
+            .into()
+    })
 }
 
 /// What an operator action does to a run.

@@ -17,18 +17,18 @@ use sqlx::{Row, Sqlite, Transaction};
 use uuid::Uuid;
 
 use cairn_core::{
-    Actor, Answer, Corruption, ErrorInfo, EventKind, EventRecord, LeaseEpoch, NewEvent, RunId,
-    RunRecord, RunStatus, StepRecord, WaitId, WaitRecord,
+    Actor, Answer, Attempt, Corruption, ErrorInfo, EventKind, EventRecord, JournalEntry,
+    LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, WaitId, WaitRecord,
 };
 
 use crate::plan::{
-    check_fork, claim_events, fork_event, plan_action, plan_answer, plan_claim, plan_expire,
-    refused_commit, AnswerPlan, ClaimStep, StepChange,
+    check_fork, check_holder, claim_events, fork_event, journal_kind, plan_action, plan_answer,
+    plan_claim, plan_expire, refused_commit, AnswerPlan, ClaimStep, StepChange,
 };
 use crate::raw::{check_same_submission, error_json, unpack_steps, RawRun, RawStep, RawWait};
 use crate::{
-    Action, Backend, ClaimRequest, Claimed, Error, ForkRequest, NewRun, Result, RunFilter,
-    StepCommit, Store, Submitted, WaitFilter,
+    Action, Backend, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, NewRun, Result,
+    RunFilter, StepCommit, Store, Submitted, WaitFilter,
 };
 
 macro_rules! run_cols {
@@ -351,6 +351,47 @@ async fn insert_events(
         .await?;
     }
     Ok(())
+}
+
+/// Checks, inside a write transaction, that the run is `running` at `held`.
+async fn check_held(
+    tx: &mut Transaction<'static, Sqlite>,
+    id: RunId,
+    held: LeaseEpoch,
+) -> Result<()> {
+    let row: Option<(i64, String)> =
+        sqlx::query_as("SELECT lease_epoch, status FROM runs WHERE id = ?1")
+            .bind(id.to_string())
+            .fetch_optional(&mut **tx)
+            .await?;
+    let (epoch, status) = row.ok_or(Error::RunNotFound(id))?;
+    let status: RunStatus = status
+        .parse()
+        .map_err(|e: String| Corruption::new(id, format!("run status: {e}")))?;
+    check_holder(id, status, LeaseEpoch(epoch), held)
+}
+
+fn decode_journal(run: RunId, row: &SqliteRow) -> Result<JournalEntry> {
+    let seq: i64 = row.try_get("seq")?;
+    let kind: String = row.try_get("kind")?;
+    let attempt: i64 = row.try_get("attempt")?;
+    let generation: i64 = row.try_get("generation")?;
+    Ok(JournalEntry {
+        seq,
+        attempt: Attempt(attempt as u32),
+        generation: generation as u32,
+        kind: journal_kind(run, seq, &kind)?,
+        payload: required(
+            run,
+            "journal payload",
+            json_col(run, "journal payload", row.try_get("payload")?)?,
+        )?,
+        created_at: required(
+            run,
+            "journal time",
+            time_col(run, "journal time", row.try_get("created_at")?)?,
+        )?,
+    })
 }
 
 #[async_trait]
@@ -894,6 +935,58 @@ impl Store for SqliteStore {
                 })
             })
             .collect()
+    }
+
+    async fn journal(
+        &self,
+        id: RunId,
+        idx: StepIdx,
+        generation: Option<u32>,
+    ) -> Result<Vec<JournalEntry>> {
+        let rows = sqlx::query(
+            "SELECT seq, attempt, generation, kind, payload, created_at FROM journal \
+             WHERE run_id = ?1 AND step_idx = ?2 AND (?3 IS NULL OR generation = ?3) ORDER BY seq",
+        )
+        .bind(id.to_string())
+        .bind(idx.get() as i64)
+        .bind(generation.map(i64::from))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| decode_journal(id, r)).collect()
+    }
+
+    async fn append_journal(&self, a: &JournalAppend) -> Result<JournalEntry> {
+        let mut tx = self.write_tx().await?;
+        check_held(&mut tx, a.run_id, a.epoch).await?;
+        let row = sqlx::query(concat!(
+            "INSERT INTO journal (run_id, step_idx, seq, attempt, generation, kind, payload, \
+             created_at) SELECT ?1, ?2, COALESCE(MAX(seq), 0) + 1, ?3, ?4, ?5, ?6, ",
+            now!(),
+            " FROM journal WHERE run_id = ?1 AND step_idx = ?2 \
+             RETURNING seq, attempt, generation, kind, payload, created_at"
+        ))
+        .bind(a.run_id.to_string())
+        .bind(a.idx.get() as i64)
+        .bind(a.attempt.get() as i64)
+        .bind(i64::from(a.generation))
+        .bind(a.kind.as_str())
+        .bind(a.payload.to_string())
+        .fetch_one(&mut *tx)
+        .await?;
+        let entry = decode_journal(a.run_id, &row)?;
+        if let Some(event) = &a.event {
+            append_events(&mut tx, a.run_id, std::slice::from_ref(event)).await?;
+        }
+        tx.commit().await?;
+        Ok(entry)
+    }
+
+    async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()> {
+        let mut tx = self.write_tx().await?;
+        check_held(&mut tx, id, epoch).await?;
+        append_events(&mut tx, id, events).await?;
+        tx.commit().await?;
+        Ok(())
     }
 }
 

@@ -40,6 +40,15 @@ pub enum EventKind {
     WaitAnswered,
     /// A wait passed its deadline unanswered.
     WaitExpired,
+    /// An agent step called its model (data: idx, turn, provider, model,
+    /// ms, input_tokens, output_tokens, stop_reason or error).
+    ModelCalled,
+    /// An agent step ran a tool (data: idx, call_id, tool, ms, is_error).
+    ToolExecuted,
+    /// A step stopped at a limit and waits for `continue` (data: idx, limit).
+    StepInterrupted,
+    /// Resume repaired an agent step's transcript (data: idx, action, …).
+    TranscriptRepaired,
 }
 
 impl EventKind {
@@ -62,6 +71,10 @@ impl EventKind {
             EventKind::WaitOpened => "wait_opened",
             EventKind::WaitAnswered => "wait_answered",
             EventKind::WaitExpired => "wait_expired",
+            EventKind::ModelCalled => "model_called",
+            EventKind::ToolExecuted => "tool_executed",
+            EventKind::StepInterrupted => "step_interrupted",
+            EventKind::TranscriptRepaired => "transcript_repaired",
         }
     }
 
@@ -138,6 +151,10 @@ mod tests {
             EventKind::WaitOpened,
             EventKind::WaitAnswered,
             EventKind::WaitExpired,
+            EventKind::ModelCalled,
+            EventKind::ToolExecuted,
+            EventKind::StepInterrupted,
+            EventKind::TranscriptRepaired,
         ] {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));
         }

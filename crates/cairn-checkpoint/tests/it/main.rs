@@ -16,6 +16,7 @@ use cairn_core::{
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
+mod journal;
 mod leases;
 mod restart;
 
@@ -42,7 +43,7 @@ pub(crate) fn new_run(steps: usize, key: Option<&str>) -> NewRun {
     }
 }
 
-fn claim_req(takeover: bool) -> ClaimRequest {
+pub(crate) fn claim_req(takeover: bool) -> ClaimRequest {
     ClaimRequest {
         owner: "test".into(),
         takeover,
@@ -87,7 +88,7 @@ fn success(run: RunId, epoch: LeaseEpoch, idx: u32, steps: u32) -> StepCommit {
     }
 }
 
-async fn submitted_and_claimed(store: &Arc<dyn Store>, steps: usize) -> Claimed {
+pub(crate) async fn submitted_and_claimed(store: &Arc<dyn Store>, steps: usize) -> Claimed {
     let run = store.submit(new_run(steps, None)).await.unwrap().run;
     store.claim(run.id, &claim_req(false)).await.unwrap()
 }
