@@ -21,6 +21,10 @@ pub struct ErrorInfo {
     /// the executor turns it into a `question` wait. Not stored.
     #[serde(skip)]
     pub question: Option<Question>,
+    /// Tokens the failed or interrupted step spent, summed into its row.
+    /// Not stored in the error itself.
+    #[serde(skip)]
+    pub usage: Option<crate::agent::Usage>,
 }
 
 impl ErrorInfo {
@@ -30,7 +34,13 @@ impl ErrorInfo {
             message: message.into(),
             retryable,
             question: None,
+            usage: None,
         }
+    }
+
+    pub fn with_usage(mut self, usage: crate::agent::Usage) -> Self {
+        self.usage = Some(usage);
+        self
     }
 }
 
@@ -61,6 +71,14 @@ pub enum ErrorKind {
     Deadline,
     /// A step's output was over the output cap.
     TooLarge,
+    /// A step stopped at a limit (an agent's `max_turns`); `continue`
+    /// carries on from its journal. The step and run become `interrupted`.
+    Interrupted,
+    /// A model provider failed (retryable: rate limit, 5xx, timeout,
+    /// dropped stream; not: 4xx, configuration).
+    Provider,
+    /// A model kept answering without progress; stopped instead of looping.
+    NoProgress,
 }
 
 /// A run row, with the crew definition it started with.

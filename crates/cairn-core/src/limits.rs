@@ -1,17 +1,20 @@
-//! Size caps on what Cairn stores: run inputs, step outputs and answers.
+//! Size caps on what Cairn stores: run inputs, step outputs, journal items
+//! and answers.
 //! Exceeding one is a typed error naming the cap and the size, raised before
 //! anything is written, so nothing partial is stored.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The caps, in bytes of compact JSON. Defaults: 1 MiB for a run input and a
-/// step output, 256 KiB for an answer.
+/// The caps, in bytes of compact JSON. Defaults: 1 MiB for a run input, a
+/// step output and a journal item, 256 KiB for an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     pub max_input_bytes: usize,
     pub max_output_bytes: usize,
     pub max_answer_bytes: usize,
+    /// One journal item of an agent step (a tool result, a model's text).
+    pub max_journal_item_bytes: usize,
 }
 
 impl Default for Limits {
@@ -20,6 +23,7 @@ impl Default for Limits {
             max_input_bytes: 1 << 20,
             max_output_bytes: 1 << 20,
             max_answer_bytes: 256 << 10,
+            max_journal_item_bytes: 1 << 20,
         }
     }
 }

@@ -9,6 +9,7 @@
 mod crew;
 mod error;
 mod failpoint;
+mod journal;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -500,7 +501,15 @@ impl Executor {
             ));
         }
         let cx = StepContext {
-            journal: None,
+            journal: Some(cairn_core::JournalHandle::new(journal::StoreJournal {
+                store: self.store.clone(),
+                run: run.id,
+                idx,
+                attempt,
+                generation: extras.feedback.len() as u32,
+                epoch,
+                max_item_bytes: self.config.limits.max_journal_item_bytes,
+            })),
             run_id: run.id,
             input: run.input.clone(),
             step: StepRef {
@@ -606,6 +615,27 @@ impl Executor {
                     events,
                 }
             }
+            Err(error) if error.kind == ErrorKind::Interrupted => {
+                let mut data = base;
+                data["error"] = json!(error);
+                StepCommit {
+                    run_id: run.id,
+                    epoch,
+                    idx,
+                    attempt,
+                    status: StepStatus::Interrupted,
+                    output: None,
+                    usage: error.usage,
+                    error: Some(error.clone()),
+                    run_status: RunStatus::Interrupted,
+                    cursor: idx,
+                    run_error: Some(error),
+                    start_next: None,
+                    retry_after: None,
+                    open_wait: None,
+                    events: vec![NewEvent::new(EventKind::StepInterrupted, data)],
+                }
+            }
             Err(error) => {
                 let policy = def.retry_policy();
                 let mut data = base;
@@ -635,7 +665,7 @@ impl Executor {
                     attempt,
                     status: StepStatus::Failed,
                     output: None,
-                    usage: None,
+                    usage: error.usage,
                     error: Some(error.clone()),
                     run_status: if retry.is_some() {
                         RunStatus::Queued

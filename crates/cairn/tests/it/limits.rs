@@ -16,6 +16,7 @@ async fn small_engine(db: &TestDb) -> Engine {
             max_input_bytes: 64,
             max_output_bytes: 64,
             max_answer_bytes: 64,
+            ..Limits::default()
         },
         ..ExecutorConfig::default()
     };

@@ -1,0 +1,65 @@
+//! The journal handle the executor gives each step: `Store`'s journal
+//! methods bound to the run, step, attempt, generation and lease epoch that
+//! dispatched it, so an agent journals without knowing storage and a
+//! process that lost the run cannot write.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use cairn_checkpoint::{Error as StoreError, JournalAppend, Store};
+use cairn_core::{
+    Attempt, Journal, JournalEntry, JournalError, LeaseEpoch, NewEvent, NewJournalItem, RunId,
+    StepIdx,
+};
+
+pub(crate) struct StoreJournal {
+    pub store: Arc<dyn Store>,
+    pub run: RunId,
+    pub idx: StepIdx,
+    pub attempt: Attempt,
+    pub generation: u32,
+    pub epoch: LeaseEpoch,
+    pub max_item_bytes: usize,
+}
+
+fn journal_error(e: StoreError) -> JournalError {
+    match e {
+        StoreError::StaleEpoch { .. } | StoreError::WrongState { .. } => JournalError::LeaseLost,
+        StoreError::Corruption(c) => JournalError::Corrupt(c.detail),
+        other => JournalError::Storage(other.to_string()),
+    }
+}
+
+#[async_trait]
+impl Journal for StoreJournal {
+    async fn items(&self) -> Result<Vec<JournalEntry>, JournalError> {
+        self.store
+            .journal(self.run, self.idx, Some(self.generation))
+            .await
+            .map_err(journal_error)
+    }
+
+    async fn append(&self, item: NewJournalItem) -> Result<JournalEntry, JournalError> {
+        cairn_core::check_size("a journal item", &item.payload, self.max_item_bytes)?;
+        self.store
+            .append_journal(&JournalAppend {
+                run_id: self.run,
+                epoch: self.epoch,
+                idx: self.idx,
+                attempt: self.attempt,
+                generation: self.generation,
+                kind: item.kind,
+                payload: item.payload,
+                event: item.event,
+            })
+            .await
+            .map_err(journal_error)
+    }
+
+    async fn event(&self, event: NewEvent) -> Result<(), JournalError> {
+        self.store
+            .record_events(self.run, self.epoch, std::slice::from_ref(&event))
+            .await
+            .map_err(journal_error)
+    }
+}
