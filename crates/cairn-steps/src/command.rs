@@ -108,65 +108,101 @@ fn parse_usage(stderr: &[u8]) -> Option<Usage> {
         })
 }
 
+/// What a finished program left behind.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: std::process::ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Runs `argv` in its own process group with `stdin` and extra `env`, and
+/// waits for it. The group is killed when the returned future is dropped
+/// (a timeout, a cancel), and the program dies with this process (Linux).
+/// Shared by `command` steps and `llm` agents' command tools.
+pub async fn run_program(
+    argv: &[String],
+    stdin: Vec<u8>,
+    env: &[(&str, String)],
+) -> Result<Finished, ErrorInfo> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| ErrorInfo::new(ErrorKind::Crew, "the `command` is empty", false))?;
+    let mut cmd = Command::new(program);
+    die_with_parent(&mut cmd);
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        let retryable = e.kind() != std::io::ErrorKind::NotFound
+            && e.kind() != std::io::ErrorKind::PermissionDenied;
+        ErrorInfo::new(
+            ErrorKind::Spawn,
+            format!("cannot start `{program}`: {e}"),
+            retryable,
+        )
+    })?;
+    let _group = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
+    let pipe = child.stdin.take();
+    let write = async move {
+        if let Some(mut pipe) = pipe {
+            // A program that ignores stdin may exit first: EPIPE is fine.
+            let _ = pipe.write_all(&stdin).await;
+            let _ = pipe.shutdown().await;
+        }
+    };
+    let ((), out) = tokio::join!(write, child.wait_with_output());
+    let out = out.map_err(|e| {
+        ErrorInfo::new(
+            ErrorKind::Spawn,
+            format!("waiting for `{program}`: {e}"),
+            true,
+        )
+    })?;
+    Ok(Finished {
+        status: out.status,
+        stdout: out.stdout,
+        stderr: out.stderr,
+    })
+}
+
+/// How a program failed, with the tail of its stderr: `None` if it succeeded.
+pub fn failure_message(program: &str, out: &Finished) -> Option<String> {
+    if out.status.success() {
+        return None;
+    }
+    let how = match out.status.code() {
+        Some(code) => format!("exited with status {code}"),
+        None => "was killed by a signal".to_owned(),
+    };
+    let stderr = tail(&out.stderr);
+    Some(if stderr.is_empty() {
+        format!("`{program}` {how}")
+    } else {
+        format!("`{program}` {how}: {stderr}")
+    })
+}
+
 #[async_trait]
 impl Agent for CommandAgent {
     async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
-        let (program, args) = self.argv.split_first().ok_or_else(|| {
-            ErrorInfo::new(ErrorKind::Crew, "the agent's `command` is empty", false)
-        })?;
         let payload = serde_json::to_vec(cx)
             .map_err(|e| ErrorInfo::new(ErrorKind::Spawn, format!("context: {e}"), false))?;
-        let mut cmd = Command::new(program);
-        die_with_parent(&mut cmd);
-        let mut child = cmd
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .env("CAIRN_RUN_ID", cx.run_id.to_string())
-            .env("CAIRN_STEP_IDX", cx.step.idx.to_string())
-            .env("CAIRN_STEP_ROLE", cx.step.role.as_str())
-            .env("CAIRN_ATTEMPT", cx.step.attempt.to_string())
-            .spawn()
-            .map_err(|e| {
-                let retryable = e.kind() != std::io::ErrorKind::NotFound
-                    && e.kind() != std::io::ErrorKind::PermissionDenied;
-                ErrorInfo::new(
-                    ErrorKind::Spawn,
-                    format!("cannot start `{program}`: {e}"),
-                    retryable,
-                )
-            })?;
-        let _group = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
-        let stdin = child.stdin.take();
-        let write = async move {
-            if let Some(mut stdin) = stdin {
-                // A program that ignores stdin may exit first: EPIPE is fine.
-                let _ = stdin.write_all(&payload).await;
-                let _ = stdin.shutdown().await;
-            }
-        };
-        let ((), out) = tokio::join!(write, child.wait_with_output());
-        let out = out.map_err(|e| {
-            ErrorInfo::new(
-                ErrorKind::Spawn,
-                format!("waiting for `{program}`: {e}"),
-                true,
-            )
-        })?;
-        if !out.status.success() {
-            let how = match out.status.code() {
-                Some(code) => format!("exited with status {code}"),
-                None => "was killed by a signal".to_owned(),
-            };
-            let stderr = tail(&out.stderr);
-            let message = if stderr.is_empty() {
-                format!("`{program}` {how}")
-            } else {
-                format!("`{program}` {how}: {stderr}")
-            };
+        let env = [
+            ("CAIRN_RUN_ID", cx.run_id.to_string()),
+            ("CAIRN_STEP_IDX", cx.step.idx.to_string()),
+            ("CAIRN_STEP_ROLE", cx.step.role.to_string()),
+            ("CAIRN_ATTEMPT", cx.step.attempt.to_string()),
+        ];
+        let out = run_program(&self.argv, payload, &env).await?;
+        let program = self.argv.first().map_or("", String::as_str);
+        if let Some(message) = failure_message(program, &out) {
             let permanent = out
                 .status
                 .code()

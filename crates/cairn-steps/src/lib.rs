@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use cairn_core::{Agent, AgentDef, AgentKind, CrewError};
 
-pub use command::{CommandAgent, USAGE_PREFIX};
+pub use command::{
+    failure_message, parse_output, run_program, CommandAgent, Finished, USAGE_PREFIX,
+};
 pub use template::TemplateAgent;
 
 /// The built-in agent for `def`, or `None` for kinds the caller must supply
