@@ -596,4 +596,93 @@ template = "{{ input.topic }}"
             assert!(got.contains(want), "want `{want}` in `{got}`");
         }
     }
+
+    const LLM: &str = r#"
+name = "agents"
+version = "1"
+[[agents]]
+role = "researcher"
+kind = "llm"
+provider = "openai"
+model = "gpt-4o-mini"
+base_url = "http://127.0.0.1:8080/v1"
+api_key_env = "LOCAL_KEY"
+instructions = "Find facts."
+max_turns = 8
+window_items = 40
+[[agents.tools]]
+name = "search"
+description = "Search the web"
+parameters = { type = "object", properties = { q = { type = "string" } }, required = ["q"] }
+command = ["sh", "-c", "cat"]
+idempotent = true
+"#;
+
+    #[test]
+    fn llm_agents_parse_with_their_tools() {
+        let crew = CrewDef::from_toml(LLM).unwrap_or_else(|e| panic!("{e}"));
+        let AgentKind::Llm(llm) = &crew.agents[0].kind else {
+            panic!("not an llm agent: {:?}", crew.agents[0].kind)
+        };
+        assert_eq!(llm.provider, crate::llm::ProviderKind::Openai);
+        assert_eq!(llm.model, "gpt-4o-mini");
+        assert_eq!(llm.max_turns(), 8);
+        assert_eq!(llm.max_tokens(), crate::llm::LlmDef::DEFAULT_MAX_TOKENS);
+        assert_eq!(llm.tools.len(), 1);
+        assert!(llm.tools[0].idempotent);
+        assert_eq!(
+            llm.tools[0].parameters["required"],
+            serde_json::json!(["q"])
+        );
+        // The stored form round-trips, so a resume rebuilds the same agent.
+        let stored = crew.to_json();
+        let back: CrewDef = serde_json::from_value(stored).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, crew);
+        assert_eq!(back.fingerprint(), crew.fingerprint());
+    }
+
+    #[test]
+    fn bad_llm_agents_are_refused_by_name() {
+        let cases: &[(&str, &str)] = &[
+            (
+                &LLM.replace("provider = \"openai\"\n", ""),
+                "needs `provider`",
+            ),
+            (
+                &LLM.replace("model = \"gpt-4o-mini\"\n", ""),
+                "needs `model`",
+            ),
+            (
+                &LLM.replace("provider = \"openai\"", "provider = \"scripted\""),
+                "needs `script = \"path\"`",
+            ),
+            (
+                &LLM.replace("max_turns = 8", "max_turns = 0"),
+                "`max_turns = 0`",
+            ),
+            (
+                &LLM.replace("command = [\"sh\", \"-c\", \"cat\"]", "command = []"),
+                "tool `search` with an empty `command`",
+            ),
+            (
+                &LLM.replace("idempotent = true", "idempotent = true\nretries = 2"),
+                "unknown field `retries`",
+            ),
+            (
+                &LLM.replace("provider = \"openai\"", "provider = \"gemini\""),
+                "unknown variant `gemini`",
+            ),
+            (
+                &GOOD.replace(
+                    "template = \"{{ input.topic }}\"",
+                    "template = \"x\"\nmodel = \"m\"",
+                ),
+                "does not take `model`",
+            ),
+        ];
+        for (text, want) in cases {
+            let got = err(text);
+            assert!(got.contains(want), "want `{want}` in `{got}`");
+        }
+    }
 }
