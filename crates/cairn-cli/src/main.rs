@@ -217,6 +217,13 @@ enum RunsCommand {
     Show { run_id: String },
     /// Show a run's event log.
     Events { run_id: String },
+    /// Show the journal of a run's agent steps (every generation).
+    Journal {
+        run_id: String,
+        /// Only this step.
+        #[arg(long)]
+        step: Option<u32>,
+    },
     /// Run a failed run's failed step again (attempt + 1) and carry on.
     Retry {
         run_id: String,
@@ -434,6 +441,11 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                     let id = parse_run_id(&run_id)?;
                     let events = open(&cli.db, false).await?.events(id).await?;
                     output::print_events(&events, json)?;
+                }
+                RunsCommand::Journal { run_id, step } => {
+                    let id = parse_run_id(&run_id)?;
+                    let journal = open(&cli.db, false).await?.journal(id, step).await?;
+                    output::print_journal(&journal, json)?;
                 }
                 RunsCommand::Retry { run_id, action } => {
                     let id = parse_run_id(&run_id)?;

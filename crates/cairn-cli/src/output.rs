@@ -130,6 +130,31 @@ pub fn print_events(events: &[EventRecord], json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `cairn runs journal`: one line per item, or a JSON array of
+/// `{idx, seq, attempt, generation, kind, payload, created_at}`.
+pub fn print_journal(items: &[cairn::StepJournalEntry], json: bool) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut stdout, items)?;
+        writeln!(stdout)?;
+        return Ok(());
+    }
+    for i in items {
+        let e = &i.entry;
+        writeln!(
+            stdout,
+            "{:>4} {:>4}  a{} g{}  {:<17} {}",
+            i.idx,
+            e.seq,
+            e.attempt,
+            e.generation,
+            e.kind.as_str(),
+            e.payload
+        )?;
+    }
+    Ok(())
+}
+
 pub fn print_waits(waits: &[cairn::WaitRecord], json: bool) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     if json {

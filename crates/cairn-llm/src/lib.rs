@@ -10,6 +10,7 @@
 //! [`LlmErrorKind::InvalidRequest`] (a bug in the caller, caught by tests).
 
 pub mod pairing;
+pub mod scripted;
 
 use std::time::Duration;
 
@@ -177,6 +178,18 @@ pub enum LlmErrorKind {
     Config,
     /// The request broke the provider's pairing rules; never sent.
     InvalidRequest,
+}
+
+/// A rough token count of a request (4 bytes of JSON a token), for
+/// providers that report none.
+pub fn estimate_request_tokens(request: &Request) -> u64 {
+    let bytes: usize = request
+        .items
+        .iter()
+        .map(|i| serde_json::to_string(i).map_or(0, |s| s.len()))
+        .sum::<usize>()
+        + request.system.as_ref().map_or(0, String::len);
+    bytes.div_ceil(4) as u64
 }
 
 impl LlmError {

@@ -389,6 +389,28 @@ impl Engine {
         Ok(self.store().events(id).await?)
     }
 
+    /// The journals of a run's agent steps (one step, or all), every
+    /// generation, by step and `seq`.
+    pub async fn journal(
+        &self,
+        id: RunId,
+        step: Option<u32>,
+    ) -> Result<Vec<crate::StepJournalEntry>> {
+        let run = self.store().get_run(id).await?;
+        let steps = match step {
+            Some(s) => s..s + 1,
+            None => 0..run.step_count,
+        };
+        let mut out = Vec::new();
+        for idx in steps {
+            let idx = cairn_core::StepIdx(idx);
+            for entry in self.store().journal(id, idx, None).await? {
+                out.push(crate::StepJournalEntry { idx, entry });
+            }
+        }
+        Ok(out)
+    }
+
     pub async fn list(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
         Ok(self.store().list_runs(filter).await?)
     }

@@ -65,7 +65,8 @@ impl Crew {
         }
     }
 
-    /// Parses a crew file's text (built-in kinds only).
+    /// Parses a crew file's text (built-in kinds only). Relative paths in
+    /// it (an `llm` agent's `script`) are taken from the working directory.
     pub fn from_toml(text: &str) -> Result<Crew> {
         Self::from_def(CrewDef::from_toml(text)?, |_, _| None)
     }
@@ -77,13 +78,18 @@ impl Crew {
             path: path.to_owned(),
             source,
         })?;
-        Self::from_toml(&text).map_err(|e| match e {
-            Error::Crew(source) => Error::CrewFile {
-                path: path.to_owned(),
-                source,
-            },
-            e => e,
-        })
+        let base = path.parent().unwrap_or(std::path::Path::new("."));
+        CrewDef::from_toml(&text)
+            .map_err(Error::from)
+            .map(|def| relative_to(def, base))
+            .and_then(|def| Self::from_def(def, |_, _| None))
+            .map_err(|e| match e {
+                Error::Crew(source) => Error::CrewFile {
+                    path: path.to_owned(),
+                    source,
+                },
+                e => e,
+            })
     }
 
     /// Builds executors for a definition: built-ins, plus Rust agents that
@@ -94,7 +100,11 @@ impl Crew {
     ) -> Result<Crew> {
         let mut agents = Vec::with_capacity(def.agents.len());
         for (i, a) in def.agents.iter().enumerate() {
-            let agent = match cairn_steps::builtin(&def.name, a)? {
+            let builtin = match cairn_steps::builtin(&def.name, a)? {
+                Some(agent) => Some(agent),
+                None => cairn_agent::build(&def.name, a)?,
+            };
+            let agent = match builtin {
                 Some(agent) => agent,
                 None => rust(i, a).ok_or_else(|| Error::MissingHandler {
                     role: a.role.to_string(),
@@ -116,6 +126,34 @@ impl Crew {
     pub fn fingerprint(&self) -> &Fingerprint {
         self.0.fingerprint()
     }
+}
+
+/// A journal item with the step it belongs to (`cairn runs journal`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StepJournalEntry {
+    pub idx: cairn_core::StepIdx,
+    #[serde(flatten)]
+    pub entry: cairn_core::JournalEntry,
+}
+
+/// Makes a crew file's relative paths (an `llm` agent's `script`) relative
+/// to the file's directory, so a crew runs the same from any directory.
+fn relative_to(mut def: CrewDef, base: &std::path::Path) -> CrewDef {
+    for a in &mut def.agents {
+        if let AgentKind::Llm(llm) = &mut a.kind {
+            if let Some(script) = &mut llm.script {
+                let p = std::path::Path::new(script.as_str());
+                if p.is_relative() {
+                    let joined = base.join(p);
+                    *script = std::fs::canonicalize(&joined)
+                        .unwrap_or(joined)
+                        .to_string_lossy()
+                        .into_owned();
+                }
+            }
+        }
+    }
+    def
 }
 
 /// Builds a [`Crew`] in Rust.

@@ -1,0 +1,427 @@
+//! The turn loop of an `llm` step. Each pass reads the step's journal,
+//! repairs its tail by the transcript rules (durably, before anything
+//! else), and then either returns the final answer or calls the model once
+//! and runs the tools it asked for. Every finished item is journaled the
+//! moment it exists; tool calls before the tool runs, results after.
+//!
+//! **Invariant:** the loop keeps no state a crash could lose: what it knows
+//! comes from the journal, so a fresh process continues exactly here.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use serde_json::json;
+
+use cairn_core::{
+    Agent, ErrorInfo, ErrorKind, EventKind, JournalEntry, JournalError, JournalHandle, JournalKind,
+    LlmDef, NewEvent, NewJournalItem, StepContext, StepOutput, Usage,
+};
+use cairn_llm::{LlmError, Provider, Request, RequestMeta, StopReason, StreamEvent};
+
+use crate::tools::{Checked, Toolbox};
+use crate::transcript::{self, Call, Next, Repair, Window};
+
+/// Empty responses in a row (no text, no tool call) before the step fails
+/// `no_progress` instead of asking again.
+const MAX_EMPTY_RESPONSES: u32 = 3;
+
+/// An `llm` agent: a provider, a model and its settings, and tools.
+pub struct LlmAgent {
+    def: LlmDef,
+    provider: Arc<dyn Provider>,
+    tools: Toolbox,
+}
+
+impl std::fmt::Debug for LlmAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmAgent")
+            .field("provider", &self.provider.name())
+            .field("model", &self.def.model)
+            .field("tools", &self.tools)
+            .finish()
+    }
+}
+
+impl LlmAgent {
+    pub fn new(def: LlmDef, provider: Arc<dyn Provider>, tools: Toolbox) -> Self {
+        LlmAgent {
+            def,
+            provider,
+            tools,
+        }
+    }
+}
+
+/// The idempotency key of a tool call: the same for every retry, resume and
+/// takeover of this call (DESIGN.md invariant 9).
+pub fn idempotency_key(cx: &StepContext, call_id: &str) -> String {
+    format!("{}/{}/{}", cx.run_id, cx.step.idx, call_id)
+}
+
+/// The user message a step starts from: its accumulated context.
+pub fn context_message(cx: &StepContext) -> String {
+    let mut text = format!(
+        "Run input:\n{}\n",
+        serde_json::to_string_pretty(&cx.input).unwrap_or_default()
+    );
+    for p in &cx.previous {
+        text.push_str(&format!(
+            "\nOutput of step {} ({}):\n{}\n",
+            p.idx,
+            p.role,
+            serde_json::to_string_pretty(&p.output).unwrap_or_default()
+        ));
+    }
+    if !cx.feedback.is_empty() {
+        text.push_str("\nA reviewer rejected earlier attempts of this step with this feedback (oldest first):\n");
+        for f in &cx.feedback {
+            text.push_str(&format!("- {f}\n"));
+        }
+    }
+    text
+}
+
+fn journal_failure(e: JournalError) -> ErrorInfo {
+    match e {
+        // Another process holds the run: this one must stop; its commit will
+        // be refused by the same fence.
+        JournalError::LeaseLost => ErrorInfo::new(ErrorKind::Agent, e.to_string(), true),
+        JournalError::Storage(_) => ErrorInfo::new(ErrorKind::Agent, e.to_string(), true),
+        other => ErrorInfo::new(ErrorKind::Agent, other.to_string(), false),
+    }
+}
+
+fn provider_failure(e: &LlmError) -> ErrorInfo {
+    ErrorInfo::new(ErrorKind::Provider, e.to_string(), e.retryable())
+}
+
+/// Tokens of every finished response of this journal.
+fn usage_of(entries: &[JournalEntry]) -> Usage {
+    let mut u = Usage::default();
+    for e in entries.iter().filter(|e| e.kind == JournalKind::TurnEnd) {
+        u.input_tokens += e.payload["input_tokens"].as_u64().unwrap_or(0);
+        u.output_tokens += e.payload["output_tokens"].as_u64().unwrap_or(0);
+    }
+    u
+}
+
+fn stop_word(s: &StopReason) -> String {
+    match s {
+        StopReason::EndTurn => "end_turn".into(),
+        StopReason::ToolUse => "tool_use".into(),
+        StopReason::MaxTokens => "max_tokens".into(),
+        StopReason::Other(o) => o.clone(),
+    }
+}
+
+/// One streamed response, as far as it got.
+#[derive(Default)]
+struct Response {
+    texts: usize,
+    calls: Vec<Call>,
+}
+
+impl LlmAgent {
+    fn window(&self) -> Window {
+        Window {
+            max_items: self.def.window_items,
+            max_tokens: self.def.window_tokens,
+        }
+    }
+
+    /// Runs `call` (or refuses it) and journals its result with an event.
+    async fn run_call(
+        &self,
+        journal: &JournalHandle,
+        cx: &StepContext,
+        call: &Call,
+    ) -> Result<(), ErrorInfo> {
+        let started = Instant::now();
+        let key = call
+            .idempotency_key
+            .clone()
+            .unwrap_or_else(|| idempotency_key(cx, &call.call_id));
+        let outcome = match self.tools.check(&call.name, &call.arguments) {
+            Checked::Refused(why) => Err(why),
+            Checked::Run(tool, args) => tool.execute(args, &key).await,
+        };
+        let is_error = outcome.is_err();
+        let content = outcome.unwrap_or_else(|e| e);
+        let event = NewEvent::new(
+            EventKind::ToolExecuted,
+            json!({"idx": cx.step.idx, "call_id": call.call_id, "tool": call.name,
+                   "ms": started.elapsed().as_millis() as u64, "is_error": is_error}),
+        );
+        let item = |content: String, is_error: bool| {
+            NewJournalItem::new(
+                JournalKind::ToolResult,
+                json!({"call_id": call.call_id, "content": content, "is_error": is_error}),
+            )
+            .with_event(event.clone())
+        };
+        match journal.append(item(content, is_error)).await {
+            Err(JournalError::TooLarge(big)) => {
+                // The model learns the result was too big instead of the
+                // step failing over it.
+                let note = format!("the tool's result was too large to keep: {big}");
+                journal
+                    .append(item(note, true))
+                    .await
+                    .map(drop)
+                    .map_err(journal_failure)
+            }
+            other => other.map(drop).map_err(journal_failure),
+        }
+    }
+
+    /// Applies one repair: journal it, and for a re-execution run the tool
+    /// again with the same key.
+    async fn repair(
+        &self,
+        journal: &JournalHandle,
+        cx: &StepContext,
+        repair: &Repair,
+    ) -> Result<(), ErrorInfo> {
+        tracing::info!(run = %cx.run_id, step = %cx.step.idx, ?repair, "repairing the transcript");
+        for mut item in repair.journal_items() {
+            if let Some(event) = &mut item.event {
+                event.data["idx"] = json!(cx.step.idx);
+            }
+            journal.append(item).await.map_err(journal_failure)?;
+        }
+        if let Repair::ReExecute(call) = repair {
+            self.run_call(journal, cx, call).await?;
+        }
+        Ok(())
+    }
+
+    /// Calls the model once and journals what it produced as it arrives.
+    async fn call_model(
+        &self,
+        journal: &JournalHandle,
+        cx: &StepContext,
+        entries: &[JournalEntry],
+        turn: u32,
+    ) -> Result<Response, ErrorInfo> {
+        let request = Request {
+            model: self.def.model.clone(),
+            system: self.def.instructions.clone(),
+            items: transcript::request_items(context_message(cx), entries, &self.window()),
+            tools: self.tools.specs(),
+            max_tokens: self.def.max_tokens(),
+            temperature: self.def.temperature,
+            meta: RequestMeta {
+                run_id: cx.run_id.to_string(),
+                step_idx: cx.step.idx.get(),
+                attempt: cx.step.attempt.get(),
+                turn,
+            },
+        };
+        let started = Instant::now();
+        let cap = Duration::from_millis(self.def.stream_timeout_ms());
+        let mut response = Response::default();
+        let streamed = tokio::time::timeout(
+            cap,
+            self.stream_into(journal, cx, &request, &mut response, started),
+        )
+        .await;
+        let failure = match streamed {
+            Ok(Ok(())) => return Ok(response),
+            Ok(Err(Failure::Journal(e))) => return Err(e),
+            Ok(Err(Failure::Provider(e))) => e,
+            Err(_) => LlmError::new(
+                self.provider.name(),
+                cairn_llm::LlmErrorKind::Timeout,
+                format!(
+                    "the response ran past the stream cap of {} ms",
+                    cap.as_millis()
+                ),
+            ),
+        };
+        // The journal keeps whatever finished; the unfinished rest is
+        // dropped by the next pass's repair. Best effort: the failure is
+        // what matters.
+        let _ = journal
+            .event(NewEvent::new(
+                EventKind::ModelCalled,
+                json!({"idx": cx.step.idx, "turn": turn, "provider": self.provider.name(),
+                       "model": self.def.model, "ms": started.elapsed().as_millis() as u64,
+                       "error": failure.to_string(), "retryable": failure.retryable()}),
+            ))
+            .await;
+        Err(provider_failure(&failure))
+    }
+
+    async fn stream_into(
+        &self,
+        journal: &JournalHandle,
+        cx: &StepContext,
+        request: &Request,
+        response: &mut Response,
+        started: Instant,
+    ) -> Result<(), Failure> {
+        let mut stream = self
+            .provider
+            .stream(request)
+            .await
+            .map_err(Failure::Provider)?;
+        let append = |item: NewJournalItem| async move {
+            journal
+                .append(item)
+                .await
+                .map_err(|e| Failure::Journal(journal_failure(e)))
+        };
+        while let Some(event) = stream.next().await {
+            match event.map_err(Failure::Provider)? {
+                StreamEvent::TextDelta(_) | StreamEvent::ToolInputDelta { .. } => {}
+                StreamEvent::TextDone(text) => {
+                    if !text.is_empty() {
+                        response.texts += 1;
+                        append(NewJournalItem::new(
+                            JournalKind::AssistantText,
+                            json!({"text": text}),
+                        ))
+                        .await?;
+                    }
+                }
+                StreamEvent::ToolCallStarted { id, name } => {
+                    append(NewJournalItem::new(
+                        JournalKind::ToolCallStarted,
+                        json!({"call_id": id, "name": name}),
+                    ))
+                    .await?;
+                }
+                StreamEvent::ToolCallDone {
+                    id,
+                    name,
+                    arguments,
+                } => {
+                    let key = idempotency_key(cx, &id);
+                    let entry = append(NewJournalItem::new(
+                        JournalKind::ToolCall,
+                        json!({"call_id": id, "name": name, "arguments": arguments,
+                               "idempotency_key": key}),
+                    ))
+                    .await?;
+                    response.calls.push(Call {
+                        call_id: id,
+                        name,
+                        arguments,
+                        idempotency_key: Some(key),
+                        seq: entry.seq,
+                    });
+                }
+                StreamEvent::Finished { stop_reason, usage } => {
+                    let ms = started.elapsed().as_millis() as u64;
+                    let stop = stop_word(&stop_reason);
+                    if response.texts == 0 && response.calls.is_empty() {
+                        // Nothing to keep: no turn_end, so this response
+                        // does not count as the step's (empty) answer.
+                        let _ = journal
+                            .event(NewEvent::new(
+                                EventKind::ModelCalled,
+                                json!({"idx": cx.step.idx, "turn": request.meta.turn,
+                                       "provider": self.provider.name(), "model": self.def.model,
+                                       "ms": ms, "input_tokens": usage.input_tokens,
+                                       "output_tokens": usage.output_tokens,
+                                       "stop_reason": stop, "empty": true}),
+                            ))
+                            .await;
+                        return Ok(());
+                    }
+                    append(
+                        NewJournalItem::new(
+                            JournalKind::TurnEnd,
+                            json!({"stop_reason": stop, "input_tokens": usage.input_tokens,
+                                   "output_tokens": usage.output_tokens, "ms": ms}),
+                        )
+                        .with_event(NewEvent::new(
+                            EventKind::ModelCalled,
+                            json!({"idx": cx.step.idx, "turn": request.meta.turn,
+                                   "provider": self.provider.name(), "model": self.def.model,
+                                   "ms": ms, "input_tokens": usage.input_tokens,
+                                   "output_tokens": usage.output_tokens, "stop_reason": stop,
+                                   "tool_calls": response.calls.len()}),
+                        )),
+                    )
+                    .await?;
+                    return Ok(());
+                }
+            }
+        }
+        Err(Failure::Provider(LlmError::new(
+            self.provider.name(),
+            cairn_llm::LlmErrorKind::StreamDropped,
+            "the stream ended before the response finished",
+        )))
+    }
+}
+
+enum Failure {
+    Provider(LlmError),
+    Journal(ErrorInfo),
+}
+
+#[async_trait]
+impl Agent for LlmAgent {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+        let journal = cx.journal.as_ref().ok_or_else(|| {
+            ErrorInfo::new(
+                ErrorKind::Crew,
+                "an `llm` agent needs a journal; run it through the engine",
+                false,
+            )
+        })?;
+        let max_turns = self.def.max_turns();
+        let (mut calls, mut empty) = (0u32, 0u32);
+        loop {
+            let entries = journal.items().await.map_err(journal_failure)?;
+            let analysis = transcript::analyze(&entries);
+            let repairs = transcript::plan_repairs(&analysis, |name| self.tools.idempotent(name));
+            if !repairs.is_empty() {
+                for repair in &repairs {
+                    self.repair(journal, cx, repair).await?;
+                }
+                continue;
+            }
+            if let Next::Final { text } = analysis.next {
+                return Ok(StepOutput::new(cairn_steps::parse_output(text.as_bytes()))
+                    .with_usage(usage_of(&entries)));
+            }
+            if calls >= max_turns {
+                return Err(ErrorInfo::new(
+                    ErrorKind::Interrupted,
+                    format!(
+                        "reached max_turns ({max_turns} model calls) without a final answer; \
+                         `continue` carries on from the journal"
+                    ),
+                    false,
+                )
+                .with_usage(usage_of(&entries)));
+            }
+            calls += 1;
+            let response = self
+                .call_model(journal, cx, &entries, analysis.turns)
+                .await
+                .map_err(|e| e.with_usage(usage_of(&entries)))?;
+            if response.texts == 0 && response.calls.is_empty() {
+                empty += 1;
+                if empty >= MAX_EMPTY_RESPONSES {
+                    return Err(ErrorInfo::new(
+                        ErrorKind::NoProgress,
+                        format!("the model answered {empty} times in a row with nothing; stopped instead of asking again"),
+                        false,
+                    )
+                    .with_usage(usage_of(&entries)));
+                }
+                continue;
+            }
+            empty = 0;
+            for call in &response.calls {
+                self.run_call(journal, cx, call).await?;
+            }
+        }
+    }
+}
