@@ -247,10 +247,9 @@ pub fn project(entries: &[JournalEntry]) -> Vec<Item> {
     let mut open: HashMap<String, bool> = HashMap::new();
     let mut in_results = false;
     for (e, after) in live(entries) {
-        if after {
-            continue;
-        }
         match e.kind {
+            // An unfinished response is never sent as if complete.
+            JournalKind::AssistantText | JournalKind::ToolCall if after => {}
             JournalKind::AssistantText | JournalKind::ToolCall => {
                 if in_results {
                     open.clear();
