@@ -84,10 +84,24 @@ impl SqliteStore {
                 target: target.clone(),
                 reason: e.to_string(),
             })?;
-        sqlx::migrate!("../../migrations/sqlite")
-            .run(&pool)
-            .await
-            .map_err(|source| Error::Migrate { target, source })?;
+        // SQLite has no migration lock across processes: two processes
+        // opening a new file at once can both try a migration, and the
+        // loser's transaction fails ("table … already exists") and rolls
+        // back. Trying again reads the winner's record and skips it.
+        let mut tries = 0;
+        loop {
+            match sqlx::migrate!("../../migrations/sqlite").run(&pool).await {
+                Ok(()) => break,
+                Err(
+                    sqlx::migrate::MigrateError::Execute(_)
+                    | sqlx::migrate::MigrateError::ExecuteMigration(..),
+                ) if tries < 10 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(20 * tries)).await;
+                }
+                Err(source) => return Err(Error::Migrate { target, source }),
+            }
+        }
         Ok(SqliteStore {
             pool,
             path: path.to_owned(),

@@ -477,3 +477,21 @@ fn migrations_of_both_dialects_stay_in_step() {
     assert!(!sqlite.is_empty());
     assert_eq!(sqlite, versions("postgres"));
 }
+
+/// Processes that open a new SQLite file at once race to migrate it; the
+/// losers try again instead of failing ("table … already exists").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_opens_of_a_new_sqlite_file_all_succeed() {
+    for _ in 0..5 {
+        let db = TestDb::sqlite();
+        let opens: Vec<_> = (0..6)
+            .map(|_| {
+                let url = db.url.clone();
+                tokio::spawn(async move { open(&url, &OpenOptions::default()).await.map(drop) })
+            })
+            .collect();
+        for o in opens {
+            o.await.unwrap().unwrap();
+        }
+    }
+}

@@ -23,6 +23,7 @@ macro_rules! both_backends {
     };
 }
 
+mod agents;
 mod backoff;
 mod bad_input;
 mod contract;
