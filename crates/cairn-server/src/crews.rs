@@ -34,7 +34,7 @@ impl Crews {
         for path in files {
             let crew = Crew::from_file(&path).map_err(|source| Error::CrewFile {
                 path: path.clone(),
-                source,
+                source: Box::new(source),
             })?;
             crews.insert(crew, path)?;
         }

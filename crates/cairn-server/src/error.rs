@@ -31,7 +31,7 @@ pub enum Error {
     CrewFile {
         path: PathBuf,
         #[source]
-        source: cairn::Error,
+        source: Box<cairn::Error>,
     },
     /// Two crew files define a crew of the same name.
     #[error("crew `{name}` is defined twice: in {} and in {}; crew names must be unique in the crews directory", first.display(), second.display())]
@@ -42,7 +42,7 @@ pub enum Error {
     },
     /// The database could not be opened.
     #[error("cannot open the database")]
-    Open(#[source] cairn::Error),
+    Open(#[source] Box<cairn::Error>),
     /// The listen address could not be bound.
     #[error("cannot listen on {listen}: {source}")]
     Bind {

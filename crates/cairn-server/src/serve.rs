@@ -136,7 +136,7 @@ impl Server {
         };
         let engine = Engine::open_with(&opts.db_url, &OpenOptions::default(), config)
             .await
-            .map_err(Error::Open)?;
+            .map_err(|e| Error::Open(Box::new(e)))?;
         let listener = tokio::net::TcpListener::bind(opts.listen)
             .await
             .map_err(|source| Error::Bind {
