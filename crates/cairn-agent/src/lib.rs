@@ -49,17 +49,48 @@ pub fn build(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, CrewE
     ))))
 }
 
-/// The provider an `llm` definition names.
+/// The provider an `llm` definition names. The API key is read from the
+/// environment variable `api_key_env` names (an error if it is named but
+/// not set), else from `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` if set; a
+/// local server may need none.
 pub fn provider(def: &LlmDef) -> Result<Arc<dyn Provider>, String> {
-    match def.provider {
+    let key = |default: &str| -> Result<Option<String>, String> {
+        match &def.api_key_env {
+            Some(var) => std::env::var(var).map(Some).map_err(|_| {
+                format!("needs its API key in the environment variable `{var}`, which is not set")
+            }),
+            None => Ok(std::env::var(default).ok()),
+        }
+    };
+    let failed = |e: cairn_llm::LlmError| e.to_string();
+    Ok(match def.provider {
         ProviderKind::Scripted => {
             let path = def.script.as_deref().unwrap_or_default();
-            let p = cairn_llm::scripted::ScriptedProvider::from_file(std::path::Path::new(path))
+            let p = cairn_llm::ScriptedProvider::from_file(std::path::Path::new(path))
                 .map_err(|e| format!("has a script that cannot be used: {e}"))?;
-            Ok(Arc::new(p))
+            Arc::new(p)
         }
-        ProviderKind::Openai | ProviderKind::Anthropic => {
-            Err("uses a provider that is not wired yet".into())
-        }
-    }
+        ProviderKind::Openai => Arc::new(
+            cairn_llm::OpenAiProvider::new(cairn_llm::OpenAiConfig {
+                base_url: def
+                    .base_url
+                    .clone()
+                    .unwrap_or_else(|| cairn_llm::OpenAiProvider::DEFAULT_BASE_URL.into()),
+                api_key: key("OPENAI_API_KEY")?,
+                timeouts: Default::default(),
+            })
+            .map_err(failed)?,
+        ),
+        ProviderKind::Anthropic => Arc::new(
+            cairn_llm::AnthropicProvider::new(cairn_llm::AnthropicConfig {
+                base_url: def
+                    .base_url
+                    .clone()
+                    .unwrap_or_else(|| cairn_llm::AnthropicProvider::DEFAULT_BASE_URL.into()),
+                api_key: key("ANTHROPIC_API_KEY")?,
+                timeouts: Default::default(),
+            })
+            .map_err(failed)?,
+        ),
+    })
 }

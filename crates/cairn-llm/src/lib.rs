@@ -9,12 +9,20 @@
 //! ([`pairing`]) is never sent; the adapter refuses it with
 //! [`LlmErrorKind::InvalidRequest`] (a bug in the caller, caught by tests).
 
+pub mod anthropic;
+mod http;
+pub mod openai;
 pub mod pairing;
 pub mod scripted;
 
 use std::time::Duration;
 
 use futures_util::stream::BoxStream;
+
+pub use anthropic::{AnthropicConfig, AnthropicProvider};
+pub use http::HttpTimeouts;
+pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use scripted::ScriptedProvider;
 use serde::{Deserialize, Serialize};
 
 /// One entry of a provider-neutral transcript.

@@ -1,0 +1,185 @@
+//! What the HTTP adapters share: the client, the classification of HTTP
+//! failures, and the pump that turns a response's Server-Sent Events into
+//! [`StreamEvent`]s through a protocol-specific [`Decoder`]. SSE framing is
+//! the `eventsource-stream` crate's.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use eventsource_stream::{Event, Eventsource};
+use futures_util::stream::{self, BoxStream, StreamExt};
+use reqwest::{RequestBuilder, Response, StatusCode};
+
+use crate::{EventStream, LlmError, LlmErrorKind, StreamEvent};
+
+/// Timeouts of the HTTP adapters.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpTimeouts {
+    /// Connecting to the server.
+    pub connect: Duration,
+    /// Silence between two pieces of a streamed response (a stalled stream).
+    pub idle: Duration,
+}
+
+impl Default for HttpTimeouts {
+    fn default() -> Self {
+        HttpTimeouts {
+            connect: Duration::from_secs(10),
+            idle: Duration::from_secs(120),
+        }
+    }
+}
+
+pub(crate) fn client(provider: &str, t: HttpTimeouts) -> Result<reqwest::Client, LlmError> {
+    reqwest::Client::builder()
+        .connect_timeout(t.connect)
+        .read_timeout(t.idle)
+        .build()
+        .map_err(|e| LlmError::new(provider, LlmErrorKind::Config, format!("HTTP client: {e}")))
+}
+
+/// A transport failure, classified.
+pub(crate) fn transport(provider: &str, e: reqwest::Error) -> LlmError {
+    let kind = if e.is_timeout() {
+        LlmErrorKind::Timeout
+    } else {
+        LlmErrorKind::StreamDropped
+    };
+    // The URL may carry secrets in some setups: name only the failure.
+    LlmError::new(provider, kind, e.without_url().to_string())
+}
+
+/// `retry-after` as seconds (integer or fractional); HTTP dates are ignored.
+fn retry_after(resp: &Response) -> Option<Duration> {
+    let v = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?;
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// Sends `req`; a non-success status becomes a classified error carrying
+/// the provider's own message.
+pub(crate) async fn send(provider: &str, req: RequestBuilder) -> Result<Response, LlmError> {
+    let resp = req.send().await.map_err(|e| transport(provider, e))?;
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let after = retry_after(&resp);
+    let body = resp.text().await.unwrap_or_default();
+    let detail = serde_json::from_str::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| body.chars().take(500).collect());
+    let kind = match status {
+        StatusCode::TOO_MANY_REQUESTS => LlmErrorKind::RateLimited,
+        s if s.is_server_error() => LlmErrorKind::Server,
+        _ => LlmErrorKind::Client,
+    };
+    let mut e = LlmError::new(
+        provider,
+        kind,
+        format!("HTTP {}: {detail}", status.as_u16()),
+    );
+    e.retry_after = after;
+    Err(e)
+}
+
+/// Turns one wire protocol's events into [`StreamEvent`]s.
+pub(crate) trait Decoder: Send + 'static {
+    /// One SSE event; may yield several stream events.
+    fn feed(&mut self, event: &Event) -> Result<Vec<StreamEvent>, LlmError>;
+    /// The protocol's end was seen (`[DONE]`, `message_stop`).
+    fn finished(&self) -> bool;
+    /// The body ended: what is left, or `StreamDropped` if the response
+    /// never finished.
+    fn eof(&mut self) -> Result<Vec<StreamEvent>, LlmError>;
+}
+
+struct Pump<D> {
+    sse: BoxStream<'static, Result<Event, String>>,
+    decoder: D,
+    queue: VecDeque<Result<StreamEvent, LlmError>>,
+    done: bool,
+    provider: String,
+}
+
+/// The stream of a successful response.
+pub(crate) fn pump<D: Decoder>(provider: &str, resp: Response, decoder: D) -> EventStream {
+    let sse = resp
+        .bytes_stream()
+        .eventsource()
+        .map(|r| r.map_err(|e| e.to_string()))
+        .boxed();
+    let state = Pump {
+        sse,
+        decoder,
+        queue: VecDeque::new(),
+        done: false,
+        provider: provider.to_owned(),
+    };
+    stream::unfold(state, |mut p| async move {
+        loop {
+            if let Some(item) = p.queue.pop_front() {
+                return Some((item, p));
+            }
+            if p.done {
+                return None;
+            }
+            let step = match p.sse.next().await {
+                Some(Ok(event)) => p.decoder.feed(&event),
+                Some(Err(e)) => Err(LlmError::new(
+                    &p.provider,
+                    LlmErrorKind::StreamDropped,
+                    format!("the stream broke: {e}"),
+                )),
+                None => {
+                    p.done = true;
+                    p.decoder.eof()
+                }
+            };
+            match step {
+                Ok(events) => p.queue.extend(events.into_iter().map(Ok)),
+                Err(e) => {
+                    p.queue.push_back(Err(e));
+                    p.done = true;
+                }
+            }
+            if p.decoder.finished() {
+                p.done = true;
+            }
+        }
+    })
+    .boxed()
+}
+
+/// A chunk that does not parse.
+pub(crate) fn malformed(provider: &str, what: &str, data: &str) -> LlmError {
+    let shown: String = data.chars().take(200).collect();
+    LlmError::new(
+        provider,
+        LlmErrorKind::Malformed,
+        format!("{what} does not parse: {shown}"),
+    )
+}
+
+/// Checks both pairing rules' version for one provider.
+pub(crate) fn refuse_invalid(
+    provider: &str,
+    check: fn(&[crate::Item]) -> Result<(), crate::pairing::PairingError>,
+    items: &[crate::Item],
+) -> Result<(), LlmError> {
+    check(items).map_err(|e| {
+        LlmError::new(
+            provider,
+            LlmErrorKind::InvalidRequest,
+            format!("refusing to send a transcript that breaks the pairing rules: {e}"),
+        )
+    })
+}
