@@ -1,0 +1,182 @@
+//! Every tail kind, as data.
+
+use cairn_agent::transcript::{request_items, window, Window};
+use cairn_llm::pairing::{check_anthropic, check_openai};
+use cairn_llm::Item;
+
+use crate::{journal, projected, summary, words};
+
+/// One case: the journal, its summary, and its projection.
+#[track_caller]
+fn check(j: &str, want_summary: &str, want_projected: &str) {
+    let entries = journal(j);
+    assert_eq!(summary(&entries), want_summary, "summary of `{j}`");
+    assert_eq!(projected(&entries), want_projected, "projection of `{j}`");
+}
+
+#[test]
+fn tails() {
+    // Nothing yet: call the model.
+    check("", "model turns=0 []", "");
+    // A final answer (a finished response without calls).
+    check("T:hi E", "final(hi) turns=1 []", "T:hi");
+    check("T:a T:b E", "final(a\nb) turns=1 []", "T:a T:b");
+    // Clean: every call of the last response has its result.
+    check("T:look S:1 C:1 E R:1", "model turns=1 []", "T:look C:1 R:1");
+    check(
+        "S:1 C:1 E R:1 T:done E",
+        "final(done) turns=2 []",
+        "C:1 R:1 T:done",
+    );
+    // A call without a result (died between call and result): an
+    // idempotent tool runs again, another gets a synthesized result.
+    check("S:1 C:1:i E", "model turns=1 [rerun:1]", "C:1");
+    check("S:1 C:1:w E", "model turns=1 [synth:1]", "C:1");
+    // A call still streaming (only its marker): dropped, regenerated.
+    check(
+        "S:0 C:0 E R:0 T:look S:1",
+        "model turns=1 [drop[5, 6]]",
+        "C:0 R:0",
+    );
+    // A finished call of a response that never finished: never ran, dropped.
+    check("S:1 C:1 S:2", "model turns=0 [drop[1, 2, 3]]", "");
+    // Text of an unfinished response is not sent as if complete.
+    check("T:half", "model turns=0 [drop[1]]", "");
+    // After the drop repair, the journal is clean.
+    check("S:1 C:1 S:2 D:1,2,3", "model turns=0 []", "");
+    check(
+        "T:a E S:1 D:3 S:1 C:1 E R:1",
+        "model turns=2 []",
+        "T:a C:1 R:1",
+    );
+    // Parallel calls, one result missing.
+    check(
+        "S:1 C:1:w S:2 C:2:i E R:1",
+        "model turns=1 [rerun:2]",
+        "C:1 C:2 R:1",
+    );
+    check(
+        "S:1 C:1:w S:2 C:2:w E R:2",
+        "model turns=1 [synth:1]",
+        "C:1 C:2 R:2",
+    );
+    // Text between call and result (same response, after the call).
+    check(
+        "S:1 C:1 T:meanwhile E R:1",
+        "model turns=1 []",
+        "C:1 T:meanwhile R:1",
+    );
+    // Duplicates: a result recorded twice counts once.
+    check("S:1 C:1 E R:1 R:1", "model turns=1 []", "C:1 R:1");
+    // A call id reused by a regenerated response after a drop.
+    check("S:1 C:1 D:1,2 S:1 C:1 E R:1", "model turns=1 []", "C:1 R:1");
+    // An orphan result (its call is in no response) is never sent.
+    check("R:9 T:a E", "final(a) turns=1 []", "T:a");
+}
+
+fn call(id: &str) -> Item {
+    Item::ToolCall {
+        id: id.into(),
+        name: "t".into(),
+        arguments: "{}".into(),
+    }
+}
+fn result(id: &str) -> Item {
+    Item::ToolResult {
+        call_id: id.into(),
+        content: "r".into(),
+        is_error: false,
+    }
+}
+fn text(t: &str) -> Item {
+    Item::Assistant { text: t.into() }
+}
+
+#[track_caller]
+fn check_window(items: &[Item], max_items: u32, want: &str) {
+    let w = Window {
+        max_items: Some(max_items),
+        max_tokens: None,
+    };
+    let got = window(items, &w);
+    assert_eq!(
+        words(&got),
+        want,
+        "window of {max_items} over {}",
+        words(items)
+    );
+    let mut request = vec![Item::User { text: "cx".into() }];
+    request.extend(got);
+    check_openai(&request).unwrap();
+    check_anthropic(&request).unwrap();
+}
+
+#[test]
+fn windows_cut_forward_to_a_clean_boundary() {
+    let items = vec![
+        text("a"),
+        call("1"),
+        result("1"),
+        call("2"),
+        call("3"),
+        result("2"),
+        result("3"),
+        text("b"),
+        call("4"),
+        result("4"),
+    ];
+    check_window(&items, 100, "T:a C:1 R:1 C:2 C:3 R:2 R:3 T:b C:4 R:4");
+    // Starts on a result whose call was cut: forward to the next response.
+    check_window(&items, 8, "C:2 C:3 R:2 R:3 T:b C:4 R:4");
+    check_window(&items, 6, "T:b C:4 R:4");
+    check_window(&items, 4, "T:b C:4 R:4");
+    check_window(&items, 3, "T:b C:4 R:4");
+    // No clean boundary inside the window: the suffix stays, minus results
+    // whose calls were cut off.
+    check_window(&items, 2, "C:4 R:4");
+    // One turn larger than the window: its leading orphaned results go.
+    let big = vec![
+        call("1"),
+        call("2"),
+        call("3"),
+        result("1"),
+        result("2"),
+        result("3"),
+    ];
+    check_window(&big, 4, "C:3 R:3");
+    check_window(&big, 2, "");
+}
+
+#[test]
+fn a_token_window_keeps_about_that_many_tokens() {
+    let items: Vec<Item> = (0..20)
+        .flat_map(|i| {
+            [
+                text(&"x".repeat(40)),
+                call(&i.to_string()),
+                result(&i.to_string()),
+            ]
+        })
+        .collect();
+    let w = Window {
+        max_items: None,
+        max_tokens: Some(200),
+    };
+    let got = window(&items, &w);
+    assert!(!got.is_empty());
+    assert!(cairn_agent::transcript::estimate_tokens(&got) <= 200);
+    assert!(matches!(got[0], Item::Assistant { .. }), "{}", words(&got));
+}
+
+#[test]
+fn a_request_starts_with_the_context_then_the_windowed_journal() {
+    let j = journal("T:a S:1 C:1 E R:1 T:b S:2 C:2 E R:2");
+    let w = Window {
+        max_items: Some(3),
+        max_tokens: None,
+    };
+    assert_eq!(
+        words(&request_items("cx".into(), &j, &w)),
+        "U:cx T:b C:2 R:2"
+    );
+}
