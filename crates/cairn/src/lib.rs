@@ -34,15 +34,19 @@ mod error;
 use std::sync::Arc;
 
 pub use async_trait::async_trait;
+/// LLM agents: the turn loop, tools and transcript rules (`cairn-agent`).
+pub use cairn_agent as agent;
 pub use cairn_checkpoint::{
     Backend, ForkRequest, OpenOptions, RunFilter, Store, Submitted, WaitFilter,
 };
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, CrewDef, ErrorInfo, ErrorKind,
-    EventKind, EventRecord, Fingerprint, OnDeadline, RetryPolicy, Role, RunId, RunRecord,
-    RunStatus, StepContext, StepIdx, StepOutput, StepRecord, StepStatus, Usage, WaitId, WaitKind,
-    WaitRecord, WaitStatus,
+    EventKind, EventRecord, Fingerprint, JournalEntry, JournalKind, LlmDef, OnDeadline,
+    ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepOutput,
+    StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
+/// Model providers (`cairn-llm`).
+pub use cairn_llm as llm;
 pub use cairn_scheduler::{Crew as ExecCrew, DriveOptions, Driven, ExecutorConfig};
 pub use engine::{Engine, ResumeOptions, RunView, SubmitOptions, WorkOptions};
 pub use error::Error;

@@ -18,6 +18,7 @@ use cairn::{
 };
 use cairn_testkit::{both, Kind, TestDb};
 
+mod agents;
 mod limits;
 mod operators;
 mod retry;

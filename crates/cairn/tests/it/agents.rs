@@ -1,0 +1,273 @@
+//! LLM agent steps through the engine, both backends: calls that cannot run
+//! become error results the model sees (nothing runs), a Rust tool behind
+//! the `Tool` trait, a model that answers nothing stops instead of looping,
+//! and an OpenAI-wire model on a local server driving a tool through the
+//! whole loop, tokens summed into the checkpoint row.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use cairn::agent::{LlmAgent, Tool, ToolResult, Toolbox};
+use cairn::llm::{ScriptedProvider, ToolSpec};
+use cairn::{
+    async_trait, Crew, Engine, ErrorKind, EventKind, JournalKind, LlmDef, ProviderKind, RunStatus,
+    StepStatus, SubmitOptions,
+};
+use cairn_testkit::{both, Kind, TestDb};
+
+both!(
+    calls_that_cannot_run_are_error_results_and_run_nothing,
+    a_model_that_answers_nothing_stops_with_no_progress,
+    an_openai_wire_model_drives_a_tool_to_a_final_answer,
+);
+
+/// Adds `n` to a counter; counts its executions.
+struct Count {
+    spec: ToolSpec,
+    runs: Arc<AtomicU32>,
+    keys: Arc<Mutex<Vec<String>>>,
+}
+
+impl Count {
+    fn new() -> Count {
+        Count {
+            spec: ToolSpec {
+                name: "count".into(),
+                description: "Adds n.".into(),
+                parameters: json!({"type": "object", "properties": {"n": {"type": "integer"}},
+                                   "required": ["n"], "additionalProperties": false}),
+            },
+            runs: Arc::default(),
+            keys: Arc::default(),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for Count {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn idempotent(&self) -> bool {
+        false
+    }
+    async fn execute(&self, arguments: Value, key: &str) -> ToolResult {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        self.keys.lock().unwrap().push(key.to_owned());
+        Ok(format!("counted {}", arguments["n"]))
+    }
+}
+
+fn clerk(script: &str, tool: Count) -> Crew {
+    let agent = LlmAgent::new(
+        LlmDef::new(ProviderKind::Scripted, "scripted"),
+        Arc::new(ScriptedProvider::parse(script).unwrap()),
+        Toolbox::new(vec![Arc::new(tool)]).unwrap(),
+    );
+    Crew::builder("clerks", "1")
+        .agent_named("clerk", "clerk-v1", agent)
+        .build()
+        .unwrap()
+}
+
+async fn calls_that_cannot_run_are_error_results_and_run_nothing(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let tool = Count::new();
+    let (runs, keys) = (tool.runs.clone(), tool.keys.clone());
+    let crew = clerk(
+        r#"
+[[responses]]
+tool_calls = [
+  { id = "a", name = "nope", arguments = { n = 1 } },
+  { id = "b", name = "count", arguments = '{"n": ' },
+  { id = "c", name = "count", arguments = { n = "two" } },
+  { id = "d", name = "count", arguments = { n = 2 } },
+]
+[[responses]]
+text = "one count ran"
+"#,
+        tool,
+    );
+    let done = engine
+        .run(&crew, json!({}), SubmitOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(done.run.status, RunStatus::Succeeded);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "only the valid call ran");
+    assert_eq!(
+        *keys.lock().unwrap(),
+        vec![format!("{}/0/d", done.run.id)],
+        "its key is derived from run, step and call id"
+    );
+    let journal = engine.journal(done.run.id, Some(0)).await.unwrap();
+    let results: Vec<(String, bool, String)> = journal
+        .iter()
+        .filter(|e| e.entry.kind == JournalKind::ToolResult)
+        .map(|e| {
+            let p = &e.entry.payload;
+            (
+                p["call_id"].as_str().unwrap().to_owned(),
+                p["is_error"].as_bool().unwrap(),
+                p["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(results.len(), 4, "{results:?}");
+    assert!(
+        results[0].1 && results[0].2.contains("unknown tool `nope`"),
+        "{results:?}"
+    );
+    assert!(
+        results[0].2.contains("count"),
+        "names the tools: {results:?}"
+    );
+    assert!(
+        results[1].1 && results[1].2.contains("not valid JSON"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].1 && results[2].2.contains("do not match its schema"),
+        "{results:?}"
+    );
+    assert_eq!(results[3], ("d".into(), false, "counted 2".into()));
+    // Every call was journaled before any result.
+    let kinds: Vec<JournalKind> = journal.iter().map(|e| e.entry.kind).collect();
+    let last_call = kinds
+        .iter()
+        .rposition(|k| *k == JournalKind::ToolCall)
+        .unwrap();
+    let first_result = kinds
+        .iter()
+        .position(|k| *k == JournalKind::ToolResult)
+        .unwrap();
+    assert!(last_call < first_result, "{kinds:?}");
+}
+
+async fn a_model_that_answers_nothing_stops_with_no_progress(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let crew = clerk("[[responses]]\ntext = \"\"\n", Count::new());
+    let done = engine
+        .run(&crew, json!({}), SubmitOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(done.run.status, RunStatus::Failed);
+    let view = engine.show(done.run.id).await.unwrap();
+    let step = &view.steps[0];
+    assert_eq!(step.status, StepStatus::Failed);
+    let error = step.error.as_ref().unwrap();
+    assert_eq!(error.kind, ErrorKind::NoProgress);
+    assert!(!error.retryable);
+    // Three tries, no more; none of them counts as an answer.
+    let calls = engine
+        .events(done.run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == EventKind::ModelCalled)
+        .count();
+    assert_eq!(calls, 3);
+    assert!(engine
+        .journal(done.run.id, Some(0))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+/// A local server speaking OpenAI's streamed Chat Completions: a tool call
+/// first, then (once the request carries its result) a final answer.
+async fn openai_server() -> (String, Arc<Mutex<Vec<Value>>>) {
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let log = seen.clone();
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+            let log = log.clone();
+            async move {
+                let answered = body["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m["role"] == "tool");
+                log.lock().unwrap().push(body);
+                let chunks: Vec<Value> = if answered {
+                    vec![
+                        json!({"choices": [{"index": 0, "delta": {"content": "counted to "}, "finish_reason": null}]}),
+                        json!({"choices": [{"index": 0, "delta": {"content": "three"}, "finish_reason": "stop"}]}),
+                        json!({"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 4}}),
+                    ]
+                } else {
+                    vec![
+                        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_9", "type": "function", "function": {"name": "echo", "arguments": "{\"n\""}}]}, "finish_reason": null}]}),
+                        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": ": 3}"}}]}, "finish_reason": "tool_calls"}]}),
+                        json!({"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 6}}),
+                    ]
+                };
+                let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+                body.push_str("data: [DONE]\n\n");
+                ([("content-type", "text/event-stream")], body)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}/v1"), seen)
+}
+
+async fn an_openai_wire_model_drives_a_tool_to_a_final_answer(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let (base, seen) = openai_server().await;
+    let crew = Crew::from_toml(&format!(
+        r#"
+name = "wire"
+version = "1"
+[[agents]]
+role = "counter"
+kind = "llm"
+provider = "openai"
+model = "local-model"
+base_url = "{base}"
+instructions = "Count with the tool."
+[[agents.tools]]
+name = "echo"
+parameters = {{ type = "object", properties = {{ n = {{ type = "integer" }} }} }}
+command = ["sh", "-c", "cat"]
+"#
+    ))
+    .unwrap();
+    let done = engine
+        .run(&crew, json!({"goal": 3}), SubmitOptions::default())
+        .await
+        .unwrap();
+    let view = engine.show(done.run.id).await.unwrap();
+    assert_eq!(done.run.status, RunStatus::Succeeded, "{:?}", view.steps);
+    let step = &view.steps[0];
+    assert_eq!(step.output, Some(json!("counted to three")));
+    assert_eq!(
+        (step.input_tokens, step.output_tokens),
+        (Some(80), Some(10))
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2);
+    let second = requests[1]["messages"].as_array().unwrap();
+    assert_eq!(second[0]["role"], "system");
+    assert!(second[1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("\"goal\": 3"));
+    assert_eq!(second[2]["tool_calls"][0]["id"], "call_9");
+    assert_eq!(
+        second[2]["tool_calls"][0]["function"]["arguments"],
+        "{\"n\": 3}"
+    );
+    // The tool (`cat`) echoed its arguments back as the result.
+    assert_eq!(
+        second[3],
+        json!({"role": "tool", "tool_call_id": "call_9", "content": "{\"n\":3}"})
+    );
+}
