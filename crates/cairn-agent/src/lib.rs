@@ -19,7 +19,7 @@ use cairn_core::{Agent, AgentDef, AgentKind, CrewError, LlmDef, ProviderKind};
 use cairn_llm::Provider;
 
 pub use tools::{BadSchema, Checked, CommandTool, Tool, ToolResult, Toolbox};
-pub use turn::{context_message, idempotency_key, LlmAgent};
+pub use turn::{context_message, idempotency_key, LlmAgent, ASK_TOOL};
 
 /// The agent for an `llm` definition, or `None` for other kinds.
 pub fn build(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, CrewError> {
@@ -31,11 +31,14 @@ pub fn build(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, CrewE
         detail: format!("agent `{}` {detail}", def.role),
     };
     let provider = provider(llm).map_err(&invalid)?;
-    let tools = llm
+    let mut tools: Vec<Arc<dyn Tool>> = llm
         .tools
         .iter()
         .map(|t| Arc::new(CommandTool::from_def(t)) as Arc<dyn Tool>)
         .collect();
+    if llm.ask_human {
+        tools.push(Arc::new(turn::AskHuman::new()));
+    }
     let tools = Toolbox::new(tools).map_err(|e| {
         invalid(format!(
             "has tool `{}` whose `parameters` is not a valid JSON schema: {}",

@@ -23,6 +23,56 @@ use cairn_llm::{LlmError, Provider, Request, RequestMeta, StopReason, StreamEven
 use crate::tools::{Checked, Toolbox};
 use crate::transcript::{self, Call, Next, Repair, Window};
 
+/// The tool `ask_human = true` gives the model.
+pub const ASK_TOOL: &str = "ask_human";
+
+/// The `ask_human` tool's spec. It never executes: the loop turns its call
+/// into a question wait, and the answer into its result.
+pub(crate) struct AskHuman(cairn_llm::ToolSpec);
+
+impl AskHuman {
+    pub(crate) fn new() -> Self {
+        AskHuman(cairn_llm::ToolSpec {
+            name: ASK_TOOL.into(),
+            description: "Ask a person a question and wait for the answer.".into(),
+            parameters: json!({"type": "object", "properties": {"question": {"type": "string"}},
+                               "required": ["question"]}),
+        })
+    }
+}
+
+#[async_trait]
+impl crate::Tool for AskHuman {
+    fn spec(&self) -> &cairn_llm::ToolSpec {
+        &self.0
+    }
+    fn idempotent(&self) -> bool {
+        false
+    }
+    async fn execute(&self, _: serde_json::Value, _: &str) -> crate::ToolResult {
+        Err("ask_human is answered by a person, not executed".into())
+    }
+}
+
+/// The error that makes the executor open a question wait for `call`.
+fn question(call: &Call) -> ErrorInfo {
+    let prompt = serde_json::from_str::<serde_json::Value>(&call.arguments)
+        .ok()
+        .and_then(|a| a["question"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| call.arguments.clone());
+    ErrorInfo {
+        question: Some(cairn_core::Question {
+            id: call.call_id.clone(),
+            prompt,
+        }),
+        ..ErrorInfo::new(
+            ErrorKind::Agent,
+            format!("waiting for a person to answer `{}`", call.call_id),
+            false,
+        )
+    }
+}
+
 /// Empty responses in a row (no text, no tool call) before the step fails
 /// `no_progress` instead of asking again.
 const MAX_EMPTY_RESPONSES: u32 = 3;
@@ -184,6 +234,11 @@ impl LlmAgent {
         cx: &StepContext,
         repair: &Repair,
     ) -> Result<(), ErrorInfo> {
+        if let Repair::Synthesize(call) | Repair::ReExecute(call) = repair {
+            if call.name == ASK_TOOL && self.def.ask_human {
+                return self.answer(journal, cx, call).await;
+            }
+        }
         tracing::info!(run = %cx.run_id, step = %cx.step.idx, ?repair, "repairing the transcript");
         for mut item in repair.journal_items() {
             if let Some(event) = &mut item.event {
@@ -195,6 +250,38 @@ impl LlmAgent {
             self.run_call(journal, cx, call).await?;
         }
         Ok(())
+    }
+
+    /// An `ask_human` call without a result: the person's answer becomes
+    /// its result, or the step waits for one.
+    async fn answer(
+        &self,
+        journal: &JournalHandle,
+        cx: &StepContext,
+        call: &Call,
+    ) -> Result<(), ErrorInfo> {
+        let Some(answer) = cx.answers.get(&call.call_id) else {
+            return Err(question(call));
+        };
+        journal
+            .append(NewJournalItem::new(
+                JournalKind::HumanAnswer,
+                json!({"call_id": call.call_id, "answer": answer}),
+            ))
+            .await
+            .map_err(journal_failure)?;
+        let content = match answer {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        journal
+            .append(NewJournalItem::new(
+                JournalKind::ToolResult,
+                json!({"call_id": call.call_id, "content": content, "is_error": false}),
+            ))
+            .await
+            .map(drop)
+            .map_err(journal_failure)
     }
 
     /// Calls the model once and journals what it produced as it arrives.
@@ -419,8 +506,16 @@ impl Agent for LlmAgent {
                 continue;
             }
             empty = 0;
-            for call in &response.calls {
+            // Tools first; a question last, since the step waits on it.
+            let asks = |c: &&Call| c.name == ASK_TOOL && self.def.ask_human;
+            for call in response.calls.iter().filter(|c| !asks(c)) {
                 self.run_call(journal, cx, call).await?;
+            }
+            for call in response.calls.iter().filter(asks) {
+                match self.tools.check(&call.name, &call.arguments) {
+                    Checked::Run(..) => return Err(question(call)),
+                    Checked::Refused(_) => self.run_call(journal, cx, call).await?,
+                }
             }
         }
     }

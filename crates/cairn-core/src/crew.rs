@@ -284,6 +284,7 @@ struct AgentFile {
     stream_timeout_ms: Option<u64>,
     script: Option<String>,
     tools: Option<Vec<ToolFile>>,
+    ask_human: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -316,6 +317,7 @@ impl AgentFile {
             ("stream_timeout_ms", self.stream_timeout_ms.is_some()),
             ("script", self.script.is_some()),
             ("tools", self.tools.is_some()),
+            ("ask_human", self.ask_human.is_some()),
         ]
         .into_iter()
         .find(|(_, set)| *set)
@@ -406,6 +408,7 @@ impl CrewFile {
                         stream_timeout_ms: a.stream_timeout_ms,
                         script: a.script,
                         tools,
+                        ask_human: a.ask_human.unwrap_or(false),
                         ..crate::llm::LlmDef::new(provider, model)
                     }))
                 }

@@ -64,6 +64,10 @@ pub struct LlmDef {
     pub script: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolDef>,
+    /// Give the model an `ask_human` tool: its call opens a question wait,
+    /// and the person's answer is journaled as the call's result.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ask_human: bool,
 }
 
 impl LlmDef {
@@ -86,6 +90,7 @@ impl LlmDef {
             stream_timeout_ms: None,
             script: None,
             tools: Vec::new(),
+            ask_human: false,
         }
     }
 
@@ -136,6 +141,11 @@ impl LlmDef {
                     "has a tool named `{}`; use letters, digits, `_` and `-`",
                     tool.name
                 ));
+            }
+            if self.ask_human && tool.name == "ask_human" {
+                return Some(
+                    "has a tool named `ask_human`, which `ask_human = true` provides".into(),
+                );
             }
             if !names.insert(tool.name.as_str()) {
                 return Some(format!("has two tools named `{}`", tool.name));

@@ -21,6 +21,7 @@ both_backends!(
     a_non_idempotent_tool_killed_before_its_effect_is_reported_not_run_again,
     a_stream_cut_by_the_provider_is_retried_from_the_journal,
     max_turns_interrupts_and_continue_finishes,
+    ask_human_waits_and_the_answer_becomes_the_call_result,
 );
 
 /// A tool: records each start (with its idempotency key) in `NAME.started`
@@ -387,4 +388,50 @@ fn max_turns_interrupts_and_continue_finishes(kind: Kind) {
     assert_eq!(step(&run, 0)["attempt"], 1);
     assert_eq!(case.lines("lookup.started").len(), 1);
     assert_eq!(case.lines("charge.started").len(), 1);
+}
+
+fn ask_human_waits_and_the_answer_becomes_the_call_result(kind: Kind) {
+    let case = Case::new(kind);
+    let script = r#"
+[[responses]]
+text = "I need the budget."
+tool_calls = [
+  { id = "c_lookup", name = "lookup", arguments = { order = "A-1001" } },
+  { id = "q1", name = "ask_human", arguments = { question = "What is the budget?" } },
+]
+
+[[responses]]
+text = "Budget noted."
+"#;
+    let crew = case.agent_crew(script, "ask_human = true");
+    // The step waits on the question (exit 4) after running the other tool.
+    case.cairn(&["run", &crew, "--input", "{}"]).expect_code(4);
+    let id = case.only_run_id();
+    assert_eq!(case.show(&id)["status"], "waiting");
+    assert_eq!(case.lines("lookup.started").len(), 1);
+    let waits = case
+        .cairn(&["waits", "list", "--json"])
+        .expect_code(0)
+        .json();
+    let wait = &waits.as_array().unwrap()[0];
+    assert_eq!(wait["kind"], "question");
+    assert_eq!(wait["question_id"], "q1");
+    assert_eq!(wait["prompt"]["question"], "What is the budget?");
+    let wait_id = wait["id"].as_str().unwrap();
+    case.cairn(&["waits", "answer", wait_id, "--answer", r#""500 EUR""#])
+        .expect_code(0);
+    let run = case.show(&id);
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    assert_eq!(step(&run, 0)["output"], "Budget noted.");
+    // The answer is journaled, then the call's result; lookup did not run again.
+    let journal = case.journal(&id);
+    let answer = journal
+        .iter()
+        .position(|e| e["kind"] == "human_answer")
+        .expect("answer");
+    assert_eq!(journal[answer]["payload"]["answer"], "500 EUR");
+    assert_eq!(journal[answer + 1]["kind"], "tool_result");
+    assert_eq!(journal[answer + 1]["payload"]["call_id"], "q1");
+    assert_eq!(journal[answer + 1]["payload"]["content"], "500 EUR");
+    assert_eq!(case.lines("lookup.started").len(), 1);
 }
