@@ -180,3 +180,50 @@ fn a_request_starts_with_the_context_then_the_windowed_journal() {
         "U:cx T:b C:2 R:2"
     );
 }
+
+/// Applies the planned repairs as the loop does (a re-run's result is
+/// `R:id` too) and returns the next request in words.
+fn request_after_repairs(j: &str, idempotent: &str) -> String {
+    use cairn_agent::transcript::{analyze, plan_repairs, Repair};
+    let mut entries = journal(j);
+    for r in plan_repairs(&analyze(&entries), |t| t == idempotent) {
+        let mut push = |kind, payload| {
+            let seq = entries.len() as i64 + 1;
+            entries.push(crate::entry(seq, kind, payload));
+        };
+        for item in r.journal_items() {
+            push(item.kind, item.payload);
+        }
+        if let Repair::ReExecute(call) = &r {
+            push(
+                cairn_core::JournalKind::ToolResult,
+                serde_json::json!({"call_id": call.call_id, "content": "again", "is_error": false}),
+            );
+        }
+    }
+    let request = request_items("cx".into(), &entries, &Window::default());
+    check_openai(&request).unwrap();
+    check_anthropic(&request).unwrap();
+    words(&request)
+}
+
+#[test]
+fn the_request_after_each_repair_kind() {
+    // Unfinished streamed call: dropped; the request ends at the last clean item.
+    assert_eq!(
+        request_after_repairs("T:a S:1 C:1:w E R:1 T:b S:2", "i"),
+        "U:cx T:a C:1 R:1"
+    );
+    // Call without result, not idempotent: a synthesized error result.
+    assert_eq!(
+        request_after_repairs("T:a S:1 C:1:w E", "i"),
+        "U:cx T:a C:1 R:1"
+    );
+    // Call without result, idempotent: re-run with the same key; its result.
+    assert_eq!(request_after_repairs("S:1 C:1:i E", "i"), "U:cx C:1 R:1");
+    // Both at once: parallel calls, one answered, one lost, then a cut stream.
+    assert_eq!(
+        request_after_repairs("S:1 C:1:w S:2 C:2:i E R:1 S:3", "i"),
+        "U:cx C:1 C:2 R:1 R:2"
+    );
+}

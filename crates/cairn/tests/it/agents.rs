@@ -21,6 +21,7 @@ both!(
     calls_that_cannot_run_are_error_results_and_run_nothing,
     a_model_that_answers_nothing_stops_with_no_progress,
     an_openai_wire_model_drives_a_tool_to_a_final_answer,
+    a_stream_past_its_cap_is_a_retryable_provider_failure,
 );
 
 /// Adds `n` to a counter; counts its executions.
@@ -269,5 +270,45 @@ command = ["sh", "-c", "cat"]
     assert_eq!(
         second[3],
         json!({"role": "tool", "tool_call_id": "call_9", "content": "{\"n\":3}"})
+    );
+}
+
+async fn a_stream_past_its_cap_is_a_retryable_provider_failure(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let def = LlmDef {
+        stream_timeout_ms: Some(150),
+        ..LlmDef::new(ProviderKind::Scripted, "scripted")
+    };
+    // Forty pieces 20 ms apart: 800 ms, past the 150 ms cap every time.
+    let script = format!(
+        "[[responses]]\ntext = \"{}\"\nchunk_bytes = 1\nchunk_delay_ms = 20\n",
+        "x".repeat(40)
+    );
+    let agent = LlmAgent::new(
+        def,
+        Arc::new(ScriptedProvider::parse(&script).unwrap()),
+        Toolbox::new(vec![]).unwrap(),
+    );
+    let crew = Crew::builder("slow", "1")
+        .agent_named("talker", "talker-v1", agent)
+        .build()
+        .unwrap();
+    let done = engine
+        .run(&crew, json!({}), SubmitOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(done.run.status, RunStatus::Failed);
+    let view = engine.show(done.run.id).await.unwrap();
+    let step = &view.steps[0];
+    // Retried by the default policy (3 attempts), then parked.
+    assert_eq!(step.attempt.get(), 3);
+    let error = step.error.as_ref().unwrap();
+    assert_eq!(error.kind, ErrorKind::Provider);
+    assert!(error.retryable);
+    assert!(
+        error.message.contains("stream cap of 150 ms"),
+        "{}",
+        error.message
     );
 }
