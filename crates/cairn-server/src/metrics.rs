@@ -27,6 +27,8 @@ pub(crate) struct Metrics {
     drives: Mutex<BTreeMap<&'static str, u64>>,
     /// Step attempts the runner executed (each retry counts).
     attempts: AtomicU64,
+    /// Runs this process's runner claimed from a holder whose lease expired.
+    takeovers: AtomicU64,
     input_tokens: AtomicU64,
     output_tokens: AtomicU64,
     step_duration: Histogram,
@@ -74,6 +76,11 @@ impl Metrics {
 
     pub fn set_in_flight(&self, n: usize) {
         self.in_flight.store(n as u64, Ordering::Relaxed);
+    }
+
+    /// A claim that took a run over from a holder whose lease expired.
+    pub fn record_takeover(&self) {
+        self.takeovers.fetch_add(1, Ordering::Relaxed);
     }
 
     /// One finished drive: the run's status afterwards (or `error`), how
@@ -162,6 +169,17 @@ impl Metrics {
                 let _ = writeln!(o, "cairn_runner_drives_total{{outcome=\"{outcome}\"}} {n}");
             }
         }
+        header(
+            o,
+            "cairn_lease_takeovers_total",
+            "counter",
+            "Runs this process's runner took over after their holder's lease expired (a worker died or hung).",
+        );
+        let _ = writeln!(
+            o,
+            "cairn_lease_takeovers_total {}",
+            self.takeovers.load(Ordering::Relaxed)
+        );
         header(
             o,
             "cairn_step_attempts_total",
@@ -254,6 +272,9 @@ mod tests {
         assert!(text.contains("cairn_step_duration_seconds_bucket{le=\"+Inf\"} 3\n"));
         assert!(text.contains("cairn_step_duration_seconds_count 3\n"));
         assert!(text.contains("cairn_store_up 0\n"));
+        assert!(text.contains("cairn_lease_takeovers_total 0\n"));
+        m.record_takeover();
+        assert!(m.render(None).contains("cairn_lease_takeovers_total 1\n"));
     }
 
     #[test]

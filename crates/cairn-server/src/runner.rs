@@ -1,23 +1,27 @@
-//! The embedded runner: a background task that executes queued runs through
-//! `Engine::execute` (the one executor, with the crew stored on each run,
-//! never taking over a run another process holds), at most `concurrency` at
-//! a time. It polls the store and wakes early when the API submits a run.
+//! The embedded workers: a background task that claims runnable runs the
+//! way `cairn worker` does (`Engine::claim_next`: queued and due, or running
+//! under an expired lease, `FOR UPDATE SKIP LOCKED` on PostgreSQL) and drives
+//! each with `Engine::drive_claimed`, which keeps its lease with heartbeats
+//! fenced by the epoch. At most `concurrency` runs at a time. It wakes at
+//! once when the API queues a run (an in-process wake-up, which also covers
+//! SQLite), on PostgreSQL when any process does (`LISTEN/NOTIFY`), and
+//! otherwise every `poll`.
 //!
-//! This is a stand-in for lease-based workers: it lists queued runs and
-//! drives them; the claim inside `execute` settles races with other
-//! processes. It never crashes the server over a run: every error is
-//! logged, and a run whose drive fails is retried later with a growing
-//! back-off rather than in a tight loop.
+//! It never crashes the server over a run or the database: every error is
+//! logged once and the loop tries again at the next tick, so a database
+//! restart needs no operator. A run whose drive failed stays `running`
+//! under a lease nobody extends; once it expires it is taken over again,
+//! and the crash-loop cap ends a run that keeps failing that way.
 //!
 //! On every tick it also applies the deadlines of human waits
-//! (`Engine::expire_due_waits`) before it looks for queued runs, so a wait
-//! answered by its deadline default is driven in the same tick.
+//! (`Engine::expire_due_waits`) before it claims runs, so a wait answered by
+//! its deadline default is driven in the same tick.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cairn::{Engine, RunFilter, RunId, RunStatus};
+use cairn::{Engine, RunId};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 
@@ -70,8 +74,7 @@ impl Runner {
             tasks: JoinSet::new(),
             by_task: HashMap::new(),
             driving: HashSet::new(),
-            backoff: HashMap::new(),
-            list_failing: false,
+            claim_failing: false,
             expire_failing: false,
         };
         Runner {
@@ -88,23 +91,16 @@ impl Runner {
     }
 }
 
-/// A run whose drive failed: not tried again before `until`.
-struct Backoff {
-    failures: u32,
-    until: Instant,
-}
-
 struct Loop {
     engine: Engine,
     opts: RunnerOptions,
     waker: Waker,
     stop: watch::Receiver<bool>,
     metrics: Arc<Metrics>,
-    tasks: JoinSet<bool>,
+    tasks: JoinSet<()>,
     by_task: HashMap<tokio::task::Id, RunId>,
     driving: HashSet<RunId>,
-    backoff: HashMap<RunId, Backoff>,
-    list_failing: bool,
+    claim_failing: bool,
     expire_failing: bool,
 }
 
@@ -112,7 +108,7 @@ impl Loop {
     async fn run(mut self) {
         tracing::info!(
             concurrency = self.opts.concurrency,
-            "runner started: executing queued runs"
+            "runner started: claiming runnable runs"
         );
         loop {
             if *self.stop.borrow() {
@@ -123,6 +119,7 @@ impl Loop {
                 self.launch().await;
             }
             let notify = self.waker.0.clone();
+            let store = self.engine.store().clone();
             let finished = tokio::select! {
                 changed = self.stop.changed() => {
                     if changed.is_err() {
@@ -132,7 +129,8 @@ impl Loop {
                     None
                 }
                 _ = notify.notified() => None,
-                _ = tokio::time::sleep(self.opts.poll) => None,
+                // Another process made a run runnable (PostgreSQL), or the poll.
+                () = store.wait_for_work(self.opts.poll) => None,
                 Some(done) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => Some(done),
             };
             if let Some(done) = finished {
@@ -164,89 +162,49 @@ impl Loop {
         }
     }
 
-    /// Lists queued runs and starts driving as many as there are free slots.
+    /// Claims runnable runs and starts driving them, while slots are free.
     async fn launch(&mut self) {
-        let queued = self
-            .engine
-            .list(&RunFilter {
-                status: Some(RunStatus::Queued),
-                ..RunFilter::default()
-            })
-            .await;
-        let queued = match queued {
-            Ok(runs) => {
-                if self.list_failing {
-                    tracing::info!("runner: the store answers again");
-                    self.list_failing = false;
+        while self.driving.len() < self.opts.concurrency {
+            match self.engine.claim_next().await {
+                Ok(Some(claimed)) => {
+                    if self.claim_failing {
+                        tracing::info!("runner: the store answers again");
+                        self.claim_failing = false;
+                    }
+                    if claimed.took_over {
+                        self.metrics.record_takeover();
+                    }
+                    let id = claimed.run.id;
+                    let engine = self.engine.clone();
+                    let metrics = self.metrics.clone();
+                    let handle = self.tasks.spawn(drive(engine, metrics, claimed));
+                    self.by_task.insert(handle.id(), id);
+                    self.driving.insert(id);
                 }
-                runs
-            }
-            Err(e) => {
-                if !self.list_failing {
-                    tracing::warn!(error = %ErrorChain(&e), "runner: cannot list queued runs; retrying");
-                    self.list_failing = true;
+                Ok(None) => break,
+                Err(e) => {
+                    if !self.claim_failing {
+                        tracing::warn!(error = %ErrorChain(&e), "runner: cannot claim runs; retrying");
+                        self.claim_failing = true;
+                    }
+                    break;
                 }
-                return;
             }
-        };
-        let now = Instant::now();
-        let wall_now = chrono::Utc::now();
-        // Forget the failures of runs that left the queue.
-        let ids: HashSet<RunId> = queued.iter().map(|r| r.id).collect();
-        self.backoff.retain(|id, _| ids.contains(id));
-        for run in queued {
-            if self.driving.len() >= self.opts.concurrency {
-                break;
-            }
-            if self.driving.contains(&run.id) {
-                continue;
-            }
-            // A run waiting out a retry back-off would only occupy a slot
-            // sleeping; leave it until its time (approximately: the
-            // database's clock decides, and `drive` waits out any rest).
-            if run.not_before.is_some_and(|t| t > wall_now) {
-                continue;
-            }
-            if self.backoff.get(&run.id).is_some_and(|b| b.until > now) {
-                continue;
-            }
-            self.spawn(run.id);
         }
         self.metrics.set_in_flight(self.driving.len());
     }
 
-    fn spawn(&mut self, id: RunId) {
-        let engine = self.engine.clone();
-        let metrics = self.metrics.clone();
-        let handle = self.tasks.spawn(drive(engine, metrics, id));
-        self.by_task.insert(handle.id(), id);
-        self.driving.insert(id);
-    }
-
-    /// Books a finished drive: frees its slot, and backs off a failed run.
-    fn finished(&mut self, done: Result<(tokio::task::Id, bool), tokio::task::JoinError>) {
-        let (task, ok) = match done {
-            Ok((task, ok)) => (task, ok),
+    /// Books a finished drive: frees its slot.
+    fn finished(&mut self, done: Result<(tokio::task::Id, ()), tokio::task::JoinError>) {
+        let task = match done {
+            Ok((task, ())) => task,
             Err(e) => {
                 tracing::error!(error = %e, "runner: a drive panicked");
-                (e.id(), false)
+                e.id()
             }
         };
         if let Some(id) = self.by_task.remove(&task) {
             self.driving.remove(&id);
-            if ok {
-                self.backoff.remove(&id);
-            } else {
-                let b = self.backoff.entry(id).or_insert(Backoff {
-                    failures: 0,
-                    until: Instant::now(),
-                });
-                b.failures += 1;
-                // 1 s, 2 s, 4 s, … at most 5 min.
-                let wait = Duration::from_secs(1 << b.failures.min(9).saturating_sub(1))
-                    .min(Duration::from_secs(300));
-                b.until = Instant::now() + wait;
-            }
         }
         self.metrics.set_in_flight(self.driving.len());
     }
@@ -282,11 +240,11 @@ impl Loop {
     }
 }
 
-/// Drives one run to its next stop; `true` unless the drive failed in a way
-/// worth backing off from (another process taking the run is not one).
-async fn drive(engine: Engine, metrics: Arc<Metrics>, id: RunId) -> bool {
-    tracing::debug!(run = %id, "runner: driving");
-    match engine.execute(id).await {
+/// Drives one claimed run to its next stop and books it in the metrics.
+async fn drive(engine: Engine, metrics: Arc<Metrics>, claimed: cairn_checkpoint::Claimed) {
+    let id = claimed.run.id;
+    tracing::debug!(run = %id, took_over = claimed.took_over, "runner: driving");
+    match engine.drive_claimed(claimed).await {
         Ok(driven) => {
             let status = driven.run.status;
             tracing::info!(run = %id, status = %status, steps = driven.executed.len(), "runner: run stopped");
@@ -306,29 +264,10 @@ async fn drive(engine: Engine, metrics: Arc<Metrics>, id: RunId) -> bool {
                 .filter(|s| driven.executed.contains(&s.idx))
                 .collect();
             metrics.record_drive(status.as_str(), driven.executed.len(), &executed);
-            true
-        }
-        Err(e) if taken_elsewhere(&e) => {
-            tracing::debug!(run = %id, error = %ErrorChain(&e), "runner: another process took the run");
-            true
         }
         Err(e) => {
-            tracing::error!(run = %id, error = %ErrorChain(&e), "runner: drive failed");
+            tracing::error!(run = %id, error = %ErrorChain(&e), "runner: drive failed; the run is taken over once its lease expires");
             metrics.record_drive("error", 0, &[]);
-            false
         }
     }
-}
-
-/// The run left the queue between our listing and our claim (another
-/// process claimed, cancelled or finished it): nothing went wrong.
-fn taken_elsewhere(e: &cairn::Error) -> bool {
-    matches!(
-        e,
-        cairn::Error::Executor(cairn_scheduler::Error::Leased { .. })
-            | cairn::Error::Executor(cairn_scheduler::Error::NotResumable { .. })
-    ) || matches!(
-        e.store_error(),
-        Some(cairn_checkpoint::Error::WrongState { .. })
-    )
 }

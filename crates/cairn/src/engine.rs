@@ -267,6 +267,13 @@ impl Engine {
         }
     }
 
+    /// Claims the oldest runnable run for this process (a worker's claim:
+    /// queued and due, or running under an expired lease). Drive it with
+    /// [`Engine::drive_claimed`]; until then its lease runs out unextended.
+    pub async fn claim_next(&self) -> Result<Option<cairn_checkpoint::Claimed>> {
+        Ok(self.store().claim_next(&self.claim_request()).await?)
+    }
+
     fn claim_request(&self) -> ClaimRequest {
         let config = self.executor.config();
         ClaimRequest {
@@ -279,7 +286,9 @@ impl Engine {
         }
     }
 
-    async fn drive_claimed(&self, claimed: cairn_checkpoint::Claimed) -> Result<Driven> {
+    /// Drives a run [`Engine::claim_next`] claimed, keeping its lease, to
+    /// its next stop.
+    pub async fn drive_claimed(&self, claimed: cairn_checkpoint::Claimed) -> Result<Driven> {
         if claimed.run.status != cairn_core::RunStatus::Running {
             // The claim itself ended it (crash-loop cap).
             return Ok(Driven {

@@ -536,3 +536,61 @@ async fn the_runner_applies_wait_deadlines() {
     assert_eq!(waits["waits"][0]["answered_by"], "deadline");
     server.stop().await;
 }
+
+/// The embedded runner is a lease-based worker: a run claimed by a process
+/// that then died (its lease expired, nobody heartbeats) is taken over from
+/// its checkpoint and finished, and counted as a takeover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runner_takes_over_a_run_whose_holder_died() {
+    // SQLite and a one-minute poll: nothing wakes the runner but the API.
+    let server = start(Kind::Sqlite, &[], 2, Duration::from_secs(60)).await;
+    let dead = cairn::Engine::open_with(
+        &server._db.url,
+        &cairn::OpenOptions::default(),
+        cairn::ExecutorConfig {
+            owner: "dead-worker".into(),
+            lease: Duration::from_millis(300),
+            ..cairn::ExecutorConfig::default()
+        },
+    )
+    .await
+    .unwrap();
+    let crew = cairn::Crew::from_file(server._crews.path().join("greet.toml")).unwrap();
+    let id = dead
+        .submit(
+            &crew,
+            json!({"name": "orphan"}),
+            cairn::SubmitOptions::default(),
+        )
+        .await
+        .unwrap()
+        .run
+        .id;
+    let claimed = dead
+        .claim_next()
+        .await
+        .unwrap()
+        .expect("the dead worker claims it");
+    assert_eq!(claimed.run.id, id);
+    drop(claimed); // never driven: the worker "died" holding the lease
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // A submit wakes the runner; it claims the expired run too.
+    let other = post_run(server.addr, "greet", json!({"name": "new"})).await;
+    let run = server
+        .wait_for(&id.to_string(), None, |r| r["status"] == "succeeded")
+        .await;
+    assert_eq!(run["steps"][0]["output"], "Hello orphan");
+    assert_eq!(run["steps"][0]["takeovers"], 1);
+    assert!(run["lease_epoch"].as_i64().unwrap() >= 2);
+    server
+        .wait_for(&other, None, |r| r["status"] == "succeeded")
+        .await;
+    let (_, metrics) = http(server.addr, Method::GET, "/metrics", None, None).await;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "cairn_lease_takeovers_total 1"),
+        "{metrics}"
+    );
+    server.stop().await;
+}
