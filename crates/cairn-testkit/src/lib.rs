@@ -63,6 +63,16 @@ impl TestDb {
         }
     }
 
+    /// A PostgreSQL database at `url` that the test owns otherwise (a
+    /// `PgCluster`'s, say); nothing is created.
+    pub fn postgres_at(url: String) -> TestDb {
+        TestDb {
+            url,
+            kind: Kind::Postgres,
+            _dir: None,
+        }
+    }
+
     /// Both backends, for conformance tests.
     pub async fn both() -> [TestDb; 2] {
         [TestDb::sqlite(), TestDb::postgres().await]

@@ -155,6 +155,15 @@ impl PgCluster {
         Ok(t.elapsed())
     }
 
+    /// A fast restart (`pg_ctl -m fast restart`): clients are disconnected,
+    /// in-flight transactions roll back, a shutdown checkpoint is written,
+    /// and the server starts again. Returns when it accepts connections.
+    pub fn restart_fast(&mut self) -> Result<Duration, ClusterError> {
+        let t = Instant::now();
+        self.pg_ctl(&["-w", "-t", "30", "-m", "fast", "restart"])?;
+        Ok(t.elapsed())
+    }
+
     /// A clean stop (`-m fast`: a shutdown checkpoint, clients disconnected).
     pub fn stop(&mut self) -> Result<(), ClusterError> {
         if self.running {

@@ -133,7 +133,11 @@ pub fn test_db(kind: Kind) -> TestDb {
 
 impl Case {
     pub fn new(kind: Kind) -> Case {
-        let db = test_db(kind);
+        Case::with_db(test_db(kind))
+    }
+
+    /// A case on a database the test made itself.
+    pub fn with_db(db: TestDb) -> Case {
         let dir = tempfile::tempdir().expect("temp dir");
         let dir_path = dir.path().canonicalize().expect("canonical temp dir");
         std::fs::write(dir_path.join("step.sh"), STEP_SCRIPT).expect("write step.sh");

@@ -475,3 +475,128 @@ fn worker_refuses_a_heartbeat_not_below_the_lease() {
         out.expect_stderr(&["--heartbeat-ms", "--lease-ms", beat]);
     }
 }
+
+const RESTART_RUNS: usize = 30;
+const RESTART_STEPS: u32 = 3;
+const RESTART_CONCURRENCY: usize = 4;
+
+/// PostgreSQL restarted (fast shutdown: every connection severed, in-flight
+/// transactions rolled back) while two workers are busy, on a throwaway
+/// cluster of this test's own: the workers reconnect by themselves, every
+/// run succeeds, and only steps in flight at the restart ran twice.
+#[test]
+fn workers_ride_out_a_postgres_restart() {
+    let mut cluster = cairn_testkit::PgCluster::start().expect("a throwaway PostgreSQL");
+    let case = Case::with_db(cairn_testkit::TestDb::postgres_at(cluster.url()));
+    let log = case.path("executions.log");
+    let script = format!(
+        "cat > /dev/null; echo \"$CAIRN_RUN_ID $CAIRN_STEP_IDX\" >> '{}'; sleep 0.1; \
+         printf '{{\"step\": %s}}\\n' \"$CAIRN_STEP_IDX\"",
+        log.display()
+    );
+    let agents: Vec<String> = (0..RESTART_STEPS)
+        .map(|i| agent_sh(&format!("s{i}"), &script))
+        .collect();
+    let crew = case.write("crew.toml", &crew_toml("restart", &agents));
+    let crew = crew.to_str().unwrap();
+    let ids: Vec<String> = (0..RESTART_RUNS)
+        .map(|i| {
+            case.cairn(&["submit", crew, "--input", &format!("{{\"n\": {i}}}")])
+                .expect_code(0)
+                .stdout
+                .trim()
+                .to_owned()
+        })
+        .collect();
+    let args = [
+        "--concurrency",
+        &RESTART_CONCURRENCY.to_string(),
+        "--lease-ms",
+        "2000",
+        "--heartbeat-ms",
+        "400",
+        "--poll-ms",
+        "100",
+        "--grace-ms",
+        "2000",
+    ]
+    .map(str::to_owned);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let names = ["0", "1"];
+    let mut workers = Workers(
+        names
+            .iter()
+            .map(|n| spawn_worker(&case, n, &args))
+            .collect(),
+    );
+
+    poll("the workers to be busy", Duration::from_secs(40), || {
+        runs_with_status(&case, "succeeded").len() >= 4
+    });
+    let executions_before = std::fs::read_to_string(&log).unwrap().lines().count();
+    let took = cluster.restart_fast().expect("fast restart");
+    eprintln!("PostgreSQL restarted in {took:?} after {executions_before} step executions");
+
+    poll("every run to succeed", Duration::from_secs(90), || {
+        for (i, w) in workers.0.iter_mut().enumerate() {
+            if let Some(status) = w.try_wait().unwrap() {
+                panic!(
+                    "worker {i} exited ({status}):\n{}",
+                    worker_logs(&case, &names)
+                );
+            }
+        }
+        let failed = runs_with_status(&case, "failed");
+        assert!(failed.is_empty(), "runs failed: {failed:#?}");
+        runs_with_status(&case, "succeeded").len() == RESTART_RUNS
+    });
+    for i in 0..2 {
+        workers.signal(i, Signal::SIGTERM);
+        let status = workers.wait_exit(i, Duration::from_secs(10));
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "worker {i}: {status}\n{}",
+            worker_logs(&case, &names)
+        );
+    }
+
+    let mut executed: HashMap<(String, u32), usize> = HashMap::new();
+    for line in std::fs::read_to_string(&log).unwrap().lines() {
+        let (run, idx) = line.split_once(' ').expect("`RUN IDX` in the log");
+        *executed
+            .entry((run.to_owned(), idx.parse().expect("an idx")))
+            .or_default() += 1;
+    }
+    for id in &ids {
+        for idx in 0..RESTART_STEPS {
+            assert!(
+                executed.contains_key(&(id.clone(), idx)),
+                "run {id} step {idx} never ran"
+            );
+        }
+    }
+    assert_eq!(executed.len(), RESTART_RUNS * RESTART_STEPS as usize);
+    let twice = executed.values().filter(|&&n| n == 2).count();
+    let more = executed.values().filter(|&&n| n > 2).count();
+    eprintln!(
+        "{} step executions for {} steps: {twice} ran twice",
+        executed.values().sum::<usize>(),
+        executed.len()
+    );
+    assert_eq!(more, 0, "a step ran 3+ times: {executed:?}");
+    // Only steps in flight at the restart (at most every slot of both
+    // workers) may have run twice.
+    assert!(
+        twice <= 2 * RESTART_CONCURRENCY,
+        "{twice} steps ran twice, more than the {} in flight",
+        2 * RESTART_CONCURRENCY
+    );
+    // Every succeeded step is recorded once, with its output.
+    for id in &ids {
+        let run = case.show(id);
+        for idx in 0..RESTART_STEPS as usize {
+            assert_eq!(step(&run, idx)["output"]["step"], idx, "{run:#}");
+        }
+    }
+}
