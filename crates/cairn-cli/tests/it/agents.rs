@@ -435,3 +435,30 @@ text = "Budget noted."
     assert_eq!(journal[answer + 1]["payload"]["content"], "500 EUR");
     assert_eq!(case.lines("lookup.started").len(), 1);
 }
+
+/// The README's example crew runs as documented, from any directory.
+#[test]
+fn the_example_agents_crew_runs() {
+    let case = Case::new(Kind::Sqlite);
+    let crew =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/agents/crew.toml");
+    let out = case
+        .cairn(&[
+            "run",
+            crew.to_str().unwrap(),
+            "--input",
+            r#"{"topic": "durable agents"}"#,
+            "--json",
+        ])
+        .expect_code(0);
+    let run = out.json();
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    assert_eq!(step(&run, 2)["output"]["approved"], true, "{run:#}");
+    // save_note ran twice (two calls), each with its own key.
+    let notes = case.lines("notes.log");
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes[0].ends_with("/0/call_note_1 checkpoint every step"),
+        "{notes:?}"
+    );
+}
