@@ -61,6 +61,7 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
         ),
         route("/v1/runs/{id}", &["GET"], false, get(show_run)),
         route("/v1/runs/{id}/events", &["GET"], false, get(sse::events)),
+        route("/v1/runs/{id}/journal", &["GET"], false, get(journal)),
         route(
             "/v1/runs/{id}/retry",
             &["POST"],
@@ -403,6 +404,37 @@ async fn show_run(
     RunIdPath(id): RunIdPath,
 ) -> Result<Json<cairn::RunView>, ApiError> {
     Ok(Json(state.engine().show(id).await?))
+}
+
+/// The query of `GET /v1/runs/{id}/journal`; an empty parameter means "not given".
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JournalQuery {
+    step: Option<String>,
+}
+
+/// The answer of `GET /v1/runs/{id}/journal`.
+#[derive(Debug, Serialize)]
+struct JournalList {
+    items: Vec<cairn::StepJournalEntry>,
+}
+
+/// `GET /v1/runs/{id}/journal?step=N`: the journal of the run's agent steps
+/// (`cairn runs journal --json`), every generation, by step and `seq`.
+async fn journal(
+    State(state): State<AppState>,
+    RunIdPath(id): RunIdPath,
+    ApiQuery(q): ApiQuery<JournalQuery>,
+) -> Result<Json<JournalList>, ApiError> {
+    let step = match q.step.filter(|v| !v.is_empty()) {
+        None => None,
+        Some(text) => Some(
+            text.parse::<u32>()
+                .map_err(|_| ApiError::BadQuery(format!("step: `{text}` is not a step index")))?,
+        ),
+    };
+    let items = state.engine().journal(id, step).await?;
+    Ok(Json(JournalList { items }))
 }
 
 /// An entry of `GET /v1/crews`.

@@ -61,9 +61,9 @@ async fn crews_lists_the_loaded_crews_by_name() {
         .collect();
     assert_eq!(
         names,
-        ["broken", "deadline", "flaky", "greet", "pipeline", "review", "slow"]
+        ["agent", "broken", "deadline", "flaky", "greet", "pipeline", "review", "slow"]
     );
-    let pipeline = &crews[4];
+    let pipeline = &crews[5];
     assert_eq!(pipeline["version"], "1");
     assert!(pipeline["fingerprint"]
         .as_str()

@@ -350,3 +350,55 @@ async fn list_refuses_bad_query_parameters() {
         .await
         .assert_error(StatusCode::BAD_REQUEST, "bad_cursor");
 }
+
+/// `GET /v1/runs/{id}/journal`: an `llm` step's transcript as journaled,
+/// the same items `cairn runs journal --json` prints.
+#[tokio::test]
+async fn the_journal_of_an_agent_step() {
+    let api = Api::sqlite().await;
+    let id = api.submit("agent", json!({"word": "hi"})).await;
+    api.drive(id).await;
+    let reply = api.get(&format!("/v1/runs/{id}/journal")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let items = reply.json()["items"].as_array().unwrap().clone();
+    let kinds: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "assistant_text",
+            "tool_call_started",
+            "tool_call",
+            "turn_end",
+            "tool_result",
+            "assistant_text",
+            "turn_end"
+        ]
+    );
+    assert_eq!(items[4]["payload"]["content"], "{\"word\":\"hi\"}");
+    assert_eq!(items[4]["idx"], 0);
+    assert_eq!(items[4]["seq"], 5);
+    let view = api.engine.journal(id, None).await.unwrap();
+    assert_eq!(serde_json::to_value(&view).unwrap(), json!(items));
+    // One step, a step with no journal, bad input, unknown runs.
+    assert_eq!(
+        api.get(&format!("/v1/runs/{id}/journal?step=0"))
+            .await
+            .json()["items"],
+        json!(items)
+    );
+    assert_eq!(
+        api.get(&format!("/v1/runs/{id}/journal?step=7"))
+            .await
+            .json()["items"],
+        json!([])
+    );
+    api.get(&format!("/v1/runs/{id}/journal?step=x"))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "bad_query");
+    api.get(&format!("/v1/runs/{}/journal", RunId::new()))
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "run_not_found");
+    api.get("/v1/runs/nope/journal")
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "bad_run_id");
+}

@@ -544,6 +544,13 @@ async fn the_runner_applies_wait_deadlines() {
 async fn the_runner_takes_over_a_run_whose_holder_died() {
     // SQLite and a one-minute poll: nothing wakes the runner but the API.
     let server = start(Kind::Sqlite, &[], 2, Duration::from_secs(60)).await;
+    // Once a first run is done, the runner sleeps until the API wakes it.
+    let first = post_run(server.addr, "greet", json!({"name": "first"})).await;
+    server
+        .wait_for(&first, None, |r| r["status"] == "succeeded")
+        .await;
+    // Let the runner finish booking that drive and go back to sleep.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let dead = cairn::Engine::open_with(
         &server._db.url,
         &cairn::OpenOptions::default(),

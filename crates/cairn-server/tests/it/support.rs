@@ -112,6 +112,32 @@ wait_deadline_ms = 100
 on_deadline = "approve"
 "#;
 
+/// An `llm` agent on the scripted provider (its script in `scripts/`).
+pub const AGENT: &str = r#"
+name = "agent"
+version = "1"
+
+[[agents]]
+role = "clerk"
+kind = "llm"
+provider = "scripted"
+script = "scripts/clerk.toml"
+
+[[agents.tools]]
+name = "echo"
+parameters = { type = "object" }
+command = ["sh", "-c", "cat"]
+"#;
+
+const CLERK_SCRIPT: &str = r#"
+[[responses]]
+text = "Echoing."
+tool_calls = [{ id = "e1", name = "echo", arguments = { word = "hi" } }]
+
+[[responses]]
+text = "Done."
+"#;
+
 /// Writes the test crews into `dir` (plus a file that is not a crew).
 pub fn write_crews(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
@@ -122,6 +148,9 @@ pub fn write_crews(dir: &Path) {
     std::fs::write(dir.join("flaky.toml"), FLAKY).unwrap();
     std::fs::write(dir.join("review.toml"), REVIEW).unwrap();
     std::fs::write(dir.join("deadline.toml"), DEADLINE).unwrap();
+    std::fs::write(dir.join("agent.toml"), AGENT).unwrap();
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(dir.join("scripts/clerk.toml"), CLERK_SCRIPT).unwrap();
     std::fs::write(dir.join("README.md"), "not a crew").unwrap();
 }
 
