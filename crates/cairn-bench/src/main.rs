@@ -4,8 +4,10 @@
 //! `docs/benchmarks.md` explains each of them. `--breakdown` (in
 //! `breakdown.rs`) shows where the time goes instead. `--workers` (in
 //! `workers.rs`) measures `cairn worker` processes on PostgreSQL instead.
+//! `--journal` (in `journal.rs`) measures journal writes of agent steps.
 
 mod breakdown;
+mod journal;
 mod workers;
 
 use std::path::PathBuf;
@@ -720,19 +722,23 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
 async fn main() -> Result<()> {
     let mut breakdown = false;
     let mut workers = false;
+    let mut journal = false;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
+            "--journal" => journal = true,
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {
                 println!(
-                    "usage: cairn-bench [--breakdown | --workers]\n\nMeasures per-step cost \
+                    "usage: cairn-bench [--breakdown | --workers | --journal]\n\nMeasures per-step cost \
                      against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
                      --breakdown  where the time goes instead (store calls, statements, WAL)\n\
                      --workers    PostgreSQL only: steps/s of 1, 2 and 4 `cairn worker` \
                      processes against raw commits/s, and submit-to-claim latency \
-                     (needs `cargo build --release -p cairn-cli`)"
+                     (needs `cargo build --release -p cairn-cli`)\n\
+                     --journal    one agent journal item against a raw commit, and a \
+                     10-turn agent step"
                 );
                 return Ok(());
             }
@@ -744,6 +750,10 @@ async fn main() -> Result<()> {
     }
     let pg_url =
         std::env::var("CAIRN_BENCH_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
+    if journal {
+        ensure!(!breakdown && !workers, "--journal is a mode of its own");
+        return journal::run(&pg_url).await;
+    }
     if workers {
         ensure!(!breakdown, "--workers and --breakdown are separate modes");
         return workers::run(&pg_url).await;

@@ -879,13 +879,25 @@ impl Store for PgStore {
     }
 
     async fn append_journal(&self, a: &JournalAppend) -> Result<JournalEntry> {
-        let mut tx = self.pool.begin().await?;
-        check_held(&mut tx, a.run_id, a.epoch).await?;
+        // One statement, so one round trip: the fence (the run row updated
+        // only at the holder's epoch, which also locks it against a claim),
+        // the item at the step's next seq, and its event.
         let row = sqlx::query(
-            "INSERT INTO journal (run_id, step_idx, seq, attempt, generation, kind, payload, \
-             created_at) SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4, $5, $6, \
-             clock_timestamp() FROM journal WHERE run_id = $1 AND step_idx = $2 \
-             RETURNING seq, attempt, generation, kind, payload, created_at",
+            "WITH r AS ( \
+               UPDATE runs SET event_seq = event_seq + $8 \
+               WHERE id = $1 AND lease_epoch = $7 AND status = 'running' \
+               RETURNING id, event_seq), \
+             j AS ( \
+               INSERT INTO journal (run_id, step_idx, seq, attempt, generation, kind, payload, \
+                 created_at) \
+               SELECT r.id, $2, COALESCE((SELECT MAX(seq) FROM journal \
+                 WHERE run_id = $1 AND step_idx = $2), 0) + 1, $3, $4, $5, $6, clock_timestamp() \
+               FROM r \
+               RETURNING seq, attempt, generation, kind, payload, created_at), \
+             e AS ( \
+               INSERT INTO events (run_id, seq, at, kind, data) \
+               SELECT r.id, r.event_seq, clock_timestamp(), $9, $10 FROM r WHERE $8 = 1) \
+             SELECT * FROM j",
         )
         .bind(a.run_id.as_uuid())
         .bind(a.idx.get() as i32)
@@ -893,14 +905,25 @@ impl Store for PgStore {
         .bind(a.generation as i32)
         .bind(a.kind.as_str())
         .bind(Json(&a.payload))
-        .fetch_one(&mut *tx)
+        .bind(a.epoch.0)
+        .bind(i64::from(a.event.is_some()))
+        .bind(a.event.as_ref().map(|e| e.kind.as_str()))
+        .bind(a.event.as_ref().map(|e| Json(&e.data)))
+        .fetch_optional(&self.pool)
         .await?;
-        let entry = decode_journal(a.run_id, &row)?;
-        if let Some(event) = &a.event {
-            append_events(&mut tx, a.run_id, std::slice::from_ref(event)).await?;
+        match row {
+            Some(row) => decode_journal(a.run_id, &row),
+            None => {
+                // Nothing written: say why.
+                let run = self.get_run(a.run_id).await?;
+                check_holder(a.run_id, run.status, run.lease_epoch, a.epoch)?;
+                Err(Corruption::new(
+                    a.run_id,
+                    "a journal item matched the run but was not written",
+                )
+                .into())
+            }
         }
-        tx.commit().await?;
-        Ok(entry)
     }
 
     async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()> {
