@@ -144,7 +144,10 @@ fn journal_failure(e: JournalError) -> ErrorInfo {
 }
 
 fn provider_failure(e: &LlmError) -> ErrorInfo {
-    ErrorInfo::new(ErrorKind::Provider, e.to_string(), e.retryable())
+    ErrorInfo {
+        retry_after: e.retry_after,
+        ..ErrorInfo::new(ErrorKind::Provider, e.to_string(), e.retryable())
+    }
 }
 
 /// Tokens of every finished response of this journal.

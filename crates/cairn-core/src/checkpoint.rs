@@ -25,6 +25,10 @@ pub struct ErrorInfo {
     /// Not stored in the error itself.
     #[serde(skip)]
     pub usage: Option<crate::agent::Usage>,
+    /// The least wait before a retry, when the failure said (a provider's
+    /// `retry-after`); the retry policy's back-off applies if longer.
+    #[serde(skip)]
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl ErrorInfo {
@@ -35,6 +39,7 @@ impl ErrorInfo {
             retryable,
             question: None,
             usage: None,
+            retry_after: None,
         }
     }
 

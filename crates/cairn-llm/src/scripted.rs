@@ -19,8 +19,9 @@
 //! chunk_delay_ms = 0       # sleep before each piece (slows the stream)
 //! cut_mid_tool_input = false  # drop the stream half-way through the first
 //! cut_on_attempts = [1]       # call's input, only on these attempts (default: all)
-//! fail = { kind = "server", message = "boom", on_attempts = [1] }  # fail before
-//!                          # streaming; kind: server | rate_limited | client | timeout
+//! fail = { kind = "server", message = "boom", on_attempts = [1], retry_after_ms = 500 }
+//!                          # fail before streaming; kind: server | rate_limited |
+//!                          # client | timeout; retry_after_ms: its `retry-after`
 //! ```
 //!
 //! A turn past the last response is a `config` error ("script exhausted").
@@ -87,6 +88,8 @@ struct Fail {
     #[serde(default = "default_fail_message")]
     message: String,
     on_attempts: Option<Vec<u32>>,
+    /// Sent as the failure's `retry-after`.
+    retry_after_ms: Option<u64>,
 }
 
 fn default_fail_message() -> String {
@@ -197,7 +200,9 @@ impl Provider for ScriptedProvider {
                 FailKind::Client => LlmErrorKind::Client,
                 FailKind::Timeout => LlmErrorKind::Timeout,
             };
-            return Err(LlmError::new(NAME, kind, fail.message.clone()));
+            let mut e = LlmError::new(NAME, kind, fail.message.clone());
+            e.retry_after = fail.retry_after_ms.map(Duration::from_millis);
+            return Err(e);
         }
         let n = r.chunk_bytes.unwrap_or(16).max(1);
         let mut plan: Vec<Result<StreamEvent, LlmError>> = Vec::new();

@@ -644,7 +644,10 @@ impl Executor {
                     let seed = (run.id.as_uuid().as_u128() as u64)
                         ^ (u64::from(idx.get()) << 32)
                         ^ u64::from(attempt.get());
-                    policy.delay_after(attempt.get(), seed)
+                    // A provider's `retry-after` is a floor, not a replacement.
+                    policy
+                        .delay_after(attempt.get(), seed)
+                        .max(error.retry_after.unwrap_or_default())
                 });
                 data["will_retry"] = json!(retry.is_some());
                 let mut events = vec![NewEvent::new(EventKind::StepFailed, data)];

@@ -22,6 +22,7 @@ both!(
     a_model_that_answers_nothing_stops_with_no_progress,
     an_openai_wire_model_drives_a_tool_to_a_final_answer,
     a_stream_past_its_cap_is_a_retryable_provider_failure,
+    a_rate_limit_is_retried_no_sooner_than_its_retry_after,
 );
 
 /// Adds `n` to a counter; counts its executions.
@@ -311,4 +312,48 @@ async fn a_stream_past_its_cap_is_a_retryable_provider_failure(kind: Kind) {
         "{}",
         error.message
     );
+}
+
+async fn a_rate_limit_is_retried_no_sooner_than_its_retry_after(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    // The default policy would wait ~200 ms; the provider asks for 900 ms.
+    let crew = clerk(
+        r#"
+[[responses]]
+text = "fine now"
+fail = { kind = "rate_limited", message = "slow down", on_attempts = [1], retry_after_ms = 900 }
+"#,
+        Count::new(),
+    );
+    let done = engine
+        .run(&crew, json!({}), SubmitOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(done.run.status, RunStatus::Succeeded);
+    let view = engine.show(done.run.id).await.unwrap();
+    assert_eq!(view.steps[0].attempt.get(), 2);
+    let events = engine.events(done.run.id).await.unwrap();
+    let scheduled = events
+        .iter()
+        .find(|e| e.kind == EventKind::StepRetryScheduled)
+        .expect("a retry was scheduled");
+    assert!(
+        scheduled.data["delay_ms"].as_u64().unwrap() >= 900,
+        "{:?}",
+        scheduled.data
+    );
+    // The second attempt was claimed no sooner (database clock).
+    let failed_at = events
+        .iter()
+        .find(|e| e.kind == EventKind::StepFailed)
+        .unwrap()
+        .at;
+    let claimed_again = events
+        .iter()
+        .filter(|e| e.kind == EventKind::RunClaimed)
+        .nth(1)
+        .unwrap()
+        .at;
+    assert!((claimed_again - failed_at).num_milliseconds() >= 900);
 }
