@@ -15,7 +15,8 @@ pub enum Error {
     #[error("run {run} has failed{}; resume does not re-run a failed step: an operator retries it (`cairn runs retry RUN_ID`) or forks it (`cairn runs fork`)", .error.as_ref().map(|e| format!(" ({}: {})", serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(), e.message)).unwrap_or_default())]
     RunFailed {
         run: RunId,
-        error: Option<ErrorInfo>,
+        /// Boxed: errors stay small on the happy path.
+        error: Option<Box<ErrorInfo>>,
     },
     /// The run waits for something other than a resume.
     #[error("run {run} is `{status}`: it needs an answer or an explicit continue, not a resume")]

@@ -133,7 +133,7 @@ impl Executor {
             RunStatus::Failed => {
                 return Err(Error::RunFailed {
                     run: run_id,
-                    error: run.error.clone(),
+                    error: run.error.clone().map(Box::new),
                 })
             }
             status => {
