@@ -360,10 +360,20 @@ pub fn window(items: &[Item], w: &Window) -> Vec<Item> {
 }
 
 /// The transcript of one model call: the step's context as a user message,
-/// then the windowed journal.
+/// then as much of the journal as the window has room for once the context
+/// is counted (one item, its estimated tokens). The context itself is always
+/// sent: without it the step has no task.
 pub fn request_items(context: String, journal: &[JournalEntry], w: &Window) -> Vec<Item> {
+    let first = Item::User { text: context };
+    let room = Window {
+        max_items: w.max_items.map(|m| m.saturating_sub(1)),
+        max_tokens: w.max_tokens.map(|t| {
+            let used = u32::try_from(item_tokens(&first)).unwrap_or(u32::MAX);
+            t.saturating_sub(used)
+        }),
+    };
     let projected = project(journal);
-    let mut items = vec![Item::User { text: context }];
-    items.extend(window(&projected, w));
+    let mut items = vec![first];
+    items.extend(window(&projected, &room));
     items
 }

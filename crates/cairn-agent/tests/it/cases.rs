@@ -171,13 +171,25 @@ fn a_token_window_keeps_about_that_many_tokens() {
 #[test]
 fn a_request_starts_with_the_context_then_the_windowed_journal() {
     let j = journal("T:a S:1 C:1 E R:1 T:b S:2 C:2 E R:2");
+    // The context counts as one item of the window.
     let w = Window {
-        max_items: Some(3),
+        max_items: Some(4),
         max_tokens: None,
     };
     assert_eq!(
         words(&request_items("cx".into(), &j, &w)),
         "U:cx T:b C:2 R:2"
+    );
+    // A context larger than the token budget leaves no room for the
+    // journal, but is still sent.
+    let w = Window {
+        max_items: None,
+        max_tokens: Some(5),
+    };
+    let big = "x".repeat(100);
+    assert_eq!(
+        words(&request_items(big.clone(), &j, &w)),
+        format!("U:{big}")
     );
 }
 
