@@ -2,7 +2,10 @@
 //! processes. A child `cairn run` executes a crew of `command` steps on an
 //! embedded SQLite file; the demo SIGKILLs it during step `kill_at`, resumes
 //! the run in this process and checks, from the steps' own execution log,
-//! that every step before the kill ran exactly once.
+//! that every step before the kill ran exactly once. `cairn demo --agent`
+//! does the same to an LLM agent step (scripted model): it is killed after a
+//! non-idempotent tool charged a card but before the result was journaled,
+//! and the resume tells the model instead of charging again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,20 +49,24 @@ fn executions(log: &Path) -> BTreeMap<u32, u32> {
     counts
 }
 
-pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Result<u8> {
-    ensure!(kill_at < steps, "--kill-at must be below --steps");
-    let tmp;
-    let dir = match dir {
+/// The demo's directory: the one given, or a temporary one (kept alive by
+/// the returned guard).
+fn demo_dir(dir: Option<PathBuf>) -> anyhow::Result<(PathBuf, Option<tempfile::TempDir>)> {
+    match dir {
         Some(d) => {
             std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
-            d
+            Ok((d.canonicalize()?, None))
         }
         None => {
-            tmp = tempfile::tempdir()?;
-            tmp.path().to_owned()
+            let tmp = tempfile::tempdir()?;
+            Ok((tmp.path().canonicalize()?, Some(tmp)))
         }
-    };
-    let dir = dir.canonicalize()?;
+    }
+}
+
+pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Result<u8> {
+    ensure!(kill_at < steps, "--kill-at must be below --steps");
+    let (dir, _tmp) = demo_dir(dir)?;
     let db = dir.join("demo.db");
     let log = dir.join("executions.log");
     for stale in [
@@ -166,6 +173,140 @@ pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Resu
         for p in &problems {
             println!("FAILED: {p}");
         }
+        Ok(exit::ERROR)
+    }
+}
+
+/// The agent demo's tool: charges (appends its idempotency key to
+/// `charges.log`), then lingers so the kill lands before its result is
+/// journaled.
+const CHARGE_TOOL: &str = r#"#!/bin/sh
+cat > /dev/null
+echo "$CAIRN_IDEMPOTENCY_KEY" >> "$(dirname "$0")/charges.log"
+# `exec`: the parent-death signal then reaches the sleeping process itself.
+[ -n "${CAIRN_DEMO_LINGER:-}" ] && exec sleep 30
+echo '{"charged": true}'
+"#;
+
+const MODEL: &str = r#"
+[[responses]]
+text = "I will charge the order once."
+tool_calls = [{ id = "call_charge", name = "charge", arguments = { order = "A-1001", cents = 4200 } }]
+
+[[responses]]
+text = "The charge was interrupted and may have happened; I will not charge again. Please check order A-1001 before retrying."
+"#;
+
+fn agent_crew(dir: &Path) -> String {
+    format!(
+        r#"name = "demo-agent"
+version = "1"
+
+[[agents]]
+role = "cashier"
+kind = "llm"
+provider = "scripted"
+script = "model.toml"
+instructions = "Charge the order exactly once."
+
+[[agents.tools]]
+name = "charge"
+description = "Charge an order. Not idempotent."
+parameters = {{ type = "object", properties = {{ order = {{ type = "string" }}, cents = {{ type = "integer" }} }}, required = ["order", "cents"] }}
+command = ["sh", {:?}]
+"#,
+        dir.join("charge.sh").display().to_string()
+    )
+}
+
+/// `cairn demo --agent`.
+pub async fn agent(dir: Option<PathBuf>) -> anyhow::Result<u8> {
+    let (dir, _tmp) = demo_dir(dir)?;
+    let db = dir.join("demo-agent.db");
+    let charges = dir.join("charges.log");
+    for stale in [
+        db.clone(),
+        dir.join("demo-agent.db-wal"),
+        dir.join("demo-agent.db-shm"),
+        charges.clone(),
+    ] {
+        let _ = std::fs::remove_file(stale);
+    }
+    std::fs::write(dir.join("charge.sh"), CHARGE_TOOL)?;
+    std::fs::write(dir.join("model.toml"), MODEL)?;
+    let crew = dir.join("demo-agent.toml");
+    std::fs::write(&crew, agent_crew(&dir))?;
+    let url = format!("sqlite://{}", db.display());
+
+    println!("1. `cairn run` in a child process: an LLM agent with a `charge` tool that is not idempotent");
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .arg("run")
+        .arg(&crew)
+        .args(["--db", &url, "--input", r#"{"order": "A-1001"}"#])
+        .env("CAIRN_DEMO_LINGER", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting the child `cairn run`")?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&charges)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        == 0
+    {
+        if let Some(status) = child.try_wait()? {
+            bail!("the child exited ({status}) before the tool charged");
+        }
+        ensure!(Instant::now() < deadline, "the tool never ran");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let pid = Pid::from_raw(i32::try_from(child.id())?);
+    kill(pid, Signal::SIGKILL).context("killing the child")?;
+    child.wait()?;
+    println!("2. SIGKILLed the child (pid {pid}) after `charge` charged, before its result was journaled");
+
+    let engine = crate::open(&url, false).await?;
+    let run = engine
+        .list(&RunFilter::default())
+        .await?
+        .into_iter()
+        .next()
+        .context("the child left no run in the database")?;
+    println!(
+        "3. resume {}: the journal is repaired before the model is called again",
+        run.id
+    );
+    engine.resume(run.id, ResumeOptions::default()).await?;
+    println!();
+    for e in engine.journal(run.id, None).await? {
+        println!(
+            "   {:>2}  {:<17} {}",
+            e.entry.seq,
+            e.entry.kind.as_str(),
+            e.entry.payload
+        );
+    }
+    let view = engine.show(run.id).await?;
+    let charged = std::fs::read_to_string(&charges)?.lines().count();
+    println!();
+    println!("   charges.log: {charged} line(s)");
+    let repaired = engine
+        .journal(run.id, None)
+        .await?
+        .iter()
+        .any(|e| e.entry.payload["action"] == "synthesized_result");
+    if view.run.status == RunStatus::Succeeded && charged == 1 && repaired {
+        println!(
+            "OK: the card was charged once; after the kill the model was told the charge was \
+             interrupted (a synthesized error result) instead of the tool running again."
+        );
+        Ok(exit::OK)
+    } else {
+        println!(
+            "FAILED: run `{}`, {charged} charge(s), repair recorded: {repaired}",
+            view.run.status
+        );
         Ok(exit::ERROR)
     }
 }

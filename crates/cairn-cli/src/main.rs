@@ -128,8 +128,13 @@ enum Command {
         command: WaitsCommand,
     },
     /// Run a 30-step crew in a child process, SIGKILL it during step 18,
-    /// resume, and show that no finished step ran twice.
+    /// resume, and show that no finished step ran twice. With `--agent`: an
+    /// LLM agent (scripted model) killed between a tool's side effect and
+    /// its recorded result.
     Demo {
+        /// Kill an LLM agent step inside a non-idempotent tool instead.
+        #[arg(long)]
+        agent: bool,
         #[arg(long, default_value_t = 30)]
         steps: u32,
         #[arg(long, default_value_t = 18)]
@@ -560,9 +565,13 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Command::Demo {
+            agent: true, dir, ..
+        } => demo::agent(dir).await.context("demo"),
+        Command::Demo {
             steps,
             kill_at,
             dir,
+            ..
         } => demo::run(steps, kill_at, dir).await.context("demo"),
     }
 }

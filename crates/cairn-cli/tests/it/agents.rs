@@ -462,3 +462,31 @@ fn the_example_agents_crew_runs() {
         "{notes:?}"
     );
 }
+
+/// `cairn demo` (a short crew) and `cairn demo --agent` succeed and say why.
+#[test]
+fn the_demos_pass() {
+    let case = Case::new(Kind::Sqlite);
+    let out = case
+        .raw(
+            &["demo", "--steps", "6", "--kill-at", "3", "--dir", "plain"],
+            &[],
+        )
+        .expect_code(0);
+    assert!(
+        out.stdout.contains("OK: steps 0-2 ran exactly once"),
+        "{}",
+        out.stdout
+    );
+    let out = case
+        .raw(&["demo", "--agent", "--dir", "agent"], &[])
+        .expect_code(0);
+    assert!(
+        out.stdout.contains("OK: the card was charged once"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("synthesized_result"), "{}", out.stdout);
+    let charges = std::fs::read_to_string(case.path("agent/charges.log")).unwrap();
+    assert_eq!(charges.lines().count(), 1);
+}
