@@ -344,6 +344,23 @@ impl LlmAgent {
         Err(provider_failure(&failure))
     }
 
+    /// The `model_called` event of a finished response.
+    fn model_called(
+        &self,
+        cx: &StepContext,
+        turn: u32,
+        ms: u64,
+        usage: cairn_llm::TokenUsage,
+        stop: &str,
+    ) -> NewEvent {
+        NewEvent::new(
+            EventKind::ModelCalled,
+            json!({"idx": cx.step.idx, "turn": turn, "provider": self.provider.name(),
+                   "model": self.def.model, "ms": ms, "input_tokens": usage.input_tokens,
+                   "output_tokens": usage.output_tokens, "stop_reason": stop}),
+        )
+    }
+
     async fn stream_into(
         &self,
         journal: &JournalHandle,
@@ -409,16 +426,8 @@ impl LlmAgent {
                     if response.texts == 0 && response.calls.is_empty() {
                         // Nothing to keep: no turn_end, so this response
                         // does not count as the step's (empty) answer.
-                        let _ = journal
-                            .event(NewEvent::new(
-                                EventKind::ModelCalled,
-                                json!({"idx": cx.step.idx, "turn": request.meta.turn,
-                                       "provider": self.provider.name(), "model": self.def.model,
-                                       "ms": ms, "input_tokens": usage.input_tokens,
-                                       "output_tokens": usage.output_tokens,
-                                       "stop_reason": stop, "empty": true}),
-                            ))
-                            .await;
+                        let event = self.model_called(cx, request.meta.turn, ms, usage, &stop);
+                        let _ = journal.event(with(event, "empty", json!(true))).await;
                         return Ok(());
                     }
                     append(
@@ -427,13 +436,10 @@ impl LlmAgent {
                             json!({"stop_reason": stop, "input_tokens": usage.input_tokens,
                                    "output_tokens": usage.output_tokens, "ms": ms}),
                         )
-                        .with_event(NewEvent::new(
-                            EventKind::ModelCalled,
-                            json!({"idx": cx.step.idx, "turn": request.meta.turn,
-                                   "provider": self.provider.name(), "model": self.def.model,
-                                   "ms": ms, "input_tokens": usage.input_tokens,
-                                   "output_tokens": usage.output_tokens, "stop_reason": stop,
-                                   "tool_calls": response.calls.len()}),
+                        .with_event(with(
+                            self.model_called(cx, request.meta.turn, ms, usage, &stop),
+                            "tool_calls",
+                            json!(response.calls.len()),
                         )),
                     )
                     .await?;
@@ -452,6 +458,12 @@ impl LlmAgent {
 enum Failure {
     Provider(LlmError),
     Journal(ErrorInfo),
+}
+
+/// `event` with one more field in its data.
+fn with(mut event: NewEvent, key: &str, value: serde_json::Value) -> NewEvent {
+    event.data[key] = value;
+    event
 }
 
 #[async_trait]
