@@ -73,17 +73,23 @@ pub fn provider(def: &LlmDef) -> Result<Arc<dyn Provider>, String> {
                 .map_err(|e| format!("has a script that cannot be used: {e}"))?;
             Arc::new(p)
         }
-        ProviderKind::Openai => Arc::new(
-            cairn_llm::OpenAiProvider::new(cairn_llm::OpenAiConfig {
-                base_url: def
-                    .base_url
-                    .clone()
-                    .unwrap_or_else(|| cairn_llm::OpenAiProvider::DEFAULT_BASE_URL.into()),
-                api_key: key("OPENAI_API_KEY")?,
-                timeouts: Default::default(),
-            })
-            .map_err(failed)?,
-        ),
+        ProviderKind::Openai => {
+            let base_url = def
+                .base_url
+                .clone()
+                .unwrap_or_else(|| cairn_llm::OpenAiProvider::DEFAULT_BASE_URL.into());
+            Arc::new(
+                cairn_llm::OpenAiProvider::new(cairn_llm::OpenAiConfig {
+                    completion_tokens_field: cairn_llm::OpenAiConfig::completion_tokens_field_for(
+                        &base_url,
+                    ),
+                    base_url,
+                    api_key: key("OPENAI_API_KEY")?,
+                    timeouts: Default::default(),
+                })
+                .map_err(failed)?,
+            )
+        }
         ProviderKind::Anthropic => Arc::new(
             cairn_llm::AnthropicProvider::new(cairn_llm::AnthropicConfig {
                 base_url: def

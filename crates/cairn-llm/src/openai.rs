@@ -31,6 +31,18 @@ pub struct OpenAiConfig {
     /// Sent as `Authorization: Bearer …` when set (local servers may need none).
     pub api_key: Option<String>,
     pub timeouts: HttpTimeouts,
+    /// Send the token cap as `max_completion_tokens` (what OpenAI itself
+    /// wants, and its reasoning models require) instead of `max_tokens`
+    /// (what compatible servers such as vLLM and llama.cpp read).
+    pub completion_tokens_field: bool,
+}
+
+impl OpenAiConfig {
+    /// The field OpenAI's own API wants for `base_url`: `max_completion_tokens`
+    /// on `api.openai.com`, `max_tokens` elsewhere.
+    pub fn completion_tokens_field_for(base_url: &str) -> bool {
+        base_url.contains("://api.openai.com")
+    }
 }
 
 /// The OpenAI Chat Completions adapter.
@@ -51,7 +63,7 @@ impl OpenAiProvider {
     }
 }
 
-/// The request body for `request`.
+/// The request body for `request` (`max_tokens` as the token cap).
 pub fn body(request: &Request) -> Value {
     let mut messages = Vec::new();
     if let Some(system) = &request.system {
@@ -136,7 +148,13 @@ impl Provider for OpenAiProvider {
             "{}/chat/completions",
             self.config.base_url.trim_end_matches('/')
         );
-        let mut req = self.client.post(url).json(&body(request));
+        let mut body = body(request);
+        if self.config.completion_tokens_field {
+            if let Some(cap) = body.as_object_mut().and_then(|b| b.remove("max_tokens")) {
+                body["max_completion_tokens"] = cap;
+            }
+        }
+        let mut req = self.client.post(url).json(&body);
         if let Some(key) = &self.config.api_key {
             req = req.bearer_auth(key);
         }

@@ -15,6 +15,7 @@ fn provider(base: &str, key: Option<&str>) -> OpenAiProvider {
         base_url: format!("{base}/v1"),
         api_key: key.map(str::to_owned),
         timeouts: HttpTimeouts::default(),
+        completion_tokens_field: false,
     })
     .unwrap()
 }
@@ -281,4 +282,26 @@ async fn a_request_that_breaks_pairing_is_never_sent() {
         .unwrap();
     assert_eq!(e.kind, LlmErrorKind::InvalidRequest);
     assert!(server.seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn openai_itself_gets_max_completion_tokens() {
+    assert!(OpenAiConfig::completion_tokens_field_for(
+        "https://api.openai.com/v1"
+    ));
+    assert!(!OpenAiConfig::completion_tokens_field_for(
+        "http://127.0.0.1:8080/v1"
+    ));
+    let server = serve(Reply::sse(vec![done()])).await;
+    let p = OpenAiProvider::new(OpenAiConfig {
+        base_url: format!("{}/v1", server.base),
+        api_key: None,
+        timeouts: HttpTimeouts::default(),
+        completion_tokens_field: true,
+    })
+    .unwrap();
+    let _ = collect(p.stream(&request(exchange())).await).await;
+    let body = server.seen.lock().unwrap()[0].body.clone();
+    assert_eq!(body["max_completion_tokens"], 256);
+    assert!(body.get("max_tokens").is_none(), "{body}");
 }
