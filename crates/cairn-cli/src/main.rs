@@ -1,6 +1,7 @@
 //! The `cairn` binary: argument parsing, printing and exit codes. All
 //! behaviour lives in the `cairn` library; this file only translates.
 
+mod client;
 mod demo;
 mod output;
 
@@ -42,6 +43,13 @@ struct Cli {
     /// Print a stable JSON document instead of text.
     #[arg(long, global = true)]
     json: bool,
+    /// Client mode: send the command to a `cairn serve` at this URL
+    /// (http://HOST:PORT) instead of opening the database.
+    #[arg(long, global = true, env = "CAIRN_SERVER")]
+    server: Option<String>,
+    /// The API token for --server (`Authorization: Bearer`).
+    #[arg(long, global = true, env = "CAIRN_TOKEN")]
+    token: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -328,6 +336,9 @@ fn error_exit(err: &anyhow::Error) -> u8 {
     if err.downcast_ref::<UsageError>().is_some() {
         return exit::BAD_INPUT;
     }
+    if let Some(api) = err.downcast_ref::<client::ApiError>() {
+        return api.exit_code();
+    }
     let Some(e) = err.downcast_ref::<cairn::Error>() else {
         return exit::ERROR;
     };
@@ -358,6 +369,10 @@ fn error_exit(err: &anyhow::Error) -> u8 {
 }
 
 async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
+    if let Some(server) = cli.server.clone() {
+        let token = cli.token.clone();
+        return client::main(cli, server, token).await;
+    }
     let json = cli.json;
     match cli.command {
         Command::Run {

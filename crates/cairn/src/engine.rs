@@ -58,7 +58,7 @@ impl Default for WorkOptions {
 }
 
 /// A run with its checkpoint rows: the JSON of `cairn runs show --json`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct RunView {
     #[serde(flatten)]
     pub run: RunRecord,

@@ -133,7 +133,7 @@ impl Crew {
 }
 
 /// A journal item with the step it belongs to (`cairn runs journal`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepJournalEntry {
     pub idx: cairn_core::StepIdx,
     #[serde(flatten)]

@@ -26,6 +26,7 @@ macro_rules! both_backends {
 mod agents;
 mod backoff;
 mod bad_input;
+mod client;
 mod contract;
 mod crash;
 mod failures;

@@ -1,0 +1,414 @@
+//! Client mode (`--server URL [--token T]`): the same commands over the
+//! HTTP API instead of the database. The server's workers execute runs, so
+//! where a local command would execute a run to its next stop, this one
+//! waits (polling the run) until the server's workers have; `--enqueue`
+//! returns at once. What only makes sense next to the database (`resume`,
+//! `serve`, `worker`, `demo`, `waits expire`) is refused with the reason.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use cairn::{Answer, EventRecord, RunRecord, RunStatus, RunView, StepJournalEntry, WaitRecord};
+
+use crate::{
+    exit, output, parse_input, parse_output_arg, parse_run_id, status_exit, usage, ActionArgs, Cli,
+    Command, RunsCommand, WaitsCommand,
+};
+
+/// An error the server answered with: `{"error": {"code", "message"}}`.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "server: {} ({}, HTTP {})",
+            self.message, self.code, self.status
+        )
+    }
+}
+impl std::error::Error for ApiError {}
+
+impl ApiError {
+    /// The exit code: a refused request is bad input, as it is locally.
+    pub fn exit_code(&self) -> u8 {
+        match self.status {
+            400 | 404 | 409 | 413 | 422 => exit::BAD_INPUT,
+            _ => exit::ERROR,
+        }
+    }
+}
+
+struct Client {
+    base: String,
+    token: Option<String>,
+    http: reqwest::Client,
+}
+
+impl Client {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base.trim_end_matches('/'))
+    }
+
+    fn auth(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        }
+    }
+
+    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> anyhow::Result<T> {
+        let resp = self
+            .auth(req)
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the server at {}", self.base))?;
+        let status = resp.status();
+        let text = resp.text().await.context("reading the server's answer")?;
+        if !status.is_success() {
+            let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            return Err(ApiError {
+                status: status.as_u16(),
+                code: v["error"]["code"]
+                    .as_str()
+                    .unwrap_or("http_error")
+                    .to_owned(),
+                message: v["error"]["message"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| text.chars().take(300).collect()),
+            }
+            .into());
+        }
+        serde_json::from_str(&text).context("the server's answer is not the expected JSON")
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        self.send(self.http.get(self.url(path))).await
+    }
+
+    async fn post<T: DeserializeOwned>(&self, path: &str, body: &Value) -> anyhow::Result<T> {
+        self.send(self.http.post(self.url(path)).json(body)).await
+    }
+
+    async fn show(&self, id: &str) -> anyhow::Result<RunView> {
+        self.get(&format!("/v1/runs/{id}")).await
+    }
+
+    /// Waits until the server's workers stop the run (it is neither
+    /// `queued` nor `running`), unless `enqueue`; prints it; its exit code.
+    async fn settle(&self, id: &str, enqueue: bool, json: bool) -> anyhow::Result<u8> {
+        let mut view = self.show(id).await?;
+        while !enqueue && matches!(view.run.status, RunStatus::Queued | RunStatus::Running) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            view = self.show(id).await?;
+        }
+        output::print_run(&view, json, None)?;
+        Ok(match view.run.status {
+            RunStatus::Queued | RunStatus::Running if enqueue => exit::OK,
+            status => status_exit(status),
+        })
+    }
+
+    async fn action(
+        &self,
+        id: &str,
+        what: &str,
+        body: Value,
+        a: &ActionArgs,
+        json: bool,
+    ) -> anyhow::Result<u8> {
+        let mut body = body;
+        body["by"] = json!(a.actor().by);
+        if let Some(reason) = &a.reason {
+            body["reason"] = json!(reason);
+        }
+        let run: RunView = self.post(&format!("/v1/runs/{id}/{what}"), &body).await?;
+        self.settle(&run.run.id.to_string(), a.enqueue, json).await
+    }
+}
+
+/// The crew a `run`/`submit` names: the `name` in a crew file, or the
+/// argument itself as the name of a crew the server loaded.
+fn crew_name(arg: &std::path::Path) -> anyhow::Result<String> {
+    if arg.is_file() {
+        let crew = crate::load_crew(&arg.to_path_buf())?;
+        return Ok(crew.def().name.clone());
+    }
+    Ok(arg.to_string_lossy().into_owned())
+}
+
+fn submit_body(crew: String, input: Value, key: Option<String>, thread: Option<String>) -> Value {
+    let mut body = json!({"crew": crew, "input": input});
+    if let Some(k) = key {
+        body["idempotency_key"] = json!(k);
+    }
+    if let Some(t) = thread {
+        body["thread_id"] = json!(t);
+    }
+    body
+}
+
+fn local_only(what: &str, why: &str) -> anyhow::Error {
+    usage(format!("`{what}` does not work with --server: {why}"))
+}
+
+/// Runs `cli.command` against the server at `base`.
+pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Result<u8> {
+    let json = cli.json;
+    let client = Client {
+        base,
+        token,
+        http: reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(3))
+            .build()?,
+    };
+    match cli.command {
+        Command::Run {
+            crew,
+            input,
+            idempotency_key,
+            thread_id,
+        } => {
+            let body = submit_body(
+                crew_name(&crew)?,
+                parse_input(&input)?,
+                idempotency_key,
+                thread_id,
+            );
+            let run: RunView = client.post("/v1/runs", &body).await?;
+            client.settle(&run.run.id.to_string(), false, json).await
+        }
+        Command::Submit {
+            crew,
+            input,
+            idempotency_key,
+            thread_id,
+        } => {
+            let body = submit_body(
+                crew_name(&crew)?,
+                parse_input(&input)?,
+                idempotency_key,
+                thread_id,
+            );
+            let run: RunView = client.post("/v1/runs", &body).await?;
+            if json {
+                output::print_run(&run, true, None)?;
+            } else {
+                println!("{}", run.run.id);
+            }
+            Ok(exit::OK)
+        }
+        Command::Runs { command } => runs(&client, command, json).await,
+        Command::Waits { command } => waits(&client, command, json).await,
+        Command::Resume { .. } => Err(local_only(
+            "resume",
+            "the server's workers execute and take over runs; use `runs continue` or `runs retry`",
+        )),
+        Command::Serve { .. } | Command::Worker { .. } | Command::Demo { .. } => Err(local_only(
+            "serve, worker and demo",
+            "they run next to the database (--db)",
+        )),
+    }
+}
+
+async fn runs(client: &Client, command: RunsCommand, json: bool) -> anyhow::Result<u8> {
+    match command {
+        RunsCommand::List { status, limit } => {
+            let status = status
+                .map(|s| s.parse::<RunStatus>().map_err(usage))
+                .transpose()?;
+            // Pages of the API, oldest first, until `limit` or the end.
+            let mut runs: Vec<RunRecord> = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let mut path = String::from("/v1/runs?limit=100");
+                if let Some(s) = status {
+                    path.push_str(&format!("&status={s}"));
+                }
+                if let Some(c) = &cursor {
+                    path.push_str(&format!("&cursor={c}"));
+                }
+                let page: Value = client.get(&path).await?;
+                let batch: Vec<RunRecord> = serde_json::from_value(page["runs"].clone())
+                    .context("the server's run page is not the expected JSON")?;
+                runs.extend(batch);
+                cursor = page["next_cursor"].as_str().map(str::to_owned);
+                let full = limit.is_some_and(|l| runs.len() >= l as usize);
+                if cursor.is_none() || full {
+                    break;
+                }
+            }
+            if let Some(l) = limit {
+                runs.truncate(l as usize);
+            }
+            output::print_list(&runs, json)?;
+            Ok(exit::OK)
+        }
+        RunsCommand::Show { run_id } => {
+            let id = parse_run_id(&run_id)?;
+            output::print_run(&client.show(&id.to_string()).await?, json, None)?;
+            Ok(exit::OK)
+        }
+        RunsCommand::Events { run_id } => {
+            let id = parse_run_id(&run_id)?;
+            let events = follow_events(client, &id.to_string()).await?;
+            output::print_events(&events, json)?;
+            Ok(exit::OK)
+        }
+        RunsCommand::Journal { run_id, step } => {
+            let id = parse_run_id(&run_id)?;
+            let path = match step {
+                Some(s) => format!("/v1/runs/{id}/journal?step={s}"),
+                None => format!("/v1/runs/{id}/journal"),
+            };
+            let page: Value = client.get(&path).await?;
+            let items: Vec<StepJournalEntry> = serde_json::from_value(page["items"].clone())
+                .context("the server's journal is not the expected JSON")?;
+            output::print_journal(&items, json)?;
+            Ok(exit::OK)
+        }
+        RunsCommand::Retry { run_id, action } => {
+            let id = parse_run_id(&run_id)?.to_string();
+            client.action(&id, "retry", json!({}), &action, json).await
+        }
+        RunsCommand::Continue { run_id, action } => {
+            let id = parse_run_id(&run_id)?.to_string();
+            client
+                .action(&id, "continue", json!({}), &action, json)
+                .await
+        }
+        RunsCommand::Cancel { run_id, action } => {
+            let id = parse_run_id(&run_id)?.to_string();
+            // A cancel never queues the run: print it as the server left it.
+            let enqueue = ActionArgs {
+                enqueue: true,
+                ..action
+            };
+            client
+                .action(&id, "cancel", json!({}), &enqueue, json)
+                .await?;
+            Ok(exit::OK)
+        }
+        RunsCommand::Fork {
+            run_id,
+            from_step,
+            input,
+            action,
+        } => {
+            let id = parse_run_id(&run_id)?.to_string();
+            let mut body = json!({"from_step": from_step});
+            if let Some(input) = input.as_deref().map(parse_input).transpose()? {
+                body["input"] = input;
+            }
+            client.action(&id, "fork", body, &action, json).await
+        }
+    }
+}
+
+/// The run's events, following its event stream until the server ends it
+/// (the run is succeeded, failed or cancelled).
+async fn follow_events(client: &Client, id: &str) -> anyhow::Result<Vec<EventRecord>> {
+    let req = client.auth(
+        client
+            .http
+            .get(client.url(&format!("/v1/runs/{id}/events"))),
+    );
+    let resp = req
+        .send()
+        .await
+        .with_context(|| format!("cannot reach the server at {}", client.base))?;
+    if !resp.status().is_success() {
+        // The same error document as every route.
+        let status = resp.status().as_u16();
+        let v: Value = resp.json().await.unwrap_or(Value::Null);
+        return Err(ApiError {
+            status,
+            code: v["error"]["code"]
+                .as_str()
+                .unwrap_or("http_error")
+                .to_owned(),
+            message: v["error"]["message"].as_str().unwrap_or("").to_owned(),
+        }
+        .into());
+    }
+    let mut stream = resp.bytes_stream().eventsource();
+    let mut events = Vec::new();
+    while let Some(event) = stream.next().await {
+        let event = event.map_err(|e| anyhow::anyhow!("the event stream broke: {e}"))?;
+        if event.data.is_empty() {
+            continue;
+        }
+        events.push(
+            serde_json::from_str(&event.data)
+                .context("an event from the server is not the expected JSON")?,
+        );
+    }
+    Ok(events)
+}
+
+async fn waits(client: &Client, command: WaitsCommand, json: bool) -> anyhow::Result<u8> {
+    match command {
+        WaitsCommand::List { run, status } => {
+            let mut query = Vec::new();
+            if let Some(run) = run {
+                query.push(format!("run={}", parse_run_id(&run)?));
+            }
+            if let Some(status) = status {
+                let s = status.parse::<cairn::WaitStatus>().map_err(usage)?;
+                query.push(format!("status={s}"));
+            }
+            let page: Value = client
+                .get(&format!("/v1/waits?{}", query.join("&")))
+                .await?;
+            let waits: Vec<WaitRecord> = serde_json::from_value(page["waits"].clone())
+                .context("the server's wait list is not the expected JSON")?;
+            output::print_waits(&waits, json)?;
+            Ok(exit::OK)
+        }
+        WaitsCommand::Answer {
+            wait_id,
+            approve,
+            edit,
+            reject,
+            answer,
+            by,
+            enqueue,
+        } => {
+            let id = wait_id.parse::<cairn::WaitId>().map_err(usage)?;
+            let answer = match (approve, edit, reject, answer) {
+                (true, ..) => Answer::Approve,
+                (_, Some(edit), ..) => Answer::Edit {
+                    output: parse_output_arg(&edit)?,
+                },
+                (_, _, Some(feedback), _) => Answer::Reject { feedback },
+                (_, _, _, Some(value)) => Answer::Answer {
+                    value: parse_input(&value)?,
+                },
+                _ => return Err(usage("say --approve, --edit, --reject or --answer")),
+            };
+            let mut body = serde_json::to_value(&answer)?;
+            body["by"] = json!(by
+                .or_else(|| std::env::var("USER").ok())
+                .unwrap_or_else(|| "cli".to_owned()));
+            let wait: WaitRecord = client
+                .post(&format!("/v1/waits/{id}/answer"), &body)
+                .await?;
+            client.settle(&wait.run_id.to_string(), enqueue, json).await
+        }
+        WaitsCommand::Expire => Err(local_only(
+            "waits expire",
+            "the server's workers apply wait deadlines themselves",
+        )),
+    }
+}
