@@ -58,7 +58,7 @@ struct Cli {
 enum Command {
     /// Submit a run of a crew file and execute it until it finishes or stops.
     Run {
-        /// The crew file (TOML).
+        /// The crew file (TOML); with --server, also a crew name the server loaded.
         crew: PathBuf,
         /// The run input: JSON text, or @FILE to read it from a file.
         #[arg(long, default_value = "{}")]
