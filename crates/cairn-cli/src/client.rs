@@ -13,11 +13,11 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use cairn::{Answer, EventRecord, RunRecord, RunStatus, RunView, StepJournalEntry, WaitRecord};
+use cairn::{EventRecord, RunRecord, RunStatus, RunView, StepJournalEntry, WaitRecord};
 
 use crate::{
-    exit, output, parse_input, parse_output_arg, parse_run_id, status_exit, usage, ActionArgs, Cli,
-    Command, RunsCommand, WaitsCommand,
+    exit, output, parse_input, parse_run_id, status_exit, usage, ActionArgs, Cli, Command,
+    RunsCommand, WaitsCommand,
 };
 
 /// An error the server answered with: `{"error": {"code", "message"}}`.
@@ -386,21 +386,9 @@ async fn waits(client: &Client, command: WaitsCommand, json: bool) -> anyhow::Re
             enqueue,
         } => {
             let id = wait_id.parse::<cairn::WaitId>().map_err(usage)?;
-            let answer = match (approve, edit, reject, answer) {
-                (true, ..) => Answer::Approve,
-                (_, Some(edit), ..) => Answer::Edit {
-                    output: parse_output_arg(&edit)?,
-                },
-                (_, _, Some(feedback), _) => Answer::Reject { feedback },
-                (_, _, _, Some(value)) => Answer::Answer {
-                    value: parse_input(&value)?,
-                },
-                _ => return Err(usage("say --approve, --edit, --reject or --answer")),
-            };
+            let answer = crate::parse_answer(approve, edit, reject, answer)?;
             let mut body = serde_json::to_value(&answer)?;
-            body["by"] = json!(by
-                .or_else(|| std::env::var("USER").ok())
-                .unwrap_or_else(|| "cli".to_owned()));
+            body["by"] = json!(crate::answered_by(by));
             let wait: WaitRecord = client
                 .post(&format!("/v1/waits/{id}/answer"), &body)
                 .await?;

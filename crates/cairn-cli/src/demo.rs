@@ -49,6 +49,44 @@ fn executions(log: &Path) -> BTreeMap<u32, u32> {
     counts
 }
 
+/// Starts `child` (a `cairn run`), SIGKILLs it once `ready` holds, and
+/// returns its pid.
+async fn kill_when(
+    mut child: std::process::Command,
+    what: &str,
+    mut ready: impl FnMut() -> bool,
+) -> anyhow::Result<Pid> {
+    let mut child = child
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting the child `cairn run`")?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !ready() {
+        if let Some(status) = child.try_wait()? {
+            bail!("the child exited ({status}) before {what}");
+        }
+        ensure!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let pid = Pid::from_raw(i32::try_from(child.id())?);
+    kill(pid, Signal::SIGKILL).context("killing the child")?;
+    child.wait()?;
+    Ok(pid)
+}
+
+/// The engine on the demo's database, and the one run the child left.
+async fn the_run(url: &str) -> anyhow::Result<(cairn::Engine, cairn::RunRecord)> {
+    let engine = crate::open(url, false).await?;
+    let run = engine
+        .list(&RunFilter::default())
+        .await?
+        .into_iter()
+        .next()
+        .context("the child left no run in the database")?;
+    Ok((engine, run))
+}
+
 /// The demo's directory: the one given, or a temporary one (kept alive by
 /// the returned guard).
 fn demo_dir(dir: Option<PathBuf>) -> anyhow::Result<(PathBuf, Option<tempfile::TempDir>)> {
@@ -87,34 +125,16 @@ pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Resu
         "1. `cairn run` in a child process: {steps} command steps on {}",
         db.display()
     );
-    let mut child = std::process::Command::new(std::env::current_exe()?)
+    let mut child = std::process::Command::new(std::env::current_exe()?);
+    child
         .arg("run")
         .arg(&crew)
-        .args(["--db", &url, "--input", r#"{"topic": "durable agents"}"#])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting the child `cairn run`")?;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !executions(&log).contains_key(&kill_at) {
-        if let Some(status) = child.try_wait()? {
-            bail!("the child exited ({status}) before step {kill_at} started");
-        }
-        ensure!(Instant::now() < deadline, "step {kill_at} never started");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let pid = Pid::from_raw(i32::try_from(child.id())?);
-    kill(pid, Signal::SIGKILL).context("killing the child")?;
-    child.wait()?;
+        .args(["--db", &url, "--input", r#"{"topic": "durable agents"}"#]);
+    let what = format!("step {kill_at} to start");
+    let pid = kill_when(child, &what, || executions(&log).contains_key(&kill_at)).await?;
     println!("2. SIGKILLed the child (pid {pid}) while step {kill_at} was executing");
 
-    let engine = crate::open(&url, false).await?;
-    let run = engine
-        .list(&RunFilter::default())
-        .await?
-        .into_iter()
-        .next()
-        .context("the child left no run in the database")?;
+    let (engine, run) = the_run(&url).await?;
     println!(
         "   the database says: run {} is `{}` with cursor {} ({} steps committed)",
         run.id, run.status, run.cursor, run.cursor
@@ -239,40 +259,23 @@ pub async fn agent(dir: Option<PathBuf>) -> anyhow::Result<u8> {
     let url = format!("sqlite://{}", db.display());
 
     println!("1. `cairn run` in a child process: an LLM agent with a `charge` tool that is not idempotent");
-    let mut child = std::process::Command::new(std::env::current_exe()?)
+    let mut child = std::process::Command::new(std::env::current_exe()?);
+    child
         .arg("run")
         .arg(&crew)
         .args(["--db", &url, "--input", r#"{"order": "A-1001"}"#])
-        .env("CAIRN_DEMO_LINGER", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting the child `cairn run`")?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::read_to_string(&charges)
-        .unwrap_or_default()
-        .lines()
-        .count()
-        == 0
-    {
-        if let Some(status) = child.try_wait()? {
-            bail!("the child exited ({status}) before the tool charged");
-        }
-        ensure!(Instant::now() < deadline, "the tool never ran");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let pid = Pid::from_raw(i32::try_from(child.id())?);
-    kill(pid, Signal::SIGKILL).context("killing the child")?;
-    child.wait()?;
+        .env("CAIRN_DEMO_LINGER", "1");
+    let charged = || {
+        std::fs::read_to_string(&charges)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            > 0
+    };
+    let pid = kill_when(child, "the tool to charge", charged).await?;
     println!("2. SIGKILLed the child (pid {pid}) after `charge` charged, before its result was journaled");
 
-    let engine = crate::open(&url, false).await?;
-    let run = engine
-        .list(&RunFilter::default())
-        .await?
-        .into_iter()
-        .next()
-        .context("the child left no run in the database")?;
+    let (engine, run) = the_run(&url).await?;
     println!(
         "3. resume {}: the journal is repaired before the model is called again",
         run.id

@@ -619,20 +619,8 @@ async fn waits(db: &str, command: WaitsCommand, json: bool) -> anyhow::Result<u8
             enqueue,
         } => {
             let id = wait_id.parse::<WaitId>().map_err(usage)?;
-            let answer = match (approve, edit, reject, answer) {
-                (true, ..) => Answer::Approve,
-                (_, Some(edit), ..) => Answer::Edit {
-                    output: parse_output_arg(&edit)?,
-                },
-                (_, _, Some(feedback), _) => Answer::Reject { feedback },
-                (_, _, _, Some(value)) => Answer::Answer {
-                    value: parse_input(&value)?,
-                },
-                _ => return Err(usage("say --approve, --edit, --reject or --answer")),
-            };
-            let by = by
-                .or_else(|| std::env::var("USER").ok())
-                .unwrap_or_else(|| "cli".to_owned());
+            let answer = parse_answer(approve, edit, reject, answer)?;
+            let by = answered_by(by);
             let engine = open(db, false).await?;
             let wait = engine.answer(id, &answer, &by).await?;
             let run = engine.show(wait.run_id).await?.run;
@@ -649,6 +637,32 @@ async fn waits(db: &str, command: WaitsCommand, json: bool) -> anyhow::Result<u8
             Ok(exit::OK)
         }
     }
+}
+
+/// The answer `waits answer` was given (clap lets only one through).
+fn parse_answer(
+    approve: bool,
+    edit: Option<String>,
+    reject: Option<String>,
+    answer: Option<String>,
+) -> anyhow::Result<Answer> {
+    Ok(match (approve, edit, reject, answer) {
+        (true, ..) => Answer::Approve,
+        (_, Some(edit), ..) => Answer::Edit {
+            output: parse_output_arg(&edit)?,
+        },
+        (_, _, Some(feedback), _) => Answer::Reject { feedback },
+        (_, _, _, Some(value)) => Answer::Answer {
+            value: parse_input(&value)?,
+        },
+        _ => return Err(usage("say --approve, --edit, --reject or --answer")),
+    })
+}
+
+/// Who answers: `--by`, else `$USER`, else `cli`.
+fn answered_by(by: Option<String>) -> String {
+    by.or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "cli".to_owned())
 }
 
 /// An edited output: JSON if it parses, else the text itself (@FILE reads a file).
