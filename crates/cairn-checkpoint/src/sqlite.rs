@@ -72,36 +72,67 @@ impl SqliteStore {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
         let target = format!("SQLite file {}", path.display());
-        // No ping before each use: a file has no server to lose, and the
-        // ping is a worker-thread round trip on every commit.
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .test_before_acquire(false)
-            .acquire_timeout(timeout)
-            .connect_with(options)
-            .await
-            .map_err(|e| Error::Unreachable {
-                target: target.clone(),
-                reason: e.to_string(),
-            })?;
-        // SQLite has no migration lock across processes: two processes
-        // opening a new file at once can both try a migration, and the
-        // loser's transaction fails ("table … already exists") and rolls
-        // back. Trying again reads the winner's record and skips it.
-        let mut tries = 0;
-        loop {
-            match sqlx::migrate!("../../migrations/sqlite").run(&pool).await {
-                Ok(()) => break,
-                Err(
-                    sqlx::migrate::MigrateError::Execute(_)
-                    | sqlx::migrate::MigrateError::ExecuteMigration(..),
-                ) if tries < 10 => {
-                    tries += 1;
-                    tokio::time::sleep(Duration::from_millis(20 * tries)).await;
+        // SQLite has no lock across processes for what `open` does to a new
+        // file: two processes opening it at once can collide while one
+        // switches it to WAL ("database is locked" at connect, which the
+        // busy timeout does not cover) or both try the same migration (the
+        // loser's transaction fails, "table … already exists", and rolls
+        // back). Trying again finds the winner's work done.
+        let mut tries = 0u32;
+        let pool = loop {
+            let attempt = async {
+                // No ping before each use: a file has no server to lose,
+                // and the ping is a worker-thread round trip on every commit.
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(4)
+                    .test_before_acquire(false)
+                    .acquire_timeout(timeout)
+                    .connect_with(options.clone())
+                    .await
+                    .map_err(|e| {
+                        // SQLITE_BUSY or SQLITE_LOCKED (any extended code):
+                        // another process holds the new file.
+                        let busy = e
+                            .as_database_error()
+                            .and_then(|d| d.code())
+                            .and_then(|c| c.parse::<i32>().ok())
+                            .is_some_and(|c| matches!(c & 0xff, 5 | 6));
+                        (
+                            busy,
+                            Error::Unreachable {
+                                target: target.clone(),
+                                reason: e.to_string(),
+                            },
+                        )
+                    })?;
+                match sqlx::migrate!("../../migrations/sqlite").run(&pool).await {
+                    Ok(()) => Ok(pool),
+                    Err(source) => {
+                        let raced = matches!(
+                            source,
+                            sqlx::migrate::MigrateError::Execute(_)
+                                | sqlx::migrate::MigrateError::ExecuteMigration(..)
+                        );
+                        pool.close().await;
+                        Err((
+                            raced,
+                            Error::Migrate {
+                                target: target.clone(),
+                                source,
+                            },
+                        ))
+                    }
                 }
-                Err(source) => return Err(Error::Migrate { target, source }),
+            };
+            match attempt.await {
+                Ok(pool) => break pool,
+                Err((true, _)) if tries < 10 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(20 * u64::from(tries))).await;
+                }
+                Err((_, e)) => return Err(e),
             }
-        }
+        };
         Ok(SqliteStore {
             pool,
             path: path.to_owned(),
