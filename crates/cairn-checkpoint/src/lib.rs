@@ -50,6 +50,21 @@ pub struct Submitted {
     pub created: bool,
 }
 
+/// Counts for metrics, read by one call ([`Store::stats`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Runs by status; a status with no run is absent.
+    pub runs_by_status: Vec<(RunStatus, u64)>,
+    /// Queued runs whose `not_before`, if any, has passed (database clock):
+    /// what workers can claim now.
+    pub ready: u64,
+    /// Lease takeovers in the event log: `run_claimed` events of runs that
+    /// were `running` under another lease (a worker claiming an expired
+    /// lease, or an operator's `cairn resume`), by every process. Events
+    /// removed by retention no longer count.
+    pub takeovers: u64,
+}
+
 /// Which runs to list.
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
@@ -178,6 +193,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Runs oldest first.
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>>;
+
+    /// Run counts by status, the claimable queue and lease takeovers, for
+    /// metrics (aggregates; no run is loaded).
+    async fn stats(&self) -> Result<StoreStats>;
 
     /// Takes the run's lease: epoch + 1, status `running`, the cursor's step
     /// marked `running` (attempt 1 for a new step, attempt + 1 after a

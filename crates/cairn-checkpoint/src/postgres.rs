@@ -19,10 +19,12 @@ use crate::plan::{
     check_fork, check_holder, claim_events, fork_event, journal_kind, plan_action, plan_answer,
     plan_claim, plan_expire, refused_commit, AnswerPlan, ClaimStep, StepChange,
 };
-use crate::raw::{check_same_submission, error_json, unpack_steps, RawRun, RawStep, RawWait};
+use crate::raw::{
+    check_same_submission, error_json, stats_from, unpack_steps, RawRun, RawStep, RawWait,
+};
 use crate::{
     Action, Backend, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, NewRun, OpenOptions,
-    Result, RunFilter, StepCommit, Store, Submitted, WaitFilter,
+    Result, RunFilter, StepCommit, Store, StoreStats, Submitted, WaitFilter,
 };
 
 macro_rules! run_cols {
@@ -482,6 +484,22 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(decode_run).collect()
+    }
+
+    async fn stats(&self) -> Result<StoreStats> {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, count(*) FROM runs GROUP BY status ORDER BY status")
+                .fetch_all(&self.pool)
+                .await?;
+        let (ready, takeovers): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM runs WHERE status = 'queued' \
+                     AND (not_before IS NULL OR not_before <= clock_timestamp())), \
+                    (SELECT count(*) FROM events WHERE kind = 'run_claimed' \
+                     AND data->>'from_status' = 'running')",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(stats_from(rows, ready, takeovers)?)
     }
 
     async fn claim(&self, id: RunId, req: &ClaimRequest) -> Result<Claimed> {

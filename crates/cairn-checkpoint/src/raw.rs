@@ -7,8 +7,10 @@ use serde_json::Value;
 
 use cairn_core::{
     Attempt, Corruption, CrewDef, ErrorInfo, Fingerprint, LeaseEpoch, Role, RunId, RunRecord,
-    StepIdx, StepRecord,
+    RunStatus, StepIdx, StepRecord,
 };
+
+use crate::StoreStats;
 
 pub(crate) struct RawRun {
     pub id: RunId,
@@ -249,4 +251,30 @@ pub(crate) fn unpack_steps(run: RunId, packed: &str) -> crate::Result<Vec<StepRe
         .collect::<crate::Result<Vec<_>>>()?;
     steps.sort_by_key(|s| s.idx);
     Ok(steps)
+}
+
+/// [`StoreStats`] from the rows both backends read.
+pub(crate) fn stats_from(
+    rows: Vec<(String, i64)>,
+    ready: i64,
+    takeovers: i64,
+) -> Result<StoreStats, Corruption> {
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let runs_by_status = rows
+        .into_iter()
+        .map(|(status, n)| {
+            let status = status.parse::<RunStatus>().map_err(|e: String| {
+                Corruption::new(
+                    RunId::from_uuid(uuid::Uuid::nil()),
+                    format!("run status: {e}"),
+                )
+            })?;
+            Ok((status, count(n)))
+        })
+        .collect::<Result<_, Corruption>>()?;
+    Ok(StoreStats {
+        runs_by_status,
+        ready: count(ready),
+        takeovers: count(takeovers),
+    })
 }

@@ -17,7 +17,6 @@ use serde_json::{json, Value};
 
 use cairn::{Fingerprint, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions};
 
-use crate::metrics::StoreSnapshot;
 use crate::{actions, sse, waits, ApiError, AppState};
 
 /// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
@@ -216,20 +215,9 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> 
 
 /// `GET /metrics`: Prometheus text.
 async fn metrics(State(state): State<AppState>) -> Response {
-    let all = tokio::time::timeout(STORE_TIMEOUT, state.engine().list(&RunFilter::default())).await;
-    let snapshot = match all {
-        Ok(Ok(runs)) => {
-            let now = chrono::Utc::now();
-            let by_status = RunStatus::ALL
-                .iter()
-                .map(|s| (*s, runs.iter().filter(|r| r.status == *s).count() as u64))
-                .collect();
-            let ready = runs
-                .iter()
-                .filter(|r| r.status == RunStatus::Queued && r.not_before.is_none_or(|t| t <= now))
-                .count() as u64;
-            Some(StoreSnapshot { by_status, ready })
-        }
+    let stats = tokio::time::timeout(STORE_TIMEOUT, state.engine().store().stats()).await;
+    let snapshot = match stats {
+        Ok(Ok(stats)) => Some(stats),
         Ok(Err(e)) => {
             tracing::warn!(error = %crate::error::ErrorChain(&e), "metrics: cannot count runs");
             None

@@ -1,7 +1,8 @@
 //! In-process counters and their Prometheus text rendering. Only what this
 //! process can count honestly lives here (requests it answered, steps its
-//! runner executed); counts of stored runs are read from the store per
-//! scrape by the `/metrics` handler.
+//! runner executed); what every process shares (runs by status, the
+//! claimable queue, lease takeovers by any worker) is read from the store
+//! per scrape by the `/metrics` handler (`Store::stats`, aggregates only).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use cairn::{RunStatus, StepRecord};
+use cairn::{RunStatus, StepRecord, StoreStats};
 
 /// Upper bounds (seconds) of the step duration histogram's buckets.
 const STEP_BUCKETS: [f64; 14] = [
@@ -60,14 +61,6 @@ impl Histogram {
     }
 }
 
-/// What the `/metrics` handler read from the store for this scrape.
-pub(crate) struct StoreSnapshot {
-    /// Runs by status, every status present (0 when none).
-    pub by_status: Vec<(RunStatus, u64)>,
-    /// Queued runs whose `not_before`, if any, has passed.
-    pub ready: u64,
-}
-
 impl Metrics {
     pub fn record_request(&self, route: &str, code: u16) {
         let mut http = self.http.lock().unwrap_or_else(|p| p.into_inner());
@@ -105,7 +98,7 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition (format 0.0.4).
-    pub fn render(&self, store: Option<&StoreSnapshot>) -> String {
+    pub fn render(&self, store: Option<&StoreStats>) -> String {
         let mut out = String::new();
         let o = &mut out;
         header(
@@ -117,7 +110,12 @@ impl Metrics {
         let _ = writeln!(o, "cairn_store_up {}", u8::from(store.is_some()));
         if let Some(store) = store {
             header(o, "cairn_runs", "gauge", "Runs in the store by status.");
-            for (status, n) in &store.by_status {
+            for status in RunStatus::ALL {
+                let n = store
+                    .runs_by_status
+                    .iter()
+                    .find(|(s, _)| *s == status)
+                    .map_or(0, |(_, n)| *n);
                 let _ = writeln!(o, "cairn_runs{{status=\"{status}\"}} {n}");
             }
             header(
@@ -127,6 +125,13 @@ impl Metrics {
                 "Queued runs whose retry back-off has passed (claimable now).",
             );
             let _ = writeln!(o, "cairn_queue_ready {}", store.ready);
+            header(
+                o,
+                "cairn_lease_takeovers",
+                "gauge",
+                "Lease takeovers by any process, from the event log: claims of runs that were running under another lease (an expired lease, or cairn resume). Events removed by retention no longer count.",
+            );
+            let _ = writeln!(o, "cairn_lease_takeovers {}", store.takeovers);
         }
 
         header(

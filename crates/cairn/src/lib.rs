@@ -37,7 +37,7 @@ pub use async_trait::async_trait;
 /// LLM agents: the turn loop, tools and transcript rules (`cairn-agent`).
 pub use cairn_agent as agent;
 pub use cairn_checkpoint::{
-    Backend, ForkRequest, OpenOptions, RunFilter, Store, Submitted, WaitFilter,
+    Backend, ForkRequest, OpenOptions, RunFilter, Store, StoreStats, Submitted, WaitFilter,
 };
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, CrewDef, ErrorInfo, ErrorKind,

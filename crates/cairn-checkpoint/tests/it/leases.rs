@@ -22,6 +22,7 @@ fn req(lease_ms: u64) -> ClaimRequest {
 }
 
 both!(
+    stats_count_runs_the_ready_queue_and_takeovers,
     claim_next_takes_runnable_runs_oldest_first,
     an_expired_lease_is_taken_over_and_the_old_holder_cannot_heartbeat,
     a_heartbeat_keeps_a_run_from_being_taken_over,
@@ -112,4 +113,26 @@ async fn a_submit_wakes_a_waiting_worker(kind: Kind) {
         waited < Duration::from_secs(5),
         "woke after {waited:?}, not on the notification"
     );
+}
+
+async fn stats_count_runs_the_ready_queue_and_takeovers(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    assert_eq!(store.stats().await.unwrap(), Default::default());
+    for _ in 0..3 {
+        store.submit(new_run(1, None)).await.unwrap();
+    }
+    // One claimed with a short lease, then taken over once it expired.
+    let first = store.claim_next(&req(100)).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let again = store.claim_next(&req(100)).await.unwrap().unwrap();
+    assert_eq!(again.run.id, first.run.id);
+    assert!(again.took_over);
+    let stats = store.stats().await.unwrap();
+    assert_eq!(
+        stats.runs_by_status,
+        vec![(RunStatus::Queued, 2), (RunStatus::Running, 1)]
+    );
+    assert_eq!(stats.ready, 2);
+    assert_eq!(stats.takeovers, 1);
 }
