@@ -1,19 +1,17 @@
 //! The contract between the executor and whatever runs a step: built-in
-//! `command`/`template` agents and Rust code implement [`Agent`].
+//! `command`/`template` agents and Rust code implement [`Agent`]. The top of
+//! the crate's module graph: it uses the records and the context, and
+//! nothing below uses it.
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::checkpoint::ErrorInfo;
 use crate::context::StepContext;
 
-/// Tokens a step spent, summed into its checkpoint row.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-}
+/// Tokens live with the checkpoint row they are summed into; named here too
+/// because a step's result carries them.
+pub use crate::checkpoint::Usage;
 
 /// A step's result.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,6 +11,15 @@ use crate::ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 use crate::status::{RunStatus, StepStatus};
 use crate::wait::Question;
 
+/// Tokens a step spent, summed into its checkpoint row (`input_tokens`,
+/// `output_tokens`). Here, not beside `Agent`, so the records need nothing
+/// from the executor's contract.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
 /// What went wrong in a step or run: one shape everywhere.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorInfo {
@@ -24,7 +33,7 @@ pub struct ErrorInfo {
     /// Tokens the failed or interrupted step spent, summed into its row.
     /// Not stored in the error itself.
     #[serde(skip)]
-    pub usage: Option<crate::agent::Usage>,
+    pub usage: Option<Usage>,
     /// The least wait before a retry, when the failure said (a provider's
     /// `retry-after`); the retry policy's back-off applies if longer.
     #[serde(skip)]
@@ -43,7 +52,7 @@ impl ErrorInfo {
         }
     }
 
-    pub fn with_usage(mut self, usage: crate::agent::Usage) -> Self {
+    pub fn with_usage(mut self, usage: Usage) -> Self {
         self.usage = Some(usage);
         self
     }

@@ -5,10 +5,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::checkpoint::{RunRecord, StepRecord};
+use crate::checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord};
 use crate::error::Corruption;
 use crate::ids::{Attempt, Role, RunId, StepIdx};
+use crate::journal::JournalHandle;
 use crate::status::{RunStatus, StepStatus};
+use crate::wait::Question;
 
 /// Which step is executing: the `step` object of the context.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,7 +45,7 @@ pub struct StepContext {
     /// This step's journal (agent steps write their turn to it as it
     /// happens). Set by the executor; absent in a context built by hand.
     #[serde(skip)]
-    pub journal: Option<crate::journal::JournalHandle>,
+    pub journal: Option<JournalHandle>,
 }
 
 impl StepContext {
@@ -51,16 +53,16 @@ impl StepContext {
     /// it: the step waits, and once a person answers, the step runs again
     /// from its start with the answer here. Use with `?`:
     /// `let budget = cx.ask("budget", "What is the budget?")?;`
-    pub fn ask(&self, id: &str, prompt: &str) -> Result<Value, crate::ErrorInfo> {
+    pub fn ask(&self, id: &str, prompt: &str) -> Result<Value, ErrorInfo> {
         match self.answers.get(id) {
             Some(answer) => Ok(answer.clone()),
-            None => Err(crate::ErrorInfo {
-                question: Some(crate::Question {
+            None => Err(ErrorInfo {
+                question: Some(Question {
                     id: id.to_owned(),
                     prompt: prompt.to_owned(),
                 }),
-                ..crate::ErrorInfo::new(
-                    crate::ErrorKind::Agent,
+                ..ErrorInfo::new(
+                    ErrorKind::Agent,
                     format!("waiting for an answer to `{id}`"),
                     false,
                 )

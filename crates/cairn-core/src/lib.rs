@@ -17,11 +17,11 @@ pub mod retry;
 pub mod status;
 pub mod wait;
 
-pub use agent::{Agent, StepOutput, Usage};
-pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord};
+pub use agent::{Agent, StepOutput};
+pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
 pub use context::{rebuild, PreviousOutput, Rebuilt, StepContext, StepRef};
 pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerprint};
-pub use error::{Corruption, TransitionError};
+pub use error::Corruption;
 pub use event::{Actor, EventKind, EventRecord, NewEvent};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 pub use journal::{
@@ -30,5 +30,5 @@ pub use journal::{
 pub use limits::{check_size, Limits, TooLarge};
 pub use llm::{LlmDef, ProviderKind, ToolDef};
 pub use retry::RetryPolicy;
-pub use status::{RunStatus, StepStatus};
+pub use status::{RunStatus, StepStatus, TransitionError};
 pub use wait::{Answer, NewWait, OnDeadline, Question, WaitId, WaitKind, WaitRecord, WaitStatus};

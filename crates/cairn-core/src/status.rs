@@ -7,7 +7,21 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::TransitionError;
+/// A state change that the tables below do not allow. It lives beside them
+/// so the tables need nothing from the rest of the crate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransitionError {
+    /// The run is in a state that cannot become `to`.
+    #[error("a run that is `{from}` cannot become `{to}`")]
+    Run { from: RunStatus, to: RunStatus },
+    /// The step is in a state that cannot become `to` (`None`: never ran).
+    #[error("a step that is `{}` cannot become `{to}`", from.map(|s| s.as_str()).unwrap_or("not started"))]
+    Step {
+        from: Option<StepStatus>,
+        to: StepStatus,
+    },
+}
 
 /// Where a run is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
