@@ -120,7 +120,9 @@ impl StepStatus {
             None => to == Running,
             Some(Running) => to != Running,
             Some(Failed) => to == Running,
-            Some(Waiting) => matches!(to, Succeeded | Running | Cancelled),
+            // Failed: an approval rejected, or a wait's deadline with the
+            // outcome "fail" (the store does both).
+            Some(Waiting) => matches!(to, Succeeded | Running | Failed | Cancelled),
             Some(Interrupted) => matches!(to, Running | Cancelled),
             Some(Succeeded) | Some(Cancelled) => false,
         }
@@ -238,6 +240,7 @@ mod tests {
             (Some(S::Failed), S::Running),
             (Some(S::Waiting), S::Succeeded),
             (Some(S::Waiting), S::Running),
+            (Some(S::Waiting), S::Failed),
             (Some(S::Waiting), S::Cancelled),
             (Some(S::Interrupted), S::Running),
             (Some(S::Interrupted), S::Cancelled),
