@@ -1,5 +1,5 @@
 //! The journal of an agent step: the ordered transcript items of its turn,
-//! each committed the moment it exists (DESIGN.md, "Inside an agent step").
+//! each committed the moment it exists (docs/DESIGN.md, "Inside an agent step").
 //!
 //! [`Journal`] is the contract an agent journals through; the executor hands
 //! one to each step (`StepContext::journal`), bound to the run, step, attempt

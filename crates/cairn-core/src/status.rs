@@ -1,4 +1,4 @@
-//! Run and step statuses and the transitions DESIGN.md allows between them.
+//! Run and step statuses and the transitions docs/DESIGN.md allows between them.
 //! Every state change in Cairn is checked here first; the store repeats the
 //! check in SQL (`WHERE status = …`) so a race cannot slip past it.
 
@@ -64,7 +64,7 @@ impl RunStatus {
         matches!(self, RunStatus::Succeeded | RunStatus::Cancelled)
     }
 
-    /// Whether DESIGN.md's run table allows `self → to`.
+    /// Whether docs/DESIGN.md's run table allows `self → to`.
     pub fn can_become(self, to: RunStatus) -> bool {
         use RunStatus::*;
         match self {
@@ -101,6 +101,15 @@ pub enum StepStatus {
 }
 
 impl StepStatus {
+    pub const ALL: [StepStatus; 6] = [
+        StepStatus::Running,
+        StepStatus::Succeeded,
+        StepStatus::Failed,
+        StepStatus::Waiting,
+        StepStatus::Interrupted,
+        StepStatus::Cancelled,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             StepStatus::Running => "running",
@@ -112,7 +121,7 @@ impl StepStatus {
         }
     }
 
-    /// Whether DESIGN.md's step table allows `self → to`. `None` is a step
+    /// Whether docs/DESIGN.md's step table allows `self → to`. `None` is a step
     /// with no row yet, which may only be dispatched.
     pub fn can_become(from: Option<StepStatus>, to: StepStatus) -> bool {
         use StepStatus::*;
@@ -178,7 +187,7 @@ mod tests {
     use super::*;
     use RunStatus::*;
 
-    /// The run table of DESIGN.md, written out as data: every pair not listed
+    /// The run table of docs/DESIGN.md, written out as data: every pair not listed
     /// must be refused.
     const ALLOWED: &[(RunStatus, RunStatus)] = &[
         (Queued, Running),
@@ -252,6 +261,58 @@ mod tests {
                 assert_eq!(S::can_become(from, to), expected, "{from:?} -> {to}");
             }
         }
+    }
+
+    /// The `from → to` pairs of the table under `heading` in
+    /// docs/DESIGN.md: a row's first cell is `a, b → c`; `(no row)` is a
+    /// step that never ran.
+    fn design_table(heading: &str) -> Vec<(String, String)> {
+        let design = include_str!("../../../docs/DESIGN.md");
+        let table = design
+            .split(heading)
+            .nth(1)
+            .unwrap_or_else(|| panic!("docs/DESIGN.md has no `{heading}`"));
+        let mut pairs = vec![];
+        // After the header row and its `| --- |` line.
+        let rows = table.lines().skip_while(|l| !l.starts_with('|')).skip(2);
+        for line in rows {
+            let Some(cell) = line.strip_prefix('|').and_then(|l| l.split('|').next()) else {
+                break;
+            };
+            if let Some((from, to)) = cell.split_once('→') {
+                for from in from.split(',') {
+                    pairs.push((from.trim().to_owned(), to.trim().to_owned()));
+                }
+            }
+        }
+        pairs
+    }
+
+    #[test]
+    fn the_design_document_has_the_same_tables() {
+        let mut run: Vec<_> = ALLOWED
+            .iter()
+            .map(|(f, t)| (f.to_string(), t.to_string()))
+            .collect();
+        let mut documented = design_table("### Run transitions");
+        run.sort();
+        documented.sort();
+        assert_eq!(documented, run, "docs/DESIGN.md's run table");
+
+        let mut step = vec![];
+        let froms = std::iter::once(None).chain(StepStatus::ALL.map(Some));
+        for from in froms {
+            for to in StepStatus::ALL {
+                if StepStatus::can_become(from, to) {
+                    let from = from.map_or("(no row)".to_owned(), |s| s.to_string());
+                    step.push((from, to.to_string()));
+                }
+            }
+        }
+        let mut documented = design_table("### Step transitions");
+        step.sort();
+        documented.sort();
+        assert_eq!(documented, step, "docs/DESIGN.md's step table");
     }
 
     #[test]
