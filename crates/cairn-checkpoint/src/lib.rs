@@ -72,6 +72,34 @@ pub struct RunFilter {
     pub limit: Option<u32>,
 }
 
+/// What a heartbeat found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// Still held, and extended.
+    Held,
+    /// Still held and extended, but an operator asked to cancel the run.
+    CancelRequested,
+    /// Another process holds the run now, or it is no longer running.
+    Lost,
+}
+
+impl Lease {
+    /// From the `cancel_requested_at IS NOT NULL` a heartbeat returned, if
+    /// it matched the run at all.
+    pub(crate) fn from_beat(cancel: Option<bool>) -> Lease {
+        match cancel {
+            None => Lease::Lost,
+            Some(false) => Lease::Held,
+            Some(true) => Lease::CancelRequested,
+        }
+    }
+
+    /// Whether the heartbeat extended the lease.
+    pub fn is_held(self) -> bool {
+        self != Lease::Lost
+    }
+}
+
 /// A request to take a run's lease.
 #[derive(Debug, Clone)]
 pub struct ClaimRequest {
@@ -216,10 +244,12 @@ pub trait Store: Send + Sync + 'static {
     /// still `claim_next`. SQLite has no notifications and just waits `max`.
     async fn wait_for_work(&self, max: Duration);
 
-    /// Extends the lease of a run held at `epoch`, by the database clock.
-    /// `false` if the lease was lost (another claim, or the run stopped):
-    /// a zombie cannot extend what it no longer holds.
-    async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<bool>;
+    /// Extends the lease of a run held at `epoch`, by the database clock,
+    /// and says whether a cancel was requested, so one query per beat both
+    /// keeps the lease and watches for a cancel. [`Lease::Lost`] if another
+    /// claim took the run or it stopped: a zombie cannot extend what it no
+    /// longer holds.
+    async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<Lease>;
 
     /// Commits the end of a step (see [`StepCommit`]). A stale epoch is
     /// rejected with [`Error::StaleEpoch`] and changes nothing.

@@ -29,8 +29,8 @@ use crate::raw::{
     check_same_submission, error_json, stats_from, unpack_steps, RawRun, RawStep, RawWait,
 };
 use crate::{
-    Action, Backend, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, NewRun, Result,
-    RunFilter, StepCommit, Store, StoreStats, Submitted, WaitFilter,
+    Action, Backend, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, Lease, NewRun,
+    Result, RunFilter, StepCommit, Store, StoreStats, Submitted, WaitFilter,
 };
 
 macro_rules! run_cols {
@@ -617,18 +617,18 @@ impl Store for SqliteStore {
         tokio::time::sleep(max).await;
     }
 
-    async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<bool> {
-        let extended = sqlx::query(
+    async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<Lease> {
+        let cancel: Option<bool> = sqlx::query_scalar(
             "UPDATE runs SET lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ','now', ?3) \
-             WHERE id = ?1 AND lease_epoch = ?2 AND status = 'running'",
+             WHERE id = ?1 AND lease_epoch = ?2 AND status = 'running' \
+             RETURNING cancel_requested_at IS NOT NULL",
         )
         .bind(id.to_string())
         .bind(epoch.0)
         .bind(format!("+{:.3} seconds", lease.as_secs_f64()))
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        Ok(extended == 1)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(Lease::from_beat(cancel))
     }
 
     async fn commit_step(&self, c: &StepCommit) -> Result<()> {

@@ -430,8 +430,8 @@ impl Executor {
             loop {
                 tokio::time::sleep(every).await;
                 match store.heartbeat(id, epoch, lease).await {
-                    Ok(true) => {}
-                    Ok(false) => {
+                    Ok(l) if l.is_held() => {}
+                    Ok(_) => {
                         tracing::warn!(run = %id, %epoch, "lease lost; the step will be stopped");
                         return;
                     }

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use cairn_checkpoint::ClaimRequest;
-use cairn_core::{LeaseEpoch, RunStatus};
+use cairn_checkpoint::{Action, ClaimRequest, Lease};
+use cairn_core::{Actor, LeaseEpoch, RunStatus};
 use cairn_testkit::{both, Kind, TestDb};
 
 use crate::{new_run, store};
@@ -63,10 +63,13 @@ async fn an_expired_lease_is_taken_over_and_the_old_holder_cannot_heartbeat(kind
     assert_eq!(new.at_cursor.unwrap().takeovers, 1);
     let lease = Duration::from_secs(30);
     assert!(
-        !store.heartbeat(id, LeaseEpoch(1), lease).await.unwrap(),
+        store.heartbeat(id, LeaseEpoch(1), lease).await.unwrap() == Lease::Lost,
         "a zombie's heartbeat fails"
     );
-    assert!(store.heartbeat(id, LeaseEpoch(2), lease).await.unwrap());
+    assert_eq!(
+        store.heartbeat(id, LeaseEpoch(2), lease).await.unwrap(),
+        Lease::Held
+    );
 }
 
 async fn a_heartbeat_keeps_a_run_from_being_taken_over(kind: Kind) {
@@ -77,11 +80,44 @@ async fn a_heartbeat_keeps_a_run_from_being_taken_over(kind: Kind) {
     assert!(store
         .heartbeat(held.run.id, held.run.lease_epoch, Duration::from_secs(30))
         .await
-        .unwrap());
+        .unwrap()
+        .is_held());
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(
         store.claim_next(&req(200)).await.unwrap().is_none(),
         "the lease was extended"
+    );
+}
+
+both!(a_heartbeat_reports_a_cancel_request);
+
+/// One query per beat keeps the lease and tells the holder an operator
+/// asked to cancel, so a running step needs no second poller.
+async fn a_heartbeat_reports_a_cancel_request(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    store.submit(new_run(2, None)).await.unwrap();
+    let held = store.claim_next(&req(30_000)).await.unwrap().unwrap();
+    let (id, epoch) = (held.run.id, held.run.lease_epoch);
+    let lease = Duration::from_secs(30);
+    assert_eq!(
+        store.heartbeat(id, epoch, lease).await.unwrap(),
+        Lease::Held
+    );
+    store
+        .act(id, Action::Cancel, &Actor::new("ops"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.heartbeat(id, epoch, lease).await.unwrap(),
+        Lease::CancelRequested
+    );
+    assert_eq!(
+        store
+            .heartbeat(id, LeaseEpoch(epoch.0 + 1), lease)
+            .await
+            .unwrap(),
+        Lease::Lost
     );
 }
 
