@@ -86,6 +86,10 @@ pub enum Error {
         #[source]
         source: sqlx::migrate::MigrateError,
     },
+    /// A statement's text or parameters do not fit together (a bug in
+    /// Cairn, never in the caller's input).
+    #[error("internal storage error: {0}")]
+    Statement(String),
     /// Any other database error.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),

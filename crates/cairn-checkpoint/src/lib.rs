@@ -1,9 +1,13 @@
 //! The durability contract of Cairn and its two backends.
 //!
-//! [`Store`] is everything the executor may ask of storage; `SqliteStore` and
-//! `PgStore` implement it with the same semantics, proven by one conformance
-//! suite (`tests/it`). This is the only crate that contains SQL; it knows
-//! nothing of HTTP, processes or agents.
+//! [`Store`] is everything the executor may ask of storage. Each operation
+//! is written once, in `script.rs`, over a small dialect layer (`sql/`:
+//! named parameters, a few `{tokens}`, connections and rows of either
+//! database); `SqliteStore` and `PgStore` (a folder each) bring their pool
+//! and the fast paths a benchmark pays for. One conformance suite and a
+//! differential test (`tests/it`) hold them to the same results. This is the
+//! only crate that contains SQL; it knows nothing of HTTP, processes or
+//! agents.
 //!
 //! **Invariant:** every state change is one transaction that also appends its
 //! events, and every write on a running run is fenced by its lease epoch.
@@ -13,6 +17,8 @@ mod open;
 mod plan;
 mod postgres;
 mod raw;
+mod script;
+mod sql;
 mod sqlite;
 
 use std::time::Duration;
@@ -65,10 +71,17 @@ pub struct StoreStats {
     pub takeovers: u64,
 }
 
-/// Which runs to list.
+/// Which runs to list, oldest first, a page at a time.
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
     pub status: Option<RunStatus>,
+    /// Runs of the crew with this name.
+    pub crew: Option<String>,
+    /// Runs of this thread.
+    pub thread: Option<String>,
+    /// Keyset paging: only runs after this one (by creation time, then
+    /// id). A run that does not exist is [`Error::RunNotFound`].
+    pub after: Option<RunId>,
     pub limit: Option<u32>,
 }
 
@@ -282,6 +295,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// All events of a run, by sequence.
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>>;
+
+    /// The events of a run whose sequence number is greater than `after`
+    /// (what a live stream has not sent yet), by sequence.
+    async fn events_after(&self, id: RunId, after: i64) -> Result<Vec<EventRecord>>;
 
     /// The journal of step `idx`, by `seq`: one generation, or all of them.
     async fn journal(

@@ -1,4 +1,4 @@
-//! Rows as the backends decode them, and their one conversion into domain
+//! Rows as the storage script reads them, and their one conversion into domain
 //! records. Anything that does not decode is a [`Corruption`] naming the run,
 //! never a skipped row.
 
@@ -11,29 +11,6 @@ use cairn_core::{
 };
 
 use crate::StoreStats;
-
-pub(crate) struct RawRun {
-    pub id: RunId,
-    pub crew_name: String,
-    pub crew_version: String,
-    pub crew_fingerprint: String,
-    pub crew_def: Value,
-    pub input: Value,
-    pub idempotency_key: Option<String>,
-    pub thread_id: Option<String>,
-    pub status: String,
-    pub cursor: i64,
-    pub step_count: i64,
-    pub lease_epoch: i64,
-    pub not_before: Option<DateTime<Utc>>,
-    pub cancel_requested_at: Option<DateTime<Utc>>,
-    pub parent_run_id: Option<RunId>,
-    pub parent_step_idx: Option<i64>,
-    pub error: Option<Value>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub finished_at: Option<DateTime<Utc>>,
-}
 
 pub(crate) struct RawStep {
     pub idx: i64,
@@ -59,43 +36,6 @@ fn error_info(run: RunId, what: &str, v: Option<Value>) -> Result<Option<ErrorIn
 
 fn non_negative(run: RunId, what: &str, v: i64) -> Result<u32, Corruption> {
     u32::try_from(v).map_err(|_| Corruption::new(run, format!("{what} is {v}")))
-}
-
-impl RawRun {
-    pub fn into_record(self) -> Result<RunRecord, Corruption> {
-        let run = self.id;
-        let corrupt = |d: String| Corruption::new(run, d);
-        let crew_definition: CrewDef = serde_json::from_value(self.crew_def)
-            .map_err(|e| corrupt(format!("stored crew definition does not decode: {e}")))?;
-        Ok(RunRecord {
-            id: run,
-            crew: self.crew_name,
-            crew_version: self.crew_version,
-            crew_fingerprint: Fingerprint::from_stored(self.crew_fingerprint),
-            status: self
-                .status
-                .parse()
-                .map_err(|e: String| corrupt(format!("run status: {e}")))?,
-            cursor: StepIdx(non_negative(run, "cursor", self.cursor)?),
-            step_count: non_negative(run, "step count", self.step_count)?,
-            input: self.input,
-            idempotency_key: self.idempotency_key,
-            thread_id: self.thread_id,
-            lease_epoch: LeaseEpoch(self.lease_epoch),
-            not_before: self.not_before,
-            cancel_requested_at: self.cancel_requested_at,
-            parent_run_id: self.parent_run_id,
-            parent_step_idx: self
-                .parent_step_idx
-                .map(|i| non_negative(run, "parent step", i).map(StepIdx))
-                .transpose()?,
-            error: error_info(run, "run", self.error)?,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            finished_at: self.finished_at,
-            crew_definition,
-        })
-    }
 }
 
 impl RawStep {
@@ -150,55 +90,6 @@ pub(crate) fn check_same_submission(
         run: existing.id,
         what,
     })
-}
-
-pub(crate) struct RawWait {
-    pub id: cairn_core::WaitId,
-    pub run_id: RunId,
-    pub step_idx: i64,
-    pub attempt: i64,
-    pub kind: String,
-    pub status: String,
-    pub prompt: Value,
-    pub question_id: Option<String>,
-    pub deadline: Option<DateTime<Utc>>,
-    pub on_deadline: Option<Value>,
-    pub answer: Option<Value>,
-    pub answered_by: Option<String>,
-    pub answered_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-}
-
-impl RawWait {
-    pub fn into_record(self) -> Result<cairn_core::WaitRecord, Corruption> {
-        let run = self.run_id;
-        let what = format!("wait {}", self.id);
-        let corrupt = |d: String| Corruption::new(run, format!("{what}: {d}"));
-        Ok(cairn_core::WaitRecord {
-            id: self.id,
-            run_id: run,
-            step_idx: StepIdx(non_negative(run, "wait step", self.step_idx)?),
-            attempt: Attempt(non_negative(run, "wait attempt", self.attempt)?),
-            kind: self.kind.parse().map_err(corrupt)?,
-            status: self.status.parse().map_err(corrupt)?,
-            prompt: self.prompt,
-            question_id: self.question_id,
-            deadline: self.deadline,
-            on_deadline: self
-                .on_deadline
-                .map(serde_json::from_value)
-                .transpose()
-                .map_err(|e| corrupt(format!("on_deadline: {e}")))?,
-            answer: self
-                .answer
-                .map(serde_json::from_value)
-                .transpose()
-                .map_err(|e| corrupt(format!("answer: {e}")))?,
-            answered_by: self.answered_by,
-            answered_at: self.answered_at,
-            created_at: self.created_at,
-        })
-    }
 }
 
 fn parse_time(run: RunId, what: &str, text: &str) -> Result<DateTime<Utc>, Corruption> {
@@ -276,5 +167,163 @@ pub(crate) fn stats_from(
         runs_by_status,
         ready: count(ready),
         takeovers: count(takeovers),
+    })
+}
+
+// ------------------------------------------------------------- from rows
+
+use cairn_core::{EventKind, EventRecord, JournalEntry, WaitId, WaitRecord};
+
+use crate::sql::Row;
+
+fn nil_run() -> RunId {
+    RunId::from_uuid(uuid::Uuid::nil())
+}
+
+/// The columns `decode_run` reads, in the order of the `runs` table.
+macro_rules! run_cols {
+    () => {
+        "id, crew_name, crew_version, crew_fingerprint, crew_def, input, idempotency_key, \
+         thread_id, status, cursor, step_count, lease_epoch, not_before, cancel_requested_at, \
+         parent_run_id, parent_step_idx, error, created_at, updated_at, finished_at"
+    };
+}
+/// The columns `decode_step` reads.
+macro_rules! step_cols {
+    () => {
+        "idx, role, status, attempt, output, input_tokens, output_tokens, started_at, \
+         finished_at, error, takeovers"
+    };
+}
+/// The columns `decode_wait` reads.
+macro_rules! wait_cols {
+    () => {
+        "id, run_id, step_idx, attempt, kind, status, prompt, question_id, deadline, \
+         on_deadline, answer, answered_by, answered_at, created_at"
+    };
+}
+pub(crate) use {run_cols, step_cols, wait_cols};
+
+pub(crate) fn decode_run(row: &Row) -> crate::Result<RunRecord> {
+    let id = RunId::from_uuid(
+        row.opt_uuid("id", nil_run(), "a run id")?
+            .ok_or_else(|| Corruption::new(nil_run(), "a run has no id"))?,
+    );
+    let corrupt = |d: String| Corruption::new(id, d);
+    let crew_definition: CrewDef =
+        serde_json::from_value(row.json("crew_def", id, "crew definition")?)
+            .map_err(|e| corrupt(format!("stored crew definition does not decode: {e}")))?;
+    Ok(RunRecord {
+        id,
+        crew: row.text("crew_name")?,
+        crew_version: row.text("crew_version")?,
+        crew_fingerprint: Fingerprint::from_stored(row.text("crew_fingerprint")?),
+        status: row
+            .text("status")?
+            .parse()
+            .map_err(|e: String| corrupt(format!("run status: {e}")))?,
+        cursor: StepIdx(non_negative(id, "cursor", row.int("cursor")?)?),
+        step_count: non_negative(id, "step count", row.int("step_count")?)?,
+        input: row.json("input", id, "input")?,
+        idempotency_key: row.opt_text("idempotency_key")?,
+        thread_id: row.opt_text("thread_id")?,
+        lease_epoch: LeaseEpoch(row.int("lease_epoch")?),
+        not_before: row.opt_time("not_before", id, "not_before")?,
+        cancel_requested_at: row.opt_time("cancel_requested_at", id, "cancel_requested_at")?,
+        parent_run_id: row
+            .opt_uuid("parent_run_id", id, "parent run id")?
+            .map(RunId::from_uuid),
+        parent_step_idx: row
+            .opt_int("parent_step_idx")?
+            .map(|i| non_negative(id, "parent step", i).map(StepIdx))
+            .transpose()?,
+        error: error_info(id, "run", row.opt_json("error", id, "run error")?)?,
+        created_at: row.time("created_at", id, "created_at")?,
+        updated_at: row.time("updated_at", id, "updated_at")?,
+        finished_at: row.opt_time("finished_at", id, "finished_at")?,
+        crew_definition,
+    })
+}
+
+pub(crate) fn decode_step(run: RunId, row: &Row) -> crate::Result<StepRecord> {
+    let idx = row.int("idx")?;
+    let what = |col: &str| format!("step {idx} {col}");
+    let raw = RawStep {
+        idx,
+        role: row.text("role")?,
+        status: row.text("status")?,
+        attempt: row.int("attempt")?,
+        output: row.opt_json("output", run, &what("output"))?,
+        input_tokens: row.opt_int("input_tokens")?,
+        output_tokens: row.opt_int("output_tokens")?,
+        started_at: row.time("started_at", run, &what("started_at"))?,
+        finished_at: row.opt_time("finished_at", run, &what("finished_at"))?,
+        error: row.opt_json("error", run, &what("error"))?,
+        takeovers: row.int("takeovers")?,
+    };
+    Ok(raw.into_record(run)?)
+}
+
+pub(crate) fn decode_wait(row: &Row) -> crate::Result<WaitRecord> {
+    let run = RunId::from_uuid(
+        row.opt_uuid("run_id", nil_run(), "a wait's run id")?
+            .ok_or_else(|| Corruption::new(nil_run(), "a wait has no run"))?,
+    );
+    let id = WaitId::from_uuid(
+        row.opt_uuid("id", run, "a wait id")?
+            .ok_or_else(|| Corruption::new(run, "a wait has no id"))?,
+    );
+    let corrupt = |d: String| Corruption::new(run, format!("wait {id}: {d}"));
+    let decode = |col: &str, what: &str| -> crate::Result<Option<Value>> {
+        row.opt_json(col, run, &format!("wait {what}"))
+    };
+    Ok(WaitRecord {
+        id,
+        run_id: run,
+        step_idx: StepIdx(non_negative(run, "wait step", row.int("step_idx")?)?),
+        attempt: Attempt(non_negative(run, "wait attempt", row.int("attempt")?)?),
+        kind: row.text("kind")?.parse().map_err(corrupt)?,
+        status: row.text("status")?.parse().map_err(corrupt)?,
+        prompt: row.json("prompt", run, "wait prompt")?,
+        question_id: row.opt_text("question_id")?,
+        deadline: row.opt_time("deadline", run, "wait deadline")?,
+        on_deadline: decode("on_deadline", "on_deadline")?
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| corrupt(format!("on_deadline: {e}")))?,
+        answer: decode("answer", "answer")?
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| corrupt(format!("answer: {e}")))?,
+        answered_by: row.opt_text("answered_by")?,
+        answered_at: row.opt_time("answered_at", run, "wait answered_at")?,
+        created_at: row.time("created_at", run, "wait created_at")?,
+    })
+}
+
+pub(crate) fn decode_journal(run: RunId, row: &Row) -> crate::Result<JournalEntry> {
+    let seq = row.int("seq")?;
+    let what = format!("journal item {seq}");
+    Ok(JournalEntry {
+        seq,
+        attempt: Attempt(non_negative(run, &what, row.int("attempt")?)?),
+        generation: non_negative(run, &what, row.int("generation")?)?,
+        kind: crate::plan::journal_kind(run, seq, &row.text("kind")?)?,
+        payload: row.json("payload", run, "journal payload")?,
+        created_at: row.time("created_at", run, "journal time")?,
+    })
+}
+
+pub(crate) fn decode_event(run: RunId, row: &Row) -> crate::Result<EventRecord> {
+    let seq = row.int("seq")?;
+    let kind = row.text("kind")?;
+    Ok(EventRecord {
+        run_id: run,
+        seq,
+        at: row.time("at", run, "event time")?,
+        kind: EventKind::parse(&kind).ok_or_else(|| {
+            Corruption::new(run, format!("event {seq} has unknown kind `{kind}`"))
+        })?,
+        data: row.json("data", run, "event data")?,
     })
 }

@@ -365,7 +365,7 @@ async fn list_runs(
         .engine()
         .list(&RunFilter {
             status,
-            limit: None,
+            ..RunFilter::default()
         })
         .await?;
     let mut page: Vec<RunRecord> = runs

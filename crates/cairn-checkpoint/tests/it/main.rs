@@ -374,7 +374,7 @@ async fn list_is_oldest_first_and_filters(kind: Kind) {
     let running = store
         .list_runs(&RunFilter {
             status: Some(RunStatus::Running),
-            limit: None,
+            ..RunFilter::default()
         })
         .await
         .unwrap();
@@ -384,8 +384,8 @@ async fn list_is_oldest_first_and_filters(kind: Kind) {
     );
     let limited = store
         .list_runs(&RunFilter {
-            status: None,
             limit: Some(2),
+            ..RunFilter::default()
         })
         .await
         .unwrap();

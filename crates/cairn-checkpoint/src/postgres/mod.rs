@@ -1,0 +1,266 @@
+//! The PostgreSQL backend: many processes on many machines. Every
+//! operation but three is the storage script's (`script.rs`); this file
+//! connects, keeps a `LISTEN` connection for idle workers, and holds the
+//! fast paths: a step commit and a journal item in one statement each
+//! (data-modifying CTEs), so each costs one round trip instead of a
+//! transaction of five.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::types::Json;
+use sqlx::{Connection, PgConnection};
+
+use cairn_core::{Corruption, JournalEntry, NewEvent, RunStatus};
+
+use crate::plan::{check_holder, refused_commit};
+use crate::raw::{decode_journal, error_json};
+use crate::script::Backend;
+use crate::sql::{Pool, RUNNABLE};
+use crate::{Error, JournalAppend, OpenOptions, Result, StepCommit, Store};
+
+/// A Cairn store on a PostgreSQL server.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: PgPool,
+    /// The same pool, as the storage script takes it.
+    db: Pool,
+    /// The `LISTEN cairn_runnable` connection, opened on first use.
+    listener: std::sync::Arc<tokio::sync::Mutex<Option<sqlx::postgres::PgListener>>>,
+}
+
+impl PgStore {
+    /// Connects (failing within `opts.connect_timeout` with the server named)
+    /// and applies migrations.
+    pub async fn connect_with(pg: PgConnectOptions, opts: &OpenOptions) -> Result<Self> {
+        let target = format!(
+            "PostgreSQL at {}:{}/{}",
+            pg.get_host(),
+            pg.get_port(),
+            pg.get_database().unwrap_or("(default database)")
+        );
+        // One direct attempt first: the pool would only say "timed out",
+        // while the connection itself names the cause (refused, auth, …).
+        let unreachable = |reason: String| Error::Unreachable {
+            target: target.clone(),
+            reason,
+        };
+        match tokio::time::timeout(opts.connect_timeout, PgConnection::connect_with(&pg)).await {
+            Err(_) => {
+                return Err(unreachable(format!(
+                    "no answer within {} ms",
+                    opts.connect_timeout.as_millis()
+                )))
+            }
+            Ok(Err(e)) => return Err(unreachable(e.to_string())),
+            Ok(Ok(conn)) => {
+                let _ = conn.close().await;
+            }
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(opts.max_connections)
+            .acquire_timeout(opts.connect_timeout)
+            .connect_with(pg)
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        sqlx::migrate!("../../migrations/postgres")
+            .run(&pool)
+            .await
+            .map_err(|source| Error::Migrate { target, source })?;
+        Ok(PgStore {
+            db: Pool::Postgres(pool.clone()),
+            pool,
+            listener: Default::default(),
+        })
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+fn event_arrays(events: &[NewEvent]) -> (Vec<String>, Vec<Json<Value>>) {
+    (
+        events.iter().map(|e| e.kind.as_str().to_owned()).collect(),
+        events.iter().map(|e| Json(e.data.clone())).collect(),
+    )
+}
+
+#[async_trait]
+impl Backend for PgStore {
+    fn db(&self) -> &Pool {
+        &self.db
+    }
+
+    async fn wait_for_work(&self, max: Duration) {
+        let mut guard = self.listener.lock().await;
+        if guard.is_none() {
+            match sqlx::postgres::PgListener::connect_with(&self.pool).await {
+                Ok(mut listener) => match listener.listen(RUNNABLE).await {
+                    Ok(()) => *guard = Some(listener),
+                    Err(e) => tracing::debug!(error = %e, "LISTEN failed; polling"),
+                },
+                Err(e) => tracing::debug!(error = %e, "no listener connection; polling"),
+            }
+        }
+        let Some(listener) = guard.as_mut() else {
+            drop(guard);
+            tokio::time::sleep(max).await;
+            return;
+        };
+        match tokio::time::timeout(max, listener.recv()).await {
+            Ok(Ok(_)) | Err(_) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "listener failed; reconnecting next time");
+                *guard = None;
+            }
+        }
+    }
+
+    async fn commit_step(&self, c: &StepCommit) -> Result<()> {
+        let finished = matches!(
+            c.run_status,
+            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+        );
+        let (kinds, datas) = event_arrays(&c.events);
+        let wait = c.open_wait.as_ref();
+        let (next_idx, next_role) = match &c.start_next {
+            Some((i, r)) => (Some(i.get() as i32), Some(r.as_str())),
+            None => (None, None),
+        };
+        // One statement, one round trip, one implicit transaction. The guard
+        // aborts the whole statement if the run matched but its step did not.
+        let runs: i64 = sqlx::query_scalar(
+            "WITH r AS ( \
+               UPDATE runs SET status = $3, cursor = $4, error = $5, event_seq = event_seq + $6, \
+                 updated_at = clock_timestamp(), \
+                 finished_at = CASE WHEN $7 THEN clock_timestamp() ELSE finished_at END, \
+                 lease_owner = CASE WHEN $3 = 'running' THEN lease_owner END, \
+                 lease_expires_at = CASE WHEN $3 = 'running' THEN lease_expires_at END, \
+                 not_before = CASE WHEN $19::float8 IS NULL THEN NULL \
+                   ELSE clock_timestamp() + make_interval(secs => $19::float8) END \
+               WHERE id = $1 AND lease_epoch = $2 AND status = 'running' \
+                 AND (cancel_requested_at IS NULL OR $3 = 'cancelled') \
+               RETURNING id, event_seq), \
+             s AS ( \
+               UPDATE steps SET status = $10, output = $11, input_tokens = $12, \
+                 output_tokens = $13, error = COALESCE($14, steps.error), \
+                 finished_at = clock_timestamp() \
+               FROM r WHERE steps.run_id = r.id AND steps.idx = $8 AND steps.attempt = $9 \
+                 AND steps.status = 'running' \
+               RETURNING steps.idx), \
+             n AS ( \
+               INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+               SELECT r.id, $15, $16, 'running', 1, clock_timestamp() FROM r \
+               WHERE $15::int IS NOT NULL), \
+             e AS ( \
+               INSERT INTO events (run_id, seq, at, kind, data) \
+               SELECT r.id, r.event_seq - $6 + u.ord, clock_timestamp(), u.kind, u.data \
+               FROM r CROSS JOIN unnest($17::text[], $18::jsonb[]) WITH ORDINALITY AS u(kind, data, ord)), \
+             w AS ( \
+               INSERT INTO waits (id, run_id, step_idx, attempt, kind, status, prompt, question_id, \
+                 deadline, on_deadline, created_at) \
+               SELECT $20::uuid, r.id, $8, $9, $21, 'open', $22, $23, \
+                 clock_timestamp() + make_interval(secs => $24::float8), $25, clock_timestamp() \
+               FROM r WHERE $20::uuid IS NOT NULL) \
+             SELECT CASE WHEN (SELECT count(*) FROM r) = 1 AND (SELECT count(*) FROM s) <> 1 \
+                 THEN cairn_raise('cairn: step row is not running at the committed attempt') \
+                 ELSE (SELECT count(*) FROM r) END",
+        )
+        .bind(c.run_id.as_uuid())
+        .bind(c.epoch.0)
+        .bind(c.run_status.as_str())
+        .bind(c.cursor.get() as i32)
+        .bind(error_json(&c.run_error).map(Json))
+        .bind(c.events.len() as i64)
+        .bind(finished)
+        .bind(c.idx.get() as i32)
+        .bind(c.attempt.get() as i32)
+        .bind(c.status.as_str())
+        .bind(c.output.as_ref().map(Json))
+        .bind(c.usage.map(|u| u.input_tokens as i64))
+        .bind(c.usage.map(|u| u.output_tokens as i64))
+        .bind(error_json(&c.error).map(Json))
+        .bind(next_idx)
+        .bind(next_role)
+        .bind(kinds)
+        .bind(datas)
+        .bind(c.retry_after.map(|d| d.as_secs_f64()))
+        .bind(wait.map(|w| w.id.as_uuid()))
+        .bind(wait.map(|w| w.kind.as_str()))
+        .bind(wait.map(|w| Json(&w.prompt)))
+        .bind(wait.and_then(|w| w.question_id.as_deref()))
+        .bind(wait.and_then(|w| w.deadline_ms).map(|ms| ms as f64 / 1000.0))
+        .bind(wait.and_then(|w| w.on_deadline.as_ref()).map(Json))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| match e {
+            sqlx::Error::Database(db) if db.message().starts_with("cairn: ") => {
+                cairn_core::Corruption::new(
+                    c.run_id,
+                    format!(
+                        "step {} attempt {} is not running, so its result cannot be committed",
+                        c.idx, c.attempt
+                    ),
+                )
+                .into()
+            }
+            e => Error::Database(e),
+        })?;
+        if runs == 0 {
+            let run = Store::get_run(self, c.run_id).await?;
+            return Err(refused_commit(&run, c));
+        }
+        Ok(())
+    }
+
+    async fn append_journal(&self, a: &JournalAppend) -> Result<JournalEntry> {
+        // One statement, so one round trip: the fence (the run row updated
+        // only at the holder's epoch, which also locks it against a claim),
+        // the item at the step's next seq, and its event.
+        let row = sqlx::query(
+            "WITH r AS ( \
+               UPDATE runs SET event_seq = event_seq + $8 \
+               WHERE id = $1 AND lease_epoch = $7 AND status = 'running' \
+               RETURNING id, event_seq), \
+             j AS ( \
+               INSERT INTO journal (run_id, step_idx, seq, attempt, generation, kind, payload, \
+                 created_at) \
+               SELECT r.id, $2, COALESCE((SELECT MAX(seq) FROM journal \
+                 WHERE run_id = $1 AND step_idx = $2), 0) + 1, $3, $4, $5, $6, clock_timestamp() \
+               FROM r \
+               RETURNING seq, attempt, generation, kind, payload, created_at), \
+             e AS ( \
+               INSERT INTO events (run_id, seq, at, kind, data) \
+               SELECT r.id, r.event_seq, clock_timestamp(), $9, $10 FROM r WHERE $8 = 1) \
+             SELECT * FROM j",
+        )
+        .bind(a.run_id.as_uuid())
+        .bind(a.idx.get() as i32)
+        .bind(a.attempt.get() as i32)
+        .bind(a.generation as i32)
+        .bind(a.kind.as_str())
+        .bind(Json(&a.payload))
+        .bind(a.epoch.0)
+        .bind(i64::from(a.event.is_some()))
+        .bind(a.event.as_ref().map(|e| e.kind.as_str()))
+        .bind(a.event.as_ref().map(|e| Json(&e.data)))
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => decode_journal(a.run_id, &crate::sql::Row::Postgres(row)),
+            None => {
+                // Nothing written: say why.
+                let run = Store::get_run(self, a.run_id).await?;
+                check_holder(a.run_id, run.status, run.lease_epoch, a.epoch)?;
+                Err(Corruption::new(
+                    a.run_id,
+                    "a journal item matched the run but was not written",
+                )
+                .into())
+            }
+        }
+    }
+}

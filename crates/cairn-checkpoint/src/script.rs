@@ -1,0 +1,907 @@
+//! The storage script: every `Store` operation written once, over the
+//! dialect layer (`sql`). A backend supplies its pool and, where a
+//! measured fast path pays for it, its own version of an operation
+//! ([`Backend::commit_step`], [`Backend::append_journal`]); everything else
+//! is here, so the two databases cannot drift apart in meaning.
+//!
+//! What each operation decides (a claim's effect on the cursor's step, an
+//! answer's effect on the run) is in `plan.rs`, pure; this file reads what
+//! a plan needs, asks it, and writes what it says, in one transaction.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use cairn_core::{
+    Actor, Answer, Corruption, ErrorInfo, EventKind, EventRecord, JournalEntry, LeaseEpoch,
+    NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus, WaitId, WaitRecord,
+};
+
+use crate::plan::{
+    check_fork, check_holder, claim_events, fork_event, plan_action, plan_answer, plan_claim,
+    plan_expire, AnswerPlan, ClaimStep, StepChange,
+};
+use crate::raw::{
+    check_same_submission, decode_event, decode_journal, decode_run, decode_step, decode_wait,
+    error_json, run_cols, stats_from, step_cols, unpack_steps, wait_cols,
+};
+use crate::sql::{query, Conn, Dialect, Pool};
+use crate::{
+    Action, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, Lease, NewRun, Result,
+    RunFilter, StepCommit, Store, StoreStats, Submitted, WaitFilter,
+};
+
+/// What a backend brings to the script: its pool, and its fast paths. Not
+/// nameable outside this crate (a sealed trait): every [`Store`] is one of
+/// Cairn's backends.
+#[async_trait]
+pub trait Backend: Send + Sync + 'static {
+    fn db(&self) -> &Pool;
+
+    /// The end of a step: on both databases a measured fast path of one
+    /// round trip, so each backend writes its own.
+    async fn commit_step(&self, c: &StepCommit) -> Result<()>;
+
+    /// One journal item; the script's version is a transaction of three
+    /// statements.
+    async fn append_journal(&self, a: &JournalAppend) -> Result<JournalEntry> {
+        append_journal(self.db(), a).await
+    }
+
+    /// A worker's idle wait; without notifications, a sleep.
+    async fn wait_for_work(&self, max: Duration) {
+        tokio::time::sleep(max).await;
+    }
+}
+
+// ------------------------------------------------------------- reads
+
+const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = :id");
+const RUN_BY_ID_LOCKED: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE id = :id {for_update}"
+);
+
+/// The run, locked against other writers until the transaction ends when
+/// `lock` (PostgreSQL; SQLite's write transaction already is).
+pub(crate) async fn fetch_run(c: &mut Conn<'_>, id: RunId, lock: bool) -> Result<RunRecord> {
+    let sql = if lock { RUN_BY_ID_LOCKED } else { RUN_BY_ID };
+    let row = c
+        .fetch_optional(query(sql).bind("id", id))
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    decode_run(&row)
+}
+
+async fn fetch_step(c: &mut Conn<'_>, id: RunId, idx: StepIdx) -> Result<Option<StepRecord>> {
+    let row = c
+        .fetch_optional(
+            query(concat!(
+                "SELECT ",
+                step_cols!(),
+                " FROM steps WHERE run_id = :run AND idx = :idx"
+            ))
+            .bind("run", id)
+            .bind("idx", idx.get()),
+        )
+        .await?;
+    row.map(|r| decode_step(id, &r)).transpose()
+}
+
+async fn fetch_wait(c: &mut Conn<'_>, id: WaitId) -> Result<WaitRecord> {
+    let row = c
+        .fetch_optional(
+            query(concat!(
+                "SELECT ",
+                wait_cols!(),
+                " FROM waits WHERE id = :id {for_update}"
+            ))
+            .bind("id", id),
+        )
+        .await?
+        .ok_or(Error::WaitNotFound(id))?;
+    decode_wait(&row)
+}
+
+async fn latest_wait(c: &mut Conn<'_>, id: RunId, idx: StepIdx) -> Result<Option<WaitRecord>> {
+    let row = c
+        .fetch_optional(
+            query(concat!(
+                "SELECT ",
+                wait_cols!(),
+                " FROM waits WHERE run_id = :run AND step_idx = :idx \
+                 ORDER BY created_at DESC, id DESC LIMIT 1"
+            ))
+            .bind("run", id)
+            .bind("idx", idx.get()),
+        )
+        .await?;
+    row.map(|r| decode_wait(&r)).transpose()
+}
+
+/// Every step row of a run as one JSON document: one value to decode (and,
+/// on SQLite, one hop to its thread) instead of a row per step. The
+/// aggregate functions differ, so each dialect has its own text.
+fn packed_steps(dialect: Dialect) -> &'static str {
+    match dialect {
+        // `json()` refuses a malformed stored value; `load` then reads row
+        // by row, which names the step that holds it.
+        Dialect::Sqlite => {
+            "SELECT json_group_array(json_array(idx, role, status, attempt, json(output), \
+             input_tokens, output_tokens, started_at, finished_at, json(error), takeovers)) \
+             AS packed FROM (SELECT * FROM steps WHERE run_id = :run ORDER BY idx)"
+        }
+        Dialect::Postgres => {
+            "SELECT json_agg(json_build_array(idx, role, status, attempt, output, input_tokens, \
+             output_tokens, to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.USZ'), \
+             to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.USZ'), error, \
+             takeovers) ORDER BY idx)::text AS packed FROM steps WHERE run_id = :run"
+        }
+    }
+}
+
+pub(crate) async fn events(db: &Pool, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
+    // One snapshot: the run exists, and these are its events.
+    let mut tx = db.read().await?;
+    let mut c = tx.conn();
+    fetch_run(&mut c, id, false).await?;
+    let rows = c
+        .fetch_all(
+            query(
+                "SELECT seq, at, kind, data FROM events WHERE run_id = :run AND seq > :after \
+                 ORDER BY seq",
+            )
+            .bind("run", id)
+            .bind("after", after),
+        )
+        .await?;
+    tx.commit().await?;
+    rows.iter().map(|r| decode_event(id, r)).collect()
+}
+
+async fn waits_where(db: &Pool, q: crate::sql::Query) -> Result<Vec<WaitRecord>> {
+    let mut held = db.acquire().await?;
+    let rows = held.conn().fetch_all(q).await?;
+    rows.iter().map(decode_wait).collect()
+}
+
+// ------------------------------------------------------------- writes
+
+/// Appends events at the run's next sequence numbers.
+async fn append_events(c: &mut Conn<'_>, id: RunId, events: &[NewEvent]) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let row = c
+        .fetch_optional(
+            query("UPDATE runs SET event_seq = event_seq + :n WHERE id = :id RETURNING event_seq")
+                .bind("id", id)
+                .bind("n", events.len() as i64),
+        )
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    insert_events(c, id, row.int("event_seq")?, events).await
+}
+
+/// Inserts `events` numbered so the last one is `last_seq`.
+async fn insert_events(
+    c: &mut Conn<'_>,
+    id: RunId,
+    last_seq: i64,
+    events: &[NewEvent],
+) -> Result<()> {
+    let first = last_seq - events.len() as i64 + 1;
+    for (i, e) in events.iter().enumerate() {
+        c.execute(
+            query("INSERT INTO events (run_id, seq, at, kind, data) VALUES (:run, :seq, {now}, :kind, :data)")
+                .bind("run", id)
+                .bind("seq", first + i as i64)
+                .bind("kind", e.kind.as_str())
+                .bind("data", &e.data),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Checks, inside a write transaction, that the run is `running` at `held`
+/// (and on PostgreSQL locks it against a concurrent claim).
+async fn check_held(c: &mut Conn<'_>, id: RunId, held: LeaseEpoch) -> Result<()> {
+    let row = c
+        .fetch_optional(
+            query("SELECT lease_epoch, status FROM runs WHERE id = :id {for_update}")
+                .bind("id", id),
+        )
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    let status: RunStatus = row
+        .text("status")?
+        .parse()
+        .map_err(|e: String| Corruption::new(id, format!("run status: {e}")))?;
+    check_holder(id, status, LeaseEpoch(row.int("lease_epoch")?), held)
+}
+
+/// The claim of `Store::claim`, inside the caller's transaction.
+async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
+    let mut before = fetch_run(c, id, true).await?;
+    match before.status {
+        RunStatus::Queued => {}
+        RunStatus::Running if req.takeover => {}
+        status => {
+            return Err(Error::WrongState {
+                run: id,
+                status,
+                action: "claim it",
+            })
+        }
+    }
+    if let Some(def) = &req.replace_crew {
+        c.execute(
+            query(
+                "UPDATE runs SET crew_name = :name, crew_version = :version, \
+                 crew_fingerprint = :fingerprint, crew_def = :def, step_count = :steps \
+                 WHERE id = :id",
+            )
+            .bind("id", id)
+            .bind("name", def.name.as_str())
+            .bind("version", def.version.as_str())
+            .bind("fingerprint", def.fingerprint().as_str())
+            .bind("def", def.to_json())
+            .bind("steps", def.step_count()),
+        )
+        .await?;
+        before.step_count = def.step_count();
+        before.crew_definition = def.clone();
+    }
+    if before.not_before.is_some() {
+        let wait_ms = c
+            .fetch_optional(
+                query("SELECT {not_before_ms} AS wait_ms FROM runs WHERE id = :id").bind("id", id),
+            )
+            .await?
+            .map(|r| r.int("wait_ms"))
+            .transpose()?
+            .unwrap_or(0);
+        if wait_ms > 0 {
+            return Err(Error::NotYet {
+                run: id,
+                wait: Duration::from_millis(wait_ms as u64),
+            });
+        }
+    }
+    let epoch = c
+        .fetch_optional(
+            query(
+                "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, \
+                 lease_owner = :owner, lease_expires_at = {lease_until}, not_before = NULL, \
+                 updated_at = {now} WHERE id = :id RETURNING lease_epoch",
+            )
+            .bind("id", id)
+            .bind("owner", req.owner.as_str())
+            .bind("lease_secs", req.lease.as_secs_f64()),
+        )
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    let epoch = LeaseEpoch(epoch.int("lease_epoch")?);
+
+    let cursor = before.cursor;
+    let row = fetch_step(c, id, cursor).await?;
+    let waited = match &row {
+        Some(r) if r.status == StepStatus::Waiting => latest_wait(c, id, r.idx).await?,
+        _ => None,
+    };
+    let plan = plan_claim(&before, row, waited.as_ref(), req)?;
+    match &plan.step {
+        ClaimStep::Nothing => {}
+        ClaimStep::Insert { role } => {
+            c.execute(
+                query(
+                    "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+                     VALUES (:run, :idx, :role, 'running', 1, {now})",
+                )
+                .bind("run", id)
+                .bind("idx", cursor.get())
+                .bind("role", role.as_str()),
+            )
+            .await?;
+        }
+        ClaimStep::Restart {
+            attempt,
+            takeovers_delta,
+        } => {
+            c.execute(
+                query(
+                    "UPDATE steps SET status = 'running', attempt = :attempt, \
+                     takeovers = CASE WHEN :delta = 0 THEN 0 ELSE takeovers + :delta END, \
+                     finished_at = NULL, started_at = {now} WHERE run_id = :run AND idx = :idx",
+                )
+                .bind("run", id)
+                .bind("idx", cursor.get())
+                .bind("attempt", *attempt)
+                .bind("delta", *takeovers_delta),
+            )
+            .await?;
+        }
+        ClaimStep::CrashLoop { error } => {
+            let err = error_json(&Some(error.clone()));
+            c.execute(
+                query(
+                    "UPDATE steps SET status = 'failed', error = :error, finished_at = {now} \
+                     WHERE run_id = :run AND idx = :idx",
+                )
+                .bind("run", id)
+                .bind("idx", cursor.get())
+                .bind("error", err.clone()),
+            )
+            .await?;
+            c.execute(
+                query(
+                    "UPDATE runs SET status = 'failed', error = :error, lease_owner = NULL, \
+                     lease_expires_at = NULL, finished_at = {now} WHERE id = :id",
+                )
+                .bind("id", id)
+                .bind("error", err),
+            )
+            .await?;
+        }
+    }
+    append_events(c, id, &claim_events(req, epoch, &before, &plan)).await?;
+    let run = fetch_run(c, id, false).await?;
+    let at_cursor = fetch_step(c, id, run.cursor).await?;
+    Ok(Claimed {
+        run,
+        at_cursor,
+        took_over: plan.took_over,
+    })
+}
+
+/// A waiting step's end as an answer or a deadline decided it.
+async fn apply_step_change(
+    c: &mut Conn<'_>,
+    run: RunId,
+    idx: StepIdx,
+    change: &StepChange,
+) -> Result<()> {
+    let (status, output, error) = match change {
+        StepChange::Keep => return Ok(()),
+        StepChange::Succeed(output) => ("succeeded", Some(output.clone()), None),
+        StepChange::Fail(e) => ("failed", None, error_json(&Some(e.clone()))),
+    };
+    c.execute(
+        query(
+            "UPDATE steps SET status = :status, output = COALESCE(:output, output), \
+             error = COALESCE(:error, error), finished_at = {now} \
+             WHERE run_id = :run AND idx = :idx AND status = 'waiting'",
+        )
+        .bind("run", run)
+        .bind("idx", idx.get())
+        .bind("status", status)
+        .bind("output", output)
+        .bind("error", error),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The run after one of its waits closed.
+async fn set_run_after_wait(
+    c: &mut Conn<'_>,
+    run: RunId,
+    to: RunStatus,
+    cursor: StepIdx,
+    error: Option<&ErrorInfo>,
+) -> Result<()> {
+    c.execute(
+        query(
+            "UPDATE runs SET status = :to, cursor = :cursor, error = :error, updated_at = {now}, \
+             finished_at = CASE WHEN :finish THEN {now} ELSE finished_at END WHERE id = :id",
+        )
+        .bind("id", run)
+        .bind("to", to.as_str())
+        .bind("cursor", cursor.get())
+        .bind("error", error_json(&error.cloned()))
+        .bind(
+            "finish",
+            matches!(to, RunStatus::Succeeded | RunStatus::Failed),
+        ),
+    )
+    .await?;
+    if to == RunStatus::Queued {
+        c.notify_runnable(run).await?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn append_journal(db: &Pool, a: &JournalAppend) -> Result<JournalEntry> {
+    let mut tx = db.write().await?;
+    let mut c = tx.conn();
+    check_held(&mut c, a.run_id, a.epoch).await?;
+    let row = c
+        .fetch_optional(
+            query(
+                "INSERT INTO journal (run_id, step_idx, seq, attempt, generation, kind, payload, \
+                 created_at) SELECT :run, :idx, COALESCE(MAX(seq), 0) + 1, :attempt, \
+                 :generation, :kind, :payload, {now} FROM journal \
+                 WHERE run_id = :run AND step_idx = :idx \
+                 RETURNING seq, attempt, generation, kind, payload, created_at",
+            )
+            .bind("run", a.run_id)
+            .bind("idx", a.idx.get())
+            .bind("attempt", a.attempt.get())
+            .bind("generation", a.generation)
+            .bind("kind", a.kind.as_str())
+            .bind("payload", &a.payload),
+        )
+        .await?
+        .ok_or_else(|| Corruption::new(a.run_id, "a journal item was not written"))?;
+    let entry = decode_journal(a.run_id, &row)?;
+    if let Some(event) = &a.event {
+        append_events(&mut c, a.run_id, std::slice::from_ref(event)).await?;
+    }
+    tx.commit().await?;
+    Ok(entry)
+}
+
+// ------------------------------------------------------------- the contract
+
+#[async_trait]
+impl<B: Backend> Store for B {
+    fn backend(&self) -> crate::Backend {
+        self.db().backend()
+    }
+
+    async fn submit(&self, run: NewRun) -> Result<Submitted> {
+        let db = self.db();
+        let new = run;
+        let id = RunId::new();
+        let mut tx = db.write().await?;
+        let mut c = tx.conn();
+        let inserted = c
+            .execute(
+                query(
+                    "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
+                     input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
+                     event_seq, created_at, updated_at) VALUES (:id, :name, :version, \
+                     :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, 0, 1, {now}, \
+                     {now}) ON CONFLICT (idempotency_key) DO NOTHING",
+                )
+                .bind("id", id)
+                .bind("name", new.crew.name.as_str())
+                .bind("version", new.crew.version.as_str())
+                .bind("fingerprint", new.crew.fingerprint().as_str())
+                .bind("def", new.crew.to_json())
+                .bind("input", &new.input)
+                .bind("key", &new.idempotency_key)
+                .bind("thread", &new.thread_id)
+                .bind("steps", new.crew.step_count()),
+            )
+            .await?;
+        if inserted == 0 {
+            let row = c
+                .fetch_optional(
+                    query(concat!(
+                        "SELECT ",
+                        run_cols!(),
+                        " FROM runs WHERE idempotency_key = :key"
+                    ))
+                    .bind("key", &new.idempotency_key),
+                )
+                .await?
+                .ok_or_else(|| Error::Statement("a conflicting run vanished".into()))?;
+            let run = decode_run(&row)?;
+            check_same_submission(&run, &new)?;
+            return Ok(Submitted {
+                run,
+                created: false,
+            });
+        }
+        let event = NewEvent::new(
+            EventKind::RunSubmitted,
+            serde_json::json!({
+                "crew": new.crew.name,
+                "fingerprint": new.crew.fingerprint(),
+                "idempotency_key": new.idempotency_key,
+                "thread_id": new.thread_id,
+            }),
+        );
+        insert_events(&mut c, id, 1, &[event]).await?;
+        c.notify_runnable(id).await?;
+        let run = fetch_run(&mut c, id, false).await?;
+        tx.commit().await?;
+        Ok(Submitted { run, created: true })
+    }
+
+    async fn load(&self, id: RunId) -> Result<(RunRecord, Vec<StepRecord>)> {
+        let db = self.db();
+        // One read transaction: one snapshot, so run and steps agree.
+        let mut tx = db.read().await?;
+        let mut c = tx.conn();
+        let run = fetch_run(&mut c, id, false).await?;
+        let packed = c
+            .fetch_optional(query(packed_steps(c.dialect())).bind("run", id))
+            .await
+            .ok()
+            .flatten()
+            .and_then(|r| r.opt_text("packed").ok().flatten());
+        if let Some(steps) = packed.as_deref().and_then(|p| unpack_steps(id, p).ok()) {
+            tx.commit().await?;
+            return Ok((run, steps));
+        }
+        let rows = c
+            .fetch_all(
+                query(concat!(
+                    "SELECT ",
+                    step_cols!(),
+                    " FROM steps WHERE run_id = :run ORDER BY idx"
+                ))
+                .bind("run", id),
+            )
+            .await?;
+        tx.commit().await?;
+        let steps = rows
+            .iter()
+            .map(|r| decode_step(id, r))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((run, steps))
+    }
+
+    async fn get_run(&self, id: RunId) -> Result<RunRecord> {
+        let mut held = self.db().acquire().await?;
+        fetch_run(&mut held.conn(), id, false).await
+    }
+
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+        let db = self.db();
+        let mut held = db.acquire().await?;
+        let mut c = held.conn();
+        if let Some(after) = filter.after {
+            // The cursor must name a run, or the page would silently be empty.
+            fetch_run(&mut c, after, false).await?;
+        }
+        let rows = c
+            .fetch_all(
+                query(concat!(
+                    "SELECT ",
+                    run_cols!(),
+                    " FROM runs WHERE (:status IS NULL OR status = :status) \
+                     AND (:crew IS NULL OR crew_name = :crew) \
+                     AND (:thread IS NULL OR thread_id = :thread) \
+                     AND (:after IS NULL OR (created_at, id) > \
+                       (SELECT created_at, id FROM runs WHERE id = :after)) \
+                     ORDER BY created_at, id LIMIT :limit"
+                ))
+                .bind("status", filter.status.map(|s| s.as_str()))
+                .bind("crew", filter.crew.as_deref())
+                .bind("thread", filter.thread.as_deref())
+                .bind("after", filter.after)
+                .bind("limit", filter.limit.map_or(i64::MAX, i64::from)),
+            )
+            .await?;
+        rows.iter().map(decode_run).collect()
+    }
+
+    async fn stats(&self) -> Result<StoreStats> {
+        let db = self.db();
+        let mut held = db.acquire().await?;
+        let mut c = held.conn();
+        let rows = c
+            .fetch_all(query(
+                "SELECT status, count(*) AS n FROM runs GROUP BY status ORDER BY status",
+            ))
+            .await?;
+        let by_status = rows
+            .iter()
+            .map(|r| Ok((r.text("status")?, r.int("n")?)))
+            .collect::<Result<Vec<_>>>()?;
+        let row = c
+            .fetch_optional(query(
+                "SELECT (SELECT count(*) FROM runs WHERE status = 'queued' \
+                         AND (not_before IS NULL OR not_before <= {now})) AS ready, \
+                        (SELECT count(*) FROM events WHERE kind = 'run_claimed' \
+                         AND data->>'from_status' = 'running') AS takeovers",
+            ))
+            .await?
+            .ok_or_else(|| Error::Statement("the stats query returned no row".into()))?;
+        Ok(stats_from(
+            by_status,
+            row.int("ready")?,
+            row.int("takeovers")?,
+        )?)
+    }
+
+    async fn claim(&self, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
+        let db = self.db();
+        let mut tx = db.write().await?;
+        let claimed = claim_in(&mut tx.conn(), id, req).await?;
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    async fn claim_next(&self, req: &ClaimRequest) -> Result<Option<Claimed>> {
+        let db = self.db();
+        let mut tx = db.write().await?;
+        let mut c = tx.conn();
+        // The oldest runnable run: queued and due, or running under an expired
+        // lease (its holder died or hung: a takeover). PostgreSQL skips rows
+        // other claimers hold; SQLite's write lock admits one claimer at a time.
+        let picked = c
+            .fetch_optional(query(
+                "SELECT id FROM runs WHERE (status = 'queued' AND (not_before IS NULL \
+                 OR not_before <= {now})) OR (status = 'running' AND lease_expires_at < {now}) \
+                 ORDER BY created_at, id LIMIT 1 {skip_locked}",
+            ))
+            .await?;
+        let Some(row) = picked else {
+            tx.commit().await?;
+            return Ok(None);
+        };
+        let nil = RunId::from_uuid(uuid::Uuid::nil());
+        let id = RunId::from_uuid(
+            row.opt_uuid("id", nil, "a runnable run's id")?
+                .ok_or_else(|| Corruption::new(nil, "a runnable run has no id"))?,
+        );
+        let req = ClaimRequest {
+            takeover: true,
+            ..req.clone()
+        };
+        let claimed = claim_in(&mut c, id, &req).await?;
+        tx.commit().await?;
+        Ok(Some(claimed))
+    }
+
+    async fn wait_for_work(&self, max: Duration) {
+        Backend::wait_for_work(self, max).await
+    }
+
+    async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<Lease> {
+        let db = self.db();
+        let mut held = db.acquire().await?;
+        let row = held
+            .conn()
+            .fetch_optional(
+                query(
+                    "UPDATE runs SET lease_expires_at = {lease_until} \
+                     WHERE id = :id AND lease_epoch = :epoch AND status = 'running' \
+                     RETURNING CASE WHEN cancel_requested_at IS NULL THEN 0 ELSE 1 END AS cancel",
+                )
+                .bind("id", id)
+                .bind("epoch", epoch.0)
+                .bind("lease_secs", lease.as_secs_f64()),
+            )
+            .await?;
+        Ok(Lease::from_beat(
+            row.map(|r| r.int("cancel").map(|n| n != 0)).transpose()?,
+        ))
+    }
+
+    async fn commit_step(&self, commit: &StepCommit) -> Result<()> {
+        Backend::commit_step(self, commit).await
+    }
+
+    async fn act(&self, id: RunId, action: Action, actor: &Actor) -> Result<RunRecord> {
+        let db = self.db();
+        let mut tx = db.write().await?;
+        let mut c = tx.conn();
+        let run = fetch_run(&mut c, id, true).await?;
+        let plan = plan_action(&run, action, actor)?;
+        c.execute(
+            query(
+                "UPDATE runs SET status = :to, \
+                 error = CASE WHEN :clear THEN NULL ELSE error END, \
+                 not_before = CASE WHEN :clear THEN NULL ELSE not_before END, \
+                 finished_at = CASE WHEN :finish THEN {now} ELSE finished_at END, \
+                 cancel_requested_at = CASE WHEN :cancel THEN {now} ELSE cancel_requested_at END, \
+                 lease_owner = CASE WHEN :to = 'running' THEN lease_owner END, \
+                 lease_expires_at = CASE WHEN :to = 'running' THEN lease_expires_at END, \
+                 updated_at = {now} WHERE id = :id",
+            )
+            .bind("id", id)
+            .bind("to", plan.to.as_str())
+            .bind("clear", plan.clears_error())
+            .bind("finish", plan.finishes())
+            .bind("cancel", plan.request_cancel),
+        )
+        .await?;
+        if plan.finishes() {
+            // A step paused at the cursor ends with its run.
+            c.execute(
+                query(
+                    "UPDATE steps SET status = 'cancelled', finished_at = {now} \
+                     WHERE run_id = :run AND idx = :idx AND status IN ('waiting', 'interrupted')",
+                )
+                .bind("run", id)
+                .bind("idx", run.cursor.get()),
+            )
+            .await?;
+            c.execute(
+                query(
+                    "UPDATE waits SET status = 'cancelled' WHERE run_id = :run AND status = 'open'",
+                )
+                .bind("run", id),
+            )
+            .await?;
+        }
+        append_events(&mut c, id, std::slice::from_ref(&plan.event)).await?;
+        if plan.to == RunStatus::Queued {
+            c.notify_runnable(id).await?;
+        }
+        let run = fetch_run(&mut c, id, false).await?;
+        tx.commit().await?;
+        Ok(run)
+    }
+
+    async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord> {
+        let db = self.db();
+        let mut tx = db.write().await?;
+        let mut c = tx.conn();
+        let source = fetch_run(&mut c, id, true).await?;
+        check_fork(&source, req)?;
+        let child = RunId::new();
+        let complete = req.from_step.get() == source.step_count;
+        c.execute(
+            query(
+                "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
+                 thread_id, status, cursor, step_count, lease_epoch, event_seq, parent_run_id, \
+                 parent_step_idx, created_at, updated_at, finished_at) \
+                 SELECT :child, crew_name, crew_version, crew_fingerprint, crew_def, :input, \
+                 thread_id, :status, :from, step_count, 0, 0, id, :from, {now}, {now}, \
+                 CASE WHEN :complete THEN {now} END FROM runs WHERE id = :source",
+            )
+            .bind("child", child)
+            .bind("input", req.input.as_ref().unwrap_or(&source.input))
+            .bind("status", if complete { "succeeded" } else { "queued" })
+            .bind("from", req.from_step.get())
+            .bind("complete", complete)
+            .bind("source", id),
+        )
+        .await?;
+        c.execute(
+            query(
+                "INSERT INTO steps (run_id, idx, role, status, attempt, output, input_tokens, \
+                 output_tokens, started_at, finished_at, error, takeovers) \
+                 SELECT :child, idx, role, status, attempt, output, input_tokens, output_tokens, \
+                 started_at, finished_at, error, takeovers FROM steps \
+                 WHERE run_id = :source AND idx < :from",
+            )
+            .bind("child", child)
+            .bind("source", id)
+            .bind("from", req.from_step.get()),
+        )
+        .await?;
+        append_events(&mut c, child, &[fork_event(&source, req, actor)]).await?;
+        c.notify_runnable(child).await?;
+        let run = fetch_run(&mut c, child, false).await?;
+        tx.commit().await?;
+        Ok(run)
+    }
+
+    async fn list_waits(&self, filter: &WaitFilter) -> Result<Vec<WaitRecord>> {
+        let q = query(concat!(
+            "SELECT ",
+            wait_cols!(),
+            " FROM waits WHERE (:run IS NULL OR run_id = :run) \
+             AND (:idx IS NULL OR step_idx = :idx) AND (:status IS NULL OR status = :status) \
+             ORDER BY created_at, id"
+        ))
+        .bind("run", filter.run)
+        .bind("idx", filter.step.map(|s| s.get()))
+        .bind("status", filter.status.map(|s| s.as_str()));
+        waits_where(self.db(), q).await
+    }
+
+    async fn answer_wait(&self, id: WaitId, answer: &Answer, by: &str) -> Result<WaitRecord> {
+        let db = self.db();
+        let mut tx = db.write().await?;
+        let mut c = tx.conn();
+        let wait = fetch_wait(&mut c, id).await?;
+        let run = fetch_run(&mut c, wait.run_id, true).await?;
+        let step = fetch_step(&mut c, run.id, run.cursor).await?;
+        let AnswerPlan::Apply {
+            run_to,
+            cursor_to,
+            step: change,
+            run_error,
+            events,
+        } = plan_answer(&wait, &run, step.as_ref(), answer, by)?
+        else {
+            return Ok(wait);
+        };
+        c.execute(
+            query(
+                "UPDATE waits SET status = 'answered', answer = :answer, answered_by = :by, \
+                 answered_at = {now} WHERE id = :id AND status = 'open'",
+            )
+            .bind("id", id)
+            .bind("answer", serde_json::to_value(answer).ok())
+            .bind("by", by),
+        )
+        .await?;
+        apply_step_change(&mut c, run.id, wait.step_idx, &change).await?;
+        set_run_after_wait(&mut c, run.id, run_to, cursor_to, run_error.as_ref()).await?;
+        append_events(&mut c, run.id, &events).await?;
+        let wait = fetch_wait(&mut c, id).await?;
+        tx.commit().await?;
+        Ok(wait)
+    }
+
+    async fn due_waits(&self) -> Result<Vec<WaitRecord>> {
+        let q = query(concat!(
+            "SELECT ",
+            wait_cols!(),
+            " FROM waits WHERE status = 'open' AND deadline IS NOT NULL \
+             AND deadline <= {now} ORDER BY deadline"
+        ));
+        waits_where(self.db(), q).await
+    }
+
+    async fn expire_wait(&self, id: WaitId) -> Result<WaitRecord> {
+        let db = self.db();
+        let mut tx = db.write().await?;
+        let mut c = tx.conn();
+        let wait = fetch_wait(&mut c, id).await?;
+        let (error, events) = plan_expire(&wait)?;
+        c.execute(query("UPDATE waits SET status = 'expired' WHERE id = :id").bind("id", id))
+            .await?;
+        let fail = StepChange::Fail(error.clone());
+        apply_step_change(&mut c, wait.run_id, wait.step_idx, &fail).await?;
+        set_run_after_wait(
+            &mut c,
+            wait.run_id,
+            RunStatus::Failed,
+            wait.step_idx,
+            Some(&error),
+        )
+        .await?;
+        append_events(&mut c, wait.run_id, &events).await?;
+        let wait = fetch_wait(&mut c, id).await?;
+        tx.commit().await?;
+        Ok(wait)
+    }
+
+    async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {
+        events(self.db(), id, 0).await
+    }
+
+    async fn events_after(&self, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
+        events(self.db(), id, after).await
+    }
+
+    async fn journal(
+        &self,
+        id: RunId,
+        idx: StepIdx,
+        generation: Option<u32>,
+    ) -> Result<Vec<JournalEntry>> {
+        let db = self.db();
+        let mut held = db.acquire().await?;
+        let rows = held
+            .conn()
+            .fetch_all(
+                query(
+                    "SELECT seq, attempt, generation, kind, payload, created_at FROM journal \
+                     WHERE run_id = :run AND step_idx = :idx \
+                     AND (:generation IS NULL OR generation = :generation) ORDER BY seq",
+                )
+                .bind("run", id)
+                .bind("idx", idx.get())
+                .bind("generation", generation),
+            )
+            .await?;
+        rows.iter().map(|r| decode_journal(id, r)).collect()
+    }
+
+    async fn append_journal(&self, item: &JournalAppend) -> Result<JournalEntry> {
+        Backend::append_journal(self, item).await
+    }
+
+    async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()> {
+        let db = self.db();
+        let mut tx = db.write().await?;
+        let mut c = tx.conn();
+        check_held(&mut c, id, epoch).await?;
+        append_events(&mut c, id, events).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

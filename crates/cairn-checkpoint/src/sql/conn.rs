@@ -1,0 +1,314 @@
+//! Connections and rows of either database behind one face, so a storage
+//! script is written once: `Pool` opens transactions, `Conn` runs a
+//! [`Query`](super::Query), and `Row` reads a column as Cairn's types
+//! whatever the backend stores (a UUID, a JSON document and a time are
+//! native on PostgreSQL and text on SQLite).
+
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::postgres::{PgArguments, PgConnection, PgPool, PgRow};
+use sqlx::sqlite::{SqliteArguments, SqliteConnection, SqlitePool, SqliteRow};
+use sqlx::types::Json;
+use sqlx::{Postgres, Row as _, Sqlite, Transaction, TypeInfo, ValueRef};
+use uuid::Uuid;
+
+use cairn_core::{Corruption, RunId};
+
+use super::query::{Dialect, Param, Query};
+use crate::{Backend, Error, Result};
+
+/// The pool of one store.
+#[derive(Clone)]
+pub enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// An open transaction.
+pub enum Tx {
+    Sqlite(Transaction<'static, Sqlite>),
+    Postgres(Transaction<'static, Postgres>),
+}
+
+/// A connection to run statements on: a transaction's, or one taken from
+/// the pool for a single read.
+pub enum Conn<'c> {
+    Sqlite(&'c mut SqliteConnection),
+    Postgres(&'c mut PgConnection),
+}
+
+/// A pooled connection, for reads that need no transaction.
+pub enum Held {
+    Sqlite(sqlx::pool::PoolConnection<Sqlite>),
+    Postgres(sqlx::pool::PoolConnection<Postgres>),
+}
+
+impl Pool {
+    pub fn backend(&self) -> Backend {
+        match self {
+            Pool::Sqlite(_) => Backend::Sqlite,
+            Pool::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// A transaction that will write. SQLite takes the write lock at once
+    /// (`BEGIN IMMEDIATE`), so writers queue on the busy timeout instead of
+    /// failing mid-transaction; PostgreSQL locks rows as the script reads
+    /// them (`{for_update}`).
+    pub async fn write(&self) -> Result<Tx> {
+        Ok(match self {
+            Pool::Sqlite(p) => Tx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
+            Pool::Postgres(p) => Tx::Postgres(p.begin().await?),
+        })
+    }
+
+    /// A transaction that only reads, from one snapshot.
+    pub async fn read(&self) -> Result<Tx> {
+        Ok(match self {
+            Pool::Sqlite(p) => Tx::Sqlite(p.begin().await?),
+            Pool::Postgres(p) => Tx::Postgres(
+                p.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .await?,
+            ),
+        })
+    }
+
+    pub async fn acquire(&self) -> Result<Held> {
+        Ok(match self {
+            Pool::Sqlite(p) => Held::Sqlite(p.acquire().await?),
+            Pool::Postgres(p) => Held::Postgres(p.acquire().await?),
+        })
+    }
+}
+
+impl Tx {
+    pub fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Tx::Sqlite(t) => Conn::Sqlite(t),
+            Tx::Postgres(t) => Conn::Postgres(t),
+        }
+    }
+
+    pub async fn commit(self) -> Result<()> {
+        match self {
+            Tx::Sqlite(t) => t.commit().await?,
+            Tx::Postgres(t) => t.commit().await?,
+        }
+        Ok(())
+    }
+}
+
+impl Held {
+    pub fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Held::Sqlite(c) => Conn::Sqlite(c),
+            Held::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+}
+
+fn sqlite_args<'q>(values: &[&'q Param]) -> SqliteArguments<'q> {
+    use sqlx::Arguments;
+    let mut args = SqliteArguments::default();
+    for v in values {
+        let bound = match v {
+            Param::Text(t) => args.add(t.as_deref()),
+            Param::Int(i) => args.add(*i),
+            Param::Float(f) => args.add(*f),
+            Param::Bool(b) => args.add(*b),
+            Param::Json(j) => args.add(j.as_ref().map(Value::to_string)),
+            Param::Uuid(u) => args.add(u.map(|u| u.to_string())),
+        };
+        // Encoding these types into an argument list cannot fail.
+        debug_assert!(bound.is_ok());
+    }
+    args
+}
+
+fn pg_args(values: &[&Param]) -> PgArguments {
+    use sqlx::Arguments;
+    let mut args = PgArguments::default();
+    for v in values {
+        let bound = match v {
+            Param::Text(t) => args.add(t.as_deref()),
+            Param::Int(i) => args.add(*i),
+            Param::Float(f) => args.add(*f),
+            Param::Bool(b) => args.add(*b),
+            Param::Json(j) => args.add(j.as_ref().map(Json)),
+            Param::Uuid(u) => args.add(*u),
+        };
+        debug_assert!(bound.is_ok());
+    }
+    args
+}
+
+impl Conn<'_> {
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Conn::Sqlite(_) => Dialect::Sqlite,
+            Conn::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Runs a statement; the number of rows it changed.
+    pub async fn execute(&mut self, q: Query) -> Result<u64> {
+        let (sql, values) = q.prepare(self.dialect())?;
+        Ok(match self {
+            Conn::Sqlite(c) => sqlx::query_with(sql, sqlite_args(&values))
+                .execute(&mut **c)
+                .await?
+                .rows_affected(),
+            Conn::Postgres(c) => sqlx::query_with(sql, pg_args(&values))
+                .execute(&mut **c)
+                .await?
+                .rows_affected(),
+        })
+    }
+
+    pub async fn fetch_all(&mut self, q: Query) -> Result<Vec<Row>> {
+        let (sql, values) = q.prepare(self.dialect())?;
+        Ok(match self {
+            Conn::Sqlite(c) => sqlx::query_with(sql, sqlite_args(&values))
+                .fetch_all(&mut **c)
+                .await?
+                .into_iter()
+                .map(Row::Sqlite)
+                .collect(),
+            Conn::Postgres(c) => sqlx::query_with(sql, pg_args(&values))
+                .fetch_all(&mut **c)
+                .await?
+                .into_iter()
+                .map(Row::Postgres)
+                .collect(),
+        })
+    }
+
+    /// The first row, if any (statements that match one row by key).
+    pub async fn fetch_optional(&mut self, q: Query) -> Result<Option<Row>> {
+        Ok(self.fetch_all(q).await?.into_iter().next())
+    }
+
+    /// Wakes listening workers when the transaction commits (PostgreSQL
+    /// `NOTIFY`); SQLite has no notifications, its workers poll.
+    pub async fn notify_runnable(&mut self, id: RunId) -> Result<()> {
+        if let Conn::Postgres(c) = self {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(RUNNABLE)
+                .bind(id.to_string())
+                .execute(&mut **c)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// The channel notified when a run becomes runnable.
+pub(crate) const RUNNABLE: &str = "cairn_runnable";
+
+/// A row of either database.
+pub enum Row {
+    Sqlite(SqliteRow),
+    Postgres(PgRow),
+}
+
+/// Why a column did not read: the database said so, or the stored text is
+/// not what the column holds (SQLite).
+fn corrupt(run: RunId, what: &str, detail: impl std::fmt::Display) -> Error {
+    Corruption::new(run, format!("{what} {detail}")).into()
+}
+
+/// A SQLite text column parsed into what it stands for; text that does not
+/// parse is a corruption naming the run and the column.
+fn parsed<T>(
+    r: &SqliteRow,
+    col: &str,
+    (run, what): (RunId, &str),
+    parse: impl FnOnce(&str) -> std::result::Result<T, String>,
+) -> Result<Option<T>> {
+    r.try_get::<Option<String>, _>(col)?
+        .map(|t| parse(&t).map_err(|detail| corrupt(run, what, detail)))
+        .transpose()
+}
+
+impl Row {
+    /// An integer column of any width (PostgreSQL's `int4` and `int8`).
+    pub fn opt_int(&self, col: &str) -> Result<Option<i64>> {
+        Ok(match self {
+            Row::Sqlite(r) => r.try_get(col)?,
+            Row::Postgres(r) => {
+                let raw = r.try_get_raw(col)?;
+                let width = raw.type_info().name().to_owned();
+                match width.as_str() {
+                    "INT4" => r.try_get::<Option<i32>, _>(col)?.map(i64::from),
+                    "INT2" => r.try_get::<Option<i16>, _>(col)?.map(i64::from),
+                    _ => r.try_get(col)?,
+                }
+            }
+        })
+    }
+
+    pub fn int(&self, col: &str) -> Result<i64> {
+        self.opt_int(col)?
+            .ok_or_else(|| sqlx::Error::ColumnDecode {
+                index: col.to_owned(),
+                source: "unexpected NULL".into(),
+            })
+            .map_err(Error::from)
+    }
+
+    pub fn opt_text(&self, col: &str) -> Result<Option<String>> {
+        Ok(match self {
+            Row::Sqlite(r) => r.try_get(col)?,
+            Row::Postgres(r) => r.try_get(col)?,
+        })
+    }
+
+    pub fn text(&self, col: &str) -> Result<String> {
+        Ok(match self {
+            Row::Sqlite(r) => r.try_get(col)?,
+            Row::Postgres(r) => r.try_get(col)?,
+        })
+    }
+
+    /// A UUID column; `what` names it in a corruption.
+    pub fn opt_uuid(&self, col: &str, run: RunId, what: &str) -> Result<Option<Uuid>> {
+        match self {
+            Row::Sqlite(r) => parsed(r, col, (run, what), |t| {
+                Uuid::from_str(t).map_err(|e| format!("`{t}` is not an id: {e}"))
+            }),
+            Row::Postgres(r) => Ok(r.try_get(col)?),
+        }
+    }
+
+    pub fn opt_json(&self, col: &str, run: RunId, what: &str) -> Result<Option<Value>> {
+        match self {
+            Row::Sqlite(r) => parsed(r, col, (run, what), |t| {
+                serde_json::from_str(t).map_err(|e| format!("is not valid JSON: {e}"))
+            }),
+            Row::Postgres(r) => Ok(r.try_get::<Option<Json<Value>>, _>(col)?.map(|j| j.0)),
+        }
+    }
+
+    pub fn json(&self, col: &str, run: RunId, what: &str) -> Result<Value> {
+        self.opt_json(col, run, what)?
+            .ok_or_else(|| corrupt(run, what, "is missing"))
+    }
+
+    pub fn opt_time(&self, col: &str, run: RunId, what: &str) -> Result<Option<DateTime<Utc>>> {
+        match self {
+            Row::Sqlite(r) => parsed(r, col, (run, what), |t| {
+                DateTime::parse_from_rfc3339(t)
+                    .map(|d| d.with_timezone(&Utc))
+                    .map_err(|e| format!("`{t}` is not a time: {e}"))
+            }),
+            Row::Postgres(r) => Ok(r.try_get(col)?),
+        }
+    }
+
+    pub fn time(&self, col: &str, run: RunId, what: &str) -> Result<DateTime<Utc>> {
+        self.opt_time(col, run, what)?
+            .ok_or_else(|| corrupt(run, what, "is missing"))
+    }
+}

@@ -1,0 +1,8 @@
+//! The dialect layer: what a storage script needs to run on either database
+//! (named parameters, `{tokens}`, connections, rows), and nothing it decides.
+
+mod conn;
+mod query;
+
+pub(crate) use conn::{Conn, Pool, Row, RUNNABLE};
+pub(crate) use query::{query, Dialect, Query};

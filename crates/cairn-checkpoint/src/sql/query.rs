@@ -1,0 +1,319 @@
+//! One SQL text for both databases: parameters by name (`:run`), and a few
+//! `{tokens}` for what the dialects spell differently. `compile` turns a text
+//! into a dialect's own (`$1` or `?`, tokens expanded), once per statement.
+
+use std::collections::HashMap;
+use std::sync::{LazyLock, RwLock};
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use cairn_core::{RunId, WaitId};
+
+use crate::{Error, Result};
+
+/// The SQL dialects Cairn speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// What a `{token}` means in this dialect. Everything that differs
+    /// between the two outside the fast paths is here.
+    fn token(self, name: &str) -> Option<&'static str> {
+        use Dialect::*;
+        Some(match (self, name) {
+            // The database's clock; SQLite's as RFC 3339 UTC with milliseconds.
+            (Postgres, "now") => "clock_timestamp()",
+            (Sqlite, "now") => "strftime('%Y-%m-%dT%H:%M:%fZ','now')",
+            // Row locks: SQLite's write transactions (`BEGIN IMMEDIATE`)
+            // already exclude every other writer.
+            (Postgres, "for_update") => "FOR UPDATE",
+            (Postgres, "skip_locked") => "FOR UPDATE SKIP LOCKED",
+            (Sqlite, "for_update" | "skip_locked") => "",
+            // A lease's end: now plus `:lease_secs` (a float).
+            (Postgres, "lease_until") => "clock_timestamp() + make_interval(secs => :lease_secs)",
+            (Sqlite, "lease_until") => {
+                "strftime('%Y-%m-%dT%H:%M:%fZ','now', '+' || :lease_secs || ' seconds')"
+            }
+            // Milliseconds until the run's `not_before` (negative if past).
+            (Postgres, "not_before_ms") => {
+                "CEIL(EXTRACT(EPOCH FROM (not_before - clock_timestamp())) * 1000)::bigint"
+            }
+            (Sqlite, "not_before_ms") => {
+                "CAST(ROUND((julianday(not_before) - julianday('now')) * 86400000) AS INTEGER)"
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// A statement in one dialect, and the parameter name behind each
+/// placeholder (SQLite: one per `?`, in textual order, repeats included;
+/// PostgreSQL: one per `$n`).
+#[derive(Debug)]
+pub struct Compiled {
+    pub text: String,
+    pub names: Vec<String>,
+}
+
+static CACHE: LazyLock<RwLock<HashMap<(Dialect, &'static str), &'static Compiled>>> =
+    LazyLock::new(Default::default);
+
+/// `sql` in `dialect`, compiled once per process (statements are static, so
+/// the cache is bounded by the program's text).
+pub fn compiled(sql: &'static str, dialect: Dialect) -> Result<&'static Compiled> {
+    if let Some(c) = CACHE
+        .read()
+        .ok()
+        .and_then(|m| m.get(&(dialect, sql)).copied())
+    {
+        return Ok(c);
+    }
+    let c: &'static Compiled = Box::leak(Box::new(compile(sql, dialect)?));
+    if let Ok(mut m) = CACHE.write() {
+        m.insert((dialect, sql), c);
+    }
+    Ok(c)
+}
+
+/// Expands tokens and replaces `:name` with the dialect's placeholders,
+/// leaving quoted text and PostgreSQL's `::type` casts alone.
+pub fn compile(sql: &str, dialect: Dialect) -> Result<Compiled> {
+    let expanded = expand_tokens(sql, dialect)?;
+    let mut text = String::with_capacity(expanded.len());
+    let mut names: Vec<String> = vec![];
+    let mut chars = expanded.char_indices().peekable();
+    let bytes = expanded.as_bytes();
+    while let Some((i, ch)) = chars.next() {
+        match ch {
+            '\'' | '"' => {
+                text.push(ch);
+                for (_, c) in chars.by_ref() {
+                    text.push(c);
+                    if c == ch {
+                        break;
+                    }
+                }
+            }
+            ':' if bytes.get(i + 1) == Some(&b':') => {
+                text.push_str("::");
+                chars.next();
+            }
+            ':' if bytes
+                .get(i + 1)
+                .is_some_and(|b| b.is_ascii_lowercase() || *b == b'_') =>
+            {
+                let mut name = String::new();
+                while let Some(&(_, c)) = chars.peek() {
+                    if c.is_ascii_alphanumeric() || c == '_' {
+                        name.push(c);
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                match dialect {
+                    Dialect::Sqlite => {
+                        text.push('?');
+                        names.push(name);
+                    }
+                    Dialect::Postgres => {
+                        let n = match names.iter().position(|x| *x == name) {
+                            Some(p) => p + 1,
+                            None => {
+                                names.push(name);
+                                names.len()
+                            }
+                        };
+                        text.push('$');
+                        text.push_str(&n.to_string());
+                    }
+                }
+            }
+            c => text.push(c),
+        }
+    }
+    Ok(Compiled { text, names })
+}
+
+fn expand_tokens(sql: &str, dialect: Dialect) -> Result<String> {
+    let mut out = String::with_capacity(sql.len() + 64);
+    let mut rest = sql;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..]
+            .find('}')
+            .ok_or_else(|| bad_statement(sql, "an unclosed `{`"))?;
+        let name = &rest[open + 1..open + close];
+        let value = dialect
+            .token(name)
+            .ok_or_else(|| bad_statement(sql, &format!("unknown token `{{{name}}}`")))?;
+        out.push_str(value);
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn bad_statement(sql: &str, reason: &str) -> Error {
+    let head: String = sql.chars().take(80).collect();
+    Error::Statement(format!("{reason} in `{head}…`"))
+}
+
+/// A value bound to a named parameter. Each backend maps it to its own
+/// column type (a UUID is `uuid` on PostgreSQL, text on SQLite; JSON is
+/// `jsonb` or text).
+#[derive(Debug, Clone)]
+pub enum Param {
+    Text(Option<String>),
+    Int(Option<i64>),
+    Float(Option<f64>),
+    Bool(bool),
+    Json(Option<Value>),
+    Uuid(Option<Uuid>),
+}
+
+macro_rules! param_from {
+    ($($t:ty => |$v:ident| $e:expr;)*) => {$(
+        impl From<$t> for Param {
+            fn from($v: $t) -> Param {
+                $e
+            }
+        }
+    )*};
+}
+
+param_from! {
+    &str => |v| Param::Text(Some(v.to_owned()));
+    String => |v| Param::Text(Some(v));
+    Option<&str> => |v| Param::Text(v.map(str::to_owned));
+    Option<String> => |v| Param::Text(v);
+    &Option<String> => |v| Param::Text(v.clone());
+    i64 => |v| Param::Int(Some(v));
+    Option<i64> => |v| Param::Int(v);
+    u32 => |v| Param::Int(Some(i64::from(v)));
+    Option<u32> => |v| Param::Int(v.map(i64::from));
+    f64 => |v| Param::Float(Some(v));
+    bool => |v| Param::Bool(v);
+    Value => |v| Param::Json(Some(v));
+    &Value => |v| Param::Json(Some(v.clone()));
+    Option<Value> => |v| Param::Json(v);
+    RunId => |v| Param::Uuid(Some(v.as_uuid()));
+    Option<RunId> => |v| Param::Uuid(v.map(|r| r.as_uuid()));
+    WaitId => |v| Param::Uuid(Some(v.as_uuid()));
+}
+
+/// A statement with its parameters bound by name.
+#[derive(Debug)]
+pub struct Query {
+    pub sql: &'static str,
+    params: Vec<(&'static str, Param)>,
+}
+
+/// Starts a statement; bind its parameters with [`Query::bind`].
+pub fn query(sql: &'static str) -> Query {
+    Query {
+        sql,
+        params: Vec::with_capacity(8),
+    }
+}
+
+impl Query {
+    pub fn bind(mut self, name: &'static str, value: impl Into<Param>) -> Query {
+        self.params.push((name, value.into()));
+        self
+    }
+
+    /// The statement in `dialect` and its values in placeholder order.
+    /// A name used but not bound, or bound but not used, is refused: a
+    /// parameter can never be bound to the wrong placeholder.
+    pub fn prepare(&self, dialect: Dialect) -> Result<(&'static str, Vec<&Param>)> {
+        let c = compiled(self.sql, dialect)?;
+        let values = c
+            .names
+            .iter()
+            .map(|n| {
+                self.params
+                    .iter()
+                    .find(|(name, _)| name == n)
+                    .map(|(_, v)| v)
+                    .ok_or_else(|| bad_statement(self.sql, &format!("`:{n}` is not bound")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if let Some((unused, _)) = self
+            .params
+            .iter()
+            .find(|(name, _)| !c.names.iter().any(|n| n == name))
+        {
+            return Err(bad_statement(
+                self.sql,
+                &format!("`:{unused}` is bound but not used"),
+            ));
+        }
+        Ok((c.text.as_str(), values))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(sql: &str, dialect: Dialect, text: &str, names: &[&str]) {
+        let c = compile(sql, dialect).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert_eq!(c.text, text);
+        assert_eq!(c.names, names);
+    }
+
+    #[test]
+    fn names_become_each_dialects_placeholders() {
+        let sql = "UPDATE runs SET a = :a, b = :b WHERE id = :id AND a = :a";
+        check(
+            sql,
+            Dialect::Postgres,
+            "UPDATE runs SET a = $1, b = $2 WHERE id = $3 AND a = $1",
+            &["a", "b", "id"],
+        );
+        check(
+            sql,
+            Dialect::Sqlite,
+            "UPDATE runs SET a = ?, b = ? WHERE id = ? AND a = ?",
+            &["a", "b", "id", "a"],
+        );
+    }
+
+    #[test]
+    fn quotes_casts_and_tokens() {
+        check(
+            "SELECT ':no', \"x:y\", :n::bigint, data->>'k' FROM t WHERE at < {now} {for_update}",
+            Dialect::Postgres,
+            "SELECT ':no', \"x:y\", $1::bigint, data->>'k' FROM t WHERE at < clock_timestamp() FOR UPDATE",
+            &["n"],
+        );
+        check(
+            "SELECT 1 FROM t WHERE at < {now} {for_update}",
+            Dialect::Sqlite,
+            "SELECT 1 FROM t WHERE at < strftime('%Y-%m-%dT%H:%M:%fZ','now') ",
+            &[],
+        );
+        check(
+            "UPDATE runs SET e = {lease_until} WHERE id = :id",
+            Dialect::Sqlite,
+            "UPDATE runs SET e = strftime('%Y-%m-%dT%H:%M:%fZ','now', '+' || ? || ' seconds') WHERE id = ?",
+            &["lease_secs", "id"],
+        );
+    }
+
+    #[test]
+    fn unknown_tokens_and_unmatched_binds_are_refused() {
+        assert!(compile("SELECT {nope}", Dialect::Sqlite).is_err());
+        let q = query("SELECT :a, :b").bind("a", 1i64);
+        assert!(q.prepare(Dialect::Postgres).is_err(), "b is not bound");
+        let q = query("SELECT :a").bind("a", 1i64).bind("c", 2i64);
+        assert!(q.prepare(Dialect::Sqlite).is_err(), "c is not used");
+        let q = query("SELECT :a").bind("a", 1i64);
+        assert!(q.prepare(Dialect::Sqlite).is_ok());
+    }
+}

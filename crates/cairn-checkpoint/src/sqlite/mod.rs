@@ -1,0 +1,287 @@
+//! The SQLite backend: one file, WAL, `synchronous=FULL`. Every operation
+//! but one is the storage script's (`script.rs`); this file opens the file
+//! (surviving two processes that create it at once) and keeps the step
+//! commit's fast path.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+use cairn_core::{Corruption, RunStatus};
+
+use crate::plan::refused_commit;
+use crate::raw::error_json;
+use crate::script::Backend;
+use crate::sql::Pool;
+use crate::{Error, Result, StepCommit, Store};
+
+/// SQLite's clock as RFC 3339 UTC with milliseconds.
+macro_rules! now {
+    () => {
+        "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+    };
+}
+
+/// A Cairn store in one SQLite file.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    /// The same pool, as the storage script takes it.
+    db: Pool,
+    path: PathBuf,
+}
+
+impl SqliteStore {
+    /// Opens (and, with `create`, creates) the file and applies migrations.
+    pub async fn open(path: &Path, create: bool, timeout: Duration) -> Result<Self> {
+        if !create && !path.exists() {
+            return Err(Error::MissingFile(path.to_owned()));
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(create)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let target = format!("SQLite file {}", path.display());
+        // SQLite has no lock across processes for what `open` does to a new
+        // file: two processes opening it at once can collide while one
+        // switches it to WAL ("database is locked" at connect, which the
+        // busy timeout does not cover) or both try the same migration (the
+        // loser's transaction fails, "table … already exists", and rolls
+        // back). Trying again finds the winner's work done.
+        let mut tries = 0u32;
+        let pool = loop {
+            let attempt = async {
+                // No ping before each use: a file has no server to lose,
+                // and the ping is a worker-thread round trip on every commit.
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(4)
+                    .test_before_acquire(false)
+                    .acquire_timeout(timeout)
+                    .connect_with(options.clone())
+                    .await
+                    .map_err(|e| {
+                        // SQLITE_BUSY or SQLITE_LOCKED (any extended code):
+                        // another process holds the new file.
+                        let busy = e
+                            .as_database_error()
+                            .and_then(|d| d.code())
+                            .and_then(|c| c.parse::<i32>().ok())
+                            .is_some_and(|c| matches!(c & 0xff, 5 | 6));
+                        (
+                            busy,
+                            Error::Unreachable {
+                                target: target.clone(),
+                                reason: e.to_string(),
+                            },
+                        )
+                    })?;
+                match sqlx::migrate!("../../migrations/sqlite").run(&pool).await {
+                    Ok(()) => Ok(pool),
+                    Err(source) => {
+                        let raced = matches!(
+                            source,
+                            sqlx::migrate::MigrateError::Execute(_)
+                                | sqlx::migrate::MigrateError::ExecuteMigration(..)
+                        );
+                        pool.close().await;
+                        Err((
+                            raced,
+                            Error::Migrate {
+                                target: target.clone(),
+                                source,
+                            },
+                        ))
+                    }
+                }
+            };
+            match attempt.await {
+                Ok(pool) => break pool,
+                Err((true, _)) if tries < 10 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(20 * u64::from(tries))).await;
+                }
+                Err((_, e)) => return Err(e),
+            }
+        };
+        Ok(SqliteStore {
+            db: Pool::Sqlite(pool.clone()),
+            pool,
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+}
+
+#[async_trait]
+impl Backend for SqliteStore {
+    fn db(&self) -> &Pool {
+        &self.db
+    }
+
+    /// The fast path: the whole step in one multi-statement round trip
+    /// (one hop to SQLite's thread instead of five), each statement
+    /// running only if the one before changed what it had to. Measured in
+    /// `cairn-bench` against the script's transaction of separate statements.
+    async fn commit_step(&self, c: &StepCommit) -> Result<()> {
+        let finished = matches!(
+            c.run_status,
+            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+        );
+        let events = serde_json::to_string(
+            &c.events
+                .iter()
+                .map(|e| serde_json::json!({"kind": e.kind.as_str(), "data": e.data}))
+                .collect::<Vec<_>>(),
+        )
+        .map_err(|e| Corruption::new(c.run_id, format!("event data: {e}")))?;
+        // One round trip for the whole step: each statement runs only if the
+        // one before changed what it had to (`changes()`), and the summed row
+        // count tells whether all of it applied; if not, roll back.
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        // Plain `?` bound in textual order: sqlx-sqlite 0.8 misbinds `?NNN`
+        // in a multi-statement query whose statements skip numbers.
+        let run_id = c.run_id.to_string();
+        let status = c.run_status.as_str();
+        let cursor = c.cursor.get() as i64;
+        let n_events = c.events.len() as i64;
+        let retry = c
+            .retry_after
+            .map(|d| format!("+{:.3} seconds", d.as_secs_f64()));
+        let next_idx = c.start_next.as_ref().map(|(i, _)| i.get() as i64);
+        let wait = c.open_wait.as_ref();
+        let wait_deadline = wait
+            .and_then(|w| w.deadline_ms)
+            .map(|ms| format!("+{:.3} seconds", ms as f64 / 1000.0));
+        let applied = sqlx::query(concat!(
+            "UPDATE runs SET status = ?, cursor = ?, error = ?, event_seq = event_seq + ?, \
+             updated_at = ",
+            now!(),
+            ", finished_at = CASE WHEN ? THEN ",
+            now!(),
+            " ELSE finished_at END, \
+             lease_owner = CASE WHEN ? = 'running' THEN lease_owner END, \
+             lease_expires_at = CASE WHEN ? = 'running' THEN lease_expires_at END, \
+             not_before = CASE WHEN ? IS NULL THEN NULL \
+               ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', ?) END \
+             WHERE id = ? AND lease_epoch = ? AND status = 'running' \
+               AND (cancel_requested_at IS NULL OR ? = 'cancelled'); \
+             UPDATE steps SET status = ?, output = ?, input_tokens = ?, output_tokens = ?, \
+             error = COALESCE(?, error), finished_at = ",
+            now!(),
+            " WHERE run_id = ? AND idx = ? AND attempt = ? AND status = 'running' \
+               AND changes() = 1; \
+             INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+             SELECT ?, ?, ?, 'running', 1, ",
+            now!(),
+            " WHERE ? IS NOT NULL AND changes() = 1; \
+             INSERT INTO events (run_id, seq, at, kind, data) \
+             SELECT ?, r.event_seq - ? + j.key + 1, ",
+            now!(),
+            ", j.value ->> '$.kind', j.value -> '$.data' \
+             FROM runs r, json_each(?) j WHERE r.id = ? AND r.lease_epoch = ? \
+               AND r.status = ? AND r.cursor = ?; \
+             INSERT INTO waits (id, run_id, step_idx, attempt, kind, status, prompt, question_id, \
+               deadline, on_deadline, created_at) \
+             SELECT ?, ?, ?, ?, ?, 'open', ?, ?, \
+               CASE WHEN ? IS NULL THEN NULL ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', ?) END, ?, ",
+            now!(),
+            " WHERE ? IS NOT NULL AND changes() > 0"
+        ))
+        // UPDATE runs
+        .bind(status)
+        .bind(cursor)
+        .bind(error_json(&c.run_error).map(|v| v.to_string()))
+        .bind(n_events)
+        .bind(finished)
+        .bind(status)
+        .bind(status)
+        .bind(&retry)
+        .bind(&retry)
+        .bind(&run_id)
+        .bind(c.epoch.0)
+        .bind(status)
+        // UPDATE steps
+        .bind(c.status.as_str())
+        .bind(c.output.as_ref().map(|v| v.to_string()))
+        .bind(c.usage.map(|u| u.input_tokens as i64))
+        .bind(c.usage.map(|u| u.output_tokens as i64))
+        .bind(error_json(&c.error).map(|v| v.to_string()))
+        .bind(&run_id)
+        .bind(c.idx.get() as i64)
+        .bind(c.attempt.get() as i64)
+        // INSERT next step
+        .bind(&run_id)
+        .bind(next_idx)
+        .bind(c.start_next.as_ref().map(|(_, r)| r.as_str()))
+        .bind(next_idx)
+        // INSERT events
+        .bind(&run_id)
+        .bind(n_events)
+        .bind(events)
+        .bind(&run_id)
+        .bind(c.epoch.0)
+        .bind(status)
+        .bind(cursor)
+        // INSERT wait
+        .bind(wait.map(|w| w.id.to_string()))
+        .bind(&run_id)
+        .bind(c.idx.get() as i64)
+        .bind(c.attempt.get() as i64)
+        .bind(wait.map(|w| w.kind.as_str()))
+        .bind(wait.map(|w| w.prompt.to_string()))
+        .bind(wait.and_then(|w| w.question_id.clone()))
+        .bind(&wait_deadline)
+        .bind(&wait_deadline)
+        .bind(
+            wait.and_then(|w| w.on_deadline.as_ref())
+                .map(|o| serde_json::to_string(o).unwrap_or_default()),
+        )
+        .bind(wait.map(|w| w.kind.as_str()))
+        .execute(&mut *tx)
+        .await;
+        let expected = 2
+            + u64::from(c.start_next.is_some())
+            + c.events.len() as u64
+            + u64::from(c.open_wait.is_some());
+        match applied {
+            Ok(done) if done.rows_affected() == expected => {
+                tx.commit().await?;
+                Ok(())
+            }
+            outcome => {
+                tx.rollback().await?;
+                let run = Store::get_run(self, c.run_id).await?;
+                if run.lease_epoch == c.epoch
+                    && run.status == RunStatus::Running
+                    && run.cancel_requested_at.is_none()
+                {
+                    // The run matched; the step or the insert did not.
+                    outcome?;
+                    return Err(Corruption::new(
+                        c.run_id,
+                        format!(
+                            "step {} attempt {} is not running, so its result cannot be committed",
+                            c.idx, c.attempt
+                        ),
+                    )
+                    .into());
+                }
+                Err(refused_commit(&run, c))
+            }
+        }
+    }
+}
