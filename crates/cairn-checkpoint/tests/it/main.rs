@@ -16,6 +16,7 @@ use cairn_core::{
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
+mod differential;
 mod journal;
 mod leases;
 mod restart;
