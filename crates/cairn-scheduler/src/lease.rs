@@ -70,3 +70,178 @@ impl Drop for LeaseGuard {
         self.beat.abort();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::time::Instant;
+
+    use cairn_checkpoint::{open, Action, ClaimRequest, NewRun, OpenOptions};
+    use cairn_core::{Actor, CrewDef};
+    use cairn_testkit::{Kind, TestDb};
+
+    use super::*;
+
+    const EVERY: Duration = Duration::from_millis(50);
+
+    /// A run of `db` claimed at its first step: (store, run, epoch).
+    async fn held(db: &TestDb) -> (Arc<dyn Store>, RunId, LeaseEpoch) {
+        let store = open(&db.url, &OpenOptions::default()).await.unwrap();
+        let toml = "name = \"c\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"template\"\ntemplate = \"x\"\n";
+        let run = NewRun {
+            crew: CrewDef::from_toml(toml).unwrap(),
+            input: serde_json::json!({"topic": "lease"}),
+            idempotency_key: None,
+            thread_id: None,
+        };
+        let id = store.submit(run).await.unwrap().run.id;
+        let claimed = store.claim(id, &claim(false)).await.unwrap();
+        (store, id, claimed.run.lease_epoch)
+    }
+
+    fn claim(takeover: bool) -> ClaimRequest {
+        ClaimRequest {
+            owner: "lease-test".into(),
+            takeover,
+            lease: Duration::from_secs(30),
+            crash_loop_cap: 3,
+            events: vec![],
+            replace_crew: None,
+        }
+    }
+
+    async fn stops_within(guard: &LeaseGuard, max: Duration) -> Lease {
+        tokio::time::timeout(max, guard.stopped())
+            .await
+            .expect("the guard never saw it")
+    }
+
+    async fn a_held_lease_is_extended_and_reports_nothing(kind: Kind) {
+        let db = TestDb::of(kind).await;
+        let (store, id, epoch) = held(&db).await;
+        // Beats keep a 300 ms lease alive well past 300 ms …
+        let lease = Duration::from_millis(300);
+        let guard = LeaseGuard::hold(store.clone(), id, epoch, lease, EVERY);
+        let quiet = tokio::time::timeout(lease * 3, guard.stopped()).await;
+        assert!(quiet.is_err(), "a held lease stops nothing: {quiet:?}");
+        assert_eq!(guard.now(), Lease::Held);
+        let next = store.claim_next(&claim(false)).await.unwrap();
+        assert!(
+            next.is_none(),
+            "the lease was extended: nobody may claim it"
+        );
+        // … and without them it expires.
+        drop(guard);
+        tokio::time::sleep(lease * 2).await;
+        let next = store.claim_next(&claim(false)).await.unwrap();
+        assert_eq!(next.map(|c| c.run.id), Some(id));
+    }
+
+    async fn a_cancel_request_reaches_the_step_within_a_beat(kind: Kind) {
+        let db = TestDb::of(kind).await;
+        let (store, id, epoch) = held(&db).await;
+        let guard = LeaseGuard::hold(store.clone(), id, epoch, Duration::from_secs(30), EVERY);
+        store
+            .act(id, Action::Cancel, &Actor::new("op"))
+            .await
+            .unwrap();
+        let asked = Instant::now();
+        assert_eq!(
+            stops_within(&guard, EVERY * 10).await,
+            Lease::CancelRequested
+        );
+        assert!(asked.elapsed() < EVERY * 10);
+        assert_eq!(guard.now(), Lease::CancelRequested);
+    }
+
+    async fn a_takeover_is_a_lost_lease(kind: Kind) {
+        let db = TestDb::of(kind).await;
+        let (store, id, epoch) = held(&db).await;
+        let guard = LeaseGuard::hold(store.clone(), id, epoch, Duration::from_secs(30), EVERY);
+        store.claim(id, &claim(true)).await.unwrap();
+        assert_eq!(stops_within(&guard, EVERY * 10).await, Lease::Lost);
+        // The new holder's lease was not extended by the zombie's guard.
+        assert_eq!(guard.now(), Lease::Lost);
+    }
+
+    macro_rules! on_both {
+        ($($name:ident),* $(,)?) => {$(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    super::$name(cairn_testkit::Kind::Sqlite).await
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    super::$name(cairn_testkit::Kind::Postgres).await
+                }
+            }
+        )*};
+    }
+
+    on_both!(
+        a_held_lease_is_extended_and_reports_nothing,
+        a_cancel_request_reaches_the_step_within_a_beat,
+        a_takeover_is_a_lost_lease,
+    );
+
+    /// What watching a running step costs: a heartbeat (the guard's one
+    /// query) against a `get_run` (the old cancel poll), timed one after
+    /// another. `cargo test -p cairn-scheduler --release lease_cost -- --ignored --nocapture`
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "a measurement, not a check"]
+    async fn lease_cost() {
+        for kind in [Kind::Sqlite, Kind::Postgres] {
+            let db = TestDb::of(kind).await;
+            let (store, id, epoch) = held(&db).await;
+            let n = 2000u32;
+            let lease = Duration::from_secs(30);
+            for _ in 0..50 {
+                store.heartbeat(id, epoch, lease).await.unwrap();
+                store.get_run(id).await.unwrap();
+            }
+            let t = Instant::now();
+            for _ in 0..n {
+                store.heartbeat(id, epoch, lease).await.unwrap();
+            }
+            let beat = t.elapsed() / n;
+            let t = Instant::now();
+            for _ in 0..n {
+                store.get_run(id).await.unwrap();
+            }
+            let read = t.elapsed() / n;
+            println!("{kind:?}: heartbeat {beat:?}/query, get_run {read:?}/query, one at a time");
+            // Sixteen running steps at once, each watched by its own queries.
+            let mut runs = vec![];
+            for _ in 0..16 {
+                let (_, id, epoch) = held(&db).await;
+                runs.push((store.clone(), id, epoch));
+            }
+            for write in [true, false] {
+                let t = Instant::now();
+                let tasks: Vec<_> = runs
+                    .iter()
+                    .cloned()
+                    .map(|(store, id, epoch)| {
+                        tokio::spawn(async move {
+                            for _ in 0..200 {
+                                if write {
+                                    store.heartbeat(id, epoch, lease).await.unwrap();
+                                } else {
+                                    store.get_run(id).await.unwrap();
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                for task in tasks {
+                    task.await.unwrap();
+                }
+                let what = if write { "heartbeat" } else { "get_run" };
+                let per_s = f64::from(16 * 200) / t.elapsed().as_secs_f64();
+                println!("{kind:?}: 16 at once, {what}: {per_s:.0} queries/s");
+            }
+        }
+    }
+}

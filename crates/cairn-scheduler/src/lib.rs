@@ -42,9 +42,15 @@ pub struct ExecutorConfig {
     pub lease: Duration,
     /// Takeovers of one in-flight attempt before the run fails `crash_loop`.
     pub crash_loop_cap: u32,
-    /// How often a running step checks for a cancel request or a lost lease.
+    /// How often the lease guard beats while this process holds a run:
+    /// one `Store::heartbeat` that extends the lease and reports a cancel
+    /// request, so the longest a running step runs on after a cancel
+    /// request or a lost lease. 1 s: a beat is a write (about four reads'
+    /// cost, measured by `lease::tests::lease_cost`), so beating every
+    /// 250 ms would cost more than the old 250 ms read poll did.
     pub cancel_poll: Duration,
-    /// How often the lease is extended while a run executes (< `lease`).
+    /// The longest gap between beats (< `lease`); the guard beats every
+    /// `min(cancel_poll, heartbeat)`.
     pub heartbeat: Duration,
     /// Size caps; a step output over its cap fails the step (not retryable).
     pub limits: cairn_core::Limits,
@@ -56,7 +62,7 @@ impl Default for ExecutorConfig {
             owner: format!("pid:{}", std::process::id()),
             lease: Duration::from_secs(30),
             crash_loop_cap: 3,
-            cancel_poll: Duration::from_millis(250),
+            cancel_poll: Duration::from_secs(1),
             heartbeat: Duration::from_secs(10),
             limits: cairn_core::Limits::default(),
         }
@@ -416,8 +422,7 @@ impl Executor {
     }
 
     /// How often the lease guard beats: often enough that a running step
-    /// notices a cancel within `cancel_poll`, and never less often than
-    /// `heartbeat`.
+    /// notices a cancel within `cancel_poll`, and at least every `heartbeat`.
     fn beat_every(&self) -> Duration {
         self.config.cancel_poll.min(self.config.heartbeat)
     }
