@@ -10,18 +10,22 @@ mod crew;
 mod error;
 mod failpoint;
 mod journal;
+mod lease;
+mod outcome;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use cairn_checkpoint::{ClaimRequest, StepCommit, Store, WaitFilter};
+use cairn_checkpoint::{ClaimRequest, Lease, StepCommit, Store, WaitFilter};
 use cairn_core::{
-    rebuild, Answer, ApprovalPoint, Attempt, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent,
-    NewWait, OnDeadline, PreviousOutput, RunId, RunRecord, RunStatus, StepContext, StepIdx,
-    StepRef, StepStatus, WaitId, WaitKind, WaitStatus,
+    rebuild, Agent, Answer, Attempt, ErrorInfo, ErrorKind, EventKind, NewEvent, PreviousOutput,
+    RunId, RunRecord, RunStatus, StepContext, StepIdx, StepRef, StepStatus, WaitKind, WaitStatus,
 };
+
+use lease::LeaseGuard;
+use outcome::{Dispatch, StepOutcome};
 
 pub use crew::Crew;
 pub use error::Error;
@@ -38,9 +42,15 @@ pub struct ExecutorConfig {
     pub lease: Duration,
     /// Takeovers of one in-flight attempt before the run fails `crash_loop`.
     pub crash_loop_cap: u32,
-    /// How often a running step checks for a cancel request or a lost lease.
+    /// How often the lease guard beats while this process holds a run:
+    /// one `Store::heartbeat` that extends the lease and reports a cancel
+    /// request, so the longest a running step runs on after a cancel
+    /// request or a lost lease. 1 s: a beat is a write (about four reads'
+    /// cost, measured by `lease::tests::lease_cost`), so beating every
+    /// 250 ms would cost more than the old 250 ms read poll did.
     pub cancel_poll: Duration,
-    /// How often the lease is extended while a run executes (< `lease`).
+    /// The longest gap between beats (< `lease`); the guard beats every
+    /// `min(cancel_poll, heartbeat)`.
     pub heartbeat: Duration,
     /// Size caps; a step output over its cap fails the step (not retryable).
     pub limits: cairn_core::Limits,
@@ -52,7 +62,7 @@ impl Default for ExecutorConfig {
             owner: format!("pid:{}", std::process::id()),
             lease: Duration::from_secs(30),
             crash_loop_cap: 3,
-            cancel_poll: Duration::from_millis(250),
+            cancel_poll: Duration::from_secs(1),
             heartbeat: Duration::from_secs(10),
             limits: cairn_core::Limits::default(),
         }
@@ -271,8 +281,16 @@ impl Executor {
                 let (fresh, steps) = self.store.load(run_id).await?;
                 previous = rebuild(&fresh, &steps)?.previous;
             }
-            // Keep the lease while this process works on the run.
-            let _heartbeat = self.keep_lease(run_id, run.lease_epoch);
+            // Keep the lease, and watch for a cancel, while this process
+            // works on the run.
+            let epoch = run.lease_epoch;
+            let guard = LeaseGuard::hold(
+                self.store.clone(),
+                run_id,
+                epoch,
+                self.config.lease,
+                self.beat_every(),
+            );
             // What people said about the cursor's step: feedback, answers, approval.
             let mut extras = self.extras(run_id, claimed.at_cursor.as_ref()).await?;
             // The attempt of the step the claim marked running at the cursor.
@@ -284,7 +302,6 @@ impl Executor {
             };
 
             // 3. Dispatch pending steps one by one.
-            let epoch = run.lease_epoch;
             let mut retry_after = None;
             while run.cursor.get() < run.step_count {
                 let idx = run.cursor;
@@ -294,38 +311,35 @@ impl Executor {
                         format!("step {idx} was not marked running"),
                     )
                 })?;
-                if run.cancel_requested_at.is_some() {
-                    // Requested before this process got the run: run nothing.
-                    self.store
-                        .commit_step(&cancel_commit(run_id, epoch, idx, current))
-                        .await?;
+                let (def, agent) = crew.agent(idx).ok_or_else(|| {
+                    cairn_core::Corruption::new(run_id, format!("crew has no agent for step {idx}"))
+                })?;
+                let step = Dispatch {
+                    run: run_id,
+                    epoch,
+                    step_count: run.step_count,
+                    idx,
+                    attempt: current,
+                    def,
+                    next: crew.agent(idx.next()).map(|(d, _)| d.role.clone()),
+                };
+                let cancelled = guard.now() == Lease::CancelRequested;
+                if cancelled || run.cancel_requested_at.is_some() {
+                    // Requested before this step started: run nothing.
+                    let cancel = outcome::commit(&step, StepOutcome::Cancelled);
+                    self.store.commit_step(&cancel).await?;
                     break;
                 }
-                let role = crew
-                    .agent(idx)
-                    .map(|(d, _)| d.role.clone())
-                    .ok_or_else(|| {
-                        cairn_core::Corruption::new(
-                            run_id,
-                            format!("crew has no agent for step {idx}"),
-                        )
-                    })?;
+                let extras = std::mem::take(&mut extras);
                 let commit = self
-                    .execute_step(
-                        &run,
-                        crew,
-                        epoch,
-                        (idx, current),
-                        &previous,
-                        &std::mem::take(&mut extras),
-                    )
+                    .execute_step(&step, agent, &run, &guard, &previous, &extras)
                     .await?;
                 failpoint::hit("before_commit", idx);
                 let commit = match self.store.commit_step(&commit).await {
                     Ok(()) => commit,
                     // Cancelled while the step ran: its result is discarded.
                     Err(cairn_checkpoint::Error::CancelRequested { .. }) => {
-                        let cancel = cancel_commit(run_id, epoch, idx, current);
+                        let cancel = outcome::commit(&step, StepOutcome::Cancelled);
                         self.store.commit_step(&cancel).await?;
                         cancel
                     }
@@ -344,12 +358,14 @@ impl Executor {
                 }
                 previous.push(PreviousOutput {
                     idx,
-                    role,
+                    role: def.role.clone(),
                     output: commit.output.unwrap_or_default(),
                 });
                 // The commit marked the next step running, attempt 1.
                 attempt = commit.start_next.map(|_| Attempt::FIRST);
             }
+            // A run queued for a retry is no longer held.
+            drop(guard);
             match retry_after {
                 Some(wait) => {
                     failpoint::hit("during_backoff", run.cursor);
@@ -405,313 +421,88 @@ impl Executor {
         Ok(extras)
     }
 
-    /// Resolves when the step must stop: a cancel was requested, or another
-    /// process holds the run now (our lease was lost).
-    async fn interrupted(&self, id: RunId, epoch: LeaseEpoch) -> Interrupt {
-        loop {
-            tokio::time::sleep(self.config.cancel_poll).await;
-            if let Ok(run) = self.store.get_run(id).await {
-                if run.lease_epoch != epoch {
-                    return Interrupt::LeaseLost;
-                }
-                if run.cancel_requested_at.is_some() {
-                    return Interrupt::Cancel;
-                }
-            }
-        }
+    /// How often the lease guard beats: often enough that a running step
+    /// notices a cancel within `cancel_poll`, and at least every `heartbeat`.
+    fn beat_every(&self) -> Duration {
+        self.config.cancel_poll.min(self.config.heartbeat)
     }
 
-    /// Extends the run's lease every `heartbeat` until the guard is dropped.
-    /// A heartbeat carries the epoch, so a lost lease is never extended.
-    fn keep_lease(&self, id: RunId, epoch: LeaseEpoch) -> AbortOnDrop {
-        let store = self.store.clone();
-        let (every, lease) = (self.config.heartbeat, self.config.lease);
-        AbortOnDrop(tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                match store.heartbeat(id, epoch, lease).await {
-                    Ok(l) if l.is_held() => {}
-                    Ok(_) => {
-                        tracing::warn!(run = %id, %epoch, "lease lost; the step will be stopped");
-                        return;
-                    }
-                    // A passing database fault: try again at the next beat.
-                    Err(e) => tracing::warn!(run = %id, error = %e, "heartbeat failed"),
-                }
-            }
-        }))
-    }
-
-    /// Runs one step and decides its commit. Reads storage only to notice
-    /// a cancel request.
+    /// Runs one step under its timeout and the lease guard, and decides
+    /// its commit. Stops the step on a cancel request or a lost lease.
     async fn execute_step(
         &self,
+        step: &Dispatch<'_>,
+        agent: &Arc<dyn Agent>,
         run: &RunRecord,
-        crew: &Crew,
-        epoch: LeaseEpoch,
-        (idx, attempt): (StepIdx, Attempt),
+        guard: &LeaseGuard,
         previous: &[PreviousOutput],
         extras: &StepExtras,
     ) -> Result<StepCommit> {
-        let (def, agent) = crew.agent(idx).ok_or_else(|| {
-            cairn_core::Corruption::new(run.id, format!("crew has no agent for step {idx}"))
-        })?;
-        let waiting = |kind: WaitKind,
-                       output: Option<serde_json::Value>,
-                       prompt: serde_json::Value,
-                       question_id: Option<String>| {
-            let wait = NewWait {
-                id: WaitId::new(),
-                kind,
-                prompt,
-                question_id,
-                deadline_ms: def.wait_deadline_ms,
-                on_deadline: def
-                    .on_deadline
-                    .clone()
-                    .or(def.wait_deadline_ms.map(|_| OnDeadline::Fail)),
-            };
-            StepCommit {
-                run_id: run.id,
-                epoch,
-                idx,
-                attempt,
-                status: StepStatus::Waiting,
-                output,
-                usage: None,
-                error: None,
-                run_status: RunStatus::Waiting,
-                cursor: idx,
-                run_error: None,
-                start_next: None,
-                retry_after: None,
-                events: vec![NewEvent::new(
-                    EventKind::WaitOpened,
-                    json!({"wait": wait.id, "kind": kind, "idx": idx, "attempt": attempt}),
-                )],
-                open_wait: Some(wait),
-            }
-        };
-        if def.approval == Some(ApprovalPoint::Before) && !extras.approved {
-            return Ok(waiting(
-                WaitKind::Approval,
-                None,
-                json!({"idx": idx, "role": def.role, "attempt": attempt}),
-                None,
-            ));
+        if let Some(wait) = outcome::gate(step, extras.approved) {
+            return Ok(outcome::commit(step, wait));
         }
-        let cx = StepContext {
+        let (def, idx, attempt) = (step.def, step.idx, step.attempt);
+        let cx = self.context(step, run, previous, extras);
+        tracing::debug!(run = %run.id, step = %idx, role = %def.role, attempt = %attempt, "dispatch");
+        let started = Instant::now();
+        let work = async {
+            let Some(ms) = def.timeout_ms else {
+                return agent.run(&cx).await;
+            };
+            let limit = Duration::from_millis(ms);
+            tokio::time::timeout(limit, agent.run(&cx))
+                .await
+                .unwrap_or_else(|_| {
+                    let role = &def.role;
+                    let msg =
+                        format!("step `{role}` ran past its timeout of {ms} ms and was cut off");
+                    Err(ErrorInfo::new(ErrorKind::Timeout, msg, true))
+                })
+        };
+        // Dropping `work` stops the step (a command's process group is killed).
+        let result = tokio::select! {
+            biased;
+            stop = guard.stopped() => return match stop {
+                Lease::Lost => Err(Error::LeaseLost { run: run.id }),
+                _ => Ok(outcome::commit(step, StepOutcome::Cancelled)),
+            },
+            result = work => result,
+        };
+        let result = outcome::size_checked(result, self.config.limits.max_output_bytes);
+        let decided = outcome::decide(step, result, started.elapsed());
+        Ok(outcome::commit(step, decided))
+    }
+
+    /// What a step sees: the run's input, earlier outputs, what people said,
+    /// and a journal bound to this attempt and lease.
+    fn context(
+        &self,
+        step: &Dispatch<'_>,
+        run: &RunRecord,
+        previous: &[PreviousOutput],
+        extras: &StepExtras,
+    ) -> StepContext {
+        StepContext {
             journal: Some(cairn_core::JournalHandle::new(journal::StoreJournal {
                 store: self.store.clone(),
                 run: run.id,
-                idx,
-                attempt,
+                idx: step.idx,
+                attempt: step.attempt,
                 generation: extras.feedback.len() as u32,
-                epoch,
+                epoch: step.epoch,
                 max_item_bytes: self.config.limits.max_journal_item_bytes,
             })),
             run_id: run.id,
             input: run.input.clone(),
             step: StepRef {
-                idx,
-                role: def.role.clone(),
-                attempt,
+                idx: step.idx,
+                role: step.def.role.clone(),
+                attempt: step.attempt,
             },
             previous: previous.to_vec(),
             feedback: extras.feedback.clone(),
             answers: extras.answers.clone(),
-        };
-        tracing::debug!(run = %run.id, step = %idx, role = %def.role, attempt = %attempt, "dispatch");
-        let started = Instant::now();
-        let work = async {
-            match def.timeout_ms {
-                Some(ms) => {
-                    match tokio::time::timeout(Duration::from_millis(ms), agent.run(&cx)).await {
-                        Ok(r) => r,
-                        Err(_) => Err(ErrorInfo::new(
-                            ErrorKind::Timeout,
-                            format!(
-                                "step `{}` ran past its timeout of {ms} ms and was cut off",
-                                def.role
-                            ),
-                            true,
-                        )),
-                    }
-                }
-                None => agent.run(&cx).await,
-            }
-        };
-        // Dropping `work` stops the step (a command's process group is killed).
-        let result = tokio::select! {
-            result = work => result,
-            interrupt = self.interrupted(run.id, epoch) => match interrupt {
-                Interrupt::Cancel => return Ok(cancel_commit(run.id, epoch, idx, attempt)),
-                Interrupt::LeaseLost => return Err(Error::LeaseLost { run: run.id }),
-            },
-        };
-        // An output over its cap is never stored, not even in part.
-        let result = result.and_then(|out| {
-            cairn_core::check_size(
-                "the step's output",
-                &out.output,
-                self.config.limits.max_output_bytes,
-            )
-            .map(|()| out)
-            .map_err(|e| ErrorInfo::new(ErrorKind::TooLarge, e.to_string(), false))
-        });
-        let duration_ms = started.elapsed().as_millis() as u64;
-        let last = idx.get() + 1 == run.step_count;
-        let base =
-            json!({"idx": idx, "role": def.role, "attempt": attempt, "duration_ms": duration_ms});
-        Ok(match result {
-            Ok(out) if def.review => {
-                waiting(WaitKind::Review, Some(out.output.clone()), out.output, None)
-            }
-            Err(ErrorInfo {
-                question: Some(q), ..
-            }) => waiting(
-                WaitKind::Question,
-                None,
-                json!({"question": q.prompt}),
-                Some(q.id),
-            ),
-            Ok(out) => {
-                let mut data = base;
-                if let Some(u) = out.usage {
-                    data["input_tokens"] = json!(u.input_tokens);
-                    data["output_tokens"] = json!(u.output_tokens);
-                }
-                let mut events = vec![NewEvent::new(EventKind::StepSucceeded, data)];
-                if last {
-                    events.push(NewEvent::new(
-                        EventKind::RunSucceeded,
-                        json!({"steps": run.step_count}),
-                    ));
-                }
-                StepCommit {
-                    run_id: run.id,
-                    epoch,
-                    idx,
-                    attempt,
-                    status: StepStatus::Succeeded,
-                    output: Some(out.output),
-                    usage: out.usage,
-                    error: None,
-                    run_status: if last {
-                        RunStatus::Succeeded
-                    } else {
-                        RunStatus::Running
-                    },
-                    cursor: idx.next(),
-                    run_error: None,
-                    retry_after: None,
-                    open_wait: None,
-                    start_next: if last {
-                        None
-                    } else {
-                        crew.agent(idx.next())
-                            .map(|(d, _)| (idx.next(), d.role.clone()))
-                    },
-                    events,
-                }
-            }
-            Err(error) if error.kind == ErrorKind::Interrupted => {
-                let mut data = base;
-                data["error"] = json!(error);
-                StepCommit {
-                    run_id: run.id,
-                    epoch,
-                    idx,
-                    attempt,
-                    status: StepStatus::Interrupted,
-                    output: None,
-                    usage: error.usage,
-                    error: Some(error.clone()),
-                    run_status: RunStatus::Interrupted,
-                    cursor: idx,
-                    run_error: Some(error),
-                    start_next: None,
-                    retry_after: None,
-                    open_wait: None,
-                    events: vec![NewEvent::new(EventKind::StepInterrupted, data)],
-                }
-            }
-            Err(error) => {
-                let policy = def.retry_policy();
-                let mut data = base;
-                data["error"] = json!(error);
-                let retry = (error.retryable && policy.allows_another(attempt.get())).then(|| {
-                    let seed = (run.id.as_uuid().as_u128() as u64)
-                        ^ (u64::from(idx.get()) << 32)
-                        ^ u64::from(attempt.get());
-                    // A provider's `retry-after` is a floor, not a replacement.
-                    policy
-                        .delay_after(attempt.get(), seed)
-                        .max(error.retry_after.unwrap_or_default())
-                });
-                data["will_retry"] = json!(retry.is_some());
-                let mut events = vec![NewEvent::new(EventKind::StepFailed, data)];
-                match retry {
-                    Some(delay) => events.push(NewEvent::new(
-                        EventKind::StepRetryScheduled,
-                        json!({"idx": idx, "next_attempt": attempt.get() + 1, "delay_ms": delay.as_millis() as u64}),
-                    )),
-                    None => events.push(NewEvent::new(
-                        EventKind::RunFailed,
-                        json!({"idx": idx, "attempts": attempt, "error": error}),
-                    )),
-                }
-                StepCommit {
-                    run_id: run.id,
-                    epoch,
-                    idx,
-                    attempt,
-                    status: StepStatus::Failed,
-                    output: None,
-                    usage: error.usage,
-                    error: Some(error.clone()),
-                    run_status: if retry.is_some() {
-                        RunStatus::Queued
-                    } else {
-                        RunStatus::Failed
-                    },
-                    cursor: idx,
-                    run_error: if retry.is_some() { None } else { Some(error) },
-                    start_next: None,
-                    retry_after: retry,
-                    open_wait: None,
-                    events,
-                }
-            }
-        })
-    }
-}
-
-/// The commit that ends a run as cancelled at step `idx`.
-fn cancel_commit(run_id: RunId, epoch: LeaseEpoch, idx: StepIdx, attempt: Attempt) -> StepCommit {
-    let error = ErrorInfo::new(ErrorKind::Cancelled, "cancelled by an operator", false);
-    StepCommit {
-        run_id,
-        epoch,
-        idx,
-        attempt,
-        status: StepStatus::Cancelled,
-        output: None,
-        usage: None,
-        error: Some(error.clone()),
-        run_status: RunStatus::Cancelled,
-        cursor: idx,
-        run_error: Some(error),
-        start_next: None,
-        retry_after: None,
-        open_wait: None,
-        events: vec![
-            NewEvent::new(
-                EventKind::StepCancelled,
-                json!({"idx": idx, "attempt": attempt}),
-            ),
-            NewEvent::new(EventKind::RunCancelled, json!({"idx": idx})),
-        ],
+        }
     }
 }
 
@@ -721,19 +512,4 @@ struct StepExtras {
     feedback: Vec<String>,
     answers: std::collections::BTreeMap<String, serde_json::Value>,
     approved: bool,
-}
-
-/// Why a running step must stop.
-enum Interrupt {
-    Cancel,
-    LeaseLost,
-}
-
-/// Aborts a background task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }

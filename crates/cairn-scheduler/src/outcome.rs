@@ -1,0 +1,284 @@
+//! What a step's result means, decided in one place and without I/O: a
+//! step's result plus where the run stands → a [`StepOutcome`] → the one
+//! [`StepCommit`] that records it ([`commit`], the only place a commit is
+//! built, a cancellation included).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use cairn_checkpoint::StepCommit;
+use cairn_core::{
+    AgentDef, ApprovalPoint, Attempt, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent,
+    NewWait, OnDeadline, Role, RunId, RunStatus, StepIdx, StepOutput, StepStatus, Usage, WaitId,
+    WaitKind,
+};
+
+/// The step being decided: which run, which step and attempt, its agent.
+#[derive(Debug, Clone)]
+pub(crate) struct Dispatch<'a> {
+    pub run: RunId,
+    /// The lease epoch the commit is fenced by.
+    pub epoch: LeaseEpoch,
+    pub step_count: u32,
+    pub idx: StepIdx,
+    pub attempt: Attempt,
+    pub def: &'a AgentDef,
+    /// The role of the next step, which a success marks running.
+    pub next: Option<Role>,
+}
+
+/// What became of a step. Each variant carries only what its commit needs.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum StepOutcome {
+    /// The step's output is kept; `last` ends the run.
+    Succeeded {
+        output: Value,
+        usage: Option<Usage>,
+        last: bool,
+        duration_ms: u64,
+    },
+    /// The attempt failed; the run is queued again after `delay`.
+    Retry {
+        error: ErrorInfo,
+        delay: Duration,
+        duration_ms: u64,
+    },
+    /// The attempt failed and no other follows: the run fails.
+    Failed { error: ErrorInfo, duration_ms: u64 },
+    /// The step waits for a person (review, approval or question).
+    Wait {
+        kind: WaitKind,
+        output: Option<Value>,
+        prompt: Value,
+        question_id: Option<String>,
+    },
+    /// The step was interrupted (it carries on when the run is continued).
+    Interrupted { error: ErrorInfo, duration_ms: u64 },
+    /// An operator cancelled the run.
+    Cancelled,
+}
+
+/// Before dispatch: a step that needs approval first and has none waits
+/// for it (and does not run).
+pub(crate) fn gate(step: &Dispatch<'_>, approved: bool) -> Option<StepOutcome> {
+    (step.def.approval == Some(ApprovalPoint::Before) && !approved).then(|| StepOutcome::Wait {
+        kind: WaitKind::Approval,
+        output: None,
+        prompt: json!({"idx": step.idx, "role": step.def.role, "attempt": step.attempt}),
+        question_id: None,
+    })
+}
+
+/// An output over `max_bytes` is never stored, not even in part: it fails
+/// the step, and a retry would only produce it again.
+pub(crate) fn size_checked(
+    result: Result<StepOutput, ErrorInfo>,
+    max_bytes: usize,
+) -> Result<StepOutput, ErrorInfo> {
+    result.and_then(|out| {
+        cairn_core::check_size("the step's output", &out.output, max_bytes)
+            .map(|()| out)
+            .map_err(|e| ErrorInfo::new(ErrorKind::TooLarge, e.to_string(), false))
+    })
+}
+
+/// What a dispatched step's (size-checked) result means.
+pub(crate) fn decide(
+    step: &Dispatch<'_>,
+    result: Result<StepOutput, ErrorInfo>,
+    duration: Duration,
+) -> StepOutcome {
+    let duration_ms = duration.as_millis() as u64;
+    match result {
+        Ok(out) if step.def.review => StepOutcome::Wait {
+            kind: WaitKind::Review,
+            output: Some(out.output.clone()),
+            prompt: out.output,
+            question_id: None,
+        },
+        Err(ErrorInfo {
+            question: Some(q), ..
+        }) => StepOutcome::Wait {
+            kind: WaitKind::Question,
+            output: None,
+            prompt: json!({"question": q.prompt}),
+            question_id: Some(q.id),
+        },
+        Ok(out) => StepOutcome::Succeeded {
+            output: out.output,
+            usage: out.usage,
+            last: step.idx.get() + 1 == step.step_count,
+            duration_ms,
+        },
+        Err(error) if error.kind == ErrorKind::Interrupted => {
+            StepOutcome::Interrupted { error, duration_ms }
+        }
+        Err(error) => match retry_delay(step, &error) {
+            Some(delay) => StepOutcome::Retry {
+                error,
+                delay,
+                duration_ms,
+            },
+            None => StepOutcome::Failed { error, duration_ms },
+        },
+    }
+}
+
+/// The back-off before the next attempt, if the error and the policy allow
+/// one. Deterministic: the same (run, step, attempt) always waits the same.
+fn retry_delay(step: &Dispatch<'_>, error: &ErrorInfo) -> Option<Duration> {
+    let policy = step.def.retry_policy();
+    let attempt = step.attempt.get();
+    (error.retryable && policy.allows_another(attempt)).then(|| {
+        let seed = (step.run.as_uuid().as_u128() as u64)
+            ^ (u64::from(step.idx.get()) << 32)
+            ^ u64::from(attempt);
+        // A provider's `retry-after` is a floor, not a replacement.
+        policy
+            .delay_after(attempt, seed)
+            .max(error.retry_after.unwrap_or_default())
+    })
+}
+
+/// The one place a [`StepCommit`] is built: the step row, the run row, the
+/// wait to open and the events that record `outcome`.
+pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
+    let (idx, attempt) = (step.idx, step.attempt);
+    let base = |duration_ms: u64| json!({"idx": idx, "role": step.def.role, "attempt": attempt, "duration_ms": duration_ms});
+    // Fields every outcome but a success shares: the cursor stays put.
+    let mut c = StepCommit {
+        run_id: step.run,
+        epoch: step.epoch,
+        idx,
+        attempt,
+        status: StepStatus::Failed,
+        output: None,
+        usage: None,
+        error: None,
+        run_status: RunStatus::Failed,
+        cursor: idx,
+        run_error: None,
+        start_next: None,
+        retry_after: None,
+        open_wait: None,
+        events: vec![],
+    };
+    match outcome {
+        StepOutcome::Succeeded {
+            output,
+            usage,
+            last,
+            duration_ms,
+        } => {
+            let mut data = base(duration_ms);
+            if let Some(u) = usage {
+                data["input_tokens"] = json!(u.input_tokens);
+                data["output_tokens"] = json!(u.output_tokens);
+            }
+            c.events.push(NewEvent::new(EventKind::StepSucceeded, data));
+            c.status = StepStatus::Succeeded;
+            c.output = Some(output);
+            c.usage = usage;
+            c.cursor = idx.next();
+            if last {
+                c.run_status = RunStatus::Succeeded;
+                c.events.push(NewEvent::new(
+                    EventKind::RunSucceeded,
+                    json!({"steps": step.step_count}),
+                ));
+            } else {
+                c.run_status = RunStatus::Running;
+                c.start_next = step.next.clone().map(|role| (idx.next(), role));
+            }
+        }
+        StepOutcome::Retry {
+            error,
+            delay,
+            duration_ms,
+        } => {
+            c.events = failed_events(base(duration_ms), &error, true);
+            c.events.push(NewEvent::new(
+                EventKind::StepRetryScheduled,
+                json!({"idx": idx, "next_attempt": attempt.get() + 1, "delay_ms": delay.as_millis() as u64}),
+            ));
+            c.run_status = RunStatus::Queued;
+            c.retry_after = Some(delay);
+            c.usage = error.usage;
+            c.error = Some(error);
+        }
+        StepOutcome::Failed { error, duration_ms } => {
+            c.events = failed_events(base(duration_ms), &error, false);
+            c.events.push(NewEvent::new(
+                EventKind::RunFailed,
+                json!({"idx": idx, "attempts": attempt, "error": error}),
+            ));
+            c.usage = error.usage;
+            c.error = Some(error.clone());
+            c.run_error = Some(error);
+        }
+        StepOutcome::Wait {
+            kind,
+            output,
+            prompt,
+            question_id,
+        } => {
+            let wait = NewWait {
+                id: WaitId::new(),
+                kind,
+                prompt,
+                question_id,
+                deadline_ms: step.def.wait_deadline_ms,
+                on_deadline: step
+                    .def
+                    .on_deadline
+                    .clone()
+                    .or(step.def.wait_deadline_ms.map(|_| OnDeadline::Fail)),
+            };
+            c.events.push(NewEvent::new(
+                EventKind::WaitOpened,
+                json!({"wait": wait.id, "kind": kind, "idx": idx, "attempt": attempt}),
+            ));
+            c.status = StepStatus::Waiting;
+            c.run_status = RunStatus::Waiting;
+            c.output = output;
+            c.open_wait = Some(wait);
+        }
+        StepOutcome::Interrupted { error, duration_ms } => {
+            let mut data = base(duration_ms);
+            data["error"] = json!(error);
+            c.events
+                .push(NewEvent::new(EventKind::StepInterrupted, data));
+            c.status = StepStatus::Interrupted;
+            c.run_status = RunStatus::Interrupted;
+            c.usage = error.usage;
+            c.error = Some(error.clone());
+            c.run_error = Some(error);
+        }
+        StepOutcome::Cancelled => {
+            let error = ErrorInfo::new(ErrorKind::Cancelled, "cancelled by an operator", false);
+            c.events = vec![
+                NewEvent::new(
+                    EventKind::StepCancelled,
+                    json!({"idx": idx, "attempt": attempt}),
+                ),
+                NewEvent::new(EventKind::RunCancelled, json!({"idx": idx})),
+            ];
+            c.status = StepStatus::Cancelled;
+            c.run_status = RunStatus::Cancelled;
+            c.error = Some(error.clone());
+            c.run_error = Some(error);
+        }
+    }
+    c
+}
+
+/// `step_failed`, saying whether another attempt follows.
+fn failed_events(mut data: Value, error: &ErrorInfo, will_retry: bool) -> Vec<NewEvent> {
+    data["error"] = json!(error);
+    data["will_retry"] = json!(will_retry);
+    vec![NewEvent::new(EventKind::StepFailed, data)]
+}
+
+#[cfg(test)]
+mod tests;
