@@ -453,11 +453,16 @@ async fn a_zombie_cannot_commit_after_a_takeover(kind: Kind) {
     let after = operator.show(id).await.unwrap();
     // The zombie wakes up and tries to commit its step.
     release.notify_one();
+    // Refused either way: at the commit (a stale epoch), or earlier, when
+    // its lease guard's beat found the run taken over (a lost lease).
     match zombie_task.await.unwrap() {
         Err(e) => assert!(
             matches!(
                 e.store_error(),
                 Some(cairn_checkpoint::Error::StaleEpoch { .. })
+            ) || matches!(
+                e,
+                Error::Executor(cairn_scheduler::Error::LeaseLost { run }) if run == id
             ),
             "{e}"
         ),
