@@ -109,39 +109,36 @@ impl Held {
     }
 }
 
+/// Binds values in placeholder order; each backend says how it stores a
+/// JSON document and a UUID (text on SQLite, native on PostgreSQL).
+macro_rules! arguments {
+    ($args:ty, $values:expr, json: |$j:ident| $json:expr, uuid: |$u:ident| $uuid:expr) => {{
+        use sqlx::Arguments;
+        let mut args = <$args>::default();
+        for v in $values {
+            let bound = match v {
+                Param::Text(t) => args.add(t.as_deref()),
+                Param::Int(i) => args.add(*i),
+                Param::Float(f) => args.add(*f),
+                Param::Bool(b) => args.add(*b),
+                Param::Json($j) => args.add($json),
+                Param::Uuid($u) => args.add($uuid),
+            };
+            // Encoding these types into an argument list cannot fail.
+            debug_assert!(bound.is_ok());
+        }
+        args
+    }};
+}
+
 fn sqlite_args<'q>(values: &[&'q Param]) -> SqliteArguments<'q> {
-    use sqlx::Arguments;
-    let mut args = SqliteArguments::default();
-    for v in values {
-        let bound = match v {
-            Param::Text(t) => args.add(t.as_deref()),
-            Param::Int(i) => args.add(*i),
-            Param::Float(f) => args.add(*f),
-            Param::Bool(b) => args.add(*b),
-            Param::Json(j) => args.add(j.as_ref().map(Value::to_string)),
-            Param::Uuid(u) => args.add(u.map(|u| u.to_string())),
-        };
-        // Encoding these types into an argument list cannot fail.
-        debug_assert!(bound.is_ok());
-    }
-    args
+    arguments!(SqliteArguments<'q>, values,
+        json: |j| j.as_ref().map(Value::to_string),
+        uuid: |u| u.map(|u| u.to_string()))
 }
 
 fn pg_args(values: &[&Param]) -> PgArguments {
-    use sqlx::Arguments;
-    let mut args = PgArguments::default();
-    for v in values {
-        let bound = match v {
-            Param::Text(t) => args.add(t.as_deref()),
-            Param::Int(i) => args.add(*i),
-            Param::Float(f) => args.add(*f),
-            Param::Bool(b) => args.add(*b),
-            Param::Json(j) => args.add(j.as_ref().map(Json)),
-            Param::Uuid(u) => args.add(*u),
-        };
-        debug_assert!(bound.is_ok());
-    }
-    args
+    arguments!(PgArguments, values, json: |j| j.as_ref().map(Json), uuid: |u| *u)
 }
 
 impl Conn<'_> {
