@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use cairn::{EventRecord, RunRecord, RunStatus, RunView, StepJournalEntry, WaitRecord};
+use cairn::{ErrorClass, EventRecord, RunRecord, RunStatus, RunView, StepJournalEntry, WaitRecord};
 
 use crate::{
     exit, output, parse_input, parse_run_id, status_exit, usage, ActionArgs, Cli, Command,
@@ -40,12 +40,13 @@ impl std::fmt::Display for ApiError {
 impl std::error::Error for ApiError {}
 
 impl ApiError {
-    /// The exit code: a refused request is bad input, as it is locally.
-    pub fn exit_code(&self) -> u8 {
-        match self.status {
-            400 | 404 | 409 | 413 | 422 => exit::BAD_INPUT,
-            _ => exit::ERROR,
-        }
+    /// The class of the failure, read back from its HTTP status through the
+    /// table that gave the status (`cairn::ErrorClass`), so its exit code
+    /// is the one the same failure has locally. The status says all the
+    /// `code` would: every code has one status, the run-state refusals are
+    /// all `wrong_state` (409, `Conflict`) and every 500 is `internal`.
+    pub fn class(&self) -> ErrorClass {
+        ErrorClass::from_http_status(self.status)
     }
 }
 

@@ -14,19 +14,19 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 
 use cairn::{
-    Actor, Answer, Crew, Engine, ExecutorConfig, ForkRequest, OpenOptions, ResumeOptions,
-    RunFilter, RunId, RunStatus, StepIdx, SubmitOptions, WaitFilter, WaitId, WaitStatus,
+    Actor, Answer, Crew, Engine, ErrorClass, ExecutorConfig, ForkRequest, OpenOptions,
+    ResumeOptions, RunFilter, RunId, RunStatus, StepIdx, SubmitOptions, WaitFilter, WaitId,
+    WaitStatus,
 };
 
-/// Exit codes (a contract; see the README).
+/// Exit codes (a contract; see the README), from the one table in
+/// `cairn::ErrorClass`.
 pub mod exit {
+    use cairn::ErrorClass;
+
     pub const OK: u8 = 0;
-    pub const ERROR: u8 = 1;
-    pub const BAD_INPUT: u8 = 2;
-    pub const RUN_FAILED: u8 = 3;
-    pub const RUN_WAITING: u8 = 4;
-    pub const RUN_INTERRUPTED: u8 = 5;
-    pub const RUN_CANCELLED: u8 = 6;
+    pub const ERROR: u8 = ErrorClass::Internal.exit_code();
+    pub const BAD_INPUT: u8 = ErrorClass::BadInput.exit_code();
 }
 
 #[derive(Parser)]
@@ -318,53 +318,27 @@ async fn open(db: &str, create: bool) -> anyhow::Result<Engine> {
     Ok(Engine::open_with(db, &opts, config).await?)
 }
 
+/// The exit code of a run that stopped in `status`: 0 for succeeded, else
+/// its status's class (failed 3, waiting 4, interrupted 5, cancelled 6).
 fn status_exit(status: RunStatus) -> u8 {
     match status {
         RunStatus::Succeeded => exit::OK,
-        RunStatus::Failed => exit::RUN_FAILED,
-        RunStatus::Waiting => exit::RUN_WAITING,
-        RunStatus::Interrupted => exit::RUN_INTERRUPTED,
-        RunStatus::Cancelled => exit::RUN_CANCELLED,
-        RunStatus::Queued | RunStatus::Running => exit::ERROR,
+        status => ErrorClass::of_status(status).exit_code(),
     }
 }
 
-/// Picks the exit code for an error.
+/// The exit code of an error: its class's (the one table in
+/// `cairn::ErrorClass`), whether the engine here or a server answered.
 fn error_exit(err: &anyhow::Error) -> u8 {
-    use cairn_checkpoint::Error as S;
-    use cairn_scheduler::Error as X;
     if err.downcast_ref::<UsageError>().is_some() {
         return exit::BAD_INPUT;
     }
     if let Some(api) = err.downcast_ref::<client::ApiError>() {
-        return api.exit_code();
+        return api.class().exit_code();
     }
-    let Some(e) = err.downcast_ref::<cairn::Error>() else {
-        return exit::ERROR;
-    };
-    if let Some(s) = e.store_error() {
-        return match s {
-            S::RunNotFound(_)
-            | S::BadUrl { .. }
-            | S::MissingFile(_)
-            | S::IdempotencyConflict { .. }
-            | S::ForkRefused { .. }
-            | S::WrongState { .. }
-            | S::WaitNotFound(_)
-            | S::WaitClosed { .. }
-            | S::BadAnswer { .. } => exit::BAD_INPUT,
-            _ => exit::ERROR,
-        };
-    }
-    match e {
-        cairn::Error::Crew(_)
-        | cairn::Error::CrewFile { .. }
-        | cairn::Error::ReadFile { .. }
-        | cairn::Error::TooLarge(_) => exit::BAD_INPUT,
-        cairn::Error::Executor(X::CrewMismatch { .. }) => exit::BAD_INPUT,
-        cairn::Error::Executor(X::RunFailed { .. }) => exit::RUN_FAILED,
-        cairn::Error::Executor(X::NotResumable { status, .. }) => status_exit(*status),
-        _ => exit::ERROR,
+    match err.downcast_ref::<cairn::Error>() {
+        Some(e) => e.class().exit_code(),
+        None => exit::ERROR,
     }
 }
 
@@ -547,6 +521,7 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                 concurrency,
                 poll: Duration::from_millis(poll_ms),
                 shutdown_grace: Duration::from_millis(grace_ms),
+                ..cairn::WorkOptions::default()
             };
             engine.work(work, shutdown_signal()).await?;
             Ok(exit::OK)

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use cairn::{Actor, ForkRequest, RunStatus, RunView, StepIdx};
 
-use crate::api::{ApiJson, OptionalJson, RunIdPath};
+use crate::extract::{ApiJson, OptionalJson, RunIdPath};
 use crate::{ApiError, AppState};
 
 /// Who acts when the body does not say: the API has no per-token

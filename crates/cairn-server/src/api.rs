@@ -5,18 +5,17 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
-use axum::http::{header, request::Parts, StatusCode};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, MethodRouter};
 use axum::Json;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use cairn::{Fingerprint, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions};
+use cairn::{ErrorClass, Fingerprint, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions};
 
+use crate::extract::{ApiJson, ApiQuery, RunIdPath};
 use crate::{actions, sse, waits, ApiError, AppState};
 
 /// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
@@ -91,101 +90,6 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
     ]
 }
 
-/// `Json<T>` whose rejections are `ApiError`s (400 `bad_json`, 422
-/// `invalid_body`, 413 `too_large`, 415) instead of axum's plain text.
-pub(crate) struct ApiJson<T>(pub T);
-
-impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(value)) => Ok(ApiJson(value)),
-            Err(rejection) => Err(ApiError::from_json_rejection(rejection, state.body_limit())),
-        }
-    }
-}
-
-/// An optional JSON body: an empty body (with or without a content type)
-/// is `None`; anything else is parsed as [`ApiJson`] would, with the same
-/// errors.
-pub(crate) struct OptionalJson<T>(pub Option<T>);
-
-impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJson<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let json = is_json(req.headers());
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::TooLarge {
-                    limit: state.body_limit(),
-                }
-            } else {
-                ApiError::BadBody(rejection.body_text())
-            }
-        })?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(OptionalJson(None));
-        }
-        if !json {
-            return Err(ApiError::UnsupportedMediaType);
-        }
-        Json::<T>::from_bytes(&bytes)
-            .map(|Json(value)| OptionalJson(Some(value)))
-            .map_err(|rejection| ApiError::from_json_rejection(rejection, state.body_limit()))
-    }
-}
-
-/// Whether the content type is JSON (`application/json`, or
-/// `application/…+json`), as axum's `Json` decides.
-fn is_json(headers: &axum::http::HeaderMap) -> bool {
-    let Some(value) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let essence = value
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
-}
-
-/// `Query<T>` whose rejections are 400 `bad_query`.
-pub(crate) struct ApiQuery<T>(pub T);
-
-impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiQuery<T> {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        Query::<T>::from_request_parts(parts, state)
-            .await
-            .map(|Query(q)| ApiQuery(q))
-            .map_err(ApiError::from_query_rejection)
-    }
-}
-
-/// The `{id}` path segment as a run id (400 `bad_run_id` if it is not one).
-pub(crate) struct RunIdPath(pub RunId);
-
-impl FromRequestParts<AppState> for RunIdPath {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Path(raw) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|e| ApiError::BadRunId(e.body_text()))?;
-        RunId::from_str(&raw)
-            .map(RunIdPath)
-            .map_err(|_| ApiError::BadRunId(raw))
-    }
-}
-
 /// `GET /healthz`: the process answers.
 async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
@@ -215,7 +119,7 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> 
 
 /// `GET /metrics`: Prometheus text.
 async fn metrics(State(state): State<AppState>) -> Response {
-    let stats = tokio::time::timeout(STORE_TIMEOUT, state.engine().store().stats()).await;
+    let stats = tokio::time::timeout(STORE_TIMEOUT, state.engine().stats()).await;
     let snapshot = match stats {
         Ok(Ok(stats)) => Some(stats),
         Ok(Err(e)) => {
@@ -354,10 +258,10 @@ async fn list_runs(
         None => None,
         Some(text) => {
             let id = RunId::from_str(text).map_err(|_| ApiError::BadCursor)?;
-            match state.engine().store().get_run(id).await {
+            match state.engine().get_run(id).await {
                 Ok(run) => Some((run.created_at, run.id)),
-                Err(cairn_checkpoint::Error::RunNotFound(_)) => return Err(ApiError::BadCursor),
-                Err(e) => return Err(ApiError::Engine(e.into())),
+                Err(e) if e.class() == ErrorClass::NotFound => return Err(ApiError::BadCursor),
+                Err(e) => return Err(ApiError::Engine(e)),
             }
         }
     };

@@ -9,6 +9,7 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use cairn::ErrorClass;
 use serde_json::json;
 
 /// Why the server could not start, or stopped.
@@ -117,54 +118,60 @@ pub enum ApiError {
 }
 
 impl ApiError {
+    /// What kind of failure this is: its HTTP status comes from the one
+    /// table in `cairn::ErrorClass`.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            ApiError::BadJson(_)
+            | ApiError::BadBody(_)
+            | ApiError::BadQuery(_)
+            | ApiError::BadCursor
+            | ApiError::BadLastEventId(_)
+            | ApiError::BadRunId(_)
+            | ApiError::BadWaitId(_) => ErrorClass::BadInput,
+            ApiError::InvalidBody(_) => ErrorClass::Invalid,
+            ApiError::UnsupportedMediaType => ErrorClass::UnsupportedMediaType,
+            ApiError::TooLarge { .. } => ErrorClass::TooLarge,
+            ApiError::UnknownCrew(_) | ApiError::RunNotFound(_) | ApiError::NoRoute(_) => {
+                ErrorClass::NotFound
+            }
+            ApiError::MethodNotAllowed => ErrorClass::MethodNotAllowed,
+            ApiError::Unauthorized => ErrorClass::Unauthorized,
+            ApiError::NotReady => ErrorClass::Unavailable,
+            ApiError::Engine(e) => e.class(),
+        }
+    }
+
+    /// The stable `code` of the JSON body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::BadJson(_) => "bad_json",
+            ApiError::InvalidBody(_) => "invalid_body",
+            ApiError::BadBody(_) => "bad_body",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::TooLarge { .. } => "too_large",
+            ApiError::BadQuery(_) => "bad_query",
+            ApiError::BadCursor => "bad_cursor",
+            ApiError::BadLastEventId(_) => "bad_last_event_id",
+            ApiError::UnknownCrew(_) => "unknown_crew",
+            ApiError::BadRunId(_) => "bad_run_id",
+            ApiError::RunNotFound(_) => "run_not_found",
+            ApiError::BadWaitId(_) => "bad_wait_id",
+            ApiError::NoRoute(_) => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::NotReady => "not_ready",
+            // A 500 names nothing internal, not even which error it was.
+            ApiError::Engine(e) if e.class().http_status() == 500 => "internal",
+            ApiError::Engine(e) => e.code(),
+        }
+    }
+
     /// The HTTP status and the stable `code` of the JSON body.
     pub fn status_and_code(&self) -> (StatusCode, &'static str) {
-        use cairn::Error as E;
-        use cairn_checkpoint::Error as S;
-        use cairn_scheduler::Error as X;
-        match self {
-            ApiError::BadJson(_) => (StatusCode::BAD_REQUEST, "bad_json"),
-            ApiError::InvalidBody(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
-            ApiError::BadBody(_) => (StatusCode::BAD_REQUEST, "bad_body"),
-            ApiError::UnsupportedMediaType => {
-                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
-            }
-            ApiError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
-            ApiError::BadQuery(_) => (StatusCode::BAD_REQUEST, "bad_query"),
-            ApiError::BadCursor => (StatusCode::BAD_REQUEST, "bad_cursor"),
-            ApiError::BadLastEventId(_) => (StatusCode::BAD_REQUEST, "bad_last_event_id"),
-            ApiError::UnknownCrew(_) => (StatusCode::NOT_FOUND, "unknown_crew"),
-            ApiError::BadRunId(_) => (StatusCode::BAD_REQUEST, "bad_run_id"),
-            ApiError::RunNotFound(_) => (StatusCode::NOT_FOUND, "run_not_found"),
-            ApiError::BadWaitId(_) => (StatusCode::BAD_REQUEST, "bad_wait_id"),
-            ApiError::NoRoute(_) => (StatusCode::NOT_FOUND, "not_found"),
-            ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
-            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            ApiError::NotReady => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
-            ApiError::Engine(e) => match (e.store_error(), e) {
-                (Some(S::RunNotFound(_)), _) => (StatusCode::NOT_FOUND, "run_not_found"),
-                (Some(S::IdempotencyConflict { .. }), _) => {
-                    (StatusCode::CONFLICT, "idempotency_conflict")
-                }
-                (Some(S::WrongState { .. }), _) => (StatusCode::CONFLICT, "wrong_state"),
-                (Some(S::ForkRefused { .. }), _) => (StatusCode::CONFLICT, "fork_refused"),
-                (Some(S::WaitNotFound(_)), _) => (StatusCode::NOT_FOUND, "wait_not_found"),
-                (Some(S::WaitClosed { .. }), _) => (StatusCode::CONFLICT, "wait_closed"),
-                (Some(S::BadAnswer { .. }), _) => (StatusCode::UNPROCESSABLE_ENTITY, "bad_answer"),
-                (Some(S::Unreachable { .. }), _) => {
-                    (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
-                }
-                (_, E::Executor(X::CrewMismatch { .. })) => (StatusCode::CONFLICT, "crew_mismatch"),
-                // A run input or an answer over the engine's cap (the body
-                // itself was within the server's limit).
-                (_, E::TooLarge(_)) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
-                (
-                    _,
-                    E::Executor(X::RunFailed { .. } | X::NotResumable { .. } | X::Leased { .. }),
-                ) => (StatusCode::CONFLICT, "wrong_state"),
-                _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-            },
-        }
+        let status = StatusCode::from_u16(self.class().http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, self.code())
     }
 
     /// Maps a rejection of axum's `Json` extractor.

@@ -34,6 +34,7 @@ mod api;
 mod auth;
 mod crews;
 mod error;
+mod extract;
 mod metrics;
 mod runner;
 mod serve;
@@ -70,7 +71,7 @@ pub struct AppState {
     tokens: Arc<auth::Tokens>,
     body_limit: usize,
     metrics: Arc<metrics::Metrics>,
-    waker: runner::Waker,
+    waker: cairn::WakeUp,
     shutdown: Arc<watch::Sender<bool>>,
 }
 
@@ -83,7 +84,7 @@ impl AppState {
             tokens: Arc::default(),
             body_limit: DEFAULT_BODY_LIMIT,
             metrics: Arc::default(),
-            waker: runner::Waker::default(),
+            waker: cairn::WakeUp::default(),
             shutdown: Arc::new(watch::channel(false).0),
         }
     }
@@ -132,7 +133,7 @@ impl AppState {
         self.waker.wake();
     }
 
-    pub(crate) fn waker(&self) -> &runner::Waker {
+    pub(crate) fn waker(&self) -> &cairn::WakeUp {
         &self.waker
     }
 

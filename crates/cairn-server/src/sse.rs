@@ -16,8 +16,8 @@ use tokio::sync::watch;
 
 use cairn::{Engine, EventRecord, RunId, RunStatus};
 
-use crate::api::RunIdPath;
 use crate::error::ErrorChain;
+use crate::extract::RunIdPath;
 use crate::{ApiError, AppState};
 
 /// How often the store is polled for new events.
@@ -33,12 +33,7 @@ pub(crate) async fn events(
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let after = last_event_id(&headers)?;
-    state
-        .engine()
-        .store()
-        .get_run(id)
-        .await
-        .map_err(cairn::Error::from)?;
+    state.engine().get_run(id).await?;
     let tail = Tail {
         engine: state.engine().clone(),
         id,
@@ -121,7 +116,7 @@ impl Tail {
     /// of a change are written in the change's transaction, so once the
     /// status read shows the run ended, the events read after it are all.
     async fn poll(&mut self) -> Result<(), cairn::Error> {
-        let run = self.engine.store().get_run(self.id).await?;
+        let run = self.engine.get_run(self.id).await?;
         let events = self.engine.events(self.id).await?;
         self.pending
             .extend(events.into_iter().filter(|e| e.seq > self.after));

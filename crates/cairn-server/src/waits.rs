@@ -5,33 +5,16 @@
 
 use std::str::FromStr;
 
-use axum::extract::{FromRequestParts, Path, State};
-use axum::http::request::Parts;
+use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use cairn::{Answer, RunId, WaitFilter, WaitId, WaitRecord, WaitStatus};
+use cairn::{Answer, RunId, WaitFilter, WaitRecord, WaitStatus};
 
 use crate::actions::DEFAULT_ACTOR;
-use crate::api::{ApiJson, ApiQuery};
+use crate::extract::{ApiJson, ApiQuery, WaitIdPath};
 use crate::{ApiError, AppState};
-
-/// The `{id}` path segment as a wait id (400 `bad_wait_id` if it is not one).
-pub(crate) struct WaitIdPath(pub WaitId);
-
-impl FromRequestParts<AppState> for WaitIdPath {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Path(raw) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|e| ApiError::BadWaitId(e.body_text()))?;
-        WaitId::from_str(&raw)
-            .map(WaitIdPath)
-            .map_err(|_| ApiError::BadWaitId(raw))
-    }
-}
 
 /// The query of `GET /v1/waits`; an empty parameter means "not given".
 #[derive(Debug, Deserialize)]

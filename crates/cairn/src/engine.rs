@@ -1,5 +1,5 @@
 //! The [`Engine`]: a store plus the executor, with the calls a service makes
-//! (submit, run, resume, show, list).
+//! (submit, run, resume, show, list). The worker loop is in `work.rs`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -8,7 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use cairn_checkpoint::{
-    Action, ClaimRequest, ForkRequest, NewRun, OpenOptions, RunFilter, Store, Submitted, WaitFilter,
+    Action, ClaimRequest, Claimed, ForkRequest, NewRun, OpenOptions, RunFilter, Store, StoreStats,
+    Submitted, WaitFilter,
 };
 use cairn_core::{
     Actor, Answer, EventRecord, Fingerprint, OnDeadline, RunId, RunRecord, StepRecord, WaitId,
@@ -34,27 +35,6 @@ pub struct ResumeOptions {
     /// if its fingerprint differs, unless `force`.
     pub crew: Option<Crew>,
     pub force: bool,
-}
-
-/// How a worker works.
-#[derive(Debug, Clone)]
-pub struct WorkOptions {
-    /// Runs executed at once.
-    pub concurrency: usize,
-    /// How long to wait between looks when nothing is runnable.
-    pub poll: std::time::Duration,
-    /// On shutdown, how long runs in flight get to reach their next stop.
-    pub shutdown_grace: std::time::Duration,
-}
-
-impl Default for WorkOptions {
-    fn default() -> Self {
-        WorkOptions {
-            concurrency: 4,
-            poll: std::time::Duration::from_millis(500),
-            shutdown_grace: std::time::Duration::from_secs(30),
-        }
-    }
 }
 
 /// A run with its checkpoint rows: the JSON of `cairn runs show --json`.
@@ -101,6 +81,9 @@ impl Engine {
         self.executor.config().limits
     }
 
+    /// The store underneath: for the crate itself and for tests. A service
+    /// uses the engine's methods; they are the contract.
+    #[doc(hidden)]
     pub fn store(&self) -> &Arc<dyn Store> {
         self.executor.store()
     }
@@ -261,7 +244,7 @@ impl Engine {
     /// Claims the oldest runnable run (queued and due, or running under an
     /// expired lease) and drives it to its next stop. `None`: nothing to do.
     pub async fn work_one(&self) -> Result<Option<Driven>> {
-        match self.store().claim_next(&self.claim_request()).await? {
+        match self.claim_next().await? {
             Some(claimed) => Ok(Some(self.drive_claimed(claimed).await?)),
             None => Ok(None),
         }
@@ -270,7 +253,7 @@ impl Engine {
     /// Claims the oldest runnable run for this process (a worker's claim:
     /// queued and due, or running under an expired lease). Drive it with
     /// [`Engine::drive_claimed`]; until then its lease runs out unextended.
-    pub async fn claim_next(&self) -> Result<Option<cairn_checkpoint::Claimed>> {
+    pub async fn claim_next(&self) -> Result<Option<Claimed>> {
         Ok(self.store().claim_next(&self.claim_request()).await?)
     }
 
@@ -288,7 +271,7 @@ impl Engine {
 
     /// Drives a run [`Engine::claim_next`] claimed, keeping its lease, to
     /// its next stop.
-    pub async fn drive_claimed(&self, claimed: cairn_checkpoint::Claimed) -> Result<Driven> {
+    pub async fn drive_claimed(&self, claimed: Claimed) -> Result<Driven> {
         if claimed.run.status != cairn_core::RunStatus::Running {
             // The claim itself ended it (crash-loop cap).
             return Ok(Driven {
@@ -299,67 +282,6 @@ impl Engine {
         }
         let crew = self.crew_for(&claimed.run)?;
         Ok(self.executor.drive_claimed(claimed, &crew.0).await?)
-    }
-
-    /// A worker: runs `work_one` on up to `opts.concurrency` runs at once,
-    /// polling when idle and applying wait deadlines, until `shutdown`
-    /// resolves; then stops claiming and gives runs in flight
-    /// `opts.shutdown_grace` to reach their next stop. Runs still executing
-    /// after that are dropped mid-step: their leases expire and another
-    /// worker takes them over from their last checkpoint.
-    pub async fn work(
-        &self,
-        opts: WorkOptions,
-        shutdown: impl std::future::Future<Output = ()>,
-    ) -> Result<()> {
-        let mut shutdown = std::pin::pin!(shutdown);
-        let mut tasks = tokio::task::JoinSet::new();
-        loop {
-            let mut idle = false;
-            while tasks.len() < opts.concurrency.max(1) {
-                match self.store().claim_next(&self.claim_request()).await {
-                    Ok(Some(claimed)) => {
-                        let engine = self.clone();
-                        tasks.spawn(async move {
-                            let id = claimed.run.id;
-                            if let Err(e) = engine.drive_claimed(claimed).await {
-                                tracing::warn!(run = %id, error = %e, "run stopped with an error");
-                            }
-                        });
-                    }
-                    Ok(None) => {
-                        idle = true;
-                        break;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot claim a run");
-                        idle = true;
-                        break;
-                    }
-                }
-            }
-            if let Err(e) = self.expire_due_waits().await {
-                tracing::warn!(error = %e, "cannot apply wait deadlines");
-            }
-            let pause = if idle {
-                opts.poll
-            } else {
-                std::time::Duration::ZERO
-            };
-            let store = self.store().clone();
-            tokio::select! {
-                _ = tasks.join_next(), if !tasks.is_empty() => {}
-                // Woken at once by a submit, retry or answer on PostgreSQL.
-                () = store.wait_for_work(pause) => {}
-                _ = &mut shutdown => break,
-            }
-        }
-        let _ = tokio::time::timeout(opts.shutdown_grace, async {
-            while tasks.join_next().await.is_some() {}
-        })
-        .await;
-        tasks.abort_all();
-        Ok(())
     }
 
     async fn drive(&self, id: RunId, crew: &Crew, opts: DriveOptions) -> Result<Driven> {
@@ -386,6 +308,17 @@ impl Engine {
             // Built-in kinds only; a Rust agent is then a `MissingHandler`.
             None => Crew::from_def(run.crew_definition.clone(), |_, _| None),
         }
+    }
+
+    /// A run without its steps.
+    pub async fn get_run(&self, id: RunId) -> Result<RunRecord> {
+        Ok(self.store().get_run(id).await?)
+    }
+
+    /// Counts for monitoring: runs by status, runs ready to claim, lease
+    /// takeovers.
+    pub async fn stats(&self) -> Result<StoreStats> {
+        Ok(self.store().stats().await?)
     }
 
     pub async fn show(&self, id: RunId) -> Result<RunView> {

@@ -1,6 +1,12 @@
-//! `cairn::Error`: one error for the library facade, wrapping the crates'.
+//! `cairn::Error`: one error for the library facade, wrapping the crates',
+//! and [`ErrorClass`], the one classification of errors: every front end
+//! (the HTTP API's statuses, the CLI's exit codes, the CLI's client mode)
+//! reads it from the table in [`ErrorClass::http_status`] and
+//! [`ErrorClass::exit_code`].
 
 use std::path::PathBuf;
+
+use cairn_core::RunStatus;
 
 /// An error from the Cairn library.
 #[derive(Debug, thiserror::Error)]
@@ -37,12 +43,247 @@ pub enum Error {
     },
 }
 
+/// What kind of failure an error is, for whoever reports it: the HTTP API
+/// turns a class into a status, the CLI into an exit code, and the CLI's
+/// client mode turns a status back into the class. The table:
+///
+/// | class | HTTP | exit |
+/// | --- | --- | --- |
+/// | `BadInput` | 400 | 2 |
+/// | `Unauthorized` | 401 | 1 |
+/// | `NotFound` | 404 | 2 |
+/// | `MethodNotAllowed` | 405 | 1 |
+/// | `Conflict` | 409 | 2 |
+/// | `Busy` | 409 | 1 |
+/// | `Failed` | 409 | 3 |
+/// | `Waiting` | 409 | 4 |
+/// | `Interrupted` | 409 | 5 |
+/// | `Cancelled` | 409 | 6 |
+/// | `TooLarge` | 413 | 2 |
+/// | `UnsupportedMediaType` | 415 | 1 |
+/// | `Invalid` | 422 | 2 |
+/// | `Internal` | 500 | 1 |
+/// | `Config` | 500 | 2 |
+/// | `Unavailable` | 503 | 1 |
+///
+/// `Unauthorized`, `MethodNotAllowed` and `UnsupportedMediaType` belong to
+/// the HTTP API alone; the engine never returns them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// What was asked is malformed (a request, an id, a query).
+    BadInput,
+    /// No valid credentials (HTTP API only).
+    Unauthorized,
+    /// No run, wait, crew or route by that name.
+    NotFound,
+    /// The method is not served on that route (HTTP API only).
+    MethodNotAllowed,
+    /// The run or wait is not in a state that allows it: a wrong state, a
+    /// closed wait, a refused fork, a reused idempotency key, another crew.
+    Conflict,
+    /// The run is executing under another process's lease.
+    Busy,
+    /// The run is failed (parked for an operator).
+    Failed,
+    /// The run waits for a person's answer.
+    Waiting,
+    /// The run is interrupted (waits for an explicit continue).
+    Interrupted,
+    /// The run is cancelled.
+    Cancelled,
+    /// A value over its size cap.
+    TooLarge,
+    /// A body that is not JSON (HTTP API only).
+    UnsupportedMediaType,
+    /// Well-formed, but it does not fit (a body's shape, an answer for
+    /// another kind of wait).
+    Invalid,
+    /// Anything else: a bug, corruption, a database error.
+    Internal,
+    /// What this process was set up with is refused: the database URL or
+    /// file, a crew file. The user's mistake on the command line; the
+    /// operator's on a server.
+    Config,
+    /// The database does not answer.
+    Unavailable,
+}
+
+impl ErrorClass {
+    /// Every class, in the table's order (a status's first class is the
+    /// one [`ErrorClass::from_http_status`] returns).
+    pub const ALL: [ErrorClass; 16] = [
+        ErrorClass::BadInput,
+        ErrorClass::Unauthorized,
+        ErrorClass::NotFound,
+        ErrorClass::MethodNotAllowed,
+        ErrorClass::Conflict,
+        ErrorClass::Busy,
+        ErrorClass::Failed,
+        ErrorClass::Waiting,
+        ErrorClass::Interrupted,
+        ErrorClass::Cancelled,
+        ErrorClass::TooLarge,
+        ErrorClass::UnsupportedMediaType,
+        ErrorClass::Invalid,
+        ErrorClass::Internal,
+        ErrorClass::Config,
+        ErrorClass::Unavailable,
+    ];
+
+    /// The class's HTTP status and CLI exit code: the one table.
+    const fn row(self) -> (u16, u8) {
+        match self {
+            ErrorClass::BadInput => (400, 2),
+            ErrorClass::Unauthorized => (401, 1),
+            ErrorClass::NotFound => (404, 2),
+            ErrorClass::MethodNotAllowed => (405, 1),
+            ErrorClass::Conflict => (409, 2),
+            ErrorClass::Busy => (409, 1),
+            ErrorClass::Failed => (409, 3),
+            ErrorClass::Waiting => (409, 4),
+            ErrorClass::Interrupted => (409, 5),
+            ErrorClass::Cancelled => (409, 6),
+            ErrorClass::TooLarge => (413, 2),
+            ErrorClass::UnsupportedMediaType => (415, 1),
+            ErrorClass::Invalid => (422, 2),
+            ErrorClass::Internal => (500, 1),
+            ErrorClass::Config => (500, 2),
+            ErrorClass::Unavailable => (503, 1),
+        }
+    }
+
+    /// The HTTP status the API answers with.
+    pub const fn http_status(self) -> u16 {
+        self.row().0
+    }
+
+    /// The `cairn` command's exit code (a contract; see the README).
+    pub const fn exit_code(self) -> u8 {
+        self.row().1
+    }
+
+    /// The class of an HTTP error status, for a client: the first class in
+    /// the table with that status (`Conflict` for 409, `Internal` for
+    /// 500), `Internal` for a status no class has.
+    pub fn from_http_status(status: u16) -> ErrorClass {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.http_status() == status)
+            .unwrap_or(ErrorClass::Internal)
+    }
+
+    /// The class of a run parked in `status`, when something needed it to
+    /// be elsewhere (`Busy` for a run that is still queued or running).
+    pub fn of_status(status: RunStatus) -> ErrorClass {
+        match status {
+            RunStatus::Failed => ErrorClass::Failed,
+            RunStatus::Waiting => ErrorClass::Waiting,
+            RunStatus::Interrupted => ErrorClass::Interrupted,
+            RunStatus::Cancelled => ErrorClass::Cancelled,
+            RunStatus::Queued | RunStatus::Running => ErrorClass::Busy,
+            RunStatus::Succeeded => ErrorClass::Conflict,
+        }
+    }
+}
+
 impl Error {
     /// The storage error inside, wherever it was wrapped.
     pub fn store_error(&self) -> Option<&cairn_checkpoint::Error> {
         match self {
             Error::Store(e) | Error::Executor(cairn_scheduler::Error::Store(e)) => Some(e),
             _ => None,
+        }
+    }
+
+    /// What kind of failure this is (see [`ErrorClass`] for its HTTP
+    /// status and exit code).
+    pub fn class(&self) -> ErrorClass {
+        use cairn_checkpoint::Error as S;
+        use cairn_scheduler::Error as X;
+        if let Some(s) = self.store_error() {
+            return match s {
+                S::RunNotFound(_) | S::WaitNotFound(_) => ErrorClass::NotFound,
+                S::IdempotencyConflict { .. }
+                | S::WrongState { .. }
+                | S::ForkRefused { .. }
+                | S::WaitClosed { .. } => ErrorClass::Conflict,
+                S::BadAnswer { .. } => ErrorClass::Invalid,
+                S::BadUrl { .. } | S::MissingFile(_) => ErrorClass::Config,
+                S::Unreachable { .. } => ErrorClass::Unavailable,
+                _ => ErrorClass::Internal,
+            };
+        }
+        match self {
+            Error::Crew(_) | Error::CrewFile { .. } | Error::ReadFile { .. } => ErrorClass::Config,
+            Error::TooLarge(_) => ErrorClass::TooLarge,
+            Error::Executor(X::CrewMismatch { .. }) => ErrorClass::Conflict,
+            Error::Executor(X::RunFailed { .. }) => ErrorClass::Failed,
+            Error::Executor(X::NotResumable { status, .. }) => ErrorClass::of_status(*status),
+            Error::Executor(X::Leased { .. }) => ErrorClass::Busy,
+            _ => ErrorClass::Internal,
+        }
+    }
+
+    /// A stable snake_case name for the error: the HTTP API's error `code`
+    /// (which answers `internal` for every 500 instead).
+    pub fn code(&self) -> &'static str {
+        use cairn_checkpoint::Error as S;
+        use cairn_scheduler::Error as X;
+        if let Some(s) = self.store_error() {
+            return match s {
+                S::RunNotFound(_) => "run_not_found",
+                S::WaitNotFound(_) => "wait_not_found",
+                S::IdempotencyConflict { .. } => "idempotency_conflict",
+                S::WrongState { .. } => "wrong_state",
+                S::ForkRefused { .. } => "fork_refused",
+                S::WaitClosed { .. } => "wait_closed",
+                S::BadAnswer { .. } => "bad_answer",
+                S::BadUrl { .. } => "bad_database_url",
+                S::MissingFile(_) => "missing_database_file",
+                S::Unreachable { .. } => "unavailable",
+                _ => "internal",
+            };
+        }
+        match self {
+            Error::Crew(_) | Error::CrewFile { .. } => "bad_crew",
+            Error::ReadFile { .. } => "unreadable_file",
+            Error::MissingHandler { .. } => "missing_handler",
+            Error::TooLarge(_) => "too_large",
+            Error::Executor(X::CrewMismatch { .. }) => "crew_mismatch",
+            Error::Executor(X::RunFailed { .. } | X::NotResumable { .. } | X::Leased { .. }) => {
+                "wrong_state"
+            }
+            _ => "internal",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README's exit codes and the API's statuses, read from the table.
+    #[test]
+    fn the_table_keeps_the_contracts() {
+        let exit = |c: ErrorClass| c.exit_code();
+        assert_eq!(exit(ErrorClass::BadInput), 2);
+        assert_eq!(exit(ErrorClass::Failed), 3);
+        assert_eq!(exit(ErrorClass::Waiting), 4);
+        assert_eq!(exit(ErrorClass::Interrupted), 5);
+        assert_eq!(exit(ErrorClass::Cancelled), 6);
+        assert_eq!(exit(ErrorClass::Internal), 1);
+        for status in [400, 404, 409, 413, 422] {
+            assert_eq!(ErrorClass::from_http_status(status).exit_code(), 2);
+        }
+        for status in [401, 405, 415, 500, 502, 503] {
+            assert_eq!(ErrorClass::from_http_status(status).exit_code(), 1);
+        }
+        for class in ErrorClass::ALL {
+            assert_eq!(
+                ErrorClass::from_http_status(class.http_status()).http_status(),
+                class.http_status()
+            );
         }
     }
 }

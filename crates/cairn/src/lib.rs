@@ -30,26 +30,32 @@
 
 mod engine;
 mod error;
+mod work;
 
 use std::sync::Arc;
 
 pub use async_trait::async_trait;
 /// LLM agents: the turn loop, tools and transcript rules (`cairn-agent`).
 pub use cairn_agent as agent;
+/// What storage refuses or fails with (inside [`Error::Store`]).
+pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
-    Backend, ForkRequest, OpenOptions, RunFilter, Store, StoreStats, Submitted, WaitFilter,
+    Backend, Claimed, ForkRequest, OpenOptions, RunFilter, Store, StoreStats, Submitted, WaitFilter,
 };
 pub use cairn_core::{
-    Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, CrewDef, ErrorInfo, ErrorKind,
-    EventKind, EventRecord, Fingerprint, JournalEntry, JournalKind, LlmDef, OnDeadline,
+    Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Corruption, CrewDef, ErrorInfo,
+    ErrorKind, EventKind, EventRecord, Fingerprint, JournalEntry, JournalKind, LlmDef, OnDeadline,
     ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepOutput,
     StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;
+/// What the executor refuses or fails with (inside [`Error::Executor`]).
+pub use cairn_scheduler::Error as ExecutorError;
 pub use cairn_scheduler::{Crew as ExecCrew, DriveOptions, Driven, ExecutorConfig};
-pub use engine::{Engine, ResumeOptions, RunView, SubmitOptions, WorkOptions};
-pub use error::Error;
+pub use engine::{Engine, ResumeOptions, RunView, SubmitOptions};
+pub use error::{Error, ErrorClass};
+pub use work::{WakeUp, WorkHooks, WorkOptions};
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -30,10 +30,22 @@ kind = "template"
 template = "Hello {{ input.name }}"
 "#;
 
+/// A crew whose only step fails, with no retry.
+const FAIL: &str = r#"
+name = "fail"
+version = "1"
+[[agents]]
+role = "breaker"
+kind = "command"
+command = ["sh", "-c", "cat > /dev/null; echo 'broken on purpose' >&2; exit 7"]
+retry = { max_attempts = 1 }
+"#;
+
 fn serve(case: &Case) -> Served {
     let crews = case.path("crews");
     std::fs::create_dir_all(&crews).unwrap();
     std::fs::write(crews.join("greet.toml"), GREET).unwrap();
+    std::fs::write(crews.join("fail.toml"), FAIL).unwrap();
     let review =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/review.toml");
     std::fs::copy(review, crews.join("review.toml")).unwrap();
@@ -187,4 +199,90 @@ fn the_cli_works_against_a_server() {
     )
     .expect_code(1)
     .expect_stderr(&["unauthorized"]);
+}
+
+/// Where a command goes: the database (`--db`, crews named by their file)
+/// or a server (`--server`, crews named by name).
+enum Mode<'a> {
+    Local(&'a Case),
+    Remote(&'a Case, &'a Served),
+}
+
+impl Mode<'_> {
+    fn crew(&self, name: &str) -> String {
+        match self {
+            Mode::Local(case) => case.path(&format!("{name}.toml")).display().to_string(),
+            Mode::Remote(..) => name.to_owned(),
+        }
+    }
+
+    fn cairn(&self, args: &[&str]) -> Out {
+        match self {
+            Mode::Local(case) => case.cairn(args),
+            Mode::Remote(case, served) => remote(case, served, args),
+        }
+    }
+}
+
+/// The same scenario of failing, waiting, refused and not-found commands
+/// in one mode: each step's name and exit code.
+fn scenario(mode: &Mode) -> Vec<(&'static str, Option<i32>)> {
+    let unknown = "0190d2a8-8b8f-7000-8000-000000000000";
+    let mut codes = vec![];
+    let mut step = |what: &'static str, args: &[&str]| {
+        let out = mode.cairn(args);
+        codes.push((what, out.code()));
+        out
+    };
+    let (greet, fail, review) = (mode.crew("greet"), mode.crew("fail"), mode.crew("review"));
+    let id = |out: Out| out.json()["id"].as_str().unwrap().to_owned();
+    let done = id(step(
+        "a run that succeeds",
+        &["run", &greet, "--input", r#"{"name": "Ada"}"#, "--json"],
+    ));
+    let failed = id(step("a run that fails", &["run", &fail, "--json"]));
+    let waiting = id(step(
+        "a run that waits",
+        &["run", &review, "--input", r#"{"topic": "t"}"#, "--json"],
+    ));
+    step("a retry that fails again", &["runs", "retry", &failed]);
+    step("continue a succeeded run", &["runs", "continue", &done]);
+    step("cancel a succeeded run", &["runs", "cancel", &done]);
+    step("retry a waiting run", &["runs", "retry", &waiting]);
+    step(
+        "fork past the last step",
+        &["runs", "fork", &done, "--from-step", "9"],
+    );
+    step("show an unknown run", &["runs", "show", unknown]);
+    step("cancel an unknown run", &["runs", "cancel", unknown]);
+    step(
+        "answer an unknown wait",
+        &["waits", "answer", unknown, "--approve"],
+    );
+    step("input that is not JSON", &["run", &greet, "--input", "{"]);
+    codes
+}
+
+/// Local and client mode read their exit codes from the same table
+/// (`cairn::ErrorClass`): the same commands exit alike, each against its
+/// own database (the server's runner would race local executions on one).
+#[test]
+fn local_and_remote_commands_exit_alike() {
+    let local = Case::new(Kind::Sqlite);
+    local.write("greet.toml", GREET);
+    local.write("fail.toml", FAIL);
+    let review =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/review.toml");
+    local.write("review.toml", &std::fs::read_to_string(review).unwrap());
+    let server_case = Case::new(Kind::Sqlite);
+    let served = serve(&server_case);
+
+    let here = scenario(&Mode::Local(&local));
+    let there = scenario(&Mode::Remote(&server_case, &served));
+    let expected = [0, 3, 4, 3, 2, 2, 2, 2, 2, 2, 2, 2];
+    assert_eq!(here.len(), expected.len());
+    for ((step, code), want) in here.iter().zip(expected) {
+        assert_eq!(*code, Some(want), "locally, {step}: {here:?}");
+    }
+    assert_eq!(here, there, "local (left) and client mode (right) differ");
 }

@@ -236,7 +236,7 @@ async fn respond(e: cairn::Error) -> (StatusCode, Value) {
 /// the routes can hardly provoke (a run failed under the executor).
 #[tokio::test]
 async fn engine_errors_map_to_statuses_without_leaking_internals() {
-    use cairn_checkpoint::Error as S;
+    use cairn::StoreError as S;
     let run = RunId::new();
     let wrong_state = S::WrongState {
         run,
@@ -247,7 +247,7 @@ async fn engine_errors_map_to_statuses_without_leaking_internals() {
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["error"]["code"], "wrong_state");
 
-    let failed = cairn_scheduler::Error::RunFailed { run, error: None };
+    let failed = cairn::ExecutorError::RunFailed { run, error: None };
     let (status, body) = respond(failed.into()).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["error"]["code"], "wrong_state");
@@ -256,7 +256,7 @@ async fn engine_errors_map_to_statuses_without_leaking_internals() {
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(body["error"]["code"], "run_not_found");
 
-    let corrupt = S::Corruption(cairn_core::Corruption::new(run, "secret detail"));
+    let corrupt = S::Corruption(cairn::Corruption::new(run, "secret detail"));
     let (status, body) = respond(corrupt.into()).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(body["error"]["code"], "internal");

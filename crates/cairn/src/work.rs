@@ -1,0 +1,288 @@
+//! The worker loop, the one `cairn worker` and `cairn serve` both run
+//! ([`Engine::work`]): claim runnable runs (queued and due, or running under
+//! an expired lease) up to a concurrency, drive each to its next stop with
+//! heartbeats, apply wait deadlines, sleep until woken or the poll, and on
+//! shutdown give runs in flight a grace period. [`WorkHooks`] lets a
+//! service watch it (the server's metrics); [`WakeUp`] lets it wake the
+//! loop when it queues a run in its own process.
+//!
+//! It never stops over a run or the database: every error is logged (once
+//! until it recovers) and tried again at the next tick, so a database
+//! restart needs no operator. A run whose drive failed stays `running`
+//! under a lease nobody extends; once it expires it is taken over again,
+//! and the crash-loop cap ends a run that keeps failing that way.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_core::{RunId, RunRecord};
+use cairn_scheduler::Driven;
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+
+use crate::{Engine, Result};
+
+/// How a worker works.
+#[derive(Clone)]
+pub struct WorkOptions {
+    /// Runs executed at once (at least one).
+    pub concurrency: usize,
+    /// How long to wait between looks when nothing is runnable.
+    pub poll: Duration,
+    /// On shutdown, how long runs in flight get to reach their next stop.
+    pub shutdown_grace: Duration,
+    /// Wakes the worker before its next poll (PostgreSQL's notifications
+    /// already do, from any process).
+    pub wake: Option<WakeUp>,
+    /// Told about claims, drives and the runs in flight.
+    pub hooks: Option<Arc<dyn WorkHooks>>,
+}
+
+impl Default for WorkOptions {
+    fn default() -> Self {
+        WorkOptions {
+            concurrency: 4,
+            poll: Duration::from_millis(500),
+            shutdown_grace: Duration::from_secs(30),
+            wake: None,
+            hooks: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for WorkOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkOptions")
+            .field("concurrency", &self.concurrency)
+            .field("poll", &self.poll)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("wake", &self.wake.is_some())
+            .field("hooks", &self.hooks.is_some())
+            .finish()
+    }
+}
+
+/// Wakes a worker at once instead of at its next poll: a service that
+/// queues runs in its own process (on SQLite, the only way). A wake-up
+/// while the worker is busy is kept for its next wait. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct WakeUp(Arc<Notify>);
+
+impl WakeUp {
+    pub fn wake(&self) {
+        self.0.notify_one();
+    }
+}
+
+/// What a worker tells a service as it works. Every method does nothing
+/// unless implemented.
+#[crate::async_trait]
+pub trait WorkHooks: Send + Sync {
+    /// A run was claimed; `took_over`: it was running under another lease
+    /// that had expired.
+    fn claimed(&self, _run: &RunRecord, _took_over: bool) {}
+
+    /// A drive ended: the run reached its next stop, or the drive failed
+    /// (the run is taken over once its lease expires). Called in the
+    /// drive's task, before its slot is freed.
+    async fn driven(&self, _engine: &Engine, _run: RunId, _result: &Result<Driven>) {}
+
+    /// The number of runs being driven changed.
+    fn in_flight(&self, _runs: usize) {}
+}
+
+impl Engine {
+    /// A worker: applies wait deadlines, then claims runnable runs and
+    /// drives up to `opts.concurrency` of them at once, looking again when
+    /// one stops, when woken, or after `opts.poll`, until `shutdown`
+    /// resolves; then stops claiming and gives runs in flight
+    /// `opts.shutdown_grace` to reach their next stop. Runs still executing
+    /// after that are dropped mid-step: their leases expire and another
+    /// worker takes them over from their last checkpoint.
+    pub async fn work(
+        &self,
+        opts: WorkOptions,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> Result<()> {
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut worker = Worker {
+            engine: self.clone(),
+            concurrency: opts.concurrency.max(1),
+            hooks: opts.hooks.clone(),
+            tasks: JoinSet::new(),
+            driving: HashMap::new(),
+            claim_failing: false,
+            expire_failing: false,
+        };
+        let wake = opts.wake.clone().unwrap_or_default();
+        loop {
+            worker.expire_waits().await;
+            let idle = worker.launch().await;
+            let pause = if idle { opts.poll } else { Duration::ZERO };
+            let store = self.store().clone();
+            tokio::select! {
+                Some(done) = worker.tasks.join_next_with_id(), if !worker.tasks.is_empty() => {
+                    worker.finished(done);
+                }
+                _ = wake.0.notified() => {}
+                // Woken at once by a submit, retry or answer on PostgreSQL.
+                () = store.wait_for_work(pause) => {}
+                _ = &mut shutdown => break,
+            }
+        }
+        worker.shut_down(opts.shutdown_grace).await;
+        Ok(())
+    }
+}
+
+/// The loop's state.
+struct Worker {
+    engine: Engine,
+    concurrency: usize,
+    hooks: Option<Arc<dyn WorkHooks>>,
+    tasks: JoinSet<()>,
+    /// The run each drive task drives.
+    driving: HashMap<tokio::task::Id, RunId>,
+    claim_failing: bool,
+    expire_failing: bool,
+}
+
+impl Worker {
+    /// Applies the deadline outcome of every open wait past its deadline.
+    async fn expire_waits(&mut self) {
+        match self.engine.expire_due_waits().await {
+            Ok(done) => {
+                if self.expire_failing {
+                    tracing::info!("worker: wait deadlines are applied again");
+                    self.expire_failing = false;
+                }
+                for wait in done {
+                    tracing::info!(wait = %wait.id, run = %wait.run_id, status = %wait.status, "worker: wait deadline passed");
+                }
+            }
+            Err(e) => {
+                if !self.expire_failing {
+                    tracing::warn!(error = %Chain(&e), "worker: cannot apply wait deadlines; retrying");
+                    self.expire_failing = true;
+                }
+            }
+        }
+    }
+
+    /// Claims runnable runs and starts driving them while slots are free.
+    /// Whether it ran out of runs (or could not claim).
+    async fn launch(&mut self) -> bool {
+        let mut idle = false;
+        while self.driving.len() < self.concurrency {
+            match self.engine.claim_next().await {
+                Ok(Some(claimed)) => {
+                    if self.claim_failing {
+                        tracing::info!("worker: the store answers again");
+                        self.claim_failing = false;
+                    }
+                    if let Some(hooks) = &self.hooks {
+                        hooks.claimed(&claimed.run, claimed.took_over);
+                    }
+                    let id = claimed.run.id;
+                    let engine = self.engine.clone();
+                    let hooks = self.hooks.clone();
+                    let handle = self.tasks.spawn(async move {
+                        tracing::debug!(run = %id, took_over = claimed.took_over, "worker: driving");
+                        let result = engine.drive_claimed(claimed).await;
+                        match &result {
+                            Ok(driven) => {
+                                tracing::info!(run = %id, status = %driven.run.status, steps = driven.executed.len(), "worker: run stopped");
+                            }
+                            Err(e) => {
+                                tracing::error!(run = %id, error = %Chain(e), "worker: drive failed; the run is taken over once its lease expires");
+                            }
+                        }
+                        if let Some(hooks) = hooks {
+                            hooks.driven(&engine, id, &result).await;
+                        }
+                    });
+                    self.driving.insert(handle.id(), id);
+                }
+                Ok(None) => {
+                    idle = true;
+                    break;
+                }
+                Err(e) => {
+                    if !self.claim_failing {
+                        tracing::warn!(error = %Chain(&e), "worker: cannot claim runs; retrying");
+                        self.claim_failing = true;
+                    }
+                    idle = true;
+                    break;
+                }
+            }
+        }
+        self.report_in_flight();
+        idle
+    }
+
+    /// Books a finished drive task: frees its slot.
+    fn finished(&mut self, done: Result<(tokio::task::Id, ()), tokio::task::JoinError>) {
+        let task = match done {
+            Ok((task, ())) => task,
+            Err(e) => {
+                tracing::error!(error = %e, "worker: a drive panicked");
+                e.id()
+            }
+        };
+        self.driving.remove(&task);
+        self.report_in_flight();
+    }
+
+    fn report_in_flight(&self) {
+        if let Some(hooks) = &self.hooks {
+            hooks.in_flight(self.driving.len());
+        }
+    }
+
+    /// Waits up to `grace` for the runs in flight, then drops the rest.
+    async fn shut_down(mut self, grace: Duration) {
+        if !self.tasks.is_empty() {
+            tracing::info!(
+                runs = self.driving.len(),
+                grace_ms = grace.as_millis() as u64,
+                "worker stopping: waiting for runs in flight"
+            );
+            let deadline = tokio::time::Instant::now() + grace;
+            loop {
+                match tokio::time::timeout_at(deadline, self.tasks.join_next_with_id()).await {
+                    Ok(Some(done)) => self.finished(done),
+                    Ok(None) => break,
+                    Err(_) => {
+                        let ids: Vec<String> =
+                            self.driving.values().map(|id| id.to_string()).collect();
+                        tracing::warn!(
+                            runs = ?ids,
+                            "worker: abandoning runs still executing at shutdown; they stay `running` until their leases expire and a worker takes them over (or `cairn resume RUN_ID` does)"
+                        );
+                        self.tasks.shutdown().await;
+                        break;
+                    }
+                }
+            }
+        }
+        self.driving.clear();
+        self.report_in_flight();
+    }
+}
+
+/// Displays an error with its sources, `a: b: c`, for logs.
+struct Chain<'a>(&'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}
