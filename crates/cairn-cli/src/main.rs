@@ -423,11 +423,13 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                         .map(|s| s.parse::<RunStatus>().map_err(usage))
                         .transpose()?;
                     let engine = open(&cli.db, false).await?;
-                    let runs = engine.list(&RunFilter {
-                        status,
-                        limit,
-                        ..RunFilter::default()
-                    }).await?;
+                    let runs = engine
+                        .list(&RunFilter {
+                            status,
+                            limit,
+                            ..RunFilter::default()
+                        })
+                        .await?;
                     output::print_list(&runs, json)?;
                 }
                 RunsCommand::Show { run_id } => {

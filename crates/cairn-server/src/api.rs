@@ -220,11 +220,10 @@ struct RunPage {
 
 /// `GET /v1/runs`: runs oldest first, filtered and paginated.
 ///
-/// The store has no keyset query yet, so this lists every run with the
-/// status and pages in memory: the cursor is the last run id returned, and
-/// the next page holds the runs after it in the store's (created_at, id)
-/// order, so runs that change status between pages are neither repeated
-/// nor skipped.
+/// A keyset page from the store: the cursor is the last run id returned,
+/// and the next page holds the runs after it in (created_at, id) order, so
+/// runs that change status between pages are neither repeated nor skipped.
+/// One more run than asked is read to know whether a next page exists.
 async fn list_runs(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
@@ -254,30 +253,24 @@ async fn list_runs(
             }
         },
     };
-    let after = match q.cursor.as_deref() {
-        None => None,
-        Some(text) => {
-            let id = RunId::from_str(text).map_err(|_| ApiError::BadCursor)?;
-            match state.engine().get_run(id).await {
-                Ok(run) => Some((run.created_at, run.id)),
-                Err(e) if e.class() == ErrorClass::NotFound => return Err(ApiError::BadCursor),
-                Err(e) => return Err(ApiError::Engine(e)),
-            }
-        }
+    let after = q
+        .cursor
+        .as_deref()
+        .map(|text| RunId::from_str(text).map_err(|_| ApiError::BadCursor))
+        .transpose()?;
+    let filter = RunFilter {
+        status,
+        crew: q.crew.clone(),
+        after,
+        limit: Some(limit as u32 + 1),
+        ..RunFilter::default()
     };
-    let runs = state
-        .engine()
-        .list(&RunFilter {
-            status,
-            ..RunFilter::default()
-        })
-        .await?;
-    let mut page: Vec<RunRecord> = runs
-        .into_iter()
-        .filter(|r| q.crew.as_ref().is_none_or(|c| &r.crew == c))
-        .filter(|r| after.is_none_or(|a| (r.created_at, r.id) > a))
-        .take(limit + 1)
-        .collect();
+    let mut page = match state.engine().list(&filter).await {
+        Ok(runs) => runs,
+        // The cursor names no run.
+        Err(e) if e.class() == ErrorClass::NotFound => return Err(ApiError::BadCursor),
+        Err(e) => return Err(ApiError::Engine(e)),
+    };
     let next_cursor = if page.len() > limit {
         page.truncate(limit);
         page.last().map(|r| r.id.to_string())

@@ -117,9 +117,9 @@ impl Tail {
     /// status read shows the run ended, the events read after it are all.
     async fn poll(&mut self) -> Result<(), cairn::Error> {
         let run = self.engine.get_run(self.id).await?;
-        let events = self.engine.events(self.id).await?;
-        self.pending
-            .extend(events.into_iter().filter(|e| e.seq > self.after));
+        // Only what has not been sent: a poll reads new rows, not the log.
+        let events = self.engine.events_after(self.id, self.after).await?;
+        self.pending.extend(events);
         self.finished = matches!(
             run.status,
             RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled

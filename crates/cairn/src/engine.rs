@@ -331,6 +331,12 @@ impl Engine {
         Ok(self.store().events(id).await?)
     }
 
+    /// The events of a run after sequence number `after` (what a live
+    /// stream has not sent yet), by sequence.
+    pub async fn events_after(&self, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
+        Ok(self.store().events_after(id, after).await?)
+    }
+
     /// The journals of a run's agent steps (one step, or all), every
     /// generation, by step and `seq`.
     pub async fn journal(

@@ -106,6 +106,8 @@ both!(
     failed_step_keeps_error_and_earlier_steps,
     crash_loop_cap_fails_the_run,
     list_is_oldest_first_and_filters,
+    list_pages_by_keyset_with_crew_and_thread_filters,
+    events_after_returns_only_newer_events,
     unknown_run_is_not_found,
     undecodable_crew_definition_is_corruption,
     committed_steps_survive_closing_and_reopening,
@@ -495,4 +497,78 @@ async fn concurrent_opens_of_a_new_sqlite_file_all_succeed() {
             o.await.unwrap().unwrap();
         }
     }
+}
+
+async fn list_pages_by_keyset_with_crew_and_thread_filters(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let mut ids = vec![];
+    for i in 0..5 {
+        let mut run = new_run(1 + i % 2, None);
+        run.thread_id = Some(format!("t{}", i % 2));
+        ids.push(store.submit(run).await.unwrap().run.id);
+    }
+    let page = |after: Option<RunId>, thread: Option<&str>| {
+        let store = store.clone();
+        let filter = RunFilter {
+            after,
+            thread: thread.map(str::to_owned),
+            limit: Some(2),
+            ..RunFilter::default()
+        };
+        async move {
+            let runs = store.list_runs(&filter).await.unwrap();
+            runs.iter().map(|r| r.id).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(page(None, None).await, ids[..2].to_vec());
+    assert_eq!(page(Some(ids[1]), None).await, ids[2..4].to_vec());
+    assert_eq!(page(Some(ids[3]), None).await, ids[4..].to_vec());
+    assert_eq!(page(Some(ids[0]), Some("t0")).await, vec![ids[2], ids[4]]);
+    // Crews are told apart by name: the two-step crew has the same name,
+    // so filter by one that exists and one that does not.
+    let by_crew = |crew: &str| RunFilter {
+        crew: Some(crew.to_owned()),
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        store
+            .list_runs(&by_crew("conformance"))
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
+    assert!(store.list_runs(&by_crew("other")).await.unwrap().is_empty());
+    let unknown = RunFilter {
+        after: Some(RunId::new()),
+        ..RunFilter::default()
+    };
+    assert!(matches!(
+        store.list_runs(&unknown).await,
+        Err(Error::RunNotFound(_))
+    ));
+}
+
+async fn events_after_returns_only_newer_events(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let c = submitted_and_claimed(&store, 2).await;
+    store
+        .commit_step(&success(c.run.id, c.run.lease_epoch, 0, 2))
+        .await
+        .unwrap();
+    let all = store.events(c.run.id).await.unwrap();
+    assert!(all.len() >= 3, "{all:?}");
+    let newer = store.events_after(c.run.id, all[0].seq).await.unwrap();
+    assert_eq!(
+        newer.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        all[1..].iter().map(|e| e.seq).collect::<Vec<_>>()
+    );
+    let last = all.last().map_or(0, |e| e.seq);
+    assert!(store.events_after(c.run.id, last).await.unwrap().is_empty());
+    assert!(matches!(
+        store.events_after(RunId::new(), 0).await,
+        Err(Error::RunNotFound(_))
+    ));
 }
