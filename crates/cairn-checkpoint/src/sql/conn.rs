@@ -98,6 +98,14 @@ impl Tx {
         }
         Ok(())
     }
+
+    pub async fn rollback(self) -> Result<()> {
+        match self {
+            Tx::Sqlite(t) => t.rollback().await?,
+            Tx::Postgres(t) => t.rollback().await?,
+        }
+        Ok(())
+    }
 }
 
 impl Held {

@@ -16,15 +16,8 @@ use cairn_core::{Corruption, RunStatus};
 use crate::plan::refused_commit;
 use crate::raw::error_json;
 use crate::script::Backend;
-use crate::sql::Pool;
+use crate::sql::{query, Pool};
 use crate::{Error, Result, StepCommit, Store};
-
-/// SQLite's clock as RFC 3339 UTC with milliseconds.
-macro_rules! now {
-    () => {
-        "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
-    };
-}
 
 /// A Cairn store in one SQLite file.
 #[derive(Clone)]
@@ -150,118 +143,81 @@ impl Backend for SqliteStore {
         .map_err(|e| Corruption::new(c.run_id, format!("event data: {e}")))?;
         // One round trip for the whole step: each statement runs only if the
         // one before changed what it had to (`changes()`), and the summed row
-        // count tells whether all of it applied; if not, roll back.
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        // Plain `?` bound in textual order: sqlx-sqlite 0.8 misbinds `?NNN`
-        // in a multi-statement query whose statements skip numbers.
-        let run_id = c.run_id.to_string();
-        let status = c.run_status.as_str();
-        let cursor = c.cursor.get() as i64;
-        let n_events = c.events.len() as i64;
-        let retry = c
-            .retry_after
-            .map(|d| format!("+{:.3} seconds", d.as_secs_f64()));
-        let next_idx = c.start_next.as_ref().map(|(i, _)| i.get() as i64);
+        // count tells whether all of it applied; if not, roll back. The
+        // dialect layer binds one `?` per use of a name, in textual order
+        // (sqlx-sqlite 0.8 misbinds `?NNN` in such a batch).
+        let seconds = |d: Duration| format!("+{:.3} seconds", d.as_secs_f64());
         let wait = c.open_wait.as_ref();
-        let wait_deadline = wait
-            .and_then(|w| w.deadline_ms)
-            .map(|ms| format!("+{:.3} seconds", ms as f64 / 1000.0));
-        let applied = sqlx::query(concat!(
-            "UPDATE runs SET status = ?, cursor = ?, error = ?, event_seq = event_seq + ?, \
-             updated_at = ",
-            now!(),
-            ", finished_at = CASE WHEN ? THEN ",
-            now!(),
-            " ELSE finished_at END, \
-             lease_owner = CASE WHEN ? = 'running' THEN lease_owner END, \
-             lease_expires_at = CASE WHEN ? = 'running' THEN lease_expires_at END, \
-             not_before = CASE WHEN ? IS NULL THEN NULL \
-               ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', ?) END \
-             WHERE id = ? AND lease_epoch = ? AND status = 'running' \
-               AND (cancel_requested_at IS NULL OR ? = 'cancelled'); \
-             UPDATE steps SET status = ?, output = ?, input_tokens = ?, output_tokens = ?, \
-             error = COALESCE(?, error), finished_at = ",
-            now!(),
-            " WHERE run_id = ? AND idx = ? AND attempt = ? AND status = 'running' \
+        let batch = query(
+            "UPDATE runs SET status = :status, cursor = :cursor, error = :run_error, \
+             event_seq = event_seq + :n_events, updated_at = {now}, \
+             finished_at = CASE WHEN :finished THEN {now} ELSE finished_at END, \
+             lease_owner = CASE WHEN :status = 'running' THEN lease_owner END, \
+             lease_expires_at = CASE WHEN :status = 'running' THEN lease_expires_at END, \
+             not_before = CASE WHEN :retry IS NULL THEN NULL \
+               ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', :retry) END \
+             WHERE id = :run AND lease_epoch = :epoch AND status = 'running' \
+               AND (cancel_requested_at IS NULL OR :status = 'cancelled'); \
+             UPDATE steps SET status = :step_status, output = :output, \
+               input_tokens = :input_tokens, output_tokens = :output_tokens, \
+               error = COALESCE(:error, error), finished_at = {now} \
+             WHERE run_id = :run AND idx = :idx AND attempt = :attempt AND status = 'running' \
                AND changes() = 1; \
              INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
-             SELECT ?, ?, ?, 'running', 1, ",
-            now!(),
-            " WHERE ? IS NOT NULL AND changes() = 1; \
+             SELECT :run, :next_idx, :next_role, 'running', 1, {now} \
+             WHERE :next_idx IS NOT NULL AND changes() = 1; \
              INSERT INTO events (run_id, seq, at, kind, data) \
-             SELECT ?, r.event_seq - ? + j.key + 1, ",
-            now!(),
-            ", j.value ->> '$.kind', j.value -> '$.data' \
-             FROM runs r, json_each(?) j WHERE r.id = ? AND r.lease_epoch = ? \
-               AND r.status = ? AND r.cursor = ?; \
+             SELECT :run, r.event_seq - :n_events + j.key + 1, {now}, j.value ->> '$.kind', \
+               j.value -> '$.data' \
+             FROM runs r, json_each(:events) j WHERE r.id = :run AND r.lease_epoch = :epoch \
+               AND r.status = :status AND r.cursor = :cursor; \
              INSERT INTO waits (id, run_id, step_idx, attempt, kind, status, prompt, question_id, \
                deadline, on_deadline, created_at) \
-             SELECT ?, ?, ?, ?, ?, 'open', ?, ?, \
-               CASE WHEN ? IS NULL THEN NULL ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', ?) END, ?, ",
-            now!(),
-            " WHERE ? IS NOT NULL AND changes() > 0"
-        ))
-        // UPDATE runs
-        .bind(status)
-        .bind(cursor)
-        .bind(error_json(&c.run_error).map(|v| v.to_string()))
-        .bind(n_events)
-        .bind(finished)
-        .bind(status)
-        .bind(status)
-        .bind(&retry)
-        .bind(&retry)
-        .bind(&run_id)
-        .bind(c.epoch.0)
-        .bind(status)
-        // UPDATE steps
-        .bind(c.status.as_str())
-        .bind(c.output.as_ref().map(|v| v.to_string()))
-        .bind(c.usage.map(|u| u.input_tokens as i64))
-        .bind(c.usage.map(|u| u.output_tokens as i64))
-        .bind(error_json(&c.error).map(|v| v.to_string()))
-        .bind(&run_id)
-        .bind(c.idx.get() as i64)
-        .bind(c.attempt.get() as i64)
-        // INSERT next step
-        .bind(&run_id)
-        .bind(next_idx)
-        .bind(c.start_next.as_ref().map(|(_, r)| r.as_str()))
-        .bind(next_idx)
-        // INSERT events
-        .bind(&run_id)
-        .bind(n_events)
-        .bind(events)
-        .bind(&run_id)
-        .bind(c.epoch.0)
-        .bind(status)
-        .bind(cursor)
-        // INSERT wait
-        .bind(wait.map(|w| w.id.to_string()))
-        .bind(&run_id)
-        .bind(c.idx.get() as i64)
-        .bind(c.attempt.get() as i64)
-        .bind(wait.map(|w| w.kind.as_str()))
-        .bind(wait.map(|w| w.prompt.to_string()))
-        .bind(wait.and_then(|w| w.question_id.clone()))
-        .bind(&wait_deadline)
-        .bind(&wait_deadline)
-        .bind(
-            wait.and_then(|w| w.on_deadline.as_ref())
-                .map(|o| serde_json::to_string(o).unwrap_or_default()),
+             SELECT :wait, :run, :idx, :attempt, :wait_kind, 'open', :prompt, :question, \
+               CASE WHEN :deadline IS NULL THEN NULL \
+                 ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', :deadline) END, :on_deadline, {now} \
+             WHERE :wait IS NOT NULL AND changes() > 0",
         )
-        .bind(wait.map(|w| w.kind.as_str()))
-        .execute(&mut *tx)
-        .await;
+        .bind("run", c.run_id)
+        .bind("epoch", c.epoch.0)
+        .bind("status", c.run_status.as_str())
+        .bind("cursor", c.cursor.get())
+        .bind("run_error", error_json(&c.run_error))
+        .bind("n_events", c.events.len() as i64)
+        .bind("finished", finished)
+        .bind("retry", c.retry_after.map(seconds))
+        .bind("step_status", c.status.as_str())
+        .bind("output", c.output.clone())
+        .bind("input_tokens", c.usage.map(|u| u.input_tokens as i64))
+        .bind("output_tokens", c.usage.map(|u| u.output_tokens as i64))
+        .bind("error", error_json(&c.error))
+        .bind("idx", c.idx.get())
+        .bind("attempt", c.attempt.get())
+        .bind("next_idx", c.start_next.as_ref().map(|(i, _)| i.get()))
+        .bind("next_role", c.start_next.as_ref().map(|(_, r)| r.as_str()))
+        .bind("events", events)
+        .bind("wait", wait.map(|w| w.id.as_uuid().to_string()))
+        .bind("wait_kind", wait.map(|w| w.kind.as_str()))
+        .bind("prompt", wait.map(|w| w.prompt.clone()))
+        .bind("question", wait.and_then(|w| w.question_id.clone()))
+        .bind(
+            "deadline",
+            wait.and_then(|w| w.deadline_ms)
+                .map(|ms| seconds(Duration::from_millis(ms))),
+        )
+        .bind(
+            "on_deadline",
+            wait.and_then(|w| w.on_deadline.as_ref())
+                .and_then(|o| serde_json::to_value(o).ok()),
+        );
+        let mut tx = self.db.write().await?;
+        let applied = tx.conn().execute(batch).await;
         let expected = 2
             + u64::from(c.start_next.is_some())
             + c.events.len() as u64
             + u64::from(c.open_wait.is_some());
         match applied {
-            Ok(done) if done.rows_affected() == expected => {
-                tx.commit().await?;
-                Ok(())
-            }
+            Ok(rows) if rows == expected => tx.commit().await,
             outcome => {
                 tx.rollback().await?;
                 let run = Store::get_run(self, c.run_id).await?;
