@@ -120,7 +120,9 @@ enum Command {
         /// heartbeating is taken over after this long.
         #[arg(long, default_value_t = 30_000)]
         lease_ms: u64,
-        /// How often a held lease is extended (must be below --lease-ms).
+        /// The longest gap between two extensions of a held lease (must be
+        /// below --lease-ms); a running step's lease is beaten every second
+        /// anyway, which is also how a cancel request reaches it.
         #[arg(long, default_value_t = 10_000)]
         heartbeat_ms: u64,
         /// How long to wait between looks when nothing is runnable.
