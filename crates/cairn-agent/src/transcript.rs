@@ -359,11 +359,42 @@ pub fn window(items: &[Item], w: &Window) -> Vec<Item> {
         .collect()
 }
 
-/// The transcript of one model call: the step's context as a user message,
-/// then as much of the journal as the window has room for once the context
-/// is counted (one item, its estimated tokens). The context itself is always
-/// sent: without it the step has no task.
-pub fn request_items(context: String, journal: &[JournalEntry], w: &Window) -> Vec<Item> {
+/// A thread's earlier runs as conversation, oldest first: each run's input
+/// as a user message, its final output as the assistant's answer (text as
+/// it is, anything else as JSON).
+pub fn thread_items(thread: &[cairn_core::ThreadTurn]) -> Vec<Item> {
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    };
+    thread
+        .iter()
+        .flat_map(|t| {
+            [
+                Item::User {
+                    text: text(&t.input),
+                },
+                Item::Assistant {
+                    text: text(&t.output),
+                },
+            ]
+        })
+        .collect()
+}
+
+/// The transcript of one model call: the thread's earlier runs (`history`,
+/// pairs from [`thread_items`]), the step's context as a user message, then
+/// the journal. The context is always sent: without it the step has no task.
+/// The journal gets the window's room first (once the context is counted:
+/// one item, its estimated tokens), cut as [`window`] cuts; the history
+/// gets what is left, in whole turns (a user message and its answer),
+/// newest first, so it never starts with an answer to a question cut away.
+pub fn request_items(
+    history: &[Item],
+    context: String,
+    journal: &[JournalEntry],
+    w: &Window,
+) -> Vec<Item> {
     let first = Item::User { text: context };
     let room = Window {
         max_items: w.max_items.map(|m| m.saturating_sub(1)),
@@ -373,7 +404,28 @@ pub fn request_items(context: String, journal: &[JournalEntry], w: &Window) -> V
         }),
     };
     let projected = project(journal);
-    let mut items = vec![first];
-    items.extend(window(&projected, &room));
+    let kept = window(&projected, &room);
+    let kept_tokens: u64 = kept.iter().map(item_tokens).sum();
+    let mut items_left = room
+        .max_items
+        .map(|m| u64::from(m).saturating_sub(kept.len() as u64));
+    let mut tokens_left = room
+        .max_tokens
+        .map(|t| u64::from(t).saturating_sub(kept_tokens));
+    let mut start = history.len() - history.len() % 2;
+    while start >= 2 {
+        let turn = &history[start - 2..start];
+        let t: u64 = turn.iter().map(item_tokens).sum();
+        if items_left.is_some_and(|n| n < 2) || tokens_left.is_some_and(|n| n < t) {
+            break;
+        }
+        items_left = items_left.map(|n| n - 2);
+        tokens_left = tokens_left.map(|n| n - t);
+        start -= 2;
+    }
+    let end = history.len() - history.len() % 2;
+    let mut items = history[start..end].to_vec();
+    items.push(first);
+    items.extend(kept);
     items
 }

@@ -18,7 +18,7 @@ use cairn_core::{
     Agent, ErrorInfo, ErrorKind, EventKind, JournalEntry, JournalError, JournalHandle, JournalKind,
     LlmDef, NewEvent, NewJournalItem, StepContext, StepOutput, Usage,
 };
-use cairn_llm::{LlmError, Provider, Request, RequestMeta, StopReason, StreamEvent};
+use cairn_llm::{Item, LlmError, Provider, Request, RequestMeta, StopReason, StreamEvent};
 
 use crate::tools::{Checked, Toolbox};
 use crate::transcript::{self, Call, Next, Repair, Window};
@@ -177,6 +177,16 @@ struct Response {
 }
 
 impl LlmAgent {
+    /// The thread's earlier runs as conversation, unless the agent turned
+    /// them off (`thread_history = false`).
+    fn history(&self, cx: &StepContext) -> Vec<Item> {
+        if self.def.thread_history() {
+            transcript::thread_items(&cx.thread)
+        } else {
+            vec![]
+        }
+    }
+
     fn window(&self) -> Window {
         Window {
             max_items: self.def.window_items,
@@ -298,7 +308,12 @@ impl LlmAgent {
         let request = Request {
             model: self.def.model.clone(),
             system: self.def.instructions.clone(),
-            items: transcript::request_items(context_message(cx), entries, &self.window()),
+            items: transcript::request_items(
+                &self.history(cx),
+                context_message(cx),
+                entries,
+                &self.window(),
+            ),
             tools: self.tools.specs(),
             max_tokens: self.def.max_tokens(),
             temperature: self.def.temperature,

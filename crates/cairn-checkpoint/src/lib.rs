@@ -26,8 +26,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use cairn_core::{
     Actor, Answer, Attempt, CrewDef, ErrorInfo, EventRecord, JournalEntry, JournalKind, LeaseEpoch,
-    NewEvent, NewWait, Role, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus, Usage,
-    WaitId, WaitRecord, WaitStatus,
+    NewEvent, NewWait, Role, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus,
+    ThreadTurn, Usage, WaitId, WaitRecord, WaitStatus,
 };
 use serde_json::Value;
 
@@ -292,6 +292,11 @@ pub trait Store: Send + Sync + 'static {
     /// Expires a due wait whose outcome is "fail": the wait `expired`, its
     /// step and run `failed` with error kind `deadline`.
     async fn expire_wait(&self, id: WaitId) -> Result<WaitRecord>;
+
+    /// The succeeded runs of `thread` created before run `before`, oldest
+    /// first, each with its input and final output: the conversation a run
+    /// of the thread continues.
+    async fn thread_history(&self, thread: &str, before: RunId) -> Result<Vec<ThreadTurn>>;
 
     /// All events of a run, by sequence.
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>>;

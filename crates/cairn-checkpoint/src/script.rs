@@ -14,7 +14,8 @@ use async_trait::async_trait;
 
 use cairn_core::{
     Actor, Answer, Corruption, ErrorInfo, EventKind, EventRecord, JournalEntry, LeaseEpoch,
-    NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus, WaitId, WaitRecord,
+    NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus, ThreadTurn, WaitId,
+    WaitRecord,
 };
 
 use crate::plan::{
@@ -861,6 +862,42 @@ impl<B: Backend> Store for B {
 
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {
         events(self.db(), id, 0).await
+    }
+
+    async fn thread_history(&self, thread: &str, before: RunId) -> Result<Vec<ThreadTurn>> {
+        let mut held = self.db().acquire().await?;
+        // A run's final output is its last step's (the step at
+        // `step_count - 1`, which a succeeded run always has).
+        let rows = held
+            .conn()
+            .fetch_all(
+                query(
+                    "SELECT r.id, r.input, s.output FROM runs r \
+                     JOIN steps s ON s.run_id = r.id AND s.idx = r.step_count - 1 \
+                     WHERE r.thread_id = :thread AND r.status = 'succeeded' \
+                     AND (r.created_at, r.id) < (SELECT created_at, id FROM runs WHERE id = :before) \
+                     ORDER BY r.created_at, r.id",
+                )
+                .bind("thread", thread)
+                .bind("before", before),
+            )
+            .await?;
+        rows.iter()
+            .map(|r| {
+                let nil = RunId::from_uuid(uuid::Uuid::nil());
+                let run_id = RunId::from_uuid(
+                    r.opt_uuid("id", nil, "a thread run's id")?
+                        .ok_or_else(|| Corruption::new(nil, "a thread run has no id"))?,
+                );
+                Ok(ThreadTurn {
+                    run_id,
+                    input: r.json("input", run_id, "input")?,
+                    output: r
+                        .opt_json("output", run_id, "final output")?
+                        .unwrap_or_default(),
+                })
+            })
+            .collect()
     }
 
     async fn events_after(&self, id: RunId, after: i64) -> Result<Vec<EventRecord>> {

@@ -28,6 +28,15 @@ pub struct PreviousOutput {
     pub output: Value,
 }
 
+/// An earlier finished run of the step's thread, as the conversation so far:
+/// its input (the user's turn) and its final output (the assistant's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadTurn {
+    pub run_id: RunId,
+    pub input: Value,
+    pub output: Value,
+}
+
 /// Everything a step may see. Its JSON form is what a `command` step reads
 /// on stdin and what a template renders from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,6 +45,10 @@ pub struct StepContext {
     pub input: Value,
     pub step: StepRef,
     pub previous: Vec<PreviousOutput>,
+    /// The earlier succeeded runs of the run's thread, oldest first (empty
+    /// when the run belongs to no thread).
+    #[serde(default)]
+    pub thread: Vec<ThreadTurn>,
     /// Reviewers' feedback on earlier attempts of this step, oldest first.
     #[serde(default)]
     pub feedback: Vec<String>,

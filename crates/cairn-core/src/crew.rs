@@ -285,6 +285,7 @@ struct AgentFile {
     script: Option<String>,
     tools: Option<Vec<ToolFile>>,
     ask_human: Option<bool>,
+    thread_history: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -318,6 +319,7 @@ impl AgentFile {
             ("script", self.script.is_some()),
             ("tools", self.tools.is_some()),
             ("ask_human", self.ask_human.is_some()),
+            ("thread_history", self.thread_history.is_some()),
         ]
         .into_iter()
         .find(|(_, set)| *set)
@@ -409,6 +411,7 @@ impl CrewFile {
                         script: a.script,
                         tools,
                         ask_human: a.ask_human.unwrap_or(false),
+                        thread_history: a.thread_history,
                         ..crate::llm::LlmDef::new(provider, model)
                     }))
                 }

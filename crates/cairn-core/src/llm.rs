@@ -68,6 +68,10 @@ pub struct LlmDef {
     /// and the person's answer is journaled as the call's result.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ask_human: bool,
+    /// Send the thread's earlier runs before the context (default: yes).
+    /// Absent unless set, so existing crews keep their fingerprints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_history: Option<bool>,
 }
 
 impl LlmDef {
@@ -91,7 +95,13 @@ impl LlmDef {
             script: None,
             tools: Vec::new(),
             ask_human: false,
+            thread_history: None,
         }
+    }
+
+    /// Whether the model sees the thread's earlier runs.
+    pub fn thread_history(&self) -> bool {
+        self.thread_history.unwrap_or(true)
     }
 
     pub fn max_turns(&self) -> u32 {

@@ -293,6 +293,12 @@ impl Executor {
             );
             // What people said about the cursor's step: feedback, answers, approval.
             let mut extras = self.extras(run_id, claimed.at_cursor.as_ref()).await?;
+            // The thread's earlier runs, read once per claim: every step of
+            // this dispatch sees the same conversation.
+            let thread = match &run.thread_id {
+                Some(t) => self.store.thread_history(t, run_id).await?,
+                None => vec![],
+            };
             // The attempt of the step the claim marked running at the cursor.
             let mut attempt = match claimed.at_cursor {
                 Some(row) if row.idx == run.cursor && row.status == StepStatus::Running => {
@@ -330,7 +336,10 @@ impl Executor {
                     self.store.commit_step(&cancel).await?;
                     break;
                 }
-                let extras = std::mem::take(&mut extras);
+                let extras = StepExtras {
+                    thread: thread.clone(),
+                    ..std::mem::take(&mut extras)
+                };
                 let commit = self
                     .execute_step(&step, agent, &run, &guard, &previous, &extras)
                     .await?;
@@ -500,6 +509,7 @@ impl Executor {
                 attempt: step.attempt,
             },
             previous: previous.to_vec(),
+            thread: extras.thread.clone(),
             feedback: extras.feedback.clone(),
             answers: extras.answers.clone(),
         }
@@ -509,6 +519,7 @@ impl Executor {
 /// What people said about the step being dispatched.
 #[derive(Debug, Clone, Default)]
 struct StepExtras {
+    thread: Vec<cairn_core::ThreadTurn>,
     feedback: Vec<String>,
     answers: std::collections::BTreeMap<String, serde_json::Value>,
     approved: bool,

@@ -232,6 +232,7 @@ mod tests {
                 role: Role::new("writer"),
                 attempt: Attempt(1),
             },
+            thread: vec![],
             previous: vec![PreviousOutput {
                 idx: StepIdx(0),
                 role: Role::new("researcher"),

@@ -1,6 +1,6 @@
 //! Every tail kind, as data.
 
-use cairn_agent::transcript::{request_items, window, Window};
+use cairn_agent::transcript::{request_items, thread_items, window, Window};
 use cairn_llm::pairing::{check_anthropic, check_openai};
 use cairn_llm::Item;
 
@@ -177,7 +177,7 @@ fn a_request_starts_with_the_context_then_the_windowed_journal() {
         max_tokens: None,
     };
     assert_eq!(
-        words(&request_items("cx".into(), &j, &w)),
+        words(&request_items(&[], "cx".into(), &j, &w)),
         "U:cx T:b C:2 R:2"
     );
     // A context larger than the token budget leaves no room for the
@@ -188,9 +188,68 @@ fn a_request_starts_with_the_context_then_the_windowed_journal() {
     };
     let big = "x".repeat(100);
     assert_eq!(
-        words(&request_items(big.clone(), &j, &w)),
+        words(&request_items(&[], big.clone(), &j, &w)),
         format!("U:{big}")
     );
+}
+
+/// A thread of `n` earlier runs: inputs `q0, q1, …`, outputs `a0, a1, …`.
+fn thread(n: usize) -> Vec<Item> {
+    let turns: Vec<cairn_core::ThreadTurn> = (0..n)
+        .map(|i| cairn_core::ThreadTurn {
+            run_id: cairn_core::RunId::new(),
+            input: serde_json::json!(format!("q{i}")),
+            output: serde_json::json!(format!("a{i}")),
+        })
+        .collect();
+    thread_items(&turns)
+}
+
+#[test]
+fn a_thread_comes_before_the_context_in_whole_turns_newest_kept() {
+    let j = journal("T:a S:1 C:1 E R:1");
+    let w = |items: Option<u32>, tokens: Option<u32>| Window {
+        max_items: items,
+        max_tokens: tokens,
+    };
+    // No window: the whole thread, oldest first, as user/assistant pairs.
+    assert_eq!(
+        words(&request_items(&thread(3), "cx".into(), &j, &w(None, None))),
+        "U:q0 T:a0 U:q1 T:a1 U:q2 T:a2 U:cx T:a C:1 R:1"
+    );
+    // The journal has the room first (1 context + 3 items); the thread
+    // gets what is left, in whole turns: 7 - 4 = 3 items is one turn.
+    assert_eq!(
+        words(&request_items(
+            &thread(3),
+            "cx".into(),
+            &j,
+            &w(Some(7), None)
+        )),
+        "U:q2 T:a2 U:cx T:a C:1 R:1"
+    );
+    // No room left at all: no history, never half a turn.
+    assert_eq!(
+        words(&request_items(
+            &thread(3),
+            "cx".into(),
+            &j,
+            &w(Some(5), None)
+        )),
+        "U:cx T:a C:1 R:1"
+    );
+    // A token window cuts the same way, newest turns first.
+    let all = request_items(&thread(3), "cx".into(), &j, &w(None, None));
+    let total = cairn_agent::transcript::estimate_tokens(&all) as u32;
+    let turn = cairn_agent::transcript::estimate_tokens(&thread(1)) as u32;
+    let got = request_items(&thread(3), "cx".into(), &j, &w(None, Some(total - turn)));
+    assert_eq!(words(&got), "U:q1 T:a1 U:q2 T:a2 U:cx T:a C:1 R:1");
+    // Every such request is one both providers accept.
+    for items in [Some(5), Some(6), Some(7), Some(9), None] {
+        let req = request_items(&thread(3), "cx".into(), &j, &w(items, None));
+        check_openai(&req).unwrap();
+        check_anthropic(&req).unwrap();
+    }
 }
 
 /// Applies the planned repairs as the loop does (a re-run's result is
@@ -213,7 +272,7 @@ fn request_after_repairs(j: &str, idempotent: &str) -> String {
             );
         }
     }
-    let request = request_items("cx".into(), &entries, &Window::default());
+    let request = request_items(&[], "cx".into(), &entries, &Window::default());
     check_openai(&request).unwrap();
     check_anthropic(&request).unwrap();
     words(&request)

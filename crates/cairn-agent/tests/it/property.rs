@@ -129,7 +129,7 @@ proptest! {
         let a = analyze(&journal);
         prop_assert!(a.unfinished.is_empty(), "unfinished after repair: {a:?}");
         prop_assert!(a.orphans.is_empty(), "orphans after repair: {a:?}");
-        let request = request_items("context".into(), &journal, &w);
+        let request = request_items(&[], "context".into(), &journal, &w);
         if let Err(e) = check_openai(&request) {
             prop_assert!(false, "openai: {e}\n{request:#?}");
         }
@@ -137,7 +137,7 @@ proptest! {
             prop_assert!(false, "anthropic: {e}\n{request:#?}");
         }
         // Without a window the whole repaired transcript is sent.
-        let whole = request_items("context".into(), &journal, &Window::default());
+        let whole = request_items(&[], "context".into(), &journal, &Window::default());
         prop_assert!(whole.len() >= request.len());
     }
 }

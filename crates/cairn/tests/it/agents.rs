@@ -23,6 +23,8 @@ both!(
     an_openai_wire_model_drives_a_tool_to_a_final_answer,
     a_stream_past_its_cap_is_a_retryable_provider_failure,
     a_rate_limit_is_retried_no_sooner_than_its_retry_after,
+    a_thread_reaches_the_model_as_conversation,
+    command_and_template_steps_see_their_thread,
 );
 
 /// Adds `n` to a counter; counts its executions.
@@ -356,4 +358,144 @@ fail = { kind = "rate_limited", message = "slow down", on_attempts = [1], retry_
         .unwrap()
         .at;
     assert!((claimed_again - failed_at).num_milliseconds() >= 900);
+}
+
+/// The OpenAI-wire crew of the test above, in a thread, with or without
+/// the thread's history.
+fn wire_crew(base: &str, history: bool) -> Crew {
+    let off = if history {
+        ""
+    } else {
+        "thread_history = false\n"
+    };
+    Crew::from_toml(&format!(
+        r#"
+name = "wire"
+version = "1"
+[[agents]]
+role = "counter"
+kind = "llm"
+provider = "openai"
+model = "local-model"
+base_url = "{base}"
+{off}
+[[agents.tools]]
+name = "echo"
+parameters = {{ type = "object", properties = {{ n = {{ type = "integer" }} }} }}
+command = ["sh", "-c", "cat"]
+"#
+    ))
+    .unwrap()
+}
+
+async fn a_thread_reaches_the_model_as_conversation(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let (base, seen) = openai_server().await;
+    let in_thread = |goal: u32| {
+        (
+            json!({"goal": goal}),
+            SubmitOptions {
+                thread_id: Some("chat-1".into()),
+                ..SubmitOptions::default()
+            },
+        )
+    };
+    for goal in [1, 2] {
+        let (input, opts) = in_thread(goal);
+        let done = engine
+            .run(&wire_crew(&base, true), input, opts)
+            .await
+            .unwrap();
+        assert_eq!(done.run.status, RunStatus::Succeeded);
+    }
+    // A run of another thread, and one that turned the history off.
+    let other = SubmitOptions {
+        thread_id: Some("chat-2".into()),
+        ..SubmitOptions::default()
+    };
+    engine
+        .run(&wire_crew(&base, true), json!({"goal": 9}), other)
+        .await
+        .unwrap();
+    let (input, opts) = in_thread(3);
+    engine
+        .run(&wire_crew(&base, false), input, opts)
+        .await
+        .unwrap();
+
+    let requests = seen.lock().unwrap().clone();
+    // Each run makes two model calls; the first call of each run, by role
+    // and content (the user messages of run input are JSON).
+    let first_call = |run: usize| -> Vec<(String, String)> {
+        requests[2 * run]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap_or_default().to_owned(),
+                    m["content"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let roles = |msgs: &[(String, String)]| msgs.iter().map(|m| m.0.clone()).collect::<Vec<_>>();
+    // The first run of the thread has no history.
+    assert_eq!(roles(&first_call(0)), ["user"]);
+    // The second sees the first: its input as the user's turn, its final
+    // output as the assistant's, before its own context.
+    let second = first_call(1);
+    assert_eq!(roles(&second), ["user", "assistant", "user"]);
+    assert!(second[0].1.contains("\"goal\": 1"), "{second:?}");
+    assert_eq!(second[1].1, "counted to three");
+    assert!(second[2].1.contains("\"goal\": 2"), "{second:?}");
+    // Another thread sees nothing of this one.
+    assert_eq!(roles(&first_call(2)), ["user"]);
+    // `thread_history = false`: the context alone.
+    assert_eq!(roles(&first_call(3)), ["user"]);
+}
+
+async fn command_and_template_steps_see_their_thread(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let crew = Crew::from_toml(
+        r#"
+name = "echoes"
+version = "1"
+[[agents]]
+role = "stdin"
+kind = "command"
+command = ["sh", "-c", "cat"]
+[[agents]]
+role = "render"
+kind = "template"
+template = "{{ thread | length }} before:{% for t in thread %} {{ t.input.n }}{% endfor %}"
+"#,
+    )
+    .unwrap();
+    let opts = || SubmitOptions {
+        thread_id: Some("t".into()),
+        ..SubmitOptions::default()
+    };
+    let mut last = None;
+    for n in 0..3 {
+        let done = engine.run(&crew, json!({"n": n}), opts()).await.unwrap();
+        assert_eq!(done.run.status, RunStatus::Succeeded);
+        last = Some(done.run.id);
+    }
+    let view = engine.show(last.unwrap()).await.unwrap();
+    let stdin = view.steps[0].output.clone().unwrap();
+    let thread = stdin["thread"].as_array().unwrap();
+    assert_eq!(thread.len(), 2);
+    assert_eq!(thread[0]["input"], json!({"n": 0}));
+    assert_eq!(thread[1]["output"], json!("1 before: 0"));
+    assert_eq!(view.steps[1].output, Some(json!("2 before: 0 1")));
+    // A run without a thread gets an empty one.
+    let alone = engine
+        .run(&crew, json!({"n": 7}), SubmitOptions::default())
+        .await
+        .unwrap();
+    let view = engine.show(alone.run.id).await.unwrap();
+    assert_eq!(view.steps[0].output.as_ref().unwrap()["thread"], json!([]));
 }
