@@ -105,6 +105,7 @@ async fn wal_per_commit(
                 input: json!({"wal": true}),
                 idempotency_key: None,
                 thread_id: None,
+                on_busy: Default::default(),
             })
             .await?
             .run;

@@ -84,6 +84,7 @@ async fn measure(target: &Target, url: &str) -> Result<Numbers> {
             input: json!({}),
             idempotency_key: None,
             thread_id: None,
+            on_busy: Default::default(),
         })
         .await?
         .run;

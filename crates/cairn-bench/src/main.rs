@@ -367,6 +367,7 @@ async fn direct_run(store: &dyn Store, crew: &Crew) -> Result<Phases> {
             input: json!({"direct": true}),
             idempotency_key: None,
             thread_id: None,
+            on_busy: Default::default(),
         })
         .await?
         .run;

@@ -40,6 +40,18 @@ pub enum Error {
     /// must be committed as cancelled.
     #[error("run {run} has a cancel request; its step result was discarded")]
     CancelRequested { run: RunId },
+    /// A submit with `on_busy = reject` found its thread busy; nothing was
+    /// stored.
+    #[error("thread `{thread}` is busy with run {run} (`{status}`); submit with on_busy=queue to run after it, or interrupt to cancel it")]
+    ThreadBusy {
+        thread: String,
+        run: RunId,
+        status: RunStatus,
+    },
+    /// The run is queued behind an earlier run of its thread that has not
+    /// finished; it may be claimed once that one has.
+    #[error("run {run} waits for run {behind} of its thread to finish")]
+    QueuedBehind { run: RunId, behind: RunId },
     /// No wait has this id.
     #[error("wait {0} not found")]
     WaitNotFound(cairn_core::WaitId),

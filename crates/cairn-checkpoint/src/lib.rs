@@ -47,6 +47,48 @@ pub struct NewRun {
     pub input: Value,
     pub idempotency_key: Option<String>,
     pub thread_id: Option<String>,
+    /// What to do when the thread is busy.
+    pub on_busy: OnBusy,
+}
+
+/// What a submit does when its thread is busy: a run of the thread is
+/// queued, running, waiting or interrupted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnBusy {
+    /// Store the run; no worker claims it before every earlier run of the
+    /// thread has finished, failed or been cancelled (submission order).
+    #[default]
+    Queue,
+    /// Store nothing: [`Error::ThreadBusy`] names the busy run.
+    Reject,
+    /// Cancel the busy runs (recorded, as an operator's cancel) and store
+    /// the new one, which starts once they have stopped.
+    Interrupt,
+}
+
+impl OnBusy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnBusy::Queue => "queue",
+            OnBusy::Reject => "reject",
+            OnBusy::Interrupt => "interrupt",
+        }
+    }
+}
+
+impl std::str::FromStr for OnBusy {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "queue" => Ok(OnBusy::Queue),
+            "reject" => Ok(OnBusy::Reject),
+            "interrupt" => Ok(OnBusy::Interrupt),
+            other => Err(format!(
+                "`{other}` is not an on_busy (queue, reject or interrupt)"
+            )),
+        }
+    }
 }
 
 /// The answer to a submit: the run, and whether this call created it.

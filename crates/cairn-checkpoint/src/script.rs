@@ -28,8 +28,8 @@ use crate::raw::{
 };
 use crate::sql::{query, Conn, Dialect, Pool};
 use crate::{
-    Action, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, Lease, NewRun, Result,
-    RunFilter, StepCommit, Store, StoreStats, Submitted, WaitFilter,
+    Action, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, Lease, NewRun, OnBusy,
+    Result, RunFilter, StepCommit, Store, StoreStats, Submitted, WaitFilter,
 };
 
 /// What a backend brings to the script: its pool, and its fast paths. Not
@@ -235,6 +235,15 @@ async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Cla
                 status,
                 action: "claim it",
             })
+        }
+    }
+    if let (RunStatus::Queued, Some(thread)) = (before.status, &before.thread_id) {
+        // Runs of a thread run in submission order.
+        if let Some((behind, _)) = busy_before(c, thread, id).await?.first() {
+            return Err(Error::QueuedBehind {
+                run: id,
+                behind: *behind,
+            });
         }
     }
     if let Some(def) = &req.replace_crew {
@@ -444,6 +453,86 @@ pub(crate) async fn append_journal(db: &Pool, a: &JournalAppend) -> Result<Journ
     Ok(entry)
 }
 
+/// An operator action inside the caller's transaction (see `Store::act`).
+async fn act_in(c: &mut Conn<'_>, id: RunId, action: Action, actor: &Actor) -> Result<RunRecord> {
+    let run = fetch_run(c, id, true).await?;
+    let plan = plan_action(&run, action, actor)?;
+    c.execute(
+        query(
+            "UPDATE runs SET status = :to, \
+             error = CASE WHEN :clear THEN NULL ELSE error END, \
+             not_before = CASE WHEN :clear THEN NULL ELSE not_before END, \
+             finished_at = CASE WHEN :finish THEN {now} ELSE finished_at END, \
+             cancel_requested_at = CASE WHEN :cancel THEN {now} ELSE cancel_requested_at END, \
+             lease_owner = CASE WHEN :to = 'running' THEN lease_owner END, \
+             lease_expires_at = CASE WHEN :to = 'running' THEN lease_expires_at END, \
+             updated_at = {now} WHERE id = :id",
+        )
+        .bind("id", id)
+        .bind("to", plan.to.as_str())
+        .bind("clear", plan.clears_error())
+        .bind("finish", plan.finishes())
+        .bind("cancel", plan.request_cancel),
+    )
+    .await?;
+    if plan.finishes() {
+        // A step paused at the cursor ends with its run.
+        c.execute(
+            query(
+                "UPDATE steps SET status = 'cancelled', finished_at = {now} \
+                 WHERE run_id = :run AND idx = :idx AND status IN ('waiting', 'interrupted')",
+            )
+            .bind("run", id)
+            .bind("idx", run.cursor.get()),
+        )
+        .await?;
+        c.execute(
+            query("UPDATE waits SET status = 'cancelled' WHERE run_id = :run AND status = 'open'")
+                .bind("run", id),
+        )
+        .await?;
+    }
+    append_events(c, id, std::slice::from_ref(&plan.event)).await?;
+    if plan.to == RunStatus::Queued {
+        c.notify_runnable(id).await?;
+    }
+    fetch_run(c, id, false).await
+}
+
+/// The runs of `thread` that are not done (queued, running, waiting or
+/// interrupted) and were created before run `before`, oldest first.
+const BUSY_BEFORE: &str = "SELECT id, status FROM runs WHERE thread_id = :thread \
+     AND status IN ('queued', 'running', 'waiting', 'interrupted') \
+     AND (created_at, id) < (SELECT created_at, id FROM runs WHERE id = :before) \
+     ORDER BY created_at, id";
+
+async fn busy_before(
+    c: &mut Conn<'_>,
+    thread: &str,
+    before: RunId,
+) -> Result<Vec<(RunId, RunStatus)>> {
+    let rows = c
+        .fetch_all(
+            query(BUSY_BEFORE)
+                .bind("thread", thread)
+                .bind("before", before),
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let id = RunId::from_uuid(
+                r.opt_uuid("id", before, "a thread run's id")?
+                    .ok_or_else(|| Corruption::new(before, "a thread run has no id"))?,
+            );
+            let status = r
+                .text("status")?
+                .parse()
+                .map_err(|e: String| Corruption::new(id, format!("run status: {e}")))?;
+            Ok((id, status))
+        })
+        .collect()
+}
+
 // ------------------------------------------------------------- the contract
 
 #[async_trait]
@@ -507,6 +596,23 @@ impl<B: Backend> Store for B {
             }),
         );
         insert_events(&mut c, id, 1, &[event]).await?;
+        if let (Some(thread), OnBusy::Reject | OnBusy::Interrupt) = (&new.thread_id, new.on_busy) {
+            for (busy, status) in busy_before(&mut c, thread, id).await? {
+                if new.on_busy == OnBusy::Reject {
+                    // Returning drops the transaction: nothing is stored.
+                    return Err(Error::ThreadBusy {
+                        thread: thread.clone(),
+                        run: busy,
+                        status,
+                    });
+                }
+                let actor = Actor {
+                    by: "on_busy=interrupt".into(),
+                    reason: Some(format!("run {id} was submitted to thread `{thread}`")),
+                };
+                act_in(&mut c, busy, Action::Cancel, &actor).await?;
+            }
+        }
         c.notify_runnable(id).await?;
         let run = fetch_run(&mut c, id, false).await?;
         tx.commit().await?;
@@ -628,8 +734,11 @@ impl<B: Backend> Store for B {
         // other claimers hold; SQLite's write lock admits one claimer at a time.
         let picked = c
             .fetch_optional(query(
-                "SELECT id FROM runs WHERE (status = 'queued' AND (not_before IS NULL \
-                 OR not_before <= {now})) OR (status = 'running' AND lease_expires_at < {now}) \
+                "SELECT id FROM runs WHERE ((status = 'queued' AND (not_before IS NULL \
+                 OR not_before <= {now})) OR (status = 'running' AND lease_expires_at < {now})) \
+                 AND NOT EXISTS (SELECT 1 FROM runs e WHERE e.thread_id = runs.thread_id \
+                   AND e.status IN ('queued', 'running', 'waiting', 'interrupted') \
+                   AND (e.created_at, e.id) < (runs.created_at, runs.id)) \
                  ORDER BY created_at, id LIMIT 1 {skip_locked}",
             ))
             .await?;
@@ -681,53 +790,8 @@ impl<B: Backend> Store for B {
     }
 
     async fn act(&self, id: RunId, action: Action, actor: &Actor) -> Result<RunRecord> {
-        let db = self.db();
-        let mut tx = db.write().await?;
-        let mut c = tx.conn();
-        let run = fetch_run(&mut c, id, true).await?;
-        let plan = plan_action(&run, action, actor)?;
-        c.execute(
-            query(
-                "UPDATE runs SET status = :to, \
-                 error = CASE WHEN :clear THEN NULL ELSE error END, \
-                 not_before = CASE WHEN :clear THEN NULL ELSE not_before END, \
-                 finished_at = CASE WHEN :finish THEN {now} ELSE finished_at END, \
-                 cancel_requested_at = CASE WHEN :cancel THEN {now} ELSE cancel_requested_at END, \
-                 lease_owner = CASE WHEN :to = 'running' THEN lease_owner END, \
-                 lease_expires_at = CASE WHEN :to = 'running' THEN lease_expires_at END, \
-                 updated_at = {now} WHERE id = :id",
-            )
-            .bind("id", id)
-            .bind("to", plan.to.as_str())
-            .bind("clear", plan.clears_error())
-            .bind("finish", plan.finishes())
-            .bind("cancel", plan.request_cancel),
-        )
-        .await?;
-        if plan.finishes() {
-            // A step paused at the cursor ends with its run.
-            c.execute(
-                query(
-                    "UPDATE steps SET status = 'cancelled', finished_at = {now} \
-                     WHERE run_id = :run AND idx = :idx AND status IN ('waiting', 'interrupted')",
-                )
-                .bind("run", id)
-                .bind("idx", run.cursor.get()),
-            )
-            .await?;
-            c.execute(
-                query(
-                    "UPDATE waits SET status = 'cancelled' WHERE run_id = :run AND status = 'open'",
-                )
-                .bind("run", id),
-            )
-            .await?;
-        }
-        append_events(&mut c, id, std::slice::from_ref(&plan.event)).await?;
-        if plan.to == RunStatus::Queued {
-            c.notify_runnable(id).await?;
-        }
-        let run = fetch_run(&mut c, id, false).await?;
+        let mut tx = self.db().write().await?;
+        let run = act_in(&mut tx.conn(), id, action, actor).await?;
         tx.commit().await?;
         Ok(run)
     }

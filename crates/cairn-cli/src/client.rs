@@ -13,7 +13,9 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use cairn::{ErrorClass, EventRecord, RunRecord, RunStatus, RunView, StepJournalEntry, WaitRecord};
+use cairn::{
+    ErrorClass, EventRecord, OnBusy, RunRecord, RunStatus, RunView, StepJournalEntry, WaitRecord,
+};
 
 use crate::{
     exit, output, parse_input, parse_run_id, status_exit, usage, ActionArgs, Cli, Command,
@@ -149,8 +151,17 @@ fn crew_name(arg: &std::path::Path) -> anyhow::Result<String> {
     Ok(arg.to_string_lossy().into_owned())
 }
 
-fn submit_body(crew: String, input: Value, key: Option<String>, thread: Option<String>) -> Value {
+fn submit_body(
+    crew: String,
+    input: Value,
+    key: Option<String>,
+    thread: Option<String>,
+    on_busy: OnBusy,
+) -> Value {
     let mut body = json!({"crew": crew, "input": input});
+    if on_busy != OnBusy::default() {
+        body["on_busy"] = json!(on_busy.as_str());
+    }
     if let Some(k) = key {
         body["idempotency_key"] = json!(k);
     }
@@ -180,12 +191,14 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
             input,
             idempotency_key,
             thread_id,
+            on_busy,
         } => {
             let body = submit_body(
                 crew_name(&crew)?,
                 parse_input(&input)?,
                 idempotency_key,
                 thread_id,
+                on_busy,
             );
             let run: RunView = client.post("/v1/runs", &body).await?;
             client.settle(&run.run.id.to_string(), false, json).await
@@ -195,12 +208,14 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
             input,
             idempotency_key,
             thread_id,
+            on_busy,
         } => {
             let body = submit_body(
                 crew_name(&crew)?,
                 parse_input(&input)?,
                 idempotency_key,
                 thread_id,
+                on_busy,
             );
             let run: RunView = client.post("/v1/runs", &body).await?;
             if json {

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 
 use cairn::{
-    Actor, Answer, Crew, Engine, ErrorClass, ExecutorConfig, ForkRequest, OpenOptions,
+    Actor, Answer, Crew, Engine, ErrorClass, ExecutorConfig, ForkRequest, OnBusy, OpenOptions,
     ResumeOptions, RunFilter, RunId, RunStatus, StepIdx, SubmitOptions, WaitFilter, WaitId,
     WaitStatus,
 };
@@ -69,6 +69,10 @@ enum Command {
         /// Group the run into a conversation thread.
         #[arg(long)]
         thread_id: Option<String>,
+        /// When the thread has a run that is not done: queue (run after it),
+        /// reject (store nothing, exit 2) or interrupt (cancel it).
+        #[arg(long, default_value = "queue")]
+        on_busy: OnBusy,
     },
     /// Submit a run without executing it: a worker or `cairn serve` picks it
     /// up (or `cairn resume RUN_ID`). Prints its id (`--json`: the run).
@@ -80,6 +84,8 @@ enum Command {
         idempotency_key: Option<String>,
         #[arg(long)]
         thread_id: Option<String>,
+        #[arg(long, default_value = "queue")]
+        on_busy: OnBusy,
     },
     /// Resume a run at its first pending step (taking it over if it is running).
     Resume {
@@ -356,6 +362,7 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             input,
             idempotency_key,
             thread_id,
+            on_busy,
         } => {
             // Validate everything the user typed before touching the database.
             let crew = load_crew(&crew)?;
@@ -364,6 +371,7 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             let opts = SubmitOptions {
                 idempotency_key,
                 thread_id,
+                on_busy,
             };
             let driven = engine.run(&crew, input, opts).await?;
             let view = engine.show(driven.run.id).await?;
@@ -375,6 +383,7 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             input,
             idempotency_key,
             thread_id,
+            on_busy,
         } => {
             let crew = load_crew(&crew)?;
             let input = parse_input(&input)?;
@@ -382,6 +391,7 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             let opts = SubmitOptions {
                 idempotency_key,
                 thread_id,
+                on_busy,
             };
             let submitted = engine.submit(&crew, input, opts).await?;
             if json {

@@ -94,6 +94,7 @@ mod tests {
             input: serde_json::json!({"topic": "lease"}),
             idempotency_key: None,
             thread_id: None,
+            on_busy: Default::default(),
         };
         let id = store.submit(run).await.unwrap().run.id;
         let claimed = store.claim(id, &claim(false)).await.unwrap();

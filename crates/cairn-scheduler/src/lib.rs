@@ -261,6 +261,12 @@ impl Executor {
                     tokio::time::sleep(wait).await;
                     continue;
                 }
+                // Runs of a thread run in submission order: wait our turn.
+                Err(cairn_checkpoint::Error::QueuedBehind { behind, .. }) => {
+                    tracing::debug!(run = %run_id, %behind, "waiting for an earlier run of the thread");
+                    tokio::time::sleep(self.config.cancel_poll).await;
+                    continue;
+                }
                 // Someone else claimed it during our back-off: it goes on there.
                 Err(cairn_checkpoint::Error::WrongState { .. }) if !executed.is_empty() => {
                     break;

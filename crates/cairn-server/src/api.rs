@@ -13,7 +13,9 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use cairn::{ErrorClass, Fingerprint, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions};
+use cairn::{
+    ErrorClass, Fingerprint, OnBusy, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions,
+};
 
 use crate::extract::{ApiJson, ApiQuery, RunIdPath};
 use crate::{actions, sse, waits, ApiError, AppState};
@@ -158,6 +160,10 @@ struct SubmitBody {
     idempotency_key: Option<String>,
     #[serde(default)]
     thread_id: Option<String>,
+    /// `queue` (the default), `reject` or `interrupt`: what to do when the
+    /// thread has a run that is not done yet.
+    #[serde(default)]
+    on_busy: Option<String>,
 }
 
 /// `POST /v1/runs`: records a queued run (201), or returns the run an
@@ -170,6 +176,13 @@ async fn submit(
         .crews()
         .get(&body.crew)
         .ok_or_else(|| ApiError::UnknownCrew(body.crew.clone()))?;
+    let on_busy = body
+        .on_busy
+        .as_deref()
+        .map(str::parse::<OnBusy>)
+        .transpose()
+        .map_err(|e| ApiError::InvalidBody(format!("on_busy: {e}")))?
+        .unwrap_or_default();
     let submitted = state
         .engine()
         .submit(
@@ -178,6 +191,7 @@ async fn submit(
             SubmitOptions {
                 idempotency_key: body.idempotency_key,
                 thread_id: body.thread_id,
+                on_busy,
             },
         )
         .await?;

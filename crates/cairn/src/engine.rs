@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use cairn_checkpoint::{
-    Action, ClaimRequest, Claimed, ForkRequest, NewRun, OpenOptions, RunFilter, Store, StoreStats,
-    Submitted, WaitFilter,
+    Action, ClaimRequest, Claimed, ForkRequest, NewRun, OnBusy, OpenOptions, RunFilter, Store,
+    StoreStats, Submitted, WaitFilter,
 };
 use cairn_core::{
     Actor, Answer, EventRecord, Fingerprint, OnDeadline, RunId, RunRecord, StepRecord, WaitId,
@@ -26,6 +26,8 @@ pub struct SubmitOptions {
     pub idempotency_key: Option<String>,
     /// Groups runs into one conversation.
     pub thread_id: Option<String>,
+    /// What to do when the thread has a run that is not done yet.
+    pub on_busy: OnBusy,
 }
 
 /// Options of a resume.
@@ -110,6 +112,7 @@ impl Engine {
                 input,
                 idempotency_key: opts.idempotency_key,
                 thread_id: opts.thread_id,
+                on_busy: opts.on_busy,
             })
             .await?)
     }

@@ -207,7 +207,9 @@ impl Error {
                 S::IdempotencyConflict { .. }
                 | S::WrongState { .. }
                 | S::ForkRefused { .. }
-                | S::WaitClosed { .. } => ErrorClass::Conflict,
+                | S::WaitClosed { .. }
+                | S::ThreadBusy { .. }
+                | S::QueuedBehind { .. } => ErrorClass::Conflict,
                 S::BadAnswer { .. } => ErrorClass::Invalid,
                 S::BadUrl { .. } | S::MissingFile(_) => ErrorClass::Config,
                 S::Unreachable { .. } => ErrorClass::Unavailable,
@@ -238,6 +240,8 @@ impl Error {
                 S::WrongState { .. } => "wrong_state",
                 S::ForkRefused { .. } => "fork_refused",
                 S::WaitClosed { .. } => "wait_closed",
+                S::ThreadBusy { .. } => "thread_busy",
+                S::QueuedBehind { .. } => "queued_behind",
                 S::BadAnswer { .. } => "bad_answer",
                 S::BadUrl { .. } => "bad_database_url",
                 S::MissingFile(_) => "missing_database_file",

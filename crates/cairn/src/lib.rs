@@ -40,7 +40,8 @@ pub use cairn_agent as agent;
 /// What storage refuses or fails with (inside [`Error::Store`]).
 pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
-    Backend, Claimed, ForkRequest, OpenOptions, RunFilter, Store, StoreStats, Submitted, WaitFilter,
+    Backend, Claimed, ForkRequest, OnBusy, OpenOptions, RunFilter, Store, StoreStats, Submitted,
+    WaitFilter,
 };
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Corruption, CrewDef, ErrorInfo,

@@ -295,7 +295,7 @@ async fn submitting_twice_with_one_key_runs_once(kind: Kind) {
     let crew = crew(2, &log, None);
     let opts = SubmitOptions {
         idempotency_key: Some("order-42".into()),
-        thread_id: None,
+        ..SubmitOptions::default()
     };
     let a = engine
         .run(&crew, json!({"n": 1}), opts.clone())
