@@ -688,3 +688,87 @@ fn restart_under_load(down: Duration) {
         twice.len()
     );
 }
+
+/// Runs of one thread run in submission order, one at a time, even when
+/// two worker processes with room for many runs share the queue; runs of
+/// another thread go on beside them.
+#[test]
+fn two_workers_run_each_thread_in_submission_order() {
+    let case = Case::new(Kind::Postgres);
+    let log = case.path("order.log");
+    let script = format!(
+        "cat > /dev/null; echo \"start $CAIRN_RUN_ID\" >> '{log}'; sleep 0.1; \
+         echo \"end $CAIRN_RUN_ID\" >> '{log}'; echo '{{}}'",
+        log = log.display()
+    );
+    let crew = case.write(
+        "crew.toml",
+        &crew_toml("ordered", &[agent_sh("only", &script)]),
+    );
+    let crew = crew.to_str().unwrap();
+    let mut submitted: HashMap<&str, Vec<String>> = HashMap::new();
+    for i in 0..12 {
+        let thread = if i % 2 == 0 { "t" } else { "u" };
+        let out = case
+            .cairn(&[
+                "submit",
+                crew,
+                "--thread-id",
+                thread,
+                "--input",
+                &format!("{{\"n\": {i}}}"),
+            ])
+            .expect_code(0);
+        submitted
+            .entry(thread)
+            .or_default()
+            .push(out.stdout.trim().to_owned());
+    }
+    let args = [
+        "--concurrency",
+        "4",
+        "--poll-ms",
+        "20",
+        "--grace-ms",
+        "2000",
+    ];
+    let names = ["a", "b"];
+    let _workers = Workers(
+        names
+            .iter()
+            .map(|n| spawn_worker(&case, n, &args))
+            .collect(),
+    );
+    poll("every run to succeed", Duration::from_secs(60), || {
+        runs_with_status(&case, "succeeded").len() == 12
+    });
+    let lines = read(&case, "order.log");
+    for (thread, ids) in &submitted {
+        // This thread's lines, in the order they were written.
+        let mine: Vec<&str> = lines
+            .lines()
+            .filter(|l| ids.iter().any(|id| l.ends_with(id.as_str())))
+            .collect();
+        let expected: Vec<String> = ids
+            .iter()
+            .flat_map(|id| [format!("start {id}"), format!("end {id}")])
+            .collect();
+        assert_eq!(
+            mine,
+            expected,
+            "thread {thread}: runs overlapped or ran out of order\n{}",
+            worker_logs(&case, &names)
+        );
+    }
+    // The two threads did overlap: they are independent.
+    let first_end = lines.lines().position(|l| l.starts_with("end")).unwrap();
+    assert!(
+        lines
+            .lines()
+            .take(first_end)
+            .filter(|l| l.starts_with("start"))
+            .count()
+            >= 2,
+        "the threads ran one after the other:\n{lines}"
+    );
+}
