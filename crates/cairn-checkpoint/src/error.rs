@@ -40,6 +40,9 @@ pub enum Error {
     /// must be committed as cancelled.
     #[error("run {run} has a cancel request; its step result was discarded")]
     CancelRequested { run: RunId },
+    /// No run belongs to this thread.
+    #[error("thread `{0}` not found (no run belongs to it)")]
+    ThreadNotFound(String),
     /// No wait has this id.
     #[error("wait {0} not found")]
     WaitNotFound(cairn_core::WaitId),

@@ -482,6 +482,7 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                     let req = ForkRequest {
                         from_step: StepIdx(from_step),
                         input,
+                        thread_id: None,
                     };
                     let child = engine.fork(id, &req, &action.actor()).await?;
                     if !json {

@@ -118,6 +118,7 @@ pub(crate) async fn fork(
     let request = ForkRequest {
         from_step: StepIdx(body.from_step),
         input: body.input,
+        thread_id: None,
     };
     let child = state.engine().fork(id, &request, &actor).await?;
     tracing::info!(run = %id, fork = %child.id, from_step = body.from_step, by = %actor.by, "run forked");

@@ -20,6 +20,7 @@ mod differential;
 mod journal;
 mod leases;
 mod restart;
+mod threads;
 
 fn crew(steps: usize) -> CrewDef {
     let mut toml = String::from("name = \"conformance\"\nversion = \"1\"\n");
@@ -56,7 +57,7 @@ pub(crate) fn claim_req(takeover: bool) -> ClaimRequest {
 }
 
 /// The commit that finishes step `idx` of a `steps`-step run successfully.
-fn success(run: RunId, epoch: LeaseEpoch, idx: u32, steps: u32) -> StepCommit {
+pub(crate) fn success(run: RunId, epoch: LeaseEpoch, idx: u32, steps: u32) -> StepCommit {
     let last = idx + 1 == steps;
     StepCommit {
         run_id: run,
