@@ -234,6 +234,7 @@ async fn running_at_held_step(
                     ResumeOptions {
                         crew: Some(c),
                         force: false,
+                        thread_id: None,
                     },
                 )
                 .await
