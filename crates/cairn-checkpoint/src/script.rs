@@ -21,17 +21,17 @@ use crate::plan::{
     check_fork, check_holder, claim_events, fork_event, plan_action, plan_answer, plan_claim,
     plan_expire, AnswerPlan, ClaimStep, StepChange,
 };
+use crate::raw::decode_thread;
 use crate::raw::{
     check_same_submission, decode_event, decode_journal, decode_run, decode_step, decode_wait,
     error_json, run_cols, stats_from, step_cols, unpack_steps, wait_cols,
 };
-use crate::raw::decode_thread;
 use crate::sql::{query, Conn, Dialect, Pool};
+use crate::ThreadSummary;
 use crate::{
     Action, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, Lease, NewRun, Result,
     RunFilter, StepCommit, Store, StoreStats, Submitted, WaitFilter,
 };
-use crate::ThreadSummary;
 
 /// What a backend brings to the script: its pool, and its fast paths. Not
 /// nameable outside this crate (a sealed trait): every [`Store`] is one of

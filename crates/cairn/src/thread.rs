@@ -67,7 +67,9 @@ impl AsRef<str> for ThreadId {
 
 /// A thread id that breaks the rule; nothing was stored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{field}` {problem}: a thread id is 1 to {MAX_THREAD_ID_BYTES} bytes with no NUL character")]
+#[error(
+    "`{field}` {problem}: a thread id is 1 to {MAX_THREAD_ID_BYTES} bytes with no NUL character"
+)]
 pub struct BadThreadId {
     /// The field that held it (`thread_id`, `--thread`).
     pub field: &'static str,

@@ -100,7 +100,10 @@ async fn an_unknown_or_malformed_thread_is_404_or_400() {
         .get(&format!("/v1/threads/{long}"))
         .await
         .assert_error(StatusCode::BAD_REQUEST, "bad_thread_id");
-    assert!(msg.contains("thread_id") && msg.contains("257 bytes"), "{msg}");
+    assert!(
+        msg.contains("thread_id") && msg.contains("257 bytes"),
+        "{msg}"
+    );
     api.get("/v1/threads/a%00b")
         .await
         .assert_error(StatusCode::BAD_REQUEST, "bad_thread_id");

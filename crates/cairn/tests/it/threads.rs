@@ -175,7 +175,10 @@ async fn thread_documents_sum_their_runs(kind: Kind) {
     );
     let listed = engine.threads().await.unwrap();
     assert_eq!(
-        listed.iter().map(|t| t.thread_id.as_str()).collect::<Vec<_>>(),
+        listed
+            .iter()
+            .map(|t| t.thread_id.as_str())
+            .collect::<Vec<_>>(),
         ["b", "a"]
     );
     let err = engine.thread("c").await.unwrap_err();
