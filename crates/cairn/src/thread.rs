@@ -102,6 +102,7 @@ pub struct ThreadTotals {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
