@@ -52,6 +52,9 @@ pub enum Error {
     /// finished; it may be claimed once that one has.
     #[error("run {run} waits for run {behind} of its thread to finish")]
     QueuedBehind { run: RunId, behind: RunId },
+    /// No run belongs to this thread.
+    #[error("thread `{0}` not found (no run belongs to it)")]
+    ThreadNotFound(String),
     /// No wait has this id.
     #[error("wait {0} not found")]
     WaitNotFound(cairn_core::WaitId),

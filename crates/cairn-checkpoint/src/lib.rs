@@ -255,6 +255,23 @@ pub struct ForkRequest {
     /// A new run input. Only allowed with `from_step = 0`: every copied
     /// output was computed from the old input, so it would be stale.
     pub input: Option<Value>,
+    /// The fork's thread; `None` keeps the source run's.
+    pub thread_id: Option<String>,
+}
+
+/// A thread at a glance: its runs and the tokens their steps used
+/// ([`Store::threads`], [`Store::thread`]). The JSON of an entry of
+/// `cairn threads list --json`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ThreadSummary {
+    pub thread_id: String,
+    /// Runs in the thread, whatever their status.
+    pub runs: u64,
+    /// Tokens reported by the steps of those runs.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// When the thread's newest run was submitted.
+    pub last_run_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// The durability contract. Implementations must be safe to share between
@@ -362,4 +379,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Appends events to a run held at `epoch` (fenced like a journal item).
     async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()>;
+
+    /// Every thread (runs with a thread id), the one whose newest run is
+    /// oldest first (aggregates; no run is loaded).
+    async fn threads(&self) -> Result<Vec<ThreadSummary>>;
+
+    /// One thread's summary and its runs, oldest first, from one snapshot.
+    /// A thread with no run is [`Error::ThreadNotFound`].
+    async fn thread(&self, id: &str) -> Result<(ThreadSummary, Vec<RunRecord>)>;
 }

@@ -296,6 +296,7 @@ pub(crate) fn fork_event(source: &RunRecord, req: &ForkRequest, actor: &Actor) -
             "parent": source.id,
             "from_step": req.from_step,
             "input_changed": req.input.is_some(),
+            "thread_id": req.thread_id,
             "by": actor.by,
             "reason": actor.reason,
         }),

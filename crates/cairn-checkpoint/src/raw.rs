@@ -327,3 +327,21 @@ pub(crate) fn decode_event(run: RunId, row: &Row) -> crate::Result<EventRecord> 
         data: row.json("data", run, "event data")?,
     })
 }
+
+/// A row of the thread summary query.
+pub(crate) fn decode_thread(row: &Row) -> crate::Result<crate::ThreadSummary> {
+    let thread_id = row.text("thread_id")?;
+    let count = |col: &str| -> crate::Result<u64> {
+        let n = row.int(col)?;
+        u64::try_from(n).map_err(|_| {
+            Corruption::new(nil_run(), format!("thread `{thread_id}`: {col} is {n}")).into()
+        })
+    };
+    Ok(crate::ThreadSummary {
+        runs: count("runs")?,
+        input_tokens: count("input_tokens")?,
+        output_tokens: count("output_tokens")?,
+        last_run_at: row.time("last_run_at", nil_run(), "a thread's last run time")?,
+        thread_id,
+    })
+}

@@ -22,11 +22,13 @@ use crate::plan::{
     check_fork, check_holder, claim_events, fork_event, plan_action, plan_answer, plan_claim,
     plan_expire, AnswerPlan, ClaimStep, StepChange,
 };
+use crate::raw::decode_thread;
 use crate::raw::{
     check_same_submission, decode_event, decode_journal, decode_run, decode_step, decode_wait,
     error_json, run_cols, stats_from, step_cols, unpack_steps, wait_cols,
 };
 use crate::sql::{query, Conn, Dialect, Pool};
+use crate::ThreadSummary;
 use crate::{
     Action, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, Lease, NewRun, OnBusy,
     Result, RunFilter, StepCommit, Store, StoreStats, Submitted, WaitFilter,
@@ -533,6 +535,51 @@ async fn busy_before(
         .collect()
 }
 
+// ------------------------------------------------------------- threads
+
+/// Every thread's summary (or one thread's, given `:thread`): runs counted
+/// once each, tokens summed over their steps, the newest submit time.
+const THREAD_SUMMARIES: &str = "SELECT r.thread_id AS thread_id, count(DISTINCT r.id) AS runs, \
+     CAST(COALESCE(sum(s.input_tokens), 0) AS BIGINT) AS input_tokens, \
+     CAST(COALESCE(sum(s.output_tokens), 0) AS BIGINT) AS output_tokens, \
+     max(r.created_at) AS last_run_at \
+     FROM runs r LEFT JOIN steps s ON s.run_id = r.id \
+     WHERE r.thread_id IS NOT NULL AND (:thread IS NULL OR r.thread_id = :thread) \
+     GROUP BY r.thread_id ORDER BY last_run_at, thread_id";
+
+/// `Store::threads`.
+async fn threads(db: &Pool) -> Result<Vec<ThreadSummary>> {
+    let mut held = db.acquire().await?;
+    let rows = held
+        .conn()
+        .fetch_all(query(THREAD_SUMMARIES).bind("thread", None::<&str>))
+        .await?;
+    rows.iter().map(decode_thread).collect()
+}
+
+/// `Store::thread`: the summary and the runs, from one snapshot.
+async fn thread(db: &Pool, id: &str) -> Result<(ThreadSummary, Vec<RunRecord>)> {
+    let mut tx = db.read().await?;
+    let mut c = tx.conn();
+    let summary = c
+        .fetch_optional(query(THREAD_SUMMARIES).bind("thread", Some(id)))
+        .await?
+        .ok_or_else(|| Error::ThreadNotFound(id.to_owned()))?;
+    let rows = c
+        .fetch_all(
+            query(concat!(
+                "SELECT ",
+                run_cols!(),
+                " FROM runs WHERE thread_id = :thread ORDER BY created_at, id"
+            ))
+            .bind("thread", id),
+        )
+        .await?;
+    tx.commit().await?;
+    let runs = rows.iter().map(decode_run).collect::<Result<Vec<_>>>()?;
+    Ok((decode_thread(&summary)?, runs))
+}
+
 // ------------------------------------------------------------- the contract
 
 #[async_trait]
@@ -810,11 +857,12 @@ impl<B: Backend> Store for B {
                  thread_id, status, cursor, step_count, lease_epoch, event_seq, parent_run_id, \
                  parent_step_idx, created_at, updated_at, finished_at) \
                  SELECT :child, crew_name, crew_version, crew_fingerprint, crew_def, :input, \
-                 thread_id, :status, :from, step_count, 0, 0, id, :from, {now}, {now}, \
+                 COALESCE(:thread, thread_id), :status, :from, step_count, 0, 0, id, :from, {now}, {now}, \
                  CASE WHEN :complete THEN {now} END FROM runs WHERE id = :source",
             )
             .bind("child", child)
             .bind("input", req.input.as_ref().unwrap_or(&source.input))
+            .bind("thread", req.thread_id.as_deref())
             .bind("status", if complete { "succeeded" } else { "queued" })
             .bind("from", req.from_step.get())
             .bind("complete", complete)
@@ -1004,5 +1052,13 @@ impl<B: Backend> Store for B {
         append_events(&mut c, id, events).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn threads(&self) -> Result<Vec<ThreadSummary>> {
+        threads(self.db()).await
+    }
+
+    async fn thread(&self, id: &str) -> Result<(ThreadSummary, Vec<RunRecord>)> {
+        thread(self.db(), id).await
     }
 }

@@ -14,12 +14,13 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use cairn::{
-    ErrorClass, EventRecord, OnBusy, RunRecord, RunStatus, RunView, StepJournalEntry, WaitRecord,
+    ErrorClass, EventRecord, OnBusy, RunRecord, RunStatus, RunView, StepJournalEntry,
+    ThreadSummary, ThreadView, WaitRecord,
 };
 
 use crate::{
-    exit, output, parse_input, parse_run_id, status_exit, usage, ActionArgs, Cli, Command,
-    RunsCommand, WaitsCommand,
+    exit, output, parse_input, parse_run_id, parse_thread, status_exit, usage, ActionArgs, Cli,
+    Command, RunsCommand, ThreadsCommand, WaitsCommand,
 };
 
 /// An error the server answered with: `{"error": {"code", "message"}}`.
@@ -171,6 +172,20 @@ fn submit_body(
     body
 }
 
+/// `text` as one URL path segment: every byte but the unreserved ones
+/// percent-encoded (a thread id may hold `/`, `?`, `%` or spaces).
+fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 fn local_only(what: &str, why: &str) -> anyhow::Error {
     usage(format!("`{what}` does not work with --server: {why}"))
 }
@@ -190,14 +205,14 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
             crew,
             input,
             idempotency_key,
-            thread_id,
+            thread,
             on_busy,
         } => {
             let body = submit_body(
                 crew_name(&crew)?,
                 parse_input(&input)?,
                 idempotency_key,
-                thread_id,
+                parse_thread(thread)?,
                 on_busy,
             );
             let run: RunView = client.post("/v1/runs", &body).await?;
@@ -207,14 +222,14 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
             crew,
             input,
             idempotency_key,
-            thread_id,
+            thread,
             on_busy,
         } => {
             let body = submit_body(
                 crew_name(&crew)?,
                 parse_input(&input)?,
                 idempotency_key,
-                thread_id,
+                parse_thread(thread)?,
                 on_busy,
             );
             let run: RunView = client.post("/v1/runs", &body).await?;
@@ -227,6 +242,21 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
         }
         Command::Runs { command } => runs(&client, command, json).await,
         Command::Waits { command } => waits(&client, command, json).await,
+        Command::Threads { command } => {
+            match command {
+                ThreadsCommand::List => {
+                    let threads: Vec<ThreadSummary> = client.get("/v1/threads").await?;
+                    output::print_threads(&threads, json)?;
+                }
+                ThreadsCommand::Show { thread_id } => {
+                    let id = parse_thread(Some(thread_id))?.unwrap_or_default();
+                    let path = format!("/v1/threads/{}", path_segment(&id));
+                    let view: ThreadView = client.get(&path).await?;
+                    output::print_thread(&view, json)?;
+                }
+            }
+            Ok(exit::OK)
+        }
         Command::Resume { .. } => Err(local_only(
             "resume",
             "the server's workers execute and take over runs; use `runs continue` or `runs retry`",
@@ -320,12 +350,16 @@ async fn runs(client: &Client, command: RunsCommand, json: bool) -> anyhow::Resu
             run_id,
             from_step,
             input,
+            thread,
             action,
         } => {
             let id = parse_run_id(&run_id)?.to_string();
             let mut body = json!({"from_step": from_step});
             if let Some(input) = input.as_deref().map(parse_input).transpose()? {
                 body["input"] = input;
+            }
+            if let Some(thread) = parse_thread(thread)? {
+                body["thread_id"] = json!(thread);
             }
             client.action(&id, "fork", body, &action, json).await
         }

@@ -66,9 +66,9 @@ enum Command {
         /// Submitting again with the same key returns (and continues) the same run.
         #[arg(long)]
         idempotency_key: Option<String>,
-        /// Group the run into a conversation thread.
-        #[arg(long)]
-        thread_id: Option<String>,
+        /// Put the run in this conversation thread (1 to 256 bytes; also --thread-id).
+        #[arg(long = "thread", alias = "thread-id", value_name = "ID")]
+        thread: Option<String>,
         /// When the thread has a run that is not done: queue (run after it),
         /// reject (store nothing, exit 2) or interrupt (cancel it).
         #[arg(long, default_value = "queue")]
@@ -82,8 +82,11 @@ enum Command {
         input: String,
         #[arg(long)]
         idempotency_key: Option<String>,
-        #[arg(long)]
-        thread_id: Option<String>,
+        /// Put the run in this conversation thread (1 to 256 bytes; also --thread-id).
+        #[arg(long = "thread", alias = "thread-id", value_name = "ID")]
+        thread: Option<String>,
+        /// When the thread has a run that is not done: queue (run after it),
+        /// reject (store nothing, exit 2) or interrupt (cancel it).
         #[arg(long, default_value = "queue")]
         on_busy: OnBusy,
     },
@@ -96,6 +99,14 @@ enum Command {
         /// Accept a crew that differs from the run's (recorded as an event).
         #[arg(long)]
         force: bool,
+        /// Refuse (exit 2) unless the run belongs to this thread.
+        #[arg(long = "thread", value_name = "ID")]
+        thread: Option<String>,
+    },
+    /// Conversation threads: runs grouped by their thread id.
+    Threads {
+        #[command(subcommand)]
+        command: ThreadsCommand,
     },
     /// Inspect runs.
     Runs {
@@ -158,6 +169,18 @@ enum Command {
         /// Keep the demo's files in this directory (default: a temporary one).
         #[arg(long)]
         dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ThreadsCommand {
+    /// List threads: runs, tokens and last run of each, the most recently
+    /// active last.
+    List,
+    /// Show a thread's runs, oldest first, and their totals.
+    Show {
+        /// The thread id.
+        thread_id: String,
     },
 }
 
@@ -273,6 +296,9 @@ enum RunsCommand {
         /// A new input (JSON or @FILE); only with --from-step 0.
         #[arg(long)]
         input: Option<String>,
+        /// Put the fork in this thread (default: the source run's).
+        #[arg(long = "thread", value_name = "ID")]
+        thread: Option<String>,
         #[command(flatten)]
         action: ActionArgs,
     },
@@ -295,6 +321,16 @@ fn usage(msg: impl Into<String>) -> anyhow::Error {
 
 fn parse_run_id(s: &str) -> anyhow::Result<RunId> {
     s.parse::<RunId>().map_err(|e| usage(e.to_string()))
+}
+
+/// A `--thread` value, checked by the one rule (`cairn::ThreadId`).
+fn parse_thread(arg: Option<String>) -> anyhow::Result<Option<String>> {
+    arg.map(|t| {
+        cairn::ThreadId::for_field(t, "--thread")
+            .map(cairn::ThreadId::into_string)
+            .map_err(|e| usage(e.to_string()))
+    })
+    .transpose()
 }
 
 fn parse_input(arg: &str) -> anyhow::Result<Value> {
@@ -361,12 +397,13 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             crew,
             input,
             idempotency_key,
-            thread_id,
+            thread,
             on_busy,
         } => {
             // Validate everything the user typed before touching the database.
             let crew = load_crew(&crew)?;
             let input = parse_input(&input)?;
+            let thread_id = parse_thread(thread)?;
             let engine = open(&cli.db, true).await?;
             let opts = SubmitOptions {
                 idempotency_key,
@@ -382,11 +419,12 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             crew,
             input,
             idempotency_key,
-            thread_id,
+            thread,
             on_busy,
         } => {
             let crew = load_crew(&crew)?;
             let input = parse_input(&input)?;
+            let thread_id = parse_thread(thread)?;
             let engine = open(&cli.db, true).await?;
             let opts = SubmitOptions {
                 idempotency_key,
@@ -405,11 +443,18 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             run_id,
             crew,
             force,
+            thread,
         } => {
             let id = parse_run_id(&run_id)?;
             let crew = crew.as_ref().map(load_crew).transpose()?;
+            let thread_id = parse_thread(thread)?;
             let engine = open(&cli.db, false).await?;
-            let driven = engine.resume(id, ResumeOptions { crew, force }).await?;
+            let opts = ResumeOptions {
+                crew,
+                force,
+                thread_id,
+            };
+            let driven = engine.resume(id, opts).await?;
             if !json {
                 if driven.executed.is_empty() && driven.run.status.is_finished() {
                     eprintln!(
@@ -484,14 +529,17 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                     run_id,
                     from_step,
                     input,
+                    thread,
                     action,
                 } => {
                     let id = parse_run_id(&run_id)?;
                     let input = input.as_deref().map(parse_input).transpose()?;
+                    let thread_id = parse_thread(thread)?;
                     let engine = open(&cli.db, false).await?;
                     let req = ForkRequest {
                         from_step: StepIdx(from_step),
                         input,
+                        thread_id,
                     };
                     let child = engine.fork(id, &req, &action.actor()).await?;
                     if !json {
@@ -503,6 +551,20 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Command::Waits { command } => waits(&cli.db, command, json).await,
+        Command::Threads { command } => {
+            match command {
+                ThreadsCommand::List => {
+                    let threads = open(&cli.db, false).await?.threads().await?;
+                    output::print_threads(&threads, json)?;
+                }
+                ThreadsCommand::Show { thread_id } => {
+                    let id = parse_thread(Some(thread_id))?.unwrap_or_default();
+                    let view = open(&cli.db, false).await?.thread(&id).await?;
+                    output::print_thread(&view, json)?;
+                }
+            }
+            Ok(exit::OK)
+        }
         Command::Worker {
             concurrency,
             lease_ms,

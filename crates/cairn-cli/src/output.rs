@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use cairn::{EventRecord, RunRecord, RunView, StepRecord, StepStatus};
+use cairn::{EventRecord, RunRecord, RunView, StepRecord, StepStatus, ThreadSummary, ThreadView};
 
 /// An extra column of the step table: its header and a value per step.
 pub type ExtraColumn<'a> = (&'a str, &'a dyn Fn(&StepRecord) -> String);
@@ -87,6 +87,10 @@ pub fn print_list(runs: &[RunRecord], json: bool) -> anyhow::Result<()> {
         writeln!(stdout)?;
         return Ok(());
     }
+    run_table(&mut stdout, runs)
+}
+
+fn run_table(stdout: &mut impl Write, runs: &[RunRecord]) -> anyhow::Result<()> {
     writeln!(
         stdout,
         "{:<36}  {:<16} {:<11} {:>7}  created",
@@ -104,6 +108,52 @@ pub fn print_list(runs: &[RunRecord], json: bool) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// `cairn threads list`: one line per thread (the id last, as it may be
+/// long), or a JSON array of `{thread_id, runs, input_tokens,
+/// output_tokens, last_run_at}`.
+pub fn print_threads(threads: &[ThreadSummary], json: bool) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut stdout, threads)?;
+        writeln!(stdout)?;
+        return Ok(());
+    }
+    writeln!(
+        stdout,
+        "{:>6}  {:>15}  {:<24}  thread",
+        "runs", "tokens in/out", "last run"
+    )?;
+    for t in threads {
+        writeln!(
+            stdout,
+            "{:>6}  {:>15}  {:<24}  {}",
+            t.runs,
+            format!("{}/{}", t.input_tokens, t.output_tokens),
+            t.last_run_at.to_rfc3339_opts(chrono_secs(), true),
+            t.thread_id
+        )?;
+    }
+    Ok(())
+}
+
+/// `cairn threads show`: the totals, then the run table of `runs list`; or
+/// `{thread_id, runs, totals: {runs, input_tokens, output_tokens}}`.
+pub fn print_thread(view: &ThreadView, json: bool) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut stdout, view)?;
+        writeln!(stdout)?;
+        return Ok(());
+    }
+    let t = &view.totals;
+    writeln!(
+        stdout,
+        "thread {}  runs {}  tokens in/out {}/{}",
+        view.thread_id, t.runs, t.input_tokens, t.output_tokens
+    )?;
+    run_table(&mut stdout, &view.runs)
 }
 
 fn chrono_secs() -> chrono::SecondsFormat {

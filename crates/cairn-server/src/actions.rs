@@ -101,6 +101,9 @@ pub(crate) struct ForkBody {
     /// source run's input.
     #[serde(default)]
     input: Option<Value>,
+    /// The fork's thread; absent or `null`: the source run's.
+    #[serde(default)]
+    thread_id: Option<String>,
     #[serde(default)]
     by: Option<String>,
     #[serde(default)]
@@ -118,6 +121,7 @@ pub(crate) async fn fork(
     let request = ForkRequest {
         from_step: StepIdx(body.from_step),
         input: body.input,
+        thread_id: body.thread_id,
     };
     let child = state.engine().fork(id, &request, &actor).await?;
     tracing::info!(run = %id, fork = %child.id, from_step = body.from_step, by = %actor.by, "run forked");

@@ -18,7 +18,7 @@ use cairn::{
 };
 
 use crate::extract::{ApiJson, ApiQuery, RunIdPath};
-use crate::{actions, sse, waits, ApiError, AppState};
+use crate::{actions, sse, threads, waits, ApiError, AppState};
 
 /// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
@@ -88,6 +88,8 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
             false,
             post(waits::answer),
         ),
+        route("/v1/threads", &["GET"], false, get(threads::list)),
+        route("/v1/threads/{id}", &["GET"], false, get(threads::show)),
         route("/v1/crews", &["GET"], false, get(list_crews)),
     ]
 }

@@ -39,6 +39,7 @@ mod metrics;
 mod runner;
 mod serve;
 mod sse;
+mod threads;
 mod waits;
 
 use std::sync::Arc;

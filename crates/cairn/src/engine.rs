@@ -24,7 +24,9 @@ use crate::{Crew, Result};
 pub struct SubmitOptions {
     /// Submitting again with the same key returns the same run.
     pub idempotency_key: Option<String>,
-    /// Groups runs into one conversation.
+    /// Groups runs into one conversation: 1 to 256 bytes, no NUL
+    /// character ([`crate::ThreadId`]); anything else is refused
+    /// ([`crate::Error::BadThreadId`]) before anything is stored.
     pub thread_id: Option<String>,
     /// What to do when the thread has a run that is not done yet.
     pub on_busy: OnBusy,
@@ -37,6 +39,10 @@ pub struct ResumeOptions {
     /// if its fingerprint differs, unless `force`.
     pub crew: Option<Crew>,
     pub force: bool,
+    /// The thread the run must belong to: a run of another thread (or of
+    /// none) is refused ([`crate::Error::WrongThread`]) before anything is
+    /// written.
+    pub thread_id: Option<String>,
 }
 
 /// A run with its checkpoint rows: the JSON of `cairn runs show --json`.
@@ -103,6 +109,7 @@ impl Engine {
         input: Value,
         opts: SubmitOptions,
     ) -> Result<Submitted> {
+        let thread_id = crate::thread::check(opts.thread_id)?;
         self.register(crew);
         cairn_core::check_size("the run input", &input, self.limits().max_input_bytes)?;
         Ok(self
@@ -111,7 +118,7 @@ impl Engine {
                 crew: crew.def().clone(),
                 input,
                 idempotency_key: opts.idempotency_key,
-                thread_id: opts.thread_id,
+                thread_id,
                 on_busy: opts.on_busy,
             })
             .await?)
@@ -148,7 +155,17 @@ impl Engine {
             takeover: true,
             force_crew: opts.force,
         };
+        let thread = crate::thread::check(opts.thread_id)?;
         let loaded = self.store().load(id).await?;
+        if let Some(thread) = thread {
+            if loaded.0.thread_id.as_deref() != Some(thread.as_str()) {
+                return Err(crate::Error::WrongThread {
+                    run: id,
+                    thread,
+                    actual: loaded.0.thread_id,
+                });
+            }
+        }
         let crew = match opts.crew {
             Some(crew) => crew,
             None => match self.crew_for(&loaded.0) {
@@ -194,8 +211,10 @@ impl Engine {
         Ok(self.store().act(id, Action::Cancel, actor).await?)
     }
 
-    /// A new queued run copying checkpoints `0..from_step` of `id`.
+    /// A new queued run copying checkpoints `0..from_step` of `id`, in the
+    /// source's thread unless `req.thread_id` names another.
     pub async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord> {
+        crate::thread::check(req.thread_id.clone())?;
         if let Some(input) = &req.input {
             cairn_core::check_size("the run input", input, self.limits().max_input_bytes)?;
         }
@@ -364,5 +383,26 @@ impl Engine {
 
     pub async fn list(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
         Ok(self.store().list_runs(filter).await?)
+    }
+
+    /// Every thread, the one whose newest run is oldest first.
+    pub async fn threads(&self) -> Result<Vec<crate::ThreadSummary>> {
+        Ok(self.store().threads().await?)
+    }
+
+    /// One thread: its runs, oldest first, and their totals. A thread no
+    /// run belongs to is not found.
+    pub async fn thread(&self, id: &str) -> Result<crate::ThreadView> {
+        let id = crate::ThreadId::new(id)?;
+        let (summary, runs) = self.store().thread(id.as_str()).await?;
+        Ok(crate::ThreadView {
+            thread_id: summary.thread_id,
+            runs,
+            totals: crate::ThreadTotals {
+                runs: summary.runs,
+                input_tokens: summary.input_tokens,
+                output_tokens: summary.output_tokens,
+            },
+        })
     }
 }

@@ -34,6 +34,22 @@ pub enum Error {
         #[source]
         source: cairn_core::CrewError,
     },
+    /// A thread id that breaks the rule (see [`crate::ThreadId`]); nothing
+    /// was stored.
+    #[error(transparent)]
+    BadThreadId(#[from] crate::BadThreadId),
+    /// A resume named a thread the run does not belong to; nothing was
+    /// written.
+    #[error("run {run} does not belong to thread `{thread}` ({}); nothing was resumed", match .actual {
+        Some(t) => format!("its thread is `{t}`"),
+        None => "it belongs to no thread".to_owned(),
+    })]
+    WrongThread {
+        run: cairn_core::RunId,
+        thread: String,
+        /// The run's own thread.
+        actual: Option<String>,
+    },
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     ReadFile {
@@ -203,7 +219,9 @@ impl Error {
         use cairn_scheduler::Error as X;
         if let Some(s) = self.store_error() {
             return match s {
-                S::RunNotFound(_) | S::WaitNotFound(_) => ErrorClass::NotFound,
+                S::RunNotFound(_) | S::WaitNotFound(_) | S::ThreadNotFound(_) => {
+                    ErrorClass::NotFound
+                }
                 S::IdempotencyConflict { .. }
                 | S::WrongState { .. }
                 | S::ForkRefused { .. }
@@ -219,6 +237,8 @@ impl Error {
         match self {
             Error::Crew(_) | Error::CrewFile { .. } | Error::ReadFile { .. } => ErrorClass::Config,
             Error::TooLarge(_) => ErrorClass::TooLarge,
+            Error::BadThreadId(_) => ErrorClass::BadInput,
+            Error::WrongThread { .. } => ErrorClass::Conflict,
             Error::Executor(X::CrewMismatch { .. }) => ErrorClass::Conflict,
             Error::Executor(X::RunFailed { .. }) => ErrorClass::Failed,
             Error::Executor(X::NotResumable { status, .. }) => ErrorClass::of_status(*status),
@@ -236,6 +256,7 @@ impl Error {
             return match s {
                 S::RunNotFound(_) => "run_not_found",
                 S::WaitNotFound(_) => "wait_not_found",
+                S::ThreadNotFound(_) => "thread_not_found",
                 S::IdempotencyConflict { .. } => "idempotency_conflict",
                 S::WrongState { .. } => "wrong_state",
                 S::ForkRefused { .. } => "fork_refused",
@@ -254,6 +275,8 @@ impl Error {
             Error::ReadFile { .. } => "unreadable_file",
             Error::MissingHandler { .. } => "missing_handler",
             Error::TooLarge(_) => "too_large",
+            Error::BadThreadId(_) => "bad_thread_id",
+            Error::WrongThread { .. } => "wrong_thread",
             Error::Executor(X::CrewMismatch { .. }) => "crew_mismatch",
             Error::Executor(X::RunFailed { .. } | X::NotResumable { .. } | X::Leased { .. }) => {
                 "wrong_state"

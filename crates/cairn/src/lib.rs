@@ -30,6 +30,7 @@
 
 mod engine;
 mod error;
+mod thread;
 mod work;
 
 use std::sync::Arc;
@@ -41,7 +42,7 @@ pub use cairn_agent as agent;
 pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
     Backend, Claimed, ForkRequest, OnBusy, OpenOptions, RunFilter, Store, StoreStats, Submitted,
-    WaitFilter,
+    ThreadSummary, WaitFilter,
 };
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Corruption, CrewDef, ErrorInfo,
@@ -56,6 +57,7 @@ pub use cairn_scheduler::Error as ExecutorError;
 pub use cairn_scheduler::{Crew as ExecCrew, DriveOptions, Driven, ExecutorConfig};
 pub use engine::{Engine, ResumeOptions, RunView, SubmitOptions};
 pub use error::{Error, ErrorClass};
+pub use thread::{BadThreadId, ThreadId, ThreadTotals, ThreadView, MAX_THREAD_ID_BYTES};
 pub use work::{WakeUp, WorkHooks, WorkOptions};
 
 /// `Result` with this crate's [`Error`].

@@ -344,13 +344,14 @@ async fn apply(store: &Arc<dyn Store>, b: usize, op: &Op, made: &mut Made) -> St
             let req = ForkRequest {
                 from_step: StepIdx(*from),
                 input: input.map(|n| json!({"n": n})),
+                thread_id: (*from == 0).then(|| "forked".to_owned()),
             };
             store
                 .fork(run_id(made, *run), &req, &Actor::new("op"))
                 .await
                 .map(|r| {
                     made.runs[b].push(r.id);
-                    format!("forked {:?} at {}", r.status, r.cursor)
+                    format!("forked {:?} at {} in {:?}", r.status, r.cursor, r.thread_id)
                 })
         }
         Op::Heartbeat { run } => {

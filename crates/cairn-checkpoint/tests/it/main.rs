@@ -19,6 +19,7 @@ use serde_json::json;
 mod differential;
 mod journal;
 mod leases;
+mod on_busy;
 mod restart;
 mod threads;
 

@@ -1,182 +1,160 @@
-//! Threads in the store: a busy thread's submit follows its `on_busy`
-//! (queue, reject, interrupt), and runs of one thread are claimed in
-//! submission order. Both backends, through the `Store` contract.
+//! Threads: runs grouped by `thread_id`, summarised (runs, tokens, newest
+//! submit) and listed oldest first; forks keep their source's thread unless
+//! given another. Both backends.
 
-use cairn_checkpoint::{Error, OnBusy, RunFilter};
-use cairn_core::{EventKind, RunStatus};
+use std::sync::Arc;
+
+use cairn_checkpoint::{Error, ForkRequest, Store};
+use cairn_core::{Actor, RunId, StepIdx};
 use cairn_testkit::{both, Kind, TestDb};
+use serde_json::json;
 
 use crate::{claim_req, new_run, store, success};
 
 both!(
-    a_busy_thread_rejects_and_stores_nothing,
-    interrupt_cancels_the_busy_runs_and_records_why,
-    runs_of_a_thread_are_claimed_in_submission_order,
+    threads_sum_runs_and_tokens_per_thread,
+    thread_is_its_runs_oldest_first_with_the_summary,
+    an_unknown_thread_is_not_found,
+    thread_ids_are_stored_as_given,
+    a_fork_keeps_its_thread_unless_given_another,
 );
 
-fn in_thread(thread: &str, on_busy: OnBusy) -> cairn_checkpoint::NewRun {
-    let mut run = new_run(1, None);
-    run.thread_id = Some(thread.to_owned());
-    run.on_busy = on_busy;
-    run
+/// Submits a `steps`-step run in `thread`.
+async fn submit_in(store: &Arc<dyn Store>, steps: usize, thread: Option<&str>) -> RunId {
+    let mut run = new_run(steps, None);
+    run.thread_id = thread.map(str::to_owned);
+    store.submit(run).await.unwrap().run.id
 }
 
-async fn a_busy_thread_rejects_and_stores_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
-    let first = store
-        .submit(in_thread("t", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
-    let before = store.list_runs(&RunFilter::default()).await.unwrap();
-    match store.submit(in_thread("t", OnBusy::Reject)).await {
-        Err(Error::ThreadBusy {
-            thread,
-            run,
-            status,
-        }) => {
-            assert_eq!(
-                (thread.as_str(), run, status),
-                ("t", first.id, RunStatus::Queued)
-            );
-        }
-        other => panic!("expected ThreadBusy, got {other:?}"),
+/// Claims the run and commits all of its `steps` steps (step i reports
+/// 10 + i input tokens and 1 output token).
+async fn finish(store: &Arc<dyn Store>, id: RunId, steps: u32) {
+    let c = store.claim(id, &claim_req(false)).await.unwrap();
+    for i in 0..steps {
+        store
+            .commit_step(&success(id, c.run.lease_epoch, i, steps))
+            .await
+            .unwrap();
     }
-    let after = store.list_runs(&RunFilter::default()).await.unwrap();
-    assert_eq!(after.len(), before.len(), "nothing stored");
-    // Another thread, or the same one once its run is done, accepts.
-    store.submit(in_thread("u", OnBusy::Reject)).await.unwrap();
-    let held = store.claim(first.id, &claim_req(false)).await.unwrap();
-    store
-        .commit_step(&success(first.id, held.run.lease_epoch, 0, 1))
-        .await
-        .unwrap();
-    store.submit(in_thread("t", OnBusy::Reject)).await.unwrap();
 }
 
-async fn interrupt_cancels_the_busy_runs_and_records_why(kind: Kind) {
+async fn threads_sum_runs_and_tokens_per_thread(kind: Kind) {
     let db = TestDb::of(kind).await;
     let store = store(&db).await;
-    let queued = store
-        .submit(in_thread("t", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
-    let running = store
-        .submit(in_thread("t", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
-    // The second is running under a claim (taken out of order on purpose:
-    // an operator's takeover, say).
-    let mut req = claim_req(true);
-    req.takeover = true;
-    store
-        .act(
-            queued.id,
-            cairn_checkpoint::Action::Cancel,
-            &cairn_core::Actor::new("x"),
-        )
-        .await
-        .unwrap();
-    store.claim(running.id, &req).await.unwrap();
-    let new = store
-        .submit(in_thread("t", OnBusy::Interrupt))
-        .await
-        .unwrap();
-    assert!(new.created);
-    // A running run gets a cancel request (its executor ends it).
-    let r = store.get_run(running.id).await.unwrap();
-    assert_eq!(r.status, RunStatus::Running);
-    assert!(r.cancel_requested_at.is_some());
-    let events = store.events(running.id).await.unwrap();
-    let last = events.last().unwrap();
-    assert_eq!(last.kind, EventKind::RunCancelRequested);
-    assert_eq!(last.data["by"], "on_busy=interrupt");
-    assert!(last.data["reason"]
-        .as_str()
-        .unwrap()
-        .contains(&new.run.id.to_string()));
-    // A queued one is cancelled at once.
-    let q = store
-        .submit(in_thread("v", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
-    store
-        .submit(in_thread("v", OnBusy::Interrupt))
-        .await
-        .unwrap();
+    assert!(store.threads().await.unwrap().is_empty());
+    let a1 = submit_in(&store, 2, Some("a")).await;
+    let b1 = submit_in(&store, 1, Some("b")).await;
+    let a2 = submit_in(&store, 3, Some("a")).await;
+    let loose = submit_in(&store, 1, None).await;
+    finish(&store, a1, 2).await; // 10 + 11 in, 2 out
+    finish(&store, a2, 3).await; // 10 + 11 + 12 in, 3 out
+    finish(&store, loose, 1).await; // in no thread: counted nowhere
+
+    let threads = store.threads().await.unwrap();
+    // Ordered by their newest run: b's was submitted before a's second.
+    let names: Vec<&str> = threads.iter().map(|t| t.thread_id.as_str()).collect();
+    assert_eq!(names, ["b", "a"]);
+    let (b, a) = (&threads[0], &threads[1]);
+    assert_eq!((a.runs, a.input_tokens, a.output_tokens), (2, 54, 5));
+    assert_eq!((b.runs, b.input_tokens, b.output_tokens), (1, 0, 0));
+    let a2_run = store.get_run(a2).await.unwrap();
+    let b1_run = store.get_run(b1).await.unwrap();
+    assert_eq!(a.last_run_at, a2_run.created_at);
+    assert_eq!(b.last_run_at, b1_run.created_at);
+}
+
+async fn thread_is_its_runs_oldest_first_with_the_summary(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let t1 = submit_in(&store, 1, Some("t")).await;
+    let other = submit_in(&store, 1, Some("u")).await;
+    let t2 = submit_in(&store, 2, Some("t")).await;
+    finish(&store, t1, 1).await;
+    finish(&store, other, 1).await;
+    let (summary, runs) = store.thread("t").await.unwrap();
+    assert_eq!(runs.iter().map(|r| r.id).collect::<Vec<_>>(), [t1, t2]);
+    assert!(runs.iter().all(|r| r.thread_id.as_deref() == Some("t")));
+    assert_eq!(summary.thread_id, "t");
     assert_eq!(
-        store.get_run(q.id).await.unwrap().status,
-        RunStatus::Cancelled
+        (summary.runs, summary.input_tokens, summary.output_tokens),
+        (2, 10, 1)
     );
+    assert_eq!(summary.last_run_at, runs[1].created_at);
+    // The same summary as the list's entry.
+    let listed = store.threads().await.unwrap();
+    assert_eq!(listed.iter().find(|t| t.thread_id == "t"), Some(&summary));
 }
 
-async fn runs_of_a_thread_are_claimed_in_submission_order(kind: Kind) {
+async fn an_unknown_thread_is_not_found(kind: Kind) {
     let db = TestDb::of(kind).await;
     let store = store(&db).await;
-    let a1 = store
-        .submit(in_thread("a", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
-    let a2 = store
-        .submit(in_thread("a", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
-    let b1 = store
-        .submit(in_thread("b", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
-    let free = store.submit(new_run(1, None)).await.unwrap().run;
-    let mut req = claim_req(false);
-    req.takeover = true;
-    let mut claimed = vec![];
-    while let Some(c) = store.claim_next(&req).await.unwrap() {
-        claimed.push(c);
+    submit_in(&store, 1, Some("known")).await;
+    submit_in(&store, 1, None).await;
+    for unknown in ["unknown", "KNOWN", "known ", ""] {
+        match store.thread(unknown).await {
+            Err(Error::ThreadNotFound(t)) => assert_eq!(t, unknown),
+            other => panic!("{unknown:?}: {other:?}"),
+        }
     }
-    // a2 waits for a1; every other run is claimable.
-    let ids: Vec<_> = claimed.iter().map(|c| c.run.id).collect();
-    assert_eq!(ids, vec![a1.id, b1.id, free.id]);
-    // Claiming a2 directly is refused until a1 is done.
-    match store.claim(a2.id, &claim_req(false)).await {
-        Err(Error::QueuedBehind { run, behind }) => assert_eq!((run, behind), (a2.id, a1.id)),
-        other => panic!("expected QueuedBehind, got {other:?}"),
+}
+
+async fn thread_ids_are_stored_as_given(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let long = "x".repeat(256);
+    let ids = [
+        "user/42 chat #7",
+        "é—中文 🙂",
+        "%2F'\"; DROP TABLE runs;--",
+        long.as_str(),
+    ];
+    for t in ids {
+        submit_in(&store, 1, Some(t)).await;
     }
-    store
-        .commit_step(&success(a1.id, claimed[0].run.lease_epoch, 0, 1))
+    for t in ids {
+        let (summary, runs) = store.thread(t).await.unwrap();
+        assert_eq!(summary.thread_id, t);
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].thread_id.as_deref(), Some(t));
+    }
+    assert_eq!(store.threads().await.unwrap().len(), ids.len());
+}
+
+async fn a_fork_keeps_its_thread_unless_given_another(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let source = submit_in(&store, 2, Some("origin")).await;
+    finish(&store, source, 2).await;
+    let op = Actor::new("op");
+    let fork = |from: u32, thread: Option<&str>| ForkRequest {
+        from_step: StepIdx(from),
+        input: None,
+        thread_id: thread.map(str::to_owned),
+    };
+    let kept = store.fork(source, &fork(1, None), &op).await.unwrap();
+    assert_eq!(kept.thread_id.as_deref(), Some("origin"));
+    let moved = store
+        .fork(source, &fork(1, Some("elsewhere")), &op)
         .await
         .unwrap();
-    let next = store.claim_next(&req).await.unwrap().unwrap();
-    assert_eq!(next.run.id, a2.id);
-    // A failed earlier run no longer holds the thread back (it is parked).
-    let c1 = store
-        .submit(in_thread("c", OnBusy::Queue))
+    assert_eq!(moved.thread_id.as_deref(), Some("elsewhere"));
+    let event = store.events(moved.id).await.unwrap().remove(0);
+    assert_eq!(event.data["thread_id"], json!("elsewhere"));
+    // A run in no thread can be forked into one.
+    let loose = submit_in(&store, 1, None).await;
+    finish(&store, loose, 1).await;
+    let joined = store
+        .fork(loose, &fork(0, Some("origin")), &op)
         .await
-        .unwrap()
-        .run;
-    let c2 = store
-        .submit(in_thread("c", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
-    let held = store.claim_next(&req).await.unwrap().unwrap();
-    assert_eq!(held.run.id, c1.id);
-    let mut fail = success(c1.id, held.run.lease_epoch, 0, 1);
-    fail.status = cairn_core::StepStatus::Failed;
-    fail.output = None;
-    fail.run_status = RunStatus::Failed;
-    fail.cursor = cairn_core::StepIdx(0);
-    fail.error = Some(cairn_core::ErrorInfo::new(
-        cairn_core::ErrorKind::Agent,
-        "no",
-        false,
-    ));
-    fail.run_error = fail.error.clone();
-    store.commit_step(&fail).await.unwrap();
-    assert_eq!(store.claim_next(&req).await.unwrap().unwrap().run.id, c2.id);
+        .unwrap();
+    assert_eq!(joined.thread_id.as_deref(), Some("origin"));
+    let (summary, runs) = store.thread("origin").await.unwrap();
+    assert_eq!(summary.runs, 3);
+    assert_eq!(
+        runs.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [source, kept.id, joined.id]
+    );
+    // The fork copied the source's finished steps, tokens included.
+    assert_eq!(summary.input_tokens, 10 + 11 + 10);
+    assert!(store.thread("elsewhere").await.is_ok());
 }

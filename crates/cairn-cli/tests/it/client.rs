@@ -260,6 +260,16 @@ fn scenario(mode: &Mode) -> Vec<(&'static str, Option<i32>)> {
         &["waits", "answer", unknown, "--approve"],
     );
     step("input that is not JSON", &["run", &greet, "--input", "{"]);
+    step(
+        "show an unknown thread",
+        &["threads", "show", "no-such-thread"],
+    );
+    let long = "x".repeat(257);
+    step("a thread id too long", &["run", &greet, "--thread", &long]);
+    step(
+        "fork into an empty thread id",
+        &["runs", "fork", &done, "--from-step", "0", "--thread", ""],
+    );
     codes
 }
 
@@ -279,10 +289,102 @@ fn local_and_remote_commands_exit_alike() {
 
     let here = scenario(&Mode::Local(&local));
     let there = scenario(&Mode::Remote(&server_case, &served));
-    let expected = [0, 3, 4, 3, 2, 2, 2, 2, 2, 2, 2, 2];
+    let expected = [0, 3, 4, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2];
     assert_eq!(here.len(), expected.len());
     for ((step, code), want) in here.iter().zip(expected) {
         assert_eq!(*code, Some(want), "locally, {step}: {here:?}");
     }
     assert_eq!(here, there, "local (left) and client mode (right) differ");
+}
+
+/// Threads over HTTP: `--thread` on run and fork, `threads list` and
+/// `threads show` print what the same commands print locally, odd ids
+/// travel percent-encoded, and an unknown thread exits 2.
+#[test]
+fn threads_work_against_a_server() {
+    let case = Case::new(Kind::Sqlite);
+    let served = serve(&case);
+    let odd = "user/42 chat?#%20 é";
+    let first = remote(
+        &case,
+        &served,
+        &[
+            "run",
+            "greet",
+            "--input",
+            r#"{"name": "Ada"}"#,
+            "--thread",
+            odd,
+            "--json",
+        ],
+    )
+    .expect_code(0)
+    .json();
+    assert_eq!(first["thread_id"], odd);
+    let id = first["id"].as_str().unwrap();
+    // The old spelling still works.
+    remote(
+        &case,
+        &served,
+        &[
+            "submit",
+            "greet",
+            "--input",
+            r#"{"name": "Bo"}"#,
+            "--thread-id",
+            "other",
+        ],
+    )
+    .expect_code(0);
+    let forked = remote(
+        &case,
+        &served,
+        &[
+            "runs",
+            "fork",
+            id,
+            "--from-step",
+            "0",
+            "--thread",
+            "moved",
+            "--json",
+        ],
+    )
+    .expect_code(0)
+    .json();
+    assert_eq!(forked["thread_id"], "moved");
+    let kept = remote(
+        &case,
+        &served,
+        &["runs", "fork", id, "--from-step", "1", "--json"],
+    )
+    .expect_code(0)
+    .json();
+    assert_eq!(kept["thread_id"], odd);
+
+    // The settled runs: the other thread's run may still be queued, so
+    // compare once the server's workers have run everything.
+    wait_until(
+        "the server to finish every run",
+        Duration::from_secs(30),
+        || case.list().iter().all(|r| r["status"] == "succeeded"),
+    );
+    for args in [
+        vec!["threads", "list", "--json"],
+        vec!["threads", "show", odd, "--json"],
+        vec!["threads", "list"],
+        vec!["threads", "show", odd],
+    ] {
+        let there = remote(&case, &served, &args).expect_code(0);
+        let here = case.cairn(&args).expect_code(0);
+        assert_eq!(there.stdout, here.stdout, "{args:?}");
+    }
+    let shown = case.cairn(&["threads", "show", odd, "--json"]).json();
+    assert_eq!(shown["totals"]["runs"], 2);
+    remote(&case, &served, &["threads", "show", "nope"])
+        .expect_code(2)
+        .expect_stderr(&["thread_not_found"]);
+    remote(&case, &served, &["run", "greet", "--thread", ""])
+        .expect_code(2)
+        .expect_stderr(&["--thread", "empty"]);
 }

@@ -33,6 +33,7 @@ mod failures;
 mod mismatch;
 mod operators;
 mod support;
+mod threads;
 mod timeout;
 mod waits;
 mod workers;

@@ -175,6 +175,8 @@ async fn openapi_document_matches_the_router() {
         if reply.status == StatusCode::NOT_FOUND {
             let want = if path.starts_with("/v1/waits/") {
                 "wait_not_found"
+            } else if path.starts_with("/v1/threads/") {
+                "thread_not_found"
             } else {
                 "run_not_found"
             };

@@ -10,4 +10,5 @@ mod operators;
 mod runs;
 mod socket;
 mod support;
+mod threads;
 mod waits;

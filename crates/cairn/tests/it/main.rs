@@ -22,6 +22,7 @@ mod agents;
 mod limits;
 mod operators;
 mod retry;
+mod threads;
 mod tidy;
 mod waits;
 
@@ -147,6 +148,7 @@ async fn killed_during(engine: &Engine, n: u32, at: u32, log: &Log) -> RunId {
                     ResumeOptions {
                         crew: Some(crew),
                         force: false,
+                        thread_id: None,
                     },
                 )
                 .await
@@ -327,6 +329,7 @@ async fn a_changed_crew_is_refused_unless_forced(kind: Kind) {
             ResumeOptions {
                 crew: Some(changed.clone()),
                 force: false,
+                thread_id: None,
             },
         )
         .await
@@ -350,6 +353,7 @@ async fn a_changed_crew_is_refused_unless_forced(kind: Kind) {
             ResumeOptions {
                 crew: Some(changed.clone()),
                 force: true,
+                thread_id: None,
             },
         )
         .await
@@ -429,6 +433,7 @@ async fn a_zombie_cannot_commit_after_a_takeover(kind: Kind) {
                     ResumeOptions {
                         crew: Some(zombie_crew),
                         force: false,
+                        thread_id: None,
                     },
                 )
                 .await
@@ -445,6 +450,7 @@ async fn a_zombie_cannot_commit_after_a_takeover(kind: Kind) {
             ResumeOptions {
                 crew: Some(crew(3, &log, None)),
                 force: false,
+                thread_id: None,
             },
         )
         .await
@@ -493,6 +499,7 @@ async fn readers_never_see_a_cursor_that_disagrees_with_the_rows(kind: Kind) {
                     ResumeOptions {
                         crew: Some(crew),
                         force: false,
+                        thread_id: None,
                     },
                 )
                 .await

@@ -234,6 +234,7 @@ async fn running_at_held_step(
                     ResumeOptions {
                         crew: Some(c),
                         force: false,
+                        thread_id: None,
                     },
                 )
                 .await
@@ -325,6 +326,7 @@ async fn fork_copies_exactly_the_steps_before_it_and_leaves_the_source_alone(kin
     let req = ForkRequest {
         from_step: StepIdx(2),
         input: None,
+        thread_id: None,
     };
     let child = engine.fork(source, &req, &ops()).await.unwrap();
     assert_ne!(child.id, source);
@@ -362,6 +364,7 @@ async fn fork_copies_exactly_the_steps_before_it_and_leaves_the_source_alone(kin
     let too_far = ForkRequest {
         from_step: StepIdx(5),
         input: None,
+        thread_id: None,
     };
     assert!(engine
         .fork(source, &too_far, &ops())
@@ -379,18 +382,21 @@ async fn fork_with_a_new_input_must_start_at_step_zero(kind: Kind) {
     let refused = ForkRequest {
         from_step: StepIdx(1),
         input: Some(json!({"new": true})),
+        thread_id: None,
     };
     let err = engine.fork(id, &refused, &ops()).await.unwrap_err();
     assert!(err.to_string().contains("(--from-step 0)"), "{err}");
     let past_failure = ForkRequest {
         from_step: StepIdx(2),
         input: None,
+        thread_id: None,
     };
     let err = engine.fork(id, &past_failure, &ops()).await.unwrap_err();
     assert!(err.to_string().contains("at step 1 at most"), "{err}");
     let fresh = ForkRequest {
         from_step: StepIdx(0),
         input: Some(json!({"new": true})),
+        thread_id: None,
     };
     let child = engine.fork(id, &fresh, &ops()).await.unwrap();
     assert_eq!(child.input, json!({"new": true}));

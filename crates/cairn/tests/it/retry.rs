@@ -224,6 +224,7 @@ async fn a_process_killed_during_the_back_off_keeps_the_schedule(kind: Kind) {
                     ResumeOptions {
                         crew: Some(crew),
                         force: false,
+                        thread_id: None,
                     },
                 )
                 .await

@@ -1,0 +1,182 @@
+//! on_busy in the store: a busy thread's submit follows its `on_busy`
+//! (queue, reject, interrupt), and runs of one thread are claimed in
+//! submission order. Both backends, through the `Store` contract.
+
+use cairn_checkpoint::{Error, OnBusy, RunFilter};
+use cairn_core::{EventKind, RunStatus};
+use cairn_testkit::{both, Kind, TestDb};
+
+use crate::{claim_req, new_run, store, success};
+
+both!(
+    a_busy_thread_rejects_and_stores_nothing,
+    interrupt_cancels_the_busy_runs_and_records_why,
+    runs_of_a_thread_are_claimed_in_submission_order,
+);
+
+fn in_thread(thread: &str, on_busy: OnBusy) -> cairn_checkpoint::NewRun {
+    let mut run = new_run(1, None);
+    run.thread_id = Some(thread.to_owned());
+    run.on_busy = on_busy;
+    run
+}
+
+async fn a_busy_thread_rejects_and_stores_nothing(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let first = store
+        .submit(in_thread("t", OnBusy::Queue))
+        .await
+        .unwrap()
+        .run;
+    let before = store.list_runs(&RunFilter::default()).await.unwrap();
+    match store.submit(in_thread("t", OnBusy::Reject)).await {
+        Err(Error::ThreadBusy {
+            thread,
+            run,
+            status,
+        }) => {
+            assert_eq!(
+                (thread.as_str(), run, status),
+                ("t", first.id, RunStatus::Queued)
+            );
+        }
+        other => panic!("expected ThreadBusy, got {other:?}"),
+    }
+    let after = store.list_runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(after.len(), before.len(), "nothing stored");
+    // Another thread, or the same one once its run is done, accepts.
+    store.submit(in_thread("u", OnBusy::Reject)).await.unwrap();
+    let held = store.claim(first.id, &claim_req(false)).await.unwrap();
+    store
+        .commit_step(&success(first.id, held.run.lease_epoch, 0, 1))
+        .await
+        .unwrap();
+    store.submit(in_thread("t", OnBusy::Reject)).await.unwrap();
+}
+
+async fn interrupt_cancels_the_busy_runs_and_records_why(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let queued = store
+        .submit(in_thread("t", OnBusy::Queue))
+        .await
+        .unwrap()
+        .run;
+    let running = store
+        .submit(in_thread("t", OnBusy::Queue))
+        .await
+        .unwrap()
+        .run;
+    // The second is running under a claim (taken out of order on purpose:
+    // an operator's takeover, say).
+    let mut req = claim_req(true);
+    req.takeover = true;
+    store
+        .act(
+            queued.id,
+            cairn_checkpoint::Action::Cancel,
+            &cairn_core::Actor::new("x"),
+        )
+        .await
+        .unwrap();
+    store.claim(running.id, &req).await.unwrap();
+    let new = store
+        .submit(in_thread("t", OnBusy::Interrupt))
+        .await
+        .unwrap();
+    assert!(new.created);
+    // A running run gets a cancel request (its executor ends it).
+    let r = store.get_run(running.id).await.unwrap();
+    assert_eq!(r.status, RunStatus::Running);
+    assert!(r.cancel_requested_at.is_some());
+    let events = store.events(running.id).await.unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last.kind, EventKind::RunCancelRequested);
+    assert_eq!(last.data["by"], "on_busy=interrupt");
+    assert!(last.data["reason"]
+        .as_str()
+        .unwrap()
+        .contains(&new.run.id.to_string()));
+    // A queued one is cancelled at once.
+    let q = store
+        .submit(in_thread("v", OnBusy::Queue))
+        .await
+        .unwrap()
+        .run;
+    store
+        .submit(in_thread("v", OnBusy::Interrupt))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_run(q.id).await.unwrap().status,
+        RunStatus::Cancelled
+    );
+}
+
+async fn runs_of_a_thread_are_claimed_in_submission_order(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let a1 = store
+        .submit(in_thread("a", OnBusy::Queue))
+        .await
+        .unwrap()
+        .run;
+    let a2 = store
+        .submit(in_thread("a", OnBusy::Queue))
+        .await
+        .unwrap()
+        .run;
+    let b1 = store
+        .submit(in_thread("b", OnBusy::Queue))
+        .await
+        .unwrap()
+        .run;
+    let free = store.submit(new_run(1, None)).await.unwrap().run;
+    let mut req = claim_req(false);
+    req.takeover = true;
+    let mut claimed = vec![];
+    while let Some(c) = store.claim_next(&req).await.unwrap() {
+        claimed.push(c);
+    }
+    // a2 waits for a1; every other run is claimable.
+    let ids: Vec<_> = claimed.iter().map(|c| c.run.id).collect();
+    assert_eq!(ids, vec![a1.id, b1.id, free.id]);
+    // Claiming a2 directly is refused until a1 is done.
+    match store.claim(a2.id, &claim_req(false)).await {
+        Err(Error::QueuedBehind { run, behind }) => assert_eq!((run, behind), (a2.id, a1.id)),
+        other => panic!("expected QueuedBehind, got {other:?}"),
+    }
+    store
+        .commit_step(&success(a1.id, claimed[0].run.lease_epoch, 0, 1))
+        .await
+        .unwrap();
+    let next = store.claim_next(&req).await.unwrap().unwrap();
+    assert_eq!(next.run.id, a2.id);
+    // A failed earlier run no longer holds the thread back (it is parked).
+    let c1 = store
+        .submit(in_thread("c", OnBusy::Queue))
+        .await
+        .unwrap()
+        .run;
+    let c2 = store
+        .submit(in_thread("c", OnBusy::Queue))
+        .await
+        .unwrap()
+        .run;
+    let held = store.claim_next(&req).await.unwrap().unwrap();
+    assert_eq!(held.run.id, c1.id);
+    let mut fail = success(c1.id, held.run.lease_epoch, 0, 1);
+    fail.status = cairn_core::StepStatus::Failed;
+    fail.output = None;
+    fail.run_status = RunStatus::Failed;
+    fail.cursor = cairn_core::StepIdx(0);
+    fail.error = Some(cairn_core::ErrorInfo::new(
+        cairn_core::ErrorKind::Agent,
+        "no",
+        false,
+    ));
+    fail.run_error = fail.error.clone();
+    store.commit_step(&fail).await.unwrap();
+    assert_eq!(store.claim_next(&req).await.unwrap().unwrap().run.id, c2.id);
+}
