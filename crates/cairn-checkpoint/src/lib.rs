@@ -17,6 +17,7 @@ mod open;
 mod plan;
 mod postgres;
 mod raw;
+mod retention;
 mod script;
 mod sql;
 mod sqlite;
@@ -32,6 +33,7 @@ use cairn_core::{
 use serde_json::Value;
 
 pub use error::Error;
+pub use retention::{CompactPolicy, Compacted};
 
 pub use open::{open, Backend, OpenOptions};
 pub use postgres::PgStore;
@@ -387,4 +389,8 @@ pub trait Store: Send + Sync + 'static {
     /// One thread's summary and its runs, oldest first, from one snapshot.
     /// A thread with no run is [`Error::ThreadNotFound`].
     async fn thread(&self, id: &str) -> Result<(ThreadSummary, Vec<RunRecord>)>;
+
+    /// Removes what `policy` names (or, dry, counts it), never what an
+    /// unfinished run needs, in small batches; the rows removed by table.
+    async fn compact(&self, policy: &CompactPolicy) -> Result<Compacted>;
 }

@@ -1061,4 +1061,8 @@ impl<B: Backend> Store for B {
     async fn thread(&self, id: &str) -> Result<(ThreadSummary, Vec<RunRecord>)> {
         thread(self.db(), id).await
     }
+
+    async fn compact(&self, policy: &crate::CompactPolicy) -> Result<crate::Compacted> {
+        crate::retention::compact(self.db(), policy).await
+    }
 }

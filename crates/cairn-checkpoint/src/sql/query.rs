@@ -22,9 +22,33 @@ pub enum Dialect {
 impl Dialect {
     /// What a `{token}` means in this dialect. Everything that differs
     /// between the two outside the fast paths is here.
-    fn token(self, name: &str) -> Option<&'static str> {
+    fn token(self, name: &str) -> Option<std::borrow::Cow<'static, str>> {
         use Dialect::*;
-        Some(match (self, name) {
+        // `{ago:NAME}`: the database's now minus `:NAME` seconds (a float;
+        // NULL makes the whole comparison NULL, so a criterion left out of a
+        // policy matches nothing).
+        if let Some(param) = name.strip_prefix("ago:") {
+            return Some(
+                match self {
+                    Postgres => format!("clock_timestamp() - make_interval(secs => :{param})"),
+                    Sqlite => format!(
+                        "strftime('%Y-%m-%dT%H:%M:%fZ','now', '-' || :{param} || ' seconds')"
+                    ),
+                }
+                .into(),
+            );
+        }
+        // `{ids:NAME}`: the ids in the JSON array `:NAME`, as a subquery.
+        if let Some(param) = name.strip_prefix("ids:") {
+            return Some(
+                match self {
+                    Postgres => format!("SELECT (jsonb_array_elements_text(:{param}))::uuid"),
+                    Sqlite => format!("SELECT value FROM json_each(:{param})"),
+                }
+                .into(),
+            );
+        }
+        Some(std::borrow::Cow::Borrowed(match (self, name) {
             // The database's clock; SQLite's as RFC 3339 UTC with milliseconds.
             (Postgres, "now") => "clock_timestamp()",
             (Sqlite, "now") => "strftime('%Y-%m-%dT%H:%M:%fZ','now')",
@@ -46,7 +70,7 @@ impl Dialect {
                 "CAST(ROUND((julianday(not_before) - julianday('now')) * 86400000) AS INTEGER)"
             }
             _ => return None,
-        })
+        }))
     }
 }
 
@@ -151,7 +175,7 @@ fn expand_tokens(sql: &str, dialect: Dialect) -> Result<String> {
         let value = dialect
             .token(name)
             .ok_or_else(|| bad_statement(sql, &format!("unknown token `{{{name}}}`")))?;
-        out.push_str(value);
+        out.push_str(&value);
         rest = &rest[open + close + 1..];
     }
     out.push_str(rest);
@@ -197,6 +221,7 @@ param_from! {
     u32 => |v| Param::Int(Some(i64::from(v)));
     Option<u32> => |v| Param::Int(v.map(i64::from));
     f64 => |v| Param::Float(Some(v));
+    Option<f64> => |v| Param::Float(v);
     bool => |v| Param::Bool(v);
     Value => |v| Param::Json(Some(v));
     &Value => |v| Param::Json(Some(v.clone()));

@@ -1,0 +1,262 @@
+//! Retention: `Store::compact`, written once over the dialect layer. It
+//! removes what a policy names and never what an unfinished run needs:
+//! only succeeded and cancelled runs (and failed ones, by their own
+//! separate age) are removed whole, and only their journals are dropped.
+//! Deletes go in small batches, one short transaction each, so a large
+//! compaction never holds a long lock or stalls step commits.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::sql::{query, Conn, Pool, Query, Row};
+use crate::Result;
+
+/// What to remove. Every criterion is off unless set; a policy with none
+/// set removes nothing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompactPolicy {
+    /// Events of any run older than this (by their time).
+    pub events_older_than: Option<Duration>,
+    /// Journals of finished (succeeded or cancelled) runs.
+    pub journals: bool,
+    /// Whole succeeded or cancelled runs finished longer ago than this,
+    /// with their steps, events, journals and waits.
+    pub finished_older_than: Option<Duration>,
+    /// Whole failed (parked) runs finished longer ago than this. A failed
+    /// run is retryable until then.
+    pub failed_older_than: Option<Duration>,
+    /// Whole finished runs of a thread beyond its newest N finished ones.
+    pub keep_per_thread: Option<u32>,
+    /// Count what would be removed; remove nothing.
+    pub dry_run: bool,
+}
+
+impl CompactPolicy {
+    /// Whether the policy names anything to remove.
+    pub fn is_empty(&self) -> bool {
+        self.events_older_than.is_none()
+            && !self.journals
+            && self.finished_older_than.is_none()
+            && self.failed_older_than.is_none()
+            && self.keep_per_thread.is_none()
+    }
+}
+
+/// What a compaction removed (or, dry, would remove): rows by table. The
+/// JSON of `cairn compact --json`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Compacted {
+    pub runs: u64,
+    pub steps: u64,
+    pub events: u64,
+    pub journal_items: u64,
+    pub waits: u64,
+}
+
+impl std::ops::AddAssign for Compacted {
+    fn add_assign(&mut self, o: Compacted) {
+        self.runs += o.runs;
+        self.steps += o.steps;
+        self.events += o.events;
+        self.journal_items += o.journal_items;
+        self.waits += o.waits;
+    }
+}
+
+/// Runs removed whole per transaction.
+const RUN_BATCH: i64 = 200;
+/// Journal items or events removed per transaction.
+const ROW_BATCH: i64 = 2000;
+
+/// The runs a policy removes whole: a condition on `runs` (unaliased).
+/// A criterion left out binds NULL, which matches nothing.
+macro_rules! whole_run {
+    () => {
+        "((status IN ('succeeded', 'cancelled') AND finished_at < {ago:finished_secs}) \
+          OR (status = 'failed' AND finished_at < {ago:failed_secs}) \
+          OR (status IN ('succeeded', 'cancelled') AND thread_id IS NOT NULL \
+              AND :keep IS NOT NULL AND (SELECT count(*) FROM runs n \
+                WHERE n.thread_id = runs.thread_id AND n.status IN ('succeeded', 'cancelled') \
+                AND (n.created_at, n.id) > (runs.created_at, runs.id)) >= :keep))"
+    };
+}
+/// Journal items of finished runs that no whole-run criterion removes.
+macro_rules! finished_journals {
+    () => {
+        concat!(
+            "SELECT j.run_id, j.step_idx, j.seq FROM journal j JOIN runs ON runs.id = j.run_id \
+             WHERE :journals AND runs.status IN ('succeeded', 'cancelled') AND NOT ",
+            whole_run!()
+        )
+    };
+}
+/// Events older than the policy's age, of runs no whole-run criterion removes.
+macro_rules! old_events {
+    () => {
+        concat!(
+            "SELECT e.run_id, e.seq FROM events e JOIN runs ON runs.id = e.run_id \
+             WHERE e.at < {ago:events_secs} AND NOT ",
+            whole_run!()
+        )
+    };
+}
+/// The rows, by table, of the runs whose ids the subquery `$ids` selects.
+macro_rules! counts_of {
+    ($ids:expr) => {
+        concat!(
+            "SELECT (SELECT count(*) FROM runs WHERE id IN (", $ids, ")) AS runs, \
+             (SELECT count(*) FROM steps WHERE run_id IN (", $ids, ")) AS steps, \
+             (SELECT count(*) FROM events WHERE run_id IN (", $ids, ")) AS events, \
+             (SELECT count(*) FROM journal WHERE run_id IN (", $ids, ")) AS journal_items, \
+             (SELECT count(*) FROM waits WHERE run_id IN (", $ids, ")) AS waits"
+        )
+    };
+}
+
+/// Binds every parameter the criteria use.
+fn policy(q: Query, p: &CompactPolicy) -> Query {
+    let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+    q.bind("finished_secs", secs(p.finished_older_than))
+        .bind("failed_secs", secs(p.failed_older_than))
+        .bind("keep", p.keep_per_thread)
+}
+
+fn count(row: Option<&Row>, col: &str) -> Result<u64> {
+    Ok(row
+        .map(|r| r.int(col))
+        .transpose()?
+        .map_or(0, |n| u64::try_from(n).unwrap_or(0)))
+}
+
+async fn counts(c: &mut Conn<'_>, q: Query) -> Result<Compacted> {
+    let row = c.fetch_optional(q).await?;
+    let row = row.as_ref();
+    Ok(Compacted {
+        runs: count(row, "runs")?,
+        steps: count(row, "steps")?,
+        events: count(row, "events")?,
+        journal_items: count(row, "journal_items")?,
+        waits: count(row, "waits")?,
+    })
+}
+
+pub(crate) async fn compact(db: &Pool, p: &CompactPolicy) -> Result<Compacted> {
+    let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+    let journals = |q: Query| policy(q.bind("journals", p.journals), p);
+    let events = |q: Query| policy(q.bind("events_secs", secs(p.events_older_than)), p);
+    if p.dry_run {
+        // One snapshot, nothing written.
+        let mut tx = db.read().await?;
+        let mut c = tx.conn();
+        let mut total = counts(
+            &mut c,
+            policy(
+                query(counts_of!(concat!("SELECT id FROM runs WHERE ", whole_run!()))),
+                p,
+            ),
+        )
+        .await?;
+        let n = c
+            .fetch_optional(journals(query(concat!(
+                "SELECT count(*) AS n FROM (",
+                finished_journals!(),
+                ") x"
+            ))))
+            .await?;
+        total.journal_items += count(n.as_ref(), "n")?;
+        let n = c
+            .fetch_optional(events(query(concat!(
+                "SELECT count(*) AS n FROM (",
+                old_events!(),
+                ") x"
+            ))))
+            .await?;
+        total.events += count(n.as_ref(), "n")?;
+        tx.commit().await?;
+        return Ok(total);
+    }
+
+    let mut total = Compacted::default();
+    // Whole runs first (their rows are counted with them, not again below),
+    // a batch of ids at a time: the ids are read once, so every delete of
+    // the batch names the same runs.
+    loop {
+        let mut tx = db.write().await?;
+        let mut c = tx.conn();
+        let rows = c
+            .fetch_all(
+                policy(
+                    query(concat!(
+                        "SELECT id FROM runs WHERE ",
+                        whole_run!(),
+                        " ORDER BY created_at, id LIMIT :batch"
+                    )),
+                    p,
+                )
+                .bind("batch", RUN_BATCH),
+            )
+            .await?;
+        if rows.is_empty() {
+            tx.rollback().await?;
+            break;
+        }
+        let nil = cairn_core::RunId::from_uuid(uuid::Uuid::nil());
+        let ids = rows
+            .iter()
+            .map(|r| Ok(r.opt_uuid("id", nil, "a run id")?.map(|u| u.to_string())))
+            .collect::<Result<Vec<_>>>()?;
+        let ids = Value::from(ids.into_iter().flatten().collect::<Vec<_>>());
+        let of_batch = |sql: &'static str| query(sql).bind("ids", ids.clone());
+        total += counts(&mut c, of_batch(counts_of!("{ids:ids}"))).await?;
+        for sql in [
+            "DELETE FROM journal WHERE run_id IN ({ids:ids})",
+            "DELETE FROM waits WHERE run_id IN ({ids:ids})",
+            "DELETE FROM events WHERE run_id IN ({ids:ids})",
+            "DELETE FROM steps WHERE run_id IN ({ids:ids})",
+            "DELETE FROM runs WHERE id IN ({ids:ids})",
+        ] {
+            c.execute(of_batch(sql)).await?;
+        }
+        tx.commit().await?;
+    }
+    // Then the journals of finished runs, and old events.
+    if p.journals {
+        total.journal_items += delete_in_batches(db, &|| {
+            journals(query(concat!(
+                "DELETE FROM journal WHERE (run_id, step_idx, seq) IN (",
+                finished_journals!(),
+                " LIMIT :batch)"
+            )))
+            .bind("batch", ROW_BATCH)
+        })
+        .await?;
+    }
+    if p.events_older_than.is_some() {
+        total.events += delete_in_batches(db, &|| {
+            events(query(concat!(
+                "DELETE FROM events WHERE (run_id, seq) IN (",
+                old_events!(),
+                " LIMIT :batch)"
+            )))
+            .bind("batch", ROW_BATCH)
+        })
+        .await?;
+    }
+    Ok(total)
+}
+
+/// Runs a delete of at most a batch of rows, one transaction each, until
+/// it deletes nothing; the rows deleted.
+async fn delete_in_batches(db: &Pool, q: &(dyn Fn() -> Query + Sync)) -> Result<u64> {
+    let mut deleted = 0;
+    loop {
+        let mut tx = db.write().await?;
+        let n = tx.conn().execute(q()).await?;
+        tx.commit().await?;
+        deleted += n;
+        if n == 0 {
+            return Ok(deleted);
+        }
+    }
+}
