@@ -21,6 +21,7 @@ mod journal;
 mod leases;
 mod on_busy;
 mod restart;
+mod retention;
 mod threads;
 
 fn crew(steps: usize) -> CrewDef {

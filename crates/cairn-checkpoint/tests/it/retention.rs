@@ -1,0 +1,328 @@
+//! Retention: `Store::compact` removes what its policy names, counts
+//! exactly what disappeared (a dry run counts the same and removes
+//! nothing), and never anything an unfinished run needs: after any
+//! compaction every queued, running, waiting, interrupted and failed run
+//! still goes on to the end with the outputs it would have had. Both
+//! backends.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_checkpoint::{
+    Action, CompactPolicy, Compacted, Error, JournalAppend, OnBusy, RunFilter, Store, WaitFilter,
+};
+use cairn_core::{
+    Actor, Answer, Attempt, ErrorInfo, ErrorKind, JournalKind, NewWait, RunId, RunStatus, StepIdx,
+    StepStatus, WaitId, WaitKind,
+};
+use cairn_testkit::{both, Kind, TestDb};
+use serde_json::{json, Value};
+
+use crate::{claim_req, new_run, store, success};
+
+both!(
+    a_dry_run_counts_what_a_compaction_removes_and_removes_nothing,
+    unfinished_runs_finish_alike_after_any_compaction,
+);
+
+/// Every row a user can see, by table, and each run's observable state.
+async fn census(store: &Arc<dyn Store>) -> (Compacted, BTreeMap<RunId, String>) {
+    let mut total = Compacted::default();
+    let mut runs = BTreeMap::new();
+    for run in store.list_runs(&RunFilter::default()).await.unwrap() {
+        let (r, steps) = store.load(run.id).await.unwrap();
+        let events = store.events(r.id).await.unwrap();
+        let mut journal = 0;
+        for s in &steps {
+            journal += store.journal(r.id, s.idx, None).await.unwrap().len() as u64;
+        }
+        let filter = WaitFilter {
+            run: Some(r.id),
+            ..WaitFilter::default()
+        };
+        let waits = store.list_waits(&filter).await.unwrap();
+        total.runs += 1;
+        total.steps += steps.len() as u64;
+        total.events += events.len() as u64;
+        total.journal_items += journal;
+        total.waits += waits.len() as u64;
+        let state = format!(
+            "{} {} {:?} journal {journal} waits {:?}",
+            r.status,
+            r.cursor,
+            steps
+                .iter()
+                .map(|s| (s.status, s.attempt, s.output.clone()))
+                .collect::<Vec<_>>(),
+            waits.iter().map(|w| w.status).collect::<Vec<_>>()
+        );
+        runs.insert(r.id, state);
+    }
+    (total, runs)
+}
+
+fn minus(a: Compacted, b: Compacted) -> Compacted {
+    Compacted {
+        runs: a.runs - b.runs,
+        steps: a.steps - b.steps,
+        events: a.events - b.events,
+        journal_items: a.journal_items - b.journal_items,
+        waits: a.waits - b.waits,
+    }
+}
+
+async fn journal_item(store: &Arc<dyn Store>, id: RunId, epoch: cairn_core::LeaseEpoch, idx: u32) {
+    store
+        .append_journal(&JournalAppend {
+            run_id: id,
+            epoch,
+            idx: StepIdx(idx),
+            attempt: Attempt(1),
+            generation: 0,
+            kind: JournalKind::AssistantText,
+            payload: json!({"text": "thinking"}),
+            event: None,
+        })
+        .await
+        .unwrap();
+}
+
+/// One run in every status, finished ones in a thread too; each with a
+/// journal item where it ran. The unfinished runs, by label.
+async fn mix(store: &Arc<dyn Store>) -> BTreeMap<&'static str, RunId> {
+    let mut left = BTreeMap::new();
+    let submit = |steps: usize, thread: Option<&str>| {
+        let mut run = new_run(steps, None);
+        run.thread_id = thread.map(str::to_owned);
+        run.on_busy = OnBusy::Queue;
+        let store = store.clone();
+        async move { store.submit(run).await.unwrap().run.id }
+    };
+    let claim = |id: RunId| {
+        let store = store.clone();
+        async move {
+            store
+                .claim(id, &claim_req(false))
+                .await
+                .unwrap()
+                .run
+                .lease_epoch
+        }
+    };
+    // Finished: three succeeded runs of a thread, one succeeded alone, one
+    // cancelled.
+    for thread in [Some("t"), Some("t"), Some("t"), None] {
+        let id = submit(2, thread).await;
+        let e = claim(id).await;
+        journal_item(store, id, e, 0).await;
+        store.commit_step(&success(id, e, 0, 2)).await.unwrap();
+        store.commit_step(&success(id, e, 1, 2)).await.unwrap();
+    }
+    let id = submit(2, None).await;
+    store
+        .act(id, Action::Cancel, &Actor::new("ops"))
+        .await
+        .unwrap();
+    // Failed (parked, retryable).
+    let id = submit(2, None).await;
+    let e = claim(id).await;
+    journal_item(store, id, e, 0).await;
+    let mut fail = success(id, e, 0, 2);
+    fail.status = StepStatus::Failed;
+    fail.output = None;
+    fail.run_status = RunStatus::Failed;
+    fail.cursor = StepIdx(0);
+    fail.start_next = None;
+    fail.error = Some(ErrorInfo::new(ErrorKind::Agent, "no", false));
+    fail.run_error = fail.error.clone();
+    store.commit_step(&fail).await.unwrap();
+    left.insert("failed", id);
+    // Running at step 1, with a journal on each step.
+    let id = submit(3, None).await;
+    let e = claim(id).await;
+    journal_item(store, id, e, 0).await;
+    store.commit_step(&success(id, e, 0, 3)).await.unwrap();
+    journal_item(store, id, e, 1).await;
+    left.insert("running", id);
+    // Waiting for an answer at step 0.
+    let id = submit(2, None).await;
+    let e = claim(id).await;
+    journal_item(store, id, e, 0).await;
+    let mut wait = success(id, e, 0, 2);
+    wait.status = StepStatus::Waiting;
+    wait.output = None;
+    wait.run_status = RunStatus::Waiting;
+    wait.cursor = StepIdx(0);
+    wait.start_next = None;
+    wait.open_wait = Some(NewWait {
+        id: WaitId::new(),
+        kind: WaitKind::Question,
+        prompt: json!({"q": "budget?"}),
+        question_id: Some("budget".into()),
+        deadline_ms: None,
+        on_deadline: None,
+    });
+    store.commit_step(&wait).await.unwrap();
+    left.insert("waiting", id);
+    // Interrupted at step 0.
+    let id = submit(2, None).await;
+    let e = claim(id).await;
+    journal_item(store, id, e, 0).await;
+    let mut stop = success(id, e, 0, 2);
+    stop.status = StepStatus::Interrupted;
+    stop.output = None;
+    stop.run_status = RunStatus::Interrupted;
+    stop.cursor = StepIdx(0);
+    stop.start_next = None;
+    stop.error = Some(ErrorInfo::new(ErrorKind::Interrupted, "max_turns", false));
+    stop.run_error = stop.error.clone();
+    store.commit_step(&stop).await.unwrap();
+    left.insert("interrupted", id);
+    // Queued, in the thread behind its finished runs.
+    left.insert("queued", submit(2, Some("t")).await);
+    left
+}
+
+/// Takes an unfinished run to the end as an operator and a worker would;
+/// its final state.
+async fn finish(store: &Arc<dyn Store>, id: RunId) -> (RunStatus, Vec<Option<Value>>) {
+    let run = store.get_run(id).await.unwrap();
+    match run.status {
+        RunStatus::Failed => {
+            store
+                .act(id, Action::Retry, &Actor::new("ops"))
+                .await
+                .unwrap();
+        }
+        RunStatus::Interrupted => {
+            store
+                .act(id, Action::Continue, &Actor::new("ops"))
+                .await
+                .unwrap();
+        }
+        RunStatus::Waiting => {
+            let filter = WaitFilter {
+                run: Some(id),
+                ..WaitFilter::default()
+            };
+            let wait = store.list_waits(&filter).await.unwrap().remove(0);
+            let answer = Answer::Answer { value: json!(500) };
+            store.answer_wait(wait.id, &answer, "ops").await.unwrap();
+        }
+        _ => {}
+    }
+    let mut req = claim_req(true);
+    req.takeover = true;
+    let held = store.claim(id, &req).await.unwrap();
+    let (epoch, steps) = (held.run.lease_epoch, held.run.step_count);
+    for idx in held.run.cursor.get()..steps {
+        let attempt = store.load(id).await.unwrap().1[idx as usize].attempt;
+        let mut c = success(id, epoch, idx, steps);
+        c.attempt = attempt;
+        store.commit_step(&c).await.unwrap();
+    }
+    let (run, steps) = store.load(id).await.unwrap();
+    (run.status, steps.into_iter().map(|s| s.output).collect())
+}
+
+fn every_policy() -> Vec<CompactPolicy> {
+    let zero = Some(Duration::ZERO);
+    let all = CompactPolicy {
+        events_older_than: zero,
+        journals: true,
+        finished_older_than: zero,
+        failed_older_than: zero,
+        keep_per_thread: Some(1),
+        dry_run: false,
+    };
+    vec![
+        CompactPolicy {
+            finished_older_than: zero,
+            ..CompactPolicy::default()
+        },
+        CompactPolicy {
+            journals: true,
+            ..CompactPolicy::default()
+        },
+        CompactPolicy {
+            events_older_than: zero,
+            ..CompactPolicy::default()
+        },
+        CompactPolicy {
+            keep_per_thread: Some(1),
+            ..CompactPolicy::default()
+        },
+        CompactPolicy {
+            finished_older_than: Some(Duration::from_secs(3600)),
+            failed_older_than: Some(Duration::from_secs(3600)),
+            ..CompactPolicy::default()
+        },
+        CompactPolicy {
+            failed_older_than: None,
+            ..all.clone()
+        },
+        all,
+    ]
+}
+
+async fn a_dry_run_counts_what_a_compaction_removes_and_removes_nothing(kind: Kind) {
+    for policy in every_policy() {
+        let db = TestDb::of(kind).await;
+        let store = store(&db).await;
+        mix(&store).await;
+        let before = census(&store).await;
+        let dry = CompactPolicy {
+            dry_run: true,
+            ..policy.clone()
+        };
+        let counted = store.compact(&dry).await.unwrap();
+        assert_eq!(census(&store).await, before, "{dry:?} changed something");
+        let removed = store.compact(&policy).await.unwrap();
+        let after = census(&store).await;
+        assert_eq!(removed, minus(before.0, after.0), "{policy:?}: counts");
+        assert_eq!(
+            counted, removed,
+            "{policy:?}: the dry run counted otherwise"
+        );
+        // A second pass finds nothing left to remove but newer events.
+        let again = store.compact(&policy).await.unwrap();
+        assert_eq!(
+            (again.runs, again.steps, again.journal_items),
+            (0, 0, 0),
+            "{policy:?}"
+        );
+    }
+}
+
+async fn unfinished_runs_finish_alike_after_any_compaction(kind: Kind) {
+    // The outputs every unfinished run reaches without any compaction.
+    let db = TestDb::of(kind).await;
+    let twin = store(&db).await;
+    let mut expected = BTreeMap::new();
+    for (label, id) in mix(&twin).await {
+        expected.insert(label, finish(&twin, id).await);
+    }
+    assert!(expected.values().all(|(s, _)| *s == RunStatus::Succeeded));
+    for policy in every_policy() {
+        let db = TestDb::of(kind).await;
+        let store = store(&db).await;
+        let left = mix(&store).await;
+        store.compact(&policy).await.unwrap();
+        for (label, id) in left {
+            if policy.failed_older_than == Some(Duration::ZERO) && label == "failed" {
+                // Removed whole, as the policy asked.
+                assert!(matches!(
+                    store.get_run(id).await,
+                    Err(Error::RunNotFound(_))
+                ));
+                continue;
+            }
+            assert_eq!(
+                finish(&store, id).await,
+                expected[label],
+                "{label} after {policy:?}"
+            );
+        }
+    }
+}
