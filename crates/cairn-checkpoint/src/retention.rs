@@ -105,11 +105,21 @@ macro_rules! old_events {
 macro_rules! counts_of {
     ($ids:expr) => {
         concat!(
-            "SELECT (SELECT count(*) FROM runs WHERE id IN (", $ids, ")) AS runs, \
-             (SELECT count(*) FROM steps WHERE run_id IN (", $ids, ")) AS steps, \
-             (SELECT count(*) FROM events WHERE run_id IN (", $ids, ")) AS events, \
-             (SELECT count(*) FROM journal WHERE run_id IN (", $ids, ")) AS journal_items, \
-             (SELECT count(*) FROM waits WHERE run_id IN (", $ids, ")) AS waits"
+            "SELECT (SELECT count(*) FROM runs WHERE id IN (",
+            $ids,
+            ")) AS runs, \
+             (SELECT count(*) FROM steps WHERE run_id IN (",
+            $ids,
+            ")) AS steps, \
+             (SELECT count(*) FROM events WHERE run_id IN (",
+            $ids,
+            ")) AS events, \
+             (SELECT count(*) FROM journal WHERE run_id IN (",
+            $ids,
+            ")) AS journal_items, \
+             (SELECT count(*) FROM waits WHERE run_id IN (",
+            $ids,
+            ")) AS waits"
         )
     };
 }
@@ -152,7 +162,10 @@ pub(crate) async fn compact(db: &Pool, p: &CompactPolicy) -> Result<Compacted> {
         let mut total = counts(
             &mut c,
             policy(
-                query(counts_of!(concat!("SELECT id FROM runs WHERE ", whole_run!()))),
+                query(counts_of!(concat!(
+                    "SELECT id FROM runs WHERE ",
+                    whole_run!()
+                ))),
                 p,
             ),
         )

@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use cairn::{
-    ErrorClass, EventRecord, OnBusy, RunRecord, RunStatus, RunView, StepJournalEntry,
-    ThreadSummary, ThreadView, WaitRecord,
+    CompactPolicy, Compacted, ErrorClass, EventRecord, OnBusy, RunRecord, RunStatus, RunView,
+    StepJournalEntry, ThreadSummary, ThreadView, WaitRecord,
 };
 
 use crate::{
@@ -186,6 +186,19 @@ fn path_segment(text: &str) -> String {
     out
 }
 
+/// `POST /v1/compact`'s body: ages in seconds, as the API takes them.
+fn compact_body(p: &CompactPolicy) -> Value {
+    let secs = |d: Option<std::time::Duration>| d.map(|d| format!("{}ms", d.as_millis()));
+    json!({
+        "events_older_than": secs(p.events_older_than),
+        "journals": p.journals,
+        "finished_older_than": secs(p.finished_older_than),
+        "failed_older_than": secs(p.failed_older_than),
+        "keep_per_thread": p.keep_per_thread,
+        "dry_run": p.dry_run,
+    })
+}
+
 fn local_only(what: &str, why: &str) -> anyhow::Error {
     usage(format!("`{what}` does not work with --server: {why}"))
 }
@@ -242,6 +255,13 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
         }
         Command::Runs { command } => runs(&client, command, json).await,
         Command::Waits { command } => waits(&client, command, json).await,
+        Command::Compact { policy } => {
+            let policy = policy.policy()?;
+            let body = compact_body(&policy);
+            let removed: Compacted = client.post("/v1/compact", &body).await?;
+            output::print_compacted(&removed, policy.dry_run, json)?;
+            Ok(exit::OK)
+        }
         Command::Threads { command } => {
             match command {
                 ThreadsCommand::List => {

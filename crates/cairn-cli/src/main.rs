@@ -14,9 +14,9 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 
 use cairn::{
-    Actor, Answer, Crew, Engine, ErrorClass, ExecutorConfig, ForkRequest, OnBusy, OpenOptions,
-    ResumeOptions, RunFilter, RunId, RunStatus, StepIdx, SubmitOptions, WaitFilter, WaitId,
-    WaitStatus,
+    parse_age, Actor, Answer, CompactPolicy, Crew, Engine, ErrorClass, ExecutorConfig, ForkRequest,
+    OnBusy, OpenOptions, ResumeOptions, RunFilter, RunId, RunStatus, StepIdx, SubmitOptions,
+    WaitFilter, WaitId, WaitStatus,
 };
 
 /// Exit codes (a contract; see the README), from the one table in
@@ -52,6 +52,56 @@ struct Cli {
     token: Option<String>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// A retention policy as flags (`cairn compact`).
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct CompactArgs {
+    /// Events of any run older than this.
+    #[arg(long, value_name = "AGE")]
+    events_older_than: Option<String>,
+    /// Journals of finished (succeeded or cancelled) runs.
+    #[arg(long)]
+    journals: bool,
+    /// Whole succeeded or cancelled runs finished longer ago than this.
+    #[arg(long, value_name = "AGE")]
+    finished_older_than: Option<String>,
+    /// Whole failed runs finished longer ago than this (never by default).
+    #[arg(long, value_name = "AGE")]
+    failed_older_than: Option<String>,
+    /// Finished runs of a thread beyond its newest N.
+    #[arg(long, value_name = "N")]
+    keep_per_thread: Option<u32>,
+    /// Count what would be removed; remove nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+impl CompactArgs {
+    /// The policy, or a usage error (exit 2) naming the flag that is off.
+    pub(crate) fn policy(&self) -> anyhow::Result<CompactPolicy> {
+        let age = |flag: &str, v: &Option<String>| {
+            v.as_deref()
+                .map(|t| parse_age(t).map_err(|e| usage(format!("--{flag}: {e}"))))
+                .transpose()
+        };
+        let policy = CompactPolicy {
+            events_older_than: age("events-older-than", &self.events_older_than)?,
+            journals: self.journals,
+            finished_older_than: age("finished-older-than", &self.finished_older_than)?,
+            failed_older_than: age("failed-older-than", &self.failed_older_than)?,
+            keep_per_thread: self.keep_per_thread,
+            dry_run: self.dry_run,
+        };
+        if policy.is_empty() {
+            return Err(usage(
+                "say what to remove: --events-older-than, --journals, --finished-older-than, \
+                 --failed-older-than or --keep-per-thread"
+                    .to_owned(),
+            ));
+        }
+        Ok(policy)
+    }
 }
 
 #[derive(Subcommand)]
@@ -102,6 +152,13 @@ enum Command {
         /// Refuse (exit 2) unless the run belongs to this thread.
         #[arg(long = "thread", value_name = "ID")]
         thread: Option<String>,
+    },
+    /// Remove old rows: whole finished runs, journals of finished runs, old
+    /// events. Never anything a queued, running, waiting, interrupted or
+    /// (unless --failed-older-than) failed run needs. Ages: 30d, 12h, 0s.
+    Compact {
+        #[command(flatten)]
+        policy: CompactArgs,
     },
     /// Conversation threads: runs grouped by their thread id.
     Threads {
@@ -551,6 +608,12 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Command::Waits { command } => waits(&cli.db, command, json).await,
+        Command::Compact { policy } => {
+            let policy = policy.policy()?;
+            let removed = open(&cli.db, false).await?.compact(&policy).await?;
+            output::print_compacted(&removed, policy.dry_run, json)?;
+            Ok(exit::OK)
+        }
         Command::Threads { command } => {
             match command {
                 ThreadsCommand::List => {

@@ -3,7 +3,9 @@
 
 use std::io::Write;
 
-use cairn::{EventRecord, RunRecord, RunView, StepRecord, StepStatus, ThreadSummary, ThreadView};
+use cairn::{
+    Compacted, EventRecord, RunRecord, RunView, StepRecord, StepStatus, ThreadSummary, ThreadView,
+};
 
 /// An extra column of the step table: its header and a value per step.
 pub type ExtraColumn<'a> = (&'a str, &'a dyn Fn(&StepRecord) -> String);
@@ -107,6 +109,24 @@ fn run_table(stdout: &mut impl Write, runs: &[RunRecord]) -> anyhow::Result<()> 
             r.created_at.to_rfc3339_opts(chrono_secs(), true)
         )?;
     }
+    Ok(())
+}
+
+/// `cairn compact`: what was removed (or, dry, would be), or the JSON
+/// object `{runs, steps, events, journal_items, waits}`.
+pub fn print_compacted(c: &Compacted, dry_run: bool, json: bool) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut stdout, c)?;
+        writeln!(stdout)?;
+        return Ok(());
+    }
+    let verb = if dry_run { "would remove" } else { "removed" };
+    writeln!(
+        stdout,
+        "{verb} {} runs, {} steps, {} events, {} journal items, {} waits",
+        c.runs, c.steps, c.events, c.journal_items, c.waits
+    )?;
     Ok(())
 }
 

@@ -36,6 +36,7 @@ mod crews;
 mod error;
 mod extract;
 mod metrics;
+mod retention;
 mod runner;
 mod serve;
 mod sse;

@@ -385,6 +385,12 @@ impl Engine {
         Ok(self.store().list_runs(filter).await?)
     }
 
+    /// Removes what `policy` names (or, with `dry_run`, counts it), never
+    /// what an unfinished run needs; the rows removed, by table.
+    pub async fn compact(&self, policy: &crate::CompactPolicy) -> Result<crate::Compacted> {
+        Ok(self.store().compact(policy).await?)
+    }
+
     /// Every thread, the one whose newest run is oldest first.
     pub async fn threads(&self) -> Result<Vec<crate::ThreadSummary>> {
         Ok(self.store().threads().await?)

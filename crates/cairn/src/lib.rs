@@ -30,6 +30,7 @@
 
 mod engine;
 mod error;
+mod retention;
 mod thread;
 mod work;
 
@@ -41,8 +42,8 @@ pub use cairn_agent as agent;
 /// What storage refuses or fails with (inside [`Error::Store`]).
 pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
-    Backend, Claimed, ForkRequest, OnBusy, OpenOptions, RunFilter, Store, StoreStats, Submitted,
-    ThreadSummary, WaitFilter,
+    Backend, Claimed, CompactPolicy, Compacted, ForkRequest, OnBusy, OpenOptions, RunFilter, Store,
+    StoreStats, Submitted, ThreadSummary, WaitFilter,
 };
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Corruption, CrewDef, ErrorInfo,
@@ -57,6 +58,7 @@ pub use cairn_scheduler::Error as ExecutorError;
 pub use cairn_scheduler::{Crew as ExecCrew, DriveOptions, Driven, ExecutorConfig};
 pub use engine::{Engine, ResumeOptions, RunView, SubmitOptions};
 pub use error::{Error, ErrorClass};
+pub use retention::{parse_age, BadAge};
 pub use thread::{BadThreadId, ThreadId, ThreadTotals, ThreadView, MAX_THREAD_ID_BYTES};
 pub use work::{WakeUp, WorkHooks, WorkOptions};
 

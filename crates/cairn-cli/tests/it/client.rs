@@ -388,3 +388,35 @@ fn threads_work_against_a_server() {
         .expect_code(2)
         .expect_stderr(&["--thread", "empty"]);
 }
+
+/// `cairn compact --server`: the server removes its finished runs and
+/// answers the counts `cairn compact --json` prints; a policy naming
+/// nothing exits 2 before anything is sent.
+#[test]
+fn compact_works_against_a_server() {
+    let case = Case::new(Kind::Sqlite);
+    let served = serve(&case);
+    remote(
+        &case,
+        &served,
+        &["run", "greet", "--input", r#"{"name": "Ada"}"#],
+    )
+    .expect_code(0);
+    wait_until(
+        "the server to finish the run",
+        Duration::from_secs(30),
+        || case.list().iter().all(|r| r["status"] == "succeeded"),
+    );
+    let args = ["compact", "--finished-older-than", "0s", "--json"];
+    let dry = remote(&case, &served, &[&args[..], &["--dry-run"]].concat())
+        .expect_code(0)
+        .json();
+    assert_eq!(dry["runs"], 1, "{dry}");
+    assert_eq!(case.list().len(), 1, "a dry run removes nothing");
+    let removed = remote(&case, &served, &args).expect_code(0).json();
+    assert_eq!(removed, dry);
+    assert!(case.list().is_empty());
+    remote(&case, &served, &["compact"])
+        .expect_code(2)
+        .expect_stderr(&["say what to remove"]);
+}

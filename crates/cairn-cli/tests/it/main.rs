@@ -27,6 +27,7 @@ mod agents;
 mod backoff;
 mod bad_input;
 mod client;
+mod compact;
 mod contract;
 mod crash;
 mod failures;

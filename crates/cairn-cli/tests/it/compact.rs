@@ -1,0 +1,64 @@
+//! `cairn compact` through the binary: it removes finished runs and says
+//! how many rows went (text and `--json`), a dry run removes nothing, an
+//! unfinished run is never touched, and a policy that names nothing or an
+//! age that does not read exits 2 before the database is touched.
+
+use serde_json::{json, Value};
+
+use crate::support::{Case, Kind};
+
+both_backends!(
+    compact_removes_finished_runs_and_counts_them,
+    a_compaction_without_a_criterion_or_with_a_bad_age_exits_2,
+);
+
+fn compact_removes_finished_runs_and_counts_them(kind: Kind) {
+    let case = Case::new(kind);
+    let crew = case.counting_crew(2);
+    let crew = crew.to_str().unwrap();
+    for _ in 0..2 {
+        case.cairn(&["run", crew]).expect_code(0);
+    }
+    let queued = case.cairn(&["submit", crew]).expect_code(0);
+    let queued = queued.stdout.trim().to_owned();
+    let before = case.show(&queued);
+
+    let args = ["compact", "--finished-older-than", "0s", "--json"];
+    let dry = case
+        .cairn(&[&args[..], &["--dry-run"]].concat())
+        .expect_code(0)
+        .json();
+    assert_eq!(case.list().len(), 3, "a dry run removes nothing");
+    let removed = case.cairn(&args).expect_code(0).json();
+    assert_eq!(removed, dry, "the dry run counted what went");
+    // Two runs of two steps, each with its events.
+    assert_eq!(removed["runs"], 2);
+    assert_eq!(removed["steps"], 4);
+    assert!(removed["events"].as_u64().unwrap() >= 2 * 3, "{removed}");
+    assert_eq!(removed["waits"], json!(0));
+    let left: Vec<Value> = case.list();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["id"], queued.as_str());
+    assert_eq!(case.show(&queued), before, "the queued run is untouched");
+    // Text: the same counts.
+    let text = case
+        .cairn(&["compact", "--finished-older-than", "0s"])
+        .expect_code(0);
+    assert_eq!(
+        text.stdout.trim(),
+        "removed 0 runs, 0 steps, 0 events, 0 journal items, 0 waits"
+    );
+}
+
+fn a_compaction_without_a_criterion_or_with_a_bad_age_exits_2(kind: Kind) {
+    let case = Case::new(kind);
+    case.cairn(&["compact"])
+        .expect_code(2)
+        .expect_stderr(&["say what to remove"]);
+    case.cairn(&["compact", "--dry-run"])
+        .expect_code(2)
+        .expect_stderr(&["say what to remove"]);
+    case.cairn(&["compact", "--events-older-than", "3 days"])
+        .expect_code(2)
+        .expect_stderr(&["--events-older-than", "is not an age"]);
+}
