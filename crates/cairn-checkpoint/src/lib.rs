@@ -393,4 +393,10 @@ pub trait Store: Send + Sync + 'static {
     /// Removes what `policy` names (or, dry, counts it), never what an
     /// unfinished run needs, in small batches; the rows removed by table.
     async fn compact(&self, policy: &CompactPolicy) -> Result<Compacted>;
+
+    /// Takes periodic `task` for this interval if it is due (by the
+    /// database clock) and nobody took it yet: `true` for exactly one
+    /// caller across processes, which then does the work; the task is due
+    /// again after `every`.
+    async fn claim_task(&self, task: &str, every: Duration, owner: &str) -> Result<bool>;
 }

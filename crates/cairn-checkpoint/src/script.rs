@@ -1065,4 +1065,30 @@ impl<B: Backend> Store for B {
     async fn compact(&self, policy: &crate::CompactPolicy) -> Result<crate::Compacted> {
         crate::retention::compact(self.db(), policy).await
     }
+
+    async fn claim_task(&self, task: &str, every: Duration, owner: &str) -> Result<bool> {
+        let mut tx = self.db().write().await?;
+        let mut c = tx.conn();
+        c.execute(
+            query(
+                "INSERT INTO maintenance (task, owner, next_at) VALUES (:task, NULL, {now}) \
+                 ON CONFLICT (task) DO NOTHING",
+            )
+            .bind("task", task),
+        )
+        .await?;
+        let taken = c
+            .execute(
+                query(
+                    "UPDATE maintenance SET owner = :owner, next_at = {lease_until} \
+                     WHERE task = :task AND next_at <= {now}",
+                )
+                .bind("task", task)
+                .bind("owner", owner)
+                .bind("lease_secs", every.as_secs_f64()),
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(taken == 1)
+    }
 }

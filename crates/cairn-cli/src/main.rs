@@ -104,6 +104,45 @@ impl CompactArgs {
     }
 }
 
+/// Periodic retention for `worker` and `serve`: a `compact` policy and how
+/// often to run it (one process at a time across the database).
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct RetentionArgs {
+    /// Run a retention pass this often (AGE: 1h, 30m, …), with the policy
+    /// of the compact flags given here.
+    #[arg(long, value_name = "AGE")]
+    compact_every: Option<String>,
+    #[command(flatten)]
+    policy: CompactArgs,
+}
+
+impl RetentionArgs {
+    /// The periodic policy, if asked for; a usage error (exit 2) for an
+    /// interval without a policy, a policy without an interval, or an age
+    /// that does not read.
+    fn periodic(&self) -> anyhow::Result<Option<(CompactPolicy, Duration)>> {
+        let Some(every) = &self.compact_every else {
+            let p = &self.policy;
+            let named = p.events_older_than.is_some()
+                || p.journals
+                || p.finished_older_than.is_some()
+                || p.failed_older_than.is_some()
+                || p.keep_per_thread.is_some();
+            if named {
+                return Err(usage(
+                    "a retention policy needs --compact-every AGE".to_owned(),
+                ));
+            }
+            return Ok(None);
+        };
+        let every = parse_age(every).map_err(|e| usage(format!("--compact-every: {e}")))?;
+        if every.is_zero() {
+            return Err(usage("--compact-every must be above 0s".to_owned()));
+        }
+        Ok(Some((self.policy.policy()?, every)))
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Submit a run of a crew file and execute it until it finishes or stops.
@@ -182,6 +221,8 @@ enum Command {
         /// Runs executed at the same time (0: the API only queues runs).
         #[arg(long, default_value_t = 4)]
         concurrency: usize,
+        #[command(flatten)]
+        retention: RetentionArgs,
     },
     /// A worker: claims runnable runs (queued and due, or running under an
     /// expired lease), keeps their leases with heartbeats, and executes them.
@@ -205,6 +246,8 @@ enum Command {
         /// On shutdown, how long runs in flight get to reach their next stop.
         #[arg(long, default_value_t = 30_000)]
         grace_ms: u64,
+        #[command(flatten)]
+        retention: RetentionArgs,
     },
     /// Human waits: reviews, approvals and questions.
     Waits {
@@ -634,7 +677,9 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             heartbeat_ms,
             poll_ms,
             grace_ms,
+            retention,
         } => {
+            let compact = retention.periodic()?;
             if heartbeat_ms == 0 || heartbeat_ms >= lease_ms {
                 return Err(usage(format!(
                     "--heartbeat-ms ({heartbeat_ms}) must be above 0 and below --lease-ms ({lease_ms})"
@@ -660,6 +705,7 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                 concurrency,
                 poll: Duration::from_millis(poll_ms),
                 shutdown_grace: Duration::from_millis(grace_ms),
+                compact,
                 ..cairn::WorkOptions::default()
             };
             engine.work(work, shutdown_signal()).await?;
@@ -669,7 +715,9 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             crews,
             listen,
             concurrency,
+            retention,
         } => {
+            let compact = retention.periodic()?;
             let empty;
             let crews_dir = match crews {
                 Some(dir) => dir,
@@ -692,6 +740,7 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                 listen,
                 tokens,
                 concurrency,
+                compact,
                 ..Default::default()
             })
             .await?;

@@ -30,6 +30,9 @@ pub(crate) struct Metrics {
     attempts: AtomicU64,
     /// Runs this process's runner claimed from a holder whose lease expired.
     takeovers: AtomicU64,
+    /// Retention passes this process ran, and the rows they removed by table.
+    compactions: AtomicU64,
+    compacted: Mutex<BTreeMap<&'static str, u64>>,
     input_tokens: AtomicU64,
     output_tokens: AtomicU64,
     step_duration: Histogram,
@@ -69,6 +72,21 @@ impl Metrics {
 
     pub fn set_in_flight(&self, n: usize) {
         self.in_flight.store(n as u64, Ordering::Relaxed);
+    }
+
+    /// A retention pass of this process and what it removed.
+    pub fn record_compaction(&self, c: &cairn::Compacted) {
+        self.compactions.fetch_add(1, Ordering::Relaxed);
+        let mut rows = self.compacted.lock().unwrap_or_else(|p| p.into_inner());
+        for (table, n) in [
+            ("runs", c.runs),
+            ("steps", c.steps),
+            ("events", c.events),
+            ("journal_items", c.journal_items),
+            ("waits", c.waits),
+        ] {
+            *rows.entry(table).or_default() += n;
+        }
     }
 
     /// A claim that took a run over from a holder whose lease expired.
@@ -185,6 +203,32 @@ impl Metrics {
             "cairn_lease_takeovers_total {}",
             self.takeovers.load(Ordering::Relaxed)
         );
+        header(
+            o,
+            "cairn_retention_passes_total",
+            "counter",
+            "Retention passes this process ran (serve --compact-every).",
+        );
+        let _ = writeln!(
+            o,
+            "cairn_retention_passes_total {}",
+            self.compactions.load(Ordering::Relaxed)
+        );
+        header(
+            o,
+            "cairn_retention_removed_rows_total",
+            "counter",
+            "Rows this process's retention passes removed, by table.",
+        );
+        {
+            let rows = self.compacted.lock().unwrap_or_else(|p| p.into_inner());
+            for (table, n) in rows.iter() {
+                let _ = writeln!(
+                    o,
+                    "cairn_retention_removed_rows_total{{table=\"{table}\"}} {n}"
+                );
+            }
+        }
         header(
             o,
             "cairn_step_attempts_total",

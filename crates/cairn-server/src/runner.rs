@@ -24,6 +24,8 @@ pub(crate) struct RunnerOptions {
     /// On shutdown, how long runs in flight may take to reach a stop before
     /// they are abandoned (they stay `running`; `cairn resume` takes them over).
     pub grace: Duration,
+    /// Periodic retention (see `ServeOptions::compact`).
+    pub compact: Option<(cairn::CompactPolicy, Duration)>,
 }
 
 /// A running runner. Dropping it leaves the task running; call [`Runner::stopped`].
@@ -48,6 +50,7 @@ impl Runner {
             shutdown_grace: opts.grace,
             wake: Some(wake),
             hooks: Some(Arc::new(Hooks(metrics))),
+            compact: opts.compact.clone(),
         };
         let task = tokio::spawn(async move {
             tracing::info!(
@@ -80,6 +83,10 @@ struct Hooks(Arc<Metrics>);
 
 #[cairn::async_trait]
 impl WorkHooks for Hooks {
+    fn compacted(&self, removed: &cairn::Compacted) {
+        self.0.record_compaction(removed);
+    }
+
     fn claimed(&self, _run: &RunRecord, took_over: bool) {
         if took_over {
             self.0.record_takeover();

@@ -69,6 +69,10 @@ pub struct ServeOptions {
     /// finish. Runs still executing then are abandoned as `running`; a
     /// `cairn resume` takes them over. Default 10 s.
     pub shutdown_grace: Duration,
+    /// A retention pass with this policy every this long, in one process
+    /// at a time across every server and worker of the database (needs a
+    /// runner: `concurrency` above 0). Default none.
+    pub compact: Option<(cairn::CompactPolicy, Duration)>,
 }
 
 /// Tokens and the database password are left out, so options can be logged.
@@ -90,6 +94,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("body_limit", &self.body_limit)
             .field("poll_interval", &self.poll_interval)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("compact", &self.compact)
             .finish()
     }
 }
@@ -105,6 +110,7 @@ impl Default for ServeOptions {
             body_limit: DEFAULT_BODY_LIMIT,
             poll_interval: Duration::from_millis(200),
             shutdown_grace: Duration::from_secs(10),
+            compact: None,
         }
     }
 }
@@ -187,6 +193,7 @@ impl Server {
                     concurrency: opts.concurrency,
                     poll: opts.poll_interval,
                     grace: opts.shutdown_grace,
+                    compact: opts.compact.clone(),
                 },
                 state.waker().clone(),
                 state.shutdown_signal(),

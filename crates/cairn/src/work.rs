@@ -37,6 +37,9 @@ pub struct WorkOptions {
     pub wake: Option<WakeUp>,
     /// Told about claims, drives and the runs in flight.
     pub hooks: Option<Arc<dyn WorkHooks>>,
+    /// A retention pass with this policy every this long, in one process
+    /// at a time across all workers of the database.
+    pub compact: Option<(crate::CompactPolicy, Duration)>,
 }
 
 impl Default for WorkOptions {
@@ -47,6 +50,7 @@ impl Default for WorkOptions {
             shutdown_grace: Duration::from_secs(30),
             wake: None,
             hooks: None,
+            compact: None,
         }
     }
 }
@@ -90,6 +94,9 @@ pub trait WorkHooks: Send + Sync {
 
     /// The number of runs being driven changed.
     fn in_flight(&self, _runs: usize) {}
+
+    /// A retention pass of this process finished.
+    fn compacted(&self, _removed: &crate::Compacted) {}
 }
 
 impl Engine {
@@ -116,7 +123,9 @@ impl Engine {
             expire_failing: false,
         };
         let wake = opts.wake.clone().unwrap_or_default();
+        let mut retention = Retention::new(opts.compact.clone());
         loop {
+            retention.tick(self, &worker.hooks);
             worker.expire_waits().await;
             let idle = worker.launch().await;
             let pause = if idle { opts.poll } else { Duration::ZERO };
@@ -132,8 +141,81 @@ impl Engine {
             }
         }
         worker.shut_down(opts.shutdown_grace).await;
+        retention.stop();
         Ok(())
     }
+}
+
+/// Periodic retention: at most one pass at a time in this process, and
+/// one per interval across processes (`Store::claim_task`).
+struct Retention {
+    every: Option<(crate::CompactPolicy, Duration)>,
+    next: tokio::time::Instant,
+    pass: Option<tokio::task::JoinHandle<()>>,
+    owner: String,
+}
+
+impl Retention {
+    fn new(every: Option<(crate::CompactPolicy, Duration)>) -> Self {
+        Retention {
+            every,
+            next: tokio::time::Instant::now(),
+            pass: None,
+            owner: format!("{}:{}", hostname(), std::process::id()),
+        }
+    }
+
+    /// Starts a pass in the background if one is due here and no pass of
+    /// this process still runs; it runs only if no other process took
+    /// this interval's.
+    fn tick(&mut self, engine: &Engine, hooks: &Option<Arc<dyn WorkHooks>>) {
+        let Some((policy, every)) = &self.every else {
+            return;
+        };
+        let now = tokio::time::Instant::now();
+        if now < self.next || self.pass.as_ref().is_some_and(|p| !p.is_finished()) {
+            return;
+        }
+        self.next = now + *every;
+        let (engine, hooks) = (engine.clone(), hooks.clone());
+        let (policy, every, owner) = (policy.clone(), *every, self.owner.clone());
+        self.pass = Some(tokio::spawn(async move {
+            match engine.store().claim_task("compact", every, &owner).await {
+                Ok(true) => {}
+                Ok(false) => return, // another process has this interval's pass
+                Err(e) => {
+                    tracing::warn!(error = %Chain(&e), "worker: cannot schedule retention");
+                    return;
+                }
+            }
+            match engine.compact(&policy).await {
+                Ok(removed) => {
+                    tracing::info!(
+                        runs = removed.runs,
+                        steps = removed.steps,
+                        events = removed.events,
+                        journal_items = removed.journal_items,
+                        waits = removed.waits,
+                        "worker: retention pass"
+                    );
+                    if let Some(hooks) = &hooks {
+                        hooks.compacted(&removed);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %Chain(&e), "worker: retention pass failed"),
+            }
+        }));
+    }
+
+    fn stop(&mut self) {
+        if let Some(pass) = self.pass.take() {
+            pass.abort();
+        }
+    }
+}
+
+fn hostname() -> String {
+    std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into())
 }
 
 /// The loop's state.

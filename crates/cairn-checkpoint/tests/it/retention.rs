@@ -24,7 +24,22 @@ use crate::{claim_req, new_run, store, success};
 both!(
     a_dry_run_counts_what_a_compaction_removes_and_removes_nothing,
     unfinished_runs_finish_alike_after_any_compaction,
+    a_periodic_task_is_taken_once_per_interval,
 );
+
+/// Two workers (here two stores on one database) asking for the same task
+/// in the same interval: exactly one gets it.
+async fn a_periodic_task_is_taken_once_per_interval(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let (a, b) = (store(&db).await, store(&db).await);
+    let hour = Duration::from_secs(3600);
+    assert!(a.claim_task("compact", hour, "a").await.unwrap());
+    assert!(!b.claim_task("compact", hour, "b").await.unwrap());
+    assert!(!a.claim_task("compact", hour, "a").await.unwrap());
+    // Another task is its own; an interval of zero is due at once again.
+    assert!(b.claim_task("other", Duration::ZERO, "b").await.unwrap());
+    assert!(a.claim_task("other", Duration::ZERO, "a").await.unwrap());
+}
 
 /// Every row a user can see, by table, and each run's observable state.
 async fn census(store: &Arc<dyn Store>) -> (Compacted, BTreeMap<RunId, String>) {
