@@ -2,8 +2,8 @@
 //! exactly what disappeared (a dry run counts the same and removes
 //! nothing), and never anything an unfinished run needs: after any
 //! compaction every queued, running, waiting, interrupted and failed run
-//! still goes on to the end with the outputs it would have had. Both
-//! backends.
+//! still goes on to the end with the outputs it would have had (a fork
+//! whose source was removed included). Both backends.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -127,12 +127,25 @@ async fn mix(store: &Arc<dyn Store>) -> BTreeMap<&'static str, RunId> {
     };
     // Finished: three succeeded runs of a thread, one succeeded alone, one
     // cancelled.
+    let mut last = None;
     for thread in [Some("t"), Some("t"), Some("t"), None] {
         let id = submit(2, thread).await;
         let e = claim(id).await;
         journal_item(store, id, e, 0).await;
         store.commit_step(&success(id, e, 0, 2)).await.unwrap();
         store.commit_step(&success(id, e, 1, 2)).await.unwrap();
+        last = Some(id);
+    }
+    // A fork of the last one from its step 1: queued, its step 0 copied.
+    // Removing its (finished) source must not stop it.
+    if let Some(source) = last {
+        let req = cairn_checkpoint::ForkRequest {
+            from_step: StepIdx(1),
+            input: None,
+            thread_id: None,
+        };
+        let fork = store.fork(source, &req, &Actor::new("ops")).await.unwrap();
+        left.insert("fork", fork.id);
     }
     let id = submit(2, None).await;
     store
