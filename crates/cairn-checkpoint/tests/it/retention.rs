@@ -292,6 +292,35 @@ fn every_policy() -> Vec<CompactPolicy> {
         },
         all,
     ]
+    .into_iter()
+    .chain((1..=6).map(random_policy))
+    .collect()
+}
+
+/// A policy drawn from `seed`: each criterion on or off, ages of 0 s (all
+/// that qualifies) or an hour (nothing here), N of 0 to 2.
+fn random_policy(seed: u64) -> CompactPolicy {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    let mut draw = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let mut age = || match draw(3) {
+        0 => None,
+        1 => Some(Duration::ZERO),
+        _ => Some(Duration::from_secs(3600)),
+    };
+    let (events, finished, failed) = (age(), age(), age());
+    CompactPolicy {
+        events_older_than: events,
+        journals: draw(2) == 0,
+        finished_older_than: finished,
+        failed_older_than: failed,
+        keep_per_thread: (draw(2) == 0).then(|| draw(3) as u32),
+        dry_run: false,
+    }
 }
 
 async fn a_dry_run_counts_what_a_compaction_removes_and_removes_nothing(kind: Kind) {
