@@ -39,7 +39,7 @@ impl Tool for Noop {
     }
 }
 
-fn agent_crew() -> Result<Crew> {
+pub(crate) fn agent_crew() -> Result<Crew> {
     let mut script = String::new();
     for t in 0..TURNS {
         script.push_str(&format!(

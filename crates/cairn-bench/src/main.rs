@@ -5,9 +5,12 @@
 //! `breakdown.rs`) shows where the time goes instead. `--workers` (in
 //! `workers.rs`) measures `cairn worker` processes on PostgreSQL instead.
 //! `--journal` (in `journal.rs`) measures journal writes of agent steps.
+//! `--retention` (in `retention.rs`) measures `Store::compact`, step commits
+//! next to a million stored steps, and the bytes a row takes.
 
 mod breakdown;
 mod journal;
+mod retention;
 mod workers;
 
 use std::path::PathBuf;
@@ -724,14 +727,16 @@ async fn main() -> Result<()> {
     let mut breakdown = false;
     let mut workers = false;
     let mut journal = false;
+    let mut retention = false;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--journal" => journal = true,
+            "--retention" => retention = true,
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {
                 println!(
-                    "usage: cairn-bench [--breakdown | --workers | --journal]\n\nMeasures per-step cost \
+                    "usage: cairn-bench [--breakdown | --workers | --journal | --retention]\n\nMeasures per-step cost \
                      against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
                      --breakdown  where the time goes instead (store calls, statements, WAL)\n\
@@ -739,7 +744,10 @@ async fn main() -> Result<()> {
                      processes against raw commits/s, and submit-to-claim latency \
                      (needs `cargo build --release -p cairn-cli`)\n\
                      --journal    one agent journal item against a raw commit, and a \
-                     10-turn agent step"
+                     10-turn agent step\n\
+                     --retention  Store::compact of 100,000 finished runs \
+                     (CAIRN_BENCH_RETENTION_RUNS), commit_step with and without them, \
+                     bytes per stored row"
                 );
                 return Ok(());
             }
@@ -751,6 +759,13 @@ async fn main() -> Result<()> {
     }
     let pg_url =
         std::env::var("CAIRN_BENCH_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
+    if retention {
+        ensure!(
+            !breakdown && !workers && !journal,
+            "--retention is a mode of its own"
+        );
+        return retention::run(&pg_url).await;
+    }
     if journal {
         ensure!(!breakdown && !workers, "--journal is a mode of its own");
         return journal::run(&pg_url).await;
