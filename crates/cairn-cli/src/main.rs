@@ -78,21 +78,28 @@ pub(crate) struct CompactArgs {
 }
 
 impl CompactArgs {
-    /// The policy, or a usage error (exit 2) naming the flag that is off.
-    pub(crate) fn policy(&self) -> anyhow::Result<CompactPolicy> {
+    /// The policy the flags name (perhaps nothing), or a usage error
+    /// (exit 2) naming a flag whose age does not read.
+    fn parsed(&self) -> anyhow::Result<CompactPolicy> {
         let age = |flag: &str, v: &Option<String>| {
             v.as_deref()
                 .map(|t| parse_age(t).map_err(|e| usage(format!("--{flag}: {e}"))))
                 .transpose()
         };
-        let policy = CompactPolicy {
+        Ok(CompactPolicy {
             events_older_than: age("events-older-than", &self.events_older_than)?,
             journals: self.journals,
             finished_older_than: age("finished-older-than", &self.finished_older_than)?,
             failed_older_than: age("failed-older-than", &self.failed_older_than)?,
             keep_per_thread: self.keep_per_thread,
             dry_run: self.dry_run,
-        };
+        })
+    }
+
+    /// The policy, or a usage error (exit 2): an age that does not read,
+    /// or nothing to remove.
+    pub(crate) fn policy(&self) -> anyhow::Result<CompactPolicy> {
+        let policy = self.parsed()?;
         if policy.is_empty() {
             return Err(usage(
                 "say what to remove: --events-older-than, --journals, --finished-older-than, \
@@ -122,13 +129,7 @@ impl RetentionArgs {
     /// that does not read.
     fn periodic(&self) -> anyhow::Result<Option<(CompactPolicy, Duration)>> {
         let Some(every) = &self.compact_every else {
-            let p = &self.policy;
-            let named = p.events_older_than.is_some()
-                || p.journals
-                || p.finished_older_than.is_some()
-                || p.failed_older_than.is_some()
-                || p.keep_per_thread.is_some();
-            if named {
+            if !self.policy.parsed()?.is_empty() {
                 return Err(usage(
                     "a retention policy needs --compact-every AGE".to_owned(),
                 ));
