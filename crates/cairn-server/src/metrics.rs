@@ -169,66 +169,36 @@ impl Metrics {
             }
         }
 
-        header(
+        single(
             o,
-            "cairn_runner_in_flight",
-            "gauge",
+            ("cairn_runner_in_flight", "gauge"),
             "Runs this process's runner is executing now.",
+            self.in_flight.load(Ordering::Relaxed),
         );
-        let _ = writeln!(
+        labelled(
             o,
-            "cairn_runner_in_flight {}",
-            self.in_flight.load(Ordering::Relaxed)
-        );
-        header(
-            o,
-            "cairn_runner_drives_total",
-            "counter",
+            ("cairn_runner_drives_total", "outcome"),
             "Runs this process's runner drove to a stop, by the run's status afterwards (error: the drive failed).",
+            &self.drives.lock().unwrap_or_else(|p| p.into_inner()),
         );
-        {
-            let drives = self.drives.lock().unwrap_or_else(|p| p.into_inner());
-            for (outcome, n) in drives.iter() {
-                let _ = writeln!(o, "cairn_runner_drives_total{{outcome=\"{outcome}\"}} {n}");
-            }
-        }
-        header(
+        single(
             o,
-            "cairn_lease_takeovers_total",
-            "counter",
+            ("cairn_lease_takeovers_total", "counter"),
             "Runs this process's runner took over after their holder's lease expired (a worker died or hung).",
+            self.takeovers.load(Ordering::Relaxed),
         );
-        let _ = writeln!(
+        single(
             o,
-            "cairn_lease_takeovers_total {}",
-            self.takeovers.load(Ordering::Relaxed)
-        );
-        header(
-            o,
-            "cairn_retention_passes_total",
-            "counter",
+            ("cairn_retention_passes_total", "counter"),
             "Retention passes this process ran (serve --compact-every).",
+            self.compactions.load(Ordering::Relaxed),
         );
-        let _ = writeln!(
+        labelled(
             o,
-            "cairn_retention_passes_total {}",
-            self.compactions.load(Ordering::Relaxed)
-        );
-        header(
-            o,
-            "cairn_retention_removed_rows_total",
-            "counter",
+            ("cairn_retention_removed_rows_total", "table"),
             "Rows this process's retention passes removed, by table.",
+            &self.compacted.lock().unwrap_or_else(|p| p.into_inner()),
         );
-        {
-            let rows = self.compacted.lock().unwrap_or_else(|p| p.into_inner());
-            for (table, n) in rows.iter() {
-                let _ = writeln!(
-                    o,
-                    "cairn_retention_removed_rows_total{{table=\"{table}\"}} {n}"
-                );
-            }
-        }
         header(
             o,
             "cairn_step_attempts_total",
@@ -288,6 +258,25 @@ impl Metrics {
             h.count.load(Ordering::Relaxed)
         );
         out
+    }
+}
+
+/// A metric with one value.
+fn single(out: &mut String, (name, kind): (&str, &str), help: &str, value: u64) {
+    header(out, name, kind, help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+/// A counter with one label, a line per label value.
+fn labelled(
+    out: &mut String,
+    (name, label): (&str, &str),
+    help: &str,
+    values: &BTreeMap<&'static str, u64>,
+) {
+    header(out, name, "counter", help);
+    for (value, n) in values {
+        let _ = writeln!(out, "{name}{{{label}=\"{value}\"}} {n}");
     }
 }
 
