@@ -21,7 +21,7 @@ use anyhow::{ensure, Context, Result};
 use serde_json::{json, Map, Value};
 use sqlx::Row;
 
-use cairn::{Engine, ExecutorConfig, RunStatus, Store, SubmitOptions};
+use cairn::{Crew, Engine, ExecutorConfig, RunStatus, Store, SubmitOptions};
 use cairn_checkpoint::{CompactPolicy, Compacted};
 
 use crate::{
@@ -255,20 +255,8 @@ struct Fill {
 /// crew, and `n - 1` copies of it made in SQL. Returns the fill and, per
 /// table, the SQLite file growth it caused.
 async fn fill(store: &Arc<dyn Store>, raw: &Raw, n: u64) -> Result<(Fill, [f64; 3])> {
-    let engine = Engine::with_store(store.clone(), ExecutorConfig::default());
     let crew = noop_crew("bench-retention", RUN_STEPS, None)?;
-    let done = engine
-        .run(
-            &crew,
-            json!({"bench": "retention"}),
-            SubmitOptions::default(),
-        )
-        .await?;
-    ensure!(
-        done.run.status == RunStatus::Succeeded,
-        "the template run failed"
-    );
-    let template = done.run.id.to_string();
+    let template = run_once(store, &crew, "the template run").await?;
     let events_per_run = raw
         .count(&format!("events WHERE run_id = '{template}'"))
         .await?;
@@ -338,20 +326,8 @@ async fn fill(store: &Arc<dyn Store>, raw: &Raw, n: u64) -> Result<(Fill, [f64; 
 /// the same step to about `JOURNAL_ITEMS` items. Returns the SQLite file
 /// growth of the clone.
 async fn fill_journal(store: &Arc<dyn Store>, raw: &Raw) -> Result<f64> {
-    let engine = Engine::with_store(store.clone(), ExecutorConfig::default());
     let crew = crate::journal::agent_crew()?;
-    let done = engine
-        .run(
-            &crew,
-            json!({"bench": "retention"}),
-            SubmitOptions::default(),
-        )
-        .await?;
-    ensure!(
-        done.run.status == RunStatus::Succeeded,
-        "the agent run failed"
-    );
-    let id = done.run.id.to_string();
+    let id = run_once(store, &crew, "the agent run").await?;
     let items = raw.count(&format!("journal WHERE run_id = '{id}'")).await? as i64;
     ensure!(items > 0, "the agent step journaled nothing");
     let stride = raw
@@ -654,4 +630,19 @@ pub async fn run(pg_url: &str) -> Result<()> {
     }
     println!("{}", Value::Object(out));
     Ok(())
+}
+
+/// Runs `crew` once to the end on `store`; the run's id, or an error naming
+/// `what` if it did not succeed.
+async fn run_once(store: &Arc<dyn Store>, crew: &Crew, what: &str) -> Result<String> {
+    let engine = Engine::with_store(store.clone(), ExecutorConfig::default());
+    let done = engine
+        .run(
+            crew,
+            json!({"bench": "retention"}),
+            SubmitOptions::default(),
+        )
+        .await?;
+    ensure!(done.run.status == RunStatus::Succeeded, "{what} failed");
+    Ok(done.run.id.to_string())
 }

@@ -170,22 +170,26 @@ pub(crate) async fn compact(db: &Pool, p: &CompactPolicy) -> Result<Compacted> {
             ),
         )
         .await?;
-        let n = c
-            .fetch_optional(journals(query(concat!(
-                "SELECT count(*) AS n FROM (",
-                finished_journals!(),
-                ") x"
-            ))))
-            .await?;
-        total.journal_items += count(n.as_ref(), "n")?;
-        let n = c
-            .fetch_optional(events(query(concat!(
-                "SELECT count(*) AS n FROM (",
-                old_events!(),
-                ") x"
-            ))))
-            .await?;
-        total.events += count(n.as_ref(), "n")?;
+        for (sql, n) in [
+            (
+                journals(query(concat!(
+                    "SELECT count(*) AS n FROM (",
+                    finished_journals!(),
+                    ") x"
+                ))),
+                &mut total.journal_items,
+            ),
+            (
+                events(query(concat!(
+                    "SELECT count(*) AS n FROM (",
+                    old_events!(),
+                    ") x"
+                ))),
+                &mut total.events,
+            ),
+        ] {
+            *n += count(c.fetch_optional(sql).await?.as_ref(), "n")?;
+        }
         tx.commit().await?;
         return Ok(total);
     }

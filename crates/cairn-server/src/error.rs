@@ -236,17 +236,5 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Displays an error with its sources, `a: b: c`, for logs.
-pub(crate) struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
-
-impl std::fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(s) = source {
-            write!(f, ": {s}")?;
-            source = s.source();
-        }
-        Ok(())
-    }
-}
+/// Displays an error with its sources, for logs (the facade's).
+pub(crate) use cairn::ErrorChain;

@@ -57,7 +57,7 @@ pub use cairn_llm as llm;
 pub use cairn_scheduler::Error as ExecutorError;
 pub use cairn_scheduler::{Crew as ExecCrew, DriveOptions, Driven, ExecutorConfig};
 pub use engine::{Engine, ResumeOptions, RunView, SubmitOptions};
-pub use error::{Error, ErrorClass};
+pub use error::{Error, ErrorChain, ErrorClass};
 pub use retention::{parse_age, BadAge};
 pub use thread::{BadThreadId, ThreadId, ThreadTotals, ThreadView, MAX_THREAD_ID_BYTES};
 pub use work::{WakeUp, WorkHooks, WorkOptions};

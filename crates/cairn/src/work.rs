@@ -21,7 +21,7 @@ use cairn_scheduler::Driven;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
-use crate::{Engine, Result};
+use crate::{Engine, ErrorChain, Result};
 
 /// How a worker works.
 #[derive(Clone)]
@@ -184,7 +184,7 @@ impl Retention {
                 Ok(true) => {}
                 Ok(false) => return, // another process has this interval's pass
                 Err(e) => {
-                    tracing::warn!(error = %Chain(&e), "worker: cannot schedule retention");
+                    tracing::warn!(error = %ErrorChain(&e), "worker: cannot schedule retention");
                     return;
                 }
             }
@@ -202,7 +202,7 @@ impl Retention {
                         hooks.compacted(&removed);
                     }
                 }
-                Err(e) => tracing::warn!(error = %Chain(&e), "worker: retention pass failed"),
+                Err(e) => tracing::warn!(error = %ErrorChain(&e), "worker: retention pass failed"),
             }
         }));
     }
@@ -245,7 +245,7 @@ impl Worker {
             }
             Err(e) => {
                 if !self.expire_failing {
-                    tracing::warn!(error = %Chain(&e), "worker: cannot apply wait deadlines; retrying");
+                    tracing::warn!(error = %ErrorChain(&e), "worker: cannot apply wait deadlines; retrying");
                     self.expire_failing = true;
                 }
             }
@@ -277,7 +277,7 @@ impl Worker {
                                 tracing::info!(run = %id, status = %driven.run.status, steps = driven.executed.len(), "worker: run stopped");
                             }
                             Err(e) => {
-                                tracing::error!(run = %id, error = %Chain(e), "worker: drive failed; the run is taken over once its lease expires");
+                                tracing::error!(run = %id, error = %ErrorChain(e), "worker: drive failed; the run is taken over once its lease expires");
                             }
                         }
                         if let Some(hooks) = hooks {
@@ -292,7 +292,7 @@ impl Worker {
                 }
                 Err(e) => {
                     if !self.claim_failing {
-                        tracing::warn!(error = %Chain(&e), "worker: cannot claim runs; retrying");
+                        tracing::warn!(error = %ErrorChain(&e), "worker: cannot claim runs; retrying");
                         self.claim_failing = true;
                     }
                     idle = true;
@@ -351,20 +351,5 @@ impl Worker {
         }
         self.driving.clear();
         self.report_in_flight();
-    }
-}
-
-/// Displays an error with its sources, `a: b: c`, for logs.
-struct Chain<'a>(&'a (dyn std::error::Error + 'static));
-
-impl std::fmt::Display for Chain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(s) = source {
-            write!(f, ": {s}")?;
-            source = s.source();
-        }
-        Ok(())
     }
 }
