@@ -34,7 +34,9 @@ pub fn build(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, CrewE
     let mut tools: Vec<Arc<dyn Tool>> = llm
         .tools
         .iter()
-        .map(|t| Arc::new(CommandTool::from_def(t)) as Arc<dyn Tool>)
+        .map(|t| {
+            Arc::new(CommandTool::from_def(t, cairn_steps::ProgramEnv::of(def))) as Arc<dyn Tool>
+        })
         .collect();
     if llm.ask_human {
         tools.push(Arc::new(turn::AskHuman::new()));
@@ -54,15 +56,25 @@ pub fn build(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, CrewE
 
 /// The provider an `llm` definition names. The API key is read from the
 /// environment variable `api_key_env` names (an error if it is named but
-/// not set), else from `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` if set; a
-/// local server may need none.
+/// not set), else from `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` if set. A
+/// local server (any `base_url` but the provider's own) may need none; the
+/// provider's own service always does, so a missing key is refused here,
+/// when the crew is loaded, naming the variable, not after failed sends.
 pub fn provider(def: &LlmDef) -> Result<Arc<dyn Provider>, String> {
-    let key = |default: &str| -> Result<Option<String>, String> {
+    let key = |default: &str, official: &str| -> Result<Option<String>, String> {
         match &def.api_key_env {
             Some(var) => std::env::var(var).map(Some).map_err(|_| {
                 format!("needs its API key in the environment variable `{var}`, which is not set")
             }),
-            None => Ok(std::env::var(default).ok()),
+            None => match std::env::var(default) {
+                Ok(key) => Ok(Some(key)),
+                Err(_) if def.base_url.as_deref().is_none_or(|u| u.trim_end_matches('/') == official) => {
+                    Err(format!(
+                        "calls {official}, which needs an API key: set the environment variable `{default}` (or name another with `api_key_env`)"
+                    ))
+                }
+                Err(_) => Ok(None),
+            },
         }
     };
     let failed = |e: cairn_llm::LlmError| e.to_string();
@@ -84,7 +96,10 @@ pub fn provider(def: &LlmDef) -> Result<Arc<dyn Provider>, String> {
                         &base_url,
                     ),
                     base_url,
-                    api_key: key("OPENAI_API_KEY")?,
+                    api_key: key(
+                        "OPENAI_API_KEY",
+                        cairn_llm::OpenAiProvider::DEFAULT_BASE_URL,
+                    )?,
                     timeouts: Default::default(),
                 })
                 .map_err(failed)?,
@@ -96,10 +111,48 @@ pub fn provider(def: &LlmDef) -> Result<Arc<dyn Provider>, String> {
                     .base_url
                     .clone()
                     .unwrap_or_else(|| cairn_llm::AnthropicProvider::DEFAULT_BASE_URL.into()),
-                api_key: key("ANTHROPIC_API_KEY")?,
+                api_key: key(
+                    "ANTHROPIC_API_KEY",
+                    cairn_llm::AnthropicProvider::DEFAULT_BASE_URL,
+                )?,
                 timeouts: Default::default(),
             })
             .map_err(failed)?,
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_core::ProviderKind;
+
+    #[test]
+    fn the_providers_own_service_without_a_key_is_refused_at_load_naming_the_variable() {
+        for (kind, var) in [
+            (ProviderKind::Openai, "OPENAI_API_KEY"),
+            (ProviderKind::Anthropic, "ANTHROPIC_API_KEY"),
+        ] {
+            if std::env::var_os(var).is_some() {
+                eprintln!("skipped for {var}: it is set in this environment");
+                continue;
+            }
+            let def = LlmDef::new(kind, "m");
+            let e = provider(&def).err().unwrap_or_default();
+            assert!(e.contains(&format!("`{var}`")), "{kind:?}: {e}");
+            // A local server may need no key.
+            let local = LlmDef {
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                ..LlmDef::new(kind, "m")
+            };
+            assert!(provider(&local).is_ok(), "{kind:?}");
+        }
+        let named = LlmDef {
+            api_key_env: Some("CAIRN_TEST_SURELY_UNSET_KEY".into()),
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            ..LlmDef::new(ProviderKind::Openai, "m")
+        };
+        let e = provider(&named).err().unwrap_or_default();
+        assert!(e.contains("`CAIRN_TEST_SURELY_UNSET_KEY`"), "{e}");
+    }
 }

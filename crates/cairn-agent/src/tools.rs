@@ -42,10 +42,13 @@ pub struct CommandTool {
     argv: Vec<String>,
     idempotent: bool,
     timeout: Option<Duration>,
+    env: cairn_steps::ProgramEnv,
 }
 
 impl CommandTool {
-    pub fn from_def(def: &ToolDef) -> Self {
+    /// The tool `def` describes; its program sees the variables `env`
+    /// selects (its agent's `env` / `inherit_env`).
+    pub fn from_def(def: &ToolDef, env: cairn_steps::ProgramEnv) -> Self {
         CommandTool {
             spec: ToolSpec {
                 name: def.name.clone(),
@@ -55,6 +58,7 @@ impl CommandTool {
             argv: def.command.clone(),
             idempotent: def.idempotent,
             timeout: def.timeout_ms.map(Duration::from_millis),
+            env,
         }
     }
 }
@@ -72,7 +76,7 @@ impl Tool for CommandTool {
     async fn execute(&self, arguments: Value, key: &str) -> ToolResult {
         let stdin = arguments.to_string().into_bytes();
         let env = [("CAIRN_IDEMPOTENCY_KEY", key.to_owned())];
-        let run = cairn_steps::run_program(&self.argv, stdin, &env);
+        let run = cairn_steps::run_program(&self.argv, stdin, &self.env, &env);
         let out = match self.timeout {
             Some(t) => match tokio::time::timeout(t, run).await {
                 Ok(out) => out,

@@ -19,8 +19,10 @@ use cairn_core::{EventKind, JournalEntry, JournalKind, NewEvent, NewJournalItem}
 use cairn_llm::Item;
 use serde_json::{json, Value};
 
-/// What a synthesized result tells the model.
-pub const INTERRUPTED: &str = "interrupted before its result was recorded; treat as not done";
+/// What a synthesized result tells the model when a non-idempotent tool's
+/// call lost its result: its effect is unknown, so the model must neither
+/// assume it happened nor be invited to repeat it (a second charge).
+pub const INTERRUPTED: &str = "this call was interrupted before its result was recorded, so its effect is unknown: it may have happened. Check whether it took effect before repeating it, or ask.";
 
 /// A journaled tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -48,7 +48,21 @@ pub struct AgentDef {
     /// What an unanswered wait does at its deadline (default: fail).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_deadline: Option<OnDeadline>,
+    /// Variables of Cairn's own environment passed to this agent's programs
+    /// (a `command` step, an `llm` agent's command tools) beyond the clean
+    /// base ([`BASE_ENV`]): a step never sees the server's tokens or keys
+    /// unless its crew names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Pass Cairn's whole environment (except `CAIRN_API_TOKENS`), as before
+    /// clean environments existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inherit_env: bool,
 }
+
+/// The variables every program a step runs gets from Cairn's environment
+/// when they are set; the `CAIRN_*` step variables are added to them.
+pub const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
 
 /// When a person approves a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +83,8 @@ impl AgentDef {
             approval: None,
             wait_deadline_ms: None,
             on_deadline: None,
+            env: Vec::new(),
+            inherit_env: false,
         }
     }
 
@@ -195,6 +211,20 @@ impl CrewDef {
                     return Err(invalid(format!("agent `{}` {problem}", agent.role)));
                 }
             }
+            if let Some(name) = agent.env.iter().find(|n| !is_env_name(n)) {
+                return Err(invalid(format!(
+                    "agent `{}` has `env` entry {name:?}, which is not a variable name (letters, digits and `_`, not starting with a digit)",
+                    agent.role
+                )));
+            }
+            if (!agent.env.is_empty() || agent.inherit_env)
+                && matches!(agent.kind, AgentKind::Template { .. })
+            {
+                return Err(invalid(format!(
+                    "agent `{}` of kind `template` runs no program, so it takes no `env` or `inherit_env`",
+                    agent.role
+                )));
+            }
             if agent.timeout_ms == Some(0) {
                 return Err(invalid(format!(
                     "agent `{}` has `timeout_ms = 0`",
@@ -221,6 +251,15 @@ impl CrewDef {
     pub fn step_count(&self) -> u32 {
         self.agents.len() as u32
     }
+}
+
+/// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// A TOML error as one line: `line L, column C: message`.
@@ -270,6 +309,8 @@ struct AgentFile {
     approval: Option<ApprovalPoint>,
     wait_deadline_ms: Option<u64>,
     on_deadline: Option<OnDeadlineFile>,
+    env: Option<Vec<String>>,
+    inherit_env: Option<bool>,
     // kind = "llm"
     provider: Option<crate::llm::ProviderKind>,
     model: Option<String>,
@@ -463,6 +504,8 @@ impl CrewFile {
                 approval: a.approval,
                 wait_deadline_ms: a.wait_deadline_ms,
                 on_deadline,
+                env: a.env.unwrap_or_default(),
+                inherit_env: a.inherit_env.unwrap_or(false),
                 ..AgentDef::new(role, kind)
             });
         }

@@ -20,7 +20,7 @@ pub mod wait;
 pub use agent::{Agent, StepOutput};
 pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
 pub use context::{rebuild, PreviousOutput, Rebuilt, StepContext, StepRef, ThreadTurn};
-pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerprint};
+pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerprint, BASE_ENV};
 pub use error::Corruption;
 pub use event::{Actor, EventKind, EventRecord, NewEvent};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};

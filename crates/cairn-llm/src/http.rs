@@ -38,15 +38,47 @@ pub(crate) fn client(provider: &str, t: HttpTimeouts) -> Result<reqwest::Client,
         .map_err(|e| LlmError::new(provider, LlmErrorKind::Config, format!("HTTP client: {e}")))
 }
 
-/// A transport failure, classified.
+/// A transport failure, classified, naming the URL (scheme, host, port and
+/// path: no user, password or query, which may carry secrets) and the
+/// innermost cause (`Connection refused`, `failed to lookup address`), which
+/// reqwest's own message ("error sending request") hides.
 pub(crate) fn transport(provider: &str, e: reqwest::Error) -> LlmError {
     let kind = if e.is_timeout() {
         LlmErrorKind::Timeout
+    } else if e.is_connect() {
+        LlmErrorKind::Unreachable
     } else {
         LlmErrorKind::StreamDropped
     };
-    // The URL may carry secrets in some setups: name only the failure.
-    LlmError::new(provider, kind, e.without_url().to_string())
+    let url = e.url().map(|u| {
+        let mut u = u.clone();
+        let _ = u.set_username("");
+        let _ = u.set_password(None);
+        u.set_query(None);
+        u.set_fragment(None);
+        u.to_string()
+    });
+    let mut cause = None;
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        cause = Some(s.to_string());
+        source = s.source();
+    }
+    let what = match kind {
+        LlmErrorKind::Timeout => "timed out",
+        LlmErrorKind::Unreachable => "cannot connect",
+        _ => "request failed",
+    };
+    let mut message = match url {
+        Some(url) => format!("{what} to {url}"),
+        None => what.to_owned(),
+    };
+    // The innermost cause says why; reqwest's own text adds nothing.
+    if let Some(cause) = cause.filter(|c| !c.is_empty()) {
+        message.push_str(": ");
+        message.push_str(&cause);
+    }
+    LlmError::new(provider, kind, message)
 }
 
 /// `retry-after` as seconds (integer or fractional); HTTP dates are ignored.

@@ -178,6 +178,10 @@ pub enum LlmErrorKind {
     Timeout,
     /// The connection dropped or the stream ended without finishing.
     StreamDropped,
+    /// The server could not be reached: refused connection, DNS failure,
+    /// TLS handshake. Retryable (it may come back), and the message names
+    /// the URL and the reason.
+    Unreachable,
     /// A chunk that does not parse as the wire protocol says.
     Malformed,
     /// HTTP 4xx other than 429 (bad request, auth, not found, …).
@@ -224,6 +228,7 @@ impl LlmError {
                 | LlmErrorKind::Server
                 | LlmErrorKind::Timeout
                 | LlmErrorKind::StreamDropped
+                | LlmErrorKind::Unreachable
                 | LlmErrorKind::Malformed
         )
     }

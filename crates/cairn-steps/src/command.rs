@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use cairn_core::{Agent, ErrorInfo, ErrorKind, StepContext, StepOutput, Usage};
+use cairn_core::{Agent, AgentDef, ErrorInfo, ErrorKind, StepContext, StepOutput, Usage, BASE_ENV};
 
 /// A stderr line starting with this, followed by
 /// `{"input_tokens":N,"output_tokens":M}`, reports the step's token usage.
@@ -21,11 +21,52 @@ pub const USAGE_PREFIX: &str = "cairn-usage:";
 /// How much of stderr a failure keeps.
 const STDERR_TAIL: usize = 2000;
 
+/// Which of Cairn's own environment variables a program sees. A program
+/// starts from an empty environment: a step that prints its environment
+/// must not store the server's API tokens or provider keys.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgramEnv {
+    /// Variables passed on beyond [`BASE_ENV`] (the crew's `env`).
+    pub pass: Vec<String>,
+    /// Pass everything except [`NEVER_PASSED`] (the crew's `inherit_env`).
+    pub inherit: bool,
+}
+
+/// Never handed to a program, even with `inherit_env`: no step needs the
+/// server's own credentials.
+pub const NEVER_PASSED: &[&str] = &["CAIRN_API_TOKENS"];
+
+impl ProgramEnv {
+    pub fn of(def: &AgentDef) -> Self {
+        ProgramEnv {
+            pass: def.env.clone(),
+            inherit: def.inherit_env,
+        }
+    }
+
+    /// The variables taken from `parent` (Cairn's environment), in order.
+    pub fn select(
+        &self,
+        parent: impl IntoIterator<Item = (String, String)>,
+    ) -> Vec<(String, String)> {
+        parent
+            .into_iter()
+            .filter(|(k, _)| {
+                !NEVER_PASSED.contains(&k.as_str())
+                    && (self.inherit
+                        || BASE_ENV.contains(&k.as_str())
+                        || self.pass.iter().any(|p| p == k))
+            })
+            .collect()
+    }
+}
+
 /// Runs a program as a step.
 #[derive(Debug, Clone)]
 pub struct CommandAgent {
     argv: Vec<String>,
     permanent_exit_codes: Vec<i32>,
+    env: ProgramEnv,
 }
 
 impl CommandAgent {
@@ -33,7 +74,14 @@ impl CommandAgent {
         CommandAgent {
             argv,
             permanent_exit_codes: vec![],
+            env: ProgramEnv::default(),
         }
+    }
+
+    /// Which of Cairn's variables the program sees besides the base.
+    pub fn env(mut self, env: ProgramEnv) -> Self {
+        self.env = env;
+        self
     }
 
     /// Exit codes that mean "retrying will not help".
@@ -116,14 +164,15 @@ pub struct Finished {
     pub stderr: Vec<u8>,
 }
 
-/// Runs `argv` in its own process group with `stdin` and extra `env`, and
-/// waits for it. The group is killed when the returned future is dropped
+/// Runs `argv` in its own process group with `stdin`, the variables `base`
+/// selects from Cairn's environment and the `extra` ones, and waits for it. The group is killed when the returned future is dropped
 /// (a timeout, a cancel), and the program dies with this process (Linux).
 /// Shared by `command` steps and `llm` agents' command tools.
 pub async fn run_program(
     argv: &[String],
     stdin: Vec<u8>,
-    env: &[(&str, String)],
+    base: &ProgramEnv,
+    extra: &[(&str, String)],
 ) -> Result<Finished, ErrorInfo> {
     let (program, args) = argv
         .split_first()
@@ -136,7 +185,8 @@ pub async fn run_program(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    for (k, v) in env {
+    cmd.env_clear().envs(base.select(std::env::vars()));
+    for (k, v) in extra {
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().map_err(|e| {
@@ -200,7 +250,7 @@ impl Agent for CommandAgent {
             ("CAIRN_STEP_ROLE", cx.step.role.to_string()),
             ("CAIRN_ATTEMPT", cx.step.attempt.to_string()),
         ];
-        let out = run_program(&self.argv, payload, &env).await?;
+        let out = run_program(&self.argv, payload, &self.env, &env).await?;
         let program = self.argv.first().map_or("", String::as_str);
         if let Some(message) = failure_message(program, &out) {
             let permanent = out
@@ -355,5 +405,65 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         assert!(gone, "grandchild {pid} survived its step");
+    }
+
+    /// The names a program sees, run as a step with `env`.
+    async fn visible_names(env: ProgramEnv) -> Vec<String> {
+        let agent = CommandAgent::new(vec!["sh".into(), "-c".into(), "cat >/dev/null; env".into()])
+            .env(env);
+        let out = agent.run(&cx()).await.unwrap_or_else(|e| panic!("{e:?}"));
+        let text = out.output.as_str().unwrap_or_default().to_owned();
+        text.lines()
+            .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_owned()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_program_gets_a_clean_environment_unless_its_crew_names_more() {
+        // Cargo sets these for every test process: they stand for the
+        // server's tokens and keys, which a step must not see by default.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let names = visible_names(ProgramEnv::default()).await;
+        assert!(names.iter().any(|n| n == "PATH"), "{names:?}");
+        assert!(names.iter().any(|n| n == "CAIRN_STEP_ROLE"), "{names:?}");
+        assert!(!names.iter().any(|n| n.starts_with("CARGO_")), "{names:?}");
+
+        let named = ProgramEnv {
+            pass: vec!["CARGO_MANIFEST_DIR".into()],
+            inherit: false,
+        };
+        let names = visible_names(named).await;
+        assert!(names.iter().any(|n| n == "CARGO_MANIFEST_DIR"), "{names:?}");
+        assert!(!names.iter().any(|n| n == "CARGO_PKG_NAME"), "{names:?}");
+
+        let all = ProgramEnv {
+            pass: vec![],
+            inherit: true,
+        };
+        let names = visible_names(all).await;
+        assert!(names.iter().any(|n| n == "CARGO_PKG_NAME"), "{names:?}");
+    }
+
+    #[test]
+    fn the_api_tokens_are_never_passed_even_with_inherit_env() {
+        let parent = || {
+            vec![
+                ("CAIRN_API_TOKENS".to_owned(), "secret".to_owned()),
+                ("PATH".to_owned(), "/bin".to_owned()),
+                ("OPENAI_API_KEY".to_owned(), "sk".to_owned()),
+            ]
+        };
+        let all = ProgramEnv {
+            pass: vec!["CAIRN_API_TOKENS".into()],
+            inherit: true,
+        };
+        let got: Vec<String> = all.select(parent()).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(got, ["PATH", "OPENAI_API_KEY"]);
+        let clean: Vec<String> = ProgramEnv::default()
+            .select(parent())
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(clean, ["PATH"]);
     }
 }

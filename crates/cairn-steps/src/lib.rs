@@ -10,9 +10,10 @@ use std::sync::Arc;
 use cairn_core::{Agent, AgentDef, AgentKind, CrewError};
 
 pub use command::{
-    failure_message, parse_output, run_program, CommandAgent, Finished, USAGE_PREFIX,
+    failure_message, parse_output, run_program, CommandAgent, Finished, ProgramEnv, NEVER_PASSED,
+    USAGE_PREFIX,
 };
-pub use template::TemplateAgent;
+pub use template::{TemplateAgent, TemplateError, FUEL, RENDER_CAP, VARIABLES};
 
 /// The built-in agent for `def`, or `None` for kinds the caller must supply
 /// (Rust agents). Templates are compiled here, so a syntax error is a crew
@@ -23,12 +24,14 @@ pub fn builtin(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, Cre
             command,
             permanent_exit_codes,
         } => Some(Arc::new(
-            CommandAgent::new(command.clone()).permanent_exit_codes(permanent_exit_codes.clone()),
+            CommandAgent::new(command.clone())
+                .permanent_exit_codes(permanent_exit_codes.clone())
+                .env(ProgramEnv::of(def)),
         )),
         AgentKind::Template { template } => Some(Arc::new(
             TemplateAgent::new(template.clone()).map_err(|e| CrewError::Invalid {
                 crew: crew.to_owned(),
-                detail: format!("template of agent `{}` does not compile: {e}", def.role),
+                detail: format!("template of agent `{}` {e}", def.role),
             })?,
         )),
         AgentKind::Rust { .. } | AgentKind::Llm(_) => None,

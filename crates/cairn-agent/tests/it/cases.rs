@@ -255,6 +255,11 @@ fn a_thread_comes_before_the_context_in_whole_turns_newest_kept() {
 /// Applies the planned repairs as the loop does (a re-run's result is
 /// `R:id` too) and returns the next request in words.
 fn request_after_repairs(j: &str, idempotent: &str) -> String {
+    words(&repaired_request(j, idempotent))
+}
+
+/// The next request after the planned repairs, as items.
+fn repaired_request(j: &str, idempotent: &str) -> Vec<Item> {
     use cairn_agent::transcript::{analyze, plan_repairs, Repair};
     let mut entries = journal(j);
     for r in plan_repairs(&analyze(&entries), |t| t == idempotent) {
@@ -275,7 +280,28 @@ fn request_after_repairs(j: &str, idempotent: &str) -> String {
     let request = request_items(&[], "cx".into(), &entries, &Window::default());
     check_openai(&request).unwrap();
     check_anthropic(&request).unwrap();
-    words(&request)
+    request
+}
+
+#[test]
+fn a_lost_non_idempotent_result_is_sent_as_unknown_effect_not_as_not_done() {
+    let request = repaired_request("T:a S:1 C:1:w E", "i");
+    let synthesized = request.iter().find_map(|item| match item {
+        Item::ToolResult {
+            call_id,
+            content,
+            is_error,
+        } if call_id == "1" => Some((content.clone(), *is_error)),
+        _ => None,
+    });
+    let (content, is_error) = synthesized.expect("a result for call 1");
+    assert_eq!(content, cairn_agent::transcript::INTERRUPTED);
+    assert!(is_error, "an interrupted call is an error result");
+    // What the text must say, and must not invite.
+    assert!(content.contains("effect is unknown"), "{content}");
+    assert!(content.contains("may have happened"), "{content}");
+    assert!(content.contains("Check"), "{content}");
+    assert!(!content.contains("not done"), "{content}");
 }
 
 #[test]

@@ -207,6 +207,43 @@ async fn rate_limits_server_errors_and_client_errors_are_classified() {
 }
 
 #[tokio::test]
+async fn an_unreachable_server_is_named_with_its_url_and_the_reason() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = provider(&format!("http://127.0.0.1:{port}"), Some("sk-secret"))
+        .stream(&request(exchange()))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, LlmErrorKind::Unreachable, "{e}");
+    assert!(e.retryable());
+    assert!(
+        e.message
+            .contains(&format!("http://127.0.0.1:{port}/v1/chat/completions")),
+        "{e}"
+    );
+    assert!(e.message.contains("refused"), "{e}");
+    assert!(!e.message.contains("sk-secret"), "{e}");
+
+    // `.invalid` never resolves (RFC 6761): a DNS failure, named as such.
+    let e = provider("http://cairn-test.invalid", None)
+        .stream(&request(exchange()))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, LlmErrorKind::Unreachable, "{e}");
+    assert!(e.message.contains("cairn-test.invalid"), "{e}");
+    assert!(
+        e.message.contains("lookup") || e.message.contains("resolve"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
 async fn a_stream_cut_mid_tool_input_is_a_dropped_stream() {
     let mut reply = Reply::sse(sse(&[
         delta(
