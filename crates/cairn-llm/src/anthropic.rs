@@ -10,6 +10,7 @@
 //! agent answered with an error result) are sent as
 //! `{"invalid_arguments": "<raw text>"}` so the pairing stays intact.
 
+use futures_util::StreamExt;
 use std::collections::BTreeMap;
 
 use eventsource_stream::Event;
@@ -144,8 +145,13 @@ impl Provider for AnthropicProvider {
         if let Some(key) = &self.config.api_key {
             req = req.header("x-api-key", key);
         }
-        let resp = http::send(NAME, req).await?;
-        Ok(http::pump(NAME, resp, AnthropicDecoder::default()))
+        let secret = self.config.api_key.clone();
+        let resp = http::send(NAME, req)
+            .await
+            .map_err(|e| e.redacted(secret.as_deref()))?;
+        Ok(http::pump(NAME, resp, AnthropicDecoder::default())
+            .map(move |r| r.map_err(|e| e.redacted(secret.as_deref())))
+            .boxed())
     }
 }
 

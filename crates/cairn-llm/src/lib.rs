@@ -218,6 +218,16 @@ impl LlmError {
         }
     }
 
+    /// The error with every occurrence of `secret` (an API key) replaced by
+    /// `[redacted]`: a provider that echoes the key in its error body must
+    /// not have it stored in the step's error and events.
+    pub fn redacted(mut self, secret: Option<&str>) -> Self {
+        if let Some(secret) = secret.map(str::trim).filter(|s| s.len() >= 4) {
+            self.message = self.message.replace(secret, "[redacted]");
+        }
+        self
+    }
+
     /// Worth trying again (rate limits, server errors, timeouts, dropped or
     /// malformed streams); client errors, configuration and invalid
     /// requests are not.

@@ -10,6 +10,7 @@
 //! result's content is prefixed with `error: `, since the protocol has no
 //! error flag).
 
+use futures_util::StreamExt;
 use std::collections::BTreeMap;
 
 use eventsource_stream::Event;
@@ -158,8 +159,13 @@ impl Provider for OpenAiProvider {
         if let Some(key) = &self.config.api_key {
             req = req.bearer_auth(key);
         }
-        let resp = http::send(NAME, req).await?;
-        Ok(http::pump(NAME, resp, OpenAiDecoder::default()))
+        let secret = self.config.api_key.clone();
+        let resp = http::send(NAME, req)
+            .await
+            .map_err(|e| e.redacted(secret.as_deref()))?;
+        Ok(http::pump(NAME, resp, OpenAiDecoder::default())
+            .map(move |r| r.map_err(|e| e.redacted(secret.as_deref())))
+            .boxed())
     }
 }
 

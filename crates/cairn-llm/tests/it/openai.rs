@@ -207,6 +207,23 @@ async fn rate_limits_server_errors_and_client_errors_are_classified() {
 }
 
 #[tokio::test]
+async fn an_error_body_that_echoes_the_key_is_redacted() {
+    let server = serve(Reply::status(
+        401,
+        r#"{"error": {"message": "key sk-live-0123456789 is not valid for this project"}}"#,
+    ))
+    .await;
+    let e = provider(&server.base, Some("sk-live-0123456789"))
+        .stream(&request(exchange()))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, LlmErrorKind::Client);
+    assert!(!e.message.contains("sk-live-0123456789"), "{e}");
+    assert!(e.message.contains("key [redacted] is not valid"), "{e}");
+}
+
+#[tokio::test]
 async fn an_unreachable_server_is_named_with_its_url_and_the_reason() {
     // A port that was just free: nothing listens there.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
