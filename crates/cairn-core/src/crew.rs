@@ -551,6 +551,36 @@ template = "{{ input.topic }}"
     }
 
     #[test]
+    fn env_and_inherit_env_parse_and_are_checked() {
+        let before = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
+        let text = GOOD.replace(
+            "command = [\"sh\", \"-c\", \"echo hi\"]",
+            "command = [\"sh\", \"-c\", \"echo hi\"]\nenv = [\"GITHUB_TOKEN\", \"_X1\"]\ninherit_env = true",
+        );
+        let crew = CrewDef::from_toml(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(crew.agents[0].env, ["GITHUB_TOKEN", "_X1"]);
+        assert!(crew.agents[0].inherit_env);
+        assert_ne!(crew.fingerprint(), before.fingerprint());
+        // Absent keys leave the stored form (and so the fingerprint) as before.
+        assert!(before.to_json()["agents"][0].get("env").is_none());
+        assert!(before.to_json()["agents"][0].get("inherit_env").is_none());
+        let bad = GOOD.replace(
+            "command = [\"sh\", \"-c\", \"echo hi\"]",
+            "command = [\"sh\", \"-c\", \"echo hi\"]\nenv = [\"A=B\"]",
+        );
+        assert!(err(&bad).contains("`env` entry \"A=B\""), "{}", err(&bad));
+        let on_template = GOOD.replace(
+            "template = \"{{ input.topic }}\"",
+            "template = \"{{ input.topic }}\"\nenv = [\"HOME\"]",
+        );
+        assert!(
+            err(&on_template).contains("takes no `env`"),
+            "{}",
+            err(&on_template)
+        );
+    }
+
+    #[test]
     fn retry_policy_and_permanent_exit_codes_parse() {
         let text = GOOD.replace(
             "command = [\"sh\", \"-c\", \"echo hi\"]",
