@@ -514,7 +514,7 @@ async fn waits(client: &Client, command: WaitsCommand, json: bool) -> anyhow::Re
             if let Some(run) = run {
                 query.push(format!("run={}", parse_run_id(&run)?));
             }
-            if let Some(s) = crate::wait_status(status, all)? {
+            if let Some(s) = crate::wait_status(status, all, json)? {
                 query.push(format!("status={s}"));
             }
             let page: Value = client

@@ -309,7 +309,8 @@ enum ThreadsCommand {
 
 #[derive(Subcommand)]
 enum WaitsCommand {
-    /// List open waits, oldest first (--all or --status for the others).
+    /// List open waits, oldest first (--all or --status for the others;
+    /// --json: every wait unless --status).
     List {
         /// Only the waits of this run.
         #[arg(long)]
@@ -956,7 +957,7 @@ async fn waits(db: &str, command: WaitsCommand, json: bool) -> anyhow::Result<u8
     match command {
         WaitsCommand::List { run, status, all } => {
             let run = run.as_deref().map(parse_run_id).transpose()?;
-            let status = wait_status(status, all)?;
+            let status = wait_status(status, all, json)?;
             let engine = open(db, false).await?;
             let waits = engine
                 .waits(&WaitFilter {
@@ -1000,11 +1001,17 @@ async fn waits(db: &str, command: WaitsCommand, json: bool) -> anyhow::Result<u8
     }
 }
 
-/// The status `waits list` filters by: `--status`, else open unless `--all`.
-fn wait_status(status: Option<String>, all: bool) -> anyhow::Result<Option<WaitStatus>> {
+/// The status `waits list` filters by: `--status`, else (in text) open
+/// unless `--all`. The JSON array keeps its documented contents, every
+/// wait, unless `--status` narrows it.
+fn wait_status(
+    status: Option<String>,
+    all: bool,
+    json: bool,
+) -> anyhow::Result<Option<WaitStatus>> {
     match status {
         Some(s) => Ok(Some(s.parse::<WaitStatus>().map_err(usage)?)),
-        None if all => Ok(None),
+        None if all || json => Ok(None),
         None => Ok(Some(WaitStatus::Open)),
     }
 }
