@@ -87,6 +87,10 @@ pub enum Error {
     /// A read-only command was pointed at a SQLite file that does not exist.
     #[error("database file {} does not exist (nothing has run here yet, or pass --db)", .0.display())]
     MissingFile(PathBuf),
+    /// A read-only command was pointed at a PostgreSQL database (or schema)
+    /// without Cairn's tables; nothing was created.
+    #[error("{0} holds no Cairn schema (no `runs` table on its search_path): nothing has run here yet, or pass --db")]
+    NoSchema(String),
     /// The database did not answer, or refused the connection.
     #[error("cannot reach {target}: {reason}")]
     Unreachable {

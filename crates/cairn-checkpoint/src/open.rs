@@ -29,8 +29,9 @@ impl Backend {
 /// How to open a store.
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
-    /// Create a missing SQLite file (commands that write). Read-only
-    /// commands pass `false` and get [`Error::MissingFile`] instead.
+    /// Create a missing SQLite file, or Cairn's tables in a PostgreSQL
+    /// database without them (commands that write). Read-only commands
+    /// pass `false` and get [`Error::MissingFile`] or [`Error::NoSchema`].
     pub create: bool,
     /// How long to wait for the database to answer.
     pub connect_timeout: Duration,

@@ -109,6 +109,28 @@ impl Client {
         self.get(&format!("/v1/runs/{id}")).await
     }
 
+    /// The waits of run `id` (any status).
+    async fn run_waits(&self, id: &str) -> anyhow::Result<Vec<WaitRecord>> {
+        let page: Value = self.get(&format!("/v1/waits?run={id}")).await?;
+        serde_json::from_value(page["waits"].clone())
+            .context("the server's wait list is not the expected JSON")
+    }
+
+    /// Prints a run as `runs show` does (its waits with it).
+    async fn print_view(&self, view: &RunView, json: bool, outputs: bool) -> anyhow::Result<()> {
+        let waits = if json {
+            vec![]
+        } else {
+            self.run_waits(&view.run.id.to_string()).await?
+        };
+        let text = output::RunText {
+            waits: &waits,
+            outputs,
+            extra: None,
+        };
+        output::print_run(view, json, &text)
+    }
+
     /// Waits until the server's workers stop the run (it is neither
     /// `queued` nor `running`), unless `enqueue`; prints it; its exit code.
     async fn settle(&self, id: &str, enqueue: bool, json: bool) -> anyhow::Result<u8> {
@@ -117,7 +139,7 @@ impl Client {
             tokio::time::sleep(Duration::from_millis(100)).await;
             view = self.show(id).await?;
         }
-        output::print_run(&view, json, None)?;
+        self.print_view(&view, json, false).await?;
         Ok(match view.run.status {
             RunStatus::Queued | RunStatus::Running if enqueue => exit::OK,
             status => status_exit(status),
@@ -143,13 +165,32 @@ impl Client {
 }
 
 /// The crew a `run`/`submit` names: the `name` in a crew file, or the
-/// argument itself as the name of a crew the server loaded.
-fn crew_name(arg: &std::path::Path) -> anyhow::Result<String> {
-    if arg.is_file() {
-        let crew = crate::load_crew(&arg.to_path_buf())?;
-        return Ok(crew.def().name.clone());
+/// argument itself as the name of a crew the server loaded. The server
+/// runs its own crew of that name, so a local file that differs from it
+/// (another fingerprint) is refused rather than silently not run.
+async fn crew_name(client: &Client, arg: &std::path::Path) -> anyhow::Result<String> {
+    if !arg.is_file() {
+        return Ok(arg.to_string_lossy().into_owned());
     }
-    Ok(arg.to_string_lossy().into_owned())
+    let crew = crate::load_crew(&arg.to_path_buf())?;
+    let name = crew.def().name.clone();
+    let crews: Vec<Value> = client.get("/v1/crews").await?;
+    let theirs = crews
+        .iter()
+        .find(|c| c["name"] == name.as_str())
+        .and_then(|c| c["fingerprint"].as_str());
+    if let Some(theirs) = theirs {
+        let ours = crew.fingerprint().to_string();
+        if theirs != ours {
+            return Err(usage(format!(
+                "{} is crew `{name}` with fingerprint {ours}, but the server's crew `{name}` is \
+                 {theirs}: the server runs its own crew files, not this one. Update the file in \
+                 the server's --crews directory and restart it, or run without --server",
+                arg.display()
+            )));
+        }
+    }
+    Ok(name)
 }
 
 fn submit_body(
@@ -220,9 +261,10 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
             idempotency_key,
             thread,
             on_busy,
+            ..
         } => {
             let body = submit_body(
-                crew_name(&crew)?,
+                crew_name(&client, &crew).await?,
                 parse_input(&input)?,
                 idempotency_key,
                 parse_thread(thread)?,
@@ -239,7 +281,7 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
             on_busy,
         } => {
             let body = submit_body(
-                crew_name(&crew)?,
+                crew_name(&client, &crew).await?,
                 parse_input(&input)?,
                 idempotency_key,
                 parse_thread(thread)?,
@@ -247,9 +289,10 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
             );
             let run: RunView = client.post("/v1/runs", &body).await?;
             if json {
-                output::print_run(&run, true, None)?;
+                output::print_run(&run, true, &output::RunText::default())?;
             } else {
-                println!("{}", run.run.id);
+                use std::io::Write;
+                writeln!(std::io::stdout(), "{}", run.run.id)?;
             }
             Ok(exit::OK)
         }
@@ -290,7 +333,11 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
 
 async fn runs(client: &Client, command: RunsCommand, json: bool) -> anyhow::Result<u8> {
     match command {
-        RunsCommand::List { status, limit } => {
+        RunsCommand::List {
+            status,
+            limit,
+            oldest,
+        } => {
             let status = status
                 .map(|s| s.parse::<RunStatus>().map_err(usage))
                 .transpose()?;
@@ -310,10 +357,16 @@ async fn runs(client: &Client, command: RunsCommand, json: bool) -> anyhow::Resu
                     .context("the server's run page is not the expected JSON")?;
                 runs.extend(batch);
                 cursor = page["next_cursor"].as_str().map(str::to_owned);
-                let full = limit.is_some_and(|l| runs.len() >= l as usize);
+                let full = !(!json && !oldest) && limit.is_some_and(|l| runs.len() >= l as usize);
                 if cursor.is_none() || full {
                     break;
                 }
+            }
+            // Text: the newest first (all pages are read for that), as
+            // locally; the JSON array oldest first.
+            let newest_first = !json && !oldest;
+            if newest_first {
+                runs.reverse();
             }
             if let Some(l) = limit {
                 runs.truncate(l as usize);
@@ -321,15 +374,28 @@ async fn runs(client: &Client, command: RunsCommand, json: bool) -> anyhow::Resu
             output::print_list(&runs, json)?;
             Ok(exit::OK)
         }
-        RunsCommand::Show { run_id } => {
-            let id = parse_run_id(&run_id)?;
-            output::print_run(&client.show(&id.to_string()).await?, json, None)?;
+        RunsCommand::Show {
+            run_id,
+            outputs,
+            step,
+        } => {
+            let id = parse_run_id(&run_id)?.to_string();
+            let view = client.show(&id).await?;
+            match step {
+                Some(n) => {
+                    let waits = client.run_waits(&id).await?;
+                    output::print_step(&view, n, json, &waits)?;
+                }
+                None => client.print_view(&view, json, outputs).await?,
+            }
             Ok(exit::OK)
         }
         RunsCommand::Events { run_id } => {
             let id = parse_run_id(&run_id)?;
-            let events = follow_events(client, &id.to_string()).await?;
-            output::print_events(&events, json)?;
+            let events = follow_events(client, &id.to_string(), !json).await?;
+            if json {
+                output::print_events(&events, json)?;
+            }
             Ok(exit::OK)
         }
         RunsCommand::Journal { run_id, step } => {
@@ -344,7 +410,13 @@ async fn runs(client: &Client, command: RunsCommand, json: bool) -> anyhow::Resu
             output::print_journal(&items, json)?;
             Ok(exit::OK)
         }
-        RunsCommand::Retry { run_id, action } => {
+        RunsCommand::Retry { crew: Some(_), .. } | RunsCommand::Fork { crew: Some(_), .. } => {
+            Err(local_only(
+                "runs retry --crew and runs fork --crew",
+                "the server runs the crews it loaded; run them next to the database (--db)",
+            ))
+        }
+        RunsCommand::Retry { run_id, action, .. } => {
             let id = parse_run_id(&run_id)?.to_string();
             client.action(&id, "retry", json!({}), &action, json).await
         }
@@ -372,6 +444,7 @@ async fn runs(client: &Client, command: RunsCommand, json: bool) -> anyhow::Resu
             input,
             thread,
             action,
+            ..
         } => {
             let id = parse_run_id(&run_id)?.to_string();
             let mut body = json!({"from_step": from_step});
@@ -387,8 +460,9 @@ async fn runs(client: &Client, command: RunsCommand, json: bool) -> anyhow::Resu
 }
 
 /// The run's events, following its event stream until the server ends it
-/// (the run is succeeded, failed or cancelled).
-async fn follow_events(client: &Client, id: &str) -> anyhow::Result<Vec<EventRecord>> {
+/// (the run is succeeded, failed or cancelled). With `print`, each is
+/// printed as it arrives (as `curl` shows the stream) and none is kept.
+async fn follow_events(client: &Client, id: &str, print: bool) -> anyhow::Result<Vec<EventRecord>> {
     let req = client.auth(
         client
             .http
@@ -419,23 +493,28 @@ async fn follow_events(client: &Client, id: &str) -> anyhow::Result<Vec<EventRec
         if event.data.is_empty() {
             continue;
         }
-        events.push(
-            serde_json::from_str(&event.data)
-                .context("an event from the server is not the expected JSON")?,
-        );
+        let event: EventRecord = serde_json::from_str(&event.data)
+            .context("an event from the server is not the expected JSON")?;
+        if print {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            output::write_event(&mut out, &event)?;
+            out.flush()?;
+        } else {
+            events.push(event);
+        }
     }
     Ok(events)
 }
 
 async fn waits(client: &Client, command: WaitsCommand, json: bool) -> anyhow::Result<u8> {
     match command {
-        WaitsCommand::List { run, status } => {
+        WaitsCommand::List { run, status, all } => {
             let mut query = Vec::new();
             if let Some(run) = run {
                 query.push(format!("run={}", parse_run_id(&run)?));
             }
-            if let Some(status) = status {
-                let s = status.parse::<cairn::WaitStatus>().map_err(usage)?;
+            if let Some(s) = crate::wait_status(status, all, json)? {
                 query.push(format!("status={s}"));
             }
             let page: Value = client
@@ -459,9 +538,11 @@ async fn waits(client: &Client, command: WaitsCommand, json: bool) -> anyhow::Re
             let answer = crate::parse_answer(approve, edit, reject, answer)?;
             let mut body = serde_json::to_value(&answer)?;
             body["by"] = json!(crate::answered_by(by));
-            let wait: WaitRecord = client
-                .post(&format!("/v1/waits/{id}/answer"), &body)
-                .await?;
+            let wait: WaitRecord = match client.post(&format!("/v1/waits/{id}/answer"), &body).await
+            {
+                Ok(wait) => wait,
+                Err(e) => return Err(point_to_open_wait(client, id, e).await),
+            };
             client.settle(&wait.run_id.to_string(), enqueue, json).await
         }
         WaitsCommand::Expire => Err(local_only(
@@ -469,4 +550,43 @@ async fn waits(client: &Client, command: WaitsCommand, json: bool) -> anyhow::Re
             "the server's workers apply wait deadlines themselves",
         )),
     }
+}
+
+/// An answer the server refused because the wait is closed, with the open
+/// wait of the same run (if any) and the command that answers it.
+async fn point_to_open_wait(
+    client: &Client,
+    id: cairn::WaitId,
+    err: anyhow::Error,
+) -> anyhow::Error {
+    let closed = err
+        .downcast_ref::<ApiError>()
+        .is_some_and(|e| e.code == "wait_closed");
+    if !closed {
+        return err;
+    }
+    let Ok(page) = client.get::<Value>("/v1/waits").await else {
+        return err;
+    };
+    let Ok(waits) = serde_json::from_value::<Vec<WaitRecord>>(page["waits"].clone()) else {
+        return err;
+    };
+    let Some(run) = waits.iter().find(|w| w.id == id).map(|w| w.run_id) else {
+        return err;
+    };
+    let open = waits
+        .iter()
+        .find(|w| w.run_id == run && w.status == cairn::WaitStatus::Open);
+    let hint = match open {
+        Some(open) => format!(
+            "run {run} waits on wait {} ({} of step {}): {}",
+            open.id,
+            open.kind.as_str(),
+            open.step_idx,
+            output::answer_hint(open.id, open.kind)
+        ),
+        None => format!("run {run} has no open wait"),
+    };
+    let text = format!("{err}; {hint}");
+    err.context(text)
 }

@@ -20,6 +20,17 @@ use cairn::{ResumeOptions, RunFilter, RunStatus, StepStatus};
 
 use crate::{exit, output};
 
+/// `println!` that returns a closed stdout as an error (`cairn demo | head`
+/// then ends quietly) instead of panicking.
+macro_rules! say {
+    () => {
+        std::io::Write::write_all(&mut std::io::stdout(), b"\n")?
+    };
+    ($($arg:tt)*) => {
+        std::io::Write::write_fmt(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
 const STEP_SCRIPT: &str = r#"#!/bin/sh
 # One demo step: record the execution, read the context, work a little, answer.
 echo "$CAIRN_STEP_IDX" >> "$(dirname "$0")/executions.log"
@@ -103,7 +114,6 @@ fn demo_dir(dir: Option<PathBuf>) -> anyhow::Result<(PathBuf, Option<tempfile::T
 }
 
 pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Result<u8> {
-    ensure!(kill_at < steps, "--kill-at must be below --steps");
     let (dir, _tmp) = demo_dir(dir)?;
     let db = dir.join("demo.db");
     let log = dir.join("executions.log");
@@ -121,7 +131,7 @@ pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Resu
     std::fs::write(&crew, crew_toml(steps, &script))?;
     let url = format!("sqlite://{}", db.display());
 
-    println!(
+    say!(
         "1. `cairn run` in a child process: {steps} command steps on {}",
         db.display()
     );
@@ -132,18 +142,21 @@ pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Resu
         .args(["--db", &url, "--input", r#"{"topic": "durable agents"}"#]);
     let what = format!("step {kill_at} to start");
     let pid = kill_when(child, &what, || executions(&log).contains_key(&kill_at)).await?;
-    println!("2. SIGKILLed the child (pid {pid}) while step {kill_at} was executing");
+    say!("2. SIGKILLed the child (pid {pid}) while step {kill_at} was executing");
 
     let (engine, run) = the_run(&url).await?;
-    println!(
+    say!(
         "   the database says: run {} is `{}` with cursor {} ({} steps committed)",
-        run.id, run.status, run.cursor, run.cursor
+        run.id,
+        run.status,
+        run.cursor,
+        run.cursor
     );
 
-    println!("3. resume {} (same executor as a fresh run)", run.id);
+    say!("3. resume {} (same executor as a fresh run)", run.id);
     let started = Instant::now();
     let driven = engine.resume(run.id, ResumeOptions::default()).await?;
-    println!(
+    say!(
         "   resumed at step {}, executed {} steps in {:.1?}",
         driven
             .executed
@@ -158,8 +171,12 @@ pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Resu
     let counts = executions(&log);
     let count_of =
         |s: &cairn::StepRecord| counts.get(&s.idx.get()).copied().unwrap_or(0).to_string();
-    println!();
-    output::print_run(&view, false, Some(("executions", &count_of)))?;
+    say!();
+    let text = output::RunText {
+        extra: Some(("executions", &count_of)),
+        ..output::RunText::default()
+    };
+    output::print_run(&view, false, &text)?;
 
     let mut problems = vec![];
     if view.run.status != RunStatus::Succeeded {
@@ -180,9 +197,9 @@ pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Resu
             problems.push(format!("step {i} executed {n} times, expected {want}"));
         }
     }
-    println!();
+    say!();
     if problems.is_empty() {
-        println!(
+        say!(
             "OK: steps 0-{} ran exactly once; step {kill_at} was interrupted by the kill and ran again; steps {}-{} completed after the resume. All {steps} outputs are stored.",
             kill_at.saturating_sub(1),
             kill_at + 1,
@@ -191,7 +208,7 @@ pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Resu
         Ok(exit::OK)
     } else {
         for p in &problems {
-            println!("FAILED: {p}");
+            say!("FAILED: {p}");
         }
         Ok(exit::ERROR)
     }
@@ -258,7 +275,7 @@ pub async fn agent(dir: Option<PathBuf>) -> anyhow::Result<u8> {
     std::fs::write(&crew, agent_crew(&dir))?;
     let url = format!("sqlite://{}", db.display());
 
-    println!("1. `cairn run` in a child process: an LLM agent with a `charge` tool that is not idempotent");
+    say!("1. `cairn run` in a child process: an LLM agent with a `charge` tool that is not idempotent");
     let mut child = std::process::Command::new(std::env::current_exe()?);
     child
         .arg("run")
@@ -273,17 +290,17 @@ pub async fn agent(dir: Option<PathBuf>) -> anyhow::Result<u8> {
             > 0
     };
     let pid = kill_when(child, "the tool to charge", charged).await?;
-    println!("2. SIGKILLed the child (pid {pid}) after `charge` charged, before its result was journaled");
+    say!("2. SIGKILLed the child (pid {pid}) after `charge` charged, before its result was journaled");
 
     let (engine, run) = the_run(&url).await?;
-    println!(
+    say!(
         "3. resume {}: the journal is repaired before the model is called again",
         run.id
     );
     engine.resume(run.id, ResumeOptions::default()).await?;
-    println!();
+    say!();
     for e in engine.journal(run.id, None).await? {
-        println!(
+        say!(
             "   {:>2}  {:<17} {}",
             e.entry.seq,
             e.entry.kind.as_str(),
@@ -292,21 +309,21 @@ pub async fn agent(dir: Option<PathBuf>) -> anyhow::Result<u8> {
     }
     let view = engine.show(run.id).await?;
     let charged = std::fs::read_to_string(&charges)?.lines().count();
-    println!();
-    println!("   charges.log: {charged} line(s)");
+    say!();
+    say!("   charges.log: {charged} line(s)");
     let repaired = engine
         .journal(run.id, None)
         .await?
         .iter()
         .any(|e| e.entry.payload["action"] == "synthesized_result");
     if view.run.status == RunStatus::Succeeded && charged == 1 && repaired {
-        println!(
+        say!(
             "OK: the card was charged once; after the kill the model was told the charge was \
              interrupted (a synthesized error result) instead of the tool running again."
         );
         Ok(exit::OK)
     } else {
-        println!(
+        say!(
             "FAILED: run `{}`, {charged} charge(s), repair recorded: {repaired}",
             view.run.status
         );

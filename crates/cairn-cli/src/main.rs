@@ -4,13 +4,14 @@
 mod client;
 mod demo;
 mod output;
+mod progress;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::Value;
 
 use cairn::{
@@ -27,7 +28,13 @@ pub mod exit {
     pub const OK: u8 = 0;
     pub const ERROR: u8 = ErrorClass::Internal.exit_code();
     pub const BAD_INPUT: u8 = ErrorClass::BadInput.exit_code();
+    /// Ctrl-C stopped a command that was executing a run (128 + SIGINT, the
+    /// shell's convention); the run can be resumed.
+    pub const INTERRUPTED: u8 = 130;
 }
+
+/// The database when none is named: relative to the working directory.
+const DEFAULT_DB: &str = "sqlite://cairn.db";
 
 #[derive(Parser)]
 #[command(name = "cairn", version, about = "Durable, resumable multi-step runs")]
@@ -37,7 +44,7 @@ struct Cli {
         long,
         global = true,
         env = "CAIRN_DATABASE_URL",
-        default_value = "sqlite://cairn.db"
+        default_value = DEFAULT_DB
     )]
     db: String,
     /// Print a stable JSON document instead of text.
@@ -50,6 +57,10 @@ struct Cli {
     /// The API token for --server (`Authorization: Bearer`).
     #[arg(long, global = true, env = "CAIRN_TOKEN")]
     token: Option<String>,
+    /// Log only warnings and errors (`worker` and `serve` otherwise log
+    /// each claim, step and finish; CAIRN_LOG overrides both).
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -150,7 +161,7 @@ enum Command {
     Run {
         /// The crew file (TOML); with --server, also a crew name the server loaded.
         crew: PathBuf,
-        /// The run input: JSON text, or @FILE to read it from a file.
+        /// The run input: JSON text, or @FILE to read it from a file (1 MiB at most).
         #[arg(long, default_value = "{}")]
         input: String,
         /// Submitting again with the same key returns (and continues) the same run.
@@ -163,13 +174,21 @@ enum Command {
         /// reject (store nothing, exit 2) or interrupt (cancel it).
         #[arg(long, default_value = "queue")]
         on_busy: OnBusy,
+        /// Live lines (the run id at once, then one line per finished step
+        /// and opened wait): on a terminal (auto), always (lines) or never
+        /// (off). Never with --json.
+        #[arg(long, env = "CAIRN_PROGRESS", value_enum, default_value = "auto")]
+        progress: progress::Progress,
     },
     /// Submit a run without executing it: a worker or `cairn serve` picks it
     /// up (or `cairn resume RUN_ID`). Prints its id (`--json`: the run).
     Submit {
+        /// The crew file (TOML); with --server, also a crew name the server loaded.
         crew: PathBuf,
+        /// The run input: JSON text, or @FILE to read it from a file (1 MiB at most).
         #[arg(long, default_value = "{}")]
         input: String,
+        /// Submitting again with the same key returns the same run.
         #[arg(long)]
         idempotency_key: Option<String>,
         /// Put the run in this conversation thread (1 to 256 bytes; also --thread-id).
@@ -182,6 +201,7 @@ enum Command {
     },
     /// Resume a run at its first pending step (taking it over if it is running).
     Resume {
+        /// The run to resume.
         run_id: String,
         /// Offer this crew file instead of the stored crew; refused if it differs.
         #[arg(long)]
@@ -263,8 +283,10 @@ enum Command {
         /// Kill an LLM agent step inside a non-idempotent tool instead.
         #[arg(long)]
         agent: bool,
+        /// How many command steps the demo crew has.
         #[arg(long, default_value_t = 30)]
         steps: u32,
+        /// The step during which the child is killed (below --steps).
         #[arg(long, default_value_t = 18)]
         kill_at: u32,
         /// Keep the demo's files in this directory (default: a temporary one).
@@ -287,16 +309,22 @@ enum ThreadsCommand {
 
 #[derive(Subcommand)]
 enum WaitsCommand {
-    /// List waits, oldest first.
+    /// List open waits, oldest first (--all or --status for the others;
+    /// --json: every wait unless --status).
     List {
+        /// Only the waits of this run.
         #[arg(long)]
         run: Option<String>,
-        /// open, answered, expired or cancelled.
-        #[arg(long)]
+        /// Only waits in this status: open, answered, expired or cancelled.
+        #[arg(long, conflicts_with = "all")]
         status: Option<String>,
+        /// Every wait, whatever its status.
+        #[arg(long)]
+        all: bool,
     },
     /// Answer a wait, then (unless --enqueue) execute its run to its next stop.
     Answer {
+        /// The wait to answer (`waits list` shows the open ones).
         wait_id: String,
         /// Review or approval: yes.
         #[arg(long, group = "decision")]
@@ -351,19 +379,38 @@ impl ActionArgs {
 
 #[derive(Subcommand)]
 enum RunsCommand {
-    /// List runs, oldest first.
+    /// List runs, newest first (--oldest to flip; --json: oldest first).
     List {
+        /// Only runs in this status: queued, running, waiting, interrupted,
+        /// succeeded, failed or cancelled.
         #[arg(long)]
         status: Option<String>,
+        /// At most this many runs (the newest, or with --oldest the oldest).
         #[arg(long)]
         limit: Option<u32>,
+        /// Oldest first.
+        #[arg(long)]
+        oldest: bool,
     },
-    /// Show one run as a step table.
-    Show { run_id: String },
+    /// Show one run as a step table with its final output.
+    Show {
+        /// The run to show.
+        run_id: String,
+        /// Show every step's output, not only the last one.
+        #[arg(long)]
+        outputs: bool,
+        /// Show only this step, with its whole output (--json: the step object).
+        #[arg(long, value_name = "N", conflicts_with = "outputs")]
+        step: Option<u32>,
+    },
     /// Show a run's event log.
-    Events { run_id: String },
+    Events {
+        /// The run whose events to show.
+        run_id: String,
+    },
     /// Show the journal of a run's agent steps (every generation).
     Journal {
+        /// The run whose journal to show.
         run_id: String,
         /// Only this step.
         #[arg(long)]
@@ -371,12 +418,19 @@ enum RunsCommand {
     },
     /// Run a failed run's failed step again (attempt + 1) and carry on.
     Retry {
+        /// The failed run.
         run_id: String,
+        /// Carry on with this (fixed) crew file instead of the run's crew:
+        /// finished steps are kept, the rest run with the new definition
+        /// (recorded as a `crew_forced` event).
+        #[arg(long, value_name = "FILE", conflicts_with = "enqueue")]
+        crew: Option<PathBuf>,
         #[command(flatten)]
         action: ActionArgs,
     },
     /// Carry on with an interrupted run.
     Continue {
+        /// The interrupted run.
         run_id: String,
         #[command(flatten)]
         action: ActionArgs,
@@ -384,12 +438,14 @@ enum RunsCommand {
     /// Cancel a run: at once if it is not running; a running step is asked
     /// to stop and its late result is discarded.
     Cancel {
+        /// The run to cancel.
         run_id: String,
         #[command(flatten)]
         action: ActionArgs,
     },
     /// A new run that copies checkpoints 0..N-1 of RUN_ID and executes from step N.
     Fork {
+        /// The run to fork.
         run_id: String,
         /// The first step the fork executes (its steps before are copied).
         #[arg(long)]
@@ -400,6 +456,10 @@ enum RunsCommand {
         /// Put the fork in this thread (default: the source run's).
         #[arg(long = "thread", value_name = "ID")]
         thread: Option<String>,
+        /// Run the fork with this crew file instead of the source's crew
+        /// (its copied steps' roles must match; recorded as `crew_forced`).
+        #[arg(long, value_name = "FILE", conflicts_with = "enqueue")]
+        crew: Option<PathBuf>,
         #[command(flatten)]
         action: ActionArgs,
     },
@@ -434,16 +494,50 @@ fn parse_thread(arg: Option<String>) -> anyhow::Result<Option<String>> {
     .transpose()
 }
 
-fn parse_input(arg: &str) -> anyhow::Result<Value> {
+/// The caps of a run input and an answer, checked here before anything is
+/// opened (the engine checks them again).
+fn caps() -> (usize, usize) {
+    let limits = ExecutorConfig::default().limits;
+    (limits.max_input_bytes, limits.max_answer_bytes)
+}
+
+/// Reads `path` (an `@FILE` of `flag`), at most `cap` bytes: a larger file
+/// is refused without reading the rest (`@/dev/zero` ends at the cap).
+fn read_capped(path: &str, flag: &str, cap: usize) -> anyhow::Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)
+        .map_err(|e| usage(format!("cannot read {flag} file {path}: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(cap as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| usage(format!("cannot read {flag} file {path}: {e}")))?;
+    if bytes.len() > cap {
+        return Err(usage(format!(
+            "{flag} file {path} is over the cap of {cap} bytes (reading stopped there)"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| usage(format!("{flag} file {path} is not UTF-8 text")))
+}
+
+/// A JSON value given as text or `@FILE`, within `cap` bytes (compact).
+fn parse_json_arg(arg: &str, flag: &str, what: &str, cap: usize) -> anyhow::Result<Value> {
     let (text, origin) = match arg.strip_prefix('@') {
-        Some(path) => (
-            std::fs::read_to_string(path)
-                .map_err(|e| usage(format!("cannot read --input file {path}: {e}")))?,
-            format!("--input file {path}"),
-        ),
-        None => (arg.to_owned(), "--input".to_owned()),
+        Some(path) => (read_capped(path, flag, cap)?, format!("{flag} file {path}")),
+        None => (arg.to_owned(), flag.to_owned()),
     };
-    serde_json::from_str(&text).map_err(|e| usage(format!("{origin} is not valid JSON: {e}")))
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| usage(format!("{origin} is not valid JSON: {e}")))?;
+    let size = value.to_string().len();
+    if size > cap {
+        return Err(usage(format!(
+            "{what} is {size} bytes, over the cap of {cap} bytes"
+        )));
+    }
+    Ok(value)
+}
+
+fn parse_input(arg: &str) -> anyhow::Result<Value> {
+    parse_json_arg(arg, "--input", "the run input", caps().0)
 }
 
 fn load_crew(path: &PathBuf) -> anyhow::Result<Crew> {
@@ -487,7 +581,9 @@ fn error_exit(err: &anyhow::Error) -> u8 {
     }
 }
 
-async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
+/// `db_given`: `--db` was typed on the command line (not the default or
+/// CAIRN_DATABASE_URL), which `demo` refuses rather than ignores.
+async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
     if let Some(server) = cli.server.clone() {
         let token = cli.token.clone();
         return client::main(cli, server, token).await;
@@ -500,21 +596,47 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             idempotency_key,
             thread,
             on_busy,
+            progress,
         } => {
             // Validate everything the user typed before touching the database.
             let crew = load_crew(&crew)?;
             let input = parse_input(&input)?;
             let thread_id = parse_thread(thread)?;
+            let lines = progress.enabled(json);
             let engine = open(&cli.db, true).await?;
             let opts = SubmitOptions {
                 idempotency_key,
                 thread_id,
                 on_busy,
             };
-            let driven = engine.run(&crew, input, opts).await?;
-            let view = engine.show(driven.run.id).await?;
-            output::print_run(&view, json, None)?;
-            Ok(status_exit(view.run.status))
+            // Submit, then drive (what `Engine::run` does), so the run id is
+            // known, and printed, before the first step runs.
+            let submitted = engine.submit(&crew, input, opts).await?;
+            let id = submitted.run.id;
+            if lines {
+                progress::start(&submitted.run)?;
+            }
+            // A repeated key returns a parked run as it is.
+            let parked = !submitted.created
+                && matches!(
+                    submitted.run.status,
+                    RunStatus::Waiting | RunStatus::Interrupted | RunStatus::Failed
+                );
+            if !parked {
+                let drive = engine.execute(id);
+                let driven = if lines {
+                    until_interrupted(id, progress::follow(&engine, &submitted.run, drive)).await
+                } else {
+                    until_interrupted(id, drive).await
+                };
+                match driven {
+                    Some(driven) => {
+                        driven?;
+                    }
+                    None => return Ok(exit::INTERRUPTED),
+                }
+            }
+            Ok(status_exit(show_run(&engine, id, json, false).await?))
         }
         Command::Submit {
             crew,
@@ -534,9 +656,11 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             };
             let submitted = engine.submit(&crew, input, opts).await?;
             if json {
-                output::print_run(&engine.show(submitted.run.id).await?, true, None)?;
+                let view = engine.show(submitted.run.id).await?;
+                output::print_run(&view, true, &output::RunText::default())?;
             } else {
-                println!("{}", submitted.run.id);
+                use std::io::Write;
+                writeln!(std::io::stdout(), "{}", submitted.run.id)?;
             }
             Ok(exit::OK)
         }
@@ -555,7 +679,10 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                 force,
                 thread_id,
             };
-            let driven = engine.resume(id, opts).await?;
+            let Some(driven) = until_interrupted(id, engine.resume(id, opts)).await else {
+                return Ok(exit::INTERRUPTED);
+            };
+            let driven = driven?;
             if !json {
                 if driven.executed.is_empty() && driven.run.status.is_finished() {
                     eprintln!(
@@ -569,31 +696,54 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                     );
                 }
             }
-            let view = engine.show(id).await?;
-            output::print_run(&view, json, None)?;
-            Ok(status_exit(view.run.status))
+            Ok(status_exit(show_run(&engine, id, json, false).await?))
         }
         Command::Runs { command } => {
             // Parse what was typed first: a typo must not open (or migrate) a database.
             match command {
-                RunsCommand::List { status, limit } => {
+                RunsCommand::List {
+                    status,
+                    limit,
+                    oldest,
+                } => {
                     let status = status
                         .map(|s| s.parse::<RunStatus>().map_err(usage))
                         .transpose()?;
                     let engine = open(&cli.db, false).await?;
+                    // The JSON array keeps its documented order (oldest
+                    // first); people read the newest first.
+                    let newest_first = !json && !oldest;
                     let runs = engine
                         .list(&RunFilter {
                             status,
-                            limit,
+                            limit: if newest_first { None } else { limit },
                             ..RunFilter::default()
                         })
                         .await?;
-                    output::print_list(&runs, json)?;
+                    output::print_list(&newest(runs, newest_first, limit), json)?;
                 }
-                RunsCommand::Show { run_id } => {
+                RunsCommand::Show {
+                    run_id,
+                    outputs,
+                    step,
+                } => {
                     let id = parse_run_id(&run_id)?;
-                    let view = open(&cli.db, false).await?.show(id).await?;
-                    output::print_run(&view, json, None)?;
+                    let engine = open(&cli.db, false).await?;
+                    match step {
+                        Some(n) => {
+                            let view = engine.show(id).await?;
+                            let waits = engine
+                                .waits(&WaitFilter {
+                                    run: Some(id),
+                                    ..WaitFilter::default()
+                                })
+                                .await?;
+                            output::print_step(&view, n, json, &waits)?;
+                        }
+                        None => {
+                            show_run(&engine, id, json, outputs).await?;
+                        }
+                    }
                 }
                 RunsCommand::Events { run_id } => {
                     let id = parse_run_id(&run_id)?;
@@ -605,11 +755,27 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                     let journal = open(&cli.db, false).await?.journal(id, step).await?;
                     output::print_journal(&journal, json)?;
                 }
-                RunsCommand::Retry { run_id, action } => {
+                RunsCommand::Retry {
+                    run_id,
+                    crew,
+                    action,
+                } => {
                     let id = parse_run_id(&run_id)?;
+                    let crew = crew.as_ref().map(load_crew).transpose()?;
                     let engine = open(&cli.db, false).await?;
-                    engine.retry(id, &action.actor()).await?;
-                    return finish_action(&engine, id, action.enqueue, json).await;
+                    let Some(crew) = crew else {
+                        engine.retry(id, &action.actor()).await?;
+                        return finish_action(&engine, id, action.enqueue, json).await;
+                    };
+                    let actor = action.actor();
+                    let retried = engine.retry_with_crew(id, &crew, &actor);
+                    match until_interrupted(id, retried).await {
+                        Some(driven) => {
+                            driven?;
+                        }
+                        None => return Ok(exit::INTERRUPTED),
+                    }
+                    return Ok(status_exit(show_run(&engine, id, json, false).await?));
                 }
                 RunsCommand::Continue { run_id, action } => {
                     let id = parse_run_id(&run_id)?;
@@ -624,29 +790,50 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                     if !json && run.status == RunStatus::Running {
                         eprintln!("run {id} is running elsewhere: cancel requested; its executor stops the step at its next check");
                     }
-                    output::print_run(&engine.show(id).await?, json, None)?;
+                    show_run(&engine, id, json, false).await?;
                 }
                 RunsCommand::Fork {
                     run_id,
                     from_step,
                     input,
                     thread,
+                    crew,
                     action,
                 } => {
                     let id = parse_run_id(&run_id)?;
                     let input = input.as_deref().map(parse_input).transpose()?;
                     let thread_id = parse_thread(thread)?;
+                    let crew = crew.as_ref().map(load_crew).transpose()?;
                     let engine = open(&cli.db, false).await?;
                     let req = ForkRequest {
                         from_step: StepIdx(from_step),
                         input,
                         thread_id,
                     };
-                    let child = engine.fork(id, &req, &action.actor()).await?;
+                    let Some(crew) = crew else {
+                        let child = engine.fork(id, &req, &action.actor()).await?;
+                        if !json {
+                            eprintln!("forked run {id} at step {from_step} into run {}", child.id);
+                        }
+                        return finish_action(&engine, child.id, action.enqueue, json).await;
+                    };
+                    let actor = action.actor();
+                    let child = engine.fork_with_crew(id, &req, &crew, &actor).await?;
                     if !json {
-                        eprintln!("forked run {id} at step {from_step} into run {}", child.id);
+                        eprintln!(
+                            "forked run {id} at step {from_step} into run {} with crew {}",
+                            child.id,
+                            crew.fingerprint()
+                        );
                     }
-                    return finish_action(&engine, child.id, action.enqueue, json).await;
+                    let drive = engine.execute_with_crew(child.id, &crew, &actor);
+                    match until_interrupted(child.id, drive).await {
+                        Some(driven) => {
+                            driven?;
+                        }
+                        None => return Ok(exit::INTERRUPTED),
+                    }
+                    return Ok(status_exit(show_run(&engine, child.id, json, false).await?));
                 }
             }
             Ok(exit::OK)
@@ -747,9 +934,16 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             .await?;
             Ok(exit::OK)
         }
+        Command::Demo { .. } if db_given => Err(usage(
+            "`demo` keeps its own SQLite file (in --dir, or a temporary directory); \
+             --db is not used: drop it",
+        )),
         Command::Demo {
             agent: true, dir, ..
         } => demo::agent(dir).await.context("demo"),
+        Command::Demo { steps, kill_at, .. } if kill_at >= steps => Err(usage(format!(
+            "--kill-at ({kill_at}) must be below --steps ({steps})"
+        ))),
         Command::Demo {
             steps,
             kill_at,
@@ -761,11 +955,9 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
 
 async fn waits(db: &str, command: WaitsCommand, json: bool) -> anyhow::Result<u8> {
     match command {
-        WaitsCommand::List { run, status } => {
+        WaitsCommand::List { run, status, all } => {
             let run = run.as_deref().map(parse_run_id).transpose()?;
-            let status = status
-                .map(|s| s.parse::<WaitStatus>().map_err(usage))
-                .transpose()?;
+            let status = wait_status(status, all, json)?;
             let engine = open(db, false).await?;
             let waits = engine
                 .waits(&WaitFilter {
@@ -790,19 +982,73 @@ async fn waits(db: &str, command: WaitsCommand, json: bool) -> anyhow::Result<u8
             let answer = parse_answer(approve, edit, reject, answer)?;
             let by = answered_by(by);
             let engine = open(db, false).await?;
-            let wait = engine.answer(id, &answer, &by).await?;
-            let run = engine.show(wait.run_id).await?.run;
+            let wait = match engine.answer(id, &answer, &by).await {
+                Ok(wait) => wait,
+                Err(e) => return Err(point_to_open_wait(&engine, id, e).await),
+            };
+            let run = engine.get_run(wait.run_id).await?;
             if run.status == RunStatus::Queued {
                 return finish_action(&engine, run.id, enqueue, json).await;
             }
-            output::print_run(&engine.show(run.id).await?, json, None)?;
-            Ok(status_exit(run.status))
+            Ok(status_exit(show_run(&engine, run.id, json, false).await?))
         }
         WaitsCommand::Expire => {
             let engine = open(db, false).await?;
             let expired = engine.expire_due_waits().await?;
             output::print_waits(&expired, json)?;
             Ok(exit::OK)
+        }
+    }
+}
+
+/// The status `waits list` filters by: `--status`, else (in text) open
+/// unless `--all`. The JSON array keeps its documented contents, every
+/// wait, unless `--status` narrows it.
+fn wait_status(
+    status: Option<String>,
+    all: bool,
+    json: bool,
+) -> anyhow::Result<Option<WaitStatus>> {
+    match status {
+        Some(s) => Ok(Some(s.parse::<WaitStatus>().map_err(usage)?)),
+        None if all || json => Ok(None),
+        None => Ok(Some(WaitStatus::Open)),
+    }
+}
+
+/// An answer to a closed wait, with the open wait of the same run (if
+/// any) and the command that answers it: the wait a person most likely
+/// meant (a rejected review's re-run opens a new one).
+async fn point_to_open_wait(engine: &Engine, id: WaitId, err: cairn::Error) -> anyhow::Error {
+    if !matches!(
+        err.store_error(),
+        Some(cairn::StoreError::WaitClosed { .. })
+    ) {
+        return err.into();
+    }
+    let Ok(waits) = engine.waits(&WaitFilter::default()).await else {
+        return err.into();
+    };
+    let Some(run) = waits.iter().find(|w| w.id == id).map(|w| w.run_id) else {
+        return err.into();
+    };
+    match waits
+        .iter()
+        .find(|w| w.run_id == run && w.status == WaitStatus::Open)
+    {
+        Some(open) => {
+            let hint = format!(
+                "{err}; run {run} waits on wait {} ({} of step {}): {}",
+                open.id,
+                open.kind.as_str(),
+                open.step_idx,
+                output::answer_hint(open.id, open.kind)
+            );
+            anyhow::Error::from(err).context(hint)
+        }
+        None => {
+            let hint = format!("{err}; run {run} has no open wait");
+            anyhow::Error::from(err).context(hint)
         }
     }
 }
@@ -821,7 +1067,7 @@ fn parse_answer(
         },
         (_, _, Some(feedback), _) => Answer::Reject { feedback },
         (_, _, _, Some(value)) => Answer::Answer {
-            value: parse_input(&value)?,
+            value: parse_json_arg(&value, "--answer", "the answer", caps().1)?,
         },
         _ => return Err(usage("say --approve, --edit, --reject or --answer")),
     })
@@ -833,11 +1079,11 @@ fn answered_by(by: Option<String>) -> String {
         .unwrap_or_else(|| "cli".to_owned())
 }
 
-/// An edited output: JSON if it parses, else the text itself (@FILE reads a file).
+/// An edited output: JSON if it parses, else the text itself (@FILE reads
+/// a file, up to the answer cap).
 fn parse_output_arg(arg: &str) -> anyhow::Result<Value> {
     let text = match arg.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| usage(format!("cannot read --edit file {path}: {e}")))?,
+        Some(path) => read_capped(path, "--edit", caps().1)?,
         None => arg.to_owned(),
     };
     Ok(serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.trim().to_owned())))
@@ -859,6 +1105,67 @@ async fn shutdown_signal() {
     }
 }
 
+/// Runs `work` (executing run `id`) until it ends or Ctrl-C: then says
+/// where the run stands and the command that resumes it, and gives `None`
+/// (exit [`exit::INTERRUPTED`]). Dropping `work` stops its step (a
+/// `command` step's process group is killed); the run stays `running`
+/// under a lease that `cairn resume` takes over at once.
+async fn until_interrupted<T>(id: RunId, work: impl std::future::Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        result = work => Some(result),
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!(
+                "\ninterrupted: run {id} stopped where it was and keeps its finished steps; resume it with:\n  {} resume {id}",
+                output::cairn_command()
+            );
+            None
+        }
+    }
+}
+
+/// Prints run `id` (its waits with it); its status.
+async fn show_run(
+    engine: &Engine,
+    id: RunId,
+    json: bool,
+    outputs: bool,
+) -> anyhow::Result<RunStatus> {
+    let view = engine.show(id).await?;
+    let waits = if json {
+        vec![]
+    } else {
+        engine
+            .waits(&WaitFilter {
+                run: Some(id),
+                ..WaitFilter::default()
+            })
+            .await?
+    };
+    let text = output::RunText {
+        waits: &waits,
+        outputs,
+        extra: None,
+    };
+    output::print_run(&view, json, &text)?;
+    Ok(view.run.status)
+}
+
+/// `runs list`'s text order: the newest `limit` runs, newest first (runs
+/// come oldest first from the store), or as they came.
+fn newest(
+    mut runs: Vec<cairn::RunRecord>,
+    newest_first: bool,
+    limit: Option<u32>,
+) -> Vec<cairn::RunRecord> {
+    if newest_first {
+        runs.reverse();
+        if let Some(l) = limit {
+            runs.truncate(l as usize);
+        }
+    }
+    runs
+}
+
 /// After an operator action: execute the run to its next stop (unless
 /// `enqueue`), print it, and pick the exit code from its status.
 async fn finish_action(
@@ -867,12 +1174,15 @@ async fn finish_action(
     enqueue: bool,
     json: bool,
 ) -> anyhow::Result<u8> {
-    let status = if enqueue {
-        engine.show(id).await?.run.status
-    } else {
-        engine.execute(id).await?.run.status
-    };
-    output::print_run(&engine.show(id).await?, json, None)?;
+    if !enqueue {
+        match until_interrupted(id, engine.execute(id)).await {
+            Some(driven) => {
+                driven?;
+            }
+            None => return Ok(exit::INTERRUPTED),
+        }
+    }
+    let status = show_run(engine, id, json, false).await?;
     Ok(if enqueue && status == RunStatus::Queued {
         exit::OK
     } else {
@@ -880,9 +1190,95 @@ async fn finish_action(
     })
 }
 
+/// The database a command used, for messages: a relative SQLite path made
+/// absolute (the default `sqlite://cairn.db` depends on the working
+/// directory), a PostgreSQL URL without its password.
+fn describe_db(url: &str) -> String {
+    if let Some(rest) = url.strip_prefix("sqlite:") {
+        let path = rest.strip_prefix("//").unwrap_or(rest);
+        let path = std::path::Path::new(path.split('?').next().unwrap_or_default());
+        if path.is_relative() {
+            if let Ok(cwd) = std::env::current_dir() {
+                return format!("sqlite://{}", cwd.join(path).display());
+            }
+        }
+        return url.to_owned();
+    }
+    redact(url)
+}
+
+/// A URL without its password.
+fn redact(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// How the commands this process suggests begin: `cairn` with the
+/// `--server` or `--db` that reaches the same runs.
+fn command_prefix(cli: &Cli) -> String {
+    if let Some(server) = &cli.server {
+        return format!("cairn --server {server}");
+    }
+    if cli.db == DEFAULT_DB {
+        "cairn".to_owned()
+    } else {
+        format!("cairn --db {}", redact(&cli.db))
+    }
+}
+
+/// An error's message and its sources, `a: b: c`, leaving out a source
+/// whose text the message already holds (errors that print their source
+/// inline would otherwise say it two or three times).
+fn error_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let part = cause.to_string();
+        if part.is_empty() || text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
+/// Whether `err` is a closed stdout (`cairn … | head`): not an error.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || e.downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind)
+                == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Names the database a run, wait or thread was not found in, with the
+/// reason runs seem to vanish (a relative SQLite path after a `cd`).
+fn not_found_hint(err: &anyhow::Error, db: &str) -> Option<String> {
+    let e = err.downcast_ref::<cairn::Error>()?;
+    if e.class() != ErrorClass::NotFound {
+        return None;
+    }
+    let mut hint = format!("looked in {}", describe_db(db));
+    if db == DEFAULT_DB {
+        hint.push_str(
+            " (the default database, relative to the working directory; pass --db or set CAIRN_DATABASE_URL)",
+        );
+    }
+    Some(hint)
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() {
@@ -892,9 +1288,20 @@ fn main() -> ExitCode {
             });
         }
     };
-    // A server logs what it does; one-shot commands only warnings.
+    let db_given = matches.value_source("db") == Some(clap::parser::ValueSource::CommandLine);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(exit::BAD_INPUT);
+        }
+    };
+    output::set_command_prefix(command_prefix(&cli));
+    // A worker or server logs each claim, step and stop (-q: warnings
+    // only); one-shot commands only warnings.
     let default_level = match cli.command {
-        Command::Serve { .. } => "info,sqlx=warn",
+        Command::Serve { .. } | Command::Worker { .. } if !cli.quiet => "info,sqlx=warn",
+        Command::Serve { .. } | Command::Worker { .. } => "warn,sqlx=warn",
         // sqlx warns about slow statements; a one-line error must stay one line.
         _ => "warn,sqlx=error",
     };
@@ -913,19 +1320,18 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::ERROR);
         }
     };
-    match runtime.block_on(main_inner(cli)) {
+    let db = (cli.server.is_none()).then(|| cli.db.clone());
+    match runtime.block_on(main_inner(cli, db_given)) {
         Ok(code) => ExitCode::from(code),
         // A reader that stopped reading (`cairn runs list | head`) is not an error.
-        Err(err)
-            if err.chain().any(|e| {
-                e.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            }) =>
-        {
-            ExitCode::from(exit::OK)
-        }
+        Err(err) if is_broken_pipe(&err) => ExitCode::from(exit::OK),
         Err(err) => {
-            eprintln!("cairn: error: {err:#}");
+            let mut text = error_text(&err);
+            if let Some(hint) = db.as_deref().and_then(|db| not_found_hint(&err, db)) {
+                text.push_str("; ");
+                text.push_str(&hint);
+            }
+            eprintln!("cairn: error: {text}");
             ExitCode::from(error_exit(&err))
         }
     }

@@ -2,20 +2,116 @@
 //! parse. The JSON shapes are contracts: extend them, never rename.
 
 use std::io::Write;
+use std::sync::OnceLock;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
 
 use cairn::{
     Compacted, EventRecord, RunRecord, RunView, StepRecord, StepStatus, ThreadSummary, ThreadView,
+    WaitId, WaitKind, WaitRecord, WaitStatus,
 };
 
 /// An extra column of the step table: its header and a value per step.
 pub type ExtraColumn<'a> = (&'a str, &'a dyn Fn(&StepRecord) -> String);
 
+/// How the commands this process suggests begin (`cairn --db URL`), so a
+/// printed command answers a wait or resumes a run in the same database.
+static COMMAND: OnceLock<String> = OnceLock::new();
+
+/// Sets the prefix of suggested commands (once, at start).
+pub fn set_command_prefix(prefix: String) {
+    let _ = COMMAND.set(prefix);
+}
+
+/// `cairn`, with the options that pick the same database or server.
+pub fn cairn_command() -> &'static str {
+    COMMAND.get().map(String::as_str).unwrap_or("cairn")
+}
+
+/// Writes `value` as pretty JSON and a newline. Serialized first, so a
+/// closed stdout is an `io::Error` (`BrokenPipe`), which `main` ends
+/// quietly, not a `serde_json` error it would print.
+pub fn write_json<T: Serialize + ?Sized>(out: &mut impl Write, value: &T) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    writeln!(out, "{text}")?;
+    Ok(())
+}
+
+fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
+    write_json(&mut std::io::stdout().lock(), value)
+}
+
+/// Lines and characters of an output shown in a run's text before it is
+/// cut (the JSON document and `runs show RUN --step N` show it whole).
+const OUTPUT_LINES: usize = 40;
+const OUTPUT_CHARS: usize = 4000;
+
+/// An output as people read it: a string as its text, anything else as
+/// pretty-printed JSON.
+pub fn render_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
+    }
+}
+
+/// `text` cut to `OUTPUT_LINES` lines and `OUTPUT_CHARS` characters, and
+/// how many lines were left out (0: none).
+pub fn cut(text: &str) -> (String, usize) {
+    let total = text.lines().count();
+    let mut out = String::new();
+    let mut kept = 0;
+    for line in text.lines().take(OUTPUT_LINES) {
+        if out.len() + line.len() > OUTPUT_CHARS {
+            let mut end = OUTPUT_CHARS.saturating_sub(out.len()).min(line.len());
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            out.push_str(&line[..end]);
+            out.push('…');
+            kept += 1;
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+        kept += 1;
+    }
+    (out.trim_end().to_owned(), total.saturating_sub(kept))
+}
+
+/// Writes an output indented under a heading, cut if long, saying how to
+/// see it whole.
+fn write_output(
+    out: &mut impl Write,
+    heading: &str,
+    value: &Value,
+    run: &RunRecord,
+    idx: u32,
+) -> anyhow::Result<()> {
+    let (text, more) = cut(&render_value(value));
+    writeln!(out, "{heading}")?;
+    for line in text.lines() {
+        writeln!(out, "  {line}")?;
+    }
+    if more > 0 || text.ends_with('…') {
+        writeln!(
+            out,
+            "  … cut ({more} more lines): `{} runs show {} --step {idx}` prints it whole",
+            cairn_command(),
+            run.id
+        )?;
+    }
+    Ok(())
+}
+
 fn dash(v: Option<String>) -> String {
     v.unwrap_or_else(|| "-".into())
 }
 
-fn tokens(s: &StepRecord) -> String {
-    match (s.input_tokens, s.output_tokens) {
+pub fn tokens(input: Option<u64>, output: Option<u64>) -> String {
+    match (input, output) {
         (None, None) => "-".into(),
         (i, o) => format!(
             "{}/{}",
@@ -25,30 +121,73 @@ fn tokens(s: &StepRecord) -> String {
     }
 }
 
-fn duration(s: &StepRecord) -> String {
-    dash(s.duration_ms().map(|ms| format!("{ms} ms")))
+/// How long a step waited for people (reviews, approvals, answers) within
+/// its row's time: the waits of its index, clipped to the row's start and
+/// end, so a step's duration can leave them out.
+pub fn waited_ms(s: &StepRecord, waits: &[WaitRecord]) -> i64 {
+    let now = Utc::now();
+    let end_of_step = s.finished_at.unwrap_or(now);
+    waits
+        .iter()
+        .filter(|w| w.step_idx == s.idx)
+        .map(|w| {
+            let end: DateTime<Utc> = match w.status {
+                WaitStatus::Open => now,
+                _ => w.answered_at.unwrap_or(w.created_at),
+            };
+            let from = w.created_at.max(s.started_at);
+            let to = end.min(end_of_step);
+            (to - from).num_milliseconds().max(0)
+        })
+        .sum()
 }
 
-/// A step table; `extra` adds a column (header, value per step).
-pub fn step_table(steps: &[StepRecord], extra: Option<ExtraColumn<'_>>) -> String {
+fn ms(ms: i64) -> String {
+    if ms >= 10_000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+/// A step table; `extra` adds a column (header, value per step). A step's
+/// duration leaves out the time it waited for people, shown on its own.
+pub fn step_table(
+    steps: &[StepRecord],
+    waits: &[WaitRecord],
+    extra: Option<ExtraColumn<'_>>,
+) -> String {
     let mut out = String::new();
     let extra_head = extra.map(|(h, _)| format!("  {h:>10}")).unwrap_or_default();
+    let any_wait = steps.iter().any(|s| waited_ms(s, waits) > 0);
+    let wait_head = if any_wait {
+        format!("  {:>9}", "waited")
+    } else {
+        String::new()
+    };
     out.push_str(&format!(
-        "{:>4}  {:<14} {:<11} {:>7}  {:>13}  {:>9}{extra_head}\n",
+        "{:>4}  {:<14} {:<11} {:>7}  {:>13}  {:>9}{wait_head}{extra_head}\n",
         "idx", "role", "status", "attempt", "tokens in/out", "duration"
     ));
     for s in steps {
         let extra_val = extra
             .map(|(_, f)| format!("  {:>10}", f(s)))
             .unwrap_or_default();
+        let waited = waited_ms(s, waits);
+        let duration = dash(s.duration_ms().map(|d| ms((d - waited).max(0))));
+        let wait_val = match (any_wait, waited) {
+            (false, _) => String::new(),
+            (true, 0) => format!("  {:>9}", "-"),
+            (true, w) => format!("  {:>9}", ms(w)),
+        };
         out.push_str(&format!(
-            "{:>4}  {:<14} {:<11} {:>7}  {:>13}  {:>9}{extra_val}\n",
+            "{:>4}  {:<14} {:<11} {:>7}  {:>13}  {:>9}{wait_val}{extra_val}\n",
             s.idx,
             s.role.as_str(),
             s.status.as_str(),
             s.attempt,
-            tokens(s),
-            duration(s)
+            tokens(s.input_tokens, s.output_tokens),
+            duration
         ));
         if let Some(e) = &s.error {
             let label = if s.status == StepStatus::Succeeded {
@@ -62,13 +201,76 @@ pub fn step_table(steps: &[StepRecord], extra: Option<ExtraColumn<'_>>) -> Strin
     out
 }
 
-pub fn print_run(view: &RunView, json: bool, extra: Option<ExtraColumn<'_>>) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    if json {
-        serde_json::to_writer_pretty(&mut stdout, view)?;
-        writeln!(stdout)?;
-        return Ok(());
+/// The exact command that answers an open wait, and its alternatives.
+pub fn answer_hint(id: WaitId, kind: WaitKind) -> String {
+    let cmd = format!("{} waits answer {id}", cairn_command());
+    match kind {
+        WaitKind::Review => {
+            format!("{cmd} --approve   (or --edit JSON|@FILE, or --reject FEEDBACK)")
+        }
+        WaitKind::Approval => format!("{cmd} --approve   (or --reject REASON)"),
+        WaitKind::Question => format!("{cmd} --answer JSON|@FILE"),
     }
+}
+
+/// What a waiting run needs, one wait at a time: its id, kind, step and
+/// the command that answers it.
+pub fn write_open_waits(
+    out: &mut impl Write,
+    steps: &[StepRecord],
+    waits: &[WaitRecord],
+) -> anyhow::Result<()> {
+    for w in waits.iter().filter(|w| w.status == WaitStatus::Open) {
+        let role = steps
+            .iter()
+            .find(|s| s.idx == w.step_idx)
+            .map(|s| s.role.as_str().to_owned())
+            .unwrap_or_default();
+        let what = match w.kind {
+            WaitKind::Review => "a review of its output",
+            WaitKind::Approval => "an approval before it runs",
+            WaitKind::Question => "an answer to its question",
+        };
+        writeln!(
+            out,
+            "waiting: step {} ({role}) needs {what}; wait {} ({})",
+            w.step_idx,
+            w.id,
+            w.kind.as_str()
+        )?;
+        if w.kind == WaitKind::Question {
+            writeln!(out, "  question: {}", render_value(&w.prompt))?;
+        }
+        writeln!(out, "  answer:   {}", answer_hint(w.id, w.kind))?;
+    }
+    Ok(())
+}
+
+/// What a run's text shows besides its step table.
+#[derive(Default)]
+pub struct RunText<'a> {
+    /// The run's waits (any status): the time steps waited, and the open
+    /// ones with the command that answers them.
+    pub waits: &'a [WaitRecord],
+    /// Every step's output, not only the final one.
+    pub outputs: bool,
+    pub extra: Option<ExtraColumn<'a>>,
+}
+
+/// The step whose output is the run's result so far: the last one that
+/// has an output.
+fn last_output(steps: &[StepRecord]) -> Option<(&StepRecord, &Value)> {
+    steps
+        .iter()
+        .rev()
+        .find_map(|s| s.output.as_ref().map(|o| (s, o)))
+}
+
+pub fn print_run(view: &RunView, json: bool, text: &RunText<'_>) -> anyhow::Result<()> {
+    if json {
+        return print_json(view);
+    }
+    let mut stdout = std::io::stdout().lock();
     let r = &view.run;
     writeln!(
         stdout,
@@ -78,17 +280,82 @@ pub fn print_run(view: &RunView, json: bool, extra: Option<ExtraColumn<'_>>) -> 
     if let Some(e) = &r.error {
         writeln!(stdout, "error: {}", e.message)?;
     }
-    write!(stdout, "{}", step_table(&view.steps, extra))?;
+    write!(
+        stdout,
+        "{}",
+        step_table(&view.steps, text.waits, text.extra)
+    )?;
+    if text.outputs {
+        for s in &view.steps {
+            if let Some(o) = &s.output {
+                let heading = format!("output of step {} ({}):", s.idx, s.role.as_str());
+                write_output(&mut stdout, &heading, o, r, s.idx.get())?;
+            }
+        }
+    } else if let Some((s, o)) = last_output(&view.steps) {
+        let what = if r.status == cairn::RunStatus::Succeeded {
+            "result"
+        } else {
+            "latest output"
+        };
+        let heading = format!("{what} (step {}, {}):", s.idx, s.role.as_str());
+        write_output(&mut stdout, &heading, o, r, s.idx.get())?;
+    }
+    write_open_waits(&mut stdout, &view.steps, text.waits)?;
+    Ok(())
+}
+
+/// `runs show RUN --step N`: the step's row and its whole output (`--json`:
+/// the step object of `runs show --json`).
+pub fn print_step(
+    view: &RunView,
+    idx: u32,
+    json: bool,
+    waits: &[WaitRecord],
+) -> anyhow::Result<()> {
+    let step = view
+        .steps
+        .iter()
+        .find(|s| s.idx.get() == idx)
+        .ok_or_else(|| {
+            crate::usage(format!(
+                "run {} has no step {idx} yet (its steps so far: {})",
+                view.run.id,
+                view.steps.len()
+            ))
+        })?;
+    if json {
+        return print_json(step);
+    }
+    let mut stdout = std::io::stdout().lock();
+    write!(
+        stdout,
+        "{}",
+        step_table(std::slice::from_ref(step), waits, None)
+    )?;
+    match &step.output {
+        Some(o) => {
+            writeln!(stdout, "output:")?;
+            for line in render_value(o).lines() {
+                writeln!(stdout, "  {line}")?;
+            }
+        }
+        None => writeln!(stdout, "no output")?,
+    }
+    let own: Vec<WaitRecord> = waits
+        .iter()
+        .filter(|w| w.step_idx == step.idx)
+        .cloned()
+        .collect();
+    write_open_waits(&mut stdout, std::slice::from_ref(step), &own)?;
     Ok(())
 }
 
 pub fn print_list(runs: &[RunRecord], json: bool) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut stdout, runs)?;
-        writeln!(stdout)?;
-        return Ok(());
+        return print_json(runs);
     }
+    let mut stdout = std::io::stdout().lock();
     run_table(&mut stdout, runs)
 }
 
@@ -115,12 +382,10 @@ fn run_table(stdout: &mut impl Write, runs: &[RunRecord]) -> anyhow::Result<()> 
 /// `cairn compact`: what was removed (or, dry, would be), or the JSON
 /// object `{runs, steps, events, journal_items, waits}`.
 pub fn print_compacted(c: &Compacted, dry_run: bool, json: bool) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut stdout, c)?;
-        writeln!(stdout)?;
-        return Ok(());
+        return print_json(c);
     }
+    let mut stdout = std::io::stdout().lock();
     let verb = if dry_run { "would remove" } else { "removed" };
     writeln!(
         stdout,
@@ -134,12 +399,10 @@ pub fn print_compacted(c: &Compacted, dry_run: bool, json: bool) -> anyhow::Resu
 /// long), or a JSON array of `{thread_id, runs, input_tokens,
 /// output_tokens, last_run_at}`.
 pub fn print_threads(threads: &[ThreadSummary], json: bool) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut stdout, threads)?;
-        writeln!(stdout)?;
-        return Ok(());
+        return print_json(threads);
     }
+    let mut stdout = std::io::stdout().lock();
     writeln!(
         stdout,
         "{:>6}  {:>15}  {:<24}  thread",
@@ -161,12 +424,10 @@ pub fn print_threads(threads: &[ThreadSummary], json: bool) -> anyhow::Result<()
 /// `cairn threads show`: the totals, then the run table of `runs list`; or
 /// `{thread_id, runs, totals: {runs, input_tokens, output_tokens}}`.
 pub fn print_thread(view: &ThreadView, json: bool) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut stdout, view)?;
-        writeln!(stdout)?;
-        return Ok(());
+        return print_json(view);
     }
+    let mut stdout = std::io::stdout().lock();
     let t = &view.totals;
     writeln!(
         stdout,
@@ -181,43 +442,50 @@ fn chrono_secs() -> chrono::SecondsFormat {
 }
 
 pub fn print_events(events: &[EventRecord], json: bool) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut stdout, events)?;
-        writeln!(stdout)?;
-        return Ok(());
+        return print_json(events);
     }
+    let mut stdout = std::io::stdout().lock();
     for e in events {
-        writeln!(
-            stdout,
-            "{:>4}  {}  {:<15} {}",
-            e.seq,
-            e.at.to_rfc3339_opts(chrono_secs(), true),
-            serde_json::to_value(e.kind)?.as_str().unwrap_or_default(),
-            e.data
-        )?;
+        write_event(&mut stdout, e)?;
     }
     Ok(())
 }
 
-/// `cairn runs journal`: one line per item, or a JSON array of
+/// One event as a line of `runs events` (also as a stream arrives).
+pub fn write_event(out: &mut impl Write, e: &EventRecord) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "{:>4}  {}  {:<15} {}",
+        e.seq,
+        e.at.to_rfc3339_opts(chrono_secs(), true),
+        e.kind.as_str(),
+        e.data
+    )?;
+    Ok(())
+}
+
+/// `cairn runs journal`: a header, then one line per item (step, seq,
+/// attempt and generation, kind, payload), or a JSON array of
 /// `{idx, seq, attempt, generation, kind, payload, created_at}`.
 pub fn print_journal(items: &[cairn::StepJournalEntry], json: bool) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut stdout, items)?;
-        writeln!(stdout)?;
-        return Ok(());
+        return print_json(items);
     }
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "{:>4} {:>4}  {:<6}  {:<17} payload",
+        "step", "seq", "a/g", "kind"
+    )?;
     for i in items {
         let e = &i.entry;
         writeln!(
             stdout,
-            "{:>4} {:>4}  a{} g{}  {:<17} {}",
+            "{:>4} {:>4}  {:<6}  {:<17} {}",
             i.idx,
             e.seq,
-            e.attempt,
-            e.generation,
+            format!("a{} g{}", e.attempt, e.generation),
             e.kind.as_str(),
             e.payload
         )?;
@@ -226,12 +494,10 @@ pub fn print_journal(items: &[cairn::StepJournalEntry], json: bool) -> anyhow::R
 }
 
 pub fn print_waits(waits: &[cairn::WaitRecord], json: bool) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut stdout, waits)?;
-        writeln!(stdout)?;
-        return Ok(());
+        return print_json(waits);
     }
+    let mut stdout = std::io::stdout().lock();
     writeln!(
         stdout,
         "{:<36}  {:<36} {:>4}  {:<9} {:<9} prompt",

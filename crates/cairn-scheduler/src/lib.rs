@@ -361,6 +361,7 @@ impl Executor {
                     Err(e) => return Err(e.into()),
                 };
                 failpoint::hit("after_commit", idx);
+                tracing::info!(run = %run_id, step = %idx, role = %def.role, attempt = %current, status = %commit.status, "step committed");
                 // A step that only opened its approval wait did not run.
                 if commit.open_wait.as_ref().map(|w| w.kind) != Some(WaitKind::Approval) {
                     executed.push(idx);
@@ -458,7 +459,7 @@ impl Executor {
         }
         let (def, idx, attempt) = (step.def, step.idx, step.attempt);
         let cx = self.context(step, run, previous, extras);
-        tracing::debug!(run = %run.id, step = %idx, role = %def.role, attempt = %attempt, "dispatch");
+        tracing::info!(run = %run.id, step = %idx, role = %def.role, attempt = %attempt, "step started");
         let started = Instant::now();
         let work = async {
             let Some(ms) = def.timeout_ms else {

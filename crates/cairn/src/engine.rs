@@ -412,3 +412,6 @@ impl Engine {
         })
     }
 }
+
+#[path = "recrew.rs"]
+mod recrew;

@@ -50,6 +50,13 @@ pub enum Error {
         /// The run's own thread.
         actual: Option<String>,
     },
+    /// A crew offered for a run's remaining steps changes the role of a
+    /// step the run already has; nothing was written.
+    #[error("run {run}: the new crew does not fit: {reason}")]
+    CrewDoesNotFit {
+        run: cairn_core::RunId,
+        reason: String,
+    },
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     ReadFile {
@@ -229,7 +236,7 @@ impl Error {
                 | S::ThreadBusy { .. }
                 | S::QueuedBehind { .. } => ErrorClass::Conflict,
                 S::BadAnswer { .. } => ErrorClass::Invalid,
-                S::BadUrl { .. } | S::MissingFile(_) => ErrorClass::Config,
+                S::BadUrl { .. } | S::MissingFile(_) | S::NoSchema(_) => ErrorClass::Config,
                 S::Unreachable { .. } => ErrorClass::Unavailable,
                 _ => ErrorClass::Internal,
             };
@@ -238,7 +245,7 @@ impl Error {
             Error::Crew(_) | Error::CrewFile { .. } | Error::ReadFile { .. } => ErrorClass::Config,
             Error::TooLarge(_) => ErrorClass::TooLarge,
             Error::BadThreadId(_) => ErrorClass::BadInput,
-            Error::WrongThread { .. } => ErrorClass::Conflict,
+            Error::WrongThread { .. } | Error::CrewDoesNotFit { .. } => ErrorClass::Conflict,
             Error::Executor(X::CrewMismatch { .. }) => ErrorClass::Conflict,
             Error::Executor(X::RunFailed { .. }) => ErrorClass::Failed,
             Error::Executor(X::NotResumable { status, .. }) => ErrorClass::of_status(*status),
@@ -266,6 +273,7 @@ impl Error {
                 S::BadAnswer { .. } => "bad_answer",
                 S::BadUrl { .. } => "bad_database_url",
                 S::MissingFile(_) => "missing_database_file",
+                S::NoSchema(_) => "missing_schema",
                 S::Unreachable { .. } => "unavailable",
                 _ => "internal",
             };
@@ -277,7 +285,9 @@ impl Error {
             Error::TooLarge(_) => "too_large",
             Error::BadThreadId(_) => "bad_thread_id",
             Error::WrongThread { .. } => "wrong_thread",
-            Error::Executor(X::CrewMismatch { .. }) => "crew_mismatch",
+            Error::Executor(X::CrewMismatch { .. }) | Error::CrewDoesNotFit { .. } => {
+                "crew_mismatch"
+            }
             Error::Executor(X::RunFailed { .. } | X::NotResumable { .. } | X::Leased { .. }) => {
                 "wrong_state"
             }

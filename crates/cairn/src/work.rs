@@ -270,7 +270,7 @@ impl Worker {
                     let engine = self.engine.clone();
                     let hooks = self.hooks.clone();
                     let handle = self.tasks.spawn(async move {
-                        tracing::debug!(run = %id, took_over = claimed.took_over, "worker: driving");
+                        tracing::info!(run = %id, took_over = claimed.took_over, "worker: claimed");
                         let result = engine.drive_claimed(claimed).await;
                         match &result {
                             Ok(driven) => {

@@ -65,6 +65,17 @@ impl PgStore {
             .connect_with(pg)
             .await
             .map_err(|e| unreachable(e.to_string()))?;
+        // A read-only command must not create Cairn's tables in a database
+        // that has none (as SQLite refuses a missing file).
+        if !opts.create {
+            let present: bool = sqlx::query_scalar("SELECT to_regclass('runs') IS NOT NULL")
+                .fetch_one(&pool)
+                .await
+                .map_err(|e| unreachable(e.to_string()))?;
+            if !present {
+                return Err(Error::NoSchema(target));
+            }
+        }
         sqlx::migrate!("../../migrations/postgres")
             .run(&pool)
             .await

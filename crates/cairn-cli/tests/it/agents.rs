@@ -442,14 +442,18 @@ fn the_example_agents_crew_runs() {
     let case = Case::new(Kind::Sqlite);
     let crew =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/agents/crew.toml");
+    let notes_log = case.path("notes.log");
     let out = case
-        .cairn(&[
-            "run",
-            crew.to_str().unwrap(),
-            "--input",
-            r#"{"topic": "durable agents"}"#,
-            "--json",
-        ])
+        .cairn_env(
+            &[
+                "run",
+                crew.to_str().unwrap(),
+                "--input",
+                r#"{"topic": "durable agents"}"#,
+                "--json",
+            ],
+            &[("CAIRN_NOTES_LOG", notes_log.to_str().unwrap())],
+        )
         .expect_code(0);
     let run = out.json();
     assert_eq!(run["status"], "succeeded", "{run:#}");

@@ -420,3 +420,83 @@ fn compact_works_against_a_server() {
         .expect_code(2)
         .expect_stderr(&["say what to remove"]);
 }
+
+/// `runs events --server` prints each event as it arrives, not when the
+/// run ends.
+#[test]
+fn runs_events_streams_as_events_arrive() {
+    let case = Case::new(Kind::Sqlite);
+    let crews = case.path("crews");
+    std::fs::create_dir_all(&crews).unwrap();
+    let go = case.path("go");
+    let gated = format!(
+        "name = \"gated\"\nversion = \"1\"\n[[agents]]\nrole = \"gate\"\nkind = \"command\"\ncommand = [\"sh\", \"-c\", {}]\n",
+        serde_json::to_string(&format!(
+            "cat > /dev/null; while [ ! -f {} ]; do sleep 0.02; done; echo '{{}}'",
+            go.display()
+        ))
+        .unwrap()
+    );
+    std::fs::write(crews.join("gated.toml"), gated).unwrap();
+    let served = serve(&case);
+    let out = remote(&case, &served, &["submit", "gated", "--json"]).expect_code(0);
+    let id = out.json()["id"].as_str().unwrap().to_owned();
+    let events_out = case.path("events.out");
+    let mut follower = case
+        .command()
+        .args([
+            "runs",
+            "events",
+            &id,
+            "--server",
+            &served.url,
+            "--token",
+            "s3cret",
+        ])
+        .stdout(std::fs::File::create(&events_out).unwrap())
+        .spawn()
+        .unwrap();
+    wait_until("the claim to be printed", Duration::from_secs(30), || {
+        std::fs::read_to_string(&events_out)
+            .unwrap_or_default()
+            .contains("run_claimed")
+    });
+    // The run waits on the gate: the stream is still open.
+    assert!(follower.try_wait().unwrap().is_none());
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(follower.wait().unwrap().code(), Some(0));
+    let text = std::fs::read_to_string(&events_out).unwrap();
+    assert!(text.contains("run_succeeded"), "{text}");
+}
+
+/// A local crew file that differs from the server's crew of the same name
+/// is refused (exit 2) instead of silently running the server's.
+#[test]
+fn a_local_crew_file_that_differs_from_the_servers_is_refused() {
+    let case = Case::new(Kind::Sqlite);
+    let served = serve(&case);
+    let changed = case.write("greet.toml", &GREET.replace("Hello", "Goodbye"));
+    let out = remote(
+        &case,
+        &served,
+        &["run", changed.to_str().unwrap(), "--json"],
+    )
+    .expect_code(2);
+    out.expect_one_line_error(&["fingerprint", "the server's crew `greet`"]);
+    // The same file as the server's runs.
+    let same = case.write("same.toml", GREET);
+    let out = remote(
+        &case,
+        &served,
+        &[
+            "run",
+            same.to_str().unwrap(),
+            "--input",
+            r#"{"name": "Ann"}"#,
+            "--json",
+        ],
+    )
+    .expect_code(0);
+    let run: Value = out.json();
+    assert_eq!(run["status"], "succeeded");
+}

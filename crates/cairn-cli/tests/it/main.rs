@@ -31,6 +31,7 @@ mod compact;
 mod contract;
 mod crash;
 mod failures;
+mod first_hour;
 mod mismatch;
 mod operators;
 mod support;
