@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use minijinja::machinery::{get_compiled_template, Instruction, Instructions};
+use minijinja::value::{Enumerator, Object, ObjectRepr, Value as JValue};
 use minijinja::{Environment, UndefinedBehavior};
 use serde_json::{Map, Value};
 
@@ -137,9 +138,11 @@ impl TemplateAgent {
         self
     }
 
-    /// The variables a template sees: the context's JSON (`run_id`, `input`,
-    /// `step`, `previous`, `thread`, `feedback`, `answers`) plus `outputs`,
-    /// a map from role to output.
+    /// The variables a template sees, as JSON: the context's JSON
+    /// (`run_id`, `input`, `step`, `previous`, `thread`, `feedback`,
+    /// `answers`) plus `outputs`, a map from role to output. Rendering uses
+    /// the same names through [`Vars`], which converts only what a template
+    /// reads.
     pub fn variables(cx: &StepContext) -> Value {
         let mut vars = match serde_json::to_value(cx) {
             Ok(Value::Object(m)) => m,
@@ -152,6 +155,93 @@ impl TemplateAgent {
             .collect();
         vars.insert("outputs".into(), Value::Object(outputs));
         Value::Object(vars)
+    }
+}
+
+/// The template's variables, converted to minijinja values only when read.
+/// Converting the whole context for every step made a crew's later steps
+/// cost more with each earlier step (every output converted again per
+/// step); now a step pays for what its template reads.
+#[derive(Debug)]
+struct Vars(StepContext);
+
+impl Object for Vars {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Map
+    }
+
+    fn get_value(self: &Arc<Self>, key: &JValue) -> Option<JValue> {
+        let cx = &self.0;
+        Some(match key.as_str()? {
+            "run_id" => JValue::from(cx.run_id.to_string()),
+            "input" => JValue::from_serialize(&cx.input),
+            "step" => as_json(&cx.step),
+            "previous" => JValue::from_object(Previous(Arc::clone(self))),
+            "outputs" => JValue::from_object(Outputs(Arc::clone(self))),
+            "thread" => as_json(&cx.thread),
+            "feedback" => JValue::from_serialize(&cx.feedback),
+            "answers" => JValue::from_serialize(&cx.answers),
+            _ => return None,
+        })
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Str(VARIABLES)
+    }
+}
+
+/// A struct through its JSON form, so its keys come sorted as the JSON
+/// context's do (`{{ step }}` prints the same either way).
+fn as_json(v: &impl serde::Serialize) -> JValue {
+    JValue::from_serialize(serde_json::to_value(v).unwrap_or(Value::Null))
+}
+
+/// `previous`: a sequence whose items are converted when read.
+#[derive(Debug)]
+struct Previous(Arc<Vars>);
+
+impl Object for Previous {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Seq
+    }
+
+    fn get_value(self: &Arc<Self>, key: &JValue) -> Option<JValue> {
+        let i = usize::try_from(key.as_i64()?).ok()?;
+        self.0 .0.previous.get(i).map(as_json)
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Seq(self.0 .0.previous.len())
+    }
+}
+
+/// `outputs`: role → output, looked up when read.
+#[derive(Debug)]
+struct Outputs(Arc<Vars>);
+
+impl Object for Outputs {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Map
+    }
+
+    fn get_value(self: &Arc<Self>, key: &JValue) -> Option<JValue> {
+        let role = key.as_str()?;
+        let previous = &self.0 .0.previous;
+        // The latest step of a role wins, as in the JSON map.
+        previous
+            .iter()
+            .rev()
+            .find(|p| p.role.as_str() == role)
+            .map(|p| JValue::from_serialize(&p.output))
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        // Sorted, as the JSON map's keys are.
+        let mut roles: Vec<&str> = self.0 .0.previous.iter().map(|p| p.role.as_str()).collect();
+        roles.sort_unstable();
+        roles.dedup();
+        let roles = roles.into_iter().map(JValue::from).collect();
+        Enumerator::Values(roles)
     }
 }
 
@@ -206,7 +296,7 @@ fn describe(e: &minijinja::Error, source: &str) -> String {
 }
 
 /// Renders `source` with fuel and the output cap; blocking.
-fn render(source: &str, vars: Value, fuel: u64) -> Result<String, String> {
+fn render(source: &str, vars: JValue, fuel: u64) -> Result<String, String> {
     let mut env = env();
     env.set_fuel(Some(fuel));
     let tmpl = env
@@ -222,7 +312,10 @@ fn render(source: &str, vars: Value, fuel: u64) -> Result<String, String> {
 impl Agent for TemplateAgent {
     async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
         let (source, fuel) = (Arc::clone(&self.source), self.fuel);
-        let vars = Self::variables(cx);
+        let vars = JValue::from_object(Vars(StepContext {
+            journal: None,
+            ..cx.clone()
+        }));
         // Off the async threads: a heavy render never stalls the server, and
         // the step's timeout can fire while it runs (fuel ends it later).
         let rendered = tokio::task::spawn_blocking(move || render(&source, vars, fuel))
@@ -323,6 +416,42 @@ mod tests {
         ] {
             assert!(TemplateAgent::new(source.into()).is_ok(), "{source}");
         }
+    }
+
+    #[test]
+    fn lazy_variables_render_as_the_json_context_does() {
+        let mut cx = cx();
+        cx.feedback = vec!["shorter".into()];
+        cx.answers.insert("budget".into(), json!(12));
+        cx.previous.push(PreviousOutput {
+            idx: StepIdx(1),
+            role: Role::new("analyst"),
+            output: json!(["x", {"k": null}]),
+        });
+        let lazy = || {
+            JValue::from_object(Vars(StepContext {
+                journal: None,
+                ..cx.clone()
+            }))
+        };
+        let eager = || JValue::from_serialize(TemplateAgent::variables(&cx));
+        for source in [
+            "{{ input.topic }} {{ run_id }} {{ step.idx }}/{{ step.role }}/{{ step.attempt }}",
+            "{{ outputs.researcher.facts | join(',') }} {{ outputs['researcher'] }}",
+            "{% for p in previous %}{{ p.idx }}:{{ p.role }}={{ p.output }};{% endfor %}",
+            "{{ previous | length }} {{ previous[0].output.facts[1] }} {{ previous | map(attribute='role') | list }}",
+            "{{ feedback }} {{ answers.budget }} {{ thread | length }} {{ outputs | length }}",
+            "{% for role in outputs %}{{ role }}{% endfor %} {{ 'researcher' in outputs }}",
+            "{{ input }}|{{ step }}",
+        ] {
+            let a = render(source, lazy(), FUEL);
+            let b = render(source, eager(), FUEL);
+            assert!(a.is_ok(), "{source}: {a:?}");
+            assert_eq!(a, b, "{source}");
+        }
+        // Undefined stays an error through the lazy form.
+        assert!(render("{{ outputs.nobody }}", lazy(), FUEL).is_err());
+        assert!(render("{{ previous[5] }}", lazy(), FUEL).is_err());
     }
 
     #[test]
