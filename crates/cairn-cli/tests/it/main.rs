@@ -33,6 +33,7 @@ mod crash;
 mod failures;
 mod mismatch;
 mod operators;
+mod soak;
 mod support;
 mod threads;
 mod timeout;
