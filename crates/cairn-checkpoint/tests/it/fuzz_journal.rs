@@ -36,8 +36,8 @@ impl Rng {
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
-    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
-        &xs[self.below(xs.len())]
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len())]
     }
     fn chance(&mut self, percent: u64) -> bool {
         self.next() % 100 < percent
@@ -107,12 +107,12 @@ impl Damage {
         let common = [
             Damage::AttemptNegative,
             Damage::GenerationNegative,
-            Damage::UnknownKind(*rng.pick(&["assistant", "TOOL_CALL", "", "turn_end "])),
+            Damage::UnknownKind(rng.pick(&["assistant", "TOOL_CALL", "", "turn_end "])),
             Damage::PayloadTooDeep,
         ];
         let sqlite_only = [
-            Damage::PayloadNotJson(*rng.pick(&["{", "", "[1,", "nope", "\"open", "{\"a\":1}x"])),
-            Damage::TimeNotATime(*rng.pick(&[
+            Damage::PayloadNotJson(rng.pick(&["{", "", "[1,", "nope", "\"open", "{\"a\":1}x"])),
+            Damage::TimeNotATime(rng.pick(&[
                 "yesterday",
                 "",
                 "2024-02-30T00:00:00Z",
@@ -123,8 +123,8 @@ impl Damage {
             Damage::AttemptText,
         ];
         match kind {
-            Kind::Postgres => *rng.pick(&common),
-            Kind::Sqlite => *rng.pick(&[&common[..], &sqlite_only[..]].concat()),
+            Kind::Postgres => rng.pick(&common),
+            Kind::Sqlite => rng.pick(&[&common[..], &sqlite_only[..]].concat()),
         }
     }
 }
@@ -223,7 +223,7 @@ async fn damaged_journal_rows_are_refused_by_name_and_whole_ones_read_back(kind:
                 seq,
                 attempt: 1 + rng.below(4) as i64,
                 generation: rng.below(3) as i64,
-                kind: *rng.pick(KINDS),
+                kind: rng.pick(KINDS),
                 payload: payload(&mut rng, 0),
                 created_at: time(&mut rng),
                 damage: Damage::pick(&mut rng, kind),
