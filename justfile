@@ -17,3 +17,15 @@ demo:
 # The benchmark (SQLite and PostgreSQL).
 bench:
     cargo run --release -p cairn-bench
+
+# The kill-and-resume soak at size: 1,000 SIGKILLs on SQLite, 500 on
+# PostgreSQL (CI runs 20 of each); prints kills, runs finished, lost,
+# repeated and crash-loop failures (docs/reliability.md).
+soak sqlite="1000" postgres="500":
+    scripts/soak {{sqlite}} {{postgres}}
+
+# The crew parser and journal decoder fuzzers with more cases than CI's
+# (CI: 128 / 1,000 / 500 crews, 150 journals per database).
+fuzz cases="5000":
+    CAIRN_FUZZ_CASES={{cases}} cargo test --workspace --test fuzz_crew
+    CAIRN_FUZZ_CASES={{cases}} cargo test --workspace --test it fuzz_journal

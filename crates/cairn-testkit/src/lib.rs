@@ -3,10 +3,12 @@
 //! PostgreSQL answers, `.ci/start-postgres` is run once (under a file lock)
 //! to start one; `CAIRN_TEST_DATABASE_URL` overrides the server.
 //! `PgCluster` (in `pg_cluster.rs`) is a throwaway PostgreSQL server of a
-//! test's own, for tests that crash or restart the database.
+//! test's own, for tests that crash or restart the database. A test's schema
+//! is dropped with its `TestDb`, and stale ones are swept (`schema.rs`).
 #![allow(clippy::expect_used)]
 
 mod pg_cluster;
+pub mod schema;
 pub use pg_cluster::{pg_bin_dir, ClusterError, PgCluster};
 
 use std::path::PathBuf;
@@ -18,11 +20,23 @@ use sqlx::Connection;
 /// The default server of the test suite.
 pub const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
-/// A database a test owns. Keep it alive for the test's duration.
+/// A database a test owns. Keep it alive for the test's duration: dropping
+/// it removes the SQLite file's directory or drops the PostgreSQL schema
+/// (also when the test panics), so runs of the suite leave nothing behind.
 pub struct TestDb {
     pub url: String,
     pub kind: Kind,
     _dir: Option<tempfile::TempDir>,
+    /// The schema this `TestDb` created (and drops).
+    schema: Option<String>,
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Some(schema) = self.schema.take() {
+            schema::drop_blocking(&pg_base_url(), &schema);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,36 +54,48 @@ impl TestDb {
             url,
             kind: Kind::Sqlite,
             _dir: Some(dir),
+            schema: None,
         }
     }
 
     /// A new, empty schema on the test PostgreSQL server; the URL selects it
-    /// through `search_path`.
+    /// through `search_path`. It is dropped with the `TestDb`. The first call
+    /// in a process also sweeps schemas older than an hour (left by a test
+    /// process that was killed before its drops ran).
     pub async fn postgres() -> TestDb {
         let base = pg_base_url();
-        let schema = format!("cairn_t_{}", uuid::Uuid::now_v7().simple());
+        let name = schema::new_name();
         let mut conn = sqlx::PgConnection::connect(&base)
             .await
             .unwrap_or_else(|e| panic!("test PostgreSQL at {base} does not answer: {e}"));
-        sqlx::raw_sql(&format!("CREATE SCHEMA {schema}"))
+        schema::sweep_once(&mut conn).await;
+        sqlx::raw_sql(&format!("CREATE SCHEMA {name}"))
             .execute(&mut conn)
             .await
             .expect("create schema");
+        let _ = conn.close().await;
         let sep = if base.contains('?') { '&' } else { '?' };
         TestDb {
-            url: format!("{base}{sep}options[search_path]={schema}"),
+            url: format!("{base}{sep}options[search_path]={name}"),
             kind: Kind::Postgres,
             _dir: None,
+            schema: Some(name),
         }
     }
 
+    /// The schema this `TestDb` created and will drop (PostgreSQL only).
+    pub fn schema(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
     /// A PostgreSQL database at `url` that the test owns otherwise (a
-    /// `PgCluster`'s, say); nothing is created.
+    /// `PgCluster`'s, say); nothing is created or dropped.
     pub fn postgres_at(url: String) -> TestDb {
         TestDb {
             url,
             kind: Kind::Postgres,
             _dir: None,
+            schema: None,
         }
     }
 
@@ -184,4 +210,93 @@ pub fn pg_base_url() -> String {
         url
     })
     .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+
+    async fn exists(schema: &str) -> bool {
+        let mut conn = sqlx::PgConnection::connect(&pg_base_url())
+            .await
+            .expect("connect");
+        sqlx::query_scalar::<_, bool>(
+            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+        )
+        .bind(schema)
+        .fetch_one(&mut conn)
+        .await
+        .expect("query pg_namespace")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_test_schema_is_dropped_with_its_test_db() {
+        let db = TestDb::postgres().await;
+        let name = db.schema().expect("a schema").to_owned();
+        // Tables in it too: the drop cascades.
+        db.exec("CREATE TABLE t (x int); INSERT INTO t VALUES (1)")
+            .await;
+        assert!(exists(&name).await);
+        drop(db);
+        assert!(!exists(&name).await, "{name} outlived its TestDb");
+    }
+
+    #[test]
+    fn a_test_schema_is_dropped_when_the_test_panics() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let name = std::sync::Mutex::new(String::new());
+        let panicked = std::panic::catch_unwind(|| {
+            rt.block_on(async {
+                let db = TestDb::postgres().await;
+                *name.lock().expect("lock") = db.schema().expect("a schema").to_owned();
+                panic!("the test fails while it holds its database");
+            })
+        });
+        assert!(panicked.is_err());
+        let name = name.into_inner().expect("lock");
+        assert!(name.starts_with(schema::PREFIX), "{name}");
+        assert!(
+            !rt.block_on(exists(&name)),
+            "{name} outlived a panicking test"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_sweep_drops_only_test_schemas_older_than_an_hour() {
+        let two_hours_ago = SystemTime::now() - Duration::from_secs(7200);
+        let since_epoch = two_hours_ago
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970");
+        let ts = uuid::Timestamp::from_unix(
+            uuid::NoContext,
+            since_epoch.as_secs(),
+            since_epoch.subsec_nanos(),
+        );
+        let stale = format!("{}{}", schema::PREFIX, uuid::Uuid::new_v7(ts).simple());
+        let fresh = TestDb::postgres().await;
+        let fresh_name = fresh.schema().expect("a schema").to_owned();
+        let mut conn = sqlx::PgConnection::connect(&pg_base_url())
+            .await
+            .expect("connect");
+        sqlx::raw_sql(&format!(
+            "CREATE SCHEMA {stale}; CREATE TABLE {stale}.t (x int)"
+        ))
+        .execute(&mut conn)
+        .await
+        .expect("create a stale schema");
+        let dropped = schema::sweep(&mut conn, SystemTime::now()).await;
+        assert!(dropped.contains(&stale), "{stale} not swept: {dropped:?}");
+        assert!(
+            !dropped.contains(&fresh_name),
+            "a live test's schema was swept"
+        );
+        assert!(!exists(&stale).await);
+        assert!(exists(&fresh_name).await);
+    }
 }

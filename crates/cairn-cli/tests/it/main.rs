@@ -34,6 +34,7 @@ mod failures;
 mod first_hour;
 mod mismatch;
 mod operators;
+mod soak;
 mod support;
 mod threads;
 mod timeout;
