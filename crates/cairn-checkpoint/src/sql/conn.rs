@@ -237,6 +237,33 @@ fn parsed<T>(
         .transpose()
 }
 
+/// A PostgreSQL `timestamptz` read without sqlx's decoder, which panics on
+/// `infinity` and on times past chrono's range: a stored time Cairn cannot
+/// represent is a corruption naming the run and the column, not a crash.
+fn pg_time(r: &PgRow, col: &str, (run, what): (RunId, &str)) -> Result<Option<DateTime<Utc>>> {
+    let raw = r.try_get_raw(col)?;
+    if raw.is_null() {
+        return Ok(None);
+    }
+    if raw.format() != sqlx::postgres::PgValueFormat::Binary {
+        return Ok(r.try_get(col)?);
+    }
+    let bytes = raw
+        .as_bytes()
+        .map_err(|e| corrupt(run, what, format!("cannot be read: {e}")))?;
+    let micros = <[u8; 8]>::try_from(bytes)
+        .map(i64::from_be_bytes)
+        .map_err(|_| corrupt(run, what, "is not an 8-byte time"))?;
+    // PostgreSQL's epoch is 2000-01-01; ±infinity are i64::MAX / MIN.
+    const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
+    micros
+        .checked_add(PG_EPOCH_MICROS)
+        .and_then(DateTime::from_timestamp_micros)
+        .filter(|_| micros != i64::MAX && micros != i64::MIN)
+        .map(Some)
+        .ok_or_else(|| corrupt(run, what, "is outside the times Cairn can represent"))
+}
+
 impl Row {
     /// An integer column of any width (PostgreSQL's `int4` and `int8`).
     pub fn opt_int(&self, col: &str) -> Result<Option<i64>> {
@@ -308,7 +335,7 @@ impl Row {
                     .map(|d| d.with_timezone(&Utc))
                     .map_err(|e| format!("`{t}` is not a time: {e}"))
             }),
-            Row::Postgres(r) => Ok(r.try_get(col)?),
+            Row::Postgres(r) => pg_time(r, col, (run, what)),
         }
     }
 

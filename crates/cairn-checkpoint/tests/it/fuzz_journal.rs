@@ -296,12 +296,9 @@ async fn damaged_journal_rows_are_refused_by_name_and_whole_ones_read_back(kind:
 /// Found by this fuzz: PostgreSQL's `timestamptz` reaches past chrono's
 /// range ('infinity', year 294276), and sqlx 0.8's chrono decoder adds the
 /// microseconds with a panicking `+`, so reading such a row panics the
-/// reader instead of returning an error. The decoder (`Row::time`, in
-/// cairn-checkpoint) should refuse it as a `Corruption`; until it does,
-/// this test is ignored. Run it with `cargo test --workspace -- --ignored
-/// a_journal_time_past_chronos_range`.
+/// reader instead of returning an error. `Row::time` now decodes the raw
+/// microseconds and refuses such a time as a `Corruption`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known bug: a PostgreSQL time past chrono's range panics in sqlx's decoder (docs/reliability.md)"]
 async fn a_journal_time_past_chronos_range_is_refused_not_a_panic() {
     let db = TestDb::of(Kind::Postgres).await;
     let store = store(&db).await;

@@ -37,7 +37,10 @@ fn timed_out_step_fails_and_its_process_group_is_killed(kind: Kind) {
         .json();
     // Not a speed check: a step that was not cut off would have slept 60 s.
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(30), "the step was not cut off: {took:?}");
+    assert!(
+        took < Duration::from_secs(30),
+        "the step was not cut off: {took:?}"
+    );
 
     assert_eq!(run["status"], "failed", "{run:#}");
     let row = step(&run, 0);
