@@ -6,6 +6,7 @@
 mod api;
 mod auth;
 mod events;
+mod hardening;
 mod operators;
 mod runs;
 mod socket;

@@ -203,7 +203,7 @@ async fn answer_refusals_and_body_mistakes() {
         let message = api
             .post_json(&uri, &body)
             .await
-            .assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
+            .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
         assert!(message.contains(names), "{body}: {message}");
     }
     api.call(
