@@ -120,6 +120,7 @@ pub(crate) async fn cancel(
 #[serde(deny_unknown_fields)]
 pub(crate) struct ForkBody {
     /// Steps `0..from_step` are copied; the fork executes from `from_step`.
+    #[serde(deserialize_with = "crate::extract::u32_integer")]
     from_step: u32,
     /// A new run input (only with `from_step = 0`). Absent or `null`: the
     /// source run's input.

@@ -5,6 +5,7 @@
 
 mod api;
 mod auth;
+mod conformance;
 mod events;
 mod hardening;
 mod operators;
