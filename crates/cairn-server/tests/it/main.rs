@@ -14,3 +14,4 @@ mod socket;
 mod support;
 mod threads;
 mod waits;
+mod walkthrough;
