@@ -43,6 +43,28 @@ fn actor(by: Option<String>, reason: Option<String>) -> Actor {
     }
 }
 
+/// Refuses to act on a run whose crew this server does not offer, unless
+/// the server allows foreign runs: retry, continue and fork make the
+/// runner execute the run's stored crew (a fork from step 0 with an input
+/// the caller picks), which must not become a way around the crews
+/// directory. The crew is matched by fingerprint, not name: a crew of the
+/// same name submitted elsewhere may run anything.
+async fn check_offered(state: &AppState, id: cairn::RunId) -> Result<(), ApiError> {
+    if state.foreign_runs() {
+        return Ok(());
+    }
+    let run = state.engine().get_run(id).await?;
+    if state.crews().offers(&run.crew_fingerprint) {
+        return Ok(());
+    }
+    tracing::warn!(run = %id, crew = %run.crew, fingerprint = %run.crew_fingerprint, "refused an action on a run of a crew this server does not offer");
+    Err(ApiError::CrewNotOffered {
+        run: id,
+        crew: run.crew,
+        fingerprint: run.crew_fingerprint.to_string(),
+    })
+}
+
 /// The run after an action, waking the runner if the action queued it.
 async fn after_action(state: &AppState, run: cairn::RunRecord) -> Result<RunView, ApiError> {
     if run.status == RunStatus::Queued {
@@ -59,6 +81,7 @@ pub(crate) async fn retry(
 ) -> Result<Json<RunView>, ApiError> {
     let body = body.unwrap_or_default();
     let actor = actor(body.by, body.reason);
+    check_offered(&state, id).await?;
     let run = state.engine().retry(id, &actor).await?;
     tracing::info!(run = %id, by = %actor.by, "run retried");
     Ok(Json(after_action(&state, run).await?))
@@ -72,6 +95,7 @@ pub(crate) async fn continue_run(
 ) -> Result<Json<RunView>, ApiError> {
     let body = body.unwrap_or_default();
     let actor = actor(body.by, body.reason);
+    check_offered(&state, id).await?;
     let run = state.engine().continue_run(id, &actor).await?;
     tracing::info!(run = %id, by = %actor.by, "run continued");
     Ok(Json(after_action(&state, run).await?))
@@ -96,6 +120,7 @@ pub(crate) async fn cancel(
 #[serde(deny_unknown_fields)]
 pub(crate) struct ForkBody {
     /// Steps `0..from_step` are copied; the fork executes from `from_step`.
+    #[serde(deserialize_with = "crate::extract::u32_integer")]
     from_step: u32,
     /// A new run input (only with `from_step = 0`). Absent or `null`: the
     /// source run's input.
@@ -118,6 +143,7 @@ pub(crate) async fn fork(
     ApiJson(body): ApiJson<ForkBody>,
 ) -> Result<Response, ApiError> {
     let actor = actor(body.by, body.reason);
+    check_offered(&state, id).await?;
     let request = ForkRequest {
         from_step: StepIdx(body.from_step),
         input: body.input,

@@ -2,7 +2,7 @@
 //! presented token is compared against every one in constant time, so
 //! neither its content nor which token matched shows in the timing.
 
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -10,6 +10,11 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::{ApiError, AppState};
+
+/// The shortest API token `Server::bind` accepts, in bytes: a token is
+/// the only thing between the network and `command` agents, so one a
+/// person could guess (or a placeholder such as `x`) stops the startup.
+pub const MIN_TOKEN_LEN: usize = 16;
 
 /// The accepted tokens (digests). Empty: the API is open.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +37,17 @@ impl Tokens {
         self.0.is_empty()
     }
 
+    /// The length of the shortest non-blank token, if it is below
+    /// [`MIN_TOKEN_LEN`] (the token itself is never reported).
+    pub fn too_short<S: AsRef<str>>(tokens: impl IntoIterator<Item = S>) -> Option<usize> {
+        tokens
+            .into_iter()
+            .map(|t| t.as_ref().trim().len())
+            .filter(|len| *len > 0)
+            .min()
+            .filter(|len| *len < MIN_TOKEN_LEN)
+    }
+
     /// Whether `presented` is one of the tokens; looks at all of them.
     fn accepts(&self, presented: &str) -> bool {
         let presented = digest(presented);
@@ -47,14 +63,20 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-/// Middleware: with tokens configured, requires `Authorization: Bearer <token>`.
+/// Middleware: with tokens configured, requires `Authorization: Bearer
+/// <token>` on every request but those of the open routes (health checks):
+/// unknown paths and wrong methods too, so they answer 401, not 404 or 405.
 pub(crate) async fn require_token(
     State(state): State<AppState>,
     request: Request,
     next: Next,
 ) -> Response {
     let tokens = state.tokens();
-    if tokens.is_empty() {
+    let open_route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|p| crate::api::OPEN_PATHS.contains(&p.as_str()));
+    if tokens.is_empty() || open_route {
         return next.run(request).await;
     }
     let presented = request
@@ -85,5 +107,16 @@ mod tests {
         assert!(!tokens.accepts("alph"));
         assert!(!tokens.accepts("alphaa"));
         assert!(Tokens::new([""]).is_empty());
+    }
+
+    #[test]
+    fn short_tokens_are_named_by_length_only() {
+        assert_eq!(Tokens::too_short(["x"]), Some(1));
+        assert_eq!(
+            Tokens::too_short(["a-long-enough-token", " abc ", ""]),
+            Some(3)
+        );
+        assert_eq!(Tokens::too_short(["0123456789abcdef", "", "  "]), None);
+        assert_eq!(Tokens::too_short(Vec::<String>::new()), None);
     }
 }

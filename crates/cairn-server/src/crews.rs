@@ -59,6 +59,12 @@ impl Crews {
         self.by_name.get(name).map(|(crew, _)| crew)
     }
 
+    /// Whether one of these crews has this fingerprint (the definition a
+    /// stored run executes with, whatever its name).
+    pub fn offers(&self, fingerprint: &cairn::Fingerprint) -> bool {
+        self.iter().any(|crew| crew.fingerprint() == fingerprint)
+    }
+
     /// Crews sorted by name.
     pub fn iter(&self) -> impl Iterator<Item = &Crew> {
         self.by_name.values().map(|(crew, _)| crew)

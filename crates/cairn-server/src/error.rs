@@ -51,6 +51,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// An API token shorter than [`crate::MIN_TOKEN_LEN`].
+    #[error("an API token in CAIRN_API_TOKENS is {len} characters long; tokens must have at least {min} (generate one with `openssl rand -hex 32`)")]
+    WeakToken { len: usize, min: usize },
     /// The HTTP server failed while serving.
     #[error("the HTTP server failed: {0}")]
     Serve(#[source] std::io::Error),
@@ -75,6 +78,20 @@ pub enum ApiError {
     /// The body exceeded the server's limit.
     #[error("the request body is larger than the server accepts ({limit} bytes)")]
     TooLarge { limit: usize },
+    /// The body did not arrive within the server's body timeout.
+    #[error("the request body did not arrive within {}; send it whole, at once", crate::limits::human(*after))]
+    BodyTimeout { after: std::time::Duration },
+    /// As many event streams as the server allows are open.
+    #[error("{limit} event streams are open, as many as this server allows; try again later")]
+    TooManyStreams { limit: usize },
+    /// Retry, continue or fork of a run whose crew this server does not
+    /// offer (a run submitted elsewhere on a shared database).
+    #[error("run {run} belongs to crew `{crew}` ({fingerprint}), which this server does not offer (GET /v1/crews lists what it offers); act on it where it was submitted, or start the server with foreign runs allowed")]
+    CrewNotOffered {
+        run: cairn::RunId,
+        crew: String,
+        fingerprint: String,
+    },
     /// A query string parameter is malformed or unknown.
     #[error("bad query string: {0}")]
     BadQuery(String),
@@ -123,21 +140,23 @@ impl ApiError {
     pub fn class(&self) -> ErrorClass {
         match self {
             ApiError::BadJson(_)
+            | ApiError::InvalidBody(_)
+            | ApiError::BodyTimeout { .. }
             | ApiError::BadBody(_)
             | ApiError::BadQuery(_)
             | ApiError::BadCursor
             | ApiError::BadLastEventId(_)
             | ApiError::BadRunId(_)
             | ApiError::BadWaitId(_) => ErrorClass::BadInput,
-            ApiError::InvalidBody(_) => ErrorClass::Invalid,
             ApiError::UnsupportedMediaType => ErrorClass::UnsupportedMediaType,
             ApiError::TooLarge { .. } => ErrorClass::TooLarge,
-            ApiError::UnknownCrew(_) | ApiError::RunNotFound(_) | ApiError::NoRoute(_) => {
-                ErrorClass::NotFound
-            }
+            ApiError::UnknownCrew(_)
+            | ApiError::CrewNotOffered { .. }
+            | ApiError::RunNotFound(_)
+            | ApiError::NoRoute(_) => ErrorClass::NotFound,
             ApiError::MethodNotAllowed => ErrorClass::MethodNotAllowed,
             ApiError::Unauthorized => ErrorClass::Unauthorized,
-            ApiError::NotReady => ErrorClass::Unavailable,
+            ApiError::NotReady | ApiError::TooManyStreams { .. } => ErrorClass::Unavailable,
             ApiError::Engine(e) => e.class(),
         }
     }
@@ -150,6 +169,9 @@ impl ApiError {
             ApiError::BadBody(_) => "bad_body",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::TooLarge { .. } => "too_large",
+            ApiError::BodyTimeout { .. } => "request_timeout",
+            ApiError::TooManyStreams { .. } => "too_many_streams",
+            ApiError::CrewNotOffered { .. } => "crew_not_offered",
             ApiError::BadQuery(_) => "bad_query",
             ApiError::BadCursor => "bad_cursor",
             ApiError::BadLastEventId(_) => "bad_last_event_id",
@@ -168,9 +190,16 @@ impl ApiError {
     }
 
     /// The HTTP status and the stable `code` of the JSON body.
+    ///
+    /// A body timeout is the client's mistake (`BadInput`) but answers 408,
+    /// the status HTTP clients and proxies know for it; every other status
+    /// is the class's.
     pub fn status_and_code(&self) -> (StatusCode, &'static str) {
-        let status = StatusCode::from_u16(self.class().http_status())
-            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = match self {
+            ApiError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
+            _ => StatusCode::from_u16(self.class().http_status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        };
         (status, self.code())
     }
 
@@ -216,6 +245,9 @@ impl IntoResponse for ApiError {
                 tracing::error!(error = %ErrorChain(&self), "request failed");
                 "internal error; the server log has the details".to_owned()
             }
+            StatusCode::SERVICE_UNAVAILABLE if matches!(self, ApiError::TooManyStreams { .. }) => {
+                self.to_string()
+            }
             StatusCode::SERVICE_UNAVAILABLE => {
                 tracing::warn!(error = %ErrorChain(&self), "request failed");
                 "the database is unavailable; try again later".to_owned()
@@ -231,6 +263,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response
     }

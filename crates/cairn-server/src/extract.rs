@@ -12,12 +12,13 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::{header, request::Parts, StatusCode};
 use axum::Json;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 use cairn::{RunId, WaitId};
 
 use crate::{ApiError, AppState};
 
-/// `Json<T>` whose rejections are `ApiError`s (400 `bad_json`, 422
+/// `Json<T>` whose rejections are `ApiError`s (400 `bad_json`, 400
 /// `invalid_body`, 413 `too_large`, 415) instead of axum's plain text.
 pub(crate) struct ApiJson<T>(pub T);
 
@@ -126,4 +127,41 @@ impl FromRequestParts<AppState> for WaitIdPath {
             .map(WaitIdPath)
             .map_err(|_| ApiError::BadWaitId(raw))
     }
+}
+
+/// A `u32` body field as JSON Schema's `integer`, which the OpenAPI
+/// document promises: a JSON integer or a number with no fractional part
+/// (`3.0`, `2.30666718e8`), from 0 to `u32::MAX`; anything else is refused
+/// naming the range.
+pub(crate) fn u32_integer<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let n = serde_json::Number::deserialize(d)?;
+    integer_u32(&n).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "expected an integer from 0 to {}, not {n}",
+            u32::MAX
+        ))
+    })
+}
+
+/// [`u32_integer`] for an optional field (absent or `null`: `None`).
+pub(crate) fn opt_u32_integer<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<u32>, D::Error> {
+    match Option::<serde_json::Number>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) => integer_u32(&n).map(Some).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "expected an integer from 0 to {}, or null, not {n}",
+                u32::MAX
+            ))
+        }),
+    }
+}
+
+fn integer_u32(n: &serde_json::Number) -> Option<u32> {
+    if let Some(v) = n.as_u64() {
+        return u32::try_from(v).ok();
+    }
+    let f = n.as_f64()?;
+    (f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f)).then_some(f as u32)
 }

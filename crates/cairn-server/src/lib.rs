@@ -35,6 +35,8 @@ mod auth;
 mod crews;
 mod error;
 mod extract;
+mod limits;
+mod listen;
 mod metrics;
 mod retention;
 mod runner;
@@ -44,26 +46,35 @@ mod threads;
 mod waits;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::Router;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 
 use cairn::Engine;
 
 pub use api::OPENAPI_JSON;
+pub use auth::MIN_TOKEN_LEN;
 pub use crews::Crews;
 pub use error::{ApiError, Error};
-pub use serve::{serve, ServeOptions, Server};
+pub use serve::{serve, ServeOptions, Server, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The default request body limit: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+
+/// The default time a client gets to send a request's body once its
+/// headers arrived (408 `request_timeout` beyond).
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The default number of event streams (`GET /v1/runs/{id}/events`) open
+/// at once; each polls the database, so they are capped (503 beyond).
+pub const DEFAULT_MAX_EVENT_STREAMS: usize = 100;
 
 /// What every handler shares. Cheap to clone.
 #[derive(Clone)]
@@ -75,6 +86,12 @@ pub struct AppState {
     metrics: Arc<metrics::Metrics>,
     waker: cairn::WakeUp,
     shutdown: Arc<watch::Sender<bool>>,
+    body_timeout: Duration,
+    /// One permit per event stream that may be open.
+    streams: Arc<Semaphore>,
+    max_event_streams: usize,
+    /// Retry, continue and fork runs of crews this server does not offer.
+    foreign_runs: bool,
 }
 
 impl AppState {
@@ -88,6 +105,10 @@ impl AppState {
             metrics: Arc::default(),
             waker: cairn::WakeUp::default(),
             shutdown: Arc::new(watch::channel(false).0),
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            streams: Arc::new(Semaphore::new(DEFAULT_MAX_EVENT_STREAMS)),
+            max_event_streams: DEFAULT_MAX_EVENT_STREAMS,
+            foreign_runs: false,
         }
     }
 
@@ -102,6 +123,34 @@ impl AppState {
     /// Refuses request bodies larger than this (413 `too_large`).
     pub fn with_body_limit(mut self, bytes: usize) -> AppState {
         self.body_limit = bytes;
+        self
+    }
+
+    /// How long a client gets to send a body once its headers arrived
+    /// (408 `request_timeout` beyond): a client that stops half-way holds
+    /// its connection no longer than this.
+    pub fn with_body_timeout(mut self, timeout: Duration) -> AppState {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// At most this many event streams open at once (503
+    /// `too_many_streams` beyond).
+    pub fn with_max_event_streams(mut self, streams: usize) -> AppState {
+        let streams = streams.min(Semaphore::MAX_PERMITS);
+        self.streams = Arc::new(Semaphore::new(streams));
+        self.max_event_streams = streams;
+        self
+    }
+
+    /// Whether retry, continue and fork may act on runs of crews this
+    /// server does not offer (runs submitted elsewhere on a shared
+    /// database). Off by default: a fork from step 0 re-executes the
+    /// run's crew with an input the caller picks, so allowing it would let
+    /// an API client run any crew ever stored, not only the ones in the
+    /// crews directory.
+    pub fn with_foreign_runs(mut self, allow: bool) -> AppState {
+        self.foreign_runs = allow;
         self
     }
 
@@ -120,6 +169,22 @@ impl AppState {
     /// Whether requests need a token.
     pub fn requires_token(&self) -> bool {
         !self.tokens.is_empty()
+    }
+
+    pub(crate) fn body_timeout(&self) -> Duration {
+        self.body_timeout
+    }
+
+    pub(crate) fn streams(&self) -> &Arc<Semaphore> {
+        &self.streams
+    }
+
+    pub(crate) fn max_event_streams(&self) -> usize {
+        self.max_event_streams
+    }
+
+    pub(crate) fn foreign_runs(&self) -> bool {
+        self.foreign_runs
     }
 
     pub(crate) fn tokens(&self) -> &auth::Tokens {
@@ -160,24 +225,28 @@ pub fn route_table() -> Vec<(&'static str, &'static [&'static str])> {
 }
 
 /// The API's router, state applied.
+///
+/// The token check is a layer over every route, the "no such route"
+/// fallback and every route's "wrong method" answer alike, so a client
+/// without a token learns nothing about which routes or methods exist
+/// (401 before 404 or 405); it lets the open routes (`/healthz`,
+/// `/readyz`) through. Inside it, bodies are read under the body timeout.
 pub fn router(state: AppState) -> Router {
-    let mut open = Router::new();
-    let mut guarded = Router::new();
+    let mut router = Router::new();
     for route in api::routes() {
-        if route.open {
-            open = open.route(route.path, route.handlers);
-        } else {
-            guarded = guarded.route(route.path, route.handlers);
-        }
+        router = router.route(route.path, route.handlers);
     }
-    let guarded = guarded
+    router
         .fallback(api::no_route)
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            limits::read_body,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,
-        ));
-    open.merge(guarded)
-        .method_not_allowed_fallback(api::method_not_allowed)
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             count_requests,

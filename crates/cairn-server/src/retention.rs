@@ -23,7 +23,7 @@ pub(crate) struct CompactBody {
     finished_older_than: Option<String>,
     #[serde(default)]
     failed_older_than: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::extract::opt_u32_integer")]
     keep_per_thread: Option<u32>,
     #[serde(default)]
     dry_run: bool,

@@ -2,7 +2,7 @@
 //! database, crews, socket) → [`Server::run_until`] (API + runner until a
 //! shutdown signal) → graceful stop. [`serve`] is both with Ctrl-C/SIGTERM.
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,8 +10,20 @@ use std::time::Duration;
 use cairn::{Engine, ExecutorConfig, OpenOptions};
 
 use crate::crews::Crews;
+use crate::listen::{self, Limits};
 use crate::runner::{Runner, RunnerOptions};
-use crate::{router, AppState, Error, Result, DEFAULT_BODY_LIMIT};
+use crate::{
+    router, AppState, Error, Result, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_EVENT_STREAMS, MIN_TOKEN_LEN,
+};
+
+/// The default time a client gets to send a request's headers.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default number of connections open at once. Keep it below the
+/// process's file limit (`ulimit -n`), which the database connections and
+/// `command` steps share.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
 /// Everything `cairn serve` configures.
 ///
@@ -50,7 +62,8 @@ pub struct ServeOptions {
     pub listen: SocketAddr,
     /// API tokens (the CLI reads `CAIRN_API_TOKENS`, comma-separated).
     /// With at least one non-blank token every route but `/healthz` and
-    /// `/readyz` requires `Authorization: Bearer <token>`. With none the
+    /// `/readyz` requires `Authorization: Bearer <token>`. A token shorter
+    /// than [`MIN_TOKEN_LEN`] (16) stops the startup ([`Error::WeakToken`]). With none the
     /// API is open (development mode): the server logs a warning and
     /// refuses to listen on a non-loopback address ([`Error::OpenOnNetwork`]).
     /// Blank entries are ignored.
@@ -61,6 +74,25 @@ pub struct ServeOptions {
     pub concurrency: usize,
     /// The largest request body accepted (413 `too_large` beyond). Default 1 MiB.
     pub body_limit: usize,
+    /// How long a client gets to send a request's headers, from the
+    /// moment the connection opens or its previous request was answered:
+    /// the connection is closed after that. Default 10 s.
+    pub header_timeout: Duration,
+    /// How long a client gets to send a request's body once the headers
+    /// arrived (408 `request_timeout`, and the connection closes). Default 30 s.
+    pub body_timeout: Duration,
+    /// Connections open at once; one more is answered 503
+    /// `too_many_connections` and closed. Default 512.
+    pub max_connections: usize,
+    /// Event streams (`GET /v1/runs/{id}/events`) open at once; one more
+    /// is 503 `too_many_streams`. Default 100.
+    pub max_event_streams: usize,
+    /// Let API clients retry, continue and fork runs of crews this server
+    /// does not offer (runs submitted by the CLI or another server on a
+    /// shared database). Default `false`: such actions are 404
+    /// `crew_not_offered`, because a fork from step 0 re-executes the
+    /// run's crew with an input the caller picks.
+    pub foreign_runs: bool,
     /// How often the runner applies wait deadlines and looks for queued
     /// runs (it also looks right after each submit, action and answer).
     /// Default 200 ms.
@@ -92,6 +124,11 @@ impl std::fmt::Debug for ServeOptions {
             .field("tokens", &format_args!("[{} redacted]", self.tokens.len()))
             .field("concurrency", &self.concurrency)
             .field("body_limit", &self.body_limit)
+            .field("header_timeout", &self.header_timeout)
+            .field("body_timeout", &self.body_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("max_event_streams", &self.max_event_streams)
+            .field("foreign_runs", &self.foreign_runs)
             .field("poll_interval", &self.poll_interval)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("compact", &self.compact)
@@ -108,6 +145,11 @@ impl Default for ServeOptions {
             tokens: vec![],
             concurrency: 4,
             body_limit: DEFAULT_BODY_LIMIT,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_event_streams: DEFAULT_MAX_EVENT_STREAMS,
+            foreign_runs: false,
             poll_interval: Duration::from_millis(200),
             shutdown_grace: Duration::from_secs(10),
             compact: None,
@@ -126,6 +168,12 @@ impl Server {
     /// Checks the options, loads the crews, opens the database and binds
     /// the address, in that order (so a mistake costs no connection).
     pub async fn bind(opts: ServeOptions) -> Result<Server> {
+        if let Some(len) = crate::auth::Tokens::too_short(&opts.tokens) {
+            return Err(Error::WeakToken {
+                len,
+                min: MIN_TOKEN_LEN,
+            });
+        }
         let state_tokens = crate::auth::Tokens::new(&opts.tokens);
         if state_tokens.is_empty() && !opts.listen.ip().is_loopback() {
             return Err(Error::OpenOnNetwork {
@@ -151,7 +199,10 @@ impl Server {
             })?;
         let state = AppState::new(engine, crews)
             .with_tokens(&opts.tokens)
-            .with_body_limit(opts.body_limit);
+            .with_body_limit(opts.body_limit)
+            .with_body_timeout(opts.body_timeout)
+            .with_max_event_streams(opts.max_event_streams)
+            .with_foreign_runs(opts.foreign_runs);
         Ok(Server {
             listener,
             state,
@@ -201,35 +252,33 @@ impl Server {
             )
         });
 
-        let mut stopping = state.shutdown_signal();
-        let server = axum::serve(listener, router(state.clone()))
-            .with_graceful_shutdown(async move {
-                let _ = stopping.wait_for(|stop| *stop).await;
-            })
-            .into_future();
+        let limits = Limits {
+            header_timeout: opts.header_timeout,
+            max_connections: opts.max_connections,
+        };
+        let server = listen::serve(
+            listener,
+            router(state.clone()),
+            limits,
+            state.shutdown_signal(),
+        );
         tokio::pin!(server);
         let ended_by_itself = tokio::select! {
-            result = &mut server => Some(result),
-            () = shutdown => None,
+            () = &mut server => true,
+            () = shutdown => false,
         };
         tracing::info!("shutting down");
         state.begin_shutdown();
-        let served = match ended_by_itself {
-            Some(result) => result,
-            None => match tokio::time::timeout(opts.shutdown_grace, &mut server).await {
-                Ok(result) => result,
-                Err(_) => {
-                    tracing::warn!(
-                        "open connections did not close within the grace period; dropping them"
-                    );
-                    Ok(())
-                }
-            },
-        };
+        if !ended_by_itself
+            && tokio::time::timeout(opts.shutdown_grace, &mut server)
+                .await
+                .is_err()
+        {
+            tracing::warn!("open connections did not close within the grace period; dropping them");
+        }
         if let Some(runner) = runner {
             runner.stopped().await;
         }
-        served.map_err(Error::Serve)?;
         tracing::info!("stopped");
         Ok(())
     }

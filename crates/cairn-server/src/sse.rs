@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedSemaphorePermit};
 
 use cairn::{Engine, EventRecord, RunId, RunStatus};
 
@@ -26,15 +26,28 @@ const POLL: Duration = Duration::from_millis(150);
 /// reconnects with `Last-Event-ID` and loses nothing).
 const MAX_FAILURES: u32 = 5;
 
-/// The handler. Refuses an unknown run (404) before the stream starts.
+/// The handler. Refuses an unknown run (404) before the stream starts, and
+/// a stream beyond the server's cap (503 `too_many_streams`): each open
+/// stream polls the database, so their number is bounded. The stream holds
+/// its permit until it ends or the client goes away.
 pub(crate) async fn events(
     State(state): State<AppState>,
     RunIdPath(id): RunIdPath,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let after = last_event_id(&headers)?;
+    let permit = state.streams().clone().try_acquire_owned().map_err(|_| {
+        tracing::warn!(
+            limit = state.max_event_streams(),
+            "event stream refused: too many open"
+        );
+        ApiError::TooManyStreams {
+            limit: state.max_event_streams(),
+        }
+    })?;
     state.engine().get_run(id).await?;
     let tail = Tail {
+        _permit: permit,
         engine: state.engine().clone(),
         id,
         after,
@@ -66,6 +79,8 @@ fn last_event_id(headers: &HeaderMap) -> Result<i64, ApiError> {
 
 /// Where a stream stands.
 struct Tail {
+    /// This stream's place under the cap, given back when it is dropped.
+    _permit: OwnedSemaphorePermit,
     engine: Engine,
     id: RunId,
     /// The last `seq` sent (or the client's `Last-Event-ID`).

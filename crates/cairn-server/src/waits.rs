@@ -113,13 +113,25 @@ fn answer_shape(serde_message: &str) -> String {
     format!("{serde_message}; {ANSWER_FORMS}")
 }
 
-/// `POST /v1/waits/{id}/answer`: records the answer and returns the wait.
-/// The same answer again is a no-op that returns the wait as it is.
+/// The answer of `POST /v1/waits/{id}/answer`: the wait's fields, plus
+/// the run as the answer left it (usually `queued`: the runner carries it
+/// on; `succeeded` after the last step's review, `failed` after a rejected
+/// approval), so a client knows what to wait for next without guessing.
+#[derive(Debug, Serialize)]
+pub(crate) struct Answered {
+    #[serde(flatten)]
+    wait: WaitRecord,
+    run: cairn::RunRecord,
+}
+
+/// `POST /v1/waits/{id}/answer`: records the answer and returns the wait
+/// and where its run stands. The same answer again is a no-op that returns
+/// the wait as it is.
 pub(crate) async fn answer(
     State(state): State<AppState>,
     WaitIdPath(id): WaitIdPath,
     ApiJson(body): ApiJson<AnswerBody>,
-) -> Result<Json<WaitRecord>, ApiError> {
+) -> Result<Json<Answered>, ApiError> {
     let by = body
         .by
         .map(|b| b.trim().to_owned())
@@ -130,5 +142,6 @@ pub(crate) async fn answer(
     // The run is usually queued again; when it is not (an approval
     // rejected, a repeated answer) the wake-up costs the runner one listing.
     state.wake_runner();
-    Ok(Json(wait))
+    let run = state.engine().get_run(wait.run_id).await?;
+    Ok(Json(Answered { wait, run }))
 }

@@ -368,7 +368,8 @@ impl Engine {
     ) -> Result<Vec<crate::StepJournalEntry>> {
         let run = self.store().get_run(id).await?;
         let steps = match step {
-            Some(s) => s..s + 1,
+            // No step has index u32::MAX (indices are below a u32 count).
+            Some(s) => s..s.saturating_add(1),
             None => 0..run.step_count,
         };
         let mut out = Vec::new();

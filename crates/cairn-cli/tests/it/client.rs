@@ -63,7 +63,7 @@ fn serve(case: &Case) -> Served {
             "--listen",
             &listen,
         ],
-        &[("CAIRN_API_TOKENS", "s3cret")],
+        &[("CAIRN_API_TOKENS", "s3cret-token-0123456789")],
     );
     wait_until("the server to listen", Duration::from_secs(30), || {
         std::net::TcpStream::connect(&listen).is_ok()
@@ -74,10 +74,15 @@ fn serve(case: &Case) -> Served {
     }
 }
 
-/// `cairn ARGS --server URL --token s3cret` (no --db: it must not be needed).
+/// `cairn ARGS --server URL --token s3cret-token-0123456789` (no --db: it must not be needed).
 fn remote(case: &Case, served: &Served, args: &[&str]) -> Out {
     let mut all = args.to_vec();
-    all.extend(["--server", &served.url, "--token", "s3cret"]);
+    all.extend([
+        "--server",
+        &served.url,
+        "--token",
+        "s3cret-token-0123456789",
+    ]);
     case.raw(&all, &[])
 }
 

@@ -5,10 +5,13 @@
 
 mod api;
 mod auth;
+mod conformance;
 mod events;
+mod hardening;
 mod operators;
 mod runs;
 mod socket;
 mod support;
 mod threads;
 mod waits;
+mod walkthrough;

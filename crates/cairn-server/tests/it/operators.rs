@@ -108,10 +108,10 @@ async fn action_body_mistakes_are_4xx_and_change_nothing() {
     let uri = format!("/v1/runs/{id}/retry");
     api.post_json(&uri, &json!({"by": "x", "extra": 1}))
         .await
-        .assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
+        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     api.post_json(&uri, &json!({"by": 7}))
         .await
-        .assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
+        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     api.call(
         Method::POST,
         &uri,
@@ -294,7 +294,7 @@ async fn fork_creates_a_queued_run_copying_the_steps_before_it() {
 }
 
 #[tokio::test]
-async fn refused_forks_are_409_fork_refused_and_body_mistakes_422() {
+async fn refused_forks_are_409_fork_refused_and_body_mistakes_400() {
     let api = Api::sqlite().await;
     let source = api.submit("pipeline", json!({"name": "src"})).await;
     let uri = format!("/v1/runs/{source}/fork");
@@ -324,7 +324,7 @@ async fn refused_forks_are_409_fork_refused_and_body_mistakes_422() {
     ] {
         api.post_json(&uri, &body)
             .await
-            .assert_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body");
+            .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
     }
     post_empty(&api, &uri)
         .await

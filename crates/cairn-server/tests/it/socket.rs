@@ -131,7 +131,13 @@ impl Running {
 
 /// Submit over HTTP, the runner executes it, GET shows the result.
 async fn submit_and_execute(kind: Kind) {
-    let server = start(kind, &["tok"], 4, Duration::from_millis(50)).await;
+    let server = start(
+        kind,
+        &["tok-0123456789abcdef"],
+        4,
+        Duration::from_millis(50),
+    )
+    .await;
     let addr = server.addr;
     let (status, _) = http(addr, Method::GET, "/healthz", None, None).await;
     assert_eq!(status, StatusCode::OK);
@@ -144,7 +150,7 @@ async fn submit_and_execute(kind: Kind) {
         addr,
         Method::POST,
         "/v1/runs",
-        Some("tok"),
+        Some("tok-0123456789abcdef"),
         Some(json!({"crew": "pipeline", "input": {"name": "net"}})),
     )
     .await;
@@ -154,7 +160,9 @@ async fn submit_and_execute(kind: Kind) {
     let id = submitted["id"].as_str().unwrap().to_owned();
 
     let run = server
-        .wait_for(&id, Some("tok"), |r| r["status"] == "succeeded")
+        .wait_for(&id, Some("tok-0123456789abcdef"), |r| {
+            r["status"] == "succeeded"
+        })
         .await;
     assert_eq!(run["steps"][0]["output"], json!({"n": 1}));
     assert_eq!(run["steps"][1]["output"], "n=1 for net");
@@ -169,14 +177,21 @@ async fn submit_and_execute(kind: Kind) {
         addr,
         Method::GET,
         &format!("/v1/runs/{id}/events"),
-        Some("tok"),
+        Some("tok-0123456789abcdef"),
         None,
     )
     .await;
     assert_eq!(status, StatusCode::OK);
     assert!(text.contains("event: run_succeeded"), "{text}");
 
-    let (_, metrics) = http(addr, Method::GET, "/metrics", Some("tok"), None).await;
+    let (_, metrics) = http(
+        addr,
+        Method::GET,
+        "/metrics",
+        Some("tok-0123456789abcdef"),
+        None,
+    )
+    .await;
     assert!(
         metrics.contains("cairn_runs{status=\"succeeded\"} 1\n"),
         "{metrics}"
@@ -348,7 +363,9 @@ async fn startup_refuses_an_open_api_on_the_network_and_bad_crews() {
     // Loopback without tokens, or any address with tokens, is fine.
     Server::bind(opts("127.0.0.1:0", &[])).await.unwrap();
     Server::bind(opts("[::1]:0", &[])).await.ok(); // no IPv6 on some machines
-    Server::bind(opts("0.0.0.0:0", &["t"])).await.unwrap();
+    Server::bind(opts("0.0.0.0:0", &["t-0123456789abcdef"]))
+        .await
+        .unwrap();
 
     // A crew file that does not load names the file.
     std::fs::write(
@@ -389,9 +406,9 @@ async fn startup_refuses_an_open_api_on_the_network_and_bad_crews() {
 /// woken by the answer, finishes the run.
 async fn review_answered_over_http(kind: Kind) {
     // A one-minute poll: only the wake-ups of submit and answer move the run.
-    let server = start(kind, &["tok"], 2, Duration::from_secs(60)).await;
+    let server = start(kind, &["tok-0123456789abcdef"], 2, Duration::from_secs(60)).await;
     let addr = server.addr;
-    let tok = Some("tok");
+    let tok = Some("tok-0123456789abcdef");
     let (status, text) = http(
         addr,
         Method::POST,
