@@ -242,6 +242,23 @@ enum Command {
         /// Runs executed at the same time (0: the API only queues runs).
         #[arg(long, default_value_t = 4)]
         concurrency: usize,
+        /// How long a client gets to send a request's headers (or, kept
+        /// alive, its next request) before the connection is closed: 10s, 500ms.
+        #[arg(long, default_value = "10s", value_parser = duration_arg)]
+        header_timeout: Duration,
+        /// How long a client gets to send a request's body (408 beyond).
+        #[arg(long, default_value = "30s", value_parser = duration_arg)]
+        body_timeout: Duration,
+        /// Connections open at once; one more is answered 503 and closed.
+        #[arg(long, default_value_t = 512)]
+        max_connections: usize,
+        /// Event streams open at once; one more is answered 503.
+        #[arg(long, default_value_t = 100)]
+        max_event_streams: usize,
+        /// Let API clients retry, continue and fork runs of crews this server
+        /// does not offer (runs from the CLI or another server on a shared database).
+        #[arg(long)]
+        foreign_runs: bool,
         #[command(flatten)]
         retention: RetentionArgs,
     },
@@ -475,6 +492,17 @@ impl std::fmt::Display for UsageError {
     }
 }
 impl std::error::Error for UsageError {}
+
+/// A clap value parser for `10s`, `500ms`, `2m` (see `parse_age`).
+fn duration_arg(text: &str) -> Result<Duration, String> {
+    parse_age(text).map_err(|e| e.to_string()).and_then(|d| {
+        if d.is_zero() {
+            Err("must be more than 0".into())
+        } else {
+            Ok(d)
+        }
+    })
+}
 
 fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError(msg.into()).into()
@@ -903,6 +931,11 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
             crews,
             listen,
             concurrency,
+            header_timeout,
+            body_timeout,
+            max_connections,
+            max_event_streams,
+            foreign_runs,
             retention,
         } => {
             let compact = retention.periodic()?;
@@ -929,6 +962,11 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
                 tokens,
                 concurrency,
                 compact,
+                header_timeout,
+                body_timeout,
+                max_connections,
+                max_event_streams,
+                foreign_runs,
                 ..Default::default()
             })
             .await?;

@@ -505,3 +505,74 @@ fn a_local_crew_file_that_differs_from_the_servers_is_refused() {
     let run: Value = out.json();
     assert_eq!(run["status"], "succeeded");
 }
+
+/// `cairn serve`'s limit flags reach the server: with `--max-connections 1`
+/// an idle connection holds the only slot and the next one is answered 503;
+/// a zero timeout is a usage error.
+#[test]
+fn serve_flags_set_the_connection_limits() {
+    use std::io::{Read, Write};
+    let case = Case::new(Kind::Sqlite);
+    let crews = case.path("crews");
+    std::fs::create_dir_all(&crews).unwrap();
+    std::fs::write(crews.join("greet.toml"), GREET).unwrap();
+    case.raw(
+        &[
+            "serve",
+            "--crews",
+            crews.to_str().unwrap(),
+            "--header-timeout",
+            "0s",
+        ],
+        &[],
+    )
+    .expect_code(2);
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    // Killed (by its pid) when the test ends, passed or failed.
+    let _served = Served {
+        child: case.spawn(
+            &[
+                "serve",
+                "--crews",
+                crews.to_str().unwrap(),
+                "--listen",
+                &listen,
+                "--max-connections",
+                "1",
+                "--header-timeout",
+                "60s",
+            ],
+            &[],
+        ),
+        url: format!("http://{listen}"),
+    };
+    wait_until("the server to listen", Duration::from_secs(30), || {
+        std::net::TcpStream::connect(&listen).is_ok()
+    });
+    // The only slot, held by a connection that sends nothing (the header
+    // timeout, 60 s, is far away). Probes above may still hold it briefly.
+    let _idle = std::net::TcpStream::connect(&listen).unwrap();
+    let mut answer = String::new();
+    wait_until(
+        "a second connection to be refused",
+        Duration::from_secs(30),
+        || {
+            let Ok(mut second) = std::net::TcpStream::connect(&listen) else {
+                return false;
+            };
+            let _ = second.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ =
+                second.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            answer.clear();
+            let _ = second.read_to_string(&mut answer);
+            answer.starts_with("HTTP/1.1 503")
+        },
+    );
+    assert!(answer.contains("too_many_connections"), "{answer}");
+}
