@@ -101,6 +101,11 @@ pub enum Error {
         #[source]
         source: sqlx::migrate::MigrateError,
     },
+    /// A value holds a NUL character, which neither backend stores (one
+    /// rule for both: PostgreSQL cannot); the field is named and nothing was
+    /// written.
+    #[error(transparent)]
+    Unstorable(#[from] cairn_core::Unstorable),
     /// A statement's text or parameters do not fit together (a bug in
     /// Cairn, never in the caller's input).
     #[error("internal storage error: {0}")]

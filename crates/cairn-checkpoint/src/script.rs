@@ -580,6 +580,68 @@ async fn thread(db: &Pool, id: &str) -> Result<(ThreadSummary, Vec<RunRecord>)> 
     Ok((decode_thread(&summary)?, runs))
 }
 
+// ------------------------------------------------------------- storable values
+
+/// The NUL rule (`cairn_core::Unstorable`) on what an operation would
+/// store, checked before its transaction with the field named as a user
+/// knows it. The dialect layer refuses any NUL it binds as a backstop; the
+/// backends' fast paths bind directly, so this is what guards them.
+fn text_ok(what: &str, text: Option<&str>) -> Result<()> {
+    match text {
+        Some(t) => Ok(cairn_core::check_text(what, t)?),
+        None => Ok(()),
+    }
+}
+
+fn json_ok(what: &str, value: Option<&serde_json::Value>) -> Result<()> {
+    match value {
+        Some(v) => Ok(cairn_core::check_storable(what, v)?),
+        None => Ok(()),
+    }
+}
+
+fn actor_ok(actor: &Actor) -> Result<()> {
+    text_ok("`by`", Some(&actor.by))?;
+    text_ok("`reason`", actor.reason.as_deref())
+}
+
+fn claim_ok(req: &ClaimRequest) -> Result<()> {
+    text_ok("the lease owner", Some(&req.owner))?;
+    events_ok(&req.events)?;
+    json_ok(
+        "the crew definition",
+        req.replace_crew.as_ref().map(|d| d.to_json()).as_ref(),
+    )
+}
+
+fn events_ok(events: &[NewEvent]) -> Result<()> {
+    for e in events {
+        json_ok(
+            &format!("the data of a `{}` event", e.kind.as_str()),
+            Some(&e.data),
+        )?;
+    }
+    Ok(())
+}
+
+/// A step commit's values (the scheduler checks the output first and fails
+/// the step `unstorable` instead; this refuses whatever slips past).
+pub(crate) fn commit_ok(c: &StepCommit) -> Result<()> {
+    let step = c.idx;
+    json_ok(&format!("step {step}'s output"), c.output.as_ref())?;
+    json_ok(
+        &format!("step {step}'s error"),
+        error_json(&c.error).as_ref(),
+    )?;
+    json_ok("the run's error", error_json(&c.run_error).as_ref())?;
+    events_ok(&c.events)?;
+    if let Some(w) = &c.open_wait {
+        json_ok("the wait's prompt", Some(&w.prompt))?;
+        text_ok("the question id", w.question_id.as_deref())?;
+    }
+    Ok(())
+}
+
 // ------------------------------------------------------------- the contract
 
 #[async_trait]
@@ -591,6 +653,10 @@ impl<B: Backend> Store for B {
     async fn submit(&self, run: NewRun) -> Result<Submitted> {
         let db = self.db();
         let new = run;
+        json_ok("the run input", Some(&new.input))?;
+        text_ok("the idempotency key", new.idempotency_key.as_deref())?;
+        text_ok("the thread id", new.thread_id.as_deref())?;
+        json_ok("the crew definition", Some(&new.crew.to_json()))?;
         let id = RunId::new();
         let mut tx = db.write().await?;
         let mut c = tx.conn();
@@ -706,6 +772,8 @@ impl<B: Backend> Store for B {
     }
 
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+        text_ok("the crew filter", filter.crew.as_deref())?;
+        text_ok("the thread filter", filter.thread.as_deref())?;
         let db = self.db();
         let mut held = db.acquire().await?;
         let mut c = held.conn();
@@ -765,6 +833,7 @@ impl<B: Backend> Store for B {
     }
 
     async fn claim(&self, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
+        claim_ok(req)?;
         let db = self.db();
         let mut tx = db.write().await?;
         let claimed = claim_in(&mut tx.conn(), id, req).await?;
@@ -773,6 +842,7 @@ impl<B: Backend> Store for B {
     }
 
     async fn claim_next(&self, req: &ClaimRequest) -> Result<Option<Claimed>> {
+        claim_ok(req)?;
         let db = self.db();
         let mut tx = db.write().await?;
         let mut c = tx.conn();
@@ -833,10 +903,12 @@ impl<B: Backend> Store for B {
     }
 
     async fn commit_step(&self, commit: &StepCommit) -> Result<()> {
+        commit_ok(commit)?;
         Backend::commit_step(self, commit).await
     }
 
     async fn act(&self, id: RunId, action: Action, actor: &Actor) -> Result<RunRecord> {
+        actor_ok(actor)?;
         let mut tx = self.db().write().await?;
         let run = act_in(&mut tx.conn(), id, action, actor).await?;
         tx.commit().await?;
@@ -844,6 +916,9 @@ impl<B: Backend> Store for B {
     }
 
     async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord> {
+        actor_ok(actor)?;
+        json_ok("the fork's input", req.input.as_ref())?;
+        text_ok("the thread id", req.thread_id.as_deref())?;
         let db = self.db();
         let mut tx = db.write().await?;
         let mut c = tx.conn();
@@ -904,6 +979,8 @@ impl<B: Backend> Store for B {
     }
 
     async fn answer_wait(&self, id: WaitId, answer: &Answer, by: &str) -> Result<WaitRecord> {
+        text_ok("`by`", Some(by))?;
+        json_ok("the answer", serde_json::to_value(answer).ok().as_ref())?;
         let db = self.db();
         let mut tx = db.write().await?;
         let mut c = tx.conn();
@@ -977,6 +1054,7 @@ impl<B: Backend> Store for B {
     }
 
     async fn thread_history(&self, thread: &str, before: RunId) -> Result<Vec<ThreadTurn>> {
+        text_ok("the thread id", Some(thread))?;
         let mut held = self.db().acquire().await?;
         // A run's final output is its last step's (the step at
         // `step_count - 1`, which a succeeded run always has).
@@ -1041,10 +1119,13 @@ impl<B: Backend> Store for B {
     }
 
     async fn append_journal(&self, item: &JournalAppend) -> Result<JournalEntry> {
+        json_ok("a journal item", Some(&item.payload))?;
+        events_ok(item.event.as_slice())?;
         Backend::append_journal(self, item).await
     }
 
     async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()> {
+        events_ok(events)?;
         let db = self.db();
         let mut tx = db.write().await?;
         let mut c = tx.conn();
@@ -1059,6 +1140,7 @@ impl<B: Backend> Store for B {
     }
 
     async fn thread(&self, id: &str) -> Result<(ThreadSummary, Vec<RunRecord>)> {
+        text_ok("the thread id", Some(id))?;
         thread(self.db(), id).await
     }
 

@@ -484,6 +484,7 @@ impl Executor {
             result = work => result,
         };
         let result = outcome::size_checked(result, self.config.limits.max_output_bytes);
+        let result = outcome::storable_checked(result);
         let decided = outcome::decide(step, result, started.elapsed());
         Ok(outcome::commit(step, decided))
     }

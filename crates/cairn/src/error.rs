@@ -229,6 +229,7 @@ impl Error {
                 | S::ThreadBusy { .. }
                 | S::QueuedBehind { .. } => ErrorClass::Conflict,
                 S::BadAnswer { .. } => ErrorClass::Invalid,
+                S::Unstorable(_) => ErrorClass::BadInput,
                 S::BadUrl { .. } | S::MissingFile(_) => ErrorClass::Config,
                 S::Unreachable { .. } => ErrorClass::Unavailable,
                 _ => ErrorClass::Internal,
@@ -264,6 +265,7 @@ impl Error {
                 S::ThreadBusy { .. } => "thread_busy",
                 S::QueuedBehind { .. } => "queued_behind",
                 S::BadAnswer { .. } => "bad_answer",
+                S::Unstorable(_) => "unstorable",
                 S::BadUrl { .. } => "bad_database_url",
                 S::MissingFile(_) => "missing_database_file",
                 S::Unreachable { .. } => "unavailable",

@@ -19,6 +19,7 @@ use serde_json::json;
 mod differential;
 mod journal;
 mod leases;
+mod nul;
 mod on_busy;
 mod restart;
 mod retention;

@@ -19,6 +19,7 @@ use cairn::{
 use cairn_testkit::{both, Kind, TestDb};
 
 mod agents;
+mod hardening;
 mod limits;
 mod operators;
 mod retry;
