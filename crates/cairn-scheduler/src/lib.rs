@@ -128,8 +128,11 @@ impl Executor {
         opts: DriveOptions,
     ) -> Result<Driven> {
         let run_id = run.id;
-        // 1. Judge, before writing anything.
+        // 1. Judge, before writing anything. A finished run's rows must
+        // agree with it too (invariant 10): a run marked succeeded halfway
+        // is corruption, not a result.
         if run.status.is_finished() {
+            rebuild(&run, &steps)?;
             return Ok(Driven {
                 run,
                 executed: vec![],

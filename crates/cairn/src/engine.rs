@@ -170,13 +170,16 @@ impl Engine {
             Some(crew) => crew,
             None => match self.crew_for(&loaded.0) {
                 Ok(crew) => crew,
-                // A finished run needs no agents to return its stored result.
+                // A finished run needs no agents to return its stored
+                // result, but its rows must agree with it (invariant 10).
                 Err(_) if loaded.0.status.is_finished() => {
+                    cairn_core::rebuild(&loaded.0, &loaded.1)
+                        .map_err(cairn_scheduler::Error::from)?;
                     return Ok(Driven {
                         run: loaded.0,
                         executed: vec![],
                         took_over: false,
-                    })
+                    });
                 }
                 Err(e) => return Err(e),
             },

@@ -14,11 +14,12 @@ use cairn::{
 };
 use cairn_testkit::{both, Kind, TestDb};
 
-use super::engine;
+use super::{crew, engine, executions, killed_during, Log};
 
 both!(
     a_nul_in_the_input_is_bad_input_and_stores_nothing,
     a_step_output_with_a_nul_fails_the_step_once_and_for_all,
+    a_run_marked_succeeded_halfway_is_corruption,
 );
 
 /// Answers with a NUL in its output, counting its executions.
@@ -90,4 +91,32 @@ async fn a_step_output_with_a_nul_fails_the_step_once_and_for_all(kind: Kind) {
         view.run.error.as_ref().map(|e| e.kind),
         Some(ErrorKind::Unstorable)
     );
+}
+
+async fn a_run_marked_succeeded_halfway_is_corruption(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let log = Log::default();
+    let id = killed_during(&engine, 6, 3, &log).await;
+    engine.register(&crew(6, &log, None));
+    // Hand-edited: the status alone, then the cursor too.
+    for edit in [
+        "UPDATE runs SET status = 'succeeded'",
+        "UPDATE runs SET status = 'succeeded', cursor = 6",
+    ] {
+        db.exec(edit).await;
+        let events = engine.store().events(id).await.unwrap();
+        let err = engine.resume(id, Default::default()).await.unwrap_err();
+        assert!(
+            err.to_string().contains(&format!("run {id} is corrupt")),
+            "{edit}: {err}"
+        );
+        // A resume that offers no crew judges the rows the same way.
+        let fresh = super::engine(&db).await;
+        let err = fresh.resume(id, Default::default()).await.unwrap_err();
+        assert!(err.to_string().contains("is corrupt"), "{edit}: {err}");
+        assert_eq!(engine.store().events(id).await.unwrap(), events);
+    }
+    assert_eq!(executions(&log, 4), 0, "nothing after step 3 ran");
+    assert_eq!(executions(&log, 3), 1);
 }

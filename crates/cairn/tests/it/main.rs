@@ -28,7 +28,7 @@ mod tidy;
 mod waits;
 
 /// Every execution of every step, as (idx, attempt).
-type Log = Arc<Mutex<Vec<(u32, u32)>>>;
+pub(crate) type Log = Arc<Mutex<Vec<(u32, u32)>>>;
 
 /// Records its execution and answers with what it saw.
 struct Recorder(Log);
@@ -94,7 +94,7 @@ pub(crate) async fn engine(db: &TestDb) -> Engine {
 }
 
 /// A crew of `n` steps, all handled as "worker"; `special` replaces step `at`.
-fn crew(n: u32, log: &Log, special: Option<(u32, Arc<dyn Agent>)>) -> Crew {
+pub(crate) fn crew(n: u32, log: &Log, special: Option<(u32, Arc<dyn Agent>)>) -> Crew {
     let mut special = special;
     let mut b = Crew::builder("invariants", "1");
     for i in 0..n {
@@ -117,7 +117,7 @@ impl Agent for Shared {
     }
 }
 
-fn executions(log: &Log, idx: u32) -> usize {
+pub(crate) fn executions(log: &Log, idx: u32) -> usize {
     log.lock()
         .unwrap()
         .iter()
@@ -127,7 +127,7 @@ fn executions(log: &Log, idx: u32) -> usize {
 
 /// Leaves a run exactly as a process killed during step `at` leaves it:
 /// steps before `at` committed, step `at` marked running.
-async fn killed_during(engine: &Engine, n: u32, at: u32, log: &Log) -> RunId {
+pub(crate) async fn killed_during(engine: &Engine, n: u32, at: u32, log: &Log) -> RunId {
     let entered = Arc::new(Notify::new());
     let gate = Gate {
         log: log.clone(),
