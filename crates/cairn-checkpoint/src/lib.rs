@@ -26,9 +26,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairn_core::{
-    Actor, Answer, Attempt, CrewDef, ErrorInfo, EventRecord, JournalEntry, JournalKind, LeaseEpoch,
-    NewEvent, NewWait, Role, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus,
-    ThreadTurn, Usage, WaitId, WaitRecord, WaitStatus,
+    Actor, Answer, Attempt, Corruption, CrewDef, ErrorInfo, EventRecord, JournalEntry, JournalKind,
+    LeaseEpoch, NewEvent, NewWait, Role, RunId, RunRecord, RunStatus, StepIdx, StepRecord,
+    StepStatus, ThreadTurn, Usage, WaitId, WaitRecord, WaitStatus,
 };
 use serde_json::Value;
 
@@ -324,6 +324,15 @@ pub trait Store: Send + Sync + 'static {
     /// claim took the run or it stopped: a zombie cannot extend what it no
     /// longer holds.
     async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<Lease>;
+
+    /// Fails a run whose stored state does not make sense with error kind
+    /// `corruption`, without decoding it, so it never blocks a worker's
+    /// queue or takes crash-loop rounds: the run `failed` and its lease
+    /// released, a step left `running` failed too, and a `run_failed`
+    /// event naming the corruption. With `held`, only while that epoch
+    /// holds the run (a worker that claimed it); without, only while it is
+    /// queued or running. Whether this call set it aside.
+    async fn set_aside(&self, corruption: &Corruption, held: Option<LeaseEpoch>) -> Result<bool>;
 
     /// Commits the end of a step (see [`StepCommit`]). A stale epoch is
     /// rejected with [`Error::StaleEpoch`] and changes nothing.

@@ -13,20 +13,20 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use cairn_core::{
-    Actor, Answer, Corruption, ErrorInfo, EventKind, EventRecord, JournalEntry, LeaseEpoch,
-    NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus, ThreadTurn, WaitId,
-    WaitRecord,
+    Actor, Answer, Corruption, ErrorInfo, ErrorKind, EventKind, EventRecord, JournalEntry,
+    LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus, ThreadTurn,
+    WaitId, WaitRecord,
 };
 
 use crate::plan::{
     check_fork, check_holder, claim_events, fork_event, plan_action, plan_answer, plan_claim,
     plan_expire, AnswerPlan, ClaimStep, StepChange,
 };
-use crate::raw::decode_thread;
 use crate::raw::{
     check_same_submission, decode_event, decode_journal, decode_run, decode_step, decode_wait,
     error_json, run_cols, stats_from, step_cols, unpack_steps, wait_cols,
 };
+use crate::raw::{decode_listed, decode_thread};
 use crate::sql::{query, Conn, Dialect, Pool};
 use crate::ThreadSummary;
 use crate::{
@@ -56,6 +56,9 @@ pub trait Backend: Send + Sync + 'static {
         tokio::time::sleep(max).await;
     }
 }
+
+/// How many corrupt runs one `claim_next` sets aside before it answers.
+const SET_ASIDE_PER_CLAIM: usize = 16;
 
 // ------------------------------------------------------------- reads
 
@@ -148,7 +151,10 @@ pub(crate) async fn events(db: &Pool, id: RunId, after: i64) -> Result<Vec<Event
     // One snapshot: the run exists, and these are its events.
     let mut tx = db.read().await?;
     let mut c = tx.conn();
-    fetch_run(&mut c, id, false).await?;
+    // Only that it exists: a corrupt run's events stay readable.
+    c.fetch_optional(query("SELECT 1 AS one FROM runs WHERE id = :id").bind("id", id))
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
     let rows = c
         .fetch_all(
             query(
@@ -223,6 +229,49 @@ async fn check_held(c: &mut Conn<'_>, id: RunId, held: LeaseEpoch) -> Result<()>
         .parse()
         .map_err(|e: String| Corruption::new(id, format!("run status: {e}")))?;
     check_holder(id, status, LeaseEpoch(row.int("lease_epoch")?), held)
+}
+
+/// `Store::set_aside`, inside the caller's transaction: reads nothing it
+/// would have to decode.
+async fn set_aside_in(
+    c: &mut Conn<'_>,
+    corruption: &Corruption,
+    held: Option<LeaseEpoch>,
+) -> Result<bool> {
+    let id = corruption.run;
+    let error = ErrorInfo::new(ErrorKind::Corruption, corruption.to_string(), false);
+    let json = error_json(&Some(error.clone()));
+    let changed = c
+        .execute(
+            query(
+                "UPDATE runs SET status = 'failed', error = :error, lease_owner = NULL, \
+                 lease_expires_at = NULL, not_before = NULL, finished_at = {now}, \
+                 updated_at = {now} WHERE id = :id AND status IN ('queued', 'running') \
+                 AND (:held IS NULL OR lease_epoch = :held)",
+            )
+            .bind("id", id)
+            .bind("error", json.clone())
+            .bind("held", held.map(|e| e.0)),
+        )
+        .await?;
+    if changed == 0 {
+        return Ok(false);
+    }
+    c.execute(
+        query(
+            "UPDATE steps SET status = 'failed', error = :error, finished_at = {now} \
+             WHERE run_id = :run AND status = 'running'",
+        )
+        .bind("run", id)
+        .bind("error", json),
+    )
+    .await?;
+    let event = NewEvent::new(
+        EventKind::RunFailed,
+        serde_json::json!({"error": error, "set_aside": true}),
+    );
+    append_events(c, id, &[event]).await?;
+    Ok(true)
 }
 
 /// The claim of `Store::claim`, inside the caller's transaction.
@@ -576,7 +625,7 @@ async fn thread(db: &Pool, id: &str) -> Result<(ThreadSummary, Vec<RunRecord>)> 
         )
         .await?;
     tx.commit().await?;
-    let runs = rows.iter().map(decode_run).collect::<Result<Vec<_>>>()?;
+    let runs = rows.iter().map(decode_listed).collect::<Result<Vec<_>>>()?;
     Ok((decode_thread(&summary)?, runs))
 }
 
@@ -800,7 +849,7 @@ impl<B: Backend> Store for B {
                 .bind("limit", filter.limit.map_or(i64::MAX, i64::from)),
             )
             .await?;
-        rows.iter().map(decode_run).collect()
+        rows.iter().map(decode_listed).collect()
     }
 
     async fn stats(&self) -> Result<StoreStats> {
@@ -844,37 +893,60 @@ impl<B: Backend> Store for B {
     async fn claim_next(&self, req: &ClaimRequest) -> Result<Option<Claimed>> {
         claim_ok(req)?;
         let db = self.db();
-        let mut tx = db.write().await?;
-        let mut c = tx.conn();
-        // The oldest runnable run: queued and due, or running under an expired
-        // lease (its holder died or hung: a takeover). PostgreSQL skips rows
-        // other claimers hold; SQLite's write lock admits one claimer at a time.
-        let picked = c
-            .fetch_optional(query(
-                "SELECT id FROM runs WHERE ((status = 'queued' AND (not_before IS NULL \
-                 OR not_before <= {now})) OR (status = 'running' AND lease_expires_at < {now})) \
-                 AND NOT EXISTS (SELECT 1 FROM runs e WHERE e.thread_id = runs.thread_id \
-                   AND e.status IN ('queued', 'running', 'waiting', 'interrupted') \
-                   AND (e.created_at, e.id) < (runs.created_at, runs.id)) \
-                 ORDER BY created_at, id LIMIT 1 {skip_locked}",
-            ))
-            .await?;
-        let Some(row) = picked else {
-            tx.commit().await?;
-            return Ok(None);
-        };
-        let nil = RunId::from_uuid(uuid::Uuid::nil());
-        let id = RunId::from_uuid(
-            row.opt_uuid("id", nil, "a runnable run's id")?
-                .ok_or_else(|| Corruption::new(nil, "a runnable run has no id"))?,
-        );
         let req = ClaimRequest {
             takeover: true,
             ..req.clone()
         };
-        let claimed = claim_in(&mut c, id, &req).await?;
-        tx.commit().await?;
-        Ok(Some(claimed))
+        // A run that does not decode or judge is set aside (failed
+        // `corruption`) and the next one tried, so one corrupt run never
+        // stalls the queue behind it. Bounded, so a database full of them
+        // still answers.
+        for _ in 0..SET_ASIDE_PER_CLAIM {
+            let mut tx = db.write().await?;
+            let mut c = tx.conn();
+            // The oldest runnable run: queued and due, or running under an
+            // expired lease (its holder died or hung: a takeover). PostgreSQL
+            // skips rows other claimers hold; SQLite's write lock admits one
+            // claimer at a time.
+            let picked = c
+                .fetch_optional(query(
+                    "SELECT id FROM runs WHERE ((status = 'queued' AND (not_before IS NULL \
+                     OR not_before <= {now})) OR (status = 'running' AND lease_expires_at < {now})) \
+                     AND NOT EXISTS (SELECT 1 FROM runs e WHERE e.thread_id = runs.thread_id \
+                       AND e.status IN ('queued', 'running', 'waiting', 'interrupted') \
+                       AND (e.created_at, e.id) < (runs.created_at, runs.id)) \
+                     ORDER BY created_at, id LIMIT 1 {skip_locked}",
+                ))
+                .await?;
+            let Some(row) = picked else {
+                tx.commit().await?;
+                return Ok(None);
+            };
+            let nil = RunId::from_uuid(uuid::Uuid::nil());
+            let id = RunId::from_uuid(
+                row.opt_uuid("id", nil, "a runnable run's id")?
+                    .ok_or_else(|| Corruption::new(nil, "a runnable run has no id"))?,
+            );
+            match claim_in(&mut c, id, &req).await {
+                Ok(claimed) => {
+                    tx.commit().await?;
+                    return Ok(Some(claimed));
+                }
+                Err(Error::Corruption(corrupt)) => {
+                    tx.rollback().await?;
+                    // The run the corruption names (another run of the
+                    // thread, possibly), else the one picked.
+                    let corrupt = if corrupt.run == nil {
+                        Corruption::new(id, corrupt.detail)
+                    } else {
+                        corrupt
+                    };
+                    self.set_aside(&corrupt, None).await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
     }
 
     async fn wait_for_work(&self, max: Duration) {
@@ -900,6 +972,17 @@ impl<B: Backend> Store for B {
         Ok(Lease::from_beat(
             row.map(|r| r.int("cancel").map(|n| n != 0)).transpose()?,
         ))
+    }
+
+    async fn set_aside(&self, corruption: &Corruption, held: Option<LeaseEpoch>) -> Result<bool> {
+        let mut tx = self.db().write().await?;
+        let set = set_aside_in(&mut tx.conn(), corruption, held).await?;
+        tx.commit().await?;
+        if set {
+            tracing::error!(run = %corruption.run, detail = %corruption.detail,
+                "set aside a corrupt run: failed with kind `corruption`");
+        }
+        Ok(set)
     }
 
     async fn commit_step(&self, commit: &StepCommit) -> Result<()> {

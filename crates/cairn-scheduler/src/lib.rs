@@ -206,7 +206,24 @@ impl Executor {
 
     /// Drives a run that `Store::claim_next` just claimed for this process
     /// (a worker): the same loop as [`Executor::drive`], from after its claim.
+    /// A run found corrupt is set aside at once (failed with kind
+    /// `corruption`, `Store::set_aside`) rather than left to expire and be
+    /// taken over until the crash-loop cap calls it something else; the
+    /// corruption is still returned.
     pub async fn drive_claimed(
+        &self,
+        claimed: cairn_checkpoint::Claimed,
+        crew: &Crew,
+    ) -> Result<Driven> {
+        let epoch = claimed.run.lease_epoch;
+        let result = self.drive_claimed_run(claimed, crew).await;
+        if let Some(corrupt) = result.as_ref().err().and_then(Error::corruption) {
+            self.store.set_aside(corrupt, Some(epoch)).await?;
+        }
+        result
+    }
+
+    async fn drive_claimed_run(
         &self,
         claimed: cairn_checkpoint::Claimed,
         crew: &Crew,

@@ -204,6 +204,16 @@ impl ErrorClass {
 }
 
 impl Error {
+    /// The corruption this error reports (a run whose stored state does not
+    /// make sense), wherever it was raised.
+    pub fn corruption(&self) -> Option<&cairn_core::Corruption> {
+        match self {
+            Error::Store(cairn_checkpoint::Error::Corruption(c)) => Some(c),
+            Error::Executor(e) => e.corruption(),
+            _ => None,
+        }
+    }
+
     /// The storage error inside, wherever it was wrapped.
     pub fn store_error(&self) -> Option<&cairn_checkpoint::Error> {
         match self {

@@ -20,6 +20,8 @@ both!(
     a_nul_in_the_input_is_bad_input_and_stores_nothing,
     a_step_output_with_a_nul_fails_the_step_once_and_for_all,
     a_run_marked_succeeded_halfway_is_corruption,
+    a_corrupt_run_is_set_aside_and_never_blocks_the_queue_or_listing,
+    a_worker_fails_a_corrupt_claimed_run_as_corruption_at_once,
 );
 
 /// Answers with a NUL in its output, counting its executions.
@@ -119,4 +121,91 @@ async fn a_run_marked_succeeded_halfway_is_corruption(kind: Kind) {
     }
     assert_eq!(executions(&log, 4), 0, "nothing after step 3 ran");
     assert_eq!(executions(&log, 3), 1);
+}
+
+async fn a_corrupt_run_is_set_aside_and_never_blocks_the_queue_or_listing(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let log = Log::default();
+    let crew = crew(2, &log, None);
+    let bad = engine
+        .submit(&crew, json!({"n": 1}), SubmitOptions::default())
+        .await
+        .unwrap()
+        .run
+        .id;
+    let good = engine
+        .submit(&crew, json!({"n": 2}), SubmitOptions::default())
+        .await
+        .unwrap()
+        .run
+        .id;
+    db.exec(&format!(
+        r#"UPDATE runs SET crew_def = '{{"not": "a crew"}}' WHERE id = '{bad}'"#
+    ))
+    .await;
+    // The worker's claim sets the corrupt run aside and takes the next.
+    let driven = engine
+        .work_one()
+        .await
+        .unwrap()
+        .expect("the healthy run was claimed");
+    assert_eq!(driven.run.id, good);
+    assert_eq!(driven.run.status, RunStatus::Succeeded);
+    assert!(
+        engine.work_one().await.unwrap().is_none(),
+        "nothing left to claim"
+    );
+    // Listing answers, and names the corrupt run with its corruption.
+    let listed = engine.list(&Default::default()).await.unwrap();
+    assert_eq!(listed.len(), 2);
+    let corrupt = listed.iter().find(|r| r.id == bad).unwrap();
+    assert_eq!(corrupt.status, RunStatus::Failed);
+    let error = corrupt.error.as_ref().unwrap();
+    assert_eq!(error.kind, ErrorKind::Corruption);
+    assert!(
+        error.message.contains("crew definition"),
+        "{}",
+        error.message
+    );
+    // The setting aside is an event, readable although the run does not decode.
+    let events = engine.events(bad).await.unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last.kind, cairn::EventKind::RunFailed);
+    assert_eq!(last.data["error"]["kind"], "corruption");
+    // Showing it is still a loud corruption, not a guess.
+    let err = engine.show(bad).await.unwrap_err();
+    assert!(err.corruption().is_some(), "{err}");
+}
+
+async fn a_worker_fails_a_corrupt_claimed_run_as_corruption_at_once(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let log = Log::default();
+    let id = killed_during(&engine, 4, 2, &log).await;
+    engine.register(&crew(4, &log, None));
+    // A missing checkpoint, and a lease that expired: a worker takes it over.
+    db.exec("DELETE FROM steps WHERE idx = 1").await;
+    db.exec("UPDATE runs SET lease_expires_at = '2000-01-01T00:00:00Z'")
+        .await;
+    let err = engine.work_one().await.unwrap_err();
+    assert!(err.corruption().is_some(), "{err}");
+    let run = engine.get_run(id).await.unwrap();
+    assert_eq!(
+        run.status,
+        RunStatus::Failed,
+        "failed at once, not after takeovers"
+    );
+    let error = run.error.unwrap();
+    assert_eq!(error.kind, ErrorKind::Corruption);
+    assert!(
+        error.message.contains("step 1 is missing"),
+        "{}",
+        error.message
+    );
+    assert!(
+        engine.work_one().await.unwrap().is_none(),
+        "never claimed again"
+    );
+    assert_eq!(executions(&log, 2), 1, "the step did not run again");
 }
