@@ -23,6 +23,15 @@ pub enum Error {
         held: LeaseEpoch,
         current: LeaseEpoch,
     },
+    /// A takeover was refused: the run is running under a lease that has
+    /// not expired (its holder may be alive and heartbeating). Nothing was
+    /// written.
+    #[error("run {run} is running under a live lease held by `{owner}` until {} (database clock); wait for it to stop, or take it over explicitly (`cairn resume --takeover`)", .expires_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))]
+    LeaseHeld {
+        run: RunId,
+        owner: String,
+        expires_at: chrono::DateTime<chrono::Utc>,
+    },
     /// The run is queued behind a retry back-off that has not passed yet.
     #[error("run {run} is waiting to retry; it may be claimed in {} ms", .wait.as_millis())]
     NotYet {

@@ -165,6 +165,12 @@ pub struct ClaimRequest {
     /// Also claim a run that is `running` under another lease (an operator's
     /// explicit takeover). Without it only `queued` runs are claimed.
     pub takeover: bool,
+    /// With `takeover`: also take a run whose lease is still live (an
+    /// operator's `cairn resume --takeover`; fencing stops the old holder).
+    /// Without it a running run is taken only once its lease expired by
+    /// the database clock; a live one is [`Error::LeaseHeld`], naming its
+    /// holder, so two resumes at once never both run the step.
+    pub force_takeover: bool,
     /// How long the lease lasts, by the database clock.
     pub lease: Duration,
     /// Fail the run with `crash_loop` instead of taking over an in-flight

@@ -274,12 +274,36 @@ async fn set_aside_in(
     Ok(true)
 }
 
+/// Refuses to take over a run whose lease has not expired (database clock).
+async fn check_lease_expired(c: &mut Conn<'_>, id: RunId) -> Result<()> {
+    let row = c
+        .fetch_optional(
+            query(
+                "SELECT lease_owner, lease_expires_at, \
+                 CASE WHEN lease_expires_at > {now} THEN 1 ELSE 0 END AS live \
+                 FROM runs WHERE id = :id",
+            )
+            .bind("id", id),
+        )
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    if row.int("live")? == 0 {
+        return Ok(());
+    }
+    Err(Error::LeaseHeld {
+        run: id,
+        owner: row.opt_text("lease_owner")?.unwrap_or_default(),
+        expires_at: row.time("lease_expires_at", id, "lease_expires_at")?,
+    })
+}
+
 /// The claim of `Store::claim`, inside the caller's transaction.
 async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
     let mut before = fetch_run(c, id, true).await?;
     match before.status {
         RunStatus::Queued => {}
-        RunStatus::Running if req.takeover => {}
+        RunStatus::Running if req.takeover && req.force_takeover => {}
+        RunStatus::Running if req.takeover => check_lease_expired(c, id).await?,
         status => {
             return Err(Error::WrongState {
                 run: id,

@@ -192,6 +192,12 @@ enum Command {
         /// Refuse (exit 2) unless the run belongs to this thread.
         #[arg(long = "thread", value_name = "ID")]
         thread: Option<String>,
+        /// Take the run over even while its lease is live (its holder may
+        /// still be running the step). Without it, a run running under a
+        /// live lease is refused (exit 1), naming the holder and when the
+        /// lease expires.
+        #[arg(long)]
+        takeover: bool,
     },
     /// Remove old rows: whole finished runs, journals of finished runs, old
     /// events. Never anything a queued, running, waiting, interrupted or
@@ -545,6 +551,7 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             crew,
             force,
             thread,
+            takeover,
         } => {
             let id = parse_run_id(&run_id)?;
             let crew = crew.as_ref().map(load_crew).transpose()?;
@@ -554,6 +561,7 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
                 crew,
                 force,
                 thread_id,
+                takeover,
             };
             let driven = engine.resume(id, opts).await?;
             if !json {

@@ -74,8 +74,11 @@ impl Default for ExecutorConfig {
 pub struct DriveOptions {
     /// Claim the run even if it is `running` under another lease (an
     /// operator's explicit takeover: `cairn resume`). Fencing makes the old
-    /// holder harmless.
+    /// holder harmless. Only a run whose lease expired, unless `force_takeover`.
     pub takeover: bool,
+    /// With `takeover`: also take a run whose lease is still live (its
+    /// holder may be alive; `cairn resume --takeover`).
+    pub force_takeover: bool,
     /// Accept a crew whose fingerprint differs from the run's; recorded as a
     /// `crew_forced` event, and the run carries on with the new crew.
     pub force_crew: bool,
@@ -186,6 +189,7 @@ impl Executor {
         let request = ClaimRequest {
             owner: self.config.owner.clone(),
             takeover: opts.takeover,
+            force_takeover: opts.force_takeover,
             lease: self.config.lease,
             crash_loop_cap: self.config.crash_loop_cap,
             events: claim_events,
@@ -241,6 +245,7 @@ impl Executor {
         let request = ClaimRequest {
             owner: self.config.owner.clone(),
             takeover: false,
+            force_takeover: false,
             lease: self.config.lease,
             crash_loop_cap: self.config.crash_loop_cap,
             events: vec![],
@@ -295,6 +300,7 @@ impl Executor {
             };
             // Our own later claims are plain ones.
             request.takeover = false;
+            request.force_takeover = false;
             request.events.clear();
             request.replace_crew = None;
             let mut run = claimed.run;

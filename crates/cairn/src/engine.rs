@@ -43,6 +43,11 @@ pub struct ResumeOptions {
     /// none) is refused ([`crate::Error::WrongThread`]) before anything is
     /// written.
     pub thread_id: Option<String>,
+    /// Take the run over even if its lease is live (its holder may still be
+    /// running the step; fencing stops it at its next write). Without it, a
+    /// running run is resumed only once its lease expired: a live one is
+    /// refused naming its holder and when the lease expires.
+    pub takeover: bool,
 }
 
 /// A run with its checkpoint rows: the JSON of `cairn runs show --json`.
@@ -145,7 +150,36 @@ impl Engine {
                 took_over: false,
             });
         }
-        self.drive(run.id, crew, DriveOptions::default()).await
+        self.drive_or_follow(run.id, crew).await
+    }
+
+    /// Drives a run this process just submitted; if another process took it
+    /// first (a worker's claim won the race), follows it to its next stop
+    /// and reports that, so the caller learns the run's real outcome rather
+    /// than a refusal. A holder that dies is taken over once its lease
+    /// expired, never before.
+    async fn drive_or_follow(&self, id: RunId, crew: &Crew) -> Result<Driven> {
+        let mut opts = DriveOptions::default();
+        loop {
+            match self.drive(id, crew, opts).await {
+                Err(e) if held_elsewhere(&e) => {}
+                Err(e) if parked(&e) => break,
+                other => return other,
+            }
+            tokio::time::sleep(self.executor.config().cancel_poll).await;
+            let run = self.get_run(id).await?;
+            match run.status {
+                cairn_core::RunStatus::Queued => opts.takeover = false,
+                // Claimed only once its lease expired (no `force_takeover`).
+                cairn_core::RunStatus::Running => opts.takeover = true,
+                _ => break,
+            }
+        }
+        Ok(Driven {
+            run: self.get_run(id).await?,
+            executed: vec![],
+            took_over: false,
+        })
     }
 
     /// Resumes a run through the same executor as a fresh run. Takes it over
@@ -153,6 +187,7 @@ impl Engine {
     pub async fn resume(&self, id: RunId, opts: ResumeOptions) -> Result<Driven> {
         let drive = DriveOptions {
             takeover: true,
+            force_takeover: opts.takeover,
             force_crew: opts.force,
         };
         let thread = crate::thread::check(opts.thread_id)?;
@@ -287,6 +322,7 @@ impl Engine {
         ClaimRequest {
             owner: config.owner.clone(),
             takeover: false,
+            force_takeover: false,
             lease: config.lease,
             crash_loop_cap: config.crash_loop_cap,
             events: vec![],
@@ -414,4 +450,34 @@ impl Engine {
             },
         })
     }
+}
+
+/// Another process holds the run: it claimed it between this process's
+/// submit and claim, or holds a lease that has not expired.
+fn held_elsewhere(e: &crate::Error) -> bool {
+    use cairn_checkpoint::Error as S;
+    matches!(
+        e,
+        crate::Error::Executor(cairn_scheduler::Error::Leased { .. })
+    ) || matches!(
+        e.store_error(),
+        Some(
+            S::LeaseHeld { .. }
+                | S::WrongState {
+                    status: cairn_core::RunStatus::Running,
+                    ..
+                }
+        )
+    )
+}
+
+/// Another process already drove the run to a stop a drive refuses
+/// (failed, waiting, interrupted): that stop is the outcome to report.
+fn parked(e: &crate::Error) -> bool {
+    matches!(
+        e,
+        crate::Error::Executor(
+            cairn_scheduler::Error::RunFailed { .. } | cairn_scheduler::Error::NotResumable { .. }
+        )
+    )
 }

@@ -238,6 +238,7 @@ impl Error {
                 | S::WaitClosed { .. }
                 | S::ThreadBusy { .. }
                 | S::QueuedBehind { .. } => ErrorClass::Conflict,
+                S::LeaseHeld { .. } => ErrorClass::Busy,
                 S::BadAnswer { .. } => ErrorClass::Invalid,
                 S::Unstorable(_) => ErrorClass::BadInput,
                 S::BadUrl { .. } | S::MissingFile(_) => ErrorClass::Config,
@@ -274,6 +275,7 @@ impl Error {
                 S::WaitClosed { .. } => "wait_closed",
                 S::ThreadBusy { .. } => "thread_busy",
                 S::QueuedBehind { .. } => "queued_behind",
+                S::LeaseHeld { .. } => "wrong_state",
                 S::BadAnswer { .. } => "bad_answer",
                 S::Unstorable(_) => "unstorable",
                 S::BadUrl { .. } => "bad_database_url",

@@ -53,6 +53,7 @@ pub(crate) fn claim_req(takeover: bool) -> ClaimRequest {
     ClaimRequest {
         owner: "test".into(),
         takeover,
+        force_takeover: takeover,
         lease: Duration::from_secs(30),
         crash_loop_cap: 3,
         events: vec![],

@@ -5,6 +5,9 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
 
 use serde_json::json;
 
@@ -14,7 +17,7 @@ use cairn::{
 };
 use cairn_testkit::{both, Kind, TestDb};
 
-use super::{crew, engine, executions, killed_during, Log};
+use super::{after_kill, crew, engine, executions, killed_during, Gate, Log};
 
 both!(
     a_nul_in_the_input_is_bad_input_and_stores_nothing,
@@ -22,6 +25,8 @@ both!(
     a_run_marked_succeeded_halfway_is_corruption,
     a_corrupt_run_is_set_aside_and_never_blocks_the_queue_or_listing,
     a_worker_fails_a_corrupt_claimed_run_as_corruption_at_once,
+    resume_refuses_a_live_lease_unless_told_to_take_it_over,
+    run_racing_a_worker_reports_the_runs_real_outcome,
 );
 
 /// Answers with a NUL in its output, counting its executions.
@@ -208,4 +213,117 @@ async fn a_worker_fails_a_corrupt_claimed_run_as_corruption_at_once(kind: Kind) 
         "never claimed again"
     );
     assert_eq!(executions(&log, 2), 1, "the step did not run again");
+}
+
+async fn resume_refuses_a_live_lease_unless_told_to_take_it_over(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let log = Log::default();
+    let id = killed_during(&engine, 3, 1, &log).await;
+    engine.register(&crew(3, &log, None));
+    let events = engine.events(id).await.unwrap();
+    // Its lease is live: a plain resume is refused, naming holder and expiry.
+    let err = engine.resume(id, Default::default()).await.unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Busy, "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("live lease held by `pid:") && msg.contains(" until 20"),
+        "{msg}"
+    );
+    assert!(msg.contains("--takeover"), "{msg}");
+    assert_eq!(engine.events(id).await.unwrap(), events, "nothing written");
+    assert_eq!(executions(&log, 1), 1, "the step did not run again");
+
+    // An explicit takeover holds the run while its step runs; a second
+    // resume at that moment is refused instead of running the step too.
+    let entered = Arc::new(Notify::new());
+    let release = Arc::new(Notify::new());
+    let gate = Gate {
+        log: log.clone(),
+        entered: entered.clone(),
+        release: release.clone(),
+    };
+    let gated = crew(3, &log, Some((1, Arc::new(gate) as Arc<dyn Agent>)));
+    let first = {
+        let engine = engine.clone();
+        let opts = cairn::ResumeOptions {
+            crew: Some(gated),
+            ..after_kill()
+        };
+        tokio::spawn(async move { engine.resume(id, opts).await })
+    };
+    tokio::time::timeout(Duration::from_secs(30), entered.notified())
+        .await
+        .expect("the taken-over step never started");
+    let second = super::engine(&db).await;
+    second.register(&crew(3, &log, None));
+    let err = second.resume(id, Default::default()).await.unwrap_err();
+    assert!(
+        matches!(err.store_error(), Some(cairn::StoreError::LeaseHeld { .. })),
+        "{err}"
+    );
+    release.notify_one();
+    let done = first.await.unwrap().unwrap();
+    assert!(done.took_over);
+    assert_eq!(done.run.status, RunStatus::Succeeded);
+    assert_eq!(
+        executions(&log, 1),
+        2,
+        "the killed attempt and the takeover, no third"
+    );
+}
+
+async fn run_racing_a_worker_reports_the_runs_real_outcome(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let log = Log::default();
+    let entered = Arc::new(Notify::new());
+    let release = Arc::new(Notify::new());
+    let gate = Gate {
+        log: log.clone(),
+        entered: entered.clone(),
+        release: release.clone(),
+    };
+    // A worker claims the run first and is in its step.
+    let worker = engine(&db).await;
+    let gated = crew(2, &log, Some((0, Arc::new(gate) as Arc<dyn Agent>)));
+    let opts = || SubmitOptions {
+        idempotency_key: Some("race".into()),
+        ..SubmitOptions::default()
+    };
+    let id = worker
+        .submit(&gated, json!({}), opts())
+        .await
+        .unwrap()
+        .run
+        .id;
+    let working = {
+        let worker = worker.clone();
+        tokio::spawn(async move { worker.work_one().await })
+    };
+    tokio::time::timeout(Duration::from_secs(30), entered.notified())
+        .await
+        .expect("the worker never started the step");
+    // `run` of the same submission in another process: it follows the
+    // worker to the end instead of failing because the run is taken.
+    let cli = engine(&db).await;
+    let releaser = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        release.notify_one();
+    });
+    let done = cli
+        .run(&crew(2, &log, None), json!({}), opts())
+        .await
+        .unwrap();
+    assert_eq!(done.run.id, id);
+    assert_eq!(done.run.status, RunStatus::Succeeded);
+    assert!(
+        done.executed.is_empty(),
+        "the worker executed it: {:?}",
+        done.executed
+    );
+    releaser.await.unwrap();
+    let worked = working.await.unwrap().unwrap().unwrap();
+    assert_eq!(worked.executed.len(), 2);
+    assert_eq!(executions(&log, 0), 1);
+    assert_eq!(executions(&log, 1), 1);
 }
