@@ -32,7 +32,7 @@ use cairn_core::{
 };
 use serde_json::Value;
 
-pub use error::Error;
+pub use error::{DbFault, Error};
 pub use retention::{CompactPolicy, Compacted};
 
 pub use open::{open, Backend, OpenOptions};
@@ -408,6 +408,11 @@ pub trait Store: Send + Sync + 'static {
     /// Removes what `policy` names (or, dry, counts it), never what an
     /// unfinished run needs, in small batches; the rows removed by table.
     async fn compact(&self, policy: &CompactPolicy) -> Result<Compacted>;
+
+    /// The database's own integrity check: SQLite's `PRAGMA quick_check`,
+    /// the problems it found (none when healthy). PostgreSQL checks its
+    /// pages itself; nothing to report.
+    async fn check(&self) -> Result<Vec<String>>;
 
     /// Takes periodic `task` for this interval if it is due (by the
     /// database clock) and nobody took it yet: `true` for exactly one

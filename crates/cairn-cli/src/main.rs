@@ -256,6 +256,10 @@ enum Command {
         #[command(flatten)]
         retention: RetentionArgs,
     },
+    /// Check the database (SQLite's quick_check) and every run's rows, as
+    /// a resume would judge them; reads only. Exit 0 when healthy, 1 if
+    /// anything is wrong.
+    Doctor,
     /// Human waits: reviews, approvals and questions.
     Waits {
         #[command(subcommand)]
@@ -580,6 +584,30 @@ async fn main_inner(cli: Cli) -> anyhow::Result<u8> {
             let view = engine.show(id).await?;
             output::print_run(&view, json, None)?;
             Ok(status_exit(view.run.status))
+        }
+        Command::Doctor => {
+            let checkup = open(&cli.db, false).await?.doctor().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&checkup)?);
+            } else {
+                match checkup.integrity.as_slice() {
+                    [] => println!("database: ok"),
+                    problems => problems.iter().for_each(|p| println!("database: {p}")),
+                }
+                println!(
+                    "runs: {} checked, {} corrupt",
+                    checkup.runs,
+                    checkup.corrupt_runs.len()
+                );
+                for c in &checkup.corrupt_runs {
+                    println!("  {}: {}", c.run, c.detail);
+                }
+            }
+            Ok(if checkup.is_healthy() {
+                exit::OK
+            } else {
+                exit::ERROR
+            })
         }
         Command::Runs { command } => {
             // Parse what was typed first: a typo must not open (or migrate) a database.

@@ -58,6 +58,31 @@ pub struct RunView {
     pub steps: Vec<StepRecord>,
 }
 
+/// What [`Engine::doctor`] found: the JSON of `cairn doctor --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Checkup {
+    /// The database's integrity problems (SQLite's `quick_check`); empty
+    /// when healthy.
+    pub integrity: Vec<String>,
+    /// Runs checked.
+    pub runs: u64,
+    /// Runs whose rows do not decode or disagree with them.
+    pub corrupt_runs: Vec<CorruptRun>,
+}
+
+impl Checkup {
+    pub fn is_healthy(&self) -> bool {
+        self.integrity.is_empty() && self.corrupt_runs.is_empty()
+    }
+}
+
+/// A run [`Engine::doctor`] found corrupt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CorruptRun {
+    pub run: RunId,
+    pub detail: String,
+}
+
 /// The library's entry point. Cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
@@ -418,6 +443,45 @@ impl Engine {
             }
         }
         Ok(out)
+    }
+
+    /// Checks the database (SQLite's `quick_check`) and every run's rows
+    /// (do they decode, and agree with the run, as a resume would judge
+    /// them): what `cairn doctor` prints. Reads only.
+    pub async fn doctor(&self) -> Result<Checkup> {
+        let integrity = self.store().check().await?;
+        let mut checkup = Checkup {
+            integrity,
+            runs: 0,
+            corrupt_runs: vec![],
+        };
+        let mut after = None;
+        loop {
+            let page = self
+                .list(&RunFilter {
+                    after,
+                    limit: Some(500),
+                    ..RunFilter::default()
+                })
+                .await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.id);
+            for run in &page {
+                checkup.runs += 1;
+                let judged = match self.store().load(run.id).await {
+                    Ok((record, steps)) => cairn_core::rebuild(&record, &steps).map(drop),
+                    Err(cairn_checkpoint::Error::Corruption(c)) => Err(c),
+                    Err(e) => return Err(e.into()),
+                };
+                if let Err(c) = judged {
+                    checkup.corrupt_runs.push(CorruptRun {
+                        run: c.run,
+                        detail: c.detail,
+                    });
+                }
+            }
+        }
+        Ok(checkup)
     }
 
     pub async fn list(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {

@@ -243,6 +243,13 @@ impl Error {
                 S::Unstorable(_) => ErrorClass::BadInput,
                 S::BadUrl { .. } | S::MissingFile(_) => ErrorClass::Config,
                 S::Unreachable { .. } => ErrorClass::Unavailable,
+                S::Db { fault, .. } => match fault {
+                    cairn_checkpoint::DbFault::ReadOnly
+                    | cairn_checkpoint::DbFault::DiskFull
+                    | cairn_checkpoint::DbFault::Busy
+                    | cairn_checkpoint::DbFault::Connection => ErrorClass::Unavailable,
+                    _ => ErrorClass::Internal,
+                },
                 _ => ErrorClass::Internal,
             };
         }
@@ -281,6 +288,7 @@ impl Error {
                 S::BadUrl { .. } => "bad_database_url",
                 S::MissingFile(_) => "missing_database_file",
                 S::Unreachable { .. } => "unavailable",
+                S::Db { .. } if self.class() == ErrorClass::Unavailable => "unavailable",
                 _ => "internal",
             };
         }

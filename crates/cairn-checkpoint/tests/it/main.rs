@@ -17,6 +17,7 @@ use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
 mod differential;
+mod faults;
 mod journal;
 mod leases;
 mod nul;

@@ -27,6 +27,7 @@ both!(
     a_worker_fails_a_corrupt_claimed_run_as_corruption_at_once,
     resume_refuses_a_live_lease_unless_told_to_take_it_over,
     run_racing_a_worker_reports_the_runs_real_outcome,
+    doctor_names_every_corrupt_run,
 );
 
 /// Answers with a NUL in its output, counting its executions.
@@ -326,4 +327,46 @@ async fn run_racing_a_worker_reports_the_runs_real_outcome(kind: Kind) {
     assert_eq!(worked.executed.len(), 2);
     assert_eq!(executions(&log, 0), 1);
     assert_eq!(executions(&log, 1), 1);
+}
+
+async fn doctor_names_every_corrupt_run(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let log = Log::default();
+    let done = engine
+        .run(&crew(3, &log, None), json!({}), SubmitOptions::default())
+        .await
+        .unwrap()
+        .run
+        .id;
+    let checkup = engine.doctor().await.unwrap();
+    assert!(checkup.is_healthy(), "{checkup:?}");
+    assert_eq!(checkup.runs, 1);
+    let undecodable = engine
+        .submit(
+            &crew(3, &log, None),
+            json!({"n": 2}),
+            SubmitOptions::default(),
+        )
+        .await
+        .unwrap()
+        .run
+        .id;
+    db.exec(&format!(
+        r#"UPDATE runs SET crew_def = '{{"not": "a crew"}}' WHERE id = '{undecodable}'"#
+    ))
+    .await;
+    db.exec(&format!(
+        "DELETE FROM steps WHERE run_id = '{done}' AND idx = 1"
+    ))
+    .await;
+    let checkup = engine.doctor().await.unwrap();
+    assert!(!checkup.is_healthy());
+    assert!(checkup.integrity.is_empty(), "the database itself is fine");
+    assert_eq!(checkup.runs, 2);
+    let mut named: Vec<_> = checkup.corrupt_runs.iter().map(|c| c.run).collect();
+    named.sort();
+    let mut want = vec![done, undecodable];
+    want.sort();
+    assert_eq!(named, want, "{checkup:?}");
 }
