@@ -243,13 +243,16 @@ impl Error {
                 S::Unstorable(_) => ErrorClass::BadInput,
                 S::BadUrl { .. } | S::MissingFile(_) => ErrorClass::Config,
                 S::Unreachable { .. } => ErrorClass::Unavailable,
-                S::Db { fault, .. } => match fault {
-                    cairn_checkpoint::DbFault::ReadOnly
-                    | cairn_checkpoint::DbFault::DiskFull
-                    | cairn_checkpoint::DbFault::Busy
-                    | cairn_checkpoint::DbFault::Connection => ErrorClass::Unavailable,
-                    _ => ErrorClass::Internal,
-                },
+                // A database that refuses writes or cannot be reached now;
+                // corruption and the rest are internal.
+                S::Db {
+                    fault:
+                        cairn_checkpoint::DbFault::ReadOnly
+                        | cairn_checkpoint::DbFault::DiskFull
+                        | cairn_checkpoint::DbFault::Busy
+                        | cairn_checkpoint::DbFault::Connection,
+                    ..
+                } => ErrorClass::Unavailable,
                 _ => ErrorClass::Internal,
             };
         }
