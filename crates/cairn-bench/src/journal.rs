@@ -94,6 +94,7 @@ async fn measure(target: &Target, url: &str) -> Result<Numbers> {
             &ClaimRequest {
                 owner: "bench".into(),
                 takeover: false,
+                force_takeover: false,
                 lease: Duration::from_secs(600),
                 crash_loop_cap: 3,
                 events: vec![],

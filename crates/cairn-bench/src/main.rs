@@ -445,6 +445,7 @@ fn claim_request(takeover: bool) -> ClaimRequest {
     ClaimRequest {
         owner: "cairn-bench".into(),
         takeover,
+        force_takeover: takeover,
         lease: Duration::from_secs(30),
         crash_loop_cap: 3,
         events: vec![],

@@ -23,6 +23,15 @@ pub enum Error {
         held: LeaseEpoch,
         current: LeaseEpoch,
     },
+    /// A takeover was refused: the run is running under a lease that has
+    /// not expired (its holder may be alive and heartbeating). Nothing was
+    /// written.
+    #[error("run {run} is running under a live lease held by `{owner}` until {} (database clock); wait for it to stop, or take it over explicitly (`cairn resume --takeover`)", .expires_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))]
+    LeaseHeld {
+        run: RunId,
+        owner: String,
+        expires_at: chrono::DateTime<chrono::Utc>,
+    },
     /// The run is queued behind a retry back-off that has not passed yet.
     #[error("run {run} is waiting to retry; it may be claimed in {} ms", .wait.as_millis())]
     NotYet {
@@ -105,11 +114,129 @@ pub enum Error {
         #[source]
         source: sqlx::migrate::MigrateError,
     },
+    /// A value holds a NUL character, which neither backend stores (one
+    /// rule for both: PostgreSQL cannot); the field is named and nothing was
+    /// written.
+    #[error(transparent)]
+    Unstorable(#[from] cairn_core::Unstorable),
     /// A statement's text or parameters do not fit together (a bug in
     /// Cairn, never in the caller's input).
     #[error("internal storage error: {0}")]
     Statement(String),
-    /// Any other database error.
-    #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    /// The database failed during an operation: what went wrong (typed),
+    /// which database (file or server) and run, and the database's own
+    /// message, once.
+    #[error("{target}: {fault}{}: {message}", .run.map(|r| format!(" (run {r})")).unwrap_or_default())]
+    Db {
+        fault: DbFault,
+        /// The SQLite file or the PostgreSQL server and database.
+        target: String,
+        /// The run the operation was about, if one.
+        run: Option<RunId>,
+        message: String,
+    },
+    /// A database error not yet placed (the storage script names it as a
+    /// [`Error::Db`] before it leaves the store). Its text is the database's
+    /// message once, not again as a source.
+    #[error("database error: {}", db_message(.0))]
+    Database(sqlx::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Database(e)
+    }
+}
+
+/// What kind of database failure an [`Error::Db`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DbFault {
+    /// The file, directory or server refuses writes.
+    ReadOnly,
+    /// No space left for the write.
+    DiskFull,
+    /// The file's pages do not make sense (`cairn doctor` checks it).
+    Corrupt,
+    /// Locked by another writer past the busy timeout, or a conflict.
+    Busy,
+    /// The connection failed or was lost (server down, pool timed out).
+    Connection,
+    /// Anything else.
+    Other,
+}
+
+impl std::fmt::Display for DbFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DbFault::ReadOnly => "cannot write: the database is read-only",
+            DbFault::DiskFull => "cannot write: the disk is full",
+            DbFault::Corrupt => "the database is corrupt (check it with `cairn doctor`)",
+            DbFault::Busy => "the database is busy",
+            DbFault::Connection => "lost the connection to the database",
+            DbFault::Other => "the database failed",
+        })
+    }
+}
+
+impl DbFault {
+    /// Classifies a database error by SQLite result code (primary code of
+    /// an extended one) or PostgreSQL SQLSTATE.
+    pub fn of(e: &sqlx::Error) -> DbFault {
+        match e {
+            sqlx::Error::Database(d) => {
+                let code = d.code().map(|c| c.into_owned()).unwrap_or_default();
+                if let Ok(n) = code.parse::<i32>() {
+                    return match n & 0xff {
+                        8 => DbFault::ReadOnly,
+                        13 => DbFault::DiskFull,
+                        11 | 26 => DbFault::Corrupt,
+                        5 | 6 => DbFault::Busy,
+                        14 => DbFault::Connection,
+                        _ => DbFault::Other,
+                    };
+                }
+                match code.as_str() {
+                    "25006" => DbFault::ReadOnly,
+                    "53100" => DbFault::DiskFull,
+                    "XX001" | "XX002" => DbFault::Corrupt,
+                    "40001" | "40P01" | "55P03" | "53300" => DbFault::Busy,
+                    c if c.starts_with("08") || c.starts_with("57P") => DbFault::Connection,
+                    _ => DbFault::Other,
+                }
+            }
+            sqlx::Error::Io(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::Tls(_) => DbFault::Connection,
+            _ => DbFault::Other,
+        }
+    }
+}
+
+/// The database's own message: without sqlx's prefix and code for a
+/// database error, whole otherwise.
+pub(crate) fn db_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(d) => d.message().to_owned(),
+        e => e.to_string(),
+    }
+}
+
+impl Error {
+    /// A [`Error::Database`] placed: the database and run named, its fault
+    /// typed. Any other error is returned as it is.
+    pub(crate) fn placed(self, target: &str, run: Option<RunId>) -> Error {
+        match self {
+            Error::Database(e) => Error::Db {
+                fault: DbFault::of(&e),
+                target: target.to_owned(),
+                run,
+                message: db_message(&e),
+            },
+            e => e,
+        }
+    }
 }

@@ -26,13 +26,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairn_core::{
-    Actor, Answer, Attempt, CrewDef, ErrorInfo, EventRecord, JournalEntry, JournalKind, LeaseEpoch,
-    NewEvent, NewWait, Role, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus,
-    ThreadTurn, Usage, WaitId, WaitRecord, WaitStatus,
+    Actor, Answer, Attempt, Corruption, CrewDef, ErrorInfo, EventRecord, JournalEntry, JournalKind,
+    LeaseEpoch, NewEvent, NewWait, Role, RunId, RunRecord, RunStatus, StepIdx, StepRecord,
+    StepStatus, ThreadTurn, Usage, WaitId, WaitRecord, WaitStatus,
 };
 use serde_json::Value;
 
-pub use error::Error;
+pub use error::{DbFault, Error};
 pub use retention::{CompactPolicy, Compacted};
 
 pub use open::{open, Backend, OpenOptions};
@@ -165,6 +165,12 @@ pub struct ClaimRequest {
     /// Also claim a run that is `running` under another lease (an operator's
     /// explicit takeover). Without it only `queued` runs are claimed.
     pub takeover: bool,
+    /// With `takeover`: also take a run whose lease is still live (an
+    /// operator's `cairn resume --takeover`; fencing stops the old holder).
+    /// Without it a running run is taken only once its lease expired by
+    /// the database clock; a live one is [`Error::LeaseHeld`], naming its
+    /// holder, so two resumes at once never both run the step.
+    pub force_takeover: bool,
     /// How long the lease lasts, by the database clock.
     pub lease: Duration,
     /// Fail the run with `crash_loop` instead of taking over an in-flight
@@ -325,6 +331,15 @@ pub trait Store: Send + Sync + 'static {
     /// longer holds.
     async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<Lease>;
 
+    /// Fails a run whose stored state does not make sense with error kind
+    /// `corruption`, without decoding it, so it never blocks a worker's
+    /// queue or takes crash-loop rounds: the run `failed` and its lease
+    /// released, a step left `running` failed too, and a `run_failed`
+    /// event naming the corruption. With `held`, only while that epoch
+    /// holds the run (a worker that claimed it); without, only while it is
+    /// queued or running. Whether this call set it aside.
+    async fn set_aside(&self, corruption: &Corruption, held: Option<LeaseEpoch>) -> Result<bool>;
+
     /// Commits the end of a step (see [`StepCommit`]). A stale epoch is
     /// rejected with [`Error::StaleEpoch`] and changes nothing.
     async fn commit_step(&self, commit: &StepCommit) -> Result<()>;
@@ -393,6 +408,11 @@ pub trait Store: Send + Sync + 'static {
     /// Removes what `policy` names (or, dry, counts it), never what an
     /// unfinished run needs, in small batches; the rows removed by table.
     async fn compact(&self, policy: &CompactPolicy) -> Result<Compacted>;
+
+    /// The database's own integrity check: SQLite's `PRAGMA quick_check`,
+    /// the problems it found (none when healthy). PostgreSQL checks its
+    /// pages itself; nothing to report.
+    async fn check(&self) -> Result<Vec<String>>;
 
     /// Takes periodic `task` for this interval if it is due (by the
     /// database clock) and nobody took it yet: `true` for exactly one

@@ -245,6 +245,70 @@ pub(crate) fn decode_run(row: &Row) -> crate::Result<RunRecord> {
     })
 }
 
+/// A run row for a listing: [`decode_run`], or, when it does not decode,
+/// what does with the corruption as the run's error (kind `corruption`;
+/// an unreadable status reads `failed`, a crew definition without agents,
+/// a `null` input), so one corrupt run never fails a listing of others
+/// and is still named in it. Only a row without a readable id fails.
+pub(crate) fn decode_listed(row: &Row) -> crate::Result<RunRecord> {
+    let corrupt = match decode_run(row) {
+        Err(crate::Error::Corruption(c)) => c,
+        other => return other,
+    };
+    let id = RunId::from_uuid(
+        row.opt_uuid("id", nil_run(), "a run id")?
+            .ok_or_else(|| Corruption::new(nil_run(), "a run has no id"))?,
+    );
+    let text = |col: &str| row.text(col).unwrap_or_default();
+    let count = |col: &str| {
+        row.int(col)
+            .ok()
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(0)
+    };
+    let time = |col: &str| row.opt_time(col, id, col).ok().flatten();
+    let epoch = DateTime::<Utc>::UNIX_EPOCH;
+    Ok(RunRecord {
+        id,
+        crew: text("crew_name"),
+        crew_version: text("crew_version"),
+        crew_fingerprint: Fingerprint::from_stored(text("crew_fingerprint")),
+        status: text("status").parse().unwrap_or(RunStatus::Failed),
+        cursor: StepIdx(count("cursor")),
+        step_count: count("step_count"),
+        input: row.json("input", id, "input").unwrap_or(Value::Null),
+        idempotency_key: row.opt_text("idempotency_key").ok().flatten(),
+        thread_id: row.opt_text("thread_id").ok().flatten(),
+        lease_epoch: LeaseEpoch(row.int("lease_epoch").unwrap_or(0)),
+        not_before: time("not_before"),
+        cancel_requested_at: time("cancel_requested_at"),
+        parent_run_id: row
+            .opt_uuid("parent_run_id", id, "parent run id")
+            .ok()
+            .flatten()
+            .map(RunId::from_uuid),
+        parent_step_idx: row
+            .opt_int("parent_step_idx")
+            .ok()
+            .flatten()
+            .and_then(|i| u32::try_from(i).ok())
+            .map(StepIdx),
+        error: Some(ErrorInfo::new(
+            cairn_core::ErrorKind::Corruption,
+            corrupt.to_string(),
+            false,
+        )),
+        created_at: time("created_at").unwrap_or(epoch),
+        updated_at: time("updated_at").unwrap_or(epoch),
+        finished_at: time("finished_at"),
+        crew_definition: CrewDef {
+            name: text("crew_name"),
+            version: text("crew_version"),
+            agents: vec![],
+        },
+    })
+}
+
 pub(crate) fn decode_step(run: RunId, row: &Row) -> crate::Result<StepRecord> {
     let idx = row.int("idx")?;
     let what = |col: &str| format!("step {idx} {col}");

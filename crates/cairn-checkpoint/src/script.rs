@@ -13,20 +13,20 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use cairn_core::{
-    Actor, Answer, Corruption, ErrorInfo, EventKind, EventRecord, JournalEntry, LeaseEpoch,
-    NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus, ThreadTurn, WaitId,
-    WaitRecord,
+    Actor, Answer, Corruption, ErrorInfo, ErrorKind, EventKind, EventRecord, JournalEntry,
+    LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus, ThreadTurn,
+    WaitId, WaitRecord,
 };
 
 use crate::plan::{
     check_fork, check_holder, claim_events, fork_event, plan_action, plan_answer, plan_claim,
     plan_expire, AnswerPlan, ClaimStep, StepChange,
 };
-use crate::raw::decode_thread;
 use crate::raw::{
     check_same_submission, decode_event, decode_journal, decode_run, decode_step, decode_wait,
     error_json, run_cols, stats_from, step_cols, unpack_steps, wait_cols,
 };
+use crate::raw::{decode_listed, decode_thread};
 use crate::sql::{query, Conn, Dialect, Pool};
 use crate::ThreadSummary;
 use crate::{
@@ -40,6 +40,10 @@ use crate::{
 #[async_trait]
 pub trait Backend: Send + Sync + 'static {
     fn db(&self) -> &Pool;
+
+    /// The database in messages: the SQLite file, or the PostgreSQL server
+    /// and database (never a password).
+    fn target(&self) -> &str;
 
     /// The end of a step: on both databases a measured fast path of one
     /// round trip, so each backend writes its own.
@@ -56,6 +60,19 @@ pub trait Backend: Send + Sync + 'static {
         tokio::time::sleep(max).await;
     }
 }
+
+/// SQLite's `PRAGMA quick_check`: the problems it reports, none for "ok".
+pub(crate) async fn quick_check(c: &mut Conn<'_>) -> Result<Vec<String>> {
+    let rows = c.fetch_all(query("PRAGMA quick_check")).await?;
+    let lines = rows
+        .iter()
+        .map(|r| r.text("quick_check"))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(lines.into_iter().filter(|l| l != "ok").collect())
+}
+
+/// How many corrupt runs one `claim_next` sets aside before it answers.
+const SET_ASIDE_PER_CLAIM: usize = 16;
 
 // ------------------------------------------------------------- reads
 
@@ -148,7 +165,10 @@ pub(crate) async fn events(db: &Pool, id: RunId, after: i64) -> Result<Vec<Event
     // One snapshot: the run exists, and these are its events.
     let mut tx = db.read().await?;
     let mut c = tx.conn();
-    fetch_run(&mut c, id, false).await?;
+    // Only that it exists: a corrupt run's events stay readable.
+    c.fetch_optional(query("SELECT 1 AS one FROM runs WHERE id = :id").bind("id", id))
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
     let rows = c
         .fetch_all(
             query(
@@ -225,12 +245,79 @@ async fn check_held(c: &mut Conn<'_>, id: RunId, held: LeaseEpoch) -> Result<()>
     check_holder(id, status, LeaseEpoch(row.int("lease_epoch")?), held)
 }
 
+/// `Store::set_aside`, inside the caller's transaction: reads nothing it
+/// would have to decode.
+async fn set_aside_in(
+    c: &mut Conn<'_>,
+    corruption: &Corruption,
+    held: Option<LeaseEpoch>,
+) -> Result<bool> {
+    let id = corruption.run;
+    let error = ErrorInfo::new(ErrorKind::Corruption, corruption.to_string(), false);
+    let json = error_json(&Some(error.clone()));
+    let changed = c
+        .execute(
+            query(
+                "UPDATE runs SET status = 'failed', error = :error, lease_owner = NULL, \
+                 lease_expires_at = NULL, not_before = NULL, finished_at = {now}, \
+                 updated_at = {now} WHERE id = :id AND status IN ('queued', 'running') \
+                 AND (:held IS NULL OR lease_epoch = :held)",
+            )
+            .bind("id", id)
+            .bind("error", json.clone())
+            .bind("held", held.map(|e| e.0)),
+        )
+        .await?;
+    if changed == 0 {
+        return Ok(false);
+    }
+    c.execute(
+        query(
+            "UPDATE steps SET status = 'failed', error = :error, finished_at = {now} \
+             WHERE run_id = :run AND status = 'running'",
+        )
+        .bind("run", id)
+        .bind("error", json),
+    )
+    .await?;
+    let event = NewEvent::new(
+        EventKind::RunFailed,
+        serde_json::json!({"error": error, "set_aside": true}),
+    );
+    append_events(c, id, &[event]).await?;
+    Ok(true)
+}
+
+/// Refuses to take over a run whose lease has not expired (database clock).
+async fn check_lease_expired(c: &mut Conn<'_>, id: RunId) -> Result<()> {
+    let row = c
+        .fetch_optional(
+            query(
+                "SELECT lease_owner, lease_expires_at, \
+                 CASE WHEN lease_expires_at > {now} THEN 1 ELSE 0 END AS live \
+                 FROM runs WHERE id = :id",
+            )
+            .bind("id", id),
+        )
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    if row.int("live")? == 0 {
+        return Ok(());
+    }
+    Err(Error::LeaseHeld {
+        run: id,
+        owner: row.opt_text("lease_owner")?.unwrap_or_default(),
+        expires_at: row.time("lease_expires_at", id, "lease_expires_at")?,
+    })
+}
+
 /// The claim of `Store::claim`, inside the caller's transaction.
 async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
     let mut before = fetch_run(c, id, true).await?;
     match before.status {
         RunStatus::Queued => {}
-        RunStatus::Running if req.takeover => {}
+        RunStatus::Running if req.takeover && req.force_takeover => {}
+        RunStatus::Running if req.takeover => check_lease_expired(c, id).await?,
         status => {
             return Err(Error::WrongState {
                 run: id,
@@ -576,8 +663,70 @@ async fn thread(db: &Pool, id: &str) -> Result<(ThreadSummary, Vec<RunRecord>)> 
         )
         .await?;
     tx.commit().await?;
-    let runs = rows.iter().map(decode_run).collect::<Result<Vec<_>>>()?;
+    let runs = rows.iter().map(decode_listed).collect::<Result<Vec<_>>>()?;
     Ok((decode_thread(&summary)?, runs))
+}
+
+// ------------------------------------------------------------- storable values
+
+/// The NUL rule (`cairn_core::Unstorable`) on what an operation would
+/// store, checked before its transaction with the field named as a user
+/// knows it. The dialect layer refuses any NUL it binds as a backstop; the
+/// backends' fast paths bind directly, so this is what guards them.
+fn text_ok(what: &str, text: Option<&str>) -> Result<()> {
+    match text {
+        Some(t) => Ok(cairn_core::check_text(what, t)?),
+        None => Ok(()),
+    }
+}
+
+fn json_ok(what: &str, value: Option<&serde_json::Value>) -> Result<()> {
+    match value {
+        Some(v) => Ok(cairn_core::check_storable(what, v)?),
+        None => Ok(()),
+    }
+}
+
+fn actor_ok(actor: &Actor) -> Result<()> {
+    text_ok("`by`", Some(&actor.by))?;
+    text_ok("`reason`", actor.reason.as_deref())
+}
+
+fn claim_ok(req: &ClaimRequest) -> Result<()> {
+    text_ok("the lease owner", Some(&req.owner))?;
+    events_ok(&req.events)?;
+    json_ok(
+        "the crew definition",
+        req.replace_crew.as_ref().map(|d| d.to_json()).as_ref(),
+    )
+}
+
+fn events_ok(events: &[NewEvent]) -> Result<()> {
+    for e in events {
+        json_ok(
+            &format!("the data of a `{}` event", e.kind.as_str()),
+            Some(&e.data),
+        )?;
+    }
+    Ok(())
+}
+
+/// A step commit's values (the scheduler checks the output first and fails
+/// the step `unstorable` instead; this refuses whatever slips past).
+pub(crate) fn commit_ok(c: &StepCommit) -> Result<()> {
+    let step = c.idx;
+    json_ok(&format!("step {step}'s output"), c.output.as_ref())?;
+    json_ok(
+        &format!("step {step}'s error"),
+        error_json(&c.error).as_ref(),
+    )?;
+    json_ok("the run's error", error_json(&c.run_error).as_ref())?;
+    events_ok(&c.events)?;
+    if let Some(w) = &c.open_wait {
+        json_ok("the wait's prompt", Some(&w.prompt))?;
+        text_ok("the question id", w.question_id.as_deref())?;
+    }
+    Ok(())
 }
 
 // ------------------------------------------------------------- the contract
@@ -589,222 +738,286 @@ impl<B: Backend> Store for B {
     }
 
     async fn submit(&self, run: NewRun) -> Result<Submitted> {
-        let db = self.db();
-        let new = run;
-        let id = RunId::new();
-        let mut tx = db.write().await?;
-        let mut c = tx.conn();
-        let inserted = c
-            .execute(
-                query(
-                    "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
-                     input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
-                     event_seq, created_at, updated_at) VALUES (:id, :name, :version, \
-                     :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, 0, 1, {now}, \
-                     {now}) ON CONFLICT (idempotency_key) DO NOTHING",
+        let result: Result<Submitted> = async {
+            let db = self.db();
+            let new = run;
+            json_ok("the run input", Some(&new.input))?;
+            text_ok("the idempotency key", new.idempotency_key.as_deref())?;
+            text_ok("the thread id", new.thread_id.as_deref())?;
+            json_ok("the crew definition", Some(&new.crew.to_json()))?;
+            let id = RunId::new();
+            let mut tx = db.write().await?;
+            let mut c = tx.conn();
+            let inserted = c
+                .execute(
+                    query(
+                        "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
+                         input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
+                         event_seq, created_at, updated_at) VALUES (:id, :name, :version, \
+                         :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, 0, 1, {now}, \
+                         {now}) ON CONFLICT (idempotency_key) DO NOTHING",
+                    )
+                    .bind("id", id)
+                    .bind("name", new.crew.name.as_str())
+                    .bind("version", new.crew.version.as_str())
+                    .bind("fingerprint", new.crew.fingerprint().as_str())
+                    .bind("def", new.crew.to_json())
+                    .bind("input", &new.input)
+                    .bind("key", &new.idempotency_key)
+                    .bind("thread", &new.thread_id)
+                    .bind("steps", new.crew.step_count()),
                 )
-                .bind("id", id)
-                .bind("name", new.crew.name.as_str())
-                .bind("version", new.crew.version.as_str())
-                .bind("fingerprint", new.crew.fingerprint().as_str())
-                .bind("def", new.crew.to_json())
-                .bind("input", &new.input)
-                .bind("key", &new.idempotency_key)
-                .bind("thread", &new.thread_id)
-                .bind("steps", new.crew.step_count()),
-            )
-            .await?;
-        if inserted == 0 {
-            let row = c
-                .fetch_optional(
-                    query(concat!(
-                        "SELECT ",
-                        run_cols!(),
-                        " FROM runs WHERE idempotency_key = :key"
-                    ))
-                    .bind("key", &new.idempotency_key),
-                )
-                .await?
-                .ok_or_else(|| Error::Statement("a conflicting run vanished".into()))?;
-            let run = decode_run(&row)?;
-            check_same_submission(&run, &new)?;
-            return Ok(Submitted {
-                run,
-                created: false,
-            });
-        }
-        let event = NewEvent::new(
-            EventKind::RunSubmitted,
-            serde_json::json!({
-                "crew": new.crew.name,
-                "fingerprint": new.crew.fingerprint(),
-                "idempotency_key": new.idempotency_key,
-                "thread_id": new.thread_id,
-            }),
-        );
-        insert_events(&mut c, id, 1, &[event]).await?;
-        if let (Some(thread), OnBusy::Reject | OnBusy::Interrupt) = (&new.thread_id, new.on_busy) {
-            for (busy, status) in busy_before(&mut c, thread, id).await? {
-                if new.on_busy == OnBusy::Reject {
-                    // Returning drops the transaction: nothing is stored.
-                    return Err(Error::ThreadBusy {
-                        thread: thread.clone(),
-                        run: busy,
-                        status,
-                    });
-                }
-                let actor = Actor {
-                    by: "on_busy=interrupt".into(),
-                    reason: Some(format!("run {id} was submitted to thread `{thread}`")),
-                };
-                act_in(&mut c, busy, Action::Cancel, &actor).await?;
+                .await?;
+            if inserted == 0 {
+                let row = c
+                    .fetch_optional(
+                        query(concat!(
+                            "SELECT ",
+                            run_cols!(),
+                            " FROM runs WHERE idempotency_key = :key"
+                        ))
+                        .bind("key", &new.idempotency_key),
+                    )
+                    .await?
+                    .ok_or_else(|| Error::Statement("a conflicting run vanished".into()))?;
+                let run = decode_run(&row)?;
+                check_same_submission(&run, &new)?;
+                return Ok(Submitted {
+                    run,
+                    created: false,
+                });
             }
+            let event = NewEvent::new(
+                EventKind::RunSubmitted,
+                serde_json::json!({
+                    "crew": new.crew.name,
+                    "fingerprint": new.crew.fingerprint(),
+                    "idempotency_key": new.idempotency_key,
+                    "thread_id": new.thread_id,
+                }),
+            );
+            insert_events(&mut c, id, 1, &[event]).await?;
+            if let (Some(thread), OnBusy::Reject | OnBusy::Interrupt) = (&new.thread_id, new.on_busy) {
+                for (busy, status) in busy_before(&mut c, thread, id).await? {
+                    if new.on_busy == OnBusy::Reject {
+                        // Returning drops the transaction: nothing is stored.
+                        return Err(Error::ThreadBusy {
+                            thread: thread.clone(),
+                            run: busy,
+                            status,
+                        });
+                    }
+                    let actor = Actor {
+                        by: "on_busy=interrupt".into(),
+                        reason: Some(format!("run {id} was submitted to thread `{thread}`")),
+                    };
+                    act_in(&mut c, busy, Action::Cancel, &actor).await?;
+                }
+            }
+            c.notify_runnable(id).await?;
+            let run = fetch_run(&mut c, id, false).await?;
+            tx.commit().await?;
+            Ok(Submitted { run, created: true })
         }
-        c.notify_runnable(id).await?;
-        let run = fetch_run(&mut c, id, false).await?;
-        tx.commit().await?;
-        Ok(Submitted { run, created: true })
+        .await;
+        result.map_err(|e| e.placed(self.target(), None))
     }
 
     async fn load(&self, id: RunId) -> Result<(RunRecord, Vec<StepRecord>)> {
-        let db = self.db();
-        // One read transaction: one snapshot, so run and steps agree.
-        let mut tx = db.read().await?;
-        let mut c = tx.conn();
-        let run = fetch_run(&mut c, id, false).await?;
-        let packed = c
-            .fetch_optional(query(packed_steps(c.dialect())).bind("run", id))
-            .await
-            .ok()
-            .flatten()
-            .and_then(|r| r.opt_text("packed").ok().flatten());
-        if let Some(steps) = packed.as_deref().and_then(|p| unpack_steps(id, p).ok()) {
+        let result: Result<(RunRecord, Vec<StepRecord>)> = async {
+            let db = self.db();
+            // One read transaction: one snapshot, so run and steps agree.
+            let mut tx = db.read().await?;
+            let mut c = tx.conn();
+            let run = fetch_run(&mut c, id, false).await?;
+            let packed = c
+                .fetch_optional(query(packed_steps(c.dialect())).bind("run", id))
+                .await
+                .ok()
+                .flatten()
+                .and_then(|r| r.opt_text("packed").ok().flatten());
+            if let Some(steps) = packed.as_deref().and_then(|p| unpack_steps(id, p).ok()) {
+                tx.commit().await?;
+                return Ok((run, steps));
+            }
+            let rows = c
+                .fetch_all(
+                    query(concat!(
+                        "SELECT ",
+                        step_cols!(),
+                        " FROM steps WHERE run_id = :run ORDER BY idx"
+                    ))
+                    .bind("run", id),
+                )
+                .await?;
             tx.commit().await?;
-            return Ok((run, steps));
+            let steps = rows
+                .iter()
+                .map(|r| decode_step(id, r))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((run, steps))
         }
-        let rows = c
-            .fetch_all(
-                query(concat!(
-                    "SELECT ",
-                    step_cols!(),
-                    " FROM steps WHERE run_id = :run ORDER BY idx"
-                ))
-                .bind("run", id),
-            )
-            .await?;
-        tx.commit().await?;
-        let steps = rows
-            .iter()
-            .map(|r| decode_step(id, r))
-            .collect::<Result<Vec<_>>>()?;
-        Ok((run, steps))
+        .await;
+        result.map_err(|e| e.placed(self.target(), Some(id)))
     }
 
     async fn get_run(&self, id: RunId) -> Result<RunRecord> {
-        let mut held = self.db().acquire().await?;
-        fetch_run(&mut held.conn(), id, false).await
+        let result: Result<RunRecord> = async {
+            let mut held = self.db().acquire().await?;
+            fetch_run(&mut held.conn(), id, false).await
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), Some(id)))
     }
 
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
-        let db = self.db();
-        let mut held = db.acquire().await?;
-        let mut c = held.conn();
-        if let Some(after) = filter.after {
-            // The cursor must name a run, or the page would silently be empty.
-            fetch_run(&mut c, after, false).await?;
+        let result: Result<Vec<RunRecord>> = async {
+            text_ok("the crew filter", filter.crew.as_deref())?;
+            text_ok("the thread filter", filter.thread.as_deref())?;
+            let db = self.db();
+            let mut held = db.acquire().await?;
+            let mut c = held.conn();
+            if let Some(after) = filter.after {
+                // The cursor must name a run, or the page would silently be
+                // empty; only that it exists: a corrupt run pages like another.
+                c.fetch_optional(
+                    query("SELECT 1 AS one FROM runs WHERE id = :id").bind("id", after),
+                )
+                .await?
+                .ok_or(Error::RunNotFound(after))?;
+            }
+            let rows = c
+                .fetch_all(
+                    query(concat!(
+                        "SELECT ",
+                        run_cols!(),
+                        " FROM runs WHERE (:status IS NULL OR status = :status) \
+                         AND (:crew IS NULL OR crew_name = :crew) \
+                         AND (:thread IS NULL OR thread_id = :thread) \
+                         AND (:after IS NULL OR (created_at, id) > \
+                           (SELECT created_at, id FROM runs WHERE id = :after)) \
+                         ORDER BY created_at, id LIMIT :limit"
+                    ))
+                    .bind("status", filter.status.map(|s| s.as_str()))
+                    .bind("crew", filter.crew.as_deref())
+                    .bind("thread", filter.thread.as_deref())
+                    .bind("after", filter.after)
+                    .bind("limit", filter.limit.map_or(i64::MAX, i64::from)),
+                )
+                .await?;
+            rows.iter().map(decode_listed).collect()
         }
-        let rows = c
-            .fetch_all(
-                query(concat!(
-                    "SELECT ",
-                    run_cols!(),
-                    " FROM runs WHERE (:status IS NULL OR status = :status) \
-                     AND (:crew IS NULL OR crew_name = :crew) \
-                     AND (:thread IS NULL OR thread_id = :thread) \
-                     AND (:after IS NULL OR (created_at, id) > \
-                       (SELECT created_at, id FROM runs WHERE id = :after)) \
-                     ORDER BY created_at, id LIMIT :limit"
-                ))
-                .bind("status", filter.status.map(|s| s.as_str()))
-                .bind("crew", filter.crew.as_deref())
-                .bind("thread", filter.thread.as_deref())
-                .bind("after", filter.after)
-                .bind("limit", filter.limit.map_or(i64::MAX, i64::from)),
-            )
-            .await?;
-        rows.iter().map(decode_run).collect()
+        .await;
+        result.map_err(|e| e.placed(self.target(), None))
     }
 
     async fn stats(&self) -> Result<StoreStats> {
-        let db = self.db();
-        let mut held = db.acquire().await?;
-        let mut c = held.conn();
-        let rows = c
-            .fetch_all(query(
-                "SELECT status, count(*) AS n FROM runs GROUP BY status ORDER BY status",
-            ))
-            .await?;
-        let by_status = rows
-            .iter()
-            .map(|r| Ok((r.text("status")?, r.int("n")?)))
-            .collect::<Result<Vec<_>>>()?;
-        let row = c
-            .fetch_optional(query(
-                "SELECT (SELECT count(*) FROM runs WHERE status = 'queued' \
-                         AND (not_before IS NULL OR not_before <= {now})) AS ready, \
-                        (SELECT count(*) FROM events WHERE kind = 'run_claimed' \
-                         AND data->>'from_status' = 'running') AS takeovers",
-            ))
-            .await?
-            .ok_or_else(|| Error::Statement("the stats query returned no row".into()))?;
-        Ok(stats_from(
-            by_status,
-            row.int("ready")?,
-            row.int("takeovers")?,
-        )?)
+        let result: Result<StoreStats> = async {
+            let db = self.db();
+            let mut held = db.acquire().await?;
+            let mut c = held.conn();
+            let rows = c
+                .fetch_all(query(
+                    "SELECT status, count(*) AS n FROM runs GROUP BY status ORDER BY status",
+                ))
+                .await?;
+            let by_status = rows
+                .iter()
+                .map(|r| Ok((r.text("status")?, r.int("n")?)))
+                .collect::<Result<Vec<_>>>()?;
+            let row = c
+                .fetch_optional(query(
+                    "SELECT (SELECT count(*) FROM runs WHERE status = 'queued' \
+                             AND (not_before IS NULL OR not_before <= {now})) AS ready, \
+                            (SELECT count(*) FROM events WHERE kind = 'run_claimed' \
+                             AND data->>'from_status' = 'running') AS takeovers",
+                ))
+                .await?
+                .ok_or_else(|| Error::Statement("the stats query returned no row".into()))?;
+            Ok(stats_from(
+                by_status,
+                row.int("ready")?,
+                row.int("takeovers")?,
+            )?)
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), None))
     }
 
     async fn claim(&self, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
-        let db = self.db();
-        let mut tx = db.write().await?;
-        let claimed = claim_in(&mut tx.conn(), id, req).await?;
-        tx.commit().await?;
-        Ok(claimed)
+        let result: Result<Claimed> = async {
+            claim_ok(req)?;
+            let db = self.db();
+            let mut tx = db.write().await?;
+            let claimed = claim_in(&mut tx.conn(), id, req).await?;
+            tx.commit().await?;
+            Ok(claimed)
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), Some(id)))
     }
 
     async fn claim_next(&self, req: &ClaimRequest) -> Result<Option<Claimed>> {
-        let db = self.db();
-        let mut tx = db.write().await?;
-        let mut c = tx.conn();
-        // The oldest runnable run: queued and due, or running under an expired
-        // lease (its holder died or hung: a takeover). PostgreSQL skips rows
-        // other claimers hold; SQLite's write lock admits one claimer at a time.
-        let picked = c
-            .fetch_optional(query(
-                "SELECT id FROM runs WHERE ((status = 'queued' AND (not_before IS NULL \
-                 OR not_before <= {now})) OR (status = 'running' AND lease_expires_at < {now})) \
-                 AND NOT EXISTS (SELECT 1 FROM runs e WHERE e.thread_id = runs.thread_id \
-                   AND e.status IN ('queued', 'running', 'waiting', 'interrupted') \
-                   AND (e.created_at, e.id) < (runs.created_at, runs.id)) \
-                 ORDER BY created_at, id LIMIT 1 {skip_locked}",
-            ))
-            .await?;
-        let Some(row) = picked else {
-            tx.commit().await?;
-            return Ok(None);
-        };
-        let nil = RunId::from_uuid(uuid::Uuid::nil());
-        let id = RunId::from_uuid(
-            row.opt_uuid("id", nil, "a runnable run's id")?
-                .ok_or_else(|| Corruption::new(nil, "a runnable run has no id"))?,
-        );
-        let req = ClaimRequest {
-            takeover: true,
-            ..req.clone()
-        };
-        let claimed = claim_in(&mut c, id, &req).await?;
-        tx.commit().await?;
-        Ok(Some(claimed))
+        let result: Result<Option<Claimed>> = async {
+            claim_ok(req)?;
+            let db = self.db();
+            let req = ClaimRequest {
+                takeover: true,
+                ..req.clone()
+            };
+            // A run that does not decode or judge is set aside (failed
+            // `corruption`) and the next one tried, so one corrupt run never
+            // stalls the queue behind it. Bounded, so a database full of them
+            // still answers.
+            for _ in 0..SET_ASIDE_PER_CLAIM {
+                let mut tx = db.write().await?;
+                let mut c = tx.conn();
+                // The oldest runnable run: queued and due, or running under an
+                // expired lease (its holder died or hung: a takeover). PostgreSQL
+                // skips rows other claimers hold; SQLite's write lock admits one
+                // claimer at a time.
+                let picked = c
+                    .fetch_optional(query(
+                        "SELECT id FROM runs WHERE ((status = 'queued' AND (not_before IS NULL \
+                         OR not_before <= {now})) OR (status = 'running' AND lease_expires_at < {now})) \
+                         AND NOT EXISTS (SELECT 1 FROM runs e WHERE e.thread_id = runs.thread_id \
+                           AND e.status IN ('queued', 'running', 'waiting', 'interrupted') \
+                           AND (e.created_at, e.id) < (runs.created_at, runs.id)) \
+                         ORDER BY created_at, id LIMIT 1 {skip_locked}",
+                    ))
+                    .await?;
+                let Some(row) = picked else {
+                    tx.commit().await?;
+                    return Ok(None);
+                };
+                let nil = RunId::from_uuid(uuid::Uuid::nil());
+                let id = RunId::from_uuid(
+                    row.opt_uuid("id", nil, "a runnable run's id")?
+                        .ok_or_else(|| Corruption::new(nil, "a runnable run has no id"))?,
+                );
+                match claim_in(&mut c, id, &req).await {
+                    Ok(claimed) => {
+                        tx.commit().await?;
+                        return Ok(Some(claimed));
+                    }
+                    Err(Error::Corruption(corrupt)) => {
+                        tx.rollback().await?;
+                        // The run the corruption names (another run of the
+                        // thread, possibly), else the one picked.
+                        let corrupt = if corrupt.run == nil {
+                            Corruption::new(id, corrupt.detail)
+                        } else {
+                            corrupt
+                        };
+                        self.set_aside(&corrupt, None).await?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(None)
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), None))
     }
 
     async fn wait_for_work(&self, max: Duration) {
@@ -812,208 +1025,269 @@ impl<B: Backend> Store for B {
     }
 
     async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<Lease> {
-        let db = self.db();
-        let mut held = db.acquire().await?;
-        let row = held
-            .conn()
-            .fetch_optional(
-                query(
-                    "UPDATE runs SET lease_expires_at = {lease_until} \
-                     WHERE id = :id AND lease_epoch = :epoch AND status = 'running' \
-                     RETURNING CASE WHEN cancel_requested_at IS NULL THEN 0 ELSE 1 END AS cancel",
+        let result: Result<Lease> = async {
+            let db = self.db();
+            let mut held = db.acquire().await?;
+            let row = held
+                .conn()
+                .fetch_optional(
+                    query(
+                        "UPDATE runs SET lease_expires_at = {lease_until} \
+                         WHERE id = :id AND lease_epoch = :epoch AND status = 'running' \
+                         RETURNING CASE WHEN cancel_requested_at IS NULL THEN 0 ELSE 1 END AS cancel",
+                    )
+                    .bind("id", id)
+                    .bind("epoch", epoch.0)
+                    .bind("lease_secs", lease.as_secs_f64()),
                 )
-                .bind("id", id)
-                .bind("epoch", epoch.0)
-                .bind("lease_secs", lease.as_secs_f64()),
-            )
-            .await?;
-        Ok(Lease::from_beat(
-            row.map(|r| r.int("cancel").map(|n| n != 0)).transpose()?,
-        ))
+                .await?;
+            Ok(Lease::from_beat(
+                row.map(|r| r.int("cancel").map(|n| n != 0)).transpose()?,
+            ))
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), Some(id)))
+    }
+
+    async fn set_aside(&self, corruption: &Corruption, held: Option<LeaseEpoch>) -> Result<bool> {
+        let result: Result<bool> = async {
+            let mut tx = self.db().write().await?;
+            let set = set_aside_in(&mut tx.conn(), corruption, held).await?;
+            tx.commit().await?;
+            if set {
+                tracing::error!(run = %corruption.run, detail = %corruption.detail,
+                    "set aside a corrupt run: failed with kind `corruption`");
+            }
+            Ok(set)
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), Some(corruption.run)))
     }
 
     async fn commit_step(&self, commit: &StepCommit) -> Result<()> {
-        Backend::commit_step(self, commit).await
+        let result: Result<()> = async {
+            commit_ok(commit)?;
+            Backend::commit_step(self, commit).await
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), Some(commit.run_id)))
     }
 
     async fn act(&self, id: RunId, action: Action, actor: &Actor) -> Result<RunRecord> {
-        let mut tx = self.db().write().await?;
-        let run = act_in(&mut tx.conn(), id, action, actor).await?;
-        tx.commit().await?;
-        Ok(run)
+        let result: Result<RunRecord> = async {
+            actor_ok(actor)?;
+            let mut tx = self.db().write().await?;
+            let run = act_in(&mut tx.conn(), id, action, actor).await?;
+            tx.commit().await?;
+            Ok(run)
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), Some(id)))
     }
 
     async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord> {
-        let db = self.db();
-        let mut tx = db.write().await?;
-        let mut c = tx.conn();
-        let source = fetch_run(&mut c, id, true).await?;
-        check_fork(&source, req)?;
-        let child = RunId::new();
-        let complete = req.from_step.get() == source.step_count;
-        c.execute(
-            query(
-                "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
-                 thread_id, status, cursor, step_count, lease_epoch, event_seq, parent_run_id, \
-                 parent_step_idx, created_at, updated_at, finished_at) \
-                 SELECT :child, crew_name, crew_version, crew_fingerprint, crew_def, :input, \
-                 COALESCE(:thread, thread_id), :status, :from, step_count, 0, 0, id, :from, {now}, {now}, \
-                 CASE WHEN :complete THEN {now} END FROM runs WHERE id = :source",
+        let result: Result<RunRecord> = async {
+            actor_ok(actor)?;
+            json_ok("the fork's input", req.input.as_ref())?;
+            text_ok("the thread id", req.thread_id.as_deref())?;
+            let db = self.db();
+            let mut tx = db.write().await?;
+            let mut c = tx.conn();
+            let source = fetch_run(&mut c, id, true).await?;
+            check_fork(&source, req)?;
+            let child = RunId::new();
+            let complete = req.from_step.get() == source.step_count;
+            c.execute(
+                query(
+                    "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
+                     thread_id, status, cursor, step_count, lease_epoch, event_seq, parent_run_id, \
+                     parent_step_idx, created_at, updated_at, finished_at) \
+                     SELECT :child, crew_name, crew_version, crew_fingerprint, crew_def, :input, \
+                     COALESCE(:thread, thread_id), :status, :from, step_count, 0, 0, id, :from, {now}, {now}, \
+                     CASE WHEN :complete THEN {now} END FROM runs WHERE id = :source",
+                )
+                .bind("child", child)
+                .bind("input", req.input.as_ref().unwrap_or(&source.input))
+                .bind("thread", req.thread_id.as_deref())
+                .bind("status", if complete { "succeeded" } else { "queued" })
+                .bind("from", req.from_step.get())
+                .bind("complete", complete)
+                .bind("source", id),
             )
-            .bind("child", child)
-            .bind("input", req.input.as_ref().unwrap_or(&source.input))
-            .bind("thread", req.thread_id.as_deref())
-            .bind("status", if complete { "succeeded" } else { "queued" })
-            .bind("from", req.from_step.get())
-            .bind("complete", complete)
-            .bind("source", id),
-        )
-        .await?;
-        c.execute(
-            query(
-                "INSERT INTO steps (run_id, idx, role, status, attempt, output, input_tokens, \
-                 output_tokens, started_at, finished_at, error, takeovers) \
-                 SELECT :child, idx, role, status, attempt, output, input_tokens, output_tokens, \
-                 started_at, finished_at, error, takeovers FROM steps \
-                 WHERE run_id = :source AND idx < :from",
+            .await?;
+            c.execute(
+                query(
+                    "INSERT INTO steps (run_id, idx, role, status, attempt, output, input_tokens, \
+                     output_tokens, started_at, finished_at, error, takeovers) \
+                     SELECT :child, idx, role, status, attempt, output, input_tokens, output_tokens, \
+                     started_at, finished_at, error, takeovers FROM steps \
+                     WHERE run_id = :source AND idx < :from",
+                )
+                .bind("child", child)
+                .bind("source", id)
+                .bind("from", req.from_step.get()),
             )
-            .bind("child", child)
-            .bind("source", id)
-            .bind("from", req.from_step.get()),
-        )
-        .await?;
-        append_events(&mut c, child, &[fork_event(&source, req, actor)]).await?;
-        c.notify_runnable(child).await?;
-        let run = fetch_run(&mut c, child, false).await?;
-        tx.commit().await?;
-        Ok(run)
+            .await?;
+            append_events(&mut c, child, &[fork_event(&source, req, actor)]).await?;
+            c.notify_runnable(child).await?;
+            let run = fetch_run(&mut c, child, false).await?;
+            tx.commit().await?;
+            Ok(run)
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), Some(id)))
     }
 
     async fn list_waits(&self, filter: &WaitFilter) -> Result<Vec<WaitRecord>> {
-        let q = query(concat!(
-            "SELECT ",
-            wait_cols!(),
-            " FROM waits WHERE (:run IS NULL OR run_id = :run) \
-             AND (:idx IS NULL OR step_idx = :idx) AND (:status IS NULL OR status = :status) \
-             ORDER BY created_at, id"
-        ))
-        .bind("run", filter.run)
-        .bind("idx", filter.step.map(|s| s.get()))
-        .bind("status", filter.status.map(|s| s.as_str()));
-        waits_where(self.db(), q).await
+        let result: Result<Vec<WaitRecord>> = async {
+            let q = query(concat!(
+                "SELECT ",
+                wait_cols!(),
+                " FROM waits WHERE (:run IS NULL OR run_id = :run) \
+                 AND (:idx IS NULL OR step_idx = :idx) AND (:status IS NULL OR status = :status) \
+                 ORDER BY created_at, id"
+            ))
+            .bind("run", filter.run)
+            .bind("idx", filter.step.map(|s| s.get()))
+            .bind("status", filter.status.map(|s| s.as_str()));
+            waits_where(self.db(), q).await
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), None))
     }
 
     async fn answer_wait(&self, id: WaitId, answer: &Answer, by: &str) -> Result<WaitRecord> {
-        let db = self.db();
-        let mut tx = db.write().await?;
-        let mut c = tx.conn();
-        let wait = fetch_wait(&mut c, id).await?;
-        let run = fetch_run(&mut c, wait.run_id, true).await?;
-        let step = fetch_step(&mut c, run.id, run.cursor).await?;
-        let AnswerPlan::Apply {
-            run_to,
-            cursor_to,
-            step: change,
-            run_error,
-            events,
-        } = plan_answer(&wait, &run, step.as_ref(), answer, by)?
-        else {
-            return Ok(wait);
-        };
-        c.execute(
-            query(
-                "UPDATE waits SET status = 'answered', answer = :answer, answered_by = :by, \
-                 answered_at = {now} WHERE id = :id AND status = 'open'",
+        let result: Result<WaitRecord> = async {
+            text_ok("`by`", Some(by))?;
+            json_ok("the answer", serde_json::to_value(answer).ok().as_ref())?;
+            let db = self.db();
+            let mut tx = db.write().await?;
+            let mut c = tx.conn();
+            let wait = fetch_wait(&mut c, id).await?;
+            let run = fetch_run(&mut c, wait.run_id, true).await?;
+            let step = fetch_step(&mut c, run.id, run.cursor).await?;
+            let AnswerPlan::Apply {
+                run_to,
+                cursor_to,
+                step: change,
+                run_error,
+                events,
+            } = plan_answer(&wait, &run, step.as_ref(), answer, by)?
+            else {
+                return Ok(wait);
+            };
+            c.execute(
+                query(
+                    "UPDATE waits SET status = 'answered', answer = :answer, answered_by = :by, \
+                     answered_at = {now} WHERE id = :id AND status = 'open'",
+                )
+                .bind("id", id)
+                .bind("answer", serde_json::to_value(answer).ok())
+                .bind("by", by),
             )
-            .bind("id", id)
-            .bind("answer", serde_json::to_value(answer).ok())
-            .bind("by", by),
-        )
-        .await?;
-        apply_step_change(&mut c, run.id, wait.step_idx, &change).await?;
-        set_run_after_wait(&mut c, run.id, run_to, cursor_to, run_error.as_ref()).await?;
-        append_events(&mut c, run.id, &events).await?;
-        let wait = fetch_wait(&mut c, id).await?;
-        tx.commit().await?;
-        Ok(wait)
+            .await?;
+            apply_step_change(&mut c, run.id, wait.step_idx, &change).await?;
+            set_run_after_wait(&mut c, run.id, run_to, cursor_to, run_error.as_ref()).await?;
+            append_events(&mut c, run.id, &events).await?;
+            let wait = fetch_wait(&mut c, id).await?;
+            tx.commit().await?;
+            Ok(wait)
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), None))
     }
 
     async fn due_waits(&self) -> Result<Vec<WaitRecord>> {
-        let q = query(concat!(
-            "SELECT ",
-            wait_cols!(),
-            " FROM waits WHERE status = 'open' AND deadline IS NOT NULL \
-             AND deadline <= {now} ORDER BY deadline"
-        ));
-        waits_where(self.db(), q).await
+        let result: Result<Vec<WaitRecord>> = async {
+            let q = query(concat!(
+                "SELECT ",
+                wait_cols!(),
+                " FROM waits WHERE status = 'open' AND deadline IS NOT NULL \
+                 AND deadline <= {now} ORDER BY deadline"
+            ));
+            waits_where(self.db(), q).await
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), None))
     }
 
     async fn expire_wait(&self, id: WaitId) -> Result<WaitRecord> {
-        let db = self.db();
-        let mut tx = db.write().await?;
-        let mut c = tx.conn();
-        let wait = fetch_wait(&mut c, id).await?;
-        let (error, events) = plan_expire(&wait)?;
-        c.execute(query("UPDATE waits SET status = 'expired' WHERE id = :id").bind("id", id))
+        let result: Result<WaitRecord> = async {
+            let db = self.db();
+            let mut tx = db.write().await?;
+            let mut c = tx.conn();
+            let wait = fetch_wait(&mut c, id).await?;
+            let (error, events) = plan_expire(&wait)?;
+            c.execute(query("UPDATE waits SET status = 'expired' WHERE id = :id").bind("id", id))
+                .await?;
+            let fail = StepChange::Fail(error.clone());
+            apply_step_change(&mut c, wait.run_id, wait.step_idx, &fail).await?;
+            set_run_after_wait(
+                &mut c,
+                wait.run_id,
+                RunStatus::Failed,
+                wait.step_idx,
+                Some(&error),
+            )
             .await?;
-        let fail = StepChange::Fail(error.clone());
-        apply_step_change(&mut c, wait.run_id, wait.step_idx, &fail).await?;
-        set_run_after_wait(
-            &mut c,
-            wait.run_id,
-            RunStatus::Failed,
-            wait.step_idx,
-            Some(&error),
-        )
-        .await?;
-        append_events(&mut c, wait.run_id, &events).await?;
-        let wait = fetch_wait(&mut c, id).await?;
-        tx.commit().await?;
-        Ok(wait)
+            append_events(&mut c, wait.run_id, &events).await?;
+            let wait = fetch_wait(&mut c, id).await?;
+            tx.commit().await?;
+            Ok(wait)
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), None))
     }
 
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {
-        events(self.db(), id, 0).await
+        let result: Result<Vec<EventRecord>> = async { events(self.db(), id, 0).await }.await;
+        result.map_err(|e| e.placed(self.target(), Some(id)))
     }
 
     async fn thread_history(&self, thread: &str, before: RunId) -> Result<Vec<ThreadTurn>> {
-        let mut held = self.db().acquire().await?;
-        // A run's final output is its last step's (the step at
-        // `step_count - 1`, which a succeeded run always has).
-        let rows = held
-            .conn()
-            .fetch_all(
-                query(
-                    "SELECT r.id, r.input, s.output FROM runs r \
-                     JOIN steps s ON s.run_id = r.id AND s.idx = r.step_count - 1 \
-                     WHERE r.thread_id = :thread AND r.status = 'succeeded' \
-                     AND (r.created_at, r.id) < (SELECT created_at, id FROM runs WHERE id = :before) \
-                     ORDER BY r.created_at, r.id",
+        let result: Result<Vec<ThreadTurn>> = async {
+            text_ok("the thread id", Some(thread))?;
+            let mut held = self.db().acquire().await?;
+            // A run's final output is its last step's (the step at
+            // `step_count - 1`, which a succeeded run always has).
+            let rows = held
+                .conn()
+                .fetch_all(
+                    query(
+                        "SELECT r.id, r.input, s.output FROM runs r \
+                         JOIN steps s ON s.run_id = r.id AND s.idx = r.step_count - 1 \
+                         WHERE r.thread_id = :thread AND r.status = 'succeeded' \
+                         AND (r.created_at, r.id) < (SELECT created_at, id FROM runs WHERE id = :before) \
+                         ORDER BY r.created_at, r.id",
+                    )
+                    .bind("thread", thread)
+                    .bind("before", before),
                 )
-                .bind("thread", thread)
-                .bind("before", before),
-            )
-            .await?;
-        rows.iter()
-            .map(|r| {
-                let nil = RunId::from_uuid(uuid::Uuid::nil());
-                let run_id = RunId::from_uuid(
-                    r.opt_uuid("id", nil, "a thread run's id")?
-                        .ok_or_else(|| Corruption::new(nil, "a thread run has no id"))?,
-                );
-                Ok(ThreadTurn {
-                    run_id,
-                    input: r.json("input", run_id, "input")?,
-                    output: r
-                        .opt_json("output", run_id, "final output")?
-                        .unwrap_or_default(),
+                .await?;
+            rows.iter()
+                .map(|r| {
+                    let nil = RunId::from_uuid(uuid::Uuid::nil());
+                    let run_id = RunId::from_uuid(
+                        r.opt_uuid("id", nil, "a thread run's id")?
+                            .ok_or_else(|| Corruption::new(nil, "a thread run has no id"))?,
+                    );
+                    Ok(ThreadTurn {
+                        run_id,
+                        input: r.json("input", run_id, "input")?,
+                        output: r
+                            .opt_json("output", run_id, "final output")?
+                            .unwrap_or_default(),
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), None))
     }
 
     async fn events_after(&self, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
-        events(self.db(), id, after).await
+        let result: Result<Vec<EventRecord>> = async { events(self.db(), id, after).await }.await;
+        result.map_err(|e| e.placed(self.target(), Some(id)))
     }
 
     async fn journal(
@@ -1022,73 +1296,109 @@ impl<B: Backend> Store for B {
         idx: StepIdx,
         generation: Option<u32>,
     ) -> Result<Vec<JournalEntry>> {
-        let db = self.db();
-        let mut held = db.acquire().await?;
-        let rows = held
-            .conn()
-            .fetch_all(
-                query(
-                    "SELECT seq, attempt, generation, kind, payload, created_at FROM journal \
-                     WHERE run_id = :run AND step_idx = :idx \
-                     AND (:generation IS NULL OR generation = :generation) ORDER BY seq",
+        let result: Result<Vec<JournalEntry>> = async {
+            let db = self.db();
+            let mut held = db.acquire().await?;
+            let rows = held
+                .conn()
+                .fetch_all(
+                    query(
+                        "SELECT seq, attempt, generation, kind, payload, created_at FROM journal \
+                         WHERE run_id = :run AND step_idx = :idx \
+                         AND (:generation IS NULL OR generation = :generation) ORDER BY seq",
+                    )
+                    .bind("run", id)
+                    .bind("idx", idx.get())
+                    .bind("generation", generation),
                 )
-                .bind("run", id)
-                .bind("idx", idx.get())
-                .bind("generation", generation),
-            )
-            .await?;
-        rows.iter().map(|r| decode_journal(id, r)).collect()
+                .await?;
+            rows.iter().map(|r| decode_journal(id, r)).collect()
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), Some(id)))
     }
 
     async fn append_journal(&self, item: &JournalAppend) -> Result<JournalEntry> {
-        Backend::append_journal(self, item).await
+        let result: Result<JournalEntry> = async {
+            json_ok("a journal item", Some(&item.payload))?;
+            events_ok(item.event.as_slice())?;
+            Backend::append_journal(self, item).await
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), Some(item.run_id)))
     }
 
     async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()> {
-        let db = self.db();
-        let mut tx = db.write().await?;
-        let mut c = tx.conn();
-        check_held(&mut c, id, epoch).await?;
-        append_events(&mut c, id, events).await?;
-        tx.commit().await?;
-        Ok(())
+        let result: Result<()> = async {
+            events_ok(events)?;
+            let db = self.db();
+            let mut tx = db.write().await?;
+            let mut c = tx.conn();
+            check_held(&mut c, id, epoch).await?;
+            append_events(&mut c, id, events).await?;
+            tx.commit().await?;
+            Ok(())
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), Some(id)))
     }
 
     async fn threads(&self) -> Result<Vec<ThreadSummary>> {
-        threads(self.db()).await
+        let result: Result<Vec<ThreadSummary>> = async { threads(self.db()).await }.await;
+        result.map_err(|e| e.placed(self.target(), None))
     }
 
     async fn thread(&self, id: &str) -> Result<(ThreadSummary, Vec<RunRecord>)> {
-        thread(self.db(), id).await
+        let result: Result<(ThreadSummary, Vec<RunRecord>)> = async {
+            text_ok("the thread id", Some(id))?;
+            thread(self.db(), id).await
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), None))
     }
 
     async fn compact(&self, policy: &crate::CompactPolicy) -> Result<crate::Compacted> {
-        crate::retention::compact(self.db(), policy).await
+        let result: Result<crate::Compacted> =
+            async { crate::retention::compact(self.db(), policy).await }.await;
+        result.map_err(|e| e.placed(self.target(), None))
+    }
+
+    async fn check(&self) -> Result<Vec<String>> {
+        let mut held = self.db().acquire().await?;
+        let mut c = held.conn();
+        if c.dialect() == Dialect::Postgres {
+            return Ok(vec![]);
+        }
+        quick_check(&mut c).await
     }
 
     async fn claim_task(&self, task: &str, every: Duration, owner: &str) -> Result<bool> {
-        let mut tx = self.db().write().await?;
-        let mut c = tx.conn();
-        c.execute(
-            query(
-                "INSERT INTO maintenance (task, owner, next_at) VALUES (:task, NULL, {now}) \
-                 ON CONFLICT (task) DO NOTHING",
-            )
-            .bind("task", task),
-        )
-        .await?;
-        let taken = c
-            .execute(
+        let result: Result<bool> = async {
+            let mut tx = self.db().write().await?;
+            let mut c = tx.conn();
+            c.execute(
                 query(
-                    "UPDATE maintenance SET owner = :owner, next_at = {lease_until} \
-                     WHERE task = :task AND next_at <= {now}",
+                    "INSERT INTO maintenance (task, owner, next_at) VALUES (:task, NULL, {now}) \
+                     ON CONFLICT (task) DO NOTHING",
                 )
-                .bind("task", task)
-                .bind("owner", owner)
-                .bind("lease_secs", every.as_secs_f64()),
+                .bind("task", task),
             )
             .await?;
-        tx.commit().await?;
-        Ok(taken == 1)
+            let taken = c
+                .execute(
+                    query(
+                        "UPDATE maintenance SET owner = :owner, next_at = {lease_until} \
+                         WHERE task = :task AND next_at <= {now}",
+                    )
+                    .bind("task", task)
+                    .bind("owner", owner)
+                    .bind("lease_secs", every.as_secs_f64()),
+                )
+                .await?;
+            tx.commit().await?;
+            Ok(taken == 1)
+        }
+        .await;
+        result.map_err(|e| e.placed(self.target(), None))
     }
 }

@@ -324,6 +324,7 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
             "resume",
             "the server's workers execute and take over runs; use `runs continue` or `runs retry`",
         )),
+        Command::Doctor => Err(local_only("doctor", "it reads the database itself (--db)")),
         Command::Serve { .. } | Command::Worker { .. } | Command::Demo { .. } => Err(local_only(
             "serve, worker and demo",
             "they run next to the database (--db)",

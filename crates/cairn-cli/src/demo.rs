@@ -155,7 +155,7 @@ pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Resu
 
     say!("3. resume {} (same executor as a fresh run)", run.id);
     let started = Instant::now();
-    let driven = engine.resume(run.id, ResumeOptions::default()).await?;
+    let driven = engine.resume(run.id, killed_holder()).await?;
     say!(
         "   resumed at step {}, executed {} steps in {:.1?}",
         driven
@@ -297,7 +297,7 @@ pub async fn agent(dir: Option<PathBuf>) -> anyhow::Result<u8> {
         "3. resume {}: the journal is repaired before the model is called again",
         run.id
     );
-    engine.resume(run.id, ResumeOptions::default()).await?;
+    engine.resume(run.id, killed_holder()).await?;
     say!();
     for e in engine.journal(run.id, None).await? {
         say!(
@@ -328,5 +328,14 @@ pub async fn agent(dir: Option<PathBuf>) -> anyhow::Result<u8> {
             view.run.status
         );
         Ok(exit::ERROR)
+    }
+}
+
+/// The demo SIGKILLed the run's holder itself, so its lease, still live,
+/// has no one behind it: take it over rather than wait for it to expire.
+fn killed_holder() -> ResumeOptions {
+    ResumeOptions {
+        takeover: true,
+        ..ResumeOptions::default()
     }
 }

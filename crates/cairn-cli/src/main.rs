@@ -212,6 +212,12 @@ enum Command {
         /// Refuse (exit 2) unless the run belongs to this thread.
         #[arg(long = "thread", value_name = "ID")]
         thread: Option<String>,
+        /// Take the run over even while its lease is live (its holder may
+        /// still be running the step). Without it, a run running under a
+        /// live lease is refused (exit 1), naming the holder and when the
+        /// lease expires.
+        #[arg(long)]
+        takeover: bool,
     },
     /// Remove old rows: whole finished runs, journals of finished runs, old
     /// events. Never anything a queued, running, waiting, interrupted or
@@ -287,6 +293,10 @@ enum Command {
         #[command(flatten)]
         retention: RetentionArgs,
     },
+    /// Check the database (SQLite's quick_check) and every run's rows, as
+    /// a resume would judge them; reads only. Exit 0 when healthy, 1 if
+    /// anything is wrong.
+    Doctor,
     /// Human waits: reviews, approvals and questions.
     Waits {
         #[command(subcommand)]
@@ -697,6 +707,7 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
             crew,
             force,
             thread,
+            takeover,
         } => {
             let id = parse_run_id(&run_id)?;
             let crew = crew.as_ref().map(load_crew).transpose()?;
@@ -706,6 +717,7 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
                 crew,
                 force,
                 thread_id,
+                takeover,
             };
             let Some(driven) = until_interrupted(id, engine.resume(id, opts)).await else {
                 return Ok(exit::INTERRUPTED);
@@ -725,6 +737,30 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
                 }
             }
             Ok(status_exit(show_run(&engine, id, json, false).await?))
+        }
+        Command::Doctor => {
+            let checkup = open(&cli.db, false).await?.doctor().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&checkup)?);
+            } else {
+                match checkup.integrity.as_slice() {
+                    [] => println!("database: ok"),
+                    problems => problems.iter().for_each(|p| println!("database: {p}")),
+                }
+                println!(
+                    "runs: {} checked, {} corrupt",
+                    checkup.runs,
+                    checkup.corrupt_runs.len()
+                );
+                for c in &checkup.corrupt_runs {
+                    println!("  {}: {}", c.run, c.detail);
+                }
+            }
+            Ok(if checkup.is_healthy() {
+                exit::OK
+            } else {
+                exit::ERROR
+            })
         }
         Command::Runs { command } => {
             // Parse what was typed first: a typo must not open (or migrate) a database.

@@ -93,6 +93,12 @@ pub enum ErrorKind {
     Provider,
     /// A model kept answering without progress; stopped instead of looping.
     NoProgress,
+    /// A step's output (or a journal item) holds what storage refuses (a NUL
+    /// character); not retried, since a retry would produce it again.
+    Unstorable,
+    /// The run's stored state does not make sense (design invariant 10);
+    /// set aside by a worker instead of being retried or taken over.
+    Corruption,
 }
 
 /// A run row, with the crew definition it started with.

@@ -27,7 +27,9 @@ pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 pub use journal::{
     Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem,
 };
-pub use limits::{check_size, Limits, TooLarge};
+pub use limits::{
+    check_size, check_storable, check_text, json_has_nul, Limits, TooLarge, Unstorable,
+};
 pub use llm::{LlmDef, ProviderKind, ToolDef};
 pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus, TransitionError};

@@ -47,9 +47,74 @@ pub fn check_size(what: &'static str, value: &Value, cap: usize) -> Result<(), T
     }
 }
 
+/// A value that holds a NUL character (`\u0000`), which Cairn refuses to
+/// store: PostgreSQL's `text` and `jsonb` cannot hold one, and both
+/// databases must keep the same values, so SQLite refuses it too.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} contains a NUL character (\\u0000), which Cairn cannot store; nothing was stored")]
+pub struct Unstorable {
+    /// The field that holds it (`the run input`, `the idempotency key`, …).
+    pub what: String,
+}
+
+/// Whether a text holds a NUL character.
+pub fn has_nul(text: &str) -> bool {
+    text.as_bytes().contains(&0)
+}
+
+/// Refuses a text with a NUL character, naming the field.
+pub fn check_text(what: &str, text: &str) -> Result<(), Unstorable> {
+    if has_nul(text) {
+        return Err(Unstorable {
+            what: what.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses a JSON value with a NUL character in any string or key.
+pub fn check_storable(what: &str, value: &Value) -> Result<(), Unstorable> {
+    if json_has_nul(value) {
+        return Err(Unstorable {
+            what: what.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether any string or object key inside `value` holds a NUL character.
+pub fn json_has_nul(value: &Value) -> bool {
+    match value {
+        Value::String(s) => has_nul(s),
+        Value::Array(items) => items.iter().any(json_has_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| has_nul(k) || json_has_nul(v)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nul_anywhere_in_a_value_is_refused_by_name() {
+        for bad in [
+            serde_json::json!("a\u{0}b"),
+            serde_json::json!({"k": ["ok", {"deep": "x\u{0}"}]}),
+            serde_json::json!({"ke\u{0}y": 1}),
+        ] {
+            let err = check_storable("the run input", &bad)
+                .err()
+                .map(|e| e.to_string());
+            assert_eq!(
+                err.as_deref(),
+                Some("the run input contains a NUL character (\\u0000), which Cairn cannot store; nothing was stored")
+            );
+        }
+        assert!(check_storable("x", &serde_json::json!({"k": ["\\u0000 is text"]})).is_ok());
+        assert!(check_text("by", "alice\u{0}").is_err());
+        assert!(check_text("by", "alice").is_ok());
+    }
 
     #[test]
     fn a_value_over_its_cap_names_both_numbers() {

@@ -38,3 +38,14 @@ pub enum Error {
         offered: Fingerprint,
     },
 }
+
+impl Error {
+    /// The corruption this error reports, wherever it was raised (the
+    /// executor's judge or storage's decoding).
+    pub fn corruption(&self) -> Option<&Corruption> {
+        match self {
+            Error::Corruption(c) | Error::Store(cairn_checkpoint::Error::Corruption(c)) => Some(c),
+            _ => None,
+        }
+    }
+}

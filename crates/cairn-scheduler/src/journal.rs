@@ -26,6 +26,7 @@ fn journal_error(e: StoreError) -> JournalError {
     match e {
         StoreError::StaleEpoch { .. } | StoreError::WrongState { .. } => JournalError::LeaseLost,
         StoreError::Corruption(c) => JournalError::Corrupt(c.detail),
+        StoreError::Unstorable(u) => JournalError::Unstorable(u),
         other => JournalError::Storage(other.to_string()),
     }
 }
@@ -41,6 +42,7 @@ impl Journal for StoreJournal {
 
     async fn append(&self, item: NewJournalItem) -> Result<JournalEntry, JournalError> {
         cairn_core::check_size("a journal item", &item.payload, self.max_item_bytes)?;
+        cairn_core::check_storable("a journal item", &item.payload)?;
         self.store
             .append_journal(&JournalAppend {
                 run_id: self.run,

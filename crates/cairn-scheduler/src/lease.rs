@@ -103,6 +103,7 @@ mod tests {
 
     fn claim(takeover: bool) -> ClaimRequest {
         ClaimRequest {
+            force_takeover: takeover,
             owner: "lease-test".into(),
             takeover,
             lease: Duration::from_secs(30),

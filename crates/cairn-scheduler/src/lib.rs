@@ -74,8 +74,11 @@ impl Default for ExecutorConfig {
 pub struct DriveOptions {
     /// Claim the run even if it is `running` under another lease (an
     /// operator's explicit takeover: `cairn resume`). Fencing makes the old
-    /// holder harmless.
+    /// holder harmless. Only a run whose lease expired, unless `force_takeover`.
     pub takeover: bool,
+    /// With `takeover`: also take a run whose lease is still live (its
+    /// holder may be alive; `cairn resume --takeover`).
+    pub force_takeover: bool,
     /// Accept a crew whose fingerprint differs from the run's; recorded as a
     /// `crew_forced` event, and the run carries on with the new crew.
     pub force_crew: bool,
@@ -128,8 +131,11 @@ impl Executor {
         opts: DriveOptions,
     ) -> Result<Driven> {
         let run_id = run.id;
-        // 1. Judge, before writing anything.
+        // 1. Judge, before writing anything. A finished run's rows must
+        // agree with it too (invariant 10): a run marked succeeded halfway
+        // is corruption, not a result.
         if run.status.is_finished() {
+            rebuild(&run, &steps)?;
             return Ok(Driven {
                 run,
                 executed: vec![],
@@ -183,6 +189,7 @@ impl Executor {
         let request = ClaimRequest {
             owner: self.config.owner.clone(),
             takeover: opts.takeover,
+            force_takeover: opts.force_takeover,
             lease: self.config.lease,
             crash_loop_cap: self.config.crash_loop_cap,
             events: claim_events,
@@ -203,7 +210,24 @@ impl Executor {
 
     /// Drives a run that `Store::claim_next` just claimed for this process
     /// (a worker): the same loop as [`Executor::drive`], from after its claim.
+    /// A run found corrupt is set aside at once (failed with kind
+    /// `corruption`, `Store::set_aside`) rather than left to expire and be
+    /// taken over until the crash-loop cap calls it something else; the
+    /// corruption is still returned.
     pub async fn drive_claimed(
+        &self,
+        claimed: cairn_checkpoint::Claimed,
+        crew: &Crew,
+    ) -> Result<Driven> {
+        let epoch = claimed.run.lease_epoch;
+        let result = self.drive_claimed_run(claimed, crew).await;
+        if let Some(corrupt) = result.as_ref().err().and_then(Error::corruption) {
+            self.store.set_aside(corrupt, Some(epoch)).await?;
+        }
+        result
+    }
+
+    async fn drive_claimed_run(
         &self,
         claimed: cairn_checkpoint::Claimed,
         crew: &Crew,
@@ -221,6 +245,7 @@ impl Executor {
         let request = ClaimRequest {
             owner: self.config.owner.clone(),
             takeover: false,
+            force_takeover: false,
             lease: self.config.lease,
             crash_loop_cap: self.config.crash_loop_cap,
             events: vec![],
@@ -275,6 +300,7 @@ impl Executor {
             };
             // Our own later claims are plain ones.
             request.takeover = false;
+            request.force_takeover = false;
             request.events.clear();
             request.replace_crew = None;
             let mut run = claimed.run;
@@ -485,6 +511,7 @@ impl Executor {
             result = work => result,
         };
         let result = outcome::size_checked(result, self.config.limits.max_output_bytes);
+        let result = outcome::storable_checked(result);
         let decided = outcome::decide(step, result, started.elapsed());
         Ok(outcome::commit(step, decided))
     }

@@ -83,6 +83,46 @@ pub(crate) fn size_checked(
     })
 }
 
+/// An output storage cannot keep (a NUL character, refused by both
+/// backends) fails the step for good, named, instead of failing its commit
+/// on every takeover. A question with one fails it the same way. An error
+/// message is diagnostic text: a NUL in it becomes U+FFFD so the failure
+/// itself can be stored.
+pub(crate) fn storable_checked(
+    result: Result<StepOutput, ErrorInfo>,
+) -> Result<StepOutput, ErrorInfo> {
+    let refuse = |what: &str, usage| ErrorInfo {
+        usage,
+        ..ErrorInfo::new(
+            ErrorKind::Unstorable,
+            cairn_core::Unstorable {
+                what: what.to_owned(),
+            }
+            .to_string(),
+            false,
+        )
+    };
+    match result {
+        Ok(out) if cairn_core::json_has_nul(&out.output) => {
+            Err(refuse("the step's output", out.usage))
+        }
+        Err(e)
+            if e.question.as_ref().is_some_and(|q| {
+                cairn_core::limits::has_nul(&q.prompt) || cairn_core::limits::has_nul(&q.id)
+            }) =>
+        {
+            Err(refuse("the step's question", e.usage))
+        }
+        Err(mut e) => {
+            if cairn_core::limits::has_nul(&e.message) {
+                e.message = e.message.replace('\0', "\u{FFFD}");
+            }
+            Err(e)
+        }
+        ok => ok,
+    }
+}
+
 /// What a dispatched step's (size-checked) result means.
 pub(crate) fn decide(
     step: &Dispatch<'_>,

@@ -43,6 +43,11 @@ pub struct ResumeOptions {
     /// none) is refused ([`crate::Error::WrongThread`]) before anything is
     /// written.
     pub thread_id: Option<String>,
+    /// Take the run over even if its lease is live (its holder may still be
+    /// running the step; fencing stops it at its next write). Without it, a
+    /// running run is resumed only once its lease expired: a live one is
+    /// refused naming its holder and when the lease expires.
+    pub takeover: bool,
 }
 
 /// A run with its checkpoint rows: the JSON of `cairn runs show --json`.
@@ -51,6 +56,31 @@ pub struct RunView {
     #[serde(flatten)]
     pub run: RunRecord,
     pub steps: Vec<StepRecord>,
+}
+
+/// What [`Engine::doctor`] found: the JSON of `cairn doctor --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Checkup {
+    /// The database's integrity problems (SQLite's `quick_check`); empty
+    /// when healthy.
+    pub integrity: Vec<String>,
+    /// Runs checked.
+    pub runs: u64,
+    /// Runs whose rows do not decode or disagree with them.
+    pub corrupt_runs: Vec<CorruptRun>,
+}
+
+impl Checkup {
+    pub fn is_healthy(&self) -> bool {
+        self.integrity.is_empty() && self.corrupt_runs.is_empty()
+    }
+}
+
+/// A run [`Engine::doctor`] found corrupt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CorruptRun {
+    pub run: RunId,
+    pub detail: String,
 }
 
 /// The library's entry point. Cheap to clone.
@@ -145,7 +175,36 @@ impl Engine {
                 took_over: false,
             });
         }
-        self.drive(run.id, crew, DriveOptions::default()).await
+        self.drive_or_follow(run.id, crew).await
+    }
+
+    /// Drives a run this process just submitted; if another process took it
+    /// first (a worker's claim won the race), follows it to its next stop
+    /// and reports that, so the caller learns the run's real outcome rather
+    /// than a refusal. A holder that dies is taken over once its lease
+    /// expired, never before.
+    async fn drive_or_follow(&self, id: RunId, crew: &Crew) -> Result<Driven> {
+        let mut opts = DriveOptions::default();
+        loop {
+            match self.drive(id, crew, opts).await {
+                Err(e) if held_elsewhere(&e) => {}
+                Err(e) if parked(&e) => break,
+                other => return other,
+            }
+            tokio::time::sleep(self.executor.config().cancel_poll).await;
+            let run = self.get_run(id).await?;
+            match run.status {
+                cairn_core::RunStatus::Queued => opts.takeover = false,
+                // Claimed only once its lease expired (no `force_takeover`).
+                cairn_core::RunStatus::Running => opts.takeover = true,
+                _ => break,
+            }
+        }
+        Ok(Driven {
+            run: self.get_run(id).await?,
+            executed: vec![],
+            took_over: false,
+        })
     }
 
     /// Resumes a run through the same executor as a fresh run. Takes it over
@@ -153,6 +212,7 @@ impl Engine {
     pub async fn resume(&self, id: RunId, opts: ResumeOptions) -> Result<Driven> {
         let drive = DriveOptions {
             takeover: true,
+            force_takeover: opts.takeover,
             force_crew: opts.force,
         };
         let thread = crate::thread::check(opts.thread_id)?;
@@ -170,13 +230,16 @@ impl Engine {
             Some(crew) => crew,
             None => match self.crew_for(&loaded.0) {
                 Ok(crew) => crew,
-                // A finished run needs no agents to return its stored result.
+                // A finished run needs no agents to return its stored
+                // result, but its rows must agree with it (invariant 10).
                 Err(_) if loaded.0.status.is_finished() => {
+                    cairn_core::rebuild(&loaded.0, &loaded.1)
+                        .map_err(cairn_scheduler::Error::from)?;
                     return Ok(Driven {
                         run: loaded.0,
                         executed: vec![],
                         took_over: false,
-                    })
+                    });
                 }
                 Err(e) => return Err(e),
             },
@@ -284,6 +347,7 @@ impl Engine {
         ClaimRequest {
             owner: config.owner.clone(),
             takeover: false,
+            force_takeover: false,
             lease: config.lease,
             crash_loop_cap: config.crash_loop_cap,
             events: vec![],
@@ -382,6 +446,45 @@ impl Engine {
         Ok(out)
     }
 
+    /// Checks the database (SQLite's `quick_check`) and every run's rows
+    /// (do they decode, and agree with the run, as a resume would judge
+    /// them): what `cairn doctor` prints. Reads only.
+    pub async fn doctor(&self) -> Result<Checkup> {
+        let integrity = self.store().check().await?;
+        let mut checkup = Checkup {
+            integrity,
+            runs: 0,
+            corrupt_runs: vec![],
+        };
+        let mut after = None;
+        loop {
+            let page = self
+                .list(&RunFilter {
+                    after,
+                    limit: Some(500),
+                    ..RunFilter::default()
+                })
+                .await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.id);
+            for run in &page {
+                checkup.runs += 1;
+                let judged = match self.store().load(run.id).await {
+                    Ok((record, steps)) => cairn_core::rebuild(&record, &steps).map(drop),
+                    Err(cairn_checkpoint::Error::Corruption(c)) => Err(c),
+                    Err(e) => return Err(e.into()),
+                };
+                if let Err(c) = judged {
+                    checkup.corrupt_runs.push(CorruptRun {
+                        run: c.run,
+                        detail: c.detail,
+                    });
+                }
+            }
+        }
+        Ok(checkup)
+    }
+
     pub async fn list(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
         Ok(self.store().list_runs(filter).await?)
     }
@@ -412,6 +515,36 @@ impl Engine {
             },
         })
     }
+}
+
+/// Another process holds the run: it claimed it between this process's
+/// submit and claim, or holds a lease that has not expired.
+fn held_elsewhere(e: &crate::Error) -> bool {
+    use cairn_checkpoint::Error as S;
+    matches!(
+        e,
+        crate::Error::Executor(cairn_scheduler::Error::Leased { .. })
+    ) || matches!(
+        e.store_error(),
+        Some(
+            S::LeaseHeld { .. }
+                | S::WrongState {
+                    status: cairn_core::RunStatus::Running,
+                    ..
+                }
+        )
+    )
+}
+
+/// Another process already drove the run to a stop a drive refuses
+/// (failed, waiting, interrupted): that stop is the outcome to report.
+fn parked(e: &crate::Error) -> bool {
+    matches!(
+        e,
+        crate::Error::Executor(
+            cairn_scheduler::Error::RunFailed { .. } | cairn_scheduler::Error::NotResumable { .. }
+        )
+    )
 }
 
 #[path = "recrew.rs"]

@@ -211,6 +211,16 @@ impl ErrorClass {
 }
 
 impl Error {
+    /// The corruption this error reports (a run whose stored state does not
+    /// make sense), wherever it was raised.
+    pub fn corruption(&self) -> Option<&cairn_core::Corruption> {
+        match self {
+            Error::Store(cairn_checkpoint::Error::Corruption(c)) => Some(c),
+            Error::Executor(e) => e.corruption(),
+            _ => None,
+        }
+    }
+
     /// The storage error inside, wherever it was wrapped.
     pub fn store_error(&self) -> Option<&cairn_checkpoint::Error> {
         match self {
@@ -235,9 +245,21 @@ impl Error {
                 | S::WaitClosed { .. }
                 | S::ThreadBusy { .. }
                 | S::QueuedBehind { .. } => ErrorClass::Conflict,
+                S::LeaseHeld { .. } => ErrorClass::Busy,
                 S::BadAnswer { .. } => ErrorClass::Invalid,
+                S::Unstorable(_) => ErrorClass::BadInput,
                 S::BadUrl { .. } | S::MissingFile(_) | S::NoSchema(_) => ErrorClass::Config,
                 S::Unreachable { .. } => ErrorClass::Unavailable,
+                // A database that refuses writes or cannot be reached now;
+                // corruption and the rest are internal.
+                S::Db {
+                    fault:
+                        cairn_checkpoint::DbFault::ReadOnly
+                        | cairn_checkpoint::DbFault::DiskFull
+                        | cairn_checkpoint::DbFault::Busy
+                        | cairn_checkpoint::DbFault::Connection,
+                    ..
+                } => ErrorClass::Unavailable,
                 _ => ErrorClass::Internal,
             };
         }
@@ -270,11 +292,14 @@ impl Error {
                 S::WaitClosed { .. } => "wait_closed",
                 S::ThreadBusy { .. } => "thread_busy",
                 S::QueuedBehind { .. } => "queued_behind",
+                S::LeaseHeld { .. } => "wrong_state",
                 S::BadAnswer { .. } => "bad_answer",
+                S::Unstorable(_) => "unstorable",
                 S::BadUrl { .. } => "bad_database_url",
                 S::MissingFile(_) => "missing_database_file",
                 S::NoSchema(_) => "missing_schema",
                 S::Unreachable { .. } => "unavailable",
+                S::Db { .. } if self.class() == ErrorClass::Unavailable => "unavailable",
                 _ => "internal",
             };
         }

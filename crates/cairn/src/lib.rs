@@ -39,6 +39,7 @@ use std::sync::Arc;
 pub use async_trait::async_trait;
 /// LLM agents: the turn loop, tools and transcript rules (`cairn-agent`).
 pub use cairn_agent as agent;
+pub use cairn_checkpoint::DbFault;
 /// What storage refuses or fails with (inside [`Error::Store`]).
 pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
@@ -56,7 +57,7 @@ pub use cairn_llm as llm;
 /// What the executor refuses or fails with (inside [`Error::Executor`]).
 pub use cairn_scheduler::Error as ExecutorError;
 pub use cairn_scheduler::{Crew as ExecCrew, DriveOptions, Driven, ExecutorConfig};
-pub use engine::{Engine, ResumeOptions, RunView, SubmitOptions};
+pub use engine::{Checkup, CorruptRun, Engine, ResumeOptions, RunView, SubmitOptions};
 pub use error::{Error, ErrorChain, ErrorClass};
 pub use retention::{parse_age, BadAge};
 pub use thread::{BadThreadId, ThreadId, ThreadTotals, ThreadView, MAX_THREAD_ID_BYTES};

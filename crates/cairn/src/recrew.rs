@@ -89,6 +89,7 @@ impl Engine {
         let executor = Executor::new(self.store().clone(), config);
         let opts = DriveOptions {
             takeover: false,
+            force_takeover: false,
             force_crew: true,
         };
         Ok(executor.drive(id, &crew.0, opts).await?)

@@ -276,6 +276,9 @@ impl Worker {
                             Ok(driven) => {
                                 tracing::info!(run = %id, status = %driven.run.status, steps = driven.executed.len(), "worker: run stopped");
                             }
+                            Err(e) if e.corruption().is_some() => {
+                                tracing::error!(run = %id, error = %ErrorChain(e), "worker: the run is corrupt; failed it with kind `corruption`");
+                            }
                             Err(e) => {
                                 tracing::error!(run = %id, error = %ErrorChain(e), "worker: drive failed; the run is taken over once its lease expires");
                             }

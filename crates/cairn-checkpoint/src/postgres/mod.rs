@@ -29,6 +29,8 @@ pub struct PgStore {
     db: Pool,
     /// The `LISTEN cairn_runnable` connection, opened on first use.
     listener: std::sync::Arc<tokio::sync::Mutex<Option<sqlx::postgres::PgListener>>>,
+    /// `PostgreSQL at HOST:PORT/DB`, for messages.
+    target: String,
 }
 
 impl PgStore {
@@ -79,11 +81,15 @@ impl PgStore {
         sqlx::migrate!("../../migrations/postgres")
             .run(&pool)
             .await
-            .map_err(|source| Error::Migrate { target, source })?;
+            .map_err(|source| Error::Migrate {
+                target: target.clone(),
+                source,
+            })?;
         Ok(PgStore {
             db: Pool::Postgres(pool.clone()),
             pool,
             listener: Default::default(),
+            target,
         })
     }
 
@@ -103,6 +109,10 @@ fn event_arrays(events: &[NewEvent]) -> (Vec<String>, Vec<Json<Value>>) {
 impl Backend for PgStore {
     fn db(&self) -> &Pool {
         &self.db
+    }
+
+    fn target(&self) -> &str {
+        &self.target
     }
 
     async fn wait_for_work(&self, max: Duration) {

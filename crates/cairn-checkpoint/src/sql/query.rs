@@ -268,6 +268,21 @@ impl Query {
                     .ok_or_else(|| bad_statement(self.sql, &format!("`:{n}` is not bound")))
             })
             .collect::<Result<Vec<_>>>()?;
+        // One rule for both databases (PostgreSQL cannot store a NUL), so
+        // SQLite refuses it too; the storage script names the field first.
+        for (name, value) in &self.params {
+            let nul = match value {
+                Param::Text(Some(t)) => cairn_core::limits::has_nul(t),
+                Param::Json(Some(j)) => cairn_core::json_has_nul(j),
+                _ => false,
+            };
+            if nul {
+                return Err(cairn_core::Unstorable {
+                    what: format!("the value bound to `:{name}`"),
+                }
+                .into());
+            }
+        }
         if let Some((unused, _)) = self
             .params
             .iter()
@@ -340,5 +355,15 @@ mod tests {
         assert!(q.prepare(Dialect::Sqlite).is_err(), "c is not used");
         let q = query("SELECT :a").bind("a", 1i64);
         assert!(q.prepare(Dialect::Sqlite).is_ok());
+    }
+
+    #[test]
+    fn a_nul_is_refused_on_both_dialects() {
+        for dialect in [Dialect::Sqlite, Dialect::Postgres] {
+            let q = query("SELECT :a").bind("a", "x\u{0}");
+            assert!(matches!(q.prepare(dialect), Err(Error::Unstorable(_))));
+            let q = query("SELECT :a").bind("a", serde_json::json!({"k": "\u{0}"}));
+            assert!(matches!(q.prepare(dialect), Err(Error::Unstorable(_))));
+        }
     }
 }

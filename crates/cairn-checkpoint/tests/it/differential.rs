@@ -126,7 +126,11 @@ fn draw(rng: &mut Rng, made: &Made) -> Op {
             Op::Submit {
                 steps: key.map_or(1 + rng.below(3), |k| 1 + usize::from(k)),
                 key,
-                input: rng.below(2) as u8,
+                // 2: an input with a NUL, which both must refuse alike.
+                input: match rng.below(5) {
+                    4 => 2,
+                    n => (n % 2) as u8,
+                },
             }
         }
         2..=4 => Op::Claim {
@@ -295,7 +299,10 @@ async fn apply(store: &Arc<dyn Store>, b: usize, op: &Op, made: &mut Made) -> St
         Op::Submit { steps, key, input } => {
             let mut new = new_run(*steps, None);
             new.idempotency_key = key.map(|k| format!("key-{k}"));
-            new.input = json!({"n": input});
+            new.input = match input {
+                2 => json!({"n": "\u{0}"}),
+                n => json!({"n": n}),
+            };
             store.submit(new).await.map(|s| {
                 if s.created {
                     made.runs[b].push(s.run.id);
@@ -371,7 +378,8 @@ async fn apply(store: &Arc<dyn Store>, b: usize, op: &Op, made: &mut Made) -> St
                     attempt: Attempt(1),
                     generation: 0,
                     kind: JournalKind::AssistantText,
-                    payload: json!({"text": "hi"}),
+                    // Every fourth run's items carry a NUL: refused alike.
+                    payload: json!({"text": if *run % 4 == 3 { "h\u{0}" } else { "hi" }}),
                     event: Some(NewEvent::new(EventKind::ModelCalled, json!({}))),
                 })
                 .await

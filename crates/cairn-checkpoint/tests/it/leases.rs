@@ -14,6 +14,7 @@ fn req(lease_ms: u64) -> ClaimRequest {
     ClaimRequest {
         owner: "worker".into(),
         takeover: false,
+        force_takeover: false,
         lease: Duration::from_millis(lease_ms),
         crash_loop_cap: 3,
         events: vec![],

@@ -18,8 +18,10 @@ use serde_json::json;
 
 mod differential;
 mod fuzz_journal;
+mod faults;
 mod journal;
 mod leases;
+mod nul;
 mod on_busy;
 mod restart;
 mod retention;
@@ -53,6 +55,7 @@ pub(crate) fn claim_req(takeover: bool) -> ClaimRequest {
     ClaimRequest {
         owner: "test".into(),
         takeover,
+        force_takeover: takeover,
         lease: Duration::from_secs(30),
         crash_loop_cap: 3,
         events: vec![],

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn_checkpoint::{open, Error, OpenOptions, Store};
+use cairn_checkpoint::{open, DbFault, Error, OpenOptions, Store};
 use cairn_core::{LeaseEpoch, RunStatus, StepIdx, StepStatus};
 use cairn_testkit::PgCluster;
 use serde_json::json;
@@ -49,6 +49,10 @@ async fn store(url: &str) -> Arc<dyn Store> {
 fn is_connection_error(e: &Error) -> bool {
     match e {
         Error::Unreachable { .. } => true,
+        Error::Db {
+            fault: DbFault::Connection,
+            ..
+        } => true,
         Error::Database(
             sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Protocol(_),
         ) => true,

@@ -215,19 +215,19 @@ fn kills_in_a_stream_a_tool_and_between_call_and_result_repeat_no_side_effect(ki
     // 2. Resumed; the unfinished call is dropped and regenerated; killed
     //    inside the idempotent lookup, before its side effect.
     let e = env("lookup:before");
-    let mut child = case.spawn(&["resume", &id], &as_refs(&e));
+    let mut child = case.spawn(&["resume", &id, "--takeover"], &as_refs(&e));
     case.kill_when(&mut child, "lookup to run", || case.paused());
 
     // 3. Resumed; lookup runs again with the same key; the model calls
     //    charge, which is killed after its side effect, before its result.
     let e = env("charge:after");
-    let mut child = case.spawn(&["resume", &id], &as_refs(&e));
+    let mut child = case.spawn(&["resume", &id, "--takeover"], &as_refs(&e));
     case.kill_when(&mut child, "charge to have charged", || case.paused());
     assert_eq!(case.lines("charge.effects"), vec![key(&id, "c_charge")]);
 
     // 4. Resumed to the end: charge is not run again; the model is told.
     let e = env("none");
-    case.cairn_env(&["resume", &id], &as_refs(&e))
+    case.cairn_env(&["resume", &id, "--takeover"], &as_refs(&e))
         .expect_code(0);
 
     let run = case.show(&id);
@@ -321,7 +321,7 @@ fn a_non_idempotent_tool_killed_before_its_effect_is_reported_not_run_again(kind
     );
     case.kill_when(&mut child, "charge to start", || case.paused());
     let id = case.only_run_id();
-    case.cairn(&["resume", &id]).expect_code(0);
+    case.cairn(&["resume", &id, "--takeover"]).expect_code(0);
     assert_eq!(case.show(&id)["status"], "succeeded");
     // The kill landed inside charge before its effect: started once, never
     // charged, never started again.

@@ -111,7 +111,7 @@ fn external_sigkill_mid_step_reruns_only_that_step(kind: Kind) {
     assert_stopped_at(&case.show(&id), KILL_AT);
     assert_eq!(case.executions(), (0..=KILL_AT).collect::<Vec<_>>());
 
-    let out = case.cairn(&["resume", &id]).expect_code(0);
+    let out = case.cairn(&["resume", &id, "--takeover"]).expect_code(0);
     out.expect_stderr(&["taken over"]);
     let run = case.show(&id);
     assert_all_succeeded(&run, STEPS);
@@ -144,7 +144,7 @@ fn failpoint_after_commit_resumes_at_the_next_step(kind: Kind) {
     let before = case.executions();
     assert_eq!(before, (0..=KILL_AT).collect::<Vec<_>>());
 
-    case.cairn(&["resume", &id]).expect_code(0);
+    case.cairn(&["resume", &id, "--takeover"]).expect_code(0);
     let run = case.show(&id);
     assert_all_succeeded(&run, STEPS);
     assert_executions(&case, |_| 1);
@@ -171,7 +171,7 @@ fn failpoint_before_commit_reruns_the_uncommitted_step(kind: Kind) {
     let before = case.executions();
     assert_eq!(before, (0..=KILL_AT).collect::<Vec<_>>());
 
-    case.cairn(&["resume", &id]).expect_code(0);
+    case.cairn(&["resume", &id, "--takeover"]).expect_code(0);
     let run = case.show(&id);
     assert_all_succeeded(&run, STEPS);
     assert_executions(&case, |i| if i == KILL_AT { 2 } else { 1 });
@@ -198,7 +198,8 @@ fn crash_loop_cap_fails_the_run_after_three_takeovers(kind: Kind) {
     assert_eq!(step(&case.show(&id), 2)["takeovers"], 0);
 
     for takeover in 1..=3 {
-        case.cairn_env(&["resume", &id], &crash).expect_sigkill();
+        case.cairn_env(&["resume", &id, "--takeover"], &crash)
+            .expect_sigkill();
         let run = case.show(&id);
         assert_eq!(run["status"], "running", "{run:#}");
         let row = step(&run, 2);
@@ -210,7 +211,7 @@ fn crash_loop_cap_fails_the_run_after_three_takeovers(kind: Kind) {
 
     // The 4th resume would be the 4th takeover: refused, the run fails.
     let out = case
-        .cairn_env(&["resume", &id, "--json"], &crash)
+        .cairn_env(&["resume", &id, "--takeover", "--json"], &crash)
         .expect_code(3);
     let run = out.json();
     assert_eq!(run, case.show(&id), "resume prints the stored run");

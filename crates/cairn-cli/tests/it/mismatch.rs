@@ -58,7 +58,15 @@ fn resume_with_another_crew_is_refused_unless_forced(kind: Kind) {
 
     // Forced: the run carries on with the new crew, recorded as an event.
     let out = case
-        .cairn(&["resume", &id, "--crew", other, "--force", "--json"])
+        .cairn(&[
+            "resume",
+            &id,
+            "--crew",
+            other,
+            "--force",
+            "--takeover",
+            "--json",
+        ])
         .expect_code(0);
     let run = out.json();
     assert_eq!(run["status"], "succeeded", "{run:#}");

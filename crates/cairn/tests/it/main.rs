@@ -19,6 +19,7 @@ use cairn::{
 use cairn_testkit::{both, Kind, TestDb};
 
 mod agents;
+mod hardening;
 mod limits;
 mod operators;
 mod retry;
@@ -27,7 +28,7 @@ mod tidy;
 mod waits;
 
 /// Every execution of every step, as (idx, attempt).
-type Log = Arc<Mutex<Vec<(u32, u32)>>>;
+pub(crate) type Log = Arc<Mutex<Vec<(u32, u32)>>>;
 
 /// Records its execution and answers with what it saw.
 struct Recorder(Log);
@@ -48,10 +49,10 @@ impl Agent for Recorder {
 }
 
 /// Records its execution, says so, then waits for a release that may never come.
-struct Gate {
-    log: Log,
-    entered: Arc<Notify>,
-    release: Arc<Notify>,
+pub(crate) struct Gate {
+    pub(crate) log: Log,
+    pub(crate) entered: Arc<Notify>,
+    pub(crate) release: Arc<Notify>,
 }
 
 #[async_trait]
@@ -93,7 +94,7 @@ pub(crate) async fn engine(db: &TestDb) -> Engine {
 }
 
 /// A crew of `n` steps, all handled as "worker"; `special` replaces step `at`.
-fn crew(n: u32, log: &Log, special: Option<(u32, Arc<dyn Agent>)>) -> Crew {
+pub(crate) fn crew(n: u32, log: &Log, special: Option<(u32, Arc<dyn Agent>)>) -> Crew {
     let mut special = special;
     let mut b = Crew::builder("invariants", "1");
     for i in 0..n {
@@ -116,7 +117,7 @@ impl Agent for Shared {
     }
 }
 
-fn executions(log: &Log, idx: u32) -> usize {
+pub(crate) fn executions(log: &Log, idx: u32) -> usize {
     log.lock()
         .unwrap()
         .iter()
@@ -124,9 +125,18 @@ fn executions(log: &Log, idx: u32) -> usize {
         .count()
 }
 
+/// A resume of a run whose holder this test killed: its lease is still
+/// live, with no one behind it, so the resume takes it over explicitly.
+pub(crate) fn after_kill() -> ResumeOptions {
+    ResumeOptions {
+        takeover: true,
+        ..ResumeOptions::default()
+    }
+}
+
 /// Leaves a run exactly as a process killed during step `at` leaves it:
 /// steps before `at` committed, step `at` marked running.
-async fn killed_during(engine: &Engine, n: u32, at: u32, log: &Log) -> RunId {
+pub(crate) async fn killed_during(engine: &Engine, n: u32, at: u32, log: &Log) -> RunId {
     let entered = Arc::new(Notify::new());
     let gate = Gate {
         log: log.clone(),
@@ -149,6 +159,7 @@ async fn killed_during(engine: &Engine, n: u32, at: u32, log: &Log) -> RunId {
                         crew: Some(crew),
                         force: false,
                         thread_id: None,
+                        takeover: false,
                     },
                 )
                 .await
@@ -270,7 +281,7 @@ async fn resume_after_a_kill_starts_at_the_first_pending_step(kind: Kind) {
     // A new process: a new engine on the same database, the crew from storage.
     let fresh = self::engine(&db).await;
     fresh.register(&crew(6, &log, None));
-    let resumed = fresh.resume(id, ResumeOptions::default()).await.unwrap();
+    let resumed = fresh.resume(id, after_kill()).await.unwrap();
     assert!(resumed.took_over);
     assert_eq!(resumed.executed, (3..6).map(StepIdx).collect::<Vec<_>>());
     assert_eq!(resumed.run.status, RunStatus::Succeeded);
@@ -330,6 +341,7 @@ async fn a_changed_crew_is_refused_unless_forced(kind: Kind) {
                 crew: Some(changed.clone()),
                 force: false,
                 thread_id: None,
+                takeover: false,
             },
         )
         .await
@@ -354,6 +366,7 @@ async fn a_changed_crew_is_refused_unless_forced(kind: Kind) {
                 crew: Some(changed.clone()),
                 force: true,
                 thread_id: None,
+                takeover: false,
             },
         )
         .await
@@ -434,6 +447,7 @@ async fn a_zombie_cannot_commit_after_a_takeover(kind: Kind) {
                         crew: Some(zombie_crew),
                         force: false,
                         thread_id: None,
+                        takeover: false,
                     },
                 )
                 .await
@@ -451,6 +465,7 @@ async fn a_zombie_cannot_commit_after_a_takeover(kind: Kind) {
                 crew: Some(crew(3, &log, None)),
                 force: false,
                 thread_id: None,
+                takeover: true,
             },
         )
         .await
@@ -500,6 +515,7 @@ async fn readers_never_see_a_cursor_that_disagrees_with_the_rows(kind: Kind) {
                         crew: Some(crew),
                         force: false,
                         thread_id: None,
+                        takeover: false,
                     },
                 )
                 .await
@@ -557,6 +573,6 @@ async fn a_rust_crew_resumes_from_its_stored_definition(kind: Kind) {
     assert!(err.to_string().contains("`worker`"));
     // One that registered them resumes with no crew offered.
     bare.register(&crew(3, &log, None));
-    let done = bare.resume(id, ResumeOptions::default()).await.unwrap();
+    let done = bare.resume(id, after_kill()).await.unwrap();
     assert_eq!(done.run.status, RunStatus::Succeeded);
 }

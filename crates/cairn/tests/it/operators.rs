@@ -235,6 +235,7 @@ async fn running_at_held_step(
                         crew: Some(c),
                         force: false,
                         thread_id: None,
+                        takeover: false,
                     },
                 )
                 .await

@@ -225,6 +225,7 @@ async fn a_process_killed_during_the_back_off_keeps_the_schedule(kind: Kind) {
                         crew: Some(crew),
                         force: false,
                         thread_id: None,
+                        takeover: false,
                     },
                 )
                 .await

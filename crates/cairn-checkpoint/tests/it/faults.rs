@@ -1,0 +1,100 @@
+//! Database failures: typed, naming the database and the run, said once;
+//! a corrupt SQLite file found by `Store::check` and refused when opened
+//! after an unclean close.
+
+use std::time::Duration;
+
+use cairn_checkpoint::{open, DbFault, Error, OpenOptions, SqliteStore, Store};
+use cairn_core::StepIdx;
+use cairn_testkit::{both, Kind, TestDb};
+use serde_json::json;
+
+use super::{new_run, store};
+
+both!(a_database_error_names_the_database_and_the_run_once);
+
+async fn a_database_error_names_the_database_and_the_run_once(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let id = store.submit(new_run(1, None)).await.unwrap().run.id;
+    db.exec("DROP TABLE journal").await;
+    let err = store.journal(id, StepIdx(0), None).await.unwrap_err();
+    let Error::Db {
+        fault,
+        target,
+        run,
+        message,
+    } = &err
+    else {
+        panic!("expected a placed database error, got {err:?}");
+    };
+    assert_eq!(*fault, DbFault::Other);
+    assert_eq!(*run, Some(id));
+    match kind {
+        Kind::Sqlite => assert!(target.starts_with("SQLite file /"), "{target}"),
+        Kind::Postgres => assert!(target.starts_with("PostgreSQL at "), "{target}"),
+    }
+    let text = err.to_string();
+    assert!(text.starts_with(target.as_str()), "{text}");
+    assert!(text.contains(&format!("(run {id})")), "{text}");
+    assert_eq!(text.matches(message.as_str()).count(), 1, "{text}");
+    assert!(
+        std::error::Error::source(&err).is_none(),
+        "the message is not repeated as a source"
+    );
+}
+
+/// Overwrites one page in the middle of a closed SQLite file with garbage.
+fn damage_a_page(path: &std::path::Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let pages = bytes.len() / 4096;
+    assert!(pages > 8, "a file of {pages} pages is too small to damage");
+    let at = pages / 2 * 4096;
+    for (i, b) in bytes[at..at + 4096].iter_mut().enumerate() {
+        *b = (i * 7 + 13) as u8;
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_sqlite_file_is_found_by_check_and_refused_after_an_unclean_close() {
+    let db = TestDb::sqlite();
+    let path = db.dir().join("cairn.db");
+    assert_eq!(db.url, format!("sqlite://{}", path.display()));
+    {
+        let store = SqliteStore::open(&path, true, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert!(
+            store.check().await.unwrap().is_empty(),
+            "a new file is healthy"
+        );
+        for i in 0..200 {
+            let mut run = new_run(2, None);
+            run.input = json!({"i": i, "pad": "x".repeat(400)});
+            store.submit(run).await.unwrap();
+        }
+        // Closed cleanly: the write-ahead log is folded in and removed.
+        store.pool().close().await;
+    }
+    damage_a_page(&path);
+    // No log left behind: the file opens; a check finds the damage.
+    let store = open(&db.url, &OpenOptions::default()).await.unwrap();
+    let problems = store.check().await.unwrap();
+    assert!(!problems.is_empty(), "quick_check saw nothing wrong");
+    drop(store);
+    // A log left behind (a process died with the file open): the file is
+    // checked before it is trusted with new runs, and refused.
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::write(&wal, b"left behind by a crash").unwrap();
+    match open(&db.url, &OpenOptions::default()).await {
+        Err(Error::Db {
+            fault: DbFault::Corrupt,
+            target,
+            ..
+        }) => assert_eq!(target, format!("SQLite file {}", path.display())),
+        Err(e) => panic!("expected a corrupt file, got {e}"),
+        Ok(_) => panic!("a corrupt file was opened after an unclean close"),
+    }
+}
