@@ -17,8 +17,8 @@ use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
 mod differential;
-mod fuzz_journal;
 mod faults;
+mod fuzz_journal;
 mod journal;
 mod leases;
 mod nul;
