@@ -245,6 +245,7 @@ kind = "llm"
 provider = "scripted"
 script = "model.toml"
 instructions = "Charge the order exactly once."
+env = ["CAIRN_DEMO_LINGER"]
 
 [[agents.tools]]
 name = "charge"

@@ -1183,13 +1183,14 @@ async fn shutdown_signal() {
 /// where the run stands and the command that resumes it, and gives `None`
 /// (exit [`exit::INTERRUPTED`]). Dropping `work` stops its step (a
 /// `command` step's process group is killed); the run stays `running`
-/// under a lease that `cairn resume` takes over at once.
+/// under this process's lease until it expires, so the printed command takes
+/// it over (`--takeover`: safe, since its holder is this exiting process).
 async fn until_interrupted<T>(id: RunId, work: impl std::future::Future<Output = T>) -> Option<T> {
     tokio::select! {
         result = work => Some(result),
         _ = tokio::signal::ctrl_c() => {
             eprintln!(
-                "\ninterrupted: run {id} stopped where it was and keeps its finished steps; resume it with:\n  {} resume {id}",
+                "\ninterrupted: run {id} stopped where it was and keeps its finished steps; resume it with:\n  {} resume --takeover {id}",
                 output::cairn_command()
             );
             None

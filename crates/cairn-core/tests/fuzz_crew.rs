@@ -148,6 +148,13 @@ fn write_toml(crew: &CrewDef) -> Option<String> {
             }
             Some(OnDeadline::Default { .. }) => return None,
         }
+        if !a.env.is_empty() {
+            let names: Vec<toml::Value> = a.env.iter().map(|n| n.as_str().into()).collect();
+            t.insert("env".into(), names.into());
+        }
+        if a.inherit_env {
+            t.insert("inherit_env".into(), true.into());
+        }
         agents.push(toml::Value::Table(t));
     }
     root.insert("agents".into(), agents.into());
@@ -677,6 +684,8 @@ const KEYS: &[&str] = &[
     "approval",
     "wait_deadline_ms",
     "on_deadline",
+    "env",
+    "inherit_env",
     "provider",
     "model",
     "instructions",

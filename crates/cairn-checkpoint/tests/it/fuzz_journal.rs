@@ -275,7 +275,7 @@ async fn damaged_journal_rows_are_refused_by_name_and_whole_ones_read_back(kind:
                 assert!(message.contains(&run.to_string()), "{message}\n{what}");
                 assert!(message.contains("journal"), "{message}\n{what}");
             }
-            Err(Error::Database(e)) => {
+            Err(e @ (Error::Database(_) | Error::Db { .. })) => {
                 let message = e.to_string();
                 assert!(
                     COLUMNS

@@ -75,6 +75,7 @@ provider = "scripted"
 script = {script}
 instructions = "Charge the order once."
 retry = {{ max_attempts = 3, initial_delay_ms = 10 }}
+env = ["TEST_PAUSE"]
 {extra}
 
 [[agents.tools]]

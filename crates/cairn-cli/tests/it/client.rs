@@ -456,7 +456,7 @@ fn runs_events_streams_as_events_arrive() {
             "--server",
             &served.url,
             "--token",
-            "s3cret",
+            "s3cret-token-0123456789",
         ])
         .stdout(std::fs::File::create(&events_out).unwrap())
         .spawn()

@@ -115,10 +115,14 @@ fn ctrl_c_prints_the_resume_command_and_exits_130() {
     );
     let id = case.only_run_id();
     let stderr = read(&case, "bg.stderr");
-    let resume = format!("cairn --db {} resume {id}", case.url());
+    let resume = format!("cairn --db {} resume --takeover {id}", case.url());
     assert!(stderr.contains(&resume), "{stderr}");
     std::fs::write(case.path("go"), "").unwrap();
-    let out = case.cairn(&["resume", &id, "--json"]).expect_code(0);
+    // The lease of the interrupted process is still live: the command as
+    // printed takes it over.
+    let out = case
+        .cairn(&["resume", "--takeover", &id, "--json"])
+        .expect_code(0);
     assert_eq!(out.json()["status"], "succeeded");
     assert_eq!(case.executed(0), 1);
 }

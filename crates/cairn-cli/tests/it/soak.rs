@@ -240,7 +240,11 @@ impl Soak {
             let run = runs[self.rng.below(runs.len() as u64) as usize]
                 .id
                 .to_string();
-            (self.spawn(&["resume", &run]), self.rng.below(800))
+            // The killed holder's lease is still live: take it over.
+            (
+                self.spawn(&["resume", "--takeover", &run]),
+                self.rng.below(800),
+            )
         };
         let deadline = Instant::now() + Duration::from_millis(limit);
         let mut ended = None;
@@ -321,7 +325,9 @@ impl Soak {
                 return;
             }
             for run in runs {
-                let out = self.case.cairn(&["resume", &run.id.to_string()]);
+                let out = self
+                    .case
+                    .cairn(&["resume", "--takeover", &run.id.to_string()]);
                 assert!(
                     matches!(out.code(), Some(0) | Some(3)),
                     "resume {}: {out:?}",

@@ -256,7 +256,8 @@ impl Case {
     /// A `command` agent running the counting step script.
     pub fn counting_agent(&self, role: &str) -> String {
         let script = self.path("step.sh");
-        agent_command(role, &["sh", &script.display().to_string()])
+        // The script reads TEST_SLOW_STEP: programs get only what the crew names.
+        agent_command(role, &["sh", &script.display().to_string()]) + "env = [\"TEST_SLOW_STEP\"]\n"
     }
 
     /// A `command` agent running the counting step script, failing.
