@@ -184,14 +184,24 @@ async fn submit_and_execute(kind: Kind) {
     assert_eq!(status, StatusCode::OK);
     assert!(text.contains("event: run_succeeded"), "{text}");
 
-    let (_, metrics) = http(
-        addr,
-        Method::GET,
-        "/metrics",
-        Some("tok-0123456789abcdef"),
-        None,
-    )
-    .await;
+    // The run's last commit is visible before the runner's drive returns
+    // and counts itself: read the metrics once the drive is counted.
+    let mut metrics = String::new();
+    for _ in 0..200 {
+        metrics = http(
+            addr,
+            Method::GET,
+            "/metrics",
+            Some("tok-0123456789abcdef"),
+            None,
+        )
+        .await
+        .1;
+        if metrics.contains("cairn_runner_drives_total{outcome=\"succeeded\"}") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     assert!(
         metrics.contains("cairn_runs{status=\"succeeded\"} 1\n"),
         "{metrics}"
