@@ -43,7 +43,9 @@ impl Journal for StoreJournal {
     async fn append(&self, item: NewJournalItem) -> Result<JournalEntry, JournalError> {
         cairn_core::check_size("a journal item", &item.payload, self.max_item_bytes)?;
         cairn_core::check_storable("a journal item", &item.payload)?;
-        self.store
+        crate::failpoint::hit("before_journal", self.idx);
+        let appended = self
+            .store
             .append_journal(&JournalAppend {
                 run_id: self.run,
                 epoch: self.epoch,
@@ -55,7 +57,9 @@ impl Journal for StoreJournal {
                 event: item.event,
             })
             .await
-            .map_err(journal_error)
+            .map_err(journal_error);
+        crate::failpoint::hit("after_journal", self.idx);
+        appended
     }
 
     async fn event(&self, event: NewEvent) -> Result<(), JournalError> {

@@ -278,7 +278,12 @@ impl Executor {
         loop {
             let claimed = match first.take() {
                 Some(claimed) => Ok(claimed),
-                None => self.store.claim(run_id, &request).await,
+                None => {
+                    failpoint::hit("before_claim", expected_cursor);
+                    let claimed = self.store.claim(run_id, &request).await;
+                    failpoint::hit("after_claim", expected_cursor);
+                    claimed
+                }
             };
             let claimed = match claimed {
                 Err(cairn_checkpoint::Error::NotYet { wait, .. }) => {

@@ -19,6 +19,7 @@ use crate::support::{q, read_pid, step, wait_until, Case, Kind};
 both_backends!(
     kills_in_a_stream_a_tool_and_between_call_and_result_repeat_no_side_effect,
     a_non_idempotent_tool_killed_before_its_effect_is_reported_not_run_again,
+    failpoints_around_the_first_journal_item_lose_and_repeat_nothing,
     a_stream_cut_by_the_provider_is_retried_from_the_journal,
     max_turns_interrupts_and_continue_finishes,
     ask_human_waits_and_the_answer_becomes_the_call_result,
@@ -332,6 +333,31 @@ fn a_non_idempotent_tool_killed_before_its_effect_is_reported_not_run_again(kind
         repairs(&case.journal(&id)),
         vec![("synthesized_result".to_owned(), "c_charge".to_owned())]
     );
+}
+
+/// Killed just before and just after the step's first journal item is
+/// written: the resume finishes the turn, and the charge happens once.
+fn failpoints_around_the_first_journal_item_lose_and_repeat_nothing(kind: Kind) {
+    let fast = SCRIPT.replace("chunk_delay_ms = 60", "chunk_delay_ms = 0");
+    for (point, kept) in [("before_journal:0", 0), ("after_journal:0", 1)] {
+        let case = Case::new(kind);
+        let crew = case.agent_crew(&fast, "");
+        case.cairn_env(
+            &["run", &crew, "--input", "{}"],
+            &[("CAIRN_FAILPOINTS", point)],
+        )
+        .expect_sigkill();
+        let id = case.only_run_id();
+        assert_eq!(case.journal(&id).len(), kept, "{point}");
+        assert!(case.lines("charge.effects").is_empty(), "{point}");
+        case.cairn(&["resume", &id, "--takeover"]).expect_code(0);
+        assert_eq!(case.show(&id)["status"], "succeeded", "{point}");
+        assert_eq!(
+            case.lines("charge.effects"),
+            vec![key(&id, "c_charge")],
+            "{point}"
+        );
+    }
 }
 
 fn a_stream_cut_by_the_provider_is_retried_from_the_journal(kind: Kind) {

@@ -18,6 +18,7 @@ both_backends!(
     external_sigkill_mid_step_reruns_only_that_step,
     failpoint_after_commit_resumes_at_the_next_step,
     failpoint_before_commit_reruns_the_uncommitted_step,
+    failpoints_around_the_first_claim_lose_and_repeat_nothing,
     crash_loop_cap_fails_the_run_after_three_takeovers,
 );
 
@@ -153,6 +154,37 @@ fn failpoint_after_commit_resumes_at_the_next_step(kind: Kind) {
         case.executions()[before.len()..],
         (KILL_AT + 1..STEPS).collect::<Vec<_>>()
     );
+}
+
+/// Killed just before the first claim (the run is submitted, nothing ran)
+/// and just after it (step 0 marked running under a live lease, not yet
+/// started): a resume runs every step exactly once.
+fn failpoints_around_the_first_claim_lose_and_repeat_nothing(kind: Kind) {
+    for point in ["before_claim:0", "after_claim:0"] {
+        let case = Case::new(kind);
+        let crew = case.counting_crew(STEPS);
+        case.cairn_env(
+            &["run", crew.to_str().unwrap()],
+            &[("CAIRN_FAILPOINTS", point)],
+        )
+        .expect_sigkill();
+        let id = case.only_run_id();
+        let stopped = case.show(&id);
+        if point.starts_with("before") {
+            assert_eq!(stopped["status"], "queued", "{point}: {stopped:#}");
+            assert_eq!(
+                stopped["steps"],
+                serde_json::json!([]),
+                "{point}: {stopped:#}"
+            );
+        } else {
+            assert_stopped_at(&stopped, 0);
+        }
+        assert!(case.executions().is_empty(), "{point}: a step ran");
+        case.cairn(&["resume", &id, "--takeover"]).expect_code(0);
+        assert_all_succeeded(&case.show(&id), STEPS);
+        assert_executions(&case, |_| 1);
+    }
 }
 
 fn failpoint_before_commit_reruns_the_uncommitted_step(kind: Kind) {
