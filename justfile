@@ -29,3 +29,7 @@ soak sqlite="1000" postgres="500":
 fuzz cases="5000":
     CAIRN_FUZZ_CASES={{cases}} cargo test --workspace --test fuzz_crew
     CAIRN_FUZZ_CASES={{cases}} cargo test --workspace --test it fuzz_journal
+
+# The OpenAPI document against a real `cairn serve` (schemathesis, 60 s).
+api-fuzz:
+    scripts/api-fuzz
