@@ -139,6 +139,9 @@ fn journal_failure(e: JournalError) -> ErrorInfo {
         // be refused by the same fence.
         JournalError::LeaseLost => ErrorInfo::new(ErrorKind::Agent, e.to_string(), true),
         JournalError::Storage(_) => ErrorInfo::new(ErrorKind::Agent, e.to_string(), true),
+        // A model text or tool result with a NUL: named as such, not retried
+        // (the same turn would produce it again), as a step output's is.
+        JournalError::Unstorable(_) => ErrorInfo::new(ErrorKind::Unstorable, e.to_string(), false),
         other => ErrorInfo::new(ErrorKind::Agent, other.to_string(), false),
     }
 }
@@ -548,5 +551,20 @@ impl Agent for LlmAgent {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_item_with_a_nul_fails_the_step_as_unstorable_not_retried() {
+        let e = journal_failure(JournalError::Unstorable(cairn_core::Unstorable {
+            what: "a journal item".into(),
+        }));
+        assert_eq!(e.kind, ErrorKind::Unstorable);
+        assert!(!e.retryable);
+        assert!(e.message.contains("NUL"), "{}", e.message);
     }
 }
