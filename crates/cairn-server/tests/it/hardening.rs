@@ -14,10 +14,9 @@ use cairn_testkit::{Kind, TestDb};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 use tower::ServiceExt;
 
-use crate::support::{write_crews, Api, GREET};
+use crate::support::{serve_socket, write_crews, Api, Running, GREET};
 
 const TOKEN: &str = "tok-0123456789abcdef";
 
@@ -285,52 +284,15 @@ async fn event_streams_beyond_the_cap_are_503_until_one_ends() {
     assert_eq!(again.status(), StatusCode::OK);
 }
 
-/// A server on 127.0.0.1:0 with these options, until the sender fires.
-struct Running {
-    addr: SocketAddr,
-    stop: oneshot::Sender<()>,
-    done: tokio::task::JoinHandle<Result<(), Error>>,
-    _db: TestDb,
-    _crews: tempfile::TempDir,
-}
-
+/// A server on 127.0.0.1:0 (SQLite, no runner) with these options.
 async fn start(configure: impl FnOnce(ServeOptions) -> ServeOptions) -> Running {
-    let db = TestDb::sqlite();
-    let crews = tempfile::tempdir().unwrap();
-    write_crews(crews.path());
-    let server = Server::bind(configure(ServeOptions {
-        db_url: db.url.clone(),
-        crews_dir: crews.path().to_owned(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        concurrency: 0,
-        shutdown_grace: Duration::from_secs(5),
-        ..ServeOptions::default()
-    }))
+    serve_socket(TestDb::sqlite(), |o| {
+        configure(ServeOptions {
+            concurrency: 0,
+            ..o
+        })
+    })
     .await
-    .unwrap();
-    let addr = server.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let done = tokio::spawn(server.run_until(async {
-        let _ = stopped.await;
-    }));
-    Running {
-        addr,
-        stop,
-        done,
-        _db: db,
-        _crews: crews,
-    }
-}
-
-impl Running {
-    async fn stop(self) {
-        self.stop.send(()).unwrap();
-        tokio::time::timeout(GUARD, self.done)
-            .await
-            .expect("the server stops")
-            .unwrap()
-            .unwrap();
-    }
 }
 
 /// Everything the server sends until it closes the connection.

@@ -12,9 +12,8 @@ use cairn_testkit::{Kind, TestDb};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
 
-use crate::support::write_crews;
+use crate::support::{serve_socket, write_crews, Running};
 
 /// A raw HTTP/1 request over a fresh connection.
 async fn http(
@@ -52,55 +51,17 @@ async fn http(
     (status, String::from_utf8(bytes.to_vec()).unwrap())
 }
 
-/// A server on 127.0.0.1:0, running until the returned sender fires.
-struct Running {
-    addr: SocketAddr,
-    stop: oneshot::Sender<()>,
-    done: tokio::task::JoinHandle<Result<(), Error>>,
-    _db: TestDb,
-    _crews: tempfile::TempDir,
-}
-
 async fn start(kind: Kind, tokens: &[&str], concurrency: usize, poll: Duration) -> Running {
-    let db = TestDb::of(kind).await;
-    let crews = tempfile::tempdir().unwrap();
-    write_crews(crews.path());
-    let server = Server::bind(ServeOptions {
-        db_url: db.url.clone(),
-        crews_dir: crews.path().to_owned(),
-        listen: "127.0.0.1:0".parse().unwrap(),
+    serve_socket(TestDb::of(kind).await, |o| ServeOptions {
         tokens: tokens.iter().map(|t| t.to_string()).collect(),
         concurrency,
         poll_interval: poll,
-        shutdown_grace: Duration::from_secs(5),
-        ..ServeOptions::default()
+        ..o
     })
     .await
-    .unwrap();
-    let addr = server.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let done = tokio::spawn(server.run_until(async {
-        let _ = stopped.await;
-    }));
-    Running {
-        addr,
-        stop,
-        done,
-        _db: db,
-        _crews: crews,
-    }
 }
 
 impl Running {
-    async fn stop(self) {
-        self.stop.send(()).unwrap();
-        tokio::time::timeout(Duration::from_secs(15), self.done)
-            .await
-            .expect("the server stops within its grace period")
-            .unwrap()
-            .unwrap();
-    }
-
     /// Polls a run until `done(run)` holds.
     async fn wait_for(
         &self,
@@ -579,7 +540,7 @@ async fn the_runner_takes_over_a_run_whose_holder_died() {
     // Let the runner finish booking that drive and go back to sleep.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let dead = cairn::Engine::open_with(
-        &server._db.url,
+        &server.db.url,
         &cairn::OpenOptions::default(),
         cairn::ExecutorConfig {
             owner: "dead-worker".into(),
@@ -589,7 +550,7 @@ async fn the_runner_takes_over_a_run_whose_holder_died() {
     )
     .await
     .unwrap();
-    let crew = cairn::Crew::from_file(server._crews.path().join("greet.toml")).unwrap();
+    let crew = cairn::Crew::from_file(server.crews.path().join("greet.toml")).unwrap();
     let id = dead
         .submit(
             &crew,

@@ -282,3 +282,53 @@ impl Reply {
         message
     }
 }
+
+/// A real server on 127.0.0.1:0 over the test's database and crews (with
+/// the options `configure` sets on top), running until [`Running::stop`].
+pub struct Running {
+    pub addr: std::net::SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    done: tokio::task::JoinHandle<Result<(), cairn_server::Error>>,
+    pub db: TestDb,
+    pub crews: tempfile::TempDir,
+}
+
+pub async fn serve_socket(
+    db: TestDb,
+    configure: impl FnOnce(cairn_server::ServeOptions) -> cairn_server::ServeOptions,
+) -> Running {
+    let crews = tempfile::tempdir().unwrap();
+    write_crews(crews.path());
+    let server = cairn_server::Server::bind(configure(cairn_server::ServeOptions {
+        db_url: db.url.clone(),
+        crews_dir: crews.path().to_owned(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        shutdown_grace: std::time::Duration::from_secs(5),
+        ..cairn_server::ServeOptions::default()
+    }))
+    .await
+    .unwrap();
+    let addr = server.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let done = tokio::spawn(server.run_until(async {
+        let _ = stopped.await;
+    }));
+    Running {
+        addr,
+        stop,
+        done,
+        db,
+        crews,
+    }
+}
+
+impl Running {
+    pub async fn stop(self) {
+        self.stop.send(()).unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(15), self.done)
+            .await
+            .expect("the server stops within its grace period")
+            .unwrap()
+            .unwrap();
+    }
+}
