@@ -204,10 +204,12 @@ async fn submit(
         )
         .await?;
     let id = submitted.run.id;
+    // Read before waking the runner: the answer is the run as submitted,
+    // not whatever a claim racing this read has made of it.
+    let view = state.engine().show(id).await?;
     if submitted.run.status == RunStatus::Queued {
         state.wake_runner();
     }
-    let view = state.engine().show(id).await?;
     if submitted.created {
         tracing::info!(run = %id, crew = %view.run.crew, "run submitted");
         Ok((

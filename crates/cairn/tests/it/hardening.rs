@@ -7,8 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
-
 use serde_json::json;
 
 use cairn::{
@@ -237,14 +235,8 @@ async fn resume_refuses_a_live_lease_unless_told_to_take_it_over(kind: Kind) {
 
     // An explicit takeover holds the run while its step runs; a second
     // resume at that moment is refused instead of running the step too.
-    let entered = Arc::new(Notify::new());
-    let release = Arc::new(Notify::new());
-    let gate = Gate {
-        log: log.clone(),
-        entered: entered.clone(),
-        release: release.clone(),
-    };
-    let gated = crew(3, &log, Some((1, Arc::new(gate) as Arc<dyn Agent>)));
+    let (gate, entered, release) = Gate::agent(&log);
+    let gated = crew(3, &log, Some((1, gate)));
     let first = {
         let engine = engine.clone();
         let opts = cairn::ResumeOptions {
@@ -277,16 +269,10 @@ async fn resume_refuses_a_live_lease_unless_told_to_take_it_over(kind: Kind) {
 async fn run_racing_a_worker_reports_the_runs_real_outcome(kind: Kind) {
     let db = TestDb::of(kind).await;
     let log = Log::default();
-    let entered = Arc::new(Notify::new());
-    let release = Arc::new(Notify::new());
-    let gate = Gate {
-        log: log.clone(),
-        entered: entered.clone(),
-        release: release.clone(),
-    };
+    let (gate, entered, release) = Gate::agent(&log);
     // A worker claims the run first and is in its step.
     let worker = engine(&db).await;
-    let gated = crew(2, &log, Some((0, Arc::new(gate) as Arc<dyn Agent>)));
+    let gated = crew(2, &log, Some((0, gate)));
     let opts = || SubmitOptions {
         idempotency_key: Some("race".into()),
         ..SubmitOptions::default()

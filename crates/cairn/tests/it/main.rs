@@ -55,6 +55,20 @@ pub(crate) struct Gate {
     pub(crate) release: Arc<Notify>,
 }
 
+impl Gate {
+    /// A gate logging to `log`, with the notifies that say it was entered
+    /// and that release it.
+    pub(crate) fn agent(log: &Log) -> (Arc<dyn Agent>, Arc<Notify>, Arc<Notify>) {
+        let (entered, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        let gate = Gate {
+            log: log.clone(),
+            entered: entered.clone(),
+            release: release.clone(),
+        };
+        (Arc::new(gate), entered, release)
+    }
+}
+
 #[async_trait]
 impl Agent for Gate {
     async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
@@ -137,13 +151,8 @@ pub(crate) fn after_kill() -> ResumeOptions {
 /// Leaves a run exactly as a process killed during step `at` leaves it:
 /// steps before `at` committed, step `at` marked running.
 pub(crate) async fn killed_during(engine: &Engine, n: u32, at: u32, log: &Log) -> RunId {
-    let entered = Arc::new(Notify::new());
-    let gate = Gate {
-        log: log.clone(),
-        entered: entered.clone(),
-        release: Arc::new(Notify::new()),
-    };
-    let crew = crew(n, log, Some((at, Arc::new(gate) as Arc<dyn Agent>)));
+    let (gate, entered, _release) = Gate::agent(log);
+    let crew = crew(n, log, Some((at, gate)));
     let submitted = engine
         .submit(&crew, json!({"topic": "t"}), SubmitOptions::default())
         .await
@@ -422,14 +431,8 @@ async fn a_cursor_that_disagrees_with_the_rows_is_corruption(kind: Kind) {
 async fn a_zombie_cannot_commit_after_a_takeover(kind: Kind) {
     let db = TestDb::of(kind).await;
     let log = Log::default();
-    let entered = Arc::new(Notify::new());
-    let release = Arc::new(Notify::new());
-    let gate = Gate {
-        log: log.clone(),
-        entered: entered.clone(),
-        release: release.clone(),
-    };
-    let zombie_crew = crew(3, &log, Some((1, Arc::new(gate) as Arc<dyn Agent>)));
+    let (gate, entered, release) = Gate::agent(&log);
+    let zombie_crew = crew(3, &log, Some((1, gate)));
     let zombie = engine(&db).await;
     let id = zombie
         .submit(&zombie_crew, json!({}), SubmitOptions::default())
