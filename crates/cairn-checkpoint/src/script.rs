@@ -18,6 +18,7 @@ use cairn_core::{
     WaitId, WaitRecord,
 };
 
+use crate::failpoint;
 use crate::plan::{
     check_fork, check_holder, claim_events, fork_event, plan_action, plan_answer, plan_claim,
     plan_expire, AnswerPlan, ClaimStep, StepChange,
@@ -28,6 +29,7 @@ use crate::raw::{
 };
 use crate::raw::{decode_listed, decode_thread};
 use crate::sql::{query, Conn, Dialect, Pool};
+use crate::DbFault;
 use crate::ThreadSummary;
 use crate::{
     Action, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, Lease, NewRun, OnBusy,
@@ -729,6 +731,159 @@ pub(crate) fn commit_ok(c: &StepCommit) -> Result<()> {
     Ok(())
 }
 
+// ------------------------------------------------------ write boundaries
+
+/// How long a write whose connection failed is tried again: well inside
+/// the default 30 s lease, so a retry ends before another process could
+/// take the run over (and fencing refuses it if one did).
+const RETRY_LOST_FOR: Duration = Duration::from_secs(10);
+const RETRY_FIRST_PAUSE: Duration = Duration::from_millis(50);
+const RETRY_MAX_PAUSE: Duration = Duration::from_secs(1);
+
+/// One write operation: its crash points before and after (nothing without
+/// the `failpoints` feature), its errors placed.
+async fn bounded<T>(
+    op: &'static str,
+    target: &str,
+    run: Option<RunId>,
+    write: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    failpoint::store("before", op);
+    let done = write.await.map_err(|e| e.placed(target, run))?;
+    failpoint::store("after", op);
+    if failpoint::lose_ack(op) {
+        let lost = std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "failpoint lose_ack: the commit landed, its acknowledgement was lost",
+        );
+        return Err(Error::Database(sqlx::Error::Io(lost)).placed(target, run));
+    }
+    Ok(done)
+}
+
+/// A commit that survives a lost acknowledgement: when `write` fails with
+/// a lost connection, it is tried again with back-off for up to
+/// [`RETRY_LOST_FOR`], and before each new try `landed` reads whether the
+/// earlier one committed after all (the answer was lost, not the write):
+/// then its result is the commit's. A write that did not land is sent
+/// again and fenced like the first, so a real loss of the lease is still
+/// refused.
+async fn retried<T, W, L>(
+    op: &'static str,
+    target: &str,
+    run: Option<RunId>,
+    mut write: impl FnMut() -> W,
+    mut landed: impl FnMut() -> L,
+) -> Result<T>
+where
+    W: std::future::Future<Output = Result<T>>,
+    L: std::future::Future<Output = Result<Option<T>>>,
+{
+    let give_up = std::time::Instant::now() + RETRY_LOST_FOR;
+    let mut pause = RETRY_FIRST_PAUSE;
+    let mut again = false;
+    loop {
+        let tried = async {
+            if again {
+                if let Some(done) = landed().await.map_err(|e| e.placed(target, run))? {
+                    tracing::info!(op, run = ?run, "a write whose answer was lost had landed");
+                    return Ok(done);
+                }
+            }
+            bounded(op, target, run, write()).await
+        }
+        .await;
+        match tried {
+            Err(
+                e @ Error::Db {
+                    fault: DbFault::Connection,
+                    ..
+                },
+            ) if std::time::Instant::now() + pause < give_up => {
+                tracing::warn!(op, error = %e, "lost the connection during a write; trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(RETRY_MAX_PAUSE);
+                again = true;
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Whether a step commit landed: the run is still at the commit's epoch
+/// and the step's row holds the commit's status, attempt and output.
+/// Before the commit the row was `running` (the claim made it so), and
+/// only the epoch's holder commits it. If the epoch moved, another process
+/// claimed the run: the commit is sent again and refused as stale, landed
+/// or not, and the executor stops as after any loss of its lease.
+async fn commit_landed(db: &Pool, commit: &StepCommit) -> Result<Option<()>> {
+    let mut tx = db.read().await?;
+    let mut c = tx.conn();
+    let run = fetch_run(&mut c, commit.run_id, false).await?;
+    let row = fetch_step(&mut c, commit.run_id, commit.idx).await?;
+    tx.commit().await?;
+    let ours = run.lease_epoch == commit.epoch
+        && row.is_some_and(|r| {
+            r.status == commit.status && r.attempt == commit.attempt && r.output == commit.output
+        });
+    Ok(ours.then_some(()))
+}
+
+/// Whether a journal item landed: the step's newest item is this one.
+/// (Two equal items in a row do not occur: tool calls and results carry
+/// their call ids, model calls their whole request.)
+async fn journal_landed(db: &Pool, a: &JournalAppend) -> Result<Option<JournalEntry>> {
+    let mut held = db.acquire().await?;
+    let row = held
+        .conn()
+        .fetch_optional(
+            query(
+                "SELECT seq, attempt, generation, kind, payload, created_at FROM journal \
+                 WHERE run_id = :run AND step_idx = :idx ORDER BY seq DESC LIMIT 1",
+            )
+            .bind("run", a.run_id)
+            .bind("idx", a.idx.get()),
+        )
+        .await?;
+    let Some(row) = row else { return Ok(None) };
+    let last = decode_journal(a.run_id, &row)?;
+    let same = last.attempt == a.attempt
+        && last.generation == a.generation
+        && last.kind == a.kind
+        && last.payload == a.payload;
+    Ok(same.then_some(last))
+}
+
+/// Whether an operator action landed: the run's newest event is this
+/// action's, by this actor for this reason.
+async fn action_landed(
+    db: &Pool,
+    id: RunId,
+    action: Action,
+    actor: &Actor,
+) -> Result<Option<RunRecord>> {
+    let mut held = db.acquire().await?;
+    let mut c = held.conn();
+    let run = fetch_run(&mut c, id, false).await?;
+    let newest = c
+        .fetch_optional(
+            query("SELECT seq, at, kind, data FROM events WHERE run_id = :run ORDER BY seq DESC LIMIT 1")
+                .bind("run", id),
+        )
+        .await?;
+    let Some(row) = newest else { return Ok(None) };
+    let event = decode_event(id, &row)?;
+    let kinds: &[EventKind] = match action {
+        Action::Retry => &[EventKind::RunRetried],
+        Action::Continue => &[EventKind::RunContinued],
+        Action::Cancel => &[EventKind::RunCancelRequested, EventKind::RunCancelled],
+    };
+    let ours = kinds.contains(&event.kind)
+        && event.data["by"] == serde_json::json!(actor.by)
+        && event.data["reason"] == serde_json::json!(actor.reason);
+    Ok(ours.then_some(run))
+}
+
 // ------------------------------------------------------------- the contract
 
 #[async_trait]
@@ -738,7 +893,7 @@ impl<B: Backend> Store for B {
     }
 
     async fn submit(&self, run: NewRun) -> Result<Submitted> {
-        let result: Result<Submitted> = async {
+        bounded("submit", self.target(), None, async {
             let db = self.db();
             let new = run;
             json_ok("the run input", Some(&new.input))?;
@@ -818,9 +973,8 @@ impl<B: Backend> Store for B {
             let run = fetch_run(&mut c, id, false).await?;
             tx.commit().await?;
             Ok(Submitted { run, created: true })
-        }
-        .await;
-        result.map_err(|e| e.placed(self.target(), None))
+        })
+        .await
     }
 
     async fn load(&self, id: RunId) -> Result<(RunRecord, Vec<StepRecord>)> {
@@ -945,19 +1099,20 @@ impl<B: Backend> Store for B {
     }
 
     async fn claim(&self, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
-        let result: Result<Claimed> = async {
+        bounded("claim", self.target(), Some(id), async {
             claim_ok(req)?;
             let db = self.db();
             let mut tx = db.write().await?;
             let claimed = claim_in(&mut tx.conn(), id, req).await?;
             tx.commit().await?;
             Ok(claimed)
-        }
-        .await;
-        result.map_err(|e| e.placed(self.target(), Some(id)))
+        })
+        .await
     }
 
     async fn claim_next(&self, req: &ClaimRequest) -> Result<Option<Claimed>> {
+        // Not `bounded`: only a claim that took a run is a write boundary.
+        failpoint::store("before", "claim_next");
         let result: Result<Option<Claimed>> = async {
             claim_ok(req)?;
             let db = self.db();
@@ -998,6 +1153,7 @@ impl<B: Backend> Store for B {
                 match claim_in(&mut c, id, &req).await {
                     Ok(claimed) => {
                         tx.commit().await?;
+                        failpoint::store("after", "claim_next");
                         return Ok(Some(claimed));
                     }
                     Err(Error::Corruption(corrupt)) => {
@@ -1025,7 +1181,7 @@ impl<B: Backend> Store for B {
     }
 
     async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<Lease> {
-        let result: Result<Lease> = async {
+        bounded("heartbeat", self.target(), Some(id), async {
             let db = self.db();
             let mut held = db.acquire().await?;
             let row = held
@@ -1044,13 +1200,12 @@ impl<B: Backend> Store for B {
             Ok(Lease::from_beat(
                 row.map(|r| r.int("cancel").map(|n| n != 0)).transpose()?,
             ))
-        }
-        .await;
-        result.map_err(|e| e.placed(self.target(), Some(id)))
+        })
+        .await
     }
 
     async fn set_aside(&self, corruption: &Corruption, held: Option<LeaseEpoch>) -> Result<bool> {
-        let result: Result<bool> = async {
+        bounded("set_aside", self.target(), Some(corruption.run), async {
             let mut tx = self.db().write().await?;
             let set = set_aside_in(&mut tx.conn(), corruption, held).await?;
             tx.commit().await?;
@@ -1059,34 +1214,46 @@ impl<B: Backend> Store for B {
                     "set aside a corrupt run: failed with kind `corruption`");
             }
             Ok(set)
-        }
-        .await;
-        result.map_err(|e| e.placed(self.target(), Some(corruption.run)))
+        })
+        .await
     }
 
     async fn commit_step(&self, commit: &StepCommit) -> Result<()> {
-        let result: Result<()> = async {
-            commit_ok(commit)?;
-            Backend::commit_step(self, commit).await
-        }
-        .await;
-        result.map_err(|e| e.placed(self.target(), Some(commit.run_id)))
+        commit_ok(commit).map_err(|e| e.placed(self.target(), Some(commit.run_id)))?;
+        // A commit that opens a wait is its own crash point.
+        let op = match commit.open_wait {
+            Some(_) => "open_wait",
+            None => "commit_step",
+        };
+        retried(
+            op,
+            self.target(),
+            Some(commit.run_id),
+            || Backend::commit_step(self, commit),
+            || commit_landed(self.db(), commit),
+        )
+        .await
     }
 
     async fn act(&self, id: RunId, action: Action, actor: &Actor) -> Result<RunRecord> {
-        let result: Result<RunRecord> = async {
-            actor_ok(actor)?;
-            let mut tx = self.db().write().await?;
-            let run = act_in(&mut tx.conn(), id, action, actor).await?;
-            tx.commit().await?;
-            Ok(run)
-        }
-        .await;
-        result.map_err(|e| e.placed(self.target(), Some(id)))
+        actor_ok(actor)?;
+        retried(
+            "act",
+            self.target(),
+            Some(id),
+            || async move {
+                let mut tx = self.db().write().await?;
+                let run = act_in(&mut tx.conn(), id, action, actor).await?;
+                tx.commit().await?;
+                Ok(run)
+            },
+            || action_landed(self.db(), id, action, actor),
+        )
+        .await
     }
 
     async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord> {
-        let result: Result<RunRecord> = async {
+        bounded("fork", self.target(), Some(id), async {
             actor_ok(actor)?;
             json_ok("the fork's input", req.input.as_ref())?;
             text_ok("the thread id", req.thread_id.as_deref())?;
@@ -1133,9 +1300,8 @@ impl<B: Backend> Store for B {
             let run = fetch_run(&mut c, child, false).await?;
             tx.commit().await?;
             Ok(run)
-        }
-        .await;
-        result.map_err(|e| e.placed(self.target(), Some(id)))
+        })
+        .await
     }
 
     async fn list_waits(&self, filter: &WaitFilter) -> Result<Vec<WaitRecord>> {
@@ -1157,26 +1323,33 @@ impl<B: Backend> Store for B {
     }
 
     async fn answer_wait(&self, id: WaitId, answer: &Answer, by: &str) -> Result<WaitRecord> {
-        let result: Result<WaitRecord> = async {
-            text_ok("`by`", Some(by))?;
-            json_ok("the answer", serde_json::to_value(answer).ok().as_ref())?;
-            let db = self.db();
-            let mut tx = db.write().await?;
-            let mut c = tx.conn();
-            let wait = fetch_wait(&mut c, id).await?;
-            let run = fetch_run(&mut c, wait.run_id, true).await?;
-            let step = fetch_step(&mut c, run.id, run.cursor).await?;
-            let AnswerPlan::Apply {
-                run_to,
-                cursor_to,
-                step: change,
-                run_error,
-                events,
-            } = plan_answer(&wait, &run, step.as_ref(), answer, by)?
-            else {
-                return Ok(wait);
-            };
-            c.execute(
+        text_ok("`by`", Some(by))?;
+        json_ok("the answer", serde_json::to_value(answer).ok().as_ref())?;
+        // Sending the same answer again is a no-op that returns the wait
+        // (`plan_answer`), so a retry needs no separate check.
+        let unknown = || async { Ok(None) };
+        retried(
+            "answer_wait",
+            self.target(),
+            None,
+            move || async move {
+                let db = self.db();
+                let mut tx = db.write().await?;
+                let mut c = tx.conn();
+                let wait = fetch_wait(&mut c, id).await?;
+                let run = fetch_run(&mut c, wait.run_id, true).await?;
+                let step = fetch_step(&mut c, run.id, run.cursor).await?;
+                let AnswerPlan::Apply {
+                    run_to,
+                    cursor_to,
+                    step: change,
+                    run_error,
+                    events,
+                } = plan_answer(&wait, &run, step.as_ref(), answer, by)?
+                else {
+                    return Ok(wait);
+                };
+                c.execute(
                 query(
                     "UPDATE waits SET status = 'answered', answer = :answer, answered_by = :by, \
                      answered_at = {now} WHERE id = :id AND status = 'open'",
@@ -1186,15 +1359,16 @@ impl<B: Backend> Store for B {
                 .bind("by", by),
             )
             .await?;
-            apply_step_change(&mut c, run.id, wait.step_idx, &change).await?;
-            set_run_after_wait(&mut c, run.id, run_to, cursor_to, run_error.as_ref()).await?;
-            append_events(&mut c, run.id, &events).await?;
-            let wait = fetch_wait(&mut c, id).await?;
-            tx.commit().await?;
-            Ok(wait)
-        }
-        .await;
-        result.map_err(|e| e.placed(self.target(), None))
+                apply_step_change(&mut c, run.id, wait.step_idx, &change).await?;
+                set_run_after_wait(&mut c, run.id, run_to, cursor_to, run_error.as_ref()).await?;
+                append_events(&mut c, run.id, &events).await?;
+                let wait = fetch_wait(&mut c, id).await?;
+                tx.commit().await?;
+                Ok(wait)
+            },
+            unknown,
+        )
+        .await
     }
 
     async fn due_waits(&self) -> Result<Vec<WaitRecord>> {
@@ -1212,7 +1386,7 @@ impl<B: Backend> Store for B {
     }
 
     async fn expire_wait(&self, id: WaitId) -> Result<WaitRecord> {
-        let result: Result<WaitRecord> = async {
+        bounded("expire_wait", self.target(), None, async {
             let db = self.db();
             let mut tx = db.write().await?;
             let mut c = tx.conn();
@@ -1234,9 +1408,8 @@ impl<B: Backend> Store for B {
             let wait = fetch_wait(&mut c, id).await?;
             tx.commit().await?;
             Ok(wait)
-        }
-        .await;
-        result.map_err(|e| e.placed(self.target(), None))
+        })
+        .await
     }
 
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {
@@ -1319,17 +1492,20 @@ impl<B: Backend> Store for B {
     }
 
     async fn append_journal(&self, item: &JournalAppend) -> Result<JournalEntry> {
-        let result: Result<JournalEntry> = async {
-            json_ok("a journal item", Some(&item.payload))?;
-            events_ok(item.event.as_slice())?;
-            Backend::append_journal(self, item).await
-        }
-        .await;
-        result.map_err(|e| e.placed(self.target(), Some(item.run_id)))
+        json_ok("a journal item", Some(&item.payload))?;
+        events_ok(item.event.as_slice())?;
+        retried(
+            "append_journal",
+            self.target(),
+            Some(item.run_id),
+            || Backend::append_journal(self, item),
+            || journal_landed(self.db(), item),
+        )
+        .await
     }
 
     async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()> {
-        let result: Result<()> = async {
+        bounded("record_events", self.target(), Some(id), async {
             events_ok(events)?;
             let db = self.db();
             let mut tx = db.write().await?;
@@ -1338,9 +1514,8 @@ impl<B: Backend> Store for B {
             append_events(&mut c, id, events).await?;
             tx.commit().await?;
             Ok(())
-        }
-        .await;
-        result.map_err(|e| e.placed(self.target(), Some(id)))
+        })
+        .await
     }
 
     async fn threads(&self) -> Result<Vec<ThreadSummary>> {
@@ -1358,9 +1533,13 @@ impl<B: Backend> Store for B {
     }
 
     async fn compact(&self, policy: &crate::CompactPolicy) -> Result<crate::Compacted> {
-        let result: Result<crate::Compacted> =
-            async { crate::retention::compact(self.db(), policy).await }.await;
-        result.map_err(|e| e.placed(self.target(), None))
+        bounded(
+            "compact",
+            self.target(),
+            None,
+            crate::retention::compact(self.db(), policy),
+        )
+        .await
     }
 
     async fn check(&self) -> Result<Vec<String>> {
@@ -1373,7 +1552,7 @@ impl<B: Backend> Store for B {
     }
 
     async fn claim_task(&self, task: &str, every: Duration, owner: &str) -> Result<bool> {
-        let result: Result<bool> = async {
+        bounded("claim_task", self.target(), None, async {
             let mut tx = self.db().write().await?;
             let mut c = tx.conn();
             c.execute(
@@ -1397,8 +1576,7 @@ impl<B: Backend> Store for B {
                 .await?;
             tx.commit().await?;
             Ok(taken == 1)
-        }
-        .await;
-        result.map_err(|e| e.placed(self.target(), None))
+        })
+        .await
     }
 }

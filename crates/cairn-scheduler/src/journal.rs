@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cairn_checkpoint::{Error as StoreError, JournalAppend, Store};
+use cairn_checkpoint::{failpoint, Error as StoreError, JournalAppend, Store};
 use cairn_core::{
     Attempt, Journal, JournalEntry, JournalError, LeaseEpoch, NewEvent, NewJournalItem, RunId,
     StepIdx,
@@ -43,7 +43,7 @@ impl Journal for StoreJournal {
     async fn append(&self, item: NewJournalItem) -> Result<JournalEntry, JournalError> {
         cairn_core::check_size("a journal item", &item.payload, self.max_item_bytes)?;
         cairn_core::check_storable("a journal item", &item.payload)?;
-        crate::failpoint::hit("before_journal", self.idx);
+        failpoint::step("before_journal", self.idx);
         let appended = self
             .store
             .append_journal(&JournalAppend {
@@ -58,7 +58,7 @@ impl Journal for StoreJournal {
             })
             .await
             .map_err(journal_error);
-        crate::failpoint::hit("after_journal", self.idx);
+        failpoint::step("after_journal", self.idx);
         appended
     }
 

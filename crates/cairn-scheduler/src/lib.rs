@@ -8,7 +8,6 @@
 
 mod crew;
 mod error;
-mod failpoint;
 mod journal;
 mod lease;
 mod outcome;
@@ -18,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use cairn_checkpoint::{ClaimRequest, Lease, StepCommit, Store, WaitFilter};
+use cairn_checkpoint::{failpoint, ClaimRequest, Lease, StepCommit, Store, WaitFilter};
 use cairn_core::{
     rebuild, Agent, Answer, Attempt, ErrorInfo, ErrorKind, EventKind, NewEvent, PreviousOutput,
     RunId, RunRecord, RunStatus, StepContext, StepIdx, StepRef, StepStatus, WaitKind, WaitStatus,
@@ -279,9 +278,9 @@ impl Executor {
             let claimed = match first.take() {
                 Some(claimed) => Ok(claimed),
                 None => {
-                    failpoint::hit("before_claim", expected_cursor);
+                    failpoint::step("before_claim", expected_cursor);
                     let claimed = self.store.claim(run_id, &request).await;
-                    failpoint::hit("after_claim", expected_cursor);
+                    failpoint::step("after_claim", expected_cursor);
                     claimed
                 }
             };
@@ -380,7 +379,7 @@ impl Executor {
                 let commit = self
                     .execute_step(&step, agent, &run, &guard, &previous, &extras)
                     .await?;
-                failpoint::hit("before_commit", idx);
+                failpoint::step("before_commit", idx);
                 let commit = match self.store.commit_step(&commit).await {
                     Ok(()) => commit,
                     // Cancelled while the step ran: its result is discarded.
@@ -391,7 +390,7 @@ impl Executor {
                     }
                     Err(e) => return Err(e.into()),
                 };
-                failpoint::hit("after_commit", idx);
+                failpoint::step("after_commit", idx);
                 tracing::info!(run = %run_id, step = %idx, role = %def.role, attempt = %current, status = %commit.status, "step committed");
                 // A step that only opened its approval wait did not run.
                 if commit.open_wait.as_ref().map(|w| w.kind) != Some(WaitKind::Approval) {
@@ -415,7 +414,7 @@ impl Executor {
             drop(guard);
             match retry_after {
                 Some(wait) => {
-                    failpoint::hit("during_backoff", run.cursor);
+                    failpoint::step("during_backoff", run.cursor);
                     tokio::time::sleep(wait).await;
                     expected_cursor = run.cursor;
                 }

@@ -3,13 +3,16 @@
 //! PostgreSQL answers, `.ci/start-postgres` is run once (under a file lock)
 //! to start one; `CAIRN_TEST_DATABASE_URL` overrides the server.
 //! `PgCluster` (in `pg_cluster.rs`) is a throwaway PostgreSQL server of a
-//! test's own, for tests that crash or restart the database. A test's schema
+//! test's own, for tests that crash or restart the database; `CutProxy` (in
+//! `proxy.rs`) a TCP proxy that loses one request or answer on cue. A test's schema
 //! is dropped with its `TestDb`, and stale ones are swept (`schema.rs`).
 #![allow(clippy::expect_used)]
 
 mod pg_cluster;
+mod proxy;
 pub mod schema;
 pub use pg_cluster::{pg_bin_dir, ClusterError, PgCluster};
+pub use proxy::{Cut, CutProxy};
 
 use std::path::PathBuf;
 use std::process::Command;

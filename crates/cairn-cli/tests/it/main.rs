@@ -26,12 +26,14 @@ macro_rules! both_backends {
 mod agents;
 mod backoff;
 mod bad_input;
+mod boundaries;
 mod client;
 mod compact;
 mod contract;
 mod crash;
 mod failures;
 mod first_hour;
+mod lost_ack;
 mod mismatch;
 mod operators;
 mod soak;
