@@ -204,9 +204,18 @@ async fn submit(
         )
         .await?;
     let id = submitted.run.id;
-    // Read before waking the runner: the answer is the run as submitted,
-    // not whatever a claim racing this read has made of it.
-    let view = state.engine().show(id).await?;
+    // A new run is answered as the submit's own transaction read it (no
+    // steps yet): on PostgreSQL a worker may claim it the moment it
+    // commits, so a second read could already see it running. An existing
+    // run (same idempotency key) is answered as it stands now.
+    let view = if submitted.created {
+        cairn::RunView {
+            run: submitted.run.clone(),
+            steps: vec![],
+        }
+    } else {
+        state.engine().show(id).await?
+    };
     if submitted.run.status == RunStatus::Queued {
         state.wake_runner();
     }
