@@ -773,9 +773,11 @@ def main() -> int:
                     continue
                 v = cairn.get(f"{backend}_step_us")
                 rr = cairn.get(f"{backend}_step_ratio")
+                raw_c = cairn.get(f"{backend}_raw_commit_us")
                 print(
                     f"{system:<10} {backend:<9} {fmt(v):>26} "
-                    f"{(fmt(rr, 2) + '×') if rr is not None else '-':>13} {'':>20}"
+                    f"{(fmt(rr, 2) + '×') if rr is not None else '-':>13} "
+                    f"  (its raw commit {fmt(raw_c)} µs)"
                 )
                 continue
             st = steps.get((system, backend))
