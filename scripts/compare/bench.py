@@ -436,6 +436,13 @@ class Dbos:
             conn = sqlite3.connect(target)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.close()
+            # DBOS sets no `synchronous`: check what a new connection gets.
+            conn = sqlite3.connect(target)
+            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            sync = conn.execute("PRAGMA synchronous").fetchone()[0]
+            conn.close()
+            if (mode, sync) != ("wal", 2):
+                raise RuntimeError(f"DBOS's SQLite is journal_mode={mode} synchronous={sync}")
         self.write_txns_per_step: Optional[float] = None
         if backend == "sqlite":
             counter = _SqliteCommitCounter()
@@ -633,7 +640,7 @@ def main() -> int:
             log(f"note: {pg_note}")
         has_pg = pg_note is None
 
-        log(f"work dir {work}; PostgreSQL schemas {prefix}, {prefix}_dbos")
+        log(f"work dir {work}" + (f"; PostgreSQL schemas {prefix}, {prefix}_dbos" if has_pg else ""))
         subjects: list[Any] = [RawSqlite(work / "raw.db")]
         subjects.append(LangGraph("sqlite", str(work / "langgraph.db"), None))
         subjects.append(Dbos("sqlite", str(work / "dbos.db"), None))
