@@ -36,9 +36,9 @@ use serde_json::Value;
 pub use error::{DbFault, Error};
 pub use retention::{CompactPolicy, Compacted};
 
-pub use open::{open, Backend, OpenOptions};
+pub use open::{open, Backend, Durability, OpenOptions};
 pub use postgres::PgStore;
-pub use sqlite::SqliteStore;
+pub use sqlite::{GroupStats, SqliteStore};
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

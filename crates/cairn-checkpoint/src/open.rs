@@ -26,6 +26,52 @@ impl Backend {
     }
 }
 
+/// What a committed write survives (DESIGN.md, "Storage"). Chosen per
+/// store: `?durability=process` on the URL, or [`OpenOptions::durability`]
+/// (the URL wins).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// A committed step survives a power cut: SQLite `synchronous=FULL`,
+    /// PostgreSQL's own `synchronous_commit` (on by default).
+    #[default]
+    Sync,
+    /// A committed step survives the death of the process, not of the
+    /// machine: SQLite `synchronous=NORMAL` in WAL mode (the WAL is synced
+    /// at checkpoints only), PostgreSQL `synchronous_commit=off` for
+    /// Cairn's own connections (a commit returns before its WAL is flushed;
+    /// the server flushes within `3 × wal_writer_delay`, 600 ms by default).
+    Process,
+}
+
+impl Durability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Sync => "sync",
+            Durability::Process => "process",
+        }
+    }
+}
+
+impl std::fmt::Display for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Durability {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "sync" => Ok(Durability::Sync),
+            "process" => Ok(Durability::Process),
+            other => Err(format!(
+                "durability `{other}` is not `sync` (survives a power cut) or `process` (survives the process)"
+            )),
+        }
+    }
+}
+
 /// How to open a store.
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
@@ -37,6 +83,8 @@ pub struct OpenOptions {
     pub connect_timeout: Duration,
     /// Pool size (PostgreSQL).
     pub max_connections: u32,
+    /// What a commit survives, unless the URL says (`?durability=`).
+    pub durability: Durability,
 }
 
 impl Default for OpenOptions {
@@ -45,6 +93,7 @@ impl Default for OpenOptions {
             create: true,
             connect_timeout: Duration::from_secs(5),
             max_connections: 8,
+            durability: Durability::Sync,
         }
     }
 }
@@ -56,24 +105,46 @@ pub(crate) enum Target {
     Postgres(Box<PgConnectOptions>),
 }
 
-pub(crate) fn parse_url(url: &str) -> Result<Target> {
+/// A URL's target and the durability it names (`?durability=`), if any.
+pub(crate) fn parse_url(url: &str) -> Result<(Target, Option<Durability>)> {
     let bad = |reason: &str| Error::BadUrl {
         url: redact(url),
         reason: reason.to_owned(),
     };
+    let (url, durability) = take_durability(url).map_err(|e| bad(&e))?;
     if let Some(rest) = url.strip_prefix("sqlite:") {
         let path = rest.strip_prefix("//").unwrap_or(rest);
         let path = path.split('?').next().unwrap_or_default();
         if path.is_empty() {
             return Err(bad("no file path after sqlite://"));
         }
-        return Ok(Target::Sqlite(PathBuf::from(path)));
+        return Ok((Target::Sqlite(PathBuf::from(path)), durability));
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let opts = PgConnectOptions::from_str(url).map_err(|e| bad(&e.to_string()))?;
-        return Ok(Target::Postgres(Box::new(opts)));
+        let opts = PgConnectOptions::from_str(&url).map_err(|e| bad(&e.to_string()))?;
+        return Ok((Target::Postgres(Box::new(opts)), durability));
     }
     Err(bad("unknown scheme"))
+}
+
+/// Takes `durability=…` out of a URL's query (the drivers do not know it).
+fn take_durability(url: &str) -> std::result::Result<(String, Option<Durability>), String> {
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok((url.to_owned(), None));
+    };
+    let mut durability = None;
+    let mut kept = vec![];
+    for pair in query.split('&') {
+        match pair.strip_prefix("durability=") {
+            Some(value) => durability = Some(value.parse::<Durability>()?),
+            None => kept.push(pair),
+        }
+    }
+    let url = match kept.is_empty() {
+        true => base.to_owned(),
+        false => format!("{base}?{}", kept.join("&")),
+    };
+    Ok((url, durability))
 }
 
 /// The URL without its password, for messages.
@@ -90,11 +161,14 @@ pub(crate) fn redact(url: &str) -> String {
 
 /// Opens the store a URL names and applies its migrations.
 pub async fn open(url: &str, opts: &OpenOptions) -> Result<Arc<dyn Store>> {
-    match parse_url(url)? {
-        Target::Sqlite(path) => Ok(Arc::new(
-            SqliteStore::open(&path, opts.create, opts.connect_timeout).await?,
-        )),
-        Target::Postgres(pg) => Ok(Arc::new(PgStore::connect_with(*pg, opts).await?)),
+    let (target, durability) = parse_url(url)?;
+    let opts = OpenOptions {
+        durability: durability.unwrap_or(opts.durability),
+        ..opts.clone()
+    };
+    match target {
+        Target::Sqlite(path) => Ok(Arc::new(SqliteStore::open_with(&path, &opts).await?)),
+        Target::Postgres(pg) => Ok(Arc::new(PgStore::connect_with(*pg, &opts).await?)),
     }
 }
 
@@ -105,20 +179,31 @@ mod tests {
     #[test]
     fn urls_parse_or_explain() {
         assert!(
-            matches!(parse_url("sqlite://cairn.db"), Ok(Target::Sqlite(p)) if p.as_os_str() == "cairn.db")
+            matches!(parse_url("sqlite://cairn.db"), Ok((Target::Sqlite(p), None)) if p.as_os_str() == "cairn.db")
         );
         assert!(
-            matches!(parse_url("sqlite:///tmp/x.db"), Ok(Target::Sqlite(p)) if p.as_os_str() == "/tmp/x.db")
+            matches!(parse_url("sqlite:///tmp/x.db"), Ok((Target::Sqlite(p), None)) if p.as_os_str() == "/tmp/x.db")
         );
         assert!(matches!(
             parse_url("postgres://u@localhost:5432/db"),
-            Ok(Target::Postgres(_))
+            Ok((Target::Postgres(_), None))
         ));
+        assert!(matches!(
+            parse_url("sqlite://x.db?durability=process"),
+            Ok((Target::Sqlite(p), Some(Durability::Process))) if p.as_os_str() == "x.db"
+        ));
+        match parse_url("postgres://u@h:5432/db?durability=sync&options[search_path]=s") {
+            Ok((Target::Postgres(pg), Some(Durability::Sync))) => {
+                assert_eq!(pg.get_options(), Some("-c search_path=s"));
+            }
+            other => panic!("{other:?}"),
+        }
         for bad in [
             "mysql://x",
             "cairn.db",
             "sqlite://",
             "postgres://u@host:notaport/db",
+            "sqlite://x.db?durability=fast",
         ] {
             let err = parse_url(bad)
                 .err()

@@ -39,7 +39,9 @@ const DEFAULT_DB: &str = "sqlite://cairn.db";
 #[derive(Parser)]
 #[command(name = "cairn", version, about = "Durable, resumable multi-step runs")]
 struct Cli {
-    /// Database URL: sqlite://PATH (default) or postgres://USER@HOST:PORT/DB.
+    /// Database URL: sqlite://PATH (default) or postgres://USER@HOST:PORT/DB;
+    /// add ?durability=process for commits that survive the process but not a
+    /// power cut (faster; docs/benchmarks.md).
     #[arg(
         long,
         global = true,
@@ -587,6 +589,7 @@ async fn open(db: &str, create: bool) -> anyhow::Result<Engine> {
         create,
         connect_timeout: Duration::from_secs(3),
         max_connections: 4,
+        ..OpenOptions::default()
     };
     let config = ExecutorConfig {
         owner: format!("cairn-cli:{}", std::process::id()),
@@ -941,6 +944,7 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
                 create: true,
                 connect_timeout: Duration::from_secs(3),
                 max_connections: (concurrency as u32 * 2 + 2).max(4),
+                ..OpenOptions::default()
             };
             let config = ExecutorConfig {
                 owner: format!("cairn-worker:{}", std::process::id()),

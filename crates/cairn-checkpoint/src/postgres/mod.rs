@@ -37,6 +37,13 @@ impl PgStore {
     /// Connects (failing within `opts.connect_timeout` with the server named)
     /// and applies migrations.
     pub async fn connect_with(pg: PgConnectOptions, opts: &OpenOptions) -> Result<Self> {
+        // `process`: Cairn's own transactions return before their WAL is
+        // flushed (a server crash may lose the last ~600 ms of them; a
+        // crash of Cairn's process loses nothing). Other clients keep theirs.
+        let pg = match opts.durability {
+            crate::Durability::Sync => pg,
+            crate::Durability::Process => pg.options([("synchronous_commit", "off")]),
+        };
         let target = format!(
             "PostgreSQL at {}:{}/{}",
             pg.get_host(),

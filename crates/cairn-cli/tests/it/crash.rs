@@ -1,7 +1,8 @@
 //! Crash tests on both backends: a `cairn run` of 30 counting steps is
 //! SIGKILLed (externally mid-step, or by a failpoint just before / just after
 //! a step's commit) and `cairn resume` finishes it; the steps' own execution
-//! log proves no finished step ran twice. Plus the crash-loop cap.
+//! log proves no finished step ran twice. Plus the crash-loop cap. Each
+//! also with `?durability=process`: a process's death loses nothing there.
 
 use std::time::Duration;
 
@@ -9,12 +10,12 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{is_dead, read_pid, step, wait_until, Case, Kind};
+use crate::support::{is_dead, read_pid, step, wait_until, Case, Setup};
 
 const STEPS: u32 = 30;
 const KILL_AT: u32 = 18;
 
-both_backends!(
+every_setup!(
     external_sigkill_mid_step_reruns_only_that_step,
     failpoint_after_commit_resumes_at_the_next_step,
     failpoint_before_commit_reruns_the_uncommitted_step,
@@ -64,8 +65,8 @@ fn assert_stopped_at(run: &Value, cursor: u32) {
     assert_eq!(at["takeovers"], 0, "{at:#}");
 }
 
-fn external_sigkill_mid_step_reruns_only_that_step(kind: Kind) {
-    let case = Case::new(kind);
+fn external_sigkill_mid_step_reruns_only_that_step(setup: Setup) {
+    let case = Case::new(setup);
     let crew = case.counting_crew(STEPS);
     let crew = crew.to_str().unwrap();
     // Step 18 lingers in the killed process only, so the kill surely lands
@@ -129,8 +130,8 @@ fn external_sigkill_mid_step_reruns_only_that_step(kind: Kind) {
     );
 }
 
-fn failpoint_after_commit_resumes_at_the_next_step(kind: Kind) {
-    let case = Case::new(kind);
+fn failpoint_after_commit_resumes_at_the_next_step(setup: Setup) {
+    let case = Case::new(setup);
     let crew = case.counting_crew(STEPS);
     case.cairn_env(
         &["run", crew.to_str().unwrap()],
@@ -159,9 +160,9 @@ fn failpoint_after_commit_resumes_at_the_next_step(kind: Kind) {
 /// Killed just before the first claim (the run is submitted, nothing ran)
 /// and just after it (step 0 marked running under a live lease, not yet
 /// started): a resume runs every step exactly once.
-fn failpoints_around_the_first_claim_lose_and_repeat_nothing(kind: Kind) {
+fn failpoints_around_the_first_claim_lose_and_repeat_nothing(setup: Setup) {
     for point in ["before_claim:0", "after_claim:0"] {
-        let case = Case::new(kind);
+        let case = Case::new(setup);
         let crew = case.counting_crew(STEPS);
         case.cairn_env(
             &["run", crew.to_str().unwrap()],
@@ -187,8 +188,8 @@ fn failpoints_around_the_first_claim_lose_and_repeat_nothing(kind: Kind) {
     }
 }
 
-fn failpoint_before_commit_reruns_the_uncommitted_step(kind: Kind) {
-    let case = Case::new(kind);
+fn failpoint_before_commit_reruns_the_uncommitted_step(setup: Setup) {
+    let case = Case::new(setup);
     let crew = case.counting_crew(STEPS);
     case.cairn_env(
         &["run", crew.to_str().unwrap()],
@@ -219,8 +220,8 @@ fn failpoint_before_commit_reruns_the_uncommitted_step(kind: Kind) {
 /// takes over while `takeovers + 1 <= 3`: the first run and three takeovers
 /// execute step 2 (4 times in all); the 4th resume fails the run without
 /// executing it.
-fn crash_loop_cap_fails_the_run_after_three_takeovers(kind: Kind) {
-    let case = Case::new(kind);
+fn crash_loop_cap_fails_the_run_after_three_takeovers(setup: Setup) {
+    let case = Case::new(setup);
     let crew = case.counting_crew(4);
     let crash = [("CAIRN_FAILPOINTS", "before_commit:2")];
     case.cairn_env(&["run", crew.to_str().unwrap()], &crash)

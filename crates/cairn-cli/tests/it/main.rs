@@ -23,6 +23,38 @@ macro_rules! both_backends {
     };
 }
 
+/// Turns `fn name(setup: Setup)` helpers into four tests: `name::sqlite`,
+/// `name::postgres`, and the same with `?durability=process`.
+macro_rules! every_setup {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                use crate::support::Setup;
+                use cairn_testkit::Kind;
+                fn setup(kind: Kind, process_durability: bool) -> Setup {
+                    Setup { kind, process_durability }
+                }
+                #[test]
+                fn sqlite() {
+                    super::$name(setup(Kind::Sqlite, false))
+                }
+                #[test]
+                fn postgres() {
+                    super::$name(setup(Kind::Postgres, false))
+                }
+                #[test]
+                fn sqlite_process_durability() {
+                    super::$name(setup(Kind::Sqlite, true))
+                }
+                #[test]
+                fn postgres_process_durability() {
+                    super::$name(setup(Kind::Postgres, true))
+                }
+            }
+        )*
+    };
+}
+
 mod agents;
 mod backoff;
 mod bad_input;

@@ -131,9 +131,32 @@ pub fn test_db(kind: Kind) -> TestDb {
     }
 }
 
+/// A database kind and what its commits survive: `process` adds
+/// `?durability=process` to the case's URL (DESIGN.md, "Storage").
+#[derive(Debug, Clone, Copy)]
+pub struct Setup {
+    pub kind: Kind,
+    pub process_durability: bool,
+}
+
+impl From<Kind> for Setup {
+    fn from(kind: Kind) -> Setup {
+        Setup {
+            kind,
+            process_durability: false,
+        }
+    }
+}
+
 impl Case {
-    pub fn new(kind: Kind) -> Case {
-        Case::with_db(test_db(kind))
+    pub fn new(setup: impl Into<Setup>) -> Case {
+        let setup = setup.into();
+        let mut db = test_db(setup.kind);
+        if setup.process_durability {
+            let sep = if db.url.contains('?') { '&' } else { '?' };
+            db.url = format!("{}{sep}durability=process", db.url);
+        }
+        Case::with_db(db)
     }
 
     /// A case on a database the test made itself.
@@ -296,7 +319,8 @@ impl Case {
 
 /// The file a `sqlite://` URL names.
 pub fn sqlite_path(url: &str) -> PathBuf {
-    PathBuf::from(url.strip_prefix("sqlite://").expect("a sqlite:// URL"))
+    let path = url.strip_prefix("sqlite://").expect("a sqlite:// URL");
+    PathBuf::from(path.split('?').next().unwrap_or(path))
 }
 
 /// A TOML string literal (JSON string escapes are valid TOML).
