@@ -1,9 +1,15 @@
-//! The SQLite backend: one file, WAL, `synchronous=FULL`. Every operation
+//! The SQLite backend: one file, WAL, `synchronous=FULL` (`NORMAL` with
+//! `Durability::Process`). Every operation
 //! but one is the storage script's (`script.rs`); this file opens the file
 //! (surviving two processes that create it at once) and keeps the step
 //! commit's fast path.
 
+mod group;
+
+pub use group::GroupStats;
+
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -28,11 +34,24 @@ pub struct SqliteStore {
     path: PathBuf,
     /// `SQLite file PATH`, for messages.
     target: String,
+    /// Step commits waiting for the next flush (`group.rs`).
+    group: Arc<group::Group>,
 }
 
 impl SqliteStore {
     /// Opens (and, with `create`, creates) the file and applies migrations.
     pub async fn open(path: &Path, create: bool, timeout: Duration) -> Result<Self> {
+        let opts = crate::OpenOptions {
+            create,
+            connect_timeout: timeout,
+            ..Default::default()
+        };
+        Self::open_with(path, &opts).await
+    }
+
+    /// [`SqliteStore::open`] with all the options (durability included).
+    pub async fn open_with(path: &Path, opts: &crate::OpenOptions) -> Result<Self> {
+        let (create, timeout) = (opts.create, opts.connect_timeout);
         if !create && !path.exists() {
             return Err(Error::MissingFile(path.to_owned()));
         }
@@ -48,7 +67,10 @@ impl SqliteStore {
             .filename(path)
             .create_if_missing(create)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
+            .synchronous(match opts.durability {
+                crate::Durability::Sync => SqliteSynchronous::Full,
+                crate::Durability::Process => SqliteSynchronous::Normal,
+            })
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
         let target = format!("SQLite file {}", path.display());
@@ -137,6 +159,7 @@ impl SqliteStore {
             pool,
             path: path.to_owned(),
             target,
+            group: Arc::default(),
         })
     }
 
@@ -159,11 +182,21 @@ impl Backend for SqliteStore {
         &self.target
     }
 
+    /// Step commits go through the group commit (`group.rs`): alone, one
+    /// transaction as below; with other runs' commits waiting, one
+    /// transaction and one flush for all of them.
+    async fn commit_step(&self, c: &StepCommit) -> Result<()> {
+        self.group_commit(c).await
+    }
+}
+
+impl SqliteStore {
     /// The fast path: the whole step in one multi-statement round trip
     /// (one hop to SQLite's thread instead of five), each statement
-    /// running only if the one before changed what it had to. Measured in
-    /// `cairn-bench` against the script's transaction of separate statements.
-    async fn commit_step(&self, c: &StepCommit) -> Result<()> {
+    /// running only if the one before changed what it had to, and the row
+    /// count it must change. Measured in `cairn-bench` against the
+    /// script's transaction of separate statements.
+    fn commit_query(c: &StepCommit) -> Result<(crate::sql::Query, u64)> {
         let finished = matches!(
             c.run_status,
             RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
@@ -244,34 +277,51 @@ impl Backend for SqliteStore {
             wait.and_then(|w| w.on_deadline.as_ref())
                 .and_then(|o| serde_json::to_value(o).ok()),
         );
-        let mut tx = self.db.write().await?;
-        let applied = tx.conn().execute(batch).await;
         let expected = 2
             + u64::from(c.start_next.is_some())
             + c.events.len() as u64
             + u64::from(c.open_wait.is_some());
-        match applied {
+        Ok((batch, expected))
+    }
+
+    /// One step commit in a transaction of its own.
+    pub(crate) async fn commit_one(&self, c: &StepCommit) -> Result<()> {
+        let (batch, expected) = Self::commit_query(c)?;
+        let mut tx = self.db.write().await?;
+        match tx.conn().execute(batch).await {
             Ok(rows) if rows == expected => tx.commit().await,
             outcome => {
                 tx.rollback().await?;
-                let run = Store::get_run(self, c.run_id).await?;
-                if run.lease_epoch == c.epoch
-                    && run.status == RunStatus::Running
-                    && run.cancel_requested_at.is_none()
-                {
-                    // The run matched; the step or the insert did not.
-                    outcome?;
-                    return Err(Corruption::new(
-                        c.run_id,
-                        format!(
-                            "step {} attempt {} is not running, so its result cannot be committed",
-                            c.idx, c.attempt
-                        ),
-                    )
-                    .into());
-                }
-                Err(refused_commit(&run, c))
+                Err(self.refusal(c, outcome).await)
             }
         }
+    }
+
+    /// Why a commit whose statements did not all apply (`outcome`, rolled
+    /// back) was refused: a stale epoch, a cancel or a finished run (read
+    /// from the run as it is now), or, if the run matched, its step.
+    pub(crate) async fn refusal(&self, c: &StepCommit, outcome: Result<u64>) -> Error {
+        let run = match Store::get_run(self, c.run_id).await {
+            Ok(run) => run,
+            Err(e) => return e,
+        };
+        if run.lease_epoch == c.epoch
+            && run.status == RunStatus::Running
+            && run.cancel_requested_at.is_none()
+        {
+            // The run matched; the step or the insert did not.
+            if let Err(e) = outcome {
+                return e;
+            }
+            return Corruption::new(
+                c.run_id,
+                format!(
+                    "step {} attempt {} is not running, so its result cannot be committed",
+                    c.idx, c.attempt
+                ),
+            )
+            .into();
+        }
+        refused_commit(&run, c)
     }
 }

@@ -17,8 +17,10 @@ use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
 mod differential;
+mod durability;
 mod faults;
 mod fuzz_journal;
+mod group_commit;
 mod journal;
 mod leases;
 mod nul;
