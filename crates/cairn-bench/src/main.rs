@@ -9,6 +9,7 @@
 //! next to a million stored steps, and the bytes a row takes.
 
 mod breakdown;
+mod concurrent;
 mod journal;
 mod retention;
 mod workers;
@@ -29,7 +30,9 @@ use cairn::{
     async_trait, Agent, Crew, Engine, ErrorInfo, EventKind, ExecutorConfig, ResumeOptions, RunId,
     RunStatus, StepContext, StepIdx, StepOutput, StepStatus, Store, SubmitOptions,
 };
-use cairn_checkpoint::{ClaimRequest, NewRun, OpenOptions, PgStore, SqliteStore, StepCommit};
+use cairn_checkpoint::{
+    ClaimRequest, Durability, NewRun, OpenOptions, PgStore, SqliteStore, StepCommit,
+};
 use cairn_core::{Attempt, LeaseEpoch, NewEvent};
 
 const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -129,18 +132,23 @@ impl Target {
     }
 
     async fn open(&self) -> Result<(Arc<dyn Store>, Raw)> {
+        self.open_with(Durability::Sync).await
+    }
+
+    /// The store with this durability, and its pool (which has it too).
+    async fn open_with(&self, durability: Durability) -> Result<(Arc<dyn Store>, Raw)> {
+        let opts = OpenOptions {
+            durability,
+            ..OpenOptions::default()
+        };
         Ok(match self {
             Target::Sqlite(path) => {
-                let store = SqliteStore::open(path, true, Duration::from_secs(5)).await?;
+                let store = SqliteStore::open_with(path, &opts).await?;
                 let pool = store.pool().clone();
                 (Arc::new(store), Raw::Sqlite(pool))
             }
             Target::Postgres(options) => {
-                let store = PgStore::connect_with(
-                    PgConnectOptions::clone(options),
-                    &OpenOptions::default(),
-                )
-                .await?;
+                let store = PgStore::connect_with(PgConnectOptions::clone(options), &opts).await?;
                 let pool = store.pool().clone();
                 (Arc::new(store), Raw::Postgres(pool))
             }
@@ -209,6 +217,32 @@ impl Raw {
             Raw::Sqlite(pool) => pool.close().await,
             Raw::Postgres(pool) => pool.close().await,
         }
+    }
+}
+
+/// The reference commit through SQLite's C interface (rusqlite on the same
+/// libsqlite3-sys as sqlx): the same file, WAL, `synchronous=FULL`, the
+/// same `BEGIN IMMEDIATE` + INSERT + COMMIT, a statement prepared once.
+/// What the store's commit is compared with when the question is "how
+/// close to SQLite itself", not "how close to sqlx".
+struct CRaw(rusqlite::Connection);
+
+impl CRaw {
+    fn open(path: &std::path::Path) -> Result<CRaw> {
+        let conn = rusqlite::Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "wal")?;
+        conn.pragma_update(None, "synchronous", "full")?;
+        Ok(CRaw(conn))
+    }
+
+    fn commit(&self, payload: &str) -> Result<()> {
+        self.0.execute_batch("BEGIN IMMEDIATE")?;
+        self.0
+            .prepare_cached("INSERT INTO bench_raw (payload) VALUES (?1)")?
+            .execute([payload])?;
+        self.0.execute_batch("COMMIT")?;
+        Ok(())
     }
 }
 
@@ -295,6 +329,8 @@ fn round2(x: f64) -> f64 {
 
 /// Per-step and raw-commit numbers of one backend.
 struct StepNumbers {
+    /// SQLite with `sync` durability: the C-interface reference commit.
+    c_raw_mean_us: Option<f64>,
     step_us: f64,
     step_median_run_us: f64,
     raw_mean_us: f64,
@@ -463,9 +499,13 @@ fn raw_payload() -> String {
     .collect()
 }
 
-async fn bench_steps(target: &Target) -> Result<StepNumbers> {
-    let (store, raw) = target.open().await?;
+async fn bench_steps(target: &Target, durability: Durability) -> Result<StepNumbers> {
+    let (store, raw) = target.open_with(durability).await?;
     raw.setup().await?;
+    let c_raw = match (target, durability) {
+        (Target::Sqlite(path), Durability::Sync) => Some(CRaw::open(path)?),
+        _ => None,
+    };
     let engine = Engine::with_store(store.clone(), ExecutorConfig::default());
     let crew = noop_crew("bench-steps", STEPS, None)?;
     let payload = raw_payload();
@@ -476,10 +516,14 @@ async fn bench_steps(target: &Target) -> Result<StepNumbers> {
     for _ in 0..WARMUP_COMMITS {
         raw.commit(&payload).await?;
         raw.commit_in_tx(&payload).await?;
+        if let Some(c) = &c_raw {
+            c.commit(&payload)?;
+        }
     }
     direct_run(&*store, &crew).await?;
 
     let (mut runs, mut raws, mut raw_txs, mut commits) = (vec![], vec![], vec![], vec![]);
+    let mut c_raws = vec![];
     for round in 0..ROUNDS {
         for i in 0..RUNS / ROUNDS {
             let t = Instant::now();
@@ -494,6 +538,11 @@ async fn bench_steps(target: &Target) -> Result<StepNumbers> {
             if raw.commit_in_tx(&payload).await? {
                 raw_txs.push(t.elapsed());
             }
+            if let Some(c) = &c_raw {
+                let t = Instant::now();
+                c.commit(&payload)?;
+                c_raws.push(t.elapsed());
+            }
         }
         for _ in 0..RUNS / ROUNDS {
             commits.extend(direct_run(&*store, &crew).await?.commits);
@@ -502,6 +551,7 @@ async fn bench_steps(target: &Target) -> Result<StepNumbers> {
     raw.close().await;
     let per_run = us(runs.iter().sum::<Duration>()) / (runs.len() as f64);
     Ok(StepNumbers {
+        c_raw_mean_us: (!c_raws.is_empty()).then(|| us(mean(&c_raws))),
         step_us: per_run / f64::from(STEPS),
         step_median_run_us: us(median(&runs)) / f64::from(STEPS),
         raw_mean_us: us(mean(&raws)),
@@ -609,15 +659,23 @@ async fn bench_resume(target: &Target) -> Result<ResumeNumbers> {
 
 struct Backend {
     steps: StepNumbers,
+    /// The same with `?durability=process` (its raw commits too).
+    process: StepNumbers,
     resume: ResumeNumbers,
 }
 
 async fn bench(target: &Target) -> Result<Backend> {
     eprintln!("[{}] per-step and raw-commit costs …", target.name());
-    let steps = bench_steps(target).await?;
+    let steps = bench_steps(target, Durability::Sync).await?;
+    eprintln!("[{}] the same with durability=process …", target.name());
+    let process = bench_steps(target, Durability::Process).await?;
     eprintln!("[{}] resume of a {RESUME_DONE}-step run …", target.name());
     let resume = bench_resume(target).await?;
-    Ok(Backend { steps, resume })
+    Ok(Backend {
+        steps,
+        process,
+        resume,
+    })
 }
 
 // ---------------------------------------------------------------- report
@@ -664,6 +722,32 @@ fn print_report(sqlite: &Backend, postgres: Option<&Backend>) {
     if let Some(tx) = postgres.and_then(|p| p.steps.raw_tx_mean_us) {
         println!("postgres raw BEGIN+INSERT+COMMIT: {tx:.1} µs (mean)");
     }
+    if let Some(c) = sqlite.steps.c_raw_mean_us {
+        println!(
+            "sqlite raw commit through the C interface (rusqlite, same SQLite): {c:.1} µs (mean); \
+             step / C commit {:.2}× (target ≤ 1.5×)",
+            sqlite.steps.step_us / c
+        );
+    }
+    println!();
+    println!("durability=process (survives the process, not a power cut):");
+    println!(
+        "{:<9} {:>9} {:>14} {:>9} {:>19}",
+        "backend", "step µs", "raw commit µs", "step/raw", "step vs sync step"
+    );
+    for (name, b) in rows {
+        if let Some(b) = b {
+            let p = &b.process;
+            println!(
+                "{:<9} {:>9.1} {:>14.1} {:>8.2}× {:>18.2}×",
+                name,
+                p.step_us,
+                p.raw_mean_us,
+                p.ratio(),
+                p.step_us / b.steps.step_us
+            );
+        }
+    }
     println!();
     println!(
         "Resume of a run with {RESUME_DONE} finished steps and 1 pending (median of {RESUME_REPS}; \
@@ -704,8 +788,11 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
     let f = |x: Option<f64>| x.map(round2).map_or(Value::Null, Value::from);
     let s = b.map(|b| &b.steps);
     let r = b.map(|b| &b.resume);
+    let p = b.map(|b| &b.process);
     for (key, value) in [
         ("step_us", s.map(|s| s.step_us)),
+        ("durability_process_step_us", p.map(|p| p.step_us)),
+        ("durability_process_raw_commit_us", p.map(|p| p.raw_mean_us)),
         ("raw_commit_us", s.map(|s| s.raw_mean_us)),
         ("raw_commit_median_us", s.map(|s| s.raw_median_us)),
         ("step_ratio", s.map(StepNumbers::ratio)),
@@ -835,6 +922,17 @@ async fn main() -> Result<()> {
             .as_ref()
             .and_then(|p| p.steps.raw_tx_mean_us)
             .map(round2)
+            .map_or(Value::Null, Value::from),
+    );
+    let c_raw = sqlite.steps.c_raw_mean_us;
+    out.insert(
+        "sqlite_c_raw_commit_us".into(),
+        c_raw.map(round2).map_or(Value::Null, Value::from),
+    );
+    out.insert(
+        "sqlite_step_c_ratio".into(),
+        c_raw
+            .map(|c| round2(sqlite.steps.step_us / c))
             .map_or(Value::Null, Value::from),
     );
     // The headline resume number is SQLite's (the embedded default).

@@ -2,6 +2,8 @@
 //! worker` processes sharing one PostgreSQL database with 64 runs in flight,
 //! next to the raw autocommit INSERT throughput of 64 concurrent connections,
 //! and the latency from `submit` to the run being claimed by an idle worker.
+//! First, SQLite in one process: one run alone against 64 in flight
+//! (`concurrent.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -349,6 +351,11 @@ async fn submit_latency(
 }
 
 pub async fn run(base_url: &str) -> Result<()> {
+    eprintln!(
+        "[sqlite] one run alone, then {} runs in flight in one process …",
+        crate::concurrent::IN_FLIGHT
+    );
+    let sqlite = crate::concurrent::measure().await?;
     let cairn = cairn_binary()?;
     let schema = PgSchema::create(base_url)
         .await
@@ -359,14 +366,18 @@ pub async fn run(base_url: &str) -> Result<()> {
         schema.name,
         cairn.display()
     );
-    let result = measure(&schema, &cairn).await;
+    let result = measure(&schema, &cairn, &sqlite).await;
     if let Err(e) = schema.drop_schema().await {
         eprintln!("warning: could not drop schema {}: {e:#}", schema.name);
     }
     result
 }
 
-async fn measure(schema: &PgSchema, cairn: &Path) -> Result<()> {
+async fn measure(
+    schema: &PgSchema,
+    cairn: &Path,
+    sqlite: &crate::concurrent::Concurrency,
+) -> Result<()> {
     let logs = tempfile::tempdir()?;
     let store = PgStore::connect_with(schema.options.clone(), &OpenOptions::default()).await?;
     let pool = store.pool().clone();
@@ -436,7 +447,46 @@ async fn measure(schema: &PgSchema, cairn: &Path) -> Result<()> {
         ms(percentile(&latency.done, 0.99)),
     );
 
+    println!();
+    println!(
+        "SQLite, one process: one run alone {:.0} steps/s; {} runs in flight {:.0} steps/s: \
+         {:.2}× (target ≥ 5×); group commit: {} transactions carried {} step commits \
+         (mean {:.1}, largest {}).",
+        sqlite.alone_steps_per_s,
+        crate::concurrent::IN_FLIGHT,
+        sqlite.in_flight_steps_per_s,
+        sqlite.ratio(),
+        sqlite.batches,
+        sqlite.commits,
+        sqlite.commits as f64 / (sqlite.batches.max(1) as f64),
+        sqlite.largest
+    );
+
     let mut out = Map::new();
+    // The best worker count against the raw commits.
+    let best = steps
+        .iter()
+        .map(|(_, t)| t.steps_per_s / raw)
+        .fold(0.0f64, f64::max);
+    out.insert("workers_ratio".into(), Value::from(round2(best)));
+    out.insert(
+        "sqlite_concurrent_ratio".into(),
+        Value::from(round2(sqlite.ratio())),
+    );
+    out.insert(
+        "sqlite_alone_steps_per_s".into(),
+        Value::from(round2(sqlite.alone_steps_per_s)),
+    );
+    out.insert(
+        "sqlite_in_flight_steps_per_s".into(),
+        Value::from(round2(sqlite.in_flight_steps_per_s)),
+    );
+    out.insert(
+        "sqlite_group_commit_mean_batch".into(),
+        Value::from(round2(
+            sqlite.commits as f64 / (sqlite.batches.max(1) as f64),
+        )),
+    );
     for (n, t) in &steps {
         out.insert(
             format!("postgres_workers_{n}_steps_per_s"),
