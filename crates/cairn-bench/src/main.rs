@@ -600,7 +600,13 @@ async fn park_run(engine: &Engine, crew: &Crew, gate: &Gate) -> Result<RunId> {
 async fn timed_resume(engine: &Engine, id: RunId, gate: &Gate) -> Result<(Duration, Duration)> {
     *lock(&gate.0.entered) = None;
     let start = Instant::now();
-    let done = engine.resume(id, ResumeOptions::default()).await?;
+    // The parked run's lease is live (its "process" is this one): a
+    // takeover, as `cairn resume --takeover` after a kill.
+    let opts = ResumeOptions {
+        takeover: true,
+        ..ResumeOptions::default()
+    };
+    let done = engine.resume(id, opts).await?;
     let full = start.elapsed();
     let entered = lock(&gate.0.entered)
         .take()

@@ -36,6 +36,8 @@ pub struct SqliteStore {
     target: String,
     /// Step commits waiting for the next flush (`group.rs`).
     group: Arc<group::Group>,
+    /// Off only to measure what the group commit buys.
+    grouping: bool,
 }
 
 impl SqliteStore {
@@ -160,6 +162,7 @@ impl SqliteStore {
             path: path.to_owned(),
             target,
             group: Arc::default(),
+            grouping: true,
         })
     }
 
@@ -169,6 +172,13 @@ impl SqliteStore {
 
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
+    }
+
+    /// The same store with every step commit in a transaction of its own,
+    /// as before the group commit: for the benchmark's comparison only.
+    pub fn without_group_commit(mut self) -> Self {
+        self.grouping = false;
+        self
     }
 }
 
@@ -186,7 +196,10 @@ impl Backend for SqliteStore {
     /// transaction as below; with other runs' commits waiting, one
     /// transaction and one flush for all of them.
     async fn commit_step(&self, c: &StepCommit) -> Result<()> {
-        self.group_commit(c).await
+        match self.grouping {
+            true => self.group_commit(c).await,
+            false => self.commit_one(c).await,
+        }
     }
 }
 
