@@ -257,7 +257,8 @@ struct PgSchema {
 
 impl PgSchema {
     async fn create(base_url: &str) -> Result<PgSchema> {
-        let base = PgConnectOptions::from_str(base_url)
+        // As `cairn` connects (no TLS on loopback unless the URL asks).
+        let base = cairn_checkpoint::pg_options(base_url)
             .context("CAIRN_BENCH_DATABASE_URL is not a PostgreSQL URL")?;
         let name = format!("cairn_bench_{}", uuid::Uuid::now_v7().simple());
         let mut conn = tokio::time::timeout(Duration::from_secs(3), base.connect())
@@ -269,7 +270,7 @@ impl PgSchema {
         conn.close().await?;
         let sep = if base_url.contains('?') { '&' } else { '?' };
         let url = format!("{base_url}{sep}options[search_path]={name}");
-        let options = PgConnectOptions::from_str(&url)?;
+        let options = cairn_checkpoint::pg_options(&url)?;
         Ok(PgSchema {
             base,
             name,

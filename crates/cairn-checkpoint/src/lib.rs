@@ -36,7 +36,7 @@ use serde_json::Value;
 pub use error::{DbFault, Error};
 pub use retention::{CompactPolicy, Compacted};
 
-pub use open::{open, Backend, Durability, OpenOptions};
+pub use open::{open, pg_options, Backend, Durability, OpenOptions};
 pub use postgres::PgStore;
 pub use sqlite::{GroupStats, SqliteStore};
 

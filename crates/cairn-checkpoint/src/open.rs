@@ -121,10 +121,36 @@ pub(crate) fn parse_url(url: &str) -> Result<(Target, Option<Durability>)> {
         return Ok((Target::Sqlite(PathBuf::from(path)), durability));
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let opts = PgConnectOptions::from_str(&url).map_err(|e| bad(&e.to_string()))?;
-        return Ok((Target::Postgres(Box::new(opts)), durability));
+        return Ok((Target::Postgres(Box::new(pg_options(&url)?)), durability));
     }
     Err(bad("unknown scheme"))
+}
+
+/// A PostgreSQL URL as Cairn connects to it: sqlx's parsing, and no TLS to
+/// a server on this machine (loopback or a Unix socket) unless the URL
+/// asks for it with `sslmode=`. libpq's default `prefer` would negotiate
+/// TLS there too, which protects nothing on loopback and costs a handshake
+/// per connection and about 20–70 µs per round trip (docs/benchmarks.md).
+pub fn pg_options(url: &str) -> Result<PgConnectOptions> {
+    let opts = PgConnectOptions::from_str(url).map_err(|e| Error::BadUrl {
+        url: redact(url),
+        reason: e.to_string(),
+    })?;
+    let asked = url
+        .split_once('?')
+        .is_some_and(|(_, q)| q.split('&').any(|p| p.starts_with("sslmode=")));
+    let host = opts.get_host();
+    let local = opts.get_socket().is_some()
+        || host.starts_with('/')
+        || host == "localhost"
+        || host
+            .trim_matches(|c| c == '[' || c == ']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    Ok(match (asked, local) {
+        (false, true) => opts.ssl_mode(sqlx::postgres::PgSslMode::Disable),
+        _ => opts,
+    })
 }
 
 /// Takes `durability=…` out of a URL's query (the drivers do not know it).
@@ -191,6 +217,35 @@ mod tests {
         assert!(matches!(
             parse_url("sqlite://x.db?durability=process"),
             Ok((Target::Sqlite(p), Some(Durability::Process))) if p.as_os_str() == "x.db"
+        ));
+        use sqlx::postgres::PgSslMode;
+        let ssl = |url: &str| match parse_url(url) {
+            Ok((Target::Postgres(pg), _)) => pg.get_ssl_mode(),
+            other => panic!("{url}: {other:?}"),
+        };
+        assert!(matches!(
+            ssl("postgres://u@127.0.0.1:5432/db"),
+            PgSslMode::Disable
+        ));
+        assert!(matches!(
+            ssl("postgres://u@localhost/db"),
+            PgSslMode::Disable
+        ));
+        assert!(matches!(
+            ssl("postgres://u@[::1]:5432/db"),
+            PgSslMode::Disable
+        ));
+        assert!(matches!(
+            ssl("postgres://u@127.0.0.1/db?sslmode=prefer"),
+            PgSslMode::Prefer
+        ));
+        assert!(matches!(
+            ssl("postgres://u@127.0.0.1/db?sslmode=require"),
+            PgSslMode::Require
+        ));
+        assert!(matches!(
+            ssl("postgres://u@db.example.com/db"),
+            PgSslMode::Prefer
         ));
         match parse_url("postgres://u@h:5432/db?durability=sync&options[search_path]=s") {
             Ok((Target::Postgres(pg), Some(Durability::Sync))) => {

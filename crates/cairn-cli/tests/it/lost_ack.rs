@@ -30,8 +30,8 @@ fn proxy_for(case: &Case) -> (CutProxy, String) {
         .expect("a postgres://USER@HOST:PORT/DB URL");
     let upstream: SocketAddr = host_port.parse().expect("HOST:PORT of the test server");
     let proxy = CutProxy::start(upstream).expect("start the proxy");
-    // In clear text, so the proxy can see the marker (the default
-    // `sslmode=prefer` negotiates TLS with a server that offers it).
+    // In clear text, so the proxy can see the marker (what Cairn does on
+    // loopback anyway; said here so the test never depends on it).
     let sep = if url.contains('?') { '&' } else { '?' };
     let via = format!("{}{sep}sslmode=disable", proxy.url(url));
     (proxy, via)
