@@ -24,8 +24,9 @@ use crate::plan::{
     plan_expire, AnswerPlan, ClaimStep, StepChange,
 };
 use crate::raw::{
-    check_same_submission, decode_event, decode_journal, decode_run, decode_step, decode_wait,
-    error_json, run_cols, stats_from, step_cols, unpack_steps, wait_cols,
+    check_same_submission, decode_event, decode_journal, decode_run, decode_run_with, decode_step,
+    decode_wait, error_json, run_cols, run_cols_but_def, stats_from, step_cols, unpack_steps,
+    wait_cols,
 };
 use crate::raw::{decode_listed, decode_thread};
 use crate::sql::{query, Conn, Dialect, Pool};
@@ -84,6 +85,23 @@ const RUN_BY_ID_LOCKED: &str = concat!(
     run_cols!(),
     " FROM runs WHERE id = :id {for_update}"
 );
+
+const RUN_BUT_DEF_BY_ID: &str =
+    concat!("SELECT ", run_cols_but_def!(), " FROM runs WHERE id = :id");
+
+/// The run read again in a transaction that already holds its crew
+/// definition (`def`), which is not read nor decoded again.
+async fn fetch_run_again(
+    c: &mut Conn<'_>,
+    id: RunId,
+    def: cairn_core::CrewDef,
+) -> Result<RunRecord> {
+    let row = c
+        .fetch_optional(query(RUN_BUT_DEF_BY_ID).bind("id", id))
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    decode_run_with(&row, Some(def))
+}
 
 /// The run, locked against other writers until the transaction ends when
 /// `lock` (PostgreSQL; SQLite's write transaction already is).
@@ -448,7 +466,7 @@ async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Cla
         }
     }
     append_events(c, id, &claim_events(req, epoch, &before, &plan)).await?;
-    let run = fetch_run(c, id, false).await?;
+    let run = fetch_run_again(c, id, before.crew_definition).await?;
     let at_cursor = fetch_step(c, id, run.cursor).await?;
     Ok(Claimed {
         run,
@@ -970,7 +988,7 @@ impl<B: Backend> Store for B {
                 }
             }
             c.notify_runnable(id).await?;
-            let run = fetch_run(&mut c, id, false).await?;
+            let run = fetch_run_again(&mut c, id, new.crew).await?;
             tx.commit().await?;
             Ok(Submitted { run, created: true })
         })
