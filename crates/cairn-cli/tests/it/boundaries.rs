@@ -785,3 +785,136 @@ fn lost_acknowledgements_are_recognised(kind: Kind) {
     assert_eq!(count(&case, &queued, "run_cancelled"), 1, "{point}");
     check_invariants(&case, point);
 }
+
+both_backends!(set_aside, retention_task);
+
+/// Breaks a run's stored crew definition, as a corrupt row would.
+fn corrupt(case: &Case, id: &str) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(case.db.exec(&format!(
+            r#"UPDATE runs SET crew_def = '{{"not": "a crew"}}' WHERE id = '{id}'"#
+        )));
+}
+
+/// A worker killed around setting a corrupt run aside: the next worker
+/// sets it aside (once) and runs the healthy one behind it.
+fn set_aside(kind: Kind) {
+    for phase in PHASES {
+        let point = format!("{phase}:set_aside");
+        let case = Case::new(kind);
+        let crew = case.counting_crew(2);
+        let crew = crew.to_str().unwrap();
+        let bad = case
+            .cairn(&["submit", crew])
+            .expect_code(0)
+            .stdout
+            .trim()
+            .to_owned();
+        let good = case
+            .cairn(&["submit", crew])
+            .expect_code(0)
+            .stdout
+            .trim()
+            .to_owned();
+        corrupt(&case, &bad);
+        let mut w = worker(&case, "killed", &[("CAIRN_FAILPOINTS", &point)]);
+        expect_killed(&case, &mut w, "killed", &point);
+        let expected = if phase == "before" {
+            "queued"
+        } else {
+            "failed"
+        };
+        // `runs show` refuses a corrupt run; the listing names it.
+        let listed = |id: &str| {
+            case.list()
+                .into_iter()
+                .find(|r| r["id"] == id)
+                .unwrap_or_else(|| panic!("{point}: run {id} is not listed"))
+        };
+        assert_eq!(listed(&bad)["status"], expected, "{point}");
+        assert!(case.executions().is_empty(), "{point}: a step ran");
+        finish_with_a_worker(&case, &good, &point);
+        succeeded(&case, &good, &point);
+        ran_once(&case, 2, None, &point);
+        let run = listed(&bad);
+        assert_eq!(run["status"], "failed", "{point}: {run:#}");
+        assert_eq!(run["error"]["kind"], "corruption", "{point}: {run:#}");
+        let set_aside = case
+            .events(&bad)
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "run_failed")
+            .count();
+        assert_eq!(set_aside, 1, "{point}: set aside {set_aside} times");
+    }
+}
+
+/// A worker killed around taking the periodic retention task: before, the
+/// next worker takes it at once; after, that interval's pass is lost with
+/// the process (the task is taken until the interval ends) and the next
+/// interval's pass removes the finished runs. A waiting run is untouched.
+fn retention_task(kind: Kind) {
+    for phase in PHASES {
+        let point = format!("{phase}:claim_task");
+        let case = Case::new(kind);
+        let crew = case.counting_crew(2);
+        let crew = crew.to_str().unwrap();
+        case.cairn(&["run", crew]).expect_code(0);
+        let queued = case.cairn(&["submit", crew, "--input", r#"{"later": 1}"#]);
+        let queued = queued.expect_code(0).stdout.trim().to_owned();
+        case.cairn(&["runs", "cancel", &queued]).expect_code(0);
+        // An unfinished run no worker takes (it waits for a review): the
+        // pass must leave it alone.
+        let review = review_crew(&case, "");
+        case.cairn(&["run", &review]).expect_code(4);
+        let kept = case
+            .list()
+            .into_iter()
+            .find(|r| r["status"] == "waiting")
+            .expect("the waiting run")["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let before = case.show(&kept);
+        let compact = ["--compact-every", "2s", "--finished-older-than", "0s"];
+        let mut cmd = case.command();
+        cmd.args(["worker", "--db", case.url(), "--poll-ms", "50"])
+            .args(compact)
+            .env("CAIRN_FAILPOINTS", &point)
+            .env("CAIRN_LOG", "warn")
+            .stdout(std::fs::File::create(case.path("worker-killed.stdout")).unwrap())
+            .stderr(std::fs::File::create(case.path("worker-killed.stderr")).unwrap());
+        let mut w = cmd.spawn().expect("spawn cairn worker");
+        expect_killed(&case, &mut w, "killed", &point);
+        let mut cmd = case.command();
+        cmd.args(["worker", "--db", case.url(), "--poll-ms", "50"])
+            .args(compact)
+            .env("CAIRN_LOG", "warn")
+            .stdout(std::fs::File::create(case.path("worker-next.stdout")).unwrap())
+            .stderr(std::fs::File::create(case.path("worker-next.stderr")).unwrap());
+        let mut next = cmd.spawn().expect("spawn cairn worker");
+        // The finished and cancelled runs go, the waiting one stays.
+        let gone = |id: &str| case.list().iter().all(|r| r["id"] != id);
+        let started = std::time::Instant::now();
+        while case.list().len() > 1 {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{point}: no retention pass in 20 s: {:#?}\n{}",
+                case.list(),
+                std::fs::read_to_string(case.path("worker-next.stderr")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        kill(Pid::from_raw(next.id() as i32), Signal::SIGTERM).unwrap();
+        assert!(next.wait().unwrap().success(), "{point}");
+        assert!(gone(&queued), "{point}");
+        assert_eq!(case.show(&kept), before, "{point}: the waiting run changed");
+        // The first run's steps ran once; the cancelled run's never.
+        assert_eq!(case.executions(), vec![0, 1], "{point}");
+        assert_eq!(writer_runs(&case), 1, "{point}");
+    }
+}
