@@ -18,7 +18,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{agent_sh, agent_template, crew_toml, q, step, wait_until, Case, Kind};
+use crate::support::{agent_sh, crew_toml, q, step, wait_until, Case, Kind};
+use crate::waits::{review_crew, writer_runs};
 
 both_backends!(
     submit,
@@ -351,34 +352,6 @@ fn step_commit(kind: Kind) {
         ran_once(&case, 3, twice, &point);
         check_invariants(&case, &point);
     }
-}
-
-/// A reviewed writer (logging each run) and a publisher rendering its draft.
-fn review_crew(case: &Case, extra: &str) -> String {
-    let log = case.path("writer.log");
-    let writer = agent_sh(
-        "writer",
-        &format!(
-            "echo x >> {}; cat > /dev/null; echo '{{\"draft\": \"v1\"}}'",
-            log.display()
-        ),
-    ) + "review = true\n"
-        + extra;
-    let agents = [
-        writer,
-        agent_template("publisher", "published {{ outputs.writer.draft }}"),
-    ];
-    case.write("crew.toml", &crew_toml("review", &agents))
-        .to_str()
-        .unwrap()
-        .to_owned()
-}
-
-fn writer_runs(case: &Case) -> usize {
-    std::fs::read_to_string(case.path("writer.log"))
-        .unwrap_or_default()
-        .lines()
-        .count()
 }
 
 /// The one open wait's id.

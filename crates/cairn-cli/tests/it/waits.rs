@@ -23,7 +23,7 @@ both_backends!(
 
 /// A reviewed writer and a publisher rendering its draft. The writer saves
 /// the context it read on stdin as `ctx-ATTEMPT.json` and logs each run.
-fn review_crew(case: &Case, extra: &str) -> String {
+pub(crate) fn review_crew(case: &Case, extra: &str) -> String {
     let d = case.path("");
     let script = format!(
         "cat > {d}/ctx-$CAIRN_ATTEMPT.json; echo $CAIRN_ATTEMPT >> {d}/writer.log; \
@@ -41,7 +41,7 @@ fn review_crew(case: &Case, extra: &str) -> String {
 }
 
 /// How often the writer ran.
-fn writer_runs(case: &Case) -> usize {
+pub(crate) fn writer_runs(case: &Case) -> usize {
     std::fs::read_to_string(case.path("writer.log"))
         .unwrap_or_default()
         .lines()
