@@ -128,6 +128,9 @@ pub struct RunFilter {
     /// id). A run that does not exist is [`Error::RunNotFound`].
     pub after: Option<RunId>,
     pub limit: Option<u32>,
+    /// Newest first (and `after` pages towards older runs); oldest first
+    /// by default.
+    pub newest_first: bool,
 }
 
 /// What a heartbeat found.

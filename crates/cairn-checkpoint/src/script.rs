@@ -86,6 +86,26 @@ const RUN_BY_ID_LOCKED: &str = concat!(
     " FROM runs WHERE id = :id {for_update}"
 );
 
+/// `list_runs`, each way: one keyset condition and order per direction.
+macro_rules! list_runs_sql {
+    ($cmp:literal, $order:literal) => {
+        concat!(
+            "SELECT ",
+            run_cols!(),
+            " FROM runs WHERE (:status IS NULL OR status = :status) \
+             AND (:crew IS NULL OR crew_name = :crew) \
+             AND (:thread IS NULL OR thread_id = :thread) \
+             AND (:after IS NULL OR (created_at, id) ",
+            $cmp,
+            " (SELECT created_at, id FROM runs WHERE id = :after)) ORDER BY ",
+            $order,
+            " LIMIT :limit"
+        )
+    };
+}
+const LIST_OLDEST_FIRST: &str = list_runs_sql!(">", "created_at, id");
+const LIST_NEWEST_FIRST: &str = list_runs_sql!("<", "created_at DESC, id DESC");
+
 const RUN_BUT_DEF_BY_ID: &str =
     concat!("SELECT ", run_cols_but_def!(), " FROM runs WHERE id = :id");
 
@@ -1058,23 +1078,18 @@ impl<B: Backend> Store for B {
                 .await?
                 .ok_or(Error::RunNotFound(after))?;
             }
+            let sql = match filter.newest_first {
+                false => LIST_OLDEST_FIRST,
+                true => LIST_NEWEST_FIRST,
+            };
             let rows = c
                 .fetch_all(
-                    query(concat!(
-                        "SELECT ",
-                        run_cols!(),
-                        " FROM runs WHERE (:status IS NULL OR status = :status) \
-                         AND (:crew IS NULL OR crew_name = :crew) \
-                         AND (:thread IS NULL OR thread_id = :thread) \
-                         AND (:after IS NULL OR (created_at, id) > \
-                           (SELECT created_at, id FROM runs WHERE id = :after)) \
-                         ORDER BY created_at, id LIMIT :limit"
-                    ))
-                    .bind("status", filter.status.map(|s| s.as_str()))
-                    .bind("crew", filter.crew.as_deref())
-                    .bind("thread", filter.thread.as_deref())
-                    .bind("after", filter.after)
-                    .bind("limit", filter.limit.map_or(i64::MAX, i64::from)),
+                    query(sql)
+                        .bind("status", filter.status.map(|s| s.as_str()))
+                        .bind("crew", filter.crew.as_deref())
+                        .bind("thread", filter.thread.as_deref())
+                        .bind("after", filter.after)
+                        .bind("limit", filter.limit.map_or(i64::MAX, i64::from)),
                 )
                 .await?;
             rows.iter().map(decode_listed).collect()

@@ -49,7 +49,7 @@ impl Tokens {
     }
 
     /// Whether `presented` is one of the tokens; looks at all of them.
-    fn accepts(&self, presented: &str) -> bool {
+    pub(crate) fn accepts(&self, presented: &str) -> bool {
         let presented = digest(presented);
         let mut any = subtle::Choice::from(0);
         for token in &self.0 {
@@ -72,10 +72,20 @@ pub(crate) async fn require_token(
     next: Next,
 ) -> Response {
     let tokens = state.tokens();
-    let open_route = request
+    let matched = request
         .extensions()
         .get::<MatchedPath>()
-        .is_some_and(|p| crate::api::OPEN_PATHS.contains(&p.as_str()));
+        .map(|p| p.as_str().to_owned());
+    // The console's pages take its session cookie, never a bearer token.
+    if let Some(path) = matched
+        .as_deref()
+        .filter(|p| crate::console::PATHS.contains(p))
+    {
+        return crate::console::gate(&state, path, request, next).await;
+    }
+    let open_route = matched
+        .as_deref()
+        .is_some_and(|p| crate::api::OPEN_PATHS.contains(&p));
     if tokens.is_empty() || open_route {
         return next.run(request).await;
     }

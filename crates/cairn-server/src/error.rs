@@ -237,23 +237,33 @@ fn source_text(e: &(dyn std::error::Error + 'static)) -> String {
     last.to_string()
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+impl ApiError {
+    /// The status, code and message a client may see (5xx details go to
+    /// the log, never to the client): the API's JSON and the console's
+    /// pages say the same.
+    pub(crate) fn public(&self) -> (StatusCode, &'static str, String) {
         let (status, code) = self.status_and_code();
         let message = match status {
             StatusCode::INTERNAL_SERVER_ERROR => {
-                tracing::error!(error = %ErrorChain(&self), "request failed");
+                tracing::error!(error = %ErrorChain(self), "request failed");
                 "internal error; the server log has the details".to_owned()
             }
             StatusCode::SERVICE_UNAVAILABLE if matches!(self, ApiError::TooManyStreams { .. }) => {
                 self.to_string()
             }
             StatusCode::SERVICE_UNAVAILABLE => {
-                tracing::warn!(error = %ErrorChain(&self), "request failed");
+                tracing::warn!(error = %ErrorChain(self), "request failed");
                 "the database is unavailable; try again later".to_owned()
             }
             _ => self.to_string(),
         };
+        (status, code, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, message) = self.public();
         let mut response = (
             status,
             Json(json!({"error": {"code": code, "message": message}})),

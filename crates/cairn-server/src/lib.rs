@@ -22,6 +22,8 @@
 //! | `GET /v1/openapi.json` | the OpenAPI 3.1 document |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /healthz`, `GET /readyz` | liveness, database readiness (no token needed) |
+//! | `GET /`, `GET /runs/{id}` | the web console's pages (`console.rs`; a session cookie, not a token) |
+//! | `GET /login`, `POST /login`, `POST /logout` | the console's sign-in with an API token |
 //!
 //! Errors are `{"error": {"code", "message"}}`; see [`ApiError`].
 //!
@@ -32,6 +34,7 @@
 mod actions;
 mod api;
 mod auth;
+mod console;
 mod crews;
 mod error;
 mod extract;
@@ -92,6 +95,8 @@ pub struct AppState {
     max_event_streams: usize,
     /// Retry, continue and fork runs of crews this server does not offer.
     foreign_runs: bool,
+    /// The console's signed-in sessions.
+    sessions: Arc<console::Sessions>,
 }
 
 impl AppState {
@@ -109,6 +114,7 @@ impl AppState {
             streams: Arc::new(Semaphore::new(DEFAULT_MAX_EVENT_STREAMS)),
             max_event_streams: DEFAULT_MAX_EVENT_STREAMS,
             foreign_runs: false,
+            sessions: Arc::default(),
         }
     }
 
@@ -191,6 +197,10 @@ impl AppState {
         &self.tokens
     }
 
+    pub(crate) fn sessions(&self) -> &console::Sessions {
+        &self.sessions
+    }
+
     pub(crate) fn metrics(&self) -> &Arc<metrics::Metrics> {
         &self.metrics
     }
@@ -232,7 +242,7 @@ pub fn route_table() -> Vec<(&'static str, &'static [&'static str])> {
 /// (401 before 404 or 405); it lets the open routes (`/healthz`,
 /// `/readyz`) through. Inside it, bodies are read under the body timeout.
 pub fn router(state: AppState) -> Router {
-    let mut router = Router::new();
+    let mut router = console::routes();
     for route in api::routes() {
         router = router.route(route.path, route.handlers);
     }

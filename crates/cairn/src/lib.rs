@@ -47,10 +47,10 @@ pub use cairn_checkpoint::{
     StoreStats, Submitted, ThreadSummary, WaitFilter,
 };
 pub use cairn_core::{
-    Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Corruption, CrewDef, ErrorInfo,
-    ErrorKind, EventKind, EventRecord, Fingerprint, JournalEntry, JournalKind, LlmDef, OnDeadline,
-    ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepOutput,
-    StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
+    Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Corruption, CrewDef,
+    ErrorInfo, ErrorKind, EventKind, EventRecord, Fingerprint, JournalEntry, JournalKind, LlmDef,
+    OnDeadline, ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx,
+    StepOutput, StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;

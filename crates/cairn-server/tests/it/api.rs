@@ -214,7 +214,8 @@ async fn unknown_routes_and_methods_are_json_errors() {
     api.get("/v2/runs")
         .await
         .assert_error(StatusCode::NOT_FOUND, "not_found");
-    api.get("/")
+    // (`/` is the console's runs page, `console.rs`.)
+    api.get("/nope")
         .await
         .assert_error(StatusCode::NOT_FOUND, "not_found");
     api.call(Method::DELETE, "/v1/runs", &[], None)

@@ -6,6 +6,7 @@
 mod api;
 mod auth;
 mod conformance;
+mod console;
 mod events;
 mod hardening;
 mod operators;

@@ -235,6 +235,25 @@ impl Api {
         reply.json()["id"].as_str().unwrap().parse().unwrap()
     }
 
+    /// [`Api::submit`] with a bearer token.
+    pub async fn submit_as(&self, token: &str, crew: &str, input: Value) -> RunId {
+        let auth = format!("Bearer {token}");
+        let body = serde_json::json!({"crew": crew, "input": input});
+        let reply = self
+            .call(
+                Method::POST,
+                "/v1/runs",
+                &[
+                    ("content-type", "application/json"),
+                    ("authorization", &auth),
+                ],
+                Some(body.to_string().into_bytes()),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+        reply.json()["id"].as_str().unwrap().parse().unwrap()
+    }
+
     /// Executes a run to its end, as the runner would.
     pub async fn drive(&self, id: RunId) {
         self.engine

@@ -1,0 +1,306 @@
+//! The web console's pages, rendered on the server from stored records:
+//! the runs table, a run with its timeline (an SVG waterfall drawn here),
+//! and the sign-in page. Pure functions from records to HTML (maud), so
+//! what a page shows is derived from stored state alone and is right after
+//! any resume, takeover or reload. No I/O: `cairn-server` reads the records
+//! and serves the pages.
+//!
+//! **Invariant:** every text from a record is escaped (maud escapes
+//! `(expr)` splices); no token or secret is ever an argument of a page.
+
+mod timeline;
+
+use chrono::{DateTime, Utc};
+use maud::{html, Markup, DOCTYPE};
+
+use cairn::{EventRecord, RunRecord, RunStatus, RunView, StepRecord};
+
+pub use timeline::timeline_svg;
+
+/// The stylesheet, served by `cairn serve` at [`CSS_PATH`].
+pub const CSS: &str = include_str!("console.css");
+/// Where the stylesheet is served.
+pub const CSS_PATH: &str = "/console.css";
+
+/// What a page knows of the person reading it.
+#[derive(Debug, Clone)]
+pub enum Viewer {
+    /// No API tokens are configured (loopback only): no sign-in.
+    Development,
+    /// Signed in; the token for this session's state-changing forms.
+    SignedIn { csrf: String },
+}
+
+/// A page around `body`: header, navigation, sign-out or the development
+/// notice.
+pub fn page(title: &str, viewer: &Viewer, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · Cairn" }
+                link rel="stylesheet" href=(CSS_PATH);
+            }
+            body {
+                header {
+                    a.brand href="/" { "Cairn" }
+                    nav { a href="/" { "Runs" } }
+                    @match viewer {
+                        Viewer::Development => {
+                            p.notice role="note" {
+                                "Development mode: no API tokens are configured, so there is no sign-in (the server listens on loopback only)."
+                            }
+                        }
+                        Viewer::SignedIn { csrf } => {
+                            form.signout method="post" action="/logout" {
+                                input type="hidden" name="csrf" value=(csrf);
+                                button type="submit" { "Sign out" }
+                            }
+                        }
+                    }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+/// The sign-in page; `error` says why the last try failed.
+pub fn login_page(error: Option<&str>) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { "Sign in · Cairn" }
+                link rel="stylesheet" href=(CSS_PATH);
+            }
+            body {
+                main.login {
+                    h1 { "Cairn" }
+                    @if let Some(error) = error {
+                        p.error role="alert" { (error) }
+                    }
+                    form method="post" action="/login" {
+                        label for="token" { "API token" }
+                        input #token type="password" name="token" autocomplete="current-password" required autofocus;
+                        button type="submit" { "Sign in" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The filters of the runs table, as the query string gave them.
+#[derive(Debug, Clone, Default)]
+pub struct RunsQuery {
+    pub status: Option<String>,
+    pub crew: Option<String>,
+    pub thread: Option<String>,
+}
+
+/// The runs table, newest first, with filters and a link to the next page
+/// (`next`: the id to continue after).
+pub fn runs_page(
+    runs: &[RunRecord],
+    query: &RunsQuery,
+    next: Option<&str>,
+    now: DateTime<Utc>,
+) -> Markup {
+    let statuses = [
+        "queued",
+        "running",
+        "waiting",
+        "interrupted",
+        "succeeded",
+        "failed",
+        "cancelled",
+    ];
+    let next_href = next.map(|after| {
+        let mut q = vec![format!("after={after}")];
+        for (k, v) in [
+            ("status", &query.status),
+            ("crew", &query.crew),
+            ("thread", &query.thread),
+        ] {
+            if let Some(v) = v {
+                q.push(format!("{k}={}", url_escape(v)));
+            }
+        }
+        format!("/?{}", q.join("&"))
+    });
+    html! {
+        h1 { "Runs" }
+        form.filters method="get" action="/" {
+            label { "Status "
+                select name="status" {
+                    option value="" { "any" }
+                    @for s in statuses {
+                        option value=(s) selected[query.status.as_deref() == Some(s)] { (s) }
+                    }
+                }
+            }
+            label { "Crew " input type="text" name="crew" value=[query.crew.as_deref()]; }
+            label { "Thread " input type="text" name="thread" value=[query.thread.as_deref()]; }
+            button type="submit" { "Filter" }
+        }
+        @if runs.is_empty() {
+            p { "No runs." }
+        } @else {
+            div.scroll {
+                table.runs {
+                    thead { tr {
+                        th { "Status" } th { "Run" } th { "Crew" } th { "Thread" }
+                        th { "Started" } th { "Duration" } th { "Steps" }
+                    } }
+                    tbody {
+                        @for run in runs {
+                            tr {
+                                td { (status_badge(run.status)) }
+                                td { a href=(format!("/runs/{}", run.id)) { code { (short_id(&run.id.to_string())) } } }
+                                td { (run.crew) }
+                                td { @if let Some(t) = &run.thread_id { (t) } }
+                                td { time datetime=(run.created_at.to_rfc3339()) { (run.created_at.format("%Y-%m-%d %H:%M:%S")) } }
+                                td { (duration(run.created_at, run.finished_at.unwrap_or(now))) }
+                                td { (run.cursor.get()) " of " (run.step_count) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @if let Some(href) = next_href {
+            p { a href=(href) { "Older runs →" } }
+        }
+    }
+}
+
+/// A run: its header, the timeline, the steps with their outputs, the
+/// events.
+pub fn run_page(view: &RunView, events: &[EventRecord], now: DateTime<Utc>) -> Markup {
+    let run = &view.run;
+    let (tokens_in, tokens_out) = view.steps.iter().fold((0u64, 0u64), |(i, o), s| {
+        (
+            i + s.input_tokens.unwrap_or(0),
+            o + s.output_tokens.unwrap_or(0),
+        )
+    });
+    let takeovers: u32 = view.steps.iter().map(|s| s.takeovers).sum();
+    html! {
+        h1 { "Run " code { (run.id) } }
+        dl.header {
+            dt { "Status" } dd { (status_badge(run.status)) }
+            dt { "Crew" } dd { (run.crew) " v" (run.crew_version) " " code.fp { (run.crew_fingerprint) } }
+            @if let Some(thread) = &run.thread_id { dt { "Thread" } dd { (thread) } }
+            @if let Some(parent) = &run.parent_run_id {
+                dt { "Forked from" }
+                dd {
+                    a href=(format!("/runs/{parent}")) { code { (short_id(&parent.to_string())) } }
+                    @if let Some(step) = run.parent_step_idx { " at step " (step.get()) }
+                }
+            }
+            dt { "Progress" } dd { (run.cursor.get()) " of " (run.step_count) " steps" }
+            dt { "Lease epoch" } dd { (run.lease_epoch.0) }
+            dt { "Takeovers" } dd { (takeovers) }
+            dt { "Tokens" } dd { (tokens_in) " in / " (tokens_out) " out" }
+            dt { "Wall time" } dd { (duration(run.created_at, run.finished_at.unwrap_or(now))) }
+            @if let Some(error) = &run.error {
+                dt { "Last error" } dd.error { (error.message) }
+            }
+        }
+        h2 { "Timeline" }
+        div.scroll { (timeline_svg(&view.steps, run.created_at, run.finished_at.unwrap_or(now))) }
+        h2 { "Steps" }
+        div.scroll {
+            table.steps {
+                thead { tr {
+                    th { "#" } th { "Role" } th { "Status" } th { "Attempt" }
+                    th { "Duration" } th { "Tokens in/out" }
+                } }
+                tbody {
+                    @for step in &view.steps {
+                        tr { (step_row(step, now)) }
+                    }
+                }
+            }
+        }
+        @for step in &view.steps {
+            details.output {
+                summary { "Step " (step.idx.get()) " · " (step.role.as_str()) }
+                @if let Some(error) = &step.error {
+                    p.error { (error.message) }
+                }
+                pre { code { (pretty(step.output.as_ref())) } }
+            }
+        }
+        h2 { "Events" }
+        ol.events {
+            @for e in events {
+                li {
+                    time datetime=(e.at.to_rfc3339()) { (e.at.format("%H:%M:%S%.3f")) }
+                    " " strong { (e.kind.as_str()) } " "
+                    code { (e.data.to_string()) }
+                }
+            }
+        }
+    }
+}
+
+fn step_row(step: &StepRecord, now: DateTime<Utc>) -> Markup {
+    html! {
+        td { (step.idx.get()) }
+        td { (step.role.as_str()) }
+        td { span class=(format!("badge {}", step.status.as_str())) { (step.status.as_str()) } }
+        td { (step.attempt.get()) }
+        td { (duration(step.started_at, step.finished_at.unwrap_or(now))) }
+        td {
+            @match (step.input_tokens, step.output_tokens) {
+                (None, None) => { "–" }
+                (i, o) => { (i.unwrap_or(0)) " / " (o.unwrap_or(0)) }
+            }
+        }
+    }
+}
+
+fn status_badge(status: RunStatus) -> Markup {
+    html! { span class=(format!("badge {}", status.as_str())) { (status.as_str()) } }
+}
+
+fn short_id(id: &str) -> &str {
+    id.get(..13).unwrap_or(id)
+}
+
+fn pretty(value: Option<&serde_json::Value>) -> String {
+    match value {
+        None => "(no output)".to_owned(),
+        Some(v) => serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()),
+    }
+}
+
+/// `1.234 s`, `12 ms`, `3 min 4 s`.
+pub(crate) fn duration(from: DateTime<Utc>, to: DateTime<Utc>) -> String {
+    let ms = (to - from).num_milliseconds().max(0);
+    match ms {
+        0..=999 => format!("{ms} ms"),
+        1_000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
+        _ => format!("{} min {} s", ms / 60_000, (ms % 60_000) / 1000),
+    }
+}
+
+/// Percent-escapes a query value (what a browser would send for it).
+fn url_escape(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for b in v.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}

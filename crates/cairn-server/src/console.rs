@@ -1,0 +1,342 @@
+//! The web console's routes (pages rendered by `cairn-console`) and its
+//! sign-in. With API tokens configured, `GET /login` asks for one; a valid
+//! token gets a session cookie (`HttpOnly`, `SameSite=Strict`, random,
+//! kept only as a digest in this process), and every page needs it. The
+//! token itself never reaches a URL, a cookie or a page. State-changing
+//! forms (sign-out) carry the session's CSRF token besides the cookie.
+//! Without tokens (development, loopback only) there is no sign-in.
+//!
+//! The API under `/v1` takes bearer tokens only, never the cookie, so a
+//! cross-site page cannot drive it through a signed-in browser.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Router};
+use sha2::{Digest, Sha256};
+
+use cairn::{RunFilter, RunId, RunStatus};
+use cairn_console::{RunsQuery, Viewer};
+
+use crate::{ApiError, AppState};
+
+/// The session cookie's name.
+pub(crate) const COOKIE: &str = "cairn_session";
+/// How long a session lasts without signing in again.
+const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+/// Runs per page of the runs table.
+const PAGE: u32 = 50;
+
+/// The console's paths: the token check sends these here instead of
+/// asking for a bearer token.
+pub(crate) const PATHS: &[&str] = &[
+    "/",
+    "/runs/{id}",
+    "/login",
+    "/logout",
+    cairn_console::CSS_PATH,
+];
+/// Of those, the ones reachable without a session.
+const OPEN: &[&str] = &["/login", cairn_console::CSS_PATH];
+
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(runs))
+        .route("/runs/{id}", get(run))
+        .route("/login", get(login_form).post(login))
+        .route("/logout", post(logout))
+        .route(cairn_console::CSS_PATH, get(css))
+}
+
+/// Signed-in sessions, by the digest of their cookie value.
+#[derive(Default)]
+pub(crate) struct Sessions(Mutex<HashMap<[u8; 32], Session>>);
+
+#[derive(Clone)]
+struct Session {
+    expires: Instant,
+    csrf: String,
+}
+
+impl Sessions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Session>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new session: its cookie value (returned once, kept as a digest).
+    fn open(&self) -> String {
+        let id = secret();
+        let now = Instant::now();
+        let mut sessions = self.lock();
+        sessions.retain(|_, s| s.expires > now);
+        sessions.insert(
+            digest(&id),
+            Session {
+                expires: now + SESSION_TTL,
+                csrf: secret(),
+            },
+        );
+        id
+    }
+
+    fn find(&self, id: &str) -> Option<Session> {
+        let mut sessions = self.lock();
+        let key = digest(id);
+        match sessions.get(&key) {
+            Some(s) if s.expires > Instant::now() => Some(s.clone()),
+            Some(_) => {
+                sessions.remove(&key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn close(&self, id: &str) {
+        self.lock().remove(&digest(id));
+    }
+}
+
+/// 244 random bits (two UUID v4s), hex.
+fn secret() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+fn digest(id: &str) -> [u8; 32] {
+    Sha256::digest(id.as_bytes()).into()
+}
+
+/// The session cookie's value, if the request carries one.
+fn cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// Who is asking: `None` when a session is needed and missing.
+fn viewer(state: &AppState, headers: &HeaderMap) -> Option<Viewer> {
+    if !state.requires_token() {
+        return Some(Viewer::Development);
+    }
+    let session = state.sessions().find(&cookie(headers)?)?;
+    Some(Viewer::SignedIn { csrf: session.csrf })
+}
+
+/// Middleware for the console's paths (called by the token check): a page
+/// without a session goes to the sign-in page.
+pub(crate) async fn gate(state: &AppState, path: &str, request: Request, next: Next) -> Response {
+    if !state.requires_token() || OPEN.contains(&path) || viewer(state, request.headers()).is_some()
+    {
+        return next.run(request).await;
+    }
+    Redirect::to("/login").into_response()
+}
+
+fn html(status: StatusCode, markup: maud::Markup) -> Response {
+    (
+        status,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        markup.into_string(),
+    )
+        .into_response()
+}
+
+/// An error as a page: the API's status and public message.
+fn error_page(viewer: &Viewer, e: ApiError) -> Response {
+    let (status, code, message) = e.public();
+    let body = maud::html! {
+        h1 { "Error" }
+        p.error { (message) }
+        p { code { (code) } }
+        p { a href="/" { "All runs" } }
+    };
+    html(status, cairn_console::page("Error", viewer, body))
+}
+
+#[derive(serde::Deserialize, Default)]
+pub(crate) struct RunsParams {
+    status: Option<String>,
+    crew: Option<String>,
+    thread: Option<String>,
+    after: Option<String>,
+}
+
+/// `GET /`: the runs table, newest first.
+async fn runs(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(params): Query<RunsParams>,
+) -> Response {
+    let viewer = viewer(&state, &headers).unwrap_or(Viewer::Development);
+    let given = |p: Option<String>| p.filter(|v| !v.is_empty());
+    let query = RunsQuery {
+        status: given(params.status),
+        crew: given(params.crew),
+        thread: given(params.thread),
+    };
+    let status = match query.status.as_deref().map(RunStatus::from_str).transpose() {
+        Ok(s) => s,
+        Err(e) => return error_page(&viewer, ApiError::BadQuery(format!("status: {e}"))),
+    };
+    let after = match given(params.after).map(|a| RunId::from_str(&a)).transpose() {
+        Ok(a) => a,
+        Err(_) => return error_page(&viewer, ApiError::BadCursor),
+    };
+    let filter = RunFilter {
+        status,
+        crew: query.crew.clone(),
+        thread: query.thread.clone(),
+        after,
+        limit: Some(PAGE + 1),
+        newest_first: true,
+    };
+    let mut listed = match state.engine().list(&filter).await {
+        Ok(runs) => runs,
+        Err(e) => return error_page(&viewer, e.into()),
+    };
+    let more = listed.len() > PAGE as usize;
+    listed.truncate(PAGE as usize);
+    let next = more
+        .then(|| listed.last().map(|r| r.id.to_string()))
+        .flatten();
+    let body = cairn_console::runs_page(&listed, &query, next.as_deref(), chrono::Utc::now());
+    html(StatusCode::OK, cairn_console::page("Runs", &viewer, body))
+}
+
+/// `GET /runs/{id}`: one run.
+async fn run(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let viewer = viewer(&state, &headers).unwrap_or(Viewer::Development);
+    let Ok(id) = RunId::from_str(&id) else {
+        return error_page(
+            &viewer,
+            ApiError::BadQuery(format!("`{id}` is not a run id")),
+        );
+    };
+    let view = match state.engine().show(id).await {
+        Ok(view) => view,
+        Err(e) => return error_page(&viewer, e.into()),
+    };
+    let events = match state.engine().events(id).await {
+        Ok(events) => events,
+        Err(e) => return error_page(&viewer, e.into()),
+    };
+    let body = cairn_console::run_page(&view, &events, chrono::Utc::now());
+    html(
+        StatusCode::OK,
+        cairn_console::page(&format!("Run {id}"), &viewer, body),
+    )
+}
+
+/// `GET /login`.
+async fn login_form(State(state): State<AppState>) -> Response {
+    if !state.requires_token() {
+        return Redirect::to("/").into_response();
+    }
+    html(StatusCode::OK, cairn_console::login_page(None))
+}
+
+#[derive(serde::Deserialize)]
+struct LoginForm {
+    token: String,
+}
+
+/// `POST /login`: a valid token opens a session; a wrong one shows an
+/// error and sets nothing.
+async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Response {
+    if !state.requires_token() {
+        return Redirect::to("/").into_response();
+    }
+    if !state.tokens().accepts(form.token.trim()) {
+        return html(
+            StatusCode::UNAUTHORIZED,
+            cairn_console::login_page(Some("That token is not one this server accepts.")),
+        );
+    }
+    let id = state.sessions().open();
+    let cookie = format!(
+        "{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
+        SESSION_TTL.as_secs()
+    );
+    let mut response = Redirect::to("/").into_response();
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+#[derive(serde::Deserialize)]
+struct LogoutForm {
+    csrf: String,
+}
+
+/// `POST /logout`: ends the session, if the form carries its CSRF token.
+async fn logout(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<LogoutForm>,
+) -> Response {
+    let Some(id) = cookie(&headers) else {
+        return Redirect::to("/login").into_response();
+    };
+    match state.sessions().find(&id) {
+        Some(session) if session.csrf == form.csrf => {}
+        _ => {
+            return (
+                StatusCode::FORBIDDEN,
+                "the form's CSRF token does not match this session",
+            )
+                .into_response()
+        }
+    }
+    state.sessions().close(&id);
+    let mut response = Redirect::to("/login").into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("cairn_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    );
+    response
+}
+
+/// `GET /console.css`.
+async fn css() -> Response {
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/css; charset=utf-8"),
+            ),
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("max-age=3600"),
+            ),
+        ],
+        cairn_console::CSS,
+    )
+        .into_response()
+}

@@ -1,0 +1,171 @@
+//! The web console through the router: pages rendered from stored runs,
+//! sign-in with a token (a strict, HTTP-only session cookie; a wrong token
+//! gets nothing), sign-out guarded by the session's CSRF token, and the
+//! API never taking the cookie. (Browser tests are not built yet.)
+
+use axum::http::{header, Method, StatusCode};
+use serde_json::json;
+
+use crate::support::{Api, Reply};
+
+const TOKEN: &str = "tok-0123456789abcdef";
+
+fn form(body: &str) -> (Vec<(&'static str, &'static str)>, Option<Vec<u8>>) {
+    (
+        vec![("content-type", "application/x-www-form-urlencoded")],
+        Some(body.as_bytes().to_vec()),
+    )
+}
+
+fn location(reply: &Reply) -> &str {
+    reply
+        .headers
+        .get(header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn development_mode_renders_runs_and_a_run_with_its_timeline() {
+    let api = Api::sqlite().await;
+    let done = api.submit("pipeline", json!({"name": "<b>net</b>"})).await;
+    api.drive(done).await;
+    let queued = api.submit("greet", json!({"name": "later"})).await;
+
+    let page = api.get("/").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(page.content_type().starts_with("text/html"), "{page:?}");
+    assert!(page.text.contains("Development mode"), "{}", page.text);
+    // Newest first: the queued run above the finished one.
+    let (q, d) = (queued.to_string(), done.to_string());
+    let (at_q, at_d) = (
+        page.text.find(&q[..13]).unwrap(),
+        page.text.find(&d[..13]).unwrap(),
+    );
+    assert!(at_q < at_d, "newest first");
+    assert!(
+        page.text.contains("2 of 2") && page.text.contains("0 of 1"),
+        "{}",
+        page.text
+    );
+
+    let only = api.get("/?status=succeeded").await;
+    assert!(
+        only.text.contains(&d[..13]) && !only.text.contains(&q[..13]),
+        "{}",
+        only.text
+    );
+    let older = api.get(&format!("/?after={q}")).await;
+    assert!(
+        older.text.contains(&d[..13]) && !older.text.contains(&q[..13]),
+        "{}",
+        older.text
+    );
+
+    let run = api.get(&format!("/runs/{done}")).await;
+    assert_eq!(run.status, StatusCode::OK, "{}", run.text);
+    assert!(run.text.contains("<svg"), "the timeline: {}", run.text);
+    assert!(run.text.contains("counter") && run.text.contains("writer"));
+    assert!(run.text.contains("step_succeeded"), "the events");
+    // The input's markup is shown as text, never as markup.
+    assert!(run.text.contains("&lt;b&gt;net&lt;/b&gt;") && !run.text.contains("<b>net</b>"));
+
+    let bad = api.get("/runs/not-a-run").await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(bad.content_type().starts_with("text/html"));
+    let missing = api.get(&format!("/runs/{}", cairn::RunId::new())).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text);
+    assert!(missing.text.contains("not found"), "{}", missing.text);
+    let css = api.get("/console.css").await;
+    assert!(css.content_type().starts_with("text/css"), "{css:?}");
+    // No sign-in without tokens.
+    assert_eq!(location(&api.get("/login").await), "/");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_takes_a_token_once_and_keeps_only_a_strict_cookie() {
+    let api = Api::with(cairn_testkit::Kind::Sqlite, |s| s.with_tokens([TOKEN])).await;
+    // Pages need a session; the sign-in page and the stylesheet do not.
+    let page = api.get("/").await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&page), "/login");
+    assert_eq!(api.get("/login").await.status, StatusCode::OK);
+    assert_eq!(api.get("/console.css").await.status, StatusCode::OK);
+
+    // A wrong token: an error and nothing else.
+    let (h, b) = form("token=not-the-token-at-all");
+    let wrong = api.call(Method::POST, "/login", &h, b).await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert!(wrong.headers.get(header::SET_COOKIE).is_none());
+    assert!(
+        wrong.text.contains("not one this server accepts"),
+        "{}",
+        wrong.text
+    );
+    assert!(!wrong.text.contains("not-the-token-at-all"));
+
+    let (h, b) = form(&format!("token={TOKEN}"));
+    let signed = api.call(Method::POST, "/login", &h, b).await;
+    assert_eq!(signed.status, StatusCode::SEE_OTHER, "{}", signed.text);
+    assert_eq!(location(&signed), "/");
+    let set = signed.headers[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    assert!(!set.contains(TOKEN), "the token is not the cookie: {set}");
+    let cookie = set.split(';').next().unwrap().to_owned();
+
+    let id = api.submit_as(TOKEN, "greet", json!({"name": "x"})).await;
+    let page = api
+        .call(Method::GET, "/", &[("cookie", &cookie)], None)
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(page.text.contains(&id.to_string()[..13]), "{}", page.text);
+    assert!(!page.text.contains(TOKEN) && !page.text.contains("Development mode"));
+    let run = api
+        .call(
+            Method::GET,
+            &format!("/runs/{id}"),
+            &[("cookie", &cookie)],
+            None,
+        )
+        .await;
+    assert_eq!(run.status, StatusCode::OK);
+
+    // The API does not take the cookie.
+    let api_call = api
+        .call(Method::GET, "/v1/runs", &[("cookie", &cookie)], None)
+        .await;
+    assert_eq!(api_call.status, StatusCode::UNAUTHORIZED);
+
+    // Sign-out needs the session's CSRF token.
+    let (h, b) = form("csrf=guessed");
+    let mut with_cookie = h.clone();
+    with_cookie.push(("cookie", &cookie));
+    let forged = api.call(Method::POST, "/logout", &with_cookie, b).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    let csrf = page
+        .text
+        .split(r#"name="csrf" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the sign-out form's CSRF token")
+        .to_owned();
+    let (_, b) = form(&format!("csrf={csrf}"));
+    let out = api.call(Method::POST, "/logout", &with_cookie, b).await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    assert!(out.headers[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .contains("Max-Age=0"));
+    // The session is over.
+    let after = api
+        .call(Method::GET, "/", &[("cookie", &cookie)], None)
+        .await;
+    assert_eq!(after.status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&after), "/login");
+}
