@@ -21,6 +21,9 @@ pub use timeline::timeline_svg;
 pub const CSS: &str = include_str!("console.css");
 /// Where the stylesheet is served.
 pub const CSS_PATH: &str = "/console.css";
+/// The pages' one script (live updates), served at [`JS_PATH`].
+pub const JS: &str = include_str!("console.js");
+pub const JS_PATH: &str = "/console.js";
 
 /// What a page knows of the person reading it.
 #[derive(Debug, Clone)]
@@ -42,6 +45,7 @@ pub fn page(title: &str, viewer: &Viewer, body: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · Cairn" }
                 link rel="stylesheet" href=(CSS_PATH);
+                script src=(JS_PATH) defer {}
             }
             body {
                 header {
@@ -109,6 +113,7 @@ pub fn runs_page(
     runs: &[RunRecord],
     query: &RunsQuery,
     next: Option<&str>,
+    first_page: bool,
     now: DateTime<Utc>,
 ) -> Markup {
     let statuses = [
@@ -135,6 +140,7 @@ pub fn runs_page(
     });
     html! {
         h1 { "Runs" }
+        div #live data-poll=[first_page.then_some("3000")] {
         form.filters method="get" action="/" {
             label { "Status "
                 select name="status" {
@@ -176,6 +182,7 @@ pub fn runs_page(
         @if let Some(href) = next_href {
             p { a href=(href) { "Older runs →" } }
         }
+        }
     }
 }
 
@@ -190,7 +197,10 @@ pub fn run_page(view: &RunView, events: &[EventRecord], now: DateTime<Utc>) -> M
         )
     });
     let takeovers: u32 = view.steps.iter().map(|s| s.takeovers).sum();
+    // While it can still change, the page follows the run's events.
+    let live = (!run.status.is_finished()).then(|| format!("/runs/{}/events", run.id));
     html! {
+        div #live data-live=[live] {
         h1 { "Run " code { (run.id) } }
         dl.header {
             dt { "Status" } dd { (status_badge(run.status)) }
@@ -229,7 +239,7 @@ pub fn run_page(view: &RunView, events: &[EventRecord], now: DateTime<Utc>) -> M
             }
         }
         @for step in &view.steps {
-            details.output {
+            details.output id=(format!("step-{}", step.idx.get())) {
                 summary { "Step " (step.idx.get()) " · " (step.role.as_str()) }
                 @if let Some(error) = &step.error {
                     p.error { (error.message) }
@@ -246,6 +256,7 @@ pub fn run_page(view: &RunView, events: &[EventRecord], now: DateTime<Utc>) -> M
                     code { (e.data.to_string()) }
                 }
             }
+        }
         }
     }
 }

@@ -39,20 +39,24 @@ const PAGE: u32 = 50;
 pub(crate) const PATHS: &[&str] = &[
     "/",
     "/runs/{id}",
+    "/runs/{id}/events",
     "/login",
     "/logout",
     cairn_console::CSS_PATH,
+    cairn_console::JS_PATH,
 ];
 /// Of those, the ones reachable without a session.
-const OPEN: &[&str] = &["/login", cairn_console::CSS_PATH];
+const OPEN: &[&str] = &["/login", cairn_console::CSS_PATH, cairn_console::JS_PATH];
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(runs))
         .route("/runs/{id}", get(run))
+        .route("/runs/{id}/events", get(crate::sse::console_events))
         .route("/login", get(login_form).post(login))
         .route("/logout", post(logout))
         .route(cairn_console::CSS_PATH, get(css))
+        .route(cairn_console::JS_PATH, get(js))
 }
 
 /// Signed-in sessions, by the digest of their cookie value.
@@ -221,7 +225,13 @@ async fn runs(
     let next = more
         .then(|| listed.last().map(|r| r.id.to_string()))
         .flatten();
-    let body = cairn_console::runs_page(&listed, &query, next.as_deref(), chrono::Utc::now());
+    let body = cairn_console::runs_page(
+        &listed,
+        &query,
+        next.as_deref(),
+        after.is_none(),
+        chrono::Utc::now(),
+    );
     html(StatusCode::OK, cairn_console::page("Runs", &viewer, body))
 }
 
@@ -337,6 +347,24 @@ async fn css() -> Response {
             ),
         ],
         cairn_console::CSS,
+    )
+        .into_response()
+}
+
+/// `GET /console.js`: the pages' one script (live updates).
+async fn js() -> Response {
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/javascript; charset=utf-8"),
+            ),
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("max-age=3600"),
+            ),
+        ],
+        cairn_console::JS,
     )
         .into_response()
 }

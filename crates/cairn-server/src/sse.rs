@@ -35,7 +35,27 @@ pub(crate) async fn events(
     RunIdPath(id): RunIdPath,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let after = last_event_id(&headers)?;
+    stream(state, id, &headers, true).await
+}
+
+/// The console's copy (`/runs/{id}/events`, behind its session cookie):
+/// the same stream with unnamed events, so a page's `EventSource` hears
+/// every kind through `onmessage`.
+pub(crate) async fn console_events(
+    State(state): State<AppState>,
+    RunIdPath(id): RunIdPath,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    stream(state, id, &headers, false).await
+}
+
+async fn stream(
+    state: AppState,
+    id: RunId,
+    headers: &HeaderMap,
+    named: bool,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
+    let after = last_event_id(headers)?;
     let permit = state.streams().clone().try_acquire_owned().map_err(|_| {
         tracing::warn!(
             limit = state.max_event_streams(),
@@ -56,6 +76,7 @@ pub(crate) async fn events(
         polled: false,
         failures: 0,
         shutdown: state.shutdown_signal(),
+        named,
     };
     let stream = futures_util::stream::unfold(tail, Tail::next);
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
@@ -93,6 +114,8 @@ struct Tail {
     polled: bool,
     failures: u32,
     shutdown: watch::Receiver<bool>,
+    /// Each event carries its kind as the SSE event name (the API).
+    named: bool,
 }
 
 impl Tail {
@@ -100,7 +123,7 @@ impl Tail {
         loop {
             if let Some(record) = self.pending.pop_front() {
                 self.after = record.seq;
-                return Some((Ok(to_event(&record)), self));
+                return Some((Ok(to_event(&record, self.named)), self));
             }
             if self.finished {
                 return None;
@@ -143,13 +166,14 @@ impl Tail {
     }
 }
 
-fn to_event(record: &EventRecord) -> Event {
+fn to_event(record: &EventRecord, named: bool) -> Event {
     let data = serde_json::to_string(record).unwrap_or_else(|e| {
         tracing::error!(run = %record.run_id, seq = record.seq, error = %e, "event stream: cannot serialize an event");
         "{}".to_owned()
     });
-    Event::default()
-        .id(record.seq.to_string())
-        .event(record.kind.as_str())
-        .data(data)
+    let event = Event::default().id(record.seq.to_string()).data(data);
+    match named {
+        true => event.event(record.kind.as_str()),
+        false => event,
+    }
 }

@@ -78,6 +78,38 @@ async fn development_mode_renders_runs_and_a_run_with_its_timeline() {
     assert!(missing.text.contains("not found"), "{}", missing.text);
     let css = api.get("/console.css").await;
     assert!(css.content_type().starts_with("text/css"), "{css:?}");
+    let js = api.get("/console.js").await;
+    assert!(js.content_type().starts_with("text/javascript"), "{js:?}");
+    assert!(js.text.contains("EventSource"));
+
+    // Live: a run that can still change follows its events; a finished
+    // one does not; the first page of runs refreshes itself.
+    let queued_page = api.get(&format!("/runs/{queued}")).await;
+    assert!(
+        queued_page
+            .text
+            .contains(&format!(r#"data-live="/runs/{queued}/events""#)),
+        "{}",
+        queued_page.text
+    );
+    assert!(!run.text.contains("data-live"), "{}", run.text);
+    assert!(page.text.contains(r#"data-poll="3000""#));
+    assert!(
+        !older.text.contains("data-poll"),
+        "only the first page refreshes"
+    );
+    // The console's stream: the run's events, unnamed (one `onmessage`).
+    let stream = api.get(&format!("/runs/{done}/events")).await;
+    assert!(
+        stream.content_type().starts_with("text/event-stream"),
+        "{stream:?}"
+    );
+    assert!(stream.text.contains("data: ") && stream.text.contains("step_succeeded"));
+    assert!(
+        !stream.text.contains("\nevent:") && !stream.text.starts_with("event:"),
+        "{}",
+        stream.text
+    );
     // No sign-in without tokens.
     assert_eq!(location(&api.get("/login").await), "/");
 }
@@ -135,6 +167,9 @@ async fn sign_in_takes_a_token_once_and_keeps_only_a_strict_cookie() {
         )
         .await;
     assert_eq!(run.status, StatusCode::OK);
+    // Its event stream needs the session too.
+    let stream = format!("/runs/{id}/events");
+    assert_eq!(api.get(&stream).await.status, StatusCode::SEE_OTHER);
 
     // The API does not take the cookie.
     let api_call = api
