@@ -25,13 +25,23 @@ pub const CSS_PATH: &str = "/console.css";
 pub const JS: &str = include_str!("console.js");
 pub const JS_PATH: &str = "/console.js";
 
-/// What a page knows of the person reading it.
+/// What a page knows of the person reading it, and the token its
+/// state-changing forms carry (a page of another site cannot read it).
 #[derive(Debug, Clone)]
 pub enum Viewer {
-    /// No API tokens are configured (loopback only): no sign-in.
-    Development,
-    /// Signed in; the token for this session's state-changing forms.
+    /// No API tokens are configured (loopback only): no sign-in; the
+    /// server's own token guards the forms.
+    Development { csrf: String },
+    /// Signed in; the session's token.
     SignedIn { csrf: String },
+}
+
+impl Viewer {
+    pub fn csrf(&self) -> &str {
+        match self {
+            Viewer::Development { csrf } | Viewer::SignedIn { csrf } => csrf,
+        }
+    }
 }
 
 /// A page around `body`: header, navigation, sign-out or the development
@@ -50,9 +60,9 @@ pub fn page(title: &str, viewer: &Viewer, body: Markup) -> Markup {
             body {
                 header {
                     a.brand href="/" { "Cairn" }
-                    nav { a href="/" { "Runs" } }
+                    nav { a href="/" { "Runs" } " " a href="/waits" { "Waits" } }
                     @match viewer {
-                        Viewer::Development => {
+                        Viewer::Development { .. } => {
                             p.notice role="note" {
                                 "Development mode: no API tokens are configured, so there is no sign-in (the server listens on loopback only)."
                             }
@@ -186,9 +196,21 @@ pub fn runs_page(
     }
 }
 
-/// A run: its header, the timeline, the steps with their outputs, the
-/// events.
-pub fn run_page(view: &RunView, events: &[EventRecord], now: DateTime<Utc>) -> Markup {
+/// A form that posts an operator action with a reason.
+fn action_form(action: &str, label: &str, target: &str, csrf: &str, extra: Markup) -> Markup {
+    html! {
+        form.action method="post" action=(target) {
+            input type="hidden" name="csrf" value=(csrf);
+            (extra)
+            label { "Reason " input type="text" name="reason" required placeholder=(format!("why {action}")); }
+            button type="submit" { (label) }
+        }
+    }
+}
+
+/// A run: its header, the timeline, the actions it allows, the steps with
+/// their outputs, the events.
+pub fn run_page(view: &RunView, events: &[EventRecord], csrf: &str, now: DateTime<Utc>) -> Markup {
     let run = &view.run;
     let (tokens_in, tokens_out) = view.steps.iter().fold((0u64, 0u64), |(i, o), s| {
         (
@@ -221,6 +243,27 @@ pub fn run_page(view: &RunView, events: &[EventRecord], now: DateTime<Utc>) -> M
             @if let Some(error) = &run.error {
                 dt { "Last error" } dd.error { (error.message) }
             }
+        }
+        h2 { "Actions" }
+        div.actions {
+            @let base = format!("/runs/{}", run.id);
+            @if run.status == RunStatus::Failed {
+                (action_form("retry", "Retry the failed step", &format!("{base}/retry"), csrf, html! {}))
+            }
+            @if run.status == RunStatus::Interrupted {
+                (action_form("continue", "Continue", &format!("{base}/continue"), csrf, html! {}))
+            }
+            @if !run.status.is_finished() {
+                (action_form("cancel", "Cancel", &format!("{base}/cancel"), csrf, html! {}))
+            }
+            (action_form("fork", "Fork", &format!("{base}/fork"), csrf, html! {
+                label { "From step "
+                    input type="number" name="from_step" min="0" max=(run.step_count) value=(run.cursor.get().min(run.step_count)) required;
+                }
+                label { "New input (JSON, from step 0 only) "
+                    input type="text" name="input" placeholder="{}";
+                }
+            }))
         }
         h2 { "Timeline" }
         div.scroll { (timeline_svg(&view.steps, run.created_at, run.finished_at.unwrap_or(now))) }
@@ -314,4 +357,58 @@ fn url_escape(v: &str) -> String {
         }
     }
     out
+}
+
+/// The open waits, each with the answers its kind takes.
+pub fn waits_page(waits: &[cairn::WaitRecord], csrf: &str) -> Markup {
+    use cairn::WaitKind;
+    html! {
+        h1 { "Waits" }
+        @if waits.is_empty() {
+            p { "No open waits." }
+        }
+        @for w in waits {
+            section.wait id=(format!("wait-{}", w.id)) {
+                h2 {
+                    (w.kind.as_str()) " for step " (w.step_idx.get()) " of run "
+                    a href=(format!("/runs/{}", w.run_id)) { code { (short_id(&w.run_id.to_string())) } }
+                }
+                @if let Some(deadline) = w.deadline {
+                    p { "Deadline " time datetime=(deadline.to_rfc3339()) { (deadline.format("%Y-%m-%d %H:%M:%S")) } }
+                }
+                pre { code { (pretty(Some(&w.prompt))) } }
+                @let target = format!("/waits/{}/answer", w.id);
+                @let answer = |decision: &str, label: &str, extra: Markup| html! {
+                    form.action method="post" action=(target) {
+                        input type="hidden" name="csrf" value=(csrf);
+                        input type="hidden" name="decision" value=(decision);
+                        (extra)
+                        button type="submit" { (label) }
+                    }
+                };
+                @match w.kind {
+                    WaitKind::Review => {
+                        (answer("approve", "Approve", html! {}))
+                        (answer("edit", "Commit this output instead", html! {
+                            label { "Output (JSON) " textarea name="output" rows="4" required { (pretty(Some(&w.prompt))) } }
+                        }))
+                        (answer("reject", "Reject and run again", html! {
+                            label { "Feedback " input type="text" name="feedback" required; }
+                        }))
+                    }
+                    WaitKind::Approval => {
+                        (answer("approve", "Approve", html! {}))
+                        (answer("reject", "Reject", html! {
+                            label { "Why " input type="text" name="feedback" required; }
+                        }))
+                    }
+                    _ => {
+                        (answer("answer", "Answer", html! {
+                            label { "Answer (text, or JSON) " input type="text" name="value" required; }
+                        }))
+                    }
+                }
+            }
+        }
+    }
 }

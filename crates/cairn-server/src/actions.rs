@@ -32,7 +32,7 @@ pub(crate) struct ActionBody {
 }
 
 /// The actor of an action: `by` unless blank, else [`DEFAULT_ACTOR`].
-fn actor(by: Option<String>, reason: Option<String>) -> Actor {
+pub(crate) fn actor(by: Option<String>, reason: Option<String>) -> Actor {
     let by = by
         .map(|b| b.trim().to_owned())
         .filter(|b| !b.is_empty())
@@ -65,12 +65,69 @@ async fn check_offered(state: &AppState, id: cairn::RunId) -> Result<(), ApiErro
     })
 }
 
-/// The run after an action, waking the runner if the action queued it.
-async fn after_action(state: &AppState, run: cairn::RunRecord) -> Result<RunView, ApiError> {
+/// An operator action on a run other than a fork.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunAction {
+    Retry,
+    Continue,
+    Cancel,
+}
+
+/// An action as the API and the console take it: refused for a run of a
+/// crew this server does not offer (but a cancel), recorded by the engine
+/// with its actor, and the runner woken if it queued the run.
+pub(crate) async fn run_action(
+    state: &AppState,
+    id: cairn::RunId,
+    action: RunAction,
+    actor: &Actor,
+) -> Result<cairn::RunRecord, ApiError> {
+    let engine = state.engine();
+    let run = match action {
+        RunAction::Retry => {
+            check_offered(state, id).await?;
+            engine.retry(id, actor).await?
+        }
+        RunAction::Continue => {
+            check_offered(state, id).await?;
+            engine.continue_run(id, actor).await?
+        }
+        RunAction::Cancel => engine.cancel(id, actor).await?,
+    };
+    tracing::info!(run = %id, ?action, by = %actor.by, status = %run.status, "run action recorded");
     if run.status == RunStatus::Queued {
         state.wake_runner();
     }
-    Ok(state.engine().show(run.id).await?)
+    Ok(run)
+}
+
+/// A fork as the API and the console take it: the new run, queued (the
+/// runner woken) unless it is complete already.
+pub(crate) async fn fork_run(
+    state: &AppState,
+    id: cairn::RunId,
+    request: &ForkRequest,
+    actor: &Actor,
+) -> Result<cairn::RunRecord, ApiError> {
+    check_offered(state, id).await?;
+    let child = state.engine().fork(id, request, actor).await?;
+    tracing::info!(run = %id, fork = %child.id, from_step = %request.from_step, by = %actor.by, "run forked");
+    if child.status == RunStatus::Queued {
+        state.wake_runner();
+    }
+    Ok(child)
+}
+
+/// An action's answer: the run as it now stands.
+async fn act(
+    state: AppState,
+    id: cairn::RunId,
+    action: RunAction,
+    body: Option<ActionBody>,
+) -> Result<Json<RunView>, ApiError> {
+    let body = body.unwrap_or_default();
+    let run = run_action(&state, id, action, &actor(body.by, body.reason)).await?;
+    Ok(Json(state.engine().show(run.id).await?))
 }
 
 /// `POST /v1/runs/{id}/retry`: a `failed` run's failed step will run again.
@@ -79,12 +136,7 @@ pub(crate) async fn retry(
     RunIdPath(id): RunIdPath,
     OptionalJson(body): OptionalJson<ActionBody>,
 ) -> Result<Json<RunView>, ApiError> {
-    let body = body.unwrap_or_default();
-    let actor = actor(body.by, body.reason);
-    check_offered(&state, id).await?;
-    let run = state.engine().retry(id, &actor).await?;
-    tracing::info!(run = %id, by = %actor.by, "run retried");
-    Ok(Json(after_action(&state, run).await?))
+    act(state, id, RunAction::Retry, body).await
 }
 
 /// `POST /v1/runs/{id}/continue`: an `interrupted` run carries on.
@@ -93,12 +145,7 @@ pub(crate) async fn continue_run(
     RunIdPath(id): RunIdPath,
     OptionalJson(body): OptionalJson<ActionBody>,
 ) -> Result<Json<RunView>, ApiError> {
-    let body = body.unwrap_or_default();
-    let actor = actor(body.by, body.reason);
-    check_offered(&state, id).await?;
-    let run = state.engine().continue_run(id, &actor).await?;
-    tracing::info!(run = %id, by = %actor.by, "run continued");
-    Ok(Json(after_action(&state, run).await?))
+    act(state, id, RunAction::Continue, body).await
 }
 
 /// `POST /v1/runs/{id}/cancel`: cancelled at once, or (a `running` run) a
@@ -108,11 +155,7 @@ pub(crate) async fn cancel(
     RunIdPath(id): RunIdPath,
     OptionalJson(body): OptionalJson<ActionBody>,
 ) -> Result<Json<RunView>, ApiError> {
-    let body = body.unwrap_or_default();
-    let actor = actor(body.by, body.reason);
-    let run = state.engine().cancel(id, &actor).await?;
-    tracing::info!(run = %id, by = %actor.by, status = %run.status, "run cancel recorded");
-    Ok(Json(after_action(&state, run).await?))
+    act(state, id, RunAction::Cancel, body).await
 }
 
 /// The body of `POST /v1/runs/{id}/fork`.
@@ -143,16 +186,14 @@ pub(crate) async fn fork(
     ApiJson(body): ApiJson<ForkBody>,
 ) -> Result<Response, ApiError> {
     let actor = actor(body.by, body.reason);
-    check_offered(&state, id).await?;
     let request = ForkRequest {
         from_step: StepIdx(body.from_step),
         input: body.input,
         thread_id: body.thread_id,
     };
-    let child = state.engine().fork(id, &request, &actor).await?;
-    tracing::info!(run = %id, fork = %child.id, from_step = body.from_step, by = %actor.by, "run forked");
+    let child = fork_run(&state, id, &request, &actor).await?;
     let child_id = child.id;
-    let view = after_action(&state, child).await?;
+    let view = state.engine().show(child_id).await?;
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, format!("/v1/runs/{child_id}"))],

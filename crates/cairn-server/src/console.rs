@@ -2,9 +2,11 @@
 //! sign-in. With API tokens configured, `GET /login` asks for one; a valid
 //! token gets a session cookie (`HttpOnly`, `SameSite=Strict`, random,
 //! kept only as a digest in this process), and every page needs it. The
-//! token itself never reaches a URL, a cookie or a page. State-changing
-//! forms (sign-out) carry the session's CSRF token besides the cookie.
-//! Without tokens (development, loopback only) there is no sign-in.
+//! token itself never reaches a URL, a cookie or a page. Every
+//! state-changing form (actions, answers, sign-out) carries a CSRF token
+//! besides the cookie: the session's, or without tokens (development,
+//! loopback only, no sign-in) the server's own, so that a page of another
+//! site cannot drive a local console either.
 //!
 //! The API under `/v1` takes bearer tokens only, never the cookie, so a
 //! cross-site page cannot drive it through a signed-in browser.
@@ -40,6 +42,12 @@ pub(crate) const PATHS: &[&str] = &[
     "/",
     "/runs/{id}",
     "/runs/{id}/events",
+    "/runs/{id}/retry",
+    "/runs/{id}/continue",
+    "/runs/{id}/cancel",
+    "/runs/{id}/fork",
+    "/waits",
+    "/waits/{id}/answer",
     "/login",
     "/logout",
     cairn_console::CSS_PATH,
@@ -53,15 +61,33 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/", get(runs))
         .route("/runs/{id}", get(run))
         .route("/runs/{id}/events", get(crate::sse::console_events))
+        .route("/runs/{id}/retry", post(retry))
+        .route("/runs/{id}/continue", post(continue_run))
+        .route("/runs/{id}/cancel", post(cancel))
+        .route("/runs/{id}/fork", post(fork))
+        .route("/waits", get(waits))
+        .route("/waits/{id}/answer", post(answer))
         .route("/login", get(login_form).post(login))
         .route("/logout", post(logout))
         .route(cairn_console::CSS_PATH, get(css))
         .route(cairn_console::JS_PATH, get(js))
 }
 
-/// Signed-in sessions, by the digest of their cookie value.
-#[derive(Default)]
-pub(crate) struct Sessions(Mutex<HashMap<[u8; 32], Session>>);
+/// Signed-in sessions, by the digest of their cookie value, and the
+/// development mode's form token.
+pub(crate) struct Sessions {
+    open: Mutex<HashMap<[u8; 32], Session>>,
+    dev_csrf: String,
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Sessions {
+            open: Mutex::default(),
+            dev_csrf: secret(),
+        }
+    }
+}
 
 #[derive(Clone)]
 struct Session {
@@ -71,7 +97,7 @@ struct Session {
 
 impl Sessions {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Session>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A new session: its cookie value (returned once, kept as a digest).
@@ -136,7 +162,9 @@ fn cookie(headers: &HeaderMap) -> Option<String> {
 /// Who is asking: `None` when a session is needed and missing.
 fn viewer(state: &AppState, headers: &HeaderMap) -> Option<Viewer> {
     if !state.requires_token() {
-        return Some(Viewer::Development);
+        return Some(Viewer::Development {
+            csrf: state.sessions().dev_csrf.clone(),
+        });
     }
     let session = state.sessions().find(&cookie(headers)?)?;
     Some(Viewer::SignedIn { csrf: session.csrf })
@@ -193,7 +221,9 @@ async fn runs(
     headers: HeaderMap,
     Query(params): Query<RunsParams>,
 ) -> Response {
-    let viewer = viewer(&state, &headers).unwrap_or(Viewer::Development);
+    let viewer = viewer(&state, &headers).unwrap_or_else(|| Viewer::Development {
+        csrf: String::new(),
+    });
     let given = |p: Option<String>| p.filter(|v| !v.is_empty());
     let query = RunsQuery {
         status: given(params.status),
@@ -241,7 +271,9 @@ async fn run(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    let viewer = viewer(&state, &headers).unwrap_or(Viewer::Development);
+    let viewer = viewer(&state, &headers).unwrap_or_else(|| Viewer::Development {
+        csrf: String::new(),
+    });
     let Ok(id) = RunId::from_str(&id) else {
         return error_page(
             &viewer,
@@ -256,7 +288,7 @@ async fn run(
         Ok(events) => events,
         Err(e) => return error_page(&viewer, e.into()),
     };
-    let body = cairn_console::run_page(&view, &events, chrono::Utc::now());
+    let body = cairn_console::run_page(&view, &events, viewer.csrf(), chrono::Utc::now());
     html(
         StatusCode::OK,
         cairn_console::page(&format!("Run {id}"), &viewer, body),
@@ -315,7 +347,7 @@ async fn logout(
         return Redirect::to("/login").into_response();
     };
     match state.sessions().find(&id) {
-        Some(session) if session.csrf == form.csrf => {}
+        Some(_) if csrf_ok(&state, &headers, &form.csrf) => {}
         _ => {
             return (
                 StatusCode::FORBIDDEN,
@@ -367,4 +399,246 @@ async fn js() -> Response {
         cairn_console::JS,
     )
         .into_response()
+}
+
+/// Whether a form's CSRF token is the viewer's (in constant time).
+fn csrf_ok(state: &AppState, headers: &HeaderMap, presented: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    match viewer(state, headers) {
+        Some(v) => {
+            let expected = v.csrf().as_bytes();
+            !expected.is_empty() && bool::from(expected.ct_eq(presented.as_bytes()))
+        }
+        None => false,
+    }
+}
+
+fn forbidden() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        "the form's CSRF token does not match: reload the page and try again",
+    )
+        .into_response()
+}
+
+/// An operator action's form: its CSRF token, why, and for a fork, where
+/// from and with what input.
+#[derive(serde::Deserialize)]
+struct ActionForm {
+    csrf: String,
+    #[serde(default)]
+    reason: String,
+    from_step: Option<String>,
+    input: Option<String>,
+}
+
+/// The actor of the console's actions: the API's tokens are anonymous, so
+/// it is `console`, with the reason the form gave.
+fn console_actor(reason: &str) -> cairn::Actor {
+    crate::actions::actor(Some("console".into()), Some(reason.to_owned()))
+}
+
+async fn run_action(
+    state: AppState,
+    headers: HeaderMap,
+    id: String,
+    form: ActionForm,
+    action: crate::actions::RunAction,
+) -> Response {
+    if !csrf_ok(&state, &headers, &form.csrf) {
+        return forbidden();
+    }
+    let viewer = viewer(&state, &headers).unwrap_or_else(|| Viewer::Development {
+        csrf: String::new(),
+    });
+    let Ok(id) = RunId::from_str(&id) else {
+        return error_page(
+            &viewer,
+            ApiError::BadQuery(format!("`{id}` is not a run id")),
+        );
+    };
+    match crate::actions::run_action(&state, id, action, &console_actor(&form.reason)).await {
+        Ok(_) => Redirect::to(&format!("/runs/{id}")).into_response(),
+        Err(e) => error_page(&viewer, e),
+    }
+}
+
+/// `POST /runs/{id}/retry`.
+async fn retry(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Form(form): Form<ActionForm>,
+) -> Response {
+    run_action(state, headers, id, form, crate::actions::RunAction::Retry).await
+}
+
+/// `POST /runs/{id}/continue`.
+async fn continue_run(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Form(form): Form<ActionForm>,
+) -> Response {
+    run_action(
+        state,
+        headers,
+        id,
+        form,
+        crate::actions::RunAction::Continue,
+    )
+    .await
+}
+
+/// `POST /runs/{id}/cancel`.
+async fn cancel(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Form(form): Form<ActionForm>,
+) -> Response {
+    run_action(state, headers, id, form, crate::actions::RunAction::Cancel).await
+}
+
+/// `POST /runs/{id}/fork`: to the new run's page.
+async fn fork(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Form(form): Form<ActionForm>,
+) -> Response {
+    if !csrf_ok(&state, &headers, &form.csrf) {
+        return forbidden();
+    }
+    let viewer = viewer(&state, &headers).unwrap_or_else(|| Viewer::Development {
+        csrf: String::new(),
+    });
+    let Ok(id) = RunId::from_str(&id) else {
+        return error_page(
+            &viewer,
+            ApiError::BadQuery(format!("`{id}` is not a run id")),
+        );
+    };
+    let from = form.from_step.as_deref().unwrap_or("").trim();
+    let Ok(from_step) = from.parse::<u32>() else {
+        return error_page(
+            &viewer,
+            ApiError::BadQuery(format!("from step: `{from}` is not a step number")),
+        );
+    };
+    let input = match form
+        .input
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        None => None,
+        Some(text) => match serde_json::from_str(text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                return error_page(
+                    &viewer,
+                    ApiError::BadQuery(format!("new input: not JSON ({e})")),
+                )
+            }
+        },
+    };
+    let request = cairn::ForkRequest {
+        from_step: cairn::StepIdx(from_step),
+        input,
+        thread_id: None,
+    };
+    match crate::actions::fork_run(&state, id, &request, &console_actor(&form.reason)).await {
+        Ok(child) => Redirect::to(&format!("/runs/{}", child.id)).into_response(),
+        Err(e) => error_page(&viewer, e),
+    }
+}
+
+/// `GET /waits`: the open waits with their answer forms.
+async fn waits(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let viewer = viewer(&state, &headers).unwrap_or_else(|| Viewer::Development {
+        csrf: String::new(),
+    });
+    let filter = cairn::WaitFilter {
+        run: None,
+        step: None,
+        status: Some(cairn::WaitStatus::Open),
+    };
+    match state.engine().waits(&filter).await {
+        Ok(waits) => html(
+            StatusCode::OK,
+            cairn_console::page(
+                "Waits",
+                &viewer,
+                cairn_console::waits_page(&waits, viewer.csrf()),
+            ),
+        ),
+        Err(e) => error_page(&viewer, e.into()),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct AnswerForm {
+    csrf: String,
+    decision: String,
+    output: Option<String>,
+    feedback: Option<String>,
+    value: Option<String>,
+}
+
+/// `POST /waits/{id}/answer`: the answer the form says, by `console`.
+async fn answer(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Form(form): Form<AnswerForm>,
+) -> Response {
+    if !csrf_ok(&state, &headers, &form.csrf) {
+        return forbidden();
+    }
+    let viewer = viewer(&state, &headers).unwrap_or_else(|| Viewer::Development {
+        csrf: String::new(),
+    });
+    let Ok(id) = cairn::WaitId::from_str(&id) else {
+        return error_page(
+            &viewer,
+            ApiError::BadQuery(format!("`{id}` is not a wait id")),
+        );
+    };
+    let text = |t: Option<String>| t.unwrap_or_default().trim().to_owned();
+    let answer = match form.decision.as_str() {
+        "approve" => cairn::Answer::Approve,
+        "reject" => cairn::Answer::Reject {
+            feedback: text(form.feedback),
+        },
+        "edit" => match serde_json::from_str(&text(form.output)) {
+            Ok(output) => cairn::Answer::Edit { output },
+            Err(e) => {
+                return error_page(
+                    &viewer,
+                    ApiError::BadQuery(format!("output: not JSON ({e})")),
+                )
+            }
+        },
+        "answer" => {
+            // JSON if it reads as JSON, else the text itself.
+            let value = text(form.value);
+            cairn::Answer::Answer {
+                value: serde_json::from_str(&value).unwrap_or(serde_json::Value::String(value)),
+            }
+        }
+        other => {
+            return error_page(
+                &viewer,
+                ApiError::BadQuery(format!("`{other}` is not a decision")),
+            )
+        }
+    };
+    match state.engine().answer(id, &answer, "console").await {
+        Ok(_) => {
+            state.wake_runner();
+            Redirect::to("/waits").into_response()
+        }
+        Err(e) => error_page(&viewer, e.into()),
+    }
 }

@@ -204,3 +204,206 @@ async fn sign_in_takes_a_token_once_and_keeps_only_a_strict_cookie() {
     assert_eq!(after.status, StatusCode::SEE_OTHER);
     assert_eq!(location(&after), "/login");
 }
+
+/// The CSRF token of a page's forms.
+fn csrf_of(page: &str) -> String {
+    page.split(r#"name="csrf" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a form's CSRF token")
+        .to_owned()
+}
+
+fn encode(v: &str) -> String {
+    v.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Posts a form; `fields` are encoded.
+async fn post_form(api: &Api, uri: &str, fields: &[(&str, &str)]) -> Reply {
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect();
+    let (h, b) = form(&body.join("&"));
+    api.call(Method::POST, uri, &h, b).await
+}
+
+/// Steering from the pages (development mode, whose forms carry the
+/// server's own CSRF token): a review rejected with feedback re-runs the
+/// step, approved it finishes the run; a failed run is retried; a fork
+/// from step 1 copies step 0; a cancel; each action recorded with its
+/// reason as `console`'s; a form without the token changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_and_actions_steer_runs_from_the_pages() {
+    let api = Api::sqlite().await;
+    let review = api.submit("review", json!({"topic": "cairns"})).await;
+    api.drive(review).await;
+    let waits = api.get("/waits").await;
+    assert_eq!(waits.status, StatusCode::OK, "{}", waits.text);
+    assert!(waits.text.contains("Draft on cairns"), "{}", waits.text);
+    let csrf = csrf_of(&waits.text);
+    let wait = api.engine.waits(&Default::default()).await.unwrap()[0].id;
+    let target = format!("/waits/{wait}/answer");
+
+    // Without the token: refused, nothing changes.
+    let forged = post_form(&api, &target, &[("csrf", "nope"), ("decision", "approve")]).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        api.engine.get_run(review).await.unwrap().status,
+        cairn::RunStatus::Waiting
+    );
+
+    let rejected = post_form(
+        &api,
+        &target,
+        &[
+            ("csrf", &csrf),
+            ("decision", "reject"),
+            ("feedback", "shorter"),
+        ],
+    )
+    .await;
+    assert_eq!(rejected.status, StatusCode::SEE_OTHER, "{}", rejected.text);
+    api.drive(review).await;
+    let waits = api.get("/waits").await;
+    assert!(
+        waits.text.contains("Draft on cairns [shorter]"),
+        "{}",
+        waits.text
+    );
+    let wait = api
+        .engine
+        .waits(&Default::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|w| w.status == cairn::WaitStatus::Open)
+        .unwrap()
+        .id;
+    let approved = post_form(
+        &api,
+        &format!("/waits/{wait}/answer"),
+        &[("csrf", &csrf), ("decision", "approve")],
+    )
+    .await;
+    assert_eq!(approved.status, StatusCode::SEE_OTHER);
+    api.drive(review).await;
+    let done = api.engine.show(review).await.unwrap();
+    assert_eq!(done.run.status, cairn::RunStatus::Succeeded);
+    assert_eq!(
+        done.steps[1].output,
+        Some(json!("PUBLISHED Draft on cairns [shorter]"))
+    );
+    let answered = api.engine.waits(&Default::default()).await.unwrap();
+    assert!(
+        answered
+            .iter()
+            .all(|w| w.answered_by.as_deref() == Some("console")),
+        "{answered:?}"
+    );
+
+    // A failed run, retried from its page.
+    let flaky = api.submit("flaky", json!({"name": "n"})).await;
+    api.drive(flaky).await;
+    let page = api.get(&format!("/runs/{flaky}")).await;
+    assert!(
+        page.text
+            .contains(&format!(r#"action="/runs/{flaky}/retry""#)),
+        "{}",
+        page.text
+    );
+    let retried = post_form(
+        &api,
+        &format!("/runs/{flaky}/retry"),
+        &[
+            ("csrf", &csrf_of(&page.text)),
+            ("reason", "fixed the flake"),
+        ],
+    )
+    .await;
+    assert_eq!(retried.status, StatusCode::SEE_OTHER, "{}", retried.text);
+    assert_eq!(location(&retried), format!("/runs/{flaky}"));
+    api.drive(flaky).await;
+    assert_eq!(
+        api.engine.get_run(flaky).await.unwrap().status,
+        cairn::RunStatus::Succeeded
+    );
+    let events = api.engine.events(flaky).await.unwrap();
+    let why = events
+        .iter()
+        .find(|e| e.kind == cairn::EventKind::RunRetried)
+        .expect("run_retried");
+    assert_eq!(why.data["by"], "console");
+    assert_eq!(why.data["reason"], "fixed the flake");
+    // Retrying it again is refused with the engine's message.
+    let again = post_form(
+        &api,
+        &format!("/runs/{flaky}/retry"),
+        &[("csrf", &csrf), ("reason", "again")],
+    )
+    .await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.text);
+    assert!(
+        again.text.contains("only a failed run can be retried"),
+        "{}",
+        again.text
+    );
+
+    // A fork from step 1 copies step 0 and runs step 1 only.
+    let forked = post_form(
+        &api,
+        &format!("/runs/{flaky}/fork"),
+        &[
+            ("csrf", &csrf),
+            ("reason", "try the rest again"),
+            ("from_step", "1"),
+            ("input", ""),
+        ],
+    )
+    .await;
+    assert_eq!(forked.status, StatusCode::SEE_OTHER, "{}", forked.text);
+    let child: cairn::RunId = location(&forked)
+        .trim_start_matches("/runs/")
+        .parse()
+        .unwrap();
+    assert_ne!(child, flaky);
+    let view = api.engine.show(child).await.unwrap();
+    assert_eq!(view.run.parent_run_id, Some(flaky));
+    assert_eq!(view.steps.len(), 1, "step 0 copied");
+    let bad_fork = post_form(
+        &api,
+        &format!("/runs/{flaky}/fork"),
+        &[
+            ("csrf", &csrf),
+            ("reason", "r"),
+            ("from_step", "1"),
+            ("input", "{not json"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        bad_fork.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        bad_fork.text
+    );
+
+    // A queued run cancelled.
+    let queued = api.submit("greet", json!({"name": "x"})).await;
+    let cancelled = post_form(
+        &api,
+        &format!("/runs/{queued}/cancel"),
+        &[("csrf", &csrf), ("reason", "not needed")],
+    )
+    .await;
+    assert_eq!(cancelled.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        api.engine.get_run(queued).await.unwrap().status,
+        cairn::RunStatus::Cancelled
+    );
+}
