@@ -142,18 +142,26 @@ impl SqliteStore {
                 .acquire()
                 .await
                 .map_err(|e| Error::from(e).placed(&target, None))?;
-            let problems = crate::script::quick_check(&mut crate::sql::Conn::Sqlite(&mut conn))
+            let checked = crate::script::quick_check(&mut crate::sql::Conn::Sqlite(&mut conn))
                 .await
-                .map_err(|e| e.placed(&target, None))?;
-            if !problems.is_empty() {
-                drop(conn);
-                pool.close().await;
-                return Err(Error::Db {
+                .map_err(|e| e.placed(&target, None));
+            // Refused either way (a check that fails outright is a damaged
+            // file too): the pool is closed here, not left to close in the
+            // background after the caller has moved on.
+            let refused = match checked {
+                Ok(problems) if problems.is_empty() => None,
+                Ok(problems) => Some(Error::Db {
                     fault: crate::DbFault::Corrupt,
-                    target,
+                    target: target.clone(),
                     run: None,
                     message: problems.join("; "),
-                });
+                }),
+                Err(e) => Some(e),
+            };
+            if let Some(e) = refused {
+                drop(conn);
+                pool.close().await;
+                return Err(e);
             }
         }
         Ok(SqliteStore {
