@@ -10,6 +10,7 @@
 
 mod breakdown;
 mod concurrent;
+mod console;
 mod journal;
 mod retention;
 mod workers;
@@ -828,15 +829,17 @@ async fn main() -> Result<()> {
     let mut workers = false;
     let mut journal = false;
     let mut retention = false;
+    let mut console = false;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--journal" => journal = true,
             "--retention" => retention = true,
+            "--console" => console = true,
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {
                 println!(
-                    "usage: cairn-bench [--breakdown | --workers | --journal | --retention]\n\nMeasures per-step cost \
+                    "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console]\n\nMeasures per-step cost \
                      against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
                      --breakdown  where the time goes instead (store calls, statements, WAL)\n\
@@ -845,6 +848,8 @@ async fn main() -> Result<()> {
                      (needs `cargo build --release -p cairn-cli`)\n\
                      --journal    one agent journal item against a raw commit, and a \
                      10-turn agent step\n\
+                     --console    the console's pages on 100,000 stored runs (SQLite; \
+                     CAIRN_BENCH_CONSOLE_RUNS)\n\
                      --retention  Store::compact of 100,000 finished runs \
                      (CAIRN_BENCH_RETENTION_RUNS), commit_step with and without them, \
                      bytes per stored row"
@@ -859,6 +864,9 @@ async fn main() -> Result<()> {
     }
     let pg_url =
         std::env::var("CAIRN_BENCH_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
+    if console {
+        return console::run().await;
+    }
     if retention {
         ensure!(
             !breakdown && !workers && !journal,

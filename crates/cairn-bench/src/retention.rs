@@ -243,9 +243,9 @@ struct Sizes {
 /// A column of a cloned row and the expression it gets.
 type Set<'a> = (&'a str, String);
 
-struct Fill {
-    runs: u64,
-    steps: u64,
+pub(crate) struct Fill {
+    pub(crate) runs: u64,
+    pub(crate) steps: u64,
     events: u64,
     events_per_run: u64,
     took: Duration,
@@ -254,7 +254,7 @@ struct Fill {
 /// Fills `full` with `n` finished runs: one real run of a `RUN_STEPS`-step
 /// crew, and `n - 1` copies of it made in SQL. Returns the fill and, per
 /// table, the SQLite file growth it caused.
-async fn fill(store: &Arc<dyn Store>, raw: &Raw, n: u64) -> Result<(Fill, [f64; 3])> {
+pub(crate) async fn fill(store: &Arc<dyn Store>, raw: &Raw, n: u64) -> Result<(Fill, [f64; 3])> {
     let crew = noop_crew("bench-retention", RUN_STEPS, None)?;
     let template = run_once(store, &crew, "the template run").await?;
     let events_per_run = raw
