@@ -1,6 +1,7 @@
 //! `--console`: the console's pages on a database of 100,000 runs
 //! (`CAIRN_BENCH_CONSOLE_RUNS`), SQLite (a temporary file): the runs page
-//! (`GET /`, its newest 50), a filtered runs page, and a run's page, each
+//! (`GET /`, its newest 50), filtered runs pages (one matching no run: a
+//! scan of all of them), and a run's page, each
 //! rendered through `cairn serve`'s router (handler, database reads,
 //! rendering; no socket). Median and p90 of 30 requests each. Issue 11's
 //! aim: the runs page under 200 ms on this machine.
@@ -78,6 +79,10 @@ pub async fn run() -> Result<()> {
             "runs page, status=succeeded",
             "/?status=succeeded".to_owned(),
         ),
+        (
+            "runs page, status=failed (none)",
+            "/?status=failed".to_owned(),
+        ),
         ("a run's page", format!("/runs/{one}")),
     ];
     println!();
@@ -93,6 +98,7 @@ pub async fn run() -> Result<()> {
         let key = [
             "console_runs_page_ms",
             "console_filtered_page_ms",
+            "console_empty_filter_page_ms",
             "console_run_page_ms",
         ][i];
         out.insert(key.into(), Value::from(round2(ms(median(&took)))));
