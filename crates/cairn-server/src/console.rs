@@ -42,9 +42,7 @@ pub(crate) const PATHS: &[&str] = &[
     "/",
     "/runs/{id}",
     "/runs/{id}/events",
-    "/runs/{id}/retry",
-    "/runs/{id}/continue",
-    "/runs/{id}/cancel",
+    "/runs/{id}/{action}",
     "/runs/{id}/fork",
     "/waits",
     "/waits/{id}/answer",
@@ -61,9 +59,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/", get(runs))
         .route("/runs/{id}", get(run))
         .route("/runs/{id}/events", get(crate::sse::console_events))
-        .route("/runs/{id}/retry", post(retry))
-        .route("/runs/{id}/continue", post(continue_run))
-        .route("/runs/{id}/cancel", post(cancel))
+        .route("/runs/{id}/{action}", post(act))
         .route("/runs/{id}/fork", post(fork))
         .route("/waits", get(waits))
         .route("/waits/{id}/answer", post(answer))
@@ -170,6 +166,19 @@ fn viewer(state: &AppState, headers: &HeaderMap) -> Option<Viewer> {
     Some(Viewer::SignedIn { csrf: session.csrf })
 }
 
+/// The viewer of a page the gate let through (in development mode, or
+/// signed in; an empty token otherwise, which no form check accepts).
+fn page_viewer(state: &AppState, headers: &HeaderMap) -> Viewer {
+    viewer(state, headers).unwrap_or_else(|| Viewer::Development {
+        csrf: String::new(),
+    })
+}
+
+/// A run id from a path, or why it is not one.
+fn run_id(id: &str) -> Result<RunId, ApiError> {
+    RunId::from_str(id).map_err(|_| ApiError::BadQuery(format!("`{id}` is not a run id")))
+}
+
 /// Middleware for the console's paths (called by the token check): a page
 /// without a session goes to the sign-in page.
 pub(crate) async fn gate(state: &AppState, path: &str, request: Request, next: Next) -> Response {
@@ -221,9 +230,7 @@ async fn runs(
     headers: HeaderMap,
     Query(params): Query<RunsParams>,
 ) -> Response {
-    let viewer = viewer(&state, &headers).unwrap_or_else(|| Viewer::Development {
-        csrf: String::new(),
-    });
+    let viewer = page_viewer(&state, &headers);
     let given = |p: Option<String>| p.filter(|v| !v.is_empty());
     let query = RunsQuery {
         status: given(params.status),
@@ -271,14 +278,10 @@ async fn run(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    let viewer = viewer(&state, &headers).unwrap_or_else(|| Viewer::Development {
-        csrf: String::new(),
-    });
-    let Ok(id) = RunId::from_str(&id) else {
-        return error_page(
-            &viewer,
-            ApiError::BadQuery(format!("`{id}` is not a run id")),
-        );
+    let viewer = page_viewer(&state, &headers);
+    let id = match run_id(&id) {
+        Ok(id) => id,
+        Err(e) => return error_page(&viewer, e),
     };
     let view = match state.engine().show(id).await {
         Ok(view) => view,
@@ -438,66 +441,32 @@ fn console_actor(reason: &str) -> cairn::Actor {
     crate::actions::actor(Some("console".into()), Some(reason.to_owned()))
 }
 
-async fn run_action(
-    state: AppState,
+/// `POST /runs/{id}/retry`, `/continue`, `/cancel`: back to the run's page.
+async fn act(
+    State(state): State<AppState>,
     headers: HeaderMap,
-    id: String,
-    form: ActionForm,
-    action: crate::actions::RunAction,
+    Path((id, action)): Path<(String, String)>,
+    Form(form): Form<ActionForm>,
 ) -> Response {
+    use crate::actions::RunAction;
     if !csrf_ok(&state, &headers, &form.csrf) {
         return forbidden();
     }
-    let viewer = viewer(&state, &headers).unwrap_or_else(|| Viewer::Development {
-        csrf: String::new(),
-    });
-    let Ok(id) = RunId::from_str(&id) else {
-        return error_page(
-            &viewer,
-            ApiError::BadQuery(format!("`{id}` is not a run id")),
-        );
+    let viewer = page_viewer(&state, &headers);
+    let id = match run_id(&id) {
+        Ok(id) => id,
+        Err(e) => return error_page(&viewer, e),
+    };
+    let action = match action.as_str() {
+        "retry" => RunAction::Retry,
+        "continue" => RunAction::Continue,
+        "cancel" => RunAction::Cancel,
+        other => return error_page(&viewer, ApiError::NoRoute(format!("/runs/{id}/{other}"))),
     };
     match crate::actions::run_action(&state, id, action, &console_actor(&form.reason)).await {
         Ok(_) => Redirect::to(&format!("/runs/{id}")).into_response(),
         Err(e) => error_page(&viewer, e),
     }
-}
-
-/// `POST /runs/{id}/retry`.
-async fn retry(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    Form(form): Form<ActionForm>,
-) -> Response {
-    run_action(state, headers, id, form, crate::actions::RunAction::Retry).await
-}
-
-/// `POST /runs/{id}/continue`.
-async fn continue_run(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    Form(form): Form<ActionForm>,
-) -> Response {
-    run_action(
-        state,
-        headers,
-        id,
-        form,
-        crate::actions::RunAction::Continue,
-    )
-    .await
-}
-
-/// `POST /runs/{id}/cancel`.
-async fn cancel(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    Form(form): Form<ActionForm>,
-) -> Response {
-    run_action(state, headers, id, form, crate::actions::RunAction::Cancel).await
 }
 
 /// `POST /runs/{id}/fork`: to the new run's page.
@@ -510,14 +479,10 @@ async fn fork(
     if !csrf_ok(&state, &headers, &form.csrf) {
         return forbidden();
     }
-    let viewer = viewer(&state, &headers).unwrap_or_else(|| Viewer::Development {
-        csrf: String::new(),
-    });
-    let Ok(id) = RunId::from_str(&id) else {
-        return error_page(
-            &viewer,
-            ApiError::BadQuery(format!("`{id}` is not a run id")),
-        );
+    let viewer = page_viewer(&state, &headers);
+    let id = match run_id(&id) {
+        Ok(id) => id,
+        Err(e) => return error_page(&viewer, e),
     };
     let from = form.from_step.as_deref().unwrap_or("").trim();
     let Ok(from_step) = from.parse::<u32>() else {
@@ -556,9 +521,7 @@ async fn fork(
 
 /// `GET /waits`: the open waits with their answer forms.
 async fn waits(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let viewer = viewer(&state, &headers).unwrap_or_else(|| Viewer::Development {
-        csrf: String::new(),
-    });
+    let viewer = page_viewer(&state, &headers);
     let filter = cairn::WaitFilter {
         run: None,
         step: None,
@@ -596,9 +559,7 @@ async fn answer(
     if !csrf_ok(&state, &headers, &form.csrf) {
         return forbidden();
     }
-    let viewer = viewer(&state, &headers).unwrap_or_else(|| Viewer::Development {
-        csrf: String::new(),
-    });
+    let viewer = page_viewer(&state, &headers);
     let Ok(id) = cairn::WaitId::from_str(&id) else {
         return error_page(
             &viewer,
