@@ -179,7 +179,7 @@ pub fn runs_page(
                                 td { (status_badge(run.status)) }
                                 td { a href=(format!("/runs/{}", run.id)) { code { (short_id(&run.id.to_string())) } } }
                                 td { (run.crew) }
-                                td { @if let Some(t) = &run.thread_id { (t) } }
+                                td { @if let Some(t) = &run.thread_id { a href=(format!("/threads/{}", url_escape(t))) { (t) } } }
                                 td { time datetime=(run.created_at.to_rfc3339()) { (run.created_at.format("%Y-%m-%d %H:%M:%S")) } }
                                 td { (duration(run.created_at, run.finished_at.unwrap_or(now))) }
                                 td { (run.cursor.get()) " of " (run.step_count) }
@@ -407,6 +407,37 @@ pub fn waits_page(waits: &[cairn::WaitRecord], csrf: &str) -> Markup {
                             label { "Answer (text, or JSON) " input type="text" name="value" required; }
                         }))
                     }
+                }
+            }
+        }
+    }
+}
+
+/// A thread as a conversation: its runs oldest first, each with its input
+/// and its final output (`None`: not finished), and the totals.
+pub fn thread_page(
+    view: &cairn::ThreadView,
+    turns: &[(RunRecord, Option<serde_json::Value>)],
+) -> Markup {
+    html! {
+        h1 { "Thread " code { (view.thread_id) } }
+        p {
+            (view.totals.runs) " runs · "
+            (view.totals.input_tokens) " tokens in / " (view.totals.output_tokens) " out"
+        }
+        @for (run, output) in turns {
+            section.turn {
+                h2 {
+                    (status_badge(run.status)) " "
+                    a href=(format!("/runs/{}", run.id)) { code { (short_id(&run.id.to_string())) } }
+                    " " (run.crew) " · " (run.created_at.format("%Y-%m-%d %H:%M:%S"))
+                }
+                p.role { "Input" }
+                pre { code { (pretty(Some(&run.input))) } }
+                p.role { "Output" }
+                @match output {
+                    Some(v) => { pre { code { (pretty(Some(v))) } } }
+                    None => { p { em { "(not finished)" } } }
                 }
             }
         }

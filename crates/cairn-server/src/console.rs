@@ -46,6 +46,7 @@ pub(crate) const PATHS: &[&str] = &[
     "/runs/{id}/fork",
     "/waits",
     "/waits/{id}/answer",
+    "/threads/{id}",
     "/login",
     "/logout",
     cairn_console::CSS_PATH,
@@ -62,6 +63,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/runs/{id}/{action}", post(act))
         .route("/runs/{id}/fork", post(fork))
         .route("/waits", get(waits))
+        .route("/threads/{id}", get(thread))
         .route("/waits/{id}/answer", post(answer))
         .route("/login", get(login_form).post(login))
         .route("/logout", post(logout))
@@ -602,4 +604,38 @@ async fn answer(
         }
         Err(e) => error_page(&viewer, e.into()),
     }
+}
+
+/// Runs of a thread shown on its page (the newest).
+const THREAD_TURNS: usize = 50;
+
+/// `GET /threads/{id}`: the thread as a conversation.
+async fn thread(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let viewer = page_viewer(&state, &headers);
+    let view = match state.engine().thread(&id).await {
+        Ok(view) => view,
+        Err(e) => return error_page(&viewer, e.into()),
+    };
+    let skip = view.runs.len().saturating_sub(THREAD_TURNS);
+    let mut turns = Vec::with_capacity(view.runs.len() - skip);
+    for run in &view.runs[skip..] {
+        // The final output: the last step's, once the run succeeded.
+        let output = match run.status {
+            RunStatus::Succeeded => match state.engine().show(run.id).await {
+                Ok(shown) => shown.steps.last().and_then(|s| s.output.clone()),
+                Err(e) => return error_page(&viewer, e.into()),
+            },
+            _ => None,
+        };
+        turns.push((run.clone(), output));
+    }
+    let body = cairn_console::thread_page(&view, &turns);
+    html(
+        StatusCode::OK,
+        cairn_console::page(&format!("Thread {id}"), &viewer, body),
+    )
 }

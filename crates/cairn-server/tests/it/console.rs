@@ -407,3 +407,38 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
         cairn::RunStatus::Cancelled
     );
 }
+
+/// A thread's page: its runs as a conversation (input, final output),
+/// linked from the runs table; an unknown thread is a 404 page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_reads_as_a_conversation() {
+    let api = Api::sqlite().await;
+    let mut ids = vec![];
+    for name in ["Ada", "Grace"] {
+        let body = json!({"crew": "greet", "input": {"name": name}, "thread_id": "chat 1"});
+        let reply = api.post_json("/v1/runs", &body).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+        let id: cairn::RunId = reply.json()["id"].as_str().unwrap().parse().unwrap();
+        api.drive(id).await;
+        ids.push(id);
+    }
+    let runs = api.get("/").await;
+    assert!(
+        runs.text.contains(r#"href="/threads/chat%201""#),
+        "{}",
+        runs.text
+    );
+    let page = api.get("/threads/chat%201").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    let (ada, grace) = (
+        page.text.find("Hello Ada").unwrap(),
+        page.text.find("Hello Grace").unwrap(),
+    );
+    assert!(ada < grace, "oldest first");
+    assert!(page.text.contains("2 runs"), "{}", page.text);
+    for id in ids {
+        assert!(page.text.contains(&format!("/runs/{id}")));
+    }
+    let missing = api.get("/threads/nobody").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text);
+}
