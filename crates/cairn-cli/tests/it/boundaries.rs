@@ -11,14 +11,12 @@
 //! a gap or a repeat; no finished step ran again, and only the step in
 //! flight at the kill may have run twice.
 
-use std::process::Child;
 use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{agent_sh, crew_toml, q, step, wait_until, Case, Kind};
+use crate::support::{agent_sh, crew_toml, q, step, wait_until, Case, Kind, Spawned};
 use crate::waits::{review_crew, writer_runs};
 
 both_backends!(
@@ -198,7 +196,7 @@ fn claim(kind: Kind) {
 }
 
 /// `cairn worker` on the case's database, output to `worker-NAME.*`.
-fn worker(case: &Case, name: &str, env: &[(&str, &str)]) -> Child {
+fn worker(case: &Case, name: &str, env: &[(&str, &str)]) -> Spawned {
     let mut cmd = case.command();
     cmd.args([
         "worker",
@@ -214,7 +212,7 @@ fn worker(case: &Case, name: &str, env: &[(&str, &str)]) -> Child {
     .envs(env.iter().copied())
     .stdout(std::fs::File::create(case.path(&format!("worker-{name}.stdout"))).unwrap())
     .stderr(std::fs::File::create(case.path(&format!("worker-{name}.stderr"))).unwrap());
-    cmd.spawn().expect("spawn cairn worker")
+    Spawned(cmd.spawn().expect("spawn cairn worker"))
 }
 
 /// Runs a worker without failpoints until run `id` is finished, then stops it.
@@ -230,8 +228,8 @@ fn finish_with_a_worker(case: &Case, id: &str, point: &str) {
             )
         },
     );
-    kill(Pid::from_raw(w.id() as i32), Signal::SIGTERM).unwrap();
-    let status = w.wait().unwrap();
+    kill(w.pid(), Signal::SIGTERM).unwrap();
+    let status = w.wait(point);
     assert!(
         status.success(),
         "{point}: the finishing worker exited {status}"
@@ -274,8 +272,8 @@ fn worker_claim_and_takeover(kind: Kind) {
 }
 
 #[track_caller]
-fn expect_killed(case: &Case, w: &mut Child, name: &str, point: &str) {
-    let status = w.wait().unwrap();
+fn expect_killed(case: &Case, w: &mut Spawned, name: &str, point: &str) {
+    let status = w.wait(point);
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(9),
@@ -861,7 +859,7 @@ fn retention_task(kind: Kind) {
             .env("CAIRN_LOG", "warn")
             .stdout(std::fs::File::create(case.path("worker-killed.stdout")).unwrap())
             .stderr(std::fs::File::create(case.path("worker-killed.stderr")).unwrap());
-        let mut w = cmd.spawn().expect("spawn cairn worker");
+        let mut w = Spawned(cmd.spawn().expect("spawn cairn worker"));
         expect_killed(&case, &mut w, "killed", &point);
         let mut cmd = case.command();
         cmd.args(["worker", "--db", case.url(), "--poll-ms", "50"])
@@ -869,7 +867,7 @@ fn retention_task(kind: Kind) {
             .env("CAIRN_LOG", "warn")
             .stdout(std::fs::File::create(case.path("worker-next.stdout")).unwrap())
             .stderr(std::fs::File::create(case.path("worker-next.stderr")).unwrap());
-        let mut next = cmd.spawn().expect("spawn cairn worker");
+        let mut next = Spawned(cmd.spawn().expect("spawn cairn worker"));
         // The finished and cancelled runs go, the waiting one stays.
         let gone = |id: &str| case.list().iter().all(|r| r["id"] != id);
         let started = std::time::Instant::now();
@@ -882,8 +880,8 @@ fn retention_task(kind: Kind) {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        kill(Pid::from_raw(next.id() as i32), Signal::SIGTERM).unwrap();
-        assert!(next.wait().unwrap().success(), "{point}");
+        kill(next.pid(), Signal::SIGTERM).unwrap();
+        assert!(next.wait(&point).success(), "{point}");
         assert!(gone(&queued), "{point}");
         assert_eq!(case.show(&kept), before, "{point}: the waiting run changed");
         // The first run's steps ran once; the cancelled run's never.

@@ -14,7 +14,7 @@ use std::time::Duration;
 use cairn_testkit::{Cut, CutProxy};
 use serde_json::Value;
 
-use crate::support::{agent_sh, crew_toml, step, wait_until, Case, Kind};
+use crate::support::{agent_sh, crew_toml, step, wait_until, Case, Kind, Spawned};
 
 /// The marker step 1's output carries, which the proxy watches for. The
 /// step computes it, so the crew definition (stored at submit) does not
@@ -113,13 +113,13 @@ fn a_lost_commit_is_refused_once_another_process_took_the_run_over() {
         .env("CAIRN_LOG", "info")
         .stdout(std::fs::File::create(case.path("first.stdout")).unwrap())
         .stderr(std::fs::File::create(case.path("first.stderr")).unwrap());
-    let mut first = first.spawn().expect("spawn cairn run");
+    let mut first = Spawned(first.spawn().expect("spawn cairn run"));
     wait_until("the cut", Duration::from_secs(30), || proxy.cuts() == 1);
     proxy.hold(true);
     let id = case.only_run_id();
     case.cairn(&["resume", &id, "--takeover"]).expect_code(0);
     proxy.hold(false);
-    let status = first.wait().unwrap();
+    let status = first.wait("the fenced cairn run");
     let stderr = std::fs::read_to_string(case.path("first.stderr")).unwrap();
     assert!(stderr.contains("trying again"), "no retry: {stderr}");
     assert!(

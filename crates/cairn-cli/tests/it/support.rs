@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use serde_json::Value;
 
 pub use cairn_testkit::{Kind, TestDb};
@@ -396,4 +398,39 @@ pub fn read_pid(path: &Path) -> i32 {
 /// A step row's field, for messages.
 pub fn step(run: &Value, idx: usize) -> &Value {
     &run["steps"][idx]
+}
+
+/// A `cairn` process a test started: SIGKILLed (by its pid) when
+/// dropped while still running, so a failing test leaves none behind.
+pub struct Spawned(pub Child);
+
+impl Spawned {
+    pub fn pid(&self) -> Pid {
+        Pid::from_raw(self.0.id() as i32)
+    }
+
+    /// Its exit, within 60 s (then it is killed and the test fails).
+    #[track_caller]
+    pub fn wait(&mut self, what: &str) -> std::process::ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "{what}: the process did not exit within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = kill(self.pid(), Signal::SIGKILL);
+            let _ = self.0.wait();
+        }
+    }
 }
