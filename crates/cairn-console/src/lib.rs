@@ -60,7 +60,7 @@ pub fn page(title: &str, viewer: &Viewer, body: Markup) -> Markup {
             body {
                 header {
                     a.brand href="/" { "Cairn" }
-                    nav { a href="/" { "Runs" } " " a href="/waits" { "Waits" } }
+                    nav { a href="/" { "Runs" } " " a href="/waits" { "Waits" } " " a href="/crews" { "Crews" } }
                     @match viewer {
                         Viewer::Development { .. } => {
                             p.notice role="note" {
@@ -438,6 +438,78 @@ pub fn thread_page(
                 @match output {
                     Some(v) => { pre { code { (pretty(Some(v))) } } }
                     None => { p { em { "(not finished)" } } }
+                }
+            }
+        }
+    }
+}
+
+/// One role of a crew, as its recent stored steps show it.
+#[derive(Debug, Clone, Default)]
+pub struct RoleStats {
+    pub role: String,
+    /// `command`, `template`, `llm`, …
+    pub kind: String,
+    /// Finished steps seen.
+    pub steps: u32,
+    /// Their mean duration.
+    pub mean_ms: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// A crew the server offers, with what its recent runs' steps cost.
+#[derive(Debug, Clone, Default)]
+pub struct CrewStats {
+    pub name: String,
+    pub version: String,
+    pub fingerprint: String,
+    /// Runs of this exact definition the figures come from.
+    pub runs: usize,
+    pub roles: Vec<RoleStats>,
+}
+
+/// The crews, each with its agents and a small SVG chart of step
+/// durations (bars) and tokens per role.
+pub fn crews_page(crews: &[CrewStats]) -> Markup {
+    html! {
+        h1 { "Crews" }
+        @if crews.is_empty() {
+            p { "This server offers no crews." }
+        }
+        @for crew in crews {
+            section.crew {
+                h2 { (crew.name) " v" (crew.version) " " code.fp { (crew.fingerprint) } }
+                p { "From the steps of its " (crew.runs) " most recent runs." }
+                div.scroll { (role_chart(&crew.roles)) }
+            }
+        }
+    }
+}
+
+fn role_chart(roles: &[RoleStats]) -> Markup {
+    const W: f64 = 720.0;
+    const LABEL: f64 = 200.0;
+    const ROW: f64 = 22.0;
+    let longest = roles
+        .iter()
+        .map(|r| r.mean_ms)
+        .fold(0.0f64, f64::max)
+        .max(1.0);
+    let height = ROW * roles.len().max(1) as f64 + 6.0;
+    html! {
+        svg.chart xmlns="http://www.w3.org/2000/svg" role="img"
+            viewBox=(format!("0 0 {W} {height}")) width=(W) height=(height) {
+            title { "Mean step duration and tokens per role" }
+            @for (i, r) in roles.iter().enumerate() {
+                @let y = i as f64 * ROW + 4.0;
+                @let w = ((W - LABEL - 180.0) * r.mean_ms / longest).max(1.0);
+                text x="4" y=(format!("{:.1}", y + 11.0)) { (r.role) " (" (r.kind) ")" }
+                rect x=(LABEL) y=(format!("{y:.1}")) width=(format!("{w:.1}")) height="14" rx="2" {}
+                text x=(format!("{:.1}", LABEL + w + 4.0)) y=(format!("{:.1}", y + 11.0)) {
+                    @if r.steps == 0 { "no steps yet" } @else {
+                        (format!("{:.0} ms", r.mean_ms)) " · " (r.input_tokens) "/" (r.output_tokens) " tokens · " (r.steps) " steps"
+                    }
                 }
             }
         }

@@ -22,7 +22,7 @@
 //! | `GET /v1/openapi.json` | the OpenAPI 3.1 document |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /healthz`, `GET /readyz` | liveness, database readiness (no token needed) |
-//! | `GET /`, `GET /runs/{id}`, `GET /waits`, `GET /threads/{id}` | the web console's pages (`console.rs`; a session cookie, not a token) |
+//! | `GET /`, `GET /runs/{id}`, `GET /waits`, `GET /threads/{id}`, `GET /crews` | the web console's pages (`console.rs`; a session cookie, not a token) |
 //! | `POST /runs/{id}/{retry,continue,cancel,fork}`, `POST /waits/{id}/answer` | the console's forms (CSRF token) |
 //! | `GET /login`, `POST /login`, `POST /logout` | the console's sign-in with an API token |
 //!

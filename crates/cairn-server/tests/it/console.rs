@@ -442,3 +442,29 @@ async fn a_thread_reads_as_a_conversation() {
     let missing = api.get("/threads/nobody").await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text);
 }
+
+/// The crews page: every offered crew with its roles, and what its recent
+/// runs' steps cost per role as a chart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crews_page_charts_each_role_from_stored_steps() {
+    let api = Api::sqlite().await;
+    for name in ["a", "b"] {
+        let id = api.submit("pipeline", json!({"name": name})).await;
+        api.drive(id).await;
+    }
+    let page = api.get("/crews").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    let at = page.text.find("pipeline v1").expect("the pipeline crew");
+    let section = &page.text[at..];
+    let section = &section[..section.find("</section>").unwrap()];
+    assert!(section.contains("2 most recent runs"), "{section}");
+    assert!(
+        section.contains("counter (command)") && section.contains("writer (template)"),
+        "{section}"
+    );
+    assert!(section.matches("2 steps").count() == 2, "{section}");
+    assert!(section.contains("<svg"), "{section}");
+    // A crew nobody ran yet says so.
+    let greet = &page.text[page.text.find("greet v1").unwrap()..];
+    assert!(greet[..greet.find("</section>").unwrap()].contains("no steps yet"));
+}
