@@ -44,19 +44,27 @@ impl Viewer {
     }
 }
 
+/// A page's `<head>`: the stylesheet, and the live script on pages that
+/// have live parts.
+fn head(title: &str, script: bool) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            title { (title) " · Cairn" }
+            link rel="stylesheet" href=(CSS_PATH);
+            @if script { script src=(JS_PATH) defer {} }
+        }
+    }
+}
+
 /// A page around `body`: header, navigation, sign-out or the development
 /// notice.
 pub fn page(title: &str, viewer: &Viewer, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) " · Cairn" }
-                link rel="stylesheet" href=(CSS_PATH);
-                script src=(JS_PATH) defer {}
-            }
+            (head(title, true))
             body {
                 header {
                     a.brand href="/" { "Cairn" }
@@ -86,12 +94,7 @@ pub fn login_page(error: Option<&str>) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { "Sign in · Cairn" }
-                link rel="stylesheet" href=(CSS_PATH);
-            }
+            (head("Sign in", false))
             body {
                 main.login {
                     h1 { "Cairn" }
