@@ -400,7 +400,8 @@ impl LlmAgent {
         };
         while let Some(event) = stream.next().await {
             match event.map_err(Failure::Provider)? {
-                StreamEvent::TextDelta(_) | StreamEvent::ToolInputDelta { .. } => {}
+                StreamEvent::TextDelta(text) => journal.live(&text),
+                StreamEvent::ToolInputDelta { .. } => {}
                 StreamEvent::TextDone(text) => {
                     if !text.is_empty() {
                         response.texts += 1;

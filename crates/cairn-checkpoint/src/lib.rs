@@ -14,6 +14,7 @@
 
 mod error;
 pub mod failpoint;
+mod live;
 mod open;
 mod plan;
 mod postgres;
@@ -34,6 +35,7 @@ use cairn_core::{
 use serde_json::Value;
 
 pub use error::{DbFault, Error};
+pub use live::LiveHub;
 pub use retention::{CompactPolicy, Compacted};
 
 pub use open::{open, pg_options, Backend, Durability, OpenOptions};
@@ -291,6 +293,10 @@ pub struct ThreadSummary {
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     fn backend(&self) -> Backend;
+
+    /// Where `llm` steps publish their text as it streams and watchers
+    /// subscribe to it (not stored; see [`LiveHub`]).
+    fn live(&self) -> &LiveHub;
 
     /// Creates a queued run, or returns the existing run with the same
     /// idempotency key (and changes nothing). A key reused with a different

@@ -48,6 +48,9 @@ pub trait Backend: Send + Sync + 'static {
     /// and database (never a password).
     fn target(&self) -> &str;
 
+    /// The live text of the store's `llm` steps (`live.rs`).
+    fn live(&self) -> &crate::LiveHub;
+
     /// The end of a step: on both databases a measured fast path of one
     /// round trip, so each backend writes its own.
     async fn commit_step(&self, c: &StepCommit) -> Result<()>;
@@ -928,6 +931,10 @@ async fn action_landed(
 impl<B: Backend> Store for B {
     fn backend(&self) -> crate::Backend {
         self.db().backend()
+    }
+
+    fn live(&self) -> &crate::LiveHub {
+        Backend::live(self)
     }
 
     async fn submit(&self, run: NewRun) -> Result<Submitted> {

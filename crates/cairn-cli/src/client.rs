@@ -391,6 +391,10 @@ async fn runs(client: &Client, command: RunsCommand, json: bool) -> anyhow::Resu
             }
             Ok(exit::OK)
         }
+        RunsCommand::Watch { run_id } => {
+            let id = parse_run_id(&run_id)?.to_string();
+            Ok(status_exit(watch(client, &id, json).await?))
+        }
         RunsCommand::Events { run_id } => {
             let id = parse_run_id(&run_id)?;
             let events = follow_events(client, &id.to_string(), !json).await?;
@@ -463,7 +467,58 @@ async fn runs(client: &Client, command: RunsCommand, json: bool) -> anyhow::Resu
 /// The run's events, following its event stream until the server ends it
 /// (the run is succeeded, failed or cancelled). With `print`, each is
 /// printed as it arrives (as `curl` shows the stream) and none is kept.
-async fn follow_events(client: &Client, id: &str, print: bool) -> anyhow::Result<Vec<EventRecord>> {
+/// `runs watch` over the server's event stream (its `output_delta` pieces
+/// come from whichever process runs the step, on PostgreSQL).
+async fn watch(client: &Client, id: &str, json: bool) -> anyhow::Result<RunStatus> {
+    use crate::watch::{Heard, Watch};
+    let view = client.show(id).await?;
+    let mut watch = Watch::new(&view.run, json);
+    let mut stream = event_stream(client, id).await?;
+    while let Some(event) = stream.next().await {
+        let event = event.map_err(|e| anyhow::anyhow!("the event stream broke: {e}"))?;
+        if event.data.is_empty() {
+            continue;
+        }
+        let heard = if event.event == "output_delta" {
+            Heard::Delta(
+                serde_json::from_str(&event.data)
+                    .context("a piece of live text from the server is not the expected JSON")?,
+            )
+        } else {
+            Heard::Event(
+                serde_json::from_str(&event.data)
+                    .context("an event from the server is not the expected JSON")?,
+            )
+        };
+        let journal = |idx: u32| async move {
+            let page: anyhow::Result<Value> = client
+                .get(&format!("/v1/runs/{id}/journal?step={idx}"))
+                .await;
+            page.ok()
+                .and_then(|p| serde_json::from_value(p["items"].clone()).ok())
+                .unwrap_or_default()
+        };
+        watch.hear(heard, journal).await;
+    }
+    // The stream ends with the run (or the server): what is stored now.
+    let view = client.show(id).await?;
+    let waits = client.run_waits(id).await?;
+    watch.finish(&view, &waits);
+    Ok(view.run.status)
+}
+
+/// The run's event stream, opened (an error document refused as such).
+async fn event_stream(
+    client: &Client,
+    id: &str,
+) -> anyhow::Result<
+    impl futures_util::Stream<
+        Item = Result<
+            eventsource_stream::Event,
+            eventsource_stream::EventStreamError<reqwest::Error>,
+        >,
+    >,
+> {
     let req = client.auth(
         client
             .http
@@ -487,11 +542,16 @@ async fn follow_events(client: &Client, id: &str, print: bool) -> anyhow::Result
         }
         .into());
     }
-    let mut stream = resp.bytes_stream().eventsource();
+    Ok(resp.bytes_stream().eventsource())
+}
+
+async fn follow_events(client: &Client, id: &str, print: bool) -> anyhow::Result<Vec<EventRecord>> {
+    let mut stream = event_stream(client, id).await?;
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         let event = event.map_err(|e| anyhow::anyhow!("the event stream broke: {e}"))?;
-        if event.data.is_empty() {
+        // Live text is not an event of the log.
+        if event.data.is_empty() || event.event == "output_delta" {
             continue;
         }
         let event: EventRecord = serde_json::from_str(&event.data)

@@ -5,6 +5,7 @@ mod client;
 mod demo;
 mod output;
 mod progress;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -437,6 +438,15 @@ enum RunsCommand {
         /// The run whose events to show.
         run_id: String,
     },
+    /// Follow a run as it happens: a line per step and wait, an `llm`
+    /// step's text as it streams, and the step table at the end (--json:
+    /// one JSON document per line, events and `output_delta` pieces).
+    /// Ends when the run has succeeded, failed or been cancelled; its exit
+    /// code is the run's, as `runs show`'s.
+    Watch {
+        /// The run to watch.
+        run_id: String,
+    },
     /// Show the journal of a run's agent steps (every generation).
     Journal {
         /// The run whose journal to show.
@@ -811,6 +821,11 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
                             show_run(&engine, id, json, outputs).await?;
                         }
                     }
+                }
+                RunsCommand::Watch { run_id } => {
+                    let id = parse_run_id(&run_id)?;
+                    let engine = open(&cli.db, false).await?;
+                    return Ok(status_exit(watch::local(&engine, id, json).await?));
                 }
                 RunsCommand::Events { run_id } => {
                     let id = parse_run_id(&run_id)?;

@@ -13,7 +13,9 @@ mod timeline;
 use chrono::{DateTime, Utc};
 use maud::{html, Markup, DOCTYPE};
 
-use cairn::{EventRecord, RunRecord, RunStatus, RunView, StepRecord};
+use cairn::{
+    EventRecord, JournalEntry, JournalKind, RunRecord, RunStatus, RunView, StepRecord, StepStatus,
+};
 
 pub use timeline::timeline_svg;
 
@@ -211,9 +213,19 @@ fn action_form(action: &str, label: &str, target: &str, csrf: &str, extra: Marku
     }
 }
 
-/// A run: its header, the timeline, the actions it allows, the steps with
-/// their outputs, the events.
-pub fn run_page(view: &RunView, events: &[EventRecord], csrf: &str, now: DateTime<Utc>) -> Markup {
+/// The journals of a run's `llm` steps, by step index (every generation).
+pub type Journals = std::collections::BTreeMap<u32, Vec<JournalEntry>>;
+
+/// A run: its header, the timeline, the actions it allows, the live text of
+/// a streaming `llm` step, the steps with their outputs (and an `llm`
+/// step's journal as a conversation), the events.
+pub fn run_page(
+    view: &RunView,
+    events: &[EventRecord],
+    journals: &Journals,
+    csrf: &str,
+    now: DateTime<Utc>,
+) -> Markup {
     let run = &view.run;
     let (tokens_in, tokens_out) = view.steps.iter().fold((0u64, 0u64), |(i, o), s| {
         (
@@ -268,6 +280,11 @@ pub fn run_page(view: &RunView, events: &[EventRecord], csrf: &str, now: DateTim
                 }
             }))
         }
+        @for step in view.steps.iter().filter(|s| s.status == StepStatus::Running) {
+            @if let Some(journal) = journals.get(&step.idx.get()) {
+                (live_text(step, journal))
+            }
+        }
         h2 { "Timeline" }
         div.scroll { (timeline_svg(&view.steps, run.created_at, run.finished_at.unwrap_or(now))) }
         h2 { "Steps" }
@@ -291,6 +308,9 @@ pub fn run_page(view: &RunView, events: &[EventRecord], csrf: &str, now: DateTim
                     p.error { (error.message) }
                 }
                 pre { code { (pretty(step.output.as_ref())) } }
+                @if let Some(journal) = journals.get(&step.idx.get()) {
+                    (conversation(journal))
+                }
             }
         }
         h2 { "Events" }
@@ -303,6 +323,83 @@ pub fn run_page(view: &RunView, events: &[EventRecord], csrf: &str, now: DateTim
                 }
             }
         }
+        }
+    }
+}
+
+/// Where a running `llm` step's text appears as it streams (`console.js`
+/// fills it from `output_delta` events). `data-seq` is the step's newest
+/// journal item shown on this page: pieces sent before it are already in
+/// the conversation, so the script shows only pieces with `after_seq` at or
+/// past it, and no text appears twice.
+fn live_text(step: &StepRecord, journal: &[JournalEntry]) -> Markup {
+    let newest = journal.iter().map(|e| e.seq).max().unwrap_or(0);
+    html! {
+        section.live-output {
+            h2 { "Live output · step " (step.idx.get()) " · " (step.role.as_str()) }
+            pre.live-text id=(format!("live-text-{}", step.idx.get()))
+                data-idx=(step.idx.get()) data-attempt=(step.attempt.get()) data-seq=(newest)
+                aria-live="polite" {}
+        }
+    }
+}
+
+/// An `llm` step's journal as a conversation: text, tool calls with their
+/// arguments, results, human answers, each repair marked with its kind, and
+/// where each response ended. A new generation (after a rejected review)
+/// starts under its own heading.
+fn conversation(journal: &[JournalEntry]) -> Markup {
+    // A heading where a generation after the first begins.
+    let headed: Vec<(Option<u32>, &JournalEntry)> = journal
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let previous = i.checked_sub(1).map(|p| journal[p].generation);
+            let starts = previous.map_or(e.generation > 0, |g| g != e.generation);
+            (starts.then_some(e.generation), e)
+        })
+        .collect();
+    html! {
+        ol.conversation {
+            @for (heading, e) in headed {
+                @if let Some(g) = heading {
+                    li.generation { "Journal " (g) " (after " (g) " rejected review" @if g != 1 { "s" } ")" }
+                }
+                (journal_item(e))
+            }
+        }
+    }
+}
+
+fn journal_item(e: &JournalEntry) -> Markup {
+    let p = &e.payload;
+    let text = |key: &str| p.get(key).and_then(|v| v.as_str()).unwrap_or("").to_owned();
+    let seq = html! { span.seq title=(format!("attempt {}", e.attempt.get())) { "#" (e.seq) } };
+    html! {
+        @match e.kind {
+            JournalKind::AssistantText => li.assistant { (seq) " " strong { "Assistant" } pre { (text("text")) } },
+            JournalKind::ToolCallStarted => li.tool-started { (seq) " " strong { "Tool call started" } " " code { (text("name")) } },
+            JournalKind::ToolCall => li.tool-call {
+                (seq) " " strong { "Tool call" } " " code { (text("name")) }
+                pre { (text("arguments")) }
+            },
+            JournalKind::ToolResult => li.tool-result.error[p.get("is_error").and_then(|v| v.as_bool()).unwrap_or(false)] {
+                (seq) " " strong { "Result" }
+                @if p.get("synthesized").and_then(|v| v.as_bool()).unwrap_or(false) { " " span.badge { "synthesized" } }
+                pre { (p.get("content").map(|c| c.as_str().map(str::to_owned).unwrap_or_else(|| c.to_string())).unwrap_or_default()) }
+            },
+            JournalKind::HumanAnswer => li.human { (seq) " " strong { "Human answer" } pre { (pretty(p.get("answer"))) } },
+            JournalKind::Repair => li.repair {
+                (seq) " " strong { "Repair" } " " span.badge.repair { (text("action")) }
+                " " code { (p.to_string()) }
+            },
+            JournalKind::TurnEnd => li.turn-end {
+                (seq) " end of response: " (text("stop_reason"))
+                " · " (p.get("input_tokens").and_then(|v| v.as_u64()).unwrap_or(0)) " in / "
+                (p.get("output_tokens").and_then(|v| v.as_u64()).unwrap_or(0)) " out · "
+                (p.get("ms").and_then(|v| v.as_u64()).unwrap_or(0)) " ms"
+            },
+            _ => li { (seq) " " (e.kind.as_str()) " " code { (p.to_string()) } },
         }
     }
 }

@@ -133,6 +133,27 @@ pub trait Journal: Send + Sync {
 
     /// Records an event (a model call, a tool execution) fenced likewise.
     async fn event(&self, event: NewEvent) -> Result<(), JournalError>;
+
+    /// Publishes a piece of text the model is streaming, for whoever watches
+    /// the run live (`output_delta`). Not stored and best effort: it never
+    /// blocks and never fails the step; the finished block is journaled.
+    fn live(&self, _text: &str) {}
+}
+
+/// A piece of an `llm` step's text as it streams (the `output_delta` event
+/// of a run's event stream). Never stored: a watcher that missed some sees
+/// the whole block once it is journaled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputDelta {
+    pub run_id: crate::ids::RunId,
+    pub idx: crate::ids::StepIdx,
+    pub attempt: Attempt,
+    /// The step's newest journal `seq` (any generation) when this piece was
+    /// sent: the block it belongs to is journaled after it. A watcher that
+    /// shows the journal up to `seq` M shows only pieces with
+    /// `after_seq >= M`, so no text appears twice.
+    pub after_seq: i64,
+    pub text: String,
 }
 
 /// A cheap-to-clone handle on a step's journal, carried in its context.

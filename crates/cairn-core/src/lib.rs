@@ -25,7 +25,7 @@ pub use error::Corruption;
 pub use event::{Actor, EventKind, EventRecord, NewEvent};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 pub use journal::{
-    Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem,
+    Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem, OutputDelta,
 };
 pub use limits::{
     check_size, check_storable, check_text, json_has_nul, Limits, TooLarge, Unstorable,

@@ -3,13 +3,14 @@
 //! dispatched it, so an agent journals without knowing storage and a
 //! process that lost the run cannot write.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use cairn_checkpoint::{failpoint, Error as StoreError, JournalAppend, Store};
 use cairn_core::{
-    Attempt, Journal, JournalEntry, JournalError, LeaseEpoch, NewEvent, NewJournalItem, RunId,
-    StepIdx,
+    Attempt, Journal, JournalEntry, JournalError, LeaseEpoch, NewEvent, NewJournalItem,
+    OutputDelta, RunId, StepIdx,
 };
 
 pub(crate) struct StoreJournal {
@@ -20,6 +21,9 @@ pub(crate) struct StoreJournal {
     pub generation: u32,
     pub epoch: LeaseEpoch,
     pub max_item_bytes: usize,
+    /// The step's newest journal `seq`, any generation (0: none yet), as
+    /// last read or written: what live text is sent after.
+    pub newest: AtomicI64,
 }
 
 fn journal_error(e: StoreError) -> JournalError {
@@ -34,10 +38,20 @@ fn journal_error(e: StoreError) -> JournalError {
 #[async_trait]
 impl Journal for StoreJournal {
     async fn items(&self) -> Result<Vec<JournalEntry>, JournalError> {
-        self.store
-            .journal(self.run, self.idx, Some(self.generation))
+        // Every generation, to learn the newest `seq` (live text is placed
+        // after it); the turn sees only its own generation.
+        let all = self
+            .store
+            .journal(self.run, self.idx, None)
             .await
-            .map_err(journal_error)
+            .map_err(journal_error)?;
+        if let Some(last) = all.iter().map(|e| e.seq).max() {
+            self.newest.fetch_max(last, Ordering::Relaxed);
+        }
+        Ok(all
+            .into_iter()
+            .filter(|e| e.generation == self.generation)
+            .collect())
     }
 
     async fn append(&self, item: NewJournalItem) -> Result<JournalEntry, JournalError> {
@@ -59,6 +73,9 @@ impl Journal for StoreJournal {
             .await
             .map_err(journal_error);
         failpoint::step("after_journal", self.idx);
+        if let Ok(entry) = &appended {
+            self.newest.fetch_max(entry.seq, Ordering::Relaxed);
+        }
         appended
     }
 
@@ -67,5 +84,18 @@ impl Journal for StoreJournal {
             .record_events(self.run, self.epoch, std::slice::from_ref(&event))
             .await
             .map_err(journal_error)
+    }
+
+    fn live(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.store.live().publish(OutputDelta {
+            run_id: self.run,
+            idx: self.idx,
+            attempt: self.attempt,
+            after_seq: self.newest.load(Ordering::Relaxed),
+            text: text.to_owned(),
+        });
     }
 }

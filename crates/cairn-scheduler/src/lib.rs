@@ -538,6 +538,7 @@ impl Executor {
                 generation: extras.feedback.len() as u32,
                 epoch: step.epoch,
                 max_item_bytes: self.config.limits.max_journal_item_bytes,
+                newest: Default::default(),
             })),
             run_id: run.id,
             input: run.input.clone(),

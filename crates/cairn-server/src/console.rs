@@ -295,11 +295,40 @@ async fn run(
         Ok(events) => events,
         Err(e) => return error_page(&viewer, e.into()),
     };
-    let body = cairn_console::run_page(&view, &events, viewer.csrf(), chrono::Utc::now());
+    let journals = match llm_journals(&state, &view).await {
+        Ok(journals) => journals,
+        Err(e) => return error_page(&viewer, e.into()),
+    };
+    let body =
+        cairn_console::run_page(&view, &events, &journals, viewer.csrf(), chrono::Utc::now());
     html(
         StatusCode::OK,
         cairn_console::page(&format!("Run {id}"), &viewer, body),
     )
+}
+
+/// The journals of the run's `llm` steps that have started (one read each;
+/// other steps have none).
+async fn llm_journals(
+    state: &AppState,
+    view: &cairn::RunView,
+) -> Result<cairn_console::Journals, cairn::Error> {
+    let agents = &view.run.crew_definition.agents;
+    let mut journals = cairn_console::Journals::new();
+    for step in &view.steps {
+        let llm = agents
+            .get(step.idx.get() as usize)
+            .is_some_and(|a| matches!(a.kind, cairn::AgentKind::Llm(_)));
+        if llm {
+            let journal = state
+                .engine()
+                .store()
+                .journal(view.run.id, step.idx, None)
+                .await?;
+            journals.insert(step.idx.get(), journal);
+        }
+    }
+    Ok(journals)
 }
 
 /// `GET /login`.

@@ -1,8 +1,13 @@
 //! `GET /v1/runs/{id}/events`: a run's event log as Server-Sent Events.
 //! Each event's `id` is its per-run `seq`, so a client that reconnects with
 //! `Last-Event-ID: N` gets exactly the events after N. The stream polls the
-//! store (no LISTEN/NOTIFY yet) and ends once the run is succeeded, failed
-//! or cancelled and every event has been sent, or when the server stops.
+//! store and ends once the run is succeeded, failed or cancelled and every
+//! event has been sent, or when the server stops.
+//!
+//! Between stored events come `output_delta` events: an `llm` step's text
+//! as it streams (`Engine::live_text`, from any process on PostgreSQL).
+//! They are not stored and carry no `id`, so a reconnect never replays
+//! them; the finished block arrives as a journal item.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -12,9 +17,11 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
+use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::{watch, OwnedSemaphorePermit};
+use tokio::time::Instant;
 
-use cairn::{Engine, EventRecord, RunId, RunStatus};
+use cairn::{Engine, EventRecord, OutputDelta, RunId, RunStatus};
 
 use crate::error::ErrorChain;
 use crate::extract::RunIdPath;
@@ -66,7 +73,11 @@ async fn stream(
         }
     })?;
     state.engine().get_run(id).await?;
+    // Before the first read, so no piece between it and the stream is lost.
+    let live = Some(state.engine().live_text().await);
     let tail = Tail {
+        live,
+        next_poll: Instant::now(),
         _permit: permit,
         engine: state.engine().clone(),
         id,
@@ -116,6 +127,10 @@ struct Tail {
     shutdown: watch::Receiver<bool>,
     /// Each event carries its kind as the SSE event name (the API).
     named: bool,
+    /// Live text of every run (this one's is sent); `None` once closed.
+    live: Option<broadcast::Receiver<OutputDelta>>,
+    /// When the store is read next.
+    next_poll: Instant,
 }
 
 impl Tail {
@@ -129,14 +144,24 @@ impl Tail {
                 return None;
             }
             if self.polled {
-                tokio::select! {
-                    _ = tokio::time::sleep(POLL) => {}
+                let delta = tokio::select! {
+                    _ = tokio::time::sleep_until(self.next_poll) => None,
                     // The server is stopping (or gone): end the stream so
                     // graceful shutdown is not held up by it.
                     _ = self.shutdown.wait_for(|stop| *stop) => return None,
+                    delta = next_live(&mut self.live) => Some(delta),
+                };
+                match delta {
+                    None => {}
+                    Some(Some(d)) if d.run_id == self.id => {
+                        let event = delta_event(&d, self.named);
+                        return Some((Ok(event), self));
+                    }
+                    Some(_) => continue,
                 }
             }
             self.polled = true;
+            self.next_poll = Instant::now() + POLL;
             match self.poll().await {
                 Ok(()) => self.failures = 0,
                 Err(e) => {
@@ -163,6 +188,36 @@ impl Tail {
             RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
         );
         Ok(())
+    }
+}
+
+/// The next live piece; `None` for a skipped stretch (a lagging stream
+/// loses pieces, never events). Pends forever once the hub is closed.
+async fn next_live(live: &mut Option<broadcast::Receiver<OutputDelta>>) -> Option<OutputDelta> {
+    let Some(rx) = live else {
+        return std::future::pending().await;
+    };
+    match rx.recv().await {
+        Ok(d) => Some(d),
+        Err(RecvError::Lagged(_)) => None,
+        Err(RecvError::Closed) => {
+            *live = None;
+            None
+        }
+    }
+}
+
+/// An `output_delta` event: `{"kind", "run_id", "idx", "attempt",
+/// "after_seq", "text"}`, without an `id`.
+fn delta_event(delta: &OutputDelta, named: bool) -> Event {
+    let mut data = serde_json::to_value(delta).unwrap_or_default();
+    if let Some(map) = data.as_object_mut() {
+        map.insert("kind".into(), "output_delta".into());
+    }
+    let event = Event::default().data(data.to_string());
+    match named {
+        true => event.event("output_delta"),
+        false => event,
     }
 }
 

@@ -4,15 +4,18 @@
 //! to start one; `CAIRN_TEST_DATABASE_URL` overrides the server.
 //! `PgCluster` (in `pg_cluster.rs`) is a throwaway PostgreSQL server of a
 //! test's own, for tests that crash or restart the database; `CutProxy` (in
-//! `proxy.rs`) a TCP proxy that loses one request or answer on cue. A test's schema
+//! `proxy.rs`) a TCP proxy that loses one request or answer on cue; `SlowModel`
+//! (in `slow_model.rs`) an OpenAI-speaking model server that streams slowly. A test's schema
 //! is dropped with its `TestDb`, and stale ones are swept (`schema.rs`).
 #![allow(clippy::expect_used)]
 
 mod pg_cluster;
 mod proxy;
 pub mod schema;
+mod slow_model;
 pub use pg_cluster::{pg_bin_dir, ClusterError, PgCluster};
 pub use proxy::{Cut, CutProxy};
+pub use slow_model::SlowModel;
 
 use std::path::PathBuf;
 use std::process::Command;

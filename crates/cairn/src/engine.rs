@@ -122,6 +122,12 @@ impl Engine {
     /// The store underneath: for the crate itself and for tests. A service
     /// uses the engine's methods; they are the contract.
     #[doc(hidden)]
+    /// The text of `llm` steps as it streams, from this process and (on
+    /// PostgreSQL) every other: subscribe and filter by run. Not stored.
+    pub async fn live_text(&self) -> tokio::sync::broadcast::Receiver<cairn_core::OutputDelta> {
+        self.store().live().subscribe().await
+    }
+
     pub fn store(&self) -> &Arc<dyn Store> {
         self.executor.store()
     }

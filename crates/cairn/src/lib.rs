@@ -43,14 +43,15 @@ pub use cairn_checkpoint::DbFault;
 /// What storage refuses or fails with (inside [`Error::Store`]).
 pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
-    Backend, Claimed, CompactPolicy, Compacted, ForkRequest, OnBusy, OpenOptions, RunFilter, Store,
-    StoreStats, Submitted, ThreadSummary, WaitFilter,
+    Backend, Claimed, CompactPolicy, Compacted, ForkRequest, LiveHub, OnBusy, OpenOptions,
+    RunFilter, Store, StoreStats, Submitted, ThreadSummary, WaitFilter,
 };
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Corruption, CrewDef,
     ErrorInfo, ErrorKind, EventKind, EventRecord, Fingerprint, JournalEntry, JournalKind, LlmDef,
-    OnDeadline, ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx,
-    StepOutput, StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
+    OnDeadline, OutputDelta, ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus,
+    StepContext, StepIdx, StepOutput, StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind,
+    WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;

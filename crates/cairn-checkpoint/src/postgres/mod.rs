@@ -31,6 +31,7 @@ pub struct PgStore {
     listener: std::sync::Arc<tokio::sync::Mutex<Option<sqlx::postgres::PgListener>>>,
     /// `PostgreSQL at HOST:PORT/DB`, for messages.
     target: String,
+    live: crate::LiveHub,
 }
 
 impl PgStore {
@@ -94,6 +95,7 @@ impl PgStore {
             })?;
         Ok(PgStore {
             db: Pool::Postgres(pool.clone()),
+            live: crate::LiveHub::postgres(pool.clone()),
             pool,
             listener: Default::default(),
             target,
@@ -120,6 +122,10 @@ impl Backend for PgStore {
 
     fn target(&self) -> &str {
         &self.target
+    }
+
+    fn live(&self) -> &crate::LiveHub {
+        &self.live
     }
 
     async fn wait_for_work(&self, max: Duration) {

@@ -38,6 +38,7 @@ pub struct SqliteStore {
     group: Arc<group::Group>,
     /// Off only to measure what the group commit buys.
     grouping: bool,
+    live: crate::LiveHub,
 }
 
 impl SqliteStore {
@@ -171,6 +172,7 @@ impl SqliteStore {
             target,
             group: Arc::default(),
             grouping: true,
+            live: crate::LiveHub::local(),
         })
     }
 
@@ -198,6 +200,10 @@ impl Backend for SqliteStore {
 
     fn target(&self) -> &str {
         &self.target
+    }
+
+    fn live(&self) -> &crate::LiveHub {
+        &self.live
     }
 
     /// Step commits go through the group commit (`group.rs`): alone, one

@@ -65,6 +65,7 @@ mod contract;
 mod crash;
 mod failures;
 mod first_hour;
+mod live;
 mod lost_ack;
 mod mismatch;
 mod operators;

@@ -468,3 +468,34 @@ async fn the_crews_page_charts_each_role_from_stored_steps() {
     let greet = &page.text[page.text.find("greet v1").unwrap()..];
     assert!(greet[..greet.find("</section>").unwrap()].contains("no steps yet"));
 }
+
+/// An `llm` step's journal reads as a conversation on its run's page: the
+/// text, the tool call with its arguments, the result, where each response
+/// ended; HTML in the text is shown as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_llm_steps_journal_reads_as_a_conversation() {
+    let api = Api::sqlite().await;
+    let id = api.submit("agent", json!({"word": "<i>hi</i>"})).await;
+    api.drive(id).await;
+    let page = api.get(&format!("/runs/{id}")).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    let text = &page.text;
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} is not on the page:\n{text}"))
+    };
+    // In journal order: text, tool call (name, arguments), the end of the
+    // first response, the tool's result, then the answer.
+    let order = [
+        at("<pre>Echoing.</pre>"),
+        at(r#"<code>echo</code>"#),
+        at("&quot;word&quot;"),
+        at("end of response: tool_use"),
+        at("<strong>Result</strong>"),
+        at("<pre>Done.</pre>"),
+        at("end of response: end_turn"),
+    ];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}\n{text}");
+    // A finished run has no live box.
+    assert!(!text.contains("live-text"), "{text}");
+}

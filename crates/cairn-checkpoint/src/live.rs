@@ -1,0 +1,294 @@
+//! Live text of `llm` steps (`output_delta`): published by the process that
+//! runs the step, heard by whoever watches the run. Never stored.
+//!
+//! In one process a broadcast channel carries every piece at once. On
+//! PostgreSQL the pieces also go out as `NOTIFY cairn_live` (coalesced for up
+//! to [`GATHER`], each payload under the server's 8,000-byte cap), and a hub
+//! with subscribers `LISTEN`s, so a console served by one process shows the
+//! text of a step another process runs. SQLite has no notifications: there a
+//! watcher in another process sees the text when its block is journaled.
+//!
+//! Everything here is best effort: a full queue, a lagging subscriber or a
+//! lost connection drops pieces, never a step. A watcher that missed pieces
+//! still gets the whole block from the journal (`OutputDelta::after_seq`).
+
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use cairn_core::OutputDelta;
+use serde::{Deserialize, Serialize};
+use sqlx::postgres::{PgListener, PgPool};
+use tokio::sync::{broadcast, mpsc};
+use uuid::Uuid;
+
+/// The notification channel of live text.
+const CHANNEL: &str = "cairn_live";
+/// Pieces a subscriber may fall behind before it skips some.
+const SUBSCRIBER_LAG: usize = 4096;
+/// Pieces waiting for a `NOTIFY` before new ones are dropped.
+const QUEUE: usize = 4096;
+/// How long pieces are gathered into one notification.
+const GATHER: Duration = Duration::from_millis(40);
+/// How long the first subscriber waits for `LISTEN` (then it goes on; the
+/// task keeps trying).
+const LISTEN_WAIT: Duration = Duration::from_secs(3);
+/// Text per notification: the payload cap is 8,000 bytes, with JSON around.
+const MAX_TEXT: usize = 6000;
+
+/// The live text of one store: clone it freely.
+#[derive(Clone)]
+pub struct LiveHub {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    local: broadcast::Sender<OutputDelta>,
+    /// This process, so its own notifications are not delivered twice.
+    origin: Uuid,
+    pg: Option<PgPool>,
+    /// The `NOTIFY` queue, its task started by the first piece.
+    outbox: OnceLock<mpsc::Sender<OutputDelta>>,
+    /// The `LISTEN` task, started by the first subscriber.
+    listening: tokio::sync::OnceCell<()>,
+}
+
+impl std::fmt::Debug for LiveHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveHub")
+            .field("postgres", &self.inner.pg.is_some())
+            .finish()
+    }
+}
+
+/// A notification: the piece and the process that sent it.
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    origin: Uuid,
+    #[serde(flatten)]
+    delta: OutputDelta,
+}
+
+impl LiveHub {
+    /// A hub for one process (SQLite).
+    pub fn local() -> LiveHub {
+        Self::new(None)
+    }
+
+    /// A hub that also crosses processes through the server's notifications.
+    pub(crate) fn postgres(pool: PgPool) -> LiveHub {
+        Self::new(Some(pool))
+    }
+
+    fn new(pg: Option<PgPool>) -> LiveHub {
+        LiveHub {
+            inner: Arc::new(Inner {
+                local: broadcast::channel(SUBSCRIBER_LAG).0,
+                origin: Uuid::now_v7(),
+                pg,
+                outbox: OnceLock::new(),
+                listening: tokio::sync::OnceCell::new(),
+            }),
+        }
+    }
+
+    /// Sends a piece to this process's subscribers now and, on PostgreSQL,
+    /// to other processes' shortly. Needs a Tokio runtime (the first piece
+    /// starts the sending task).
+    pub fn publish(&self, delta: OutputDelta) {
+        let _ = self.inner.local.send(delta.clone());
+        let Some(pool) = &self.inner.pg else { return };
+        let outbox = self.inner.outbox.get_or_init(|| {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            tokio::spawn(send_notifications(pool.clone(), self.inner.origin, rx));
+            tx
+        });
+        if outbox.try_send(delta).is_err() {
+            tracing::debug!("live text: the notification queue is full; a piece is dropped");
+        }
+    }
+
+    /// Every piece published from now on, by any run (filter by `run_id`).
+    /// On PostgreSQL the first subscriber starts listening and waits (up to
+    /// [`LISTEN_WAIT`]) until the server listens, so other processes'
+    /// pieces from then on arrive too.
+    pub async fn subscribe(&self) -> broadcast::Receiver<OutputDelta> {
+        let receiver = self.inner.local.subscribe();
+        if let Some(pool) = &self.inner.pg {
+            self.inner
+                .listening
+                .get_or_init(|| async {
+                    let (ready, listening) = tokio::sync::oneshot::channel();
+                    tokio::spawn(listen(
+                        pool.clone(),
+                        self.inner.origin,
+                        Arc::downgrade(&self.inner),
+                        ready,
+                    ));
+                    let _ = tokio::time::timeout(LISTEN_WAIT, listening).await;
+                })
+                .await;
+        }
+        receiver
+    }
+}
+
+/// The `NOTIFY` task: gathers queued pieces, joins consecutive pieces of the
+/// same block and sends them. Ends when the hub is gone.
+async fn send_notifications(pool: PgPool, origin: Uuid, mut rx: mpsc::Receiver<OutputDelta>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        let until = tokio::time::Instant::now() + GATHER;
+        while let Ok(Some(next)) = tokio::time::timeout_at(until, rx.recv()).await {
+            batch.push(next);
+        }
+        for delta in join(batch) {
+            let payload = match serde_json::to_string(&Wire { origin, delta }) {
+                Ok(p) => p,
+                Err(_) => continue,
+            };
+            if let Err(e) = sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(CHANNEL)
+                .bind(payload)
+                .execute(&pool)
+                .await
+            {
+                tracing::debug!(error = %e, "live text: NOTIFY failed; pieces dropped");
+                break;
+            }
+        }
+    }
+}
+
+/// Consecutive pieces of one block as one, each at most [`MAX_TEXT`] bytes.
+fn join(batch: Vec<OutputDelta>) -> Vec<OutputDelta> {
+    let mut out: Vec<OutputDelta> = Vec::new();
+    for delta in batch {
+        match out.last_mut() {
+            Some(last)
+                if last.run_id == delta.run_id
+                    && last.idx == delta.idx
+                    && last.attempt == delta.attempt
+                    && last.after_seq == delta.after_seq
+                    && last.text.len() + delta.text.len() <= MAX_TEXT =>
+            {
+                last.text.push_str(&delta.text);
+            }
+            _ => out.extend(split(delta)),
+        }
+    }
+    out
+}
+
+/// A piece cut at character boundaries into parts of at most [`MAX_TEXT`].
+fn split(delta: OutputDelta) -> Vec<OutputDelta> {
+    if delta.text.len() <= MAX_TEXT {
+        return vec![delta];
+    }
+    let mut parts = Vec::new();
+    let mut rest = delta.text.as_str();
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(MAX_TEXT);
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (head, tail) = rest.split_at(cut);
+        parts.push(OutputDelta {
+            text: head.to_owned(),
+            ..delta.clone()
+        });
+        rest = tail;
+    }
+    parts
+}
+
+/// The `LISTEN` task: forwards other processes' pieces to this process's
+/// subscribers; reconnects after a failure; ends when the hub is gone.
+async fn listen(
+    pool: PgPool,
+    origin: Uuid,
+    hub: Weak<Inner>,
+    ready: tokio::sync::oneshot::Sender<()>,
+) {
+    let mut ready = Some(ready);
+    let mut listener: Option<PgListener> = None;
+    loop {
+        let Some(inner) = hub.upgrade() else { return };
+        drop(inner);
+        let l = match &mut listener {
+            Some(l) => l,
+            None => match PgListener::connect_with(&pool).await {
+                Ok(mut l) => match l.listen(CHANNEL).await {
+                    Ok(()) => {
+                        if let Some(ready) = ready.take() {
+                            let _ = ready.send(());
+                        }
+                        listener.insert(l)
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "live text: LISTEN failed; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                },
+                Err(e) => {
+                    tracing::debug!(error = %e, "live text: no listener connection; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            },
+        };
+        // Wakes now and then to notice a hub that is gone.
+        let notification = match tokio::time::timeout(Duration::from_secs(1), l.recv()).await {
+            Err(_) => continue,
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "live text: listener failed; reconnecting");
+                listener = None;
+                continue;
+            }
+            Ok(Ok(n)) => n,
+        };
+        let Ok(wire) = serde_json::from_str::<Wire>(notification.payload()) else {
+            continue;
+        };
+        if wire.origin == origin {
+            continue;
+        }
+        let Some(inner) = hub.upgrade() else { return };
+        let _ = inner.local.send(wire.delta);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_core::{Attempt, RunId, StepIdx};
+
+    fn piece(after_seq: i64, text: &str) -> OutputDelta {
+        OutputDelta {
+            run_id: RunId::from_uuid(Uuid::nil()),
+            idx: StepIdx(1),
+            attempt: Attempt(1),
+            after_seq,
+            text: text.to_owned(),
+        }
+    }
+
+    #[test]
+    fn consecutive_pieces_of_a_block_are_joined_and_blocks_kept_apart() {
+        let joined = join(vec![piece(3, "Hel"), piece(3, "lo"), piece(5, " next")]);
+        let texts: Vec<(i64, &str)> = joined
+            .iter()
+            .map(|d| (d.after_seq, d.text.as_str()))
+            .collect();
+        assert_eq!(texts, vec![(3, "Hello"), (5, " next")]);
+    }
+
+    #[test]
+    fn a_long_piece_is_cut_at_character_boundaries_under_the_payload_cap() {
+        let text = "é".repeat(MAX_TEXT); // two bytes each
+        let parts = split(piece(0, &text));
+        assert!(parts.iter().all(|p| p.text.len() <= MAX_TEXT));
+        let whole: String = parts.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(whole, text);
+    }
+}

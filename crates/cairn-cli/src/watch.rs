@@ -1,0 +1,237 @@
+//! `cairn runs watch RUN_ID`: a run's progress as it happens, with an `llm`
+//! step's text printed as it streams. Reads the database (the run's events,
+//! and `Engine::live_text`, which crosses processes on PostgreSQL) or, in
+//! client mode, the server's event stream. Ends when the run has succeeded,
+//! failed or been cancelled, with the step table as `runs show` prints it.
+//!
+//! Text is printed live when pieces arrive; a step whose text never arrived
+//! live (a SQLite database written by another process has no notifications)
+//! gets its journaled text printed when each response ends, so the text is
+//! there either way, once.
+
+use std::collections::HashSet;
+use std::io::Write;
+
+use cairn::{EventKind, EventRecord, JournalKind, OutputDelta, RunRecord, StepJournalEntry};
+
+use crate::{output, progress};
+
+/// What a watch hears, in order.
+pub enum Heard {
+    Event(EventRecord),
+    Delta(OutputDelta),
+}
+
+/// Prints what is heard; `--json` prints one JSON document per line (each
+/// stored event as `runs events --json` has it, each piece as
+/// `{"kind": "output_delta", …}`).
+pub struct Watch {
+    json: bool,
+    roles: Vec<String>,
+    /// The step whose live text is being printed (a line is open).
+    open_line: Option<(u32, u32)>,
+    /// Steps (idx, attempt) whose text arrived live.
+    streamed: HashSet<(u32, u32)>,
+    /// Journal items already printed from the journal.
+    printed_seq: std::collections::HashMap<u32, i64>,
+    /// A closed stdout stops the printing, not the watch.
+    printing: bool,
+}
+
+impl Watch {
+    pub fn new(run: &RunRecord, json: bool) -> Watch {
+        let roles = run
+            .crew_definition
+            .agents
+            .iter()
+            .map(|a| a.role.as_str().to_owned())
+            .collect();
+        let mut watch = Watch {
+            json,
+            roles,
+            open_line: None,
+            streamed: HashSet::new(),
+            printed_seq: Default::default(),
+            printing: true,
+        };
+        if !json {
+            watch.printing = progress::start(run).is_ok();
+        }
+        watch
+    }
+
+    /// Prints one thing heard. `journal` reads a step's journal, for text
+    /// that did not arrive live; it is called only when a response ended.
+    pub async fn hear<F, Fut>(&mut self, heard: Heard, journal: F)
+    where
+        F: FnOnce(u32) -> Fut,
+        Fut: std::future::Future<Output = Vec<StepJournalEntry>>,
+    {
+        if !self.printing {
+            return;
+        }
+        let printed = match heard {
+            Heard::Delta(d) => self.delta(&d),
+            Heard::Event(e) => {
+                let text = match self.response_ended(&e) {
+                    Some(idx) => {
+                        let entries = journal(idx).await;
+                        self.unstreamed_text(idx, &entries)
+                    }
+                    None => Vec::new(),
+                };
+                self.event(&e, &text)
+            }
+        };
+        self.printing = printed.is_ok();
+    }
+
+    fn delta(&mut self, d: &OutputDelta) -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        let key = (d.idx.get(), d.attempt.get());
+        self.streamed.insert(key);
+        if self.json {
+            let mut v = serde_json::to_value(d).unwrap_or_default();
+            if let Some(map) = v.as_object_mut() {
+                map.insert("kind".into(), "output_delta".into());
+            }
+            writeln!(out, "{v}")?;
+            return out.flush();
+        }
+        if self.open_line != Some(key) {
+            if self.open_line.is_some() {
+                writeln!(out)?;
+            }
+            let role = self.role(d.idx.get());
+            write!(out, "      {role} (step {}) says: ", d.idx.get())?;
+            self.open_line = Some(key);
+        }
+        write!(out, "{}", d.text)?;
+        out.flush()
+    }
+
+    fn event(&mut self, e: &EventRecord, text: &[String]) -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            writeln!(out, "{}", serde_json::to_string(e).unwrap_or_default())?;
+            return out.flush();
+        }
+        let line = progress::line(e, &self.roles);
+        if (line.is_some() || !text.is_empty()) && self.open_line.take().is_some() {
+            writeln!(out)?;
+        }
+        for t in text {
+            let idx = e.data["idx"].as_u64().unwrap_or(0) as u32;
+            writeln!(out, "      {} (step {idx}) says: {t}", self.role(idx))?;
+        }
+        if let Some(line) = line {
+            writeln!(out, "{line}")?;
+        }
+        out.flush()
+    }
+
+    /// The step whose response just ended (a `model_called` event), if its
+    /// text did not arrive live.
+    fn response_ended(&self, e: &EventRecord) -> Option<u32> {
+        if self.json || e.kind != EventKind::ModelCalled {
+            return None;
+        }
+        let idx = e.data["idx"].as_u64()? as u32;
+        let live = self.streamed.iter().any(|(i, _)| *i == idx);
+        (!live).then_some(idx)
+    }
+
+    /// The step's journaled text not printed yet.
+    fn unstreamed_text(&mut self, idx: u32, entries: &[StepJournalEntry]) -> Vec<String> {
+        let seen = self.printed_seq.entry(idx).or_insert(0);
+        let mut texts = Vec::new();
+        for item in entries.iter().filter(|i| i.idx.get() == idx) {
+            if item.entry.seq <= *seen {
+                continue;
+            }
+            *seen = item.entry.seq;
+            if item.entry.kind == JournalKind::AssistantText {
+                if let Some(t) = item.entry.payload["text"].as_str() {
+                    texts.push(t.to_owned());
+                }
+            }
+        }
+        texts
+    }
+
+    fn role(&self, idx: u32) -> &str {
+        self.roles.get(idx as usize).map_or("", String::as_str)
+    }
+
+    /// The end: a newline after open text, and the step table.
+    pub fn finish(&mut self, view: &cairn::RunView, waits: &[cairn::WaitRecord]) {
+        if self.json || !self.printing {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if self.open_line.take().is_some() {
+            let _ = writeln!(out);
+        }
+        let _ = writeln!(out, "\nrun {} {}", view.run.id, view.run.status.as_str());
+        let _ = write!(out, "{}", output::step_table(&view.steps, waits, None));
+        let _ = out.flush();
+    }
+}
+
+/// How often the database is read for new events.
+const POLL: std::time::Duration = std::time::Duration::from_millis(150);
+
+/// Watches run `id` in the database until it has succeeded, failed or been
+/// cancelled; its final status.
+pub async fn local(
+    engine: &cairn::Engine,
+    id: cairn::RunId,
+    json: bool,
+) -> anyhow::Result<cairn::RunStatus> {
+    use tokio::sync::broadcast::error::RecvError;
+    // Before the first read, so no piece in between is lost.
+    let mut live = Some(engine.live_text().await);
+    let run = engine.get_run(id).await?;
+    let mut watch = Watch::new(&run, json);
+    let mut seq = 0_i64;
+    let mut tick = tokio::time::interval(POLL);
+    let journal = |idx: u32| async move { engine.journal(id, Some(idx)).await.unwrap_or_default() };
+    loop {
+        let delta = async {
+            match &mut live {
+                Some(rx) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            delta = delta => match delta {
+                Ok(d) if d.run_id == id => watch.hear(Heard::Delta(d), journal).await,
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => live = None,
+            },
+            _ = tick.tick() => {
+                // Status first: once it shows the end, the events read after
+                // it are all (they commit with the change).
+                let run = engine.get_run(id).await?;
+                for e in engine.events_after(id, seq).await? {
+                    seq = e.seq;
+                    watch.hear(Heard::Event(e), journal).await;
+                }
+                if ended(run.status) {
+                    let view = engine.show(id).await?;
+                    let waits = engine
+                        .waits(&cairn::WaitFilter { run: Some(id), ..Default::default() })
+                        .await?;
+                    watch.finish(&view, &waits);
+                    return Ok(view.run.status);
+                }
+            }
+        }
+    }
+}
+
+/// Where a watch ends: where the run's event stream ends.
+pub fn ended(status: cairn::RunStatus) -> bool {
+    use cairn::RunStatus::{Cancelled, Failed, Succeeded};
+    matches!(status, Succeeded | Failed | Cancelled)
+}

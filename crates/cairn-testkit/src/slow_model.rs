@@ -1,0 +1,135 @@
+//! A local model server that speaks OpenAI's streamed Chat Completions and
+//! streams slowly: it holds a response until the test lets it begin (so
+//! watchers can be in place), sends its pieces of text a gap apart, then
+//! holds the response open until the test releases it. So a test can see
+//! every piece arrive while the step is certainly still running.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The server (a thread; it lives as long as the test process).
+#[derive(Debug)]
+pub struct SlowModel {
+    /// `http://127.0.0.1:PORT/v1`, a crew's `base_url`.
+    pub base_url: String,
+    begun: Arc<AtomicBool>,
+    released: Arc<AtomicBool>,
+    requests: Arc<AtomicUsize>,
+}
+
+/// How long a held response waits for its release before it ends anyway.
+const HOLD_LIMIT: Duration = Duration::from_secs(120);
+
+impl SlowModel {
+    /// Serves `pieces` of one answer, `gap` apart, to every request.
+    pub fn start(pieces: &[&str], gap: Duration) -> std::io::Result<SlowModel> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let base_url = format!("http://{}/v1", listener.local_addr()?);
+        let begun = Arc::new(AtomicBool::new(false));
+        let released = Arc::new(AtomicBool::new(false));
+        let requests = Arc::new(AtomicUsize::new(0));
+        let pieces: Arc<Vec<String>> = Arc::new(pieces.iter().map(|p| p.to_string()).collect());
+        let (b, r, n) = (begun.clone(), released.clone(), requests.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (b, r, n, pieces) = (b.clone(), r.clone(), n.clone(), pieces.clone());
+                std::thread::spawn(move || {
+                    let _ = answer(stream, &pieces, gap, [&b, &r], &n);
+                });
+            }
+        });
+        Ok(SlowModel {
+            base_url,
+            begun,
+            released,
+            requests,
+        })
+    }
+
+    /// Lets held responses (and every later one) send their pieces.
+    pub fn begin(&self) {
+        self.begun.store(true, Ordering::SeqCst);
+    }
+
+    /// Lets held responses (and every later one) finish (and begin).
+    pub fn release(&self) {
+        self.begun.store(true, Ordering::SeqCst);
+        self.released.store(true, Ordering::SeqCst);
+    }
+
+    /// Requests received so far.
+    pub fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+fn answer(
+    stream: TcpStream,
+    pieces: &[String],
+    gap: Duration,
+    [begun, released]: [&AtomicBool; 2],
+    requests: &AtomicUsize,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    requests.fetch_add(1, Ordering::SeqCst);
+    let mut out = stream;
+    out.write_all(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+    )?;
+    let mut send = |data: String| -> std::io::Result<()> {
+        out.write_all(format!("data: {data}\n\n").as_bytes())?;
+        out.flush()
+    };
+    hold(begun);
+    for piece in pieces {
+        let chunk = chunk(Some(piece), None);
+        send(chunk)?;
+        std::thread::sleep(gap);
+    }
+    hold(released);
+    send(chunk(None, Some("stop")))?;
+    let words: usize = pieces.iter().map(|p| p.split_whitespace().count()).sum();
+    send(format!(
+        r#"{{"choices":[],"usage":{{"prompt_tokens":12,"completion_tokens":{words}}}}}"#
+    ))?;
+    send("[DONE]".to_owned())
+}
+
+/// Waits until `gate` opens (at most [`HOLD_LIMIT`]).
+fn hold(gate: &AtomicBool) {
+    let held = Instant::now();
+    while !gate.load(Ordering::SeqCst) && held.elapsed() < HOLD_LIMIT {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One `chat.completion.chunk`: a piece of content, or the finish.
+fn chunk(content: Option<&str>, finish: Option<&str>) -> String {
+    let delta = match content {
+        Some(c) => serde_json::json!({ "content": c }),
+        None => serde_json::json!({}),
+    };
+    serde_json::json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        .to_string()
+}
