@@ -370,7 +370,7 @@ pub trait Store: Send + Sync + 'static {
     /// Records a person's answer to an open wait and moves its run on in the
     /// same transaction (see `cairn_core::Answer`). The same answer twice is
     /// a no-op; answering a closed wait otherwise is [`Error::WaitClosed`].
-    async fn answer_wait(&self, id: WaitId, answer: &Answer, by: &str) -> Result<WaitRecord>;
+    async fn answer_wait(&self, id: WaitId, answer: &Answer, by: &Actor) -> Result<WaitRecord>;
 
     /// Open waits whose deadline has passed, by the database clock.
     async fn due_waits(&self) -> Result<Vec<WaitRecord>>;

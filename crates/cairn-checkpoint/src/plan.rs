@@ -331,8 +331,9 @@ pub(crate) fn plan_answer(
     run: &RunRecord,
     step: Option<&StepRecord>,
     answer: &Answer,
-    by: &str,
+    actor: &Actor,
 ) -> Result<AnswerPlan> {
+    let by = actor.by.as_str();
     if wait.status != WaitStatus::Open {
         if wait.status == WaitStatus::Answered && wait.answer.as_ref() == Some(answer) {
             return Ok(AnswerPlan::Repeat);
@@ -369,6 +370,9 @@ pub(crate) fn plan_answer(
     let mut data = serde_json::json!({
         "wait": wait.id, "kind": wait.kind, "idx": wait.step_idx, "answer": answer, "by": by,
     });
+    if let Some(reason) = &actor.reason {
+        data["reason"] = reason.as_str().into();
+    }
     let next = wait.step_idx.next();
     let advance = |output: serde_json::Value| {
         let last = next.get() == run.step_count;

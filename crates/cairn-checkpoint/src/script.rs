@@ -1362,8 +1362,9 @@ impl<B: Backend> Store for B {
         result.map_err(|e| e.placed(self.target(), None))
     }
 
-    async fn answer_wait(&self, id: WaitId, answer: &Answer, by: &str) -> Result<WaitRecord> {
-        text_ok("`by`", Some(by))?;
+    async fn answer_wait(&self, id: WaitId, answer: &Answer, by: &Actor) -> Result<WaitRecord> {
+        text_ok("`by`", Some(&by.by))?;
+        text_ok("the reason", by.reason.as_deref())?;
         json_ok("the answer", serde_json::to_value(answer).ok().as_ref())?;
         // Sending the same answer again is a no-op that returns the wait
         // (`plan_answer`), so a retry needs no separate check.
@@ -1396,7 +1397,7 @@ impl<B: Backend> Store for B {
                 )
                 .bind("id", id)
                 .bind("answer", serde_json::to_value(answer).ok())
-                .bind("by", by),
+                .bind("by", by.by.as_str()),
             )
             .await?;
                 apply_step_change(&mut c, run.id, wait.step_idx, &change).await?;

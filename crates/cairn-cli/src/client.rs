@@ -593,12 +593,16 @@ async fn waits(client: &Client, command: WaitsCommand, json: bool) -> anyhow::Re
             reject,
             answer,
             by,
+            reason,
             enqueue,
         } => {
             let id = wait_id.parse::<cairn::WaitId>().map_err(usage)?;
             let answer = crate::parse_answer(approve, edit, reject, answer)?;
             let mut body = serde_json::to_value(&answer)?;
             body["by"] = json!(crate::answered_by(by));
+            if let Some(reason) = reason {
+                body["reason"] = json!(reason);
+            }
             let wait: WaitRecord = match client.post(&format!("/v1/waits/{id}/answer"), &body).await
             {
                 Ok(wait) => wait,

@@ -371,6 +371,9 @@ enum WaitsCommand {
         /// Who answers (recorded). Default: $USER.
         #[arg(long)]
         by: Option<String>,
+        /// Why (recorded on the `wait_answered` event).
+        #[arg(long)]
+        reason: Option<String>,
         /// Only record the answer; leave the run to a worker or server.
         #[arg(long)]
         enqueue: bool,
@@ -1069,13 +1072,19 @@ async fn waits(db: &str, command: WaitsCommand, json: bool) -> anyhow::Result<u8
             reject,
             answer,
             by,
+            reason,
             enqueue,
         } => {
             let id = wait_id.parse::<WaitId>().map_err(usage)?;
             let answer = parse_answer(approve, edit, reject, answer)?;
-            let by = answered_by(by);
+            let actor = ActionArgs {
+                by: Some(answered_by(by)),
+                reason,
+                enqueue,
+            }
+            .actor();
             let engine = open(db, false).await?;
-            let wait = match engine.answer(id, &answer, &by).await {
+            let wait = match engine.answer_as(id, &answer, &actor).await {
                 Ok(wait) => wait,
                 Err(e) => return Err(point_to_open_wait(&engine, id, e).await),
             };

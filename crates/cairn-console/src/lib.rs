@@ -483,6 +483,7 @@ pub fn waits_page(waits: &[cairn::WaitRecord], csrf: &str) -> Markup {
                         input type="hidden" name="csrf" value=(csrf);
                         input type="hidden" name="decision" value=(decision);
                         (extra)
+                        label { "Reason " input type="text" name="reason" required placeholder=(format!("why {decision}")); }
                         button type="submit" { (label) }
                     }
                 };

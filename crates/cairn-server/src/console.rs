@@ -563,9 +563,11 @@ struct AnswerForm {
     output: Option<String>,
     feedback: Option<String>,
     value: Option<String>,
+    reason: Option<String>,
 }
 
-/// `POST /waits/{id}/answer`: the answer the form says, by `console`.
+/// `POST /waits/{id}/answer`: the answer the form says, by `console`, with
+/// the form's reason.
 async fn answer(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -611,7 +613,8 @@ async fn answer(
             )
         }
     };
-    match state.engine().answer(id, &answer, "console").await {
+    let actor = console_actor(form.reason.as_deref().unwrap_or(""));
+    match state.engine().answer_as(id, &answer, &actor).await {
         Ok(_) => {
             state.wake_runner();
             Redirect::to("/waits").into_response()

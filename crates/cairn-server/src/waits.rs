@@ -12,7 +12,6 @@ use serde_json::{Map, Value};
 
 use cairn::{Answer, RunId, WaitFilter, WaitRecord, WaitStatus};
 
-use crate::actions::DEFAULT_ACTOR;
 use crate::extract::{ApiJson, ApiQuery, WaitIdPath};
 use crate::{ApiError, AppState};
 
@@ -69,21 +68,22 @@ pub(crate) async fn list(
 pub(crate) struct AnswerBody {
     answer: Answer,
     by: Option<String>,
+    reason: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for AnswerBody {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error as _;
         let mut fields = Map::<String, Value>::deserialize(d)?;
-        let by = match fields.remove("by") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(by)) => Some(by),
-            Some(other) => {
-                return Err(D::Error::custom(format!(
-                    "`by` must be a string, not {other}"
-                )))
-            }
+        let mut text = |name: &str| match fields.remove(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(v)) => Ok(Some(v)),
+            Some(other) => Err(D::Error::custom(format!(
+                "`{name}` must be a string, not {other}"
+            ))),
         };
+        let by = text("by")?;
+        let reason = text("reason")?;
         let given: Vec<String> = fields.keys().cloned().collect();
         let answer: Answer = serde_json::from_value(Value::Object(fields))
             .map_err(|e| D::Error::custom(answer_shape(&e.to_string())))?;
@@ -101,12 +101,12 @@ impl<'de> Deserialize<'de> for AnswerBody {
                 ANSWER_FORMS
             )));
         }
-        Ok(AnswerBody { answer, by })
+        Ok(AnswerBody { answer, by, reason })
     }
 }
 
 /// The four forms of an answer, for error messages.
-const ANSWER_FORMS: &str = "send one of {\"decision\": \"approve\"}, {\"decision\": \"edit\", \"output\": …}, {\"decision\": \"reject\", \"feedback\": \"…\"}, {\"decision\": \"answer\", \"value\": …}, with an optional \"by\"";
+const ANSWER_FORMS: &str = "send one of {\"decision\": \"approve\"}, {\"decision\": \"edit\", \"output\": …}, {\"decision\": \"reject\", \"feedback\": \"…\"}, {\"decision\": \"answer\", \"value\": …}, with an optional \"by\" and \"reason\"";
 
 /// serde's message about the answer, with the forms it could have taken.
 fn answer_shape(serde_message: &str) -> String {
@@ -132,13 +132,9 @@ pub(crate) async fn answer(
     WaitIdPath(id): WaitIdPath,
     ApiJson(body): ApiJson<AnswerBody>,
 ) -> Result<Json<Answered>, ApiError> {
-    let by = body
-        .by
-        .map(|b| b.trim().to_owned())
-        .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| DEFAULT_ACTOR.to_owned());
-    let wait = state.engine().answer(id, &body.answer, &by).await?;
-    tracing::info!(wait = %id, run = %wait.run_id, by = %by, "wait answered");
+    let actor = crate::actions::actor(body.by, body.reason);
+    let wait = state.engine().answer_as(id, &body.answer, &actor).await?;
+    tracing::info!(wait = %id, run = %wait.run_id, by = %actor.by, "wait answered");
     // The run is usually queued again; when it is not (an approval
     // rejected, a repeated answer) the wake-up costs the runner one listing.
     state.wake_runner();

@@ -299,9 +299,20 @@ impl Engine {
     /// follow with [`Engine::execute`] unless a worker picks it up). The same
     /// answer twice is a no-op.
     pub async fn answer(&self, wait: WaitId, answer: &Answer, by: &str) -> Result<WaitRecord> {
+        self.answer_as(wait, answer, &Actor::new(by)).await
+    }
+
+    /// [`Engine::answer`] with the actor's reason, recorded in the
+    /// `wait_answered` event.
+    pub async fn answer_as(
+        &self,
+        wait: WaitId,
+        answer: &Answer,
+        actor: &Actor,
+    ) -> Result<WaitRecord> {
         let json = serde_json::to_value(answer).unwrap_or_default();
         cairn_core::check_size("the answer", &json, self.limits().max_answer_bytes)?;
-        Ok(self.store().answer_wait(wait, answer, by).await?)
+        Ok(self.store().answer_wait(wait, answer, actor).await?)
     }
 
     /// Applies the deadline outcome of every open wait past its deadline:
@@ -314,7 +325,9 @@ impl Engine {
         for wait in self.store().due_waits().await? {
             let result = match &wait.on_deadline {
                 Some(OnDeadline::Default { answer }) => {
-                    self.store().answer_wait(wait.id, answer, "deadline").await
+                    self.store()
+                        .answer_wait(wait.id, answer, &Actor::new("deadline"))
+                        .await
                 }
                 _ => self.store().expire_wait(wait.id).await,
             };

@@ -336,7 +336,7 @@ async fn apply(store: &Arc<dyn Store>, b: usize, op: &Op, made: &mut Made) -> St
             r
         }
         Op::Answer { wait, answer } => store
-            .answer_wait(made.waits[*wait], answer, "op")
+            .answer_wait(made.waits[*wait], answer, &cairn_core::Actor::new("op"))
             .await
             .map(|w| format!("{:?} {:?}", w.status, w.answer)),
         Op::Expire { wait } => store

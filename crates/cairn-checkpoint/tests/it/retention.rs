@@ -236,7 +236,10 @@ async fn finish(store: &Arc<dyn Store>, id: RunId) -> (RunStatus, Vec<Option<Val
             };
             let wait = store.list_waits(&filter).await.unwrap().remove(0);
             let answer = Answer::Answer { value: json!(500) };
-            store.answer_wait(wait.id, &answer, "ops").await.unwrap();
+            store
+                .answer_wait(wait.id, &answer, &cairn_core::Actor::new("ops"))
+                .await
+                .unwrap();
         }
         _ => {}
     }

@@ -265,10 +265,19 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
             ("csrf", &csrf),
             ("decision", "reject"),
             ("feedback", "shorter"),
+            ("reason", "too long for the page"),
         ],
     )
     .await;
     assert_eq!(rejected.status, StatusCode::SEE_OTHER, "{}", rejected.text);
+    // The answer's reason is recorded with it, by `console`.
+    let answered = api.engine.events(review).await.unwrap();
+    let answered = answered
+        .iter()
+        .find(|e| e.kind == cairn::EventKind::WaitAnswered)
+        .unwrap();
+    assert_eq!(answered.data["by"], "console");
+    assert_eq!(answered.data["reason"], "too long for the page");
     api.drive(review).await;
     let waits = api.get("/waits").await;
     assert!(
