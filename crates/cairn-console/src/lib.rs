@@ -286,7 +286,7 @@ pub fn run_page(
             }
         }
         h2 { "Timeline" }
-        div.scroll { (timeline_svg(&view.steps, run.created_at, run.finished_at.unwrap_or(now))) }
+        div.scroll { (timeline_svg(&view.steps, events, run.created_at, run.finished_at.unwrap_or(now))) }
         h2 { "Steps" }
         div.scroll {
             table.steps {

@@ -1,23 +1,119 @@
 //! The timeline: a waterfall of a run's steps drawn as SVG on the server,
-//! one bar per step from its start to its end (now, for one in flight), on
-//! the run's own clock (created → finished, or now). A step's attempts
-//! show as its attempt count; a bar's colour is its status.
+//! on the run's own clock (created → finished, or now). Each step's row
+//! shows, from the run's events, its earlier failed attempts, the durable
+//! back-offs between them, the waits for people (to their answer, with who
+//! answered how) and takeovers (a mark where another process took the step
+//! over); then the current attempt, from its start to its end (now, for one
+//! in flight), coloured by its status.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use maud::{html, Markup};
 
-use cairn::StepRecord;
+use cairn::{EventKind, EventRecord, StepRecord};
 
 const WIDTH: f64 = 720.0;
 const LABEL: f64 = 160.0;
 const ROW: f64 = 22.0;
 const BAR: f64 = 14.0;
 
-/// The waterfall of `steps` between `start` and `end`.
-pub fn timeline_svg(steps: &[StepRecord], start: DateTime<Utc>, end: DateTime<Utc>) -> Markup {
+/// One drawn stretch of a step's row.
+struct Span {
+    class: &'static str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    title: String,
+}
+
+/// What the events add to step `idx`'s row: failed attempts, back-offs,
+/// waits; and the takeover marks.
+fn history(
+    idx: u32,
+    events: &[EventRecord],
+    end: DateTime<Utc>,
+) -> (Vec<Span>, Vec<DateTime<Utc>>) {
+    let of_step = |e: &EventRecord, key: &str| e.data[key].as_u64() == Some(u64::from(idx));
+    let mut spans = Vec::new();
+    let mut takeovers = Vec::new();
+    let mut open_wait: Option<(DateTime<Utc>, String)> = None;
+    for e in events {
+        match e.kind {
+            EventKind::StepFailed if of_step(e, "idx") => {
+                let ms = e.data["duration_ms"].as_i64().unwrap_or(0);
+                let message = e.data["error"]["message"].as_str().unwrap_or("");
+                spans.push(Span {
+                    class: "failed",
+                    from: e.at - Duration::milliseconds(ms),
+                    to: e.at,
+                    title: format!(
+                        "attempt {} failed after {ms} ms: {message}",
+                        e.data["attempt"].as_u64().unwrap_or(0)
+                    ),
+                });
+            }
+            EventKind::StepRetryScheduled if of_step(e, "idx") => {
+                let ms = e.data["delay_ms"].as_i64().unwrap_or(0);
+                spans.push(Span {
+                    class: "backoff",
+                    from: e.at,
+                    to: e.at + Duration::milliseconds(ms),
+                    title: format!(
+                        "back-off of {ms} ms before attempt {}",
+                        e.data["next_attempt"].as_u64().unwrap_or(0)
+                    ),
+                });
+            }
+            EventKind::WaitOpened if of_step(e, "idx") => {
+                let kind = e.data["kind"].as_str().unwrap_or("wait").to_owned();
+                open_wait = Some((e.at, kind));
+            }
+            EventKind::WaitAnswered | EventKind::WaitExpired if of_step(e, "idx") => {
+                if let Some((from, kind)) = open_wait.take() {
+                    let how = match e.kind {
+                        EventKind::WaitExpired => "expired".to_owned(),
+                        _ => format!(
+                            "answered {} by {}",
+                            e.data["answer"]["decision"].as_str().unwrap_or("?"),
+                            e.data["by"].as_str().unwrap_or("?")
+                        ),
+                    };
+                    spans.push(Span {
+                        class: "wait",
+                        from,
+                        to: e.at,
+                        title: format!("{kind}: {how}"),
+                    });
+                }
+            }
+            EventKind::RunClaimed if e.data["took_over_step"] == true && of_step(e, "cursor") => {
+                takeovers.push(e.at);
+            }
+            _ => {}
+        }
+    }
+    if let Some((from, kind)) = open_wait {
+        spans.push(Span {
+            class: "wait",
+            from,
+            to: end,
+            title: format!("{kind}: waiting for a person"),
+        });
+    }
+    (spans, takeovers)
+}
+
+/// The waterfall of `steps` between `start` and `end`, with what `events`
+/// tell of each step's attempts, back-offs, waits and takeovers.
+pub fn timeline_svg(
+    steps: &[StepRecord],
+    events: &[EventRecord],
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> Markup {
     let span = ((end - start).num_milliseconds().max(1)) as f64;
     let scale = (WIDTH - LABEL - 8.0) / span;
-    let x = |t: DateTime<Utc>| LABEL + ((t - start).num_milliseconds().max(0) as f64) * scale;
+    let x = |t: DateTime<Utc>| {
+        LABEL + ((t - start).num_milliseconds().clamp(0, span as i64) as f64) * scale
+    };
     let height = ROW * steps.len().max(1) as f64 + 24.0;
     html! {
         svg.timeline xmlns="http://www.w3.org/2000/svg" role="img"
@@ -25,6 +121,18 @@ pub fn timeline_svg(steps: &[StepRecord], start: DateTime<Utc>, end: DateTime<Ut
             title { "Timeline of " (steps.len()) " steps over " (crate::duration(start, end)) }
             @for (row, step) in steps.iter().enumerate() {
                 @let y = row as f64 * ROW + 4.0;
+                @let (spans, takeovers) = history(step.idx.get(), events, end);
+                text x="4" y=(format!("{:.1}", y + BAR - 3.0)) {
+                    (step.idx.get()) " " (step.role.as_str())
+                }
+                @for s in &spans {
+                    @let from = x(s.from);
+                    g class=(format!("bar {}", s.class)) {
+                        title { "Step " (step.idx.get()) ": " (s.title) }
+                        rect x=(format!("{from:.1}")) y=(format!("{y:.1}"))
+                            width=(format!("{:.1}", (x(s.to) - from).max(2.0))) height=(BAR) rx="2" {}
+                    }
+                }
                 @let from = x(step.started_at);
                 @let to = x(step.finished_at.unwrap_or(end)).max(from + 2.0);
                 g class=(format!("bar {}", step.status.as_str())) {
@@ -33,15 +141,19 @@ pub fn timeline_svg(steps: &[StepRecord], start: DateTime<Utc>, end: DateTime<Ut
                         ", attempt " (step.attempt.get()) ", "
                         (crate::duration(step.started_at, step.finished_at.unwrap_or(end)))
                     }
-                    text x="4" y=(format!("{:.1}", y + BAR - 3.0)) {
-                        (step.idx.get()) " " (step.role.as_str())
-                    }
                     rect x=(format!("{from:.1}")) y=(format!("{y:.1}"))
                         width=(format!("{:.1}", to - from)) height=(BAR) rx="2" {}
                     @if step.attempt.get() > 1 {
                         text.attempt x=(format!("{:.1}", to + 3.0)) y=(format!("{:.1}", y + BAR - 3.0)) {
                             "×" (step.attempt.get())
                         }
+                    }
+                }
+                @for at in &takeovers {
+                    g.takeover {
+                        title { "Step " (step.idx.get()) ": taken over by another process" }
+                        line x1=(format!("{:.1}", x(*at))) y1=(format!("{:.1}", y - 2.0))
+                            x2=(format!("{:.1}", x(*at))) y2=(format!("{:.1}", y + BAR + 2.0)) {}
                     }
                 }
             }
@@ -56,7 +168,6 @@ pub fn timeline_svg(steps: &[StepRecord], start: DateTime<Utc>, end: DateTime<Ut
 mod tests {
     use super::*;
     use cairn::{Role, StepIdx, StepStatus};
-    use chrono::Duration;
 
     fn step(
         idx: u32,
@@ -87,7 +198,7 @@ mod tests {
             step(0, StepStatus::Succeeded, 0, Some(500), t0),
             step(1, StepStatus::Running, 500, None, t0),
         ];
-        let svg = timeline_svg(&steps, t0, t0 + Duration::milliseconds(1000)).into_string();
+        let svg = timeline_svg(&steps, &[], t0, t0 + Duration::milliseconds(1000)).into_string();
         // Step 0 takes the first half of the drawable width, step 1 the rest.
         let half = LABEL + (WIDTH - LABEL - 8.0) / 2.0;
         assert!(
@@ -103,5 +214,104 @@ mod tests {
         assert!(svg.contains("×2"), "{svg}");
         // Roles are escaped, never raw markup.
         assert!(svg.contains("r&lt;1&gt;") && !svg.contains("r<1>"), "{svg}");
+    }
+
+    fn event(seq: i64, kind: EventKind, at: DateTime<Utc>, data: serde_json::Value) -> EventRecord {
+        EventRecord {
+            run_id: cairn::RunId::new(),
+            seq,
+            at,
+            kind,
+            data,
+        }
+    }
+
+    #[test]
+    fn failed_attempts_back_offs_waits_and_takeovers_come_from_the_events() {
+        let t0 = Utc::now();
+        let ms = Duration::milliseconds;
+        let events = [
+            event(
+                1,
+                EventKind::StepFailed,
+                t0 + ms(100),
+                serde_json::json!({"idx": 1, "attempt": 1, "duration_ms": 100, "error": {"message": "503"}}),
+            ),
+            event(
+                2,
+                EventKind::StepRetryScheduled,
+                t0 + ms(100),
+                serde_json::json!({"idx": 1, "next_attempt": 2, "delay_ms": 200}),
+            ),
+            event(
+                3,
+                EventKind::RunClaimed,
+                t0 + ms(300),
+                serde_json::json!({"cursor": 1, "took_over_step": false}),
+            ),
+            event(
+                4,
+                EventKind::RunClaimed,
+                t0 + ms(400),
+                serde_json::json!({"cursor": 1, "took_over_step": true}),
+            ),
+            event(
+                5,
+                EventKind::WaitOpened,
+                t0 + ms(500),
+                serde_json::json!({"idx": 1, "kind": "review"}),
+            ),
+            event(
+                6,
+                EventKind::WaitAnswered,
+                t0 + ms(700),
+                serde_json::json!({"idx": 1, "answer": {"decision": "approve"}, "by": "ann"}),
+            ),
+            event(
+                7,
+                EventKind::StepFailed,
+                t0 + ms(50),
+                serde_json::json!({"idx": 0, "attempt": 1, "duration_ms": 50}),
+            ),
+        ];
+        let (spans, takeovers) = history(1, &events, t0 + ms(1000));
+        let drawn: Vec<(&str, i64, i64)> = spans
+            .iter()
+            .map(|s| {
+                (
+                    s.class,
+                    (s.from - t0).num_milliseconds(),
+                    (s.to - t0).num_milliseconds(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            drawn,
+            vec![
+                ("failed", 0, 100),
+                ("backoff", 100, 300),
+                ("wait", 500, 700)
+            ]
+        );
+        assert!(
+            spans[2].title.contains("approve by ann"),
+            "{}",
+            spans[2].title
+        );
+        assert_eq!(
+            takeovers,
+            vec![t0 + ms(400)],
+            "only the claim that took the step over"
+        );
+        let svg = timeline_svg(
+            &[step(1, StepStatus::Succeeded, 300, Some(800), t0)],
+            &events,
+            t0,
+            t0 + ms(1000),
+        )
+        .into_string();
+        for class in ["bar failed", "bar backoff", "bar wait", "takeover"] {
+            assert!(svg.contains(class), "{class}: {svg}");
+        }
     }
 }
