@@ -59,6 +59,7 @@ mod agents;
 mod backoff;
 mod bad_input;
 mod boundaries;
+mod browser;
 mod client;
 mod compact;
 mod contract;

@@ -1,0 +1,345 @@
+//! The console in a real browser: Debian's headless Chromium, driven over
+//! WebDriver (`cairn_testkit::Browser`), against a real `cairn serve`
+//! process. Needs `chromium` and `chromium-driver` (`.ci/run` installs
+//! them). With `CAIRN_SCREENSHOTS=DIR` the tests also save the README's
+//! screenshots there.
+//!
+//! What a person does and sees: signing in; a run's steps and an `llm`
+//! step's text appearing while it runs, without a reload; a review rejected
+//! with feedback and then approved from `/waits`; a fork from step N from
+//! the run's page; and a reload after the run's worker was SIGKILLed and
+//! the run finished elsewhere, showing the stored progress.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use cairn_testkit::{Browser, SlowModel};
+
+use crate::support::{wait_until, Case, Kind, Spawned};
+
+const WAIT: Duration = Duration::from_secs(30);
+const TOKEN: &str = "browser-token-0123456789abcdef";
+
+/// An `llm` step on the slow model, then a template step that quotes it.
+fn slow_crew(base_url: &str) -> String {
+    format!(
+        r#"
+name = "slow"
+version = "1"
+[[agents]]
+role = "writer"
+kind = "llm"
+provider = "openai"
+model = "slow-1"
+base_url = "{base_url}"
+
+[[agents]]
+role = "editor"
+kind = "template"
+template = "edited: {{{{ outputs.writer }}}}"
+"#
+    )
+}
+
+/// Three command steps; the second waits for a gate file to exist.
+fn gated_crew(gate: &Path) -> String {
+    let step = |role: &str, wait: bool| {
+        let gate = if wait {
+            format!("while [ ! -f '{}' ]; do sleep 0.05; done; ", gate.display())
+        } else {
+            String::new()
+        };
+        format!(
+            "[[agents]]\nrole = \"{role}\"\nkind = \"command\"\ncommand = [\"sh\", \"-c\", '''cat > /dev/null; {gate}echo '{{\"done\": \"{role}\"}}' ''']\n"
+        )
+    };
+    format!(
+        "name = \"gated\"\nversion = \"1\"\n{}{}{}",
+        step("first", false),
+        step("second", true),
+        step("third", false)
+    )
+}
+
+/// A `cairn serve` of the test's crews, killed (by pid) with the fixture.
+struct Console {
+    url: String,
+    _server: Spawned,
+}
+
+impl Console {
+    /// Serves `crews` from `case`'s database; `concurrency` runs at once
+    /// (0: the API only, a worker executes); `tokens`: sign-in required.
+    fn start(case: &Case, crews: &[(&str, String)], concurrency: &str, tokens: bool) -> Console {
+        let dir = case.path("crews");
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in crews {
+            std::fs::write(dir.join(format!("{name}.toml")), text).unwrap();
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let listen = format!("127.0.0.1:{port}");
+        let mut cmd = case.command();
+        cmd.args(["serve", "--crews", dir.to_str().unwrap(), "--listen", &listen])
+            .args(["--concurrency", concurrency, "--db", case.url()])
+            .stdout(std::fs::File::create(case.path("serve.out")).unwrap())
+            .stderr(std::fs::File::create(case.path("serve.err")).unwrap());
+        if tokens {
+            cmd.env("CAIRN_API_TOKENS", TOKEN);
+        }
+        let server = Spawned(cmd.spawn().unwrap());
+        wait_until("the server to listen", WAIT, || {
+            std::net::TcpStream::connect(&listen).is_ok()
+        });
+        Console {
+            url: format!("http://{listen}"),
+            _server: server,
+        }
+    }
+
+    fn page(&self, path: &str) -> String {
+        format!("{}{path}", self.url)
+    }
+
+    /// Submits `crew` with `input` through the CLI against this server.
+    fn submit(&self, case: &Case, crew: &str, input: &str, token: bool) -> String {
+        let mut args = vec!["submit", crew, "--input", input, "--json", "--server", &self.url];
+        if token {
+            args.extend(["--token", TOKEN]);
+        }
+        let out = case.raw(&args, &[]).expect_code(0).json();
+        out["id"].as_str().unwrap().to_owned()
+    }
+}
+
+async fn browser() -> Browser {
+    Browser::start()
+        .await
+        .unwrap_or_else(|e| panic!("the browser tests need Chromium: {e}"))
+}
+
+/// Saves a screenshot for the README when `CAIRN_SCREENSHOTS` names a folder.
+async fn screenshot(browser: &Browser, name: &str) {
+    if let Some(dir) = std::env::var_os("CAIRN_SCREENSHOTS") {
+        let path = PathBuf::from(dir).join(format!("{name}.png"));
+        browser.screenshot_png(&path).await.unwrap();
+    }
+}
+
+/// The value a run page's header gives for `name`.
+async fn header_value(b: &Browser, name: &str) -> String {
+    let js = "for (const dt of document.querySelectorAll('dl.header dt')) \
+              { if (dt.textContent === arguments[0]) return dt.nextElementSibling.textContent; } \
+              return null;";
+    let v = b.execute(js, vec![name.into()]).await.unwrap();
+    v.as_str().unwrap_or_default().to_owned()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn sign_in_refuses_a_wrong_token_and_opens_a_session_for_a_right_one() {
+    let case = Case::new(Kind::Sqlite);
+    let console = Console::start(&case, &[], "1", true);
+    runtime().block_on(async {
+        let b = browser().await;
+        b.goto(&console.page("/")).await.unwrap();
+        b.wait_for("input#token", WAIT).await.unwrap();
+        assert!(b.current_url().await.unwrap().ends_with("/login"));
+        b.fill("input#token", "not-the-token").await.unwrap();
+        b.click("main.login button").await.unwrap();
+        let error = b
+            .wait_for_text("p.error", "not one this server accepts", WAIT)
+            .await
+            .unwrap();
+        assert!(!error.contains(TOKEN));
+        // Still signed out: the runs page sends us back.
+        b.goto(&console.page("/")).await.unwrap();
+        b.wait_for("input#token", WAIT).await.unwrap();
+
+        b.fill("input#token", TOKEN).await.unwrap();
+        b.click("main.login button").await.unwrap();
+        b.wait_for_text("h1", "Runs", WAIT).await.unwrap();
+        // The token is nowhere in the page, and the session survives a reload.
+        let html = b.execute("return document.documentElement.outerHTML", vec![]).await.unwrap();
+        assert!(!html.to_string().contains(TOKEN));
+        let cookie = b.execute("return document.cookie", vec![]).await.unwrap();
+        assert_eq!(cookie, "", "the session cookie is HttpOnly");
+        b.reload().await.unwrap();
+        b.wait_for_text("h1", "Runs", WAIT).await.unwrap();
+        // Signing out ends it.
+        b.click("form.signout button").await.unwrap();
+        b.goto(&console.page("/")).await.unwrap();
+        b.wait_for("input#token", WAIT).await.unwrap();
+    });
+}
+
+#[test]
+fn an_llm_steps_text_and_the_next_steps_appear_live_without_a_reload() {
+    let case = Case::new(Kind::Sqlite);
+    let model = SlowModel::start(&["Durable", " agents", " never", " lose", " a step"], Duration::from_millis(80)).unwrap();
+    let console = Console::start(&case, &[("slow", slow_crew(&model.base_url))], "2", false);
+    let id = console.submit(&case, "slow", "{}", false);
+    runtime().block_on(async {
+        let b = browser().await;
+        b.goto(&console.page(&format!("/runs/{id}"))).await.unwrap();
+        // A mark that a reload would wipe.
+        b.execute("window.cairnTestMark = 7", vec![]).await.unwrap();
+        wait_until("the model call", WAIT, || model.requests() == 1);
+        b.wait_for("pre.live-text", WAIT).await.unwrap();
+        model.begin();
+        // Every piece, while the model still holds its response open.
+        let text = b
+            .wait_for_text("pre.live-text", "Durable agents never lose a step", WAIT)
+            .await
+            .unwrap();
+        assert_eq!(text.trim(), "Durable agents never lose a step");
+        let step = b.text("table.steps tbody tr:first-child").await.unwrap();
+        assert!(step.contains("running"), "{step}");
+        screenshot(&b, "console-live").await;
+        model.release();
+        // The step ends and the next one runs and ends: the page follows.
+        b.wait_for_text("dl.header", "succeeded", WAIT).await.unwrap();
+        b.wait_for_text("dl.header", "2 of 2 steps", WAIT).await.unwrap();
+        let steps = b.text("table.steps tbody").await.unwrap();
+        assert_eq!(steps.matches("succeeded").count(), 2, "{steps}");
+        // The streamed text is now the journaled conversation, once.
+        let conversation = b.text("ol.conversation").await.unwrap();
+        assert_eq!(conversation.matches("Durable agents never lose a step").count(), 1);
+        assert!(!b.exists("pre.live-text").await.unwrap());
+        let mark = b.execute("return window.cairnTestMark", vec![]).await.unwrap();
+        assert_eq!(mark, 7, "the page was not reloaded");
+        screenshot(&b, "console-run").await;
+        b.goto(&console.page("/")).await.unwrap();
+        b.wait_for_text("table", "slow", WAIT).await.unwrap();
+        screenshot(&b, "console-runs").await;
+    });
+}
+
+#[test]
+fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_its_page() {
+    let case = Case::new(Kind::Sqlite);
+    let review = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/review.toml"),
+    )
+    .unwrap();
+    let console = Console::start(&case, &[("review", review)], "2", false);
+    let id = console.submit(&case, "review", r#"{"topic": "cairns"}"#, false);
+    let reject = "form:has(input[name=decision][value=reject])";
+    let approve = "form:has(input[name=decision][value=approve])";
+    runtime().block_on(async {
+        let b = browser().await;
+        b.goto(&console.page("/waits")).await.unwrap();
+        // The runner reaches the review shortly: look again until it shows.
+        for _ in 0..100 {
+            if b.exists("section.wait").await.unwrap() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            b.reload().await.unwrap();
+        }
+        let first = b.wait_for_text("section.wait", "long-winded", WAIT).await.unwrap();
+        assert!(first.contains("review"), "{first}");
+        screenshot(&b, "console-waits").await;
+        b.fill(&format!("{reject} input[name=feedback]"), "shorter").await.unwrap();
+        b.fill(&format!("{reject} input[name=reason]"), "too long to read").await.unwrap();
+        b.click(&format!("{reject} button")).await.unwrap();
+        // The writer runs again with the feedback: a new review, of a new draft.
+        let mut second = String::new();
+        for _ in 0..100 {
+            second = b.text("main").await.unwrap_or_default();
+            if second.contains("shorter") && b.exists(approve).await.unwrap() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            b.reload().await.unwrap();
+        }
+        assert!(second.contains("shorter"), "{second}");
+        b.fill(&format!("{approve} input[name=reason]"), "good now").await.unwrap();
+        b.click(&format!("{approve} button")).await.unwrap();
+        // Then the publisher's approval.
+        let mut third = String::new();
+        for _ in 0..100 {
+            third = b.text("main").await.unwrap_or_default();
+            if third.contains("approval") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            b.reload().await.unwrap();
+        }
+        assert!(third.contains("approval"), "{third}");
+        b.fill(&format!("{approve} input[name=reason]"), "ship it").await.unwrap();
+        b.click(&format!("{approve} button")).await.unwrap();
+
+        b.goto(&console.page(&format!("/runs/{id}"))).await.unwrap();
+        b.wait_for_text("dl.header", "succeeded", WAIT).await.unwrap();
+        let events = b.text("ol.events").await.unwrap();
+        for reason in ["too long to read", "good now", "ship it"] {
+            assert!(events.contains(reason), "{reason}: {events}");
+        }
+        let attempt = b.text("table.steps tbody tr:first-child td:nth-child(4)").await.unwrap();
+        assert_eq!(attempt, "2", "the writer ran twice");
+
+        // Fork from step 1: a new run that copies step 0 and runs from 1.
+        b.fill("form[action$='/fork'] input[name=from_step]", "1").await.unwrap();
+        b.fill("form[action$='/fork'] input[name=reason]", "publish again").await.unwrap();
+        b.click("form[action$='/fork'] button").await.unwrap();
+        b.wait_for_text("dl.header", "Forked from", WAIT).await.unwrap();
+        let url = b.current_url().await.unwrap();
+        assert!(!url.ends_with(&id), "a new run's page: {url}");
+        let header = b.text("dl.header").await.unwrap();
+        assert!(header.contains("at step 1"), "{header}");
+        assert!(
+            b.attr("dl.header a", "href").await.unwrap().unwrap_or_default().ends_with(&id),
+            "the fork links to its source"
+        );
+    });
+}
+
+/// On PostgreSQL, a worker runs the run; it is SIGKILLed mid-step; another
+/// process takes the run over and finishes it; the page, reloaded, shows
+/// what is stored: every step done, one takeover.
+#[test]
+fn a_reload_after_the_worker_was_killed_and_the_run_resumed_elsewhere_shows_the_stored_progress() {
+    let case = Case::new(Kind::Postgres);
+    let gate = case.path("gate");
+    let console = Console::start(&case, &[("gated", gated_crew(&gate))], "0", false);
+    let id = console.submit(&case, "gated", "{}", false);
+    let mut worker = Spawned(
+        case.command()
+            .args(["worker", "--poll-ms", "100", "--db", case.url()])
+            .stdout(std::fs::File::create(case.path("worker.out")).unwrap())
+            .stderr(std::fs::File::create(case.path("worker.err")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    runtime().block_on(async {
+        let b = browser().await;
+        b.goto(&console.page(&format!("/runs/{id}"))).await.unwrap();
+        b.wait_for_text("dl.header", "1 of 3 steps", WAIT).await.unwrap();
+        let steps = b.text("table.steps tbody").await.unwrap();
+        assert!(steps.contains("second") && steps.contains("running"), "{steps}");
+
+        nix::sys::signal::kill(worker.pid(), nix::sys::signal::Signal::SIGKILL).unwrap();
+        let _ = worker.wait("the killed worker");
+        std::fs::write(&gate, "open").unwrap();
+        case.cairn(&["resume", &id, "--takeover"]).expect_code(0);
+
+        b.reload().await.unwrap();
+        let header = b.wait_for_text("dl.header", "3 of 3 steps", WAIT).await.unwrap();
+        assert!(header.contains("succeeded"), "{header}");
+        assert_eq!(header_value(&b, "Takeovers").await, "1", "{header}");
+        let steps = b.text("table.steps tbody").await.unwrap();
+        assert_eq!(steps.matches("succeeded").count(), 3, "{steps}");
+        assert!(b.exists("svg.timeline g.takeover").await.unwrap(), "the takeover is marked");
+    });
+}
