@@ -6,8 +6,11 @@
 //! test's own, for tests that crash or restart the database; `CutProxy` (in
 //! `proxy.rs`) a TCP proxy that loses one request or answer on cue. A test's schema
 //! is dropped with its `TestDb`, and stale ones are swept (`schema.rs`).
+//! `browser::Browser` drives a headless Chromium for the console's
+//! end-to-end tests.
 #![allow(clippy::expect_used)]
 
+pub mod browser;
 mod pg_cluster;
 mod proxy;
 pub mod schema;
