@@ -7,8 +7,11 @@
 //! `proxy.rs`) a TCP proxy that loses one request or answer on cue; `SlowModel`
 //! (in `slow_model.rs`) an OpenAI-speaking model server that streams slowly. A test's schema
 //! is dropped with its `TestDb`, and stale ones are swept (`schema.rs`).
+//! `browser::Browser` drives a headless Chromium for the console's
+//! end-to-end tests.
 #![allow(clippy::expect_used)]
 
+pub mod browser;
 mod pg_cluster;
 mod proxy;
 pub mod schema;
