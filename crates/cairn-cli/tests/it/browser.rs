@@ -13,7 +13,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cairn_testkit::{Browser, SlowModel};
+use cairn_testkit::browser::Browser;
+use cairn_testkit::SlowModel;
 
 use crate::support::{wait_until, Case, Kind, Spawned};
 
@@ -83,10 +84,16 @@ impl Console {
             .port();
         let listen = format!("127.0.0.1:{port}");
         let mut cmd = case.command();
-        cmd.args(["serve", "--crews", dir.to_str().unwrap(), "--listen", &listen])
-            .args(["--concurrency", concurrency, "--db", case.url()])
-            .stdout(std::fs::File::create(case.path("serve.out")).unwrap())
-            .stderr(std::fs::File::create(case.path("serve.err")).unwrap());
+        cmd.args([
+            "serve",
+            "--crews",
+            dir.to_str().unwrap(),
+            "--listen",
+            &listen,
+        ])
+        .args(["--concurrency", concurrency, "--db", case.url()])
+        .stdout(std::fs::File::create(case.path("serve.out")).unwrap())
+        .stderr(std::fs::File::create(case.path("serve.err")).unwrap());
         if tokens {
             cmd.env("CAIRN_API_TOKENS", TOKEN);
         }
@@ -106,7 +113,9 @@ impl Console {
 
     /// Submits `crew` with `input` through the CLI against this server.
     fn submit(&self, case: &Case, crew: &str, input: &str, token: bool) -> String {
-        let mut args = vec!["submit", crew, "--input", input, "--json", "--server", &self.url];
+        let mut args = vec![
+            "submit", crew, "--input", input, "--json", "--server", &self.url,
+        ];
         if token {
             args.extend(["--token", TOKEN]);
         }
@@ -170,7 +179,10 @@ fn sign_in_refuses_a_wrong_token_and_opens_a_session_for_a_right_one() {
         b.click("main.login button").await.unwrap();
         b.wait_for_text("h1", "Runs", WAIT).await.unwrap();
         // The token is nowhere in the page, and the session survives a reload.
-        let html = b.execute("return document.documentElement.outerHTML", vec![]).await.unwrap();
+        let html = b
+            .execute("return document.documentElement.outerHTML", vec![])
+            .await
+            .unwrap();
         assert!(!html.to_string().contains(TOKEN));
         let cookie = b.execute("return document.cookie", vec![]).await.unwrap();
         assert_eq!(cookie, "", "the session cookie is HttpOnly");
@@ -186,7 +198,11 @@ fn sign_in_refuses_a_wrong_token_and_opens_a_session_for_a_right_one() {
 #[test]
 fn an_llm_steps_text_and_the_next_steps_appear_live_without_a_reload() {
     let case = Case::new(Kind::Sqlite);
-    let model = SlowModel::start(&["Durable", " agents", " never", " lose", " a step"], Duration::from_millis(80)).unwrap();
+    let model = SlowModel::start(
+        &["Durable", " agents", " never", " lose", " a step"],
+        Duration::from_millis(80),
+    )
+    .unwrap();
     let console = Console::start(&case, &[("slow", slow_crew(&model.base_url))], "2", false);
     let id = console.submit(&case, "slow", "{}", false);
     runtime().block_on(async {
@@ -208,15 +224,36 @@ fn an_llm_steps_text_and_the_next_steps_appear_live_without_a_reload() {
         screenshot(&b, "console-live").await;
         model.release();
         // The step ends and the next one runs and ends: the page follows.
-        b.wait_for_text("dl.header", "succeeded", WAIT).await.unwrap();
-        b.wait_for_text("dl.header", "2 of 2 steps", WAIT).await.unwrap();
+        b.wait_for_text("dl.header", "succeeded", WAIT)
+            .await
+            .unwrap();
+        b.wait_for_text("dl.header", "2 of 2 steps", WAIT)
+            .await
+            .unwrap();
         let steps = b.text("table.steps tbody").await.unwrap();
         assert_eq!(steps.matches("succeeded").count(), 2, "{steps}");
-        // The streamed text is now the journaled conversation, once.
-        let conversation = b.text("ol.conversation").await.unwrap();
-        assert_eq!(conversation.matches("Durable agents never lose a step").count(), 1);
+        // The streamed text is now the journaled conversation, once (in
+        // the step's collapsed details: read its text, not what shows).
+        let conversation = b
+            .execute(
+                "return document.querySelector('ol.conversation').textContent",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let conversation = conversation.as_str().unwrap_or_default();
+        assert_eq!(
+            conversation
+                .matches("Durable agents never lose a step")
+                .count(),
+            1,
+            "{conversation}"
+        );
         assert!(!b.exists("pre.live-text").await.unwrap());
-        let mark = b.execute("return window.cairnTestMark", vec![]).await.unwrap();
+        let mark = b
+            .execute("return window.cairnTestMark", vec![])
+            .await
+            .unwrap();
         assert_eq!(mark, 7, "the page was not reloaded");
         screenshot(&b, "console-run").await;
         b.goto(&console.page("/")).await.unwrap();
@@ -247,11 +284,18 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
             tokio::time::sleep(Duration::from_millis(200)).await;
             b.reload().await.unwrap();
         }
-        let first = b.wait_for_text("section.wait", "long-winded", WAIT).await.unwrap();
+        let first = b
+            .wait_for_text("section.wait", "long-winded", WAIT)
+            .await
+            .unwrap();
         assert!(first.contains("review"), "{first}");
         screenshot(&b, "console-waits").await;
-        b.fill(&format!("{reject} input[name=feedback]"), "shorter").await.unwrap();
-        b.fill(&format!("{reject} input[name=reason]"), "too long to read").await.unwrap();
+        b.fill(&format!("{reject} input[name=feedback]"), "shorter")
+            .await
+            .unwrap();
+        b.fill(&format!("{reject} input[name=reason]"), "too long to read")
+            .await
+            .unwrap();
         b.click(&format!("{reject} button")).await.unwrap();
         // The writer runs again with the feedback: a new review, of a new draft.
         let mut second = String::new();
@@ -264,7 +308,9 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
             b.reload().await.unwrap();
         }
         assert!(second.contains("shorter"), "{second}");
-        b.fill(&format!("{approve} input[name=reason]"), "good now").await.unwrap();
+        b.fill(&format!("{approve} input[name=reason]"), "good now")
+            .await
+            .unwrap();
         b.click(&format!("{approve} button")).await.unwrap();
         // Then the publisher's approval.
         let mut third = String::new();
@@ -277,29 +323,46 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
             b.reload().await.unwrap();
         }
         assert!(third.contains("approval"), "{third}");
-        b.fill(&format!("{approve} input[name=reason]"), "ship it").await.unwrap();
+        b.fill(&format!("{approve} input[name=reason]"), "ship it")
+            .await
+            .unwrap();
         b.click(&format!("{approve} button")).await.unwrap();
 
         b.goto(&console.page(&format!("/runs/{id}"))).await.unwrap();
-        b.wait_for_text("dl.header", "succeeded", WAIT).await.unwrap();
+        b.wait_for_text("dl.header", "succeeded", WAIT)
+            .await
+            .unwrap();
         let events = b.text("ol.events").await.unwrap();
         for reason in ["too long to read", "good now", "ship it"] {
             assert!(events.contains(reason), "{reason}: {events}");
         }
-        let attempt = b.text("table.steps tbody tr:first-child td:nth-child(4)").await.unwrap();
+        let attempt = b
+            .text("table.steps tbody tr:first-child td:nth-child(4)")
+            .await
+            .unwrap();
         assert_eq!(attempt, "2", "the writer ran twice");
 
         // Fork from step 1: a new run that copies step 0 and runs from 1.
-        b.fill("form[action$='/fork'] input[name=from_step]", "1").await.unwrap();
-        b.fill("form[action$='/fork'] input[name=reason]", "publish again").await.unwrap();
+        b.fill("form[action$='/fork'] input[name=from_step]", "1")
+            .await
+            .unwrap();
+        b.fill("form[action$='/fork'] input[name=reason]", "publish again")
+            .await
+            .unwrap();
         b.click("form[action$='/fork'] button").await.unwrap();
-        b.wait_for_text("dl.header", "Forked from", WAIT).await.unwrap();
+        b.wait_for_text("dl.header", "Forked from", WAIT)
+            .await
+            .unwrap();
         let url = b.current_url().await.unwrap();
         assert!(!url.ends_with(&id), "a new run's page: {url}");
         let header = b.text("dl.header").await.unwrap();
         assert!(header.contains("at step 1"), "{header}");
         assert!(
-            b.attr("dl.header a", "href").await.unwrap().unwrap_or_default().ends_with(&id),
+            b.attr("dl.header a", "href")
+                .await
+                .unwrap()
+                .unwrap_or_default()
+                .ends_with(&id),
             "the fork links to its source"
         );
     });
@@ -325,9 +388,14 @@ fn a_reload_after_the_worker_was_killed_and_the_run_resumed_elsewhere_shows_the_
     runtime().block_on(async {
         let b = browser().await;
         b.goto(&console.page(&format!("/runs/{id}"))).await.unwrap();
-        b.wait_for_text("dl.header", "1 of 3 steps", WAIT).await.unwrap();
+        b.wait_for_text("dl.header", "1 of 3 steps", WAIT)
+            .await
+            .unwrap();
         let steps = b.text("table.steps tbody").await.unwrap();
-        assert!(steps.contains("second") && steps.contains("running"), "{steps}");
+        assert!(
+            steps.contains("second") && steps.contains("running"),
+            "{steps}"
+        );
 
         nix::sys::signal::kill(worker.pid(), nix::sys::signal::Signal::SIGKILL).unwrap();
         let _ = worker.wait("the killed worker");
@@ -335,11 +403,17 @@ fn a_reload_after_the_worker_was_killed_and_the_run_resumed_elsewhere_shows_the_
         case.cairn(&["resume", &id, "--takeover"]).expect_code(0);
 
         b.reload().await.unwrap();
-        let header = b.wait_for_text("dl.header", "3 of 3 steps", WAIT).await.unwrap();
+        let header = b
+            .wait_for_text("dl.header", "3 of 3 steps", WAIT)
+            .await
+            .unwrap();
         assert!(header.contains("succeeded"), "{header}");
         assert_eq!(header_value(&b, "Takeovers").await, "1", "{header}");
         let steps = b.text("table.steps tbody").await.unwrap();
         assert_eq!(steps.matches("succeeded").count(), 3, "{steps}");
-        assert!(b.exists("svg.timeline g.takeover").await.unwrap(), "the takeover is marked");
+        assert!(
+            b.exists("svg.timeline g.takeover").await.unwrap(),
+            "the takeover is marked"
+        );
     });
 }
