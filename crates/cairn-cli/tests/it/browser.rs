@@ -147,6 +147,27 @@ async fn header_value(b: &Browser, name: &str) -> String {
     v.as_str().unwrap_or_default().to_owned()
 }
 
+/// The page, at each of a phone's and a wide screen's widths, needs no
+/// sideways scrolling (wide tables and SVGs scroll inside their own box).
+async fn assert_fits(b: &Browser, what: &str) {
+    for width in [390, 1920] {
+        b.set_size(width, 900).await.unwrap();
+        let fits = b
+            .execute(
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let (scroll, client) = (fits[0].as_i64().unwrap(), fits[1].as_i64().unwrap());
+        assert!(
+            scroll <= client,
+            "{what} at {width} px: {scroll} px wide in {client} px"
+        );
+    }
+    b.set_size(1280, 900).await.unwrap();
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -256,9 +277,11 @@ fn an_llm_steps_text_and_the_next_steps_appear_live_without_a_reload() {
             .unwrap();
         assert_eq!(mark, 7, "the page was not reloaded");
         screenshot(&b, "console-run").await;
+        assert_fits(&b, "a run's page").await;
         b.goto(&console.page("/")).await.unwrap();
         b.wait_for_text("table", "slow", WAIT).await.unwrap();
         screenshot(&b, "console-runs").await;
+        assert_fits(&b, "the runs page").await;
     });
 }
 
@@ -290,6 +313,7 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
             .unwrap();
         assert!(first.contains("review"), "{first}");
         screenshot(&b, "console-waits").await;
+        assert_fits(&b, "the waits page").await;
         b.fill(&format!("{reject} input[name=feedback]"), "shorter")
             .await
             .unwrap();
