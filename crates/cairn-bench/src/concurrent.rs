@@ -79,7 +79,7 @@ pub async fn measure() -> Result<Concurrency> {
     let crew = crate::noop_crew("bench-concurrent", STEPS, None)?;
     let ungrouped = SqliteStore::open(&path, true, Duration::from_secs(10))
         .await?
-        .without_group_commit();
+        .without_group_commit()?;
     let ungrouped = Engine::with_store(Arc::new(ungrouped), ExecutorConfig::default());
     for i in 0..2 {
         one_run(&engine, &crew, i).await?;

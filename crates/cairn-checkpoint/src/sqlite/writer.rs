@@ -1,0 +1,364 @@
+//! Step commits through SQLite's C interface, on a thread of their own.
+//!
+//! Why: through sqlx every statement is a round trip to the connection's
+//! worker thread, and a step commit cost 4× a commit through the C
+//! interface on the same file (`docs/benchmarks.md`). Here one thread owns
+//! one `rusqlite` connection (the same SQLite build: rusqlite and sqlx link
+//! one `libsqlite3-sys`) with its statements prepared once, and a commit is
+//! one hop to it and one back.
+//!
+//! It is also the group commit: the thread takes every commit queued while
+//! it was flushing (up to [`MAX_BATCH`]) into one transaction, each in its
+//! own savepoint, and answers each caller after the one flush. A commit whose
+//! statements do not all apply (a stale epoch, a cancel, a step not running)
+//! is rolled back to its savepoint alone; its caller learns why from the
+//! run as it is now (`SqliteStore::refusal`). A caller that goes away does
+//! not take its commit back: it lands or not as if its answer were lost.
+//!
+//! The other writes (claims, journal items, answers, …) stay on sqlx; both
+//! are connections to one WAL file, serialized by SQLite's write lock.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::{named_params, Connection, OptionalExtension};
+use tokio::sync::oneshot;
+
+use cairn_core::{Corruption, RunStatus};
+
+use crate::raw::error_json;
+use crate::{DbFault, Durability, Error, Result, StepCommit};
+
+/// The most step commits one transaction carries.
+const MAX_BATCH: usize = 64;
+
+/// The database's clock, as every other write stamps it.
+const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ','now')";
+
+/// What the group commit did so far (for the benchmark and the tests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupStats {
+    /// Transactions written (each one flush).
+    pub batches: u64,
+    /// Step commits they carried, refused ones included.
+    pub commits: u64,
+    /// The most commits one transaction carried.
+    pub largest: usize,
+}
+
+/// What became of one commit.
+pub(crate) enum Outcome {
+    Committed,
+    /// Its statements did not all apply; nothing of it was written.
+    NotApplied,
+}
+
+struct Job {
+    commit: StepCommit,
+    done: oneshot::Sender<Result<Outcome>>,
+}
+
+/// The writer thread and the way to it. Dropping the last handle ends the
+/// thread and closes its connection (waited for, so the file is left clean).
+pub(crate) struct Writer {
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    stats: Arc<Mutex<GroupStats>>,
+    target: String,
+}
+
+impl Writer {
+    /// Opens the writer's connection to `path` (already migrated by the
+    /// pool) and starts its thread. `batch`: false writes one commit per
+    /// transaction (for the benchmark's comparison only).
+    pub fn open(path: &Path, durability: Durability, target: &str, batch: bool) -> Result<Writer> {
+        let fail = |e: rusqlite::Error| db_error(target, None, &e);
+        let conn = Connection::open(path).map_err(fail)?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(fail)?;
+        let synchronous = match durability {
+            Durability::Sync => "FULL",
+            Durability::Process => "NORMAL",
+        };
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = {synchronous}; \
+             PRAGMA foreign_keys = ON;"
+        ))
+        .map_err(fail)?;
+        conn.set_prepared_statement_cache_capacity(16);
+        let (jobs, queue) = mpsc::channel();
+        let stats = Arc::new(Mutex::new(GroupStats::default()));
+        let thread_stats = stats.clone();
+        let limit = if batch { MAX_BATCH } else { 1 };
+        let thread_target = target.to_owned();
+        let thread = std::thread::Builder::new()
+            .name("cairn-sqlite-writer".into())
+            .spawn(move || run(conn, queue, limit, &thread_stats, &thread_target))
+            .map_err(|e| Error::Db {
+                fault: DbFault::Other,
+                target: target.to_owned(),
+                run: None,
+                message: format!("cannot start the writer thread: {e}"),
+            })?;
+        Ok(Writer {
+            jobs: Mutex::new(Some(jobs)),
+            thread: Mutex::new(Some(thread)),
+            stats,
+            target: target.to_owned(),
+        })
+    }
+
+    /// Sends a commit to the thread and waits for its outcome (after the
+    /// flush of the transaction that carried it).
+    pub async fn commit(&self, c: &StepCommit) -> Result<Outcome> {
+        let (done, answer) = oneshot::channel();
+        let sent = {
+            let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+            jobs.as_ref().map(|jobs| {
+                jobs.send(Job {
+                    commit: c.clone(),
+                    done,
+                })
+            })
+        };
+        let lost = || Error::Db {
+            fault: DbFault::Connection,
+            target: self.target.clone(),
+            run: Some(c.run_id),
+            message: "the SQLite writer thread stopped before answering".into(),
+        };
+        match sent {
+            Some(Ok(())) => answer.await.map_err(|_| lost())?,
+            _ => Err(lost()),
+        }
+    }
+
+    pub fn stats(&self) -> GroupStats {
+        *self.stats.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread once it has answered what it holds.
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(thread) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The thread: takes what is queued, writes it as one transaction, answers.
+fn run(
+    conn: Connection,
+    queue: mpsc::Receiver<Job>,
+    limit: usize,
+    stats: &Mutex<GroupStats>,
+    target: &str,
+) {
+    while let Ok(first) = queue.recv() {
+        let mut batch = vec![first];
+        while batch.len() < limit {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        {
+            let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
+            s.batches += 1;
+            s.commits += batch.len() as u64;
+            s.largest = s.largest.max(batch.len());
+        }
+        let outcomes = write_batch(&conn, &batch, target);
+        for (job, outcome) in batch.into_iter().zip(outcomes) {
+            let _ = job.done.send(outcome);
+        }
+    }
+    if let Err((_, e)) = conn.close() {
+        tracing::debug!(error = %e, "the SQLite writer's connection did not close cleanly");
+    }
+}
+
+/// One transaction for the batch; each commit's outcome.
+fn write_batch(conn: &Connection, batch: &[Job], target: &str) -> Vec<Result<Outcome>> {
+    let all = |e: &rusqlite::Error| {
+        batch
+            .iter()
+            .map(|j| Err(db_error(target, Some(j.commit.run_id), e)))
+            .collect()
+    };
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        return all(&e);
+    }
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for job in batch {
+        let c = &job.commit;
+        let applied = conn
+            .execute_batch("SAVEPOINT step_commit")
+            .and_then(|()| apply(conn, c));
+        let outcome = match applied {
+            Ok(Ok(true)) => Ok(Outcome::Committed),
+            Ok(Ok(false)) => Ok(Outcome::NotApplied),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(db_error(target, Some(c.run_id), &e)),
+        };
+        let undo = !matches!(outcome, Ok(Outcome::Committed));
+        let closed = match undo {
+            true => conn.execute_batch("ROLLBACK TO step_commit; RELEASE step_commit"),
+            false => conn.execute_batch("RELEASE step_commit"),
+        };
+        if let Err(e) = closed {
+            let _ = conn.execute_batch("ROLLBACK");
+            return all(&e);
+        }
+        outcomes.push(outcome);
+    }
+    if let Err(e) = conn.execute_batch("COMMIT") {
+        let _ = conn.execute_batch("ROLLBACK");
+        return all(&e);
+    }
+    outcomes
+}
+
+/// Writes one commit's rows; `false` (and the caller rolls back) as soon as
+/// one statement does not change what it must.
+fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
+    let run = c.run_id.to_string();
+    let finished = matches!(
+        c.run_status,
+        RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+    );
+    let seconds = |d: Duration| format!("+{:.3} seconds", d.as_secs_f64());
+    let n_events = c.events.len() as i64;
+    let event_seq: Option<i64> = conn
+        .prepare_cached(&format!(
+            "UPDATE runs SET status = :status, cursor = :cursor, error = :run_error, \
+             event_seq = event_seq + :n_events, updated_at = {NOW}, \
+             finished_at = CASE WHEN :finished THEN {NOW} ELSE finished_at END, \
+             lease_owner = CASE WHEN :status = 'running' THEN lease_owner END, \
+             lease_expires_at = CASE WHEN :status = 'running' THEN lease_expires_at END, \
+             not_before = CASE WHEN :retry IS NULL THEN NULL \
+               ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', :retry) END \
+             WHERE id = :run AND lease_epoch = :epoch AND status = 'running' \
+               AND (cancel_requested_at IS NULL OR :status = 'cancelled') \
+             RETURNING event_seq"
+        ))?
+        .query_row(
+            named_params! {
+                ":status": c.run_status.as_str(),
+                ":cursor": c.cursor.get(),
+                ":run_error": error_json(&c.run_error).map(|v| v.to_string()),
+                ":n_events": n_events,
+                ":finished": finished,
+                ":retry": c.retry_after.map(seconds),
+                ":run": run,
+                ":epoch": c.epoch.0,
+            },
+            |row| row.get(0),
+        )
+        .optional()?;
+    let Some(event_seq) = event_seq else {
+        return Ok(Ok(false));
+    };
+    let step = conn
+        .prepare_cached(&format!(
+            "UPDATE steps SET status = :status, output = :output, \
+               input_tokens = :input_tokens, output_tokens = :output_tokens, \
+               error = COALESCE(:error, error), finished_at = {NOW} \
+             WHERE run_id = :run AND idx = :idx AND attempt = :attempt AND status = 'running'"
+        ))?
+        .execute(named_params! {
+            ":status": c.status.as_str(),
+            ":output": c.output.as_ref().map(|v| v.to_string()),
+            ":input_tokens": c.usage.map(|u| u.input_tokens as i64),
+            ":output_tokens": c.usage.map(|u| u.output_tokens as i64),
+            ":error": error_json(&c.error).map(|v| v.to_string()),
+            ":run": run,
+            ":idx": c.idx.get(),
+            ":attempt": c.attempt.get(),
+        })?;
+    if step != 1 {
+        return Ok(Ok(false));
+    }
+    if let Some((next, role)) = &c.start_next {
+        let inserted = conn
+            .prepare_cached(&format!(
+                "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+                 VALUES (:run, :idx, :role, 'running', 1, {NOW})"
+            ))?
+            .execute(named_params! { ":run": run, ":idx": next.get(), ":role": role.as_str() })?;
+        if inserted != 1 {
+            return Ok(Ok(false));
+        }
+    }
+    let mut insert_event = conn.prepare_cached(&format!(
+        "INSERT INTO events (run_id, seq, at, kind, data) VALUES (:run, :seq, {NOW}, :kind, :data)"
+    ))?;
+    for (i, e) in c.events.iter().enumerate() {
+        insert_event.execute(named_params! {
+            ":run": run,
+            ":seq": event_seq - n_events + i as i64 + 1,
+            ":kind": e.kind.as_str(),
+            ":data": e.data.to_string(),
+        })?;
+    }
+    if let Some(w) = &c.open_wait {
+        let on_deadline = match w.on_deadline.as_ref().map(serde_json::to_string) {
+            Some(Ok(text)) => Some(text),
+            Some(Err(e)) => {
+                return Ok(Err(
+                    Corruption::new(c.run_id, format!("the wait's deadline outcome: {e}")).into(),
+                ))
+            }
+            None => None,
+        };
+        conn.prepare_cached(&format!(
+            "INSERT INTO waits (id, run_id, step_idx, attempt, kind, status, prompt, question_id, \
+               deadline, on_deadline, created_at) \
+             VALUES (:wait, :run, :idx, :attempt, :kind, 'open', :prompt, :question, \
+               CASE WHEN :deadline IS NULL THEN NULL \
+                 ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', :deadline) END, :on_deadline, {NOW})"
+        ))?
+        .execute(named_params! {
+            ":wait": w.id.as_uuid().to_string(),
+            ":run": run,
+            ":idx": c.idx.get(),
+            ":attempt": c.attempt.get(),
+            ":kind": w.kind.as_str(),
+            ":prompt": w.prompt.to_string(),
+            ":question": w.question_id,
+            ":deadline": w.deadline_ms.map(|ms| seconds(Duration::from_millis(ms))),
+            ":on_deadline": on_deadline,
+        })?;
+    }
+    Ok(Ok(true))
+}
+
+/// A SQLite error as the store reports database errors, classified by its
+/// result code like sqlx's (`DbFault::of`).
+fn db_error(target: &str, run: Option<cairn_core::RunId>, e: &rusqlite::Error) -> Error {
+    let fault = match e.sqlite_error_code() {
+        Some(code) => match code {
+            rusqlite::ErrorCode::ReadOnly => DbFault::ReadOnly,
+            rusqlite::ErrorCode::DiskFull => DbFault::DiskFull,
+            rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase => {
+                DbFault::Corrupt
+            }
+            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked => {
+                DbFault::Busy
+            }
+            rusqlite::ErrorCode::CannotOpen => DbFault::Connection,
+            _ => DbFault::Other,
+        },
+        None => DbFault::Other,
+    };
+    Error::Db {
+        fault,
+        target: target.to_owned(),
+        run,
+        message: e.to_string(),
+    }
+}
