@@ -270,11 +270,23 @@ impl Browser {
     }
 
     /// The element's rendered text (what a person sees, not hidden text).
+    /// A page that replaces its parts while it is read (a live page) gets
+    /// the element looked up again, a few times.
     pub async fn text(&self, css: &str) -> Result<String> {
         let what = format!("read the text of `{css}`");
-        let el = self.find(css, &what).await?;
-        let v = self.get(&format!("{el}/text"), &what).await?;
-        Ok(v.as_str().unwrap_or_default().to_owned())
+        let mut tries = 0;
+        loop {
+            let el = self.find(css, &what).await?;
+            match self.get(&format!("{el}/text"), &what).await {
+                Ok(v) => return Ok(v.as_str().unwrap_or_default().to_owned()),
+                Err(BrowserError::WebDriver { ref error, .. })
+                    if error == "stale element reference" && tries < 5 =>
+                {
+                    tries += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     pub async fn exists(&self, css: &str) -> Result<bool> {

@@ -116,11 +116,12 @@ impl Writer {
         let (done, answer) = oneshot::channel();
         let sent = {
             let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
-            jobs.as_ref().map(|jobs| {
+            jobs.as_ref().is_some_and(|jobs| {
                 jobs.send(Job {
                     commit: c.clone(),
                     done,
                 })
+                .is_ok()
             })
         };
         let lost = || Error::Db {
@@ -130,8 +131,8 @@ impl Writer {
             message: "the SQLite writer thread stopped before answering".into(),
         };
         match sent {
-            Some(Ok(())) => answer.await.map_err(|_| lost())?,
-            _ => Err(lost()),
+            true => answer.await.map_err(|_| lost())?,
+            false => Err(lost()),
         }
     }
 
@@ -309,9 +310,11 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
         let on_deadline = match w.on_deadline.as_ref().map(serde_json::to_string) {
             Some(Ok(text)) => Some(text),
             Some(Err(e)) => {
-                return Ok(Err(
-                    Corruption::new(c.run_id, format!("the wait's deadline outcome: {e}")).into(),
-                ))
+                return Ok(Err(Corruption::new(
+                    c.run_id,
+                    format!("the wait's deadline outcome: {e}"),
+                )
+                .into()))
             }
             None => None,
         };

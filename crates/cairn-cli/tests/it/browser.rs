@@ -209,8 +209,9 @@ fn sign_in_refuses_a_wrong_token_and_opens_a_session_for_a_right_one() {
         assert_eq!(cookie, "", "the session cookie is HttpOnly");
         b.reload().await.unwrap();
         b.wait_for_text("h1", "Runs", WAIT).await.unwrap();
-        // Signing out ends it.
+        // Signing out ends it (the form posts, then lands on the sign-in page).
         b.click("form.signout button").await.unwrap();
+        b.wait_for("input#token", WAIT).await.unwrap();
         b.goto(&console.page("/")).await.unwrap();
         b.wait_for("input#token", WAIT).await.unwrap();
     });
