@@ -16,29 +16,17 @@ use std::time::Duration;
 use cairn_testkit::browser::Browser;
 use cairn_testkit::SlowModel;
 
-use crate::support::{wait_until, Case, Kind, Spawned};
+use crate::support::{llm_crew, serve, wait_until, Case, Kind, Served, Spawned};
 
 const WAIT: Duration = Duration::from_secs(30);
 const TOKEN: &str = "browser-token-0123456789abcdef";
 
 /// An `llm` step on the slow model, then a template step that quotes it.
 fn slow_crew(base_url: &str) -> String {
-    format!(
-        r#"
-name = "slow"
-version = "1"
-[[agents]]
-role = "writer"
-kind = "llm"
-provider = "openai"
-model = "slow-1"
-base_url = "{base_url}"
-
-[[agents]]
-role = "editor"
-kind = "template"
-template = "edited: {{{{ outputs.writer }}}}"
-"#
+    llm_crew(
+        base_url,
+        "[[agents]]\nrole = \"editor\"\nkind = \"template\"\n\
+         template = \"edited: {{ outputs.writer }}\"\n",
     )
 }
 
@@ -65,7 +53,7 @@ fn gated_crew(gate: &Path) -> String {
 /// A `cairn serve` of the test's crews, killed (by pid) with the fixture.
 struct Console {
     url: String,
-    _server: Spawned,
+    _served: Served,
 }
 
 impl Console {
@@ -77,33 +65,23 @@ impl Console {
         for (name, text) in crews {
             std::fs::write(dir.join(format!("{name}.toml")), text).unwrap();
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let listen = format!("127.0.0.1:{port}");
-        let mut cmd = case.command();
-        cmd.args([
-            "serve",
-            "--crews",
-            dir.to_str().unwrap(),
-            "--listen",
-            &listen,
-        ])
-        .args(["--concurrency", concurrency, "--db", case.url()])
-        .stdout(std::fs::File::create(case.path("serve.out")).unwrap())
-        .stderr(std::fs::File::create(case.path("serve.err")).unwrap());
-        if tokens {
-            cmd.env("CAIRN_API_TOKENS", TOKEN);
-        }
-        let server = Spawned(cmd.spawn().unwrap());
-        wait_until("the server to listen", WAIT, || {
-            std::net::TcpStream::connect(&listen).is_ok()
-        });
+        let env: &[(&str, &str)] = match tokens {
+            true => &[("CAIRN_API_TOKENS", TOKEN)],
+            false => &[],
+        };
+        let served = serve(
+            case,
+            &[
+                "--crews",
+                dir.to_str().unwrap(),
+                "--concurrency",
+                concurrency,
+            ],
+            env,
+        );
         Console {
-            url: format!("http://{listen}"),
-            _server: server,
+            url: served.url.clone(),
+            _served: served,
         }
     }
 
@@ -136,6 +114,21 @@ async fn screenshot(browser: &Browser, name: &str) {
         let path = PathBuf::from(dir).join(format!("{name}.png"));
         browser.screenshot_png(&path).await.unwrap();
     }
+}
+
+/// Reloads the page (the waits page does not follow events) until the text
+/// of its main part satisfies `done`; that text.
+async fn reload_until(b: &Browser, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let mut text = String::new();
+    for _ in 0..150 {
+        text = b.text("main").await.unwrap_or_default();
+        if done(&text) {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        b.reload().await.unwrap();
+    }
+    panic!("{what}: the page never showed it:\n{text}");
 }
 
 /// The value a run page's header gives for `name`.
@@ -301,18 +294,8 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
         let b = browser().await;
         b.goto(&console.page("/waits")).await.unwrap();
         // The runner reaches the review shortly: look again until it shows.
-        for _ in 0..100 {
-            if b.exists("section.wait").await.unwrap() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            b.reload().await.unwrap();
-        }
-        let first = b
-            .wait_for_text("section.wait", "long-winded", WAIT)
-            .await
-            .unwrap();
-        assert!(first.contains("review"), "{first}");
+        let first = reload_until(&b, "the first review", |t| t.contains("long-winded")).await;
+        assert!(first.contains("review for step 0"), "{first}");
         screenshot(&b, "console-waits").await;
         assert_fits(&b, "the waits page").await;
         b.fill(&format!("{reject} input[name=feedback]"), "shorter")
@@ -323,31 +306,16 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
             .unwrap();
         b.click(&format!("{reject} button")).await.unwrap();
         // The writer runs again with the feedback: a new review, of a new draft.
-        let mut second = String::new();
-        for _ in 0..100 {
-            second = b.text("main").await.unwrap_or_default();
-            if second.contains("shorter") && b.exists(approve).await.unwrap() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            b.reload().await.unwrap();
-        }
-        assert!(second.contains("shorter"), "{second}");
+        reload_until(&b, "the review of the new draft", |t| t.contains("shorter")).await;
         b.fill(&format!("{approve} input[name=reason]"), "good now")
             .await
             .unwrap();
         b.click(&format!("{approve} button")).await.unwrap();
         // Then the publisher's approval.
-        let mut third = String::new();
-        for _ in 0..100 {
-            third = b.text("main").await.unwrap_or_default();
-            if third.contains("approval") {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            b.reload().await.unwrap();
-        }
-        assert!(third.contains("approval"), "{third}");
+        reload_until(&b, "the publisher's approval", |t| {
+            t.contains("approval for step 1")
+        })
+        .await;
         b.fill(&format!("{approve} input[name=reason]"), "ship it")
             .await
             .unwrap();

@@ -2,24 +2,11 @@
 //! HTTP (`--server URL --token T`), printing the same JSON documents as the
 //! local commands, with the same exit codes.
 
-use std::process::Child;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{wait_until, Case, Kind, Out};
-
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::{self, wait_until, Case, Kind, Out, Served};
 
 const GREET: &str = r#"
 name = "greet"
@@ -49,29 +36,11 @@ fn serve(case: &Case) -> Served {
     let review =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/review.toml");
     std::fs::copy(review, crews.join("review.toml")).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
-    let child = case.spawn(
-        &[
-            "serve",
-            "--crews",
-            crews.to_str().unwrap(),
-            "--listen",
-            &listen,
-        ],
+    support::serve(
+        case,
+        &["--crews", crews.to_str().unwrap()],
         &[("CAIRN_API_TOKENS", "s3cret-token-0123456789")],
-    );
-    wait_until("the server to listen", Duration::from_secs(30), || {
-        std::net::TcpStream::connect(&listen).is_ok()
-    });
-    Served {
-        child,
-        url: format!("http://{listen}"),
-    }
+    )
 }
 
 /// `cairn ARGS --server URL --token s3cret-token-0123456789` (no --db: it must not be needed).
@@ -528,33 +497,20 @@ fn serve_flags_set_the_connection_limits() {
     )
     .expect_code(2);
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
     // Killed (by its pid) when the test ends, passed or failed.
-    let _served = Served {
-        child: case.spawn(
-            &[
-                "serve",
-                "--crews",
-                crews.to_str().unwrap(),
-                "--listen",
-                &listen,
-                "--max-connections",
-                "1",
-                "--header-timeout",
-                "60s",
-            ],
-            &[],
-        ),
-        url: format!("http://{listen}"),
-    };
-    wait_until("the server to listen", Duration::from_secs(30), || {
-        std::net::TcpStream::connect(&listen).is_ok()
-    });
+    let served = support::serve(
+        &case,
+        &[
+            "--crews",
+            crews.to_str().unwrap(),
+            "--max-connections",
+            "1",
+            "--header-timeout",
+            "60s",
+        ],
+        &[],
+    );
+    let listen = served.listen.clone();
     // The only slot, held by a connection that sends nothing (the header
     // timeout, 60 s, is far away). Probes above may still hold it briefly.
     let _idle = std::net::TcpStream::connect(&listen).unwrap();

@@ -11,27 +11,12 @@ use std::time::Duration;
 use cairn_testkit::SlowModel;
 use serde_json::Value;
 
-use crate::support::{wait_until, Case, Kind, Spawned};
+use crate::support::{llm_crew, serve, wait_until, Case, Kind, Spawned};
 
 both_backends!(an_llm_steps_text_is_watched_live_before_the_step_ends);
 
 const PIECES: [&str; 5] = ["Hello", " from", " a", " slow", " model"];
 const TOKEN: &str = "live-token-0123456789abcdef";
-
-fn crew(base_url: &str) -> String {
-    format!(
-        r#"
-name = "slow"
-version = "1"
-[[agents]]
-role = "writer"
-kind = "llm"
-provider = "openai"
-model = "slow-1"
-base_url = "{base_url}"
-"#
-    )
-}
 
 /// `cairn ARGS` in the background, its stdout in `CASE/NAME.out`.
 fn spawn_to(case: &Case, name: &str, args: &[&str]) -> (Spawned, PathBuf) {
@@ -72,14 +57,7 @@ fn an_llm_steps_text_is_watched_live_before_the_step_ends(kind: Kind) {
     let model = SlowModel::start(&PIECES, Duration::from_millis(60)).unwrap();
     let crews = case.path("crews");
     std::fs::create_dir_all(&crews).unwrap();
-    std::fs::write(crews.join("slow.toml"), crew(&model.base_url)).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
-    let server = format!("http://{listen}");
+    std::fs::write(crews.join("slow.toml"), llm_crew(&model.base_url, "")).unwrap();
     // SQLite: the server runs the step. PostgreSQL: a worker does, and the
     // server only serves.
     let concurrency = match kind {
@@ -87,31 +65,23 @@ fn an_llm_steps_text_is_watched_live_before_the_step_ends(kind: Kind) {
         Kind::Postgres => "0",
     };
     let db = case.url().to_owned();
-    let crews_dir = crews.to_str().unwrap();
-    let (_serve, _) = spawn_to(
+    let served = serve(
         &case,
-        "serve",
         &[
-            "serve",
             "--crews",
-            crews_dir,
-            "--listen",
-            &listen,
+            crews.to_str().unwrap(),
             "--concurrency",
             concurrency,
-            "--db",
-            &db,
         ],
+        &[("CAIRN_API_TOKENS", TOKEN)],
     );
+    let server = served.url.clone();
     let _worker = (kind == Kind::Postgres).then(|| {
         spawn_to(
             &case,
             "worker",
             &["worker", "--poll-ms", "100", "--db", &db],
         )
-    });
-    wait_until("the server to listen", Duration::from_secs(30), || {
-        std::net::TcpStream::connect(&listen).is_ok()
     });
 
     let remote = |args: &[&str]| {

@@ -434,3 +434,48 @@ impl Drop for Spawned {
         }
     }
 }
+
+/// A `cairn serve` a test started, SIGKILLed (by its pid) when dropped.
+pub struct Served {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// `127.0.0.1:PORT`.
+    pub listen: String,
+    _server: Spawned,
+}
+
+/// Starts `cairn serve --listen ADDR --db URL ARGS` on a free loopback
+/// port with `env`, its output in `CASE/serve.out` and `serve.err`, and
+/// waits until it listens.
+pub fn serve(case: &Case, args: &[&str], env: &[(&str, &str)]) -> Served {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut cmd = case.command();
+    cmd.args(["serve", "--listen", &listen, "--db", case.url()])
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(std::fs::File::create(case.path("serve.out")).expect("stdout file"))
+        .stderr(std::fs::File::create(case.path("serve.err")).expect("stderr file"));
+    let server = Spawned(cmd.spawn().expect("spawn cairn serve"));
+    wait_until("the server to listen", Duration::from_secs(30), || {
+        std::net::TcpStream::connect(&listen).is_ok()
+    });
+    Served {
+        url: format!("http://{listen}"),
+        listen,
+        _server: server,
+    }
+}
+
+/// A crew whose first step is an `llm` agent (role `writer`) on an
+/// OpenAI-speaking server at `base_url`, followed by `more` (TOML).
+pub fn llm_crew(base_url: &str, more: &str) -> String {
+    format!(
+        "name = \"slow\"\nversion = \"1\"\n[[agents]]\nrole = \"writer\"\nkind = \"llm\"\n\
+         provider = \"openai\"\nmodel = \"slow-1\"\nbase_url = \"{base_url}\"\n{more}"
+    )
+}
