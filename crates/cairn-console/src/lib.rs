@@ -234,6 +234,7 @@ pub fn run_page(
         )
     });
     let takeovers: u32 = view.steps.iter().map(|s| s.takeovers).sum();
+    let attempts: u32 = view.steps.iter().map(|s| s.attempt.get()).sum();
     // While it can still change, the page follows the run's events.
     let live = (!run.status.is_finished()).then(|| format!("/runs/{}/events", run.id));
     html! {
@@ -251,6 +252,7 @@ pub fn run_page(
                 }
             }
             dt { "Progress" } dd { (run.cursor.get()) " of " (run.step_count) " steps" }
+            dt { "Attempts" } dd { (attempts) " over " (view.steps.len()) " steps run" }
             dt { "Lease epoch" } dd { (run.lease_epoch.0) }
             dt { "Takeovers" } dd { (takeovers) }
             dt { "Tokens" } dd { (tokens_in) " in / " (tokens_out) " out" }

@@ -329,6 +329,12 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
         for reason in ["too long to read", "good now", "ship it"] {
             assert!(events.contains(reason), "{reason}: {events}");
         }
+        assert!(
+            header_value(&b, "Attempts")
+                .await
+                .starts_with("3 over 2 steps"),
+            "the writer twice and the publisher once"
+        );
         let attempt = b
             .text("table.steps tbody tr:first-child td:nth-child(4)")
             .await
