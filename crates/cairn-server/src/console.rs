@@ -457,6 +457,24 @@ fn console_actor(reason: &str) -> cairn::Actor {
     crate::actions::actor(Some("console".into()), Some(reason.to_owned()))
 }
 
+/// A run form's checks, in order: its CSRF token, then the run id in its
+/// path. The viewer and the run, or the page that refuses it.
+fn run_form(
+    state: &AppState,
+    headers: &HeaderMap,
+    csrf: &str,
+    id: &str,
+) -> Result<(Viewer, RunId), Box<Response>> {
+    if !csrf_ok(state, headers, csrf) {
+        return Err(Box::new(forbidden()));
+    }
+    let viewer = page_viewer(state, headers);
+    match run_id(id) {
+        Ok(id) => Ok((viewer, id)),
+        Err(e) => Err(Box::new(error_page(&viewer, e))),
+    }
+}
+
 /// `POST /runs/{id}/retry`, `/continue`, `/cancel`: back to the run's page.
 async fn act(
     State(state): State<AppState>,
@@ -465,13 +483,9 @@ async fn act(
     Form(form): Form<ActionForm>,
 ) -> Response {
     use crate::actions::RunAction;
-    if !csrf_ok(&state, &headers, &form.csrf) {
-        return forbidden();
-    }
-    let viewer = page_viewer(&state, &headers);
-    let id = match run_id(&id) {
-        Ok(id) => id,
-        Err(e) => return error_page(&viewer, e),
+    let (viewer, id) = match run_form(&state, &headers, &form.csrf, &id) {
+        Ok(checked) => checked,
+        Err(refused) => return *refused,
     };
     let action = match action.as_str() {
         "retry" => RunAction::Retry,
@@ -492,13 +506,9 @@ async fn fork(
     Path(id): Path<String>,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    if !csrf_ok(&state, &headers, &form.csrf) {
-        return forbidden();
-    }
-    let viewer = page_viewer(&state, &headers);
-    let id = match run_id(&id) {
-        Ok(id) => id,
-        Err(e) => return error_page(&viewer, e),
+    let (viewer, id) = match run_form(&state, &headers, &form.csrf, &id) {
+        Ok(checked) => checked,
+        Err(refused) => return *refused,
     };
     let from = form.from_step.as_deref().unwrap_or("").trim();
     let Ok(from_step) = from.parse::<u32>() else {
