@@ -91,11 +91,7 @@ impl Watch {
         let key = (d.idx.get(), d.attempt.get());
         self.streamed.insert(key);
         if self.json {
-            let mut v = serde_json::to_value(d).unwrap_or_default();
-            if let Some(map) = v.as_object_mut() {
-                map.insert("kind".into(), "output_delta".into());
-            }
-            writeln!(out, "{v}")?;
+            writeln!(out, "{}", d.event_json())?;
             return out.flush();
         }
         if self.open_line != Some(key) {

@@ -156,6 +156,18 @@ pub struct OutputDelta {
     pub text: String,
 }
 
+impl OutputDelta {
+    /// Its JSON as a run's event stream carries it: its fields plus
+    /// `"kind": "output_delta"`.
+    pub fn event_json(&self) -> Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let Some(map) = v.as_object_mut() {
+            map.insert("kind".into(), "output_delta".into());
+        }
+        v
+    }
+}
+
 /// A cheap-to-clone handle on a step's journal, carried in its context.
 #[derive(Clone)]
 pub struct JournalHandle(pub Arc<dyn Journal>);

@@ -210,11 +210,7 @@ async fn next_live(live: &mut Option<broadcast::Receiver<OutputDelta>>) -> Optio
 /// An `output_delta` event: `{"kind", "run_id", "idx", "attempt",
 /// "after_seq", "text"}`, without an `id`.
 fn delta_event(delta: &OutputDelta, named: bool) -> Event {
-    let mut data = serde_json::to_value(delta).unwrap_or_default();
-    if let Some(map) = data.as_object_mut() {
-        map.insert("kind".into(), "output_delta".into());
-    }
-    let event = Event::default().data(data.to_string());
+    let event = Event::default().data(delta.event_json().to_string());
     match named {
         true => event.event("output_delta"),
         false => event,
