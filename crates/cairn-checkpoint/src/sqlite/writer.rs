@@ -64,8 +64,8 @@ struct Job {
 /// The writer thread and the way to it. Dropping the last handle ends the
 /// thread and closes its connection (waited for, so the file is left clean).
 pub(crate) struct Writer {
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    jobs: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
     stats: Arc<Mutex<GroupStats>>,
     target: String,
 }
@@ -103,8 +103,8 @@ impl Writer {
                 message: format!("cannot start the writer thread: {e}"),
             })?;
         Ok(Writer {
-            jobs: Mutex::new(Some(jobs)),
-            thread: Mutex::new(Some(thread)),
+            jobs: Some(jobs),
+            thread: Some(thread),
             stats,
             target: target.to_owned(),
         })
@@ -114,16 +114,13 @@ impl Writer {
     /// flush of the transaction that carried it).
     pub async fn commit(&self, c: &StepCommit) -> Result<Outcome> {
         let (done, answer) = oneshot::channel();
-        let sent = {
-            let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
-            jobs.as_ref().is_some_and(|jobs| {
-                jobs.send(Job {
-                    commit: c.clone(),
-                    done,
-                })
-                .is_ok()
+        let sent = self.jobs.as_ref().is_some_and(|jobs| {
+            jobs.send(Job {
+                commit: c.clone(),
+                done,
             })
-        };
+            .is_ok()
+        });
         let lost = || Error::Db {
             fault: DbFault::Connection,
             target: self.target.clone(),
@@ -144,8 +141,8 @@ impl Writer {
 impl Drop for Writer {
     fn drop(&mut self) {
         // Closing the queue ends the thread once it has answered what it holds.
-        self.jobs.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(thread) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        self.jobs = None;
+        if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
