@@ -26,10 +26,14 @@ pub(crate) struct RawStep {
     pub takeovers: i64,
 }
 
-fn error_info(run: RunId, what: &str, v: Option<Value>) -> Result<Option<ErrorInfo>, Corruption> {
+fn error_info(
+    run: RunId,
+    what: impl FnOnce() -> String,
+    v: Option<Value>,
+) -> Result<Option<ErrorInfo>, Corruption> {
     v.map(|v| {
         serde_json::from_value(v)
-            .map_err(|e| Corruption::new(run, format!("{what} error does not decode: {e}")))
+            .map_err(|e| Corruption::new(run, format!("{} error does not decode: {e}", what())))
     })
     .transpose()
 }
@@ -41,10 +45,12 @@ fn non_negative(run: RunId, what: &str, v: i64) -> Result<u32, Corruption> {
 impl RawStep {
     pub fn into_record(self, run: RunId) -> Result<StepRecord, Corruption> {
         let idx = non_negative(run, "step index", self.idx)?;
-        let what = format!("step {idx}");
+        // Only an error names the step (a resume decodes 1,000 rows).
+        let what = || format!("step {idx}");
         let tokens = |v: Option<i64>| -> Result<Option<u64>, Corruption> {
             v.map(|t| {
-                u64::try_from(t).map_err(|_| Corruption::new(run, format!("{what} tokens are {t}")))
+                u64::try_from(t)
+                    .map_err(|_| Corruption::new(run, format!("{} tokens are {t}", what())))
             })
             .transpose()
         };
@@ -54,14 +60,14 @@ impl RawStep {
             status: self
                 .status
                 .parse()
-                .map_err(|e: String| Corruption::new(run, format!("{what} status: {e}")))?,
+                .map_err(|e: String| Corruption::new(run, format!("{} status: {e}", what())))?,
             attempt: Attempt(non_negative(run, "attempt", self.attempt)?),
             output: self.output,
             input_tokens: tokens(self.input_tokens)?,
             output_tokens: tokens(self.output_tokens)?,
             started_at: self.started_at,
             finished_at: self.finished_at,
-            error: error_info(run, &what, self.error)?,
+            error: error_info(run, what, self.error)?,
             takeovers: non_negative(run, "takeovers", self.takeovers)?,
         })
     }
@@ -92,10 +98,14 @@ pub(crate) fn check_same_submission(
     })
 }
 
-fn parse_time(run: RunId, what: &str, text: &str) -> Result<DateTime<Utc>, Corruption> {
+fn parse_time(
+    run: RunId,
+    what: impl FnOnce() -> String,
+    text: &str,
+) -> Result<DateTime<Utc>, Corruption> {
     DateTime::parse_from_rfc3339(text)
         .map(|d| d.with_timezone(&Utc))
-        .map_err(|e| Corruption::new(run, format!("{what} `{text}` is not a time: {e}")))
+        .map_err(|e| Corruption::new(run, format!("{} `{text}` is not a time: {e}", what())))
 }
 
 /// One packed step row: the columns of `load`'s `json_array`, in order.
@@ -113,14 +123,15 @@ type PackedStep = (
     i64,
 );
 
-/// Decodes `load`'s JSON aggregate of step rows (both backends).
+/// Decodes `load`'s JSON aggregate of step rows (SQLite), in step order.
 pub(crate) fn unpack_steps(run: RunId, packed: &str) -> crate::Result<Vec<StepRecord>> {
     let rows: Vec<PackedStep> = serde_json::from_str(packed)
         .map_err(|e| Corruption::new(run, format!("step rows do not decode: {e}")))?;
     let mut steps = rows
         .into_iter()
         .map(|r| {
-            let what = |col: &str| format!("step {} {col}", r.0);
+            let idx = r.0;
+            let what = |col: &str| format!("step {idx} {col}");
             let raw = RawStep {
                 idx: r.0,
                 role: r.1,
@@ -129,10 +140,10 @@ pub(crate) fn unpack_steps(run: RunId, packed: &str) -> crate::Result<Vec<StepRe
                 output: r.4,
                 input_tokens: r.5,
                 output_tokens: r.6,
-                started_at: parse_time(run, &what("started_at"), &r.7)?,
+                started_at: parse_time(run, || what("started_at"), &r.7)?,
                 finished_at: r
                     .8
-                    .map(|t| parse_time(run, &what("finished_at"), &t))
+                    .map(|t| parse_time(run, || what("finished_at"), &t))
                     .transpose()?,
                 error: r.9,
                 takeovers: r.10,
@@ -215,6 +226,30 @@ pub(crate) fn decode_run(row: &Row) -> crate::Result<RunRecord> {
     decode_run_with(row, None)
 }
 
+/// Crew definitions already decoded, by their stored text. A definition
+/// never changes once stored and thousands of runs share one, while
+/// decoding a 1,000-agent crew's 58 KB takes a millisecond or more; the text
+/// is compared whole, so a changed (or corrupted) row is decoded afresh.
+static DECODED_CREWS: std::sync::Mutex<Vec<(Box<[u8]>, CrewDef)>> = std::sync::Mutex::new(vec![]);
+
+/// How many definitions [`DECODED_CREWS`] keeps (the most recently decoded).
+const DECODED_CREWS_KEPT: usize = 16;
+
+fn decoded_crew(text: &[u8]) -> std::result::Result<CrewDef, serde_json::Error> {
+    let kept = DECODED_CREWS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, def)) = kept.iter().find(|(t, _)| **t == *text) {
+        return Ok(def.clone());
+    }
+    drop(kept);
+    let def: CrewDef = serde_json::from_slice(text)?;
+    let mut kept = DECODED_CREWS.lock().unwrap_or_else(|p| p.into_inner());
+    if kept.len() >= DECODED_CREWS_KEPT {
+        kept.remove(0);
+    }
+    kept.push((text.into(), def.clone()));
+    Ok(def)
+}
+
 /// [`decode_run`] of a row read with [`run_cols_but_def`]: `def` is the
 /// definition the caller already holds (decoding 58 KB of JSON for a
 /// 1,000-agent crew takes about half a millisecond).
@@ -226,7 +261,9 @@ pub(crate) fn decode_run_with(row: &Row, def: Option<CrewDef>) -> crate::Result<
     let corrupt = |d: String| Corruption::new(id, d);
     let crew_definition: CrewDef = match def {
         Some(def) => def,
-        None => serde_json::from_value(row.json("crew_def", id, "crew definition")?)
+        None => row
+            .json_text("crew_def", decoded_crew)?
+            .ok_or_else(|| corrupt("the stored crew definition is missing".into()))?
             .map_err(|e| corrupt(format!("stored crew definition does not decode: {e}")))?,
     };
     Ok(RunRecord {
@@ -253,7 +290,7 @@ pub(crate) fn decode_run_with(row: &Row, def: Option<CrewDef>) -> crate::Result<
             .opt_int("parent_step_idx")?
             .map(|i| non_negative(id, "parent step", i).map(StepIdx))
             .transpose()?,
-        error: error_info(id, "run", row.opt_json("error", id, "run error")?)?,
+        error: error_info(id, || "run".into(), row.opt_json("error", id, "run error")?)?,
         created_at: row.time("created_at", id, "created_at")?,
         updated_at: row.time("updated_at", id, "updated_at")?,
         finished_at: row.opt_time("finished_at", id, "finished_at")?,
@@ -327,20 +364,29 @@ pub(crate) fn decode_listed(row: &Row) -> crate::Result<RunRecord> {
 
 pub(crate) fn decode_step(run: RunId, row: &Row) -> crate::Result<StepRecord> {
     let idx = row.int("idx")?;
-    let what = |col: &str| format!("step {idx} {col}");
-    let raw = RawStep {
-        idx,
-        role: row.text("role")?,
-        status: row.text("status")?,
-        attempt: row.int("attempt")?,
-        output: row.opt_json("output", run, &what("output"))?,
-        input_tokens: row.opt_int("input_tokens")?,
-        output_tokens: row.opt_int("output_tokens")?,
-        started_at: row.time("started_at", run, &what("started_at"))?,
-        finished_at: row.opt_time("finished_at", run, &what("finished_at"))?,
-        error: row.opt_json("error", run, &what("error"))?,
-        takeovers: row.int("takeovers")?,
-    };
+    // The columns are named without the step, which is named only on an
+    // error (a resume decodes 1,000 rows).
+    let raw = (|| {
+        Ok::<_, crate::Error>(RawStep {
+            idx,
+            role: row.text("role")?,
+            status: row.text("status")?,
+            attempt: row.int("attempt")?,
+            output: row.opt_json("output", run, "output")?,
+            input_tokens: row.opt_int("input_tokens")?,
+            output_tokens: row.opt_int("output_tokens")?,
+            started_at: row.time("started_at", run, "started_at")?,
+            finished_at: row.opt_time("finished_at", run, "finished_at")?,
+            error: row.opt_json("error", run, "error")?,
+            takeovers: row.int("takeovers")?,
+        })
+    })()
+    .map_err(|e| match e {
+        crate::Error::Corruption(c) => {
+            Corruption::new(c.run, format!("step {idx} {}", c.detail)).into()
+        }
+        e => e,
+    })?;
     Ok(raw.into_record(run)?)
 }
 

@@ -323,6 +323,28 @@ impl Row {
         }
     }
 
+    /// A JSON column's stored text, undecoded, handed to `f` (no copy on
+    /// SQLite; PostgreSQL's binary `jsonb` is its version byte and the text).
+    pub fn json_text<T>(&self, col: &str, f: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
+        match self {
+            Row::Sqlite(r) => Ok(r.try_get::<Option<&str>, _>(col)?.map(|t| f(t.as_bytes()))),
+            Row::Postgres(r) => {
+                let raw = r.try_get_raw(col)?;
+                if raw.is_null() {
+                    return Ok(None);
+                }
+                let binary_jsonb = raw.format() == sqlx::postgres::PgValueFormat::Binary
+                    && raw.type_info().name() == "JSONB";
+                let bytes = raw.as_bytes().map_err(sqlx::Error::Decode)?;
+                Ok(Some(match (binary_jsonb, bytes.split_first()) {
+                    (true, Some((1, text))) => f(text),
+                    // Another jsonb version: let the caller's decoder refuse it.
+                    _ => f(bytes),
+                }))
+            }
+        }
+    }
+
     pub fn json(&self, col: &str, run: RunId, what: &str) -> Result<Value> {
         self.opt_json(col, run, what)?
             .ok_or_else(|| corrupt(run, what, "is missing"))
