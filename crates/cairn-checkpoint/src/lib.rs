@@ -197,6 +197,9 @@ pub struct Claimed {
     pub at_cursor: Option<StepRecord>,
     /// The claim found the cursor's attempt in flight under a previous holder.
     pub took_over: bool,
+    /// The claim inserted the cursor's row: the step never ran before, so
+    /// no wait of it was ever opened, let alone answered.
+    pub first_run: bool,
 }
 
 /// The end of one step, written in one transaction with the run's new

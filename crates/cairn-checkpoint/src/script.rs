@@ -183,24 +183,22 @@ async fn latest_wait(c: &mut Conn<'_>, id: RunId, idx: StepIdx) -> Result<Option
     row.map(|r| decode_wait(&r)).transpose()
 }
 
-/// Every step row of a run as one JSON document: one value to decode (and,
-/// on SQLite, one hop to its thread) instead of a row per step. The
-/// aggregate functions differ, so each dialect has its own text.
-fn packed_steps(dialect: Dialect) -> &'static str {
+/// Every step row of a run as one JSON document: on SQLite one value to
+/// decode and one hop to its thread instead of a row per step. PostgreSQL
+/// sends rows in its binary format faster than it builds the document (for
+/// 1,000 steps, 3.4 ms fetched against 6.6 ms aggregated and parsed), so
+/// there the rows are read as they are.
+fn packed_steps(dialect: Dialect) -> Option<&'static str> {
     match dialect {
         // `json()` refuses a malformed stored value; `load` then reads row
-        // by row, which names the step that holds it.
-        Dialect::Sqlite => {
+        // by row, which names the step that holds it. The rows are sorted
+        // once decoded (a sorting subquery cost 0.5 ms per 1,000 rows).
+        Dialect::Sqlite => Some(
             "SELECT json_group_array(json_array(idx, role, status, attempt, json(output), \
              input_tokens, output_tokens, started_at, finished_at, json(error), takeovers)) \
-             AS packed FROM (SELECT * FROM steps WHERE run_id = :run ORDER BY idx)"
-        }
-        Dialect::Postgres => {
-            "SELECT json_agg(json_build_array(idx, role, status, attempt, output, input_tokens, \
-             output_tokens, to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.USZ'), \
-             to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.USZ'), error, \
-             takeovers) ORDER BY idx)::text AS packed FROM steps WHERE run_id = :run"
-        }
+             AS packed FROM steps WHERE run_id = :run",
+        ),
+        Dialect::Postgres => None,
     }
 }
 
@@ -412,58 +410,80 @@ async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Cla
             });
         }
     }
-    let epoch = c
-        .fetch_optional(
-            query(
-                "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, \
-                 lease_owner = :owner, lease_expires_at = {lease_until}, not_before = NULL, \
-                 updated_at = {now} WHERE id = :id RETURNING lease_epoch",
-            )
-            .bind("id", id)
-            .bind("owner", req.owner.as_str())
-            .bind("lease_secs", req.lease.as_secs_f64()),
-        )
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
-    let epoch = LeaseEpoch(epoch.int("lease_epoch")?);
-
     let cursor = before.cursor;
     let row = fetch_step(c, id, cursor).await?;
     let waited = match &row {
         Some(r) if r.status == StepStatus::Waiting => latest_wait(c, id, r.idx).await?,
         _ => None,
     };
-    let plan = plan_claim(&before, row, waited.as_ref(), req)?;
-    match &plan.step {
-        ClaimStep::Nothing => {}
+    let plan = plan_claim(&before, row.clone(), waited.as_ref(), req)?;
+    // The run row is locked (PostgreSQL) or the file is (SQLite), so the
+    // new epoch is known before it is written, and with it the events.
+    let epoch = LeaseEpoch(before.lease_epoch.0 + 1);
+    let events = claim_events(req, epoch, &before, &plan);
+    // One statement for the lease, the events' numbers and the run as the
+    // claim leaves it.
+    let claimed = c
+        .fetch_optional(
+            query(concat!(
+                "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, \
+                 lease_owner = :owner, lease_expires_at = {lease_until}, not_before = NULL, \
+                 event_seq = event_seq + :events, updated_at = {now} WHERE id = :id \
+                 RETURNING event_seq, ",
+                run_cols_but_def!()
+            ))
+            .bind("id", id)
+            .bind("owner", req.owner.as_str())
+            .bind("lease_secs", req.lease.as_secs_f64())
+            .bind("events", events.len() as i64),
+        )
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    let last_seq = claimed.int("event_seq")?;
+    let mut run = decode_run_with(&claimed, Some(before.crew_definition))?;
+    if run.lease_epoch != epoch {
+        return Err(Error::Statement(format!(
+            "the claim of run {id} wrote epoch {} where it read {}",
+            run.lease_epoch.0, before.lease_epoch.0
+        )));
+    }
+    let at_cursor = match &plan.step {
+        ClaimStep::Nothing => row,
         ClaimStep::Insert { role } => {
-            c.execute(
-                query(
-                    "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
-                     VALUES (:run, :idx, :role, 'running', 1, {now})",
+            let inserted = c
+                .fetch_optional(
+                    query(concat!(
+                        "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+                         VALUES (:run, :idx, :role, 'running', 1, {now}) RETURNING ",
+                        step_cols!()
+                    ))
+                    .bind("run", id)
+                    .bind("idx", cursor.get())
+                    .bind("role", role.as_str()),
                 )
-                .bind("run", id)
-                .bind("idx", cursor.get())
-                .bind("role", role.as_str()),
-            )
-            .await?;
+                .await?;
+            inserted.map(|r| decode_step(id, &r)).transpose()?
         }
         ClaimStep::Restart {
             attempt,
             takeovers_delta,
         } => {
-            c.execute(
-                query(
-                    "UPDATE steps SET status = 'running', attempt = :attempt, \
-                     takeovers = CASE WHEN :delta = 0 THEN 0 ELSE takeovers + :delta END, \
-                     finished_at = NULL, started_at = {now} WHERE run_id = :run AND idx = :idx",
+            let restarted = c
+                .fetch_optional(
+                    query(concat!(
+                        "UPDATE steps SET status = 'running', attempt = :attempt, \
+                         takeovers = CASE WHEN :delta = 0 THEN 0 ELSE takeovers + :delta END, \
+                         finished_at = NULL, started_at = {now} WHERE run_id = :run AND idx = :idx \
+                         RETURNING ",
+                        step_cols!()
+                    ))
+                    .bind("run", id)
+                    .bind("idx", cursor.get())
+                    .bind("attempt", *attempt)
+                    .bind("delta", *takeovers_delta),
                 )
-                .bind("run", id)
-                .bind("idx", cursor.get())
-                .bind("attempt", *attempt)
-                .bind("delta", *takeovers_delta),
-            )
-            .await?;
+                .await?;
+            restarted.map(|r| decode_step(id, &r)).transpose()?
         }
         ClaimStep::CrashLoop { error } => {
             let err = error_json(&Some(error.clone()));
@@ -486,15 +506,16 @@ async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Cla
                 .bind("error", err),
             )
             .await?;
+            run = fetch_run_again(c, id, run.crew_definition).await?;
+            fetch_step(c, id, cursor).await?
         }
-    }
-    append_events(c, id, &claim_events(req, epoch, &before, &plan)).await?;
-    let run = fetch_run_again(c, id, before.crew_definition).await?;
-    let at_cursor = fetch_step(c, id, run.cursor).await?;
+    };
+    insert_events(c, id, last_seq, &events).await?;
     Ok(Claimed {
         run,
         at_cursor,
         took_over: plan.took_over,
+        first_run: matches!(plan.step, ClaimStep::Insert { .. }),
     })
 }
 
@@ -944,31 +965,36 @@ impl<B: Backend> Store for B {
             json_ok("the run input", Some(&new.input))?;
             text_ok("the idempotency key", new.idempotency_key.as_deref())?;
             text_ok("the thread id", new.thread_id.as_deref())?;
-            json_ok("the crew definition", Some(&new.crew.to_json()))?;
+            let def = new.crew.to_json();
+            json_ok("the crew definition", Some(&def))?;
+            let fingerprint = new.crew.fingerprint();
             let id = RunId::new();
             let mut tx = db.write().await?;
             let mut c = tx.conn();
+            // The new run as stored, read back by the insert itself; no row
+            // when the idempotency key is taken.
             let inserted = c
-                .execute(
-                    query(
+                .fetch_optional(
+                    query(concat!(
                         "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
                          input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
                          event_seq, created_at, updated_at) VALUES (:id, :name, :version, \
                          :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, 0, 1, {now}, \
-                         {now}) ON CONFLICT (idempotency_key) DO NOTHING",
-                    )
+                         {now}) ON CONFLICT (idempotency_key) DO NOTHING RETURNING ",
+                        run_cols_but_def!()
+                    ))
                     .bind("id", id)
                     .bind("name", new.crew.name.as_str())
                     .bind("version", new.crew.version.as_str())
-                    .bind("fingerprint", new.crew.fingerprint().as_str())
-                    .bind("def", new.crew.to_json())
+                    .bind("fingerprint", fingerprint.as_str())
+                    .bind("def", def)
                     .bind("input", &new.input)
                     .bind("key", &new.idempotency_key)
                     .bind("thread", &new.thread_id)
                     .bind("steps", new.crew.step_count()),
                 )
                 .await?;
-            if inserted == 0 {
+            let Some(inserted) = inserted else {
                 let row = c
                     .fetch_optional(
                         query(concat!(
@@ -986,12 +1012,12 @@ impl<B: Backend> Store for B {
                     run,
                     created: false,
                 });
-            }
+            };
             let event = NewEvent::new(
                 EventKind::RunSubmitted,
                 serde_json::json!({
                     "crew": new.crew.name,
-                    "fingerprint": new.crew.fingerprint(),
+                    "fingerprint": fingerprint,
                     "idempotency_key": new.idempotency_key,
                     "thread_id": new.thread_id,
                 }),
@@ -1015,7 +1041,7 @@ impl<B: Backend> Store for B {
                 }
             }
             c.notify_runnable(id).await?;
-            let run = fetch_run_again(&mut c, id, new.crew).await?;
+            let run = decode_run_with(&inserted, Some(new.crew))?;
             tx.commit().await?;
             Ok(Submitted { run, created: true })
         })
@@ -1029,12 +1055,15 @@ impl<B: Backend> Store for B {
             let mut tx = db.read().await?;
             let mut c = tx.conn();
             let run = fetch_run(&mut c, id, false).await?;
-            let packed = c
-                .fetch_optional(query(packed_steps(c.dialect())).bind("run", id))
-                .await
-                .ok()
-                .flatten()
-                .and_then(|r| r.opt_text("packed").ok().flatten());
+            let packed = match packed_steps(c.dialect()) {
+                Some(sql) => c
+                    .fetch_optional(query(sql).bind("run", id))
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|r| r.opt_text("packed").ok().flatten()),
+                None => None,
+            };
             if let Some(steps) = packed.as_deref().and_then(|p| unpack_steps(id, p).ok()) {
                 tx.commit().await?;
                 return Ok((run, steps));

@@ -175,12 +175,17 @@ impl Executor {
             ));
             replace_crew = Some(crew.def().clone());
         }
-        let mut judged = run.clone();
-        if let Some(def) = &replace_crew {
-            judged.crew_definition = def.clone();
-            judged.step_count = def.step_count();
-        }
-        let rebuilt = rebuild(&judged, &steps)?;
+        // Judged by the crew it will run with (a clone only when forced:
+        // a 1,000-agent definition is worth not copying).
+        let rebuilt = match &replace_crew {
+            Some(def) => {
+                let mut judged = run.clone();
+                judged.crew_definition = def.clone();
+                judged.step_count = def.step_count();
+                rebuild(&judged, &steps)?
+            }
+            None => rebuild(&run, &steps)?,
+        };
 
         // 2. Claim: epoch + 1, the cursor's step marked running. A retry
         // back-off brings the run back here: sleep, claim again, go on.
@@ -194,7 +199,7 @@ impl Executor {
             events: claim_events,
             replace_crew,
         };
-        let expected_cursor = judged.cursor;
+        let expected_cursor = run.cursor;
         let previous = rebuilt.previous;
         self.run_loop(
             run_id,
@@ -328,7 +333,10 @@ impl Executor {
                 self.beat_every(),
             );
             // What people said about the cursor's step: feedback, answers, approval.
-            let mut extras = self.extras(run_id, claimed.at_cursor.as_ref()).await?;
+            let mut extras = match claimed.first_run {
+                true => StepExtras::default(),
+                false => self.extras(run_id, claimed.at_cursor.as_ref()).await?,
+            };
             // The thread's earlier runs, read once per claim: every step of
             // this dispatch sees the same conversation.
             let thread = match &run.thread_id {
