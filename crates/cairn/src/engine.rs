@@ -181,7 +181,12 @@ impl Engine {
                 took_over: false,
             });
         }
-        self.drive_or_follow(run.id, crew).await
+        // A run this call created has no steps yet: it is driven from the
+        // submit's own read. Had a worker claimed it meanwhile, the claim
+        // here is refused or finds another cursor, and reads it afresh.
+        let id = run.id;
+        let fresh = submitted.created.then_some(run);
+        self.drive_or_follow(id, crew, fresh).await
     }
 
     /// Drives a run this process just submitted; if another process took it
@@ -189,10 +194,23 @@ impl Engine {
     /// and reports that, so the caller learns the run's real outcome rather
     /// than a refusal. A holder that dies is taken over once its lease
     /// expired, never before.
-    async fn drive_or_follow(&self, id: RunId, crew: &Crew) -> Result<Driven> {
+    async fn drive_or_follow(
+        &self,
+        id: RunId,
+        crew: &Crew,
+        mut fresh: Option<RunRecord>,
+    ) -> Result<Driven> {
         let mut opts = DriveOptions::default();
         loop {
-            match self.drive(id, crew, opts).await {
+            let driven = match fresh.take() {
+                Some(run) => {
+                    self.register(crew);
+                    let loaded = (run, vec![]);
+                    Ok(self.executor.drive_loaded(loaded, &crew.0, opts).await?)
+                }
+                None => self.drive(id, crew, opts).await,
+            };
+            match driven {
                 Err(e) if held_elsewhere(&e) => {}
                 Err(e) if parked(&e) => break,
                 other => return other,
