@@ -116,7 +116,7 @@ pub fn context_message(cx: &StepContext) -> String {
         "Run input:\n{}\n",
         serde_json::to_string_pretty(&cx.input).unwrap_or_default()
     );
-    for p in &cx.previous {
+    for p in cx.previous.iter() {
         text.push_str(&format!(
             "\nOutput of step {} ({}):\n{}\n",
             p.idx,

@@ -44,7 +44,9 @@ pub struct StepContext {
     pub run_id: RunId,
     pub input: Value,
     pub step: StepRef,
-    pub previous: Vec<PreviousOutput>,
+    /// Shared, not copied: step N of a long run would otherwise copy N
+    /// outputs (a 1,000-step run, half a million copies in all).
+    pub previous: std::sync::Arc<Vec<PreviousOutput>>,
     /// The earlier succeeded runs of the run's thread, oldest first (empty
     /// when the run belongs to no thread).
     #[serde(default)]

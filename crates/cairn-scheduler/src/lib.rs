@@ -200,7 +200,7 @@ impl Executor {
             replace_crew,
         };
         let expected_cursor = run.cursor;
-        let previous = rebuilt.previous;
+        let previous = Arc::new(rebuilt.previous);
         self.run_loop(
             run_id,
             crew,
@@ -245,7 +245,7 @@ impl Executor {
             });
         }
         let (run, steps) = self.store.load(run_id).await?;
-        let previous = rebuild(&run, &steps)?.previous;
+        let previous = Arc::new(rebuild(&run, &steps)?.previous);
         let request = ClaimRequest {
             owner: self.config.owner.clone(),
             takeover: false,
@@ -274,7 +274,7 @@ impl Executor {
         run_id: RunId,
         crew: &Crew,
         mut request: ClaimRequest,
-        (mut expected_cursor, mut previous): (StepIdx, Vec<PreviousOutput>),
+        (mut expected_cursor, mut previous): (StepIdx, Arc<Vec<PreviousOutput>>),
         mut first: Option<cairn_checkpoint::Claimed>,
         took_over: bool,
     ) -> Result<Driven> {
@@ -320,7 +320,7 @@ impl Executor {
             if run.cursor != expected_cursor {
                 // Another process advanced the run between load and claim.
                 let (fresh, steps) = self.store.load(run_id).await?;
-                previous = rebuild(&fresh, &steps)?.previous;
+                previous = Arc::new(rebuild(&fresh, &steps)?.previous);
             }
             // Keep the lease, and watch for a cancel, while this process
             // works on the run.
@@ -410,7 +410,8 @@ impl Executor {
                     retry_after = commit.retry_after;
                     break;
                 }
-                previous.push(PreviousOutput {
+                // The step's context is gone by now, so nothing is copied.
+                Arc::make_mut(&mut previous).push(PreviousOutput {
                     idx,
                     role: def.role.clone(),
                     output: commit.output.unwrap_or_default(),
@@ -489,7 +490,7 @@ impl Executor {
         agent: &Arc<dyn Agent>,
         run: &RunRecord,
         guard: &LeaseGuard,
-        previous: &[PreviousOutput],
+        previous: &Arc<Vec<PreviousOutput>>,
         extras: &StepExtras,
     ) -> Result<StepCommit> {
         if let Some(wait) = outcome::gate(step, extras.approved) {
@@ -534,7 +535,7 @@ impl Executor {
         &self,
         step: &Dispatch<'_>,
         run: &RunRecord,
-        previous: &[PreviousOutput],
+        previous: &Arc<Vec<PreviousOutput>>,
         extras: &StepExtras,
     ) -> StepContext {
         StepContext {
@@ -555,7 +556,7 @@ impl Executor {
                 role: step.def.role.clone(),
                 attempt: step.attempt,
             },
-            previous: previous.to_vec(),
+            previous: previous.clone(),
             thread: extras.thread.clone(),
             feedback: extras.feedback.clone(),
             answers: extras.answers.clone(),

@@ -287,7 +287,8 @@ mod tests {
                 idx: StepIdx(0),
                 role: Role::new("researcher"),
                 output: json!("notes"),
-            }],
+            }]
+            .into(),
             feedback: vec![],
             answers: Default::default(),
         }

@@ -353,7 +353,8 @@ mod tests {
                 idx: StepIdx(0),
                 role: Role::new("researcher"),
                 output: json!({"facts": ["a", "b"]}),
-            }],
+            }]
+            .into(),
             feedback: vec![],
             answers: Default::default(),
         }
@@ -423,7 +424,7 @@ mod tests {
         let mut cx = cx();
         cx.feedback = vec!["shorter".into()];
         cx.answers.insert("budget".into(), json!(12));
-        cx.previous.push(PreviousOutput {
+        std::sync::Arc::make_mut(&mut cx.previous).push(PreviousOutput {
             idx: StepIdx(1),
             role: Role::new("analyst"),
             output: json!(["x", {"k": null}]),
