@@ -65,7 +65,26 @@ pub trait Backend: Send + Sync + 'static {
     async fn wait_for_work(&self, max: Duration) {
         tokio::time::sleep(max).await;
     }
+
+    /// One write transaction of the script: `f` runs on a transaction of
+    /// the pool, committed if it returns `Ok`. SQLite runs it on its writer
+    /// thread instead (no hop per statement).
+    async fn write_tx<T: Send + 'static>(&self, f: ScriptFn<T>) -> Result<T> {
+        let mut tx = self.db().write().await?;
+        let out = f(&mut tx.conn()).await?;
+        tx.commit().await?;
+        Ok(out)
+    }
 }
+
+/// A future of the storage script, boxed so a transaction can be handed
+/// over as a value ([`Backend::write_tx`]).
+pub(crate) type BoxFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// A transaction of the storage script: given its connection, its work.
+pub(crate) type ScriptFn<T> =
+    Box<dyn for<'a, 'b> FnOnce(&'a mut Conn<'b>) -> BoxFuture<'a, Result<T>> + Send>;
 
 /// SQLite's `PRAGMA quick_check`: the problems it reports, none for "ok".
 pub(crate) async fn quick_check(c: &mut Conn<'_>) -> Result<Vec<String>> {
@@ -946,6 +965,84 @@ async fn action_landed(
     Ok(ours.then_some(run))
 }
 
+/// `Store::submit`'s transaction; `def` is the crew definition as stored.
+async fn submit_in(c: &mut Conn<'_>, new: NewRun, def: serde_json::Value) -> Result<Submitted> {
+    let fingerprint = new.crew.fingerprint();
+    let id = RunId::new();
+    // The new run as stored, read back by the insert itself; no row
+    // when the idempotency key is taken.
+    let inserted = c
+        .fetch_optional(
+            query(concat!(
+                "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
+                 input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
+                 event_seq, created_at, updated_at) VALUES (:id, :name, :version, \
+                 :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, 0, 1, {now}, \
+                 {now}) ON CONFLICT (idempotency_key) DO NOTHING RETURNING ",
+                run_cols_but_def!()
+            ))
+            .bind("id", id)
+            .bind("name", new.crew.name.as_str())
+            .bind("version", new.crew.version.as_str())
+            .bind("fingerprint", fingerprint.as_str())
+            .bind("def", def)
+            .bind("input", &new.input)
+            .bind("key", &new.idempotency_key)
+            .bind("thread", &new.thread_id)
+            .bind("steps", new.crew.step_count()),
+        )
+        .await?;
+    let Some(inserted) = inserted else {
+        let row = c
+            .fetch_optional(
+                query(concat!(
+                    "SELECT ",
+                    run_cols!(),
+                    " FROM runs WHERE idempotency_key = :key"
+                ))
+                .bind("key", &new.idempotency_key),
+            )
+            .await?
+            .ok_or_else(|| Error::Statement("a conflicting run vanished".into()))?;
+        let run = decode_run(&row)?;
+        check_same_submission(&run, &new)?;
+        return Ok(Submitted {
+            run,
+            created: false,
+        });
+    };
+    let event = NewEvent::new(
+        EventKind::RunSubmitted,
+        serde_json::json!({
+            "crew": new.crew.name,
+            "fingerprint": fingerprint,
+            "idempotency_key": new.idempotency_key,
+            "thread_id": new.thread_id,
+        }),
+    );
+    insert_events(c, id, 1, &[event]).await?;
+    if let (Some(thread), OnBusy::Reject | OnBusy::Interrupt) = (&new.thread_id, new.on_busy) {
+        for (busy, status) in busy_before(c, thread, id).await? {
+            if new.on_busy == OnBusy::Reject {
+                // Returning drops the transaction: nothing is stored.
+                return Err(Error::ThreadBusy {
+                    thread: thread.clone(),
+                    run: busy,
+                    status,
+                });
+            }
+            let actor = Actor {
+                by: "on_busy=interrupt".into(),
+                reason: Some(format!("run {id} was submitted to thread `{thread}`")),
+            };
+            act_in(c, busy, Action::Cancel, &actor).await?;
+        }
+    }
+    c.notify_runnable(id).await?;
+    let run = decode_run_with(&inserted, Some(new.crew))?;
+    Ok(Submitted { run, created: true })
+}
+
 // ------------------------------------------------------------- the contract
 
 #[async_trait]
@@ -960,90 +1057,14 @@ impl<B: Backend> Store for B {
 
     async fn submit(&self, run: NewRun) -> Result<Submitted> {
         bounded("submit", self.target(), None, async {
-            let db = self.db();
             let new = run;
             json_ok("the run input", Some(&new.input))?;
             text_ok("the idempotency key", new.idempotency_key.as_deref())?;
             text_ok("the thread id", new.thread_id.as_deref())?;
             let def = new.crew.to_json();
             json_ok("the crew definition", Some(&def))?;
-            let fingerprint = new.crew.fingerprint();
-            let id = RunId::new();
-            let mut tx = db.write().await?;
-            let mut c = tx.conn();
-            // The new run as stored, read back by the insert itself; no row
-            // when the idempotency key is taken.
-            let inserted = c
-                .fetch_optional(
-                    query(concat!(
-                        "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
-                         input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
-                         event_seq, created_at, updated_at) VALUES (:id, :name, :version, \
-                         :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, 0, 1, {now}, \
-                         {now}) ON CONFLICT (idempotency_key) DO NOTHING RETURNING ",
-                        run_cols_but_def!()
-                    ))
-                    .bind("id", id)
-                    .bind("name", new.crew.name.as_str())
-                    .bind("version", new.crew.version.as_str())
-                    .bind("fingerprint", fingerprint.as_str())
-                    .bind("def", def)
-                    .bind("input", &new.input)
-                    .bind("key", &new.idempotency_key)
-                    .bind("thread", &new.thread_id)
-                    .bind("steps", new.crew.step_count()),
-                )
-                .await?;
-            let Some(inserted) = inserted else {
-                let row = c
-                    .fetch_optional(
-                        query(concat!(
-                            "SELECT ",
-                            run_cols!(),
-                            " FROM runs WHERE idempotency_key = :key"
-                        ))
-                        .bind("key", &new.idempotency_key),
-                    )
-                    .await?
-                    .ok_or_else(|| Error::Statement("a conflicting run vanished".into()))?;
-                let run = decode_run(&row)?;
-                check_same_submission(&run, &new)?;
-                return Ok(Submitted {
-                    run,
-                    created: false,
-                });
-            };
-            let event = NewEvent::new(
-                EventKind::RunSubmitted,
-                serde_json::json!({
-                    "crew": new.crew.name,
-                    "fingerprint": fingerprint,
-                    "idempotency_key": new.idempotency_key,
-                    "thread_id": new.thread_id,
-                }),
-            );
-            insert_events(&mut c, id, 1, &[event]).await?;
-            if let (Some(thread), OnBusy::Reject | OnBusy::Interrupt) = (&new.thread_id, new.on_busy) {
-                for (busy, status) in busy_before(&mut c, thread, id).await? {
-                    if new.on_busy == OnBusy::Reject {
-                        // Returning drops the transaction: nothing is stored.
-                        return Err(Error::ThreadBusy {
-                            thread: thread.clone(),
-                            run: busy,
-                            status,
-                        });
-                    }
-                    let actor = Actor {
-                        by: "on_busy=interrupt".into(),
-                        reason: Some(format!("run {id} was submitted to thread `{thread}`")),
-                    };
-                    act_in(&mut c, busy, Action::Cancel, &actor).await?;
-                }
-            }
-            c.notify_runnable(id).await?;
-            let run = decode_run_with(&inserted, Some(new.crew))?;
-            tx.commit().await?;
-            Ok(Submitted { run, created: true })
+            self.write_tx(Box::new(move |c| Box::pin(submit_in(c, new, def))))
+                .await
         })
         .await
     }
@@ -1170,11 +1191,11 @@ impl<B: Backend> Store for B {
     async fn claim(&self, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
         bounded("claim", self.target(), Some(id), async {
             claim_ok(req)?;
-            let db = self.db();
-            let mut tx = db.write().await?;
-            let claimed = claim_in(&mut tx.conn(), id, req).await?;
-            tx.commit().await?;
-            Ok(claimed)
+            let req = req.clone();
+            self.write_tx(Box::new(move |c| {
+                Box::pin(async move { claim_in(c, id, &req).await })
+            }))
+            .await
         })
         .await
     }

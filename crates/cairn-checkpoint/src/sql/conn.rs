@@ -37,6 +37,11 @@ pub enum Tx {
 pub enum Conn<'c> {
     Sqlite(&'c mut SqliteConnection),
     Postgres(&'c mut PgConnection),
+    /// SQLite through its C interface: the writer thread's own connection
+    /// (`sqlite/writer.rs`), where a script's statements need no hop to
+    /// sqlx's thread each. Locked per statement (only that thread uses it;
+    /// the lock makes the reference `Send`). The `&str` names the file.
+    Direct(&'c std::sync::Mutex<rusqlite::Connection>, &'c str),
 }
 
 /// A pooled connection, for reads that need no transaction.
@@ -152,7 +157,7 @@ fn pg_args(values: &[&Param]) -> PgArguments {
 impl Conn<'_> {
     pub fn dialect(&self) -> Dialect {
         match self {
-            Conn::Sqlite(_) => Dialect::Sqlite,
+            Conn::Sqlite(_) | Conn::Direct(..) => Dialect::Sqlite,
             Conn::Postgres(_) => Dialect::Postgres,
         }
     }
@@ -169,6 +174,10 @@ impl Conn<'_> {
                 .execute(&mut **c)
                 .await?
                 .rows_affected(),
+            Conn::Direct(c, file) => {
+                let c = c.lock().unwrap_or_else(|p| p.into_inner());
+                direct_statement(&c, file, sql, &values, |s| s.raw_execute())? as u64
+            }
         })
     }
 
@@ -187,6 +196,10 @@ impl Conn<'_> {
                 .into_iter()
                 .map(Row::Postgres)
                 .collect(),
+            Conn::Direct(c, file) => {
+                let c = c.lock().unwrap_or_else(|p| p.into_inner());
+                direct_statement(&c, file, sql, &values, direct_rows)?
+            }
         })
     }
 
@@ -209,6 +222,99 @@ impl Conn<'_> {
     }
 }
 
+/// Prepares (once per connection), binds as sqlx binds for SQLite, and
+/// runs `then` on the statement.
+fn direct_statement<T>(
+    c: &rusqlite::Connection,
+    file: &str,
+    sql: &str,
+    values: &[&Param],
+    then: impl FnOnce(&mut rusqlite::Statement<'_>) -> rusqlite::Result<T>,
+) -> Result<T> {
+    use rusqlite::types::Value as V;
+    let fail = |e: rusqlite::Error| crate::sqlite::direct_error(file, &e);
+    let mut statement = c.prepare_cached(sql).map_err(fail)?;
+    for (i, v) in values.iter().enumerate() {
+        let value = match v {
+            Param::Text(t) => t.clone().map_or(V::Null, V::Text),
+            Param::Int(n) => n.map_or(V::Null, V::Integer),
+            Param::Float(f) => f.map_or(V::Null, V::Real),
+            Param::Bool(b) => V::Integer(i64::from(*b)),
+            Param::Json(j) => j.as_ref().map_or(V::Null, |j| V::Text(j.to_string())),
+            Param::Uuid(u) => u.map_or(V::Null, |u| V::Text(u.to_string())),
+        };
+        statement.raw_bind_parameter(i + 1, value).map_err(fail)?;
+    }
+    then(&mut statement).map_err(fail)
+}
+
+/// Every row of a statement, its values owned.
+fn direct_rows(s: &mut rusqlite::Statement<'_>) -> rusqlite::Result<Vec<Row>> {
+    let names: std::sync::Arc<[String]> = s.column_names().into_iter().map(String::from).collect();
+    let mut rows = s.raw_query();
+    let mut out = vec![];
+    while let Some(r) = rows.next()? {
+        let values = (0..names.len())
+            .map(|i| r.get::<_, rusqlite::types::Value>(i))
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        out.push(Row::Direct(DirectRow {
+            names: names.clone(),
+            values,
+        }));
+    }
+    Ok(out)
+}
+
+/// A row read through SQLite's C interface ([`Conn::Direct`]).
+pub struct DirectRow {
+    names: std::sync::Arc<[String]>,
+    values: Vec<rusqlite::types::Value>,
+}
+
+impl DirectRow {
+    fn get(&self, col: &str) -> Result<&rusqlite::types::Value> {
+        self.names
+            .iter()
+            .position(|n| n == col)
+            .and_then(|i| self.values.get(i))
+            .ok_or_else(|| sqlx::Error::ColumnNotFound(col.to_owned()).into())
+    }
+
+    /// As sqlx reads a SQLite column: NULL is `None`, another type an error.
+    fn typed<'r, T>(
+        &'r self,
+        col: &str,
+        want: &str,
+        pick: impl FnOnce(&'r rusqlite::types::Value) -> Option<T>,
+    ) -> Result<Option<T>> {
+        let v = self.get(col)?;
+        if *v == rusqlite::types::Value::Null {
+            return Ok(None);
+        }
+        pick(v).map(Some).ok_or_else(|| {
+            sqlx::Error::ColumnDecode {
+                index: col.to_owned(),
+                source: format!("expected {want}, found {:?}", v.data_type()).into(),
+            }
+            .into()
+        })
+    }
+
+    fn text(&self, col: &str) -> Result<Option<&str>> {
+        self.typed(col, "text", |v| match v {
+            rusqlite::types::Value::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+    }
+
+    fn int(&self, col: &str) -> Result<Option<i64>> {
+        self.typed(col, "an integer", |v| match v {
+            rusqlite::types::Value::Integer(i) => Some(*i),
+            _ => None,
+        })
+    }
+}
+
 /// The channel notified when a run becomes runnable.
 pub(crate) const RUNNABLE: &str = "cairn_runnable";
 
@@ -216,6 +322,7 @@ pub(crate) const RUNNABLE: &str = "cairn_runnable";
 pub enum Row {
     Sqlite(SqliteRow),
     Postgres(PgRow),
+    Direct(DirectRow),
 }
 
 /// Why a column did not read: the database said so, or the stored text is
@@ -227,13 +334,11 @@ fn corrupt(run: RunId, what: &str, detail: impl std::fmt::Display) -> Error {
 /// A SQLite text column parsed into what it stands for; text that does not
 /// parse is a corruption naming the run and the column.
 fn parsed<T>(
-    r: &SqliteRow,
-    col: &str,
+    text: Option<&str>,
     (run, what): (RunId, &str),
     parse: impl FnOnce(&str) -> std::result::Result<T, String>,
 ) -> Result<Option<T>> {
-    r.try_get::<Option<String>, _>(col)?
-        .map(|t| parse(&t).map_err(|detail| corrupt(run, what, detail)))
+    text.map(|t| parse(t).map_err(|detail| corrupt(run, what, detail)))
         .transpose()
 }
 
@@ -265,10 +370,22 @@ fn pg_time(r: &PgRow, col: &str, (run, what): (RunId, &str)) -> Result<Option<Da
 }
 
 impl Row {
+    /// A text column of a SQLite row, borrowed (either connection).
+    fn sqlite_text(&self, col: &str) -> Result<Option<&str>> {
+        match self {
+            Row::Sqlite(r) => Ok(r.try_get(col)?),
+            Row::Direct(r) => r.text(col),
+            Row::Postgres(_) => Err(Error::Statement(format!(
+                "column `{col}` of a PostgreSQL row read as SQLite text"
+            ))),
+        }
+    }
+
     /// An integer column of any width (PostgreSQL's `int4` and `int8`).
     pub fn opt_int(&self, col: &str) -> Result<Option<i64>> {
         Ok(match self {
             Row::Sqlite(r) => r.try_get(col)?,
+            Row::Direct(r) => r.int(col)?,
             Row::Postgres(r) => {
                 let raw = r.try_get_raw(col)?;
                 let width = raw.type_info().name().to_owned();
@@ -294,20 +411,23 @@ impl Row {
         Ok(match self {
             Row::Sqlite(r) => r.try_get(col)?,
             Row::Postgres(r) => r.try_get(col)?,
+            Row::Direct(r) => r.text(col)?.map(str::to_owned),
         })
     }
 
     pub fn text(&self, col: &str) -> Result<String> {
-        Ok(match self {
-            Row::Sqlite(r) => r.try_get(col)?,
-            Row::Postgres(r) => r.try_get(col)?,
-        })
+        self.opt_text(col)?
+            .ok_or_else(|| sqlx::Error::ColumnDecode {
+                index: col.to_owned(),
+                source: "unexpected NULL".into(),
+            })
+            .map_err(Error::from)
     }
 
     /// A UUID column; `what` names it in a corruption.
     pub fn opt_uuid(&self, col: &str, run: RunId, what: &str) -> Result<Option<Uuid>> {
         match self {
-            Row::Sqlite(r) => parsed(r, col, (run, what), |t| {
+            Row::Sqlite(_) | Row::Direct(_) => parsed(self.sqlite_text(col)?, (run, what), |t| {
                 Uuid::from_str(t).map_err(|e| format!("`{t}` is not an id: {e}"))
             }),
             Row::Postgres(r) => Ok(r.try_get(col)?),
@@ -316,7 +436,7 @@ impl Row {
 
     pub fn opt_json(&self, col: &str, run: RunId, what: &str) -> Result<Option<Value>> {
         match self {
-            Row::Sqlite(r) => parsed(r, col, (run, what), |t| {
+            Row::Sqlite(_) | Row::Direct(_) => parsed(self.sqlite_text(col)?, (run, what), |t| {
                 serde_json::from_str(t).map_err(|e| format!("is not valid JSON: {e}"))
             }),
             Row::Postgres(r) => Ok(r.try_get::<Option<Json<Value>>, _>(col)?.map(|j| j.0)),
@@ -327,7 +447,7 @@ impl Row {
     /// SQLite; PostgreSQL's binary `jsonb` is its version byte and the text).
     pub fn json_text<T>(&self, col: &str, f: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
         match self {
-            Row::Sqlite(r) => Ok(r.try_get::<Option<&str>, _>(col)?.map(|t| f(t.as_bytes()))),
+            Row::Sqlite(_) | Row::Direct(_) => Ok(self.sqlite_text(col)?.map(|t| f(t.as_bytes()))),
             Row::Postgres(r) => {
                 let raw = r.try_get_raw(col)?;
                 if raw.is_null() {
@@ -352,7 +472,7 @@ impl Row {
 
     pub fn opt_time(&self, col: &str, run: RunId, what: &str) -> Result<Option<DateTime<Utc>>> {
         match self {
-            Row::Sqlite(r) => parsed(r, col, (run, what), |t| {
+            Row::Sqlite(_) | Row::Direct(_) => parsed(self.sqlite_text(col)?, (run, what), |t| {
                 DateTime::parse_from_rfc3339(t)
                     .map(|d| d.with_timezone(&Utc))
                     .map_err(|e| format!("`{t}` is not a time: {e}"))

@@ -232,6 +232,17 @@ impl Backend for SqliteStore {
             Outcome::NotApplied => Err(self.refusal(c).await),
         }
     }
+
+    /// On the writer thread's connection: a claim or a submit is one hop
+    /// there instead of one to sqlx's thread per statement.
+    async fn write_tx<T: Send + 'static>(&self, f: crate::script::ScriptFn<T>) -> Result<T> {
+        self.writer.script(f).await
+    }
+}
+
+/// An error of the writer thread's connection, placed in `target`.
+pub(crate) fn direct_error(target: &str, e: &rusqlite::Error) -> Error {
+    writer::db_error(target, None, e)
 }
 
 impl SqliteStore {

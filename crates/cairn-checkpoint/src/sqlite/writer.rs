@@ -30,6 +30,8 @@ use tokio::sync::oneshot;
 use cairn_core::{Corruption, RunStatus};
 
 use crate::raw::error_json;
+use crate::script::ScriptFn;
+use crate::sql::Conn;
 use crate::{DbFault, Durability, Error, Result, StepCommit};
 
 /// The most step commits one transaction carries.
@@ -56,9 +58,15 @@ pub(crate) enum Outcome {
     NotApplied,
 }
 
-struct Job {
-    commit: StepCommit,
-    done: oneshot::Sender<Result<Outcome>>,
+/// What the thread is asked to do.
+enum Job {
+    /// A step commit, grouped with those queued with it.
+    Commit {
+        commit: StepCommit,
+        done: oneshot::Sender<Result<Outcome>>,
+    },
+    /// A transaction of the storage script, alone ([`Writer::script`]).
+    Script(Box<dyn FnOnce(&Mutex<Connection>, &str) + Send>),
 }
 
 /// The writer thread and the way to it. Dropping the last handle ends the
@@ -87,7 +95,8 @@ impl Writer {
              PRAGMA foreign_keys = ON;"
         ))
         .map_err(fail)?;
-        conn.set_prepared_statement_cache_capacity(16);
+        // The step commit's statements and the scripts' (submit, claim).
+        conn.set_prepared_statement_cache_capacity(64);
         let (jobs, queue) = mpsc::channel();
         let stats = Arc::new(Mutex::new(GroupStats::default()));
         let thread_stats = stats.clone();
@@ -114,17 +123,40 @@ impl Writer {
     /// flush of the transaction that carried it).
     pub async fn commit(&self, c: &StepCommit) -> Result<Outcome> {
         let (done, answer) = oneshot::channel();
-        let sent = self.jobs.as_ref().is_some_and(|jobs| {
-            jobs.send(Job {
-                commit: c.clone(),
-                done,
-            })
-            .is_ok()
-        });
+        let job = Job::Commit {
+            commit: c.clone(),
+            done,
+        };
+        self.send(job, answer, Some(c.run_id)).await
+    }
+
+    /// Runs a write transaction of the storage script on the thread, on its
+    /// connection (`BEGIN IMMEDIATE`; committed if `f` returns `Ok`, rolled
+    /// back if not): one hop for the whole transaction, where sqlx makes one
+    /// per statement. `f`'s statements run at once (the connection never
+    /// waits), so its future is complete after one poll.
+    pub async fn script<T: Send + 'static>(&self, f: ScriptFn<T>) -> Result<T> {
+        let (done, answer) = oneshot::channel();
+        let job = Job::Script(Box::new(move |conn, target| {
+            let _ = done.send(run_script(conn, target, f));
+        }));
+        self.send(job, answer, None).await
+    }
+
+    async fn send<T>(
+        &self,
+        job: Job,
+        answer: oneshot::Receiver<Result<T>>,
+        run: Option<cairn_core::RunId>,
+    ) -> Result<T> {
+        let sent = self
+            .jobs
+            .as_ref()
+            .is_some_and(|jobs| jobs.send(job).is_ok());
         let lost = || Error::Db {
             fault: DbFault::Connection,
             target: self.target.clone(),
-            run: Some(c.run_id),
+            run,
             message: "the SQLite writer thread stopped before answering".into(),
         };
         match sent {
@@ -156,11 +188,25 @@ fn run(
     stats: &Mutex<GroupStats>,
     target: &str,
 ) {
-    while let Some(first) = next_job(&queue) {
-        let mut batch = vec![first];
+    let conn = Mutex::new(conn);
+    let mut held = None;
+    while let Some(first) = held.take().or_else(|| next_job(&queue)) {
+        let (commit, done) = match first {
+            Job::Commit { commit, done } => (commit, done),
+            Job::Script(script) => {
+                script(&conn, target);
+                continue;
+            }
+        };
+        let mut batch = vec![(commit, done)];
         while batch.len() < limit {
             match queue.try_recv() {
-                Ok(job) => batch.push(job),
+                Ok(Job::Commit { commit, done }) => batch.push((commit, done)),
+                // A script waits for the batch's flush.
+                Ok(script) => {
+                    held = Some(script);
+                    break;
+                }
                 Err(_) => break,
             }
         }
@@ -170,11 +216,15 @@ fn run(
             s.commits += batch.len() as u64;
             s.largest = s.largest.max(batch.len());
         }
-        let outcomes = write_batch(&conn, &batch, target);
-        for (job, outcome) in batch.into_iter().zip(outcomes) {
-            let _ = job.done.send(outcome);
+        let outcomes = {
+            let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+            write_batch(&conn, &batch, target)
+        };
+        for ((_, done), outcome) in batch.into_iter().zip(outcomes) {
+            let _ = done.send(outcome);
         }
     }
+    let conn = conn.into_inner().unwrap_or_else(|p| p.into_inner());
     if let Err((_, e)) = conn.close() {
         tracing::debug!(error = %e, "the SQLite writer's connection did not close cleanly");
     }
@@ -202,20 +252,52 @@ fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
     queue.recv().ok()
 }
 
+/// A script's transaction: `BEGIN IMMEDIATE`, its statements, `COMMIT` (or
+/// `ROLLBACK` if it returned an error).
+fn run_script<T>(conn: &Mutex<Connection>, target: &str, f: ScriptFn<T>) -> Result<T> {
+    let exec = |sql: &str| {
+        let c = conn.lock().unwrap_or_else(|p| p.into_inner());
+        c.execute_batch(sql).map_err(|e| db_error(target, None, &e))
+    };
+    exec("BEGIN IMMEDIATE")?;
+    let mut c = Conn::Direct(conn, target);
+    let mut future = f(&mut c);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let result = match future.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(result) => result,
+        std::task::Poll::Pending => Err(Error::Statement(
+            "a storage script waited on the SQLite writer thread".into(),
+        )),
+    };
+    drop(future);
+    let ended = match &result {
+        Ok(_) => exec("COMMIT"),
+        Err(_) => exec("ROLLBACK"),
+    };
+    if let Err(e) = ended {
+        let _ = exec("ROLLBACK");
+        return Err(e);
+    }
+    result
+}
+
 /// One transaction for the batch; each commit's outcome.
-fn write_batch(conn: &Connection, batch: &[Job], target: &str) -> Vec<Result<Outcome>> {
+fn write_batch(
+    conn: &Connection,
+    batch: &[(StepCommit, oneshot::Sender<Result<Outcome>>)],
+    target: &str,
+) -> Vec<Result<Outcome>> {
     let all = |e: &rusqlite::Error| {
         batch
             .iter()
-            .map(|j| Err(db_error(target, Some(j.commit.run_id), e)))
+            .map(|(c, _)| Err(db_error(target, Some(c.run_id), e)))
             .collect()
     };
     if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
         return all(&e);
     }
     let mut outcomes = Vec::with_capacity(batch.len());
-    for job in batch {
-        let c = &job.commit;
+    for (c, _) in batch {
         let applied = conn
             .execute_batch("SAVEPOINT step_commit")
             .and_then(|()| apply(conn, c));
@@ -361,7 +443,7 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
 
 /// A SQLite error as the store reports database errors, classified by its
 /// result code like sqlx's (`DbFault::of`).
-fn db_error(target: &str, run: Option<cairn_core::RunId>, e: &rusqlite::Error) -> Error {
+pub(crate) fn db_error(target: &str, run: Option<cairn_core::RunId>, e: &rusqlite::Error) -> Error {
     let fault = match e.sqlite_error_code() {
         Some(code) => match code {
             rusqlite::ErrorCode::ReadOnly => DbFault::ReadOnly,
