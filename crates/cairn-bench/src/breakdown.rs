@@ -343,6 +343,7 @@ async fn resume(target: &Target, label: &str) -> Result<()> {
         let t = Instant::now();
         let id = park_run(&engine, &crew, &gate).await?;
         parking.push(t.elapsed() / RESUME_DONE);
+        cairn_checkpoint::forget_decoded_crews();
         let (fresh, fresh_raw) = target.open().await?;
         let resumer = Engine::with_store(fresh.clone(), ExecutorConfig::default());
         resumer.register(&crew);

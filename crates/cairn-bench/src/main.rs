@@ -637,6 +637,8 @@ async fn bench_resume(target: &Target) -> Result<ResumeNumbers> {
     for _ in 0..RESUME_REPS {
         // Cold: a fresh engine and pool, as in a process started to resume.
         let id = park_run(&engine, &crew, &gate).await?;
+        // Nothing decoded yet either, as in a new process.
+        cairn_checkpoint::forget_decoded_crews();
         let (fresh, fresh_raw) = target.open().await?;
         let t = Instant::now();
         let (run, steps) = fresh.load(id).await?;
@@ -648,6 +650,7 @@ async fn bench_resume(target: &Target) -> Result<ResumeNumbers> {
         fresh_raw.close().await;
         drop(fresh);
 
+        cairn_checkpoint::forget_decoded_crews();
         let (fresh, fresh_raw) = target.open().await?;
         let resumer = Engine::with_store(fresh, ExecutorConfig::default());
         resumer.register(&crew);

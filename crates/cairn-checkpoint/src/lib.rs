@@ -19,6 +19,8 @@ mod open;
 mod plan;
 mod postgres;
 mod raw;
+#[doc(hidden)]
+pub use raw::forget_decoded_crews;
 mod retention;
 mod script;
 mod sql;

@@ -98,63 +98,6 @@ pub(crate) fn check_same_submission(
     })
 }
 
-fn parse_time(
-    run: RunId,
-    what: impl FnOnce() -> String,
-    text: &str,
-) -> Result<DateTime<Utc>, Corruption> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|d| d.with_timezone(&Utc))
-        .map_err(|e| Corruption::new(run, format!("{} `{text}` is not a time: {e}", what())))
-}
-
-/// One packed step row: the columns of `load`'s `json_array`, in order.
-type PackedStep = (
-    i64,
-    String,
-    String,
-    i64,
-    Option<Value>,
-    Option<i64>,
-    Option<i64>,
-    String,
-    Option<String>,
-    Option<Value>,
-    i64,
-);
-
-/// Decodes `load`'s JSON aggregate of step rows (SQLite), in step order.
-pub(crate) fn unpack_steps(run: RunId, packed: &str) -> crate::Result<Vec<StepRecord>> {
-    let rows: Vec<PackedStep> = serde_json::from_str(packed)
-        .map_err(|e| Corruption::new(run, format!("step rows do not decode: {e}")))?;
-    let mut steps = rows
-        .into_iter()
-        .map(|r| {
-            let idx = r.0;
-            let what = |col: &str| format!("step {idx} {col}");
-            let raw = RawStep {
-                idx: r.0,
-                role: r.1,
-                status: r.2,
-                attempt: r.3,
-                output: r.4,
-                input_tokens: r.5,
-                output_tokens: r.6,
-                started_at: parse_time(run, || what("started_at"), &r.7)?,
-                finished_at: r
-                    .8
-                    .map(|t| parse_time(run, || what("finished_at"), &t))
-                    .transpose()?,
-                error: r.9,
-                takeovers: r.10,
-            };
-            Ok(raw.into_record(run)?)
-        })
-        .collect::<crate::Result<Vec<_>>>()?;
-    steps.sort_by_key(|s| s.idx);
-    Ok(steps)
-}
-
 /// [`StoreStats`] from the rows both backends read.
 pub(crate) fn stats_from(
     rows: Vec<(String, i64)>,
@@ -234,6 +177,15 @@ static DECODED_CREWS: std::sync::Mutex<Vec<(Box<[u8]>, CrewDef)>> = std::sync::M
 
 /// How many definitions [`DECODED_CREWS`] keeps (the most recently decoded).
 const DECODED_CREWS_KEPT: usize = 16;
+
+/// Empties [`DECODED_CREWS`], as in a process just started. For the
+/// benchmark's "fresh process" resume; nothing else needs it.
+pub fn forget_decoded_crews() {
+    DECODED_CREWS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clear();
+}
 
 fn decoded_crew(text: &[u8]) -> std::result::Result<CrewDef, serde_json::Error> {
     let kept = DECODED_CREWS.lock().unwrap_or_else(|p| p.into_inner());

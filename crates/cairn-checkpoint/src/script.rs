@@ -25,8 +25,7 @@ use crate::plan::{
 };
 use crate::raw::{
     check_same_submission, decode_event, decode_journal, decode_run, decode_run_with, decode_step,
-    decode_wait, error_json, run_cols, run_cols_but_def, stats_from, step_cols, unpack_steps,
-    wait_cols,
+    decode_wait, error_json, run_cols, run_cols_but_def, stats_from, step_cols, wait_cols,
 };
 use crate::raw::{decode_listed, decode_thread};
 use crate::sql::{query, Conn, Dialect, Pool};
@@ -71,6 +70,15 @@ pub trait Backend: Send + Sync + 'static {
     /// thread instead (no hop per statement).
     async fn write_tx<T: Send + 'static>(&self, f: ScriptFn<T>) -> Result<T> {
         let mut tx = self.db().write().await?;
+        let out = f(&mut tx.conn()).await?;
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    /// [`Backend::write_tx`] for a transaction that only reads (one
+    /// snapshot).
+    async fn read_tx<T: Send + 'static>(&self, f: ScriptFn<T>) -> Result<T> {
+        let mut tx = self.db().read().await?;
         let out = f(&mut tx.conn()).await?;
         tx.commit().await?;
         Ok(out)
@@ -200,25 +208,6 @@ async fn latest_wait(c: &mut Conn<'_>, id: RunId, idx: StepIdx) -> Result<Option
         )
         .await?;
     row.map(|r| decode_wait(&r)).transpose()
-}
-
-/// Every step row of a run as one JSON document: on SQLite one value to
-/// decode and one hop to its thread instead of a row per step. PostgreSQL
-/// sends rows in its binary format faster than it builds the document (for
-/// 1,000 steps, 3.4 ms fetched against 6.6 ms aggregated and parsed), so
-/// there the rows are read as they are.
-fn packed_steps(dialect: Dialect) -> Option<&'static str> {
-    match dialect {
-        // `json()` refuses a malformed stored value; `load` then reads row
-        // by row, which names the step that holds it. The rows are sorted
-        // once decoded (a sorting subquery cost 0.5 ms per 1,000 rows).
-        Dialect::Sqlite => Some(
-            "SELECT json_group_array(json_array(idx, role, status, attempt, json(output), \
-             input_tokens, output_tokens, started_at, finished_at, json(error), takeovers)) \
-             AS packed FROM steps WHERE run_id = :run",
-        ),
-        Dialect::Postgres => None,
-    }
 }
 
 pub(crate) async fn events(db: &Pool, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
@@ -1071,35 +1060,26 @@ impl<B: Backend> Store for B {
 
     async fn load(&self, id: RunId) -> Result<(RunRecord, Vec<StepRecord>)> {
         let result: Result<(RunRecord, Vec<StepRecord>)> = async {
-            let db = self.db();
             // One read transaction: one snapshot, so run and steps agree.
-            let mut tx = db.read().await?;
-            let mut c = tx.conn();
-            let run = fetch_run(&mut c, id, false).await?;
-            let packed = match packed_steps(c.dialect()) {
-                Some(sql) => c
-                    .fetch_optional(query(sql).bind("run", id))
-                    .await
-                    .ok()
-                    .flatten()
-                    .and_then(|r| r.opt_text("packed").ok().flatten()),
-                None => None,
-            };
-            if let Some(steps) = packed.as_deref().and_then(|p| unpack_steps(id, p).ok()) {
-                tx.commit().await?;
-                return Ok((run, steps));
-            }
-            let rows = c
-                .fetch_all(
-                    query(concat!(
-                        "SELECT ",
-                        step_cols!(),
-                        " FROM steps WHERE run_id = :run ORDER BY idx"
-                    ))
-                    .bind("run", id),
-                )
+            // The rows are decoded after it, off SQLite's writer thread.
+            let (run, rows) = self
+                .read_tx(Box::new(move |c| {
+                    Box::pin(async move {
+                        let run = fetch_run(c, id, false).await?;
+                        let rows = c
+                            .fetch_all(
+                                query(concat!(
+                                    "SELECT ",
+                                    step_cols!(),
+                                    " FROM steps WHERE run_id = :run ORDER BY idx"
+                                ))
+                                .bind("run", id),
+                            )
+                            .await?;
+                        Ok((run, rows))
+                    })
+                }))
                 .await?;
-            tx.commit().await?;
             let steps = rows
                 .iter()
                 .map(|r| decode_step(id, r))

@@ -236,7 +236,13 @@ impl Backend for SqliteStore {
     /// On the writer thread's connection: a claim or a submit is one hop
     /// there instead of one to sqlx's thread per statement.
     async fn write_tx<T: Send + 'static>(&self, f: crate::script::ScriptFn<T>) -> Result<T> {
-        self.writer.script(f).await
+        self.writer.script(f, true).await
+    }
+
+    /// A read on the writer thread's connection too: a resume's `load` of
+    /// 1,000 step rows is one hop, and the rows need no JSON packing.
+    async fn read_tx<T: Send + 'static>(&self, f: crate::script::ScriptFn<T>) -> Result<T> {
+        self.writer.script(f, false).await
     }
 }
 

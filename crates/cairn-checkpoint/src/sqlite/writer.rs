@@ -130,15 +130,16 @@ impl Writer {
         self.send(job, answer, Some(c.run_id)).await
     }
 
-    /// Runs a write transaction of the storage script on the thread, on its
-    /// connection (`BEGIN IMMEDIATE`; committed if `f` returns `Ok`, rolled
-    /// back if not): one hop for the whole transaction, where sqlx makes one
-    /// per statement. `f`'s statements run at once (the connection never
-    /// waits), so its future is complete after one poll.
-    pub async fn script<T: Send + 'static>(&self, f: ScriptFn<T>) -> Result<T> {
+    /// Runs a transaction of the storage script on the thread, on its
+    /// connection (`BEGIN IMMEDIATE` if it `writes`, else `BEGIN`; committed
+    /// if `f` returns `Ok`, rolled back if not): one hop for the whole
+    /// transaction, where sqlx makes one per statement. `f`'s statements run
+    /// at once (the connection never waits), so its future is complete after
+    /// one poll.
+    pub async fn script<T: Send + 'static>(&self, f: ScriptFn<T>, writes: bool) -> Result<T> {
         let (done, answer) = oneshot::channel();
         let job = Job::Script(Box::new(move |conn, target| {
-            let _ = done.send(run_script(conn, target, f));
+            let _ = done.send(run_script(conn, target, f, writes));
         }));
         self.send(job, answer, None).await
     }
@@ -252,14 +253,19 @@ fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
     queue.recv().ok()
 }
 
-/// A script's transaction: `BEGIN IMMEDIATE`, its statements, `COMMIT` (or
-/// `ROLLBACK` if it returned an error).
-fn run_script<T>(conn: &Mutex<Connection>, target: &str, f: ScriptFn<T>) -> Result<T> {
+/// A script's transaction: `BEGIN`, its statements, `COMMIT` (or `ROLLBACK`
+/// if it returned an error).
+fn run_script<T>(
+    conn: &Mutex<Connection>,
+    target: &str,
+    f: ScriptFn<T>,
+    writes: bool,
+) -> Result<T> {
     let exec = |sql: &str| {
         let c = conn.lock().unwrap_or_else(|p| p.into_inner());
         c.execute_batch(sql).map_err(|e| db_error(target, None, &e))
     };
-    exec("BEGIN IMMEDIATE")?;
+    exec(if writes { "BEGIN IMMEDIATE" } else { "BEGIN" })?;
     let mut c = Conn::Direct(conn, target);
     let mut future = f(&mut c);
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
