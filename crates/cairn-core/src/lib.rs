@@ -19,7 +19,9 @@ pub mod wait;
 
 pub use agent::{Agent, StepOutput};
 pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
-pub use context::{rebuild, PreviousOutput, Rebuilt, StepContext, StepRef, ThreadTurn};
+pub use context::{
+    rebuild, rebuild_owned, PreviousOutput, Rebuilt, StepContext, StepRef, ThreadTurn,
+};
 pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerprint, BASE_ENV};
 pub use error::Corruption;
 pub use event::{Actor, EventKind, EventRecord, NewEvent};

@@ -19,8 +19,9 @@ use serde_json::json;
 
 use cairn_checkpoint::{failpoint, ClaimRequest, Lease, StepCommit, Store, WaitFilter};
 use cairn_core::{
-    rebuild, Agent, Answer, Attempt, ErrorInfo, ErrorKind, EventKind, NewEvent, PreviousOutput,
-    RunId, RunRecord, RunStatus, StepContext, StepIdx, StepRef, StepStatus, WaitKind, WaitStatus,
+    rebuild, rebuild_owned, Agent, Answer, Attempt, ErrorInfo, ErrorKind, EventKind, NewEvent,
+    PreviousOutput, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepRef, StepStatus,
+    WaitKind, WaitStatus,
 };
 
 use lease::LeaseGuard;
@@ -182,9 +183,9 @@ impl Executor {
                 let mut judged = run.clone();
                 judged.crew_definition = def.clone();
                 judged.step_count = def.step_count();
-                rebuild(&judged, &steps)?
+                rebuild_owned(&judged, steps)?
             }
-            None => rebuild(&run, &steps)?,
+            None => rebuild_owned(&run, steps)?,
         };
 
         // 2. Claim: epoch + 1, the cursor's step marked running. A retry
@@ -245,7 +246,7 @@ impl Executor {
             });
         }
         let (run, steps) = self.store.load(run_id).await?;
-        let previous = Arc::new(rebuild(&run, &steps)?.previous);
+        let previous = Arc::new(rebuild_owned(&run, steps)?.previous);
         let request = ClaimRequest {
             owner: self.config.owner.clone(),
             takeover: false,
@@ -320,7 +321,7 @@ impl Executor {
             if run.cursor != expected_cursor {
                 // Another process advanced the run between load and claim.
                 let (fresh, steps) = self.store.load(run_id).await?;
-                previous = Arc::new(rebuild(&fresh, &steps)?.previous);
+                previous = Arc::new(rebuild_owned(&fresh, steps)?.previous);
             }
             // Keep the lease, and watch for a cancel, while this process
             // works on the run.

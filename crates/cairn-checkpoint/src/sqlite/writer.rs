@@ -15,8 +15,12 @@
 //! run as it is now (`SqliteStore::refusal`). A caller that goes away does
 //! not take its commit back: it lands or not as if its answer were lost.
 //!
-//! The other writes (claims, journal items, answers, …) stay on sqlx; both
-//! are connections to one WAL file, serialized by SQLite's write lock.
+//! It also runs whole transactions of the storage script sent to it
+//! (`Writer::script`: a submit, a claim, a load), each alone between
+//! batches, on the same connection (`Conn::Direct`): one hop for a
+//! transaction instead of one per statement. The other operations (journal
+//! items, answers, actions, the API's reads) stay on sqlx; both are
+//! connections to one WAL file, serialized by SQLite's write lock.
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -62,12 +66,16 @@ pub(crate) enum Outcome {
 enum Job {
     /// A step commit, grouped with those queued with it.
     Commit {
-        commit: StepCommit,
+        commit: Box<StepCommit>,
         done: oneshot::Sender<Result<Outcome>>,
     },
     /// A transaction of the storage script, alone ([`Writer::script`]).
-    Script(Box<dyn FnOnce(&Mutex<Connection>, &str) + Send>),
+    Script(ScriptJob),
 }
+
+/// A script transaction as the thread runs it: given the connection and
+/// the file's name, it runs and answers its caller.
+type ScriptJob = Box<dyn FnOnce(&Mutex<Connection>, &str) + Send>;
 
 /// The writer thread and the way to it. Dropping the last handle ends the
 /// thread and closes its connection (waited for, so the file is left clean).
@@ -124,7 +132,7 @@ impl Writer {
     pub async fn commit(&self, c: &StepCommit) -> Result<Outcome> {
         let (done, answer) = oneshot::channel();
         let job = Job::Commit {
-            commit: c.clone(),
+            commit: Box::new(c.clone()),
             done,
         };
         self.send(job, answer, Some(c.run_id)).await
@@ -290,7 +298,7 @@ fn run_script<T>(
 /// One transaction for the batch; each commit's outcome.
 fn write_batch(
     conn: &Connection,
-    batch: &[(StepCommit, oneshot::Sender<Result<Outcome>>)],
+    batch: &[(Box<StepCommit>, oneshot::Sender<Result<Outcome>>)],
     target: &str,
 ) -> Vec<Result<Outcome>> {
     let all = |e: &rusqlite::Error| {
