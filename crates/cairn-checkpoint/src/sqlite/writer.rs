@@ -271,7 +271,7 @@ fn run_script<T>(
 ) -> Result<T> {
     let exec = |sql: &str| {
         let c = conn.lock().unwrap_or_else(|p| p.into_inner());
-        c.execute_batch(sql).map_err(|e| db_error(target, None, &e))
+        exec(&c, sql).map_err(|e| db_error(target, None, &e))
     };
     exec(if writes { "BEGIN IMMEDIATE" } else { "BEGIN" })?;
     let mut c = Conn::Direct(conn, target);
@@ -295,7 +295,10 @@ fn run_script<T>(
     result
 }
 
-/// One transaction for the batch; each commit's outcome.
+/// One transaction for the batch; each commit's outcome. A commit shares
+/// its transaction in a savepoint of its own, so one that is refused (a
+/// stale epoch) is undone alone; a batch of one needs no savepoint, its
+/// refusal undoes the transaction.
 fn write_batch(
     conn: &Connection,
     batch: &[(Box<StepCommit>, oneshot::Sender<Result<Outcome>>)],
@@ -307,14 +310,16 @@ fn write_batch(
             .map(|(c, _)| Err(db_error(target, Some(c.run_id), e)))
             .collect()
     };
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+    if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
         return all(&e);
     }
+    let alone = batch.len() == 1;
     let mut outcomes = Vec::with_capacity(batch.len());
     for (c, _) in batch {
-        let applied = conn
-            .execute_batch("SAVEPOINT step_commit")
-            .and_then(|()| apply(conn, c));
+        let applied = match alone {
+            true => apply(conn, c),
+            false => exec(conn, "SAVEPOINT step_commit").and_then(|()| apply(conn, c)),
+        };
         let outcome = match applied {
             Ok(Ok(true)) => Ok(Outcome::Committed),
             Ok(Ok(false)) => Ok(Outcome::NotApplied),
@@ -322,21 +327,38 @@ fn write_batch(
             Err(e) => Err(db_error(target, Some(c.run_id), &e)),
         };
         let undo = !matches!(outcome, Ok(Outcome::Committed));
-        let closed = match undo {
-            true => conn.execute_batch("ROLLBACK TO step_commit; RELEASE step_commit"),
-            false => conn.execute_batch("RELEASE step_commit"),
+        let closed = match (alone, undo) {
+            (true, true) => {
+                // Nothing of the batch is kept: the transaction ends here.
+                return match exec(conn, "ROLLBACK") {
+                    // Already rolled back by SQLite itself (a full disk).
+                    Err(_) if conn.is_autocommit() => vec![outcome],
+                    Err(e) => all(&e),
+                    Ok(()) => vec![outcome],
+                };
+            }
+            (true, false) => Ok(()),
+            (false, true) => exec(conn, "ROLLBACK TO step_commit")
+                .and_then(|()| exec(conn, "RELEASE step_commit")),
+            (false, false) => exec(conn, "RELEASE step_commit"),
         };
         if let Err(e) = closed {
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = exec(conn, "ROLLBACK");
             return all(&e);
         }
         outcomes.push(outcome);
     }
-    if let Err(e) = conn.execute_batch("COMMIT") {
-        let _ = conn.execute_batch("ROLLBACK");
+    if let Err(e) = exec(conn, "COMMIT") {
+        let _ = exec(conn, "ROLLBACK");
         return all(&e);
     }
     outcomes
+}
+
+/// A statement without parameters or rows, prepared once (a transaction's
+/// `BEGIN`, `COMMIT`, savepoints): `execute_batch` would parse it each time.
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
 /// Writes one commit's rows; `false` (and the caller rolls back) as soon as
@@ -349,9 +371,16 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
     );
     let seconds = |d: Duration| format!("+{:.3} seconds", d.as_secs_f64());
     let n_events = c.events.len() as i64;
+    // A run that stays running keeps `status` out of the SET list: SQLite
+    // rewrites an index entry (`runs_by_status`) for every column named
+    // there, changed or not, which is one more WAL page per step.
+    let set_status = match c.run_status {
+        RunStatus::Running => "",
+        _ => "status = :status, ",
+    };
     let event_seq: Option<i64> = conn
         .prepare_cached(&format!(
-            "UPDATE runs SET status = :status, cursor = :cursor, error = :run_error, \
+            "UPDATE runs SET {set_status}cursor = :cursor, error = :run_error, \
              event_seq = event_seq + :n_events, updated_at = {NOW}, \
              finished_at = CASE WHEN :finished THEN {NOW} ELSE finished_at END, \
              lease_owner = CASE WHEN :status = 'running' THEN lease_owner END, \
