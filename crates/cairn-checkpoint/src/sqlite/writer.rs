@@ -47,12 +47,15 @@ const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ','now')";
 /// What the group commit did so far (for the benchmark and the tests).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GroupStats {
-    /// Transactions written (each one flush).
+    /// Transactions written that carried step commits (each one flush).
     pub batches: u64,
     /// Step commits they carried, refused ones included.
     pub commits: u64,
     /// The most commits one transaction carried.
     pub largest: usize,
+    /// Write transactions of the storage script (submits, claims) that
+    /// shared such a transaction with step commits.
+    pub shared_scripts: u64,
 }
 
 /// What became of one commit.
@@ -64,18 +67,38 @@ pub(crate) enum Outcome {
 
 /// What the thread is asked to do.
 enum Job {
-    /// A step commit, grouped with those queued with it.
+    /// A step commit, grouped with what is queued with it.
     Commit {
         commit: Box<StepCommit>,
         done: oneshot::Sender<Result<Outcome>>,
     },
-    /// A transaction of the storage script, alone ([`Writer::script`]).
-    Script(ScriptJob),
+    /// A write transaction of the storage script (a submit, a claim),
+    /// grouped like a step commit ([`Writer::script`]).
+    Write(WriteJob),
+    /// A read transaction of the storage script, alone.
+    Read(ReadJob),
 }
 
-/// A script transaction as the thread runs it: given the connection and
-/// the file's name, it runs and answers its caller.
-type ScriptJob = Box<dyn FnOnce(&Mutex<Connection>, &str) + Send>;
+/// A read as the thread runs it: given the connection and the file's name,
+/// it runs its transaction and answers its caller.
+type ReadJob = Box<dyn FnOnce(&Mutex<Connection>, &str) + Send>;
+
+/// A write as the thread runs it, inside the batch's open transaction:
+/// whether its statements stand (if not, the thread undoes them), and how
+/// to answer its caller once the transaction's end is known. Given an
+/// error instead (its transaction failed before it), it runs nothing.
+type WriteJob =
+    Box<dyn FnOnce(&Mutex<Connection>, &str, Option<&rusqlite::Error>) -> (bool, Answer) + Send>;
+
+/// Answers a write's caller: `None` once its transaction committed, else
+/// why it did not.
+type Answer = Box<dyn FnOnce(Option<&rusqlite::Error>) + Send>;
+
+/// One entry of a batch, in the order it was queued.
+enum Entry {
+    Commit(Box<StepCommit>, oneshot::Sender<Result<Outcome>>),
+    Write(WriteJob),
+}
 
 /// The writer thread and the way to it. Dropping the last handle ends the
 /// thread and closes its connection (waited for, so the file is left clean).
@@ -139,16 +162,35 @@ impl Writer {
     }
 
     /// Runs a transaction of the storage script on the thread, on its
-    /// connection (`BEGIN IMMEDIATE` if it `writes`, else `BEGIN`; committed
-    /// if `f` returns `Ok`, rolled back if not): one hop for the whole
-    /// transaction, where sqlx makes one per statement. `f`'s statements run
-    /// at once (the connection never waits), so its future is complete after
-    /// one poll.
+    /// connection: one hop for the whole transaction, where sqlx makes one
+    /// per statement. A write goes into the next batch, in a savepoint of
+    /// its own (undone alone if `f` returns an error), and is answered after
+    /// that batch's flush, so a claim or a submit shares its flush with the
+    /// step commits of other runs. A read (`writes` false) is a transaction
+    /// of its own between batches. `f`'s statements run at once (the
+    /// connection never waits), so its future is complete after one poll.
     pub async fn script<T: Send + 'static>(&self, f: ScriptFn<T>, writes: bool) -> Result<T> {
         let (done, answer) = oneshot::channel();
-        let job = Job::Script(Box::new(move |conn, target| {
-            let _ = done.send(run_script(conn, target, f, writes));
-        }));
+        let job = match writes {
+            true => Job::Write(Box::new(move |conn, target, failed| {
+                let result = match failed {
+                    None => poll_script(conn, target, f),
+                    Some(e) => Err(db_error(target, None, e)),
+                };
+                let stands = result.is_ok();
+                let target = target.to_owned();
+                let answer: Answer = Box::new(move |ended| {
+                    let _ = done.send(match ended {
+                        Some(e) if result.is_ok() => Err(db_error(&target, None, e)),
+                        _ => result,
+                    });
+                });
+                (stands, answer)
+            })),
+            false => Job::Read(Box::new(move |conn, target| {
+                let _ = done.send(run_read(conn, target, f));
+            })),
+        };
         self.send(job, answer, None).await
     }
 
@@ -200,38 +242,39 @@ fn run(
     let conn = Mutex::new(conn);
     let mut held = None;
     while let Some(first) = held.take().or_else(|| next_job(&queue)) {
-        let (commit, done) = match first {
-            Job::Commit { commit, done } => (commit, done),
-            Job::Script(script) => {
-                script(&conn, target);
+        let first = match first {
+            Job::Commit { commit, done } => Entry::Commit(commit, done),
+            Job::Write(write) => Entry::Write(write),
+            Job::Read(read) => {
+                read(&conn, target);
                 continue;
             }
         };
-        let mut batch = vec![(commit, done)];
+        let mut batch = vec![first];
         while batch.len() < limit {
             match queue.try_recv() {
-                Ok(Job::Commit { commit, done }) => batch.push((commit, done)),
-                // A script waits for the batch's flush.
-                Ok(script) => {
-                    held = Some(script);
+                Ok(Job::Commit { commit, done }) => batch.push(Entry::Commit(commit, done)),
+                Ok(Job::Write(write)) => batch.push(Entry::Write(write)),
+                // A read waits for the batch's flush.
+                Ok(read) => {
+                    held = Some(read);
                     break;
                 }
                 Err(_) => break,
             }
         }
-        {
+        let commits = batch
+            .iter()
+            .filter(|e| matches!(e, Entry::Commit(..)))
+            .count();
+        if commits > 0 {
             let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
             s.batches += 1;
-            s.commits += batch.len() as u64;
-            s.largest = s.largest.max(batch.len());
+            s.commits += commits as u64;
+            s.largest = s.largest.max(commits);
+            s.shared_scripts += (batch.len() - commits) as u64;
         }
-        let outcomes = {
-            let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-            write_batch(&conn, &batch, target)
-        };
-        for ((_, done), outcome) in batch.into_iter().zip(outcomes) {
-            let _ = done.send(outcome);
-        }
+        write_batch(&conn, batch, target);
     }
     let conn = conn.into_inner().unwrap_or_else(|p| p.into_inner());
     if let Err((_, e)) = conn.close() {
@@ -261,98 +304,134 @@ fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
     queue.recv().ok()
 }
 
-/// A script's transaction: `BEGIN`, its statements, `COMMIT` (or `ROLLBACK`
+/// A read's transaction: `BEGIN`, its statements, `COMMIT` (or `ROLLBACK`
 /// if it returned an error).
-fn run_script<T>(
-    conn: &Mutex<Connection>,
-    target: &str,
-    f: ScriptFn<T>,
-    writes: bool,
-) -> Result<T> {
-    let exec = |sql: &str| {
+fn run_read<T>(conn: &Mutex<Connection>, target: &str, f: ScriptFn<T>) -> Result<T> {
+    let exec_locked = |sql: &str| {
         let c = conn.lock().unwrap_or_else(|p| p.into_inner());
         exec(&c, sql).map_err(|e| db_error(target, None, &e))
     };
-    exec(if writes { "BEGIN IMMEDIATE" } else { "BEGIN" })?;
-    let mut c = Conn::Direct(conn, target);
-    let mut future = f(&mut c);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    let result = match future.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(result) => result,
-        std::task::Poll::Pending => Err(Error::Statement(
-            "a storage script waited on the SQLite writer thread".into(),
-        )),
-    };
-    drop(future);
+    exec_locked("BEGIN")?;
+    let result = poll_script(conn, target, f);
     let ended = match &result {
-        Ok(_) => exec("COMMIT"),
-        Err(_) => exec("ROLLBACK"),
+        Ok(_) => exec_locked("COMMIT"),
+        Err(_) => exec_locked("ROLLBACK"),
     };
     if let Err(e) = ended {
-        let _ = exec("ROLLBACK");
+        let _ = exec_locked("ROLLBACK");
         return Err(e);
     }
     result
 }
 
-/// One transaction for the batch; each commit's outcome. A commit shares
-/// its transaction in a savepoint of its own, so one that is refused (a
-/// stale epoch) is undone alone; a batch of one needs no savepoint, its
-/// refusal undoes the transaction.
-fn write_batch(
-    conn: &Connection,
-    batch: &[(Box<StepCommit>, oneshot::Sender<Result<Outcome>>)],
-    target: &str,
-) -> Vec<Result<Outcome>> {
-    let all = |e: &rusqlite::Error| {
-        batch
-            .iter()
-            .map(|(c, _)| Err(db_error(target, Some(c.run_id), e)))
-            .collect()
-    };
-    if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
-        return all(&e);
+/// Runs a script's statements in the transaction that is open.
+fn poll_script<T>(conn: &Mutex<Connection>, target: &str, f: ScriptFn<T>) -> Result<T> {
+    let mut c = Conn::Direct(conn, target);
+    let mut future = f(&mut c);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(result) => result,
+        std::task::Poll::Pending => Err(Error::Statement(
+            "a storage script waited on the SQLite writer thread".into(),
+        )),
     }
+}
+
+/// One transaction for the batch, then each entry's answer. An entry shares
+/// the transaction in a savepoint of its own, so one that is refused (a
+/// stale epoch, a script's error) is undone alone; a batch of one needs no
+/// savepoint, its refusal undoes the transaction.
+fn write_batch(conn: &Mutex<Connection>, batch: Vec<Entry>, target: &str) {
+    let lock = || conn.lock().unwrap_or_else(|p| p.into_inner());
     let alone = batch.len() == 1;
-    let mut outcomes = Vec::with_capacity(batch.len());
-    for (c, _) in batch {
-        let applied = match alone {
-            true => apply(conn, c),
-            false => exec(conn, "SAVEPOINT step_commit").and_then(|()| apply(conn, c)),
-        };
-        let outcome = match applied {
-            Ok(Ok(true)) => Ok(Outcome::Committed),
-            Ok(Ok(false)) => Ok(Outcome::NotApplied),
-            Ok(Err(e)) => Err(e),
-            Err(e) => Err(db_error(target, Some(c.run_id), &e)),
-        };
-        let undo = !matches!(outcome, Ok(Outcome::Committed));
-        let closed = match (alone, undo) {
-            (true, true) => {
-                // Nothing of the batch is kept: the transaction ends here.
-                return match exec(conn, "ROLLBACK") {
-                    // Already rolled back by SQLite itself (a full disk).
-                    Err(_) if conn.is_autocommit() => vec![outcome],
-                    Err(e) => all(&e),
-                    Ok(()) => vec![outcome],
-                };
+    let mut answers: Vec<Pending> = Vec::with_capacity(batch.len());
+    let mut entries = batch.into_iter();
+    // An error here ends the whole transaction: every entry learns it.
+    let ended: rusqlite::Result<()> = (|| {
+        exec(&lock(), "BEGIN IMMEDIATE")?;
+        for entry in entries.by_ref() {
+            if !alone {
+                exec(&lock(), "SAVEPOINT step_commit")?;
             }
-            (true, false) => Ok(()),
-            (false, true) => exec(conn, "ROLLBACK TO step_commit")
-                .and_then(|()| exec(conn, "RELEASE step_commit")),
-            (false, false) => exec(conn, "RELEASE step_commit"),
-        };
-        if let Err(e) = closed {
-            let _ = exec(conn, "ROLLBACK");
-            return all(&e);
+            let stands = match entry {
+                Entry::Commit(c, done) => {
+                    let outcome = match apply(&lock(), &c) {
+                        Ok(Ok(true)) => Ok(Outcome::Committed),
+                        Ok(Ok(false)) => Ok(Outcome::NotApplied),
+                        Ok(Err(e)) => Err(e),
+                        Err(e) => Err(db_error(target, Some(c.run_id), &e)),
+                    };
+                    let stands = matches!(outcome, Ok(Outcome::Committed));
+                    answers.push(Pending::Commit(c.run_id, outcome, done));
+                    stands
+                }
+                Entry::Write(write) => {
+                    let (stands, answer) = write(conn, target, None);
+                    answers.push(Pending::Write(answer));
+                    stands
+                }
+            };
+            match (alone, stands) {
+                (true, false) => {
+                    // The batch is this one refused entry: its answer is
+                    // its own, whatever the rollback does (SQLite may have
+                    // rolled back already, after a full disk).
+                    let c = lock();
+                    return match exec(&c, "ROLLBACK") {
+                        Err(e) if !c.is_autocommit() => Err(e),
+                        _ => Ok(()),
+                    };
+                }
+                (true, true) => {}
+                (false, false) => {
+                    let c = lock();
+                    exec(&c, "ROLLBACK TO step_commit")?;
+                    exec(&c, "RELEASE step_commit")?;
+                }
+                (false, true) => exec(&lock(), "RELEASE step_commit")?,
+            }
         }
-        outcomes.push(outcome);
+        exec(&lock(), "COMMIT")
+    })();
+    let failed = ended.err();
+    if failed.is_some() {
+        let c = lock();
+        if !c.is_autocommit() {
+            let _ = exec(&c, "ROLLBACK");
+        }
     }
-    if let Err(e) = exec(conn, "COMMIT") {
-        let _ = exec(conn, "ROLLBACK");
-        return all(&e);
+    for pending in answers {
+        match pending {
+            Pending::Commit(run, outcome, done) => {
+                let _ = done.send(match &failed {
+                    Some(e) => Err(db_error(target, Some(run), e)),
+                    None => outcome,
+                });
+            }
+            Pending::Write(answer) => answer(failed.as_ref()),
+        }
     }
-    outcomes
+    // Entries the failed transaction never reached.
+    if let Some(e) = &failed {
+        for entry in entries {
+            match entry {
+                Entry::Commit(c, done) => {
+                    let _ = done.send(Err(db_error(target, Some(c.run_id), e)));
+                }
+                Entry::Write(write) => write(conn, target, Some(e)).1(Some(e)),
+            }
+        }
+    }
+}
+
+/// An entry's answer, held until the batch's transaction has ended.
+enum Pending {
+    Commit(
+        cairn_core::RunId,
+        Result<Outcome>,
+        oneshot::Sender<Result<Outcome>>,
+    ),
+    Write(Answer),
 }
 
 /// A statement without parameters or rows, prepared once (a transaction's

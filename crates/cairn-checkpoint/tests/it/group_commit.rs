@@ -1,11 +1,12 @@
-//! SQLite's group commit (`sqlite/group.rs`): step commits of concurrent
+//! SQLite's group commit (`sqlite/writer.rs`): step commits of concurrent
 //! runs that queue while a flush is under way share the next transaction,
 //! and a commit refused by fencing in such a batch changes nothing while
-//! the rest of its batch commits.
+//! the rest of its batch commits. Submits and claims queued with them share
+//! it too, each undone alone if it fails.
 
 use std::time::Duration;
 
-use cairn_checkpoint::{SqliteStore, Store};
+use cairn_checkpoint::{OnBusy, SqliteStore, Store};
 use sqlx::{Connection, Executor};
 
 use super::*;
@@ -109,5 +110,97 @@ async fn one_run_at_a_time_commits_alone() {
     assert_eq!(
         shared.get_run(c.run.id).await.unwrap().status,
         RunStatus::Succeeded
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submits_and_claims_share_a_batch_and_a_failed_one_is_undone_alone() {
+    let db = TestDb::sqlite();
+    let path = db.dir().join("cairn.db");
+    let store = Arc::new(
+        SqliteStore::open(&path, true, Duration::from_secs(5))
+            .await
+            .unwrap(),
+    );
+    let shared: Arc<dyn Store> = store.clone();
+    let mut claimed = vec![];
+    for _ in 0..3 {
+        claimed.push(submitted_and_claimed(&shared, 2).await);
+    }
+    let queued = shared.submit(new_run(2, None)).await.unwrap().run;
+    // A queued run on thread `t`: a submit that rejects a busy thread
+    // inserts its run, finds `t` busy and fails.
+    let mut busy = new_run(1, None);
+    busy.thread_id = Some("t".into());
+    shared.submit(busy).await.unwrap();
+    let runs_before = shared.list_runs(&RunFilter::default()).await.unwrap();
+    let before = store.group_stats();
+
+    let mut blocker = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    blocker.execute("BEGIN IMMEDIATE").await.unwrap();
+    let mut commits = vec![];
+    for c in &claimed {
+        let (store, id, epoch) = (shared.clone(), c.run.id, c.run.lease_epoch);
+        commits.push(tokio::spawn(async move {
+            store.commit_step(&success(id, epoch, 0, 2)).await
+        }));
+        // The first one waits alone for the lock; the rest queue behind it.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let claim = {
+        let store = shared.clone();
+        tokio::spawn(async move { store.claim(queued.id, &claim_req(false)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let rejected = {
+        let store = shared.clone();
+        let mut run = new_run(1, Some("rejected"));
+        run.thread_id = Some("t".into());
+        run.on_busy = OnBusy::Reject;
+        tokio::spawn(async move { store.submit(run).await })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let submitted = {
+        let store = shared.clone();
+        tokio::spawn(async move { store.submit(new_run(1, Some("accepted"))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    blocker.execute("ROLLBACK").await.unwrap();
+
+    for (t, c) in commits.into_iter().zip(&claimed) {
+        t.await.unwrap().unwrap();
+        assert_eq!(shared.get_run(c.run.id).await.unwrap().cursor, StepIdx(1));
+    }
+    let claim = claim.await.unwrap().unwrap();
+    assert_eq!(claim.run.lease_epoch, LeaseEpoch(1));
+    assert_eq!(
+        shared.get_run(queued.id).await.unwrap().status,
+        RunStatus::Running
+    );
+    match rejected.await.unwrap() {
+        Err(Error::ThreadBusy { thread, .. }) => assert_eq!(thread, "t"),
+        other => panic!("expected ThreadBusy, got {other:?}"),
+    }
+    let accepted = submitted.await.unwrap().unwrap();
+    assert!(accepted.created);
+    let runs_after = shared.list_runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(
+        runs_after.len(),
+        runs_before.len() + 1,
+        "the accepted submit's run, and nothing of the rejected one"
+    );
+    assert!(runs_after.iter().any(|r| r.id == accepted.run.id));
+
+    // Two transactions: the first commit alone, then two commits with the
+    // claim and both submits.
+    let after = store.group_stats();
+    assert_eq!(after.batches - before.batches, 2, "{before:?} → {after:?}");
+    assert_eq!(after.commits - before.commits, 3, "{before:?} → {after:?}");
+    assert_eq!(
+        after.shared_scripts - before.shared_scripts,
+        3,
+        "{before:?} → {after:?}"
     );
 }
