@@ -16,9 +16,10 @@
 //! not take its commit back: it lands or not as if its answer were lost.
 //!
 //! It also runs whole transactions of the storage script sent to it
-//! (`Writer::script`: a submit, a claim, a load), each alone between
-//! batches, on the same connection (`Conn::Direct`): one hop for a
-//! transaction instead of one per statement. The other operations (journal
+//! (`Writer::script`) on the same connection (`Conn::Direct`): one hop for
+//! a transaction instead of one per statement. A write (a submit, a claim)
+//! joins the batch like a step commit, in its own savepoint, and shares its
+//! flush; a read (a load) runs alone between batches. The other operations (journal
 //! items, answers, actions, the API's reads) stay on sqlx; both are
 //! connections to one WAL file, serialized by SQLite's write lock.
 
