@@ -11,16 +11,48 @@ use sqlx::{Connection, Executor};
 
 use super::*;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stale_commit_in_a_batch_is_refused_and_the_rest_of_its_batch_commits() {
-    let db = TestDb::sqlite();
-    let path = db.dir().join("cairn.db");
+async fn open_store(path: &std::path::Path) -> (Arc<SqliteStore>, Arc<dyn Store>) {
     let store = Arc::new(
-        SqliteStore::open(&path, true, Duration::from_secs(5))
+        SqliteStore::open(path, true, Duration::from_secs(5))
             .await
             .unwrap(),
     );
     let shared: Arc<dyn Store> = store.clone();
+    (store, shared)
+}
+
+/// Another connection holding the write lock: the writer's first
+/// transaction waits in `BEGIN IMMEDIATE` while what follows queues.
+async fn write_locked(path: &std::path::Path) -> sqlx::SqliteConnection {
+    let mut blocker = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    blocker.execute("BEGIN IMMEDIATE").await.unwrap();
+    blocker
+}
+
+/// Step 0's commit of each run, sent 20 ms apart: the first one waits
+/// alone for the lock; the rest queue behind it.
+async fn commits_queued(
+    store: &Arc<dyn Store>,
+    claimed: &[Claimed],
+) -> Vec<tokio::task::JoinHandle<cairn_checkpoint::Result<()>>> {
+    let mut tasks = vec![];
+    for c in claimed {
+        let (store, id, epoch) = (store.clone(), c.run.id, c.run.lease_epoch);
+        tasks.push(tokio::spawn(async move {
+            store.commit_step(&success(id, epoch, 0, 2)).await
+        }));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tasks
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_commit_in_a_batch_is_refused_and_the_rest_of_its_batch_commits() {
+    let db = TestDb::sqlite();
+    let path = db.dir().join("cairn.db");
+    let (store, shared) = open_store(&path).await;
     let mut claimed = vec![];
     for _ in 0..10 {
         claimed.push(submitted_and_claimed(&shared, 2).await);
@@ -32,21 +64,8 @@ async fn a_stale_commit_in_a_batch_is_refused_and_the_rest_of_its_batch_commits(
     assert!(taken.run.lease_epoch > zombie.run.lease_epoch);
     let before = store.group_stats();
 
-    // Another connection holds the write lock, so the first leader waits
-    // in BEGIN IMMEDIATE while every other commit queues behind it.
-    let mut blocker = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
-        .await
-        .unwrap();
-    blocker.execute("BEGIN IMMEDIATE").await.unwrap();
-    let mut tasks = vec![];
-    for c in &claimed {
-        let (store, id, epoch) = (shared.clone(), c.run.id, c.run.lease_epoch);
-        tasks.push(tokio::spawn(async move {
-            store.commit_step(&success(id, epoch, 0, 2)).await
-        }));
-        // The first one leads (alone); the rest queue behind it.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut blocker = write_locked(&path).await;
+    let tasks = commits_queued(&shared, &claimed).await;
     let stale = {
         let (store, id, epoch) = (shared.clone(), zombie.run.id, zombie.run.lease_epoch);
         tokio::spawn(async move { store.commit_step(&success(id, epoch, 0, 2)).await })
@@ -117,12 +136,7 @@ async fn one_run_at_a_time_commits_alone() {
 async fn submits_and_claims_share_a_batch_and_a_failed_one_is_undone_alone() {
     let db = TestDb::sqlite();
     let path = db.dir().join("cairn.db");
-    let store = Arc::new(
-        SqliteStore::open(&path, true, Duration::from_secs(5))
-            .await
-            .unwrap(),
-    );
-    let shared: Arc<dyn Store> = store.clone();
+    let (store, shared) = open_store(&path).await;
     let mut claimed = vec![];
     for _ in 0..3 {
         claimed.push(submitted_and_claimed(&shared, 2).await);
@@ -136,19 +150,8 @@ async fn submits_and_claims_share_a_batch_and_a_failed_one_is_undone_alone() {
     let runs_before = shared.list_runs(&RunFilter::default()).await.unwrap();
     let before = store.group_stats();
 
-    let mut blocker = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
-        .await
-        .unwrap();
-    blocker.execute("BEGIN IMMEDIATE").await.unwrap();
-    let mut commits = vec![];
-    for c in &claimed {
-        let (store, id, epoch) = (shared.clone(), c.run.id, c.run.lease_epoch);
-        commits.push(tokio::spawn(async move {
-            store.commit_step(&success(id, epoch, 0, 2)).await
-        }));
-        // The first one waits alone for the lock; the rest queue behind it.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut blocker = write_locked(&path).await;
+    let commits = commits_queued(&shared, &claimed).await;
     let claim = {
         let store = shared.clone();
         tokio::spawn(async move { store.claim(queued.id, &claim_req(false)).await })
