@@ -19,9 +19,9 @@
 //! (`Writer::script`) on the same connection (`Conn::Direct`): one hop for
 //! a transaction instead of one per statement. A write (a submit, a claim)
 //! joins the batch like a step commit, in its own savepoint, and shares its
-//! flush; a read (a load) runs alone between batches. The other operations (journal
-//! items, answers, actions, the API's reads) stay on sqlx; both are
-//! connections to one WAL file, serialized by SQLite's write lock.
+//! flush; a read (a load) runs alone between batches. The other operations
+//! (journal items, answers, actions, the API's reads) stay on sqlx; both
+//! are connections to one WAL file, serialized by SQLite's write lock.
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -68,14 +68,8 @@ pub(crate) enum Outcome {
 
 /// What the thread is asked to do.
 enum Job {
-    /// A step commit, grouped with what is queued with it.
-    Commit {
-        commit: Box<StepCommit>,
-        done: oneshot::Sender<Result<Outcome>>,
-    },
-    /// A write transaction of the storage script (a submit, a claim),
-    /// grouped like a step commit ([`Writer::script`]).
-    Write(WriteJob),
+    /// Grouped with what is queued with it, in one transaction.
+    Batched(Entry),
     /// A read transaction of the storage script, alone.
     Read(ReadJob),
 }
@@ -97,7 +91,10 @@ type Answer = Box<dyn FnOnce(Option<&rusqlite::Error>) + Send>;
 
 /// One entry of a batch, in the order it was queued.
 enum Entry {
+    /// A step commit.
     Commit(Box<StepCommit>, oneshot::Sender<Result<Outcome>>),
+    /// A write transaction of the storage script (a submit, a claim),
+    /// grouped like a step commit ([`Writer::script`]).
     Write(WriteJob),
 }
 
@@ -155,10 +152,7 @@ impl Writer {
     /// flush of the transaction that carried it).
     pub async fn commit(&self, c: &StepCommit) -> Result<Outcome> {
         let (done, answer) = oneshot::channel();
-        let job = Job::Commit {
-            commit: Box::new(c.clone()),
-            done,
-        };
+        let job = Job::Batched(Entry::Commit(Box::new(c.clone()), done));
         self.send(job, answer, Some(c.run_id)).await
     }
 
@@ -173,7 +167,7 @@ impl Writer {
     pub async fn script<T: Send + 'static>(&self, f: ScriptFn<T>, writes: bool) -> Result<T> {
         let (done, answer) = oneshot::channel();
         let job = match writes {
-            true => Job::Write(Box::new(move |conn, target, failed| {
+            true => Job::Batched(Entry::Write(Box::new(move |conn, target, failed| {
                 let result = match failed {
                     None => poll_script(conn, target, f),
                     Some(e) => Err(db_error(target, None, e)),
@@ -187,7 +181,7 @@ impl Writer {
                     });
                 });
                 (stands, answer)
-            })),
+            }))),
             false => Job::Read(Box::new(move |conn, target| {
                 let _ = done.send(run_read(conn, target, f));
             })),
@@ -244,8 +238,7 @@ fn run(
     let mut held = None;
     while let Some(first) = held.take().or_else(|| next_job(&queue)) {
         let first = match first {
-            Job::Commit { commit, done } => Entry::Commit(commit, done),
-            Job::Write(write) => Entry::Write(write),
+            Job::Batched(entry) => entry,
             Job::Read(read) => {
                 read(&conn, target);
                 continue;
@@ -254,8 +247,7 @@ fn run(
         let mut batch = vec![first];
         while batch.len() < limit {
             match queue.try_recv() {
-                Ok(Job::Commit { commit, done }) => batch.push(Entry::Commit(commit, done)),
-                Ok(Job::Write(write)) => batch.push(Entry::Write(write)),
+                Ok(Job::Batched(entry)) => batch.push(entry),
                 // A read waits for the batch's flush.
                 Ok(read) => {
                     held = Some(read);
