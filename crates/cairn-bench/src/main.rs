@@ -6,11 +6,13 @@
 //! `workers.rs`) measures `cairn worker` processes on PostgreSQL instead.
 //! `--journal` (in `journal.rs`) measures journal writes of agent steps.
 //! `--retention` (in `retention.rs`) measures `Store::compact`, step commits
-//! next to a million stored steps, and the bytes a row takes.
+//! next to a million stored steps, and the bytes a row takes. `--floor`
+//! (in `floor.rs`) measures what the data model's writes cost at the least.
 
 mod breakdown;
 mod concurrent;
 mod console;
+mod floor;
 mod journal;
 mod retention;
 mod workers;
@@ -833,16 +835,18 @@ async fn main() -> Result<()> {
     let mut journal = false;
     let mut retention = false;
     let mut console = false;
+    let mut floor = false;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--journal" => journal = true,
             "--retention" => retention = true,
             "--console" => console = true,
+            "--floor" => floor = true,
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {
                 println!(
-                    "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console]\n\nMeasures per-step cost \
+                    "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor]\n\nMeasures per-step cost \
                      against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
                      --breakdown  where the time goes instead (store calls, statements, WAL)\n\
@@ -853,6 +857,8 @@ async fn main() -> Result<()> {
                      10-turn agent step\n\
                      --console    the console's pages on 100,000 stored runs (SQLite; \
                      CAIRN_BENCH_CONSOLE_RUNS)\n\
+                     --floor      the least a step commit can cost in this data model: \
+                     its writes by hand, shape by shape, against the raw commit\n\
                      --retention  Store::compact of 100,000 finished runs \
                      (CAIRN_BENCH_RETENTION_RUNS), commit_step with and without them, \
                      bytes per stored row"
@@ -869,6 +875,9 @@ async fn main() -> Result<()> {
         std::env::var("CAIRN_BENCH_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
     if console {
         return console::run().await;
+    }
+    if floor {
+        return floor::run(&pg_url).await;
     }
     if retention {
         ensure!(
