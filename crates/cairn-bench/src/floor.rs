@@ -22,7 +22,6 @@
 //! its own, for `raw`, `fence + step` and Cairn's shape: the ceiling of
 //! `--workers`' `workers_ratio` before any worker spends a cycle.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -451,9 +450,6 @@ async fn postgres(options: &PgConnectOptions, def: &str) -> Result<(Latencies, V
 /// Commits/s of `IN_FLIGHT` connections writing `shape`, each on a run of
 /// its own (runs do not wait for each other's row locks, as in Cairn).
 async fn pg_throughput(options: &PgConnectOptions, shape: Shape, def: &str) -> Result<f64> {
-    let counting = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicU64::new(0));
     let payload = Arc::new(raw_payload());
     let mut conns = Vec::with_capacity(IN_FLIGHT);
     for _ in 0..IN_FLIGHT {
@@ -461,34 +457,18 @@ async fn pg_throughput(options: &PgConnectOptions, shape: Shape, def: &str) -> R
         let run = pg_run(&mut c, shape, def).await?;
         conns.push((c, run));
     }
+    let tally = crate::Tally::default();
     let mut tasks = tokio::task::JoinSet::new();
     for (mut c, mut run) in conns {
-        let (counting, stop, count, payload) = (
-            counting.clone(),
-            stop.clone(),
-            count.clone(),
-            payload.clone(),
-        );
+        let (tally, payload) = (tally.clone(), payload.clone());
         tasks.spawn(async move {
-            while !stop.load(Ordering::Relaxed) {
+            while tally.running() {
                 pg_commit(&mut c, shape, &mut run, &payload).await?;
-                if counting.load(Ordering::Relaxed) {
-                    count.fetch_add(1, Ordering::Relaxed);
-                }
+                tally.one();
             }
             c.close().await?;
             Ok::<(), anyhow::Error>(())
         });
     }
-    tokio::time::sleep(WARMUP).await;
-    counting.store(true, Ordering::Relaxed);
-    let start = Instant::now();
-    tokio::time::sleep(FOR).await;
-    let n = count.load(Ordering::Relaxed);
-    let secs = start.elapsed().as_secs_f64();
-    stop.store(true, Ordering::Relaxed);
-    while let Some(r) = tasks.join_next().await {
-        r??;
-    }
-    Ok(n as f64 / secs)
+    tally.rate(tasks, WARMUP, FOR).await
 }

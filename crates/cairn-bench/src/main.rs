@@ -329,6 +329,54 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
+/// The commits of tasks that each loop until told to stop, for a rate:
+/// a task asks [`Tally::running`] before each commit and calls
+/// [`Tally::one`] after it; [`Tally::rate`] counts only after a warm-up.
+#[derive(Clone, Default)]
+struct Tally(Arc<TallyState>);
+
+#[derive(Default)]
+struct TallyState {
+    counting: std::sync::atomic::AtomicBool,
+    stop: std::sync::atomic::AtomicBool,
+    count: std::sync::atomic::AtomicU64,
+}
+
+impl Tally {
+    fn running(&self) -> bool {
+        !self.0.stop.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn one(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.0.counting.load(Relaxed) {
+            self.0.count.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Lets `tasks` run for `warmup`, counts their commits for `window`,
+    /// then stops them and waits for them: commits per second.
+    async fn rate<E: Into<anyhow::Error> + Send + 'static>(
+        &self,
+        mut tasks: tokio::task::JoinSet<std::result::Result<(), E>>,
+        warmup: Duration,
+        window: Duration,
+    ) -> Result<f64> {
+        use std::sync::atomic::Ordering::Relaxed;
+        tokio::time::sleep(warmup).await;
+        self.0.counting.store(true, Relaxed);
+        let start = Instant::now();
+        tokio::time::sleep(window).await;
+        let n = self.0.count.load(Relaxed);
+        let secs = start.elapsed().as_secs_f64();
+        self.0.stop.store(true, Relaxed);
+        while let Some(r) = tasks.join_next().await {
+            r?.map_err(Into::into)?;
+        }
+        Ok(n as f64 / secs)
+    }
+}
+
 // ---------------------------------------------------------------- measurements
 
 /// Per-step and raw-commit numbers of one backend.

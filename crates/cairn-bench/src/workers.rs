@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -245,38 +244,24 @@ async fn raw_throughput(options: &sqlx::postgres::PgConnectOptions) -> Result<f6
     }
     drop(held);
     let payload = Arc::new(raw_payload());
-    let counting = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicU64::new(0));
+    let tally = crate::Tally::default();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..IN_FLIGHT {
-        let (pool, payload) = (pool.clone(), payload.clone());
-        let (counting, stop, count) = (counting.clone(), stop.clone(), count.clone());
+        let (pool, payload, tally) = (pool.clone(), payload.clone(), tally.clone());
         tasks.spawn(async move {
-            while !stop.load(Ordering::Relaxed) {
+            while tally.running() {
                 sqlx::query("INSERT INTO bench_raw (payload) VALUES ($1)")
                     .bind(payload.as_str())
                     .execute(&pool)
                     .await?;
-                if counting.load(Ordering::Relaxed) {
-                    count.fetch_add(1, Ordering::Relaxed);
-                }
+                tally.one();
             }
             Ok::<(), sqlx::Error>(())
         });
     }
-    tokio::time::sleep(RAW_WARMUP).await;
-    counting.store(true, Ordering::Relaxed);
-    let start = Instant::now();
-    tokio::time::sleep(RAW_FOR).await;
-    let n = count.load(Ordering::Relaxed);
-    let secs = start.elapsed().as_secs_f64();
-    stop.store(true, Ordering::Relaxed);
-    while let Some(r) = tasks.join_next().await {
-        r??;
-    }
+    let rate = tally.rate(tasks, RAW_WARMUP, RAW_FOR).await?;
     pool.close().await;
-    Ok(n as f64 / secs)
+    Ok(rate)
 }
 
 fn percentile(v: &[Duration], p: f64) -> Duration {
