@@ -18,9 +18,15 @@
 //!   (`running`), as Cairn does so that a crash mid-step leaves a row.
 //! - `+ event` (Cairn today): and its `step_succeeded` event row.
 //!
+//! - `no foreign keys`: Cairn's shape again, where `steps` and `events`
+//!   have no foreign key to `runs` (SQLite: a second connection with the
+//!   pragma off; PostgreSQL: a second scratch schema with the constraints
+//!   dropped), taking its turns with the others, to price that choice.
+//!
 //! On PostgreSQL also the throughput of 64 connections, each with a run of
-//! its own, for `raw`, `fence + step` and Cairn's shape: the ceiling of
-//! `--workers`' `workers_ratio` before any worker spends a cycle.
+//! its own, for `raw`, `fence + step`, Cairn's shape and the same without
+//! foreign keys: the ceiling of `--workers`' `workers_ratio` before any
+//! worker spends a cycle.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,14 +54,16 @@ enum Shape {
     FenceStep,
     Next,
     Cairn,
+    NoKeys,
 }
 
-const SHAPES: [Shape; 5] = [
+const SHAPES: [Shape; 6] = [
     Shape::Raw,
     Shape::Fence,
     Shape::FenceStep,
     Shape::Next,
     Shape::Cairn,
+    Shape::NoKeys,
 ];
 
 impl Shape {
@@ -66,6 +74,7 @@ impl Shape {
             Shape::FenceStep => "fence + step: and INSERT the step row",
             Shape::Next => "+ next step: UPDATE step, INSERT next",
             Shape::Cairn => "+ event: Cairn's step commit today",
+            Shape::NoKeys => "Cairn's, no foreign keys to runs",
         }
     }
 
@@ -76,6 +85,7 @@ impl Shape {
             Shape::FenceStep => "fence_step",
             Shape::Next => "next_step",
             Shape::Cairn => "cairn",
+            Shape::NoKeys => "cairn_no_fk",
         }
     }
 }
@@ -100,14 +110,22 @@ pub async fn run(pg_url: &str) -> Result<()> {
         &mut out,
     );
 
-    let schema = PgSchema::create(pg_url)
-        .await
-        .context("PostgreSQL (CAIRN_BENCH_DATABASE_URL) is unreachable")?;
-    eprintln!(
-        "[postgres] the shapes of a step commit, by hand (schema {}) …",
-        schema.name
-    );
-    let result = postgres(&schema.options, &def).await;
+    let unreachable = "PostgreSQL (CAIRN_BENCH_DATABASE_URL) is unreachable";
+    let schema = PgSchema::create(pg_url).await.context(unreachable)?;
+    let result = match PgSchema::create(pg_url).await.context(unreachable) {
+        Ok(no_keys) => {
+            eprintln!(
+                "[postgres] the shapes of a step commit, by hand (schemas {}, {}) …",
+                schema.name, no_keys.name
+            );
+            let result = postgres(&schema.options, &no_keys.options, &def).await;
+            if let Err(e) = no_keys.drop_schema().await {
+                eprintln!("warning: could not drop schema {}: {e:#}", no_keys.name);
+            }
+            result
+        }
+        Err(e) => Err(e),
+    };
     if let Err(e) = schema.drop_schema().await {
         eprintln!("warning: could not drop schema {}: {e:#}", schema.name);
     }
@@ -214,12 +232,17 @@ async fn sqlite(path: &std::path::Path, def: &str) -> Result<Latencies> {
         cairn_checkpoint::SqliteStore::open_with(path, &cairn_checkpoint::OpenOptions::default())
             .await?,
     );
-    let conn = rusqlite::Connection::open(path)?;
-    conn.busy_timeout(Duration::from_secs(10))?;
-    conn.execute_batch(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
-         CREATE TABLE bench_raw (id INTEGER PRIMARY KEY, payload TEXT NOT NULL);",
-    )?;
+    let open = |keys: &str| -> Result<rusqlite::Connection> {
+        let conn = rusqlite::Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = {keys};"
+        ))?;
+        Ok(conn)
+    };
+    let conn = open("ON")?;
+    let no_keys = open("OFF")?;
+    conn.execute_batch("CREATE TABLE bench_raw (id INTEGER PRIMARY KEY, payload TEXT NOT NULL);")?;
     let runs: Vec<String> = SHAPES
         .iter()
         .map(|_| uuid::Uuid::now_v7().to_string())
@@ -234,7 +257,7 @@ async fn sqlite(path: &std::path::Path, def: &str) -> Result<Latencies> {
             ),
             rusqlite::params![id, def],
         )?;
-        if matches!(shape, Shape::Next | Shape::Cairn) {
+        if matches!(shape, Shape::Next | Shape::Cairn | Shape::NoKeys) {
             conn.execute(
                 &format!(
                     "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
@@ -245,11 +268,13 @@ async fn sqlite(path: &std::path::Path, def: &str) -> Result<Latencies> {
         }
     }
     let payload = raw_payload();
-    let conn = std::cell::RefCell::new(conn);
     rounds(|shape| {
         let id = &runs[shape as usize];
-        let result = sqlite_commit(&conn.borrow(), shape, id, &payload);
-        std::future::ready(result)
+        let c = match shape {
+            Shape::NoKeys => &no_keys,
+            _ => &conn,
+        };
+        std::future::ready(sqlite_commit(c, shape, id, &payload))
     })
     .await
 }
@@ -277,7 +302,7 @@ fn sqlite_commit(c: &rusqlite::Connection, shape: Shape, run: &str, payload: &st
             ))?
             .execute(rusqlite::params![run, cursor, OUTPUT])?;
         }
-        Shape::Next | Shape::Cairn => {
+        Shape::Next | Shape::Cairn | Shape::NoKeys => {
             let updated = c
                 .prepare_cached(&format!(
                     "UPDATE steps SET status = 'succeeded', output = ?3, finished_at = {NOW} \
@@ -290,7 +315,7 @@ fn sqlite_commit(c: &rusqlite::Connection, shape: Shape, run: &str, payload: &st
                  VALUES (?1, ?2, 'step', 'running', 1, {NOW})"
             ))?
             .execute(rusqlite::params![run, cursor])?;
-            if shape == Shape::Cairn {
+            if shape != Shape::Next {
                 c.prepare_cached(&format!(
                     "INSERT INTO events (run_id, seq, at, kind, data) \
                      VALUES (?1, ?2, {NOW}, 'step_succeeded', ?3)"
@@ -345,7 +370,7 @@ fn pg_statement(shape: Shape) -> &'static str {
             " INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
              SELECT r.id, $3 + 1, 'step', 'running', 1, clock_timestamp() FROM r"
         ),
-        Shape::Cairn => concat!(
+        Shape::Cairn | Shape::NoKeys => concat!(
             "WITH r AS (",
             fence!(),
             " RETURNING id, cursor, event_seq), ",
@@ -376,7 +401,7 @@ async fn pg_commit(
         Shape::Fence => q.bind(run.id),
         Shape::FenceStep => q.bind(run.id).bind(OUTPUT),
         Shape::Next => q.bind(run.id).bind(OUTPUT).bind(run.step),
-        Shape::Cairn => q.bind(run.id).bind(OUTPUT).bind(run.step).bind(EVENT),
+        Shape::Cairn | Shape::NoKeys => q.bind(run.id).bind(OUTPUT).bind(run.step).bind(EVENT),
     };
     run.step += 1;
     let done = q.execute(c).await?;
@@ -398,7 +423,7 @@ async fn pg_run(c: &mut PgConnection, shape: Shape, def: &str) -> Result<PgRun> 
     .bind(def)
     .execute(&mut *c)
     .await?;
-    if matches!(shape, Shape::Next | Shape::Cairn) {
+    if matches!(shape, Shape::Next | Shape::Cairn | Shape::NoKeys) {
         sqlx::query(
             "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
              VALUES ($1, 0, 'step', 'running', 1, now())",
@@ -410,8 +435,10 @@ async fn pg_run(c: &mut PgConnection, shape: Shape, def: &str) -> Result<PgRun> 
     Ok(PgRun { id, step: 0 })
 }
 
-async fn postgres(options: &PgConnectOptions, def: &str) -> Result<(Latencies, Vec<(Shape, f64)>)> {
-    // Cairn's schema, as the store migrates it.
+/// Cairn's schema, as the store migrates it, in the scratch schema that
+/// `options` name; without the foreign keys of `steps` and `events` to
+/// `runs` if not `keys`.
+async fn pg_schema(options: &PgConnectOptions, keys: bool) -> Result<PgConnection> {
     let store = cairn_checkpoint::PgStore::connect_with(
         options.clone(),
         &cairn_checkpoint::OpenOptions::default(),
@@ -419,30 +446,64 @@ async fn postgres(options: &PgConnectOptions, def: &str) -> Result<(Latencies, V
     .await?;
     store.pool().close().await;
     let mut conn = options.connect().await?;
+    if !keys {
+        sqlx::raw_sql(
+            "ALTER TABLE steps DROP CONSTRAINT steps_run_id_fkey; \
+             ALTER TABLE events DROP CONSTRAINT events_run_id_fkey",
+        )
+        .execute(&mut conn)
+        .await
+        .context("dropping the foreign keys of the scratch schema")?;
+    }
+    Ok(conn)
+}
+
+/// `options`: the scratch schema as migrated; `no_keys`: another, whose
+/// foreign keys to `runs` are dropped (for [`Shape::NoKeys`]).
+async fn postgres(
+    options: &PgConnectOptions,
+    no_keys: &PgConnectOptions,
+    def: &str,
+) -> Result<(Latencies, Vec<(Shape, f64)>)> {
+    let mut conn = pg_schema(options, true).await?;
+    let mut bare = pg_schema(no_keys, false).await?;
     sqlx::query("CREATE TABLE bench_raw (id BIGSERIAL PRIMARY KEY, payload TEXT NOT NULL)")
         .execute(&mut conn)
         .await?;
     let mut runs = Vec::new();
     for shape in SHAPES {
-        runs.push(pg_run(&mut conn, shape, def).await?);
+        let c = match shape {
+            Shape::NoKeys => &mut bare,
+            _ => &mut conn,
+        };
+        runs.push(pg_run(c, shape, def).await?);
     }
     let payload = raw_payload();
-    let held = tokio::sync::Mutex::new((conn, runs));
+    let held = tokio::sync::Mutex::new((conn, bare, runs));
     let latencies = rounds(|shape| {
         let (held, payload) = (&held, &payload);
         async move {
-            let (conn, runs) = &mut *held.lock().await;
-            let at = shape as usize;
-            pg_commit(conn, shape, &mut runs[at], payload).await
+            let (conn, bare, runs) = &mut *held.lock().await;
+            let c = match shape {
+                Shape::NoKeys => bare,
+                _ => conn,
+            };
+            pg_commit(c, shape, &mut runs[shape as usize], payload).await
         }
     })
     .await?;
-    held.into_inner().0.close().await?;
+    let (conn, bare, _) = held.into_inner();
+    conn.close().await?;
+    bare.close().await?;
 
     let mut through = Vec::new();
-    for shape in [Shape::Raw, Shape::FenceStep, Shape::Cairn] {
+    for shape in [Shape::Raw, Shape::FenceStep, Shape::Cairn, Shape::NoKeys] {
         eprintln!("[postgres] {IN_FLIGHT} connections: {} …", shape.key());
-        through.push((shape, pg_throughput(options, shape, def).await?));
+        let o = match shape {
+            Shape::NoKeys => no_keys,
+            _ => options,
+        };
+        through.push((shape, pg_throughput(o, shape, def).await?));
     }
     Ok((latencies, through))
 }
