@@ -7,7 +7,7 @@
 //! commit get without changing what a step commit guarantees", which is
 //! what issue 12's ratio targets are to be read against.
 //!
-//! The shapes, each one more write than the one before:
+//! The shapes, each but the last one more write than the one before:
 //! - `raw`: one INSERT of a 300-byte row (the reference).
 //! - `fence`: only the run row's fenced UPDATE (lease epoch and status in
 //!   the WHERE, cursor and event counter moved): what makes a stale
@@ -17,7 +17,6 @@
 //! - `+ next step`: the step row UPDATEd and the next step's row INSERTed
 //!   (`running`), as Cairn does so that a crash mid-step leaves a row.
 //! - `+ event` (Cairn today): and its `step_succeeded` event row.
-//!
 //! - `no foreign keys`: Cairn's shape again, where `steps` and `events`
 //!   have no foreign key to `runs` (SQLite: a second connection with the
 //!   pragma off; PostgreSQL: a second scratch schema with the constraints
