@@ -21,6 +21,10 @@ use crate::script::Backend;
 use crate::sql::{Pool, RUNNABLE};
 use crate::{Error, JournalAppend, OpenOptions, Result, StepCommit, Store};
 
+/// A pooled connection idle for at least this long is pinged before it is
+/// handed out; one used more recently is not (see `connect_with`).
+const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+
 /// A Cairn store on a PostgreSQL server.
 #[derive(Clone)]
 pub struct PgStore {
@@ -72,6 +76,20 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(opts.max_connections)
             .acquire_timeout(opts.connect_timeout)
+            // sqlx pings every connection it hands out: a round trip before
+            // each step commit. A connection used within the last
+            // `PING_AFTER_IDLE` is taken as alive (as HikariCP's "alive
+            // bypass window"); one idle for longer, as after a quiet spell
+            // or a server restart, is still pinged, and replaced if dead.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= PING_AFTER_IDLE {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(pg)
             .await
             .map_err(|e| unreachable(e.to_string()))?;

@@ -108,9 +108,10 @@ async fn the_same_store_works_again_after_an_immediate_restart() {
     restart(&mut cluster);
 
     // (a) The pool's connections were severed; the same store recovers.
-    // How many tries it takes is reported (`--nocapture`), not pinned: with
-    // sqlx's ping on acquire it is 1; without it, each severed pooled
-    // connection would fail one request first.
+    // How many tries it takes is reported (`--nocapture`), not pinned: a
+    // pooled connection idle for a second or more is pinged before use and
+    // replaced if severed (next test); one used more recently is not, so a
+    // restart within that second may fail one request per connection.
     let (after, _tries) = until_reconnected("load with the same store", || store.load(id)).await;
     // (b) Every committed row, output and the cursor are there, unchanged.
     assert_eq!(
@@ -139,6 +140,34 @@ async fn the_same_store_works_again_after_an_immediate_restart() {
     assert_eq!(run.status, RunStatus::Succeeded);
     assert_eq!(steps.len(), 5);
     cairn_core::rebuild(&run, &steps).unwrap();
+}
+
+/// The store's pool skips sqlx's ping for connections used within the last
+/// second (a round trip saved on every step commit) but still pings one
+/// idle for longer: after a restart, the severed connections are found and
+/// replaced before use, so the first request succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_idle_past_the_ping_window_is_checked_so_the_first_read_after_a_restart_succeeds(
+) {
+    let mut cluster = cluster();
+    let store = store(&cluster.url()).await;
+    let c = submitted_and_claimed(&store, 2).await;
+    let last_used = Instant::now();
+    restart(&mut cluster);
+    // Past the store's window (1 s) of connections taken as alive.
+    let idle = Duration::from_millis(1500);
+    if let Some(left) = idle.checked_sub(last_used.elapsed()) {
+        tokio::time::sleep(left).await;
+    }
+    let (run, tries) = until_reconnected("get_run after idling", || store.get_run(c.run.id)).await;
+    assert_eq!(
+        tries, 1,
+        "a severed pooled connection was handed out without a check"
+    );
+    assert_eq!(
+        (run.status, run.lease_epoch),
+        (RunStatus::Running, c.run.lease_epoch)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
