@@ -21,6 +21,15 @@ async fn open_store(path: &std::path::Path) -> (Arc<SqliteStore>, Arc<dyn Store>
     (store, shared)
 }
 
+/// `n` submitted runs of two steps, each claimed.
+async fn claimed_runs(store: &Arc<dyn Store>, n: usize) -> Vec<Claimed> {
+    let mut claimed = vec![];
+    for _ in 0..n {
+        claimed.push(submitted_and_claimed(store, 2).await);
+    }
+    claimed
+}
+
 /// Another connection holding the write lock: the writer's first
 /// transaction waits in `BEGIN IMMEDIATE` while what follows queues.
 async fn write_locked(path: &std::path::Path) -> sqlx::SqliteConnection {
@@ -53,10 +62,7 @@ async fn a_stale_commit_in_a_batch_is_refused_and_the_rest_of_its_batch_commits(
     let db = TestDb::sqlite();
     let path = db.dir().join("cairn.db");
     let (store, shared) = open_store(&path).await;
-    let mut claimed = vec![];
-    for _ in 0..10 {
-        claimed.push(submitted_and_claimed(&shared, 2).await);
-    }
+    let claimed = claimed_runs(&shared, 10).await;
     // One more run, claimed again by "another process": the first claim's
     // epoch is stale.
     let zombie = submitted_and_claimed(&shared, 2).await;
@@ -109,12 +115,7 @@ async fn a_stale_commit_in_a_batch_is_refused_and_the_rest_of_its_batch_commits(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_run_at_a_time_commits_alone() {
     let db = TestDb::sqlite();
-    let store = Arc::new(
-        SqliteStore::open(&db.dir().join("cairn.db"), true, Duration::from_secs(5))
-            .await
-            .unwrap(),
-    );
-    let shared: Arc<dyn Store> = store.clone();
+    let (store, shared) = open_store(&db.dir().join("cairn.db")).await;
     let c = submitted_and_claimed(&shared, 3).await;
     let before = store.group_stats();
     for i in 0..3 {
@@ -137,10 +138,7 @@ async fn submits_and_claims_share_a_batch_and_a_failed_one_is_undone_alone() {
     let db = TestDb::sqlite();
     let path = db.dir().join("cairn.db");
     let (store, shared) = open_store(&path).await;
-    let mut claimed = vec![];
-    for _ in 0..3 {
-        claimed.push(submitted_and_claimed(&shared, 2).await);
-    }
+    let claimed = claimed_runs(&shared, 3).await;
     let queued = shared.submit(new_run(2, None)).await.unwrap().run;
     // A queued run on thread `t`: a submit that rejects a busy thread
     // inserts its run, finds `t` busy and fails.
