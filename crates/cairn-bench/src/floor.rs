@@ -111,20 +111,19 @@ pub async fn run(pg_url: &str) -> Result<()> {
 
     let unreachable = "PostgreSQL (CAIRN_BENCH_DATABASE_URL) is unreachable";
     let schema = PgSchema::create(pg_url).await.context(unreachable)?;
-    let result = match PgSchema::create(pg_url).await.context(unreachable) {
-        Ok(no_keys) => {
-            eprintln!(
-                "[postgres] the shapes of a step commit, by hand (schemas {}, {}) …",
-                schema.name, no_keys.name
-            );
-            let result = postgres(&schema.options, &no_keys.options, &def).await;
-            if let Err(e) = no_keys.drop_schema().await {
-                eprintln!("warning: could not drop schema {}: {e:#}", no_keys.name);
-            }
-            result
+    let result = async {
+        let no_keys = PgSchema::create(pg_url).await.context(unreachable)?;
+        eprintln!(
+            "[postgres] the shapes of a step commit, by hand (schemas {}, {}) …",
+            schema.name, no_keys.name
+        );
+        let result = postgres(&schema.options, &no_keys.options, &def).await;
+        if let Err(e) = no_keys.drop_schema().await {
+            eprintln!("warning: could not drop schema {}: {e:#}", no_keys.name);
         }
-        Err(e) => Err(e),
-    };
+        result
+    }
+    .await;
     if let Err(e) = schema.drop_schema().await {
         eprintln!("warning: could not drop schema {}: {e:#}", schema.name);
     }
@@ -331,7 +330,8 @@ fn sqlite_commit(c: &rusqlite::Connection, shape: Shape, run: &str, payload: &st
 /// One statement per shape (Cairn's commit is one statement too). `$1` is
 /// the run (the raw row's payload for `raw`), `$2` the step's output,
 /// `$3` the step that ends (the next one is `$3 + 1`), `$4` the event's
-/// data. The step is named by parameters, as Cairn's statement names it: a
+/// data. The last INSERT reads `s`, so a step row that was not running
+/// leaves it empty and `pg_commit` fails. The step is named by parameters, as Cairn's statement names it: a
 /// join on the run row's new cursor instead gets a generic plan that scans
 /// `steps` when the statement was first planned on a near-empty table.
 fn pg_statement(shape: Shape) -> &'static str {
@@ -367,7 +367,7 @@ fn pg_statement(shape: Shape) -> &'static str {
             " RETURNING id, cursor), ",
             step_and_next!(),
             " INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
-             SELECT r.id, $3 + 1, 'step', 'running', 1, clock_timestamp() FROM r"
+             SELECT r.id, $3 + 1, 'step', 'running', 1, clock_timestamp() FROM r, s"
         ),
         Shape::Cairn | Shape::NoKeys => concat!(
             "WITH r AS (",
@@ -377,12 +377,14 @@ fn pg_statement(shape: Shape) -> &'static str {
             ", n AS (INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
              SELECT r.id, $3 + 1, 'step', 'running', 1, clock_timestamp() FROM r) \
              INSERT INTO events (run_id, seq, at, kind, data) \
-             SELECT r.id, r.event_seq, clock_timestamp(), 'step_succeeded', $4::jsonb FROM r"
+             SELECT r.id, r.event_seq, clock_timestamp(), 'step_succeeded', $4::jsonb \
+             FROM r, s"
         ),
     }
 }
 
-/// A run written by one shape, and the step it is at (Next and Cairn).
+/// A run written by one shape, and the step it is at (the shapes that
+/// update a step row).
 struct PgRun {
     id: uuid::Uuid,
     step: i32,
