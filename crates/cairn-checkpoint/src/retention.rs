@@ -69,16 +69,22 @@ const RUN_BATCH: i64 = 200;
 /// Journal items or events removed per transaction.
 const ROW_BATCH: i64 = 2000;
 
-/// The runs a policy removes whole: a condition on `runs` (unaliased).
-/// A criterion left out binds NULL, which matches nothing.
+/// The runs a policy removes whole: a condition on `runs` (unaliased),
+/// never NULL. A criterion left out binds NULL and removes nothing by
+/// itself; the others still apply (`COALESCE`, so that a NULL never turns
+/// a `NOT` below into "nothing"). With `:keep`, a thread's finished runs
+/// are ranked newest first: the newest `:keep` are kept whatever the
+/// other criteria say, and the rest are removed.
 macro_rules! whole_run {
     () => {
-        "((status IN ('succeeded', 'cancelled') AND finished_at < {ago:finished_secs}) \
-          OR (status = 'failed' AND finished_at < {ago:failed_secs}) \
-          OR (status IN ('succeeded', 'cancelled') AND thread_id IS NOT NULL \
-              AND :keep IS NOT NULL AND (SELECT count(*) FROM runs n \
+        "(CASE WHEN :keep IS NOT NULL AND thread_id IS NOT NULL \
+              AND status IN ('succeeded', 'cancelled') \
+            THEN (SELECT count(*) FROM runs n \
                 WHERE n.thread_id = runs.thread_id AND n.status IN ('succeeded', 'cancelled') \
-                AND (n.created_at, n.id) > (runs.created_at, runs.id)) >= :keep))"
+                AND (n.created_at, n.id) > (runs.created_at, runs.id)) >= :keep \
+            ELSE COALESCE((status IN ('succeeded', 'cancelled') \
+                  AND finished_at < {ago:finished_secs}) \
+                OR (status = 'failed' AND finished_at < {ago:failed_secs}), FALSE) END)"
     };
 }
 /// Journal items of finished runs that no whole-run criterion removes.

@@ -660,6 +660,22 @@ async fn act_in(c: &mut Conn<'_>, id: RunId, action: Action, actor: &Actor) -> R
     fetch_run(c, id, false).await
 }
 
+/// Serialises the submits to one thread until the transaction ends, so a
+/// submit's busy check (`on_busy`) sees every run submitted before it.
+/// SQLite's write transactions already exclude each other; PostgreSQL
+/// takes a transaction-scoped advisory lock on the thread's name (in a
+/// key space of Cairn's own, the first half of the two-key form).
+async fn lock_thread(c: &mut Conn<'_>, thread: &str) -> Result<()> {
+    if c.dialect() == Dialect::Postgres {
+        c.execute(
+            query("SELECT pg_advisory_xact_lock(1128878419, hashtext(:thread))")
+                .bind("thread", thread),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// The runs of `thread` that are not done (queued, running, waiting or
 /// interrupted) and were created before run `before`, oldest first.
 const BUSY_BEFORE: &str = "SELECT id, status FROM runs WHERE thread_id = :thread \
@@ -956,6 +972,9 @@ async fn action_landed(
 
 /// `Store::submit`'s transaction; `def` is the crew definition as stored.
 async fn submit_in(c: &mut Conn<'_>, new: NewRun, def: serde_json::Value) -> Result<Submitted> {
+    if let Some(thread) = &new.thread_id {
+        lock_thread(c, thread).await?;
+    }
     let fingerprint = new.crew.fingerprint();
     let id = RunId::new();
     // The new run as stored, read back by the insert itself; no row
@@ -1019,6 +1038,16 @@ async fn submit_in(c: &mut Conn<'_>, new: NewRun, def: serde_json::Value) -> Res
                     run: busy,
                     status,
                 });
+            }
+            // Under the thread's lock nothing else submits to it, but a
+            // worker may have finished the run since it was read: a run
+            // that is already over needs no interrupt.
+            let now = fetch_run(c, busy, true).await?.status;
+            if matches!(
+                now,
+                RunStatus::Succeeded | RunStatus::Cancelled | RunStatus::Failed
+            ) {
+                continue;
             }
             let actor = Actor {
                 by: "on_busy=interrupt".into(),

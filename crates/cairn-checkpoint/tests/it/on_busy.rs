@@ -12,7 +12,79 @@ both!(
     a_busy_thread_rejects_and_stores_nothing,
     interrupt_cancels_the_busy_runs_and_records_why,
     runs_of_a_thread_are_claimed_in_submission_order,
+    concurrent_rejects_to_an_idle_thread_store_exactly_one,
+    concurrent_interrupts_leave_exactly_the_newest_alive,
 );
+
+/// Submits `n` runs to thread `t` at once, each on its own task.
+async fn at_once(
+    store: &std::sync::Arc<dyn cairn_checkpoint::Store>,
+    n: usize,
+    on_busy: OnBusy,
+) -> Vec<Result<cairn_checkpoint::Submitted, Error>> {
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move { store.submit(in_thread("t", on_busy)).await })
+        })
+        .collect();
+    let mut out = vec![];
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+/// 16 submits with `on_busy = reject` to an idle thread, five rounds (a
+/// fresh thread each): exactly one is stored, the rest are `ThreadBusy`.
+async fn concurrent_rejects_to_an_idle_thread_store_exactly_one(kind: Kind) {
+    for _ in 0..5 {
+        let db = TestDb::of(kind).await;
+        let store = store(&db).await;
+        let results = at_once(&store, 16, OnBusy::Reject).await;
+        let stored = results.iter().filter(|r| r.is_ok()).count();
+        let busy = results
+            .iter()
+            .filter(|r| matches!(r, Err(Error::ThreadBusy { .. })))
+            .count();
+        assert_eq!((stored, busy), (1, 15), "{results:?}");
+        let runs = store
+            .list_runs(&RunFilter {
+                thread: Some("t".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(runs.len(), 1);
+    }
+}
+
+/// 16 submits with `on_busy = interrupt` at once, five rounds: every one
+/// succeeds, and exactly one run of the thread is left alive (the newest).
+async fn concurrent_interrupts_leave_exactly_the_newest_alive(kind: Kind) {
+    for _ in 0..5 {
+        let db = TestDb::of(kind).await;
+        let store = store(&db).await;
+        let results = at_once(&store, 16, OnBusy::Interrupt).await;
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+        let runs = store
+            .list_runs(&RunFilter {
+                thread: Some("t".into()),
+                newest_first: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(runs.len(), 16);
+        let alive: Vec<_> = runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Queued)
+            .collect();
+        assert_eq!(alive.len(), 1, "{runs:?}");
+        assert_eq!(alive[0].id, runs[0].id, "the newest run is the one alive");
+        assert!(runs[1..].iter().all(|r| r.status == RunStatus::Cancelled));
+    }
+}
 
 fn in_thread(thread: &str, on_busy: OnBusy) -> cairn_checkpoint::NewRun {
     let mut run = new_run(1, None);

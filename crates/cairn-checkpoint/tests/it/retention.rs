@@ -25,7 +25,87 @@ both!(
     a_dry_run_counts_what_a_compaction_removes_and_removes_nothing,
     unfinished_runs_finish_alike_after_any_compaction,
     a_periodic_task_is_taken_once_per_interval,
+    each_criterion_removes_what_it_names_alone,
+    keep_per_thread_protects_each_threads_newest_from_every_rule,
 );
+
+/// Each criterion alone removes what it names (a NULL bound for the ones
+/// left out must not turn the others off), and a dry run counts the same.
+async fn each_criterion_removes_what_it_names_alone(kind: Kind) {
+    let zero = Some(Duration::ZERO);
+    let alone = |f: &dyn Fn(&mut CompactPolicy)| {
+        let mut p = CompactPolicy::default();
+        f(&mut p);
+        p
+    };
+    // `mix`: 4 succeeded runs (3 of thread t) and 1 cancelled, each
+    // succeeded one with a journal item; 1 failed.
+    let cases: [(CompactPolicy, &dyn Fn(&Compacted) -> bool, &str); 5] = [
+        (
+            alone(&|p| p.journals = true),
+            &|c| c.journal_items == 4 && c.runs == 0 && c.events == 0,
+            "journals: the finished runs' 4 items",
+        ),
+        (
+            alone(&|p| p.events_older_than = zero),
+            &|c| c.events > 0 && c.runs == 0 && c.journal_items == 0,
+            "events: some, and no run",
+        ),
+        (
+            alone(&|p| p.finished_older_than = zero),
+            &|c| c.runs == 5,
+            "finished: 5 runs",
+        ),
+        (
+            alone(&|p| p.failed_older_than = zero),
+            &|c| c.runs == 1,
+            "failed: 1 run",
+        ),
+        (
+            alone(&|p| p.keep_per_thread = Some(1)),
+            &|c| c.runs == 2,
+            "keep 1: thread t's 2 older runs",
+        ),
+    ];
+    for (policy, expect, what) in cases {
+        let db = TestDb::of(kind).await;
+        let store = store(&db).await;
+        mix(&store).await;
+        let dry = CompactPolicy {
+            dry_run: true,
+            ..policy.clone()
+        };
+        let counted = store.compact(&dry).await.unwrap();
+        let removed = store.compact(&policy).await.unwrap();
+        assert!(expect(&removed), "{what}: removed {removed:?}");
+        assert_eq!(counted, removed, "{what}: the dry run counted otherwise");
+    }
+}
+
+/// `keep_per_thread` with an age: every finished run old enough goes but
+/// each thread's newest, which no rule removes.
+async fn keep_per_thread_protects_each_threads_newest_from_every_rule(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    mix(&store).await;
+    let thread_t = RunFilter {
+        thread: Some("t".into()),
+        status: Some(RunStatus::Succeeded),
+        newest_first: true,
+        ..RunFilter::default()
+    };
+    let newest = store.list_runs(&thread_t).await.unwrap()[0].id;
+    let policy = CompactPolicy {
+        finished_older_than: Some(Duration::ZERO),
+        keep_per_thread: Some(1),
+        ..CompactPolicy::default()
+    };
+    let removed = store.compact(&policy).await.unwrap();
+    // 4 succeeded + 1 cancelled, less thread t's newest.
+    assert_eq!(removed.runs, 4, "{removed:?}");
+    let left = store.list_runs(&thread_t).await.unwrap();
+    assert_eq!(left.iter().map(|r| r.id).collect::<Vec<_>>(), vec![newest]);
+}
 
 /// Two workers (here two stores on one database) asking for the same task
 /// in the same interval: exactly one gets it.
