@@ -1,6 +1,9 @@
 //! Bearer-token authentication. Tokens are kept as SHA-256 digests and a
 //! presented token is compared against every one in constant time, so
 //! neither its content nor which token matched shows in the timing.
+//! Wrong tokens are counted per client address (`throttle.rs`): past a
+//! small budget, a request presenting a token is 429 `too_many_attempts`
+//! (with `Retry-After`) before its token is looked at.
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
@@ -66,6 +69,7 @@ fn digest(token: &str) -> [u8; 32] {
 /// Middleware: with tokens configured, requires `Authorization: Bearer
 /// <token>` on every request but those of the open routes (health checks):
 /// unknown paths and wrong methods too, so they answer 401, not 404 or 405.
+/// A client address out of tries is 429 whatever token it presents.
 pub(crate) async fn require_token(
     State(state): State<AppState>,
     request: Request,
@@ -97,10 +101,19 @@ pub(crate) async fn require_token(
             let (scheme, token) = v.trim().split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
         });
-    match presented {
-        Some(token) if tokens.accepts(token) => next.run(request).await,
-        _ => ApiError::Unauthorized.into_response(),
+    let Some(token) = presented else {
+        return ApiError::Unauthorized.into_response();
+    };
+    let client = crate::throttle::client_ip(request.extensions());
+    let now = std::time::Instant::now();
+    if let Some(retry_after) = state.throttle().wait(client, now) {
+        return ApiError::TooManyAttempts { retry_after }.into_response();
     }
+    if tokens.accepts(token) {
+        return next.run(request).await;
+    }
+    state.throttle().failed(client, now);
+    ApiError::Unauthorized.into_response()
 }
 
 #[cfg(test)]

@@ -10,6 +10,14 @@
 //!
 //! The API under `/v1` takes bearer tokens only, never the cookie, so a
 //! cross-site page cannot drive it through a signed-in browser.
+//!
+//! At most [`MAX_SESSIONS`] sessions are kept: signing in beyond that ends
+//! the oldest. The cookie is `Secure` when the configured public URL is
+//! `https` (the server itself speaks plain HTTP, and `X-Forwarded-Proto`
+//! is not trusted: the server has no notion of a trusted proxy, and any
+//! client could send it). Wrong tokens at sign-in count against the
+//! client address's budget as wrong bearer tokens do (`throttle.rs`):
+//! past it, sign-in is 429 with `Retry-After`.
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -27,12 +35,15 @@ use sha2::{Digest, Sha256};
 use cairn::{RunFilter, RunId, RunStatus};
 use cairn_console::{RunsQuery, Viewer};
 
+use crate::throttle::ClientIp;
 use crate::{ApiError, AppState};
 
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "cairn_session";
 /// How long a session lasts without signing in again.
 const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+/// Sessions kept at once; signing in beyond ends the oldest.
+pub(crate) const MAX_SESSIONS: usize = 1000;
 /// Runs per page of the runs table.
 const PAGE: u32 = 50;
 
@@ -101,11 +112,23 @@ impl Sessions {
     }
 
     /// A new session: its cookie value (returned once, kept as a digest).
+    /// Expired sessions are dropped, and the oldest beyond the cap.
     fn open(&self) -> String {
         let id = secret();
         let now = Instant::now();
         let mut sessions = self.lock();
         sessions.retain(|_, s| s.expires > now);
+        while sessions.len() >= MAX_SESSIONS {
+            // Every session lasts as long: the first to expire is the oldest.
+            let oldest = sessions
+                .iter()
+                .min_by_key(|(_, s)| s.expires)
+                .map(|(k, _)| *k);
+            match oldest {
+                Some(key) => sessions.remove(&key),
+                None => break,
+            };
+        }
         sessions.insert(
             digest(&id),
             Session {
@@ -345,27 +368,51 @@ struct LoginForm {
 }
 
 /// `POST /login`: a valid token opens a session; a wrong one shows an
-/// error and sets nothing.
-async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Response {
+/// error and sets nothing; a client address out of tries is 429.
+async fn login(
+    State(state): State<AppState>,
+    ClientIp(client): ClientIp,
+    Form(form): Form<LoginForm>,
+) -> Response {
     if !state.requires_token() {
         return Redirect::to("/").into_response();
     }
+    let now = Instant::now();
+    if let Some(wait) = state.throttle().wait(client, now) {
+        return throttled(wait);
+    }
     if !state.tokens().accepts(form.token.trim()) {
+        state.throttle().failed(client, now);
         return html(
             StatusCode::UNAUTHORIZED,
             cairn_console::login_page(Some("That token is not one this server accepts.")),
         );
     }
     let id = state.sessions().open();
-    let cookie = format!(
-        "{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
-        SESSION_TTL.as_secs()
-    );
+    let cookie = session_cookie(&id, SESSION_TTL.as_secs(), state.secure_cookies());
     let mut response = Redirect::to("/").into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response
+}
+
+/// The sign-in page saying to wait, 429 with `Retry-After`.
+fn throttled(wait: Duration) -> Response {
+    let error = ApiError::TooManyAttempts { retry_after: wait };
+    let (status, _, message) = error.public();
+    let mut response = html(status, cairn_console::login_page(Some(&message)));
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, crate::error::retry_after_header(wait));
+    response
+}
+
+/// A `Set-Cookie` value for the session cookie (an empty `id` and age 0
+/// end it).
+fn session_cookie(id: &str, max_age: u64, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}")
 }
 
 #[derive(serde::Deserialize)]
@@ -388,10 +435,9 @@ async fn logout(
     }
     state.sessions().close(&id);
     let mut response = Redirect::to("/login").into_response();
-    response.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_static("cairn_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
-    );
+    if let Ok(value) = HeaderValue::from_str(&session_cookie("", 0, state.secure_cookies())) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
     response
 }
 

@@ -57,6 +57,9 @@ pub enum Error {
     /// The HTTP server failed while serving.
     #[error("the HTTP server failed: {0}")]
     Serve(#[source] std::io::Error),
+    /// The public URL is not an `http` or `https` URL with a host.
+    #[error("the public URL `{url}` {reason}; give the address browsers use to reach this server, such as https://cairn.example.com")]
+    PublicUrl { url: String, reason: &'static str },
 }
 
 /// An API failure: a status, a stable `code` and a message for the client.
@@ -126,6 +129,17 @@ pub enum ApiError {
     /// Missing or wrong bearer token.
     #[error("a valid `Authorization: Bearer <token>` header is required")]
     Unauthorized,
+    /// Too many wrong tokens (bearer or sign-in) from this client's
+    /// address: 429 with `Retry-After`.
+    #[error("too many wrong API tokens from your address; try again in {} s", retry_after_secs(*retry_after))]
+    TooManyAttempts { retry_after: std::time::Duration },
+    /// Development mode (no tokens) and a `Host` that is not a loopback
+    /// name: a DNS rebinding page would otherwise be same-origin.
+    #[error("this server runs without API tokens (development mode) and answers only requests addressed to 127.0.0.1, [::1] or localhost{}, not to host `{host}` (this protects it from DNS rebinding): open it at a loopback address such as http://127.0.0.1:<port>/, or serve with API tokens (CAIRN_API_TOKENS) to reach it by another name", or_public_host(public_host))]
+    HostNotAllowed {
+        host: String,
+        public_host: Option<String>,
+    },
     /// The database does not answer.
     #[error("the database does not answer")]
     NotReady,
@@ -147,7 +161,8 @@ impl ApiError {
             | ApiError::BadCursor
             | ApiError::BadLastEventId(_)
             | ApiError::BadRunId(_)
-            | ApiError::BadWaitId(_) => ErrorClass::BadInput,
+            | ApiError::BadWaitId(_)
+            | ApiError::HostNotAllowed { .. } => ErrorClass::BadInput,
             ApiError::UnsupportedMediaType => ErrorClass::UnsupportedMediaType,
             ApiError::TooLarge { .. } => ErrorClass::TooLarge,
             ApiError::UnknownCrew(_)
@@ -156,7 +171,9 @@ impl ApiError {
             | ApiError::NoRoute(_) => ErrorClass::NotFound,
             ApiError::MethodNotAllowed => ErrorClass::MethodNotAllowed,
             ApiError::Unauthorized => ErrorClass::Unauthorized,
-            ApiError::NotReady | ApiError::TooManyStreams { .. } => ErrorClass::Unavailable,
+            ApiError::NotReady
+            | ApiError::TooManyStreams { .. }
+            | ApiError::TooManyAttempts { .. } => ErrorClass::Unavailable,
             ApiError::Engine(e) => e.class(),
         }
     }
@@ -182,6 +199,8 @@ impl ApiError {
             ApiError::NoRoute(_) => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::Unauthorized => "unauthorized",
+            ApiError::TooManyAttempts { .. } => "too_many_attempts",
+            ApiError::HostNotAllowed { .. } => "host_not_allowed",
             ApiError::NotReady => "not_ready",
             // A 500 names nothing internal, not even which error it was.
             ApiError::Engine(e) if e.class().http_status() == 500 => "internal",
@@ -192,11 +211,13 @@ impl ApiError {
     /// The HTTP status and the stable `code` of the JSON body.
     ///
     /// A body timeout is the client's mistake (`BadInput`) but answers 408,
-    /// the status HTTP clients and proxies know for it; every other status
+    /// and too many wrong tokens (`Unavailable`: try later) answer 429, the
+    /// statuses HTTP clients and proxies know for them; every other status
     /// is the class's.
     pub fn status_and_code(&self) -> (StatusCode, &'static str) {
         let status = match self {
             ApiError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
+            ApiError::TooManyAttempts { .. } => StatusCode::TOO_MANY_REQUESTS,
             _ => StatusCode::from_u16(self.class().http_status())
                 .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         };
@@ -263,6 +284,10 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let retry_after = match &self {
+            ApiError::TooManyAttempts { retry_after } => Some(retry_after_header(*retry_after)),
+            _ => None,
+        };
         let (status, code, message) = self.public();
         let mut response = (
             status,
@@ -279,8 +304,29 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
+        if let Some(wait) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, wait);
+        }
         response
     }
+}
+
+/// `HostNotAllowed`'s mention of the public URL's host, if one is set.
+fn or_public_host(host: &Option<String>) -> String {
+    host.as_deref()
+        .map(|h| format!(" (or {h}, the public URL's host)"))
+        .unwrap_or_default()
+}
+
+/// Whole seconds to wait, rounded up, at least 1 (what `Retry-After` says).
+pub(crate) fn retry_after_secs(wait: std::time::Duration) -> u64 {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    secs.max(1)
+}
+
+/// A `Retry-After` header value for `wait`.
+pub(crate) fn retry_after_header(wait: std::time::Duration) -> HeaderValue {
+    HeaderValue::from(retry_after_secs(wait))
 }
 
 /// Displays an error with its sources, for logs (the facade's).

@@ -28,6 +28,20 @@
 //!
 //! Errors are `{"error": {"code", "message"}}`; see [`ApiError`].
 //!
+//! **Browsers** (`browser.rs`, `throttle.rs`): without tokens (development
+//! mode) only requests addressed to a loopback name (`127.0.0.1`, `[::1]`,
+//! `localhost`, any port) or to the public URL's host are served, others
+//! are 400 `host_not_allowed`, so a DNS rebinding page cannot reach the
+//! console or `/v1`; every response carries `X-Frame-Options: DENY` and a
+//! `Content-Security-Policy` of `default-src 'self'; frame-ancestors
+//! 'none'` (and a few more); a client address that presents too many wrong
+//! tokens (bearer or sign-in) is answered 429 `too_many_attempts` with
+//! `Retry-After` for a while. The public URL ([`ServeOptions::public_url`],
+//! [`AppState::with_public_url`]) is the address browsers use: its host is
+//! allowed in development mode, and with `https` the session cookie is
+//! `Secure`. `X-Forwarded-Proto` and `X-Forwarded-For` are not read: the
+//! server has no notion of a trusted proxy, so a client could set them.
+//!
 //! **Invariant:** the server decides nothing about runs: it translates HTTP
 //! into `cairn::Engine` calls and typed errors into statuses.
 //! **Invariant:** no internal detail (SQL, paths, hosts) reaches a client in a 5xx.
@@ -35,6 +49,7 @@
 mod actions;
 mod api;
 mod auth;
+mod browser;
 mod console;
 mod crews;
 mod error;
@@ -47,6 +62,7 @@ mod runner;
 mod serve;
 mod sse;
 mod threads;
+mod throttle;
 mod waits;
 
 use std::sync::Arc;
@@ -98,6 +114,10 @@ pub struct AppState {
     foreign_runs: bool,
     /// The console's signed-in sessions.
     sessions: Arc<console::Sessions>,
+    /// Wrong tokens per client address.
+    throttle: Arc<throttle::Throttle>,
+    /// The address browsers use to reach the server, if configured.
+    public_url: Option<Arc<url::Url>>,
 }
 
 impl AppState {
@@ -116,6 +136,8 @@ impl AppState {
             max_event_streams: DEFAULT_MAX_EVENT_STREAMS,
             foreign_runs: false,
             sessions: Arc::default(),
+            throttle: Arc::default(),
+            public_url: None,
         }
     }
 
@@ -161,6 +183,15 @@ impl AppState {
         self
     }
 
+    /// The address browsers use to reach this server (e.g. its address
+    /// behind a TLS-terminating proxy). Its host is served in development
+    /// mode besides the loopback names; with `https` the console's
+    /// session cookie is `Secure`.
+    pub fn with_public_url(mut self, url: url::Url) -> AppState {
+        self.public_url = Some(Arc::new(url));
+        self
+    }
+
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
@@ -200,6 +231,22 @@ impl AppState {
 
     pub(crate) fn sessions(&self) -> &console::Sessions {
         &self.sessions
+    }
+
+    pub(crate) fn throttle(&self) -> &throttle::Throttle {
+        &self.throttle
+    }
+
+    /// The public URL's host (`[v6]` bracketed), if one is configured.
+    pub(crate) fn public_host(&self) -> Option<&str> {
+        self.public_url.as_deref().and_then(url::Url::host_str)
+    }
+
+    /// Whether the session cookie gets `Secure`: the public URL is `https`.
+    pub(crate) fn secure_cookies(&self) -> bool {
+        self.public_url
+            .as_deref()
+            .is_some_and(|u| u.scheme() == "https")
     }
 
     pub(crate) fn metrics(&self) -> &Arc<metrics::Metrics> {
@@ -242,6 +289,8 @@ pub fn route_table() -> Vec<(&'static str, &'static [&'static str])> {
 /// without a token learns nothing about which routes or methods exist
 /// (401 before 404 or 405); it lets the open routes (`/healthz`,
 /// `/readyz`) through. Inside it, bodies are read under the body timeout.
+/// Outside it, development mode's `Host` check, then the request count,
+/// and outermost the security headers, so that every answer carries them.
 pub fn router(state: AppState) -> Router {
     let mut router = console::routes();
     for route in api::routes() {
@@ -260,9 +309,14 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
+            browser::check_host,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
             count_requests,
         ))
         .layer(DefaultBodyLimit::max(state.body_limit))
+        .layer(middleware::from_fn(browser::security_headers))
         .with_state(state)
 }
 

@@ -5,12 +5,17 @@
 //! connection limit keeps the process below its file limit: a connection
 //! beyond it is answered 503 `too_many_connections` at once and closed,
 //! so `/healthz` and authenticated clients get a clear answer instead of
-//! the kernel's silence.
+//! the kernel's silence. Each request carries its connection's peer
+//! address (`ConnectInfo<SocketAddr>`), which the throttling of wrong
+//! tokens counts by.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::ConnectInfo;
 use axum::Router;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -49,9 +54,9 @@ pub(crate) async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     accept_failed(&e).await;
                     continue;
@@ -71,8 +76,8 @@ pub(crate) async fn serve(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        let conn =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let service = TowerToHyperService::new(with_peer(app.clone(), peer));
+        let conn = builder.serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             if let Err(e) = conn.await {
@@ -84,6 +89,20 @@ pub(crate) async fn serve(
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// The app, each request of the connection marked with its peer address.
+fn with_peer(
+    app: Router,
+    peer: SocketAddr,
+) -> tower::util::MapRequest<
+    Router,
+    impl FnMut(hyper::Request<Incoming>) -> hyper::Request<Incoming> + Clone,
+> {
+    tower::ServiceExt::map_request(app, move |mut request: hyper::Request<Incoming>| {
+        request.extensions_mut().insert(ConnectInfo(peer));
+        request
+    })
 }
 
 /// Completes once `stop` is true (or its sender is gone).

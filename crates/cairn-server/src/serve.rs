@@ -105,6 +105,17 @@ pub struct ServeOptions {
     /// at a time across every server and worker of the database (needs a
     /// runner: `concurrency` above 0). Default none.
     pub compact: Option<(cairn::CompactPolicy, Duration)>,
+    /// The address browsers use to reach this server, such as
+    /// `https://cairn.example.com` behind a TLS-terminating proxy: an
+    /// `http` or `https` URL with a host ([`Error::PublicUrl`] otherwise).
+    /// With `https` the console's session cookie is `Secure` (the server
+    /// speaks plain HTTP and trusts no proxy's `X-Forwarded-Proto`, so
+    /// this is how it learns). Without tokens (development mode), requests
+    /// addressed to its host are served besides those addressed to
+    /// `127.0.0.1`, `[::1]` or `localhost`; any other `Host` is 400
+    /// `host_not_allowed`, which keeps DNS rebinding pages out. Default
+    /// none.
+    pub public_url: Option<url::Url>,
 }
 
 /// Tokens and the database password are left out, so options can be logged.
@@ -132,6 +143,10 @@ impl std::fmt::Debug for ServeOptions {
             .field("poll_interval", &self.poll_interval)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("compact", &self.compact)
+            .field(
+                "public_url",
+                &self.public_url.as_ref().map(url::Url::as_str),
+            )
             .finish()
     }
 }
@@ -153,8 +168,24 @@ impl Default for ServeOptions {
             poll_interval: Duration::from_millis(200),
             shutdown_grace: Duration::from_secs(10),
             compact: None,
+            public_url: None,
         }
     }
+}
+
+/// Refuses a public URL that is not `http(s)://host…`.
+fn check_public_url(url: &url::Url) -> Result<()> {
+    let reason = if !matches!(url.scheme(), "http" | "https") {
+        "is not an http or https URL"
+    } else if url.host_str().is_none_or(str::is_empty) {
+        "has no host"
+    } else {
+        return Ok(());
+    };
+    Err(Error::PublicUrl {
+        url: url.to_string(),
+        reason,
+    })
 }
 
 /// A bound server, not serving yet.
@@ -173,6 +204,9 @@ impl Server {
                 len,
                 min: MIN_TOKEN_LEN,
             });
+        }
+        if let Some(url) = &opts.public_url {
+            check_public_url(url)?;
         }
         let state_tokens = crate::auth::Tokens::new(&opts.tokens);
         if state_tokens.is_empty() && !opts.listen.ip().is_loopback() {
@@ -197,12 +231,15 @@ impl Server {
                 listen: opts.listen,
                 source,
             })?;
-        let state = AppState::new(engine, crews)
+        let mut state = AppState::new(engine, crews)
             .with_tokens(&opts.tokens)
             .with_body_limit(opts.body_limit)
             .with_body_timeout(opts.body_timeout)
             .with_max_event_streams(opts.max_event_streams)
             .with_foreign_runs(opts.foreign_runs);
+        if let Some(url) = &opts.public_url {
+            state = state.with_public_url(url.clone());
+        }
         Ok(Server {
             listener,
             state,

@@ -5,6 +5,7 @@
 
 mod api;
 mod auth;
+mod browser;
 mod conformance;
 mod console;
 mod events;
