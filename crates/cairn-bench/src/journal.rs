@@ -93,8 +93,7 @@ async fn measure(target: &Target, url: &str) -> Result<Numbers> {
             run.id,
             &ClaimRequest {
                 owner: "bench".into(),
-                takeover: false,
-                force_takeover: false,
+                takeover: cairn_checkpoint::Takeover::Never,
                 lease: Duration::from_secs(600),
                 crash_loop_cap: 3,
                 events: vec![],

@@ -532,8 +532,10 @@ fn step_commit(crew: &Crew, run_id: RunId, epoch: LeaseEpoch, i: usize) -> StepC
 fn claim_request(takeover: bool) -> ClaimRequest {
     ClaimRequest {
         owner: "cairn-bench".into(),
-        takeover,
-        force_takeover: takeover,
+        takeover: match takeover {
+            true => cairn_checkpoint::Takeover::Force,
+            false => cairn_checkpoint::Takeover::Never,
+        },
         lease: Duration::from_secs(30),
         crash_loop_cap: 3,
         events: vec![],

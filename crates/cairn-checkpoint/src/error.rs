@@ -26,7 +26,7 @@ pub enum Error {
     /// A takeover was refused: the run is running under a lease that has
     /// not expired (its holder may be alive and heartbeating). Nothing was
     /// written.
-    #[error("run {run} is running under a live lease held by `{owner}` until {} (database clock); wait for it to stop, or take it over explicitly (`cairn resume --takeover`)", .expires_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))]
+    #[error("run {run} is running under a live lease held by `{owner}` until {} (database clock); wait for it to stop, or take it over explicitly", .expires_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))]
     LeaseHeld {
         run: RunId,
         owner: String,
@@ -51,7 +51,7 @@ pub enum Error {
     CancelRequested { run: RunId },
     /// A submit with `on_busy = reject` found its thread busy; nothing was
     /// stored.
-    #[error("thread `{thread}` is busy with run {run} (`{status}`); submit with on_busy=queue to run after it, or interrupt to cancel it")]
+    #[error("thread `{thread}` is busy with run {run} (`{status}`); nothing was stored")]
     ThreadBusy {
         thread: String,
         run: RunId,

@@ -165,20 +165,41 @@ impl Lease {
     }
 }
 
+/// Whether a claim takes a run that is `running` under another lease.
+/// Fencing makes the old holder harmless whichever is chosen: its next
+/// write fails.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Takeover {
+    /// Only `queued` runs are claimed; a running one is
+    /// [`Error::WrongState`].
+    #[default]
+    Never,
+    /// A running run once its lease expired by the database clock; a live
+    /// one is [`Error::LeaseHeld`], naming its holder, so two resumes at
+    /// once never both run the step.
+    IfExpired,
+    /// As `IfExpired`, and also a live lease held by exactly this owner:
+    /// a holder the caller knows is dead (its process is gone). A lease
+    /// that changed hands since is still refused.
+    IfHeldBy(String),
+    /// Any lease, live or not (an operator's `cairn resume --takeover`).
+    Force,
+}
+
+impl Takeover {
+    /// Whether a running run may be claimed at all.
+    pub fn allowed(&self) -> bool {
+        *self != Takeover::Never
+    }
+}
+
 /// A request to take a run's lease.
 #[derive(Debug, Clone)]
 pub struct ClaimRequest {
     /// Who claims (recorded as `lease_owner` and in the event).
     pub owner: String,
-    /// Also claim a run that is `running` under another lease (an operator's
-    /// explicit takeover). Without it only `queued` runs are claimed.
-    pub takeover: bool,
-    /// With `takeover`: also take a run whose lease is still live (an
-    /// operator's `cairn resume --takeover`; fencing stops the old holder).
-    /// Without it a running run is taken only once its lease expired by
-    /// the database clock; a live one is [`Error::LeaseHeld`], naming its
-    /// holder, so two resumes at once never both run the step.
-    pub force_takeover: bool,
+    /// Whether a run `running` under another lease is claimed too.
+    pub takeover: Takeover,
     /// How long the lease lasts, by the database clock.
     pub lease: Duration,
     /// Fail the run with `crash_loop` instead of taking over an in-flight

@@ -175,14 +175,7 @@ fn take_durability(url: &str) -> std::result::Result<(String, Option<Durability>
 
 /// The URL without its password, for messages.
 pub(crate) fn redact(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        Ok(u) => u.to_string(),
-        Err(_) => url.split('@').next_back().unwrap_or_default().to_owned(),
-    }
+    cairn_core::text::redact_url(url)
 }
 
 /// Opens the store a URL names and applies its migrations.

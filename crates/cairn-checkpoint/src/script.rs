@@ -33,7 +33,7 @@ use crate::DbFault;
 use crate::ThreadSummary;
 use crate::{
     Action, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, Lease, NewRun, OnBusy,
-    Result, RunFilter, StepCommit, Store, StoreStats, Submitted, WaitFilter,
+    Result, RunFilter, StepCommit, Store, StoreStats, Submitted, Takeover, WaitFilter,
 };
 
 /// What a backend brings to the script: its pool, and its fast paths. Not
@@ -338,7 +338,7 @@ async fn set_aside_in(
 }
 
 /// Refuses to take over a run whose lease has not expired (database clock).
-async fn check_lease_expired(c: &mut Conn<'_>, id: RunId) -> Result<()> {
+async fn check_lease_takeable(c: &mut Conn<'_>, id: RunId, takeover: &Takeover) -> Result<()> {
     let row = c
         .fetch_optional(
             query(
@@ -350,12 +350,14 @@ async fn check_lease_expired(c: &mut Conn<'_>, id: RunId) -> Result<()> {
         )
         .await?
         .ok_or(Error::RunNotFound(id))?;
-    if row.int("live")? == 0 {
+    let owner = row.opt_text("lease_owner")?.unwrap_or_default();
+    let dead = matches!(takeover, Takeover::IfHeldBy(dead) if *dead == owner);
+    if row.int("live")? == 0 || dead {
         return Ok(());
     }
     Err(Error::LeaseHeld {
         run: id,
-        owner: row.opt_text("lease_owner")?.unwrap_or_default(),
+        owner,
         expires_at: row.time("lease_expires_at", id, "lease_expires_at")?,
     })
 }
@@ -365,8 +367,10 @@ async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Cla
     let mut before = fetch_run(c, id, true).await?;
     match before.status {
         RunStatus::Queued => {}
-        RunStatus::Running if req.takeover && req.force_takeover => {}
-        RunStatus::Running if req.takeover => check_lease_expired(c, id).await?,
+        RunStatus::Running if req.takeover == Takeover::Force => {}
+        RunStatus::Running if req.takeover.allowed() => {
+            check_lease_takeable(c, id, &req.takeover).await?
+        }
         status => {
             return Err(Error::WrongState {
                 run: id,
@@ -1216,7 +1220,10 @@ impl<B: Backend> Store for B {
             claim_ok(req)?;
             let db = self.db();
             let req = ClaimRequest {
-                takeover: true,
+                takeover: match &req.takeover {
+                    Takeover::Never => Takeover::IfExpired,
+                    other => other.clone(),
+                },
                 ..req.clone()
             };
             // A run that does not decode or judge is set aside (failed

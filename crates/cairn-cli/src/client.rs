@@ -76,9 +76,20 @@ impl Client {
             .auth(req)
             .send()
             .await
-            .with_context(|| format!("cannot reach the server at {}", self.base))?;
+            // reqwest's error names the URL, password included.
+            .map_err(reqwest::Error::without_url)
+            .with_context(|| {
+                format!(
+                    "cannot reach the server at {}",
+                    cairn::text::redact_url(&self.base)
+                )
+            })?;
         let status = resp.status();
-        let text = resp.text().await.context("reading the server's answer")?;
+        let text = resp
+            .text()
+            .await
+            .map_err(reqwest::Error::without_url)
+            .context("reading the server's answer")?;
         if !status.is_success() {
             let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
             return Err(ApiError {
@@ -527,7 +538,13 @@ async fn event_stream(
     let resp = req
         .send()
         .await
-        .with_context(|| format!("cannot reach the server at {}", client.base))?;
+        .map_err(reqwest::Error::without_url)
+        .with_context(|| {
+            format!(
+                "cannot reach the server at {}",
+                cairn::text::redact_url(&client.base)
+            )
+        })?;
     if !resp.status().is_success() {
         // The same error document as every route.
         let status = resp.status().as_u16();
@@ -575,7 +592,7 @@ async fn waits(client: &Client, command: WaitsCommand, json: bool) -> anyhow::Re
             if let Some(run) = run {
                 query.push(format!("run={}", parse_run_id(&run)?));
             }
-            if let Some(s) = crate::wait_status(status, all, json)? {
+            if let Some(s) = crate::wait_status(status, all)? {
                 query.push(format!("status={s}"));
             }
             let page: Value = client

@@ -605,7 +605,7 @@ async fn open(db: &str, create: bool) -> anyhow::Result<Engine> {
         ..OpenOptions::default()
     };
     let config = ExecutorConfig {
-        owner: format!("cairn-cli:{}", std::process::id()),
+        owner: cairn::holder::owner("cairn-cli"),
         ..ExecutorConfig::default()
     };
     Ok(Engine::open_with(db, &opts, config).await?)
@@ -670,25 +670,23 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
             if lines {
                 progress::start(&submitted.run)?;
             }
-            // A repeated key returns a parked run as it is.
-            let parked = !submitted.created
-                && matches!(
-                    submitted.run.status,
-                    RunStatus::Waiting | RunStatus::Interrupted | RunStatus::Failed
-                );
-            if !parked {
-                let drive = engine.execute(id);
-                let driven = if lines {
-                    until_interrupted(id, progress::follow(&engine, &submitted.run, drive)).await
-                } else {
-                    until_interrupted(id, drive).await
-                };
-                match driven {
-                    Some(driven) => {
-                        driven?;
-                    }
-                    None => return Ok(exit::INTERRUPTED),
+            if submitted.created {
+                say_what_it_waits_behind(&engine, &submitted.run).await;
+            }
+            // Drives the run; if a worker claimed it first, follows it to
+            // its next stop (a repeated key returns a parked run as it is).
+            let first = submitted.run.clone();
+            let drive = engine.drive_submitted(&crew, submitted);
+            let driven = if lines {
+                until_interrupted(id, progress::follow(&engine, &first, drive)).await
+            } else {
+                until_interrupted(id, drive).await
+            };
+            match driven {
+                Some(driven) => {
+                    driven?;
                 }
+                None => return Ok(exit::INTERRUPTED),
             }
             Ok(status_exit(show_run(&engine, id, json, false).await?))
         }
@@ -790,17 +788,22 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
                         .map(|s| s.parse::<RunStatus>().map_err(usage))
                         .transpose()?;
                     let engine = open(&cli.db, false).await?;
-                    // The JSON array keeps its documented order (oldest
-                    // first); people read the newest first.
-                    let newest_first = !json && !oldest;
-                    let runs = engine
+                    // `--limit` picks the newest N (the oldest N with
+                    // --oldest) whatever the form; the JSON array keeps
+                    // its documented order (oldest first), people read the
+                    // newest first.
+                    let mut runs = engine
                         .list(&RunFilter {
                             status,
-                            limit: if newest_first { None } else { limit },
+                            limit,
+                            newest_first: !oldest,
                             ..RunFilter::default()
                         })
                         .await?;
-                    output::print_list(&newest(runs, newest_first, limit), json)?;
+                    if json && !oldest {
+                        runs.reverse();
+                    }
+                    output::print_list(&runs, json)?;
                 }
                 RunsCommand::Show {
                     run_id,
@@ -965,7 +968,7 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
                 ..OpenOptions::default()
             };
             let config = ExecutorConfig {
-                owner: format!("cairn-worker:{}", std::process::id()),
+                owner: cairn::holder::owner("cairn-worker"),
                 lease: Duration::from_millis(lease_ms),
                 heartbeat: Duration::from_millis(heartbeat_ms),
                 ..ExecutorConfig::default()
@@ -1053,7 +1056,7 @@ async fn waits(db: &str, command: WaitsCommand, json: bool) -> anyhow::Result<u8
     match command {
         WaitsCommand::List { run, status, all } => {
             let run = run.as_deref().map(parse_run_id).transpose()?;
-            let status = wait_status(status, all, json)?;
+            let status = wait_status(status, all)?;
             let engine = open(db, false).await?;
             let waits = engine
                 .waits(&WaitFilter {
@@ -1106,14 +1109,11 @@ async fn waits(db: &str, command: WaitsCommand, json: bool) -> anyhow::Result<u8
 /// The status `waits list` filters by: `--status`, else (in text) open
 /// unless `--all`. The JSON array keeps its documented contents, every
 /// wait, unless `--status` narrows it.
-fn wait_status(
-    status: Option<String>,
-    all: bool,
-    json: bool,
-) -> anyhow::Result<Option<WaitStatus>> {
+fn wait_status(status: Option<String>, all: bool) -> anyhow::Result<Option<WaitStatus>> {
     match status {
         Some(s) => Ok(Some(s.parse::<WaitStatus>().map_err(usage)?)),
-        None if all || json => Ok(None),
+        // `--json` changes the form, never the records: open ones too.
+        None if all => Ok(None),
         None => Ok(Some(WaitStatus::Open)),
     }
 }
@@ -1212,18 +1212,75 @@ async fn shutdown_signal() {
 /// (exit [`exit::INTERRUPTED`]). Dropping `work` stops its step (a
 /// `command` step's process group is killed); the run stays `running`
 /// under this process's lease until it expires, so the printed command takes
-/// it over (`--takeover`: safe, since its holder is this exiting process).
+/// it over (this process is gone by then, which `resume` sees: no
+/// `--takeover` needed, see `cairn::holder`).
 async fn until_interrupted<T>(id: RunId, work: impl std::future::Future<Output = T>) -> Option<T> {
     tokio::select! {
         result = work => Some(result),
         _ = tokio::signal::ctrl_c() => {
             eprintln!(
-                "\ninterrupted: run {id} stopped where it was and keeps its finished steps; resume it with:\n  {} resume --takeover {id}",
+                "\ninterrupted: run {id} stopped where it was and keeps its finished steps; resume it with:\n  {} resume {id}",
                 output::cairn_command()
             );
             None
         }
     }
+}
+
+/// A run queued behind an unfinished run of its thread starts only after
+/// it: says so on stderr (the run, its status, and its open wait with the
+/// command that answers it), so a silent `run` is not mistaken for a hang.
+async fn say_what_it_waits_behind(engine: &Engine, run: &cairn::RunRecord) {
+    let Some(thread) = &run.thread_id else { return };
+    let filter = RunFilter {
+        thread: Some(thread.clone()),
+        ..RunFilter::default()
+    };
+    let Ok(runs) = engine.list(&filter).await else {
+        return;
+    };
+    let busy = runs.iter().find(|r| {
+        r.id != run.id
+            && (r.created_at, r.id) < (run.created_at, run.id)
+            && matches!(
+                r.status,
+                RunStatus::Queued
+                    | RunStatus::Running
+                    | RunStatus::Waiting
+                    | RunStatus::Interrupted
+            )
+    });
+    let Some(busy) = busy else { return };
+    let mut text = format!(
+        "run {} is queued behind run {} of thread `{}` ({}); it starts when that run is done",
+        run.id,
+        busy.id,
+        cairn::text::printable_line(thread),
+        busy.status
+    );
+    let open = WaitFilter {
+        run: Some(busy.id),
+        status: Some(WaitStatus::Open),
+        ..WaitFilter::default()
+    };
+    if let Some(w) = engine
+        .waits(&open)
+        .await
+        .ok()
+        .and_then(|w| w.into_iter().next())
+    {
+        text.push_str(&format!(
+            "\n  it waits for an answer: {}",
+            output::answer_hint(w.id, w.kind)
+        ));
+    } else if busy.status == RunStatus::Interrupted {
+        text.push_str(&format!(
+            "\n  it is interrupted: {} runs continue {}",
+            output::cairn_command(),
+            busy.id
+        ));
+    }
+    eprintln!("{text}");
 }
 
 /// Prints run `id` (its waits with it); its status.
@@ -1253,22 +1310,6 @@ async fn show_run(
     Ok(view.run.status)
 }
 
-/// `runs list`'s text order: the newest `limit` runs, newest first (runs
-/// come oldest first from the store), or as they came.
-fn newest(
-    mut runs: Vec<cairn::RunRecord>,
-    newest_first: bool,
-    limit: Option<u32>,
-) -> Vec<cairn::RunRecord> {
-    if newest_first {
-        runs.reverse();
-        if let Some(l) = limit {
-            runs.truncate(l as usize);
-        }
-    }
-    runs
-}
-
 /// After an operator action: execute the run to its next stop (unless
 /// `enqueue`), print it, and pick the exit code from its status.
 async fn finish_action(
@@ -1286,10 +1327,11 @@ async fn finish_action(
         }
     }
     let status = show_run(engine, id, json, false).await?;
-    Ok(if enqueue && status == RunStatus::Queued {
-        exit::OK
-    } else {
-        status_exit(status)
+    // Enqueued: a worker may have claimed it before it was printed, which
+    // is success too (as in client mode).
+    Ok(match status {
+        RunStatus::Queued | RunStatus::Running if enqueue => exit::OK,
+        status => status_exit(status),
     })
 }
 
@@ -1310,22 +1352,16 @@ fn describe_db(url: &str) -> String {
     redact(url)
 }
 
-/// A URL without its password.
+/// A URL without its password (the one redaction, `cairn::text`).
 fn redact(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        _ => url.to_owned(),
-    }
+    cairn::text::redact_url(url)
 }
 
 /// How the commands this process suggests begin: `cairn` with the
 /// `--server` or `--db` that reaches the same runs.
 fn command_prefix(cli: &Cli) -> String {
     if let Some(server) = &cli.server {
-        return format!("cairn --server {server}");
+        return format!("cairn --server {}", redact(server));
     }
     if cli.db == DEFAULT_DB {
         "cairn".to_owned()
@@ -1379,6 +1415,23 @@ fn not_found_hint(err: &anyhow::Error, db: &str) -> Option<String> {
     Some(hint)
 }
 
+/// The command that gets past a refusal, whole (run id and `--db` as
+/// used): the library's errors carry no command lines.
+fn action_hint(err: &anyhow::Error) -> Option<String> {
+    let e = err.downcast_ref::<cairn::Error>()?;
+    Some(match e.store_error()? {
+        cairn::StoreError::LeaseHeld { run, .. } => format!(
+            "to take it over now (fencing stops the holder at its next write): {} resume {run} --takeover",
+            output::cairn_command()
+        ),
+        cairn::StoreError::ThreadBusy { .. } => {
+            "submit with `--on-busy queue` to run after it, or `--on-busy interrupt` to cancel it"
+                .to_owned()
+        }
+        _ => return None,
+    })
+}
+
 fn main() -> ExitCode {
     let matches = match Cli::command().try_get_matches() {
         Ok(m) => m,
@@ -1430,11 +1483,15 @@ fn main() -> ExitCode {
         Err(err) if is_broken_pipe(&err) => ExitCode::from(exit::OK),
         Err(err) => {
             let mut text = error_text(&err);
-            if let Some(hint) = db.as_deref().and_then(|db| not_found_hint(&err, db)) {
+            let hint = match db.as_deref() {
+                Some(db) => not_found_hint(&err, db).or_else(|| action_hint(&err)),
+                None => action_hint(&err),
+            };
+            if let Some(hint) = hint {
                 text.push_str("; ");
                 text.push_str(&hint);
             }
-            eprintln!("cairn: error: {text}");
+            eprintln!("cairn: error: {}", cairn::text::printable(&text));
             ExitCode::from(error_exit(&err))
         }
     }

@@ -43,6 +43,30 @@ fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
     write_json(&mut std::io::stdout().lock(), value)
 }
 
+/// Standard output for text people read on a terminal: text that came
+/// from steps, models or API clients passes through
+/// [`cairn::text::printable`], so it cannot move the cursor, clear the
+/// screen, set the window title or forge a line of its own. JSON goes to
+/// stdout as it is (its strings are escaped by JSON itself).
+pub fn text_out() -> Safe<std::io::StdoutLock<'static>> {
+    Safe(std::io::stdout().lock())
+}
+
+/// A writer that escapes control characters other than `\n` and `\t`.
+pub struct Safe<W: Write>(W);
+
+impl<W: Write> Write for Safe<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(cairn::text::printable(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// Lines and characters of an output shown in a run's text before it is
 /// cut (the JSON document and `runs show RUN --step N` show it whole).
 const OUTPUT_LINES: usize = 40;
@@ -270,7 +294,7 @@ pub fn print_run(view: &RunView, json: bool, text: &RunText<'_>) -> anyhow::Resu
     if json {
         return print_json(view);
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = text_out();
     let r = &view.run;
     writeln!(
         stdout,
@@ -327,7 +351,7 @@ pub fn print_step(
     if json {
         return print_json(step);
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = text_out();
     write!(
         stdout,
         "{}",
@@ -355,7 +379,7 @@ pub fn print_list(runs: &[RunRecord], json: bool) -> anyhow::Result<()> {
     if json {
         return print_json(runs);
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = text_out();
     run_table(&mut stdout, runs)
 }
 
@@ -385,7 +409,7 @@ pub fn print_compacted(c: &Compacted, dry_run: bool, json: bool) -> anyhow::Resu
     if json {
         return print_json(c);
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = text_out();
     let verb = if dry_run { "would remove" } else { "removed" };
     writeln!(
         stdout,
@@ -402,7 +426,7 @@ pub fn print_threads(threads: &[ThreadSummary], json: bool) -> anyhow::Result<()
     if json {
         return print_json(threads);
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = text_out();
     writeln!(
         stdout,
         "{:>6}  {:>15}  {:<24}  thread",
@@ -415,7 +439,7 @@ pub fn print_threads(threads: &[ThreadSummary], json: bool) -> anyhow::Result<()
             t.runs,
             format!("{}/{}", t.input_tokens, t.output_tokens),
             t.last_run_at.to_rfc3339_opts(chrono_secs(), true),
-            t.thread_id
+            cairn::text::printable_line(&t.thread_id)
         )?;
     }
     Ok(())
@@ -427,12 +451,15 @@ pub fn print_thread(view: &ThreadView, json: bool) -> anyhow::Result<()> {
     if json {
         return print_json(view);
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = text_out();
     let t = &view.totals;
     writeln!(
         stdout,
         "thread {}  runs {}  tokens in/out {}/{}",
-        view.thread_id, t.runs, t.input_tokens, t.output_tokens
+        cairn::text::printable_line(&view.thread_id),
+        t.runs,
+        t.input_tokens,
+        t.output_tokens
     )?;
     run_table(&mut stdout, &view.runs)
 }
@@ -445,7 +472,7 @@ pub fn print_events(events: &[EventRecord], json: bool) -> anyhow::Result<()> {
     if json {
         return print_json(events);
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = text_out();
     for e in events {
         write_event(&mut stdout, e)?;
     }
@@ -472,7 +499,7 @@ pub fn print_journal(items: &[cairn::StepJournalEntry], json: bool) -> anyhow::R
     if json {
         return print_json(items);
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = text_out();
     writeln!(
         stdout,
         "{:>4} {:>4}  {:<6}  {:<17} payload",
@@ -497,7 +524,7 @@ pub fn print_waits(waits: &[cairn::WaitRecord], json: bool) -> anyhow::Result<()
     if json {
         return print_json(waits);
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = text_out();
     writeln!(
         stdout,
         "{:<36}  {:<36} {:>4}  {:<9} {:<9} prompt",

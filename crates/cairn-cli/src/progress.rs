@@ -41,7 +41,7 @@ const POLL: Duration = Duration::from_millis(150);
 
 /// The first lines: the run id (at once) and the step table's header.
 pub fn start(run: &RunRecord) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::text_out();
     writeln!(
         out,
         "run {}  crew {} v{}  {} steps",
@@ -108,7 +108,7 @@ pub fn line(e: &EventRecord, roles: &[String]) -> Option<String> {
 /// Prints the lines of the events after `seq`; the last sequence seen. A
 /// closed stdout stops the printing, not the run.
 fn print_new(events: &[EventRecord], roles: &[String], seq: &mut i64) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::text_out();
     for e in events {
         *seq = (*seq).max(e.seq);
         if let Some(l) = line(e, roles) {

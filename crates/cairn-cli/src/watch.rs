@@ -87,13 +87,14 @@ impl Watch {
     }
 
     fn delta(&mut self, d: &OutputDelta) -> std::io::Result<()> {
-        let mut out = std::io::stdout().lock();
         let key = (d.idx.get(), d.attempt.get());
         self.streamed.insert(key);
         if self.json {
+            let mut out = std::io::stdout().lock();
             writeln!(out, "{}", d.event_json())?;
             return out.flush();
         }
+        let mut out = output::text_out();
         if self.open_line != Some(key) {
             if self.open_line.is_some() {
                 writeln!(out)?;
@@ -107,11 +108,12 @@ impl Watch {
     }
 
     fn event(&mut self, e: &EventRecord, text: &[String]) -> std::io::Result<()> {
-        let mut out = std::io::stdout().lock();
         if self.json {
+            let mut out = std::io::stdout().lock();
             writeln!(out, "{}", serde_json::to_string(e).unwrap_or_default())?;
             return out.flush();
         }
+        let mut out = output::text_out();
         let line = progress::line(e, &self.roles);
         if (line.is_some() || !text.is_empty()) && self.open_line.take().is_some() {
             writeln!(out)?;
@@ -164,7 +166,7 @@ impl Watch {
         if self.json || !self.printing {
             return;
         }
-        let mut out = std::io::stdout().lock();
+        let mut out = output::text_out();
         if self.open_line.take().is_some() {
             let _ = writeln!(out);
         }

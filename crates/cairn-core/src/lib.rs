@@ -15,6 +15,7 @@ pub mod limits;
 pub mod llm;
 pub mod retry;
 pub mod status;
+pub mod text;
 pub mod wait;
 
 pub use agent::{Agent, StepOutput};

@@ -103,9 +103,11 @@ mod tests {
 
     fn claim(takeover: bool) -> ClaimRequest {
         ClaimRequest {
-            force_takeover: takeover,
             owner: "lease-test".into(),
-            takeover,
+            takeover: match takeover {
+                true => cairn_checkpoint::Takeover::Force,
+                false => cairn_checkpoint::Takeover::Never,
+            },
             lease: Duration::from_secs(30),
             crash_loop_cap: 3,
             events: vec![],

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use cairn_checkpoint::{failpoint, ClaimRequest, Lease, StepCommit, Store, WaitFilter};
+use cairn_checkpoint::{failpoint, ClaimRequest, Lease, StepCommit, Store, Takeover, WaitFilter};
 use cairn_core::{
     rebuild, rebuild_owned, Agent, Answer, Attempt, ErrorInfo, ErrorKind, EventKind, NewEvent,
     PreviousOutput, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepRef, StepStatus,
@@ -70,15 +70,11 @@ impl Default for ExecutorConfig {
 }
 
 /// What a caller allows `drive` to do.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct DriveOptions {
-    /// Claim the run even if it is `running` under another lease (an
-    /// operator's explicit takeover: `cairn resume`). Fencing makes the old
-    /// holder harmless. Only a run whose lease expired, unless `force_takeover`.
-    pub takeover: bool,
-    /// With `takeover`: also take a run whose lease is still live (its
-    /// holder may be alive; `cairn resume --takeover`).
-    pub force_takeover: bool,
+    /// Whether to claim the run if it is `running` under another lease (an
+    /// operator's `cairn resume`). Fencing makes the old holder harmless.
+    pub takeover: Takeover,
     /// Accept a crew whose fingerprint differs from the run's; recorded as a
     /// `crew_forced` event, and the run carries on with the new crew.
     pub force_crew: bool,
@@ -144,7 +140,7 @@ impl Executor {
         }
         match run.status {
             RunStatus::Queued => {}
-            RunStatus::Running if opts.takeover => {}
+            RunStatus::Running if opts.takeover.allowed() => {}
             RunStatus::Running => return Err(Error::Leased { run: run_id }),
             RunStatus::Failed => {
                 return Err(Error::RunFailed {
@@ -193,8 +189,7 @@ impl Executor {
         let took_over = run.status == RunStatus::Running;
         let request = ClaimRequest {
             owner: self.config.owner.clone(),
-            takeover: opts.takeover,
-            force_takeover: opts.force_takeover,
+            takeover: opts.takeover.clone(),
             lease: self.config.lease,
             crash_loop_cap: self.config.crash_loop_cap,
             events: claim_events,
@@ -249,8 +244,7 @@ impl Executor {
         let previous = Arc::new(rebuild_owned(&run, steps)?.previous);
         let request = ClaimRequest {
             owner: self.config.owner.clone(),
-            takeover: false,
-            force_takeover: false,
+            takeover: Takeover::Never,
             lease: self.config.lease,
             crash_loop_cap: self.config.crash_loop_cap,
             events: vec![],
@@ -309,8 +303,7 @@ impl Executor {
                 claimed => claimed?,
             };
             // Our own later claims are plain ones.
-            request.takeover = false;
-            request.force_takeover = false;
+            request.takeover = Takeover::Never;
             request.events.clear();
             request.replace_crew = None;
             let mut run = claimed.run;

@@ -96,14 +96,25 @@ impl CommandAgent {
 /// end of a step; this covers the one it cannot: our own process being
 /// SIGKILLed, which would otherwise leave the program running beside its
 /// re-run. It reaches the program itself, not processes it forked.
+///
+/// A parent that dies between the fork and the `prctl` sends no signal: the
+/// child would run its side effect as an orphan while a takeover runs it
+/// again. So after setting the signal the child checks that its parent is
+/// still the process that spawned it, and does not exec if not.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn die_with_parent(cmd: &mut Command) {
+    let spawner = nix::unistd::getpid();
     // SAFETY: the closure runs in the forked child before exec and only
-    // calls prctl(2), which is async-signal-safe and allocates nothing.
+    // calls prctl(2) and getppid(2), which are async-signal-safe; the
+    // errors are made from an errno, without allocating.
     unsafe {
-        cmd.pre_exec(|| {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+            if nix::unistd::getppid() != spawner {
+                return Err(std::io::Error::from(nix::errno::Errno::ESRCH));
+            }
+            Ok(())
         });
     }
 }

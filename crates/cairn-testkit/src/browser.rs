@@ -109,6 +109,39 @@ fn locate(var: &'static str, default: &str, what: &'static str) -> Result<PathBu
     }
 }
 
+/// Set (to anything) where the browser tests must run, as CI does: a
+/// missing Chromium is then a failure, not a skip.
+pub const REQUIRE: &str = "CAIRN_REQUIRE_BROWSER";
+
+/// Whether Chromium and chromedriver are here for `test`. Where either is
+/// missing, the test should return at once: this says so in one line on
+/// the terminal (written past the test harness's capture, so it shows in
+/// a passing run) unless [`REQUIRE`] is set, where it panics instead. One
+/// missing tool so never hides the rest of the suite from a laptop.
+pub fn present(test: &str) -> bool {
+    let missing = [
+        locate(
+            "CAIRN_CHROMEDRIVER",
+            "/usr/bin/chromedriver",
+            "chromedriver",
+        ),
+        locate("CAIRN_CHROMIUM", "/usr/bin/chromium", "chromium"),
+    ]
+    .into_iter()
+    .find_map(Result::err);
+    let Some(missing) = missing else {
+        return true;
+    };
+    if std::env::var_os(REQUIRE).is_some() {
+        panic!("{test}: {missing} ({REQUIRE} is set, so the browser tests must run)");
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped {test}: {missing}; set {REQUIRE}=1 to make this a failure"
+    );
+    false
+}
+
 impl Browser {
     /// Starts chromedriver on a free loopback port and opens a session.
     pub async fn start() -> Result<Browser> {

@@ -63,6 +63,9 @@ fn group_members(pgid: u32) -> Vec<u32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drives_a_page_and_leaves_nothing_running() {
+    if !cairn_testkit::browser::present("drives_a_page_and_leaves_nothing_running") {
+        return;
+    }
     let url = serve().await;
     let browser = Browser::start().await.unwrap_or_else(|e| panic!("{e}"));
     let pgid = browser.driver_pid();
@@ -156,5 +159,42 @@ async fn drives_a_page_and_leaves_nothing_running() {
         left,
         Vec::<u32>::new(),
         "processes of the group outlived it"
+    );
+}
+
+/// Without Chromium a browser test skips with one line naming itself and
+/// what is missing, and passes, so the rest of the suite runs; with
+/// `CAIRN_REQUIRE_BROWSER` set it fails instead. This test binary is run
+/// again with Chromium's path pointing nowhere.
+#[test]
+fn a_missing_chromium_skips_with_one_line_unless_required() {
+    let exe = std::env::current_exe().unwrap();
+    let rerun = |require: bool| {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args(["--exact", "drives_a_page_and_leaves_nothing_running"])
+            .env("CAIRN_CHROMIUM", "/nonexistent/chromium")
+            .env_remove(cairn_testkit::browser::REQUIRE);
+        if require {
+            cmd.env(cairn_testkit::browser::REQUIRE, "1");
+        }
+        cmd.output().unwrap()
+    };
+    let skipped = rerun(false);
+    let stderr = String::from_utf8_lossy(&skipped.stderr);
+    assert!(skipped.status.success(), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("skipped "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0]
+            .starts_with("skipped drives_a_page_and_leaves_nothing_running: chromium not found"),
+        "{stderr}"
+    );
+    let required = rerun(true);
+    assert!(
+        !required.status.success(),
+        "a required browser test passed without Chromium"
     );
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use cairn_checkpoint::{
     Action, ClaimRequest, Claimed, ForkRequest, NewRun, OnBusy, OpenOptions, RunFilter, Store,
-    StoreStats, Submitted, WaitFilter,
+    StoreStats, Submitted, Takeover, WaitFilter,
 };
 use cairn_core::{
     Actor, Answer, EventRecord, Fingerprint, OnDeadline, RunId, RunRecord, StepRecord, WaitId,
@@ -164,6 +164,15 @@ impl Engine {
     /// key drives (or just returns) the existing run.
     pub async fn run(&self, crew: &Crew, input: Value, opts: SubmitOptions) -> Result<Driven> {
         let submitted = self.submit(crew, input, opts).await?;
+        self.drive_submitted(crew, submitted).await
+    }
+
+    /// The second half of [`Engine::run`], for a caller that wants the run
+    /// id before the first step (to print it): drives the run `submit`
+    /// returned to its next stop. If a worker claimed it first, follows it
+    /// there instead and reports that stop, never a refusal; a run parked
+    /// under a repeated idempotency key is returned as it is.
+    pub async fn drive_submitted(&self, crew: &Crew, submitted: Submitted) -> Result<Driven> {
         let run = submitted.run;
         // A repeated key returns the existing run; one that is parked
         // (waiting, interrupted, failed) is returned as it is, not refused.
@@ -206,9 +215,13 @@ impl Engine {
                 Some(run) => {
                     self.register(crew);
                     let loaded = (run, vec![]);
-                    Ok(self.executor.drive_loaded(loaded, &crew.0, opts).await?)
+                    // Not `?`: a refused claim must reach the match below.
+                    self.executor
+                        .drive_loaded(loaded, &crew.0, opts.clone())
+                        .await
+                        .map_err(crate::Error::from)
                 }
-                None => self.drive(id, crew, opts).await,
+                None => self.drive(id, crew, opts.clone()).await,
             };
             match driven {
                 Err(e) if held_elsewhere(&e) => {}
@@ -218,9 +231,9 @@ impl Engine {
             tokio::time::sleep(self.executor.config().cancel_poll).await;
             let run = self.get_run(id).await?;
             match run.status {
-                cairn_core::RunStatus::Queued => opts.takeover = false,
-                // Claimed only once its lease expired (no `force_takeover`).
-                cairn_core::RunStatus::Running => opts.takeover = true,
+                cairn_core::RunStatus::Queued => opts.takeover = Takeover::Never,
+                // Claimed only once its lease expired.
+                cairn_core::RunStatus::Running => opts.takeover = Takeover::IfExpired,
                 _ => break,
             }
         }
@@ -232,11 +245,36 @@ impl Engine {
     }
 
     /// Resumes a run through the same executor as a fresh run. Takes it over
-    /// if it is `running` under another lease.
+    /// if it is `running` under another lease that expired, or whose holder
+    /// is provably dead (a process of this machine that no longer exists,
+    /// [`crate::holder`]); a live lease only with `opts.takeover`.
     pub async fn resume(&self, id: RunId, opts: ResumeOptions) -> Result<Driven> {
+        let takeover = match opts.takeover {
+            true => Takeover::Force,
+            false => Takeover::IfExpired,
+        };
+        match self.resume_with(id, opts.clone(), takeover).await {
+            Err(e) => match e.store_error() {
+                Some(cairn_checkpoint::Error::LeaseHeld { owner, .. })
+                    if crate::holder::is_dead_here(owner) =>
+                {
+                    let dead = Takeover::IfHeldBy(owner.clone());
+                    self.resume_with(id, opts, dead).await
+                }
+                _ => Err(e),
+            },
+            ok => ok,
+        }
+    }
+
+    async fn resume_with(
+        &self,
+        id: RunId,
+        opts: ResumeOptions,
+        takeover: Takeover,
+    ) -> Result<Driven> {
         let drive = DriveOptions {
-            takeover: true,
-            force_takeover: opts.takeover,
+            takeover,
             force_crew: opts.force,
         };
         let thread = crate::thread::check(opts.thread_id)?;
@@ -383,8 +421,7 @@ impl Engine {
         let config = self.executor.config();
         ClaimRequest {
             owner: config.owner.clone(),
-            takeover: false,
-            force_takeover: false,
+            takeover: Takeover::Never,
             lease: config.lease,
             crash_loop_cap: config.crash_loop_cap,
             events: vec![],

@@ -30,6 +30,7 @@
 
 mod engine;
 mod error;
+pub mod holder;
 mod retention;
 mod thread;
 mod work;
@@ -44,8 +45,10 @@ pub use cairn_checkpoint::DbFault;
 pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
     Backend, Claimed, CompactPolicy, Compacted, ForkRequest, LiveHub, OnBusy, OpenOptions,
-    RunFilter, Store, StoreStats, Submitted, ThreadSummary, WaitFilter,
+    RunFilter, Store, StoreStats, Submitted, Takeover, ThreadSummary, WaitFilter,
 };
+/// Text that reaches people: URLs without passwords, terminal-safe text.
+pub use cairn_core::text;
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Corruption, CrewDef,
     ErrorInfo, ErrorKind, EventKind, EventRecord, Fingerprint, JournalEntry, JournalKind, LlmDef,

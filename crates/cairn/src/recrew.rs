@@ -88,8 +88,7 @@ impl Engine {
         };
         let executor = Executor::new(self.store().clone(), config);
         let opts = DriveOptions {
-            takeover: false,
-            force_takeover: false,
+            takeover: cairn_checkpoint::Takeover::Never,
             force_crew: true,
         };
         Ok(executor.drive(id, &crew.0, opts).await?)

@@ -188,10 +188,7 @@ fn draw(rng: &mut Rng, made: &Made) -> Op {
 }
 
 fn request(takeover: bool) -> ClaimRequest {
-    ClaimRequest {
-        takeover,
-        ..claim_req(takeover)
-    }
+    claim_req(takeover)
 }
 
 /// The commit `how` asks for, at the run's cursor and attempt as the

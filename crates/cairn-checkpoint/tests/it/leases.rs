@@ -13,8 +13,7 @@ use crate::{new_run, store};
 fn req(lease_ms: u64) -> ClaimRequest {
     ClaimRequest {
         owner: "worker".into(),
-        takeover: false,
-        force_takeover: false,
+        takeover: cairn_checkpoint::Takeover::Never,
         lease: Duration::from_millis(lease_ms),
         crash_loop_cap: 3,
         events: vec![],

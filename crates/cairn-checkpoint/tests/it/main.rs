@@ -56,8 +56,10 @@ pub(crate) fn new_run(steps: usize, key: Option<&str>) -> NewRun {
 pub(crate) fn claim_req(takeover: bool) -> ClaimRequest {
     ClaimRequest {
         owner: "test".into(),
-        takeover,
-        force_takeover: takeover,
+        takeover: match takeover {
+            true => cairn_checkpoint::Takeover::Force,
+            false => cairn_checkpoint::Takeover::Never,
+        },
         lease: Duration::from_secs(30),
         crash_loop_cap: 3,
         events: vec![],

@@ -142,8 +142,7 @@ async fn interrupt_cancels_the_busy_runs_and_records_why(kind: Kind) {
         .run;
     // The second is running under a claim (taken out of order on purpose:
     // an operator's takeover, say).
-    let mut req = claim_req(true);
-    req.takeover = true;
+    let req = claim_req(true);
     store
         .act(
             queued.id,
@@ -206,7 +205,7 @@ async fn runs_of_a_thread_are_claimed_in_submission_order(kind: Kind) {
         .run;
     let free = store.submit(new_run(1, None)).await.unwrap().run;
     let mut req = claim_req(false);
-    req.takeover = true;
+    req.takeover = cairn_checkpoint::Takeover::IfExpired;
     let mut claimed = vec![];
     while let Some(c) = store.claim_next(&req).await.unwrap() {
         claimed.push(c);

@@ -29,6 +29,9 @@ both!(
     keep_per_thread_protects_each_threads_newest_from_every_rule,
 );
 
+/// A policy, what its removal must satisfy, and what that is in words.
+type Expect<'a> = (CompactPolicy, &'a dyn Fn(&Compacted) -> bool, &'a str);
+
 /// Each criterion alone removes what it names (a NULL bound for the ones
 /// left out must not turn the others off), and a dry run counts the same.
 async fn each_criterion_removes_what_it_names_alone(kind: Kind) {
@@ -40,7 +43,7 @@ async fn each_criterion_removes_what_it_names_alone(kind: Kind) {
     };
     // `mix`: 4 succeeded runs (3 of thread t) and 1 cancelled, each
     // succeeded one with a journal item; 1 failed.
-    let cases: [(CompactPolicy, &dyn Fn(&Compacted) -> bool, &str); 5] = [
+    let cases: [Expect; 5] = [
         (
             alone(&|p| p.journals = true),
             &|c| c.journal_items == 4 && c.runs == 0 && c.events == 0,
@@ -323,8 +326,7 @@ async fn finish(store: &Arc<dyn Store>, id: RunId) -> (RunStatus, Vec<Option<Val
         }
         _ => {}
     }
-    let mut req = claim_req(true);
-    req.takeover = true;
+    let req = claim_req(true);
     let held = store.claim(id, &req).await.unwrap();
     let (epoch, steps) = (held.run.lease_epoch, held.run.step_count);
     for idx in held.run.cursor.get()..steps {

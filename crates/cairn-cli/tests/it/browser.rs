@@ -171,6 +171,11 @@ fn runtime() -> tokio::runtime::Runtime {
 
 #[test]
 fn sign_in_refuses_a_wrong_token_and_opens_a_session_for_a_right_one() {
+    if !cairn_testkit::browser::present(
+        "sign_in_refuses_a_wrong_token_and_opens_a_session_for_a_right_one",
+    ) {
+        return;
+    }
     let case = Case::new(Kind::Sqlite);
     let console = Console::start(&case, &[], "1", true);
     runtime().block_on(async {
@@ -212,6 +217,11 @@ fn sign_in_refuses_a_wrong_token_and_opens_a_session_for_a_right_one() {
 
 #[test]
 fn an_llm_steps_text_and_the_next_steps_appear_live_without_a_reload() {
+    if !cairn_testkit::browser::present(
+        "an_llm_steps_text_and_the_next_steps_appear_live_without_a_reload",
+    ) {
+        return;
+    }
     let case = Case::new(Kind::Sqlite);
     let model = SlowModel::start(
         &["Durable", " agents", " never", " lose", " a step"],
@@ -281,6 +291,11 @@ fn an_llm_steps_text_and_the_next_steps_appear_live_without_a_reload() {
 
 #[test]
 fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_its_page() {
+    if !cairn_testkit::browser::present(
+        "a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_its_page",
+    ) {
+        return;
+    }
     let case = Case::new(Kind::Sqlite);
     let review = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/review.toml"),
@@ -372,6 +387,9 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
 /// what is stored: every step done, one takeover.
 #[test]
 fn a_reload_after_the_worker_was_killed_and_the_run_resumed_elsewhere_shows_the_stored_progress() {
+    if !cairn_testkit::browser::present("a_reload_after_the_worker_was_killed_and_the_run_resumed_elsewhere_shows_the_stored_progress") {
+        return;
+    }
     let case = Case::new(Kind::Postgres);
     let gate = case.path("gate");
     let console = Console::start(&case, &[("gated", gated_crew(&gate))], "0", false);

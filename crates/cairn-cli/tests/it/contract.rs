@@ -181,8 +181,11 @@ fn runs_list_json_is_oldest_first_and_filters(kind: Kind) {
     assert_eq!(ids(&["--status", "failed"]), [b]);
     assert_eq!(ids(&["--status", "succeeded"]), [a, c]);
     assert_eq!(ids(&["--status", "running"]), Vec::<String>::new());
-    assert_eq!(ids(&["--limit", "2"]), [a, b]);
-    assert_eq!(ids(&["--limit", "1", "--status", "succeeded"]), [a]);
+    // `--limit` takes the newest N, as in the text (issue 27; the array
+    // stays oldest first); `--oldest --limit` the oldest N.
+    assert_eq!(ids(&["--limit", "2"]), [b, c]);
+    assert_eq!(ids(&["--limit", "1", "--status", "succeeded"]), [c]);
+    assert_eq!(ids(&["--oldest", "--limit", "2"]), [a, b]);
 }
 
 fn json_and_db_are_accepted_anywhere_on_the_line(kind: Kind) {

@@ -115,16 +115,43 @@ fn ctrl_c_prints_the_resume_command_and_exits_130() {
     );
     let id = case.only_run_id();
     let stderr = read(&case, "bg.stderr");
-    let resume = format!("cairn --db {} resume --takeover {id}", case.url());
+    let resume = format!("cairn --db {} resume {id}\n", case.url());
     assert!(stderr.contains(&resume), "{stderr}");
     std::fs::write(case.path("go"), "").unwrap();
-    // The lease of the interrupted process is still live: the command as
-    // printed takes it over.
-    let out = case
-        .cairn(&["resume", "--takeover", &id, "--json"])
-        .expect_code(0);
+    // The lease of the interrupted process is still live, but its holder
+    // is gone: the command as printed (no `--takeover`) takes it over.
+    let out = case.cairn(&["resume", &id, "--json"]).expect_code(0);
     assert_eq!(out.json()["status"], "succeeded");
     assert_eq!(case.executed(0), 1);
+}
+
+/// A SIGKILLed `run` leaves a live lease; a plain `resume` on the same
+/// machine sees its holder is gone and takes the run over at once. While
+/// the holder lives, a plain `resume` is refused, and the error names the
+/// whole command that takes it over (run id and `--db`).
+#[test]
+fn a_plain_resume_takes_over_from_a_killed_run_but_not_a_live_one() {
+    let case = Case::new(Kind::Sqlite);
+    let agents = [case.counting_agent("first"), gated_agent(&case, "second")];
+    let crew = case.write("crew.toml", &crew_toml("gated", &agents));
+    let mut child = crate::support::Spawned(case.spawn(&["run", crew.to_str().unwrap()], &[]));
+    wait_until("step 1 to start", Duration::from_secs(30), || {
+        case.path("started").exists()
+    });
+    let id = case.only_run_id();
+    // The holder is alive: refused, with the command that would steal it.
+    let out = case.cairn(&["resume", &id]);
+    // SIGKILL: the lease stays live for its 30 s, but nobody holds it.
+    kill(child.pid(), Signal::SIGKILL).unwrap();
+    child.wait("the killed run");
+    assert_ne!(out.code(), Some(0), "{}", out.stdout);
+    let takeover = format!("cairn --db {} resume {id} --takeover", case.url());
+    assert!(out.stderr.contains("live lease"), "{}", out.stderr);
+    assert!(out.stderr.contains(&takeover), "{}", out.stderr);
+    std::fs::write(case.path("go"), "").unwrap();
+    let out = case.cairn(&["resume", &id, "--json"]).expect_code(0);
+    assert_eq!(out.json()["status"], "succeeded");
+    assert_eq!(case.executed(0), 1, "the finished step did not run again");
 }
 
 /// `run` and `runs show` print the final output (cut when long, pretty
@@ -239,9 +266,16 @@ fn a_waiting_run_says_what_to_do() {
         "{}",
         out.stdout
     );
-    // The JSON array keeps every wait; the text shows the open ones.
-    let all = case
+    // The JSON array holds the same records as the text (the open wait);
+    // `--all` every wait, in either form.
+    let open = case
         .cairn(&["waits", "list", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(open.as_array().map(Vec::len), Some(1), "{open}");
+    assert_eq!(open[0]["id"], second.as_str(), "{open}");
+    let all = case
+        .cairn(&["waits", "list", "--json", "--all"])
         .expect_code(0)
         .json();
     assert_eq!(all.as_array().map(Vec::len), Some(2), "{all}");
@@ -324,6 +358,27 @@ fn runs_list_shows_the_newest_first() {
     assert_eq!(order(&limited.stdout), reversed[..2].to_vec());
     let oldest = case.cairn(&["runs", "list", "--oldest"]).expect_code(0);
     assert_eq!(order(&oldest.stdout), ids);
+    // --json keeps its order (oldest first) but holds the same records as
+    // the text: `--limit 1` is the newest run, `--oldest --limit 1` the
+    // oldest.
+    let json_ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["runs", "list", "--json"];
+        all.extend_from_slice(args);
+        match case.cairn(&all).expect_code(0).json() {
+            Value::Array(runs) => runs
+                .iter()
+                .map(|r| r["id"].as_str().unwrap().to_owned())
+                .collect(),
+            other => panic!("not an array: {other}"),
+        }
+    };
+    assert_eq!(json_ids(&["--limit", "1"]), vec![ids[2].clone()]);
+    assert_eq!(json_ids(&["--limit", "2"]), ids[1..].to_vec());
+    assert_eq!(
+        json_ids(&["--oldest", "--limit", "1"]),
+        vec![ids[0].clone()]
+    );
+    assert_eq!(json_ids(&[]), ids);
 }
 
 /// `runs journal` prints a header, even for a run without agent steps.

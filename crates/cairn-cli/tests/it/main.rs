@@ -72,6 +72,7 @@ mod mismatch;
 mod operators;
 mod soak;
 mod support;
+mod terminal;
 mod threads;
 mod timeout;
 mod waits;

@@ -15,6 +15,38 @@ both_backends!(
     fork_keeps_the_thread_unless_given_another,
 );
 
+/// A `run` queued behind an unfinished run of its thread says what it
+/// waits behind (not just its header, then silence), and starts once that
+/// run is done.
+#[test]
+fn a_run_queued_behind_its_thread_says_what_it_waits_for() {
+    let case = Case::new(Kind::Sqlite);
+    let crew = case.counting_crew(1);
+    let crew = crew.to_str().unwrap();
+    let first = case
+        .cairn(&["submit", crew, "--thread", "t"])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_owned();
+    let mut child = crate::support::Spawned(case.spawn(&["run", crew, "--thread", "t"], &[]));
+    let stderr = || std::fs::read_to_string(case.path("bg.stderr")).unwrap_or_default();
+    crate::support::wait_until(
+        "the queued run to say what it waits for",
+        std::time::Duration::from_secs(30),
+        || stderr().contains("queued behind"),
+    );
+    // Finish the earlier run; the queued one then runs to its end.
+    case.cairn(&["resume", &first]).expect_code(0);
+    let status = child.wait("the queued run");
+    let said = stderr();
+    assert_eq!(status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(&format!("queued behind run {first} of thread `t` (queued)")),
+        "{said}"
+    );
+}
+
 fn id_of(run: &Value) -> String {
     run["id"].as_str().unwrap().to_owned()
 }

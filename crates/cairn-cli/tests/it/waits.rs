@@ -55,11 +55,15 @@ fn context_seen(case: &Case, attempt: u32) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("context is not JSON ({e}): {text}"))
 }
 
-/// `cairn waits list --json [ARGS]`, which must be an array.
+/// `cairn waits list --json [ARGS]`, which must be an array; every wait
+/// (`--all`) unless ARGS name a `--status`.
 #[track_caller]
 fn waits(case: &Case, args: &[&str]) -> Vec<Value> {
     let mut all = vec!["waits", "list", "--json"];
     all.extend(args);
+    if !args.contains(&"--status") {
+        all.push("--all");
+    }
     match case.cairn(&all).expect_code(0).json() {
         Value::Array(waits) => waits,
         other => panic!("waits list --json is not an array: {other:#}"),

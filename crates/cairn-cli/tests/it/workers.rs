@@ -433,15 +433,17 @@ fn a_zombie_worker_cannot_commit_after_its_lease_expired() {
         .collect();
     assert_eq!(claims.len(), 2, "{claims:#?}");
     assert_eq!(claims[0]["data"]["epoch"], 1, "{claims:#?}");
-    assert_eq!(
-        claims[0]["data"]["owner"],
-        format!("cairn-worker:{a_pid}"),
+    // `cairn-worker:PID [HOST BOOT START]`: the worker, by its pid.
+    let owner = claims[0]["data"]["owner"].as_str().unwrap_or_default();
+    assert!(
+        owner.starts_with(&format!("cairn-worker:{a_pid} [")),
         "{claims:#?}"
     );
     assert_eq!(claims[1]["data"]["epoch"], 2, "{claims:#?}");
-    assert_eq!(
-        claims[1]["data"]["owner"],
-        format!("cairn-worker:{b_pid}"),
+    // `cairn-worker:PID [HOST BOOT START]`: the worker, by its pid.
+    let owner = claims[1]["data"]["owner"].as_str().unwrap_or_default();
+    assert!(
+        owner.starts_with(&format!("cairn-worker:{b_pid} [")),
         "{claims:#?}"
     );
     assert_eq!(claims[1]["data"]["took_over_step"], true, "{claims:#?}");
@@ -827,4 +829,60 @@ fn two_workers_run_each_thread_in_submission_order() {
         }
     }
     assert!(most >= 2, "the threads ran one after the other:\n{lines}");
+}
+
+/// `cairn run` beside two workers polling the same PostgreSQL database: a
+/// worker often claims the run before `run` does. Each of 10 `run`s (two
+/// at a time) follows its run to the end and exits with its outcome (0,
+/// `succeeded` in its JSON), and every step ran exactly once.
+#[test]
+fn cairn_run_beside_two_workers_exits_with_the_runs_outcome() {
+    let case = Case::new(Kind::Postgres);
+    let log = case.path("executions.log");
+    let script = format!(
+        "cat > /dev/null; echo \"$CAIRN_RUN_ID $CAIRN_STEP_IDX\" >> '{}'; sleep 0.05; echo '{{}}'",
+        log.display()
+    );
+    let crew = case.write(
+        "crew.toml",
+        &crew_toml(
+            "beside",
+            &[agent_sh("first", &script), agent_sh("second", &script)],
+        ),
+    );
+    let crew = crew.to_str().unwrap();
+    // The database is set up (by a first run alone) before workers poll it.
+    case.cairn(&["run", crew, "--input", "{\"n\": -1}"])
+        .expect_code(0);
+    let args = ["--concurrency", "4", "--poll-ms", "5", "--grace-ms", "2000"];
+    let names = ["a", "b"];
+    let _workers = Workers(
+        names
+            .iter()
+            .map(|n| spawn_worker(&case, n, &args))
+            .collect(),
+    );
+    let indices: Vec<usize> = (0..10).collect();
+    let outcomes = parallel(&indices, 2, |i| {
+        let input = format!("{{\"n\": {i}}}");
+        let out = case.cairn(&["run", crew, "--input", &input, "--json"]);
+        (out.code(), out.stdout.clone(), out.stderr.clone())
+    });
+    for (code, stdout, stderr) in &outcomes {
+        assert_eq!(
+            *code,
+            Some(0),
+            "a `cairn run` beside workers failed:\n{stdout}\n{stderr}\n{}",
+            worker_logs(&case, &names)
+        );
+        let run: Value = serde_json::from_str(stdout).expect("run --json");
+        assert_eq!(run["status"], "succeeded", "{run}");
+    }
+    assert_eq!(runs_with_status(&case, "succeeded").len(), 11);
+    let executions = count_executions(&log);
+    assert_eq!(executions.len(), 22, "every step ran");
+    assert!(
+        executions.values().all(|n| *n == 1),
+        "a step ran twice: {executions:?}"
+    );
 }

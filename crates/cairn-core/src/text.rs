@@ -1,0 +1,125 @@
+//! Text that reaches people: URLs without their passwords, and untrusted
+//! text (step outputs, model text, ids a client chose) made safe to print
+//! on a terminal. Pure functions; printing is the callers'.
+
+/// `url` with its password replaced by `***`: the userinfo's (`u:pw@host`)
+/// and a `password=` query parameter's. Works on text that does not parse
+/// as a URL too (a password with `/` or `@` in it), so no caller leaks a
+/// password by falling back to the text as given.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return redact_query(url);
+    };
+    let start = scheme_end + 3;
+    // The authority ends at the last `@` before any query or fragment: a
+    // password may hold `/` or `@` unescaped.
+    let before_query = url[start..]
+        .find(['?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let out = match url[start..before_query].rfind('@') {
+        Some(at) => {
+            let userinfo = &url[start..start + at];
+            match userinfo.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &url[..start],
+                    &userinfo[..colon],
+                    &url[start + at..]
+                ),
+                None => url.to_owned(),
+            }
+        }
+        None => url.to_owned(),
+    };
+    redact_query(&out)
+}
+
+/// A `password=` query parameter's value replaced by `***`.
+fn redact_query(url: &str) -> String {
+    let Some(q) = url.find('?') else {
+        return url.to_owned();
+    };
+    let params: Vec<String> = url[q + 1..]
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+            _ => p.to_owned(),
+        })
+        .collect();
+    format!("{}?{}", &url[..q], params.join("&"))
+}
+
+/// `text` safe to print on a terminal: every control character other than
+/// `\n` and `\t` (ESC, BEL, CR, backspace, C1 controls, ...) is shown as a
+/// `\u{..}` escape instead of being sent, so printed text cannot move the
+/// cursor, clear the screen, set the window title or forge a line.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`printable`] for one-line fields (ids, statuses, a table cell): a
+/// newline or tab is escaped too, so a value cannot start a line of its
+/// own.
+pub fn printable_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| match c.is_control() {
+                true => c.escape_unicode().to_string(),
+                false => c.to_string(),
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(url: &str, expected: &str) {
+        assert_eq!(redact_url(url), expected);
+    }
+
+    #[test]
+    fn passwords_are_redacted_whether_or_not_the_url_parses() {
+        check(
+            "postgres://u:secret@db:5432/x",
+            "postgres://u:***@db:5432/x",
+        );
+        check("http://u:p/w@ss@host/path", "http://u:***@host/path");
+        check("http://host:7700/v1", "http://host:7700/v1");
+        check("http://user@host/", "http://user@host/");
+        check(
+            "postgres://db/x?user=u&password=pw&sslmode=require",
+            "postgres://db/x?user=u&password=***&sslmode=require",
+        );
+        check("sqlite://cairn.db", "sqlite://cairn.db");
+        check("not a url:pw@x", "not a url:pw@x");
+    }
+
+    #[test]
+    fn control_characters_are_escaped_but_lines_and_tabs_kept() {
+        assert_eq!(printable("a\nb\tc"), "a\nb\tc");
+        assert_eq!(
+            printable("\u{1b}]0;owned\u{7}x\r"),
+            "\\u{1b}]0;owned\\u{7}x\\u{d}"
+        );
+        assert_eq!(printable("\u{9b}2J"), "\\u{9b}2J");
+        assert_eq!(printable_line("t\nforged"), "t\\u{a}forged");
+    }
+}
