@@ -28,6 +28,9 @@ pub struct CompactPolicy {
     pub failed_older_than: Option<Duration>,
     /// Whole finished runs of a thread beyond its newest N finished ones.
     pub keep_per_thread: Option<u32>,
+    /// Apply the criteria to this thread's runs only (agent runners'
+    /// `compact_thread`); every run when `None`.
+    pub thread: Option<String>,
     /// Count what would be removed; remove nothing.
     pub dry_run: bool,
 }
@@ -87,12 +90,20 @@ macro_rules! whole_run {
                 OR (status = 'failed' AND finished_at < {ago:failed_secs}), FALSE) END)"
     };
 }
+/// The runs a policy looks at: those of `:thread`, or all.
+macro_rules! in_scope {
+    () => {
+        "(:thread IS NULL OR runs.thread_id = :thread)"
+    };
+}
 /// Journal items of finished runs that no whole-run criterion removes.
 macro_rules! finished_journals {
     () => {
         concat!(
             "SELECT j.run_id, j.step_idx, j.seq FROM journal j JOIN runs ON runs.id = j.run_id \
-             WHERE :journals AND runs.status IN ('succeeded', 'cancelled') AND NOT ",
+             WHERE :journals AND runs.status IN ('succeeded', 'cancelled') AND ",
+            in_scope!(),
+            " AND NOT ",
             whole_run!()
         )
     };
@@ -102,7 +113,9 @@ macro_rules! old_events {
     () => {
         concat!(
             "SELECT e.run_id, e.seq FROM events e JOIN runs ON runs.id = e.run_id \
-             WHERE e.at < {ago:events_secs} AND NOT ",
+             WHERE e.at < {ago:events_secs} AND ",
+            in_scope!(),
+            " AND NOT ",
             whole_run!()
         )
     };
@@ -136,6 +149,7 @@ fn policy(q: Query, p: &CompactPolicy) -> Query {
     q.bind("finished_secs", secs(p.finished_older_than))
         .bind("failed_secs", secs(p.failed_older_than))
         .bind("keep", p.keep_per_thread)
+        .bind("thread", p.thread.as_deref())
 }
 
 fn count(row: Option<&Row>, col: &str) -> Result<u64> {
@@ -170,6 +184,8 @@ pub(crate) async fn compact(db: &Pool, p: &CompactPolicy) -> Result<Compacted> {
             policy(
                 query(counts_of!(concat!(
                     "SELECT id FROM runs WHERE ",
+                    in_scope!(),
+                    " AND ",
                     whole_run!()
                 ))),
                 p,
@@ -212,6 +228,8 @@ pub(crate) async fn compact(db: &Pool, p: &CompactPolicy) -> Result<Compacted> {
                 policy(
                     query(concat!(
                         "SELECT id FROM runs WHERE ",
+                        in_scope!(),
+                        " AND ",
                         whole_run!(),
                         " ORDER BY created_at, id LIMIT :batch"
                     )),

@@ -247,6 +247,7 @@ fn compact_body(p: &CompactPolicy) -> Value {
         "finished_older_than": secs(p.finished_older_than),
         "failed_older_than": secs(p.failed_older_than),
         "keep_per_thread": p.keep_per_thread,
+        "thread": p.thread,
         "dry_run": p.dry_run,
     })
 }
@@ -309,8 +310,9 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
         }
         Command::Runs { command } => runs(&client, command, json).await,
         Command::Waits { command } => waits(&client, command, json).await,
-        Command::Compact { policy } => {
-            let policy = policy.policy()?;
+        Command::Compact { policy, thread } => {
+            let mut policy = policy.policy()?;
+            policy.thread = parse_thread(thread)?;
             let body = compact_body(&policy);
             let removed: Compacted = client.post("/v1/compact", &body).await?;
             output::print_compacted(&removed, policy.dry_run, json)?;

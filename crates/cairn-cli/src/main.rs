@@ -106,6 +106,7 @@ impl CompactArgs {
             finished_older_than: age("finished-older-than", &self.finished_older_than)?,
             failed_older_than: age("failed-older-than", &self.failed_older_than)?,
             keep_per_thread: self.keep_per_thread,
+            thread: None,
             dry_run: self.dry_run,
         })
     }
@@ -228,6 +229,9 @@ enum Command {
     Compact {
         #[command(flatten)]
         policy: CompactArgs,
+        /// Apply the flags to this thread's runs only.
+        #[arg(long = "thread", alias = "thread-id", value_name = "ID")]
+        thread: Option<String>,
     },
     /// Conversation threads: runs grouped by their thread id.
     Threads {
@@ -927,8 +931,9 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Command::Waits { command } => waits(&cli.db, command, json).await,
-        Command::Compact { policy } => {
-            let policy = policy.policy()?;
+        Command::Compact { policy, thread } => {
+            let mut policy = policy.policy()?;
+            policy.thread = parse_thread(thread)?;
             let removed = open(&cli.db, false).await?.compact(&policy).await?;
             output::print_compacted(&removed, policy.dry_run, json)?;
             Ok(exit::OK)

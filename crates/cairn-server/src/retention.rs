@@ -25,6 +25,9 @@ pub(crate) struct CompactBody {
     failed_older_than: Option<String>,
     #[serde(default, deserialize_with = "crate::extract::opt_u32_integer")]
     keep_per_thread: Option<u32>,
+    /// Only this thread's runs.
+    #[serde(default)]
+    thread: Option<String>,
     #[serde(default)]
     dry_run: bool,
 }
@@ -43,6 +46,7 @@ pub(crate) async fn compact(
         finished_older_than: age("finished_older_than", body.finished_older_than)?,
         failed_older_than: age("failed_older_than", body.failed_older_than)?,
         keep_per_thread: body.keep_per_thread,
+        thread: body.thread,
         dry_run: body.dry_run,
     };
     if policy.is_empty() {

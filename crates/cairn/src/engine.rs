@@ -565,7 +565,10 @@ impl Engine {
 
     /// Removes what `policy` names (or, with `dry_run`, counts it), never
     /// what an unfinished run needs; the rows removed, by table.
+    /// A policy's `thread` must be a valid thread id
+    /// ([`crate::Error::BadThreadId`]).
     pub async fn compact(&self, policy: &crate::CompactPolicy) -> Result<crate::Compacted> {
+        crate::thread::check(policy.thread.clone())?;
         Ok(self.store().compact(policy).await?)
     }
 

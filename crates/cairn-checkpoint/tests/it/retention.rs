@@ -27,7 +27,48 @@ both!(
     a_periodic_task_is_taken_once_per_interval,
     each_criterion_removes_what_it_names_alone,
     keep_per_thread_protects_each_threads_newest_from_every_rule,
+    a_thread_is_compacted_alone,
 );
+
+/// With `thread`, the criteria apply to that thread's runs only: its 3
+/// finished runs go, with their journal items and events; every other
+/// run keeps every row; a dry run counts the same.
+async fn a_thread_is_compacted_alone(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    mix(&store).await;
+    let others = |runs: Vec<cairn_core::RunRecord>| -> Vec<RunId> {
+        runs.into_iter()
+            .filter(|r| r.thread_id.as_deref() != Some("t"))
+            .map(|r| r.id)
+            .collect()
+    };
+    let before = census(&store).await;
+    let outside = others(store.list_runs(&RunFilter::default()).await.unwrap());
+    let policy = CompactPolicy {
+        finished_older_than: Some(Duration::ZERO),
+        events_older_than: Some(Duration::ZERO),
+        journals: true,
+        thread: Some("t".into()),
+        ..CompactPolicy::default()
+    };
+    let dry = store
+        .compact(&CompactPolicy {
+            dry_run: true,
+            ..policy.clone()
+        })
+        .await
+        .unwrap();
+    let removed = store.compact(&policy).await.unwrap();
+    assert_eq!(dry, removed);
+    assert_eq!((removed.runs, removed.journal_items), (3, 3), "{removed:?}");
+    let after = census(&store).await;
+    assert_eq!(removed, minus(before.0, after.0));
+    // Every run of no thread is as it was, rows and all.
+    for id in outside {
+        assert_eq!(after.1.get(&id), before.1.get(&id), "run {id} changed");
+    }
+}
 
 /// A policy, what its removal must satisfy, and what that is in words.
 type Expect<'a> = (CompactPolicy, &'a dyn Fn(&Compacted) -> bool, &'a str);
@@ -347,6 +388,7 @@ fn every_policy() -> Vec<CompactPolicy> {
         finished_older_than: zero,
         failed_older_than: zero,
         keep_per_thread: Some(1),
+        thread: None,
         dry_run: false,
     };
     vec![
@@ -404,6 +446,7 @@ fn random_policy(seed: u64) -> CompactPolicy {
         finished_older_than: finished,
         failed_older_than: failed,
         keep_per_thread: (draw(2) == 0).then(|| draw(3) as u32),
+        thread: (draw(3) == 0).then(|| "t".to_owned()),
         dry_run: false,
     }
 }

@@ -10,7 +10,76 @@ use crate::support::{Case, Kind};
 both_backends!(
     compact_removes_finished_runs_and_counts_them,
     a_compaction_without_a_criterion_or_with_a_bad_age_exits_2,
+    compact_thread_touches_only_that_thread,
+    events_alone_remove_events_and_keep_the_runs,
 );
+
+/// `--thread ID` applies the flags to that thread's runs only.
+fn compact_thread_touches_only_that_thread(kind: Kind) {
+    let case = Case::new(kind);
+    let crew = case.counting_crew(1);
+    let crew = crew.to_str().unwrap();
+    for thread in ["a", "a", "b"] {
+        case.cairn(&["run", crew, "--thread", thread])
+            .expect_code(0);
+    }
+    case.cairn(&["run", crew]).expect_code(0);
+    let removed = case
+        .cairn(&[
+            "compact",
+            "--finished-older-than",
+            "0s",
+            "--thread",
+            "a",
+            "--json",
+        ])
+        .expect_code(0)
+        .json();
+    assert_eq!(removed["runs"], 2, "{removed}");
+    let left: Vec<Value> = case.list();
+    assert_eq!(left.len(), 2);
+    assert!(left.iter().all(|r| r["thread_id"] != "a"), "{left:#?}");
+}
+
+/// `--journals --events-older-than` without an age for whole runs (which
+/// removed nothing before: a left-out criterion bound NULL under `NOT`)
+/// removes the events and keeps the run; its dry run says the same.
+fn events_alone_remove_events_and_keep_the_runs(kind: Kind) {
+    let case = Case::new(kind);
+    let agents = [crate::support::agent_template(
+        "t",
+        "hello {{ input.topic }}",
+    )];
+    let crew = case.write("crew.toml", &crate::support::crew_toml("j", &agents));
+    let crew = crew.to_str().unwrap();
+    case.cairn(&["run", crew, "--input", r#"{"topic": "x"}"#])
+        .expect_code(0);
+    let dry = case
+        .cairn(&[
+            "compact",
+            "--journals",
+            "--events-older-than",
+            "0s",
+            "--dry-run",
+            "--json",
+        ])
+        .expect_code(0)
+        .json();
+    let removed = case
+        .cairn(&[
+            "compact",
+            "--journals",
+            "--events-older-than",
+            "0s",
+            "--json",
+        ])
+        .expect_code(0)
+        .json();
+    assert_eq!(dry, removed);
+    assert_eq!(removed["runs"], 0, "{removed}");
+    assert!(removed["events"].as_u64().unwrap() > 0, "{removed}");
+    assert_eq!(case.list().len(), 1);
+}
 
 fn compact_removes_finished_runs_and_counts_them(kind: Kind) {
     let case = Case::new(kind);
