@@ -94,11 +94,11 @@ pub enum Error {
     #[error("`{url}` is not a database URL Cairn understands ({reason}); use sqlite://PATH or postgres://USER@HOST:PORT/DB")]
     BadUrl { url: String, reason: String },
     /// A read-only command was pointed at a SQLite file that does not exist.
-    #[error("database file {} does not exist (nothing has run here yet, or pass --db)", .0.display())]
+    #[error("database file {} does not exist (nothing has run here yet, or this is not the database meant)", .0.display())]
     MissingFile(PathBuf),
     /// A read-only command was pointed at a PostgreSQL database (or schema)
     /// without Cairn's tables; nothing was created.
-    #[error("{0} holds no Cairn schema (no `runs` table on its search_path): nothing has run here yet, or pass --db")]
+    #[error("{0} holds no Cairn schema (no `runs` table on its search_path): nothing has run here yet, or this is not the database meant")]
     NoSchema(String),
     /// The database did not answer, or refused the connection.
     #[error("cannot reach {target}: {reason}")]
@@ -237,6 +237,83 @@ impl Error {
                 message: db_message(&e),
             },
             e => e,
+        }
+    }
+}
+
+/// What a storage error is, for the one table that gives each its class,
+/// HTTP status, exit code and code string (`cairn::Error::class`). Not
+/// `#[non_exhaustive]`, so that table matches it without a wildcard arm:
+/// a new [`Error`] variant must be given a kind in [`Error::kind`] (its
+/// match is exhaustive, inside this crate) and a new kind a row there, or
+/// the workspace does not compile. Nothing falls through to "internal".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    RunNotFound,
+    WaitNotFound,
+    ThreadNotFound,
+    IdempotencyConflict,
+    WrongState,
+    ForkRefused,
+    WaitClosed,
+    ThreadBusy,
+    QueuedBehind,
+    LeaseHeld,
+    BadAnswer,
+    Unstorable,
+    BadUrl,
+    MissingFile,
+    NoSchema,
+    /// The database cannot be reached or refuses writes now: try later.
+    Unavailable,
+    /// Stored state that does not make sense.
+    Corruption,
+    /// Refusals the executor handles itself (a stale epoch, a back-off
+    /// not yet over, a cancel request); one that escapes is a bug.
+    Internal,
+}
+
+impl Error {
+    /// This error's [`Kind`].
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::RunNotFound(_) => Kind::RunNotFound,
+            Error::WaitNotFound(_) => Kind::WaitNotFound,
+            Error::ThreadNotFound(_) => Kind::ThreadNotFound,
+            Error::IdempotencyConflict { .. } => Kind::IdempotencyConflict,
+            Error::WrongState { .. } => Kind::WrongState,
+            Error::ForkRefused { .. } => Kind::ForkRefused,
+            Error::WaitClosed { .. } => Kind::WaitClosed,
+            Error::ThreadBusy { .. } => Kind::ThreadBusy,
+            Error::QueuedBehind { .. } => Kind::QueuedBehind,
+            Error::LeaseHeld { .. } => Kind::LeaseHeld,
+            Error::BadAnswer { .. } => Kind::BadAnswer,
+            Error::Unstorable(_) => Kind::Unstorable,
+            Error::BadUrl { .. } => Kind::BadUrl,
+            Error::MissingFile(_) => Kind::MissingFile,
+            Error::NoSchema(_) => Kind::NoSchema,
+            Error::Unreachable { .. } => Kind::Unavailable,
+            Error::Db { fault, .. } => fault.kind(),
+            Error::Corruption(_) => Kind::Corruption,
+            Error::StaleEpoch { .. }
+            | Error::NotYet { .. }
+            | Error::CancelRequested { .. }
+            | Error::Migrate { .. }
+            | Error::Statement(_)
+            | Error::Database(_) => Kind::Internal,
+        }
+    }
+}
+
+impl DbFault {
+    /// A database that refuses writes or cannot be reached now is
+    /// unavailable (try later); a corrupt file and the rest are internal.
+    pub fn kind(self) -> Kind {
+        match self {
+            DbFault::ReadOnly | DbFault::DiskFull | DbFault::Busy | DbFault::Connection => {
+                Kind::Unavailable
+            }
+            DbFault::Corrupt | DbFault::Other => Kind::Internal,
         }
     }
 }

@@ -36,7 +36,7 @@ use cairn_core::{
 };
 use serde_json::Value;
 
-pub use error::{DbFault, Error};
+pub use error::{DbFault, Error, Kind};
 pub use live::LiveHub;
 pub use retention::{CompactPolicy, Compacted};
 
@@ -405,10 +405,15 @@ pub trait Store: Send + Sync + 'static {
     /// step and run `failed` with error kind `deadline`.
     async fn expire_wait(&self, id: WaitId) -> Result<WaitRecord>;
 
-    /// The succeeded runs of `thread` created before run `before`, oldest
-    /// first, each with its input and final output: the conversation a run
-    /// of the thread continues.
-    async fn thread_history(&self, thread: &str, before: RunId) -> Result<Vec<ThreadTurn>>;
+    /// The newest `max_runs` succeeded runs of `thread` created before run
+    /// `before`, oldest first, each with its input and final output: the
+    /// conversation a run of the thread continues. Older runs are not read.
+    async fn thread_history(
+        &self,
+        thread: &str,
+        before: RunId,
+        max_runs: u32,
+    ) -> Result<Vec<ThreadTurn>>;
 
     /// All events of a run, by sequence.
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>>;

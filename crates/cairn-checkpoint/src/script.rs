@@ -1524,7 +1524,12 @@ impl<B: Backend> Store for B {
         result.map_err(|e| e.placed(self.target(), Some(id)))
     }
 
-    async fn thread_history(&self, thread: &str, before: RunId) -> Result<Vec<ThreadTurn>> {
+    async fn thread_history(
+        &self,
+        thread: &str,
+        before: RunId,
+        max_runs: u32,
+    ) -> Result<Vec<ThreadTurn>> {
         let result: Result<Vec<ThreadTurn>> = async {
             text_ok("the thread id", Some(thread))?;
             let mut held = self.db().acquire().await?;
@@ -1538,13 +1543,17 @@ impl<B: Backend> Store for B {
                          JOIN steps s ON s.run_id = r.id AND s.idx = r.step_count - 1 \
                          WHERE r.thread_id = :thread AND r.status = 'succeeded' \
                          AND (r.created_at, r.id) < (SELECT created_at, id FROM runs WHERE id = :before) \
-                         ORDER BY r.created_at, r.id",
+                         ORDER BY r.created_at DESC, r.id DESC LIMIT :max",
                     )
                     .bind("thread", thread)
-                    .bind("before", before),
+                    .bind("before", before)
+                    .bind("max", i64::from(max_runs)),
                 )
                 .await?;
+            // Read newest first (so the limit keeps the newest); given
+            // oldest first.
             rows.iter()
+                .rev()
                 .map(|r| {
                     let nil = RunId::from_uuid(uuid::Uuid::nil());
                     let run_id = RunId::from_uuid(

@@ -1424,11 +1424,32 @@ fn not_found_hint(err: &anyhow::Error, db: &str) -> Option<String> {
 /// used): the library's errors carry no command lines.
 fn action_hint(err: &anyhow::Error) -> Option<String> {
     let e = err.downcast_ref::<cairn::Error>()?;
+    let cairn = output::cairn_command();
+    if let cairn::Error::Executor(x) = e {
+        match x {
+            cairn::ExecutorError::RunFailed { run, .. } => {
+                return Some(format!(
+                    "to run the failed step again: {cairn} runs retry {run} (or fork it: {cairn} runs fork {run} --from-step N)"
+                ))
+            }
+            cairn::ExecutorError::CrewMismatch { run, .. } => {
+                return Some(format!(
+                    "resume with the crew the run started with (leave out --crew: {cairn} resume {run}), or add --force to carry on with the new one"
+                ))
+            }
+            cairn::ExecutorError::Leased { run } => {
+                return Some(format!("to take it over: {cairn} resume {run}"))
+            }
+            _ => {}
+        }
+    }
     Some(match e.store_error()? {
         cairn::StoreError::LeaseHeld { run, .. } => format!(
-            "to take it over now (fencing stops the holder at its next write): {} resume {run} --takeover",
-            output::cairn_command()
+            "to take it over now (fencing stops the holder at its next write): {cairn} resume {run} --takeover"
         ),
+        cairn::StoreError::MissingFile(_) | cairn::StoreError::NoSchema(_) => {
+            "pass --db (or set CAIRN_DATABASE_URL) to name the database".to_owned()
+        }
         cairn::StoreError::ThreadBusy { .. } => {
             "submit with `--on-busy queue` to run after it, or `--on-busy interrupt` to cancel it"
                 .to_owned()

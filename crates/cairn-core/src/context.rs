@@ -37,6 +37,22 @@ pub struct ThreadTurn {
     pub output: Value,
 }
 
+/// The newest whole turns of `turns` (oldest first) whose inputs and
+/// outputs, as compact JSON, fit in `max_bytes` together; oldest first.
+pub fn newest_within(mut turns: Vec<ThreadTurn>, max_bytes: usize) -> Vec<ThreadTurn> {
+    let mut used = 0usize;
+    let mut keep = turns.len();
+    for turn in turns.iter().rev() {
+        let size = turn.input.to_string().len() + turn.output.to_string().len();
+        if used + size > max_bytes {
+            break;
+        }
+        used += size;
+        keep -= 1;
+    }
+    turns.split_off(keep)
+}
+
 /// Everything a step may see. Its JSON form is what a `command` step reads
 /// on stdin and what a template renders from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -193,4 +209,38 @@ pub fn rebuild_owned(run: &RunRecord, steps: Vec<StepRecord>) -> Result<Rebuilt,
         previous,
         at_cursor,
     })
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+
+    fn turn(n: usize) -> ThreadTurn {
+        ThreadTurn {
+            run_id: RunId::new(),
+            input: Value::String("i".repeat(n)),
+            output: Value::Null,
+        }
+    }
+
+    #[test]
+    fn the_newest_whole_turns_that_fit_are_kept_oldest_first() {
+        // Each turn is n + 2 (quotes) + 4 ("null") bytes.
+        let turns: Vec<ThreadTurn> = [10, 20, 30].into_iter().map(turn).collect();
+        let ids: Vec<RunId> = turns.iter().map(|t| t.run_id).collect();
+        let kept = |max| -> Vec<RunId> {
+            newest_within(turns.clone(), max)
+                .iter()
+                .map(|t| t.run_id)
+                .collect()
+        };
+        assert_eq!(kept(1000), ids);
+        assert_eq!(kept(36 + 26), ids[1..].to_vec());
+        assert_eq!(
+            kept(36 + 25),
+            ids[2..].to_vec(),
+            "a turn is kept whole or not at all"
+        );
+        assert_eq!(kept(35), Vec::<RunId>::new());
+    }
 }

@@ -21,7 +21,8 @@ pub mod wait;
 pub use agent::{Agent, StepOutput};
 pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
 pub use context::{
-    rebuild, rebuild_owned, PreviousOutput, Rebuilt, StepContext, StepRef, ThreadTurn,
+    newest_within, rebuild, rebuild_owned, PreviousOutput, Rebuilt, StepContext, StepRef,
+    ThreadTurn,
 };
 pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerprint, BASE_ENV};
 pub use error::Corruption;

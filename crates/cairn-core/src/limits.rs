@@ -15,6 +15,13 @@ pub struct Limits {
     pub max_answer_bytes: usize,
     /// One journal item of an agent step (a tool result, a model's text).
     pub max_journal_item_bytes: usize,
+    /// A thread's earlier runs a step is given, at most: the newest ones
+    /// (older runs are not even read).
+    pub thread_history_runs: u32,
+    /// The bytes of thread history (earlier runs' inputs and final outputs,
+    /// as compact JSON) a step is given, at most: the newest whole runs
+    /// that fit. An `llm` step windows it further by its token budget.
+    pub thread_history_bytes: usize,
 }
 
 impl Default for Limits {
@@ -24,6 +31,8 @@ impl Default for Limits {
             max_output_bytes: 1 << 20,
             max_answer_bytes: 256 << 10,
             max_journal_item_bytes: 1 << 20,
+            thread_history_runs: 50,
+            thread_history_bytes: 1 << 20,
         }
     }
 }

@@ -12,7 +12,7 @@ pub enum Error {
     #[error(transparent)]
     Corruption(#[from] Corruption),
     /// The run is parked as failed; resume does not re-run failed steps.
-    #[error("run {run} has failed{}; resume does not re-run a failed step: an operator retries it (`cairn runs retry RUN_ID`) or forks it (`cairn runs fork`)", .error.as_ref().map(|e| format!(" ({}: {})", serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(), e.message)).unwrap_or_default())]
+    #[error("run {run} has failed{}; resume does not re-run a failed step: an operator retries or forks it", .error.as_ref().map(|e| format!(" ({}: {})", serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(), e.message)).unwrap_or_default())]
     RunFailed {
         run: RunId,
         /// Boxed: errors stay small on the happy path.
@@ -22,16 +22,14 @@ pub enum Error {
     #[error("run {run} is `{status}`: it needs an answer or an explicit continue, not a resume")]
     NotResumable { run: RunId, status: RunStatus },
     /// The run is running under another process's lease.
-    #[error(
-        "run {run} is running under another lease; take it over explicitly (`cairn resume` does)"
-    )]
+    #[error("run {run} is running under another lease; take it over explicitly")]
     Leased { run: RunId },
     /// Another process claimed the run while this one executed a step (our
     /// lease expired): the step was stopped and nothing was committed.
     #[error("run {run}: this process lost its lease (another process claimed the run); the step was stopped and nothing was committed")]
     LeaseLost { run: RunId },
     /// The offered crew is not the one the run started with.
-    #[error("run {run} was started with crew {stored}, but the crew offered is {offered}; resume with the original crew (omit --crew) or pass --force to continue with the new one")]
+    #[error("run {run} was started with crew {stored}, but the crew offered is {offered}; resume with the original crew, or force the new one")]
     CrewMismatch {
         run: RunId,
         stored: Fingerprint,
@@ -46,6 +44,36 @@ impl Error {
         match self {
             Error::Corruption(c) | Error::Store(cairn_checkpoint::Error::Corruption(c)) => Some(c),
             _ => None,
+        }
+    }
+}
+
+/// What an executor error is, for the facade's one classification table
+/// (`cairn::Error::class`). Not `#[non_exhaustive]`: a new [`Error`]
+/// variant needs a kind in [`Error::kind`] and a new kind a row in that
+/// table, or the workspace does not compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Store(cairn_checkpoint::Kind),
+    Corruption,
+    RunFailed,
+    NotResumable(RunStatus),
+    Leased,
+    LeaseLost,
+    CrewMismatch,
+}
+
+impl Error {
+    /// This error's [`Kind`].
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Store(e) => Kind::Store(e.kind()),
+            Error::Corruption(_) => Kind::Corruption,
+            Error::RunFailed { .. } => Kind::RunFailed,
+            Error::NotResumable { status, .. } => Kind::NotResumable(*status),
+            Error::Leased { .. } => Kind::Leased,
+            Error::LeaseLost { .. } => Kind::LeaseLost,
+            Error::CrewMismatch { .. } => Kind::CrewMismatch,
         }
     }
 }

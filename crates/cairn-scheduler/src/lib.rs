@@ -28,7 +28,7 @@ use lease::LeaseGuard;
 use outcome::{Dispatch, StepOutcome};
 
 pub use crew::Crew;
-pub use error::Error;
+pub use error::{Error, Kind};
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -334,7 +334,14 @@ impl Executor {
             // The thread's earlier runs, read once per claim: every step of
             // this dispatch sees the same conversation.
             let thread = match &run.thread_id {
-                Some(t) => self.store.thread_history(t, run_id).await?,
+                Some(t) => {
+                    let limits = &self.config.limits;
+                    let turns = self
+                        .store
+                        .thread_history(t, run_id, limits.thread_history_runs)
+                        .await?;
+                    cairn_core::newest_within(turns, limits.thread_history_bytes)
+                }
                 None => vec![],
             };
             // The attempt of the step the claim marked running at the cursor.

@@ -17,7 +17,32 @@ both!(
     an_unknown_thread_is_not_found,
     thread_ids_are_stored_as_given,
     a_fork_keeps_its_thread_unless_given_another,
+    thread_history_reads_only_the_newest_runs,
 );
+
+/// `thread_history(.., max_runs)`: the newest `max_runs` succeeded runs
+/// before the given one, oldest first (older ones are not read).
+async fn thread_history_reads_only_the_newest_runs(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let mut done = vec![];
+    for _ in 0..5 {
+        let id = submit_in(&store, 1, Some("t")).await;
+        finish(&store, id, 1).await;
+        done.push(id);
+    }
+    let now = submit_in(&store, 1, Some("t")).await;
+    let ids = |turns: Vec<cairn_core::ThreadTurn>| -> Vec<RunId> {
+        turns.into_iter().map(|t| t.run_id).collect()
+    };
+    let all = store.thread_history("t", now, 50).await.unwrap();
+    assert_eq!(ids(all), done);
+    let newest = store.thread_history("t", now, 2).await.unwrap();
+    assert_eq!(ids(newest), done[3..].to_vec());
+    // Before the third run: the two before it.
+    let early = store.thread_history("t", done[2], 50).await.unwrap();
+    assert_eq!(ids(early), done[..2].to_vec());
+}
 
 /// Submits a `steps`-step run in `thread`.
 async fn submit_in(store: &Arc<dyn Store>, steps: usize, thread: Option<&str>) -> RunId {

@@ -29,7 +29,64 @@ both!(
     an_input_over_its_cap_is_refused_and_nothing_is_stored,
     an_output_over_its_cap_fails_the_step_without_storing_it,
     an_answer_over_its_cap_is_refused_and_the_wait_stays_open,
+    a_threads_history_is_windowed_by_runs_and_bytes,
 );
+
+/// A step of a thread is given at most the newest `thread_history_runs`
+/// earlier runs, and of those the newest that fit in
+/// `thread_history_bytes` (whole runs).
+async fn a_threads_history_is_windowed_by_runs_and_bytes(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = |runs: u32, bytes: usize| {
+        let url = db.url.clone();
+        async move {
+            let config = ExecutorConfig {
+                limits: Limits {
+                    thread_history_runs: runs,
+                    thread_history_bytes: bytes,
+                    ..Limits::default()
+                },
+                ..ExecutorConfig::default()
+            };
+            Engine::open_with(&url, &OpenOptions::default(), config)
+                .await
+                .unwrap()
+        }
+    };
+    let crew = Crew::builder("history", "1")
+        .template("t", "{% for t in thread %}{{ t.input.n }} {% endfor %}")
+        .build()
+        .unwrap();
+    let run = |engine: Engine, n: u32| {
+        let crew = crew.clone();
+        async move {
+            let opts = SubmitOptions {
+                thread_id: Some("t".into()),
+                ..SubmitOptions::default()
+            };
+            let done = engine.run(&crew, json!({"n": n}), opts).await.unwrap();
+            engine.show(done.run.id).await.unwrap().steps[0]
+                .output
+                .clone()
+                .unwrap()
+        }
+    };
+    let wide = engine(50, 1 << 20).await;
+    for n in 0..4 {
+        run(wide.clone(), n).await;
+    }
+    // Four earlier runs: the newest two by count.
+    assert_eq!(run(engine(2, 1 << 20).await, 4).await, json!("2 3 "));
+    // The newest earlier run is {"n":4} with output "2 3 " (13 bytes as
+    // compact JSON), the one before {"n":3} with "0 1 2 " (15): a cap of
+    // 18 fits the newest alone, and no part of the other.
+    let newest = json!({"n": 4}).to_string().len() + json!("2 3 ").to_string().len();
+    assert_eq!(
+        run(engine(50, newest + 5).await, 5).await,
+        json!("4 "),
+        "only the newest run fits"
+    );
+}
 
 async fn an_input_over_its_cap_is_refused_and_nothing_is_stored(kind: Kind) {
     let db = TestDb::of(kind).await;
