@@ -272,6 +272,11 @@ enum Command {
         /// does not offer (runs from the CLI or another server on a shared database).
         #[arg(long)]
         foreign_runs: bool,
+        /// The address browsers use to reach this server (behind a TLS proxy,
+        /// say): its host is served without tokens too, and with https the
+        /// console's session cookie is Secure.
+        #[arg(long, env = "CAIRN_PUBLIC_URL", value_name = "URL", value_parser = public_url_arg)]
+        public_url: Option<reqwest::Url>,
         #[command(flatten)]
         retention: RetentionArgs,
     },
@@ -613,6 +618,11 @@ async fn open(db: &str, create: bool) -> anyhow::Result<Engine> {
         ..ExecutorConfig::default()
     };
     Ok(Engine::open_with(db, &opts, config).await?)
+}
+
+/// `--public-url`: an absolute URL (the server checks its scheme and host).
+fn public_url_arg(text: &str) -> Result<reqwest::Url, String> {
+    reqwest::Url::parse(text).map_err(|e| format!("`{text}` is not a URL: {e}"))
 }
 
 /// The exit code of a run that stopped in `status`: 0 for succeeded, else
@@ -1002,6 +1012,7 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
             max_connections,
             max_event_streams,
             foreign_runs,
+            public_url,
             retention,
         } => {
             let compact = retention.periodic()?;
@@ -1033,6 +1044,7 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
                 max_connections,
                 max_event_streams,
                 foreign_runs,
+                public_url,
                 ..Default::default()
             })
             .await?;

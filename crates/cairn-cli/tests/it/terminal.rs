@@ -72,3 +72,27 @@ fn client_mode_does_not_print_the_urls_password() {
         );
     }
 }
+
+/// `serve --public-url`: in development mode (no tokens) the public URL's
+/// host is served besides the loopback names; any other `Host` is refused
+/// (DNS rebinding).
+#[test]
+fn serve_public_url_is_a_host_development_mode_serves() {
+    use std::io::{Read, Write};
+    let case = Case::new(Kind::Sqlite);
+    let served = crate::support::serve(&case, &["--public-url", "https://cairn.example.com/"], &[]);
+    let status = |host: &str| -> String {
+        let mut s = std::net::TcpStream::connect(&served.listen).unwrap();
+        write!(
+            s,
+            "GET /v1/runs HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        answer.lines().next().unwrap_or_default().to_owned()
+    };
+    assert!(status("cairn.example.com").contains(" 200 "));
+    assert!(status("127.0.0.1").contains(" 200 "));
+    assert!(status("rebound.example").contains(" 400 "));
+}
