@@ -802,6 +802,9 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
                         .map(|s| s.parse::<RunStatus>().map_err(usage))
                         .transpose()?;
                     let engine = open(&cli.db, false).await?;
+                    if limit.is_none() {
+                        return list_all(&engine, status, oldest, json).await;
+                    }
                     // `--limit` picks the newest N (the oldest N with
                     // --oldest) whatever the form; the JSON array keeps
                     // its documented order (oldest first), people read the
@@ -1325,6 +1328,62 @@ async fn show_run(
     };
     output::print_run(&view, json, &text)?;
     Ok(view.run.status)
+}
+
+/// Runs read per page when `runs list` has no `--limit`.
+const LIST_PAGE: u32 = 500;
+
+/// `runs list` without `--limit`: every run, a page at a time, each page
+/// printed before the next is read, so memory stays bounded whatever the
+/// database holds. Text newest first (oldest with --oldest); the JSON
+/// array oldest first, as documented, written element by element.
+async fn list_all(
+    engine: &Engine,
+    status: Option<RunStatus>,
+    oldest: bool,
+    json: bool,
+) -> anyhow::Result<u8> {
+    use std::io::Write;
+    // `CAIRN_LIST_PAGE`: a smaller page, for tests of the paging.
+    let size = std::env::var("CAIRN_LIST_PAGE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(LIST_PAGE);
+    let newest_first = !json && !oldest;
+    match json {
+        true => write!(std::io::stdout(), "[")?,
+        false => output::run_header(&mut output::text_out())?,
+    }
+    let (mut after, mut first) = (None, true);
+    loop {
+        let filter = RunFilter {
+            status,
+            limit: Some(size),
+            after,
+            newest_first,
+            ..RunFilter::default()
+        };
+        let page = engine.list(&filter).await?;
+        if json {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            for r in &page {
+                let sep = if first { "\n" } else { ",\n" };
+                write!(out, "{sep}{}", serde_json::to_string_pretty(r)?)?;
+                first = false;
+            }
+            out.flush()?;
+        } else {
+            output::run_rows(&mut output::text_out(), &page)?;
+        }
+        match page.last() {
+            Some(last) if page.len() == size as usize => after = Some(last.id),
+            _ => break,
+        }
+    }
+    if json {
+        writeln!(std::io::stdout(), "{}]", if first { "" } else { "\n" })?;
+    }
+    Ok(exit::OK)
 }
 
 /// After an operator action: execute the run to its next stop (unless

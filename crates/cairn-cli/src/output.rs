@@ -384,11 +384,22 @@ pub fn print_list(runs: &[RunRecord], json: bool) -> anyhow::Result<()> {
 }
 
 fn run_table(stdout: &mut impl Write, runs: &[RunRecord]) -> anyhow::Result<()> {
+    run_header(stdout)?;
+    run_rows(stdout, runs)
+}
+
+/// The run table's header line.
+pub fn run_header(stdout: &mut impl Write) -> anyhow::Result<()> {
     writeln!(
         stdout,
         "{:<36}  {:<16} {:<11} {:>7}  created",
         "id", "crew", "status", "steps"
     )?;
+    Ok(())
+}
+
+/// Lines of the run table.
+pub fn run_rows(stdout: &mut impl Write, runs: &[RunRecord]) -> anyhow::Result<()> {
     for r in runs {
         writeln!(
             stdout,

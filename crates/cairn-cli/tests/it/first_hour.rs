@@ -379,6 +379,24 @@ fn runs_list_shows_the_newest_first() {
         vec![ids[0].clone()]
     );
     assert_eq!(json_ids(&[]), ids);
+    // Without --limit the runs are read a page at a time (here 2): every
+    // run, once, in the same order, in both forms.
+    let paged = |args: &[&str]| {
+        let mut all = vec!["runs", "list"];
+        all.extend_from_slice(args);
+        case.cairn_env(&all, &[("CAIRN_LIST_PAGE", "2")])
+            .expect_code(0)
+    };
+    assert_eq!(order(&paged(&[]).stdout), reversed);
+    assert_eq!(order(&paged(&["--oldest"]).stdout), ids);
+    let json: Vec<String> = match paged(&["--json"]).json() {
+        Value::Array(runs) => runs
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect(),
+        other => panic!("not an array: {other}"),
+    };
+    assert_eq!(json, ids);
 }
 
 /// `runs journal` prints a header, even for a run without agent steps.
