@@ -142,6 +142,10 @@ fn journal_failure(e: JournalError) -> ErrorInfo {
         // A model text or tool result with a NUL: named as such, not retried
         // (the same turn would produce it again), as a step output's is.
         JournalError::Unstorable(_) => ErrorInfo::new(ErrorKind::Unstorable, e.to_string(), false),
+        // A model text over the journal item cap (which is also the step
+        // output's by default): `too_large`, as a step output over its cap
+        // is, not a generic agent failure; not retried.
+        JournalError::TooLarge(_) => ErrorInfo::new(ErrorKind::TooLarge, e.to_string(), false),
         other => ErrorInfo::new(ErrorKind::Agent, other.to_string(), false),
     }
 }

@@ -30,7 +30,45 @@ both!(
     an_output_over_its_cap_fails_the_step_without_storing_it,
     an_answer_over_its_cap_is_refused_and_the_wait_stays_open,
     a_threads_history_is_windowed_by_runs_and_bytes,
+    a_model_answer_over_the_journal_cap_fails_as_too_large,
 );
+
+/// A model's answer over the journal item cap fails the step as
+/// `too_large` (not retried), as an output over its cap does, not as a
+/// generic agent failure.
+async fn a_model_answer_over_the_journal_cap_fails_as_too_large(kind: Kind) {
+    use std::sync::Arc;
+    let db = TestDb::of(kind).await;
+    let config = ExecutorConfig {
+        limits: Limits {
+            max_journal_item_bytes: 100,
+            ..Limits::default()
+        },
+        ..ExecutorConfig::default()
+    };
+    let engine = Engine::open_with(&db.url, &OpenOptions::default(), config)
+        .await
+        .unwrap();
+    let script = format!("[[responses]]\ntext = \"{}\"\n", "x".repeat(300));
+    let agent = cairn::agent::LlmAgent::new(
+        cairn::LlmDef::new(cairn::ProviderKind::Scripted, "scripted"),
+        Arc::new(cairn::llm::ScriptedProvider::parse(&script).unwrap()),
+        cairn::agent::Toolbox::new(vec![]).unwrap(),
+    );
+    let crew = Crew::builder("long", "1")
+        .agent_named("talker", "talker-v1", agent)
+        .build()
+        .unwrap();
+    let done = engine
+        .run(&crew, json!({}), SubmitOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(done.run.status, RunStatus::Failed);
+    let view = engine.show(done.run.id).await.unwrap();
+    let error = view.steps[0].error.as_ref().unwrap();
+    assert_eq!(error.kind, ErrorKind::TooLarge, "{error:?}");
+    assert!(!error.retryable);
+}
 
 /// A step of a thread is given at most the newest `thread_history_runs`
 /// earlier runs, and of those the newest that fit in
