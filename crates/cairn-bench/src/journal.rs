@@ -98,6 +98,7 @@ async fn measure(target: &Target, url: &str) -> Result<Numbers> {
                 crash_loop_cap: 3,
                 events: vec![],
                 replace_crew: None,
+                context: None,
             },
         )
         .await?;

@@ -540,6 +540,7 @@ fn claim_request(takeover: bool) -> ClaimRequest {
         crash_loop_cap: 3,
         events: vec![],
         replace_crew: None,
+        context: None,
     }
 }
 

@@ -83,6 +83,10 @@ pub enum Error {
     /// A fork that cannot be made.
     #[error("cannot fork run {run}: {reason}")]
     ForkRefused { run: RunId, reason: String },
+    /// Context to merge into a run's input was refused: it must be a JSON
+    /// object, and so must the run's input. Nothing was written.
+    #[error("run {run}: cannot add this context: {reason}")]
+    BadContext { run: RunId, reason: String },
     /// An idempotency key was reused for a different crew or input.
     #[error("idempotency key `{key}` already belongs to run {run} with a different {what}; use a new key")]
     IdempotencyConflict {
@@ -260,6 +264,7 @@ pub enum Kind {
     QueuedBehind,
     LeaseHeld,
     BadAnswer,
+    BadContext,
     Unstorable,
     BadUrl,
     MissingFile,
@@ -288,6 +293,7 @@ impl Error {
             Error::QueuedBehind { .. } => Kind::QueuedBehind,
             Error::LeaseHeld { .. } => Kind::LeaseHeld,
             Error::BadAnswer { .. } => Kind::BadAnswer,
+            Error::BadContext { .. } => Kind::BadContext,
             Error::Unstorable(_) => Kind::Unstorable,
             Error::BadUrl { .. } => Kind::BadUrl,
             Error::MissingFile(_) => Kind::MissingFile,

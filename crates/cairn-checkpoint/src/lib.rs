@@ -210,6 +210,11 @@ pub struct ClaimRequest {
     /// Store this crew definition (and its fingerprint) on the run: a forced
     /// resume with a changed crew.
     pub replace_crew: Option<CrewDef>,
+    /// Merge this JSON object into the run's input (its keys replace the
+    /// input's) in the claim's transaction, so the steps still to run see
+    /// it: a resume with more context. The caller records who and why in
+    /// `events`. Refused ([`Error::BadContext`]) unless both are objects.
+    pub context: Option<serde_json::Value>,
 }
 
 /// A claimed run: the run after the claim (new epoch, status `running`) and

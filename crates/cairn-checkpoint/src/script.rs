@@ -362,6 +362,29 @@ async fn check_lease_takeable(c: &mut Conn<'_>, id: RunId, takeover: &Takeover) 
     })
 }
 
+/// `input` with the keys of `context` set (both JSON objects).
+fn merged_input(
+    run: RunId,
+    input: &serde_json::Value,
+    context: &serde_json::Value,
+) -> Result<serde_json::Value> {
+    let refuse = |reason: &str| Error::BadContext {
+        run,
+        reason: reason.to_owned(),
+    };
+    let (Some(input), Some(context)) = (input.as_object(), context.as_object()) else {
+        return Err(match context.is_object() {
+            false => refuse("the context must be a JSON object"),
+            true => {
+                refuse("the run's input is not a JSON object, so there is nothing to merge it into")
+            }
+        });
+    };
+    let mut merged = input.clone();
+    merged.extend(context.iter().map(|(k, v)| (k.clone(), v.clone())));
+    Ok(serde_json::Value::Object(merged))
+}
+
 /// The claim of `Store::claim`, inside the caller's transaction.
 async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
     let mut before = fetch_run(c, id, true).await?;
@@ -429,6 +452,16 @@ async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Cla
         _ => None,
     };
     let plan = plan_claim(&before, row.clone(), waited.as_ref(), req)?;
+    if let Some(context) = &req.context {
+        let merged = merged_input(id, &before.input, context)?;
+        json_ok("the run input with its context", Some(&merged))?;
+        c.execute(
+            query("UPDATE runs SET input = :input WHERE id = :id")
+                .bind("id", id)
+                .bind("input", &merged),
+        )
+        .await?;
+    }
     // The run row is locked (PostgreSQL) or the file is (SQLite), so the
     // new epoch is known before it is written, and with it the events.
     let epoch = LeaseEpoch(before.lease_epoch.0 + 1);

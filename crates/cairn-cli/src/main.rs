@@ -222,6 +222,17 @@ enum Command {
         /// lease expires.
         #[arg(long)]
         takeover: bool,
+        /// Merge this JSON object (or @FILE) into the input the remaining
+        /// steps see, recorded with --by and --reason; an interrupted run is
+        /// continued with it. Finished steps are untouched.
+        #[arg(long, value_name = "JSON")]
+        context: Option<String>,
+        /// Who adds the context (recorded in its event). Default: $USER.
+        #[arg(long, requires = "context")]
+        by: Option<String>,
+        /// Why (recorded in its event).
+        #[arg(long, requires = "context")]
+        reason: Option<String>,
     },
     /// Remove old rows: whole finished runs, journals of finished runs, old
     /// events. Never anything a queued, running, waiting, interrupted or
@@ -736,16 +747,38 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
             force,
             thread,
             takeover,
+            context,
+            by,
+            reason,
         } => {
             let id = parse_run_id(&run_id)?;
             let crew = crew.as_ref().map(load_crew).transpose()?;
             let thread_id = parse_thread(thread)?;
+            let context = match context {
+                Some(text) => {
+                    let value = parse_json_arg(&text, "--context", "the context", caps().0)?;
+                    if !value.is_object() {
+                        return Err(usage(
+                            "--context: give a JSON object, such as '{\"hint\": \"…\"}'".to_owned(),
+                        ));
+                    }
+                    let actor = ActionArgs {
+                        by,
+                        reason,
+                        enqueue: false,
+                    }
+                    .actor();
+                    Some((value, actor))
+                }
+                None => None,
+            };
             let engine = open(&cli.db, false).await?;
             let opts = ResumeOptions {
                 crew,
                 force,
                 thread_id,
                 takeover,
+                context,
             };
             let Some(driven) = until_interrupted(id, engine.resume(id, opts)).await else {
                 return Ok(exit::INTERRUPTED);

@@ -49,6 +49,10 @@ pub enum EventKind {
     StepInterrupted,
     /// Resume repaired an agent step's transcript (data: idx, action, …).
     TranscriptRepaired,
+    /// A resume merged more context into the run's input for the steps
+    /// still to run (data: by, reason, context, replaced: the earlier
+    /// values of the keys it overwrote).
+    ContextAdded,
 }
 
 impl EventKind {
@@ -75,6 +79,7 @@ impl EventKind {
             EventKind::ToolExecuted => "tool_executed",
             EventKind::StepInterrupted => "step_interrupted",
             EventKind::TranscriptRepaired => "transcript_repaired",
+            EventKind::ContextAdded => "context_added",
         }
     }
 
@@ -155,6 +160,7 @@ mod tests {
             EventKind::ToolExecuted,
             EventKind::StepInterrupted,
             EventKind::TranscriptRepaired,
+            EventKind::ContextAdded,
         ] {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));
         }

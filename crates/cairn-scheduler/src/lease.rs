@@ -112,6 +112,7 @@ mod tests {
             crash_loop_cap: 3,
             events: vec![],
             replace_crew: None,
+            context: None,
         }
     }
 

@@ -78,6 +78,10 @@ pub struct DriveOptions {
     /// Accept a crew whose fingerprint differs from the run's; recorded as a
     /// `crew_forced` event, and the run carries on with the new crew.
     pub force_crew: bool,
+    /// Merge this JSON object into the run's input at the claim, recorded
+    /// as a `context_added` event naming who and why: a resume with more
+    /// context for the steps still to run.
+    pub context: Option<(serde_json::Value, cairn_core::Actor)>,
 }
 
 /// The result of driving a run to its next stop.
@@ -172,6 +176,20 @@ impl Executor {
             ));
             replace_crew = Some(crew.def().clone());
         }
+        if let Some((context, actor)) = &opts.context {
+            let input = run.input.as_object();
+            let replaced: serde_json::Map<String, serde_json::Value> = context
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, _)| Some((k.clone(), input?.get(k)?.clone())))
+                .collect();
+            claim_events.push(NewEvent::new(
+                EventKind::ContextAdded,
+                json!({"by": actor.by, "reason": actor.reason, "context": context,
+                       "replaced": replaced}),
+            ));
+        }
         // Judged by the crew it will run with (a clone only when forced:
         // a 1,000-agent definition is worth not copying).
         let rebuilt = match &replace_crew {
@@ -194,6 +212,7 @@ impl Executor {
             crash_loop_cap: self.config.crash_loop_cap,
             events: claim_events,
             replace_crew,
+            context: opts.context.as_ref().map(|(c, _)| c.clone()),
         };
         let expected_cursor = run.cursor;
         let previous = Arc::new(rebuilt.previous);
@@ -249,6 +268,7 @@ impl Executor {
             crash_loop_cap: self.config.crash_loop_cap,
             events: vec![],
             replace_crew: None,
+            context: None,
         };
         let took_over = claimed.took_over;
         self.run_loop(
@@ -304,6 +324,7 @@ impl Executor {
             };
             // Our own later claims are plain ones.
             request.takeover = Takeover::Never;
+            request.context = None;
             request.events.clear();
             request.replace_crew = None;
             let mut run = claimed.run;

@@ -48,6 +48,12 @@ pub struct ResumeOptions {
     /// running run is resumed only once its lease expired: a live one is
     /// refused naming its holder and when the lease expires.
     pub takeover: bool,
+    /// Merge this JSON object into the input the remaining steps see
+    /// (its keys replace the input's), recorded as a `context_added` event
+    /// with who and why; finished steps and their outputs are untouched.
+    /// An interrupted run is continued with it (as `continue_run`, by the
+    /// same actor); a finished run is refused before anything is written.
+    pub context: Option<(Value, Actor)>,
 }
 
 /// A run with its checkpoint rows: the JSON of `cairn runs show --json`.
@@ -276,9 +282,13 @@ impl Engine {
         let drive = DriveOptions {
             takeover,
             force_crew: opts.force,
+            context: opts.context.clone(),
         };
         let thread = crate::thread::check(opts.thread_id)?;
-        let loaded = self.store().load(id).await?;
+        let mut loaded = self.store().load(id).await?;
+        if let Some((_, actor)) = &opts.context {
+            loaded = self.ready_for_context(loaded, actor).await?;
+        }
         if let Some(thread) = thread {
             if loaded.0.thread_id.as_deref() != Some(thread.as_str()) {
                 return Err(crate::Error::WrongThread {
@@ -308,6 +318,33 @@ impl Engine {
         };
         self.register(&crew);
         Ok(self.executor.drive_loaded(loaded, &crew.0, drive).await?)
+    }
+
+    /// A run that may take more context: an interrupted one is continued
+    /// first (by `actor`); a finished, failed or waiting one is refused,
+    /// before anything is written.
+    async fn ready_for_context(
+        &self,
+        loaded: (RunRecord, Vec<StepRecord>),
+        actor: &Actor,
+    ) -> Result<(RunRecord, Vec<StepRecord>)> {
+        use cairn_core::RunStatus as S;
+        let run = &loaded.0;
+        match run.status {
+            S::Queued | S::Running => Ok(loaded),
+            S::Interrupted => {
+                self.store().act(run.id, Action::Continue, actor).await?;
+                Ok(self.store().load(run.id).await?)
+            }
+            status @ (S::Succeeded | S::Cancelled | S::Failed | S::Waiting) => {
+                Err(cairn_checkpoint::Error::WrongState {
+                    run: run.id,
+                    status,
+                    action: "add context to it",
+                }
+                .into())
+            }
+        }
     }
 
     /// Executes a queued run to its next stop with the crew stored on it,
@@ -426,6 +463,7 @@ impl Engine {
             crash_loop_cap: config.crash_loop_cap,
             events: vec![],
             replace_crew: None,
+            context: None,
         }
     }
 

@@ -284,6 +284,7 @@ fn store_class(kind: cairn_checkpoint::Kind) -> (ErrorClass, &'static str) {
         S::QueuedBehind => (ErrorClass::Conflict, "queued_behind"),
         S::LeaseHeld => (ErrorClass::Busy, "wrong_state"),
         S::BadAnswer => (ErrorClass::Invalid, "bad_answer"),
+        S::BadContext => (ErrorClass::Invalid, "bad_context"),
         S::Unstorable => (ErrorClass::BadInput, "unstorable"),
         S::BadUrl => (ErrorClass::Config, "bad_database_url"),
         S::MissingFile => (ErrorClass::Config, "missing_database_file"),

@@ -90,6 +90,7 @@ impl Engine {
         let opts = DriveOptions {
             takeover: cairn_checkpoint::Takeover::Never,
             force_crew: true,
+            context: None,
         };
         Ok(executor.drive(id, &crew.0, opts).await?)
     }

@@ -18,6 +18,7 @@ fn req(lease_ms: u64) -> ClaimRequest {
         crash_loop_cap: 3,
         events: vec![],
         replace_crew: None,
+        context: None,
     }
 }
 

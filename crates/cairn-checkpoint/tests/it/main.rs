@@ -64,6 +64,7 @@ pub(crate) fn claim_req(takeover: bool) -> ClaimRequest {
         crash_loop_cap: 3,
         events: vec![],
         replace_crew: None,
+        context: None,
     }
 }
 

@@ -766,3 +766,56 @@ fn worker_logs_claims_and_steps_unless_quiet() {
         }
     }
 }
+
+/// `resume --context JSON`: the remaining steps see the merged input; a
+/// context that is not an object is a usage error (exit 2).
+#[test]
+fn resume_with_context_gives_the_remaining_steps_more_input() {
+    let case = Case::new(Kind::Sqlite);
+    let agents = [agent_template(
+        "say",
+        "{{ input.topic }} for {{ input.who }}",
+    )];
+    let crew = case.write("crew.toml", &crew_toml("ctx", &agents));
+    let id = case
+        .cairn(&[
+            "submit",
+            crew.to_str().unwrap(),
+            "--input",
+            r#"{"topic": "news", "who": "?"}"#,
+        ])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_owned();
+    case.cairn(&["resume", &id, "--context", "[1]"])
+        .expect_code(2);
+    let run = case
+        .cairn(&[
+            "resume",
+            &id,
+            "--context",
+            r#"{"who": "ops"}"#,
+            "--by",
+            "ann",
+            "--reason",
+            "who asked",
+            "--json",
+        ])
+        .expect_code(0)
+        .json();
+    assert_eq!(run["steps"][0]["output"], "news for ops", "{run:#}");
+    let events = case
+        .cairn(&["runs", "events", &id, "--json"])
+        .expect_code(0)
+        .json();
+    let added = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "context_added")
+        .cloned()
+        .unwrap_or_else(|| panic!("no context_added event: {events:#}"));
+    assert_eq!(added["data"]["by"], "ann");
+    assert_eq!(added["data"]["reason"], "who asked");
+}

@@ -19,6 +19,7 @@ use cairn::{
 use cairn_testkit::{both, Kind, TestDb};
 
 mod agents;
+mod context;
 mod hardening;
 mod limits;
 mod operators;
@@ -169,6 +170,7 @@ pub(crate) async fn killed_during(engine: &Engine, n: u32, at: u32, log: &Log) -
                         force: false,
                         thread_id: None,
                         takeover: false,
+                        context: None,
                     },
                 )
                 .await
@@ -351,6 +353,7 @@ async fn a_changed_crew_is_refused_unless_forced(kind: Kind) {
                 force: false,
                 thread_id: None,
                 takeover: false,
+                context: None,
             },
         )
         .await
@@ -376,6 +379,7 @@ async fn a_changed_crew_is_refused_unless_forced(kind: Kind) {
                 force: true,
                 thread_id: None,
                 takeover: false,
+                context: None,
             },
         )
         .await
@@ -451,6 +455,7 @@ async fn a_zombie_cannot_commit_after_a_takeover(kind: Kind) {
                         force: false,
                         thread_id: None,
                         takeover: false,
+                        context: None,
                     },
                 )
                 .await
@@ -469,6 +474,7 @@ async fn a_zombie_cannot_commit_after_a_takeover(kind: Kind) {
                 force: false,
                 thread_id: None,
                 takeover: true,
+                context: None,
             },
         )
         .await
@@ -519,6 +525,7 @@ async fn readers_never_see_a_cursor_that_disagrees_with_the_rows(kind: Kind) {
                         force: false,
                         thread_id: None,
                         takeover: false,
+                        context: None,
                     },
                 )
                 .await

@@ -236,6 +236,7 @@ async fn running_at_held_step(
                         force: false,
                         thread_id: None,
                         takeover: false,
+                        context: None,
                     },
                 )
                 .await

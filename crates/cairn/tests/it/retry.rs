@@ -226,6 +226,7 @@ async fn a_process_killed_during_the_back_off_keeps_the_schedule(kind: Kind) {
                         force: false,
                         thread_id: None,
                         takeover: false,
+                        context: None,
                     },
                 )
                 .await
