@@ -22,7 +22,11 @@ pub use tools::{BadSchema, Checked, CommandTool, Tool, ToolResult, Toolbox};
 pub use turn::{context_message, idempotency_key, LlmAgent, ASK_TOOL};
 
 /// The agent for an `llm` definition, or `None` for other kinds.
-pub fn build(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, CrewError> {
+pub fn build(
+    crew: &str,
+    dir: Option<&str>,
+    def: &AgentDef,
+) -> Result<Option<Arc<dyn Agent>>, CrewError> {
     let AgentKind::Llm(llm) = &def.kind else {
         return Ok(None);
     };
@@ -35,7 +39,8 @@ pub fn build(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, CrewE
         .tools
         .iter()
         .map(|t| {
-            Arc::new(CommandTool::from_def(t, cairn_steps::ProgramEnv::of(def))) as Arc<dyn Tool>
+            let env = cairn_steps::ProgramEnv::of(def).in_dir(dir);
+            Arc::new(CommandTool::from_def(t, env)) as Arc<dyn Tool>
         })
         .collect();
     if llm.ask_human {

@@ -310,6 +310,7 @@ pub(crate) fn decode_listed(row: &Row) -> crate::Result<RunRecord> {
             name: text("crew_name"),
             version: text("crew_version"),
             agents: vec![],
+            dir: None,
         },
     })
 }

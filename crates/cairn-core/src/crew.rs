@@ -21,6 +21,14 @@ pub struct CrewDef {
     pub name: String,
     pub version: String,
     pub agents: Vec<AgentDef>,
+    /// The directory `command` steps and command tools run in, and against
+    /// which their relative program paths resolve: the crew file's own
+    /// directory (absolute) when the crew was loaded from a file. `None`
+    /// (a crew built in Rust, or stored before this field existed): the
+    /// process's working directory. Not part of the fingerprint, so a crew
+    /// file that moves still resumes its runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
 }
 
 /// One agent of a crew. Optional fields are skipped when absent so that
@@ -242,7 +250,11 @@ impl CrewDef {
     }
 
     pub fn fingerprint(&self) -> Fingerprint {
-        let canonical = self.to_json().to_string();
+        let mut json = self.to_json();
+        if let Some(fields) = json.as_object_mut() {
+            fields.remove("dir");
+        }
+        let canonical = json.to_string();
         let digest = Sha256::digest(canonical.as_bytes());
         let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
         Fingerprint(format!("sha256:{hex}"))
@@ -513,6 +525,7 @@ impl CrewFile {
             name,
             version,
             agents,
+            dir: None,
         })
     }
 }

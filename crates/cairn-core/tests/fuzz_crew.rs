@@ -412,6 +412,7 @@ fn crew() -> impl Strategy<Value = CrewDef> {
                 name,
                 version,
                 agents,
+                dir: None,
             }
         },
     )

@@ -30,6 +30,10 @@ pub struct ProgramEnv {
     pub pass: Vec<String>,
     /// Pass everything except [`NEVER_PASSED`] (the crew's `inherit_env`).
     pub inherit: bool,
+    /// The working directory, against which a relative program path (one
+    /// with a `/`, such as `./tools/x.sh`) resolves too: the crew file's
+    /// directory ([`cairn_core::CrewDef::dir`]); `None`, this process's.
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// Never handed to a program, even with `inherit_env`: no step needs the
@@ -41,7 +45,14 @@ impl ProgramEnv {
         ProgramEnv {
             pass: def.env.clone(),
             inherit: def.inherit_env,
+            dir: None,
         }
+    }
+
+    /// The same, run in `dir` (the crew's directory, if it has one).
+    pub fn in_dir(mut self, dir: Option<&str>) -> Self {
+        self.dir = dir.map(std::path::PathBuf::from);
+        self
     }
 
     /// The variables taken from `parent` (Cairn's environment), in order.
@@ -188,7 +199,29 @@ pub async fn run_program(
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| ErrorInfo::new(ErrorKind::Crew, "the `command` is empty", false))?;
-    let mut cmd = Command::new(program);
+    let mut cmd = match &base.dir {
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(ErrorInfo::new(
+                    ErrorKind::Spawn,
+                    format!(
+                        "cannot start `{program}`: the crew's directory {} does not exist here \
+                         (commands run in the directory of the crew file they were loaded from)",
+                        dir.display()
+                    ),
+                    false,
+                ));
+            }
+            let path = std::path::Path::new(program);
+            let mut cmd = match path.is_relative() && program.contains('/') {
+                true => Command::new(dir.join(path)),
+                false => Command::new(program),
+            };
+            cmd.current_dir(dir);
+            cmd
+        }
+        None => Command::new(program),
+    };
     die_with_parent(&mut cmd);
     cmd.args(args)
         .stdin(Stdio::piped())
@@ -443,6 +476,7 @@ mod tests {
         let named = ProgramEnv {
             pass: vec!["CARGO_MANIFEST_DIR".into()],
             inherit: false,
+            dir: None,
         };
         let names = visible_names(named).await;
         assert!(names.iter().any(|n| n == "CARGO_MANIFEST_DIR"), "{names:?}");
@@ -451,6 +485,7 @@ mod tests {
         let all = ProgramEnv {
             pass: vec![],
             inherit: true,
+            dir: None,
         };
         let names = visible_names(all).await;
         assert!(names.iter().any(|n| n == "CARGO_PKG_NAME"), "{names:?}");
@@ -468,6 +503,7 @@ mod tests {
         let all = ProgramEnv {
             pass: vec!["CAIRN_API_TOKENS".into()],
             inherit: true,
+            dir: None,
         };
         let got: Vec<String> = all.select(parent()).into_iter().map(|(k, _)| k).collect();
         assert_eq!(got, ["PATH", "OPENAI_API_KEY"]);

@@ -18,7 +18,11 @@ pub use template::{TemplateAgent, TemplateError, FUEL, RENDER_CAP, VARIABLES};
 /// The built-in agent for `def`, or `None` for kinds the caller must supply
 /// (Rust agents). Templates are compiled here, so a syntax error is a crew
 /// error before anything runs.
-pub fn builtin(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, CrewError> {
+pub fn builtin(
+    crew: &str,
+    dir: Option<&str>,
+    def: &AgentDef,
+) -> Result<Option<Arc<dyn Agent>>, CrewError> {
     Ok(match &def.kind {
         AgentKind::Command {
             command,
@@ -26,7 +30,7 @@ pub fn builtin(crew: &str, def: &AgentDef) -> Result<Option<Arc<dyn Agent>>, Cre
         } => Some(Arc::new(
             CommandAgent::new(command.clone())
                 .permanent_exit_codes(permanent_exit_codes.clone())
-                .env(ProgramEnv::of(def)),
+                .env(ProgramEnv::of(def).in_dir(dir)),
         )),
         AgentKind::Template { template } => Some(Arc::new(
             TemplateAgent::new(template.clone()).map_err(|e| CrewError::Invalid {

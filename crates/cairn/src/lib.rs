@@ -99,6 +99,15 @@ impl Crew {
             source,
         })?;
         let base = path.parent().unwrap_or(std::path::Path::new("."));
+        // Relative paths of the crew resolve against its file's directory,
+        // whatever the working directory of the process that runs it.
+        let base = std::fs::canonicalize(if base.as_os_str().is_empty() {
+            std::path::Path::new(".")
+        } else {
+            base
+        })
+        .unwrap_or_else(|_| base.to_owned());
+        let base = base.as_path();
         CrewDef::from_toml(&text)
             .map_err(Error::from)
             .map(|def| relative_to(def, base))
@@ -120,9 +129,10 @@ impl Crew {
     ) -> Result<Crew> {
         let mut agents = Vec::with_capacity(def.agents.len());
         for (i, a) in def.agents.iter().enumerate() {
-            let builtin = match cairn_steps::builtin(&def.name, a)? {
+            let dir = def.dir.as_deref();
+            let builtin = match cairn_steps::builtin(&def.name, dir, a)? {
                 Some(agent) => Some(agent),
-                None => cairn_agent::build(&def.name, a)?,
+                None => cairn_agent::build(&def.name, dir, a)?,
             };
             let agent = match builtin {
                 Some(agent) => agent,
@@ -159,6 +169,7 @@ pub struct StepJournalEntry {
 /// Makes a crew file's relative paths (an `llm` agent's `script`) relative
 /// to the file's directory, so a crew runs the same from any directory.
 fn relative_to(mut def: CrewDef, base: &std::path::Path) -> CrewDef {
+    def.dir = Some(base.to_string_lossy().into_owned());
     for a in &mut def.agents {
         if let AgentKind::Llm(llm) = &mut a.kind {
             if let Some(script) = &mut llm.script {
@@ -286,6 +297,7 @@ impl CrewBuilder {
             name: self.name,
             version: self.version,
             agents: self.agents.iter().map(|(d, _)| d.clone()).collect(),
+            dir: None,
         };
         let rust: Vec<Option<Arc<dyn Agent>>> = self.agents.into_iter().map(|(_, a)| a).collect();
         Crew::from_def(def, |i, _| rust.get(i).cloned().flatten())

@@ -819,3 +819,33 @@ fn resume_with_context_gives_the_remaining_steps_more_input() {
     assert_eq!(added["data"]["by"], "ann");
     assert_eq!(added["data"]["reason"], "who asked");
 }
+
+/// A `command` step runs in its crew file's directory, whatever the
+/// working directory of `cairn`: a relative argument (`data.json`) and a
+/// relative program (`./tool.sh`) next to the crew file are found.
+#[test]
+fn command_steps_run_in_their_crew_files_directory() {
+    let case = Case::new(Kind::Sqlite);
+    std::fs::create_dir(case.path("crews")).unwrap();
+    case.write("crews/data.json", "{\"from\": \"data\"}\n");
+    let tool = case.write(
+        "crews/tool.sh",
+        "#!/bin/sh\ncat > /dev/null\necho '\"tool\"'\n",
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let agents = [
+        agent_sh("reads", "cat > /dev/null; cat data.json"),
+        crate::support::agent_command("runs", &["./tool.sh"]),
+    ];
+    let crew = case.write("crews/crew.toml", &crew_toml("dirs", &agents));
+    // Run from the case directory, not the crew's.
+    let run = case
+        .cairn(&["run", crew.to_str().unwrap(), "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(run["steps"][0]["output"]["from"], "data", "{run:#}");
+    assert_eq!(run["steps"][1]["output"], "tool", "{run:#}");
+}
