@@ -138,6 +138,7 @@ impl Client {
             waits: &waits,
             outputs,
             extra: None,
+            no_table: false,
         };
         output::print_run(view, json, &text)
     }

@@ -21,7 +21,7 @@ use cairn::{
     WaitFilter, WaitId, WaitStatus,
 };
 
-/// Exit codes (a contract; see the README), from the one table in
+/// Exit codes (a contract; see docs/cli.md), from the one table in
 /// `cairn::ErrorClass`.
 pub mod exit {
     use cairn::ErrorClass;
@@ -713,7 +713,9 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
                 }
                 None => return Ok(exit::INTERRUPTED),
             }
-            Ok(status_exit(show_run(&engine, id, json, false).await?))
+            Ok(status_exit(
+                show_run_after(&engine, id, json, false, lines).await?,
+            ))
         }
         Command::Submit {
             crew,
@@ -1343,6 +1345,19 @@ async fn show_run(
     json: bool,
     outputs: bool,
 ) -> anyhow::Result<RunStatus> {
+    show_run_after(engine, id, json, outputs, false).await
+}
+
+/// [`show_run`], without the step table when progress lines already
+/// printed one (`after_lines`): a table twice, with the durations counted
+/// two ways, read as two different runs.
+async fn show_run_after(
+    engine: &Engine,
+    id: RunId,
+    json: bool,
+    outputs: bool,
+    after_lines: bool,
+) -> anyhow::Result<RunStatus> {
     let view = engine.show(id).await?;
     let waits = if json {
         vec![]
@@ -1358,6 +1373,7 @@ async fn show_run(
         waits: &waits,
         outputs,
         extra: None,
+        no_table: after_lines,
     };
     output::print_run(&view, json, &text)?;
     Ok(view.run.status)

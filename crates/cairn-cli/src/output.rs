@@ -279,6 +279,8 @@ pub struct RunText<'a> {
     /// Every step's output, not only the final one.
     pub outputs: bool,
     pub extra: Option<ExtraColumn<'a>>,
+    /// Leave the step table out (progress lines printed it already).
+    pub no_table: bool,
 }
 
 /// The step whose output is the run's result so far: the last one that
@@ -304,11 +306,13 @@ pub fn print_run(view: &RunView, json: bool, text: &RunText<'_>) -> anyhow::Resu
     if let Some(e) = &r.error {
         writeln!(stdout, "error: {}", e.message)?;
     }
-    write!(
-        stdout,
-        "{}",
-        step_table(&view.steps, text.waits, text.extra)
-    )?;
+    if !text.no_table {
+        write!(
+            stdout,
+            "{}",
+            step_table(&view.steps, text.waits, text.extra)
+        )?;
+    }
     if text.outputs {
         for s in &view.steps {
             if let Some(o) = &s.output {

@@ -63,6 +63,10 @@ fn run_prints_progress_lines_before_the_run_ends() {
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let out = read(&case, "bg.stdout");
     assert!(out.contains("second         succeeded"), "{out}");
+    // Each step's row once: the lines are the table, not printed again
+    // (with other durations) under the final status.
+    assert_eq!(out.matches("second         succeeded").count(), 1, "{out}");
+    assert_eq!(out.matches("first          succeeded").count(), 1, "{out}");
     // Then the run as `runs show` prints it, with its result.
     assert!(out.contains("status succeeded"), "{out}");
     assert!(
