@@ -481,3 +481,6 @@ pub(crate) fn failure_events(idx: StepIdx, error: &ErrorInfo) -> [NewEvent; 2] {
         ),
     ]
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,7 +4,9 @@
 //! pending step → commit → repeat until the run finishes or stops.
 //!
 //! **Invariant:** this crate knows no SQL; it talks to storage only through
-//! `cairn_checkpoint::Store`, and decides every state change itself.
+//! `cairn_checkpoint::Store`, and decides the step's half of a state change
+//! itself (`outcome.rs`); storage's `plan.rs` decides the claim's, the
+//! answer's and an operator action's half.
 
 mod crew;
 mod error;
