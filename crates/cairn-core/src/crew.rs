@@ -166,7 +166,7 @@ pub enum CrewError {
 }
 
 impl CrewDef {
-    /// Parses and validates a crew file (see the README for the format).
+    /// Parses and validates a crew file (see docs/crews.md for the format).
     pub fn from_toml(text: &str) -> Result<CrewDef, CrewError> {
         let file: CrewFile =
             toml::from_str(text).map_err(|e| CrewError::Syntax(one_line(text, &e)))?;

@@ -181,7 +181,7 @@ impl ErrorClass {
         self.row().0
     }
 
-    /// The `cairn` command's exit code (a contract; see the README).
+    /// The `cairn` command's exit code (a contract; see docs/cli.md).
     pub const fn exit_code(self) -> u8 {
         self.row().1
     }
@@ -313,7 +313,7 @@ impl std::fmt::Display for ErrorChain<'_> {
 mod tests {
     use super::*;
 
-    /// The README's exit codes and the API's statuses, read from the table.
+    /// The exit codes of docs/cli.md and the API's statuses, read from the table.
     #[test]
     fn the_table_keeps_the_contracts() {
         let exit = |c: ErrorClass| c.exit_code();

@@ -1,5 +1,5 @@
-//! The README's curl walkthrough, run as the README shows it: its shell
-//! block is read from README.md and run with bash (`-e -o pipefail`, so any
+//! The curl walkthrough of docs/http-api.md, run as it is shown: its shell
+//! block is read from docs/http-api.md and run with bash (`-e -o pipefail`, so any
 //! failing step fails it) against a server started here on a free port with
 //! the repository's `examples/` crews, as `cairn serve --crews examples`
 //! would serve them. It used to fail about half the time: an answer
@@ -20,7 +20,7 @@ const GUARD: Duration = Duration::from_secs(120);
 fn walkthrough(readme: &str) -> String {
     let intro = readme
         .find("A full run with a human review")
-        .expect("the README introduces the curl walkthrough");
+        .expect("docs/http-api.md introduces the curl walkthrough");
     let rest = &readme[intro..];
     let start = rest.find("```sh\n").expect("a ```sh block follows") + "```sh\n".len();
     let len = rest[start..].find("```").expect("the block ends");
@@ -45,13 +45,13 @@ async fn the_readme_curl_walkthrough_runs_as_written() {
         .collect();
     if !missing.is_empty() {
         eprintln!(
-            "SKIPPED the README walkthrough test: {} not installed (apt-get install curl jq)",
+            "SKIPPED the curl walkthrough test: {} not installed (apt-get install curl jq)",
             missing.join(", ")
         );
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let script = walkthrough(&std::fs::read_to_string(root.join("README.md")).unwrap());
+    let script = walkthrough(&std::fs::read_to_string(root.join("docs/http-api.md")).unwrap());
     assert!(script.contains("$API"), "{script}");
 
     let db = TestDb::sqlite();
@@ -85,7 +85,7 @@ async fn the_readme_curl_walkthrough_runs_as_written() {
         "the walkthrough failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
-    // Each answer says where the run stands; the run ends as the README says.
+    // Each answer says where the run stands; the run ends as the guide says.
     assert!(stdout.contains(r#""status":"answered""#), "{stdout}");
     for event in [
         "event: wait_opened",
