@@ -39,6 +39,17 @@ fn available(tool: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_curl_walkthrough_runs_as_written() {
+    walkthrough_against(None).await;
+}
+
+/// The same block against a server with tokens, `CAIRN_TOKEN` exported as
+/// the guide says: it sends the token (it used to print `null`s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_curl_walkthrough_runs_as_written_against_a_server_with_tokens() {
+    walkthrough_against(Some("walkthrough-token-0123456789")).await;
+}
+
+async fn walkthrough_against(token: Option<&str>) {
     let missing: Vec<&str> = ["bash", "curl", "jq"]
         .into_iter()
         .filter(|t| !available(t))
@@ -59,6 +70,7 @@ async fn the_readme_curl_walkthrough_runs_as_written() {
         db_url: db.url.clone(),
         crews_dir: root.join("examples"),
         listen: "127.0.0.1:0".parse().unwrap(),
+        tokens: token.into_iter().map(str::to_owned).collect(),
         ..ServeOptions::default()
     })
     .await
@@ -69,11 +81,15 @@ async fn the_readme_curl_walkthrough_runs_as_written() {
         let _ = stopped.await;
     }));
 
-    let run = tokio::process::Command::new("bash")
-        .args(["-e", "-o", "pipefail", "-c", &script])
+    let mut bash = tokio::process::Command::new("bash");
+    bash.args(["-e", "-o", "pipefail", "-c", &script])
         .env("API", format!("http://{addr}"))
-        .kill_on_drop(true)
-        .output();
+        .env_remove("CAIRN_TOKEN")
+        .kill_on_drop(true);
+    if let Some(token) = token {
+        bash.env("CAIRN_TOKEN", token);
+    }
+    let run = bash.output();
     let out = tokio::time::timeout(GUARD, run)
         .await
         .expect("the walkthrough finishes")
