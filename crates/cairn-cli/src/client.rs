@@ -329,7 +329,11 @@ pub async fn main(cli: Cli, base: String, token: Option<String>) -> anyhow::Resu
                     let id = parse_thread(Some(thread_id))?.unwrap_or_default();
                     let path = format!("/v1/threads/{}", path_segment(&id));
                     let view: ThreadView = client.get(&path).await?;
-                    output::print_thread(&view, json)?;
+                    let mut finals = vec![];
+                    for r in view.runs.iter().filter(|_| !json) {
+                        finals.push(output::final_output(&client.show(&r.id.to_string()).await?));
+                    }
+                    output::print_thread(&view, json, &finals)?;
                 }
             }
             Ok(exit::OK)

@@ -994,8 +994,13 @@ async fn main_inner(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
                 }
                 ThreadsCommand::Show { thread_id } => {
                     let id = parse_thread(Some(thread_id))?.unwrap_or_default();
-                    let view = open(&cli.db, false).await?.thread(&id).await?;
-                    output::print_thread(&view, json)?;
+                    let engine = open(&cli.db, false).await?;
+                    let view = engine.thread(&id).await?;
+                    let mut finals = vec![];
+                    for r in view.runs.iter().filter(|_| !json) {
+                        finals.push(output::final_output(&engine.show(r.id).await?));
+                    }
+                    output::print_thread(&view, json, &finals)?;
                 }
             }
             Ok(exit::OK)

@@ -462,7 +462,7 @@ pub fn print_threads(threads: &[ThreadSummary], json: bool) -> anyhow::Result<()
 
 /// `cairn threads show`: the totals, then the run table of `runs list`; or
 /// `{thread_id, runs, totals: {runs, input_tokens, output_tokens}}`.
-pub fn print_thread(view: &ThreadView, json: bool) -> anyhow::Result<()> {
+pub fn print_thread(view: &ThreadView, json: bool, finals: &[Option<Value>]) -> anyhow::Result<()> {
     if json {
         return print_json(view);
     }
@@ -476,7 +476,34 @@ pub fn print_thread(view: &ThreadView, json: bool) -> anyhow::Result<()> {
         t.input_tokens,
         t.output_tokens
     )?;
-    run_table(&mut stdout, &view.runs)
+    run_table(&mut stdout, &view.runs)?;
+    // The conversation, as the console shows it: each run's input and
+    // final output (cut when long), oldest first.
+    for (r, last) in view.runs.iter().zip(finals) {
+        writeln!(stdout, "\nrun {} ({})", r.id, r.status)?;
+        let (input, _) = cut(&render_value(&r.input));
+        writeln!(stdout, "  input:  {}", input.replace('\n', "\n          "))?;
+        match last {
+            Some(v) => {
+                let (text, more) = cut(&render_value(v));
+                writeln!(stdout, "  output: {}", text.replace('\n', "\n          "))?;
+                if more > 0 {
+                    writeln!(
+                        stdout,
+                        "          … ({more} more lines: runs show {} --outputs)",
+                        r.id
+                    )?;
+                }
+            }
+            None => writeln!(stdout, "  output: -")?,
+        }
+    }
+    Ok(())
+}
+
+/// A run's final output so far: its last step's output that exists.
+pub fn final_output(view: &RunView) -> Option<Value> {
+    last_output(&view.steps).map(|(_, v)| v.clone())
 }
 
 fn chrono_secs() -> chrono::SecondsFormat {

@@ -15,6 +15,33 @@ both_backends!(
     fork_keeps_the_thread_unless_given_another,
 );
 
+/// `threads show` as text shows the conversation: each run's input and
+/// final output, oldest first, after the run table.
+#[test]
+fn threads_show_text_shows_each_runs_input_and_output() {
+    let case = Case::new(Kind::Sqlite);
+    let agents = [crate::support::agent_template("say", "hello {{ input.q }}")];
+    let crew = case.write("crew.toml", &crate::support::crew_toml("talk", &agents));
+    let crew = crew.to_str().unwrap();
+    for q in ["first", "second"] {
+        let input = format!("{{\"q\": \"{q}\"}}");
+        case.cairn(&["run", crew, "--thread", "c", "--input", &input])
+            .expect_code(0);
+    }
+    let out = case.cairn(&["threads", "show", "c"]).expect_code(0).stdout;
+    let first = out
+        .find("output: hello first")
+        .unwrap_or_else(|| panic!("{out}"));
+    let second = out
+        .find("output: hello second")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(first < second, "oldest first:\n{out}");
+    assert!(
+        out.contains("\"q\": \"second\""),
+        "the input is shown:\n{out}"
+    );
+}
+
 /// A `run` queued behind an unfinished run of its thread says what it
 /// waits behind (not just its header, then silence), and starts once that
 /// run is done.
