@@ -10,6 +10,10 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
 
+# Supply-chain checks: advisories, licences, duplicates, sources (deny.toml).
+deny:
+    scripts/deny
+
 # The crash-and-resume demo on embedded SQLite.
 demo:
     cargo run --release -p cairn-cli -- demo
