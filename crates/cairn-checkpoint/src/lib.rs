@@ -390,6 +390,21 @@ pub trait Store: Send + Sync + 'static {
     /// allow it; nothing is written then.
     async fn act(&self, id: RunId, action: Action, actor: &Actor) -> Result<RunRecord>;
 
+    /// Merges the JSON object `context` into the input of a run that is not
+    /// running (its keys replace the input's), with a `context_added` event
+    /// naming `actor`, the context and the values it replaced: for a queued
+    /// run; an interrupted one is continued (`queued`) in the same
+    /// transaction. Any other status is [`Error::WrongState`], a context or
+    /// input that is not an object [`Error::BadContext`]; nothing is written
+    /// then. (A resume merges its context in its claim instead,
+    /// `ClaimRequest::context`.)
+    async fn add_context(
+        &self,
+        id: RunId,
+        context: &serde_json::Value,
+        actor: &Actor,
+    ) -> Result<RunRecord>;
+
     /// Creates a new queued run that copies the crew, input and checkpoints
     /// `0..from_step` of `id` and records it as its parent. The source run
     /// is not changed.

@@ -362,6 +362,40 @@ async fn check_lease_takeable(c: &mut Conn<'_>, id: RunId, takeover: &Takeover) 
     })
 }
 
+/// `Store::add_context`'s transaction.
+async fn add_context_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    context: &serde_json::Value,
+    actor: &Actor,
+) -> Result<RunRecord> {
+    let run = fetch_run(c, id, true).await?;
+    match run.status {
+        RunStatus::Queued => {}
+        RunStatus::Interrupted => {
+            act_in(c, id, Action::Continue, actor).await?;
+        }
+        status => {
+            return Err(Error::WrongState {
+                run: id,
+                status,
+                action: "add context to it",
+            })
+        }
+    }
+    let merged = merged_input(id, &run.input, context)?;
+    json_ok("the run input with its context", Some(&merged))?;
+    c.execute(
+        query("UPDATE runs SET input = :input, updated_at = {now} WHERE id = :id")
+            .bind("id", id)
+            .bind("input", &merged),
+    )
+    .await?;
+    let event = NewEvent::context_added(&run.input, context, actor);
+    append_events(c, id, std::slice::from_ref(&event)).await?;
+    fetch_run(c, id, false).await
+}
+
 /// `input` with the keys of `context` set (both JSON objects).
 fn merged_input(
     run: RunId,
@@ -1388,6 +1422,23 @@ impl<B: Backend> Store for B {
             },
             || action_landed(self.db(), id, action, actor),
         )
+        .await
+    }
+
+    async fn add_context(
+        &self,
+        id: RunId,
+        context: &serde_json::Value,
+        actor: &Actor,
+    ) -> Result<RunRecord> {
+        bounded("add_context", self.target(), Some(id), async {
+            actor_ok(actor)?;
+            json_ok("the context", Some(context))?;
+            let mut tx = self.db().write().await?;
+            let run = add_context_in(&mut tx.conn(), id, context, actor).await?;
+            tx.commit().await?;
+            Ok(run)
+        })
         .await
     }
 

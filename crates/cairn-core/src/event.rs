@@ -88,6 +88,24 @@ impl EventKind {
     }
 }
 
+impl NewEvent {
+    /// A `context_added` event: who, why, the context, and the values of
+    /// the `input`'s keys it replaced.
+    pub fn context_added(input: &Value, context: &Value, actor: &Actor) -> NewEvent {
+        let replaced: serde_json::Map<String, Value> = context
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, _)| Some((k.clone(), input.as_object()?.get(k)?.clone())))
+            .collect();
+        NewEvent::new(
+            EventKind::ContextAdded,
+            serde_json::json!({"by": actor.by, "reason": actor.reason, "context": context,
+                               "replaced": replaced}),
+        )
+    }
+}
+
 /// Who did an operator action, and why: recorded in its event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Actor {

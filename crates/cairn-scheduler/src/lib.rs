@@ -179,18 +179,7 @@ impl Executor {
             replace_crew = Some(crew.def().clone());
         }
         if let Some((context, actor)) = &opts.context {
-            let input = run.input.as_object();
-            let replaced: serde_json::Map<String, serde_json::Value> = context
-                .as_object()
-                .into_iter()
-                .flatten()
-                .filter_map(|(k, _)| Some((k.clone(), input?.get(k)?.clone())))
-                .collect();
-            claim_events.push(NewEvent::new(
-                EventKind::ContextAdded,
-                json!({"by": actor.by, "reason": actor.reason, "context": context,
-                       "replaced": replaced}),
-            ));
+            claim_events.push(NewEvent::context_added(&run.input, context, actor));
         }
         // Judged by the crew it will run with (a clone only when forced:
         // a 1,000-agent definition is worth not copying).

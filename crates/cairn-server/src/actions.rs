@@ -158,6 +158,41 @@ pub(crate) async fn cancel(
     act(state, id, RunAction::Cancel, body).await
 }
 
+/// The body of `POST /v1/runs/{id}/context`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ContextBody {
+    /// A JSON object merged into the run's input (its keys replace the
+    /// input's).
+    context: Value,
+    #[serde(default)]
+    by: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST /v1/runs/{id}/context`: more context for a queued run's steps
+/// (an interrupted run is continued with it): merged into its input and
+/// recorded as a `context_added` event; 409 `wrong_state` for any other
+/// status, 422 `bad_context` unless the context and the input are objects.
+pub(crate) async fn add_context(
+    State(state): State<AppState>,
+    RunIdPath(id): RunIdPath,
+    ApiJson(body): ApiJson<ContextBody>,
+) -> Result<Json<RunView>, ApiError> {
+    check_offered(&state, id).await?;
+    let actor = actor(body.by, body.reason);
+    let run = state
+        .engine()
+        .add_context(id, &body.context, &actor)
+        .await?;
+    tracing::info!(run = %id, by = %actor.by, "context added");
+    if run.status == RunStatus::Queued {
+        state.wake_runner();
+    }
+    Ok(Json(state.engine().show(run.id).await?))
+}
+
 /// The body of `POST /v1/runs/{id}/fork`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -86,6 +86,12 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
             post(actions::cancel),
         ),
         route("/v1/runs/{id}/fork", &["POST"], false, post(actions::fork)),
+        route(
+            "/v1/runs/{id}/context",
+            &["POST"],
+            false,
+            post(actions::add_context),
+        ),
         route("/v1/waits", &["GET"], false, get(waits::list)),
         route(
             "/v1/waits/{id}/answer",

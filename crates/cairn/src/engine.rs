@@ -356,6 +356,21 @@ impl Engine {
         self.drive(id, &crew, DriveOptions::default()).await
     }
 
+    /// Merges the JSON object `context` into a queued run's input for its
+    /// steps (an interrupted run is continued with it), recorded as a
+    /// `context_added` event; refused for any other status, nothing
+    /// written. Executes nothing: a worker (or [`Engine::execute`]) runs it.
+    /// A run that is running takes context through
+    /// [`ResumeOptions::context`] instead.
+    pub async fn add_context(
+        &self,
+        id: RunId,
+        context: &Value,
+        actor: &Actor,
+    ) -> Result<RunRecord> {
+        Ok(self.store().add_context(id, context, actor).await?)
+    }
+
     /// `failed → queued`: the failed step will run again (attempt + 1).
     pub async fn retry(&self, id: RunId, actor: &Actor) -> Result<RunRecord> {
         Ok(self.store().act(id, Action::Retry, actor).await?)

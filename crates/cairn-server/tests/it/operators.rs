@@ -332,3 +332,47 @@ async fn refused_forks_are_409_fork_refused_and_body_mistakes_400() {
     // Only the source run exists.
     assert_eq!(api.engine.list(&Default::default()).await.unwrap().len(), 1);
 }
+
+/// `POST /v1/runs/{id}/context`: a queued run's input takes the context
+/// (recorded with who and why) and its step sees it; a finished run is 409
+/// `wrong_state`, a context that is not an object 422 `bad_context`, and
+/// neither writes anything.
+#[tokio::test]
+async fn context_is_merged_into_a_queued_runs_input_and_recorded() {
+    let api = Api::sqlite().await;
+    let id = api.submit("greet", json!({"name": "?"})).await;
+    let uri = format!("/v1/runs/{id}/context");
+    let reply = api.post_json(&uri, &json!({"context": [1]})).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        reply.text
+    );
+    assert_eq!(reply.json()["error"]["code"], "bad_context");
+    let reply = api
+        .post_json(
+            &uri,
+            &json!({"context": {"name": "Ada"}, "by": "ops", "reason": "the real name"}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let run = reply.json();
+    assert_eq!(run["status"], "queued", "recorded, not executed");
+    assert_eq!(run["input"], json!({"name": "Ada"}));
+    let event = last_event(&api, id, EventKind::ContextAdded).await;
+    assert_eq!(event["by"], "ops");
+    assert_eq!(event["reason"], "the real name");
+    assert_eq!(event["replaced"], json!({"name": "?"}));
+    api.engine.execute(id).await.unwrap();
+    let done = api.get(&format!("/v1/runs/{id}")).await.json();
+    assert_eq!(done["steps"][0]["output"], "Hello Ada");
+    // Finished: refused, nothing written.
+    let events = api.engine.events(id).await.unwrap().len();
+    let reply = api
+        .post_json(&uri, &json!({"context": {"name": "Bob"}}))
+        .await;
+    assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.text);
+    assert_eq!(reply.json()["error"]["code"], "wrong_state");
+    assert_eq!(api.engine.events(id).await.unwrap().len(), events);
+}
