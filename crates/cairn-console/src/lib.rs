@@ -1,6 +1,6 @@
 //! The web console's pages, rendered on the server from stored records:
 //! the runs table, a run with its timeline (an SVG waterfall drawn here),
-//! and the sign-in page. Pure functions from records to HTML (maud), so
+//! the open waits, the threads, the crews and the sign-in page. Pure functions from records to HTML (maud), so
 //! what a page shows is derived from stored state alone and is right after
 //! any resume, takeover or reload. No I/O: `cairn-server` reads the records
 //! and serves the pages.
@@ -8,6 +8,7 @@
 //! **Invariant:** every text from a record is escaped (maud escapes
 //! `(expr)` splices); no token or secret is ever an argument of a page.
 
+mod pages;
 mod timeline;
 
 use chrono::{DateTime, Utc};
@@ -15,9 +16,13 @@ use maud::{html, Markup, DOCTYPE};
 
 use cairn::{
     EventRecord, JournalEntry, JournalKind, RunRecord, RunStatus, RunView, StepRecord, StepStatus,
+    ThreadSummary, WaitRecord, WaitStatus,
 };
 
-pub use timeline::timeline_svg;
+pub use pages::{
+    crews_page, thread_page, threads_page, waits_page, CrewStats, RoleStats, WaitCard,
+};
+pub use timeline::{timeline_legend, timeline_svg};
 
 /// The stylesheet, served by `cairn serve` at [`CSS_PATH`].
 pub const CSS: &str = include_str!("console.css");
@@ -70,7 +75,10 @@ pub fn page(title: &str, viewer: &Viewer, body: Markup) -> Markup {
             body {
                 header {
                     a.brand href="/" { "Cairn" }
-                    nav { a href="/" { "Runs" } " " a href="/waits" { "Waits" } " " a href="/crews" { "Crews" } }
+                    nav {
+                        a href="/" { "Runs" } " " a href="/waits" { "Waits" } " "
+                        a href="/threads" { "Threads" } " " a href="/crews" { "Crews" }
+                    }
                     @match viewer {
                         Viewer::Development { .. } => {
                             p.notice role="note" {
@@ -123,9 +131,11 @@ pub struct RunsQuery {
 }
 
 /// The runs table, newest first, with filters and a link to the next page
-/// (`next`: the id to continue after).
+/// (`next`: the id to continue after). `waits`: the listed runs' waits
+/// (any status), whose time a run's duration leaves out.
 pub fn runs_page(
     runs: &[RunRecord],
+    waits: &[WaitRecord],
     query: &RunsQuery,
     next: Option<&str>,
     first_page: bool,
@@ -186,7 +196,7 @@ pub fn runs_page(
                                 td { (run.crew) }
                                 td { @if let Some(t) = &run.thread_id { a href=(format!("/threads/{}", url_escape(t))) { (t) } } }
                                 td { time datetime=(run.created_at.to_rfc3339()) { (run.created_at.format("%Y-%m-%d %H:%M:%S")) } }
-                                td { (duration(run.created_at, run.finished_at.unwrap_or(now))) }
+                                td { (run_time(run, waits, now)) }
                                 td { (run.cursor.get()) " of " (run.step_count) }
                             }
                         }
@@ -201,14 +211,35 @@ pub fn runs_page(
     }
 }
 
+/// What an action's button looks like: destructive actions (cancel,
+/// reject) stand out from the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    Plain,
+    Destructive,
+}
+
+impl Look {
+    fn class(self) -> Option<&'static str> {
+        (self == Look::Destructive).then_some("danger")
+    }
+}
+
 /// A form that posts an operator action with a reason.
-fn action_form(action: &str, label: &str, target: &str, csrf: &str, extra: Markup) -> Markup {
+fn action_form(
+    action: &str,
+    label: &str,
+    target: &str,
+    csrf: &str,
+    look: Look,
+    extra: Markup,
+) -> Markup {
     html! {
         form.action method="post" action=(target) {
             input type="hidden" name="csrf" value=(csrf);
             (extra)
             label { "Reason " input type="text" name="reason" required placeholder=(format!("why {action}")); }
-            button type="submit" { (label) }
+            button type="submit" class=[look.class()] { (label) }
         }
     }
 }
@@ -218,11 +249,13 @@ pub type Journals = std::collections::BTreeMap<u32, Vec<JournalEntry>>;
 
 /// A run: its header, the timeline, the actions it allows, the live text of
 /// a streaming `llm` step, the steps with their outputs (and an `llm`
-/// step's journal as a conversation), the events.
+/// step's journal as a conversation), the events. `waits`: the run's
+/// waits (any status), whose time its durations leave out.
 pub fn run_page(
     view: &RunView,
     events: &[EventRecord],
     journals: &Journals,
+    waits: &[WaitRecord],
     csrf: &str,
     now: DateTime<Utc>,
 ) -> Markup {
@@ -235,6 +268,22 @@ pub fn run_page(
     });
     let takeovers: u32 = view.steps.iter().map(|s| s.takeovers).sum();
     let attempts: u32 = view.steps.iter().map(|s| s.attempt.get()).sum();
+    let step_waits: Vec<i64> = view
+        .steps
+        .iter()
+        .map(|s| step_waited_ms(s, waits, now))
+        .collect();
+    let any_wait = step_waits.iter().any(|w| *w > 0);
+    // Fork from the failed step of a failed run, else from the last step
+    // there is: the new run re-runs it (and what follows).
+    let fork_from = view
+        .steps
+        .iter()
+        .rev()
+        .find(|s| run.status == RunStatus::Failed && s.status == StepStatus::Failed)
+        .or(view.steps.last())
+        .map_or(0, |s| s.idx.get())
+        .min(run.step_count);
     // While it can still change, the page follows the run's events.
     let live = (!run.status.is_finished()).then(|| format!("/runs/{}/events", run.id));
     html! {
@@ -243,7 +292,9 @@ pub fn run_page(
         dl.header {
             dt { "Status" } dd { (status_badge(run.status)) }
             dt { "Crew" } dd { (run.crew) " v" (run.crew_version) " " code.fp { (run.crew_fingerprint) } }
-            @if let Some(thread) = &run.thread_id { dt { "Thread" } dd { (thread) } }
+            @if let Some(thread) = &run.thread_id {
+                dt { "Thread" } dd { a href=(format!("/threads/{}", url_escape(thread))) { (thread) } }
+            }
             @if let Some(parent) = &run.parent_run_id {
                 dt { "Forked from" }
                 dd {
@@ -252,11 +303,11 @@ pub fn run_page(
                 }
             }
             dt { "Progress" } dd { (run.cursor.get()) " of " (run.step_count) " steps" }
-            dt { "Attempts" } dd { (attempts) " over " (view.steps.len()) " steps run" }
+            dt { "Attempts" } dd { (plural(attempts as usize, "attempt")) " over " (plural(view.steps.len(), "step")) }
             dt { "Lease epoch" } dd { (run.lease_epoch.0) }
             dt { "Takeovers" } dd { (takeovers) }
             dt { "Tokens" } dd { (tokens_in) " in / " (tokens_out) " out" }
-            dt { "Wall time" } dd { (duration(run.created_at, run.finished_at.unwrap_or(now))) }
+            dt { "Duration" } dd { (run_time(run, waits, now)) }
             @if let Some(error) = &run.error {
                 dt { "Last error" } dd.error { (error.message) }
             }
@@ -265,17 +316,17 @@ pub fn run_page(
         div.actions {
             @let base = format!("/runs/{}", run.id);
             @if run.status == RunStatus::Failed {
-                (action_form("retry", "Retry the failed step", &format!("{base}/retry"), csrf, html! {}))
+                (action_form("retry", "Retry the failed step", &format!("{base}/retry"), csrf, Look::Plain, html! {}))
             }
             @if run.status == RunStatus::Interrupted {
-                (action_form("continue", "Continue", &format!("{base}/continue"), csrf, html! {}))
+                (action_form("continue", "Continue", &format!("{base}/continue"), csrf, Look::Plain, html! {}))
             }
             @if !run.status.is_finished() {
-                (action_form("cancel", "Cancel", &format!("{base}/cancel"), csrf, html! {}))
+                (action_form("cancel", "Cancel", &format!("{base}/cancel"), csrf, Look::Destructive, html! {}))
             }
-            (action_form("fork", "Fork", &format!("{base}/fork"), csrf, html! {
+            (action_form("fork", "Fork", &format!("{base}/fork"), csrf, Look::Plain, html! {
                 label { "From step "
-                    input type="number" name="from_step" min="0" max=(run.step_count) value=(run.cursor.get().min(run.step_count)) required;
+                    input type="number" name="from_step" min="0" max=(run.step_count) value=(fork_from) required;
                 }
                 label { "New input (JSON, from step 0 only) "
                     input type="text" name="input" placeholder="{}";
@@ -289,16 +340,17 @@ pub fn run_page(
         }
         h2 { "Timeline" }
         div.scroll { (timeline_svg(&view.steps, events, run.created_at, run.finished_at.unwrap_or(now))) }
+        (timeline_legend())
         h2 { "Steps" }
         div.scroll {
             table.steps {
                 thead { tr {
                     th { "#" } th { "Role" } th { "Status" } th { "Attempt" }
-                    th { "Duration" } th { "Tokens in/out" }
+                    th { "Duration" } @if any_wait { th { "Waited" } } th { "Tokens in/out" }
                 } }
                 tbody {
-                    @for step in &view.steps {
-                        tr { (step_row(step, now)) }
+                    @for (step, waited) in view.steps.iter().zip(&step_waits) {
+                        tr { (step_row(step, any_wait.then_some(*waited), now)) }
                     }
                 }
             }
@@ -406,13 +458,20 @@ fn journal_item(e: &JournalEntry) -> Markup {
     }
 }
 
-fn step_row(step: &StepRecord, now: DateTime<Utc>) -> Markup {
+/// A step's row; `waited`: the column of its time waiting for people, when
+/// the table has one (its duration leaves that time out either way).
+fn step_row(step: &StepRecord, waited: Option<i64>, now: DateTime<Utc>) -> Markup {
+    let wall = (step.finished_at.unwrap_or(now) - step.started_at).num_milliseconds();
+    let ran = wall - waited.unwrap_or(0);
     html! {
         td { (step.idx.get()) }
         td { (step.role.as_str()) }
         td { span class=(format!("badge {}", step.status.as_str())) { (step.status.as_str()) } }
         td { (step.attempt.get()) }
-        td { (duration(step.started_at, step.finished_at.unwrap_or(now))) }
+        td { (millis(ran)) }
+        @if let Some(waited) = waited {
+            td { @if waited > 0 { (millis(waited)) } @else { "–" } }
+        }
         td {
             @match (step.input_tokens, step.output_tokens) {
                 (None, None) => { "–" }
@@ -437,13 +496,78 @@ fn pretty(value: Option<&serde_json::Value>) -> String {
     }
 }
 
-/// `1.234 s`, `12 ms`, `3 min 4 s`.
+/// `12 ms`, `1.2 s`, `3 min 4 s`, `2 h 5 min`, `3 d 4 h`.
 pub(crate) fn duration(from: DateTime<Utc>, to: DateTime<Utc>) -> String {
-    let ms = (to - from).num_milliseconds().max(0);
+    millis((to - from).num_milliseconds())
+}
+
+/// [`duration`] of a number of milliseconds (negative: 0).
+pub(crate) fn millis(ms: i64) -> String {
+    const MIN: i64 = 60_000;
+    const HOUR: i64 = 60 * MIN;
+    const DAY: i64 = 24 * HOUR;
+    let ms = ms.max(0);
     match ms {
         0..=999 => format!("{ms} ms"),
         1_000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
-        _ => format!("{} min {} s", ms / 60_000, (ms % 60_000) / 1000),
+        _ if ms < HOUR => format!("{} min {} s", ms / MIN, (ms % MIN) / 1000),
+        _ if ms < DAY => format!("{} h {} min", ms / HOUR, (ms % HOUR) / MIN),
+        _ => format!("{} d {} h", ms / DAY, (ms % DAY) / HOUR),
+    }
+}
+
+/// `1 step`, `3 steps`.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// How long `waits` (of one run) kept it waiting for people within
+/// `from..to`: each from its opening to its answer (to `now` while open),
+/// clipped to the span. As `cairn runs show` computes a step's `waited`.
+fn waited_between<'a>(
+    waits: impl IntoIterator<Item = &'a WaitRecord>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> i64 {
+    waits
+        .into_iter()
+        .map(|w| {
+            let end = match w.status {
+                WaitStatus::Open => now,
+                _ => w.answered_at.unwrap_or(w.created_at),
+            };
+            (end.min(to) - w.created_at.max(from))
+                .num_milliseconds()
+                .max(0)
+        })
+        .sum()
+}
+
+/// How long a step waited for people within its row's time (its current
+/// attempt): the waits of its index, clipped to the row's start and end.
+fn step_waited_ms(step: &StepRecord, waits: &[WaitRecord], now: DateTime<Utc>) -> i64 {
+    let end = step.finished_at.unwrap_or(now);
+    let own = waits.iter().filter(|w| w.step_idx == step.idx);
+    waited_between(own, step.started_at, end, now)
+}
+
+/// A run's duration without the time it waited for people: `2.0 s`, or
+/// `ran 2.0 s, waited 3 h 0 min` when it waited. `waits` may hold other
+/// runs' waits too.
+fn run_time(run: &RunRecord, waits: &[WaitRecord], now: DateTime<Utc>) -> String {
+    let end = run.finished_at.unwrap_or(now);
+    let own = waits.iter().filter(|w| w.run_id == run.id);
+    let wall = (end - run.created_at).num_milliseconds().max(0);
+    let waited = waited_between(own, run.created_at, end, now).min(wall);
+    if waited == 0 {
+        millis(wall)
+    } else {
+        format!("ran {}, waited {}", millis(wall - waited), millis(waited))
     }
 }
 
@@ -461,160 +585,52 @@ fn url_escape(v: &str) -> String {
     out
 }
 
-/// The open waits, each with the answers its kind takes.
-pub fn waits_page(waits: &[cairn::WaitRecord], csrf: &str) -> Markup {
-    use cairn::WaitKind;
-    html! {
-        h1 { "Waits" }
-        @if waits.is_empty() {
-            p { "No open waits." }
-        }
-        @for w in waits {
-            section.wait id=(format!("wait-{}", w.id)) {
-                h2 {
-                    (w.kind.as_str()) " for step " (w.step_idx.get()) " of run "
-                    a href=(format!("/runs/{}", w.run_id)) { code { (short_id(&w.run_id.to_string())) } }
-                }
-                @if let Some(deadline) = w.deadline {
-                    p { "Deadline " time datetime=(deadline.to_rfc3339()) { (deadline.format("%Y-%m-%d %H:%M:%S")) } }
-                }
-                pre { code { (pretty(Some(&w.prompt))) } }
-                @let target = format!("/waits/{}/answer", w.id);
-                @let answer = |decision: &str, label: &str, extra: Markup| html! {
-                    form.action method="post" action=(target) {
-                        input type="hidden" name="csrf" value=(csrf);
-                        input type="hidden" name="decision" value=(decision);
-                        (extra)
-                        label { "Reason " input type="text" name="reason" required placeholder=(format!("why {decision}")); }
-                        button type="submit" { (label) }
-                    }
-                };
-                @match w.kind {
-                    WaitKind::Review => {
-                        (answer("approve", "Approve", html! {}))
-                        (answer("edit", "Commit this output instead", html! {
-                            label { "Output (JSON) " textarea name="output" rows="4" required { (pretty(Some(&w.prompt))) } }
-                        }))
-                        (answer("reject", "Reject and run again", html! {
-                            label { "Feedback " input type="text" name="feedback" required; }
-                        }))
-                    }
-                    WaitKind::Approval => {
-                        (answer("approve", "Approve", html! {}))
-                        (answer("reject", "Reject", html! {
-                            label { "Why " input type="text" name="feedback" required; }
-                        }))
-                    }
-                    _ => {
-                        (answer("answer", "Answer", html! {
-                            label { "Answer (text, or JSON) " input type="text" name="value" required; }
-                        }))
-                    }
-                }
-            }
-        }
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pages::{role_chart, text_width};
 
-/// A thread as a conversation: its runs oldest first, each with its input
-/// and its final output (`None`: not finished), and the totals.
-pub fn thread_page(
-    view: &cairn::ThreadView,
-    turns: &[(RunRecord, Option<serde_json::Value>)],
-) -> Markup {
-    html! {
-        h1 { "Thread " code { (view.thread_id) } }
-        p {
-            (view.totals.runs) " runs · "
-            (view.totals.input_tokens) " tokens in / " (view.totals.output_tokens) " out"
-        }
-        @for (run, output) in turns {
-            section.turn {
-                h2 {
-                    (status_badge(run.status)) " "
-                    a href=(format!("/runs/{}", run.id)) { code { (short_id(&run.id.to_string())) } }
-                    " " (run.crew) " · " (run.created_at.format("%Y-%m-%d %H:%M:%S"))
-                }
-                p.role { "Input" }
-                pre { code { (pretty(Some(&run.input))) } }
-                p.role { "Output" }
-                @match output {
-                    Some(v) => { pre { code { (pretty(Some(v))) } } }
-                    None => { p { em { "(not finished)" } } }
-                }
-            }
-        }
-    }
-}
+    #[test]
+    fn durations_counts_and_chart_labels_read_right() {
+        assert_eq!(millis(-5), "0 ms");
+        assert_eq!(millis(1_500), "1.5 s");
+        assert_eq!(millis(184_000), "3 min 4 s");
+        assert_eq!(millis(3 * 3_600_000 + 5 * 60_000), "3 h 5 min");
+        assert_eq!(millis(2 * 86_400_000 + 3_600_000), "2 d 1 h");
+        assert_eq!(plural(1, "step"), "1 step");
+        assert_eq!(plural(3, "step"), "3 steps");
+        assert_eq!(plural(0, "attempt"), "0 attempts");
 
-/// One role of a crew, as its recent stored steps show it.
-#[derive(Debug, Clone, Default)]
-pub struct RoleStats {
-    pub role: String,
-    /// `command`, `template`, `llm`, …
-    pub kind: String,
-    /// Finished steps seen.
-    pub steps: u32,
-    /// Their mean duration.
-    pub mean_ms: f64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-}
-
-/// A crew the server offers, with what its recent runs' steps cost.
-#[derive(Debug, Clone, Default)]
-pub struct CrewStats {
-    pub name: String,
-    pub version: String,
-    pub fingerprint: String,
-    /// Runs of this exact definition the figures come from.
-    pub runs: usize,
-    pub roles: Vec<RoleStats>,
-}
-
-/// The crews, each with its agents and a small SVG chart of step
-/// durations (bars) and tokens per role.
-pub fn crews_page(crews: &[CrewStats]) -> Markup {
-    html! {
-        h1 { "Crews" }
-        @if crews.is_empty() {
-            p { "This server offers no crews." }
-        }
-        @for crew in crews {
-            section.crew {
-                h2 { (crew.name) " v" (crew.version) " " code.fp { (crew.fingerprint) } }
-                p { "From the steps of its " (crew.runs) " most recent runs." }
-                div.scroll { (role_chart(&crew.roles)) }
-            }
-        }
-    }
-}
-
-fn role_chart(roles: &[RoleStats]) -> Markup {
-    const W: f64 = 720.0;
-    const LABEL: f64 = 200.0;
-    const ROW: f64 = 22.0;
-    let longest = roles
-        .iter()
-        .map(|r| r.mean_ms)
-        .fold(0.0f64, f64::max)
-        .max(1.0);
-    let height = ROW * roles.len().max(1) as f64 + 6.0;
-    html! {
-        svg.chart xmlns="http://www.w3.org/2000/svg" role="img"
-            viewBox=(format!("0 0 {W} {height}")) width=(W) height=(height) {
-            title { "Mean step duration and tokens per role" }
-            @for (i, r) in roles.iter().enumerate() {
-                @let y = i as f64 * ROW + 4.0;
-                @let w = ((W - LABEL - 180.0) * r.mean_ms / longest).max(1.0);
-                text x="4" y=(format!("{:.1}", y + 11.0)) { (r.role) " (" (r.kind) ")" }
-                rect x=(LABEL) y=(format!("{y:.1}")) width=(format!("{w:.1}")) height="14" rx="2" {}
-                text x=(format!("{:.1}", LABEL + w + 4.0)) y=(format!("{:.1}", y + 11.0)) {
-                    @if r.steps == 0 { "no steps yet" } @else {
-                        (format!("{:.0} ms", r.mean_ms)) " · " (r.input_tokens) "/" (r.output_tokens) " tokens · " (r.steps) " steps"
-                    }
-                }
-            }
-        }
+        let role = |role: &str, steps: u32, mean_ms: f64| RoleStats {
+            role: role.into(),
+            kind: "command".into(),
+            steps,
+            mean_ms,
+            input_tokens: 123_456,
+            output_tokens: 78_901,
+        };
+        let chart = role_chart(&[
+            role("a-rather-long-role-name", 1, 2_500.0),
+            role("b", 3, 1_234_567.0),
+        ])
+        .into_string();
+        assert!(
+            chart.contains("· 1 step<") && chart.contains("· 3 steps<"),
+            "{chart}"
+        );
+        assert!(!chart.contains("1 steps"), "{chart}");
+        // The longest bar's figures end inside the chart.
+        let width: f64 = chart
+            .split(r#"width=""#)
+            .nth(1)
+            .and_then(|w| w.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_default();
+        let figures = "1234567 ms · 123456/78901 tokens · 3 steps";
+        let label_w = text_width("a-rather-long-role-name (command)") + 12.0;
+        assert!(
+            width >= label_w + 320.0 + 4.0 + text_width(figures),
+            "{width}: {chart}"
+        );
     }
 }

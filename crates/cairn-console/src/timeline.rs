@@ -3,8 +3,11 @@
 //! shows, from the run's events, its earlier failed attempts, the durable
 //! back-offs between them, the waits for people (to their answer, with who
 //! answered how) and takeovers (a mark where another process took the step
-//! over); then the current attempt, from its start to its end (now, for one
-//! in flight), coloured by its status.
+//! over, after a band for the time lost to the crash: from the dead
+//! holder's last sign of life, its last recorded event, to the takeover);
+//! then the current attempt, from its start to its end (now, for one in
+//! flight), coloured by its status. [`timeline_legend`] says what each
+//! mark means.
 
 use chrono::{DateTime, Duration, Utc};
 use maud::{html, Markup};
@@ -24,8 +27,28 @@ struct Span {
     title: String,
 }
 
+/// Whether a process holding the run (a claim's lease) records events of
+/// this kind: its last one is its last sign of life the store keeps (its
+/// heartbeats are not kept). People's and operators' events are not.
+fn holders_event(kind: EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::RunClaimed
+            | EventKind::StepSucceeded
+            | EventKind::StepFailed
+            | EventKind::StepRetryScheduled
+            | EventKind::StepCancelled
+            | EventKind::StepInterrupted
+            | EventKind::WaitOpened
+            | EventKind::ModelCalled
+            | EventKind::ToolExecuted
+            | EventKind::TranscriptRepaired
+    )
+}
+
 /// What the events add to step `idx`'s row: failed attempts, back-offs,
-/// waits; and the takeover marks.
+/// waits, the time lost to a crash before each takeover; and the takeover
+/// marks.
 fn history(
     idx: u32,
     events: &[EventRecord],
@@ -35,6 +58,8 @@ fn history(
     let mut spans = Vec::new();
     let mut takeovers = Vec::new();
     let mut open_wait: Option<(DateTime<Utc>, String)> = None;
+    // The newest event of a process that held the run.
+    let mut last_sign: Option<&EventRecord> = None;
     for e in events {
         match e.kind {
             EventKind::StepFailed if of_step(e, "idx") => {
@@ -85,9 +110,26 @@ fn history(
                 }
             }
             EventKind::RunClaimed if e.data["took_over_step"] == true && of_step(e, "cursor") => {
+                if let Some(sign) = last_sign.filter(|s| s.at < e.at) {
+                    spans.push(Span {
+                        class: "lost",
+                        from: sign.at,
+                        to: e.at,
+                        title: format!(
+                            "lost to a crash: {} from the last sign of life of the process \
+                             that held the run ({} at {}) to the takeover",
+                            crate::duration(sign.at, e.at),
+                            sign.kind.as_str(),
+                            sign.at.format("%H:%M:%S%.3f")
+                        ),
+                    });
+                }
                 takeovers.push(e.at);
             }
             _ => {}
+        }
+        if holders_event(e.kind) {
+            last_sign = Some(e);
         }
     }
     if let Some((from, kind)) = open_wait {
@@ -160,6 +202,55 @@ pub fn timeline_svg(
             line x1=(LABEL) y1=(height - 18.0) x2=(WIDTH - 8.0) y2=(height - 18.0) {}
             text x=(LABEL) y=(height - 4.0) { "0" }
             text x=(WIDTH - 8.0) y=(height - 4.0) text-anchor="end" { (crate::duration(start, end)) }
+        }
+    }
+}
+
+/// What each mark of the timeline means, each next to a small picture of
+/// it (drawn as the timeline draws it).
+pub fn timeline_legend() -> Markup {
+    let bar = |class: &str| {
+        html! {
+            svg.swatch xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 14" width="24" height="14" aria-hidden="true" {
+                g class=(format!("bar {class}")) { rect x="1" y="1" width="22" height="12" rx="2" {} }
+            }
+        }
+    };
+    let entries = [
+        ("succeeded", bar("succeeded"), "attempt that succeeded"),
+        ("running", bar("running"), "attempt in flight"),
+        ("failed", bar("failed"), "failed attempt"),
+        (
+            "backoff",
+            bar("backoff"),
+            "back-off before the next attempt",
+        ),
+        (
+            "wait",
+            bar("wait"),
+            "waiting for a person (review, approval, answer)",
+        ),
+        (
+            "takeover",
+            html! {
+                svg.swatch xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 14" width="24" height="14" aria-hidden="true" {
+                    g.takeover { line x1="12" y1="0" x2="12" y2="14" {} }
+                }
+            },
+            "takeover: another process took the step over",
+        ),
+        (
+            "lost",
+            bar("lost"),
+            "lost to a crash: from the dead holder's last sign of life to the takeover",
+        ),
+    ];
+    html! {
+        ul.legend aria-label="Timeline legend" {
+            @for (class, picture, meaning) in entries {
+                li class=(format!("legend-{class}")) { (picture) " " (meaning) }
+            }
+            li.legend-attempt { span.swatch-text { "×2" } " attempt number, when a step ran more than once" }
         }
     }
 }
@@ -290,13 +381,20 @@ mod tests {
             vec![
                 ("failed", 0, 100),
                 ("backoff", 100, 300),
+                // From the claim of the process that died to the takeover.
+                ("lost", 300, 400),
                 ("wait", 500, 700)
             ]
         );
         assert!(
-            spans[2].title.contains("approve by ann"),
+            spans[2].title.contains("lost to a crash") && spans[2].title.contains("run_claimed"),
             "{}",
             spans[2].title
+        );
+        assert!(
+            spans[3].title.contains("approve by ann"),
+            "{}",
+            spans[3].title
         );
         assert_eq!(
             takeovers,
@@ -310,8 +408,82 @@ mod tests {
             t0 + ms(1000),
         )
         .into_string();
-        for class in ["bar failed", "bar backoff", "bar wait", "takeover"] {
+        for class in [
+            "bar failed",
+            "bar backoff",
+            "bar wait",
+            "bar lost",
+            "takeover",
+        ] {
             assert!(svg.contains(class), "{class}: {svg}");
         }
+    }
+
+    /// The lost band starts at the dead holder's newest event, not at an
+    /// operator's event in between, and a takeover of another step draws
+    /// none on this one.
+    #[test]
+    fn the_time_lost_to_a_crash_runs_from_the_holders_last_event_to_the_takeover() {
+        let t0 = Utc::now();
+        let ms = Duration::milliseconds;
+        let events = [
+            event(
+                1,
+                EventKind::RunClaimed,
+                t0,
+                serde_json::json!({"cursor": 0, "took_over_step": false}),
+            ),
+            event(
+                2,
+                EventKind::StepSucceeded,
+                t0 + ms(100),
+                serde_json::json!({"idx": 0}),
+            ),
+            event(
+                3,
+                EventKind::ModelCalled,
+                t0 + ms(250),
+                serde_json::json!({"idx": 1}),
+            ),
+            event(
+                4,
+                EventKind::RunCancelRequested,
+                t0 + ms(300),
+                serde_json::json!({"by": "ann"}),
+            ),
+            event(
+                5,
+                EventKind::RunClaimed,
+                t0 + ms(35_250),
+                serde_json::json!({"cursor": 1, "took_over_step": true}),
+            ),
+        ];
+        let (spans, takeovers) = history(1, &events, t0 + ms(40_000));
+        assert_eq!(takeovers, vec![t0 + ms(35_250)]);
+        assert_eq!(spans.len(), 1);
+        assert_eq!(
+            (spans[0].class, spans[0].from, spans[0].to),
+            ("lost", t0 + ms(250), t0 + ms(35_250))
+        );
+        assert!(spans[0].title.contains("35.0 s"), "{}", spans[0].title);
+        let (others, _) = history(0, &events, t0 + ms(40_000));
+        assert!(others.is_empty(), "step 0 was not taken over");
+    }
+
+    #[test]
+    fn the_legend_names_every_mark() {
+        let legend = timeline_legend().into_string();
+        for meaning in [
+            "attempt that succeeded",
+            "failed attempt",
+            "back-off",
+            "waiting for a person",
+            "takeover",
+            "lost to a crash",
+        ] {
+            assert!(legend.contains(meaning), "{meaning}: {legend}");
+        }
+        // Drawn with the timeline's own classes, without inline style.
+        assert!(legend.contains(r#"class="bar lost""#) && !legend.contains("style="));
     }
 }

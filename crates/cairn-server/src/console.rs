@@ -19,9 +19,12 @@
 //! client address's budget as wrong bearer tokens do (`throttle.rs`):
 //! past it, sign-in is 429 with `Retry-After`.
 
+mod sessions;
+
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::str::FromStr;
-use std::sync::Mutex;
+
 use std::time::{Duration, Instant};
 
 use axum::extract::{Path, Query, Request, State};
@@ -30,7 +33,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
-use sha2::{Digest, Sha256};
 
 use cairn::{RunFilter, RunId, RunStatus};
 use cairn_console::{RunsQuery, Viewer};
@@ -57,6 +59,7 @@ pub(crate) const PATHS: &[&str] = &[
     "/runs/{id}/fork",
     "/waits",
     "/waits/{id}/answer",
+    "/threads",
     "/threads/{id}",
     "/crews",
     "/login",
@@ -75,6 +78,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/runs/{id}/{action}", post(act))
         .route("/runs/{id}/fork", post(fork))
         .route("/waits", get(waits))
+        .route("/threads", get(threads))
         .route("/threads/{id}", get(thread))
         .route("/crews", get(crews))
         .route("/waits/{id}/answer", post(answer))
@@ -84,91 +88,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route(cairn_console::JS_PATH, get(js))
 }
 
-/// Signed-in sessions, by the digest of their cookie value, and the
-/// development mode's form token.
-pub(crate) struct Sessions {
-    open: Mutex<HashMap<[u8; 32], Session>>,
-    dev_csrf: String,
-}
-
-impl Default for Sessions {
-    fn default() -> Self {
-        Sessions {
-            open: Mutex::default(),
-            dev_csrf: secret(),
-        }
-    }
-}
-
-#[derive(Clone)]
-struct Session {
-    expires: Instant,
-    csrf: String,
-}
-
-impl Sessions {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Session>> {
-        self.open.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A new session: its cookie value (returned once, kept as a digest).
-    /// Expired sessions are dropped, and the oldest beyond the cap.
-    fn open(&self) -> String {
-        let id = secret();
-        let now = Instant::now();
-        let mut sessions = self.lock();
-        sessions.retain(|_, s| s.expires > now);
-        while sessions.len() >= MAX_SESSIONS {
-            // Every session lasts as long: the first to expire is the oldest.
-            let oldest = sessions
-                .iter()
-                .min_by_key(|(_, s)| s.expires)
-                .map(|(k, _)| *k);
-            match oldest {
-                Some(key) => sessions.remove(&key),
-                None => break,
-            };
-        }
-        sessions.insert(
-            digest(&id),
-            Session {
-                expires: now + SESSION_TTL,
-                csrf: secret(),
-            },
-        );
-        id
-    }
-
-    fn find(&self, id: &str) -> Option<Session> {
-        let mut sessions = self.lock();
-        let key = digest(id);
-        match sessions.get(&key) {
-            Some(s) if s.expires > Instant::now() => Some(s.clone()),
-            Some(_) => {
-                sessions.remove(&key);
-                None
-            }
-            None => None,
-        }
-    }
-
-    fn close(&self, id: &str) {
-        self.lock().remove(&digest(id));
-    }
-}
-
-/// 244 random bits (two UUID v4s), hex.
-fn secret() -> String {
-    format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    )
-}
-
-fn digest(id: &str) -> [u8; 32] {
-    Sha256::digest(id.as_bytes()).into()
-}
+pub(crate) use sessions::Sessions;
 
 /// The session cookie's value, if the request carries one.
 fn cookie(headers: &HeaderMap) -> Option<String> {
@@ -289,8 +209,17 @@ async fn runs(
     let next = more
         .then(|| listed.last().map(|r| r.id.to_string()))
         .flatten();
+    // Their waits, whose time a run's duration leaves out.
+    let mut waits = vec![];
+    for run in &listed {
+        match run_waits(&state, run.id).await {
+            Ok(w) => waits.extend(w),
+            Err(e) => return error_page(&viewer, e.into()),
+        }
+    }
     let body = cairn_console::runs_page(
         &listed,
+        &waits,
         &query,
         next.as_deref(),
         after.is_none(),
@@ -322,12 +251,32 @@ async fn run(
         Ok(journals) => journals,
         Err(e) => return error_page(&viewer, e.into()),
     };
-    let body =
-        cairn_console::run_page(&view, &events, &journals, viewer.csrf(), chrono::Utc::now());
+    let waits = match run_waits(&state, id).await {
+        Ok(waits) => waits,
+        Err(e) => return error_page(&viewer, e.into()),
+    };
+    let body = cairn_console::run_page(
+        &view,
+        &events,
+        &journals,
+        &waits,
+        viewer.csrf(),
+        chrono::Utc::now(),
+    );
     html(
         StatusCode::OK,
         cairn_console::page(&format!("Run {id}"), &viewer, body),
     )
+}
+
+/// A run's waits, any status.
+async fn run_waits(state: &AppState, id: RunId) -> Result<Vec<cairn::WaitRecord>, cairn::Error> {
+    let filter = cairn::WaitFilter {
+        run: Some(id),
+        step: None,
+        status: None,
+    };
+    state.engine().waits(&filter).await
 }
 
 /// The journals of the run's `llm` steps that have started (one read each;
@@ -591,7 +540,8 @@ async fn fork(
     }
 }
 
-/// `GET /waits`: the open waits with their answer forms.
+/// `GET /waits`: the open waits, each with its run's crew and its step's
+/// role, and their answer forms.
 async fn waits(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let viewer = page_viewer(&state, &headers);
     let filter = cairn::WaitFilter {
@@ -599,17 +549,42 @@ async fn waits(State(state): State<AppState>, headers: HeaderMap) -> Response {
         step: None,
         status: Some(cairn::WaitStatus::Open),
     };
-    match state.engine().waits(&filter).await {
-        Ok(waits) => html(
-            StatusCode::OK,
-            cairn_console::page(
-                "Waits",
-                &viewer,
-                cairn_console::waits_page(&waits, viewer.csrf()),
-            ),
-        ),
-        Err(e) => error_page(&viewer, e.into()),
+    let waits = match state.engine().waits(&filter).await {
+        Ok(waits) => waits,
+        Err(e) => return error_page(&viewer, e.into()),
+    };
+    // One read per run, however many of its waits are open.
+    let mut runs: HashMap<RunId, cairn::RunRecord> = HashMap::new();
+    let mut cards = Vec::with_capacity(waits.len());
+    for wait in waits {
+        let run = match runs.entry(wait.run_id) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(new) => match state.engine().get_run(wait.run_id).await {
+                Ok(run) => new.insert(run),
+                Err(e) => return error_page(&viewer, e.into()),
+            },
+        };
+        let role = run
+            .crew_definition
+            .agents
+            .get(wait.step_idx.as_usize())
+            .map(|a| a.role.as_str().to_owned())
+            .unwrap_or_default();
+        cards.push(cairn_console::WaitCard {
+            crew: run.crew.clone(),
+            crew_version: run.crew_version.clone(),
+            role,
+            wait,
+        });
     }
+    html(
+        StatusCode::OK,
+        cairn_console::page(
+            "Waits",
+            &viewer,
+            cairn_console::waits_page(&cards, viewer.csrf(), chrono::Utc::now()),
+        ),
+    )
 }
 
 #[derive(serde::Deserialize)]
@@ -681,6 +656,21 @@ async fn answer(
 
 /// Runs of a thread shown on its page (the newest).
 const THREAD_TURNS: usize = 50;
+
+/// `GET /threads`: every thread, the one with the newest run first.
+async fn threads(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let viewer = page_viewer(&state, &headers);
+    let mut threads = match state.engine().threads().await {
+        Ok(threads) => threads,
+        Err(e) => return error_page(&viewer, e.into()),
+    };
+    // The engine lists the thread whose newest run is oldest first.
+    threads.reverse();
+    html(
+        StatusCode::OK,
+        cairn_console::page("Threads", &viewer, cairn_console::threads_page(&threads)),
+    )
+}
 
 /// `GET /threads/{id}`: the thread as a conversation.
 async fn thread(

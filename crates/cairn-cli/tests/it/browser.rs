@@ -7,8 +7,9 @@
 //! What a person does and sees: signing in; a run's steps and an `llm`
 //! step's text appearing while it runs, without a reload; a review rejected
 //! with feedback and then approved from `/waits`; a fork from step N from
-//! the run's page; and a reload after the run's worker was SIGKILLed and
-//! the run finished elsewhere, showing the stored progress.
+//! the run's page; the threads page and its links; and a reload after the
+//! run's worker was SIGKILLed and the run finished elsewhere, showing the
+//! stored progress and the time lost to the crash.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -91,12 +92,25 @@ impl Console {
 
     /// Submits `crew` with `input` through the CLI against this server.
     fn submit(&self, case: &Case, crew: &str, input: &str, token: bool) -> String {
+        self.submit_with(case, crew, input, token, &[])
+    }
+
+    /// [`Console::submit`] with more arguments (`--thread ID`).
+    fn submit_with(
+        &self,
+        case: &Case,
+        crew: &str,
+        input: &str,
+        token: bool,
+        more: &[&str],
+    ) -> String {
         let mut args = vec![
             "submit", crew, "--input", input, "--json", "--server", &self.url,
         ];
         if token {
             args.extend(["--token", TOKEN]);
         }
+        args.extend(more);
         let out = case.raw(&args, &[]).expect_code(0).json();
         out["id"].as_str().unwrap().to_owned()
     }
@@ -311,6 +325,28 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
         // The runner reaches the review shortly: look again until it shows.
         let first = reload_until(&b, "the first review", |t| t.contains("long-winded")).await;
         assert!(first.contains("review for step 0"), "{first}");
+        // The card names the crew, the role and how long it has waited.
+        let facts = b.text("section.wait dl.wait-facts").await.unwrap();
+        assert!(
+            facts.contains("review v1") && facts.contains("writer") && facts.contains("since"),
+            "{facts}"
+        );
+        // Reject is destructive and looks it: not the colours of approve.
+        let look = "const s = getComputedStyle(document.querySelector(arguments[0])); \
+                    return [s.backgroundColor, s.color, s.borderTopColor].join(' ');";
+        let rejects = b
+            .execute(look, vec![format!("{reject} button").into()])
+            .await
+            .unwrap();
+        let approves = b
+            .execute(look, vec![format!("{approve} button").into()])
+            .await
+            .unwrap();
+        assert_ne!(rejects, approves, "reject looks like approve");
+        assert!(
+            rejects.as_str().unwrap_or_default().contains("rgb(179, 55, 47)"),
+            "reject is red: {rejects}"
+        );
         screenshot(&b, "console-waits").await;
         assert_fits(&b, "the waits page").await;
         b.fill(&format!("{reject} input[name=feedback]"), "shorter")
@@ -344,10 +380,9 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
         for reason in ["too long to read", "good now", "ship it"] {
             assert!(events.contains(reason), "{reason}: {events}");
         }
-        assert!(
-            header_value(&b, "Attempts")
-                .await
-                .starts_with("3 over 2 steps"),
+        assert_eq!(
+            header_value(&b, "Attempts").await,
+            "3 attempts over 2 steps",
             "the writer twice and the publisher once"
         );
         let attempt = b
@@ -356,7 +391,16 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
             .unwrap();
         assert_eq!(attempt, "2", "the writer ran twice");
 
-        // Fork from step 1: a new run that copies step 0 and runs from 1.
+        // Fork from step 1: a new run that copies step 0 and runs from 1,
+        // which is what the form offers (re-run the last step).
+        let offered = b
+            .execute(
+                "return document.querySelector(\"form[action$='/fork'] input[name=from_step]\").value",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(offered, "1", "fork re-runs the last step by default");
         b.fill("form[action$='/fork'] input[name=from_step]", "1")
             .await
             .unwrap();
@@ -384,7 +428,9 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
 
 /// On PostgreSQL, a worker runs the run; it is SIGKILLed mid-step; another
 /// process takes the run over and finishes it; the page, reloaded, shows
-/// what is stored: every step done, one takeover.
+/// what is stored: every step done, one takeover, and on the taken-over
+/// step's row the time lost to the crash, from the dead worker's last
+/// event to the takeover, which the legend names.
 #[test]
 fn a_reload_after_the_worker_was_killed_and_the_run_resumed_elsewhere_shows_the_stored_progress() {
     if !cairn_testkit::browser::present("a_reload_after_the_worker_was_killed_and_the_run_resumed_elsewhere_shows_the_stored_progress") {
@@ -432,5 +478,132 @@ fn a_reload_after_the_worker_was_killed_and_the_run_resumed_elsewhere_shows_the_
             b.exists("svg.timeline g.takeover").await.unwrap(),
             "the takeover is marked"
         );
+        // The lost time: a band on the second step's row (its second row
+        // from the top) that ends where the takeover is marked.
+        assert!(
+            b.exists("svg.timeline g.bar.lost").await.unwrap(),
+            "the time lost to the crash is drawn"
+        );
+        let geometry = b
+            .execute(
+                "const r = document.querySelector('svg.timeline g.bar.lost rect'); \
+                 const l = document.querySelector('svg.timeline g.takeover line'); \
+                 const t = document.querySelector('svg.timeline g.bar.lost title'); \
+                 return [r.x.baseVal.value, r.width.baseVal.value, r.y.baseVal.value, \
+                         l.x1.baseVal.value, t.textContent];",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let num = |i: usize| geometry[i].as_f64().unwrap_or(f64::NAN);
+        let (x, width, y, takeover) = (num(0), num(1), num(2), num(3));
+        assert!(
+            (x + width - takeover).abs() < 0.5 || width <= 2.0,
+            "the band ends at the takeover: {geometry}"
+        );
+        assert!(
+            x < takeover,
+            "the band comes before the takeover: {geometry}"
+        );
+        assert_eq!(y, 26.0, "on the second step's row: {geometry}");
+        let title = geometry[4].as_str().unwrap_or_default();
+        assert!(title.contains("lost to a crash"), "{title}");
+        let legend = b.text("ul.legend").await.unwrap();
+        for meaning in [
+            "attempt that succeeded",
+            "failed attempt",
+            "back-off",
+            "waiting for a person",
+            "takeover",
+            "lost to a crash",
+        ] {
+            assert!(legend.contains(meaning), "{meaning}: {legend}");
+        }
+        assert!(
+            b.exists("ul.legend li.legend-lost svg.swatch g.bar.lost")
+                .await
+                .unwrap(),
+            "the legend shows the band as the timeline draws it"
+        );
+        screenshot(&b, "console-takeover").await;
+    });
+}
+
+/// Runs submitted in threads: the navigation's Threads link opens the
+/// threads page, which lists each thread with its runs; a thread's link
+/// opens its page; a run's page links its thread.
+#[test]
+fn the_threads_page_lists_a_thread_and_its_link_opens_the_threads_page() {
+    if !cairn_testkit::browser::present(
+        "the_threads_page_lists_a_thread_and_its_link_opens_the_threads_page",
+    ) {
+        return;
+    }
+    let case = Case::new(Kind::Sqlite);
+    let hello = "name = \"hello\"\nversion = \"1\"\n[[agents]]\nrole = \"greeter\"\n\
+                 kind = \"template\"\ntemplate = \"Hello {{ input.name }}\"\n";
+    let console = Console::start(&case, &[("hello", hello.to_owned())], "1", false);
+    let thread = "support chat/42";
+    let mut runs = vec![];
+    for name in ["Ada", "Grace"] {
+        let input = format!(r#"{{"name": "{name}"}}"#);
+        runs.push(console.submit_with(&case, "hello", &input, false, &["--thread", thread]));
+    }
+    console.submit_with(
+        &case,
+        "hello",
+        r#"{"name": "Lin"}"#,
+        false,
+        &["--thread", "other"],
+    );
+    runtime().block_on(async {
+        let b = browser().await;
+        b.goto(&console.page("/")).await.unwrap();
+        b.wait_for_text("h1", "Runs", WAIT).await.unwrap();
+        b.click("header nav a[href='/threads']").await.unwrap();
+        b.wait_for_text("h1", "Threads", WAIT).await.unwrap();
+        let table = b.text("table.threads").await.unwrap();
+        assert!(table.contains(thread) && table.contains("other"), "{table}");
+        let row = b
+            .execute(
+                "for (const a of document.querySelectorAll('table.threads a')) \
+                 { if (a.textContent === arguments[0]) return a.closest('tr').innerText; } \
+                 return null;",
+                vec![thread.into()],
+            )
+            .await
+            .unwrap();
+        let row = row.as_str().unwrap_or_default();
+        assert!(row.contains("\t2\t"), "two runs: {row:?}");
+        assert_fits(&b, "the threads page").await;
+        b.execute(
+            "for (const a of document.querySelectorAll('table.threads a')) \
+             { if (a.textContent === arguments[0]) a.click(); }",
+            vec![thread.into()],
+        )
+        .await
+        .unwrap();
+        // (The threads page's heading says "Threads": wait for the thread's.)
+        b.wait_for_text("h1", thread, WAIT).await.unwrap();
+        assert!(
+            b.current_url()
+                .await
+                .unwrap()
+                .ends_with("/threads/support%20chat%2F42"),
+            "the thread's own page"
+        );
+        let main = reload_until(&b, "both runs' outputs", |t| {
+            t.contains("Hello Ada") && t.contains("Hello Grace")
+        })
+        .await;
+        assert!(!main.contains("Hello Lin"), "{main}");
+
+        // A run's page links its thread.
+        b.goto(&console.page(&format!("/runs/{}", runs[0])))
+            .await
+            .unwrap();
+        b.wait_for_text("dl.header", thread, WAIT).await.unwrap();
+        b.click("dl.header a[href^='/threads/']").await.unwrap();
+        b.wait_for_text("h1", thread, WAIT).await.unwrap();
     });
 }

@@ -1,7 +1,8 @@
 //! The web console through the router: pages rendered from stored runs,
 //! sign-in with a token (a strict, HTTP-only session cookie; a wrong token
 //! gets nothing), sign-out guarded by the session's CSRF token, and the
-//! API never taking the cookie. (Browser tests are not built yet.)
+//! API never taking the cookie. (The browser tests are in
+//! `crates/cairn-cli/tests/it/browser.rs`.)
 
 use axum::http::{header, Method, StatusCode};
 use serde_json::json;
@@ -69,6 +70,21 @@ async fn development_mode_renders_runs_and_a_run_with_its_timeline() {
     assert!(run.text.contains("step_succeeded"), "the events");
     // The input's markup is shown as text, never as markup.
     assert!(run.text.contains("&lt;b&gt;net&lt;/b&gt;") && !run.text.contains("<b>net</b>"));
+    // The timeline has its legend; the header counts read as English.
+    assert!(run.text.contains(r#"<ul class="legend""#), "{}", run.text);
+    assert!(run.text.contains("lost to a crash"), "{}", run.text);
+    assert!(run.text.contains("2 attempts over 2 steps"), "{}", run.text);
+    // Fork defaults to re-running the last step, not to copying them all.
+    assert!(
+        fork_default(&run.text) == "1",
+        "fork from {:?}: {}",
+        fork_default(&run.text),
+        run.text
+    );
+    // The navigation links every page, threads too.
+    for href in [r#"href="/waits""#, r#"href="/threads""#, r#"href="/crews""#] {
+        assert!(run.text.contains(href), "{href}: {}", run.text);
+    }
 
     let bad = api.get("/runs/not-a-run").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
@@ -205,6 +221,26 @@ async fn sign_in_takes_a_token_once_and_keeps_only_a_strict_cookie() {
     assert_eq!(location(&after), "/login");
 }
 
+/// The value the fork form's step field starts with.
+fn fork_default(page: &str) -> String {
+    page.split(r#"name="from_step""#)
+        .nth(1)
+        .and_then(|rest| rest.split(r#"value=""#).nth(1))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The `<button>` tag of the form posting to `action` (its first one).
+fn button_of<'a>(page: &'a str, action: &str) -> &'a str {
+    let form = page
+        .split(&format!(r#"action="{action}""#))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no form posts to {action}: {page}"));
+    let at = form.find("<button").expect("the form's button");
+    &form[at..at + form[at..].find('>').unwrap_or(0)]
+}
+
 /// The CSRF token of a page's forms.
 fn csrf_of(page: &str) -> String {
     page.split(r#"name="csrf" value=""#)
@@ -249,6 +285,31 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
     let csrf = csrf_of(&waits.text);
     let wait = api.engine.waits(&Default::default()).await.unwrap()[0].id;
     let target = format!("/waits/{wait}/answer");
+    // The card names the crew, the step's role and how long it has waited.
+    let card = &waits.text[waits.text.find(&format!(r#"id="wait-{wait}""#)).unwrap()..];
+    let card = &card[..card.find("</section>").unwrap()];
+    assert!(card.contains("review v1"), "the crew: {card}");
+    assert!(
+        card.contains(r#"<dd class="role">writer</dd>"#),
+        "the role: {card}"
+    );
+    assert!(
+        card.contains("<dt>Waiting</dt>") && card.contains(", since "),
+        "{card}"
+    );
+    // Reject is destructive, and looks it; approve does not.
+    let reject = &card[card.find(r#"value="reject""#).unwrap()..];
+    let reject = &reject[reject.find("<button").unwrap()..];
+    assert!(
+        reject.starts_with(r#"<button type="submit" class="danger""#),
+        "{reject}"
+    );
+    let approve = &card[card.find(r#"value="approve""#).unwrap()..];
+    let approve = &approve[approve.find("<button").unwrap()..];
+    assert!(
+        !approve[..approve.find('>').unwrap()].contains("danger"),
+        "{approve}"
+    );
 
     // Without the token: refused, nothing changes.
     let forged = post_form(&api, &target, &[("csrf", "nope"), ("decision", "approve")]).await;
@@ -320,6 +381,8 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
     let flaky = api.submit("flaky", json!({"name": "n"})).await;
     api.drive(flaky).await;
     let page = api.get(&format!("/runs/{flaky}")).await;
+    // Fork defaults to the failed step.
+    assert_eq!(fork_default(&page.text), "1", "{}", page.text);
     assert!(
         page.text
             .contains(&format!(r#"action="/runs/{flaky}/retry""#)),
@@ -402,8 +465,14 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
         bad_fork.text
     );
 
-    // A queued run cancelled.
+    // A queued run cancelled, with the destructive button.
     let queued = api.submit("greet", json!({"name": "x"})).await;
+    let page = api.get(&format!("/runs/{queued}")).await;
+    let cancel = button_of(&page.text, &format!("/runs/{queued}/cancel"));
+    assert!(cancel.contains(r#"class="danger""#), "{cancel}");
+    let fork = button_of(&page.text, &format!("/runs/{queued}/fork"));
+    assert!(!fork.contains("danger"), "{fork}");
+    assert_eq!(fork_default(&page.text), "0", "nothing ran yet");
     let cancelled = post_form(
         &api,
         &format!("/runs/{queued}/cancel"),
@@ -452,6 +521,128 @@ async fn a_thread_reads_as_a_conversation() {
     assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text);
 }
 
+/// `/threads` lists every thread, the newest first, each linked to its
+/// page with its runs, tokens and last run; a run's page links its thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_threads_page_lists_the_threads_and_a_run_links_its_own() {
+    let api = Api::sqlite().await;
+    let empty = api.get("/threads").await;
+    assert_eq!(empty.status, StatusCode::OK, "{}", empty.text);
+    assert!(empty.text.contains("No threads"), "{}", empty.text);
+    let mut last = None;
+    for (thread, name) in [("chat <1>", "Ada"), ("chat <1>", "Grace"), ("later", "Lin")] {
+        let body = json!({"crew": "greet", "input": {"name": name}, "thread_id": thread});
+        let reply = api.post_json("/v1/runs", &body).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+        let id: cairn::RunId = reply.json()["id"].as_str().unwrap().parse().unwrap();
+        api.drive(id).await;
+        last = Some(id);
+    }
+    let page = api.get("/threads").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(
+        page.text.contains(r#"href="/threads""#),
+        "in the navigation"
+    );
+    let table = &page.text[page.text.find("<table").unwrap()..];
+    let (later, chat) = (
+        table
+            .find(r#"href="/threads/later""#)
+            .expect("the later thread"),
+        table
+            .find(r#"href="/threads/chat%20%3C1%3E">chat &lt;1&gt;</a>"#)
+            .expect("the chat thread, escaped"),
+    );
+    assert!(later < chat, "newest first: {table}");
+    let row = &table[chat..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(row.contains("<td>2</td>"), "two runs: {row}");
+    assert!(row.contains("<time datetime="), "the last run: {row}");
+    assert!(!page.text.contains("chat <1>"), "escaped");
+    // The thread's link opens its page.
+    assert_eq!(
+        api.get("/threads/chat%20%3C1%3E").await.status,
+        StatusCode::OK
+    );
+    // A run's page links its thread.
+    let run = api.get(&format!("/runs/{}", last.unwrap())).await;
+    assert!(
+        run.text
+            .contains(r#"<dd><a href="/threads/later">later</a></dd>"#),
+        "{}",
+        run.text
+    );
+}
+
+/// A run waiting for a person: its duration leaves the wait out ("ran …,
+/// waited …", on its page and in the runs table), and once answered, its
+/// step's duration too, with the wait in a column of its own (as `cairn
+/// runs show` does); the header counts read right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_runs_duration_leaves_its_wait_out() {
+    let api = Api::sqlite().await;
+    let review = api.submit("review", json!({"topic": "cairns"})).await;
+    api.drive(review).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let duration_of = |page: &str| {
+        page.split("<dt>Duration</dt><dd>")
+            .nth(1)
+            .and_then(|d| d.split("</dd>").next())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let page = api.get(&format!("/runs/{review}")).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    let duration = duration_of(&page.text);
+    assert!(
+        duration.starts_with("ran ") && duration.contains(" ms, waited 1."),
+        "{duration}: {}",
+        page.text
+    );
+    assert!(
+        page.text.contains("1 attempt over 1 step<"),
+        "{}",
+        page.text
+    );
+    // The runs table says the same.
+    let runs = api.get("/").await;
+    assert!(runs.text.contains(", waited 1."), "{}", runs.text);
+
+    let wait = api.engine.waits(&Default::default()).await.unwrap()[0].id;
+    api.engine
+        .answer(wait, &cairn::Answer::Approve, "ann")
+        .await
+        .unwrap();
+    api.drive(review).await;
+    let page = api.get(&format!("/runs/{review}")).await;
+    let duration = duration_of(&page.text);
+    assert!(
+        duration.starts_with("ran ") && duration.contains(" ms, waited 1."),
+        "{duration}: {}",
+        page.text
+    );
+    assert!(
+        page.text.contains("2 attempts over 2 steps<"),
+        "{}",
+        page.text
+    );
+    // The steps table: the writer's own time, then its wait.
+    let steps = &page.text[page.text.find(r#"<table class="steps">"#).unwrap()..];
+    let steps = &steps[..steps.find("</table>").unwrap()];
+    assert!(steps.contains("<th>Waited</th>"), "{steps}");
+    let cells: Vec<&str> = steps
+        .split("<td>")
+        .skip(1)
+        .map(|c| c.split("</td>").next().unwrap_or_default())
+        .collect();
+    assert!(cells[4].ends_with(" ms"), "ran: {cells:?}");
+    assert!(
+        cells[5].starts_with("1.") && cells[5].ends_with(" s"),
+        "waited: {cells:?}"
+    );
+    assert_eq!(cells[12], "–", "the publisher did not wait: {cells:?}");
+}
+
 /// The crews page: every offered crew with its roles, and what its recent
 /// runs' steps cost per role as a chart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -472,6 +663,7 @@ async fn the_crews_page_charts_each_role_from_stored_steps() {
         "{section}"
     );
     assert!(section.matches("2 steps").count() == 2, "{section}");
+    assert!(!section.contains("1 steps"), "{section}");
     assert!(section.contains("<svg"), "{section}");
     // A crew nobody ran yet says so.
     let greet = &page.text[page.text.find("greet v1").unwrap()..];

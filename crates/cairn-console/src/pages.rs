@@ -1,0 +1,247 @@
+//! The console's list pages: waits (a card per open wait), threads, one
+//! thread, and crews (with a chart per crew). Rendering only, as the rest
+//! of the crate; the helpers they share live in `lib.rs`.
+
+use super::*;
+
+/// An open wait with what its card names besides the wait itself: the
+/// crew of its run and the role of its step.
+#[derive(Debug, Clone)]
+pub struct WaitCard {
+    pub wait: WaitRecord,
+    pub crew: String,
+    pub crew_version: String,
+    pub role: String,
+}
+
+/// The open waits, each with its crew, role and how long it has waited,
+/// and the answers its kind takes.
+pub fn waits_page(cards: &[WaitCard], csrf: &str, now: DateTime<Utc>) -> Markup {
+    use cairn::WaitKind;
+    html! {
+        h1 { "Waits" }
+        @if cards.is_empty() {
+            p { "No open waits." }
+        }
+        @for card in cards {
+            @let w = &card.wait;
+            section.wait id=(format!("wait-{}", w.id)) {
+                h2 {
+                    (w.kind.as_str()) " for step " (w.step_idx.get()) " of run "
+                    a href=(format!("/runs/{}", w.run_id)) { code { (short_id(&w.run_id.to_string())) } }
+                }
+                dl.wait-facts {
+                    dt { "Crew" } dd.crew { (card.crew) " v" (card.crew_version) }
+                    dt { "Role" } dd.role { (card.role) }
+                    dt { "Waiting" }
+                    dd.waited {
+                        (duration(w.created_at, now)) ", since "
+                        time datetime=(w.created_at.to_rfc3339()) { (w.created_at.format("%Y-%m-%d %H:%M:%S")) }
+                    }
+                    @if let Some(deadline) = w.deadline {
+                        dt { "Deadline" }
+                        dd { time datetime=(deadline.to_rfc3339()) { (deadline.format("%Y-%m-%d %H:%M:%S")) } }
+                    }
+                }
+                pre { code { (pretty(Some(&w.prompt))) } }
+                @let target = format!("/waits/{}/answer", w.id);
+                @let answer = |decision: &str, label: &str, extra: Markup| html! {
+                    form.action method="post" action=(target) {
+                        input type="hidden" name="csrf" value=(csrf);
+                        input type="hidden" name="decision" value=(decision);
+                        (extra)
+                        label { "Reason " input type="text" name="reason" required placeholder=(format!("why {decision}")); }
+                        @let look = if decision == "reject" { Look::Destructive } else { Look::Plain };
+                        button type="submit" class=[look.class()] { (label) }
+                    }
+                };
+                @match w.kind {
+                    WaitKind::Review => {
+                        (answer("approve", "Approve", html! {}))
+                        (answer("edit", "Commit this output instead", html! {
+                            label { "Output (JSON) " textarea name="output" rows="4" required { (pretty(Some(&w.prompt))) } }
+                        }))
+                        (answer("reject", "Reject and run again", html! {
+                            label { "Feedback " input type="text" name="feedback" required; }
+                        }))
+                    }
+                    WaitKind::Approval => {
+                        (answer("approve", "Approve", html! {}))
+                        (answer("reject", "Reject", html! {
+                            label { "Why " input type="text" name="feedback" required; }
+                        }))
+                    }
+                    _ => {
+                        (answer("answer", "Answer", html! {
+                            label { "Answer (text, or JSON) " input type="text" name="value" required; }
+                        }))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A thread as a conversation: its runs oldest first, each with its input
+/// and its final output (`None`: not finished), and the totals.
+pub fn thread_page(
+    view: &cairn::ThreadView,
+    turns: &[(RunRecord, Option<serde_json::Value>)],
+) -> Markup {
+    html! {
+        h1 { "Thread " code { (view.thread_id) } }
+        p {
+            (plural(view.totals.runs as usize, "run")) " · "
+            (view.totals.input_tokens) " tokens in / " (view.totals.output_tokens) " out"
+        }
+        @for (run, output) in turns {
+            section.turn {
+                h2 {
+                    (status_badge(run.status)) " "
+                    a href=(format!("/runs/{}", run.id)) { code { (short_id(&run.id.to_string())) } }
+                    " " (run.crew) " · " (run.created_at.format("%Y-%m-%d %H:%M:%S"))
+                }
+                p.role { "Input" }
+                pre { code { (pretty(Some(&run.input))) } }
+                p.role { "Output" }
+                @match output {
+                    Some(v) => { pre { code { (pretty(Some(v))) } } }
+                    None => { p { em { "(not finished)" } } }
+                }
+            }
+        }
+    }
+}
+
+/// The threads, as `cairn threads list` gives them but newest first: each
+/// linked to its page, with its runs, their tokens and its newest run.
+pub fn threads_page(threads: &[ThreadSummary]) -> Markup {
+    html! {
+        h1 { "Threads" }
+        @if threads.is_empty() {
+            p { "No threads: runs submitted with a thread id appear here." }
+        } @else {
+            div.scroll {
+                table.threads {
+                    thead { tr {
+                        th { "Thread" } th { "Runs" } th { "Tokens in/out" } th { "Last run" }
+                    } }
+                    tbody {
+                        @for t in threads {
+                            tr {
+                                td { a href=(format!("/threads/{}", url_escape(&t.thread_id))) { (t.thread_id) } }
+                                td { (t.runs) }
+                                td { (t.input_tokens) " / " (t.output_tokens) }
+                                td { time datetime=(t.last_run_at.to_rfc3339()) { (t.last_run_at.format("%Y-%m-%d %H:%M:%S")) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One role of a crew, as its recent stored steps show it.
+#[derive(Debug, Clone, Default)]
+pub struct RoleStats {
+    pub role: String,
+    /// `command`, `template`, `llm`, …
+    pub kind: String,
+    /// Finished steps seen.
+    pub steps: u32,
+    /// Their mean duration.
+    pub mean_ms: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// A crew the server offers, with what its recent runs' steps cost.
+#[derive(Debug, Clone, Default)]
+pub struct CrewStats {
+    pub name: String,
+    pub version: String,
+    pub fingerprint: String,
+    /// Runs of this exact definition the figures come from.
+    pub runs: usize,
+    pub roles: Vec<RoleStats>,
+}
+
+/// The crews, each with its agents and a small SVG chart of step
+/// durations (bars) and tokens per role.
+pub fn crews_page(crews: &[CrewStats]) -> Markup {
+    html! {
+        h1 { "Crews" }
+        @if crews.is_empty() {
+            p { "This server offers no crews." }
+        }
+        @for crew in crews {
+            section.crew {
+                h2 { (crew.name) " v" (crew.version) " " code.fp { (crew.fingerprint) } }
+                p { "From the steps of its " (crew.runs) " most recent runs." }
+                div.scroll { (role_chart(&crew.roles)) }
+            }
+        }
+    }
+}
+
+/// The width an SVG text of `text` takes at the charts' 11 px, generously
+/// (so that a label is never cut off at the chart's edge).
+pub(crate) fn text_width(text: &str) -> f64 {
+    text.chars().count() as f64 * 7.0
+}
+
+pub(crate) fn role_chart(roles: &[RoleStats]) -> Markup {
+    /// The longest bar.
+    const BARS: f64 = 320.0;
+    const ROW: f64 = 22.0;
+    let longest = roles
+        .iter()
+        .map(|r| r.mean_ms)
+        .fold(0.0f64, f64::max)
+        .max(1.0);
+    let rows: Vec<(String, f64, String)> = roles
+        .iter()
+        .map(|r| {
+            let label = format!("{} ({})", r.role, r.kind);
+            let bar = (BARS * r.mean_ms / longest).max(1.0);
+            let figures = if r.steps == 0 {
+                "no steps yet".to_owned()
+            } else {
+                format!(
+                    "{:.0} ms · {}/{} tokens · {}",
+                    r.mean_ms,
+                    r.input_tokens,
+                    r.output_tokens,
+                    plural(r.steps as usize, "step")
+                )
+            };
+            (label, bar, figures)
+        })
+        .collect();
+    // The labels' column, then the bars, each followed by its figures: as
+    // wide as the widest row needs.
+    let label_w = rows
+        .iter()
+        .map(|(label, _, _)| text_width(label))
+        .fold(120.0f64, f64::max)
+        + 12.0;
+    let width = rows
+        .iter()
+        .map(|(_, bar, figures)| label_w + bar + 4.0 + text_width(figures))
+        .fold(label_w + BARS, f64::max)
+        + 8.0;
+    let height = ROW * roles.len().max(1) as f64 + 6.0;
+    html! {
+        svg.chart xmlns="http://www.w3.org/2000/svg" role="img"
+            viewBox=(format!("0 0 {width:.0} {height}")) width=(format!("{width:.0}")) height=(height) {
+            title { "Mean step duration and tokens per role" }
+            @for (i, (label, bar, figures)) in rows.iter().enumerate() {
+                @let y = i as f64 * ROW + 4.0;
+                text x="4" y=(format!("{:.1}", y + 11.0)) { (label) }
+                rect x=(format!("{label_w:.1}")) y=(format!("{y:.1}")) width=(format!("{bar:.1}")) height="14" rx="2" {}
+                text.figures x=(format!("{:.1}", label_w + bar + 4.0)) y=(format!("{:.1}", y + 11.0)) { (figures) }
+            }
+        }
+    }
+}
