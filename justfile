@@ -34,6 +34,10 @@ fuzz cases="5000":
     CAIRN_FUZZ_CASES={{cases}} cargo test --workspace --test fuzz_crew
     CAIRN_FUZZ_CASES={{cases}} cargo test --workspace --test it fuzz_journal
 
+# A client generated from docs/openapi.json answers a real run's waits.
+openapi-client-check:
+    scripts/openapi-client-check
+
 # The OpenAPI document against a real `cairn serve` (schemathesis, 60 s).
 api-fuzz:
     scripts/api-fuzz

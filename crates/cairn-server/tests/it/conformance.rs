@@ -2,7 +2,11 @@
 //! it did not: for values at and past each documented bound, the server
 //! accepts exactly what the document's schema (checked with a JSON Schema
 //! validator, formats included) calls valid, and answers what it does not
-//! with a documented 400; responses match their documented schemas.
+//! with a documented 400; responses match their documented schemas. And
+//! the document says what the server has: every error code, on each
+//! operation the refusals that precede any handler, and shapes that client
+//! generators can build (`scripts/openapi-client-check` builds a client and
+//! drives a real server with it).
 
 use axum::http::{Method, StatusCode};
 use cairn::RunId;
@@ -38,6 +42,40 @@ fn param(doc: &Value, path: &str, method: &str, name: &str) -> String {
         "/paths/{}/{method}/parameters/{i}/schema",
         path.replace('~', "~0").replace('/', "~1")
     )
+}
+
+/// Whether the document lets the parameter be sent empty (as if it were
+/// not given): `allowEmptyValue` on a query parameter; a header cannot say
+/// so in its schema (its schema is the typed value a client sends), so
+/// its description does.
+fn empty_allowed(doc: &Value, path: &str, method: &str, name: &str) -> bool {
+    let params = doc["paths"][path][method]["parameters"].as_array().unwrap();
+    let p = params.iter().find(|p| p["name"] == name).unwrap();
+    match p["in"].as_str().unwrap() {
+        "query" => p["allowEmptyValue"] == true,
+        "header" => p["description"]
+            .as_str()
+            .unwrap()
+            .contains("An empty value is the same as none"),
+        _ => false,
+    }
+}
+
+/// Whether the document calls `text` a valid value of the parameter: an
+/// empty one where it allows that, else by its schema (`json` is the value
+/// as a client generated from the schema would hold it).
+fn param_valid(
+    doc: &Value,
+    path: &str,
+    method: &str,
+    name: &str,
+    text: &str,
+    json: &Value,
+) -> bool {
+    if text.is_empty() {
+        return empty_allowed(doc, path, method, name);
+    }
+    valid(doc, &param(doc, path, method, name), json)
 }
 
 /// A query or header value as the document's schema sees it: a number
@@ -78,7 +116,7 @@ async fn query_and_header_bounds_are_the_documented_ones() {
     let cursor = param(&doc, "/v1/runs", "get", "cursor");
     for text in ["", "not-a-run-id", "123"] {
         let reply = api.get(&format!("/v1/runs?cursor={text}")).await;
-        let ok = valid(&doc, &cursor, &json!(text));
+        let ok = param_valid(&doc, "/v1/runs", "get", "cursor", text, &json!(text));
         agrees(
             ok,
             reply.status,
@@ -102,7 +140,7 @@ async fn query_and_header_bounds_are_the_documented_ones() {
         ("status", "nope"),
     ] {
         let reply = api.get(&format!("/v1/runs?{name}={text}")).await;
-        let ok = valid(&doc, &param(&doc, "/v1/runs", "get", name), &as_json(text));
+        let ok = param_valid(&doc, "/v1/runs", "get", name, text, &as_json(text));
         agrees(
             ok,
             reply.status,
@@ -113,10 +151,16 @@ async fn query_and_header_bounds_are_the_documented_ones() {
     }
 
     // `step`: a u32.
-    let step = param(&doc, "/v1/runs/{id}/journal", "get", "step");
     for text in ["", "0", "4294967295", "4294967296", "-1", "1.5"] {
         let reply = api.get(&format!("/v1/runs/{id}/journal?step={text}")).await;
-        let ok = valid(&doc, &step, &as_json(text));
+        let ok = param_valid(
+            &doc,
+            "/v1/runs/{id}/journal",
+            "get",
+            "step",
+            text,
+            &as_json(text),
+        );
         agrees(
             ok,
             reply.status,
@@ -127,7 +171,6 @@ async fn query_and_header_bounds_are_the_documented_ones() {
     }
 
     // `Last-Event-ID`: an i64 from 0 (the run finished, so the stream ends).
-    let last = param(&doc, "/v1/runs/{id}/events", "get", "Last-Event-ID");
     for text in ["", "0", "9223372036854775807", "9223372036854775808", "-1"] {
         let reply = api
             .call(
@@ -137,7 +180,14 @@ async fn query_and_header_bounds_are_the_documented_ones() {
                 None,
             )
             .await;
-        let ok = valid(&doc, &last, &as_json(text));
+        let ok = param_valid(
+            &doc,
+            "/v1/runs/{id}/events",
+            "get",
+            "Last-Event-ID",
+            text,
+            &as_json(text),
+        );
         agrees(
             ok,
             reply.status,
@@ -147,18 +197,42 @@ async fn query_and_header_bounds_are_the_documented_ones() {
         );
     }
 
-    // `run` of `GET /v1/waits`.
-    let run = param(&doc, "/v1/waits", "get", "run");
-    for text in ["", "nope"] {
-        let reply = api.get(&format!("/v1/waits?run={text}")).await;
-        let ok = valid(&doc, &run, &json!(text));
+    // `run` and `status` of `GET /v1/waits`.
+    let run = id.to_string();
+    for (name, text) in [
+        ("run", ""),
+        ("run", "nope"),
+        ("run", run.as_str()),
+        ("status", ""),
+        ("status", "open"),
+        ("status", "closed"),
+    ] {
+        let reply = api.get(&format!("/v1/waits?{name}={text}")).await;
+        let ok = param_valid(&doc, "/v1/waits", "get", name, text, &json!(text));
         agrees(
             ok,
             reply.status,
             &reply.text,
             "bad_query",
-            &format!("run={text}"),
+            &format!("{name}={text}"),
         );
+    }
+
+    // Each parameter's schema is one typed value (a generated client
+    // sends it as such); "empty" is `allowEmptyValue`, not a union.
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                let schema = p["schema"].as_object().unwrap();
+                for key in ["anyOf", "oneOf", "allOf"] {
+                    assert!(
+                        !schema.contains_key(key),
+                        "{method} {path} {}: {key}",
+                        p["name"]
+                    );
+                }
+            }
+        }
     }
 }
 
@@ -285,4 +359,246 @@ async fn responses_match_their_documented_schemas() {
     assert_eq!(answered["status"], "answered");
     let missing = api.get(&format!("/v1/runs/{}", RunId::new())).await.json();
     check("ErrorResponse", &missing);
+}
+
+/// The schema or response a `$ref` names, or `v` itself.
+fn resolve<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
+    match v["$ref"].as_str() {
+        Some(r) => resolve(doc, doc.pointer(r.strip_prefix('#').unwrap()).unwrap()),
+        None => v,
+    }
+}
+
+/// The answer body: the server takes exactly the bodies `AnswerRequest`
+/// calls valid (to a wait that does not exist: 404, after the body was
+/// read) and refuses the others with 400 `invalid_body`.
+#[tokio::test]
+async fn answer_bodies_are_the_documented_ones() {
+    let api = Api::sqlite().await;
+    let doc = doc();
+    let uri = format!("/v1/waits/{}/answer", cairn::WaitId::new());
+    for body in [
+        json!({"decision": "approve"}),
+        json!({"decision": "approve", "by": "ann", "reason": null}),
+        json!({"decision": "approve", "by": null, "reason": "fine"}),
+        json!({"decision": "edit", "output": {"title": "t"}}),
+        json!({"decision": "edit", "output": null}),
+        json!({"decision": "reject", "feedback": "shorter", "by": "ann"}),
+        json!({"decision": "answer", "value": [1, 2], "reason": "asked"}),
+        json!({"decision": "edit"}),
+        json!({"decision": "reject"}),
+        json!({"decision": "reject", "feedback": 7}),
+        json!({"decision": "answer"}),
+        json!({"decision": "approve", "output": 1}),
+        json!({"decision": "reject", "feedback": "x", "value": 1}),
+        json!({"decision": "approve", "extra": true}),
+        json!({"decision": "approve", "by": 5}),
+        json!({"decision": "nope"}),
+        json!({"decision": 1}),
+        json!({"feedback": "no decision"}),
+        json!([]),
+    ] {
+        let reply = api.post_json(&uri, &body).await;
+        let ok = valid(&doc, "/components/schemas/AnswerRequest", &body);
+        agrees(
+            ok,
+            reply.status,
+            &reply.text,
+            "invalid_body",
+            &body.to_string(),
+        );
+        if ok {
+            reply.assert_error(StatusCode::NOT_FOUND, "wait_not_found");
+        }
+    }
+}
+
+/// What client generators need of the document's shapes (openapi-python-client
+/// drops an operation whose body is an `allOf` over a `oneOf`, and
+/// openapi-generator picks a `oneOf` member by its discriminator): every
+/// `allOf` member is an object schema, and every `oneOf` with a
+/// discriminator lists named object schemas, each of which requires the
+/// discriminating property as the constant its mapping gives it.
+#[test]
+fn composed_schemas_are_ones_generators_build() {
+    let doc = doc();
+    fn walk<'a>(v: &'a Value, out: &mut Vec<&'a serde_json::Map<String, Value>>) {
+        match v {
+            Value::Object(m) => {
+                out.push(m);
+                m.values().for_each(|v| walk(v, out));
+            }
+            Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut schemas = vec![];
+    walk(&doc, &mut schemas);
+    let mut discriminated = 0;
+    for m in schemas {
+        for member in m
+            .get("allOf")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let member = resolve(&doc, member);
+            assert_eq!(member["type"], "object", "allOf member {member:#}");
+            assert!(member.get("oneOf").is_none() && member.get("anyOf").is_none());
+        }
+        let Some(disc) = m.get("discriminator") else {
+            continue;
+        };
+        discriminated += 1;
+        let property = disc["propertyName"].as_str().unwrap();
+        let mapping = disc["mapping"].as_object().unwrap();
+        let members = m["oneOf"].as_array().unwrap();
+        assert_eq!(members.len(), mapping.len());
+        for (value, target) in mapping {
+            assert!(members.iter().any(|r| r["$ref"] == *target), "{target}");
+            let named = json!({"$ref": target});
+            let member = resolve(&doc, &named);
+            assert_eq!(member["type"], "object", "{target}");
+            assert!(
+                member["required"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!(property)),
+                "{target}"
+            );
+            assert_eq!(member["properties"][property]["const"], *value, "{target}");
+        }
+    }
+    assert!(discriminated >= 3, "Answer, AnswerRequest, OnDeadline");
+
+    // Each answer form is a whole body: its field and `by`, `reason`.
+    let request = &doc["components"]["schemas"]["AnswerRequest"];
+    assert!(request.get("allOf").is_none());
+    for member in request["oneOf"].as_array().unwrap() {
+        let member = resolve(&doc, member);
+        for field in ["decision", "by", "reason"] {
+            assert!(member["properties"].get(field).is_some(), "{member:#}");
+        }
+        assert_eq!(member["additionalProperties"], false);
+    }
+}
+
+/// The string literals after `start` in `source`, up to `end`.
+fn literals(source: &str, start: &str, end: &str) -> Vec<String> {
+    let from = source.find(start).unwrap_or_else(|| panic!("{start}"));
+    let body = &source[from..];
+    let body = &body[..body.find(end).unwrap_or_else(|| panic!("{end}"))];
+    body.split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every error code the server can answer is listed in the document: the
+/// codes of `ApiError::code`, the engine's codes of every class but a 500
+/// (a 500 is always `internal`), and the connection limit's. They are read
+/// from the sources, so a new code fails here until it is documented.
+#[test]
+fn every_error_code_is_documented() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(dir.join(p)).unwrap();
+    let server = read("src/error.rs");
+    let mut codes = literals(&server, "pub fn code(&self)", "\n    }\n");
+    let engine = read("../cairn/src/error.rs");
+    for start in ["fn classified(&self)", "fn store_class("] {
+        let from = engine.find(start).unwrap();
+        let body = &engine[from..];
+        let body = &body[..body.find("\n}\n").unwrap()];
+        for row in body.split("(ErrorClass::").skip(1) {
+            let class = row.split([',', '(']).next().unwrap();
+            let code = row.split('"').nth(1).unwrap();
+            if !["Internal", "Config"].contains(&class) {
+                codes.push(code.to_owned());
+            }
+        }
+    }
+    let listen = read("src/listen.rs");
+    for row in listen.split("\"code\": \"").skip(1) {
+        codes.push(row.split('"').next().unwrap().to_owned());
+    }
+    for code in [
+        "host_not_allowed",
+        "too_many_attempts",
+        "unstorable",
+        "wait_closed",
+        "too_many_connections",
+    ] {
+        assert!(
+            codes.iter().any(|c| c == code),
+            "{code} not read: {codes:?}"
+        );
+    }
+    let doc = doc();
+    let listed = doc["components"]["schemas"]["ErrorResponse"]["properties"]["error"]["properties"]
+        ["code"]["description"]
+        .as_str()
+        .unwrap();
+    for code in &codes {
+        let word = |c: char| c.is_ascii_lowercase() || c == '_';
+        assert!(
+            listed.split(|c: char| !word(c)).any(|w| w == code),
+            "ErrorResponse does not list `{code}`"
+        );
+    }
+}
+
+/// The refusals that come before any handler answer every operation that
+/// needs a token, with the status the server gives them: `unauthorized`
+/// (401), `host_not_allowed` (400, development mode) and
+/// `too_many_attempts` (429 with `Retry-After`). Each such operation
+/// documents each of them.
+#[tokio::test]
+async fn refusals_before_the_handler_are_documented_on_every_operation() {
+    use axum::response::IntoResponse;
+    use cairn_server::ApiError;
+    let doc = doc();
+    let refusals = [
+        ApiError::Unauthorized,
+        ApiError::HostNotAllowed {
+            host: "rebind.example".to_owned(),
+            public_host: None,
+        },
+        ApiError::TooManyAttempts {
+            retry_after: std::time::Duration::from_millis(2500),
+        },
+    ];
+    let mut checked = 0;
+    for error in refusals {
+        let (status, code) = error.status_and_code();
+        let response = error.into_response();
+        assert_eq!(response.status(), status);
+        let retry_after = response.headers().get("retry-after").cloned();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                if op.get("security") == Some(&json!([])) {
+                    continue;
+                }
+                let documented = &op["responses"][status.as_str()];
+                assert!(!documented.is_null(), "{method} {path}: no {status}");
+                let documented = resolve(&doc, documented);
+                assert!(
+                    documented["description"]
+                        .as_str()
+                        .unwrap()
+                        .contains(&format!("`{code}`")),
+                    "{method} {path}: {status} does not name `{code}`"
+                );
+                if let Some(value) = &retry_after {
+                    assert_eq!(value, "3");
+                    let header = &documented["headers"]["Retry-After"];
+                    assert_eq!(header["required"], true, "{method} {path}");
+                    assert_eq!(header["schema"]["type"], "integer", "{method} {path}");
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 3 * 15, "{checked}");
 }
