@@ -10,19 +10,25 @@ use cairn::{
 use cairn_core::Limits;
 use cairn_testkit::{both, Kind, TestDb};
 
-async fn small_engine(db: &TestDb) -> Engine {
+/// An engine on `url` with these limits.
+async fn engine_with(url: &str, limits: Limits) -> Engine {
     let config = ExecutorConfig {
-        limits: Limits {
-            max_input_bytes: 64,
-            max_output_bytes: 64,
-            max_answer_bytes: 64,
-            ..Limits::default()
-        },
+        limits,
         ..ExecutorConfig::default()
     };
-    Engine::open_with(&db.url, &OpenOptions::default(), config)
+    Engine::open_with(url, &OpenOptions::default(), config)
         .await
         .unwrap()
+}
+
+async fn small_engine(db: &TestDb) -> Engine {
+    let limits = Limits {
+        max_input_bytes: 64,
+        max_output_bytes: 64,
+        max_answer_bytes: 64,
+        ..Limits::default()
+    };
+    engine_with(&db.url, limits).await
 }
 
 both!(
@@ -39,16 +45,11 @@ both!(
 async fn a_model_answer_over_the_journal_cap_fails_as_too_large(kind: Kind) {
     use std::sync::Arc;
     let db = TestDb::of(kind).await;
-    let config = ExecutorConfig {
-        limits: Limits {
-            max_journal_item_bytes: 100,
-            ..Limits::default()
-        },
-        ..ExecutorConfig::default()
+    let limits = Limits {
+        max_journal_item_bytes: 100,
+        ..Limits::default()
     };
-    let engine = Engine::open_with(&db.url, &OpenOptions::default(), config)
-        .await
-        .unwrap();
+    let engine = engine_with(&db.url, limits).await;
     let script = format!("[[responses]]\ntext = \"{}\"\n", "x".repeat(300));
     let agent = cairn::agent::LlmAgent::new(
         cairn::LlmDef::new(cairn::ProviderKind::Scripted, "scripted"),
@@ -76,20 +77,12 @@ async fn a_model_answer_over_the_journal_cap_fails_as_too_large(kind: Kind) {
 async fn a_threads_history_is_windowed_by_runs_and_bytes(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = |runs: u32, bytes: usize| {
-        let url = db.url.clone();
-        async move {
-            let config = ExecutorConfig {
-                limits: Limits {
-                    thread_history_runs: runs,
-                    thread_history_bytes: bytes,
-                    ..Limits::default()
-                },
-                ..ExecutorConfig::default()
-            };
-            Engine::open_with(&url, &OpenOptions::default(), config)
-                .await
-                .unwrap()
-        }
+        let limits = Limits {
+            thread_history_runs: runs,
+            thread_history_bytes: bytes,
+            ..Limits::default()
+        };
+        engine_with(&db.url, limits)
     };
     let crew = Crew::builder("history", "1")
         .template("t", "{% for t in thread %}{{ t.input.n }} {% endfor %}")
