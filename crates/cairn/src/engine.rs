@@ -100,8 +100,15 @@ pub struct Engine {
 
 impl Engine {
     /// Opens the store a URL names (`sqlite://PATH`, `postgres://…`).
+    /// With the default configuration, whose lease owner names this
+    /// process so a later `resume` on this machine can tell it is gone
+    /// ([`crate::holder`]).
     pub async fn open(url: &str) -> Result<Engine> {
-        Self::open_with(url, &OpenOptions::default(), ExecutorConfig::default()).await
+        let config = ExecutorConfig {
+            owner: crate::holder::owner("pid"),
+            ..ExecutorConfig::default()
+        };
+        Self::open_with(url, &OpenOptions::default(), config).await
     }
 
     pub async fn open_with(
