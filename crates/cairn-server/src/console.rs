@@ -152,6 +152,36 @@ fn html(status: StatusCode, markup: maud::Markup) -> Response {
 }
 
 /// An error as a page: the API's status and public message.
+/// A form body, or (when it does not parse) a console page saying what is
+/// wrong with it, instead of the framework's plain text.
+pub(crate) struct ConsoleForm<T>(pub T);
+
+impl<T> axum::extract::FromRequest<AppState> for ConsoleForm<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+{
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Response> {
+        let viewer = page_viewer(state, req.headers());
+        match Form::<T>::from_request(req, state).await {
+            Ok(Form(value)) => Ok(ConsoleForm(value)),
+            Err(rejection) => {
+                let body = maud::html! {
+                    h1 { "The form was not accepted" }
+                    p.error { (rejection.body_text()) }
+                    p { "Go back, fill the form in again and send it once more." }
+                    p { a href="/" { "All runs" } }
+                };
+                Err(html(
+                    rejection.status(),
+                    cairn_console::page("Error", &viewer, body),
+                ))
+            }
+        }
+    }
+}
+
 fn error_page(viewer: &Viewer, e: ApiError) -> Response {
     let (status, code, message) = e.public();
     let body = maud::html! {
@@ -321,7 +351,7 @@ struct LoginForm {
 async fn login(
     State(state): State<AppState>,
     ClientIp(client): ClientIp,
-    Form(form): Form<LoginForm>,
+    ConsoleForm(form): ConsoleForm<LoginForm>,
 ) -> Response {
     if !state.requires_token() {
         return Redirect::to("/").into_response();
@@ -373,7 +403,7 @@ struct LogoutForm {
 async fn logout(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Form(form): Form<LogoutForm>,
+    ConsoleForm(form): ConsoleForm<LogoutForm>,
 ) -> Response {
     let Some(id) = cookie(&headers) else {
         return Redirect::to("/login").into_response();
@@ -475,7 +505,7 @@ async fn act(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path((id, action)): Path<(String, String)>,
-    Form(form): Form<ActionForm>,
+    ConsoleForm(form): ConsoleForm<ActionForm>,
 ) -> Response {
     use crate::actions::RunAction;
     let (viewer, id) = match run_form(&state, &headers, &form.csrf, &id) {
@@ -499,7 +529,7 @@ async fn fork(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
-    Form(form): Form<ActionForm>,
+    ConsoleForm(form): ConsoleForm<ActionForm>,
 ) -> Response {
     let (viewer, id) = match run_form(&state, &headers, &form.csrf, &id) {
         Ok(checked) => checked,
@@ -603,7 +633,7 @@ async fn answer(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
-    Form(form): Form<AnswerForm>,
+    ConsoleForm(form): ConsoleForm<AnswerForm>,
 ) -> Response {
     if !csrf_ok(&state, &headers, &form.csrf) {
         return forbidden();

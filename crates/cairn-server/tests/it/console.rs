@@ -700,3 +700,27 @@ async fn an_llm_steps_journal_reads_as_a_conversation() {
     // A finished run has no live box.
     assert!(!text.contains("live-text"), "{text}");
 }
+
+/// A form that does not parse (a field missing) gets a console page that
+/// says what is wrong, not the framework's plain text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_that_does_not_parse_gets_a_console_page() {
+    let api = Api::sqlite().await;
+    let id = api.submit("greet", json!({"name": "x"})).await;
+    let (h, b) = form("reason=no+csrf+field");
+    let reply = api
+        .call(Method::POST, &format!("/runs/{id}/cancel"), &h, b)
+        .await;
+    assert!(reply.status.is_client_error(), "{reply:?}");
+    assert!(reply.content_type().starts_with("text/html"), "{reply:?}");
+    assert!(
+        reply.text.contains("The form was not accepted"),
+        "{}",
+        reply.text
+    );
+    assert!(
+        reply.text.contains("csrf"),
+        "the reason names the field: {}",
+        reply.text
+    );
+}
