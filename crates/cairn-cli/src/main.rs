@@ -1457,12 +1457,17 @@ async fn finish_action(
         }
     }
     let status = show_run(engine, id, json, false).await?;
-    // Enqueued: a worker may have claimed it before it was printed, which
-    // is success too (as in client mode).
-    Ok(match status {
+    Ok(action_exit(status, enqueue))
+}
+
+/// The exit code of an operator action whose run now stands in `status`.
+/// Enqueued, the run is the workers': `queued`, or `running` because a
+/// worker claimed it before it was printed, is success (as in client mode).
+fn action_exit(status: RunStatus, enqueue: bool) -> u8 {
+    match status {
         RunStatus::Queued | RunStatus::Running if enqueue => exit::OK,
         status => status_exit(status),
-    })
+    }
 }
 
 /// The database a command used, for messages: a relative SQLite path made
@@ -1645,5 +1650,28 @@ fn main() -> ExitCode {
             eprintln!("cairn: error: {}", cairn::text::printable(&text));
             ExitCode::from(error_exit(&err))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--enqueue`: the run is the workers' once recorded, so `running`
+    /// (a worker already claimed it) is success like `queued`; without it
+    /// the run's own stop decides.
+    #[test]
+    fn an_enqueued_action_succeeds_whether_or_not_a_worker_took_the_run() {
+        let check = |status, enqueue, code| assert_eq!(action_exit(status, enqueue), code);
+        check(RunStatus::Queued, true, exit::OK);
+        check(RunStatus::Running, true, exit::OK);
+        check(RunStatus::Succeeded, true, exit::OK);
+        check(RunStatus::Waiting, true, ErrorClass::Waiting.exit_code());
+        check(
+            RunStatus::Running,
+            false,
+            ErrorClass::of_status(RunStatus::Running).exit_code(),
+        );
+        check(RunStatus::Failed, false, ErrorClass::Failed.exit_code());
     }
 }
