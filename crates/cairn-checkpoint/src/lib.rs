@@ -38,7 +38,7 @@ use serde_json::Value;
 
 pub use error::{DbFault, Error, Kind};
 pub use live::LiveHub;
-pub use retention::{CompactPolicy, Compacted};
+pub use retention::{CompactPolicy, Compacted, RunsByRule};
 
 pub use open::{open, pg_options, Backend, Durability, OpenOptions};
 pub use postgres::PgStore;

@@ -55,6 +55,21 @@ pub struct Compacted {
     pub events: u64,
     pub journal_items: u64,
     pub waits: u64,
+    /// The `runs` by the rule that removes each (a dry run says which
+    /// rule would remove how many).
+    #[serde(default)]
+    pub rules: RunsByRule,
+}
+
+/// Runs removed whole, by rule: each run is counted under one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunsByRule {
+    /// Succeeded or cancelled runs past `finished_older_than`.
+    pub finished: u64,
+    /// Failed runs past `failed_older_than`.
+    pub failed: u64,
+    /// A thread's finished runs beyond its newest `keep_per_thread`.
+    pub beyond_keep: u64,
 }
 
 impl std::ops::AddAssign for Compacted {
@@ -64,6 +79,9 @@ impl std::ops::AddAssign for Compacted {
         self.events += o.events;
         self.journal_items += o.journal_items;
         self.waits += o.waits;
+        self.rules.finished += o.rules.finished;
+        self.rules.failed += o.rules.failed;
+        self.rules.beyond_keep += o.rules.beyond_keep;
     }
 }
 
@@ -143,6 +161,23 @@ macro_rules! counts_of {
     };
 }
 
+/// The runs whose ids `$ids` selects, by the rule that removes each: those
+/// a thread's `:keep` governs are beyond it, the others are past an age.
+macro_rules! rules_of {
+    ($ids:expr) => {
+        concat!(
+            "SELECT COALESCE(SUM(CASE WHEN :keep IS NOT NULL AND thread_id IS NOT NULL \
+               AND status IN ('succeeded', 'cancelled') THEN 1 ELSE 0 END), 0) AS beyond_keep, \
+             COALESCE(SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0) AS failed, \
+             COALESCE(SUM(CASE WHEN status IN ('succeeded', 'cancelled') AND NOT \
+               (:keep IS NOT NULL AND thread_id IS NOT NULL) THEN 1 ELSE 0 END), 0) AS finished \
+             FROM runs WHERE id IN (",
+            $ids,
+            ")"
+        )
+    };
+}
+
 /// Binds every parameter the criteria use.
 fn policy(q: Query, p: &CompactPolicy) -> Query {
     let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
@@ -159,15 +194,22 @@ fn count(row: Option<&Row>, col: &str) -> Result<u64> {
         .map_or(0, |n| u64::try_from(n).unwrap_or(0)))
 }
 
-async fn counts(c: &mut Conn<'_>, q: Query) -> Result<Compacted> {
+async fn counts(c: &mut Conn<'_>, q: Query, rules: Query) -> Result<Compacted> {
     let row = c.fetch_optional(q).await?;
     let row = row.as_ref();
+    let by_rule = c.fetch_optional(rules).await?;
+    let by_rule = by_rule.as_ref();
     Ok(Compacted {
         runs: count(row, "runs")?,
         steps: count(row, "steps")?,
         events: count(row, "events")?,
         journal_items: count(row, "journal_items")?,
         waits: count(row, "waits")?,
+        rules: RunsByRule {
+            finished: count(by_rule, "finished")?,
+            failed: count(by_rule, "failed")?,
+            beyond_keep: count(by_rule, "beyond_keep")?,
+        },
     })
 }
 
@@ -183,6 +225,15 @@ pub(crate) async fn compact(db: &Pool, p: &CompactPolicy) -> Result<Compacted> {
             &mut c,
             policy(
                 query(counts_of!(concat!(
+                    "SELECT id FROM runs WHERE ",
+                    in_scope!(),
+                    " AND ",
+                    whole_run!()
+                ))),
+                p,
+            ),
+            policy(
+                query(rules_of!(concat!(
                     "SELECT id FROM runs WHERE ",
                     in_scope!(),
                     " AND ",
@@ -249,7 +300,8 @@ pub(crate) async fn compact(db: &Pool, p: &CompactPolicy) -> Result<Compacted> {
             .collect::<Result<Vec<_>>>()?;
         let ids = Value::from(ids.into_iter().flatten().collect::<Vec<_>>());
         let of_batch = |sql: &'static str| query(sql).bind("ids", ids.clone());
-        total += counts(&mut c, of_batch(counts_of!("{ids:ids}"))).await?;
+        let rules = of_batch(rules_of!("{ids:ids}")).bind("keep", p.keep_per_thread);
+        total += counts(&mut c, of_batch(counts_of!("{ids:ids}")), rules).await?;
         for sql in [
             "DELETE FROM journal WHERE run_id IN ({ids:ids})",
             "DELETE FROM waits WHERE run_id IN ({ids:ids})",

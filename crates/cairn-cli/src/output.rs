@@ -426,9 +426,24 @@ pub fn print_compacted(c: &Compacted, dry_run: bool, json: bool) -> anyhow::Resu
     }
     let mut stdout = text_out();
     let verb = if dry_run { "would remove" } else { "removed" };
+    let r = &c.rules;
+    let mut why = vec![];
+    for (n, rule) in [
+        (r.finished, "finished, past --finished-older-than"),
+        (r.failed, "failed, past --failed-older-than"),
+        (r.beyond_keep, "beyond --keep-per-thread"),
+    ] {
+        if n > 0 {
+            why.push(format!("{n} {rule}"));
+        }
+    }
+    let why = match why.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", why.join("; ")),
+    };
     writeln!(
         stdout,
-        "{verb} {} runs, {} steps, {} events, {} journal items, {} waits",
+        "{verb} {} runs{why}, {} steps, {} events, {} journal items, {} waits",
         c.runs, c.steps, c.events, c.journal_items, c.waits
     )?;
     Ok(())
