@@ -19,6 +19,7 @@
 //! client address's budget as wrong bearer tokens do (`throttle.rs`):
 //! past it, sign-in is 429 with `Retry-After`.
 
+mod form;
 mod sessions;
 
 use std::collections::hash_map::Entry;
@@ -32,7 +33,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use axum::{Form, Router};
+use axum::Router;
 
 use cairn::{RunFilter, RunId, RunStatus};
 use cairn_console::{RunsQuery, Viewer};
@@ -88,6 +89,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route(cairn_console::JS_PATH, get(js))
 }
 
+use form::ConsoleForm;
 pub(crate) use sessions::Sessions;
 
 /// The session cookie's value, if the request carries one.
@@ -152,36 +154,6 @@ fn html(status: StatusCode, markup: maud::Markup) -> Response {
 }
 
 /// An error as a page: the API's status and public message.
-/// A form body, or (when it does not parse) a console page saying what is
-/// wrong with it, instead of the framework's plain text.
-pub(crate) struct ConsoleForm<T>(pub T);
-
-impl<T> axum::extract::FromRequest<AppState> for ConsoleForm<T>
-where
-    T: serde::de::DeserializeOwned + Send,
-{
-    type Rejection = Response;
-
-    async fn from_request(req: Request, state: &AppState) -> Result<Self, Response> {
-        let viewer = page_viewer(state, req.headers());
-        match Form::<T>::from_request(req, state).await {
-            Ok(Form(value)) => Ok(ConsoleForm(value)),
-            Err(rejection) => {
-                let body = maud::html! {
-                    h1 { "The form was not accepted" }
-                    p.error { (rejection.body_text()) }
-                    p { "Go back, fill the form in again and send it once more." }
-                    p { a href="/" { "All runs" } }
-                };
-                Err(html(
-                    rejection.status(),
-                    cairn_console::page("Error", &viewer, body),
-                ))
-            }
-        }
-    }
-}
-
 fn error_page(viewer: &Viewer, e: ApiError) -> Response {
     let (status, code, message) = e.public();
     let body = maud::html! {
