@@ -383,7 +383,21 @@ async fn add_context_in(
             })
         }
     }
-    let merged = merged_input(id, &run.input, context)?;
+    write_context(c, id, &run.input, context).await?;
+    let event = NewEvent::context_added(&run.input, context, actor);
+    append_events(c, id, std::slice::from_ref(&event)).await?;
+    fetch_run(c, id, false).await
+}
+
+/// Stores run `id`'s `input` with `context` merged into it (the one write
+/// of a context, for a claim and for `Store::add_context`).
+async fn write_context(
+    c: &mut Conn<'_>,
+    id: RunId,
+    input: &serde_json::Value,
+    context: &serde_json::Value,
+) -> Result<()> {
+    let merged = merged_input(id, input, context)?;
     json_ok("the run input with its context", Some(&merged))?;
     c.execute(
         query("UPDATE runs SET input = :input, updated_at = {now} WHERE id = :id")
@@ -391,9 +405,7 @@ async fn add_context_in(
             .bind("input", &merged),
     )
     .await?;
-    let event = NewEvent::context_added(&run.input, context, actor);
-    append_events(c, id, std::slice::from_ref(&event)).await?;
-    fetch_run(c, id, false).await
+    Ok(())
 }
 
 /// `input` with the keys of `context` set (both JSON objects).
@@ -487,14 +499,7 @@ async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Cla
     };
     let plan = plan_claim(&before, row.clone(), waited.as_ref(), req)?;
     if let Some(context) = &req.context {
-        let merged = merged_input(id, &before.input, context)?;
-        json_ok("the run input with its context", Some(&merged))?;
-        c.execute(
-            query("UPDATE runs SET input = :input WHERE id = :id")
-                .bind("id", id)
-                .bind("input", &merged),
-        )
-        .await?;
+        write_context(c, id, &before.input, context).await?;
     }
     // The run row is locked (PostgreSQL) or the file is (SQLite), so the
     // new epoch is known before it is written, and with it the events.

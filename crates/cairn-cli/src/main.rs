@@ -1292,25 +1292,32 @@ async fn until_interrupted<T>(id: RunId, work: impl std::future::Future<Output =
 /// command that answers it), so a silent `run` is not mistaken for a hang.
 async fn say_what_it_waits_behind(engine: &Engine, run: &cairn::RunRecord) {
     let Some(thread) = &run.thread_id else { return };
-    let filter = RunFilter {
-        thread: Some(thread.clone()),
-        ..RunFilter::default()
-    };
-    let Ok(runs) = engine.list(&filter).await else {
+    // The oldest two of each busy status (one may be this run): a few rows,
+    // however long the thread.
+    let mut earlier = vec![];
+    for status in [
+        RunStatus::Queued,
+        RunStatus::Running,
+        RunStatus::Waiting,
+        RunStatus::Interrupted,
+    ] {
+        let filter = RunFilter {
+            thread: Some(thread.clone()),
+            status: Some(status),
+            limit: Some(2),
+            ..RunFilter::default()
+        };
+        let Ok(runs) = engine.list(&filter).await else {
+            return;
+        };
+        earlier.extend(
+            runs.into_iter()
+                .filter(|r| (r.created_at, r.id) < (run.created_at, run.id)),
+        );
+    }
+    let Some(busy) = earlier.iter().min_by_key(|r| (r.created_at, r.id)) else {
         return;
     };
-    let busy = runs.iter().find(|r| {
-        r.id != run.id
-            && (r.created_at, r.id) < (run.created_at, run.id)
-            && matches!(
-                r.status,
-                RunStatus::Queued
-                    | RunStatus::Running
-                    | RunStatus::Waiting
-                    | RunStatus::Interrupted
-            )
-    });
-    let Some(busy) = busy else { return };
     let mut text = format!(
         "run {} is queued behind run {} of thread `{}` ({}); it starts when that run is done",
         run.id,
