@@ -88,7 +88,7 @@ async fn kill_when(
 
 /// The engine on the demo's database, and the one run the child left.
 async fn the_run(url: &str) -> anyhow::Result<(cairn::Engine, cairn::RunRecord)> {
-    let engine = crate::open(url, false).await?;
+    let engine = crate::api::local::Local::open(url, false).await?.engine;
     let run = engine
         .list(&RunFilter::default())
         .await?

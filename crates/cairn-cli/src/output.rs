@@ -346,7 +346,7 @@ pub fn print_step(
         .iter()
         .find(|s| s.idx.get() == idx)
         .ok_or_else(|| {
-            crate::usage(format!(
+            crate::input::usage(format!(
                 "run {} has no step {idx} yet (its steps so far: {})",
                 view.run.id,
                 view.steps.len()

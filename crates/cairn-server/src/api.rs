@@ -247,6 +247,7 @@ struct ListQuery {
     crew: Option<String>,
     limit: Option<String>,
     cursor: Option<String>,
+    order: Option<String>,
 }
 
 /// A page of runs.
@@ -257,7 +258,8 @@ struct RunPage {
     next_cursor: Option<String>,
 }
 
-/// `GET /v1/runs`: runs oldest first, filtered and paginated.
+/// `GET /v1/runs`: runs oldest first (`order=newest`: newest first),
+/// filtered and paginated.
 ///
 /// A keyset page from the store: the cursor is the last run id returned,
 /// and the next page holds the runs after it in (created_at, id) order, so
@@ -274,6 +276,16 @@ async fn list_runs(
         crew: given(q.crew),
         limit: given(q.limit),
         cursor: given(q.cursor),
+        order: given(q.order),
+    };
+    let newest_first = match q.order.as_deref() {
+        None | Some("oldest") => false,
+        Some("newest") => true,
+        Some(other) => {
+            return Err(ApiError::BadQuery(format!(
+                "order: `{other}` is neither `oldest` nor `newest`"
+            )))
+        }
     };
     let status = q
         .status
@@ -302,6 +314,7 @@ async fn list_runs(
         crew: q.crew.clone(),
         after,
         limit: Some(limit as u32 + 1),
+        newest_first,
         ..RunFilter::default()
     };
     let mut page = match state.engine().list(&filter).await {

@@ -265,6 +265,24 @@ async fn list_pages_oldest_first_with_an_opaque_cursor() {
     let page = api.get("/v1/runs?limit=5").await.json();
     assert_eq!(ids(&page).len(), 5);
     assert_eq!(page["next_cursor"], Value::Null);
+
+    // `order=newest`: the same runs newest first, its pages going on
+    // towards older runs.
+    let mut newest = vec![];
+    let mut uri = "/v1/runs?limit=2&order=newest".to_owned();
+    loop {
+        let page = api.get(&uri).await.json();
+        newest.extend(ids(&page));
+        match page["next_cursor"].as_str() {
+            Some(cursor) => uri = format!("/v1/runs?limit=2&order=newest&cursor={cursor}"),
+            None => break,
+        }
+    }
+    let reversed: Vec<String> = all.iter().rev().cloned().collect();
+    assert_eq!(newest, reversed);
+    let bad = api.get("/v1/runs?order=sideways").await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.text);
+    assert!(bad.text.contains("order"), "{}", bad.text);
 }
 
 #[tokio::test]

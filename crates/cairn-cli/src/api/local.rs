@@ -1,0 +1,187 @@
+//! [`Api`] over the database: the `cairn` library's `Engine`, executing
+//! runs in this process.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use cairn::{
+    Actor, Answer, CompactPolicy, Compacted, Engine, EventRecord, ExecutorConfig, OpenOptions,
+    RunFilter, RunId, RunRecord, RunStatus, RunView, StepJournalEntry, SubmitOptions, Submitted,
+    ThreadSummary, ThreadView, WaitFilter, WaitId, WaitRecord,
+};
+
+use super::{Act, Api, CrewRef, Interruptible, Submission};
+use crate::{input, output, progress, watch};
+
+/// The database, opened by this process.
+pub struct Local {
+    pub engine: Engine,
+}
+
+impl Local {
+    /// Opens `db` for a one-shot command (creating it only for `run` and
+    /// `submit`: a typo'd path must not leave an empty database behind).
+    pub async fn open(db: &str, create: bool) -> anyhow::Result<Local> {
+        let opts = OpenOptions {
+            create,
+            connect_timeout: Duration::from_secs(3),
+            max_connections: 4,
+            ..OpenOptions::default()
+        };
+        let config = ExecutorConfig {
+            owner: cairn::holder::owner("cairn-cli"),
+            ..ExecutorConfig::default()
+        };
+        let engine = Engine::open_with(db, &opts, config).await?;
+        Ok(Local { engine })
+    }
+}
+
+/// Runs `work` (executing run `id`) until it ends or Ctrl-C: then says
+/// where the run stands and the command that resumes it, and gives `None`
+/// (exit [`crate::report::exit::INTERRUPTED`]). Dropping `work` stops its
+/// step (a `command` step's process group is killed); the run stays
+/// `running` under this process's lease until it expires, so the printed
+/// command takes it over (this process is gone by then, which `resume`
+/// sees: no `--takeover` needed, see `cairn::holder`).
+pub async fn until_interrupted<T>(
+    id: RunId,
+    work: impl std::future::Future<Output = cairn::Result<T>>,
+) -> Interruptible {
+    tokio::select! {
+        result = work => result.map(|_| Some(())).map_err(Into::into),
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!(
+                "\ninterrupted: run {id} stopped where it was and keeps its finished steps; resume it with:\n  {} resume {id}",
+                output::cairn_command()
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// `--db URL`: connecting opens the database.
+pub struct Db(pub String);
+
+impl super::Connect for Db {
+    type Api = Local;
+
+    fn read_crew(&self, arg: &Path) -> anyhow::Result<CrewRef> {
+        Ok(CrewRef::File(input::load_crew(arg)?, arg.to_owned()))
+    }
+
+    async fn connect(&self, create: bool) -> anyhow::Result<Local> {
+        Local::open(&self.0, create).await
+    }
+}
+
+impl Api for Local {
+    fn engine(&self) -> Option<&Engine> {
+        Some(&self.engine)
+    }
+
+    async fn submit(
+        &self,
+        crew: CrewRef,
+        input: Value,
+        opts: SubmitOptions,
+    ) -> anyhow::Result<Submission> {
+        let crew = match crew {
+            CrewRef::File(crew, _) => crew,
+            CrewRef::Named(name) => return Err(input::usage(format!("no crew file {name}"))),
+        };
+        let submitted = self.engine.submit(&crew, input, opts).await?;
+        Ok(Submission {
+            run: submitted.run,
+            created: submitted.created,
+            crew: Some(crew),
+        })
+    }
+
+    async fn drive(&self, submitted: Submission, lines: bool) -> Interruptible {
+        let Submission { run, created, crew } = submitted;
+        let Some(crew) = crew else {
+            return self.advance(run.id).await;
+        };
+        let id = run.id;
+        let first = run.clone();
+        // Drives the run; if a worker claimed it first, follows it to its
+        // next stop (a repeated key returns a parked run as it is).
+        let drive = self
+            .engine
+            .drive_submitted(&crew, Submitted { run, created });
+        if lines {
+            until_interrupted(id, progress::follow(&self.engine, &first, drive)).await
+        } else {
+            until_interrupted(id, drive).await
+        }
+    }
+
+    async fn advance(&self, id: RunId) -> Interruptible {
+        if self.engine.get_run(id).await?.status != RunStatus::Queued {
+            return Ok(Some(()));
+        }
+        until_interrupted(id, self.engine.execute(id)).await
+    }
+
+    async fn show(&self, id: RunId) -> anyhow::Result<RunView> {
+        Ok(self.engine.show(id).await?)
+    }
+
+    async fn list(&self, filter: &RunFilter) -> anyhow::Result<Vec<RunRecord>> {
+        Ok(self.engine.list(filter).await?)
+    }
+
+    async fn waits(&self, filter: &WaitFilter) -> anyhow::Result<Vec<WaitRecord>> {
+        Ok(self.engine.waits(filter).await?)
+    }
+
+    async fn answer(
+        &self,
+        id: WaitId,
+        answer: &Answer,
+        actor: &Actor,
+    ) -> anyhow::Result<WaitRecord> {
+        Ok(self.engine.answer_as(id, answer, actor).await?)
+    }
+
+    async fn events(
+        &self,
+        id: RunId,
+        each: &mut dyn FnMut(EventRecord) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        self.engine.events(id).await?.into_iter().try_for_each(each)
+    }
+
+    async fn journal(&self, id: RunId, step: Option<u32>) -> anyhow::Result<Vec<StepJournalEntry>> {
+        Ok(self.engine.journal(id, step).await?)
+    }
+
+    async fn watch(&self, id: RunId, json: bool) -> anyhow::Result<RunStatus> {
+        watch::local(&self.engine, id, json).await
+    }
+
+    async fn act(&self, id: RunId, act: Act<'_>, actor: &Actor) -> anyhow::Result<RunRecord> {
+        let e = &self.engine;
+        Ok(match act {
+            Act::Retry => e.retry(id, actor).await?,
+            Act::Continue => e.continue_run(id, actor).await?,
+            Act::Cancel => e.cancel(id, actor).await?,
+            Act::Fork(req) => e.fork(id, req, actor).await?,
+        })
+    }
+
+    async fn threads(&self) -> anyhow::Result<Vec<ThreadSummary>> {
+        Ok(self.engine.threads().await?)
+    }
+
+    async fn thread(&self, id: &str) -> anyhow::Result<ThreadView> {
+        Ok(self.engine.thread(id).await?)
+    }
+
+    async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {
+        Ok(self.engine.compact(policy).await?)
+    }
+}

@@ -1,0 +1,151 @@
+//! What a command asks of Cairn, as one trait ([`Api`]) with two
+//! implementations: [`local::Local`] over the database (`--db`, the
+//! `cairn` library's `Engine`) and [`remote::Remote`] over a `cairn serve`
+//! (`--server`, the HTTP API). Each command is written once against the
+//! trait (`commands/`), so the two modes print the same text and JSON and
+//! exit with the same codes.
+//!
+//! The one difference a command sees: where runs execute. Locally this
+//! process executes a run to its next stop ([`Api::advance`]); against a
+//! server its workers do, and [`Api::advance`] waits until they have.
+
+pub mod local;
+pub mod remote;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use cairn::{
+    Actor, Answer, CompactPolicy, Compacted, EventRecord, ForkRequest, RunFilter, RunId, RunRecord,
+    RunStatus, RunView, StepJournalEntry, SubmitOptions, ThreadSummary, ThreadView, WaitFilter,
+    WaitId, WaitRecord,
+};
+
+/// The crew a `run` or `submit` names.
+pub enum CrewRef {
+    /// A crew file, read (and its path).
+    File(cairn::Crew, std::path::PathBuf),
+    /// With a server, the name of a crew it loaded.
+    Named(String),
+}
+
+/// A submitted run, as `run` goes on with it.
+pub struct Submission {
+    pub run: RunRecord,
+    /// This submission stored the run (not a repeated idempotency key).
+    /// Known locally; a server's answer does not say, so `false` there.
+    pub created: bool,
+    /// The crew as loaded here, for executing the run (local only).
+    pub crew: Option<cairn::Crew>,
+}
+
+/// An operator's action on one run.
+pub enum Act<'a> {
+    Retry,
+    Continue,
+    Cancel,
+    /// A new run from this one; the action returns the new run.
+    Fork(&'a ForkRequest),
+}
+
+impl Act<'_> {
+    /// The action's name in the API's paths (`/v1/runs/{id}/{name}`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Act::Retry => "retry",
+            Act::Continue => "continue",
+            Act::Cancel => "cancel",
+            Act::Fork(_) => "fork",
+        }
+    }
+}
+
+/// `Ok(None)`: Ctrl-C stopped the execution (the run is resumable; the
+/// command exits [`crate::report::exit::INTERRUPTED`]).
+pub type Interruptible = anyhow::Result<Option<()>>;
+
+/// What a command asks of Cairn: the same questions locally and over HTTP.
+#[allow(async_fn_in_trait)]
+pub trait Api {
+    /// The engine, when the database is here: what only makes sense next
+    /// to it (`resume`, `doctor`, `waits expire`, `--crew` files, progress
+    /// lines) asks for it, and is refused with a server.
+    fn engine(&self) -> Option<&cairn::Engine>;
+
+    /// Submits a run of `crew`.
+    async fn submit(
+        &self,
+        crew: CrewRef,
+        input: Value,
+        opts: SubmitOptions,
+    ) -> anyhow::Result<Submission>;
+
+    /// Takes a submitted run to its next stop: executes it here (following
+    /// it if a worker claimed it first; `lines` prints progress), or waits
+    /// for a server's workers.
+    async fn drive(&self, submitted: Submission, lines: bool) -> Interruptible;
+
+    /// After an action or an answer: takes run `id` to its next stop if it
+    /// is queued (here), or waits while a server's workers have it.
+    async fn advance(&self, id: RunId) -> Interruptible;
+
+    async fn show(&self, id: RunId) -> anyhow::Result<RunView>;
+
+    /// One page of runs (`filter.limit`, after `filter.after`, in the
+    /// order `filter.newest_first` says).
+    async fn list(&self, filter: &RunFilter) -> anyhow::Result<Vec<RunRecord>>;
+
+    async fn waits(&self, filter: &WaitFilter) -> anyhow::Result<Vec<WaitRecord>>;
+
+    async fn answer(
+        &self,
+        id: WaitId,
+        answer: &Answer,
+        actor: &Actor,
+    ) -> anyhow::Result<WaitRecord>;
+
+    /// The run's events, each given to `each` as it is read: the stored
+    /// ones (locally), or the server's event stream until the run ends.
+    async fn events(
+        &self,
+        id: RunId,
+        each: &mut dyn FnMut(EventRecord) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()>;
+
+    async fn journal(&self, id: RunId, step: Option<u32>) -> anyhow::Result<Vec<StepJournalEntry>>;
+
+    /// `runs watch`: follows the run, printing as it goes, to its end.
+    async fn watch(&self, id: RunId, json: bool) -> anyhow::Result<RunStatus>;
+
+    /// Records an operator's action; the run acted on (a fork: the new run).
+    async fn act(&self, id: RunId, act: Act<'_>, actor: &Actor) -> anyhow::Result<RunRecord>;
+
+    async fn threads(&self) -> anyhow::Result<Vec<ThreadSummary>>;
+
+    async fn thread(&self, id: &str) -> anyhow::Result<ThreadView>;
+
+    async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted>;
+}
+
+/// Where a command's [`Api`] comes from, reached only once what was typed
+/// has been read (a typo must not open, or migrate, a database).
+#[allow(async_fn_in_trait)]
+pub trait Connect {
+    type Api: Api;
+
+    /// The crew a `run` or `submit` argument names, read before connecting.
+    fn read_crew(&self, arg: &Path) -> anyhow::Result<CrewRef>;
+
+    /// `create`: a missing SQLite file may be created (`run`, `submit`).
+    async fn connect(&self, create: bool) -> anyhow::Result<Self::Api>;
+}
+
+/// The waits of run `id`, any status (what `runs show` prints with it).
+pub async fn run_waits(api: &impl Api, id: RunId) -> anyhow::Result<Vec<WaitRecord>> {
+    api.waits(&WaitFilter {
+        run: Some(id),
+        ..WaitFilter::default()
+    })
+    .await
+}

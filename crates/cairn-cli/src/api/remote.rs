@@ -1,0 +1,476 @@
+//! [`Api`] over the HTTP API of a `cairn serve` (`--server URL [--token
+//! T]`). The server's workers execute runs, so where a local command would
+//! execute a run to its next stop, this one waits (polling the run) until
+//! they have; `--enqueue` returns at once. What only makes sense next to
+//! the database (`resume`, `serve`, `worker`, `demo`, `doctor`, `waits
+//! expire`, `--crew` files) is refused by the command with the reason.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use cairn::{
+    Actor, Answer, CompactPolicy, Compacted, ErrorClass, EventRecord, RunFilter, RunId, RunRecord,
+    RunStatus, RunView, StepJournalEntry, SubmitOptions, ThreadSummary, ThreadView, WaitFilter,
+    WaitId, WaitRecord,
+};
+
+use super::{Act, Api, CrewRef, Interruptible, Submission};
+use crate::input::usage;
+
+/// An error the server answered with: `{"error": {"code", "message"}}`.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "server: {} ({}, HTTP {})",
+            self.message, self.code, self.status
+        )
+    }
+}
+impl std::error::Error for ApiError {}
+
+impl ApiError {
+    /// The error document `{"error": {"code", "message"}}` of an answer
+    /// with HTTP `status` (its first 300 characters if it is not one).
+    fn read(status: u16, text: &str) -> ApiError {
+        let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        ApiError {
+            status,
+            code: v["error"]["code"]
+                .as_str()
+                .unwrap_or("http_error")
+                .to_owned(),
+            message: v["error"]["message"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| text.chars().take(300).collect()),
+        }
+    }
+
+    /// The class of the failure, read back from its HTTP status through the
+    /// table that gave the status (`cairn::ErrorClass`), so its exit code
+    /// is the one the same failure has locally. The status says all the
+    /// `code` would: every code has one status, the run-state refusals are
+    /// all `wrong_state` (409, `Conflict`) and every 500 is `internal`.
+    pub fn class(&self) -> ErrorClass {
+        ErrorClass::from_http_status(self.status)
+    }
+}
+
+/// A `cairn serve`, reached over HTTP.
+pub struct Remote {
+    base: String,
+    token: Option<String>,
+    http: reqwest::Client,
+}
+
+impl Remote {
+    pub fn new(base: String, token: Option<String>) -> anyhow::Result<Remote> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(3))
+            .build()?;
+        Ok(Remote { base, token, http })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base.trim_end_matches('/'))
+    }
+
+    fn auth(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        }
+    }
+
+    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> anyhow::Result<T> {
+        let resp = self
+            .auth(req)
+            .send()
+            .await
+            // reqwest's error names the URL, password included.
+            .map_err(reqwest::Error::without_url)
+            .with_context(|| {
+                format!(
+                    "cannot reach the server at {}",
+                    cairn::text::redact_url(&self.base)
+                )
+            })?;
+        let status = resp.status();
+        let text = resp
+            .text()
+            .await
+            .map_err(reqwest::Error::without_url)
+            .context("reading the server's answer")?;
+        if !status.is_success() {
+            return Err(ApiError::read(status.as_u16(), &text).into());
+        }
+        serde_json::from_str(&text).context("the server's answer is not the expected JSON")
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        self.send(self.http.get(self.url(path))).await
+    }
+
+    async fn post<T: DeserializeOwned>(&self, path: &str, body: &Value) -> anyhow::Result<T> {
+        self.send(self.http.post(self.url(path)).json(body)).await
+    }
+}
+
+/// The crew a `run`/`submit` names: the `name` in a crew file, or the
+/// argument itself as the name of a crew the server loaded. The server
+/// runs its own crew of that name, so a local file that differs from it
+/// (another fingerprint) is refused rather than silently not run.
+async fn crew_name(client: &Remote, crew: CrewRef) -> anyhow::Result<String> {
+    let (crew, file) = match crew {
+        CrewRef::Named(name) => return Ok(name),
+        CrewRef::File(crew, file) => (crew, file),
+    };
+    let name = crew.def().name.clone();
+    let crews: Vec<Value> = client.get("/v1/crews").await?;
+    let theirs = crews
+        .iter()
+        .find(|c| c["name"] == name.as_str())
+        .and_then(|c| c["fingerprint"].as_str());
+    if let Some(theirs) = theirs {
+        let ours = crew.fingerprint().to_string();
+        if theirs != ours {
+            return Err(usage(format!(
+                "{} is crew `{name}` with fingerprint {ours}, but the server's crew `{name}` is \
+                 {theirs}: the server runs its own crew files, not this one. Update the file in \
+                 the server's --crews directory and restart it, or run without --server",
+                file.display()
+            )));
+        }
+    }
+    Ok(name)
+}
+
+fn submit_body(crew: String, input: Value, opts: SubmitOptions) -> Value {
+    let mut body = json!({"crew": crew, "input": input});
+    if opts.on_busy != cairn::OnBusy::default() {
+        body["on_busy"] = json!(opts.on_busy.as_str());
+    }
+    if let Some(k) = opts.idempotency_key {
+        body["idempotency_key"] = json!(k);
+    }
+    if let Some(t) = opts.thread_id {
+        body["thread_id"] = json!(t);
+    }
+    body
+}
+
+/// `text` as one URL path segment: every byte but the unreserved ones
+/// percent-encoded (a thread id may hold `/`, `?`, `%` or spaces).
+fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `POST /v1/compact`'s body: ages in seconds, as the API takes them.
+fn compact_body(p: &CompactPolicy) -> Value {
+    let secs = |d: Option<std::time::Duration>| d.map(|d| format!("{}ms", d.as_millis()));
+    json!({
+        "events_older_than": secs(p.events_older_than),
+        "journals": p.journals,
+        "finished_older_than": secs(p.finished_older_than),
+        "failed_older_than": secs(p.failed_older_than),
+        "keep_per_thread": p.keep_per_thread,
+        "thread": p.thread,
+        "dry_run": p.dry_run,
+    })
+}
+
+/// The run's event stream, opened (an error document refused as such).
+async fn event_stream(
+    client: &Remote,
+    id: RunId,
+) -> anyhow::Result<
+    impl futures_util::Stream<
+        Item = Result<
+            eventsource_stream::Event,
+            eventsource_stream::EventStreamError<reqwest::Error>,
+        >,
+    >,
+> {
+    let req = client.auth(
+        client
+            .http
+            .get(client.url(&format!("/v1/runs/{id}/events"))),
+    );
+    let resp = req
+        .send()
+        .await
+        .map_err(reqwest::Error::without_url)
+        .with_context(|| {
+            format!(
+                "cannot reach the server at {}",
+                cairn::text::redact_url(&client.base)
+            )
+        })?;
+    if !resp.status().is_success() {
+        // The same error document as every route.
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        return Err(ApiError::read(status, &text).into());
+    }
+    Ok(resp.bytes_stream().eventsource())
+}
+
+/// `runs watch` over the server's event stream (its `output_delta` pieces
+/// come from whichever process runs the step, on PostgreSQL).
+async fn watch(client: &Remote, id: RunId, json: bool) -> anyhow::Result<RunStatus> {
+    use crate::watch::{Heard, Watch};
+    let view: RunView = client.get(&format!("/v1/runs/{id}")).await?;
+    let mut watch = Watch::new(&view.run, json);
+    let mut stream = event_stream(client, id).await?;
+    while let Some(event) = stream.next().await {
+        let event = event.map_err(|e| anyhow::anyhow!("the event stream broke: {e}"))?;
+        if event.data.is_empty() {
+            continue;
+        }
+        let heard = if event.event == "output_delta" {
+            Heard::Delta(
+                serde_json::from_str(&event.data)
+                    .context("a piece of live text from the server is not the expected JSON")?,
+            )
+        } else {
+            Heard::Event(
+                serde_json::from_str(&event.data)
+                    .context("an event from the server is not the expected JSON")?,
+            )
+        };
+        let journal = |idx: u32| async move {
+            let page: anyhow::Result<Value> = client
+                .get(&format!("/v1/runs/{id}/journal?step={idx}"))
+                .await;
+            page.ok()
+                .and_then(|p| serde_json::from_value(p["items"].clone()).ok())
+                .unwrap_or_default()
+        };
+        watch.hear(heard, journal).await;
+    }
+    // The stream ends with the run (or the server): what is stored now.
+    let view: RunView = client.get(&format!("/v1/runs/{id}")).await?;
+    let waits = super::run_waits(client, id).await?;
+    watch.finish(&view, &waits);
+    Ok(view.run.status)
+}
+
+/// The query of `GET /v1/runs` for `filter` (the API pages by cursor, the
+/// last run id of a page, as `RunFilter::after` does).
+fn list_query(filter: &RunFilter) -> anyhow::Result<String> {
+    if filter.thread.is_some() {
+        // `GET /v1/threads/{id}` lists a thread's runs.
+        anyhow::bail!("listing a thread's runs through `GET /v1/runs` is not supported");
+    }
+    let mut query = vec![format!(
+        "limit={}",
+        filter.limit.unwrap_or(100).clamp(1, 1000)
+    )];
+    if let Some(s) = filter.status {
+        query.push(format!("status={s}"));
+    }
+    if let Some(crew) = &filter.crew {
+        query.push(format!("crew={}", path_segment(crew)));
+    }
+    if let Some(after) = filter.after {
+        query.push(format!("cursor={after}"));
+    }
+    if filter.newest_first {
+        query.push("order=newest".to_owned());
+    }
+    Ok(format!("/v1/runs?{}", query.join("&")))
+}
+
+/// An action's body: who and why, and a fork's request.
+fn act_body(act: &Act<'_>, actor: &Actor) -> Value {
+    let mut body = json!({"by": actor.by});
+    if let Some(reason) = &actor.reason {
+        body["reason"] = json!(reason);
+    }
+    if let Act::Fork(req) = act {
+        body["from_step"] = json!(req.from_step.0);
+        if let Some(input) = &req.input {
+            body["input"] = input.clone();
+        }
+        if let Some(thread) = &req.thread_id {
+            body["thread_id"] = json!(thread);
+        }
+    }
+    body
+}
+
+/// `--server URL [--token T]`: connecting is only building a client.
+pub struct Server {
+    pub base: String,
+    pub token: Option<String>,
+}
+
+impl super::Connect for Server {
+    type Api = Remote;
+
+    /// A crew file, or else the name of a crew the server loaded.
+    fn read_crew(&self, arg: &Path) -> anyhow::Result<CrewRef> {
+        if !arg.is_file() {
+            return Ok(CrewRef::Named(arg.to_string_lossy().into_owned()));
+        }
+        Ok(CrewRef::File(crate::input::load_crew(arg)?, arg.to_owned()))
+    }
+
+    async fn connect(&self, _create: bool) -> anyhow::Result<Remote> {
+        Remote::new(self.base.clone(), self.token.clone())
+    }
+}
+
+impl Api for Remote {
+    fn engine(&self) -> Option<&cairn::Engine> {
+        None
+    }
+
+    async fn submit(
+        &self,
+        crew: CrewRef,
+        input: Value,
+        opts: SubmitOptions,
+    ) -> anyhow::Result<Submission> {
+        let body = submit_body(crew_name(self, crew).await?, input, opts);
+        let view: RunView = self.post("/v1/runs", &body).await?;
+        Ok(Submission {
+            run: view.run,
+            created: false,
+            crew: None,
+        })
+    }
+
+    async fn drive(&self, submitted: Submission, _lines: bool) -> Interruptible {
+        self.advance(submitted.run.id).await
+    }
+
+    /// Waits until the server's workers stop the run (it is neither
+    /// `queued` nor `running`).
+    async fn advance(&self, id: RunId) -> Interruptible {
+        while matches!(
+            self.show(id).await?.run.status,
+            RunStatus::Queued | RunStatus::Running
+        ) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(Some(()))
+    }
+
+    async fn show(&self, id: RunId) -> anyhow::Result<RunView> {
+        self.get(&format!("/v1/runs/{id}")).await
+    }
+
+    async fn list(&self, filter: &RunFilter) -> anyhow::Result<Vec<RunRecord>> {
+        let page: Value = self.get(&list_query(filter)?).await?;
+        serde_json::from_value(page["runs"].clone())
+            .context("the server's run page is not the expected JSON")
+    }
+
+    async fn waits(&self, filter: &WaitFilter) -> anyhow::Result<Vec<WaitRecord>> {
+        let mut query = Vec::new();
+        if let Some(run) = filter.run {
+            query.push(format!("run={run}"));
+        }
+        if let Some(s) = filter.status {
+            query.push(format!("status={s}"));
+        }
+        let page: Value = self.get(&format!("/v1/waits?{}", query.join("&"))).await?;
+        let waits: Vec<WaitRecord> = serde_json::from_value(page["waits"].clone())
+            .context("the server's wait list is not the expected JSON")?;
+        Ok(match filter.step {
+            Some(step) => waits.into_iter().filter(|w| w.step_idx == step).collect(),
+            None => waits,
+        })
+    }
+
+    async fn answer(
+        &self,
+        id: WaitId,
+        answer: &Answer,
+        actor: &Actor,
+    ) -> anyhow::Result<WaitRecord> {
+        let mut body = serde_json::to_value(answer)?;
+        body["by"] = json!(actor.by);
+        if let Some(reason) = &actor.reason {
+            body["reason"] = json!(reason);
+        }
+        self.post(&format!("/v1/waits/{id}/answer"), &body).await
+    }
+
+    async fn events(
+        &self,
+        id: RunId,
+        each: &mut dyn FnMut(EventRecord) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let mut stream = event_stream(self, id).await?;
+        while let Some(event) = stream.next().await {
+            let event = event.map_err(|e| anyhow::anyhow!("the event stream broke: {e}"))?;
+            // Live text is not an event of the log.
+            if event.data.is_empty() || event.event == "output_delta" {
+                continue;
+            }
+            each(
+                serde_json::from_str(&event.data)
+                    .context("an event from the server is not the expected JSON")?,
+            )?;
+        }
+        Ok(())
+    }
+
+    async fn journal(&self, id: RunId, step: Option<u32>) -> anyhow::Result<Vec<StepJournalEntry>> {
+        let path = match step {
+            Some(s) => format!("/v1/runs/{id}/journal?step={s}"),
+            None => format!("/v1/runs/{id}/journal"),
+        };
+        let page: Value = self.get(&path).await?;
+        serde_json::from_value(page["items"].clone())
+            .context("the server's journal is not the expected JSON")
+    }
+
+    async fn watch(&self, id: RunId, json: bool) -> anyhow::Result<RunStatus> {
+        watch(self, id, json).await
+    }
+
+    async fn act(&self, id: RunId, act: Act<'_>, actor: &Actor) -> anyhow::Result<RunRecord> {
+        let body = act_body(&act, actor);
+        let view: RunView = self
+            .post(&format!("/v1/runs/{id}/{}", act.name()), &body)
+            .await?;
+        Ok(view.run)
+    }
+
+    async fn threads(&self) -> anyhow::Result<Vec<ThreadSummary>> {
+        self.get("/v1/threads").await
+    }
+
+    async fn thread(&self, id: &str) -> anyhow::Result<ThreadView> {
+        self.get(&format!("/v1/threads/{}", path_segment(id))).await
+    }
+
+    async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {
+        self.post("/v1/compact", &compact_body(policy)).await
+    }
+}

@@ -1,0 +1,291 @@
+//! `cairn runs …`: list, show, events, watch, journal, and the operator's
+//! actions (retry, continue, cancel, fork).
+
+use std::io::Write;
+use std::path::Path;
+
+use cairn::{ForkRequest, RunFilter, RunId, RunStatus, StepIdx};
+
+use super::{engine, finish_action, print_run, Api, Connect};
+use crate::api::local::until_interrupted;
+use crate::api::Act;
+use crate::args::{ActionArgs, RunsCommand};
+use crate::input::{load_crew, parse_input, parse_run_id, parse_thread, usage};
+use crate::output;
+use crate::report::{exit, status_exit};
+
+/// Runs read per page when `runs list` has no `--limit`.
+const LIST_PAGE: u32 = 500;
+
+pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow::Result<u8> {
+    // What was typed is read first: a typo must not open (or migrate) a database.
+    match command {
+        RunsCommand::List {
+            status,
+            limit,
+            oldest,
+        } => {
+            let status = status
+                .map(|s| s.parse::<RunStatus>().map_err(usage))
+                .transpose()?;
+            let api = to.connect(false).await?;
+            list(&api, status, limit, oldest, json).await
+        }
+        RunsCommand::Show {
+            run_id,
+            outputs,
+            step,
+        } => {
+            let id = parse_run_id(&run_id)?;
+            let api = to.connect(false).await?;
+            match step {
+                Some(n) => {
+                    let view = api.show(id).await?;
+                    let waits = crate::api::run_waits(&api, id).await?;
+                    output::print_step(&view, n, json, &waits)?;
+                }
+                None => {
+                    print_run(&api, id, json, outputs, false).await?;
+                }
+            }
+            Ok(exit::OK)
+        }
+        RunsCommand::Watch { run_id } => {
+            let id = parse_run_id(&run_id)?;
+            let api = to.connect(false).await?;
+            Ok(status_exit(api.watch(id, json).await?))
+        }
+        RunsCommand::Events { run_id } => {
+            let id = parse_run_id(&run_id)?;
+            events(&to.connect(false).await?, id, json).await
+        }
+        RunsCommand::Journal { run_id, step } => {
+            let id = parse_run_id(&run_id)?;
+            let journal = to.connect(false).await?.journal(id, step).await?;
+            output::print_journal(&journal, json)?;
+            Ok(exit::OK)
+        }
+        RunsCommand::Retry {
+            run_id,
+            crew: Some(crew),
+            action,
+        } => with_crew(to, &run_id, None, &crew, &action, json).await,
+        RunsCommand::Retry { run_id, action, .. } => {
+            act(to, &run_id, Act::Retry, action, json).await
+        }
+        RunsCommand::Continue { run_id, action } => {
+            act(to, &run_id, Act::Continue, action, json).await
+        }
+        RunsCommand::Cancel { run_id, action } => cancel(to, &run_id, action, json).await,
+        RunsCommand::Fork {
+            run_id,
+            from_step,
+            input,
+            thread,
+            crew,
+            action,
+        } => {
+            let req = ForkRequest {
+                from_step: StepIdx(from_step),
+                input: input.as_deref().map(parse_input).transpose()?,
+                thread_id: parse_thread(thread)?,
+            };
+            match crew {
+                Some(crew) => with_crew(to, &run_id, Some(&req), &crew, &action, json).await,
+                None => act(to, &run_id, Act::Fork(&req), action, json).await,
+            }
+        }
+    }
+}
+
+/// `runs retry|continue|fork`: records the action, then (unless
+/// `--enqueue`) takes the run (a fork: the new run) to its next stop.
+async fn act(
+    to: &impl Connect,
+    run_id: &str,
+    act: Act<'_>,
+    action: ActionArgs,
+    json: bool,
+) -> anyhow::Result<u8> {
+    let id = parse_run_id(run_id)?;
+    let api = to.connect(false).await?;
+    let fork = match &act {
+        Act::Fork(req) => Some(req.from_step),
+        _ => None,
+    };
+    let run = api.act(id, act, &action.actor()).await?;
+    if let (Some(from), false) = (fork, json) {
+        eprintln!("forked run {id} at step {from} into run {}", run.id);
+    }
+    finish_action(&api, run.id, action.enqueue, json).await
+}
+
+/// `runs cancel`: a cancel never queues the run, so it is printed as it
+/// stands (exit 0).
+async fn cancel(
+    to: &impl Connect,
+    run_id: &str,
+    action: ActionArgs,
+    json: bool,
+) -> anyhow::Result<u8> {
+    let id = parse_run_id(run_id)?;
+    let api = to.connect(false).await?;
+    let run = api.act(id, Act::Cancel, &action.actor()).await?;
+    if !json && run.status == RunStatus::Running {
+        eprintln!("run {id} is running elsewhere: cancel requested; its executor stops the step at its next check");
+    }
+    print_run(&api, id, json, false, false).await?;
+    Ok(exit::OK)
+}
+
+/// `runs retry --crew` (no `fork`) and `runs fork --crew`: the run goes on
+/// with another crew file, executed here to its next stop.
+async fn with_crew(
+    to: &impl Connect,
+    run_id: &str,
+    fork: Option<&ForkRequest>,
+    crew: &Path,
+    action: &ActionArgs,
+    json: bool,
+) -> anyhow::Result<u8> {
+    let id = parse_run_id(run_id)?;
+    let crew = load_crew(crew)?;
+    let actor = &action.actor();
+    let api = to.connect(false).await?;
+    let why = "the server runs the crews it loaded; run them next to the database (--db)";
+    let engine = engine(&api, "runs retry --crew and runs fork --crew", why)?;
+    let ran = match fork {
+        None => {
+            let retried = engine.retry_with_crew(id, &crew, actor);
+            (id, until_interrupted(id, retried).await?)
+        }
+        Some(req) => {
+            let child = engine.fork_with_crew(id, req, &crew, actor).await?;
+            if !json {
+                eprintln!(
+                    "forked run {id} at step {} into run {} with crew {}",
+                    req.from_step.0,
+                    child.id,
+                    crew.fingerprint()
+                );
+            }
+            let drive = engine.execute_with_crew(child.id, &crew, actor);
+            (child.id, until_interrupted(child.id, drive).await?)
+        }
+    };
+    match ran {
+        (_, None) => Ok(exit::INTERRUPTED),
+        (run, Some(())) => Ok(status_exit(print_run(&api, run, json, false, false).await?)),
+    }
+}
+
+/// `runs events`: printed as they are read (a server's stream as it
+/// arrives); `--json` one array at the end.
+async fn events(api: &impl Api, id: RunId, json: bool) -> anyhow::Result<u8> {
+    let mut all = Vec::new();
+    api.events(id, &mut |event| {
+        if json {
+            all.push(event);
+            return Ok(());
+        }
+        let mut out = output::text_out();
+        output::write_event(&mut out, &event)?;
+        Ok(out.flush()?)
+    })
+    .await?;
+    if json {
+        output::print_events(&all, true)?;
+    }
+    Ok(exit::OK)
+}
+
+/// `runs list`. With `--limit`, the newest N (the oldest N with
+/// `--oldest`) whatever the form; the JSON array keeps its documented
+/// order (oldest first), people read the newest first.
+async fn list(
+    api: &impl Api,
+    status: Option<RunStatus>,
+    limit: Option<u32>,
+    oldest: bool,
+    json: bool,
+) -> anyhow::Result<u8> {
+    let Some(limit) = limit else {
+        return list_all(api, status, oldest, json).await;
+    };
+    let mut runs = Vec::new();
+    let mut after = None;
+    // A server answers at most 1,000 runs a page.
+    while runs.len() < limit as usize {
+        let filter = RunFilter {
+            status,
+            limit: Some((limit - runs.len() as u32).min(1000)),
+            after,
+            newest_first: !oldest,
+            ..RunFilter::default()
+        };
+        let page = api.list(&filter).await?;
+        let full = page.len() == filter.limit.unwrap_or_default() as usize;
+        after = page.last().map(|r| r.id);
+        runs.extend(page);
+        if !full {
+            break;
+        }
+    }
+    if json && !oldest {
+        runs.reverse();
+    }
+    output::print_list(&runs, json)?;
+    Ok(exit::OK)
+}
+
+/// `runs list` without `--limit`: every run, a page at a time, each page
+/// printed before the next is read, so memory stays bounded whatever the
+/// database holds. Text newest first (oldest with --oldest); the JSON
+/// array oldest first, as documented, written element by element.
+async fn list_all(
+    api: &impl Api,
+    status: Option<RunStatus>,
+    oldest: bool,
+    json: bool,
+) -> anyhow::Result<u8> {
+    // `CAIRN_LIST_PAGE`: a smaller page, for tests of the paging.
+    let size = std::env::var("CAIRN_LIST_PAGE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(LIST_PAGE);
+    let newest_first = !json && !oldest;
+    match json {
+        true => write!(std::io::stdout(), "[")?,
+        false => output::run_header(&mut output::text_out())?,
+    }
+    let (mut after, mut first) = (None, true);
+    loop {
+        let filter = RunFilter {
+            status,
+            limit: Some(size),
+            after,
+            newest_first,
+            ..RunFilter::default()
+        };
+        let page = api.list(&filter).await?;
+        if json {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            for r in &page {
+                let sep = if first { "\n" } else { ",\n" };
+                write!(out, "{sep}{}", serde_json::to_string_pretty(r)?)?;
+                first = false;
+            }
+            out.flush()?;
+        } else {
+            output::run_rows(&mut output::text_out(), &page)?;
+        }
+        match page.last() {
+            Some(last) if page.len() == size as usize => after = Some(last.id),
+            _ => break,
+        }
+    }
+    if json {
+        writeln!(std::io::stdout(), "{}]", if first { "" } else { "\n" })?;
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,141 @@
+//! What runs next to the database only: `serve`, `worker` and `demo`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use cairn::{Engine, ExecutorConfig, OpenOptions};
+
+use crate::args::Command;
+use crate::demo;
+use crate::input::usage;
+use crate::report::exit;
+
+/// `serve`, `worker` or `demo` on database `db` (`db_given`: typed as
+/// `--db`, which `demo` refuses rather than ignores).
+pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<u8> {
+    match command {
+        Command::Worker {
+            concurrency,
+            lease_ms,
+            heartbeat_ms,
+            poll_ms,
+            grace_ms,
+            retention,
+        } => {
+            let compact = retention.periodic()?;
+            if heartbeat_ms == 0 || heartbeat_ms >= lease_ms {
+                return Err(usage(format!(
+                    "--heartbeat-ms ({heartbeat_ms}) must be above 0 and below --lease-ms ({lease_ms})"
+                )));
+            }
+            let opts = OpenOptions {
+                create: true,
+                connect_timeout: Duration::from_secs(3),
+                max_connections: (concurrency as u32 * 2 + 2).max(4),
+                ..OpenOptions::default()
+            };
+            let config = ExecutorConfig {
+                owner: cairn::holder::owner("cairn-worker"),
+                lease: Duration::from_millis(lease_ms),
+                heartbeat: Duration::from_millis(heartbeat_ms),
+                ..ExecutorConfig::default()
+            };
+            let engine = Engine::open_with(db, &opts, config).await?;
+            eprintln!(
+                "cairn worker {}: {concurrency} at once, lease {lease_ms} ms",
+                std::process::id()
+            );
+            let work = cairn::WorkOptions {
+                concurrency,
+                poll: Duration::from_millis(poll_ms),
+                shutdown_grace: Duration::from_millis(grace_ms),
+                compact,
+                ..cairn::WorkOptions::default()
+            };
+            engine.work(work, shutdown_signal()).await?;
+            Ok(exit::OK)
+        }
+        Command::Serve {
+            crews,
+            listen,
+            concurrency,
+            header_timeout,
+            body_timeout,
+            max_connections,
+            max_event_streams,
+            foreign_runs,
+            public_url,
+            retention,
+        } => {
+            let compact = retention.periodic()?;
+            let empty;
+            let crews_dir = match crews {
+                Some(dir) => dir,
+                None if std::path::Path::new("crews").is_dir() => PathBuf::from("crews"),
+                None => {
+                    empty = tempfile::tempdir()?;
+                    eprintln!("cairn: no --crews and no ./crews directory: serving no crews");
+                    empty.path().to_owned()
+                }
+            };
+            let tokens = std::env::var("CAIRN_API_TOKENS")
+                .unwrap_or_default()
+                .split(',')
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty())
+                .collect();
+            cairn_server::serve(cairn_server::ServeOptions {
+                db_url: db.to_owned(),
+                crews_dir,
+                listen,
+                tokens,
+                concurrency,
+                compact,
+                header_timeout,
+                body_timeout,
+                max_connections,
+                max_event_streams,
+                foreign_runs,
+                public_url,
+                ..Default::default()
+            })
+            .await?;
+            Ok(exit::OK)
+        }
+        Command::Demo { .. } if db_given => Err(usage(
+            "`demo` keeps its own SQLite file (in --dir, or a temporary directory); \
+             --db is not used: drop it",
+        )),
+        Command::Demo {
+            agent: true, dir, ..
+        } => demo::agent(dir).await.context("demo"),
+        Command::Demo { steps, kill_at, .. } if kill_at >= steps => Err(usage(format!(
+            "--kill-at ({kill_at}) must be below --steps ({steps})"
+        ))),
+        Command::Demo {
+            steps,
+            kill_at,
+            dir,
+            ..
+        } => demo::run(steps, kill_at, dir).await.context("demo"),
+        _ => Err(usage("not a command of the database's side")),
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}

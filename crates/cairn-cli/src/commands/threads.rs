@@ -1,0 +1,42 @@
+//! `cairn threads …` and `cairn compact`.
+
+use super::{Api, Connect};
+use crate::args::{CompactArgs, ThreadsCommand};
+use crate::input::parse_thread;
+use crate::output;
+use crate::report::exit;
+
+pub async fn main(to: &impl Connect, command: ThreadsCommand, json: bool) -> anyhow::Result<u8> {
+    match command {
+        ThreadsCommand::List => {
+            let threads = to.connect(false).await?.threads().await?;
+            output::print_threads(&threads, json)?;
+        }
+        ThreadsCommand::Show { thread_id } => {
+            let id = parse_thread(Some(thread_id))?.unwrap_or_default();
+            let api = to.connect(false).await?;
+            let view = api.thread(&id).await?;
+            // Text shows each run's final output.
+            let mut finals = vec![];
+            for r in view.runs.iter().filter(|_| !json) {
+                finals.push(output::final_output(&api.show(r.id).await?));
+            }
+            output::print_thread(&view, json, &finals)?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// `cairn compact`: the policy the flags name, for every run or one thread.
+pub async fn compact(
+    to: &impl Connect,
+    policy: CompactArgs,
+    thread: Option<String>,
+    json: bool,
+) -> anyhow::Result<u8> {
+    let mut policy = policy.policy()?;
+    policy.thread = parse_thread(thread)?;
+    let removed = to.connect(false).await?.compact(&policy).await?;
+    output::print_compacted(&removed, policy.dry_run, json)?;
+    Ok(exit::OK)
+}
