@@ -355,12 +355,15 @@ impl Engine {
     }
 
     /// Executes a queued run to its next stop with the crew stored on it,
-    /// without taking over a run another process holds. Operator actions
-    /// (`retry`, `continue_run`, `fork`) are followed by this unless the
-    /// caller leaves the run to a worker.
+    /// without taking over a run another process holds: if a worker claimed
+    /// it first, follows it to its next stop instead (as
+    /// [`Engine::drive_submitted`]). A run that is not queued nor running
+    /// is returned as it is. Operator actions (`retry`, `continue_run`,
+    /// `fork`) and answers are followed by this unless the caller leaves the
+    /// run to a worker.
     pub async fn execute(&self, id: RunId) -> Result<Driven> {
         let crew = self.stored_crew(id).await?;
-        self.drive(id, &crew, DriveOptions::default()).await
+        self.drive_or_follow(id, &crew, None).await
     }
 
     /// Merges the JSON object `context` into a queued run's input for its

@@ -120,9 +120,11 @@ impl Api for Local {
     }
 
     async fn advance(&self, id: RunId) -> Interruptible {
-        if self.engine.get_run(id).await?.status != RunStatus::Queued {
+        let status = self.engine.get_run(id).await?.status;
+        if !matches!(status, RunStatus::Queued | RunStatus::Running) {
             return Ok(Some(()));
         }
+        // Executes it, or follows it where a worker took it first.
         until_interrupted(id, self.engine.execute(id)).await
     }
 

@@ -96,7 +96,9 @@ impl Remote {
         }
     }
 
-    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> anyhow::Result<T> {
+    /// Sends `req` with the token; a success, or the server's error
+    /// document as an [`ApiError`].
+    async fn respond(&self, req: reqwest::RequestBuilder) -> anyhow::Result<reqwest::Response> {
         let resp = self
             .auth(req)
             .send()
@@ -110,14 +112,21 @@ impl Remote {
                 )
             })?;
         let status = resp.status();
-        let text = resp
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let text = resp.text().await.unwrap_or_default();
+        Err(ApiError::read(status.as_u16(), &text).into())
+    }
+
+    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> anyhow::Result<T> {
+        let text = self
+            .respond(req)
+            .await?
             .text()
             .await
             .map_err(reqwest::Error::without_url)
             .context("reading the server's answer")?;
-        if !status.is_success() {
-            return Err(ApiError::read(status.as_u16(), &text).into());
-        }
         serde_json::from_str(&text).context("the server's answer is not the expected JSON")
     }
 
@@ -213,27 +222,10 @@ async fn event_stream(
         >,
     >,
 > {
-    let req = client.auth(
-        client
-            .http
-            .get(client.url(&format!("/v1/runs/{id}/events"))),
-    );
-    let resp = req
-        .send()
-        .await
-        .map_err(reqwest::Error::without_url)
-        .with_context(|| {
-            format!(
-                "cannot reach the server at {}",
-                cairn::text::redact_url(&client.base)
-            )
-        })?;
-    if !resp.status().is_success() {
-        // The same error document as every route.
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        return Err(ApiError::read(status, &text).into());
-    }
+    let events = client
+        .http
+        .get(client.url(&format!("/v1/runs/{id}/events")));
+    let resp = client.respond(events).await?;
     Ok(resp.bytes_stream().eventsource())
 }
 

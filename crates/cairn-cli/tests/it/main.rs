@@ -58,6 +58,7 @@ macro_rules! every_setup {
 mod agents;
 mod backoff;
 mod bad_input;
+mod both_ways;
 mod boundaries;
 mod browser;
 mod client;

@@ -1,0 +1,254 @@
+//! Every command both ways: against the database (`--db`) and against a
+//! real `cairn serve` on the same database (`--server`), comparing stdout
+//! and exit codes. Each command is written once (`src/commands/`) over one
+//! trait; this is what keeps the two modes from drifting apart again.
+
+use crate::support::{self, Case, Kind, Out, Served};
+
+const GREET: &str = r#"
+name = "greet"
+version = "1"
+[[agents]]
+role = "greeter"
+kind = "template"
+template = "Hello {{ input.name }}"
+[[agents]]
+role = "echo"
+kind = "command"
+command = ["sh", "-c", "cat > /dev/null; echo said-hello"]
+"#;
+
+const FAIL: &str = r#"
+name = "fail"
+version = "1"
+[[agents]]
+role = "breaker"
+kind = "command"
+command = ["sh", "-c", "cat > /dev/null; echo 'broken on purpose' >&2; exit 7"]
+retry = { max_attempts = 1 }
+"#;
+
+const TOKEN: &str = "both-ways-token-0123456789";
+
+fn serve(case: &Case) -> Served {
+    let crews = case.path("crews");
+    std::fs::create_dir_all(&crews).unwrap();
+    std::fs::write(crews.join("greet.toml"), GREET).unwrap();
+    std::fs::write(crews.join("fail.toml"), FAIL).unwrap();
+    let review =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/review.toml");
+    std::fs::copy(review, crews.join("review.toml")).unwrap();
+    support::serve(
+        case,
+        &["--crews", crews.to_str().unwrap()],
+        &[("CAIRN_API_TOKENS", TOKEN)],
+    )
+}
+
+fn remote(case: &Case, served: &Served, args: &[&str]) -> Out {
+    let mut all = args.to_vec();
+    all.extend(["--server", &served.url, "--token", TOKEN]);
+    case.raw(&all, &[])
+}
+
+/// `text` with run and wait ids, times and durations masked, and runs of
+/// spaces made one (a masked column is narrower): two runs that did the
+/// same read the same.
+fn masked(text: &str) -> String {
+    let mask = |word: &str| -> String {
+        let hex_dashes = word.len() >= 36
+            && word.chars().filter(|c| *c == '-').count() >= 4
+            && word
+                .trim_matches(|c: char| !c.is_ascii_hexdigit())
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || c == '-');
+        let bare = word.trim_matches(['"', ',']);
+        let time = bare.len() >= 20 && bare.as_bytes()[4] == b'-' && bare.contains('T');
+        let duration = word
+            .trim_end_matches(['m', 's'])
+            .parse::<f64>()
+            .is_ok_and(|_| word.ends_with('s'));
+        match () {
+            _ if hex_dashes => "<id>".to_owned(),
+            _ if time => "<time>".to_owned(),
+            _ if duration => "<dur>".to_owned(),
+            _ => word.to_owned(),
+        }
+    };
+    // `16 ms`: a number whose next word is a unit.
+    let line = |l: &str| {
+        let words: Vec<&str> = l.split_whitespace().collect();
+        let mut out = Vec::new();
+        for (i, w) in words.iter().enumerate() {
+            let unit = words.get(i + 1).is_some_and(|u| ["ms", "s"].contains(u));
+            if unit && w.parse::<f64>().is_ok() {
+                out.push("<dur>".to_owned());
+            } else if !["ms", "s"].contains(w) || i == 0 || out.last().is_none_or(|l| l != "<dur>")
+            {
+                out.push(mask(w));
+            }
+        }
+        out.join(" ")
+    };
+    text.lines().map(line).collect::<Vec<_>>().join("\n")
+}
+
+/// Runs `args` both ways; asserts the same exit code and stdout (exact,
+/// or `masked` when the two sides act on different but alike runs).
+fn same(case: &Case, served: &Served, args: &[&str], remote_args: &[&str], mask: bool) -> Out {
+    let here = case.cairn(args);
+    let there = remote(case, served, remote_args);
+    assert_eq!(
+        here.code(),
+        there.code(),
+        "exit codes of {args:?} / {remote_args:?}: local stderr {}\nremote stderr {}",
+        here.stderr,
+        there.stderr
+    );
+    // The commands suggested name the database, or the server, used.
+    let a = here
+        .stdout
+        .replace(&format!("cairn --db {}", case.url()), "cairn <target>");
+    let b = there
+        .stdout
+        .replace(&format!("cairn --server {}", served.url), "cairn <target>");
+    let (a, b) = match mask {
+        true => (masked(&a), masked(&b)),
+        false => (a, b),
+    };
+    assert_eq!(a, b, "stdout of {args:?} / {remote_args:?}");
+    assert!(
+        !here.stdout.is_empty() || here.code() != Some(0),
+        "{args:?} printed nothing"
+    );
+    here
+}
+
+fn id_of(out: &Out) -> String {
+    out.json()["id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn every_command_prints_the_same_locally_and_against_a_server() {
+    let case = Case::new(Kind::Sqlite);
+    let served = serve(&case);
+    let crews = case.path("crews");
+    let file = |name: &str| crews.join(name).to_str().unwrap().to_owned();
+    let (greet, fail, review) = (file("greet.toml"), file("fail.toml"), file("review.toml"));
+
+    // Runs made here, read both ways.
+    let run = |crew: &str, extra: &[&str]| {
+        let mut args = vec!["run", crew, "--json"];
+        args.extend(extra);
+        case.cairn(&args)
+    };
+    let ok =
+        id_of(&run(&greet, &["--input", r#"{"name": "Ada"}"#, "--thread", "t1"]).expect_code(0));
+    run(&greet, &["--input", r#"{"name": "Bo"}"#, "--thread", "t1"]).expect_code(0);
+    let failed = id_of(&run(&fail, &[]).expect_code(3));
+    let waiting = id_of(&run(&review, &["--input", r#"{"topic": "t"}"#]).expect_code(4));
+
+    let reads: Vec<Vec<&str>> = vec![
+        vec!["runs", "list"],
+        vec!["runs", "list", "--json"],
+        vec!["runs", "list", "--limit", "2"],
+        vec!["runs", "list", "--limit", "2", "--json"],
+        vec!["runs", "list", "--oldest"],
+        vec!["runs", "list", "--status", "failed"],
+        vec!["runs", "show", &ok],
+        vec!["runs", "show", &ok, "--json"],
+        vec!["runs", "show", &ok, "--outputs"],
+        vec!["runs", "show", &ok, "--step", "1"],
+        vec!["runs", "show", &ok, "--step", "0", "--json"],
+        vec!["runs", "show", &waiting],
+        vec!["runs", "show", &failed],
+        vec!["runs", "events", &ok],
+        vec!["runs", "events", &failed, "--json"],
+        vec!["runs", "journal", &ok],
+        vec!["runs", "journal", &ok, "--json"],
+        vec!["runs", "watch", &ok],
+        vec!["runs", "watch", &failed, "--json"],
+        vec!["waits", "list"],
+        vec!["waits", "list", "--json"],
+        vec!["waits", "list", "--all"],
+        vec!["waits", "list", "--run", &waiting, "--json"],
+        vec!["threads", "list"],
+        vec!["threads", "list", "--json"],
+        vec!["threads", "show", "t1"],
+        vec!["threads", "show", "t1", "--json"],
+        vec!["compact", "--finished-older-than", "30d", "--dry-run"],
+        vec!["compact", "--journals", "--dry-run", "--json"],
+        // Refusals: the same exit code (2 bad input, 6 not found).
+        vec!["runs", "show", "not-a-run-id"],
+        vec!["runs", "show", "00000000-0000-4000-8000-000000000000"],
+        vec!["waits", "list", "--status", "sideways"],
+        vec!["compact"],
+    ];
+    for args in &reads {
+        same(&case, &served, args, args, false);
+    }
+
+    // Actions on alike runs, one here and one through the server.
+    let other_failed = id_of(&run(&fail, &[]).expect_code(3));
+    alike(
+        &case,
+        &served,
+        &["runs", "retry"],
+        (&failed, &other_failed),
+        &[],
+    );
+
+    let other_waiting = id_of(&run(&review, &["--input", r#"{"topic": "t"}"#]).expect_code(4));
+    let wait_of = |run: &str| {
+        let waits = case
+            .cairn(&["waits", "list", "--run", run, "--json"])
+            .json();
+        waits[0]["id"].as_str().unwrap().to_owned()
+    };
+    let waits = (wait_of(&waiting), wait_of(&other_waiting));
+    let waits = (waits.0.as_str(), waits.1.as_str());
+    let approve = ["--approve", "--by", "ada"];
+    let out = alike(&case, &served, &["waits", "answer"], waits, &approve);
+    assert_eq!(
+        out.code(),
+        Some(4),
+        "approved, the run waits for its publishing approval"
+    );
+    // The first wait again: closed, both ways pointing at the open one.
+    alike(&case, &served, &["waits", "answer"], waits, &approve);
+
+    alike(
+        &case,
+        &served,
+        &["runs", "fork"],
+        (&ok, &ok),
+        &["--from-step", "1"],
+    );
+    let cancelled = (waiting.as_str(), other_waiting.as_str());
+    alike(&case, &served, &["runs", "cancel"], cancelled, &["--json"]);
+    let input = ["--input", r#"{"name": "Cy"}"#];
+    alike(&case, &served, &["submit"], (&greet, "greet"), &input);
+}
+
+/// `HEAD HERE TAIL` locally and `HEAD THERE TAIL` against the server, on
+/// alike runs (or a crew file and its name): the same, ids and times masked.
+fn alike(
+    case: &Case,
+    served: &Served,
+    head: &[&str],
+    (here, there): (&str, &str),
+    tail: &[&str],
+) -> Out {
+    let with = |id: &str| -> Vec<String> {
+        head.iter()
+            .copied()
+            .chain([id])
+            .chain(tail.iter().copied())
+            .map(str::to_owned)
+            .collect()
+    };
+    let (a, b) = (with(here), with(there));
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let b: Vec<&str> = b.iter().map(String::as_str).collect();
+    same(case, served, &a, &b, true)
+}
