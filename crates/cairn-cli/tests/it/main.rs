@@ -67,6 +67,7 @@ mod contract;
 mod crash;
 mod failures;
 mod first_hour;
+mod guides;
 mod live;
 mod lost_ack;
 mod mismatch;
