@@ -4,12 +4,16 @@
 //! client mode, the server's event stream. Ends when the run has succeeded,
 //! failed or been cancelled, with the step table as `runs show` prints it.
 //!
-//! Text is printed live when pieces arrive; a step whose text never arrived
-//! live (a SQLite database written by another process has no notifications)
-//! gets its journaled text printed when each response ends, so the text is
-//! there either way, once.
+//! Text is printed live when pieces arrive. When a response ends, its
+//! journaled text is the reference: a step whose text never arrived live
+//! (a SQLite database written by another process has no notifications)
+//! gets it printed whole, and live text that stopped short (its last
+//! pieces still in flight when the run, and the server's stream, ended) is
+//! completed from it; pieces that arrive after are dropped (their
+//! `after_seq` is below what the journal showed). The text is there either
+//! way, once.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io::Write;
 
 use cairn::{EventKind, EventRecord, JournalKind, OutputDelta, RunRecord, StepJournalEntry};
@@ -30,10 +34,10 @@ pub struct Watch {
     roles: Vec<String>,
     /// The step whose live text is being printed (a line is open).
     open_line: Option<(u32, u32)>,
-    /// Steps (idx, attempt) whose text arrived live.
-    streamed: HashSet<(u32, u32)>,
-    /// Journal items already printed from the journal.
-    printed_seq: std::collections::HashMap<u32, i64>,
+    /// Text printed live per step since its last response ended.
+    live: HashMap<u32, String>,
+    /// Per step, the journal `seq` up to which its text has been shown.
+    printed_seq: HashMap<u32, i64>,
     /// A closed stdout stops the printing, not the watch.
     printing: bool,
 }
@@ -50,8 +54,8 @@ impl Watch {
             json,
             roles,
             open_line: None,
-            streamed: HashSet::new(),
-            printed_seq: Default::default(),
+            live: HashMap::new(),
+            printed_seq: HashMap::new(),
             printing: true,
         };
         if !json {
@@ -76,11 +80,13 @@ impl Watch {
                 let text = match self.response_ended(&e) {
                     Some(idx) => {
                         let entries = journal(idx).await;
-                        self.unstreamed_text(idx, &entries)
+                        let journaled = self.unshown_text(idx, &entries);
+                        let live = self.live.remove(&idx).unwrap_or_default();
+                        catch_up(&live, journaled)
                     }
-                    None => Vec::new(),
+                    None => CatchUp::Lines(Vec::new()),
                 };
-                self.event(&e, &text)
+                self.event(&e, text)
             }
         };
         self.printing = printed.is_ok();
@@ -88,11 +94,18 @@ impl Watch {
 
     fn delta(&mut self, d: &OutputDelta) -> std::io::Result<()> {
         let key = (d.idx.get(), d.attempt.get());
-        self.streamed.insert(key);
         if self.json {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{}", d.event_json())?;
             return out.flush();
+        }
+        // A late piece of text the journal already showed.
+        if self
+            .printed_seq
+            .get(&key.0)
+            .is_some_and(|shown| d.after_seq < *shown)
+        {
+            return Ok(());
         }
         let mut out = output::text_out();
         if self.open_line != Some(key) {
@@ -103,22 +116,32 @@ impl Watch {
             write!(out, "      {role} (step {}) says: ", d.idx.get())?;
             self.open_line = Some(key);
         }
+        self.live.entry(key.0).or_default().push_str(&d.text);
         write!(out, "{}", d.text)?;
         out.flush()
     }
 
-    fn event(&mut self, e: &EventRecord, text: &[String]) -> std::io::Result<()> {
+    fn event(&mut self, e: &EventRecord, text: CatchUp) -> std::io::Result<()> {
         if self.json {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{}", serde_json::to_string(e).unwrap_or_default())?;
             return out.flush();
         }
         let mut out = output::text_out();
+        let text = match text {
+            // The live line goes on where its pieces stopped.
+            CatchUp::Rest(rest) if self.open_line.is_some() => {
+                write!(out, "{rest}")?;
+                vec![]
+            }
+            CatchUp::Rest(rest) => vec![rest],
+            CatchUp::Lines(lines) => lines,
+        };
         let line = progress::line(e, &self.roles);
         if (line.is_some() || !text.is_empty()) && self.open_line.take().is_some() {
             writeln!(out)?;
         }
-        for t in text {
+        for t in &text {
             let idx = e.data["idx"].as_u64().unwrap_or(0) as u32;
             writeln!(out, "      {} (step {idx}) says: {t}", self.role(idx))?;
         }
@@ -128,19 +151,16 @@ impl Watch {
         out.flush()
     }
 
-    /// The step whose response just ended (a `model_called` event), if its
-    /// text did not arrive live.
+    /// The step whose response just ended (a `model_called` event).
     fn response_ended(&self, e: &EventRecord) -> Option<u32> {
         if self.json || e.kind != EventKind::ModelCalled {
             return None;
         }
-        let idx = e.data["idx"].as_u64()? as u32;
-        let live = self.streamed.iter().any(|(i, _)| *i == idx);
-        (!live).then_some(idx)
+        Some(e.data["idx"].as_u64()? as u32)
     }
 
-    /// The step's journaled text not printed yet.
-    fn unstreamed_text(&mut self, idx: u32, entries: &[StepJournalEntry]) -> Vec<String> {
+    /// The step's journaled texts not shown yet (from the journal or live).
+    fn unshown_text(&mut self, idx: u32, entries: &[StepJournalEntry]) -> Vec<String> {
         let seen = self.printed_seq.entry(idx).or_insert(0);
         let mut texts = Vec::new();
         for item in entries.iter().filter(|i| i.idx.get() == idx) {
@@ -173,6 +193,31 @@ impl Watch {
         let _ = writeln!(out, "\nrun {} {}", view.run.id, view.run.status.as_str());
         let _ = write!(out, "{}", output::step_table(&view.steps, waits, None));
         let _ = out.flush();
+    }
+}
+
+/// What a response's end adds to the text printed live.
+#[derive(Debug, PartialEq)]
+enum CatchUp {
+    /// Whole texts, on lines of their own.
+    Lines(Vec<String>),
+    /// The end of the live text, which stopped short.
+    Rest(String),
+}
+
+/// Reconciles the text printed live since the step's last response with the
+/// texts journaled for it: nothing if they agree, the rest if the live text
+/// stopped short, the journaled texts whole if nothing (or something else)
+/// arrived live.
+fn catch_up(live: &str, journaled: Vec<String>) -> CatchUp {
+    if live.is_empty() {
+        return CatchUp::Lines(journaled);
+    }
+    let all = journaled.concat();
+    match all.strip_prefix(live) {
+        Some("") => CatchUp::Lines(vec![]),
+        Some(rest) => CatchUp::Rest(rest.to_owned()),
+        None => CatchUp::Lines(journaled),
     }
 }
 
@@ -232,4 +277,37 @@ pub async fn local(
 pub fn ended(status: cairn::RunStatus) -> bool {
     use cairn::RunStatus::{Cancelled, Failed, Succeeded};
     matches!(status, Succeeded | Failed | Cancelled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{catch_up, CatchUp};
+
+    fn texts(t: &[&str]) -> Vec<String> {
+        t.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_response_end_completes_what_the_live_text_missed() {
+        // All of it arrived live: nothing more.
+        assert_eq!(
+            catch_up("Hello world", texts(&["Hello world"])),
+            CatchUp::Lines(vec![])
+        );
+        // The stream ended before the last pieces: the rest, once.
+        assert_eq!(
+            catch_up("Hello wo", texts(&["Hello world"])),
+            CatchUp::Rest("rld".into())
+        );
+        // Nothing arrived live (SQLite written by another process): whole.
+        assert_eq!(
+            catch_up("", texts(&["a", "b"])),
+            CatchUp::Lines(texts(&["a", "b"]))
+        );
+        // Pieces lost in the middle: the journaled text whole.
+        assert_eq!(
+            catch_up("Hello d", texts(&["Hello world"])),
+            CatchUp::Lines(texts(&["Hello world"]))
+        );
+    }
 }
