@@ -127,6 +127,11 @@ pub enum Error {
     /// Cairn, never in the caller's input).
     #[error("internal storage error: {0}")]
     Statement(String),
+    /// A storage script awaited something other than its connection's
+    /// statements, which SQLite's writer thread cannot wait for (the
+    /// writer-thread rule, a bug in Cairn); its transaction was rolled back.
+    #[error("internal storage error: a storage script waited on something other than its connection; nothing it wrote was kept")]
+    ScriptWaited,
     /// The database failed during an operation: what went wrong (typed),
     /// which database (file or server) and run, and the database's own
     /// message, once.
@@ -306,6 +311,7 @@ impl Error {
             | Error::CancelRequested { .. }
             | Error::Migrate { .. }
             | Error::Statement(_)
+            | Error::ScriptWaited
             | Error::Database(_) => Kind::Internal,
         }
     }

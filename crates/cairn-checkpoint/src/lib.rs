@@ -1,7 +1,7 @@
 //! The durability contract of Cairn and its two backends.
 //!
 //! [`Store`] is everything the executor may ask of storage. Each operation
-//! is written once, in `script.rs`, over a small dialect layer (`sql/`:
+//! is written once, in `script/` (a module per concern), over a small dialect layer (`sql/`:
 //! named parameters, a few `{tokens}`, connections and rows of either
 //! database); `SqliteStore` and `PgStore` (a folder each) bring their pool
 //! and the fast paths a benchmark pays for. One conformance suite and a
@@ -21,7 +21,6 @@ mod postgres;
 mod raw;
 #[doc(hidden)]
 pub use raw::forget_decoded_crews;
-mod retention;
 mod script;
 mod sql;
 mod sqlite;
@@ -38,7 +37,7 @@ use serde_json::Value;
 
 pub use error::{DbFault, Error, Kind};
 pub use live::LiveHub;
-pub use retention::{CompactPolicy, Compacted, RunsByRule};
+pub use script::retention::{CompactPolicy, Compacted, RunsByRule};
 
 pub use open::{open, pg_options, Backend, Durability, OpenOptions};
 pub use postgres::PgStore;

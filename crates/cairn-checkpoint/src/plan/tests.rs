@@ -483,7 +483,7 @@ fn a_claim_plans_the_step_at_the_cursor() {
     }
 }
 
-/// Which run statuses may be claimed at all is `script::claim_in`'s gate
+/// Which run statuses may be claimed at all is `script::claim::claimable`'s gate
 /// (queued, or running with a takeover); the plan reads only the cursor,
 /// its row and its wait, so every status plans alike.
 #[test]

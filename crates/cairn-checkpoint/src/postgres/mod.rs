@@ -1,5 +1,5 @@
 //! The PostgreSQL backend: many processes on many machines. Every
-//! operation but three is the storage script's (`script.rs`); this file
+//! operation but three is the storage script's (`script/`); this file
 //! connects, keeps a `LISTEN` connection for idle workers, and holds the
 //! fast paths: a step commit and a journal item in one statement each
 //! (data-modifying CTEs), so each costs one round trip instead of a
@@ -17,7 +17,7 @@ use cairn_core::{Corruption, JournalEntry, NewEvent, RunStatus};
 
 use crate::plan::{check_holder, refused_commit};
 use crate::raw::{decode_journal, error_json};
-use crate::script::Backend;
+use crate::script::ScriptHost;
 use crate::sql::{Pool, RUNNABLE};
 use crate::{Error, JournalAppend, OpenOptions, Result, StepCommit, Store};
 
@@ -133,7 +133,7 @@ fn event_arrays(events: &[NewEvent]) -> (Vec<String>, Vec<Json<Value>>) {
 }
 
 #[async_trait]
-impl Backend for PgStore {
+impl ScriptHost for PgStore {
     fn db(&self) -> &Pool {
         &self.db
     }

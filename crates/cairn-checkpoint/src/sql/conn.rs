@@ -4,6 +4,8 @@
 //! whatever the backend stores (a UUID, a JSON document and a time are
 //! native on PostgreSQL and text on SQLite).
 
+use std::cell::Cell;
+use std::future::Future;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
@@ -122,6 +124,32 @@ impl Held {
     }
 }
 
+thread_local! {
+    /// Whether a statement of a [`Conn`] returned `Pending` in the current
+    /// poll of a script (the writer-thread rule, `script/mod.rs`).
+    static STATEMENT_PENDED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a statement pended since the last call (which clears it): a
+/// script's poll that returned `Pending` without one pended on something
+/// else.
+pub fn statement_pended() -> bool {
+    STATEMENT_PENDED.replace(false)
+}
+
+/// Awaits a statement's future, noting each `Pending` it returns.
+async fn statement<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    std::future::poll_fn(|cx| {
+        let polled = f.as_mut().poll(cx);
+        if polled.is_pending() {
+            STATEMENT_PENDED.set(true);
+        }
+        polled
+    })
+    .await
+}
+
 /// Binds values in placeholder order; each backend says how it stores a
 /// JSON document and a UUID (text on SQLite, native on PostgreSQL).
 macro_rules! arguments {
@@ -166,14 +194,16 @@ impl Conn<'_> {
     pub async fn execute(&mut self, q: Query) -> Result<u64> {
         let (sql, values) = q.prepare(self.dialect())?;
         Ok(match self {
-            Conn::Sqlite(c) => sqlx::query_with(sql, sqlite_args(&values))
-                .execute(&mut **c)
-                .await?
-                .rows_affected(),
-            Conn::Postgres(c) => sqlx::query_with(sql, pg_args(&values))
-                .execute(&mut **c)
-                .await?
-                .rows_affected(),
+            Conn::Sqlite(c) => {
+                statement(sqlx::query_with(sql, sqlite_args(&values)).execute(&mut **c))
+                    .await?
+                    .rows_affected()
+            }
+            Conn::Postgres(c) => {
+                statement(sqlx::query_with(sql, pg_args(&values)).execute(&mut **c))
+                    .await?
+                    .rows_affected()
+            }
             Conn::Direct(c, file) => {
                 let c = c.lock().unwrap_or_else(|p| p.into_inner());
                 direct_statement(&c, file, sql, &values, |s| s.raw_execute())? as u64
@@ -184,18 +214,20 @@ impl Conn<'_> {
     pub async fn fetch_all(&mut self, q: Query) -> Result<Vec<Row>> {
         let (sql, values) = q.prepare(self.dialect())?;
         Ok(match self {
-            Conn::Sqlite(c) => sqlx::query_with(sql, sqlite_args(&values))
-                .fetch_all(&mut **c)
-                .await?
-                .into_iter()
-                .map(Row::Sqlite)
-                .collect(),
-            Conn::Postgres(c) => sqlx::query_with(sql, pg_args(&values))
-                .fetch_all(&mut **c)
-                .await?
-                .into_iter()
-                .map(Row::Postgres)
-                .collect(),
+            Conn::Sqlite(c) => {
+                statement(sqlx::query_with(sql, sqlite_args(&values)).fetch_all(&mut **c))
+                    .await?
+                    .into_iter()
+                    .map(Row::Sqlite)
+                    .collect()
+            }
+            Conn::Postgres(c) => {
+                statement(sqlx::query_with(sql, pg_args(&values)).fetch_all(&mut **c))
+                    .await?
+                    .into_iter()
+                    .map(Row::Postgres)
+                    .collect()
+            }
             Conn::Direct(c, file) => {
                 let c = c.lock().unwrap_or_else(|p| p.into_inner());
                 direct_statement(&c, file, sql, &values, direct_rows)?
@@ -212,11 +244,10 @@ impl Conn<'_> {
     /// `NOTIFY`); SQLite has no notifications, its workers poll.
     pub async fn notify_runnable(&mut self, id: RunId) -> Result<()> {
         if let Conn::Postgres(c) = self {
-            sqlx::query("SELECT pg_notify($1, $2)")
+            let notify = sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(RUNNABLE)
-                .bind(id.to_string())
-                .execute(&mut **c)
-                .await?;
+                .bind(id.to_string());
+            statement(notify.execute(&mut **c)).await?;
         }
         Ok(())
     }

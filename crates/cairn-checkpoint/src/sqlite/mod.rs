@@ -1,6 +1,6 @@
 //! The SQLite backend: one file, WAL, `synchronous=FULL` (`NORMAL` with
 //! `Durability::Process`). Every operation
-//! but one is the storage script's (`script.rs`); this file opens the file
+//! but one is the storage script's (`script/`); this file opens the file
 //! (surviving two processes that create it at once) and sends step commits
 //! to the writer thread (`writer.rs`: SQLite's C interface, group commit).
 
@@ -21,7 +21,7 @@ use sqlx::sqlite::{
 use cairn_core::{Corruption, RunStatus};
 
 use crate::plan::refused_commit;
-use crate::script::Backend;
+use crate::script::{pool_tx, ScriptFn, ScriptHost, TxKind};
 use crate::sql::Pool;
 use crate::{Error, Result, StepCommit, Store};
 
@@ -210,7 +210,7 @@ impl SqliteStore {
 }
 
 #[async_trait]
-impl Backend for SqliteStore {
+impl ScriptHost for SqliteStore {
     fn db(&self) -> &Pool {
         &self.db
     }
@@ -233,16 +233,17 @@ impl Backend for SqliteStore {
         }
     }
 
-    /// On the writer thread's connection: a claim or a submit is one hop
-    /// there instead of one to sqlx's thread per statement.
-    async fn write_tx<T: Send + 'static>(&self, f: crate::script::ScriptFn<T>) -> Result<T> {
-        self.writer.script(f, true).await
-    }
-
-    /// A read on the writer thread's connection too: a resume's `load` of
-    /// 1,000 step rows is one hop, and the rows need no JSON packing.
-    async fn read_tx<T: Send + 'static>(&self, f: crate::script::ScriptFn<T>) -> Result<T> {
-        self.writer.script(f, false).await
+    /// The hot path's transactions on the writer thread's connection: a
+    /// claim or a submit is one hop there instead of one to sqlx's thread
+    /// per statement, and shares the group commit's flush; a resume's
+    /// `load` of 1,000 step rows is one hop, and the rows need no JSON
+    /// packing. Everything else on sqlx's pool.
+    async fn tx<T: Send + 'static>(&self, kind: TxKind, f: ScriptFn<T>) -> Result<T> {
+        match kind {
+            TxKind::HotWrite => self.writer.script(f, true).await,
+            TxKind::HotRead => self.writer.script(f, false).await,
+            TxKind::Write | TxKind::Read | TxKind::Single => pool_tx(&self.db, kind, f).await,
+        }
     }
 }
 

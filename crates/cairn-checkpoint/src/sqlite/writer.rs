@@ -324,9 +324,9 @@ fn poll_script<T>(conn: &Mutex<Connection>, target: &str, f: ScriptFn<T>) -> Res
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     match future.as_mut().poll(&mut cx) {
         std::task::Poll::Ready(result) => result,
-        std::task::Poll::Pending => Err(Error::Statement(
-            "a storage script waited on the SQLite writer thread".into(),
-        )),
+        // The writer-thread rule (`script/mod.rs`): its connection never
+        // waits, so a script that pends waits on something foreign.
+        std::task::Poll::Pending => Err(Error::ScriptWaited),
     }
 }
 

@@ -3,14 +3,18 @@
 //! only succeeded and cancelled runs (and failed ones, by their own
 //! separate age) are removed whole, and only their journals are dropped.
 //! Deletes go in small batches, one short transaction each, so a large
-//! compaction never holds a long lock or stalls step commits.
+//! compaction never holds a long lock or stalls step commits. Also the
+//! other housekeeping: periodic tasks (`claim_task_in`) and SQLite's
+//! integrity check (`quick_check`).
 
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::sql::{query, Conn, Pool, Query, Row};
+use crate::sql::{query, Conn, Query, Row};
 use crate::Result;
+
+use super::{ScriptHost, TxKind};
 
 /// What to remove. Every criterion is off unless set; a policy with none
 /// set removes nothing.
@@ -213,58 +217,59 @@ async fn counts(c: &mut Conn<'_>, q: Query, rules: Query) -> Result<Compacted> {
     })
 }
 
-pub(crate) async fn compact(db: &Pool, p: &CompactPolicy) -> Result<Compacted> {
+/// `Store::compact`: a dry run counts in one read transaction; a real
+/// pass removes whole runs a batch at a time, then journals and events.
+pub(super) async fn compact<H: ScriptHost + ?Sized>(
+    host: &H,
+    p: &CompactPolicy,
+) -> Result<Compacted> {
     let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
     let journals = |q: Query| policy(q.bind("journals", p.journals), p);
     let events = |q: Query| policy(q.bind("events_secs", secs(p.events_older_than)), p);
     if p.dry_run {
+        let whole = policy(
+            query(counts_of!(concat!(
+                "SELECT id FROM runs WHERE ",
+                in_scope!(),
+                " AND ",
+                whole_run!()
+            ))),
+            p,
+        );
+        let rules = policy(
+            query(rules_of!(concat!(
+                "SELECT id FROM runs WHERE ",
+                in_scope!(),
+                " AND ",
+                whole_run!()
+            ))),
+            p,
+        );
+        let journal_items = journals(query(concat!(
+            "SELECT count(*) AS n FROM (",
+            finished_journals!(),
+            ") x"
+        )));
+        let old = events(query(concat!(
+            "SELECT count(*) AS n FROM (",
+            old_events!(),
+            ") x"
+        )));
         // One snapshot, nothing written.
-        let mut tx = db.read().await?;
-        let mut c = tx.conn();
-        let mut total = counts(
-            &mut c,
-            policy(
-                query(counts_of!(concat!(
-                    "SELECT id FROM runs WHERE ",
-                    in_scope!(),
-                    " AND ",
-                    whole_run!()
-                ))),
-                p,
-            ),
-            policy(
-                query(rules_of!(concat!(
-                    "SELECT id FROM runs WHERE ",
-                    in_scope!(),
-                    " AND ",
-                    whole_run!()
-                ))),
-                p,
-            ),
-        )
-        .await?;
-        for (sql, n) in [
-            (
-                journals(query(concat!(
-                    "SELECT count(*) AS n FROM (",
-                    finished_journals!(),
-                    ") x"
-                ))),
-                &mut total.journal_items,
-            ),
-            (
-                events(query(concat!(
-                    "SELECT count(*) AS n FROM (",
-                    old_events!(),
-                    ") x"
-                ))),
-                &mut total.events,
-            ),
-        ] {
-            *n += count(c.fetch_optional(sql).await?.as_ref(), "n")?;
-        }
-        tx.commit().await?;
-        return Ok(total);
+        return host
+            .tx(
+                TxKind::Read,
+                Box::new(move |c| {
+                    Box::pin(async move {
+                        let mut total = counts(c, whole, rules).await?;
+                        total.journal_items +=
+                            count(c.fetch_optional(journal_items).await?.as_ref(), "n")?;
+                        total.events += count(c.fetch_optional(old).await?.as_ref(), "n")?;
+                        Ok(total)
+                    })
+                }),
+            )
+            .await;
     }
 
     let mut total = Compacted::default();
@@ -272,50 +277,32 @@ pub(crate) async fn compact(db: &Pool, p: &CompactPolicy) -> Result<Compacted> {
     // a batch of ids at a time: the ids are read once, so every delete of
     // the batch names the same runs.
     loop {
-        let mut tx = db.write().await?;
-        let mut c = tx.conn();
-        let rows = c
-            .fetch_all(
-                policy(
-                    query(concat!(
-                        "SELECT id FROM runs WHERE ",
-                        in_scope!(),
-                        " AND ",
-                        whole_run!(),
-                        " ORDER BY created_at, id LIMIT :batch"
-                    )),
-                    p,
-                )
-                .bind("batch", RUN_BATCH),
+        let batch = policy(
+            query(concat!(
+                "SELECT id FROM runs WHERE ",
+                in_scope!(),
+                " AND ",
+                whole_run!(),
+                " ORDER BY created_at, id LIMIT :batch"
+            )),
+            p,
+        )
+        .bind("batch", RUN_BATCH);
+        let keep = p.keep_per_thread;
+        let removed = host
+            .tx(
+                TxKind::Write,
+                Box::new(move |c| Box::pin(remove_runs_in(c, batch, keep))),
             )
             .await?;
-        if rows.is_empty() {
-            tx.rollback().await?;
-            break;
+        match removed {
+            Some(removed) => total += removed,
+            None => break,
         }
-        let nil = cairn_core::RunId::from_uuid(uuid::Uuid::nil());
-        let ids = rows
-            .iter()
-            .map(|r| Ok(r.opt_uuid("id", nil, "a run id")?.map(|u| u.to_string())))
-            .collect::<Result<Vec<_>>>()?;
-        let ids = Value::from(ids.into_iter().flatten().collect::<Vec<_>>());
-        let of_batch = |sql: &'static str| query(sql).bind("ids", ids.clone());
-        let rules = of_batch(rules_of!("{ids:ids}")).bind("keep", p.keep_per_thread);
-        total += counts(&mut c, of_batch(counts_of!("{ids:ids}")), rules).await?;
-        for sql in [
-            "DELETE FROM journal WHERE run_id IN ({ids:ids})",
-            "DELETE FROM waits WHERE run_id IN ({ids:ids})",
-            "DELETE FROM events WHERE run_id IN ({ids:ids})",
-            "DELETE FROM steps WHERE run_id IN ({ids:ids})",
-            "DELETE FROM runs WHERE id IN ({ids:ids})",
-        ] {
-            c.execute(of_batch(sql)).await?;
-        }
-        tx.commit().await?;
     }
     // Then the journals of finished runs, and old events.
     if p.journals {
-        total.journal_items += delete_in_batches(db, &|| {
+        total.journal_items += delete_in_batches(host, &|| {
             journals(query(concat!(
                 "DELETE FROM journal WHERE (run_id, step_idx, seq) IN (",
                 finished_journals!(),
@@ -326,7 +313,7 @@ pub(crate) async fn compact(db: &Pool, p: &CompactPolicy) -> Result<Compacted> {
         .await?;
     }
     if p.events_older_than.is_some() {
-        total.events += delete_in_batches(db, &|| {
+        total.events += delete_in_batches(host, &|| {
             events(query(concat!(
                 "DELETE FROM events WHERE (run_id, seq) IN (",
                 old_events!(),
@@ -339,17 +326,97 @@ pub(crate) async fn compact(db: &Pool, p: &CompactPolicy) -> Result<Compacted> {
     Ok(total)
 }
 
+/// Removes the runs `batch` selects with all their rows, counted; `None`
+/// when it selects none.
+async fn remove_runs_in(
+    c: &mut Conn<'_>,
+    batch: Query,
+    keep: Option<u32>,
+) -> Result<Option<Compacted>> {
+    let rows = c.fetch_all(batch).await?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let nil = cairn_core::RunId::from_uuid(uuid::Uuid::nil());
+    let ids = rows
+        .iter()
+        .map(|r| Ok(r.opt_uuid("id", nil, "a run id")?.map(|u| u.to_string())))
+        .collect::<Result<Vec<_>>>()?;
+    let ids = Value::from(ids.into_iter().flatten().collect::<Vec<_>>());
+    let of_batch = |sql: &'static str| query(sql).bind("ids", ids.clone());
+    let rules = of_batch(rules_of!("{ids:ids}")).bind("keep", keep);
+    let removed = counts(c, of_batch(counts_of!("{ids:ids}")), rules).await?;
+    for sql in [
+        "DELETE FROM journal WHERE run_id IN ({ids:ids})",
+        "DELETE FROM waits WHERE run_id IN ({ids:ids})",
+        "DELETE FROM events WHERE run_id IN ({ids:ids})",
+        "DELETE FROM steps WHERE run_id IN ({ids:ids})",
+        "DELETE FROM runs WHERE id IN ({ids:ids})",
+    ] {
+        c.execute(of_batch(sql)).await?;
+    }
+    Ok(Some(removed))
+}
+
 /// Runs a delete of at most a batch of rows, one transaction each, until
 /// it deletes nothing; the rows deleted.
-async fn delete_in_batches(db: &Pool, q: &(dyn Fn() -> Query + Sync)) -> Result<u64> {
+async fn delete_in_batches<H: ScriptHost + ?Sized>(
+    host: &H,
+    q: &(dyn Fn() -> Query + Sync),
+) -> Result<u64> {
     let mut deleted = 0;
     loop {
-        let mut tx = db.write().await?;
-        let n = tx.conn().execute(q()).await?;
-        tx.commit().await?;
+        let delete = q();
+        let n = host
+            .tx(
+                TxKind::Write,
+                Box::new(move |c| Box::pin(async move { c.execute(delete).await })),
+            )
+            .await?;
         deleted += n;
         if n == 0 {
             return Ok(deleted);
         }
     }
+}
+
+/// `Store::claim_task`: periodic `task` (a retention pass) for one process
+/// per interval (`maintenance` table).
+pub(super) async fn claim_task_in(
+    c: &mut Conn<'_>,
+    task: &str,
+    every: Duration,
+    owner: &str,
+) -> Result<bool> {
+    c.execute(
+        query(
+            "INSERT INTO maintenance (task, owner, next_at) VALUES (:task, NULL, {now}) \
+             ON CONFLICT (task) DO NOTHING",
+        )
+        .bind("task", task),
+    )
+    .await?;
+    let taken = c
+        .execute(
+            query(
+                "UPDATE maintenance SET owner = :owner, next_at = {lease_until} \
+                 WHERE task = :task AND next_at <= {now}",
+            )
+            .bind("task", task)
+            .bind("owner", owner)
+            .bind("lease_secs", every.as_secs_f64()),
+        )
+        .await?;
+    Ok(taken == 1)
+}
+
+/// SQLite's `PRAGMA quick_check` (`Store::check`, and `SqliteStore::open`
+/// after an unclean close): the problems it reports, none for "ok".
+pub(crate) async fn quick_check(c: &mut Conn<'_>) -> Result<Vec<String>> {
+    let rows = c.fetch_all(query("PRAGMA quick_check")).await?;
+    let lines = rows
+        .iter()
+        .map(|r| r.text("quick_check"))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(lines.into_iter().filter(|l| l != "ok").collect())
 }

@@ -1,0 +1,291 @@
+//! Claims: `Store::claim` takes one run's lease, `Store::claim_next` the
+//! oldest runnable run's. What a claim does to the cursor's step is
+//! `plan_claim`'s (pure); this module reads what it needs and writes what
+//! it says, in four steps: is the run claimable (`claimable`), the plan,
+//! the lease (`take_lease`), the cursor's step (`apply_step`).
+
+use std::time::Duration;
+
+use cairn_core::{Corruption, LeaseEpoch, NewEvent, RunId, RunRecord, StepIdx, StepRecord};
+use cairn_core::{RunStatus, StepStatus};
+
+use crate::plan::{claim_events, plan_claim, ClaimStep};
+use crate::raw::{decode_run_with, decode_step, error_json, run_cols_but_def, step_cols};
+use crate::sql::{query, Conn};
+use crate::{ClaimRequest, Claimed, Error, Result, Takeover};
+
+use super::operator::write_context;
+use super::runs::{fetch_run, fetch_run_again, fetch_step, insert_events};
+use super::threads::busy_before;
+use super::waits::latest_wait;
+
+/// The claim of `Store::claim`, inside the caller's transaction.
+pub(super) async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
+    let before = claimable(c, id, req).await?;
+    let cursor = before.cursor;
+    let row = fetch_step(c, id, cursor).await?;
+    let waited = match &row {
+        Some(r) if r.status == StepStatus::Waiting => latest_wait(c, id, r.idx).await?,
+        _ => None,
+    };
+    let plan = plan_claim(&before, row.clone(), waited.as_ref(), req)?;
+    if let Some(context) = &req.context {
+        write_context(c, id, &before.input, context).await?;
+    }
+    // The run row is locked (PostgreSQL) or the file is (SQLite), so the
+    // new epoch is known before it is written, and with it the events.
+    let epoch = LeaseEpoch(before.lease_epoch.0 + 1);
+    let events = claim_events(req, epoch, &before, &plan);
+    let (run, last_seq) = take_lease(c, before, req, &events).await?;
+    let (run, at_cursor) = apply_step(c, run, cursor, &plan.step, row).await?;
+    insert_events(c, id, last_seq, &events).await?;
+    Ok(Claimed {
+        run,
+        at_cursor,
+        took_over: plan.took_over,
+        first_run: matches!(plan.step, ClaimStep::Insert { .. }),
+    })
+}
+
+/// The run, locked, if `req` may claim it now: its status allows it, no
+/// earlier run of its thread is busy, its back-off has passed. A forced
+/// crew (`req.replace_crew`) is stored on it first.
+async fn claimable(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<RunRecord> {
+    let mut before = fetch_run(c, id, true).await?;
+    match before.status {
+        RunStatus::Queued => {}
+        RunStatus::Running if req.takeover == Takeover::Force => {}
+        RunStatus::Running if req.takeover.allowed() => {
+            check_lease_takeable(c, id, &req.takeover).await?
+        }
+        status => {
+            return Err(Error::WrongState {
+                run: id,
+                status,
+                action: "claim it",
+            })
+        }
+    }
+    if let (RunStatus::Queued, Some(thread)) = (before.status, &before.thread_id) {
+        // Runs of a thread run in submission order.
+        if let Some((behind, _)) = busy_before(c, thread, id).await?.first() {
+            return Err(Error::QueuedBehind {
+                run: id,
+                behind: *behind,
+            });
+        }
+    }
+    if let Some(def) = &req.replace_crew {
+        c.execute(
+            query(
+                "UPDATE runs SET crew_name = :name, crew_version = :version, \
+                 crew_fingerprint = :fingerprint, crew_def = :def, step_count = :steps \
+                 WHERE id = :id",
+            )
+            .bind("id", id)
+            .bind("name", def.name.as_str())
+            .bind("version", def.version.as_str())
+            .bind("fingerprint", def.fingerprint().as_str())
+            .bind("def", def.to_json())
+            .bind("steps", def.step_count()),
+        )
+        .await?;
+        before.step_count = def.step_count();
+        before.crew_definition = def.clone();
+    }
+    if before.not_before.is_some() {
+        check_due(c, id).await?;
+    }
+    Ok(before)
+}
+
+/// Refuses a run whose retry back-off has not passed (database clock).
+async fn check_due(c: &mut Conn<'_>, id: RunId) -> Result<()> {
+    let wait_ms = c
+        .fetch_optional(
+            query("SELECT {not_before_ms} AS wait_ms FROM runs WHERE id = :id").bind("id", id),
+        )
+        .await?
+        .map(|r| r.int("wait_ms"))
+        .transpose()?
+        .unwrap_or(0);
+    if wait_ms > 0 {
+        return Err(Error::NotYet {
+            run: id,
+            wait: Duration::from_millis(wait_ms as u64),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses to take over a run whose lease has not expired (database clock).
+async fn check_lease_takeable(c: &mut Conn<'_>, id: RunId, takeover: &Takeover) -> Result<()> {
+    let row = c
+        .fetch_optional(
+            query(
+                "SELECT lease_owner, lease_expires_at, \
+                 CASE WHEN lease_expires_at > {now} THEN 1 ELSE 0 END AS live \
+                 FROM runs WHERE id = :id",
+            )
+            .bind("id", id),
+        )
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    let owner = row.opt_text("lease_owner")?.unwrap_or_default();
+    let dead = matches!(takeover, Takeover::IfHeldBy(dead) if *dead == owner);
+    if row.int("live")? == 0 || dead {
+        return Ok(());
+    }
+    Err(Error::LeaseHeld {
+        run: id,
+        owner,
+        expires_at: row.time("lease_expires_at", id, "lease_expires_at")?,
+    })
+}
+
+/// The lease taken in one statement with the events' numbers and the run
+/// as the claim leaves it: that run, and the last event number reserved.
+async fn take_lease(
+    c: &mut Conn<'_>,
+    before: RunRecord,
+    req: &ClaimRequest,
+    events: &[NewEvent],
+) -> Result<(RunRecord, i64)> {
+    let id = before.id;
+    let claimed = c
+        .fetch_optional(
+            query(concat!(
+                "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, \
+                 lease_owner = :owner, lease_expires_at = {lease_until}, not_before = NULL, \
+                 event_seq = event_seq + :events, updated_at = {now} WHERE id = :id \
+                 RETURNING event_seq, ",
+                run_cols_but_def!()
+            ))
+            .bind("id", id)
+            .bind("owner", req.owner.as_str())
+            .bind("lease_secs", req.lease.as_secs_f64())
+            .bind("events", events.len() as i64),
+        )
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    let last_seq = claimed.int("event_seq")?;
+    let run = decode_run_with(&claimed, Some(before.crew_definition))?;
+    if run.lease_epoch.0 != before.lease_epoch.0 + 1 {
+        return Err(Error::Statement(format!(
+            "the claim of run {id} wrote epoch {} where it read {}",
+            run.lease_epoch.0, before.lease_epoch.0
+        )));
+    }
+    Ok((run, last_seq))
+}
+
+/// What the plan does to the cursor's step (`row`, as read): the run (read
+/// again if a crash loop failed it) and the step as the claim leaves it.
+async fn apply_step(
+    c: &mut Conn<'_>,
+    run: RunRecord,
+    cursor: StepIdx,
+    step: &ClaimStep,
+    row: Option<StepRecord>,
+) -> Result<(RunRecord, Option<StepRecord>)> {
+    let id = run.id;
+    let at_cursor = match step {
+        ClaimStep::Nothing => row,
+        ClaimStep::Insert { role } => {
+            let inserted = c
+                .fetch_optional(
+                    query(concat!(
+                        "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+                         VALUES (:run, :idx, :role, 'running', 1, {now}) RETURNING ",
+                        step_cols!()
+                    ))
+                    .bind("run", id)
+                    .bind("idx", cursor.get())
+                    .bind("role", role.as_str()),
+                )
+                .await?;
+            inserted.map(|r| decode_step(id, &r)).transpose()?
+        }
+        ClaimStep::Restart {
+            attempt,
+            takeovers_delta,
+        } => {
+            let restarted = c
+                .fetch_optional(
+                    query(concat!(
+                        "UPDATE steps SET status = 'running', attempt = :attempt, \
+                         takeovers = CASE WHEN :delta = 0 THEN 0 ELSE takeovers + :delta END, \
+                         finished_at = NULL, started_at = {now} WHERE run_id = :run AND idx = :idx \
+                         RETURNING ",
+                        step_cols!()
+                    ))
+                    .bind("run", id)
+                    .bind("idx", cursor.get())
+                    .bind("attempt", *attempt)
+                    .bind("delta", *takeovers_delta),
+                )
+                .await?;
+            restarted.map(|r| decode_step(id, &r)).transpose()?
+        }
+        ClaimStep::CrashLoop { error } => {
+            let err = error_json(&Some(error.clone()));
+            c.execute(
+                query(
+                    "UPDATE steps SET status = 'failed', error = :error, finished_at = {now} \
+                     WHERE run_id = :run AND idx = :idx",
+                )
+                .bind("run", id)
+                .bind("idx", cursor.get())
+                .bind("error", err.clone()),
+            )
+            .await?;
+            c.execute(
+                query(
+                    "UPDATE runs SET status = 'failed', error = :error, lease_owner = NULL, \
+                     lease_expires_at = NULL, finished_at = {now} WHERE id = :id",
+                )
+                .bind("id", id)
+                .bind("error", err),
+            )
+            .await?;
+            let run = fetch_run_again(c, id, run.crew_definition).await?;
+            return Ok((run, fetch_step(c, id, cursor).await?));
+        }
+    };
+    Ok((run, at_cursor))
+}
+
+/// `Store::claim_next`'s transaction: the oldest runnable run, claimed. A
+/// corruption names the run it is about (the one picked unless it names
+/// another), so the caller can set it aside after this transaction rolled
+/// back.
+pub(super) async fn claim_next_in(c: &mut Conn<'_>, req: &ClaimRequest) -> Result<Option<Claimed>> {
+    // The oldest runnable run: queued and due, or running under an expired
+    // lease (its holder died or hung: a takeover). PostgreSQL skips rows
+    // other claimers hold; SQLite's write lock admits one claimer at a time.
+    let picked = c
+        .fetch_optional(query(
+            "SELECT id FROM runs WHERE ((status = 'queued' AND (not_before IS NULL \
+             OR not_before <= {now})) OR (status = 'running' AND lease_expires_at < {now})) \
+             AND NOT EXISTS (SELECT 1 FROM runs e WHERE e.thread_id = runs.thread_id \
+               AND e.status IN ('queued', 'running', 'waiting', 'interrupted') \
+               AND (e.created_at, e.id) < (runs.created_at, runs.id)) \
+             ORDER BY created_at, id LIMIT 1 {skip_locked}",
+        ))
+        .await?;
+    let Some(row) = picked else {
+        return Ok(None);
+    };
+    let nil = RunId::from_uuid(uuid::Uuid::nil());
+    let id = RunId::from_uuid(
+        row.opt_uuid("id", nil, "a runnable run's id")?
+            .ok_or_else(|| Corruption::new(nil, "a runnable run has no id"))?,
+    );
+    match claim_in(c, id, req).await {
+        Ok(claimed) => Ok(Some(claimed)),
+        Err(Error::Corruption(corrupt)) if corrupt.run == nil => {
+            Err(Corruption::new(id, corrupt.detail).into())
+        }
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,81 @@
+//! A step's journal: the script's append (a transaction of three
+//! statements; PostgreSQL has a one-statement fast path of its own,
+//! `postgres/mod.rs`) and its reads.
+
+use cairn_core::{Corruption, JournalEntry, RunId, StepIdx};
+
+use crate::raw::decode_journal;
+use crate::sql::{query, Conn};
+use crate::{JournalAppend, Result};
+
+use super::runs::{append_events, check_held};
+
+/// `Store::append_journal`'s transaction: fenced by the run's epoch, the
+/// item at the step's next `seq`, and its event.
+pub(super) async fn append_in(c: &mut Conn<'_>, a: &JournalAppend) -> Result<JournalEntry> {
+    check_held(c, a.run_id, a.epoch).await?;
+    let row = c
+        .fetch_optional(
+            query(
+                "INSERT INTO journal (run_id, step_idx, seq, attempt, generation, kind, payload, \
+                 created_at) SELECT :run, :idx, COALESCE(MAX(seq), 0) + 1, :attempt, \
+                 :generation, :kind, :payload, {now} FROM journal \
+                 WHERE run_id = :run AND step_idx = :idx \
+                 RETURNING seq, attempt, generation, kind, payload, created_at",
+            )
+            .bind("run", a.run_id)
+            .bind("idx", a.idx.get())
+            .bind("attempt", a.attempt.get())
+            .bind("generation", a.generation)
+            .bind("kind", a.kind.as_str())
+            .bind("payload", &a.payload),
+        )
+        .await?
+        .ok_or_else(|| Corruption::new(a.run_id, "a journal item was not written"))?;
+    let entry = decode_journal(a.run_id, &row)?;
+    if let Some(event) = &a.event {
+        append_events(c, a.run_id, std::slice::from_ref(event)).await?;
+    }
+    Ok(entry)
+}
+
+/// `Store::journal`: one generation of step `idx`, or all, by `seq`.
+pub(super) async fn journal_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    idx: StepIdx,
+    generation: Option<u32>,
+) -> Result<Vec<JournalEntry>> {
+    let rows = c
+        .fetch_all(
+            query(
+                "SELECT seq, attempt, generation, kind, payload, created_at FROM journal \
+                 WHERE run_id = :run AND step_idx = :idx \
+                 AND (:generation IS NULL OR generation = :generation) ORDER BY seq",
+            )
+            .bind("run", id)
+            .bind("idx", idx.get())
+            .bind("generation", generation),
+        )
+        .await?;
+    rows.iter().map(|r| decode_journal(id, r)).collect()
+}
+
+/// The newest item of step `idx`, if any (whether an append landed).
+pub(super) async fn newest_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    idx: StepIdx,
+) -> Result<Option<JournalEntry>> {
+    let row = c
+        .fetch_optional(
+            query(
+                "SELECT seq, attempt, generation, kind, payload, created_at FROM journal \
+                 WHERE run_id = :run AND step_idx = :idx ORDER BY seq DESC LIMIT 1",
+            )
+            .bind("run", id)
+            .bind("idx", idx.get()),
+        )
+        .await?;
+    row.map(|r| decode_journal(id, &r)).transpose()
+}

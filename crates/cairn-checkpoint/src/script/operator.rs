@@ -1,0 +1,181 @@
+//! What an operator does to a run: an action (`Store::act`: retry,
+//! continue, cancel), more context (`Store::add_context`), a fork
+//! (`Store::fork`). Whether each is allowed and what it records is
+//! `plan.rs`'s (`plan_action`, `check_fork`, `fork_event`).
+
+use cairn_core::{Actor, NewEvent, RunId, RunRecord, RunStatus};
+
+use crate::plan::{check_fork, fork_event, plan_action};
+use crate::sql::{query, Conn};
+use crate::{Action, Error, ForkRequest, Result};
+
+use super::runs::{append_events, fetch_run};
+use super::storable::json_ok;
+
+/// An operator action inside the caller's transaction (see `Store::act`).
+pub(super) async fn act_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    action: Action,
+    actor: &Actor,
+) -> Result<RunRecord> {
+    let run = fetch_run(c, id, true).await?;
+    let plan = plan_action(&run, action, actor)?;
+    c.execute(
+        query(
+            "UPDATE runs SET status = :to, \
+             error = CASE WHEN :clear THEN NULL ELSE error END, \
+             not_before = CASE WHEN :clear THEN NULL ELSE not_before END, \
+             finished_at = CASE WHEN :finish THEN {now} ELSE finished_at END, \
+             cancel_requested_at = CASE WHEN :cancel THEN {now} ELSE cancel_requested_at END, \
+             lease_owner = CASE WHEN :to = 'running' THEN lease_owner END, \
+             lease_expires_at = CASE WHEN :to = 'running' THEN lease_expires_at END, \
+             updated_at = {now} WHERE id = :id",
+        )
+        .bind("id", id)
+        .bind("to", plan.to.as_str())
+        .bind("clear", plan.clears_error())
+        .bind("finish", plan.finishes())
+        .bind("cancel", plan.request_cancel),
+    )
+    .await?;
+    if plan.finishes() {
+        // A step paused at the cursor ends with its run.
+        c.execute(
+            query(
+                "UPDATE steps SET status = 'cancelled', finished_at = {now} \
+                 WHERE run_id = :run AND idx = :idx AND status IN ('waiting', 'interrupted')",
+            )
+            .bind("run", id)
+            .bind("idx", run.cursor.get()),
+        )
+        .await?;
+        c.execute(
+            query("UPDATE waits SET status = 'cancelled' WHERE run_id = :run AND status = 'open'")
+                .bind("run", id),
+        )
+        .await?;
+    }
+    append_events(c, id, std::slice::from_ref(&plan.event)).await?;
+    if plan.to == RunStatus::Queued {
+        c.notify_runnable(id).await?;
+    }
+    fetch_run(c, id, false).await
+}
+
+/// `Store::add_context`'s transaction.
+pub(super) async fn add_context_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    context: &serde_json::Value,
+    actor: &Actor,
+) -> Result<RunRecord> {
+    let run = fetch_run(c, id, true).await?;
+    match run.status {
+        RunStatus::Queued => {}
+        RunStatus::Interrupted => {
+            act_in(c, id, Action::Continue, actor).await?;
+        }
+        status => {
+            return Err(Error::WrongState {
+                run: id,
+                status,
+                action: "add context to it",
+            })
+        }
+    }
+    write_context(c, id, &run.input, context).await?;
+    let event = NewEvent::context_added(&run.input, context, actor);
+    append_events(c, id, std::slice::from_ref(&event)).await?;
+    fetch_run(c, id, false).await
+}
+
+/// Stores run `id`'s `input` with `context` merged into it (the one write
+/// of a context, for a claim and for `Store::add_context`).
+pub(super) async fn write_context(
+    c: &mut Conn<'_>,
+    id: RunId,
+    input: &serde_json::Value,
+    context: &serde_json::Value,
+) -> Result<()> {
+    let merged = merged_input(id, input, context)?;
+    json_ok("the run input with its context", Some(&merged))?;
+    c.execute(
+        query("UPDATE runs SET input = :input, updated_at = {now} WHERE id = :id")
+            .bind("id", id)
+            .bind("input", &merged),
+    )
+    .await?;
+    Ok(())
+}
+
+/// `input` with the keys of `context` set (both JSON objects).
+fn merged_input(
+    run: RunId,
+    input: &serde_json::Value,
+    context: &serde_json::Value,
+) -> Result<serde_json::Value> {
+    let refuse = |reason: &str| Error::BadContext {
+        run,
+        reason: reason.to_owned(),
+    };
+    let (Some(input), Some(context)) = (input.as_object(), context.as_object()) else {
+        return Err(match context.is_object() {
+            false => refuse("the context must be a JSON object"),
+            true => {
+                refuse("the run's input is not a JSON object, so there is nothing to merge it into")
+            }
+        });
+    };
+    let mut merged = input.clone();
+    merged.extend(context.iter().map(|(k, v)| (k.clone(), v.clone())));
+    Ok(serde_json::Value::Object(merged))
+}
+
+/// `Store::fork`'s transaction: the new run, copying the source's crew,
+/// input and steps `0..from_step`.
+pub(super) async fn fork_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    req: &ForkRequest,
+    actor: &Actor,
+) -> Result<RunRecord> {
+    let source = fetch_run(c, id, true).await?;
+    check_fork(&source, req)?;
+    let child = RunId::new();
+    let complete = req.from_step.get() == source.step_count;
+    c.execute(
+        query(
+            "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
+             thread_id, status, cursor, step_count, lease_epoch, event_seq, parent_run_id, \
+             parent_step_idx, created_at, updated_at, finished_at) \
+             SELECT :child, crew_name, crew_version, crew_fingerprint, crew_def, :input, \
+             COALESCE(:thread, thread_id), :status, :from, step_count, 0, 0, id, :from, {now}, {now}, \
+             CASE WHEN :complete THEN {now} END FROM runs WHERE id = :source",
+        )
+        .bind("child", child)
+        .bind("input", req.input.as_ref().unwrap_or(&source.input))
+        .bind("thread", req.thread_id.as_deref())
+        .bind("status", if complete { "succeeded" } else { "queued" })
+        .bind("from", req.from_step.get())
+        .bind("complete", complete)
+        .bind("source", id),
+    )
+    .await?;
+    c.execute(
+        query(
+            "INSERT INTO steps (run_id, idx, role, status, attempt, output, input_tokens, \
+             output_tokens, started_at, finished_at, error, takeovers) \
+             SELECT :child, idx, role, status, attempt, output, input_tokens, output_tokens, \
+             started_at, finished_at, error, takeovers FROM steps \
+             WHERE run_id = :source AND idx < :from",
+        )
+        .bind("child", child)
+        .bind("source", id)
+        .bind("from", req.from_step.get()),
+    )
+    .await?;
+    append_events(c, child, &[fork_event(&source, req, actor)]).await?;
+    c.notify_runnable(child).await?;
+    fetch_run(c, child, false).await
+}

@@ -1,0 +1,430 @@
+//! Runs and their steps and events: the reads every operation shares
+//! (`fetch_run`, `fetch_step`), the event log's one writer
+//! (`append_events`), fencing (`check_held`), and the operations on runs as
+//! a whole: submit, load, listing, stats, set-aside.
+
+use cairn_core::{
+    Actor, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord, LeaseEpoch, NewEvent,
+    RunId, RunRecord, RunStatus, StepIdx, StepRecord,
+};
+
+use crate::plan::check_holder;
+use crate::raw::{
+    check_same_submission, decode_event, decode_listed, decode_run, decode_run_with, decode_step,
+    error_json, run_cols, run_cols_but_def, stats_from, step_cols,
+};
+use crate::sql::{query, Conn};
+use crate::{Action, Error, NewRun, OnBusy, Result, RunFilter, StoreStats, Submitted};
+
+use super::operator::act_in;
+use super::threads::{busy_before, lock_thread};
+
+const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = :id");
+const RUN_BY_ID_LOCKED: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE id = :id {for_update}"
+);
+const RUN_BUT_DEF_BY_ID: &str =
+    concat!("SELECT ", run_cols_but_def!(), " FROM runs WHERE id = :id");
+
+/// `list_runs`, each way: one keyset condition and order per direction.
+macro_rules! list_runs_sql {
+    ($cmp:literal, $order:literal) => {
+        concat!(
+            "SELECT ",
+            run_cols!(),
+            " FROM runs WHERE (:status IS NULL OR status = :status) \
+             AND (:crew IS NULL OR crew_name = :crew) \
+             AND (:thread IS NULL OR thread_id = :thread) \
+             AND (:after IS NULL OR (created_at, id) ",
+            $cmp,
+            " (SELECT created_at, id FROM runs WHERE id = :after)) ORDER BY ",
+            $order,
+            " LIMIT :limit"
+        )
+    };
+}
+const LIST_OLDEST_FIRST: &str = list_runs_sql!(">", "created_at, id");
+const LIST_NEWEST_FIRST: &str = list_runs_sql!("<", "created_at DESC, id DESC");
+
+/// The run, locked against other writers until the transaction ends when
+/// `lock` (PostgreSQL; SQLite's write transaction already is).
+pub(crate) async fn fetch_run(c: &mut Conn<'_>, id: RunId, lock: bool) -> Result<RunRecord> {
+    let sql = if lock { RUN_BY_ID_LOCKED } else { RUN_BY_ID };
+    let row = c
+        .fetch_optional(query(sql).bind("id", id))
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    decode_run(&row)
+}
+
+/// The run read again in a transaction that already holds its crew
+/// definition (`def`), which is not read nor decoded again.
+pub(super) async fn fetch_run_again(
+    c: &mut Conn<'_>,
+    id: RunId,
+    def: CrewDef,
+) -> Result<RunRecord> {
+    let row = c
+        .fetch_optional(query(RUN_BUT_DEF_BY_ID).bind("id", id))
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    decode_run_with(&row, Some(def))
+}
+
+pub(super) async fn fetch_step(
+    c: &mut Conn<'_>,
+    id: RunId,
+    idx: StepIdx,
+) -> Result<Option<StepRecord>> {
+    let row = c
+        .fetch_optional(
+            query(concat!(
+                "SELECT ",
+                step_cols!(),
+                " FROM steps WHERE run_id = :run AND idx = :idx"
+            ))
+            .bind("run", id)
+            .bind("idx", idx.get()),
+        )
+        .await?;
+    row.map(|r| decode_step(id, &r)).transpose()
+}
+
+/// Fails with `RunNotFound` unless run `id` exists. Only that it exists: a
+/// corrupt run's events stay readable, and it pages like another.
+async fn check_exists(c: &mut Conn<'_>, id: RunId) -> Result<()> {
+    c.fetch_optional(query("SELECT 1 AS one FROM runs WHERE id = :id").bind("id", id))
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    Ok(())
+}
+
+/// `Store::load`'s read: the run and its step rows, undecoded (the caller
+/// decodes them after the transaction, off SQLite's writer thread).
+pub(super) async fn load_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+) -> Result<(RunRecord, Vec<crate::sql::Row>)> {
+    let run = fetch_run(c, id, false).await?;
+    let rows = c
+        .fetch_all(
+            query(concat!(
+                "SELECT ",
+                step_cols!(),
+                " FROM steps WHERE run_id = :run ORDER BY idx"
+            ))
+            .bind("run", id),
+        )
+        .await?;
+    Ok((run, rows))
+}
+
+/// `Store::list_runs`.
+pub(super) async fn list_runs_in(c: &mut Conn<'_>, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+    if let Some(after) = filter.after {
+        // The cursor must name a run, or the page would silently be empty.
+        check_exists(c, after).await?;
+    }
+    let sql = match filter.newest_first {
+        false => LIST_OLDEST_FIRST,
+        true => LIST_NEWEST_FIRST,
+    };
+    let rows = c
+        .fetch_all(
+            query(sql)
+                .bind("status", filter.status.map(|s| s.as_str()))
+                .bind("crew", filter.crew.as_deref())
+                .bind("thread", filter.thread.as_deref())
+                .bind("after", filter.after)
+                .bind("limit", filter.limit.map_or(i64::MAX, i64::from)),
+        )
+        .await?;
+    rows.iter().map(decode_listed).collect()
+}
+
+/// `Store::stats`.
+pub(super) async fn stats_in(c: &mut Conn<'_>) -> Result<StoreStats> {
+    let rows = c
+        .fetch_all(query(
+            "SELECT status, count(*) AS n FROM runs GROUP BY status ORDER BY status",
+        ))
+        .await?;
+    let by_status = rows
+        .iter()
+        .map(|r| Ok((r.text("status")?, r.int("n")?)))
+        .collect::<Result<Vec<_>>>()?;
+    let row = c
+        .fetch_optional(query(
+            "SELECT (SELECT count(*) FROM runs WHERE status = 'queued' \
+                     AND (not_before IS NULL OR not_before <= {now})) AS ready, \
+                    (SELECT count(*) FROM events WHERE kind = 'run_claimed' \
+                     AND data->>'from_status' = 'running') AS takeovers",
+        ))
+        .await?
+        .ok_or_else(|| Error::Statement("the stats query returned no row".into()))?;
+    Ok(stats_from(
+        by_status,
+        row.int("ready")?,
+        row.int("takeovers")?,
+    )?)
+}
+
+/// `Store::events` and `Store::events_after`: from one snapshot, the run
+/// exists and these are its events.
+pub(super) async fn events_in(c: &mut Conn<'_>, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
+    check_exists(c, id).await?;
+    let rows = c
+        .fetch_all(
+            query(
+                "SELECT seq, at, kind, data FROM events WHERE run_id = :run AND seq > :after \
+                 ORDER BY seq",
+            )
+            .bind("run", id)
+            .bind("after", after),
+        )
+        .await?;
+    rows.iter().map(|r| decode_event(id, r)).collect()
+}
+
+/// Appends events at the run's next sequence numbers.
+pub(super) async fn append_events(c: &mut Conn<'_>, id: RunId, events: &[NewEvent]) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let row = c
+        .fetch_optional(
+            query("UPDATE runs SET event_seq = event_seq + :n WHERE id = :id RETURNING event_seq")
+                .bind("id", id)
+                .bind("n", events.len() as i64),
+        )
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    insert_events(c, id, row.int("event_seq")?, events).await
+}
+
+/// Inserts `events` numbered so the last one is `last_seq`.
+pub(super) async fn insert_events(
+    c: &mut Conn<'_>,
+    id: RunId,
+    last_seq: i64,
+    events: &[NewEvent],
+) -> Result<()> {
+    let first = last_seq - events.len() as i64 + 1;
+    for (i, e) in events.iter().enumerate() {
+        c.execute(
+            query("INSERT INTO events (run_id, seq, at, kind, data) VALUES (:run, :seq, {now}, :kind, :data)")
+                .bind("run", id)
+                .bind("seq", first + i as i64)
+                .bind("kind", e.kind.as_str())
+                .bind("data", &e.data),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Checks, inside a write transaction, that the run is `running` at `held`
+/// (and on PostgreSQL locks it against a concurrent claim).
+pub(super) async fn check_held(c: &mut Conn<'_>, id: RunId, held: LeaseEpoch) -> Result<()> {
+    let row = c
+        .fetch_optional(
+            query("SELECT lease_epoch, status FROM runs WHERE id = :id {for_update}")
+                .bind("id", id),
+        )
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    let status: RunStatus = row
+        .text("status")?
+        .parse()
+        .map_err(|e: String| Corruption::new(id, format!("run status: {e}")))?;
+    check_holder(id, status, LeaseEpoch(row.int("lease_epoch")?), held)
+}
+
+/// `Store::record_events`: fenced like a journal item.
+pub(super) async fn record_events_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    epoch: LeaseEpoch,
+    events: &[NewEvent],
+) -> Result<()> {
+    check_held(c, id, epoch).await?;
+    append_events(c, id, events).await
+}
+
+/// `Store::set_aside`, inside the caller's transaction: reads nothing it
+/// would have to decode.
+pub(super) async fn set_aside_in(
+    c: &mut Conn<'_>,
+    corruption: &Corruption,
+    held: Option<LeaseEpoch>,
+) -> Result<bool> {
+    let id = corruption.run;
+    let error = ErrorInfo::new(ErrorKind::Corruption, corruption.to_string(), false);
+    let json = error_json(&Some(error.clone()));
+    let changed = c
+        .execute(
+            query(
+                "UPDATE runs SET status = 'failed', error = :error, lease_owner = NULL, \
+                 lease_expires_at = NULL, not_before = NULL, finished_at = {now}, \
+                 updated_at = {now} WHERE id = :id AND status IN ('queued', 'running') \
+                 AND (:held IS NULL OR lease_epoch = :held)",
+            )
+            .bind("id", id)
+            .bind("error", json.clone())
+            .bind("held", held.map(|e| e.0)),
+        )
+        .await?;
+    if changed == 0 {
+        return Ok(false);
+    }
+    c.execute(
+        query(
+            "UPDATE steps SET status = 'failed', error = :error, finished_at = {now} \
+             WHERE run_id = :run AND status = 'running'",
+        )
+        .bind("run", id)
+        .bind("error", json),
+    )
+    .await?;
+    let event = NewEvent::new(
+        EventKind::RunFailed,
+        serde_json::json!({"error": error, "set_aside": true}),
+    );
+    append_events(c, id, &[event]).await?;
+    Ok(true)
+}
+
+/// `Store::submit`'s transaction; `def` is the crew definition as stored.
+pub(super) async fn submit_in(
+    c: &mut Conn<'_>,
+    new: NewRun,
+    def: serde_json::Value,
+) -> Result<Submitted> {
+    if let Some(thread) = &new.thread_id {
+        lock_thread(c, thread).await?;
+    }
+    let fingerprint = new.crew.fingerprint();
+    let id = RunId::new();
+    // The new run as stored, read back by the insert itself; no row
+    // when the idempotency key is taken.
+    let inserted = c
+        .fetch_optional(
+            query(concat!(
+                "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
+                 input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
+                 event_seq, created_at, updated_at) VALUES (:id, :name, :version, \
+                 :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, 0, 1, {now}, \
+                 {now}) ON CONFLICT (idempotency_key) DO NOTHING RETURNING ",
+                run_cols_but_def!()
+            ))
+            .bind("id", id)
+            .bind("name", new.crew.name.as_str())
+            .bind("version", new.crew.version.as_str())
+            .bind("fingerprint", fingerprint.as_str())
+            .bind("def", def)
+            .bind("input", &new.input)
+            .bind("key", &new.idempotency_key)
+            .bind("thread", &new.thread_id)
+            .bind("steps", new.crew.step_count()),
+        )
+        .await?;
+    let Some(inserted) = inserted else {
+        return existing_submission(c, &new).await;
+    };
+    let event = NewEvent::new(
+        EventKind::RunSubmitted,
+        serde_json::json!({
+            "crew": new.crew.name,
+            "fingerprint": fingerprint,
+            "idempotency_key": new.idempotency_key,
+            "thread_id": new.thread_id,
+        }),
+    );
+    insert_events(c, id, 1, &[event]).await?;
+    if let (Some(thread), OnBusy::Reject | OnBusy::Interrupt) = (&new.thread_id, new.on_busy) {
+        apply_on_busy(c, thread, id, new.on_busy).await?;
+    }
+    c.notify_runnable(id).await?;
+    let run = decode_run_with(&inserted, Some(new.crew))?;
+    Ok(Submitted { run, created: true })
+}
+
+/// The run that already holds a submit's idempotency key, if the submit is
+/// the same (a crew or input that differs is refused).
+async fn existing_submission(c: &mut Conn<'_>, new: &NewRun) -> Result<Submitted> {
+    let row = c
+        .fetch_optional(
+            query(concat!(
+                "SELECT ",
+                run_cols!(),
+                " FROM runs WHERE idempotency_key = :key"
+            ))
+            .bind("key", &new.idempotency_key),
+        )
+        .await?
+        .ok_or_else(|| Error::Statement("a conflicting run vanished".into()))?;
+    let run = decode_run(&row)?;
+    check_same_submission(&run, new)?;
+    Ok(Submitted {
+        run,
+        created: false,
+    })
+}
+
+/// A submit's `on_busy` (reject or interrupt) against the runs of `thread`
+/// submitted before run `id`.
+async fn apply_on_busy(c: &mut Conn<'_>, thread: &str, id: RunId, on_busy: OnBusy) -> Result<()> {
+    for (busy, status) in busy_before(c, thread, id).await? {
+        if on_busy == OnBusy::Reject {
+            // Returning drops the transaction: nothing is stored.
+            return Err(Error::ThreadBusy {
+                thread: thread.to_owned(),
+                run: busy,
+                status,
+            });
+        }
+        // Under the thread's lock nothing else submits to it, but a
+        // worker may have finished the run since it was read: a run
+        // that is already over needs no interrupt.
+        let now = fetch_run(c, busy, true).await?.status;
+        if matches!(
+            now,
+            RunStatus::Succeeded | RunStatus::Cancelled | RunStatus::Failed
+        ) {
+            continue;
+        }
+        let actor = Actor {
+            by: "on_busy=interrupt".into(),
+            reason: Some(format!("run {id} was submitted to thread `{thread}`")),
+        };
+        act_in(c, busy, Action::Cancel, &actor).await?;
+    }
+    Ok(())
+}
+
+/// `Store::heartbeat`: the lease extended only at the holder's epoch, and
+/// in the same statement whether a cancel was requested.
+pub(super) async fn heartbeat_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    epoch: LeaseEpoch,
+    lease: std::time::Duration,
+) -> Result<crate::Lease> {
+    let row = c
+        .fetch_optional(
+            query(
+                "UPDATE runs SET lease_expires_at = {lease_until} \
+                 WHERE id = :id AND lease_epoch = :epoch AND status = 'running' \
+                 RETURNING CASE WHEN cancel_requested_at IS NULL THEN 0 ELSE 1 END AS cancel",
+            )
+            .bind("id", id)
+            .bind("epoch", epoch.0)
+            .bind("lease_secs", lease.as_secs_f64()),
+        )
+        .await?;
+    Ok(crate::Lease::from_beat(
+        row.map(|r| r.int("cancel").map(|n| n != 0)).transpose()?,
+    ))
+}

@@ -1,0 +1,65 @@
+//! The NUL rule (`cairn_core::Unstorable`) on what an operation would
+//! store, checked before its transaction with the field named as a user
+//! knows it. The dialect layer refuses any NUL it binds as a backstop; the
+//! backends' fast paths bind directly, so this is what guards them.
+
+use cairn_core::{Actor, NewEvent};
+
+use crate::raw::error_json;
+use crate::{ClaimRequest, Result, StepCommit};
+
+pub(super) fn text_ok(what: &str, text: Option<&str>) -> Result<()> {
+    match text {
+        Some(t) => Ok(cairn_core::check_text(what, t)?),
+        None => Ok(()),
+    }
+}
+
+pub(super) fn json_ok(what: &str, value: Option<&serde_json::Value>) -> Result<()> {
+    match value {
+        Some(v) => Ok(cairn_core::check_storable(what, v)?),
+        None => Ok(()),
+    }
+}
+
+pub(super) fn actor_ok(actor: &Actor) -> Result<()> {
+    text_ok("`by`", Some(&actor.by))?;
+    text_ok("`reason`", actor.reason.as_deref())
+}
+
+pub(super) fn claim_ok(req: &ClaimRequest) -> Result<()> {
+    text_ok("the lease owner", Some(&req.owner))?;
+    events_ok(&req.events)?;
+    json_ok(
+        "the crew definition",
+        req.replace_crew.as_ref().map(|d| d.to_json()).as_ref(),
+    )
+}
+
+pub(super) fn events_ok(events: &[NewEvent]) -> Result<()> {
+    for e in events {
+        json_ok(
+            &format!("the data of a `{}` event", e.kind.as_str()),
+            Some(&e.data),
+        )?;
+    }
+    Ok(())
+}
+
+/// A step commit's values (the scheduler checks the output first and fails
+/// the step `unstorable` instead; this refuses whatever slips past).
+pub(super) fn commit_ok(c: &StepCommit) -> Result<()> {
+    let step = c.idx;
+    json_ok(&format!("step {step}'s output"), c.output.as_ref())?;
+    json_ok(
+        &format!("step {step}'s error"),
+        error_json(&c.error).as_ref(),
+    )?;
+    json_ok("the run's error", error_json(&c.run_error).as_ref())?;
+    events_ok(&c.events)?;
+    if let Some(w) = &c.open_wait {
+        json_ok("the wait's prompt", Some(&w.prompt))?;
+        text_ok("the question id", w.question_id.as_deref())?;
+    }
+    Ok(())
+}

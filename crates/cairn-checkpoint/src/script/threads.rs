@@ -1,0 +1,147 @@
+//! Threads: their summaries (`Store::threads`, `Store::thread`), the
+//! conversation a run continues (`Store::thread_history`), and the order
+//! of a thread's runs (`busy_before`, which a claim and a submit's
+//! `on_busy` ask; `lock_thread`, which serialises a thread's submits).
+
+use cairn_core::{Corruption, RunId, RunRecord, RunStatus, ThreadTurn};
+
+use crate::raw::{decode_listed, decode_thread, run_cols, run_cols_but_def};
+use crate::sql::{query, Conn, Dialect};
+use crate::{Error, Result, ThreadSummary};
+
+/// Every thread's summary (or one thread's, given `:thread`): runs counted
+/// once each, tokens summed over their steps, the newest submit time.
+const THREAD_SUMMARIES: &str = "SELECT r.thread_id AS thread_id, count(DISTINCT r.id) AS runs, \
+     CAST(COALESCE(sum(s.input_tokens), 0) AS BIGINT) AS input_tokens, \
+     CAST(COALESCE(sum(s.output_tokens), 0) AS BIGINT) AS output_tokens, \
+     max(r.created_at) AS last_run_at \
+     FROM runs r LEFT JOIN steps s ON s.run_id = r.id \
+     WHERE r.thread_id IS NOT NULL AND (:thread IS NULL OR r.thread_id = :thread) \
+     GROUP BY r.thread_id ORDER BY last_run_at, thread_id";
+
+/// The runs of `thread` that are not done (queued, running, waiting or
+/// interrupted) and were created before run `before`, oldest first.
+const BUSY_BEFORE: &str = "SELECT id, status FROM runs WHERE thread_id = :thread \
+     AND status IN ('queued', 'running', 'waiting', 'interrupted') \
+     AND (created_at, id) < (SELECT created_at, id FROM runs WHERE id = :before) \
+     ORDER BY created_at, id";
+
+/// `Store::threads`.
+pub(super) async fn threads_in(c: &mut Conn<'_>) -> Result<Vec<ThreadSummary>> {
+    let rows = c
+        .fetch_all(query(THREAD_SUMMARIES).bind("thread", None::<&str>))
+        .await?;
+    rows.iter().map(decode_thread).collect()
+}
+
+/// `Store::thread`: the summary and the runs (from the caller's snapshot).
+pub(super) async fn thread_in(
+    c: &mut Conn<'_>,
+    id: &str,
+) -> Result<(ThreadSummary, Vec<RunRecord>)> {
+    let summary = c
+        .fetch_optional(query(THREAD_SUMMARIES).bind("thread", Some(id)))
+        .await?
+        .ok_or_else(|| Error::ThreadNotFound(id.to_owned()))?;
+    let rows = c
+        .fetch_all(
+            query(concat!(
+                "SELECT ",
+                run_cols!(),
+                " FROM runs WHERE thread_id = :thread ORDER BY created_at, id"
+            ))
+            .bind("thread", id),
+        )
+        .await?;
+    let runs = rows.iter().map(decode_listed).collect::<Result<Vec<_>>>()?;
+    Ok((decode_thread(&summary)?, runs))
+}
+
+/// `Store::thread_history`: the newest `max_runs` succeeded runs of
+/// `thread` before run `before`, oldest first, with their final outputs.
+pub(super) async fn history_in(
+    c: &mut Conn<'_>,
+    thread: &str,
+    before: RunId,
+    max_runs: u32,
+) -> Result<Vec<ThreadTurn>> {
+    // A run's final output is its last step's (the step at
+    // `step_count - 1`, which a succeeded run always has).
+    let rows = c
+        .fetch_all(
+            query(
+                "SELECT r.id, r.input, s.output FROM runs r \
+                 JOIN steps s ON s.run_id = r.id AND s.idx = r.step_count - 1 \
+                 WHERE r.thread_id = :thread AND r.status = 'succeeded' \
+                 AND (r.created_at, r.id) < (SELECT created_at, id FROM runs WHERE id = :before) \
+                 ORDER BY r.created_at DESC, r.id DESC LIMIT :max",
+            )
+            .bind("thread", thread)
+            .bind("before", before)
+            .bind("max", i64::from(max_runs)),
+        )
+        .await?;
+    // Read newest first (so the limit keeps the newest); given oldest first.
+    rows.iter()
+        .rev()
+        .map(|r| {
+            let nil = RunId::from_uuid(uuid::Uuid::nil());
+            let run_id = RunId::from_uuid(
+                r.opt_uuid("id", nil, "a thread run's id")?
+                    .ok_or_else(|| Corruption::new(nil, "a thread run has no id"))?,
+            );
+            Ok(ThreadTurn {
+                run_id,
+                input: r.json("input", run_id, "input")?,
+                output: r
+                    .opt_json("output", run_id, "final output")?
+                    .unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// Serialises the submits to one thread until the transaction ends, so a
+/// submit's busy check (`on_busy`) sees every run submitted before it.
+/// SQLite's write transactions already exclude each other; PostgreSQL
+/// takes a transaction-scoped advisory lock on the thread's name (in a
+/// key space of Cairn's own, the first half of the two-key form).
+pub(super) async fn lock_thread(c: &mut Conn<'_>, thread: &str) -> Result<()> {
+    if c.dialect() == Dialect::Postgres {
+        c.execute(
+            query("SELECT pg_advisory_xact_lock(1128878419, hashtext(:thread))")
+                .bind("thread", thread),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// The runs of `thread` not done and created before run `before`, oldest
+/// first, with their statuses.
+pub(super) async fn busy_before(
+    c: &mut Conn<'_>,
+    thread: &str,
+    before: RunId,
+) -> Result<Vec<(RunId, RunStatus)>> {
+    let rows = c
+        .fetch_all(
+            query(BUSY_BEFORE)
+                .bind("thread", thread)
+                .bind("before", before),
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let id = RunId::from_uuid(
+                r.opt_uuid("id", before, "a thread run's id")?
+                    .ok_or_else(|| Corruption::new(before, "a thread run has no id"))?,
+            );
+            let status = r
+                .text("status")?
+                .parse()
+                .map_err(|e: String| Corruption::new(id, format!("run status: {e}")))?;
+            Ok((id, status))
+        })
+        .collect()
+}

@@ -1,0 +1,198 @@
+//! Waits: a person's answer (`Store::answer_wait`) or a deadline
+//! (`Store::expire_wait`) closes one and moves its run on, in one
+//! transaction. (A wait is opened by the step commit that stops at it.)
+//! What an answer does is `plan_answer`'s (pure).
+
+use cairn_core::{Actor, Answer, ErrorInfo, RunId, RunStatus, StepIdx, WaitId, WaitRecord};
+
+use crate::plan::{plan_answer, plan_expire, AnswerPlan, StepChange};
+use crate::raw::{decode_wait, error_json, wait_cols};
+use crate::sql::{query, Conn, Query};
+use crate::{Error, Result, WaitFilter};
+
+use super::runs::{append_events, fetch_run, fetch_step};
+
+pub(super) async fn fetch_wait(c: &mut Conn<'_>, id: WaitId) -> Result<WaitRecord> {
+    let row = c
+        .fetch_optional(
+            query(concat!(
+                "SELECT ",
+                wait_cols!(),
+                " FROM waits WHERE id = :id {for_update}"
+            ))
+            .bind("id", id),
+        )
+        .await?
+        .ok_or(Error::WaitNotFound(id))?;
+    decode_wait(&row)
+}
+
+/// The newest wait of step `idx`, if any.
+pub(super) async fn latest_wait(
+    c: &mut Conn<'_>,
+    id: RunId,
+    idx: StepIdx,
+) -> Result<Option<WaitRecord>> {
+    let row = c
+        .fetch_optional(
+            query(concat!(
+                "SELECT ",
+                wait_cols!(),
+                " FROM waits WHERE run_id = :run AND step_idx = :idx \
+                 ORDER BY created_at DESC, id DESC LIMIT 1"
+            ))
+            .bind("run", id)
+            .bind("idx", idx.get()),
+        )
+        .await?;
+    row.map(|r| decode_wait(&r)).transpose()
+}
+
+/// The waits `q` selects.
+async fn waits_where(c: &mut Conn<'_>, q: Query) -> Result<Vec<WaitRecord>> {
+    let rows = c.fetch_all(q).await?;
+    rows.iter().map(decode_wait).collect()
+}
+
+/// `Store::list_waits`.
+pub(super) async fn list_waits_in(
+    c: &mut Conn<'_>,
+    filter: &WaitFilter,
+) -> Result<Vec<WaitRecord>> {
+    let q = query(concat!(
+        "SELECT ",
+        wait_cols!(),
+        " FROM waits WHERE (:run IS NULL OR run_id = :run) \
+         AND (:idx IS NULL OR step_idx = :idx) AND (:status IS NULL OR status = :status) \
+         ORDER BY created_at, id"
+    ))
+    .bind("run", filter.run)
+    .bind("idx", filter.step.map(|s| s.get()))
+    .bind("status", filter.status.map(|s| s.as_str()));
+    waits_where(c, q).await
+}
+
+/// `Store::due_waits`.
+pub(super) async fn due_waits_in(c: &mut Conn<'_>) -> Result<Vec<WaitRecord>> {
+    let q = query(concat!(
+        "SELECT ",
+        wait_cols!(),
+        " FROM waits WHERE status = 'open' AND deadline IS NOT NULL \
+         AND deadline <= {now} ORDER BY deadline"
+    ));
+    waits_where(c, q).await
+}
+
+/// `Store::answer_wait`'s transaction. The same answer again is a no-op
+/// that returns the wait (`plan_answer`).
+pub(super) async fn answer_in(
+    c: &mut Conn<'_>,
+    id: WaitId,
+    answer: &Answer,
+    by: &Actor,
+) -> Result<WaitRecord> {
+    let wait = fetch_wait(c, id).await?;
+    let run = fetch_run(c, wait.run_id, true).await?;
+    let step = fetch_step(c, run.id, run.cursor).await?;
+    let AnswerPlan::Apply {
+        run_to,
+        cursor_to,
+        step: change,
+        run_error,
+        events,
+    } = plan_answer(&wait, &run, step.as_ref(), answer, by)?
+    else {
+        return Ok(wait);
+    };
+    c.execute(
+        query(
+            "UPDATE waits SET status = 'answered', answer = :answer, answered_by = :by, \
+             answered_at = {now} WHERE id = :id AND status = 'open'",
+        )
+        .bind("id", id)
+        .bind("answer", serde_json::to_value(answer).ok())
+        .bind("by", by.by.as_str()),
+    )
+    .await?;
+    apply_step_change(c, run.id, wait.step_idx, &change).await?;
+    set_run_after_wait(c, run.id, run_to, cursor_to, run_error.as_ref()).await?;
+    append_events(c, run.id, &events).await?;
+    fetch_wait(c, id).await
+}
+
+/// `Store::expire_wait`'s transaction.
+pub(super) async fn expire_in(c: &mut Conn<'_>, id: WaitId) -> Result<WaitRecord> {
+    let wait = fetch_wait(c, id).await?;
+    let (error, events) = plan_expire(&wait)?;
+    c.execute(query("UPDATE waits SET status = 'expired' WHERE id = :id").bind("id", id))
+        .await?;
+    let fail = StepChange::Fail(error.clone());
+    apply_step_change(c, wait.run_id, wait.step_idx, &fail).await?;
+    set_run_after_wait(
+        c,
+        wait.run_id,
+        RunStatus::Failed,
+        wait.step_idx,
+        Some(&error),
+    )
+    .await?;
+    append_events(c, wait.run_id, &events).await?;
+    fetch_wait(c, id).await
+}
+
+/// A waiting step's end as an answer or a deadline decided it.
+async fn apply_step_change(
+    c: &mut Conn<'_>,
+    run: RunId,
+    idx: StepIdx,
+    change: &StepChange,
+) -> Result<()> {
+    let (status, output, error) = match change {
+        StepChange::Keep => return Ok(()),
+        StepChange::Succeed(output) => ("succeeded", Some(output.clone()), None),
+        StepChange::Fail(e) => ("failed", None, error_json(&Some(e.clone()))),
+    };
+    c.execute(
+        query(
+            "UPDATE steps SET status = :status, output = COALESCE(:output, output), \
+             error = COALESCE(:error, error), finished_at = {now} \
+             WHERE run_id = :run AND idx = :idx AND status = 'waiting'",
+        )
+        .bind("run", run)
+        .bind("idx", idx.get())
+        .bind("status", status)
+        .bind("output", output)
+        .bind("error", error),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The run after one of its waits closed.
+async fn set_run_after_wait(
+    c: &mut Conn<'_>,
+    run: RunId,
+    to: RunStatus,
+    cursor: StepIdx,
+    error: Option<&ErrorInfo>,
+) -> Result<()> {
+    c.execute(
+        query(
+            "UPDATE runs SET status = :to, cursor = :cursor, error = :error, updated_at = {now}, \
+             finished_at = CASE WHEN :finish THEN {now} ELSE finished_at END WHERE id = :id",
+        )
+        .bind("id", run)
+        .bind("to", to.as_str())
+        .bind("cursor", cursor.get())
+        .bind("error", error_json(&error.cloned()))
+        .bind(
+            "finish",
+            matches!(to, RunStatus::Succeeded | RunStatus::Failed),
+        ),
+    )
+    .await?;
+    if to == RunStatus::Queued {
+        c.notify_runnable(run).await?;
+    }
+    Ok(())
+}
