@@ -446,6 +446,17 @@ pub fn print_compacted(c: &Compacted, dry_run: bool, json: bool) -> anyhow::Resu
         "{verb} {} runs{why}, {} steps, {} events, {} journal items, {} waits",
         c.runs, c.steps, c.events, c.journal_items, c.waits
     )?;
+    // A dry run names the runs (the first ones; `--json` lists them all).
+    if dry_run && !c.run_ids.is_empty() {
+        const SHOWN: usize = 20;
+        for id in c.run_ids.iter().take(SHOWN) {
+            writeln!(stdout, "  {id}")?;
+        }
+        if c.run_ids.len() > SHOWN {
+            let more = c.run_ids.len() - SHOWN;
+            writeln!(stdout, "  … and {more} more (--json lists every one)")?;
+        }
+    }
     Ok(())
 }
 

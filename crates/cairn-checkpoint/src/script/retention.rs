@@ -52,7 +52,7 @@ impl CompactPolicy {
 
 /// What a compaction removed (or, dry, would remove): rows by table. The
 /// JSON of `cairn compact --json`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Compacted {
     pub runs: u64,
     pub steps: u64,
@@ -63,6 +63,10 @@ pub struct Compacted {
     /// rule would remove how many).
     #[serde(default)]
     pub rules: RunsByRule,
+    /// The runs removed whole (a dry run: that it would remove), oldest
+    /// first: the `runs` counted above, by id. Absent when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run_ids: Vec<cairn_core::RunId>,
 }
 
 /// Runs removed whole, by rule: each run is counted under one.
@@ -86,6 +90,7 @@ impl std::ops::AddAssign for Compacted {
         self.rules.finished += o.rules.finished;
         self.rules.failed += o.rules.failed;
         self.rules.beyond_keep += o.rules.beyond_keep;
+        self.run_ids.extend(o.run_ids);
     }
 }
 
@@ -214,6 +219,7 @@ async fn counts(c: &mut Conn<'_>, q: Query, rules: Query) -> Result<Compacted> {
             failed: count(by_rule, "failed")?,
             beyond_keep: count(by_rule, "beyond_keep")?,
         },
+        run_ids: vec![],
     })
 }
 
@@ -245,6 +251,16 @@ pub(super) async fn compact<H: ScriptHost + ?Sized>(
             ))),
             p,
         );
+        let ids = policy(
+            query(concat!(
+                "SELECT id FROM runs WHERE ",
+                in_scope!(),
+                " AND ",
+                whole_run!(),
+                " ORDER BY created_at, id"
+            )),
+            p,
+        );
         let journal_items = journals(query(concat!(
             "SELECT count(*) AS n FROM (",
             finished_journals!(),
@@ -265,6 +281,12 @@ pub(super) async fn compact<H: ScriptHost + ?Sized>(
                         total.journal_items +=
                             count(c.fetch_optional(journal_items).await?.as_ref(), "n")?;
                         total.events += count(c.fetch_optional(old).await?.as_ref(), "n")?;
+                        let nil = cairn_core::RunId::from_uuid(uuid::Uuid::nil());
+                        for row in c.fetch_all(ids).await? {
+                            if let Some(id) = row.opt_uuid("id", nil, "a run id")? {
+                                total.run_ids.push(cairn_core::RunId::from_uuid(id));
+                            }
+                        }
                         Ok(total)
                     })
                 }),
@@ -340,12 +362,14 @@ async fn remove_runs_in(
     let nil = cairn_core::RunId::from_uuid(uuid::Uuid::nil());
     let ids = rows
         .iter()
-        .map(|r| Ok(r.opt_uuid("id", nil, "a run id")?.map(|u| u.to_string())))
+        .map(|r| r.opt_uuid("id", nil, "a run id"))
         .collect::<Result<Vec<_>>>()?;
-    let ids = Value::from(ids.into_iter().flatten().collect::<Vec<_>>());
-    let of_batch = |sql: &'static str| query(sql).bind("ids", ids.clone());
+    let ids: Vec<uuid::Uuid> = ids.into_iter().flatten().collect();
+    let texts = Value::from(ids.iter().map(|u| u.to_string()).collect::<Vec<_>>());
+    let of_batch = |sql: &'static str| query(sql).bind("ids", texts.clone());
     let rules = of_batch(rules_of!("{ids:ids}")).bind("keep", keep);
-    let removed = counts(c, of_batch(counts_of!("{ids:ids}")), rules).await?;
+    let mut removed = counts(c, of_batch(counts_of!("{ids:ids}")), rules).await?;
+    removed.run_ids = ids.into_iter().map(cairn_core::RunId::from_uuid).collect();
     for sql in [
         "DELETE FROM journal WHERE run_id IN ({ids:ids})",
         "DELETE FROM waits WHERE run_id IN ({ids:ids})",
