@@ -92,6 +92,27 @@ impl TestDb {
         }
     }
 
+    /// Loads `dump` into this `TestDb`'s schema (PostgreSQL only): a plain
+    /// `pg_dump --schema=FROM --inserts` whose schema `from` is renamed to
+    /// this one (a database an earlier release made, for upgrade tests).
+    pub async fn load_dump(&self, dump: &str, from: &str) {
+        let schema = self
+            .schema
+            .as_deref()
+            .expect("load_dump: a PostgreSQL TestDb");
+        let sql = dump
+            .replace(&format!("CREATE SCHEMA {from};"), "")
+            .replace(&format!("{from}."), &format!("{schema}."));
+        let mut conn = sqlx::PgConnection::connect(&pg_base_url())
+            .await
+            .expect("connect to the test PostgreSQL");
+        sqlx::raw_sql(&sql)
+            .execute(&mut conn)
+            .await
+            .expect("load the dump");
+        let _ = conn.close().await;
+    }
+
     /// The schema this `TestDb` created and will drop (PostgreSQL only).
     pub fn schema(&self) -> Option<&str> {
         self.schema.as_deref()

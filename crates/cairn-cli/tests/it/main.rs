@@ -77,5 +77,6 @@ mod support;
 mod terminal;
 mod threads;
 mod timeout;
+mod upgrade;
 mod waits;
 mod workers;
