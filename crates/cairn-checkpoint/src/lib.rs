@@ -271,6 +271,15 @@ pub struct JournalAppend {
     pub event: Option<NewEvent>,
 }
 
+/// A page of threads: at most `limit`, after thread `after` in their order
+/// (by newest run, then id; a thread that gets a new run moves to the
+/// end). The default is every thread.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadPage {
+    pub after: Option<String>,
+    pub limit: Option<u32>,
+}
+
 /// Which waits to list.
 #[derive(Debug, Clone, Default)]
 pub struct WaitFilter {
@@ -457,9 +466,11 @@ pub trait Store: Send + Sync + 'static {
     /// Appends events to a run held at `epoch` (fenced like a journal item).
     async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()>;
 
-    /// Every thread (runs with a thread id), the one whose newest run is
-    /// oldest first (aggregates; no run is loaded).
-    async fn threads(&self) -> Result<Vec<ThreadSummary>>;
+    /// Threads (runs with a thread id), the one whose newest run is oldest
+    /// first (aggregates; no run is loaded): every one, or a page
+    /// ([`ThreadPage`]). A cursor thread no run belongs to is
+    /// [`Error::ThreadNotFound`].
+    async fn threads(&self, page: &ThreadPage) -> Result<Vec<ThreadSummary>>;
 
     /// One thread's summary and its runs, oldest first, from one snapshot.
     /// A thread with no run is [`Error::ThreadNotFound`].

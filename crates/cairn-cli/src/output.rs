@@ -460,19 +460,20 @@ pub fn print_compacted(c: &Compacted, dry_run: bool, json: bool) -> anyhow::Resu
     Ok(())
 }
 
-/// `cairn threads list`: one line per thread (the id last, as it may be
-/// long), or a JSON array of `{thread_id, runs, input_tokens,
-/// output_tokens, last_run_at}`.
-pub fn print_threads(threads: &[ThreadSummary], json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(threads);
-    }
-    let mut stdout = text_out();
+/// The header of `cairn threads list`'s table: one line per thread (the
+/// id last, as it may be long); `--json`: an array of `{thread_id, runs,
+/// input_tokens, output_tokens, last_run_at}`.
+pub fn thread_header(stdout: &mut impl Write) -> anyhow::Result<()> {
     writeln!(
         stdout,
         "{:>6}  {:>15}  {:<24}  thread",
         "runs", "tokens in/out", "last run"
     )?;
+    Ok(())
+}
+
+/// Lines of the thread table.
+pub fn thread_rows(stdout: &mut impl Write, threads: &[ThreadSummary]) -> anyhow::Result<()> {
     for t in threads {
         writeln!(
             stdout,
@@ -484,6 +485,35 @@ pub fn print_threads(threads: &[ThreadSummary], json: bool) -> anyhow::Result<()
         )?;
     }
     Ok(())
+}
+
+/// A JSON array written element by element, as pages of it are read, so
+/// a list of any length is never held whole: `[`, the elements (pretty,
+/// separated by `,` and a newline), `]`.
+pub struct JsonArray {
+    first: bool,
+}
+
+impl JsonArray {
+    pub fn start() -> anyhow::Result<JsonArray> {
+        write!(std::io::stdout(), "[")?;
+        Ok(JsonArray { first: true })
+    }
+
+    pub fn push_all<T: Serialize>(&mut self, items: &[T]) -> anyhow::Result<()> {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        for item in items {
+            let sep = if self.first { "\n" } else { ",\n" };
+            write!(out, "{sep}{}", serde_json::to_string_pretty(item)?)?;
+            self.first = false;
+        }
+        Ok(out.flush()?)
+    }
+
+    pub fn end(self) -> anyhow::Result<()> {
+        writeln!(std::io::stdout(), "{}]", if self.first { "" } else { "\n" })?;
+        Ok(())
+    }
 }
 
 /// `cairn threads show`: the totals, then the run table of `runs list`; or

@@ -158,7 +158,7 @@ pub fn runs_page(
             ("thread", &query.thread),
         ] {
             if let Some(v) = v {
-                q.push(format!("{k}={}", url_escape(v)));
+                q.push(format!("{k}={}", cairn::text::path_segment(v)));
             }
         }
         format!("/?{}", q.join("&"))
@@ -194,7 +194,7 @@ pub fn runs_page(
                                 td { (status_badge(run.status)) }
                                 td { a href=(format!("/runs/{}", run.id)) { code { (short_id(&run.id.to_string())) } } }
                                 td { (run.crew) }
-                                td { @if let Some(t) = &run.thread_id { a href=(format!("/threads/{}", url_escape(t))) { (t) } } }
+                                td { @if let Some(t) = &run.thread_id { a href=(format!("/threads/{}", cairn::text::path_segment(t))) { (t) } } }
                                 td { time datetime=(run.created_at.to_rfc3339()) { (run.created_at.format("%Y-%m-%d %H:%M:%S")) } }
                                 td { (run_time(run, waits, now)) }
                                 td { (run.cursor.get()) " of " (run.step_count) }
@@ -293,7 +293,7 @@ pub fn run_page(
             dt { "Status" } dd { (status_badge(run.status)) }
             dt { "Crew" } dd { (run.crew) " v" (run.crew_version) " " code.fp { (run.crew_fingerprint) } }
             @if let Some(thread) = &run.thread_id {
-                dt { "Thread" } dd { a href=(format!("/threads/{}", url_escape(thread))) { (thread) } }
+                dt { "Thread" } dd { a href=(format!("/threads/{}", cairn::text::path_segment(thread))) { (thread) } }
             }
             @if let Some(parent) = &run.parent_run_id {
                 dt { "Forked from" }
@@ -569,20 +569,6 @@ fn run_time(run: &RunRecord, waits: &[WaitRecord], now: DateTime<Utc>) -> String
     } else {
         format!("ran {}, waited {}", millis(wall - waited), millis(waited))
     }
-}
-
-/// Percent-escapes a query value (what a browser would send for it).
-fn url_escape(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for b in v.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -129,7 +129,7 @@ pub fn threads_page(threads: &[ThreadSummary]) -> Markup {
                     tbody {
                         @for t in threads {
                             tr {
-                                td { a href=(format!("/threads/{}", url_escape(&t.thread_id))) { (t.thread_id) } }
+                                td { a href=(format!("/threads/{}", cairn::text::path_segment(&t.thread_id))) { (t.thread_id) } }
                                 td { (t.runs) }
                                 td { (t.input_tokens) " / " (t.output_tokens) }
                                 td { time datetime=(t.last_run_at.to_rfc3339()) { (t.last_run_at.format("%Y-%m-%d %H:%M:%S")) } }

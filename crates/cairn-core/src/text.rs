@@ -1,6 +1,22 @@
-//! Text that reaches people: URLs without their passwords, and untrusted
-//! text (step outputs, model text, ids a client chose) made safe to print
-//! on a terminal. Pure functions; printing is the callers'.
+//! Text that reaches people: URLs without their passwords, untrusted text
+//! (step outputs, model text, ids a client chose) made safe to print on a
+//! terminal, and an id made one segment of a URL path. Pure functions;
+//! printing is the callers'.
+
+/// `text` as one URL path segment or query value: every byte but the
+/// unreserved ones (RFC 3986) percent-encoded, so a thread id holding `/`,
+/// `?`, `%`, `&` or spaces stays one segment.
+pub fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
 
 /// `url` with its password replaced by `***`: the userinfo's (`u:pw@host`)
 /// and a `password=` query parameter's. Works on text that does not parse

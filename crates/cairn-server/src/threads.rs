@@ -4,17 +4,77 @@
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
+use serde::Deserialize;
 
-use cairn::{BadThreadId, ThreadSummary, ThreadView};
+use cairn::{BadThreadId, ErrorClass, ThreadPage, ThreadView};
 
+use crate::extract::ApiQuery;
 use crate::{ApiError, AppState};
 
-/// `GET /v1/threads`: every thread, the one whose newest run is oldest first.
+/// The query of `GET /v1/threads`: both optional.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ThreadsQuery {
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+/// Threads a page holds at most.
+const MAX_LIMIT: u32 = 1000;
+
+/// `GET /v1/threads`: threads, the one whose newest run is oldest first;
+/// every one, or with `limit` a page, a `Link: <…>; rel="next"` header
+/// naming the next (`cursor`: the last thread id of a page).
 pub(crate) async fn list(
     State(state): State<AppState>,
-) -> Result<Json<Vec<ThreadSummary>>, ApiError> {
-    Ok(Json(state.engine().threads().await?))
+    ApiQuery(q): ApiQuery<ThreadsQuery>,
+) -> Result<Response, ApiError> {
+    let given = |p: Option<String>| p.filter(|v| !v.is_empty());
+    let limit = match given(q.limit) {
+        None => None,
+        Some(text) => match text.parse::<u32>() {
+            Ok(n) if (1..=MAX_LIMIT).contains(&n) => Some(n),
+            _ => {
+                return Err(ApiError::BadQuery(format!(
+                    "limit: `{text}` is not a number from 1 to {MAX_LIMIT}"
+                )))
+            }
+        },
+    };
+    let page = ThreadPage {
+        after: given(q.cursor),
+        // One more than asked, to know whether a next page exists.
+        limit: limit.map(|n| n + 1),
+    };
+    let mut threads = match state.engine().threads_page(&page).await {
+        Ok(threads) => threads,
+        Err(e) if matches!(e.class(), ErrorClass::NotFound | ErrorClass::BadInput) => {
+            return Err(ApiError::BadCursor)
+        }
+        Err(e) => return Err(ApiError::Engine(e)),
+    };
+    let next = match limit {
+        Some(n) if threads.len() > n as usize => {
+            threads.truncate(n as usize);
+            threads.last().map(|t| (n, t.thread_id.clone()))
+        }
+        _ => None,
+    };
+    let mut response = Json(threads).into_response();
+    if let Some((n, last)) = next {
+        let link = format!(
+            "</v1/threads?limit={n}&cursor={}>; rel=\"next\"",
+            cairn::text::path_segment(&last)
+        );
+        if let Ok(value) = axum::http::HeaderValue::from_str(&link) {
+            response
+                .headers_mut()
+                .insert(axum::http::header::LINK, value);
+        }
+    }
+    Ok(response)
 }
 
 /// `GET /v1/threads/{id}`: the thread's runs, oldest first, and their

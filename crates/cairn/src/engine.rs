@@ -637,7 +637,20 @@ impl Engine {
 
     /// Every thread, the one whose newest run is oldest first.
     pub async fn threads(&self) -> Result<Vec<crate::ThreadSummary>> {
-        Ok(self.store().threads().await?)
+        self.threads_page(&crate::ThreadPage::default()).await
+    }
+
+    /// A page of threads in the order of [`Engine::threads`]: at most
+    /// `page.limit`, after thread `page.after` (which must have a run, or
+    /// it is not found).
+    pub async fn threads_page(
+        &self,
+        page: &crate::ThreadPage,
+    ) -> Result<Vec<crate::ThreadSummary>> {
+        if let Some(after) = &page.after {
+            crate::ThreadId::new(after)?;
+        }
+        Ok(self.store().threads(page).await?)
     }
 
     /// One thread: its runs, oldest first, and their totals. A thread no

@@ -45,7 +45,7 @@ pub use cairn_checkpoint::DbFault;
 pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
     Backend, Claimed, CompactPolicy, Compacted, ForkRequest, LiveHub, OnBusy, OpenOptions,
-    RunFilter, Store, StoreStats, Submitted, Takeover, ThreadSummary, WaitFilter,
+    RunFilter, Store, StoreStats, Submitted, Takeover, ThreadPage, ThreadSummary, WaitFilter,
 };
 /// Text that reaches people: URLs without passwords, terminal-safe text.
 pub use cairn_core::text;

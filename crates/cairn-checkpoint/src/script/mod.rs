@@ -62,7 +62,8 @@ use crate::raw::decode_step;
 use crate::sql::{statement_pended, Conn, Dialect, Pool};
 use crate::{
     Action, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, Lease, NewRun, Result,
-    RunFilter, StepCommit, Store, StoreStats, Submitted, Takeover, ThreadSummary, WaitFilter,
+    RunFilter, StepCommit, Store, StoreStats, Submitted, Takeover, ThreadPage, ThreadSummary,
+    WaitFilter,
 };
 
 use boundary::{bounded, placed, retried};
@@ -543,10 +544,11 @@ impl<H: ScriptHost> Store for H {
         .await
     }
 
-    async fn threads(&self) -> Result<Vec<ThreadSummary>> {
+    async fn threads(&self, page: &ThreadPage) -> Result<Vec<ThreadSummary>> {
+        let page = page.clone();
         let read = self.tx(
-            TxKind::Single,
-            Box::new(|c| Box::pin(threads::threads_in(c))),
+            TxKind::Read,
+            Box::new(move |c| Box::pin(async move { threads::threads_in(c, &page).await })),
         );
         placed(self.target(), None, read).await
     }

@@ -7,17 +7,21 @@ use cairn_core::{Corruption, RunId, RunRecord, RunStatus, ThreadTurn};
 
 use crate::raw::{decode_listed, decode_thread, run_cols, run_cols_but_def};
 use crate::sql::{query, Conn, Dialect};
-use crate::{Error, Result, ThreadSummary};
+use crate::{Error, Result, ThreadPage, ThreadSummary};
 
 /// Every thread's summary (or one thread's, given `:thread`): runs counted
-/// once each, tokens summed over their steps, the newest submit time.
+/// once each, tokens summed over their steps, the newest submit time; in
+/// pages of `:limit` after thread `:after` (by newest run, then id).
 const THREAD_SUMMARIES: &str = "SELECT r.thread_id AS thread_id, count(DISTINCT r.id) AS runs, \
      CAST(COALESCE(sum(s.input_tokens), 0) AS BIGINT) AS input_tokens, \
      CAST(COALESCE(sum(s.output_tokens), 0) AS BIGINT) AS output_tokens, \
      max(r.created_at) AS last_run_at \
      FROM runs r LEFT JOIN steps s ON s.run_id = r.id \
      WHERE r.thread_id IS NOT NULL AND (:thread IS NULL OR r.thread_id = :thread) \
-     GROUP BY r.thread_id ORDER BY last_run_at, thread_id";
+     GROUP BY r.thread_id \
+     HAVING :after IS NULL OR (max(r.created_at), r.thread_id) > \
+         ((SELECT max(created_at) FROM runs WHERE thread_id = :after), :after) \
+     ORDER BY last_run_at, thread_id LIMIT :limit";
 
 /// The runs of `thread` that are not done (queued, running, waiting or
 /// interrupted) and were created before run `before`, oldest first.
@@ -26,12 +30,26 @@ const BUSY_BEFORE: &str = "SELECT id, status FROM runs WHERE thread_id = :thread
      AND (created_at, id) < (SELECT created_at, id FROM runs WHERE id = :before) \
      ORDER BY created_at, id";
 
-/// `Store::threads`.
-pub(super) async fn threads_in(c: &mut Conn<'_>) -> Result<Vec<ThreadSummary>> {
-    let rows = c
-        .fetch_all(query(THREAD_SUMMARIES).bind("thread", None::<&str>))
-        .await?;
+/// `Store::threads`. A cursor thread with no run is not found (it was
+/// compacted away, or never existed).
+pub(super) async fn threads_in(c: &mut Conn<'_>, page: &ThreadPage) -> Result<Vec<ThreadSummary>> {
+    if let Some(after) = &page.after {
+        let known = query("SELECT id FROM runs WHERE thread_id = :after LIMIT 1")
+            .bind("after", after.as_str());
+        if c.fetch_optional(known).await?.is_none() {
+            return Err(Error::ThreadNotFound(after.clone()));
+        }
+    }
+    let rows = c.fetch_all(summaries(None, page)).await?;
     rows.iter().map(decode_thread).collect()
+}
+
+/// The summaries query for one thread or a page of them.
+fn summaries(thread: Option<&str>, page: &ThreadPage) -> crate::sql::Query {
+    query(THREAD_SUMMARIES)
+        .bind("thread", thread)
+        .bind("after", page.after.as_deref())
+        .bind("limit", page.limit.map_or(i64::MAX, i64::from))
 }
 
 /// `Store::thread`: the summary and the runs (from the caller's snapshot).
@@ -40,7 +58,7 @@ pub(super) async fn thread_in(
     id: &str,
 ) -> Result<(ThreadSummary, Vec<RunRecord>)> {
     let summary = c
-        .fetch_optional(query(THREAD_SUMMARIES).bind("thread", Some(id)))
+        .fetch_optional(summaries(Some(id), &ThreadPage::default()))
         .await?
         .ok_or_else(|| Error::ThreadNotFound(id.to_owned()))?;
     let rows = c

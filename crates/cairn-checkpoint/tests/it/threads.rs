@@ -66,7 +66,7 @@ async fn finish(store: &Arc<dyn Store>, id: RunId, steps: u32) {
 async fn threads_sum_runs_and_tokens_per_thread(kind: Kind) {
     let db = TestDb::of(kind).await;
     let store = store(&db).await;
-    assert!(store.threads().await.unwrap().is_empty());
+    assert!(store.threads(&Default::default()).await.unwrap().is_empty());
     let a1 = submit_in(&store, 2, Some("a")).await;
     let b1 = submit_in(&store, 1, Some("b")).await;
     let a2 = submit_in(&store, 3, Some("a")).await;
@@ -75,7 +75,7 @@ async fn threads_sum_runs_and_tokens_per_thread(kind: Kind) {
     finish(&store, a2, 3).await; // 10 + 11 + 12 in, 3 out
     finish(&store, loose, 1).await; // in no thread: counted nowhere
 
-    let threads = store.threads().await.unwrap();
+    let threads = store.threads(&Default::default()).await.unwrap();
     // Ordered by their newest run: b's was submitted before a's second.
     let names: Vec<&str> = threads.iter().map(|t| t.thread_id.as_str()).collect();
     assert_eq!(names, ["b", "a"]);
@@ -86,6 +86,28 @@ async fn threads_sum_runs_and_tokens_per_thread(kind: Kind) {
     let b1_run = store.get_run(b1).await.unwrap();
     assert_eq!(a.last_run_at, a2_run.created_at);
     assert_eq!(b.last_run_at, b1_run.created_at);
+
+    // Pages of one, after each cursor in turn: the same threads in order.
+    let mut paged = vec![];
+    let mut page = cairn_checkpoint::ThreadPage {
+        after: None,
+        limit: Some(1),
+    };
+    loop {
+        let got = store.threads(&page).await.unwrap();
+        assert!(got.len() <= 1);
+        let Some(last) = got.last() else { break };
+        page.after = Some(last.thread_id.clone());
+        paged.extend(got);
+    }
+    assert_eq!(paged, threads);
+    // A cursor no run belongs to is not found, not an empty page.
+    page.after = Some("nobody".into());
+    let err = store.threads(&page).await.unwrap_err();
+    assert!(
+        matches!(err, cairn_checkpoint::Error::ThreadNotFound(_)),
+        "{err:?}"
+    );
 }
 
 async fn thread_is_its_runs_oldest_first_with_the_summary(kind: Kind) {
@@ -106,7 +128,7 @@ async fn thread_is_its_runs_oldest_first_with_the_summary(kind: Kind) {
     );
     assert_eq!(summary.last_run_at, runs[1].created_at);
     // The same summary as the list's entry.
-    let listed = store.threads().await.unwrap();
+    let listed = store.threads(&Default::default()).await.unwrap();
     assert_eq!(listed.iter().find(|t| t.thread_id == "t"), Some(&summary));
 }
 
@@ -142,7 +164,10 @@ async fn thread_ids_are_stored_as_given(kind: Kind) {
         assert_eq!(runs.len(), 1);
         assert_eq!(runs[0].thread_id.as_deref(), Some(t));
     }
-    assert_eq!(store.threads().await.unwrap().len(), ids.len());
+    assert_eq!(
+        store.threads(&Default::default()).await.unwrap().len(),
+        ids.len()
+    );
 }
 
 async fn a_fork_keeps_its_thread_unless_given_another(kind: Kind) {

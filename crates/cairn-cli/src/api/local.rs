@@ -9,7 +9,7 @@ use serde_json::Value;
 use cairn::{
     Actor, Answer, CompactPolicy, Compacted, Engine, EventRecord, ExecutorConfig, OpenOptions,
     RunFilter, RunId, RunRecord, RunStatus, RunView, StepJournalEntry, SubmitOptions, Submitted,
-    ThreadSummary, ThreadView, WaitFilter, WaitId, WaitRecord,
+    ThreadPage, ThreadSummary, ThreadView, WaitFilter, WaitId, WaitRecord,
 };
 
 use super::{Act, Api, CrewRef, Interruptible, Submission};
@@ -175,8 +175,8 @@ impl Api for Local {
         })
     }
 
-    async fn threads(&self) -> anyhow::Result<Vec<ThreadSummary>> {
-        Ok(self.engine.threads().await?)
+    async fn threads(&self, page: &ThreadPage) -> anyhow::Result<Vec<ThreadSummary>> {
+        Ok(self.engine.threads_page(page).await?)
     }
 
     async fn thread(&self, id: &str) -> anyhow::Result<ThreadView> {

@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use cairn::{
     Actor, Answer, CompactPolicy, Compacted, EventRecord, ForkRequest, RunFilter, RunId, RunRecord,
-    RunStatus, RunView, StepJournalEntry, SubmitOptions, ThreadSummary, ThreadView, WaitFilter,
-    WaitId, WaitRecord,
+    RunStatus, RunView, StepJournalEntry, SubmitOptions, ThreadPage, ThreadSummary, ThreadView,
+    WaitFilter, WaitId, WaitRecord,
 };
 
 /// The crew a `run` or `submit` names.
@@ -121,7 +121,8 @@ pub trait Api {
     /// Records an operator's action; the run acted on (a fork: the new run).
     async fn act(&self, id: RunId, act: Act<'_>, actor: &Actor) -> anyhow::Result<RunRecord>;
 
-    async fn threads(&self) -> anyhow::Result<Vec<ThreadSummary>>;
+    /// A page of threads (every one with the default page).
+    async fn threads(&self, page: &ThreadPage) -> anyhow::Result<Vec<ThreadSummary>>;
 
     async fn thread(&self, id: &str) -> anyhow::Result<ThreadView>;
 

@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 
 use cairn::{
     Actor, Answer, CompactPolicy, Compacted, ErrorClass, EventRecord, RunFilter, RunId, RunRecord,
-    RunStatus, RunView, StepJournalEntry, SubmitOptions, ThreadSummary, ThreadView, WaitFilter,
-    WaitId, WaitRecord,
+    RunStatus, RunView, StepJournalEntry, SubmitOptions, ThreadPage, ThreadSummary, ThreadView,
+    WaitFilter, WaitId, WaitRecord,
 };
 
 use super::{Act, Api, CrewRef, Interruptible, Submission};
@@ -182,20 +182,6 @@ fn submit_body(crew: String, input: Value, opts: SubmitOptions) -> Value {
     body
 }
 
-/// `text` as one URL path segment: every byte but the unreserved ones
-/// percent-encoded (a thread id may hold `/`, `?`, `%` or spaces).
-fn path_segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// `POST /v1/compact`'s body: ages in seconds, as the API takes them.
 fn compact_body(p: &CompactPolicy) -> Value {
     let secs = |d: Option<std::time::Duration>| d.map(|d| format!("{}ms", d.as_millis()));
@@ -284,7 +270,7 @@ fn list_query(filter: &RunFilter) -> anyhow::Result<String> {
         query.push(format!("status={s}"));
     }
     if let Some(crew) = &filter.crew {
-        query.push(format!("crew={}", path_segment(crew)));
+        query.push(format!("crew={}", cairn::text::path_segment(crew)));
     }
     if let Some(after) = filter.after {
         query.push(format!("cursor={after}"));
@@ -454,12 +440,20 @@ impl Api for Remote {
         Ok(view.run)
     }
 
-    async fn threads(&self) -> anyhow::Result<Vec<ThreadSummary>> {
-        self.get("/v1/threads").await
+    async fn threads(&self, page: &ThreadPage) -> anyhow::Result<Vec<ThreadSummary>> {
+        let mut query = vec![];
+        if let Some(limit) = page.limit {
+            query.push(format!("limit={}", limit.min(1000)));
+        }
+        if let Some(after) = &page.after {
+            query.push(format!("cursor={}", cairn::text::path_segment(after)));
+        }
+        self.get(&format!("/v1/threads?{}", query.join("&"))).await
     }
 
     async fn thread(&self, id: &str) -> anyhow::Result<ThreadView> {
-        self.get(&format!("/v1/threads/{}", path_segment(id))).await
+        self.get(&format!("/v1/threads/{}", cairn::text::path_segment(id)))
+            .await
     }
 
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {

@@ -98,3 +98,14 @@ async fn finish_action(api: &impl Api, id: RunId, enqueue: bool, json: bool) -> 
     let status = print_run(api, id, json, false, false).await?;
     Ok(action_exit(status, enqueue))
 }
+
+/// Records read per page by a list that prints every one (`runs list`
+/// without `--limit`, `threads list`): 500, or `CAIRN_LIST_PAGE` (tests of
+/// the paging use a smaller page).
+fn page_size() -> u32 {
+    std::env::var("CAIRN_LIST_PAGE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(500)
+}

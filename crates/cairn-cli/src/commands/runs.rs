@@ -14,9 +14,6 @@ use crate::input::{load_crew, parse_input, parse_run_id, parse_thread, usage};
 use crate::output;
 use crate::report::{exit, status_exit};
 
-/// Runs read per page when `runs list` has no `--limit`.
-const LIST_PAGE: u32 = 500;
-
 pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow::Result<u8> {
     // What was typed is read first: a typo must not open (or migrate) a database.
     match command {
@@ -248,17 +245,16 @@ async fn list_all(
     oldest: bool,
     json: bool,
 ) -> anyhow::Result<u8> {
-    // `CAIRN_LIST_PAGE`: a smaller page, for tests of the paging.
-    let size = std::env::var("CAIRN_LIST_PAGE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(LIST_PAGE);
+    let size = super::page_size();
     let newest_first = !json && !oldest;
-    match json {
-        true => write!(std::io::stdout(), "[")?,
-        false => output::run_header(&mut output::text_out())?,
-    }
-    let (mut after, mut first) = (None, true);
+    let mut array = match json {
+        true => Some(output::JsonArray::start()?),
+        false => {
+            output::run_header(&mut output::text_out())?;
+            None
+        }
+    };
+    let mut after = None;
     loop {
         let filter = RunFilter {
             status,
@@ -268,24 +264,17 @@ async fn list_all(
             ..RunFilter::default()
         };
         let page = api.list(&filter).await?;
-        if json {
-            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            for r in &page {
-                let sep = if first { "\n" } else { ",\n" };
-                write!(out, "{sep}{}", serde_json::to_string_pretty(r)?)?;
-                first = false;
-            }
-            out.flush()?;
-        } else {
-            output::run_rows(&mut output::text_out(), &page)?;
+        match &mut array {
+            Some(array) => array.push_all(&page)?,
+            None => output::run_rows(&mut output::text_out(), &page)?,
         }
         match page.last() {
             Some(last) if page.len() == size as usize => after = Some(last.id),
             _ => break,
         }
     }
-    if json {
-        writeln!(std::io::stdout(), "{}]", if first { "" } else { "\n" })?;
+    if let Some(array) = array {
+        array.end()?;
     }
     Ok(exit::OK)
 }

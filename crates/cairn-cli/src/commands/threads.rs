@@ -1,5 +1,7 @@
 //! `cairn threads …` and `cairn compact`.
 
+use cairn::ThreadPage;
+
 use super::{Api, Connect};
 use crate::args::{CompactArgs, ThreadsCommand};
 use crate::input::parse_thread;
@@ -8,10 +10,7 @@ use crate::report::exit;
 
 pub async fn main(to: &impl Connect, command: ThreadsCommand, json: bool) -> anyhow::Result<u8> {
     match command {
-        ThreadsCommand::List => {
-            let threads = to.connect(false).await?.threads().await?;
-            output::print_threads(&threads, json)?;
-        }
+        ThreadsCommand::List => list(&to.connect(false).await?, json).await?,
         ThreadsCommand::Show { thread_id } => {
             let id = parse_thread(Some(thread_id))?.unwrap_or_default();
             let api = to.connect(false).await?;
@@ -25,6 +24,39 @@ pub async fn main(to: &impl Connect, command: ThreadsCommand, json: bool) -> any
         }
     }
     Ok(exit::OK)
+}
+
+/// `threads list`: every thread, a page at a time, each printed before the
+/// next is read.
+async fn list(api: &impl Api, json: bool) -> anyhow::Result<()> {
+    let mut array = match json {
+        true => Some(output::JsonArray::start()?),
+        false => {
+            output::thread_header(&mut output::text_out())?;
+            None
+        }
+    };
+    let mut page = ThreadPage {
+        after: None,
+        limit: Some(super::page_size()),
+    };
+    loop {
+        let threads = api.threads(&page).await?;
+        match &mut array {
+            Some(array) => array.push_all(&threads)?,
+            None => output::thread_rows(&mut output::text_out(), &threads)?,
+        }
+        match threads.last() {
+            Some(last) if Some(threads.len() as u32) == page.limit => {
+                page.after = Some(last.thread_id.clone());
+            }
+            _ => break,
+        }
+    }
+    if let Some(array) = array {
+        array.end()?;
+    }
+    Ok(())
 }
 
 /// `cairn compact`: the policy the flags name, for every run or one thread.

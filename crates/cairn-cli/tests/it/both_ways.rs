@@ -145,6 +145,7 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
     let ok =
         id_of(&run(&greet, &["--input", r#"{"name": "Ada"}"#, "--thread", "t1"]).expect_code(0));
     run(&greet, &["--input", r#"{"name": "Bo"}"#, "--thread", "t1"]).expect_code(0);
+    run(&greet, &["--input", r#"{"name": "Di"}"#, "--thread", "t2"]).expect_code(0);
     let failed = id_of(&run(&fail, &[]).expect_code(3));
     let waiting = id_of(&run(&review, &["--input", r#"{"topic": "t"}"#]).expect_code(4));
 
@@ -186,6 +187,23 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
     ];
     for args in &reads {
         same(&case, &served, args, args, false);
+    }
+
+    // Lists read a page at a time (here one record a page) print the same.
+    for args in [
+        ["threads", "list", "--quiet"],
+        ["threads", "list", "--json"],
+        ["runs", "list", "--quiet"],
+        ["runs", "list", "--json"],
+    ] {
+        let whole = case.cairn(&args).expect_code(0).stdout;
+        let one = [("CAIRN_LIST_PAGE", "1")];
+        assert_eq!(case.cairn_env(&args, &one).stdout, whole, "{args:?}");
+        let mut remote_args = args.to_vec();
+        remote_args.extend(["--server", &served.url, "--token", TOKEN]);
+        let there = case.raw(&remote_args, &one).expect_code(0).stdout;
+        let there = there.replace(&served.url, case.url());
+        assert_eq!(there, whole, "{args:?} --server");
     }
 
     // Actions on alike runs, one here and one through the server.

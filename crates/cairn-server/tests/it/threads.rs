@@ -61,6 +61,24 @@ async fn threads_are_listed_and_shown_as_the_engine_sees_them() {
             assert!(listed[1].get(key).is_some(), "{key}: {listed}");
         }
 
+        // Pages: `limit` and the `Link` header's next page, to the end.
+        let first_page = api.get("/v1/threads?limit=1").await;
+        assert_eq!(first_page.json(), json!([listed[0]]));
+        let link = first_page.headers["link"].to_str().unwrap().to_owned();
+        assert_eq!(link, "</v1/threads?limit=1&cursor=other>; rel=\"next\"");
+        let last_page = api.get("/v1/threads?limit=1&cursor=other").await;
+        assert_eq!(last_page.json(), json!([listed[1]]));
+        assert!(last_page.headers.get("link").is_none(), "the last page");
+        for bad in ["limit=0", "limit=x", "limit=1&cursor=nobody", "order=x"] {
+            let reply = api.get(&format!("/v1/threads?{bad}")).await;
+            assert_eq!(
+                reply.status,
+                StatusCode::BAD_REQUEST,
+                "{bad}: {}",
+                reply.text
+            );
+        }
+
         let shown = api.get(&format!("/v1/threads/{}", segment(odd))).await;
         assert_eq!(shown.status, StatusCode::OK, "{}", shown.text);
         let shown = shown.json();
