@@ -1,6 +1,7 @@
 //! Cairn's domain model: typed ids, crews and their fingerprints, run and step
 //! statuses with their allowed transitions, checkpoint rows, events, and the
-//! accumulated-context rebuild. This crate performs no I/O: storage, processes
+//! accumulated-context rebuild; and a Server-Sent Events decoder ([`sse`]),
+//! fed the bytes others read. This crate performs no I/O: storage, processes
 //! and the network live in other crates.
 
 pub mod agent;
@@ -14,6 +15,7 @@ pub mod journal;
 pub mod limits;
 pub mod llm;
 pub mod retry;
+pub mod sse;
 pub mod status;
 pub mod text;
 pub mod wait;

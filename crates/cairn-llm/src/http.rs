@@ -1,12 +1,12 @@
 //! What the HTTP adapters share: the client, the classification of HTTP
 //! failures, and the pump that turns a response's Server-Sent Events into
 //! [`StreamEvent`]s through a protocol-specific [`Decoder`]. SSE framing is
-//! the `eventsource-stream` crate's.
+//! ours, `cairn_core::sse` (the WHATWG rules, with a cap on an event's size).
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use eventsource_stream::{Event, Eventsource};
+use cairn_core::sse::{self, Event};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use reqwest::{RequestBuilder, Response, StatusCode};
 
@@ -144,9 +144,7 @@ struct Pump<D> {
 
 /// The stream of a successful response.
 pub(crate) fn pump<D: Decoder>(provider: &str, resp: Response, decoder: D) -> EventStream {
-    let sse = resp
-        .bytes_stream()
-        .eventsource()
+    let sse = sse::events(resp.bytes_stream(), sse::Decoder::new())
         .map(|r| r.map_err(|e| e.to_string()))
         .boxed();
     let state = Pump {

@@ -13,7 +13,7 @@
 use futures_util::StreamExt;
 use std::collections::BTreeMap;
 
-use eventsource_stream::Event;
+use cairn_core::sse::Event;
 use serde_json::{json, Value};
 
 use crate::http::{self, Decoder, HttpTimeouts};

@@ -47,6 +47,9 @@ pub use cairn_checkpoint::{
     Backend, Claimed, CompactPolicy, Compacted, ForkRequest, LiveHub, OnBusy, OpenOptions,
     RunFilter, Store, StoreStats, Submitted, Takeover, ThreadPage, ThreadSummary, WaitFilter,
 };
+/// Server-Sent Events: an incremental decoder and a stream of events over a
+/// stream of byte chunks.
+pub use cairn_core::sse;
 /// Text that reaches people: URLs without passwords, terminal-safe text.
 pub use cairn_core::text;
 pub use cairn_core::{

@@ -2,8 +2,9 @@
 //! line saying what it owns, and nothing points at files outside the
 //! repository (a person who clones it must find everything it refers to).
 //! And the architecture's guard rails: only storage (and the bench and the
-//! test kit) names a database driver, the server and the CLI reach the engine
-//! only through the `cairn` facade, `src` files and functions stay short, and
+//! test kit) names a database driver (and sqlx's MySQL driver, with `rsa`,
+//! stays out of Cargo.lock), the server and the CLI reach the engine only
+//! through the `cairn` facade, `src` files and functions stay short, and
 //! every dependency is versioned once, in the root `[workspace.dependencies]`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -164,9 +165,19 @@ fn workspace_crates() -> BTreeMap<String, Vec<(String, String)>> {
 fn only_storage_names_a_database_driver() {
     // Storage owns SQL; the bench measures the reference commit through
     // rusqlite and sqlx, and the test kit makes and drops test databases.
-    const MAY: [&str; 3] = ["cairn-checkpoint", "cairn-bench", "cairn-testkit"];
-    let driver =
-        |name: &str| name == "rusqlite" || name == "libsqlite3-sys" || name.starts_with("sqlx");
+    // cairn-sqlx is sqlx without MySQL: what the others name as `sqlx`.
+    const MAY: [&str; 4] = [
+        "cairn-checkpoint",
+        "cairn-bench",
+        "cairn-testkit",
+        "cairn-sqlx",
+    ];
+    let driver = |name: &str| {
+        name == "rusqlite"
+            || name == "libsqlite3-sys"
+            || name.starts_with("sqlx")
+            || name == "cairn-sqlx"
+    };
     let mut found = vec![];
     for (krate, deps) in workspace_crates() {
         for (dep, kind) in deps {
@@ -179,6 +190,22 @@ fn only_storage_names_a_database_driver() {
         found.is_empty(),
         "only {MAY:?} may name a database driver; SQL belongs in cairn-checkpoint:\n{}",
         found.join("\n")
+    );
+}
+
+#[test]
+fn no_mysql_driver_in_the_lock() {
+    // sqlx's MySQL driver brings `rsa` (RUSTSEC-2023-0071, no fix) into
+    // Cargo.lock; it comes back with the `sqlx` crate itself or with a
+    // feature of sqlx-macros other than `migrate` (crates/cairn-sqlx).
+    let lock = std::fs::read_to_string(workspace_root().join("Cargo.lock")).unwrap();
+    let found: Vec<_> = ["rsa", "sqlx-mysql", "sqlx"]
+        .into_iter()
+        .filter(|name| lock.lines().any(|l| l == format!("name = \"{name}\"")))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "Cargo.lock has {found:?} again: name sqlx through cairn-sqlx only"
     );
 }
 
