@@ -9,7 +9,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -201,18 +200,16 @@ async fn event_stream(
     client: &Remote,
     id: RunId,
 ) -> anyhow::Result<
-    impl futures_util::Stream<
-        Item = Result<
-            eventsource_stream::Event,
-            eventsource_stream::EventStreamError<reqwest::Error>,
-        >,
-    >,
+    impl futures_util::Stream<Item = Result<cairn::sse::Event, cairn::sse::StreamError<reqwest::Error>>>,
 > {
     let events = client
         .http
         .get(client.url(&format!("/v1/runs/{id}/events")));
     let resp = client.respond(events).await?;
-    Ok(resp.bytes_stream().eventsource())
+    Ok(cairn::sse::events(
+        resp.bytes_stream(),
+        cairn::sse::Decoder::new(),
+    ))
 }
 
 /// `runs watch` over the server's event stream (its `output_delta` pieces
@@ -221,7 +218,7 @@ async fn watch(client: &Remote, id: RunId, json: bool) -> anyhow::Result<RunStat
     use crate::watch::{Heard, Watch};
     let view: RunView = client.get(&format!("/v1/runs/{id}")).await?;
     let mut watch = Watch::new(&view.run, json);
-    let mut stream = event_stream(client, id).await?;
+    let mut stream = std::pin::pin!(event_stream(client, id).await?);
     while let Some(event) = stream.next().await {
         let event = event.map_err(|e| anyhow::anyhow!("the event stream broke: {e}"))?;
         if event.data.is_empty() {
@@ -403,7 +400,7 @@ impl Api for Remote {
         id: RunId,
         each: &mut dyn FnMut(EventRecord) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        let mut stream = event_stream(self, id).await?;
+        let mut stream = std::pin::pin!(event_stream(self, id).await?);
         while let Some(event) = stream.next().await {
             let event = event.map_err(|e| anyhow::anyhow!("the event stream broke: {e}"))?;
             // Live text is not an event of the log.
