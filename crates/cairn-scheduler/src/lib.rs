@@ -9,6 +9,7 @@
 //! answer's and an operator action's half.
 
 mod crew;
+mod drive;
 mod error;
 mod journal;
 mod lease;
@@ -21,11 +22,12 @@ use serde_json::json;
 
 use cairn_checkpoint::{failpoint, ClaimRequest, Lease, StepCommit, Store, Takeover, WaitFilter};
 use cairn_core::{
-    rebuild, rebuild_owned, Agent, Answer, Attempt, ErrorInfo, ErrorKind, EventKind, NewEvent,
-    PreviousOutput, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepRef, StepStatus,
-    WaitKind, WaitStatus,
+    rebuild, rebuild_owned, Agent, Answer, ErrorInfo, ErrorKind, EventKind, NewEvent,
+    PreviousOutput, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepRef, WaitKind,
+    WaitStatus,
 };
 
+use drive::Drive;
 use lease::LeaseGuard;
 use outcome::{Dispatch, StepOutcome};
 
@@ -274,178 +276,38 @@ impl Executor {
     }
 
     /// Claim (unless `first` is a claim already made) → dispatch steps →
-    /// commit, again after each retry back-off, until the run stops.
+    /// commit, again after each retry back-off, until the run stops
+    /// (`drive.rs` has the two halves).
     async fn run_loop(
         &self,
         run_id: RunId,
         crew: &Crew,
-        mut request: ClaimRequest,
-        (mut expected_cursor, mut previous): (StepIdx, Arc<Vec<PreviousOutput>>),
-        mut first: Option<cairn_checkpoint::Claimed>,
+        request: ClaimRequest,
+        (expected_cursor, previous): (StepIdx, Arc<Vec<PreviousOutput>>),
+        first: Option<cairn_checkpoint::Claimed>,
         took_over: bool,
     ) -> Result<Driven> {
-        let mut executed = vec![];
-        loop {
-            let claimed = match first.take() {
-                Some(claimed) => Ok(claimed),
-                None => {
-                    failpoint::step("before_claim", expected_cursor);
-                    let claimed = self.store.claim(run_id, &request).await;
-                    failpoint::step("after_claim", expected_cursor);
-                    claimed
-                }
-            };
-            let claimed = match claimed {
-                Err(cairn_checkpoint::Error::NotYet { wait, .. }) => {
-                    tracing::debug!(run = %run_id, ?wait, "waiting out a retry back-off");
-                    tokio::time::sleep(wait).await;
-                    continue;
-                }
-                // Runs of a thread run in submission order: wait our turn.
-                Err(cairn_checkpoint::Error::QueuedBehind { behind, .. }) => {
-                    tracing::debug!(run = %run_id, %behind, "waiting for an earlier run of the thread");
-                    tokio::time::sleep(self.config.cancel_poll).await;
-                    continue;
-                }
-                // Someone else claimed it during our back-off: it goes on there.
-                Err(cairn_checkpoint::Error::WrongState { .. }) if !executed.is_empty() => {
-                    break;
-                }
-                claimed => claimed?,
-            };
-            // Our own later claims are plain ones.
-            request.takeover = Takeover::Never;
-            request.context = None;
-            request.events.clear();
-            request.replace_crew = None;
-            let mut run = claimed.run;
-            if run.status != RunStatus::Running {
-                // The claim itself ended the run (crash-loop cap).
+        let mut drive = Drive {
+            exec: self,
+            run_id,
+            crew,
+            request,
+            expected_cursor,
+            previous,
+            first,
+            executed: vec![],
+        };
+        while let Some(claimed) = drive.claim().await? {
+            let Some(backoff) = drive.dispatch(claimed).await? else {
                 break;
-            }
-            if run.cursor != expected_cursor {
-                // Another process advanced the run between load and claim.
-                let (fresh, steps) = self.store.load(run_id).await?;
-                previous = Arc::new(rebuild_owned(&fresh, steps)?.previous);
-            }
-            // Keep the lease, and watch for a cancel, while this process
-            // works on the run.
-            let epoch = run.lease_epoch;
-            let guard = LeaseGuard::hold(
-                self.store.clone(),
-                run_id,
-                epoch,
-                self.config.lease,
-                self.beat_every(),
-            );
-            // What people said about the cursor's step: feedback, answers, approval.
-            let mut extras = match claimed.first_run {
-                true => StepExtras::default(),
-                false => self.extras(run_id, claimed.at_cursor.as_ref()).await?,
             };
-            // The thread's earlier runs, read once per claim: every step of
-            // this dispatch sees the same conversation.
-            let thread = match &run.thread_id {
-                Some(t) => {
-                    let limits = &self.config.limits;
-                    let turns = self
-                        .store
-                        .thread_history(t, run_id, limits.thread_history_runs)
-                        .await?;
-                    cairn_core::newest_within(turns, limits.thread_history_bytes)
-                }
-                None => vec![],
-            };
-            // The attempt of the step the claim marked running at the cursor.
-            let mut attempt = match claimed.at_cursor {
-                Some(row) if row.idx == run.cursor && row.status == StepStatus::Running => {
-                    Some(row.attempt)
-                }
-                _ => None,
-            };
-
-            // 3. Dispatch pending steps one by one.
-            let mut retry_after = None;
-            while run.cursor.get() < run.step_count {
-                let idx = run.cursor;
-                let current = attempt.take().ok_or_else(|| {
-                    cairn_core::Corruption::new(
-                        run_id,
-                        format!("step {idx} was not marked running"),
-                    )
-                })?;
-                let (def, agent) = crew.agent(idx).ok_or_else(|| {
-                    cairn_core::Corruption::new(run_id, format!("crew has no agent for step {idx}"))
-                })?;
-                let step = Dispatch {
-                    run: run_id,
-                    epoch,
-                    step_count: run.step_count,
-                    idx,
-                    attempt: current,
-                    def,
-                    next: crew.agent(idx.next()).map(|(d, _)| d.role.clone()),
-                };
-                let cancelled = guard.now() == Lease::CancelRequested;
-                if cancelled || run.cancel_requested_at.is_some() {
-                    // Requested before this step started: run nothing.
-                    let cancel = outcome::commit(&step, StepOutcome::Cancelled);
-                    self.store.commit_step(&cancel).await?;
-                    break;
-                }
-                let extras = StepExtras {
-                    thread: thread.clone(),
-                    ..std::mem::take(&mut extras)
-                };
-                let commit = self
-                    .execute_step(&step, agent, &run, &guard, &previous, &extras)
-                    .await?;
-                failpoint::step("before_commit", idx);
-                let commit = match self.store.commit_step(&commit).await {
-                    Ok(()) => commit,
-                    // Cancelled while the step ran: its result is discarded.
-                    Err(cairn_checkpoint::Error::CancelRequested { .. }) => {
-                        let cancel = outcome::commit(&step, StepOutcome::Cancelled);
-                        self.store.commit_step(&cancel).await?;
-                        cancel
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-                failpoint::step("after_commit", idx);
-                tracing::info!(run = %run_id, step = %idx, role = %def.role, attempt = %current, status = %commit.status, "step committed");
-                // A step that only opened its approval wait did not run.
-                if commit.open_wait.as_ref().map(|w| w.kind) != Some(WaitKind::Approval) {
-                    executed.push(idx);
-                }
-                run.status = commit.run_status;
-                run.cursor = commit.cursor;
-                if commit.status != StepStatus::Succeeded {
-                    retry_after = commit.retry_after;
-                    break;
-                }
-                // The step's context is gone by now, so nothing is copied.
-                Arc::make_mut(&mut previous).push(PreviousOutput {
-                    idx,
-                    role: def.role.clone(),
-                    output: commit.output.unwrap_or_default(),
-                });
-                // The commit marked the next step running, attempt 1.
-                attempt = commit.start_next.map(|_| Attempt::FIRST);
-            }
-            // A run queued for a retry is no longer held.
-            drop(guard);
-            match retry_after {
-                Some(wait) => {
-                    failpoint::step("during_backoff", run.cursor);
-                    tokio::time::sleep(wait).await;
-                    expected_cursor = run.cursor;
-                }
-                None => break,
-            }
+            failpoint::step("during_backoff", backoff.cursor);
+            tokio::time::sleep(backoff.wait).await;
+            drive.expected_cursor = backoff.cursor;
         }
         Ok(Driven {
             run: self.store.get_run(run_id).await?,
-            executed,
+            executed: drive.executed,
             took_over,
         })
     }
