@@ -119,19 +119,23 @@ pub const REQUIRE: &str = "CAIRN_REQUIRE_BROWSER";
 /// a passing run) unless [`REQUIRE`] is set, where it panics instead. One
 /// missing tool so never hides the rest of the suite from a laptop.
 pub fn present(test: &str) -> bool {
-    let missing = [
+    // Every missing tool, the browser first.
+    let missing: Vec<String> = [
+        locate("CAIRN_CHROMIUM", "/usr/bin/chromium", "chromium"),
         locate(
             "CAIRN_CHROMEDRIVER",
             "/usr/bin/chromedriver",
             "chromedriver",
         ),
-        locate("CAIRN_CHROMIUM", "/usr/bin/chromium", "chromium"),
     ]
     .into_iter()
-    .find_map(Result::err);
-    let Some(missing) = missing else {
+    .filter_map(Result::err)
+    .map(|e| e.to_string())
+    .collect();
+    if missing.is_empty() {
         return true;
-    };
+    }
+    let missing = missing.join("; ");
     if std::env::var_os(REQUIRE).is_some() {
         panic!("{test}: {missing} ({REQUIRE} is set, so the browser tests must run)");
     }
