@@ -25,6 +25,76 @@ pub(crate) enum ClaimStep {
     Restart { attempt: u32, takeovers_delta: u32 },
     /// Too many takeovers of the same attempt: fail step and run.
     CrashLoop { error: ErrorInfo },
+    /// The in-flight attempt's holder died holding other runs too, so the
+    /// death is no evidence against this one: restart the same attempt
+    /// without counting a takeover, count a shared death (the step then
+    /// runs alone, where a death is evidence), and mark the holder's other
+    /// in-flight steps to be judged the same.
+    SharedDeath { attempt: u32 },
+}
+
+/// What is known of the death of a taken-over attempt's holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Death {
+    /// Other runs still `running` under the dead holder's lease.
+    pub companions: u32,
+    /// An earlier takeover found this step's holder dead with others.
+    pub marked_shared: bool,
+    /// The step's earlier takeovers that were shared deaths.
+    pub shared_before: u32,
+}
+
+/// A takeover's plan, judged by the death behind it: `crash_loop` counts
+/// only evidence. A holder that held this run alone died of it, maybe: the
+/// takeover counts, and past the cap of such deaths the run fails. One
+/// that held others too, or was found so by an earlier takeover, died of
+/// any of them: the attempt restarts uncounted ([`ClaimStep::SharedDeath`]).
+/// `takeovers` counts every takeover either way.
+pub(crate) fn judge_death(
+    plan: ClaimPlan,
+    row: Option<&StepRecord>,
+    death: Death,
+    cap: u32,
+    cursor: StepIdx,
+) -> ClaimPlan {
+    let taken_over = matches!(
+        plan.step,
+        ClaimStep::Restart {
+            takeovers_delta: 1,
+            ..
+        } | ClaimStep::CrashLoop { .. }
+    );
+    let (Some(row), true) = (row, taken_over && plan.took_over) else {
+        return plan;
+    };
+    let attempt = row.attempt.get();
+    let alone = row.takeovers.saturating_sub(death.shared_before) + 1;
+    let step = match () {
+        _ if death.companions > 0 || death.marked_shared => ClaimStep::SharedDeath { attempt },
+        _ if alone > cap => ClaimStep::CrashLoop {
+            error: crash_loop_error(attempt, cursor, alone, cap),
+        },
+        _ => ClaimStep::Restart {
+            attempt,
+            takeovers_delta: 1,
+        },
+    };
+    ClaimPlan {
+        step,
+        took_over: true,
+    }
+}
+
+/// Why a step failed `crash_loop`.
+fn crash_loop_error(attempt: u32, cursor: StepIdx, died: u32, cap: u32) -> ErrorInfo {
+    ErrorInfo::new(
+        ErrorKind::CrashLoop,
+        format!(
+            "attempt {attempt} of step {cursor} was in flight when its process died {died} times; \
+             not taking it over again (cap {cap}); retry it once the cause is fixed"
+        ),
+        false,
+    )
 }
 
 pub(crate) fn plan_claim(
@@ -53,16 +123,11 @@ pub(crate) fn plan_claim(
         StepStatus::Running if row.takeovers + 1 > req.crash_loop_cap => {
             return Ok(ClaimPlan {
                 step: ClaimStep::CrashLoop {
-                    error: ErrorInfo::new(
-                        ErrorKind::CrashLoop,
-                        format!(
-                            "attempt {} of step {cursor} was in flight when its process died {} times; \
-                             not taking it over again (cap {}); retry it once the cause is fixed",
-                            row.attempt,
-                            row.takeovers + 1,
-                            req.crash_loop_cap
-                        ),
-                        false,
+                    error: crash_loop_error(
+                        row.attempt.get(),
+                        cursor,
+                        row.takeovers + 1,
+                        req.crash_loop_cap,
                     ),
                 },
                 took_over: true,
@@ -137,6 +202,12 @@ pub(crate) fn claim_events(
             "cursor": before.cursor,
         }),
     )];
+    if let (ClaimStep::SharedDeath { .. }, Some(data)) =
+        (&plan.step, events[0].data.as_object_mut())
+    {
+        // Not counted towards `crash_loop`: its holder died holding others.
+        data.insert("shared_death".into(), true.into());
+    }
     events.extend(req.events.iter().cloned());
     if let ClaimStep::CrashLoop { error } = &plan.step {
         events.push(NewEvent::new(

@@ -190,12 +190,13 @@ fn the_fixtures_print_as_the_messages_expect() {
 // ------------------------------------------------------------------ claims
 
 /// A claim's plan, comparable.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Claim {
     Nothing,
     Insert(&'static str),
     Restart { attempt: u32, takeovers_delta: u32 },
     CrashLoop(ErrorInfo),
+    SharedDeath { attempt: u32 },
 }
 
 const TOOK_OVER: bool = true;
@@ -250,6 +251,7 @@ fn claim_view(plan: &ClaimPlan) -> (Claim, bool) {
             takeovers_delta: *takeovers_delta,
         },
         ClaimStep::CrashLoop { error } => Claim::CrashLoop(error.clone()),
+        ClaimStep::SharedDeath { attempt } => Claim::SharedDeath { attempt: *attempt },
     };
     (step, plan.took_over)
 }
@@ -1712,4 +1714,104 @@ fn a_failure_ends_step_and_run_at_its_index() {
             ),
         ]
     );
+}
+
+/// A takeover counts against a step only when its dead holder held it
+/// alone: a holder that died holding other runs (or was found so by an
+/// earlier takeover) restarts the attempt uncounted, even at the cap; the
+/// cap counts deaths alone (`takeovers` less the shared ones).
+#[test]
+fn a_takeover_counts_only_a_death_the_step_was_alone_in() {
+    use RunStatus::{Queued, Running};
+    let running = |takeovers| StepRecord {
+        takeovers,
+        ..row(StepStatus::Running)
+    };
+    let death = |companions, marked_shared, shared_before| Death {
+        companions,
+        marked_shared,
+        shared_before,
+    };
+    let (alone, with_others, marked) = (death(0, false, 0), death(23, false, 0), death(0, true, 0));
+    let judged = |status, row: Option<StepRecord>, death| {
+        let plan = match plan_claim(&run(status, 1), row.clone(), None, &request(3)) {
+            Ok(plan) => plan,
+            Err(e) => panic!("a claim refused: {e}"),
+        };
+        claim_view(&judge_death(plan, row.as_ref(), death, 3, StepIdx(1)))
+    };
+    let shared = (Claim::SharedDeath { attempt: 2 }, TOOK_OVER);
+    let failed = |died| (Claim::CrashLoop(crash_loop(died, 3)), TOOK_OVER);
+    let fresh_failed_row = judged(Queued, Some(row(StepStatus::Failed)), alone);
+    let cases = [
+        // name, run, row, death, want
+        (
+            "alone: counted",
+            Running,
+            Some(running(0)),
+            alone,
+            (restart(2, 1), TOOK_OVER),
+        ),
+        (
+            "alone at the cap: crash loop",
+            Running,
+            Some(running(3)),
+            alone,
+            failed(4),
+        ),
+        (
+            "with others: uncounted",
+            Running,
+            Some(running(0)),
+            with_others,
+            shared.clone(),
+        ),
+        (
+            "with others at the cap: not failed",
+            Running,
+            Some(running(3)),
+            with_others,
+            shared.clone(),
+        ),
+        (
+            "marked by an earlier takeover",
+            Running,
+            Some(running(1)),
+            marked,
+            shared.clone(),
+        ),
+        // Three takeovers, one of them shared: two deaths alone, under the cap.
+        (
+            "past shared deaths do not count",
+            Running,
+            Some(running(3)),
+            death(0, false, 1),
+            (restart(2, 1), TOOK_OVER),
+        ),
+        (
+            "alone past the cap, shared ones aside",
+            Running,
+            Some(running(4)),
+            death(0, false, 1),
+            failed(4),
+        ),
+        // Nothing was in flight: no death to judge.
+        (
+            "a queued run's failed row",
+            Queued,
+            Some(row(StepStatus::Failed)),
+            with_others,
+            fresh_failed_row,
+        ),
+        (
+            "no row yet",
+            Queued,
+            None,
+            with_others,
+            (Claim::Insert("write"), FRESH),
+        ),
+    ];
+    for (name, status, row, death, want) in cases {
+        assert_eq!(judged(status, row, death), want, "{name}");
+    }
 }

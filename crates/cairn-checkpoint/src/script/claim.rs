@@ -9,7 +9,7 @@ use std::time::Duration;
 use cairn_core::{Corruption, LeaseEpoch, NewEvent, RunId, RunRecord, StepIdx, StepRecord};
 use cairn_core::{RunStatus, StepStatus};
 
-use crate::plan::{claim_events, plan_claim, ClaimStep};
+use crate::plan::{claim_events, judge_death, plan_claim, ClaimStep, Death};
 use crate::raw::{decode_run_with, decode_step, error_json, run_cols_but_def, step_cols};
 use crate::sql::{query, Conn};
 use crate::{ClaimRequest, Claimed, Error, Result, Takeover};
@@ -28,7 +28,14 @@ pub(super) async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) ->
         Some(r) if r.status == StepStatus::Waiting => latest_wait(c, id, r.idx).await?,
         _ => None,
     };
-    let plan = plan_claim(&before, row.clone(), waited.as_ref(), req)?;
+    let mut plan = plan_claim(&before, row.clone(), waited.as_ref(), req)?;
+    if plan.took_over {
+        let death = death_of_holder(c, id).await?;
+        plan = judge_death(plan, row.as_ref(), death, req.crash_loop_cap, cursor);
+        if matches!(plan.step, ClaimStep::SharedDeath { .. }) {
+            mark_companions(c, id).await?;
+        }
+    }
     if let Some(context) = &req.context {
         write_context(c, id, &before.input, context).await?;
     }
@@ -97,6 +104,53 @@ async fn claimable(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Ru
         check_due(c, id).await?;
     }
     Ok(before)
+}
+
+/// What is known of the death of run `id`'s holder, at a takeover: the
+/// other runs it still holds, and whether an earlier takeover found it dead
+/// with others ([`Death`]).
+async fn death_of_holder(c: &mut Conn<'_>, id: RunId) -> Result<Death> {
+    let row = c
+        .fetch_optional(
+            query(
+                "SELECT (SELECT count(*) FROM runs o WHERE o.lease_owner = r.lease_owner \
+                   AND o.status = 'running' AND o.id <> r.id) AS companions, \
+                 s.died_shared AS died_shared, s.shared_deaths AS shared_deaths \
+                 FROM runs r JOIN steps s ON s.run_id = r.id AND s.idx = r.cursor \
+                 WHERE r.id = :id",
+            )
+            .bind("id", id),
+        )
+        .await?;
+    let Some(row) = row else {
+        return Ok(Death {
+            companions: 0,
+            marked_shared: false,
+            shared_before: 0,
+        });
+    };
+    Ok(Death {
+        companions: u32::try_from(row.int("companions")?).unwrap_or(u32::MAX),
+        marked_shared: row.int("died_shared")? != 0,
+        shared_before: u32::try_from(row.int("shared_deaths")?).unwrap_or(0),
+    })
+}
+
+/// Marks the in-flight steps of the other runs run `id`'s dead holder
+/// still holds: each is judged a shared death at its own takeover, however
+/// many of them have been taken over by then.
+async fn mark_companions(c: &mut Conn<'_>, id: RunId) -> Result<()> {
+    c.execute(
+        query(
+            "UPDATE steps SET died_shared = 1 WHERE status = 'running' AND EXISTS \
+             (SELECT 1 FROM runs o WHERE o.id = steps.run_id AND o.cursor = steps.idx \
+               AND o.status = 'running' AND o.id <> :id \
+               AND o.lease_owner = (SELECT lease_owner FROM runs WHERE id = :id))",
+        )
+        .bind("id", id),
+    )
+    .await?;
+    Ok(())
 }
 
 /// Refuses a run whose retry back-off has not passed (database clock).
@@ -227,6 +281,23 @@ async fn apply_step(
                 .await?;
             restarted.map(|r| decode_step(id, &r)).transpose()?
         }
+        ClaimStep::SharedDeath { attempt } => {
+            let restarted = c
+                .fetch_optional(
+                    query(concat!(
+                        "UPDATE steps SET status = 'running', attempt = :attempt, \
+                         takeovers = takeovers + 1, shared_deaths = shared_deaths + 1, died_shared = 0, \
+                         finished_at = NULL, started_at = {now} WHERE run_id = :run AND idx = :idx \
+                         RETURNING ",
+                        step_cols!()
+                    ))
+                    .bind("run", id)
+                    .bind("idx", cursor.get())
+                    .bind("attempt", *attempt),
+                )
+                .await?;
+            restarted.map(|r| decode_step(id, &r)).transpose()?
+        }
         ClaimStep::CrashLoop { error } => {
             let err = error_json(&Some(error.clone()));
             c.execute(
@@ -263,15 +334,31 @@ pub(super) async fn claim_next_in(c: &mut Conn<'_>, req: &ClaimRequest) -> Resul
     // The oldest runnable run: queued and due, or running under an expired
     // lease (its holder died or hung: a takeover). PostgreSQL skips rows
     // other claimers hold; SQLite's write lock admits one claimer at a time.
+    //
+    // A step whose holder died with others in flight (a shared death) runs
+    // alone: it goes only to a claimer holding no other run, and a claimer
+    // holding one gets nothing else until it is done. A death there is
+    // evidence against that step (`crash_loop`).
     let picked = c
-        .fetch_optional(query(
-            "SELECT id FROM runs WHERE ((status = 'queued' AND (not_before IS NULL \
+        .fetch_optional(
+            query(
+                "SELECT id FROM runs WHERE ((status = 'queued' AND (not_before IS NULL \
              OR not_before <= {now})) OR (status = 'running' AND lease_expires_at < {now})) \
              AND NOT EXISTS (SELECT 1 FROM runs e WHERE e.thread_id = runs.thread_id \
                AND e.status IN ('queued', 'running', 'waiting', 'interrupted') \
                AND (e.created_at, e.id) < (runs.created_at, runs.id)) \
+             AND (NOT EXISTS (SELECT 1 FROM steps s WHERE s.run_id = runs.id \
+                   AND s.idx = runs.cursor AND s.status = 'running' AND s.shared_deaths > 0) \
+               OR NOT EXISTS (SELECT 1 FROM runs h WHERE h.lease_owner = :owner \
+                   AND h.status = 'running' AND h.lease_expires_at > {now})) \
+             AND NOT EXISTS (SELECT 1 FROM runs h JOIN steps s ON s.run_id = h.id \
+                   AND s.idx = h.cursor WHERE h.lease_owner = :owner AND h.status = 'running' \
+                   AND h.lease_expires_at > {now} AND s.status = 'running' \
+                   AND s.shared_deaths > 0) \
              ORDER BY created_at, id LIMIT 1 {skip_locked}",
-        ))
+            )
+            .bind("owner", req.owner.as_str()),
+        )
         .await?;
     let Some(row) = picked else {
         return Ok(None);

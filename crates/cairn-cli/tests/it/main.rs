@@ -65,6 +65,7 @@ mod client;
 mod compact;
 mod contract;
 mod crash;
+mod crash_blame;
 mod failures;
 mod first_hour;
 mod guides;
