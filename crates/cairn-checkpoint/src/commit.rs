@@ -139,8 +139,8 @@ impl StepCommit {
     }
 }
 
-/// The rows of every end but a success: the cursor stays put, and the
-/// step's error is the run's.
+/// The rows of a retry, a failure, an interruption or a cancel: the cursor
+/// stays put, and the step's error is the run's (a retry's run has none).
 fn stays(
     idx: StepIdx,
     status: StepStatus,
@@ -167,5 +167,112 @@ impl StepRows<'_> {
             self.run_status,
             RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cairn_core::{ErrorKind, WaitId, WaitKind};
+    use serde_json::json;
+
+    use super::*;
+
+    fn commit(transition: StepTransition) -> StepCommit {
+        StepCommit {
+            run_id: RunId::new(),
+            epoch: LeaseEpoch(3),
+            idx: StepIdx(1),
+            attempt: Attempt(2),
+            usage: None,
+            events: vec![],
+            transition,
+        }
+    }
+
+    /// Each transition's rows: (step status, run status, cursor, next step,
+    /// retry timer, whether the step and the run carry an error).
+    #[test]
+    fn a_transition_derives_its_rows() {
+        let e = ErrorInfo::new(ErrorKind::ExitStatus, "exit 1", true);
+        let wait = NewWait {
+            id: WaitId::new(),
+            kind: WaitKind::Review,
+            prompt: json!("draft"),
+            question_id: None,
+            deadline_ms: None,
+            on_deadline: None,
+        };
+        let second = Duration::from_secs(1);
+        let role = Role::new("b");
+        use RunStatus as R;
+        use StepStatus as S;
+        let cases = [
+            (
+                StepTransition::Succeeded {
+                    output: json!(1),
+                    next: Next::Step(role.clone()),
+                },
+                (
+                    S::Succeeded,
+                    R::Running,
+                    2,
+                    Some((StepIdx(2), &role)),
+                    None,
+                    (false, false),
+                ),
+            ),
+            (
+                StepTransition::Succeeded {
+                    output: json!(1),
+                    next: Next::RunSucceeded,
+                },
+                (S::Succeeded, R::Succeeded, 2, None, None, (false, false)),
+            ),
+            (
+                StepTransition::Waiting {
+                    output: None,
+                    wait: wait.clone(),
+                },
+                (S::Waiting, R::Waiting, 1, None, None, (false, false)),
+            ),
+            (
+                StepTransition::Retry {
+                    error: e.clone(),
+                    after: second,
+                },
+                (S::Failed, R::Queued, 1, None, Some(second), (true, false)),
+            ),
+            (
+                StepTransition::Failed { error: e.clone() },
+                (S::Failed, R::Failed, 1, None, None, (true, true)),
+            ),
+            (
+                StepTransition::Interrupted { error: e.clone() },
+                (S::Interrupted, R::Interrupted, 1, None, None, (true, true)),
+            ),
+            (
+                StepTransition::Cancelled { error: e.clone() },
+                (S::Cancelled, R::Cancelled, 1, None, None, (true, true)),
+            ),
+        ];
+        for (transition, (status, run_status, cursor, next, retry, errors)) in cases {
+            let name = format!("{transition:?}");
+            let c = commit(transition);
+            let r = c.rows();
+            assert_eq!(
+                (
+                    r.status,
+                    r.run_status,
+                    r.cursor,
+                    r.start_next,
+                    r.retry_after
+                ),
+                (status, run_status, StepIdx(cursor), next, retry),
+                "{name}"
+            );
+            assert_eq!((r.error.is_some(), r.run_error.is_some()), errors, "{name}");
+            assert_eq!(r.open_wait.is_some(), c.opens_wait(), "{name}");
+            assert_eq!(r.output.is_some(), status == S::Succeeded, "{name}");
+        }
     }
 }
