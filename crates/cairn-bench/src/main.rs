@@ -34,7 +34,8 @@ use cairn::{
     RunStatus, StepContext, StepIdx, StepOutput, StepStatus, Store, SubmitOptions,
 };
 use cairn_checkpoint::{
-    ClaimRequest, Durability, NewRun, OpenOptions, PgStore, SqliteStore, StepCommit,
+    ClaimRequest, Durability, NewRun, Next, OpenOptions, PgStore, SqliteStore, StepCommit,
+    StepTransition,
 };
 use cairn_core::{Attempt, LeaseEpoch, NewEvent};
 
@@ -511,21 +512,15 @@ fn step_commit(crew: &Crew, run_id: RunId, epoch: LeaseEpoch, i: usize) -> StepC
         epoch,
         idx,
         attempt: Attempt::FIRST,
-        status: StepStatus::Succeeded,
-        output: Some(json!({"ok": true, "step": idx})),
         usage: None,
-        error: None,
-        run_status: if last {
-            RunStatus::Succeeded
-        } else {
-            RunStatus::Running
-        },
-        cursor: idx.next(),
-        run_error: None,
-        start_next: agents.get(i + 1).map(|a| (idx.next(), a.role.clone())),
-        retry_after: None,
-        open_wait: None,
         events,
+        transition: StepTransition::Succeeded {
+            output: json!({"ok": true, "step": idx}),
+            next: match agents.get(i + 1) {
+                Some(a) => Next::Step(a.role.clone()),
+                None => Next::RunSucceeded,
+            },
+        },
     }
 }
 

@@ -12,6 +12,7 @@
 //! **Invariant:** every state change is one transaction that also appends its
 //! events, and every write on a running run is fenced by its lease epoch.
 
+mod commit;
 mod error;
 pub mod failpoint;
 mod live;
@@ -29,12 +30,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairn_core::{
-    Actor, Answer, Attempt, Corruption, CrewDef, ErrorInfo, EventRecord, JournalEntry, JournalKind,
-    LeaseEpoch, NewEvent, NewWait, Role, RunId, RunRecord, RunStatus, StepIdx, StepRecord,
-    StepStatus, ThreadTurn, Usage, WaitId, WaitRecord, WaitStatus,
+    Actor, Answer, Attempt, Corruption, CrewDef, EventRecord, JournalEntry, JournalKind,
+    LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, ThreadTurn, WaitId,
+    WaitRecord, WaitStatus,
 };
 use serde_json::Value;
 
+pub use commit::{Next, StepCommit, StepRows, StepTransition};
 pub use error::{DbFault, Error, Kind};
 pub use live::LiveHub;
 pub use script::retention::{CompactPolicy, Compacted, RunsByRule};
@@ -227,34 +229,6 @@ pub struct Claimed {
     /// The claim inserted the cursor's row: the step never ran before, so
     /// no wait of it was ever opened, let alone answered.
     pub first_run: bool,
-}
-
-/// The end of one step, written in one transaction with the run's new
-/// cursor/status and the events; fenced by `epoch`. When `start_next` is set,
-/// the same transaction marks the next step `running`, so an in-flight step
-/// needs no commit of its own.
-#[derive(Debug, Clone)]
-pub struct StepCommit {
-    pub run_id: RunId,
-    pub epoch: LeaseEpoch,
-    pub idx: StepIdx,
-    pub attempt: Attempt,
-    pub status: StepStatus,
-    pub output: Option<Value>,
-    pub usage: Option<Usage>,
-    /// The attempt's error. `None` keeps the row's last error: a step that
-    /// succeeded on a retry still shows why it needed one.
-    pub error: Option<ErrorInfo>,
-    pub run_status: RunStatus,
-    pub cursor: StepIdx,
-    pub run_error: Option<ErrorInfo>,
-    pub start_next: Option<(StepIdx, Role)>,
-    /// With `run_status = Queued`: the run may be claimed again only after
-    /// this long, by the database clock (a durable retry timer).
-    pub retry_after: Option<Duration>,
-    /// With `status = Waiting`: the wait to open in the same transaction.
-    pub open_wait: Option<NewWait>,
-    pub events: Vec<NewEvent>,
 }
 
 /// A journal item to append, fenced by `epoch` like a step commit.

@@ -75,8 +75,12 @@ impl RawStep {
 
 /// Serializes an error for a JSON column.
 pub(crate) fn error_json(e: &Option<ErrorInfo>) -> Option<Value> {
-    e.as_ref()
-        .map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
+    error_value(e.as_ref())
+}
+
+/// [`error_json`] of a borrowed error.
+pub(crate) fn error_value(e: Option<&ErrorInfo>) -> Option<Value> {
+    e.map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
 }
 
 /// Checks a reused idempotency key against what the new submit asked for.

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use cairn_checkpoint::{failpoint, ClaimRequest, Lease, StepCommit, Store, Takeover, WaitFilter};
+use cairn_checkpoint::{failpoint, ClaimRequest, Lease, Store, Takeover, WaitFilter};
 use cairn_core::{
     rebuild, rebuild_owned, Agent, Answer, ErrorInfo, ErrorKind, EventKind, NewEvent,
     PreviousOutput, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepRef, WaitKind,
@@ -367,7 +367,7 @@ impl Executor {
         guard: &LeaseGuard,
         previous: &Arc<Vec<PreviousOutput>>,
         extras: &StepExtras,
-    ) -> Result<StepCommit> {
+    ) -> Result<outcome::Committed> {
         if let Some(wait) = outcome::gate(step, extras.approved) {
             return Ok(outcome::commit(step, wait));
         }

@@ -1,13 +1,14 @@
 //! What a step's result means, decided in one place and without I/O: a
 //! step's result plus where the run stands → a [`StepOutcome`] → the one
-//! [`StepCommit`] that records it ([`commit`], the only place a commit is
-//! built, a cancellation included).
+//! [`StepCommit`] that records it, a `StepTransition` and its events
+//! ([`commit`], the only place the executor builds a commit, a
+//! cancellation included).
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use cairn_checkpoint::StepCommit;
+use cairn_checkpoint::{Next, StepCommit, StepTransition};
 use cairn_core::{
     AgentDef, ApprovalPoint, Attempt, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent,
     NewWait, OnDeadline, Role, RunId, RunStatus, StepIdx, StepOutput, StepStatus, Usage, WaitId,
@@ -181,30 +182,13 @@ fn retry_delay(step: &Dispatch<'_>, error: &ErrorInfo) -> Option<Duration> {
     })
 }
 
-/// The one place a [`StepCommit`] is built: the step row, the run row, the
-/// wait to open and the events that record `outcome`.
-pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
+/// The one place a [`StepCommit`] is built: the transition of the step and
+/// run, and the events that record `outcome` (the rows follow from the
+/// transition, `StepCommit::rows`).
+pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> Committed {
     let (idx, attempt) = (step.idx, step.attempt);
     let base = |duration_ms: u64| json!({"idx": idx, "role": step.def.role, "attempt": attempt, "duration_ms": duration_ms});
-    // Fields every outcome but a success shares: the cursor stays put.
-    let mut c = StepCommit {
-        run_id: step.run,
-        epoch: step.epoch,
-        idx,
-        attempt,
-        status: StepStatus::Failed,
-        output: None,
-        usage: None,
-        error: None,
-        run_status: RunStatus::Failed,
-        cursor: idx,
-        run_error: None,
-        start_next: None,
-        retry_after: None,
-        open_wait: None,
-        events: vec![],
-    };
-    match outcome {
+    let (transition, usage, events) = match outcome {
         StepOutcome::Succeeded {
             output,
             usage,
@@ -216,46 +200,48 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
                 data["input_tokens"] = json!(u.input_tokens);
                 data["output_tokens"] = json!(u.output_tokens);
             }
-            c.events.push(NewEvent::new(EventKind::StepSucceeded, data));
-            c.status = StepStatus::Succeeded;
-            c.output = Some(output);
-            c.usage = usage;
-            c.cursor = idx.next();
-            if last {
-                c.run_status = RunStatus::Succeeded;
-                c.events.push(NewEvent::new(
+            let mut events = vec![NewEvent::new(EventKind::StepSucceeded, data)];
+            let next = match (last, step.next.clone()) {
+                (true, _) => Next::RunSucceeded,
+                (false, Some(role)) => Next::Step(role),
+                (false, None) => return no_next_step(step, usage, events),
+            };
+            if next == Next::RunSucceeded {
+                events.push(NewEvent::new(
                     EventKind::RunSucceeded,
                     json!({"steps": step.step_count}),
                 ));
-            } else {
-                c.run_status = RunStatus::Running;
-                c.start_next = step.next.clone().map(|role| (idx.next(), role));
             }
+            (StepTransition::Succeeded { output, next }, usage, events)
         }
         StepOutcome::Retry {
             error,
             delay,
             duration_ms,
         } => {
-            c.events = failed_events(base(duration_ms), &error, true);
-            c.events.push(NewEvent::new(
+            let mut events = failed_events(base(duration_ms), &error, true);
+            events.push(NewEvent::new(
                 EventKind::StepRetryScheduled,
                 json!({"idx": idx, "next_attempt": attempt.get() + 1, "delay_ms": delay.as_millis() as u64}),
             ));
-            c.run_status = RunStatus::Queued;
-            c.retry_after = Some(delay);
-            c.usage = error.usage;
-            c.error = Some(error);
+            let usage = error.usage;
+            (
+                StepTransition::Retry {
+                    error,
+                    after: delay,
+                },
+                usage,
+                events,
+            )
         }
         StepOutcome::Failed { error, duration_ms } => {
-            c.events = failed_events(base(duration_ms), &error, false);
-            c.events.push(NewEvent::new(
+            let mut events = failed_events(base(duration_ms), &error, false);
+            events.push(NewEvent::new(
                 EventKind::RunFailed,
                 json!({"idx": idx, "attempts": attempt, "error": error}),
             ));
-            c.usage = error.usage;
-            c.error = Some(error.clone());
-            c.run_error = Some(error);
+            let usage = error.usage;
+            (StepTransition::Failed { error }, usage, events)
         }
         StepOutcome::Wait {
             kind,
@@ -275,42 +261,106 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
                     .clone()
                     .or(step.def.wait_deadline_ms.map(|_| OnDeadline::Fail)),
             };
-            c.events.push(NewEvent::new(
+            let events = vec![NewEvent::new(
                 EventKind::WaitOpened,
                 json!({"wait": wait.id, "kind": kind, "idx": idx, "attempt": attempt}),
-            ));
-            c.status = StepStatus::Waiting;
-            c.run_status = RunStatus::Waiting;
-            c.output = output;
-            c.open_wait = Some(wait);
+            )];
+            (StepTransition::Waiting { output, wait }, None, events)
         }
         StepOutcome::Interrupted { error, duration_ms } => {
             let mut data = base(duration_ms);
             data["error"] = json!(error);
-            c.events
-                .push(NewEvent::new(EventKind::StepInterrupted, data));
-            c.status = StepStatus::Interrupted;
-            c.run_status = RunStatus::Interrupted;
-            c.usage = error.usage;
-            c.error = Some(error.clone());
-            c.run_error = Some(error);
+            let events = vec![NewEvent::new(EventKind::StepInterrupted, data)];
+            let usage = error.usage;
+            (StepTransition::Interrupted { error }, usage, events)
         }
         StepOutcome::Cancelled => {
             let error = ErrorInfo::new(ErrorKind::Cancelled, "cancelled by an operator", false);
-            c.events = vec![
+            let events = vec![
                 NewEvent::new(
                     EventKind::StepCancelled,
                     json!({"idx": idx, "attempt": attempt}),
                 ),
                 NewEvent::new(EventKind::RunCancelled, json!({"idx": idx})),
             ];
-            c.status = StepStatus::Cancelled;
-            c.run_status = RunStatus::Cancelled;
-            c.error = Some(error.clone());
-            c.run_error = Some(error);
+            (StepTransition::Cancelled { error }, None, events)
+        }
+    };
+    Committed::from(StepCommit {
+        run_id: step.run,
+        epoch: step.epoch,
+        idx,
+        attempt,
+        usage,
+        events,
+        transition,
+    })
+}
+
+/// A success that is not the last step, of a crew with no agent after it:
+/// the run's step count and its crew disagree, so the run fails
+/// `corruption` (the step's success is recorded first) instead of waiting
+/// at a step nothing can run.
+fn no_next_step(step: &Dispatch<'_>, usage: Option<Usage>, mut events: Vec<NewEvent>) -> Committed {
+    let error = ErrorInfo::new(
+        ErrorKind::Corruption,
+        format!("the crew has no agent for step {}", step.idx.next()),
+        false,
+    );
+    events.push(NewEvent::new(
+        EventKind::RunFailed,
+        json!({"idx": step.idx, "attempts": step.attempt, "error": error}),
+    ));
+    Committed::from(StepCommit {
+        run_id: step.run,
+        epoch: step.epoch,
+        idx: step.idx,
+        attempt: step.attempt,
+        usage,
+        events,
+        transition: StepTransition::Failed { error },
+    })
+}
+
+/// A commit and the rows it writes, as the executor's loop reads them
+/// after storing it (`run_loop` in `lib.rs` reads `commit.status`,
+/// `commit.cursor`, …). The store is given the commit itself (`Deref`);
+/// the fields are copies of `StepCommit::rows`, taken once, so the loop
+/// reads the same values the backends derived and wrote.
+#[derive(Debug, Clone)]
+pub(crate) struct Committed {
+    commit: StepCommit,
+    pub status: StepStatus,
+    pub run_status: RunStatus,
+    pub cursor: StepIdx,
+    pub output: Option<Value>,
+    pub start_next: Option<(StepIdx, Role)>,
+    pub retry_after: Option<Duration>,
+    pub open_wait: Option<NewWait>,
+}
+
+impl From<StepCommit> for Committed {
+    fn from(commit: StepCommit) -> Committed {
+        let rows = commit.rows();
+        Committed {
+            status: rows.status,
+            run_status: rows.run_status,
+            cursor: rows.cursor,
+            output: rows.output.cloned(),
+            start_next: rows.start_next.map(|(i, role)| (i, role.clone())),
+            retry_after: rows.retry_after,
+            open_wait: rows.open_wait.cloned(),
+            commit,
         }
     }
-    c
+}
+
+impl std::ops::Deref for Committed {
+    type Target = StepCommit;
+
+    fn deref(&self) -> &StepCommit {
+        &self.commit
+    }
 }
 
 /// `step_failed`, saying whether another attempt follows.

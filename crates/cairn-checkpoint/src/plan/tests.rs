@@ -598,17 +598,12 @@ fn commit(epoch: i64) -> StepCommit {
         epoch: LeaseEpoch(epoch),
         idx: StepIdx(1),
         attempt: Attempt(2),
-        status: StepStatus::Succeeded,
-        output: Some(json!("out")),
         usage: None,
-        error: None,
-        run_status: RunStatus::Running,
-        cursor: StepIdx(2),
-        run_error: None,
-        start_next: None,
-        retry_after: None,
-        open_wait: None,
         events: vec![],
+        transition: crate::StepTransition::Succeeded {
+            output: json!("out"),
+            next: crate::Next::Step(Role::new("r2")),
+        },
     }
 }
 

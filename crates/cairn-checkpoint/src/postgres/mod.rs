@@ -13,12 +13,12 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::types::Json;
 use sqlx::{Connection, PgConnection};
 
-use cairn_core::{Corruption, JournalEntry, NewEvent, RunStatus};
+use cairn_core::{Corruption, JournalEntry};
 
 use crate::plan::{check_holder, refused_commit};
-use crate::raw::{decode_journal, error_json};
-use crate::script::ScriptHost;
-use crate::sql::{Pool, RUNNABLE};
+use crate::raw::{decode_journal, error_value};
+use crate::script::{ScriptHost, TxKind};
+use crate::sql::{query, Pool, Query, RUNNABLE};
 use crate::{Error, JournalAppend, OpenOptions, Result, StepCommit, Store};
 
 /// A pooled connection idle for at least this long is pinged before it is
@@ -125,13 +125,6 @@ impl PgStore {
     }
 }
 
-fn event_arrays(events: &[NewEvent]) -> (Vec<String>, Vec<Json<Value>>) {
-    (
-        events.iter().map(|e| e.kind.as_str().to_owned()).collect(),
-        events.iter().map(|e| Json(e.data.clone())).collect(),
-    )
-}
-
 #[async_trait]
 impl ScriptHost for PgStore {
     fn db(&self) -> &Pool {
@@ -172,95 +165,29 @@ impl ScriptHost for PgStore {
     }
 
     async fn commit_step(&self, c: &StepCommit) -> Result<()> {
-        let finished = matches!(
-            c.run_status,
-            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
-        );
-        let (kinds, datas) = event_arrays(&c.events);
-        let wait = c.open_wait.as_ref();
-        let (next_idx, next_role) = match &c.start_next {
-            Some((i, r)) => (Some(i.get() as i32), Some(r.as_str())),
-            None => (None, None),
-        };
-        // One statement, one round trip, one implicit transaction. The guard
-        // aborts the whole statement if the run matched but its step did not.
-        let runs: i64 = sqlx::query_scalar(
-            "WITH r AS ( \
-               UPDATE runs SET status = $3, cursor = $4, error = $5, event_seq = event_seq + $6, \
-                 updated_at = clock_timestamp(), \
-                 finished_at = CASE WHEN $7 THEN clock_timestamp() ELSE finished_at END, \
-                 lease_owner = CASE WHEN $3 = 'running' THEN lease_owner END, \
-                 lease_expires_at = CASE WHEN $3 = 'running' THEN lease_expires_at END, \
-                 not_before = CASE WHEN $19::float8 IS NULL THEN NULL \
-                   ELSE clock_timestamp() + make_interval(secs => $19::float8) END \
-               WHERE id = $1 AND lease_epoch = $2 AND status = 'running' \
-                 AND (cancel_requested_at IS NULL OR $3 = 'cancelled') \
-               RETURNING id, event_seq), \
-             s AS ( \
-               UPDATE steps SET status = $10, output = $11, input_tokens = $12, \
-                 output_tokens = $13, error = COALESCE($14, steps.error), \
-                 finished_at = clock_timestamp() \
-               FROM r WHERE steps.run_id = r.id AND steps.idx = $8 AND steps.attempt = $9 \
-                 AND steps.status = 'running' \
-               RETURNING steps.idx), \
-             n AS ( \
-               INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
-               SELECT r.id, $15, $16, 'running', 1, clock_timestamp() FROM r \
-               WHERE $15::int IS NOT NULL), \
-             e AS ( \
-               INSERT INTO events (run_id, seq, at, kind, data) \
-               SELECT r.id, r.event_seq - $6 + u.ord, clock_timestamp(), u.kind, u.data \
-               FROM r CROSS JOIN unnest($17::text[], $18::jsonb[]) WITH ORDINALITY AS u(kind, data, ord)), \
-             w AS ( \
-               INSERT INTO waits (id, run_id, step_idx, attempt, kind, status, prompt, question_id, \
-                 deadline, on_deadline, created_at) \
-               SELECT $20::uuid, r.id, $8, $9, $21, 'open', $22, $23, \
-                 clock_timestamp() + make_interval(secs => $24::float8), $25, clock_timestamp() \
-               FROM r WHERE $20::uuid IS NOT NULL) \
-             SELECT CASE WHEN (SELECT count(*) FROM r) = 1 AND (SELECT count(*) FROM s) <> 1 \
-                 THEN cairn_raise('cairn: step row is not running at the committed attempt') \
-                 ELSE (SELECT count(*) FROM r) END",
-        )
-        .bind(c.run_id.as_uuid())
-        .bind(c.epoch.0)
-        .bind(c.run_status.as_str())
-        .bind(c.cursor.get() as i32)
-        .bind(error_json(&c.run_error).map(Json))
-        .bind(c.events.len() as i64)
-        .bind(finished)
-        .bind(c.idx.get() as i32)
-        .bind(c.attempt.get() as i32)
-        .bind(c.status.as_str())
-        .bind(c.output.as_ref().map(Json))
-        .bind(c.usage.map(|u| u.input_tokens as i64))
-        .bind(c.usage.map(|u| u.output_tokens as i64))
-        .bind(error_json(&c.error).map(Json))
-        .bind(next_idx)
-        .bind(next_role)
-        .bind(kinds)
-        .bind(datas)
-        .bind(c.retry_after.map(|d| d.as_secs_f64()))
-        .bind(wait.map(|w| w.id.as_uuid()))
-        .bind(wait.map(|w| w.kind.as_str()))
-        .bind(wait.map(|w| Json(&w.prompt)))
-        .bind(wait.and_then(|w| w.question_id.as_deref()))
-        .bind(wait.and_then(|w| w.deadline_ms).map(|ms| ms as f64 / 1000.0))
-        .bind(wait.and_then(|w| w.on_deadline.as_ref()).map(Json))
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| match e {
-            sqlx::Error::Database(db) if db.message().starts_with("cairn: ") => {
-                cairn_core::Corruption::new(
+        let commit = commit_query(c)?;
+        let counted = self
+            .tx(
+                TxKind::Single,
+                Box::new(move |conn| Box::pin(async move { conn.fetch_optional(commit).await })),
+            )
+            .await;
+        let runs = match counted {
+            Ok(row) => row.map(|r| r.int("runs")).transpose()?.unwrap_or(0),
+            Err(Error::Database(sqlx::Error::Database(db)))
+                if db.message().starts_with("cairn: ") =>
+            {
+                return Err(Corruption::new(
                     c.run_id,
                     format!(
                         "step {} attempt {} is not running, so its result cannot be committed",
                         c.idx, c.attempt
                     ),
                 )
-                .into()
+                .into())
             }
-            e => Error::Database(e),
-        })?;
+            Err(e) => return Err(e),
+        };
         if runs == 0 {
             let run = Store::get_run(self, c.run_id).await?;
             return Err(refused_commit(&run, c));
@@ -315,4 +242,93 @@ impl ScriptHost for PgStore {
             }
         }
     }
+}
+
+/// The step commit as one statement (one round trip, one implicit
+/// transaction) of data-modifying CTEs: the run fenced by its epoch, the
+/// step, the next step, the events and the wait. The guard aborts the whole
+/// statement if the run matched but its step did not. Its values are the
+/// commit's rows (`StepCommit::rows`), bound by name.
+const COMMIT_STEP: &str = "WITH r AS ( \
+       UPDATE runs SET status = :run_status, cursor = :cursor, error = :run_error, \
+         event_seq = event_seq + :n_events, updated_at = clock_timestamp(), \
+         finished_at = CASE WHEN :finished THEN clock_timestamp() ELSE finished_at END, \
+         lease_owner = CASE WHEN :run_status = 'running' THEN lease_owner END, \
+         lease_expires_at = CASE WHEN :run_status = 'running' THEN lease_expires_at END, \
+         not_before = CASE WHEN :retry_secs::float8 IS NULL THEN NULL \
+           ELSE clock_timestamp() + make_interval(secs => :retry_secs::float8) END \
+       WHERE id = :run AND lease_epoch = :epoch AND status = 'running' \
+         AND (cancel_requested_at IS NULL OR :run_status = 'cancelled') \
+       RETURNING id, event_seq), \
+     s AS ( \
+       UPDATE steps SET status = :status, output = :output, input_tokens = :input_tokens, \
+         output_tokens = :output_tokens, error = COALESCE(:error, steps.error), \
+         finished_at = clock_timestamp() \
+       FROM r WHERE steps.run_id = r.id AND steps.idx = :idx AND steps.attempt = :attempt \
+         AND steps.status = 'running' \
+       RETURNING steps.idx), \
+     n AS ( \
+       INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+       SELECT r.id, :next_idx, :next_role, 'running', 1, clock_timestamp() FROM r \
+       WHERE :next_idx::int IS NOT NULL), \
+     e AS ( \
+       INSERT INTO events (run_id, seq, at, kind, data) \
+       SELECT r.id, r.event_seq - :n_events + u.ord, clock_timestamp(), u.e->>'kind', u.e->'data' \
+       FROM r CROSS JOIN jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS u(e, ord)), \
+     w AS ( \
+       INSERT INTO waits (id, run_id, step_idx, attempt, kind, status, prompt, question_id, \
+         deadline, on_deadline, created_at) \
+       SELECT :wait::uuid, r.id, :idx, :attempt, :wait_kind, 'open', :prompt, :question, \
+         clock_timestamp() + make_interval(secs => :deadline_secs::float8), :on_deadline, \
+         clock_timestamp() \
+       FROM r WHERE :wait::uuid IS NOT NULL) \
+     SELECT CASE WHEN (SELECT count(*) FROM r) = 1 AND (SELECT count(*) FROM s) <> 1 \
+         THEN cairn_raise('cairn: step row is not running at the committed attempt') \
+         ELSE (SELECT count(*) FROM r) END AS runs";
+
+/// [`COMMIT_STEP`] with the commit's values bound.
+fn commit_query(c: &StepCommit) -> Result<Query> {
+    let r = c.rows();
+    let wait = r.open_wait;
+    let events: Vec<Value> = c
+        .events
+        .iter()
+        .map(|e| serde_json::json!({"kind": e.kind.as_str(), "data": e.data}))
+        .collect();
+    let on_deadline =
+        match wait.and_then(|w| w.on_deadline.as_ref()) {
+            Some(o) => Some(serde_json::to_value(o).map_err(|e| {
+                Corruption::new(c.run_id, format!("the wait's deadline outcome: {e}"))
+            })?),
+            None => None,
+        };
+    Ok(query(COMMIT_STEP)
+        .bind("run", c.run_id)
+        .bind("epoch", c.epoch.0)
+        .bind("run_status", r.run_status.as_str())
+        .bind("cursor", r.cursor.get())
+        .bind("run_error", error_value(r.run_error))
+        .bind("n_events", c.events.len() as i64)
+        .bind("finished", r.finishes())
+        .bind("retry_secs", r.retry_after.map(|d| d.as_secs_f64()))
+        .bind("idx", c.idx.get())
+        .bind("attempt", c.attempt.get())
+        .bind("status", r.status.as_str())
+        .bind("output", r.output.cloned())
+        .bind("input_tokens", c.usage.map(|u| u.input_tokens as i64))
+        .bind("output_tokens", c.usage.map(|u| u.output_tokens as i64))
+        .bind("error", error_value(r.error))
+        .bind("next_idx", r.start_next.map(|(i, _)| i.get()))
+        .bind("next_role", r.start_next.map(|(_, role)| role.as_str()))
+        .bind("events", Value::Array(events))
+        .bind("wait", wait.map(|w| w.id))
+        .bind("wait_kind", wait.map(|w| w.kind.as_str()))
+        .bind("prompt", wait.map(|w| w.prompt.clone()))
+        .bind("question", wait.and_then(|w| w.question_id.as_deref()))
+        .bind(
+            "deadline_secs",
+            wait.and_then(|w| w.deadline_ms)
+                .map(|ms| ms as f64 / 1000.0),
+        )
+        .bind("on_deadline", on_deadline))
 }

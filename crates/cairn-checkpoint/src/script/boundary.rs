@@ -130,9 +130,12 @@ pub(super) async fn commit_landed<H: ScriptHost + ?Sized>(
             }),
         )
         .await?;
+    let rows = commit.rows();
     let ours = run.lease_epoch == commit.epoch
         && row.is_some_and(|r| {
-            r.status == commit.status && r.attempt == commit.attempt && r.output == commit.output
+            r.status == rows.status
+                && r.attempt == commit.attempt
+                && r.output.as_ref() == rows.output
         });
     Ok(ours.then_some(()))
 }

@@ -350,9 +350,9 @@ impl<H: ScriptHost> Store for H {
     async fn commit_step(&self, commit: &StepCommit) -> Result<()> {
         commit_ok(commit).map_err(|e| e.placed(self.target(), Some(commit.run_id)))?;
         // A commit that opens a wait is its own crash point.
-        let op = match commit.open_wait {
-            Some(_) => "open_wait",
-            None => "commit_step",
+        let op = match commit.opens_wait() {
+            true => "open_wait",
+            false => "commit_step",
         };
         retried(
             op,

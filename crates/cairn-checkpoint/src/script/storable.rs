@@ -5,7 +5,7 @@
 
 use cairn_core::{Actor, NewEvent};
 
-use crate::raw::error_json;
+use crate::raw::error_value;
 use crate::{ClaimRequest, Result, StepCommit};
 
 pub(super) fn text_ok(what: &str, text: Option<&str>) -> Result<()> {
@@ -49,15 +49,15 @@ pub(super) fn events_ok(events: &[NewEvent]) -> Result<()> {
 /// A step commit's values (the scheduler checks the output first and fails
 /// the step `unstorable` instead; this refuses whatever slips past).
 pub(super) fn commit_ok(c: &StepCommit) -> Result<()> {
-    let step = c.idx;
-    json_ok(&format!("step {step}'s output"), c.output.as_ref())?;
+    let (step, rows) = (c.idx, c.rows());
+    json_ok(&format!("step {step}'s output"), rows.output)?;
     json_ok(
         &format!("step {step}'s error"),
-        error_json(&c.error).as_ref(),
+        error_value(rows.error).as_ref(),
     )?;
-    json_ok("the run's error", error_json(&c.run_error).as_ref())?;
+    json_ok("the run's error", error_value(rows.run_error).as_ref())?;
     events_ok(&c.events)?;
-    if let Some(w) = &c.open_wait {
+    if let Some(w) = rows.open_wait {
         json_ok("the wait's prompt", Some(&w.prompt))?;
         text_ok("the question id", w.question_id.as_deref())?;
     }

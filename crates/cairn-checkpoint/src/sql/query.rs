@@ -229,6 +229,7 @@ param_from! {
     RunId => |v| Param::Uuid(Some(v.as_uuid()));
     Option<RunId> => |v| Param::Uuid(v.map(|r| r.as_uuid()));
     WaitId => |v| Param::Uuid(Some(v.as_uuid()));
+    Option<WaitId> => |v| Param::Uuid(v.map(|w| w.as_uuid()));
 }
 
 /// A statement with its parameters bound by name.

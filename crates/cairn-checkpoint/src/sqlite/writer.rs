@@ -32,9 +32,9 @@ use std::time::Duration;
 use rusqlite::{named_params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
-use cairn_core::{Corruption, RunStatus};
+use cairn_core::Corruption;
 
-use crate::raw::error_json;
+use crate::raw::error_value;
 use crate::script::ScriptFn;
 use crate::sql::Conn;
 use crate::{DbFault, Durability, Error, Result, StepCommit};
@@ -437,17 +437,15 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 /// one statement does not change what it must.
 fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
     let run = c.run_id.to_string();
-    let finished = matches!(
-        c.run_status,
-        RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
-    );
+    let r = c.rows();
+    let finished = r.finishes();
     let seconds = |d: Duration| format!("+{:.3} seconds", d.as_secs_f64());
     let n_events = c.events.len() as i64;
     // A run that stays running keeps `status` out of the SET list: SQLite
     // rewrites an index entry (`runs_by_status`) for every column named
     // there, changed or not, which is one more WAL page per step.
-    let set_status = match c.run_status {
-        RunStatus::Running => "",
+    let set_status = match r.run_status {
+        cairn_core::RunStatus::Running => "",
         _ => "status = :status, ",
     };
     let event_seq: Option<i64> = conn
@@ -465,12 +463,12 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
         ))?
         .query_row(
             named_params! {
-                ":status": c.run_status.as_str(),
-                ":cursor": c.cursor.get(),
-                ":run_error": error_json(&c.run_error).map(|v| v.to_string()),
+                ":status": r.run_status.as_str(),
+                ":cursor": r.cursor.get(),
+                ":run_error": error_value(r.run_error).map(|v| v.to_string()),
                 ":n_events": n_events,
                 ":finished": finished,
-                ":retry": c.retry_after.map(seconds),
+                ":retry": r.retry_after.map(seconds),
                 ":run": run,
                 ":epoch": c.epoch.0,
             },
@@ -488,11 +486,11 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
              WHERE run_id = :run AND idx = :idx AND attempt = :attempt AND status = 'running'"
         ))?
         .execute(named_params! {
-            ":status": c.status.as_str(),
-            ":output": c.output.as_ref().map(|v| v.to_string()),
+            ":status": r.status.as_str(),
+            ":output": r.output.map(|v| v.to_string()),
             ":input_tokens": c.usage.map(|u| u.input_tokens as i64),
             ":output_tokens": c.usage.map(|u| u.output_tokens as i64),
-            ":error": error_json(&c.error).map(|v| v.to_string()),
+            ":error": error_value(r.error).map(|v| v.to_string()),
             ":run": run,
             ":idx": c.idx.get(),
             ":attempt": c.attempt.get(),
@@ -500,7 +498,7 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
     if step != 1 {
         return Ok(Ok(false));
     }
-    if let Some((next, role)) = &c.start_next {
+    if let Some((next, role)) = r.start_next {
         let inserted = conn
             .prepare_cached(&format!(
                 "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
@@ -522,7 +520,7 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
             ":data": e.data.to_string(),
         })?;
     }
-    if let Some(w) = &c.open_wait {
+    if let Some(w) = r.open_wait {
         let on_deadline = match w.on_deadline.as_ref().map(serde_json::to_string) {
             Some(Ok(text)) => Some(text),
             Some(Err(e)) => {

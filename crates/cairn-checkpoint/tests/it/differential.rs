@@ -14,11 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_checkpoint::{
-    Action, ClaimRequest, Claimed, ForkRequest, JournalAppend, Store, WaitFilter,
+    Action, ClaimRequest, Claimed, ForkRequest, JournalAppend, Next, StepTransition, Store,
+    WaitFilter,
 };
 use cairn_core::{
     Actor, Answer, Attempt, ErrorInfo, ErrorKind, EventKind, JournalKind, LeaseEpoch, NewEvent,
-    NewWait, OnDeadline, Role, RunId, RunStatus, StepIdx, StepStatus, Usage, WaitId, WaitKind,
+    NewWait, OnDeadline, Role, RunId, StepIdx, Usage, WaitId, WaitKind,
 };
 use cairn_testkit::TestDb;
 use serde_json::{json, Value};
@@ -203,79 +204,66 @@ fn commit_for(
     let epoch = LeaseEpoch(run.lease_epoch.0 - i64::from(stale));
     let last = idx.get() + 1 >= run.step_count;
     let error = |retryable| ErrorInfo::new(ErrorKind::ExitStatus, "exit 1", retryable);
-    let mut c = cairn_checkpoint::StepCommit {
+    let (transition, events) = match how {
+        Commit::Success => (
+            StepTransition::Succeeded {
+                output: json!({"step": idx, "attempt": attempt}),
+                next: match last {
+                    true => Next::RunSucceeded,
+                    false => Next::Step(Role::new(format!("r{}", idx.next()))),
+                },
+            },
+            vec![NewEvent::new(EventKind::StepSucceeded, json!({"idx": idx}))],
+        ),
+        Commit::Retry => (
+            StepTransition::Retry {
+                error: error(true),
+                after: Duration::ZERO,
+            },
+            vec![NewEvent::new(EventKind::StepFailed, json!({"idx": idx}))],
+        ),
+        Commit::Fail => (
+            StepTransition::Failed {
+                error: error(false),
+            },
+            vec![NewEvent::new(EventKind::RunFailed, json!({"idx": idx}))],
+        ),
+        Commit::Interrupt => (
+            StepTransition::Interrupted {
+                error: ErrorInfo::new(ErrorKind::Interrupted, "max_turns", false),
+            },
+            vec![NewEvent::new(
+                EventKind::StepInterrupted,
+                json!({"idx": idx}),
+            )],
+        ),
+        Commit::Wait(kind, id, due) => (
+            StepTransition::Waiting {
+                output: (*kind == WaitKind::Review).then(|| json!({"draft": idx})),
+                wait: NewWait {
+                    id: *id,
+                    kind: *kind,
+                    prompt: json!({"idx": idx}),
+                    question_id: (*kind == WaitKind::Question).then(|| "q1".to_owned()),
+                    deadline_ms: due.then_some(0),
+                    on_deadline: due.then_some(OnDeadline::Fail),
+                },
+            },
+            vec![NewEvent::new(EventKind::WaitOpened, json!({"wait": id}))],
+        ),
+    };
+    cairn_checkpoint::StepCommit {
         run_id: run.id,
         epoch,
         idx,
         attempt,
-        status: StepStatus::Succeeded,
-        output: None,
         usage: Some(Usage {
             input_tokens: 7,
             output_tokens: 3,
         }),
-        error: None,
-        run_status: RunStatus::Running,
-        cursor: idx,
-        run_error: None,
-        start_next: None,
-        retry_after: None,
-        open_wait: None,
-        events: vec![],
-    };
-    match how {
-        Commit::Success => {
-            c.output = Some(json!({"step": idx, "attempt": attempt}));
-            c.cursor = idx.next();
-            c.run_status = if last {
-                RunStatus::Succeeded
-            } else {
-                RunStatus::Running
-            };
-            c.start_next = (!last).then(|| (idx.next(), Role::new(format!("r{}", idx.next()))));
-            c.events = vec![NewEvent::new(EventKind::StepSucceeded, json!({"idx": idx}))];
-        }
-        Commit::Retry => {
-            c.status = StepStatus::Failed;
-            c.error = Some(error(true));
-            c.run_status = RunStatus::Queued;
-            c.retry_after = Some(Duration::ZERO);
-            c.events = vec![NewEvent::new(EventKind::StepFailed, json!({"idx": idx}))];
-        }
-        Commit::Fail => {
-            c.status = StepStatus::Failed;
-            c.error = Some(error(false));
-            c.run_status = RunStatus::Failed;
-            c.run_error = Some(error(false));
-            c.events = vec![NewEvent::new(EventKind::RunFailed, json!({"idx": idx}))];
-        }
-        Commit::Interrupt => {
-            let e = ErrorInfo::new(ErrorKind::Interrupted, "max_turns", false);
-            c.status = StepStatus::Interrupted;
-            c.error = Some(e.clone());
-            c.run_status = RunStatus::Interrupted;
-            c.run_error = Some(e);
-            c.events = vec![NewEvent::new(
-                EventKind::StepInterrupted,
-                json!({"idx": idx}),
-            )];
-        }
-        Commit::Wait(kind, id, due) => {
-            c.status = StepStatus::Waiting;
-            c.run_status = RunStatus::Waiting;
-            c.output = (*kind == WaitKind::Review).then(|| json!({"draft": idx}));
-            c.open_wait = Some(NewWait {
-                id: *id,
-                kind: *kind,
-                prompt: json!({"idx": idx}),
-                question_id: (*kind == WaitKind::Question).then(|| "q1".to_owned()),
-                deadline_ms: due.then_some(0),
-                on_deadline: due.then_some(OnDeadline::Fail),
-            });
-            c.events = vec![NewEvent::new(EventKind::WaitOpened, json!({"wait": id}))];
-        }
+        events,
+        transition,
     }
-    c
 }
 
 /// Applies `op` to one backend; the result as text, ids and times removed.
@@ -325,7 +313,7 @@ async fn apply(store: &Arc<dyn Store>, b: usize, op: &Op, made: &mut Made) -> St
                 .map_or(Attempt(1), |s| s.attempt);
             let c = commit_for(&run, attempt, how, *stale);
             let r = store.commit_step(&c).await.map(|()| "committed".to_owned());
-            if let (Ok(_), Some(w)) = (&r, &c.open_wait) {
+            if let (Ok(_), Some(w)) = (&r, c.rows().open_wait) {
                 if b == 0 {
                     made.waits.push(w.id);
                 }

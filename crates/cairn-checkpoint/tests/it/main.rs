@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_checkpoint::{
-    open, ClaimRequest, Claimed, Error, NewRun, OpenOptions, RunFilter, StepCommit, Store,
+    open, ClaimRequest, Claimed, Error, NewRun, Next, OpenOptions, RunFilter, StepCommit,
+    StepTransition, Store,
 };
 use cairn_core::{
     Attempt, CrewDef, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent, RunId, RunStatus,
@@ -76,29 +77,18 @@ pub(crate) fn success(run: RunId, epoch: LeaseEpoch, idx: u32, steps: u32) -> St
         epoch,
         idx: StepIdx(idx),
         attempt: Attempt(1),
-        status: StepStatus::Succeeded,
-        output: Some(json!({"out": idx})),
         usage: Some(Usage {
             input_tokens: 10 + u64::from(idx),
             output_tokens: 1,
         }),
-        error: None,
-        run_status: if last {
-            RunStatus::Succeeded
-        } else {
-            RunStatus::Running
-        },
-        cursor: StepIdx(idx + 1),
-        run_error: None,
-        retry_after: None,
-        open_wait: None,
-        start_next: (!last).then(|| {
-            (
-                StepIdx(idx + 1),
-                cairn_core::Role::new(format!("r{}", idx + 1)),
-            )
-        }),
         events: vec![NewEvent::new(EventKind::StepSucceeded, json!({"idx": idx}))],
+        transition: StepTransition::Succeeded {
+            output: json!({"out": idx}),
+            next: match last {
+                true => Next::RunSucceeded,
+                false => Next::Step(cairn_core::Role::new(format!("r{}", idx + 1))),
+            },
+        },
     }
 }
 
@@ -327,14 +317,10 @@ async fn failed_step_keeps_error_and_earlier_steps(kind: Kind) {
     let error = ErrorInfo::new(ErrorKind::ExitStatus, "exit 3: boom", true);
     store
         .commit_step(&StepCommit {
-            status: StepStatus::Failed,
-            output: None,
             usage: None,
-            error: Some(error.clone()),
-            run_status: RunStatus::Failed,
-            cursor: StepIdx(1),
-            run_error: Some(error.clone()),
-            start_next: None,
+            transition: StepTransition::Failed {
+                error: error.clone(),
+            },
             events: vec![NewEvent::new(EventKind::StepFailed, json!({}))],
             ..success(id, epoch, 1, 3)
         })

@@ -78,7 +78,10 @@ async fn a_commit_or_journal_item_with_a_nul_is_refused_and_changes_nothing(kind
     let store = store(&db).await;
     let c = submitted_and_claimed(&store, 2).await;
     let mut commit = success(c.run.id, c.run.lease_epoch, 0, 2);
-    commit.output = Some(json!({"bytes": "\u{0}"}));
+    let cairn_checkpoint::StepTransition::Succeeded { output, .. } = &mut commit.transition else {
+        panic!("`success` builds a success");
+    };
+    *output = json!({"bytes": "\u{0}"});
     refused(store.commit_step(&commit).await, "step 0's output");
     let item = cairn_checkpoint::JournalAppend {
         run_id: c.run.id,

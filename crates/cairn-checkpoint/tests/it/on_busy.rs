@@ -238,16 +238,9 @@ async fn runs_of_a_thread_are_claimed_in_submission_order(kind: Kind) {
     let held = store.claim_next(&req).await.unwrap().unwrap();
     assert_eq!(held.run.id, c1.id);
     let mut fail = success(c1.id, held.run.lease_epoch, 0, 1);
-    fail.status = cairn_core::StepStatus::Failed;
-    fail.output = None;
-    fail.run_status = RunStatus::Failed;
-    fail.cursor = cairn_core::StepIdx(0);
-    fail.error = Some(cairn_core::ErrorInfo::new(
-        cairn_core::ErrorKind::Agent,
-        "no",
-        false,
-    ));
-    fail.run_error = fail.error.clone();
+    fail.transition = cairn_checkpoint::StepTransition::Failed {
+        error: cairn_core::ErrorInfo::new(cairn_core::ErrorKind::Agent, "no", false),
+    };
     store.commit_step(&fail).await.unwrap();
     assert_eq!(store.claim_next(&req).await.unwrap().unwrap().run.id, c2.id);
 }

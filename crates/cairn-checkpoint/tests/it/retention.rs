@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_checkpoint::{
-    Action, CompactPolicy, Compacted, Error, JournalAppend, OnBusy, RunFilter, Store, WaitFilter,
+    Action, CompactPolicy, Compacted, Error, JournalAppend, OnBusy, RunFilter, StepTransition,
+    Store, WaitFilter,
 };
 use cairn_core::{
     Actor, Answer, Attempt, ErrorInfo, ErrorKind, JournalKind, NewWait, RunId, RunStatus, StepIdx,
-    StepStatus, WaitId, WaitKind,
+    WaitId, WaitKind,
 };
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::{json, Value};
@@ -312,13 +313,9 @@ async fn mix(store: &Arc<dyn Store>) -> BTreeMap<&'static str, RunId> {
     let e = claim(id).await;
     journal_item(store, id, e, 0).await;
     let mut fail = success(id, e, 0, 2);
-    fail.status = StepStatus::Failed;
-    fail.output = None;
-    fail.run_status = RunStatus::Failed;
-    fail.cursor = StepIdx(0);
-    fail.start_next = None;
-    fail.error = Some(ErrorInfo::new(ErrorKind::Agent, "no", false));
-    fail.run_error = fail.error.clone();
+    fail.transition = StepTransition::Failed {
+        error: ErrorInfo::new(ErrorKind::Agent, "no", false),
+    };
     store.commit_step(&fail).await.unwrap();
     left.insert("failed", id);
     // Running at step 1, with a journal on each step.
@@ -333,19 +330,17 @@ async fn mix(store: &Arc<dyn Store>) -> BTreeMap<&'static str, RunId> {
     let e = claim(id).await;
     journal_item(store, id, e, 0).await;
     let mut wait = success(id, e, 0, 2);
-    wait.status = StepStatus::Waiting;
-    wait.output = None;
-    wait.run_status = RunStatus::Waiting;
-    wait.cursor = StepIdx(0);
-    wait.start_next = None;
-    wait.open_wait = Some(NewWait {
-        id: WaitId::new(),
-        kind: WaitKind::Question,
-        prompt: json!({"q": "budget?"}),
-        question_id: Some("budget".into()),
-        deadline_ms: None,
-        on_deadline: None,
-    });
+    wait.transition = StepTransition::Waiting {
+        output: None,
+        wait: NewWait {
+            id: WaitId::new(),
+            kind: WaitKind::Question,
+            prompt: json!({"q": "budget?"}),
+            question_id: Some("budget".into()),
+            deadline_ms: None,
+            on_deadline: None,
+        },
+    };
     store.commit_step(&wait).await.unwrap();
     left.insert("waiting", id);
     // Interrupted at step 0.
@@ -353,13 +348,9 @@ async fn mix(store: &Arc<dyn Store>) -> BTreeMap<&'static str, RunId> {
     let e = claim(id).await;
     journal_item(store, id, e, 0).await;
     let mut stop = success(id, e, 0, 2);
-    stop.status = StepStatus::Interrupted;
-    stop.output = None;
-    stop.run_status = RunStatus::Interrupted;
-    stop.cursor = StepIdx(0);
-    stop.start_next = None;
-    stop.error = Some(ErrorInfo::new(ErrorKind::Interrupted, "max_turns", false));
-    stop.run_error = stop.error.clone();
+    stop.transition = StepTransition::Interrupted {
+        error: ErrorInfo::new(ErrorKind::Interrupted, "max_turns", false),
+    };
     store.commit_step(&stop).await.unwrap();
     left.insert("interrupted", id);
     // Queued, in the thread behind its finished runs.

@@ -427,7 +427,8 @@ fn an_outcome_commits_its_rows_and_events() {
             (status, run_status, StepIdx(cursor)),
             "{name}"
         );
-        let got: Vec<(EventKind, Value)> = c.events.into_iter().map(|e| (e.kind, e.data)).collect();
+        let got: Vec<(EventKind, Value)> =
+            c.events.iter().map(|e| (e.kind, e.data.clone())).collect();
         assert_eq!(got, events, "{name}");
         assert_eq!(c.open_wait, None, "{name}");
     }
@@ -453,7 +454,7 @@ fn an_outcome_commits_its_rows_and_events() {
         (wait.deadline_ms, wait.on_deadline),
         (Some(5000), Some(OnDeadline::Fail))
     );
-    let got: Vec<(EventKind, Value)> = c.events.into_iter().map(|e| (e.kind, e.data)).collect();
+    let got: Vec<(EventKind, Value)> = c.events.iter().map(|e| (e.kind, e.data.clone())).collect();
     assert_eq!(
         got,
         vec![(
