@@ -201,24 +201,29 @@ impl Drive<'_> {
                 Err(e) => return Err(e.into()),
             };
             failpoint::step("after_commit", idx);
-            tracing::info!(run = %run_id, step = %idx, role = %def.role, attempt = %current, status = %commit.status, "step committed");
+            let rows = commit.rows();
+            tracing::info!(run = %run_id, step = %idx, role = %def.role, attempt = %current, status = %rows.status, "step committed");
             // A step that only opened its approval wait did not run.
-            if commit.open_wait.as_ref().map(|w| w.kind) != Some(WaitKind::Approval) {
+            if rows.open_wait.map(|w| w.kind) != Some(WaitKind::Approval) {
                 self.executed.push(idx);
             }
-            run.status = commit.run_status;
-            run.cursor = commit.cursor;
-            if commit.status != StepStatus::Succeeded {
-                return Ok(commit.retry_after);
+            run.status = rows.run_status;
+            run.cursor = rows.cursor;
+            if rows.status != StepStatus::Succeeded {
+                return Ok(rows.retry_after);
             }
+            // The commit marked the next step running, attempt 1.
+            attempt = rows.start_next.map(|_| Attempt::FIRST);
             // The step's context is gone by now, so nothing is copied.
+            let output = match commit.transition {
+                cairn_checkpoint::StepTransition::Succeeded { output, .. } => output,
+                _ => serde_json::Value::Null,
+            };
             Arc::make_mut(&mut self.previous).push(PreviousOutput {
                 idx,
                 role: def.role.clone(),
-                output: commit.output.unwrap_or_default(),
+                output,
             });
-            // The commit marked the next step running, attempt 1.
-            attempt = commit.start_next.map(|_| Attempt::FIRST);
         }
         Ok(None)
     }

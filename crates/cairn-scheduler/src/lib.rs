@@ -367,7 +367,7 @@ impl Executor {
         guard: &LeaseGuard,
         previous: &Arc<Vec<PreviousOutput>>,
         extras: &StepExtras,
-    ) -> Result<outcome::Committed> {
+    ) -> Result<cairn_checkpoint::StepCommit> {
         if let Some(wait) = outcome::gate(step, extras.approved) {
             return Ok(outcome::commit(step, wait));
         }

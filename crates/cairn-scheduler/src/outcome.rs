@@ -11,8 +11,7 @@ use serde_json::{json, Value};
 use cairn_checkpoint::{Next, StepCommit, StepTransition};
 use cairn_core::{
     AgentDef, ApprovalPoint, Attempt, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent,
-    NewWait, OnDeadline, Role, RunId, RunStatus, StepIdx, StepOutput, StepStatus, Usage, WaitId,
-    WaitKind,
+    NewWait, OnDeadline, Role, RunId, StepIdx, StepOutput, Usage, WaitId, WaitKind,
 };
 
 /// The step being decided: which run, which step and attempt, its agent.
@@ -185,7 +184,7 @@ fn retry_delay(step: &Dispatch<'_>, error: &ErrorInfo) -> Option<Duration> {
 /// The one place a [`StepCommit`] is built: the transition of the step and
 /// run, and the events that record `outcome` (the rows follow from the
 /// transition, `StepCommit::rows`).
-pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> Committed {
+pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
     let (idx, attempt) = (step.idx, step.attempt);
     let base = |duration_ms: u64| json!({"idx": idx, "role": step.def.role, "attempt": attempt, "duration_ms": duration_ms});
     let (transition, usage, events) = match outcome {
@@ -286,7 +285,7 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> Committed {
             (StepTransition::Cancelled { error }, None, events)
         }
     };
-    Committed::from(StepCommit {
+    StepCommit {
         run_id: step.run,
         epoch: step.epoch,
         idx,
@@ -294,14 +293,18 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> Committed {
         usage,
         events,
         transition,
-    })
+    }
 }
 
 /// A success that is not the last step, of a crew with no agent after it:
 /// the run's step count and its crew disagree, so the run fails
 /// `corruption` (the step's success is recorded first) instead of waiting
 /// at a step nothing can run.
-fn no_next_step(step: &Dispatch<'_>, usage: Option<Usage>, mut events: Vec<NewEvent>) -> Committed {
+fn no_next_step(
+    step: &Dispatch<'_>,
+    usage: Option<Usage>,
+    mut events: Vec<NewEvent>,
+) -> StepCommit {
     let error = ErrorInfo::new(
         ErrorKind::Corruption,
         format!("the crew has no agent for step {}", step.idx.next()),
@@ -311,7 +314,7 @@ fn no_next_step(step: &Dispatch<'_>, usage: Option<Usage>, mut events: Vec<NewEv
         EventKind::RunFailed,
         json!({"idx": step.idx, "attempts": step.attempt, "error": error}),
     ));
-    Committed::from(StepCommit {
+    StepCommit {
         run_id: step.run,
         epoch: step.epoch,
         idx: step.idx,
@@ -319,47 +322,6 @@ fn no_next_step(step: &Dispatch<'_>, usage: Option<Usage>, mut events: Vec<NewEv
         usage,
         events,
         transition: StepTransition::Failed { error },
-    })
-}
-
-/// A commit and the rows it writes, as the executor's loop reads them
-/// after storing it (`run_loop` in `lib.rs` reads `commit.status`,
-/// `commit.cursor`, …). The store is given the commit itself (`Deref`);
-/// the fields are copies of `StepCommit::rows`, taken once, so the loop
-/// reads the same values the backends derived and wrote.
-#[derive(Debug, Clone)]
-pub(crate) struct Committed {
-    commit: StepCommit,
-    pub status: StepStatus,
-    pub run_status: RunStatus,
-    pub cursor: StepIdx,
-    pub output: Option<Value>,
-    pub start_next: Option<(StepIdx, Role)>,
-    pub retry_after: Option<Duration>,
-    pub open_wait: Option<NewWait>,
-}
-
-impl From<StepCommit> for Committed {
-    fn from(commit: StepCommit) -> Committed {
-        let rows = commit.rows();
-        Committed {
-            status: rows.status,
-            run_status: rows.run_status,
-            cursor: rows.cursor,
-            output: rows.output.cloned(),
-            start_next: rows.start_next.map(|(i, role)| (i, role.clone())),
-            retry_after: rows.retry_after,
-            open_wait: rows.open_wait.cloned(),
-            commit,
-        }
-    }
-}
-
-impl std::ops::Deref for Committed {
-    type Target = StepCommit;
-
-    fn deref(&self) -> &StepCommit {
-        &self.commit
     }
 }
 

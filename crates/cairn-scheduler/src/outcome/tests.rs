@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use cairn_core::{AgentKind, Question, RetryPolicy};
+use cairn_core::{AgentKind, Question, RetryPolicy, RunStatus, StepStatus};
 
 /// One case: the agent, where the step stands, and what it returned.
 struct Input {
@@ -422,15 +422,16 @@ fn an_outcome_commits_its_rows_and_events() {
     for (input, outcome, (status, run_status, cursor), events) in cases {
         let name = format!("{outcome:?}");
         let c = super::commit(&dispatch(&input), outcome);
+        let r = c.rows();
         assert_eq!(
-            (c.status, c.run_status, c.cursor),
+            (r.status, r.run_status, r.cursor),
             (status, run_status, StepIdx(cursor)),
             "{name}"
         );
         let got: Vec<(EventKind, Value)> =
             c.events.iter().map(|e| (e.kind, e.data.clone())).collect();
         assert_eq!(got, events, "{name}");
-        assert_eq!(c.open_wait, None, "{name}");
+        assert_eq!(r.open_wait, None, "{name}");
     }
 
     // A wait: the step and run wait, the wait is opened with its deadline.
@@ -444,12 +445,13 @@ fn an_outcome_commits_its_rows_and_events() {
             question_id: None,
         },
     );
-    let wait = c.open_wait.clone().unwrap();
+    let r = c.rows();
+    let wait = r.open_wait.cloned().unwrap();
     assert_eq!(
-        (c.status, c.run_status, c.cursor),
+        (r.status, r.run_status, r.cursor),
         (StepStatus::Waiting, RunStatus::Waiting, StepIdx(1))
     );
-    assert_eq!(c.output, Some(json!("draft")));
+    assert_eq!(r.output, Some(&json!("draft")));
     assert_eq!(
         (wait.deadline_ms, wait.on_deadline),
         (Some(5000), Some(OnDeadline::Fail))
