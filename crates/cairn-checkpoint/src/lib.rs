@@ -454,6 +454,13 @@ pub trait Store: Send + Sync + 'static {
     /// unfinished run needs, in small batches; the rows removed by table.
     async fn compact(&self, policy: &CompactPolicy) -> Result<Compacted>;
 
+    /// Gives the space compaction freed back: SQLite rewrites the file
+    /// (`VACUUM`, then a truncating checkpoint of its write-ahead log), so
+    /// it shrinks; PostgreSQL vacuums Cairn's tables (`VACUUM`), which
+    /// makes the space reusable without shrinking the files. Runs beside
+    /// other work, waiting for writers; no transaction may hold it.
+    async fn vacuum(&self) -> Result<()>;
+
     /// The database's own integrity check: SQLite's `PRAGMA quick_check`,
     /// the problems it found (none when healthy). PostgreSQL checks its
     /// pages itself; nothing to report.

@@ -167,6 +167,11 @@ pub enum Command {
         /// Apply the flags to this thread's runs only.
         #[arg(long = "thread", alias = "thread-id", value_name = "ID")]
         thread: Option<String>,
+        /// Then give the freed space back: SQLite rewrites its file, which
+        /// shrinks (it needs free disk the size of the database, and holds
+        /// writers off meanwhile); PostgreSQL vacuums Cairn's tables.
+        #[arg(long, conflicts_with = "dry_run")]
+        vacuum: bool,
     },
     /// Conversation threads: runs grouped by their thread id.
     Threads {

@@ -635,6 +635,12 @@ impl Engine {
         Ok(self.store().compact(policy).await?)
     }
 
+    /// Gives the space compaction freed back to the filesystem (SQLite: the
+    /// file shrinks) or to PostgreSQL's tables ([`Store::vacuum`]).
+    pub async fn vacuum(&self) -> Result<()> {
+        Ok(self.store().vacuum().await?)
+    }
+
     /// Every thread, the one whose newest run is oldest first.
     pub async fn threads(&self) -> Result<Vec<crate::ThreadSummary>> {
         self.threads_page(&crate::ThreadPage::default()).await

@@ -571,6 +571,14 @@ impl<H: ScriptHost> Store for H {
         bounded("compact", self.target(), None, compaction).await
     }
 
+    async fn vacuum(&self) -> Result<()> {
+        let vacuum = self.tx(
+            TxKind::Single,
+            Box::new(|c| Box::pin(async move { retention::vacuum_in(c).await })),
+        );
+        placed(self.target(), None, vacuum).await
+    }
+
     async fn check(&self) -> Result<Vec<String>> {
         // Unplaced, as it always was: `cairn doctor` prints the database's
         // own message.

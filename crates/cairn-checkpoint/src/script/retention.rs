@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::sql::{query, Conn, Query, Row};
+use crate::sql::{query, Conn, Dialect, Query, Row};
 use crate::Result;
 
 use super::{ScriptHost, TxKind};
@@ -432,6 +432,19 @@ pub(super) async fn claim_task_in(
         )
         .await?;
     Ok(taken == 1)
+}
+
+/// `Store::vacuum`, outside any transaction (neither database vacuums
+/// inside one).
+pub(super) async fn vacuum_in(c: &mut Conn<'_>) -> Result<()> {
+    let statements: &[&'static str] = match c.dialect() {
+        Dialect::Sqlite => &["VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"],
+        Dialect::Postgres => &["VACUUM runs, steps, events, journal, waits"],
+    };
+    for sql in statements {
+        c.fetch_all(query(sql)).await?;
+    }
+    Ok(())
 }
 
 /// SQLite's `PRAGMA quick_check` (`Store::check`, and `SqliteStore::open`

@@ -45,7 +45,11 @@ async fn dispatch(to: &impl Connect, command: Command, json: bool) -> anyhow::Re
         Command::Doctor => run::doctor(to, json).await,
         Command::Runs { command } => runs::main(to, command, json).await,
         Command::Waits { command } => waits::main(to, command, json).await,
-        Command::Compact { policy, thread } => threads::compact(to, policy, thread, json).await,
+        Command::Compact {
+            policy,
+            thread,
+            vacuum,
+        } => threads::compact(to, policy, thread, vacuum, json).await,
         Command::Threads { command } => threads::main(to, command, json).await,
         Command::Serve { .. } | Command::Worker { .. } | Command::Demo { .. } => Err(local_only(
             "serve, worker and demo",

@@ -59,16 +59,31 @@ async fn list(api: &impl Api, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `cairn compact`: the policy the flags name, for every run or one thread.
+/// `cairn compact`: the policy the flags name, for every run or one
+/// thread; with `--vacuum`, then the space given back.
 pub async fn compact(
     to: &impl Connect,
     policy: CompactArgs,
     thread: Option<String>,
+    vacuum: bool,
     json: bool,
 ) -> anyhow::Result<u8> {
     let mut policy = policy.policy()?;
     policy.thread = parse_thread(thread)?;
-    let removed = to.connect(false).await?.compact(&policy).await?;
+    let api = to.connect(false).await?;
+    // Refused before anything is removed.
+    let why = "it rewrites the database next to it (--db)";
+    let engine = match vacuum {
+        true => Some(super::engine(&api, "compact --vacuum", why)?),
+        false => None,
+    };
+    let removed = api.compact(&policy).await?;
     output::print_compacted(&removed, policy.dry_run, json)?;
+    if let Some(engine) = engine {
+        engine.vacuum().await?;
+        if !json {
+            eprintln!("vacuumed: the space the removed rows held is given back");
+        }
+    }
     Ok(exit::OK)
 }

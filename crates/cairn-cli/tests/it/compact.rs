@@ -180,3 +180,67 @@ fn a_worker_compacts_on_an_interval(kind: Kind) {
         "{log}"
     );
 }
+
+both_backends!(vacuum_gives_the_space_back);
+
+/// `compact --vacuum`: on SQLite the file shrinks once the runs are gone;
+/// on PostgreSQL Cairn's tables are vacuumed. Refused with a dry run (clap)
+/// and with `--server` before anything is removed.
+fn vacuum_gives_the_space_back(kind: Kind) {
+    let case = Case::new(kind);
+    // Ten runs of a step whose output is about 400 KB.
+    let big = crate::support::agent_sh(
+        "big",
+        "cat > /dev/null; head -c 300000 /dev/zero | base64 -w0 | sed 's/.*/\"&\"/'",
+    );
+    let crew = case.write("big.toml", &crate::support::crew_toml("big", &[big]));
+    for _ in 0..10 {
+        case.cairn(&["run", crew.to_str().unwrap()]).expect_code(0);
+    }
+    let size = || match kind {
+        Kind::Sqlite => {
+            let file = crate::support::sqlite_path(case.url());
+            std::fs::metadata(file).map(|m| m.len()).unwrap_or(0)
+        }
+        Kind::Postgres => 0,
+    };
+    let before = size();
+
+    let out = case.cairn(&[
+        "compact",
+        "--finished-older-than",
+        "0s",
+        "--dry-run",
+        "--vacuum",
+    ]);
+    out.expect_code(2);
+    let out = case.raw(
+        &[
+            "compact",
+            "--finished-older-than",
+            "0s",
+            "--vacuum",
+            "--server",
+            "http://127.0.0.1:9",
+        ],
+        &[],
+    );
+    let out = out.expect_code(2);
+    assert!(out.stderr.contains("--vacuum"), "{}", out.stderr);
+    assert_eq!(case.list().len(), 10, "a refused vacuum removed nothing");
+
+    let out = case
+        .cairn(&["compact", "--finished-older-than", "0s", "--vacuum"])
+        .expect_code(0);
+    assert!(out.stdout.starts_with("removed 10 runs"), "{}", out.stdout);
+    assert!(out.stderr.contains("vacuumed"), "{}", out.stderr);
+    assert!(case.list().is_empty());
+    if matches!(kind, Kind::Sqlite) {
+        let after = size();
+        assert!(
+            after * 4 < before,
+            "the file did not shrink: {before} bytes before, {after} after"
+        );
+    }
+    case.cairn(&["doctor"]).expect_code(0);
+}
