@@ -67,8 +67,13 @@ async fn threads_sum_runs_and_tokens_per_thread(kind: Kind) {
     let db = TestDb::of(kind).await;
     let store = store(&db).await;
     assert!(store.threads(&Default::default()).await.unwrap().is_empty());
+    // Times are kept to the millisecond: a pause keeps the three apart, so
+    // the order below is the submissions' (a tie is broken by thread id).
+    let pause = || tokio::time::sleep(std::time::Duration::from_millis(5));
     let a1 = submit_in(&store, 2, Some("a")).await;
+    pause().await;
     let b1 = submit_in(&store, 1, Some("b")).await;
+    pause().await;
     let a2 = submit_in(&store, 3, Some("a")).await;
     let loose = submit_in(&store, 1, None).await;
     finish(&store, a1, 2).await; // 10 + 11 in, 2 out
