@@ -39,7 +39,7 @@ fn a_run_that_kills_its_worker_fails_alone_and_spares_the_others(kind: Kind) {
             "killer",
             &[agent_sh(
                 "kill",
-                "cat > /dev/null; sleep 0.5; kill -9 $PPID; sleep 5",
+                "cat > /dev/null; sleep 1; kill -9 $PPID; sleep 5",
             )],
         ),
     );
@@ -47,7 +47,7 @@ fn a_run_that_kills_its_worker_fails_alone_and_spares_the_others(kind: Kind) {
         "healthy.toml",
         &crew_toml(
             "healthy",
-            &[agent_sh("work", "cat > /dev/null; sleep 1; echo done")],
+            &[agent_sh("work", "cat > /dev/null; sleep 2; echo done")],
         ),
     );
     let submit = |crew: &std::path::Path| {
