@@ -142,9 +142,10 @@ async fn death_of_holder(c: &mut Conn<'_>, id: RunId) -> Result<Death> {
 async fn mark_companions(c: &mut Conn<'_>, id: RunId) -> Result<()> {
     c.execute(
         query(
-            "UPDATE steps SET died_shared = 1 WHERE status = 'running' AND EXISTS \
-             (SELECT 1 FROM runs o WHERE o.id = steps.run_id AND o.cursor = steps.idx \
-               AND o.status = 'running' AND o.id <> :id \
+            // By key: the holder's runs (a few, through `runs_by_status`),
+            // then each one's step at its cursor.
+            "UPDATE steps SET died_shared = 1 WHERE status = 'running' AND (run_id, idx) IN \
+             (SELECT o.id, o.cursor FROM runs o WHERE o.status = 'running' AND o.id <> :id \
                AND o.lease_owner = (SELECT lease_owner FROM runs WHERE id = :id))",
         )
         .bind("id", id),

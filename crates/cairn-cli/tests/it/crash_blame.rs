@@ -97,15 +97,25 @@ fn a_run_that_kills_its_worker_fails_alone_and_spares_the_others(kind: Kind) {
     // The first death was shared (four runs in flight), the rest were the
     // killer's alone: three counted takeovers, then the fourth claim failed it.
     assert!(deaths >= 4, "{deaths} worker deaths");
-    let events = case.events(&bad);
-    let shared = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "run_claimed" && e["data"]["shared_death"] == true)
-        .count();
+    let shared = |id: &str| {
+        let events = case.events(id);
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "run_claimed" && e["data"]["shared_death"] == true)
+            .count()
+    };
     assert!(
-        shared >= 1,
-        "no takeover was judged a shared death: {events}"
+        shared(&bad) >= 1,
+        "no takeover of the killer was a shared death"
     );
+    // Each healthy run was taken over as a shared death, the last one too
+    // (its companions were taken over before it: it was marked).
+    for id in &good {
+        assert!(
+            shared(id) >= 1,
+            "run {id} was taken over as if it died alone"
+        );
+    }
 }
