@@ -370,7 +370,26 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
         b.fill(&format!("{approve} input[name=reason]"), "ship it")
             .await
             .unwrap();
+        // The form's answer must land (its redirect loads a new page) before
+        // the run page is opened: on a loaded machine a navigation begun
+        // while the form's request is pending takes its place.
+        b.execute("window.cairnBeforeAnswer = true; return null;", vec![])
+            .await
+            .unwrap();
         b.click(&format!("{approve} button")).await.unwrap();
+        let mut landed = false;
+        for _ in 0..150 {
+            let gone = b
+                .execute("return window.cairnBeforeAnswer === undefined;", vec![])
+                .await
+                .unwrap_or_default();
+            if gone == serde_json::Value::Bool(true) {
+                landed = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(landed, "the approval's form never answered");
 
         b.goto(&console.page(&format!("/runs/{id}"))).await.unwrap();
         b.wait_for_text("dl.header", "succeeded", WAIT)
