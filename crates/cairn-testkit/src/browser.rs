@@ -333,12 +333,24 @@ impl Browser {
         Ok(v.as_array().is_some_and(|a| !a.is_empty()))
     }
 
-    /// The attribute as written in the page (`None` when absent).
+    /// The attribute as written in the page (`None` when absent). Like
+    /// [`Browser::text`], an element the page redrew between finding and
+    /// reading it (stale) is found again, a few times.
     pub async fn attr(&self, css: &str, name: &str) -> Result<Option<String>> {
         let what = format!("read `{name}` of `{css}`");
-        let el = self.find(css, &what).await?;
-        let v = self.get(&format!("{el}/attribute/{name}"), &what).await?;
-        Ok(v.as_str().map(str::to_owned))
+        let mut tries = 0;
+        loop {
+            let el = self.find(css, &what).await?;
+            match self.get(&format!("{el}/attribute/{name}"), &what).await {
+                Ok(v) => return Ok(v.as_str().map(str::to_owned)),
+                Err(BrowserError::WebDriver { ref error, .. })
+                    if error == "stale element reference" && tries < 5 =>
+                {
+                    tries += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Runs `js` as a function body (`arguments[i]` are `args`); returns what it returns.
