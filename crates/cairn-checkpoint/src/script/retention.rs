@@ -123,6 +123,17 @@ macro_rules! in_scope {
         "(:thread IS NULL OR runs.thread_id = :thread)"
     };
 }
+/// The ids of the runs a policy removes whole, in its scope.
+macro_rules! whole_ids {
+    () => {
+        concat!(
+            "SELECT id FROM runs WHERE ",
+            in_scope!(),
+            " AND ",
+            whole_run!()
+        )
+    };
+}
 /// Journal items of finished runs that no whole-run criterion removes.
 macro_rules! finished_journals {
     () => {
@@ -233,34 +244,9 @@ pub(super) async fn compact<H: ScriptHost + ?Sized>(
     let journals = |q: Query| policy(q.bind("journals", p.journals), p);
     let events = |q: Query| policy(q.bind("events_secs", secs(p.events_older_than)), p);
     if p.dry_run {
-        let whole = policy(
-            query(counts_of!(concat!(
-                "SELECT id FROM runs WHERE ",
-                in_scope!(),
-                " AND ",
-                whole_run!()
-            ))),
-            p,
-        );
-        let rules = policy(
-            query(rules_of!(concat!(
-                "SELECT id FROM runs WHERE ",
-                in_scope!(),
-                " AND ",
-                whole_run!()
-            ))),
-            p,
-        );
-        let ids = policy(
-            query(concat!(
-                "SELECT id FROM runs WHERE ",
-                in_scope!(),
-                " AND ",
-                whole_run!(),
-                " ORDER BY created_at, id"
-            )),
-            p,
-        );
+        let whole = policy(query(counts_of!(whole_ids!())), p);
+        let rules = policy(query(rules_of!(whole_ids!())), p);
+        let ids = policy(query(concat!(whole_ids!(), " ORDER BY created_at, id")), p);
         let journal_items = journals(query(concat!(
             "SELECT count(*) AS n FROM (",
             finished_journals!(),
@@ -301,10 +287,7 @@ pub(super) async fn compact<H: ScriptHost + ?Sized>(
     loop {
         let batch = policy(
             query(concat!(
-                "SELECT id FROM runs WHERE ",
-                in_scope!(),
-                " AND ",
-                whole_run!(),
+                whole_ids!(),
                 " ORDER BY created_at, id LIMIT :batch"
             )),
             p,

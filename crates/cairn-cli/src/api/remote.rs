@@ -278,6 +278,12 @@ fn list_query(filter: &RunFilter) -> anyhow::Result<String> {
     Ok(format!("/v1/runs?{}", query.join("&")))
 }
 
+/// Whether `e` is the server refusing query parameter `name`.
+fn is_bad_query(e: &anyhow::Error, name: &str) -> bool {
+    e.downcast_ref::<ApiError>()
+        .is_some_and(|a| a.code == "bad_query" && a.message.contains(name))
+}
+
 /// An action's body: who and why, and a fork's request.
 fn act_body(act: &Act<'_>, actor: &Actor) -> Value {
     let mut body = json!({"by": actor.by});
@@ -359,7 +365,17 @@ impl Api for Remote {
     }
 
     async fn list(&self, filter: &RunFilter) -> anyhow::Result<Vec<RunRecord>> {
-        let page: Value = self.get(&list_query(filter)?).await?;
+        let page: Value = match self.get(&list_query(filter)?).await {
+            Ok(page) => page,
+            // A server older than this CLI knows no `order`.
+            Err(e) if filter.newest_first && is_bad_query(&e, "order") => {
+                return Err(e.context(
+                    "the server does not list runs newest first (it is older than this cairn): \
+                     upgrade it, or add --oldest (text) or --json (oldest first)",
+                ))
+            }
+            Err(e) => return Err(e),
+        };
         serde_json::from_value(page["runs"].clone())
             .context("the server's run page is not the expected JSON")
     }
