@@ -61,10 +61,10 @@ fn question(call: &Call) -> ErrorInfo {
         .and_then(|a| a["question"].as_str().map(str::to_owned))
         .unwrap_or_else(|| call.arguments.clone());
     ErrorInfo {
-        question: Some(cairn_core::Question {
+        question: Some(Box::new(cairn_core::Question {
             id: call.call_id.clone(),
             prompt,
-        }),
+        })),
         ..ErrorInfo::new(
             ErrorKind::Agent,
             format!("waiting for a person to answer `{}`", call.call_id),

@@ -521,6 +521,7 @@ fn step_commit(crew: &Crew, run_id: RunId, epoch: LeaseEpoch, i: usize) -> StepC
                 None => Next::RunSucceeded,
             },
         },
+        child: false,
     }
 }
 

@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use cairn_core::{
-    Attempt, ErrorInfo, LeaseEpoch, NewEvent, NewWait, Role, RunId, RunStatus, StepIdx, StepStatus,
-    Usage,
+    Attempt, CrewDef, ErrorInfo, JoinRule, LeaseEpoch, NewEvent, NewWait, OnParentClose, Role,
+    RunId, RunStatus, StepIdx, StepStatus, Usage,
 };
 
 /// The end of one step, written in one transaction with the run's new
@@ -29,6 +29,9 @@ pub struct StepCommit {
     pub usage: Option<Usage>,
     pub events: Vec<NewEvent>,
     pub transition: StepTransition,
+    /// The run is a child (`RunRecord::child`): a commit that ends it
+    /// settles its parent's join in the same transaction.
+    pub child: bool,
 }
 
 /// What became of the attempt, and with it of the run.
@@ -52,6 +55,36 @@ pub enum StepTransition {
     Interrupted { error: ErrorInfo },
     /// An operator cancelled the run: step and run are `cancelled`.
     Cancelled { error: ErrorInfo },
+    /// The step starts children and waits for their join, holding
+    /// nothing: step and run are `waiting`, and the children (`queued`)
+    /// and the join are written in the same transaction.
+    Spawn(Box<SpawnCommit>),
+}
+
+/// What a `children` step's commit starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpawnCommit {
+    pub rule: JoinRule,
+    /// With `JoinRule::Quorum`; 0 otherwise.
+    pub quorum: u32,
+    pub on_parent_close: OnParentClose,
+    /// Children beyond this many are inserted held (not claimable) and
+    /// released one by one as their siblings settle.
+    pub concurrency: Option<u32>,
+    /// The children's depth (the parent's plus one).
+    pub depth: u32,
+    /// The crew every child runs.
+    pub crew: CrewDef,
+    /// In listing order; each id derived from (parent, step, attempt, key).
+    pub children: Vec<NewChild>,
+}
+
+/// One child a spawn starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewChild {
+    pub id: RunId,
+    pub key: String,
+    pub input: Value,
 }
 
 /// What follows a step that succeeded.
@@ -118,6 +151,17 @@ impl StepCommit {
                 retry_after: None,
                 open_wait: Some(wait),
             },
+            StepTransition::Spawn(_) => StepRows {
+                status: StepStatus::Waiting,
+                output: None,
+                error: None,
+                run_status: RunStatus::Waiting,
+                cursor: idx,
+                run_error: None,
+                start_next: None,
+                retry_after: None,
+                open_wait: None,
+            },
             StepTransition::Retry { error, after } => StepRows {
                 run_error: None,
                 retry_after: Some(*after),
@@ -136,6 +180,17 @@ impl StepCommit {
     /// Whether the commit opens a wait (its own crash point).
     pub fn opens_wait(&self) -> bool {
         matches!(self.transition, StepTransition::Waiting { .. })
+    }
+
+    /// Whether the commit writes more than its rows, in the same
+    /// transaction (`script::children::follow_up_in`): a spawn's children,
+    /// or a child's end settling its parent's join, or a cancel reaching
+    /// the run's own children.
+    pub fn follows_up(&self) -> bool {
+        matches!(
+            self.transition,
+            StepTransition::Spawn(_) | StepTransition::Cancelled { .. }
+        ) || (self.child && self.rows().finishes())
     }
 }
 
@@ -186,6 +241,7 @@ mod tests {
             usage: None,
             events: vec![],
             transition,
+            child: false,
         }
     }
 

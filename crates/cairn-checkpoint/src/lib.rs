@@ -36,7 +36,7 @@ use cairn_core::{
 };
 use serde_json::Value;
 
-pub use commit::{Next, StepCommit, StepRows, StepTransition};
+pub use commit::{NewChild, Next, SpawnCommit, StepCommit, StepRows, StepTransition};
 pub use error::{DbFault, Error, Kind};
 pub use live::LiveHub;
 pub use script::retention::{CompactPolicy, Compacted, RunsByRule};
@@ -129,6 +129,8 @@ pub struct RunFilter {
     pub crew: Option<String>,
     /// Runs of this thread.
     pub thread: Option<String>,
+    /// Children of this run (runs its `children` steps started).
+    pub parent: Option<RunId>,
     /// Keyset paging: only runs after this one (by creation time, then
     /// id). A run that does not exist is [`Error::RunNotFound`].
     pub after: Option<RunId>,
@@ -419,6 +421,32 @@ pub trait Store: Send + Sync + 'static {
 
     /// All events of a run, by sequence.
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>>;
+
+    /// The decided join of a `children` step's attempt, with its
+    /// children's outcomes; `None` while the join is open or if that
+    /// attempt started no children.
+    async fn joined(
+        &self,
+        id: RunId,
+        idx: StepIdx,
+        attempt: cairn_core::Attempt,
+    ) -> Result<Option<cairn_core::Joined>>;
+
+    /// Cancels the children of a step's decided join that are still
+    /// unfinished (its rule needs them no more: a fail-fast failure, a
+    /// first success, a quorum), each in a transaction of its own. The
+    /// parent does this when it runs again.
+    async fn close_join(
+        &self,
+        id: RunId,
+        idx: StepIdx,
+        attempt: cairn_core::Attempt,
+        actor: &Actor,
+    ) -> Result<()>;
+
+    /// Every child of a run (of all its `children` steps), in step and
+    /// listing order, with its status and, once it succeeded, its output.
+    async fn children(&self, id: RunId) -> Result<Vec<cairn_core::ChildOutcome>>;
 
     /// The events of a run whose sequence number is greater than `after`
     /// (what a live stream has not sent yet), by sequence.

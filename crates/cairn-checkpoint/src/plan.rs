@@ -97,10 +97,29 @@ fn crash_loop_error(attempt: u32, cursor: StepIdx, died: u32, cap: u32) -> Error
     )
 }
 
+/// What a waiting step at the cursor waited for, as the claim found it.
+#[derive(Debug)]
+pub(crate) enum Waited {
+    /// Its newest wait (of a person).
+    Wait(Box<WaitRecord>),
+    /// Its attempt's children, whose join is decided.
+    Join,
+    Nothing,
+}
+
+impl Waited {
+    fn wait(&self) -> Option<&WaitRecord> {
+        match self {
+            Waited::Wait(w) => Some(w),
+            _ => None,
+        }
+    }
+}
+
 pub(crate) fn plan_claim(
     run: &RunRecord,
     row: Option<StepRecord>,
-    latest_wait: Option<&WaitRecord>,
+    waited: &Waited,
     req: &ClaimRequest,
 ) -> Result<ClaimPlan> {
     let crew: &CrewDef = &run.crew_definition;
@@ -151,7 +170,13 @@ pub(crate) fn plan_claim(
             takeovers_delta: 0,
         },
         // A step that waited for a person carries on as the answer says.
-        StepStatus::Waiting => match latest_wait.map(|w| (w.status, w.kind, &w.answer)) {
+        // A step whose children's join is decided runs again, the same
+        // attempt, and reads the join.
+        StepStatus::Waiting if matches!(waited, Waited::Join) => ClaimStep::Restart {
+            attempt: row.attempt.get(),
+            takeovers_delta: 0,
+        },
+        StepStatus::Waiting => match waited.wait().map(|w| (w.status, w.kind, &w.answer)) {
             Some((WaitStatus::Answered, WaitKind::Review, Some(Answer::Reject { .. }))) => {
                 ClaimStep::Restart {
                     attempt: row.attempt.get() + 1,

@@ -150,7 +150,8 @@ macro_rules! run_cols_but_def {
     () => {
         "id, crew_name, crew_version, crew_fingerprint, input, idempotency_key, \
          thread_id, status, cursor, step_count, lease_epoch, not_before, cancel_requested_at, \
-         parent_run_id, parent_step_idx, error, created_at, updated_at, finished_at"
+         parent_run_id, parent_step_idx, error, created_at, updated_at, finished_at, \
+         child_key, parent_attempt, depth"
     };
 }
 /// The columns `decode_step` reads.
@@ -246,12 +247,33 @@ pub(crate) fn decode_run_with(row: &Row, def: Option<CrewDef>) -> crate::Result<
             .opt_int("parent_step_idx")?
             .map(|i| non_negative(id, "parent step", i).map(StepIdx))
             .transpose()?,
+        child: child_of(id, row)?,
         error: error_info(id, || "run".into(), row.opt_json("error", id, "run error")?)?,
         created_at: row.time("created_at", id, "created_at")?,
         updated_at: row.time("updated_at", id, "updated_at")?,
         finished_at: row.opt_time("finished_at", id, "finished_at")?,
         crew_definition,
     })
+}
+
+/// Where a child run hangs, from its row (`None` for a run no step started).
+fn child_of(id: RunId, row: &Row) -> crate::Result<Option<cairn_core::ChildOf>> {
+    let Some(key) = row.opt_text("child_key")? else {
+        return Ok(None);
+    };
+    let parent = row
+        .opt_uuid("parent_run_id", id, "parent run id")?
+        .ok_or_else(|| Corruption::new(id, "a child run has no parent"))?;
+    let number = |col: &str| -> crate::Result<u32> {
+        Ok(non_negative(id, col, row.opt_int(col)?.unwrap_or(-1))?)
+    };
+    Ok(Some(cairn_core::ChildOf {
+        parent_run_id: RunId::from_uuid(parent),
+        step_idx: StepIdx(number("parent_step_idx")?),
+        attempt: cairn_core::Attempt(number("parent_attempt")?),
+        key,
+        depth: number("depth")?,
+    }))
 }
 
 /// A run row for a listing: [`decode_run`], or, when it does not decode,
@@ -302,6 +324,7 @@ pub(crate) fn decode_listed(row: &Row) -> crate::Result<RunRecord> {
             .flatten()
             .and_then(|i| u32::try_from(i).ok())
             .map(StepIdx),
+        child: child_of(id, row).ok().flatten(),
         error: Some(ErrorInfo::new(
             cairn_core::ErrorKind::Corruption,
             corrupt.to_string(),

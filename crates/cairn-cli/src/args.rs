@@ -373,6 +373,10 @@ pub enum RunsCommand {
         /// Oldest first.
         #[arg(long)]
         oldest: bool,
+        /// Only the children of this run (the runs its `children` steps
+        /// started).
+        #[arg(long, value_name = "RUN_ID")]
+        parent: Option<String>,
     },
     /// Show one run as a step table with its final output.
     Show {

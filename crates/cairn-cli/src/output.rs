@@ -306,6 +306,7 @@ pub fn print_run(view: &RunView, json: bool, text: &RunText<'_>) -> anyhow::Resu
     if let Some(e) = &r.error {
         writeln!(stdout, "error: {}", e.message)?;
     }
+    write_family(&mut stdout, view)?;
     if !text.no_table {
         write!(
             stdout,
@@ -330,6 +331,24 @@ pub fn print_run(view: &RunView, json: bool, text: &RunText<'_>) -> anyhow::Resu
         write_output(&mut stdout, &heading, o, r, s.idx.get())?;
     }
     write_open_waits(&mut stdout, &view.steps, text.waits)?;
+    Ok(())
+}
+
+/// A child's parent, and a parent's children, one line each.
+fn write_family(out: &mut impl Write, view: &RunView) -> anyhow::Result<()> {
+    if let Some(c) = &view.run.child {
+        writeln!(
+            out,
+            "child `{}` of run {} (step {}, attempt {}, depth {})",
+            c.key, c.parent_run_id, c.step_idx, c.attempt, c.depth
+        )?;
+    }
+    if !view.children.is_empty() {
+        writeln!(out, "children ({}):", view.children.len())?;
+        for c in &view.children {
+            writeln!(out, "  {:<12} {}  {}", c.key, c.run_id, c.status)?;
+        }
+    }
     Ok(())
 }
 

@@ -29,7 +29,11 @@ pub struct ErrorInfo {
     /// A step that asks a person returns this (via `StepContext::ask`);
     /// the executor turns it into a `question` wait. Not stored.
     #[serde(skip)]
-    pub question: Option<Question>,
+    pub question: Option<Box<Question>>,
+    /// A `children` step returns this: the executor commits the spawn and
+    /// the step runs again once its join is decided. Not stored.
+    #[serde(skip)]
+    pub spawn: Option<Box<crate::children::Spawn>>,
     /// Tokens the failed or interrupted step spent, summed into its row.
     /// Not stored in the error itself.
     #[serde(skip)]
@@ -47,6 +51,7 @@ impl ErrorInfo {
             message: message.into(),
             retryable,
             question: None,
+            spawn: None,
             usage: None,
             retry_after: None,
         }
@@ -99,6 +104,9 @@ pub enum ErrorKind {
     /// The run's stored state does not make sense (design invariant 10);
     /// set aside by a worker instead of being retried or taken over.
     Corruption,
+    /// A `children` step could not start its children (a limit, a map
+    /// over something that is not an array), or its join rule failed.
+    Children,
 }
 
 /// A run row, with the crew definition it started with.
@@ -126,6 +134,10 @@ pub struct RunRecord {
     /// The run this one was forked from, and the step it starts at.
     pub parent_run_id: Option<RunId>,
     pub parent_step_idx: Option<StepIdx>,
+    /// Set on a run a `children` step started: its parent, step, attempt,
+    /// key and depth (`parent_run_id` names the same parent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<crate::children::ChildOf>,
     pub error: Option<ErrorInfo>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

@@ -73,6 +73,9 @@ pub struct StepContext {
     /// Answers to questions this attempt asked, by question id.
     #[serde(default)]
     pub answers: std::collections::BTreeMap<String, Value>,
+    /// A `children` step's decided join (absent until its children settle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub children: Option<crate::children::Joined>,
     /// This step's journal (agent steps write their turn to it as it
     /// happens). Set by the executor; absent in a context built by hand.
     #[serde(skip)]
@@ -88,10 +91,10 @@ impl StepContext {
         match self.answers.get(id) {
             Some(answer) => Ok(answer.clone()),
             None => Err(ErrorInfo {
-                question: Some(Question {
+                question: Some(Box::new(Question {
                     id: id.to_owned(),
                     prompt: prompt.to_owned(),
-                }),
+                })),
                 ..ErrorInfo::new(
                     ErrorKind::Agent,
                     format!("waiting for an answer to `{id}`"),

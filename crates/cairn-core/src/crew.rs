@@ -119,6 +119,8 @@ pub enum AgentKind {
     Rust { handler: String },
     /// An LLM agent: a turn loop of model calls and tool calls, journaled.
     Llm(Box<crate::llm::LlmDef>),
+    /// Starts runs of another crew and waits for them (`children.rs`).
+    Children(Box<crate::children::ChildrenDef>),
 }
 
 impl AgentKind {
@@ -128,6 +130,7 @@ impl AgentKind {
             AgentKind::Template { .. } => "template",
             AgentKind::Rust { .. } => "rust",
             AgentKind::Llm(_) => "llm",
+            AgentKind::Children(_) => "children",
         }
     }
 }
@@ -214,10 +217,12 @@ impl CrewDef {
                     )));
                 }
             }
-            if let AgentKind::Llm(llm) = &agent.kind {
-                if let Some(problem) = llm.problem() {
-                    return Err(invalid(format!("agent `{}` {problem}", agent.role)));
-                }
+            if let Some(problem) = match &agent.kind {
+                AgentKind::Llm(llm) => llm.problem(),
+                AgentKind::Children(c) => c.problem(),
+                _ => None,
+            } {
+                return Err(invalid(format!("agent `{}` {problem}", agent.role)));
             }
             if let Some(name) = agent.env.iter().find(|n| !is_env_name(n)) {
                 return Err(invalid(format!(
@@ -226,11 +231,15 @@ impl CrewDef {
                 )));
             }
             if (!agent.env.is_empty() || agent.inherit_env)
-                && matches!(agent.kind, AgentKind::Template { .. })
+                && matches!(
+                    agent.kind,
+                    AgentKind::Template { .. } | AgentKind::Children(_)
+                )
             {
                 return Err(invalid(format!(
-                    "agent `{}` of kind `template` runs no program, so it takes no `env` or `inherit_env`",
-                    agent.role
+                    "agent `{}` of kind `{}` runs no program, so it takes no `env` or `inherit_env`",
+                    agent.role,
+                    agent.kind.name()
                 )));
             }
             if agent.timeout_ms == Some(0) {
@@ -339,6 +348,16 @@ struct AgentFile {
     tools: Option<Vec<ToolFile>>,
     ask_human: Option<bool>,
     thread_history: Option<bool>,
+    // kind = "children" (children.rs)
+    crew: Option<String>,
+    over: Option<String>,
+    children: Option<Vec<crate::children::FixedChild>>,
+    join: Option<crate::children::JoinRule>,
+    quorum: Option<u32>,
+    concurrency: Option<u32>,
+    max_children: Option<u32>,
+    max_depth: Option<u32>,
+    on_parent_close: Option<crate::children::OnParentClose>,
 }
 
 #[derive(Deserialize)]
@@ -378,6 +397,58 @@ impl AgentFile {
         .find(|(_, set)| *set)
         .map(|(k, _)| k)
     }
+
+    /// `kind = "children"`: its keys (none of another kind's).
+    fn children_kind(&mut self, llm_key: Option<&'static str>) -> Result<AgentKind, FieldProblem> {
+        let other = llm_key
+            .or(self.command.as_ref().map(|_| "command"))
+            .or(self.template.as_ref().map(|_| "template"))
+            .or(self
+                .permanent_exit_codes
+                .as_ref()
+                .map(|_| "permanent_exit_codes"));
+        if let Some(field) = other {
+            return Err(FieldProblem::Unexpected(field));
+        }
+        Ok(AgentKind::Children(Box::new(
+            crate::children::ChildrenDef {
+                crew: self.crew.take().ok_or(FieldProblem::Missing("crew"))?,
+                crew_def: None,
+                over: self.over.take(),
+                children: self.children.take().unwrap_or_default(),
+                join: self.join.unwrap_or_default(),
+                quorum: self.quorum,
+                concurrency: self.concurrency,
+                max_children: self.max_children,
+                max_depth: self.max_depth,
+                on_parent_close: self.on_parent_close.unwrap_or_default(),
+            },
+        )))
+    }
+
+    /// The name of the first `children`-only key this agent sets, if any.
+    fn children_key(&self) -> Option<&'static str> {
+        [
+            ("crew", self.crew.is_some()),
+            ("over", self.over.is_some()),
+            ("children", self.children.is_some()),
+            ("join", self.join.is_some()),
+            ("quorum", self.quorum.is_some()),
+            ("concurrency", self.concurrency.is_some()),
+            ("max_children", self.max_children.is_some()),
+            ("max_depth", self.max_depth.is_some()),
+            ("on_parent_close", self.on_parent_close.is_some()),
+        ]
+        .into_iter()
+        .find(|(_, set)| *set)
+        .map(|(k, _)| k)
+    }
+}
+
+/// What is wrong with an agent's keys for its kind.
+enum FieldProblem {
+    Unexpected(&'static str),
+    Missing(&'static str),
 }
 
 /// `on_deadline = "fail"`, `"approve"`, or `{ answer = … }` (a question's default).
@@ -401,8 +472,10 @@ impl CrewFile {
             detail,
         };
         let mut agents = Vec::with_capacity(self.agents.len());
-        for a in self.agents {
+        for mut a in self.agents {
             let llm_key = a.llm_key();
+            let children_key = a.children_key();
+            let children = (a.kind == "children").then(|| a.children_kind(llm_key));
             let role = a.role;
             let unexpected = |field: &str| {
                 invalid(format!(
@@ -420,6 +493,15 @@ impl CrewFile {
                 "command" | "template" if llm_key.is_some() => {
                     return Err(unexpected(llm_key.unwrap_or_default()));
                 }
+                "command" | "template" | "llm" if children_key.is_some() => {
+                    return Err(unexpected(children_key.unwrap_or_default()));
+                }
+                "children" => match children {
+                    Some(Ok(kind)) => kind,
+                    None => return Err(missing("crew")),
+                    Some(Err(FieldProblem::Unexpected(field))) => return Err(unexpected(field)),
+                    Some(Err(FieldProblem::Missing(field))) => return Err(missing(field)),
+                },
                 "llm" => {
                     if a.command.is_some() {
                         return Err(unexpected("command"));
@@ -490,7 +572,7 @@ impl CrewFile {
                 }
                 other => {
                     return Err(invalid(format!(
-                        "agent `{role}` has unknown kind `{other}` (known: command, template, llm)"
+                        "agent `{role}` has unknown kind `{other}` (known: command, template, llm, children)"
                     )))
                 }
             };
@@ -531,250 +613,4 @@ impl CrewFile {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GOOD: &str = r#"
-name = "research"
-version = "1"
-[[agents]]
-role = "researcher"
-kind = "command"
-command = ["sh", "-c", "echo hi"]
-[[agents]]
-role = "writer"
-kind = "template"
-template = "{{ input.topic }}"
-"#;
-
-    fn err(text: &str) -> String {
-        match CrewDef::from_toml(text) {
-            Ok(_) => panic!("expected an error for:\n{text}"),
-            Err(e) => e.to_string(),
-        }
-    }
-
-    #[test]
-    fn parses_minimum_shape() {
-        let crew = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(crew.name, "research");
-        assert_eq!(crew.step_count(), 2);
-        assert_eq!(crew.agents[1].role.as_str(), "writer");
-        assert!(matches!(crew.agents[0].kind, AgentKind::Command { .. }));
-    }
-
-    #[test]
-    fn env_and_inherit_env_parse_and_are_checked() {
-        let before = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
-        let text = GOOD.replace(
-            "command = [\"sh\", \"-c\", \"echo hi\"]",
-            "command = [\"sh\", \"-c\", \"echo hi\"]\nenv = [\"GITHUB_TOKEN\", \"_X1\"]\ninherit_env = true",
-        );
-        let crew = CrewDef::from_toml(&text).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(crew.agents[0].env, ["GITHUB_TOKEN", "_X1"]);
-        assert!(crew.agents[0].inherit_env);
-        assert_ne!(crew.fingerprint(), before.fingerprint());
-        // Absent keys leave the stored form (and so the fingerprint) as before.
-        assert!(before.to_json()["agents"][0].get("env").is_none());
-        assert!(before.to_json()["agents"][0].get("inherit_env").is_none());
-        let bad = GOOD.replace(
-            "command = [\"sh\", \"-c\", \"echo hi\"]",
-            "command = [\"sh\", \"-c\", \"echo hi\"]\nenv = [\"A=B\"]",
-        );
-        assert!(err(&bad).contains("`env` entry \"A=B\""), "{}", err(&bad));
-        let on_template = GOOD.replace(
-            "template = \"{{ input.topic }}\"",
-            "template = \"{{ input.topic }}\"\nenv = [\"HOME\"]",
-        );
-        assert!(
-            err(&on_template).contains("takes no `env`"),
-            "{}",
-            err(&on_template)
-        );
-    }
-
-    #[test]
-    fn retry_policy_and_permanent_exit_codes_parse() {
-        let text = GOOD.replace(
-            "command = [\"sh\", \"-c\", \"echo hi\"]",
-            "command = [\"sh\", \"-c\", \"echo hi\"]\npermanent_exit_codes = [2, 64]\ntimeout_ms = 30000\n\
-             retry = { max_attempts = 5, initial_delay_ms = 100, multiplier = 3.0, max_delay_ms = 900, jitter = 0.1 }",
-        );
-        let crew = CrewDef::from_toml(&text).unwrap_or_else(|e| panic!("{e}"));
-        let a = &crew.agents[0];
-        assert_eq!(a.timeout_ms, Some(30000));
-        let r = a.retry_policy();
-        assert_eq!(
-            (r.max_attempts, r.initial_delay_ms, r.max_delay_ms),
-            (5, 100, 900)
-        );
-        assert!(
-            matches!(&a.kind, AgentKind::Command { permanent_exit_codes, .. } if permanent_exit_codes == &[2, 64])
-        );
-        // Defaults apply to the fields not given, and to agents with no `retry`.
-        let partial = GOOD.replace(
-            "kind = \"template\"",
-            "kind = \"template\"\nretry = { max_attempts = 1 }",
-        );
-        let crew = CrewDef::from_toml(&partial).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(crew.agents[1].retry_policy().max_attempts, 1);
-        assert_eq!(crew.agents[1].retry_policy().initial_delay_ms, 200);
-        assert_eq!(crew.agents[0].retry_policy(), RetryPolicy::default());
-    }
-
-    #[test]
-    fn fingerprint_is_stable_and_sensitive() {
-        let a = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
-        let b = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(a.fingerprint(), b.fingerprint());
-        assert!(a.fingerprint().as_str().starts_with("sha256:"));
-        let changed = CrewDef::from_toml(&GOOD.replace("echo hi", "echo bye"))
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_ne!(a.fingerprint(), changed.fingerprint());
-    }
-
-    #[test]
-    fn stored_json_round_trips() {
-        let a = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
-        let back: CrewDef = serde_json::from_value(a.to_json()).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(a, back);
-        assert_eq!(a.fingerprint(), back.fingerprint());
-    }
-
-    #[test]
-    fn bad_crews_are_refused_with_a_reason() {
-        let cases: &[(&str, &str)] = &[
-            ("name = ", "crew file is not valid: line 1, column 8"),
-            ("name = \"x\"\nversion = \"1\"\n[[agents]\n", "line 3"),
-            (
-                &GOOD.replace("role = \"writer\"", "role = \"researcher\""),
-                "role `researcher` appears more than once",
-            ),
-            (
-                &GOOD.replace("kind = \"template\"", "kind = \"llmx\""),
-                "unknown kind `llmx`",
-            ),
-            (
-                &GOOD.replace("template = ", "tmpl = "),
-                "unknown field `tmpl`",
-            ),
-            (
-                &GOOD.replace("[\"sh\", \"-c\", \"echo hi\"]", "[]"),
-                "empty `command`",
-            ),
-            ("name = \"x\"\nversion = \"1\"\n", "has no agents"),
-            (
-                &GOOD.replace(
-                    "kind = \"template\"",
-                    "kind = \"template\"\nretry = { max_attempts = 0 }",
-                ),
-                "bad `retry`: `max_attempts` must be at least 1",
-            ),
-            (
-                &GOOD.replace(
-                    "kind = \"template\"",
-                    "kind = \"template\"\nretry = { tries = 2 }",
-                ),
-                "unknown field `tries`",
-            ),
-            (
-                "name = \"x\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"template\"\n",
-                "needs `template`",
-            ),
-        ];
-        for (text, want) in cases {
-            let got = err(text);
-            assert!(!got.contains('\n'), "one line: {got}");
-            assert!(got.contains(want), "want `{want}` in `{got}`");
-        }
-    }
-
-    const LLM: &str = r#"
-name = "agents"
-version = "1"
-[[agents]]
-role = "researcher"
-kind = "llm"
-provider = "openai"
-model = "gpt-4o-mini"
-base_url = "http://127.0.0.1:8080/v1"
-api_key_env = "LOCAL_KEY"
-instructions = "Find facts."
-max_turns = 8
-window_items = 40
-[[agents.tools]]
-name = "search"
-description = "Search the web"
-parameters = { type = "object", properties = { q = { type = "string" } }, required = ["q"] }
-command = ["sh", "-c", "cat"]
-idempotent = true
-"#;
-
-    #[test]
-    fn llm_agents_parse_with_their_tools() {
-        let crew = CrewDef::from_toml(LLM).unwrap_or_else(|e| panic!("{e}"));
-        let AgentKind::Llm(llm) = &crew.agents[0].kind else {
-            panic!("not an llm agent: {:?}", crew.agents[0].kind)
-        };
-        assert_eq!(llm.provider, crate::llm::ProviderKind::Openai);
-        assert_eq!(llm.model, "gpt-4o-mini");
-        assert_eq!(llm.max_turns(), 8);
-        assert_eq!(llm.max_tokens(), crate::llm::LlmDef::DEFAULT_MAX_TOKENS);
-        assert_eq!(llm.tools.len(), 1);
-        assert!(llm.tools[0].idempotent);
-        assert_eq!(
-            llm.tools[0].parameters["required"],
-            serde_json::json!(["q"])
-        );
-        // The stored form round-trips, so a resume rebuilds the same agent.
-        let stored = crew.to_json();
-        let back: CrewDef = serde_json::from_value(stored).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(back, crew);
-        assert_eq!(back.fingerprint(), crew.fingerprint());
-    }
-
-    #[test]
-    fn bad_llm_agents_are_refused_by_name() {
-        let cases: &[(&str, &str)] = &[
-            (
-                &LLM.replace("provider = \"openai\"\n", ""),
-                "needs `provider`",
-            ),
-            (
-                &LLM.replace("model = \"gpt-4o-mini\"\n", ""),
-                "needs `model`",
-            ),
-            (
-                &LLM.replace("provider = \"openai\"", "provider = \"scripted\""),
-                "needs `script = \"path\"`",
-            ),
-            (
-                &LLM.replace("max_turns = 8", "max_turns = 0"),
-                "`max_turns = 0`",
-            ),
-            (
-                &LLM.replace("command = [\"sh\", \"-c\", \"cat\"]", "command = []"),
-                "tool `search` with an empty `command`",
-            ),
-            (
-                &LLM.replace("idempotent = true", "idempotent = true\nretries = 2"),
-                "unknown field `retries`",
-            ),
-            (
-                &LLM.replace("provider = \"openai\"", "provider = \"gemini\""),
-                "unknown variant `gemini`",
-            ),
-            (
-                &GOOD.replace(
-                    "template = \"{{ input.topic }}\"",
-                    "template = \"x\"\nmodel = \"m\"",
-                ),
-                "does not take `model`",
-            ),
-        ];
-        for (text, want) in cases {
-            let got = err(text);
-            assert!(got.contains(want), "want `{want}` in `{got}`");
-        }
-    }
-}
+mod tests;

@@ -53,6 +53,12 @@ pub enum EventKind {
     /// still to run (data: by, reason, context, replaced: the earlier
     /// values of the keys it overwrote).
     ContextAdded,
+    /// A `children` step started its children (data: idx, attempt, join,
+    /// children: their count, ids).
+    ChildrenSpawned,
+    /// A `children` step's join was decided (data: idx, attempt, met,
+    /// settled, ok, total, by: the child whose end decided it).
+    ChildrenJoined,
 }
 
 impl EventKind {
@@ -80,6 +86,8 @@ impl EventKind {
             EventKind::StepInterrupted => "step_interrupted",
             EventKind::TranscriptRepaired => "transcript_repaired",
             EventKind::ContextAdded => "context_added",
+            EventKind::ChildrenSpawned => "children_spawned",
+            EventKind::ChildrenJoined => "children_joined",
         }
     }
 

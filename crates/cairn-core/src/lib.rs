@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod checkpoint;
+pub mod children;
 pub mod context;
 pub mod crew;
 pub mod error;
@@ -22,6 +23,10 @@ pub mod wait;
 
 pub use agent::{Agent, StepOutput};
 pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
+pub use children::{
+    child_id, ChildOf, ChildOutcome, ChildrenDef, FixedChild, JoinCounts, JoinRule, JoinState,
+    Joined, OnParentClose, Spawn,
+};
 pub use context::{
     newest_within, rebuild, rebuild_owned, PreviousOutput, Rebuilt, StepContext, StepRef,
     ThreadTurn,

@@ -64,6 +64,15 @@ impl RunStatus {
         matches!(self, RunStatus::Succeeded | RunStatus::Cancelled)
     }
 
+    /// Not ended yet (queued, running, waiting, interrupted): a child in
+    /// one of these has not settled its parent's join.
+    pub fn is_live(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Queued | RunStatus::Running | RunStatus::Waiting | RunStatus::Interrupted
+        )
+    }
+
     /// Whether docs/DESIGN.md's run table allows `self → to`.
     pub fn can_become(self, to: RunStatus) -> bool {
         use RunStatus::*;

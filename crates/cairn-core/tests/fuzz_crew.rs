@@ -105,7 +105,8 @@ fn write_toml(crew: &CrewDef) -> Option<String> {
             AgentKind::Template { template } => {
                 t.insert("template".into(), template.clone().into());
             }
-            AgentKind::Rust { .. } => return None,
+            // Not generated: a children step names a crew file.
+            AgentKind::Rust { .. } | AgentKind::Children(_) => return None,
             AgentKind::Llm(l) => write_llm(l, &mut t)?,
         }
         if let Some(ms) = a.timeout_ms {

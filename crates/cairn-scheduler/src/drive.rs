@@ -111,7 +111,10 @@ impl Drive<'_> {
         // What people said about the cursor's step: feedback, answers, approval.
         let extras = match claimed.first_run {
             true => StepExtras::default(),
-            false => exec.extras(run_id, claimed.at_cursor.as_ref()).await?,
+            false => {
+                exec.extras(self.crew, run_id, claimed.at_cursor.as_ref())
+                    .await?
+            }
         };
         // The thread's earlier runs, read once per claim: every step of
         // this dispatch sees the same conversation.
@@ -174,6 +177,8 @@ impl Drive<'_> {
                 attempt: current,
                 def,
                 next: crew.agent(idx.next()).map(|(d, _)| d.role.clone()),
+                depth: run.child.as_ref().map_or(0, |c| c.depth),
+                child: run.child.is_some(),
             };
             let cancelled = held.guard.now() == Lease::CancelRequested;
             if cancelled || run.cancel_requested_at.is_some() {

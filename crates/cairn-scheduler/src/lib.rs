@@ -315,11 +315,19 @@ impl Executor {
     /// The answers of people to the step at the cursor of a fresh claim.
     async fn extras(
         &self,
+        crew: &Crew,
         run: RunId,
         at_cursor: Option<&cairn_core::StepRecord>,
     ) -> Result<StepExtras> {
         let Some(row) = at_cursor else {
             return Ok(StepExtras::default());
+        };
+        // A `children` step that runs again finds its decided join.
+        let children = match crew.agent(row.idx) {
+            Some((def, _)) if matches!(def.kind, cairn_core::AgentKind::Children(_)) => {
+                self.joined(run, row).await?
+            }
+            _ => None,
         };
         let waits = self
             .store
@@ -329,7 +337,10 @@ impl Executor {
                 status: Some(WaitStatus::Answered),
             })
             .await?;
-        let mut extras = StepExtras::default();
+        let mut extras = StepExtras {
+            children,
+            ..StepExtras::default()
+        };
         for w in waits {
             match (&w.answer, w.kind) {
                 (Some(Answer::Reject { feedback }), WaitKind::Review) => {
@@ -349,6 +360,31 @@ impl Executor {
             }
         }
         Ok(extras)
+    }
+
+    /// A `children` step's decided join, once the children its rule needs
+    /// no more are cancelled (each in its own transaction; read again so
+    /// the step's output shows them cancelled).
+    async fn joined(
+        &self,
+        run: RunId,
+        row: &cairn_core::StepRecord,
+    ) -> Result<Option<cairn_core::Joined>> {
+        let Some(joined) = self.store.joined(run, row.idx, row.attempt).await? else {
+            return Ok(None);
+        };
+        if !joined.children.iter().any(|c| c.status.is_live()) {
+            return Ok(Some(joined));
+        }
+        let actor = cairn_core::Actor::new(self.config.owner.clone()).because(format!(
+            "the `{}` join of step {} is decided",
+            joined.rule.as_str(),
+            row.idx
+        ));
+        self.store
+            .close_join(run, row.idx, row.attempt, &actor)
+            .await?;
+        Ok(self.store.joined(run, row.idx, row.attempt).await?)
     }
 
     /// How often the lease guard beats: often enough that a running step
@@ -435,6 +471,7 @@ impl Executor {
             thread: extras.thread.clone(),
             feedback: extras.feedback.clone(),
             answers: extras.answers.clone(),
+            children: extras.children.clone(),
         }
     }
 }
@@ -446,4 +483,5 @@ struct StepExtras {
     feedback: Vec<String>,
     answers: std::collections::BTreeMap<String, serde_json::Value>,
     approved: bool,
+    children: Option<cairn_core::Joined>,
 }

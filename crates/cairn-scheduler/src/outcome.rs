@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use cairn_checkpoint::{Next, StepCommit, StepTransition};
+use cairn_checkpoint::{NewChild, Next, SpawnCommit, StepCommit, StepTransition};
 use cairn_core::{
-    AgentDef, ApprovalPoint, Attempt, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent,
-    NewWait, OnDeadline, Role, RunId, StepIdx, StepOutput, Usage, WaitId, WaitKind,
+    AgentDef, AgentKind, ApprovalPoint, Attempt, ErrorInfo, ErrorKind, EventKind, FixedChild,
+    LeaseEpoch, NewEvent, NewWait, OnDeadline, Role, RunId, StepIdx, StepOutput, Usage, WaitId,
+    WaitKind,
 };
 
 /// The step being decided: which run, which step and attempt, its agent.
@@ -26,6 +27,10 @@ pub(crate) struct Dispatch<'a> {
     pub def: &'a AgentDef,
     /// The role of the next step, which a success marks running.
     pub next: Option<Role>,
+    /// The run's depth (0 unless it is a child) and whether it is a child
+    /// (whose end settles its parent's join).
+    pub depth: u32,
+    pub child: bool,
 }
 
 /// What became of a step. Each variant carries only what its commit needs.
@@ -57,6 +62,8 @@ pub(crate) enum StepOutcome {
     Interrupted { error: ErrorInfo, duration_ms: u64 },
     /// An operator cancelled the run.
     Cancelled,
+    /// A `children` step starts these children and waits for their join.
+    Spawn { children: Vec<FixedChild> },
 }
 
 /// Before dispatch: a step that needs approval first and has none waits
@@ -136,6 +143,11 @@ pub(crate) fn decide(
             output: Some(out.output.clone()),
             prompt: out.output,
             question_id: None,
+        },
+        Err(ErrorInfo {
+            spawn: Some(spawn), ..
+        }) => StepOutcome::Spawn {
+            children: spawn.children,
         },
         Err(ErrorInfo {
             question: Some(q), ..
@@ -284,6 +296,18 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
             ];
             (StepTransition::Cancelled { error }, None, events)
         }
+        StepOutcome::Spawn { children } => match spawn(step, children) {
+            Ok((spawn, events)) => (StepTransition::Spawn(Box::new(spawn)), None, events),
+            Err(error) => {
+                return commit(
+                    step,
+                    StepOutcome::Failed {
+                        error,
+                        duration_ms: 0,
+                    },
+                )
+            }
+        },
     };
     StepCommit {
         run_id: step.run,
@@ -293,7 +317,60 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
         usage,
         events,
         transition,
+        child: step.child,
     }
+}
+
+/// The spawn of a `children` step and its event, or why it cannot start
+/// them (the step fails, not retried: a retry would list the same).
+fn spawn(
+    step: &Dispatch<'_>,
+    children: Vec<FixedChild>,
+) -> Result<(SpawnCommit, Vec<NewEvent>), ErrorInfo> {
+    let fail = |m: String| ErrorInfo::new(ErrorKind::Children, m, false);
+    let AgentKind::Children(def) = &step.def.kind else {
+        return Err(fail(format!(
+            "step `{}` is not a children step",
+            step.def.role
+        )));
+    };
+    let crew = def.crew_def.as_deref().cloned().ok_or_else(|| {
+        fail(format!(
+            "the crew `{}` of step `{}` was not resolved when the crew was loaded",
+            def.crew, step.def.role
+        ))
+    })?;
+    let depth = step.depth + 1;
+    if depth > def.max_depth() {
+        return Err(fail(format!(
+            "its children would run at depth {depth}, over the step's `max_depth` of {}",
+            def.max_depth()
+        )));
+    }
+    let event = NewEvent::new(
+        EventKind::ChildrenSpawned,
+        json!({"idx": step.idx, "attempt": step.attempt, "join": def.join,
+               "quorum": def.quorum, "children": children.len(), "crew": crew.name,
+               "concurrency": def.concurrency}),
+    );
+    let children = children
+        .into_iter()
+        .map(|c| NewChild {
+            id: cairn_core::child_id(step.run, step.idx, step.attempt, &c.key),
+            key: c.key,
+            input: c.input,
+        })
+        .collect();
+    let spawn = SpawnCommit {
+        rule: def.join,
+        quorum: def.quorum.unwrap_or(0),
+        on_parent_close: def.on_parent_close,
+        concurrency: def.concurrency,
+        depth,
+        crew,
+        children,
+    };
+    Ok((spawn, vec![event]))
 }
 
 /// A success that is not the last step, of a crew with no agent after it:
@@ -322,6 +399,7 @@ fn no_next_step(
         usage,
         events,
         transition: StepTransition::Failed { error },
+        child: step.child,
     }
 }
 

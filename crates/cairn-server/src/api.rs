@@ -218,6 +218,7 @@ async fn submit(
         cairn::RunView {
             run: submitted.run.clone(),
             steps: vec![],
+            children: vec![],
         }
     } else {
         state.engine().show(id).await?
@@ -248,6 +249,8 @@ struct ListQuery {
     limit: Option<String>,
     cursor: Option<String>,
     order: Option<String>,
+    /// Only the children of this run.
+    parent: Option<String>,
 }
 
 /// A page of runs.
@@ -277,7 +280,16 @@ async fn list_runs(
         limit: given(q.limit),
         cursor: given(q.cursor),
         order: given(q.order),
+        parent: given(q.parent),
     };
+    let parent = q
+        .parent
+        .as_deref()
+        .map(|text| {
+            RunId::from_str(text)
+                .map_err(|_| ApiError::BadQuery(format!("parent: `{text}` is not a run id")))
+        })
+        .transpose()?;
     let newest_first = match q.order.as_deref() {
         None | Some("oldest") => false,
         Some("newest") => true,
@@ -312,6 +324,7 @@ async fn list_runs(
     let filter = RunFilter {
         status,
         crew: q.crew.clone(),
+        parent,
         after,
         limit: Some(limit as u32 + 1),
         newest_first,

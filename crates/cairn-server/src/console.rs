@@ -201,6 +201,7 @@ async fn runs(
         after,
         limit: Some(PAGE + 1),
         newest_first: true,
+        parent: None,
     };
     let mut listed = match state.engine().list(&filter).await {
         Ok(runs) => runs,

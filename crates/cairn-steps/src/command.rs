@@ -335,6 +335,7 @@ mod tests {
             .into(),
             feedback: vec![],
             answers: Default::default(),
+            children: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! context on stdin, [`TemplateAgent`] renders a minijinja template. Neither
 //! knows about storage: they turn a `StepContext` into a `StepOutput`.
 
+mod children;
 mod command;
 mod template;
 
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use cairn_core::{Agent, AgentDef, AgentKind, CrewError};
 
+pub use children::ChildrenAgent;
 pub use command::{
     failure_message, parse_output, run_program, CommandAgent, Finished, ProgramEnv, NEVER_PASSED,
     USAGE_PREFIX,
@@ -38,6 +40,7 @@ pub fn builtin(
                 detail: format!("template of agent `{}` {e}", def.role),
             })?,
         )),
+        AgentKind::Children(c) => Some(Arc::new(ChildrenAgent::new((**c).clone()))),
         AgentKind::Rust { .. } | AgentKind::Llm(_) => None,
     })
 }

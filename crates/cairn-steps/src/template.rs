@@ -357,6 +357,7 @@ mod tests {
             .into(),
             feedback: vec![],
             answers: Default::default(),
+            children: None,
         }
     }
 

@@ -62,6 +62,10 @@ pub struct RunView {
     #[serde(flatten)]
     pub run: RunRecord,
     pub steps: Vec<StepRecord>,
+    /// The runs its `children` steps started, in step and listing order,
+    /// with their status and output (absent when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<cairn_core::ChildOutcome>,
 }
 
 /// What [`Engine::doctor`] found: the JSON of `cairn doctor --json`.
@@ -208,7 +212,8 @@ impl Engine {
         // here is refused or finds another cursor, and reads it afresh.
         let id = run.id;
         let fresh = submitted.created.then_some(run);
-        self.drive_or_follow(id, crew, fresh).await
+        let driven = self.drive_or_follow(id, crew, fresh).await?;
+        self.drive_tree(driven).await
     }
 
     /// Drives a run this process just submitted; if another process took it
@@ -262,11 +267,22 @@ impl Engine {
     /// is provably dead (a process of this machine that no longer exists,
     /// [`crate::holder`]); a live lease only with `opts.takeover`.
     pub async fn resume(&self, id: RunId, opts: ResumeOptions) -> Result<Driven> {
+        // A run waiting for its children resumes them (after a crash of the
+        // process that drove them), then itself once they woke it.
+        let run = self.get_run(id).await?;
+        if run.status == cairn_core::RunStatus::Waiting && self.has_pending_children(id).await? {
+            let waiting = Driven {
+                run,
+                executed: vec![],
+                took_over: false,
+            };
+            return self.drive_tree(waiting).await;
+        }
         let takeover = match opts.takeover {
             true => Takeover::Force,
             false => Takeover::IfExpired,
         };
-        match self.resume_with(id, opts.clone(), takeover).await {
+        let driven = match self.resume_with(id, opts.clone(), takeover).await {
             Err(e) => match e.store_error() {
                 Some(cairn_checkpoint::Error::LeaseHeld { owner, .. })
                     if crate::holder::is_dead_here(owner) =>
@@ -277,7 +293,8 @@ impl Engine {
                 _ => Err(e),
             },
             ok => ok,
-        }
+        }?;
+        self.drive_tree(driven).await
     }
 
     async fn resume_with(
@@ -363,7 +380,10 @@ impl Engine {
     /// run to a worker.
     pub async fn execute(&self, id: RunId) -> Result<Driven> {
         let crew = self.stored_crew(id).await?;
-        self.drive_or_follow(id, &crew, None).await
+        let driven = self.drive_or_follow(id, &crew, None).await?;
+        let driven = self.drive_tree(driven).await?;
+        self.climb(driven.run.clone()).await?;
+        Ok(driven)
     }
 
     /// Merges the JSON object `context` into a queued run's input for its
@@ -546,7 +566,21 @@ impl Engine {
 
     pub async fn show(&self, id: RunId) -> Result<RunView> {
         let (run, steps) = self.store().load(id).await?;
-        Ok(RunView { run, steps })
+        // Only a run with a `children` step has children to read.
+        let spawns = run
+            .crew_definition
+            .agents
+            .iter()
+            .any(|a| matches!(a.kind, cairn_core::AgentKind::Children(_)));
+        let children = match spawns {
+            true => self.store().children(id).await?,
+            false => vec![],
+        };
+        Ok(RunView {
+            run,
+            steps,
+            children,
+        })
     }
 
     /// A run's event log, by sequence.
@@ -708,3 +742,5 @@ fn parked(e: &crate::Error) -> bool {
 
 #[path = "recrew.rs"]
 mod recrew;
+#[path = "tree.rs"]
+mod tree;

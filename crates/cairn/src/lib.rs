@@ -111,9 +111,7 @@ impl Crew {
         })
         .unwrap_or_else(|_| base.to_owned());
         let base = base.as_path();
-        CrewDef::from_toml(&text)
-            .map_err(Error::from)
-            .map(|def| relative_to(def, base))
+        Self::def_from_file(&text, base, 0)
             .and_then(|def| Self::from_def(def, |_, _| None))
             .map_err(|e| match e {
                 Error::Crew(source) => Error::CrewFile {
@@ -124,6 +122,44 @@ impl Crew {
             })
     }
 
+    /// A crew file's definition, its relative paths resolved against `base`
+    /// and the crews its `children` steps name loaded from their files
+    /// (stored inside it), `level` files deep.
+    fn def_from_file(text: &str, base: &std::path::Path, level: u32) -> Result<CrewDef> {
+        let mut def = relative_to(CrewDef::from_toml(text)?, base);
+        for a in &mut def.agents {
+            let AgentKind::Children(children) = &mut a.kind else {
+                continue;
+            };
+            if level >= MAX_CREW_FILE_NESTING {
+                return Err(Error::Crew(cairn_core::CrewError::Invalid {
+                    crew: def.name.clone(),
+                    detail: format!(
+                        "agent `{}` names crew `{}` {MAX_CREW_FILE_NESTING} files deep; \
+                         crew files that start children nest at most that deep (a cycle?)",
+                        a.role, children.crew
+                    ),
+                }));
+            }
+            let path = base.join(&children.crew);
+            let text = std::fs::read_to_string(&path).map_err(|source| Error::ReadFile {
+                path: path.clone(),
+                source,
+            })?;
+            let child_base = path
+                .parent()
+                .and_then(|p| std::fs::canonicalize(p).ok())
+                .unwrap_or_else(|| base.to_owned());
+            let child =
+                Self::def_from_file(&text, &child_base, level + 1).map_err(|e| match e {
+                    Error::Crew(source) => Error::CrewFile { path, source },
+                    e => e,
+                })?;
+            children.crew_def = Some(Box::new(child));
+        }
+        Ok(def)
+    }
+
     /// Builds executors for a definition: built-ins, plus Rust agents that
     /// `rust(index, def)` supplies.
     pub(crate) fn from_def(
@@ -132,6 +168,18 @@ impl Crew {
     ) -> Result<Crew> {
         let mut agents = Vec::with_capacity(def.agents.len());
         for (i, a) in def.agents.iter().enumerate() {
+            if let AgentKind::Children(c) = &a.kind {
+                if c.crew_def.is_none() {
+                    return Err(Error::Crew(cairn_core::CrewError::Invalid {
+                        crew: def.name.clone(),
+                        detail: format!(
+                            "agent `{}` names crew `{}`, which was not loaded; load the crew \
+                             with `Crew::from_file`, which reads it relative to the crew file",
+                            a.role, c.crew
+                        ),
+                    }));
+                }
+            }
             let dir = def.dir.as_deref();
             let builtin = match cairn_steps::builtin(&def.name, dir, a)? {
                 Some(agent) => Some(agent),
@@ -160,6 +208,10 @@ impl Crew {
         self.0.fingerprint()
     }
 }
+
+/// How many crew files deep `children` steps may name one another (a
+/// crew file naming itself would otherwise never end).
+const MAX_CREW_FILE_NESTING: u32 = 8;
 
 /// A journal item with the step it belongs to (`cairn runs journal`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -166,14 +166,33 @@ impl ScriptHost for PgStore {
 
     async fn commit_step(&self, c: &StepCommit) -> Result<()> {
         let commit = commit_query(c)?;
+        // A spawn, a child's end or a cancel writes more in the same
+        // transaction (`script::children`); every other commit is the one
+        // statement, in no transaction of its own.
+        let follow_up = c.follows_up().then(|| c.clone());
+        let kind = match follow_up {
+            Some(_) => TxKind::Write,
+            None => TxKind::Single,
+        };
         let counted = self
             .tx(
-                TxKind::Single,
-                Box::new(move |conn| Box::pin(async move { conn.fetch_optional(commit).await })),
+                kind,
+                Box::new(move |conn| {
+                    Box::pin(async move {
+                        let runs = match conn.fetch_optional(commit).await? {
+                            Some(row) => row.int("runs")?,
+                            None => 0,
+                        };
+                        if let (1, Some(c)) = (runs, follow_up) {
+                            crate::script::children::follow_up_in(conn, &c).await?;
+                        }
+                        Ok(runs)
+                    })
+                }),
             )
             .await;
         let runs = match counted {
-            Ok(row) => row.map(|r| r.int("runs")).transpose()?.unwrap_or(0),
+            Ok(runs) => runs,
             Err(Error::Database(sqlx::Error::Database(db)))
                 if db.message().starts_with("cairn: ") =>
             {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use cairn_core::{Corruption, LeaseEpoch, NewEvent, RunId, RunRecord, StepIdx, StepRecord};
 use cairn_core::{RunStatus, StepStatus};
 
-use crate::plan::{claim_events, judge_death, plan_claim, ClaimStep, Death};
+use crate::plan::{claim_events, judge_death, plan_claim, ClaimStep, Death, Waited};
 use crate::raw::{decode_run_with, decode_step, error_json, run_cols_but_def, step_cols};
 use crate::sql::{query, Conn};
 use crate::{ClaimRequest, Claimed, Error, Result, Takeover};
@@ -25,10 +25,15 @@ pub(super) async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) ->
     let cursor = before.cursor;
     let row = fetch_step(c, id, cursor).await?;
     let waited = match &row {
-        Some(r) if r.status == StepStatus::Waiting => latest_wait(c, id, r.idx).await?,
-        _ => None,
+        Some(r) if r.status == StepStatus::Waiting => match joined(c, id, r).await? {
+            true => Waited::Join,
+            false => latest_wait(c, id, r.idx)
+                .await?
+                .map_or(Waited::Nothing, |w| Waited::Wait(Box::new(w))),
+        },
+        _ => Waited::Nothing,
     };
-    let mut plan = plan_claim(&before, row.clone(), waited.as_ref(), req)?;
+    let mut plan = plan_claim(&before, row.clone(), &waited, req)?;
     if plan.took_over {
         let death = death_of_holder(c, id).await?;
         plan = judge_death(plan, row.as_ref(), death, req.crash_loop_cap, cursor);
@@ -52,6 +57,22 @@ pub(super) async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) ->
         took_over: plan.took_over,
         first_run: matches!(plan.step, ClaimStep::Insert { .. }),
     })
+}
+
+/// Whether the waiting step's attempt started children whose join is
+/// decided (the step then runs again, the same attempt, and reads it).
+async fn joined(c: &mut Conn<'_>, id: RunId, row: &StepRecord) -> Result<bool> {
+    Ok(c.fetch_optional(
+        query(
+            "SELECT 1 AS one FROM joins WHERE run_id = :run AND step_idx = :idx \
+                 AND attempt = :attempt AND status <> 'open'",
+        )
+        .bind("run", id)
+        .bind("idx", row.idx.get())
+        .bind("attempt", row.attempt.get()),
+    )
+    .await?
+    .is_some())
 }
 
 /// The run, locked, if `req` may claim it now: its status allows it, no
@@ -320,6 +341,7 @@ async fn apply_step(
                 .bind("error", err),
             )
             .await?;
+            super::children::ended_in(c, id).await?;
             let run = fetch_run_again(c, id, run.crew_definition).await?;
             return Ok((run, fetch_step(c, id, cursor).await?));
         }
@@ -343,7 +365,7 @@ pub(super) async fn claim_next_in(c: &mut Conn<'_>, req: &ClaimRequest) -> Resul
     let picked = c
         .fetch_optional(
             query(
-                "SELECT id FROM runs WHERE ((status = 'queued' AND (not_before IS NULL \
+                "SELECT id FROM runs WHERE ((status = 'queued' AND NOT held AND (not_before IS NULL \
              OR not_before <= {now})) OR (status = 'running' AND lease_expires_at < {now})) \
              AND NOT EXISTS (SELECT 1 FROM runs e WHERE e.thread_id = runs.thread_id \
                AND e.status IN ('queued', 'running', 'waiting', 'interrupted') \

@@ -35,6 +35,7 @@
 //! it.
 
 mod boundary;
+pub(crate) mod children;
 mod claim;
 mod journal;
 mod operator;
@@ -493,6 +494,51 @@ impl<H: ScriptHost> Store for H {
 
     async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {
         self.events_after(id, 0).await
+    }
+
+    async fn joined(
+        &self,
+        id: RunId,
+        idx: StepIdx,
+        attempt: cairn_core::Attempt,
+    ) -> Result<Option<cairn_core::Joined>> {
+        let read = self.tx(
+            TxKind::Read,
+            Box::new(move |c| Box::pin(children::joined_in(c, id, idx, attempt))),
+        );
+        placed(self.target(), Some(id), read).await
+    }
+
+    async fn close_join(
+        &self,
+        id: RunId,
+        idx: StepIdx,
+        attempt: cairn_core::Attempt,
+        actor: &Actor,
+    ) -> Result<()> {
+        let read = self.tx(
+            TxKind::Read,
+            Box::new(move |c| Box::pin(children::children_in(c, id, Some((idx, attempt))))),
+        );
+        let children = placed(self.target(), Some(id), read).await?;
+        for child in children {
+            if !child.status.is_live() {
+                continue;
+            }
+            match self.act(child.run_id, Action::Cancel, actor).await {
+                Ok(_) | Err(Error::WrongState { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    async fn children(&self, id: RunId) -> Result<Vec<cairn_core::ChildOutcome>> {
+        let read = self.tx(
+            TxKind::Read,
+            Box::new(move |c| Box::pin(children::children_in(c, id, None))),
+        );
+        placed(self.target(), Some(id), read).await
     }
 
     async fn events_after(&self, id: RunId, after: i64) -> Result<Vec<EventRecord>> {

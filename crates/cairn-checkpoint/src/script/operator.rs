@@ -19,6 +19,9 @@ pub(super) async fn act_in(
     action: Action,
     actor: &Actor,
 ) -> Result<RunRecord> {
+    if action == Action::Cancel {
+        super::children::lock_descendants(c, id).await?;
+    }
     let run = fetch_run(c, id, true).await?;
     let plan = plan_action(&run, action, actor)?;
     c.execute(
@@ -55,6 +58,7 @@ pub(super) async fn act_in(
                 .bind("run", id),
         )
         .await?;
+        super::children::ended_in(c, id).await?;
     }
     append_events(c, id, std::slice::from_ref(&plan.event)).await?;
     if plan.to == RunStatus::Queued {

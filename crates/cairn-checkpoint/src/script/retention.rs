@@ -130,7 +130,12 @@ macro_rules! whole_ids {
             "SELECT id FROM runs WHERE ",
             in_scope!(),
             " AND ",
-            whole_run!()
+            whole_run!(),
+            // A child is kept while its parent has not ended: the parent's
+            // step reads its outcome when it runs again.
+            " AND NOT EXISTS (SELECT 1 FROM runs p WHERE runs.child_key IS NOT NULL \
+               AND p.id = runs.parent_run_id \
+               AND p.status NOT IN ('succeeded', 'failed', 'cancelled'))"
         )
     };
 }

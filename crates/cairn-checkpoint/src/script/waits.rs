@@ -117,6 +117,9 @@ pub(super) async fn answer_in(
     apply_step_change(c, run.id, wait.step_idx, &change).await?;
     set_run_after_wait(c, run.id, run_to, cursor_to, run_error.as_ref()).await?;
     append_events(c, run.id, &events).await?;
+    if run_to.is_finished() || run_to == RunStatus::Failed {
+        super::children::ended_in(c, run.id).await?;
+    }
     fetch_wait(c, id).await
 }
 
@@ -137,6 +140,7 @@ pub(super) async fn expire_in(c: &mut Conn<'_>, id: WaitId) -> Result<WaitRecord
     )
     .await?;
     append_events(c, wait.run_id, &events).await?;
+    super::children::ended_in(c, wait.run_id).await?;
     fetch_wait(c, id).await
 }
 

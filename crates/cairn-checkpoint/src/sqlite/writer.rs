@@ -348,7 +348,11 @@ fn write_batch(conn: &Mutex<Connection>, batch: Vec<Entry>, target: &str) {
             }
             let stands = match entry {
                 Entry::Commit(c, done) => {
-                    let outcome = match apply(&lock(), &c) {
+                    // Its own statement: the lock is released before a
+                    // follow-up takes it again.
+                    let applied = apply(&lock(), &c);
+                    let outcome = match applied {
+                        Ok(Ok(true)) if c.follows_up() => follow_up(conn, target, &c),
                         Ok(Ok(true)) => Ok(Outcome::Committed),
                         Ok(Ok(false)) => Ok(Outcome::NotApplied),
                         Ok(Err(e)) => Err(e),
@@ -415,6 +419,20 @@ fn write_batch(conn: &Mutex<Connection>, batch: Vec<Entry>, target: &str) {
             }
         }
     }
+}
+
+/// What a commit writes beyond its rows (a spawn, a child's end, a
+/// cancel's cascade: `script::children`), in its savepoint.
+fn follow_up(conn: &Mutex<Connection>, target: &str, c: &StepCommit) -> Result<Outcome> {
+    let c = c.clone();
+    poll_script(
+        conn,
+        target,
+        Box::new(move |conn| {
+            Box::pin(async move { crate::script::children::follow_up_in(conn, &c).await })
+        }),
+    )
+    .map(|()| Outcome::Committed)
 }
 
 /// An entry's answer, held until the batch's transaction has ended.

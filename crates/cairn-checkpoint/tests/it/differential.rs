@@ -263,6 +263,7 @@ fn commit_for(
         }),
         events,
         transition,
+        child: false,
     }
 }
 

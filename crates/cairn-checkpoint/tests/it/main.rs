@@ -89,6 +89,7 @@ pub(crate) fn success(run: RunId, epoch: LeaseEpoch, idx: u32, steps: u32) -> St
                 false => Next::Step(cairn_core::Role::new(format!("r{}", idx + 1))),
             },
         },
+        child: false,
     }
 }
 

@@ -272,6 +272,9 @@ fn list_query(filter: &RunFilter) -> anyhow::Result<String> {
     if let Some(after) = filter.after {
         query.push(format!("cursor={after}"));
     }
+    if let Some(parent) = filter.parent {
+        query.push(format!("parent={parent}"));
+    }
     if filter.newest_first {
         query.push("order=newest".to_owned());
     }

@@ -21,12 +21,17 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
             status,
             limit,
             oldest,
+            parent,
         } => {
-            let status = status
-                .map(|s| s.parse::<RunStatus>().map_err(usage))
-                .transpose()?;
+            let which = RunFilter {
+                status: status
+                    .map(|s| s.parse::<RunStatus>().map_err(usage))
+                    .transpose()?,
+                parent: parent.as_deref().map(parse_run_id).transpose()?,
+                ..RunFilter::default()
+            };
             let api = to.connect(false).await?;
-            list(&api, status, limit, oldest, json).await
+            list(&api, which, limit, oldest, json).await
         }
         RunsCommand::Show {
             run_id,
@@ -201,24 +206,23 @@ async fn events(api: &impl Api, id: RunId, json: bool) -> anyhow::Result<u8> {
 /// order (oldest first), people read the newest first.
 async fn list(
     api: &impl Api,
-    status: Option<RunStatus>,
+    which: RunFilter,
     limit: Option<u32>,
     oldest: bool,
     json: bool,
 ) -> anyhow::Result<u8> {
     let Some(limit) = limit else {
-        return list_all(api, status, oldest, json).await;
+        return list_all(api, which, oldest, json).await;
     };
     let mut runs = Vec::new();
     let mut after = None;
     // A server answers at most 1,000 runs a page.
     while runs.len() < limit as usize {
         let filter = RunFilter {
-            status,
             limit: Some((limit - runs.len() as u32).min(1000)),
             after,
             newest_first: !oldest,
-            ..RunFilter::default()
+            ..which.clone()
         };
         let page = api.list(&filter).await?;
         let full = page.len() == filter.limit.unwrap_or_default() as usize;
@@ -241,7 +245,7 @@ async fn list(
 /// array oldest first, as documented, written element by element.
 async fn list_all(
     api: &impl Api,
-    status: Option<RunStatus>,
+    which: RunFilter,
     oldest: bool,
     json: bool,
 ) -> anyhow::Result<u8> {
@@ -257,11 +261,10 @@ async fn list_all(
     let mut after = None;
     loop {
         let filter = RunFilter {
-            status,
             limit: Some(size),
             after,
             newest_first,
-            ..RunFilter::default()
+            ..which.clone()
         };
         let page = api.list(&filter).await?;
         match &mut array {

@@ -74,6 +74,8 @@ fn dispatch(input: &Input) -> Dispatch<'_> {
         attempt: Attempt(input.attempt),
         def: &input.def,
         next: Some(Role::new("next")),
+        depth: 0,
+        child: false,
     }
 }
 
@@ -119,10 +121,10 @@ fn a_result_decides_its_outcome() {
         ..err(ErrorKind::Provider, true)
     };
     let asked = ErrorInfo {
-        question: Some(Question {
+        question: Some(Box::new(Question {
             id: "q1".into(),
             prompt: "which?".into(),
-        }),
+        })),
         ..err(ErrorKind::Agent, false)
     };
     let three_tries = |d: &mut AgentDef| {

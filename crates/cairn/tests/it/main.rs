@@ -19,6 +19,7 @@ use cairn::{
 use cairn_testkit::{both, Kind, TestDb};
 
 mod agents;
+mod children;
 mod context;
 mod hardening;
 mod limits;

@@ -73,7 +73,10 @@ fn claimed(case: &ClaimCase) -> Want<(Claim, bool)> {
     plan_claim(
         &run(case.run, case.cursor),
         case.row.clone(),
-        case.wait.as_ref(),
+        &case
+            .wait
+            .clone()
+            .map_or(Waited::Nothing, |w| Waited::Wait(Box::new(w))),
         &request(case.cap),
     )
     .map(|plan| claim_view(&plan))
@@ -440,7 +443,7 @@ fn a_takeover_counts_only_a_death_the_step_was_alone_in() {
     };
     let (alone, with_others, marked) = (death(0, false, 0), death(23, false, 0), death(0, true, 0));
     let judged = |status, row: Option<StepRecord>, death| {
-        let plan = match plan_claim(&run(status, 1), row.clone(), None, &request(3)) {
+        let plan = match plan_claim(&run(status, 1), row.clone(), &Waited::Nothing, &request(3)) {
             Ok(plan) => plan,
             Err(e) => panic!("a claim refused: {e}"),
         };

@@ -14,6 +14,7 @@ fn commit(epoch: i64) -> StepCommit {
             output: json!("out"),
             next: crate::Next::Step(Role::new("r2")),
         },
+        child: false,
     }
 }
 

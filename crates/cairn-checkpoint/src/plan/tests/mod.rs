@@ -79,6 +79,7 @@ fn run(status: RunStatus, cursor: u32) -> RunRecord {
         updated_at: at(),
         finished_at: None,
         crew_definition: crew,
+        child: None,
     }
 }
 

@@ -1,0 +1,113 @@
+//! Child runs killed at each new write boundary, real processes and
+//! SIGKILL, both databases: before and after the spawn, before and after a
+//! child's end is counted, and after the end that woke the parent. A plain
+//! `cairn resume PARENT` then finishes the tree: no child is stored twice,
+//! no finished child runs again, and the parent's output is its uncrashed
+//! twin's.
+
+use serde_json::Value;
+
+use crate::support::{agent_sh, agent_template, crew_toml, Case};
+
+both_backends!(a_killed_tree_resumes_and_runs_each_child_once);
+
+/// The parent: a `children` step over the input's items, one at a time,
+/// then a template joining the children's outputs. Each child appends its
+/// item to `children.log` and answers it in capitals.
+fn crews(case: &Case) -> std::path::PathBuf {
+    let log = case.path("children.log").display().to_string();
+    let child = agent_sh(
+        "shout",
+        &format!(
+            r#"item=$(grep -o '"item":"[a-z]*"' | cut -d'"' -f4); echo $item >> {log}; echo $item | tr a-z A-Z"#
+        ),
+    );
+    case.write("child.toml", &crew_toml("shout", &[child]));
+    let fan = "[[agents]]\nrole = \"fan\"\nkind = \"children\"\ncrew = \"child.toml\"\n\
+               over = \"input.items\"\nconcurrency = 1\n"
+        .to_owned();
+    let join = agent_template(
+        "join",
+        "{% for c in outputs.fan %}{{ c.output }} {% endfor %}",
+    );
+    case.write("parent.toml", &crew_toml("parent", &[fan, join]))
+}
+
+const INPUT: &str = r#"{"items": ["ash", "elm", "oak"]}"#;
+
+/// The commits of one run of the tree, in order (one child in flight at a
+/// time): 1 the spawn, 2-4 each child's end (4 decides the join), 5 the
+/// parent's step after the join, 6 the last step.
+const POINTS: [(&str, Option<&str>); 6] = [
+    ("before:commit_step#1", None),
+    ("after:commit_step#1", None),
+    ("before:commit_step#2", Some("ash")),
+    ("after:commit_step#2", None),
+    ("after:commit_step#4", None),
+    ("before:commit_step#5", None),
+];
+
+fn a_killed_tree_resumes_and_runs_each_child_once(kind: cairn_testkit::Kind) {
+    let twin = Case::new(kind);
+    let crew = crews(&twin);
+    let out = twin.cairn(&["run", crew.to_str().unwrap(), "--input", INPUT, "--json"]);
+    assert_eq!(out.code(), Some(0), "{}{}", out.stdout, out.stderr);
+    let expected = result(&twin, &parent_of(&twin));
+    assert_eq!(expected, Value::String("ASH ELM OAK ".into()));
+
+    for (point, may_repeat) in POINTS {
+        let case = Case::new(kind);
+        let crew = crews(&case);
+        case.cairn_env(
+            &["run", crew.to_str().unwrap(), "--input", INPUT],
+            &[("CAIRN_FAILPOINTS", point)],
+        )
+        .expect_sigkill();
+        let parent = parent_of(&case);
+        let resumed = case.cairn(&["resume", &parent]);
+        assert_eq!(
+            resumed.code(),
+            Some(0),
+            "{point}: {}{}",
+            resumed.stdout,
+            resumed.stderr
+        );
+        assert_eq!(result(&case, &parent), expected, "{point}");
+        let children = case
+            .cairn(&["runs", "list", "--parent", &parent, "--json"])
+            .json();
+        assert_eq!(
+            children.as_array().map(Vec::len),
+            Some(3),
+            "{point}: each child stored once: {children:#}"
+        );
+        let log = std::fs::read_to_string(case.path("children.log")).unwrap_or_default();
+        for item in ["ash", "elm", "oak"] {
+            let ran = log.lines().filter(|l| *l == item).count();
+            let allowed = if may_repeat == Some(item) { 2 } else { 1 };
+            assert!(
+                (1..=allowed).contains(&ran),
+                "{point}: child {item} ran {ran} times: {log}"
+            );
+        }
+        let doctor = case.cairn(&["doctor", "--json"]);
+        assert_eq!(doctor.code(), Some(0), "{point}: {}", doctor.stdout);
+    }
+}
+
+/// The only run without a parent.
+fn parent_of(case: &Case) -> String {
+    case.list()
+        .iter()
+        .find(|r| r.get("child").is_none())
+        .and_then(|r| r["id"].as_str())
+        .expect("a parent run")
+        .to_owned()
+}
+
+/// The parent's final output (after a success).
+fn result(case: &Case, parent: &str) -> Value {
+    let run = case.show(parent);
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    run["steps"][1]["output"].clone()
+}

@@ -1,0 +1,304 @@
+//! The crew file format: what parses, what is refused and how it says so.
+use super::*;
+
+const GOOD: &str = r#"
+name = "research"
+version = "1"
+[[agents]]
+role = "researcher"
+kind = "command"
+command = ["sh", "-c", "echo hi"]
+[[agents]]
+role = "writer"
+kind = "template"
+template = "{{ input.topic }}"
+"#;
+
+fn err(text: &str) -> String {
+    match CrewDef::from_toml(text) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn parses_minimum_shape() {
+    let crew = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(crew.name, "research");
+    assert_eq!(crew.step_count(), 2);
+    assert_eq!(crew.agents[1].role.as_str(), "writer");
+    assert!(matches!(crew.agents[0].kind, AgentKind::Command { .. }));
+}
+
+#[test]
+fn env_and_inherit_env_parse_and_are_checked() {
+    let before = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
+    let text = GOOD.replace(
+        "command = [\"sh\", \"-c\", \"echo hi\"]",
+        "command = [\"sh\", \"-c\", \"echo hi\"]\nenv = [\"GITHUB_TOKEN\", \"_X1\"]\ninherit_env = true",
+    );
+    let crew = CrewDef::from_toml(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(crew.agents[0].env, ["GITHUB_TOKEN", "_X1"]);
+    assert!(crew.agents[0].inherit_env);
+    assert_ne!(crew.fingerprint(), before.fingerprint());
+    // Absent keys leave the stored form (and so the fingerprint) as before.
+    assert!(before.to_json()["agents"][0].get("env").is_none());
+    assert!(before.to_json()["agents"][0].get("inherit_env").is_none());
+    let bad = GOOD.replace(
+        "command = [\"sh\", \"-c\", \"echo hi\"]",
+        "command = [\"sh\", \"-c\", \"echo hi\"]\nenv = [\"A=B\"]",
+    );
+    assert!(err(&bad).contains("`env` entry \"A=B\""), "{}", err(&bad));
+    let on_template = GOOD.replace(
+        "template = \"{{ input.topic }}\"",
+        "template = \"{{ input.topic }}\"\nenv = [\"HOME\"]",
+    );
+    assert!(
+        err(&on_template).contains("takes no `env`"),
+        "{}",
+        err(&on_template)
+    );
+}
+
+#[test]
+fn retry_policy_and_permanent_exit_codes_parse() {
+    let text = GOOD.replace(
+        "command = [\"sh\", \"-c\", \"echo hi\"]",
+        "command = [\"sh\", \"-c\", \"echo hi\"]\npermanent_exit_codes = [2, 64]\ntimeout_ms = 30000\n\
+         retry = { max_attempts = 5, initial_delay_ms = 100, multiplier = 3.0, max_delay_ms = 900, jitter = 0.1 }",
+    );
+    let crew = CrewDef::from_toml(&text).unwrap_or_else(|e| panic!("{e}"));
+    let a = &crew.agents[0];
+    assert_eq!(a.timeout_ms, Some(30000));
+    let r = a.retry_policy();
+    assert_eq!(
+        (r.max_attempts, r.initial_delay_ms, r.max_delay_ms),
+        (5, 100, 900)
+    );
+    assert!(
+        matches!(&a.kind, AgentKind::Command { permanent_exit_codes, .. } if permanent_exit_codes == &[2, 64])
+    );
+    // Defaults apply to the fields not given, and to agents with no `retry`.
+    let partial = GOOD.replace(
+        "kind = \"template\"",
+        "kind = \"template\"\nretry = { max_attempts = 1 }",
+    );
+    let crew = CrewDef::from_toml(&partial).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(crew.agents[1].retry_policy().max_attempts, 1);
+    assert_eq!(crew.agents[1].retry_policy().initial_delay_ms, 200);
+    assert_eq!(crew.agents[0].retry_policy(), RetryPolicy::default());
+}
+
+#[test]
+fn fingerprint_is_stable_and_sensitive() {
+    let a = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
+    let b = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(a.fingerprint(), b.fingerprint());
+    assert!(a.fingerprint().as_str().starts_with("sha256:"));
+    let changed =
+        CrewDef::from_toml(&GOOD.replace("echo hi", "echo bye")).unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(a.fingerprint(), changed.fingerprint());
+}
+
+#[test]
+fn stored_json_round_trips() {
+    let a = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
+    let back: CrewDef = serde_json::from_value(a.to_json()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(a, back);
+    assert_eq!(a.fingerprint(), back.fingerprint());
+}
+
+#[test]
+fn bad_crews_are_refused_with_a_reason() {
+    let cases: &[(&str, &str)] = &[
+        ("name = ", "crew file is not valid: line 1, column 8"),
+        ("name = \"x\"\nversion = \"1\"\n[[agents]\n", "line 3"),
+        (
+            &GOOD.replace("role = \"writer\"", "role = \"researcher\""),
+            "role `researcher` appears more than once",
+        ),
+        (
+            &GOOD.replace("kind = \"template\"", "kind = \"llmx\""),
+            "unknown kind `llmx`",
+        ),
+        (
+            &GOOD.replace("template = ", "tmpl = "),
+            "unknown field `tmpl`",
+        ),
+        (
+            &GOOD.replace("[\"sh\", \"-c\", \"echo hi\"]", "[]"),
+            "empty `command`",
+        ),
+        ("name = \"x\"\nversion = \"1\"\n", "has no agents"),
+        (
+            &GOOD.replace(
+                "kind = \"template\"",
+                "kind = \"template\"\nretry = { max_attempts = 0 }",
+            ),
+            "bad `retry`: `max_attempts` must be at least 1",
+        ),
+        (
+            &GOOD.replace(
+                "kind = \"template\"",
+                "kind = \"template\"\nretry = { tries = 2 }",
+            ),
+            "unknown field `tries`",
+        ),
+        (
+            "name = \"x\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"template\"\n",
+            "needs `template`",
+        ),
+    ];
+    for (text, want) in cases {
+        let got = err(text);
+        assert!(!got.contains('\n'), "one line: {got}");
+        assert!(got.contains(want), "want `{want}` in `{got}`");
+    }
+}
+
+const LLM: &str = r#"
+name = "agents"
+version = "1"
+[[agents]]
+role = "researcher"
+kind = "llm"
+provider = "openai"
+model = "gpt-4o-mini"
+base_url = "http://127.0.0.1:8080/v1"
+api_key_env = "LOCAL_KEY"
+instructions = "Find facts."
+max_turns = 8
+window_items = 40
+[[agents.tools]]
+name = "search"
+description = "Search the web"
+parameters = { type = "object", properties = { q = { type = "string" } }, required = ["q"] }
+command = ["sh", "-c", "cat"]
+idempotent = true
+"#;
+
+#[test]
+fn llm_agents_parse_with_their_tools() {
+    let crew = CrewDef::from_toml(LLM).unwrap_or_else(|e| panic!("{e}"));
+    let AgentKind::Llm(llm) = &crew.agents[0].kind else {
+        panic!("not an llm agent: {:?}", crew.agents[0].kind)
+    };
+    assert_eq!(llm.provider, crate::llm::ProviderKind::Openai);
+    assert_eq!(llm.model, "gpt-4o-mini");
+    assert_eq!(llm.max_turns(), 8);
+    assert_eq!(llm.max_tokens(), crate::llm::LlmDef::DEFAULT_MAX_TOKENS);
+    assert_eq!(llm.tools.len(), 1);
+    assert!(llm.tools[0].idempotent);
+    assert_eq!(
+        llm.tools[0].parameters["required"],
+        serde_json::json!(["q"])
+    );
+    // The stored form round-trips, so a resume rebuilds the same agent.
+    let stored = crew.to_json();
+    let back: CrewDef = serde_json::from_value(stored).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(back, crew);
+    assert_eq!(back.fingerprint(), crew.fingerprint());
+}
+
+#[test]
+fn bad_llm_agents_are_refused_by_name() {
+    let cases: &[(&str, &str)] = &[
+        (
+            &LLM.replace("provider = \"openai\"\n", ""),
+            "needs `provider`",
+        ),
+        (
+            &LLM.replace("model = \"gpt-4o-mini\"\n", ""),
+            "needs `model`",
+        ),
+        (
+            &LLM.replace("provider = \"openai\"", "provider = \"scripted\""),
+            "needs `script = \"path\"`",
+        ),
+        (
+            &LLM.replace("max_turns = 8", "max_turns = 0"),
+            "`max_turns = 0`",
+        ),
+        (
+            &LLM.replace("command = [\"sh\", \"-c\", \"cat\"]", "command = []"),
+            "tool `search` with an empty `command`",
+        ),
+        (
+            &LLM.replace("idempotent = true", "idempotent = true\nretries = 2"),
+            "unknown field `retries`",
+        ),
+        (
+            &LLM.replace("provider = \"openai\"", "provider = \"gemini\""),
+            "unknown variant `gemini`",
+        ),
+        (
+            &GOOD.replace(
+                "template = \"{{ input.topic }}\"",
+                "template = \"x\"\nmodel = \"m\"",
+            ),
+            "does not take `model`",
+        ),
+    ];
+    for (text, want) in cases {
+        let got = err(text);
+        assert!(got.contains(want), "want `{want}` in `{got}`");
+    }
+}
+
+const FANOUT: &str = r#"
+name = "fan"
+version = "1"
+[[agents]]
+role = "fan"
+kind = "children"
+crew = "child.toml"
+over = "outputs.plan.items"
+join = "quorum"
+quorum = 2
+concurrency = 4
+"#;
+
+#[test]
+fn a_children_step_parses_and_its_rules_are_checked() {
+    let crew = CrewDef::from_toml(FANOUT).unwrap_or_else(|e| panic!("{e}"));
+    let AgentKind::Children(c) = &crew.agents[0].kind else {
+        panic!("not a children step: {:?}", crew.agents[0].kind);
+    };
+    assert_eq!(c.crew, "child.toml");
+    assert_eq!(c.over.as_deref(), Some("outputs.plan.items"));
+    assert_eq!(
+        (c.join, c.quorum, c.concurrency),
+        (crate::JoinRule::Quorum, Some(2), Some(4))
+    );
+    assert!(c.crew_def.is_none(), "the file is resolved by the loader");
+
+    let both = FANOUT.replace("concurrency = 4", "children = [{ key = \"a\", input = 1 }]");
+    assert!(
+        err(&both).contains("both `over` and `children`"),
+        "{}",
+        err(&both)
+    );
+    let no_quorum = FANOUT.replace("quorum = 2\n", "");
+    assert!(
+        err(&no_quorum).contains("needs `quorum = N`"),
+        "{}",
+        err(&no_quorum)
+    );
+    let bad_rule = FANOUT.replace("\"quorum\"", "\"most\"");
+    assert!(err(&bad_rule).contains("line 9"), "{}", err(&bad_rule));
+    let twice = FANOUT.replace(
+        "over = \"outputs.plan.items\"",
+        "children = [{ key = \"a\", input = 1 }, { key = \"a\", input = 2 }]",
+    );
+    assert!(
+        err(&twice).contains("child key `a` twice"),
+        "{}",
+        err(&twice)
+    );
+    let stray = GOOD.replace("command = [", "join = \"all\"\ncommand = [");
+    assert!(
+        err(&stray).contains("does not take `join`"),
+        "{}",
+        err(&stray)
+    );
+}

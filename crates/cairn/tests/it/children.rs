@@ -1,0 +1,233 @@
+//! Child runs through the engine, both backends: a map over the input with
+//! each join rule, the held children of `concurrency`, fail-fast with the
+//! rest cancelled, a parent's cancel reaching children that wait for a
+//! person, and a spawn that is never written twice.
+
+use serde_json::json;
+
+use cairn::{Actor, Crew, Engine, EventKind, RunFilter, RunStatus, SubmitOptions};
+use cairn_testkit::{both, Kind, TestDb};
+
+/// Writes `parent.toml` (its `[[agents]]` after a `fan` children step over
+/// `input.items` with `extra` settings, then a template that counts the
+/// outcomes) and `child.toml` (`child` agents) into a directory of its own.
+fn crews(extra: &str, child: &str) -> (tempfile::TempDir, Crew) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("child.toml"),
+        format!("name = \"child\"\nversion = \"1\"\n{child}"),
+    )
+    .unwrap();
+    let parent = format!(
+        r#"name = "parent"
+version = "1"
+[[agents]]
+role = "fan"
+kind = "children"
+crew = "child.toml"
+over = "input.items"
+{extra}
+[[agents]]
+role = "sum"
+kind = "template"
+template = "{{{{ outputs.fan | length }}}} children"
+"#
+    );
+    std::fs::write(dir.path().join("parent.toml"), parent).unwrap();
+    let crew = Crew::from_file(dir.path().join("parent.toml")).unwrap();
+    (dir, crew)
+}
+
+const ECHO: &str = r#"[[agents]]
+role = "echo"
+kind = "template"
+template = "done {{ input.item }}"
+"#;
+
+/// A child that fails (for good) when its item is "bad".
+const PICKY: &str = r#"[[agents]]
+role = "picky"
+kind = "command"
+command = ["sh", "-c", "grep -q '\"item\":\"bad\"' && exit 3; echo ok"]
+permanent_exit_codes = [3]
+"#;
+
+async fn engine(db: &TestDb) -> Engine {
+    super::engine(db).await
+}
+
+async fn children_of(engine: &Engine, parent: cairn::RunId) -> Vec<cairn::RunRecord> {
+    let filter = RunFilter {
+        parent: Some(parent),
+        ..RunFilter::default()
+    };
+    engine.list(&filter).await.unwrap()
+}
+
+/// The children's statuses in listing order.
+async fn statuses(engine: &Engine, run: cairn::RunId) -> Vec<RunStatus> {
+    let view = engine.show(run).await.unwrap();
+    view.children.iter().map(|c| c.status).collect()
+}
+
+async fn joins(engine: &Engine, run: cairn::RunId) -> usize {
+    let events = engine.events(run).await.unwrap();
+    events
+        .iter()
+        .filter(|e| e.kind == EventKind::ChildrenJoined)
+        .count()
+}
+
+both!(a_map_runs_one_child_per_item_and_joins_once);
+async fn a_map_runs_one_child_per_item_and_joins_once(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let (_dir, crew) = crews("concurrency = 2", ECHO);
+    let input = json!({"items": ["a", "b", "c", "d", "e"]});
+    let driven = engine
+        .run(&crew, input, SubmitOptions::default())
+        .await
+        .unwrap();
+    let run = driven.run;
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
+    let view = engine.show(run.id).await.unwrap();
+    assert_eq!(view.children.len(), 5);
+    let steps = view.steps;
+    let fan = steps[0].output.clone().unwrap();
+    let outcomes = fan.as_array().unwrap();
+    assert_eq!(outcomes.len(), 5);
+    for (i, (o, item)) in outcomes.iter().zip(["a", "b", "c", "d", "e"]).enumerate() {
+        assert_eq!(o["key"], json!(i.to_string()));
+        assert_eq!(o["status"], json!("succeeded"));
+        assert_eq!(o["output"], json!(format!("done {item}")));
+    }
+    assert_eq!(steps[1].output, Some(json!("5 children")));
+    let children = children_of(&engine, run.id).await;
+    assert_eq!(children.len(), 5, "each child stored once");
+    for c in &children {
+        let child = c.child.as_ref().unwrap();
+        assert_eq!(child.parent_run_id, run.id);
+        assert_eq!(child.depth, 1);
+        assert_eq!(c.status, RunStatus::Succeeded);
+    }
+    assert_eq!(joins(&engine, run.id).await, 1, "one wake-up for one join");
+}
+
+both!(all_ok_fails_fast_and_cancels_the_rest);
+async fn all_ok_fails_fast_and_cancels_the_rest(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let (_dir, crew) = crews("join = \"all_ok\"\nconcurrency = 1", PICKY);
+    let input = json!({"items": ["good", "bad", "late", "later"]});
+    let run = engine
+        .run(&crew, input, SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(run.status, RunStatus::Failed);
+    let error = run.error.unwrap();
+    assert_eq!(error.kind, cairn::ErrorKind::Children);
+    assert!(error.message.contains("all_ok"), "{}", error.message);
+    let statuses = statuses(&engine, run.id).await;
+    assert_eq!(
+        statuses,
+        [
+            RunStatus::Succeeded,
+            RunStatus::Failed,
+            RunStatus::Cancelled,
+            RunStatus::Cancelled
+        ],
+        "the held children never ran"
+    );
+    assert_eq!(joins(&engine, run.id).await, 1);
+}
+
+both!(first_ok_and_quorum_decide_early);
+async fn first_ok_and_quorum_decide_early(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let (_d1, first) = crews("join = \"first_ok\"\nconcurrency = 1", PICKY);
+    let input = json!({"items": ["bad", "good", "never"]});
+    let run = engine
+        .run(&first, input, SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
+    let statuses = statuses(&engine, run.id).await;
+    assert_eq!(
+        statuses,
+        [
+            RunStatus::Failed,
+            RunStatus::Succeeded,
+            RunStatus::Cancelled
+        ]
+    );
+
+    let (_d2, quorum) = crews("join = \"quorum\"\nquorum = 2", PICKY);
+    let input = json!({"items": ["bad", "bad", "good"]});
+    let run = engine
+        .run(&quorum, input, SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(run.status, RunStatus::Failed, "2 of 3 cannot succeed");
+    assert_eq!(run.error.unwrap().kind, cairn::ErrorKind::Children);
+}
+
+both!(a_cancel_reaches_children_that_wait_for_a_person);
+async fn a_cancel_reaches_children_that_wait_for_a_person(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let reviewed = format!("{ECHO}review = true\n");
+    let (_dir, crew) = crews("", &reviewed);
+    let input = json!({"items": ["a", "b", "c"]});
+    let run = engine
+        .run(&crew, input, SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(run.status, RunStatus::Waiting);
+    let children = children_of(&engine, run.id).await;
+    assert!(children.iter().all(|c| c.status == RunStatus::Waiting));
+    let waits = engine.waits(&Default::default()).await.unwrap();
+    assert_eq!(waits.len(), 3, "each child's review is a wait people see");
+    engine
+        .cancel(run.id, &Actor::new("test").because("no longer needed"))
+        .await
+        .unwrap();
+    for c in children_of(&engine, run.id).await {
+        assert_eq!(c.status, RunStatus::Cancelled, "child {}", c.id);
+    }
+    assert_eq!(
+        engine.get_run(run.id).await.unwrap().status,
+        RunStatus::Cancelled
+    );
+}
+
+both!(answering_the_last_child_continues_the_parent);
+async fn answering_the_last_child_continues_the_parent(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let reviewed = format!("{ECHO}review = true\n");
+    let (_dir, crew) = crews("", &reviewed);
+    let input = json!({"items": ["a", "b"]});
+    let run = engine
+        .run(&crew, input, SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    let waits = engine.waits(&Default::default()).await.unwrap();
+    for w in &waits {
+        engine
+            .answer(w.id, &cairn::Answer::Approve, "test")
+            .await
+            .unwrap();
+        engine.execute(w.run_id).await.unwrap();
+    }
+    let run = engine.get_run(run.id).await.unwrap();
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
+    let children = children_of(&engine, run.id).await;
+    assert_eq!(children.len(), 2, "no child started twice");
+    assert_eq!(joins(&engine, run.id).await, 1);
+}
