@@ -10,6 +10,7 @@
 //! (in `floor.rs`) measures what the data model's writes cost at the least.
 
 mod breakdown;
+mod children;
 mod concurrent;
 mod console;
 mod floor;
@@ -883,17 +884,19 @@ async fn main() -> Result<()> {
     let mut retention = false;
     let mut console = false;
     let mut floor = false;
+    let mut children = false;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--journal" => journal = true,
             "--retention" => retention = true,
             "--console" => console = true,
             "--floor" => floor = true,
+            "--children" => children = true,
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {
                 println!(
-                    "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor]\n\nMeasures per-step cost \
+                    "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children]\n\nMeasures per-step cost \
                      against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
                      --breakdown  where the time goes instead (store calls, statements, WAL)\n\
@@ -906,6 +909,8 @@ async fn main() -> Result<()> {
                      CAIRN_BENCH_CONSOLE_RUNS)\n\
                      --floor      the least a step commit can cost in this data model: \
                      its writes by hand, shape by shape, against the raw commit\n\
+                     --children   a step with 1,000 children: spawn, the children, \
+                     the parent's wake (one process, both databases)\n\
                      --retention  Store::compact of 100,000 finished runs \
                      (CAIRN_BENCH_RETENTION_RUNS), commit_step with and without them, \
                      bytes per stored row"
@@ -925,6 +930,9 @@ async fn main() -> Result<()> {
     }
     if floor {
         return floor::run(&pg_url).await;
+    }
+    if children {
+        return children::run(&pg_url).await;
     }
     if retention {
         ensure!(

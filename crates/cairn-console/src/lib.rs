@@ -295,7 +295,13 @@ pub fn run_page(
             @if let Some(thread) = &run.thread_id {
                 dt { "Thread" } dd { a href=(format!("/threads/{}", cairn::text::path_segment(thread))) { (thread) } }
             }
-            @if let Some(parent) = &run.parent_run_id {
+            @if let Some(child) = &run.child {
+                dt { "Child of" }
+                dd.parent {
+                    a href=(format!("/runs/{}", child.parent_run_id)) { code { (short_id(&child.parent_run_id.to_string())) } }
+                    " step " (child.step_idx.get()) ", key " code { (child.key) }
+                }
+            } @else if let Some(parent) = &run.parent_run_id {
                 dt { "Forked from" }
                 dd {
                     a href=(format!("/runs/{parent}")) { code { (short_id(&parent.to_string())) } }
@@ -312,6 +318,7 @@ pub fn run_page(
                 dt { "Last error" } dd.error { (error.message) }
             }
         }
+        (children_table(&view.children))
         h2 { "Actions" }
         div.actions {
             @let base = format!("/runs/{}", run.id);
@@ -386,6 +393,28 @@ pub fn run_page(
 /// journal item shown on this page: pieces sent before it are already in
 /// the conversation, so the script shows only pieces with `after_seq` at or
 /// past it, and no text appears twice.
+/// A parent's children: key, run (linked), status, tokens.
+fn children_table(children: &[cairn::ChildOutcome]) -> Markup {
+    html! {
+        @if !children.is_empty() {
+            h2 { "Children" }
+            table.children {
+                thead { tr { th { "Key" } th { "Run" } th { "Status" } th { "Tokens" } } }
+                tbody {
+                    @for c in children {
+                        tr {
+                            td { code { (c.key) } }
+                            td { a href=(format!("/runs/{}", c.run_id)) { code { (short_id(&c.run_id.to_string())) } } }
+                            td { (status_badge(c.status)) }
+                            td { (c.tokens) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn live_text(step: &StepRecord, journal: &[JournalEntry]) -> Markup {
     let newest = journal.iter().map(|e| e.seq).max().unwrap_or(0);
     html! {

@@ -159,6 +159,33 @@ impl TestDb {
         }
     }
 
+    /// The first column of the first row of `sql` as text (`None`: no row
+    /// or NULL); write the query so the column is text (`::text`).
+    pub async fn scalar(&self, sql: &str) -> Option<String> {
+        match self.kind {
+            Kind::Sqlite => {
+                let mut c = sqlx::SqliteConnection::connect(&self.url)
+                    .await
+                    .expect("connect sqlite");
+                sqlx::query_scalar::<_, Option<String>>(sql)
+                    .fetch_optional(&mut c)
+                    .await
+                    .expect("query")
+                    .flatten()
+            }
+            Kind::Postgres => {
+                let mut c = sqlx::PgConnection::connect(&self.url)
+                    .await
+                    .expect("connect postgres");
+                sqlx::query_scalar::<_, Option<String>>(sql)
+                    .fetch_optional(&mut c)
+                    .await
+                    .expect("query")
+                    .flatten()
+            }
+        }
+    }
+
     /// A directory for the test's other files (SQLite tests only have one;
     /// PostgreSQL tests get a new one).
     pub fn dir(&self) -> PathBuf {

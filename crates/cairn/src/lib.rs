@@ -53,11 +53,11 @@ pub use cairn_core::sse;
 /// Text that reaches people: URLs without passwords, terminal-safe text.
 pub use cairn_core::text;
 pub use cairn_core::{
-    Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Corruption, CrewDef,
-    ErrorInfo, ErrorKind, EventKind, EventRecord, Fingerprint, JournalEntry, JournalKind, LlmDef,
-    OnDeadline, OutputDelta, ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus,
-    StepContext, StepIdx, StepOutput, StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind,
-    WaitRecord, WaitStatus,
+    Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, ChildOf, ChildOutcome,
+    ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord, Fingerprint,
+    JoinRule, JournalEntry, JournalKind, LlmDef, OnDeadline, OutputDelta, ProviderKind,
+    RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepOutput, StepRecord,
+    StepStatus, ToolDef, Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;

@@ -38,6 +38,12 @@ fn serve(case: &Case) -> Served {
     let review =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/review.toml");
     std::fs::copy(review, crews.join("review.toml")).unwrap();
+    let fanout = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/fanout");
+    for name in ["fanout.toml", "review.toml"] {
+        let to = crews.join("fanout");
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::copy(fanout.join(name), to.join(name)).unwrap();
+    }
     support::serve(
         case,
         &["--crews", crews.to_str().unwrap()],
@@ -148,6 +154,8 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
     run(&greet, &["--input", r#"{"name": "Di"}"#, "--thread", "t2"]).expect_code(0);
     let failed = id_of(&run(&fail, &[]).expect_code(3));
     let waiting = id_of(&run(&review, &["--input", r#"{"topic": "t"}"#]).expect_code(4));
+    let fanout = file("fanout/fanout.toml");
+    let parent = id_of(&run(&fanout, &["--input", "{}"]).expect_code(0));
 
     let reads: Vec<Vec<&str>> = vec![
         vec!["runs", "list"],
@@ -156,6 +164,10 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
         vec!["runs", "list", "--limit", "2", "--json"],
         vec!["runs", "list", "--oldest"],
         vec!["runs", "list", "--status", "failed"],
+        vec!["runs", "list", "--parent", &parent],
+        vec!["runs", "list", "--parent", &parent, "--json"],
+        vec!["runs", "show", &parent],
+        vec!["runs", "show", &parent, "--json"],
         vec!["runs", "show", &ok],
         vec!["runs", "show", &ok, "--json"],
         vec!["runs", "show", &ok, "--outputs"],

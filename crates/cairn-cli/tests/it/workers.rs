@@ -886,3 +886,79 @@ fn cairn_run_beside_two_workers_exits_with_the_runs_outcome() {
         "a step ran twice: {executions:?}"
     );
 }
+
+/// A parent with 1,000 children (a map), three workers on PostgreSQL: every
+/// child runs and joins, the parent wakes once (one `children_joined`, two
+/// claims in all), and while it waits it holds no lease (sampled in the
+/// database the whole time).
+#[test]
+fn a_thousand_children_join_once_under_three_workers() {
+    const CHILDREN: usize = 1000;
+    let case = Case::new(Kind::Postgres);
+    case.write(
+        "child.toml",
+        &crew_toml("child", &[agent_template("echo", "{{ input.item }}")]),
+    );
+    let fan = "[[agents]]\nrole = \"fan\"\nkind = \"children\"\ncrew = \"child.toml\"\n\
+               over = \"input.items\"\n"
+        .to_owned();
+    let count = agent_template("count", "{{ outputs.fan | length }}");
+    let crew = case.write("parent.toml", &crew_toml("parent", &[fan, count]));
+    let items: Vec<usize> = (0..CHILDREN).collect();
+    let input = serde_json::json!({ "items": items }).to_string();
+    let id = case
+        .cairn(&["submit", crew.to_str().unwrap(), "--input", &input])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .to_owned();
+    let args = ["--concurrency", "16", "--poll-ms", "50"];
+    let names = ["0", "1", "2"];
+    let _workers = Workers(
+        names
+            .iter()
+            .map(|n| spawn_worker(&case, n, &args))
+            .collect(),
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let held_while_waiting = format!(
+        "SELECT lease_owner FROM runs WHERE id = '{id}' AND status = 'waiting' \
+         AND lease_owner IS NOT NULL"
+    );
+    let status = format!("SELECT status FROM runs WHERE id = '{id}'");
+    let mut samples = 0;
+    poll("the parent to finish", Duration::from_secs(180), || {
+        if let Some(owner) = rt.block_on(case.db.scalar(&held_while_waiting)) {
+            panic!("the waiting parent holds a lease ({owner})");
+        }
+        samples += 1;
+        let now = rt.block_on(case.db.scalar(&status));
+        assert_ne!(
+            now.as_deref(),
+            Some("failed"),
+            "{}",
+            worker_logs(&case, &names)
+        );
+        now.as_deref() == Some("succeeded")
+    });
+    assert!(samples > 1, "the wait was sampled");
+    let run = case.show(&id);
+    assert_eq!(
+        step(&run, 1)["output"],
+        serde_json::json!(CHILDREN.to_string())
+    );
+    let children = run["children"].as_array().unwrap();
+    assert_eq!(children.len(), CHILDREN);
+    assert!(children.iter().all(|c| c["status"] == "succeeded"));
+    let events = case.events(&id);
+    let kinds = |kind: &str| {
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .count()
+    };
+    assert_eq!(kinds("children_joined"), 1, "one wake-up for the join");
+    assert_eq!(kinds("run_claimed"), 2, "claimed to spawn, then once woken");
+}
