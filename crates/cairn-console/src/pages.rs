@@ -12,6 +12,9 @@ pub struct WaitCard {
     pub crew: String,
     pub crew_version: String,
     pub role: String,
+    /// Where its run hangs, nearest parent first: empty for a run no
+    /// `children` step started.
+    pub parents: Vec<cairn::ChildOf>,
 }
 
 /// The open waits, each with its crew, role and how long it has waited,
@@ -33,6 +36,16 @@ pub fn waits_page(cards: &[WaitCard], csrf: &str, now: DateTime<Utc>) -> Markup 
                 dl.wait-facts {
                     dt { "Crew" } dd.crew { (card.crew) " v" (card.crew_version) }
                     dt { "Role" } dd.role { (card.role) }
+                    @if !card.parents.is_empty() {
+                        dt { "Child of" }
+                        dd.parents {
+                            @for (i, p) in card.parents.iter().enumerate() {
+                                @if i > 0 { " ← " }
+                                "key " code { (p.key) } " of run "
+                                a href=(format!("/runs/{}", p.parent_run_id)) { code { (short_id(&p.parent_run_id.to_string())) } }
+                            }
+                        }
+                    }
                     dt { "Waiting" }
                     dd.waited {
                         (duration(w.created_at, now)) ", since "

@@ -543,6 +543,20 @@ async fn fork(
     }
 }
 
+/// Where a child run hangs, nearest parent first, up to the top-level run
+/// (runs nest at most a few deep).
+async fn parent_chain(
+    state: &AppState,
+    mut at: Option<cairn::ChildOf>,
+) -> Result<Vec<cairn::ChildOf>, cairn::Error> {
+    let mut chain = vec![];
+    while let Some(child) = at {
+        at = state.engine().get_run(child.parent_run_id).await?.child;
+        chain.push(child);
+    }
+    Ok(chain)
+}
+
 /// `GET /waits`: the open waits, each with its run's crew and its step's
 /// role, and their answer forms.
 async fn waits(State(state): State<AppState>, headers: HeaderMap) -> Response {
@@ -573,11 +587,17 @@ async fn waits(State(state): State<AppState>, headers: HeaderMap) -> Response {
             .get(wait.step_idx.as_usize())
             .map(|a| a.role.as_str().to_owned())
             .unwrap_or_default();
+        let first = run.child.clone();
+        let parents = match parent_chain(&state, first).await {
+            Ok(parents) => parents,
+            Err(e) => return error_page(&viewer, e.into()),
+        };
         cards.push(cairn_console::WaitCard {
             crew: run.crew.clone(),
             crew_version: run.crew_version.clone(),
             role,
             wait,
+            parents,
         });
     }
     html(

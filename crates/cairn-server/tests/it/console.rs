@@ -724,3 +724,67 @@ async fn a_form_that_does_not_parse_gets_a_console_page() {
         reply.text
     );
 }
+
+/// A child's review on the waits page names its parent chain; the parent's
+/// page lists its children; answering the child from the page and running
+/// it on finishes the parent too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_wait_names_its_parent_and_its_answer_continues_the_parent() {
+    let api = Api::sqlite().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("child.toml"),
+        "name = \"child\"\nversion = \"1\"\n[[agents]]\nrole = \"draft\"\nkind = \"template\"\n\
+         template = \"draft {{ input.item }}\"\nreview = true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("parent.toml"),
+        "name = \"parent\"\nversion = \"1\"\n[[agents]]\nrole = \"fan\"\nkind = \"children\"\n\
+         crew = \"child.toml\"\nover = \"input.items\"\n",
+    )
+    .unwrap();
+    let crew = cairn::Crew::from_file(dir.path().join("parent.toml")).unwrap();
+    let parent = api
+        .engine
+        .run(&crew, json!({"items": ["x"]}), Default::default())
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(parent.status, cairn::RunStatus::Waiting);
+    let wait = api.engine.waits(&Default::default()).await.unwrap()[0].clone();
+    let waits = api.get("/waits").await;
+    let card = &waits.text[waits
+        .text
+        .find(&format!(r#"id="wait-{}""#, wait.id))
+        .unwrap()..];
+    let card = &card[..card.find("</section>").unwrap()];
+    assert!(card.contains("<dt>Child of</dt>"), "{card}");
+    assert!(
+        card.contains(&format!(r#"href="/runs/{}""#, parent.id)),
+        "the card links the parent: {card}"
+    );
+    let page = api.get(&format!("/runs/{}", parent.id)).await;
+    assert!(page.text.contains("<h2>Children</h2>"), "{}", page.text);
+    assert!(
+        page.text
+            .contains(&format!(r#"href="/runs/{}""#, wait.run_id)),
+        "the parent's page links the child"
+    );
+    let csrf = csrf_of(&waits.text);
+    let answered = post_form(
+        &api,
+        &format!("/waits/{}/answer", wait.id),
+        &[("csrf", &csrf), ("decision", "approve"), ("reason", "fine")],
+    )
+    .await;
+    assert!(answered.status.is_redirection(), "{}", answered.text);
+    api.engine.execute(wait.run_id).await.unwrap();
+    let parent = api.engine.get_run(parent.id).await.unwrap();
+    assert_eq!(
+        parent.status,
+        cairn::RunStatus::Succeeded,
+        "{:?}",
+        parent.error
+    );
+}

@@ -231,3 +231,79 @@ async fn answering_the_last_child_continues_the_parent(kind: Kind) {
     assert_eq!(children.len(), 2, "no child started twice");
     assert_eq!(joins(&engine, run.id).await, 1);
 }
+
+both!(a_cancel_stops_fifty_running_children);
+/// A parent whose 50 children are all running under a worker (each a
+/// program that sleeps): cancelling the parent cancels the children in
+/// the same transaction (a cancel request each), their holder stops them,
+/// and none is left running.
+async fn a_cancel_stops_fifty_running_children(kind: Kind) {
+    const CHILDREN: usize = 50;
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let sleeper = "[[agents]]\nrole = \"nap\"\nkind = \"command\"\n\
+                   command = [\"sh\", \"-c\", \"cat > /dev/null; sleep 60\"]\n";
+    let (_dir, crew) = crews("", sleeper);
+    let items: Vec<usize> = (0..CHILDREN).collect();
+    let parent = engine
+        .submit(&crew, json!({ "items": items }), SubmitOptions::default())
+        .await
+        .unwrap()
+        .run
+        .id;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = {
+        let engine = engine.clone();
+        let opts = cairn::WorkOptions {
+            concurrency: CHILDREN + 1,
+            poll: std::time::Duration::from_millis(20),
+            shutdown_grace: std::time::Duration::from_secs(5),
+            ..Default::default()
+        };
+        tokio::spawn(async move {
+            engine
+                .work(opts, async {
+                    stopped.await.ok();
+                })
+                .await
+        })
+    };
+    let running = || async {
+        children_of(&engine, parent)
+            .await
+            .iter()
+            .filter(|c| c.status == RunStatus::Running)
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while running().await < CHILDREN {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the children never all ran"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let cancelled = engine
+        .cancel(parent, &Actor::new("test").because("stop the tree"))
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    let requested = children_of(&engine, parent)
+        .await
+        .iter()
+        .filter(|c| c.cancel_requested_at.is_some())
+        .count();
+    assert_eq!(
+        requested, CHILDREN,
+        "each running child was asked to stop at once"
+    );
+    while running().await > 0 {
+        assert!(std::time::Instant::now() < deadline, "a child kept running");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    for c in children_of(&engine, parent).await {
+        assert_eq!(c.status, RunStatus::Cancelled, "child {}", c.id);
+    }
+    stop.send(()).unwrap();
+    worker.await.unwrap().unwrap();
+}
