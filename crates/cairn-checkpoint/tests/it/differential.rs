@@ -1,6 +1,7 @@
 //! The differential test: random sequences of store operations (submit,
-//! claim, claim_next, takeover, commit a success, a retry, a failure, a wait
-//! or an interruption, a stale commit, answer, expire, retry, continue,
+//! claim, claim_next, takeover, commit a success, a retry, a failure, a wait,
+//! an interruption or a spawn of children (whose ends settle the join, and
+//! whose parent's cancel reaches them), a stale commit, answer, expire, retry, continue,
 //! cancel, fork, heartbeat, journal) applied to a SQLite file and to a
 //! PostgreSQL schema must give the same observable results: every answer
 //! and error, and then every run, step, event and wait, with ids replaced
@@ -14,12 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_checkpoint::{
-    Action, ClaimRequest, Claimed, ForkRequest, JournalAppend, Next, StepTransition, Store,
-    WaitFilter,
+    Action, ClaimRequest, Claimed, ForkRequest, JournalAppend, NewChild, Next, SpawnCommit,
+    StepTransition, Store, WaitFilter,
 };
 use cairn_core::{
-    Actor, Answer, Attempt, ErrorInfo, ErrorKind, EventKind, JournalKind, LeaseEpoch, NewEvent,
-    NewWait, OnDeadline, Role, RunId, StepIdx, Usage, WaitId, WaitKind,
+    Actor, Answer, Attempt, ErrorInfo, ErrorKind, EventKind, JoinRule, JournalKind, LeaseEpoch,
+    NewEvent, NewWait, OnDeadline, OnParentClose, Role, RunId, StepIdx, Usage, WaitId, WaitKind,
 };
 use cairn_testkit::TestDb;
 use serde_json::{json, Value};
@@ -92,6 +93,9 @@ enum Commit {
     Fail,
     Wait(WaitKind, WaitId, bool),
     Interrupt,
+    /// A `children` step's spawn: this many children (a one-step crew),
+    /// one in flight at a time, joined by the rule.
+    Spawn(usize, JoinRule),
 }
 
 /// What each backend made so far: run ids in order of creation (the same
@@ -140,11 +144,15 @@ fn draw(rng: &mut Rng, made: &Made) -> Op {
         },
         5 => Op::ClaimNext,
         6..=10 => {
-            let how = match rng.below(10) {
+            let how = match rng.below(11) {
                 0..=4 => Commit::Success,
                 5 => Commit::Retry,
                 6 => Commit::Fail,
                 7 => Commit::Interrupt,
+                8 => Commit::Spawn(
+                    1 + rng.below(3),
+                    [JoinRule::All, JoinRule::AllOk, JoinRule::FirstOk][rng.below(3)],
+                ),
                 _ => Commit::Wait(
                     [WaitKind::Review, WaitKind::Approval, WaitKind::Question][rng.below(3)],
                     WaitId::new(),
@@ -237,6 +245,27 @@ fn commit_for(
                 json!({"idx": idx}),
             )],
         ),
+        Commit::Spawn(n, rule) => (
+            StepTransition::Spawn(Box::new(SpawnCommit {
+                rule: *rule,
+                quorum: 0,
+                on_parent_close: OnParentClose::Cancel,
+                concurrency: Some(1),
+                depth: run.child.as_ref().map_or(0, |c| c.depth) + 1,
+                crew: crate::new_run(1, None).crew,
+                children: (0..*n)
+                    .map(|i| NewChild {
+                        id: cairn_core::child_id(run.id, idx, attempt, &i.to_string()),
+                        key: i.to_string(),
+                        input: json!({"item": i}),
+                    })
+                    .collect(),
+            })),
+            vec![NewEvent::new(
+                EventKind::ChildrenSpawned,
+                json!({"idx": idx, "children": n}),
+            )],
+        ),
         Commit::Wait(kind, id, due) => (
             StepTransition::Waiting {
                 output: (*kind == WaitKind::Review).then(|| json!({"draft": idx})),
@@ -263,7 +292,7 @@ fn commit_for(
         }),
         events,
         transition,
-        child: false,
+        child: run.child.is_some(),
     }
 }
 
@@ -314,6 +343,9 @@ async fn apply(store: &Arc<dyn Store>, b: usize, op: &Op, made: &mut Made) -> St
                 .map_or(Attempt(1), |s| s.attempt);
             let c = commit_for(&run, attempt, how, *stale);
             let r = store.commit_step(&c).await.map(|()| "committed".to_owned());
+            if let (Ok(_), StepTransition::Spawn(spawn)) = (&r, &c.transition) {
+                made.runs[b].extend(spawn.children.iter().map(|c| c.id));
+            }
             if let (Ok(_), Some(w)) = (&r, c.rows().open_wait) {
                 if b == 0 {
                     made.waits.push(w.id);
@@ -405,6 +437,18 @@ async fn observe(store: &Arc<dyn Store>, b: usize, made: &Made) -> String {
             some(r.cancel_requested_at),
             some(r.finished_at),
         );
+        if let Some(c) = &r.child {
+            out += &format!(
+                "  child {} of {} step {} attempt {}\n",
+                c.key, c.parent_run_id, c.step_idx, c.attempt
+            );
+        }
+        for c in store.children(*id).await.unwrap() {
+            out += &format!(
+                "  has child {} {} {} {:?}\n",
+                c.key, c.run_id, c.status, c.output
+            );
+        }
         for s in steps {
             out += &format!(
                 "  step {} {} {} attempt {} output {:?} tokens {:?}/{:?} error {:?} takeovers {} finished {}\n",
