@@ -1,9 +1,9 @@
 //! `--children`: a `children` step with 1,000 children (a map over the
 //! input, each child one template step), driven by one process through
 //! `Engine::run` on SQLite and PostgreSQL, a few rounds each. From the
-//! parent's events (database clock): the spawn (claim to
-//! `children_spawned`: the step's dispatch and the one transaction that
-//! stores 1,000 runs), the children (spawn to `children_joined`: each
+//! parent's events (database clock): the spawn (`children_spawned` to the
+//! last child's `run_submitted`, both written by the one transaction that
+//! stores 1,000 runs), the children (from there to `children_joined`: each
 //! claimed, run and committed, eight at once, each end counted against the
 //! join), and the wake (`children_joined` to the step's success: the
 //! parent claimed again, the join read, the step committed).
@@ -66,15 +66,23 @@ async fn measure(url: &str, dir: &std::path::Path) -> Result<Numbers> {
                 .map(|e| e.at)
                 .with_context(|| format!("no {} event", kind.as_str()))
         };
-        let claimed = at(EventKind::RunClaimed)?;
         let spawned = at(EventKind::ChildrenSpawned)?;
+        // The spawn's last write: the last child's own first event.
+        let view = engine.show(driven.run.id).await?;
+        let last = view.children.last().context("no children")?;
+        let stored = engine
+            .events(last.run_id)
+            .await?
+            .first()
+            .map(|e| e.at)
+            .context("the last child has no event")?;
         let joined = at(EventKind::ChildrenJoined)?;
         let stepped = events
             .iter()
             .find(|e| e.kind == EventKind::StepSucceeded && e.data["idx"] == 0)
             .map(|e| e.at)
             .context("no step_succeeded for the children step")?;
-        let us = [spawned - claimed, joined - spawned, stepped - joined]
+        let us = [stored - spawned, joined - stored, stepped - joined]
             .map(|d| d.num_microseconds().unwrap_or(0) as f64 / 1e3);
         spawn.push(us[0]);
         children.push(us[1]);
