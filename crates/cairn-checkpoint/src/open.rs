@@ -72,6 +72,11 @@ impl FromStr for Durability {
     }
 }
 
+/// A process's PostgreSQL connections unless it says otherwise
+/// (`--db-connections`): enough for thousands of steps in flight, whose
+/// commits and heartbeats each hold one for a round trip.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
+
 /// How to open a store.
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
@@ -81,8 +86,14 @@ pub struct OpenOptions {
     pub create: bool,
     /// How long to wait for the database to answer.
     pub connect_timeout: Duration,
-    /// Pool size (PostgreSQL).
+    /// The most connections this store opens (PostgreSQL), whatever the
+    /// work asks: a burst of commits queues for them (up to
+    /// `acquire_timeout`) instead of opening more. The `LISTEN` connection
+    /// of an idle worker is one of them.
     pub max_connections: u32,
+    /// How long an operation waits for one of those connections before it
+    /// fails (a connection error, retried like one).
+    pub acquire_timeout: Duration,
     /// What a commit survives, unless the URL says (`?durability=`).
     pub durability: Durability,
 }
@@ -92,7 +103,8 @@ impl Default for OpenOptions {
         OpenOptions {
             create: true,
             connect_timeout: Duration::from_secs(5),
-            max_connections: 8,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            acquire_timeout: Duration::from_secs(30),
             durability: Durability::Sync,
         }
     }

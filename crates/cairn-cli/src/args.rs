@@ -208,6 +208,14 @@ pub enum Command {
         /// Event streams open at once; one more is answered 503.
         #[arg(long, default_value_t = 100)]
         max_event_streams: usize,
+        /// PostgreSQL connections this process opens at most, whatever
+        /// --concurrency: commits and heartbeats queue for them. Size the
+        /// total over every process below the server's max_connections
+        /// (docs/operations.md).
+        #[arg(long, env = "CAIRN_DB_CONNECTIONS", default_value_t = cairn::DEFAULT_DB_CONNECTIONS,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        db_connections: u32,
+
         /// Let API clients retry, continue and fork runs of crews this server
         /// does not offer (runs from the CLI or another server on a shared database).
         #[arg(long)]
@@ -227,6 +235,14 @@ pub enum Command {
         /// Runs executed at once.
         #[arg(long, default_value_t = 4)]
         concurrency: usize,
+        /// PostgreSQL connections this process opens at most, whatever
+        /// --concurrency: commits and heartbeats queue for them. Size the
+        /// total over every process below the server's max_connections
+        /// (docs/operations.md).
+        #[arg(long, env = "CAIRN_DB_CONNECTIONS", default_value_t = cairn::DEFAULT_DB_CONNECTIONS,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        db_connections: u32,
+
         /// Lease length (database clock); a run whose holder stops
         /// heartbeating is taken over after this long.
         #[arg(long, default_value_t = 30_000)]

@@ -84,6 +84,9 @@ pub struct ServeOptions {
     /// Connections open at once; one more is answered 503
     /// `too_many_connections` and closed. Default 512.
     pub max_connections: usize,
+    /// The most database connections this process opens (PostgreSQL),
+    /// whatever `concurrency`.
+    pub db_connections: u32,
     /// Event streams (`GET /v1/runs/{id}/events`) open at once; one more
     /// is 503 `too_many_streams`. Default 100.
     pub max_event_streams: usize,
@@ -138,6 +141,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("header_timeout", &self.header_timeout)
             .field("body_timeout", &self.body_timeout)
             .field("max_connections", &self.max_connections)
+            .field("db_connections", &self.db_connections)
             .field("max_event_streams", &self.max_event_streams)
             .field("foreign_runs", &self.foreign_runs)
             .field("poll_interval", &self.poll_interval)
@@ -163,6 +167,7 @@ impl Default for ServeOptions {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            db_connections: cairn::DEFAULT_DB_CONNECTIONS,
             max_event_streams: DEFAULT_MAX_EVENT_STREAMS,
             foreign_runs: false,
             poll_interval: Duration::from_millis(200),
@@ -222,7 +227,11 @@ impl Server {
             owner: format!("cairn-server:pid:{}", std::process::id()),
             ..ExecutorConfig::default()
         };
-        let engine = Engine::open_with(&opts.db_url, &OpenOptions::default(), config)
+        let open = OpenOptions {
+            max_connections: opts.db_connections,
+            ..OpenOptions::default()
+        };
+        let engine = Engine::open_with(&opts.db_url, &open, config)
             .await
             .map_err(|e| Error::Open(Box::new(e)))?;
         let listener = tokio::net::TcpListener::bind(opts.listen)

@@ -46,6 +46,7 @@ pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
     Backend, Claimed, CompactPolicy, Compacted, ForkRequest, LiveHub, OnBusy, OpenOptions,
     RunFilter, Store, StoreStats, Submitted, Takeover, ThreadPage, ThreadSummary, WaitFilter,
+    DEFAULT_MAX_CONNECTIONS as DEFAULT_DB_CONNECTIONS,
 };
 /// Server-Sent Events: an incremental decoder and a stream of events over a
 /// stream of byte chunks.

@@ -74,8 +74,8 @@ impl PgStore {
             }
         }
         let pool = PgPoolOptions::new()
-            .max_connections(opts.max_connections)
-            .acquire_timeout(opts.connect_timeout)
+            .max_connections(opts.max_connections.max(1))
+            .acquire_timeout(opts.acquire_timeout.max(opts.connect_timeout))
             // sqlx pings every connection it hands out: a round trip before
             // each step commit. A connection used within the last
             // `PING_AFTER_IDLE` is taken as alive (as HikariCP's "alive

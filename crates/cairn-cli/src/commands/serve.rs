@@ -18,6 +18,7 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
     match command {
         Command::Worker {
             concurrency,
+            db_connections,
             lease_ms,
             heartbeat_ms,
             poll_ms,
@@ -33,7 +34,7 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
             let opts = OpenOptions {
                 create: true,
                 connect_timeout: Duration::from_secs(3),
-                max_connections: (concurrency as u32 * 2 + 2).max(4),
+                max_connections: db_connections,
                 ..OpenOptions::default()
             };
             let config = ExecutorConfig {
@@ -65,6 +66,7 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
             body_timeout,
             max_connections,
             max_event_streams,
+            db_connections,
             foreign_runs,
             public_url,
             retention,
@@ -97,6 +99,7 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
                 body_timeout,
                 max_connections,
                 max_event_streams,
+                db_connections,
                 foreign_runs,
                 public_url,
                 ..Default::default()

@@ -962,3 +962,59 @@ fn a_thousand_children_join_once_under_three_workers() {
     assert_eq!(kinds("children_joined"), 1, "one wake-up for the join");
     assert_eq!(kinds("run_claimed"), 2, "claimed to spawn, then once woken");
 }
+
+/// `--db-connections` caps a worker's PostgreSQL connections whatever its
+/// `--concurrency`: 120 runs in flight at once (each step sleeps) through 4
+/// connections, counted in `pg_stat_activity` the whole time; every run
+/// finishes, each step once, no lease lost.
+#[test]
+fn a_worker_never_holds_more_connections_than_its_cap() {
+    const RUNS: usize = 120;
+    const CAP: i64 = 4;
+    let case = Case::new(Kind::Postgres);
+    let log = case.path("naps.log");
+    let nap = format!(
+        "cat > /dev/null; echo \"$CAIRN_RUN_ID\" >> '{}'; sleep 2; echo rested",
+        log.display()
+    );
+    let crew = case.write("crew.toml", &crew_toml("nap", &[agent_sh("nap", &nap)]));
+    let crew = crew.to_str().unwrap();
+    let submit = |_: &usize| case.cairn(&["submit", crew]).expect_code(0);
+    let indices: Vec<usize> = (0..RUNS).collect();
+    submit(&0);
+    parallel(&indices[1..], 4, submit);
+    let app = format!("cairn_cap_{}", std::process::id());
+    let url = format!("{}&application_name={app}", case.url());
+    let mut cmd = case.command();
+    cmd.args(["worker", "--concurrency", "200", "--db-connections", "4"])
+        .args(["--poll-ms", "50", "--db", &url])
+        .env("CAIRN_LOG", "warn")
+        .stdout(file(&case, "worker-cap.stdout"))
+        .stderr(file(&case, "worker-cap.stderr"));
+    let _worker = Workers(vec![cmd.spawn().expect("spawn cairn worker")]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let connections =
+        format!("SELECT count(*)::text FROM pg_stat_activity WHERE application_name = '{app}'");
+    let (mut peak, mut busy_peak) = (0i64, 0usize);
+    poll("every run to finish", Duration::from_secs(120), || {
+        let now: i64 = rt
+            .block_on(case.db.scalar(&connections))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        peak = peak.max(now);
+        busy_peak = busy_peak.max(runs_with_status(&case, "running").len());
+        runs_with_status(&case, "succeeded").len() == RUNS
+    });
+    assert!(peak >= 1, "the worker's connections were seen");
+    assert!(
+        peak <= CAP,
+        "the worker opened {peak} connections, over its cap of {CAP}: {}",
+        worker_logs(&case, &["cap"])
+    );
+    assert!(
+        busy_peak > 2 * CAP as usize,
+        "runs in flight beyond the cap: {busy_peak}"
+    );
+    let naps = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(naps.lines().count(), RUNS, "each step ran once");
+}
