@@ -356,6 +356,16 @@ pub trait Store: Send + Sync + 'static {
     /// longer holds.
     async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<Lease>;
 
+    /// [`Store::heartbeat`] for every run a process holds, in one
+    /// statement: what each beat found, in the order given. A process's
+    /// lease upkeep then costs one statement per beat however many runs it
+    /// holds; each run is still fenced by its own epoch.
+    async fn heartbeat_many(
+        &self,
+        held: &[(RunId, LeaseEpoch)],
+        lease: Duration,
+    ) -> Result<Vec<Lease>>;
+
     /// Fails a run whose stored state does not make sense with error kind
     /// `corruption`, without decoding it, so it never blocks a worker's
     /// queue or takes crash-loop rounds: the run `failed` and its lease

@@ -101,13 +101,7 @@ impl Drive<'_> {
         // Keep the lease, and watch for a cancel, while this process
         // works on the run.
         let epoch = run.lease_epoch;
-        let guard = LeaseGuard::hold(
-            exec.store.clone(),
-            run_id,
-            epoch,
-            exec.config.lease,
-            exec.beat_every(),
-        );
+        let guard = exec.keeper.hold(run_id, epoch);
         // What people said about the cursor's step: feedback, answers, approval.
         let extras = match claimed.first_run {
             true => StepExtras::default(),

@@ -1,9 +1,12 @@
-//! One guard per held run: it heartbeats (`Store::heartbeat`, fenced by
-//! the epoch) and publishes what each beat found, so the running step
-//! stops on a cancel request or a lost lease. One small query per beat
-//! both keeps the lease and watches for a cancel.
+//! The leases an executor holds, kept by one beat for all of them: every
+//! `every`, one `Store::heartbeat_many` (fenced per run by its epoch)
+//! extends each held run's lease and reports a cancel request or a lost
+//! lease, so a process's upkeep costs one statement per beat however many
+//! runs it holds. Each held run has a guard that publishes what the beats
+//! found, so its running step stops on a cancel request or a lost lease.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -11,42 +14,121 @@ use tokio::sync::watch;
 use cairn_checkpoint::{Lease, Store};
 use cairn_core::{LeaseEpoch, RunId};
 
+/// The runs one executor holds, and the task that beats for them.
+pub(crate) struct Keeper {
+    store: Arc<dyn Store>,
+    lease: Duration,
+    every: Duration,
+    held: Mutex<HashMap<RunId, (LeaseEpoch, watch::Sender<Lease>)>>,
+    /// Started by the first hold (a runtime exists by then).
+    task: OnceLock<tokio::task::JoinHandle<()>>,
+}
+
+impl Keeper {
+    /// Beats every `every`, each beat extending the held leases by `lease`.
+    pub fn new(store: Arc<dyn Store>, lease: Duration, every: Duration) -> Arc<Keeper> {
+        Arc::new(Keeper {
+            store,
+            lease,
+            every,
+            held: Mutex::default(),
+            task: OnceLock::new(),
+        })
+    }
+
+    /// Keeps `id`'s lease at `epoch` until the guard is dropped.
+    pub fn hold(self: &Arc<Self>, id: RunId, epoch: LeaseEpoch) -> LeaseGuard {
+        let (tx, state) = watch::channel(Lease::Held);
+        self.entries().insert(id, (epoch, tx));
+        self.task
+            .get_or_init(|| tokio::spawn(beat(Arc::downgrade(self))));
+        LeaseGuard {
+            state,
+            keeper: self.clone(),
+            id,
+            epoch,
+        }
+    }
+
+    fn entries(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<RunId, (LeaseEpoch, watch::Sender<Lease>)>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One beat for every held run; each guard learns what its run's found.
+    async fn beat_once(&self) {
+        let held: Vec<(RunId, LeaseEpoch)> = self
+            .entries()
+            .iter()
+            .map(|(id, (epoch, _))| (*id, *epoch))
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        let found = match self.store.heartbeat_many(&held, self.lease).await {
+            Ok(found) => found,
+            // A passing database fault: try again at the next beat.
+            Err(e) => {
+                tracing::warn!(runs = held.len(), error = %e, "heartbeat failed");
+                return;
+            }
+        };
+        let entries = self.entries();
+        for ((id, epoch), lease) in held.iter().zip(found) {
+            let Some((now, tx)) = entries.get(id) else {
+                continue;
+            };
+            if now != epoch {
+                continue;
+            }
+            if lease == Lease::Lost && *tx.borrow() != Lease::Lost {
+                tracing::warn!(run = %id, %epoch, "lease lost; the step will be stopped");
+            }
+            tx.send_if_modified(|l| {
+                // Lost is final for this hold.
+                let next = if *l == Lease::Lost {
+                    Lease::Lost
+                } else {
+                    lease
+                };
+                std::mem::replace(l, next) != next
+            });
+        }
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.get() {
+            task.abort();
+        }
+    }
+}
+
+/// The beat task: ends once its executor is gone.
+async fn beat(keeper: Weak<Keeper>) {
+    loop {
+        let Some(every) = keeper.upgrade().map(|k| k.every) else {
+            return;
+        };
+        tokio::time::sleep(every).await;
+        let Some(k) = keeper.upgrade() else {
+            return;
+        };
+        k.beat_once().await;
+    }
+}
+
 /// Holds a run's lease until dropped.
 pub(crate) struct LeaseGuard {
     state: watch::Receiver<Lease>,
-    beat: tokio::task::JoinHandle<()>,
+    keeper: Arc<Keeper>,
+    id: RunId,
+    epoch: LeaseEpoch,
 }
 
 impl LeaseGuard {
-    /// Starts beating every `every`, each beat extending the lease by `lease`.
-    pub fn hold(
-        store: Arc<dyn Store>,
-        id: RunId,
-        epoch: LeaseEpoch,
-        lease: Duration,
-        every: Duration,
-    ) -> LeaseGuard {
-        let (tx, state) = watch::channel(Lease::Held);
-        let beat = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                match store.heartbeat(id, epoch, lease).await {
-                    Ok(Lease::Lost) => {
-                        tracing::warn!(run = %id, %epoch, "lease lost; the step will be stopped");
-                        tx.send_replace(Lease::Lost);
-                        return;
-                    }
-                    Ok(found) => {
-                        tx.send_if_modified(|l| std::mem::replace(l, found) != found);
-                    }
-                    // A passing database fault: try again at the next beat.
-                    Err(e) => tracing::warn!(run = %id, error = %e, "heartbeat failed"),
-                }
-            }
-        });
-        LeaseGuard { state, beat }
-    }
-
     /// What the last beat found.
     pub fn now(&self) -> Lease {
         *self.state.borrow()
@@ -59,7 +141,7 @@ impl LeaseGuard {
         let found = state.wait_for(|l| *l != Lease::Held).await.map(|l| *l);
         match found {
             Ok(l) => l,
-            // The beat ended without a verdict (it cannot, short of a panic).
+            // The keeper went away without a verdict (its executor did).
             Err(_) => std::future::pending().await,
         }
     }
@@ -67,7 +149,11 @@ impl LeaseGuard {
 
 impl Drop for LeaseGuard {
     fn drop(&mut self) {
-        self.beat.abort();
+        let mut entries = self.keeper.entries();
+        // A later hold of the same run (a new epoch) is not this guard's.
+        if entries.get(&self.id).is_some_and(|(e, _)| *e == self.epoch) {
+            entries.remove(&self.id);
+        }
     }
 }
 
@@ -88,6 +174,12 @@ mod tests {
     /// A run of `db` claimed at its first step: (store, run, epoch).
     async fn held(db: &TestDb) -> (Arc<dyn Store>, RunId, LeaseEpoch) {
         let store = open(&db.url, &OpenOptions::default()).await.unwrap();
+        held_in(&store).await
+    }
+
+    /// A new run of `store` claimed at its first step.
+    async fn held_in(store: &Arc<dyn Store>) -> (Arc<dyn Store>, RunId, LeaseEpoch) {
+        let store = store.clone();
         let toml = "name = \"c\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"template\"\ntemplate = \"x\"\n";
         let run = NewRun {
             crew: CrewDef::from_toml(toml).unwrap(),
@@ -127,7 +219,7 @@ mod tests {
         let (store, id, epoch) = held(&db).await;
         // Beats keep a 300 ms lease alive well past 300 ms …
         let lease = Duration::from_millis(300);
-        let guard = LeaseGuard::hold(store.clone(), id, epoch, lease, EVERY);
+        let guard = Keeper::new(store.clone(), lease, EVERY).hold(id, epoch);
         let quiet = tokio::time::timeout(lease * 3, guard.stopped()).await;
         assert!(quiet.is_err(), "a held lease stops nothing: {quiet:?}");
         assert_eq!(guard.now(), Lease::Held);
@@ -146,7 +238,7 @@ mod tests {
     async fn a_cancel_request_reaches_the_step_within_a_beat(kind: Kind) {
         let db = TestDb::of(kind).await;
         let (store, id, epoch) = held(&db).await;
-        let guard = LeaseGuard::hold(store.clone(), id, epoch, Duration::from_secs(30), EVERY);
+        let guard = Keeper::new(store.clone(), Duration::from_secs(30), EVERY).hold(id, epoch);
         store
             .act(id, Action::Cancel, &Actor::new("op"))
             .await
@@ -163,11 +255,64 @@ mod tests {
     async fn a_takeover_is_a_lost_lease(kind: Kind) {
         let db = TestDb::of(kind).await;
         let (store, id, epoch) = held(&db).await;
-        let guard = LeaseGuard::hold(store.clone(), id, epoch, Duration::from_secs(30), EVERY);
+        let guard = Keeper::new(store.clone(), Duration::from_secs(30), EVERY).hold(id, epoch);
         store.claim(id, &claim(true)).await.unwrap();
         assert_eq!(stops_within(&guard, EVERY * 10).await, Lease::Lost);
         // The new holder's lease was not extended by the zombie's guard.
         assert_eq!(guard.now(), Lease::Lost);
+    }
+
+    /// One keeper holding 30 runs: one beat keeps every lease alive, and
+    /// a cancel or a takeover reaches only the run it is about.
+    async fn one_beat_keeps_many_runs_each_fenced_alone(kind: Kind) {
+        let db = TestDb::of(kind).await;
+        let store = open(&db.url, &OpenOptions::default()).await.unwrap();
+        let lease = Duration::from_millis(300);
+        let keeper = Keeper::new(store.clone(), lease, EVERY);
+        let mut guards = vec![];
+        let mut ids = vec![];
+        for _ in 0..30 {
+            let (_, id, epoch) = held_in(&store).await;
+            guards.push(keeper.hold(id, epoch));
+            ids.push(id);
+        }
+        let direct = store
+            .heartbeat_many(&[(ids[1], guards[1].epoch)], lease)
+            .await
+            .unwrap();
+        assert_eq!(direct, [Lease::Held]);
+        tokio::time::sleep(lease * 3).await;
+        assert!(guards.iter().all(|g| g.now() == Lease::Held));
+        assert!(
+            store.claim_next(&claim(false)).await.unwrap().is_none(),
+            "every lease was extended"
+        );
+        store
+            .act(ids[3], Action::Cancel, &Actor::new("op"))
+            .await
+            .unwrap();
+        assert_eq!(
+            stops_within(&guards[3], EVERY * 10).await,
+            Lease::CancelRequested
+        );
+        // A dropped guard's run is no longer kept: its lease runs out.
+        drop(guards.remove(0));
+        tokio::time::sleep(lease * 2).await;
+        let next = store.claim_next(&claim(false)).await.unwrap();
+        assert_eq!(next.map(|c| c.run.id), Some(ids[0]));
+        assert!(
+            store.claim_next(&claim(false)).await.unwrap().is_none(),
+            "the 29 other leases, beaten to {lease:?} each time, are alive"
+        );
+        // A takeover of one run is a lost lease for that run alone.
+        store.claim(ids[7], &claim(true)).await.unwrap();
+        assert_eq!(stops_within(&guards[6], EVERY * 10).await, Lease::Lost);
+        tokio::time::sleep(EVERY * 3).await;
+        for (i, g) in guards.iter().enumerate() {
+            if i != 2 && i != 6 {
+                assert_eq!(g.now(), Lease::Held, "run {} was not touched", i + 1);
+            }
+        }
     }
 
     macro_rules! on_both {
@@ -189,6 +334,7 @@ mod tests {
         a_held_lease_is_extended_and_reports_nothing,
         a_cancel_request_reaches_the_step_within_a_beat,
         a_takeover_is_a_lost_lease,
+        one_beat_keeps_many_runs_each_fenced_alone,
     );
 
     /// What watching a running step costs: a heartbeat (the guard's one

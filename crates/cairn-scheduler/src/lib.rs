@@ -104,11 +104,21 @@ pub struct Driven {
 pub struct Executor {
     store: Arc<dyn Store>,
     config: ExecutorConfig,
+    /// The leases this executor holds, one beat for all of them.
+    keeper: Arc<lease::Keeper>,
 }
 
 impl Executor {
     pub fn new(store: Arc<dyn Store>, config: ExecutorConfig) -> Self {
-        Executor { store, config }
+        // Often enough that a running step notices a cancel within
+        // `cancel_poll`, and at least every `heartbeat`.
+        let every = config.cancel_poll.min(config.heartbeat);
+        let keeper = lease::Keeper::new(store.clone(), config.lease, every);
+        Executor {
+            store,
+            config,
+            keeper,
+        }
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -385,12 +395,6 @@ impl Executor {
             .close_join(run, row.idx, row.attempt, &actor)
             .await?;
         Ok(self.store.joined(run, row.idx, row.attempt).await?)
-    }
-
-    /// How often the lease guard beats: often enough that a running step
-    /// notices a cancel within `cancel_poll`, and at least every `heartbeat`.
-    fn beat_every(&self) -> Duration {
-        self.config.cancel_poll.min(self.config.heartbeat)
     }
 
     /// Runs one step under its timeout and the lease guard, and decides

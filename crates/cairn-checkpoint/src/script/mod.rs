@@ -327,6 +327,24 @@ impl<H: ScriptHost> Store for H {
         bounded("heartbeat", self.target(), Some(id), beat).await
     }
 
+    async fn heartbeat_many(
+        &self,
+        held: &[(RunId, LeaseEpoch)],
+        lease: Duration,
+    ) -> Result<Vec<Lease>> {
+        if held.is_empty() {
+            return Ok(vec![]);
+        }
+        let held = held.to_vec();
+        let beat = self.tx(
+            TxKind::Single,
+            Box::new(move |c| {
+                Box::pin(async move { runs::heartbeat_many_in(c, &held, lease).await })
+            }),
+        );
+        bounded("heartbeat", self.target(), None, beat).await
+    }
+
     async fn set_aside(&self, corruption: &Corruption, held: Option<LeaseEpoch>) -> Result<bool> {
         let run = corruption.run;
         bounded("set_aside", self.target(), Some(run), async {

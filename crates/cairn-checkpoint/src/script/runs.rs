@@ -409,6 +409,40 @@ async fn apply_on_busy(c: &mut Conn<'_>, thread: &str, id: RunId, on_busy: OnBus
 
 /// `Store::heartbeat`: the lease extended only at the holder's epoch, and
 /// in the same statement whether a cancel was requested.
+/// `Store::heartbeat_many`: one statement for every run a process holds.
+/// The runs not in the answer were not extended (their lease is lost).
+pub(super) async fn heartbeat_many_in(
+    c: &mut Conn<'_>,
+    held: &[(RunId, LeaseEpoch)],
+    lease: std::time::Duration,
+) -> Result<Vec<crate::Lease>> {
+    let pairs: Vec<serde_json::Value> = held
+        .iter()
+        .map(|(id, epoch)| serde_json::json!([id, epoch.0]))
+        .collect();
+    let rows = c
+        .fetch_all(
+            query(
+                "UPDATE runs SET lease_expires_at = {lease_until} \
+                 WHERE status = 'running' AND (id, lease_epoch) IN ({held:held}) \
+                 RETURNING id, CASE WHEN cancel_requested_at IS NULL THEN 0 ELSE 1 END AS cancel",
+            )
+            .bind("held", serde_json::Value::Array(pairs))
+            .bind("lease_secs", lease.as_secs_f64()),
+        )
+        .await?;
+    let mut found = std::collections::HashMap::with_capacity(rows.len());
+    for row in &rows {
+        if let Some(id) = row.opt_uuid("id", held[0].0, "a held run's id")? {
+            found.insert(RunId::from_uuid(id), row.int("cancel")? != 0);
+        }
+    }
+    Ok(held
+        .iter()
+        .map(|(id, _)| crate::Lease::from_beat(found.get(id).copied()))
+        .collect())
+}
+
 pub(super) async fn heartbeat_in(
     c: &mut Conn<'_>,
     id: RunId,

@@ -48,6 +48,21 @@ impl Dialect {
                 .into(),
             );
         }
+        // `{held:NAME}`: the (id, epoch) pairs of the JSON array of pairs
+        // `:NAME`, as a subquery (a process's held runs, for one beat).
+        if let Some(param) = name.strip_prefix("held:") {
+            return Some(
+                match self {
+                    Postgres => format!(
+                        "SELECT (e->>0)::uuid, (e->>1)::bigint FROM jsonb_array_elements(:{param}) e"
+                    ),
+                    Sqlite => format!(
+                        "SELECT value->>0, CAST(value->>1 AS INTEGER) FROM json_each(:{param})"
+                    ),
+                }
+                .into(),
+            );
+        }
         Some(std::borrow::Cow::Borrowed(match (self, name) {
             // The database's clock; SQLite's as RFC 3339 UTC with milliseconds.
             (Postgres, "now") => "clock_timestamp()",
