@@ -876,6 +876,30 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
     }
 }
 
+/// `cairn-bench --help`.
+fn usage() -> String {
+    format!(
+        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children]\n\nMeasures per-step cost \
+                     against a raw commit and resume time on SQLite and PostgreSQL \
+                     (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
+                     --breakdown  where the time goes instead (store calls, statements, WAL)\n\
+                     --workers    PostgreSQL only: steps/s of 1, 2 and 4 `cairn worker` \
+                     processes against raw commits/s, and submit-to-claim latency \
+                     (needs `cargo build --release -p cairn-cli`)\n\
+                     --journal    one agent journal item against a raw commit, and a \
+                     10-turn agent step\n\
+                     --console    the console's pages on 100,000 stored runs (SQLite; \
+                     CAIRN_BENCH_CONSOLE_RUNS)\n\
+                     --floor      the least a step commit can cost in this data model: \
+                     its writes by hand, shape by shape, against the raw commit\n\
+                     --children   a step with 1,000 children: spawn, the children, \
+                     the parent's wake (one process, both databases)\n\
+                     --retention  Store::compact of 100,000 finished runs \
+                     (CAIRN_BENCH_RETENTION_RUNS), commit_step with and without them, \
+                     bytes per stored row"
+    )
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let mut breakdown = false;
@@ -895,26 +919,7 @@ async fn main() -> Result<()> {
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {
-                println!(
-                    "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children]\n\nMeasures per-step cost \
-                     against a raw commit and resume time on SQLite and PostgreSQL \
-                     (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
-                     --breakdown  where the time goes instead (store calls, statements, WAL)\n\
-                     --workers    PostgreSQL only: steps/s of 1, 2 and 4 `cairn worker` \
-                     processes against raw commits/s, and submit-to-claim latency \
-                     (needs `cargo build --release -p cairn-cli`)\n\
-                     --journal    one agent journal item against a raw commit, and a \
-                     10-turn agent step\n\
-                     --console    the console's pages on 100,000 stored runs (SQLite; \
-                     CAIRN_BENCH_CONSOLE_RUNS)\n\
-                     --floor      the least a step commit can cost in this data model: \
-                     its writes by hand, shape by shape, against the raw commit\n\
-                     --children   a step with 1,000 children: spawn, the children, \
-                     the parent's wake (one process, both databases)\n\
-                     --retention  Store::compact of 100,000 finished runs \
-                     (CAIRN_BENCH_RETENTION_RUNS), commit_step with and without them, \
-                     bytes per stored row"
-                );
+                println!("{}", usage());
                 return Ok(());
             }
             other => {

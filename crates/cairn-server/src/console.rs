@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 
-use cairn::{RunFilter, RunId, RunStatus};
+use cairn::{ChildOf, RunFilter, RunId, RunStatus};
 use cairn_console::{RunsQuery, Viewer};
 
 use crate::throttle::ClientIp;
@@ -543,15 +543,11 @@ async fn fork(
     }
 }
 
-/// Where a child run hangs, nearest parent first, up to the top-level run
-/// (runs nest at most a few deep).
-async fn parent_chain(
-    state: &AppState,
-    mut at: Option<cairn::ChildOf>,
-) -> Result<Vec<cairn::ChildOf>, cairn::Error> {
+/// Where a child run hangs, nearest parent first (runs nest a few deep).
+async fn parent_chain(s: &AppState, mut at: Option<ChildOf>) -> Result<Vec<ChildOf>, cairn::Error> {
     let mut chain = vec![];
     while let Some(child) = at {
-        at = state.engine().get_run(child.parent_run_id).await?.child;
+        at = s.engine().get_run(child.parent_run_id).await?.child;
         chain.push(child);
     }
     Ok(chain)
@@ -587,8 +583,7 @@ async fn waits(State(state): State<AppState>, headers: HeaderMap) -> Response {
             .get(wait.step_idx.as_usize())
             .map(|a| a.role.as_str().to_owned())
             .unwrap_or_default();
-        let first = run.child.clone();
-        let parents = match parent_chain(&state, first).await {
+        let parents = match parent_chain(&state, run.child.clone()).await {
             Ok(parents) => parents,
             Err(e) => return error_page(&viewer, e.into()),
         };
