@@ -48,6 +48,17 @@ impl Dialect {
                 .into(),
             );
         }
+        // `{rows:NAME}`: the elements of the JSON array `:NAME` as rows of a
+        // table `j` with one column, `value` (`j.value->>'k'`, `j.value->'k'`).
+        if let Some(param) = name.strip_prefix("rows:") {
+            return Some(
+                match self {
+                    Postgres => format!("jsonb_array_elements(:{param}) AS j(value)"),
+                    Sqlite => format!("json_each(:{param}) AS j"),
+                }
+                .into(),
+            );
+        }
         // `{held:NAME}`: the (id, epoch) pairs of the JSON array of pairs
         // `:NAME`, as a subquery (a process's held runs, for one beat).
         if let Some(param) = name.strip_prefix("held:") {
@@ -69,6 +80,9 @@ impl Dialect {
             (Sqlite, "now") => "strftime('%Y-%m-%dT%H:%M:%fZ','now')",
             // Row locks: SQLite's write transactions (`BEGIN IMMEDIATE`)
             // already exclude every other writer.
+            // A UUID from text (SQLite stores ids as text).
+            (Postgres, "uuid") => "::uuid",
+            (Sqlite, "uuid") => "",
             (Postgres, "for_update") => "FOR UPDATE",
             (Postgres, "skip_locked") => "FOR UPDATE SKIP LOCKED",
             (Sqlite, "for_update" | "skip_locked") => "",
