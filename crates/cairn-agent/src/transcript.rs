@@ -144,10 +144,13 @@ pub fn analyze(entries: &[JournalEntry]) -> Analysis {
     // The last finished response: its texts and whether it called tools.
     let (mut texts, mut calls) = (Vec::<String>::new(), 0usize);
     let mut in_response = false;
+    // The previous item was a piece of a long text that this one continues.
+    let mut glued = false;
     for (e, after) in &live {
         if *after {
             continue;
         }
+        let continues = continues(e);
         match e.kind {
             JournalKind::AssistantText | JournalKind::ToolCall if !in_response => {
                 in_response = true;
@@ -159,7 +162,10 @@ pub fn analyze(entries: &[JournalEntry]) -> Analysis {
                     calls += 1;
                 }
             }
-            JournalKind::AssistantText => texts.push(text(&e.payload, "text")),
+            JournalKind::AssistantText => match (glued, texts.last_mut()) {
+                (true, Some(last)) => last.push_str(&text(&e.payload, "text")),
+                _ => texts.push(text(&e.payload, "text")),
+            },
             JournalKind::ToolCall => calls += 1,
             JournalKind::TurnEnd => {
                 turns += 1;
@@ -167,6 +173,7 @@ pub fn analyze(entries: &[JournalEntry]) -> Analysis {
             }
             _ => {}
         }
+        glued = continues;
         if e.kind == JournalKind::ToolCall {
             let call = Call::from_entry(e);
             if !answered.contains(&call.call_id) && seen.insert(call.call_id.clone()) {
@@ -248,7 +255,10 @@ pub fn project(entries: &[JournalEntry]) -> Vec<Item> {
     // Call ids of the current response, and those already answered.
     let mut open: HashMap<String, bool> = HashMap::new();
     let mut in_results = false;
+    // The previous item was a piece of a long text that this one continues.
+    let mut glued = false;
     for (e, after) in live(entries) {
+        let next_glued = continues(e);
         match e.kind {
             // An unfinished response is never sent as if complete.
             JournalKind::AssistantText | JournalKind::ToolCall if after => {}
@@ -258,9 +268,11 @@ pub fn project(entries: &[JournalEntry]) -> Vec<Item> {
                     in_results = false;
                 }
                 if e.kind == JournalKind::AssistantText {
-                    items.push(Item::Assistant {
-                        text: text(&e.payload, "text"),
-                    });
+                    let piece = text(&e.payload, "text");
+                    match (glued, items.last_mut()) {
+                        (true, Some(Item::Assistant { text })) => text.push_str(&piece),
+                        _ => items.push(Item::Assistant { text: piece }),
+                    }
                 } else {
                     let call = Call::from_entry(e);
                     if open.contains_key(&call.call_id) {
@@ -289,8 +301,34 @@ pub fn project(entries: &[JournalEntry]) -> Vec<Item> {
             }
             _ => {}
         }
+        glued = next_glued;
     }
     items
+}
+
+/// Whether this item is a piece of a long model text that the next
+/// `assistant_text` continues (`"continues": true`).
+fn continues(e: &JournalEntry) -> bool {
+    e.kind == JournalKind::AssistantText && e.payload["continues"] == serde_json::json!(true)
+}
+
+/// `text` cut into pieces of at most `max` bytes, on character boundaries.
+pub(crate) fn pieces(text: &str, max: usize) -> Vec<&str> {
+    // A piece holds at least one character (four bytes at most).
+    let max = max.max(4);
+    let mut out = Vec::new();
+    let mut rest = text;
+    while rest.len() > max {
+        let mut cut = max;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (piece, tail) = rest.split_at(cut);
+        out.push(piece);
+        rest = tail;
+    }
+    out.push(rest);
+    out
 }
 
 /// A history window: at most `max_items` items and about `max_tokens`

@@ -73,6 +73,11 @@ fn question(call: &Call) -> ErrorInfo {
     }
 }
 
+/// The longest piece of one model text in one journal item: a text over
+/// it is journaled in pieces. An eighth of the default 1 MiB item cap, so
+/// even a piece of control characters (six bytes each in JSON) fits.
+const TEXT_PIECE_BYTES: usize = 128 * 1024;
+
 /// Empty responses in a row (no text, no tool call) before the step fails
 /// `no_progress` instead of asking again.
 const MAX_EMPTY_RESPONSES: u32 = 3;
@@ -409,11 +414,18 @@ impl LlmAgent {
                 StreamEvent::TextDone(text) => {
                     if !text.is_empty() {
                         response.texts += 1;
-                        append(NewJournalItem::new(
-                            JournalKind::AssistantText,
-                            json!({"text": text}),
-                        ))
-                        .await?;
+                        // A long text in pieces, each well under the item
+                        // cap; all but the last say the next continues it.
+                        let pieces = transcript::pieces(&text, TEXT_PIECE_BYTES);
+                        let last = pieces.len() - 1;
+                        for (i, piece) in pieces.into_iter().enumerate() {
+                            let payload = match i < last {
+                                true => json!({"text": piece, "continues": true}),
+                                false => json!({"text": piece}),
+                            };
+                            append(NewJournalItem::new(JournalKind::AssistantText, payload))
+                                .await?;
+                        }
                     }
                 }
                 StreamEvent::ToolCallStarted { id, name } => {

@@ -499,3 +499,52 @@ template = "{{ thread | length }} before:{% for t in thread %} {{ t.input.n }}{%
     let view = engine.show(alone.run.id).await.unwrap();
     assert_eq!(view.steps[0].output.as_ref().unwrap()["thread"], json!([]));
 }
+
+both!(a_model_text_over_the_item_cap_is_journaled_in_pieces);
+/// A model text of 1.5 MiB (with multi-byte characters) before a tool
+/// call: journaled in pieces under the 1 MiB item cap, each but the last
+/// marked as continued, read back as the one text; the step goes on to its
+/// final answer instead of failing.
+async fn a_model_text_over_the_item_cap_is_journaled_in_pieces(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let long: String = "thinking é… ".repeat(1_500_000 / 14);
+    assert!(long.len() > 1024 * 1024);
+    let script = format!(
+        "[[responses]]\ntext = \"{}\"\ntool_calls = [{{ id = \"a\", name = \"count\", arguments = {{ n = 1 }} }}]\n\
+         [[responses]]\ntext = \"done\"\n",
+        long
+    );
+    let crew = clerk(&script, Count::new());
+    let done = engine
+        .run(&crew, json!({}), SubmitOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        done.run.status,
+        RunStatus::Succeeded,
+        "{:?}",
+        done.run.error
+    );
+    let journal = engine.journal(done.run.id, Some(0)).await.unwrap();
+    let texts: Vec<&Value> = journal
+        .iter()
+        .filter(|e| e.entry.kind == cairn::JournalKind::AssistantText)
+        .map(|e| &e.entry.payload)
+        .collect();
+    assert!(
+        texts.len() > 2,
+        "the long text was cut in pieces: {}",
+        texts.len()
+    );
+    let (pieces, last) = texts.split_at(texts.len() - 2);
+    let joined: String = pieces
+        .iter()
+        .chain(std::iter::once(&last[0]))
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(joined, long, "the pieces read back as the one text");
+    assert!(pieces.iter().all(|p| p["continues"] == json!(true)));
+    assert_eq!(last[0].get("continues"), None);
+    assert_eq!(last[1]["text"], "done");
+}
