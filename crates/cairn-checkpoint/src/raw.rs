@@ -404,6 +404,7 @@ pub(crate) fn decode_wait(row: &Row) -> crate::Result<WaitRecord> {
         answered_by: row.opt_text("answered_by")?,
         answered_at: row.opt_time("answered_at", run, "wait answered_at")?,
         created_at: row.time("created_at", run, "wait created_at")?,
+        parents: vec![],
     })
 }
 

@@ -666,6 +666,13 @@ pub fn print_waits(waits: &[cairn::WaitRecord], json: bool) -> anyhow::Result<()
             w.kind.as_str(),
             w.status.as_str(),
         )?;
+        for p in &w.parents {
+            writeln!(
+                stdout,
+                "  child `{}` of run {} (step {})",
+                p.key, p.parent_run_id, p.step_idx
+            )?;
+        }
     }
     Ok(())
 }

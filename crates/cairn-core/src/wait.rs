@@ -161,6 +161,11 @@ pub struct WaitRecord {
     pub answered_by: Option<String>,
     pub answered_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
+    /// When its run is a child run: where it hangs, nearest parent first,
+    /// up to the top-level run (filled by the engine's listing; empty
+    /// otherwise, and left out of the JSON).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<crate::children::ChildOf>,
 }
 
 /// A question a step asks through its context (see `StepContext::ask`).

@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 
-use cairn::{ChildOf, RunFilter, RunId, RunStatus};
+use cairn::{RunFilter, RunId, RunStatus};
 use cairn_console::{RunsQuery, Viewer};
 
 use crate::throttle::ClientIp;
@@ -543,16 +543,6 @@ async fn fork(
     }
 }
 
-/// Where a child run hangs, nearest parent first (runs nest a few deep).
-async fn parent_chain(s: &AppState, mut at: Option<ChildOf>) -> Result<Vec<ChildOf>, cairn::Error> {
-    let mut chain = vec![];
-    while let Some(child) = at {
-        at = s.engine().get_run(child.parent_run_id).await?.child;
-        chain.push(child);
-    }
-    Ok(chain)
-}
-
 /// `GET /waits`: the open waits, each with its run's crew and its step's
 /// role, and their answer forms.
 async fn waits(State(state): State<AppState>, headers: HeaderMap) -> Response {
@@ -583,16 +573,12 @@ async fn waits(State(state): State<AppState>, headers: HeaderMap) -> Response {
             .get(wait.step_idx.as_usize())
             .map(|a| a.role.as_str().to_owned())
             .unwrap_or_default();
-        let parents = match parent_chain(&state, run.child.clone()).await {
-            Ok(parents) => parents,
-            Err(e) => return error_page(&viewer, e.into()),
-        };
         cards.push(cairn_console::WaitCard {
             crew: run.crew.clone(),
             crew_version: run.crew_version.clone(),
             role,
+            parents: wait.parents.clone(),
             wait,
-            parents,
         });
     }
     html(

@@ -429,8 +429,26 @@ impl Engine {
     }
 
     /// Waits, oldest first.
+    /// The waits that match, each with its run's parent chain when the run
+    /// is a child (`WaitRecord::parents`).
     pub async fn waits(&self, filter: &WaitFilter) -> Result<Vec<WaitRecord>> {
-        Ok(self.store().list_waits(filter).await?)
+        let mut waits = self.store().list_waits(filter).await?;
+        let mut chains: HashMap<RunId, Vec<cairn_core::ChildOf>> = HashMap::new();
+        for w in &mut waits {
+            if let Some(chain) = chains.get(&w.run_id) {
+                w.parents = chain.clone();
+                continue;
+            }
+            let mut chain = vec![];
+            let mut at = self.get_run(w.run_id).await?.child;
+            while let Some(child) = at {
+                at = self.get_run(child.parent_run_id).await?.child;
+                chain.push(child);
+            }
+            chains.insert(w.run_id, chain.clone());
+            w.parents = chain;
+        }
+        Ok(waits)
     }
 
     /// Records a person's answer; the run moves on (usually to `queued`:

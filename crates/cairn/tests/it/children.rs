@@ -192,6 +192,10 @@ async fn a_cancel_reaches_children_that_wait_for_a_person(kind: Kind) {
     assert!(children.iter().all(|c| c.status == RunStatus::Waiting));
     let waits = engine.waits(&Default::default()).await.unwrap();
     assert_eq!(waits.len(), 3, "each child's review is a wait people see");
+    for w in &waits {
+        let chain: Vec<_> = w.parents.iter().map(|p| p.parent_run_id).collect();
+        assert_eq!(chain, [run.id], "each wait names its parent chain");
+    }
     engine
         .cancel(run.id, &Actor::new("test").because("no longer needed"))
         .await

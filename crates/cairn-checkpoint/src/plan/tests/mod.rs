@@ -117,6 +117,7 @@ fn wait(kind: WaitKind, status: WaitStatus, answer: Option<Answer>) -> WaitRecor
         answered_at: answer.as_ref().map(|_| at()),
         answer,
         created_at: at(),
+        parents: vec![],
     }
 }
 
