@@ -243,7 +243,7 @@ impl Engine {
             };
             match driven {
                 Err(e) if held_elsewhere(&e) => {}
-                Err(e) if parked(&e) => break,
+                Err(e) if parked(&e) || moved_on(&e) => break,
                 other => return other,
             }
             tokio::time::sleep(self.executor.config().cancel_poll).await;
@@ -744,6 +744,17 @@ fn held_elsewhere(e: &crate::Error) -> bool {
                     ..
                 }
         )
+    )
+}
+
+/// Another process took the run past its claim between this drive's read
+/// and its claim (a worker beside `cairn run` finished a child first): its
+/// state now is the outcome to report.
+fn moved_on(e: &crate::Error) -> bool {
+    matches!(
+        e.store_error(),
+        Some(cairn_checkpoint::Error::WrongState { status, .. })
+            if *status != cairn_core::RunStatus::Running
     )
 }
 

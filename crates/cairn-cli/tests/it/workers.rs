@@ -885,6 +885,32 @@ fn cairn_run_beside_two_workers_exits_with_the_runs_outcome() {
         executions.values().all(|n| *n == 1),
         "a step ran twice: {executions:?}"
     );
+    // A fan-out whose children the workers race `cairn run` for: a child
+    // they finish between this process's read and its claim is followed,
+    // not an error.
+    case.write(
+        "child.toml",
+        &crew_toml("quick", &[agent_template("echo", "{{ input.item }}")]),
+    );
+    let fan = "[[agents]]\nrole = \"fan\"\nkind = \"children\"\ncrew = \"child.toml\"\n\
+               over = \"input.items\"\n"
+        .to_owned();
+    let parent = case.write("parent.toml", &crew_toml("fan", &[fan]));
+    let parent = parent.to_str().unwrap();
+    let input = serde_json::json!({"items": (0..12).collect::<Vec<_>>()}).to_string();
+    let fanned = parallel(&indices[..4], 2, |_| {
+        let out = case.cairn(&["run", parent, "--input", &input, "--json"]);
+        (out.code(), out.stdout.clone(), out.stderr.clone())
+    });
+    for (code, stdout, stderr) in &fanned {
+        assert_eq!(
+            *code,
+            Some(0),
+            "a fan-out beside workers failed:\n{stdout}\n{stderr}"
+        );
+        let run: Value = serde_json::from_str(stdout).expect("run --json");
+        assert_eq!(run["status"], "succeeded", "{run}");
+    }
 }
 
 /// A parent with 1,000 children (a map), three workers on PostgreSQL: every
