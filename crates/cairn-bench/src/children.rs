@@ -101,19 +101,10 @@ pub async fn run(pg_url: &str) -> Result<()> {
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let sqlite_url = format!("sqlite://{}", dir.path().join("children.db").display());
     let sqlite = measure(&sqlite_url, dir.path()).await.context("SQLite")?;
-    let postgres = match PgSchema::create(pg_url).await {
-        Ok(schema) => {
-            let result = measure(&schema.url, dir.path()).await;
-            if let Err(e) = schema.drop_schema().await {
-                eprintln!("warning: could not drop schema {}: {e:#}", schema.name);
-            }
-            Some(result.context("PostgreSQL")?)
-        }
-        Err(e) => {
-            println!("note: PostgreSQL is unreachable ({e:#}); its numbers are null.");
-            None
-        }
-    };
+    let postgres = PgSchema::measured(pg_url, async |schema: &PgSchema| {
+        measure(&schema.url, dir.path()).await
+    })
+    .await?;
     println!(
         "{:<10} {:>10} {:>14} {:>10} {:>12} {:>14}",
         "backend", "spawn ms", "children ms", "wake ms", "total ms", "µs per child"

@@ -165,20 +165,11 @@ pub async fn run(pg_url: &str) -> Result<()> {
     let sqlite = measure(&Target::Sqlite(path), &sqlite_url)
         .await
         .context("SQLite")?;
-    let postgres = match PgSchema::create(pg_url).await {
-        Ok(schema) => {
-            let target = Target::Postgres(Box::new(schema.options.clone()));
-            let result = measure(&target, &schema.url).await;
-            if let Err(e) = schema.drop_schema().await {
-                eprintln!("warning: could not drop schema {}: {e:#}", schema.name);
-            }
-            Some(result.context("PostgreSQL")?)
-        }
-        Err(e) => {
-            println!("note: PostgreSQL is unreachable ({e:#}); its numbers are null.");
-            None
-        }
-    };
+    let postgres = PgSchema::measured(pg_url, async |schema: &PgSchema| {
+        let target = Target::Postgres(Box::new(schema.options.clone()));
+        measure(&target, &schema.url).await
+    })
+    .await?;
     println!(
         "{:<10} {:>14} {:>16} {:>10} {:>12} {:>16}",
         "backend", "item µs (med)", "raw µs (med)", "item/raw", "agent step", "items per step"

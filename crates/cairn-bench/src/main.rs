@@ -261,6 +261,26 @@ struct PgSchema {
 }
 
 impl PgSchema {
+    /// `measure` in a fresh schema, dropped after; `None` (and a note) when
+    /// PostgreSQL does not answer, so the other database's numbers stand.
+    async fn measured<T>(
+        base_url: &str,
+        measure: impl AsyncFnOnce(&PgSchema) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let schema = match PgSchema::create(base_url).await {
+            Ok(schema) => schema,
+            Err(e) => {
+                println!("note: PostgreSQL is unreachable ({e:#}); its numbers are null.");
+                return Ok(None);
+            }
+        };
+        let result = measure(&schema).await;
+        if let Err(e) = schema.drop_schema().await {
+            eprintln!("warning: could not drop schema {}: {e:#}", schema.name);
+        }
+        Ok(Some(result.context("PostgreSQL")?))
+    }
+
     async fn create(base_url: &str) -> Result<PgSchema> {
         // As `cairn` connects (no TLS on loopback unless the URL asks).
         let base = cairn_checkpoint::pg_options(base_url)

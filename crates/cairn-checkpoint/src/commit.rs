@@ -140,28 +140,9 @@ impl StepCommit {
                 retry_after: None,
                 open_wait: None,
             },
-            StepTransition::Waiting { output, wait } => StepRows {
-                status: StepStatus::Waiting,
-                output: output.as_ref(),
-                error: None,
-                run_status: RunStatus::Waiting,
-                cursor: idx,
-                run_error: None,
-                start_next: None,
-                retry_after: None,
-                open_wait: Some(wait),
-            },
-            StepTransition::Spawn(_) => StepRows {
-                status: StepStatus::Waiting,
-                output: None,
-                error: None,
-                run_status: RunStatus::Waiting,
-                cursor: idx,
-                run_error: None,
-                start_next: None,
-                retry_after: None,
-                open_wait: None,
-            },
+            StepTransition::Waiting { output, wait } => waits(idx, output.as_ref(), Some(wait)),
+            // Waits too, for its children's join (no wait of a person).
+            StepTransition::Spawn(_) => waits(idx, None, None),
             StepTransition::Retry { error, after } => StepRows {
                 run_error: None,
                 retry_after: Some(*after),
@@ -191,6 +172,22 @@ impl StepCommit {
             self.transition,
             StepTransition::Spawn(_) | StepTransition::Cancelled { .. }
         ) || (self.child && self.rows().finishes())
+    }
+}
+
+/// The rows of a step and run that wait at the cursor: for a person
+/// (`wait`), or for children.
+fn waits<'a>(idx: StepIdx, output: Option<&'a Value>, wait: Option<&'a NewWait>) -> StepRows<'a> {
+    StepRows {
+        status: StepStatus::Waiting,
+        output,
+        error: None,
+        run_status: RunStatus::Waiting,
+        cursor: idx,
+        run_error: None,
+        start_next: None,
+        retry_after: None,
+        open_wait: wait,
     }
 }
 

@@ -272,6 +272,14 @@ impl CrewDef {
     pub fn step_count(&self) -> u32 {
         self.agents.len() as u32
     }
+
+    /// Whether a step of this crew starts children: only its runs can have
+    /// any, so only theirs are worth looking up.
+    pub fn starts_children(&self) -> bool {
+        self.agents
+            .iter()
+            .any(|a| matches!(a.kind, AgentKind::Children(_)))
+    }
 }
 
 /// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.

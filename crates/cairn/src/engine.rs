@@ -270,7 +270,7 @@ impl Engine {
         // A run waiting for its children resumes them (after a crash of the
         // process that drove them), then itself once they woke it.
         let run = self.get_run(id).await?;
-        if run.status == cairn_core::RunStatus::Waiting && self.has_pending_children(id).await? {
+        if run.status == cairn_core::RunStatus::Waiting && self.has_pending_children(&run).await? {
             let waiting = Driven {
                 run,
                 executed: vec![],
@@ -585,12 +585,7 @@ impl Engine {
     pub async fn show(&self, id: RunId) -> Result<RunView> {
         let (run, steps) = self.store().load(id).await?;
         // Only a run with a `children` step has children to read.
-        let spawns = run
-            .crew_definition
-            .agents
-            .iter()
-            .any(|a| matches!(a.kind, cairn_core::AgentKind::Children(_)));
-        let children = match spawns {
+        let children = match run.crew_definition.starts_children() {
             true => self.store().children(id).await?,
             false => vec![],
         };

@@ -28,7 +28,11 @@ impl Engine {
         Box::pin(async move {
             let mut driven = driven;
             loop {
-                if driven.run.status != RunStatus::Waiting {
+                // A run waiting for a person, with no `children` step,
+                // has no children to look up.
+                if driven.run.status != RunStatus::Waiting
+                    || !driven.run.crew_definition.starts_children()
+                {
                     return Ok(driven);
                 }
                 let id = driven.run.id;
@@ -104,10 +108,13 @@ impl Engine {
     }
 
     /// Whether a waiting run has children this process could drive.
-    pub(super) async fn has_pending_children(&self, id: RunId) -> Result<bool> {
+    pub(super) async fn has_pending_children(&self, run: &cairn_core::RunRecord) -> Result<bool> {
+        if !run.crew_definition.starts_children() {
+            return Ok(false);
+        }
         Ok(self
             .store()
-            .children(id)
+            .children(run.id)
             .await?
             .iter()
             .any(|c| matches!(c.status, RunStatus::Queued | RunStatus::Running)))

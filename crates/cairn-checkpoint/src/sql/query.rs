@@ -19,70 +19,61 @@ pub enum Dialect {
     Postgres,
 }
 
+/// The tokens that name a parameter (`{ago:NAME}`): (prefix, PostgreSQL,
+/// SQLite), `@` standing for `:NAME`.
+const PARAM_TOKENS: [(&str, &str, &str); 4] = [
+    // The database's now minus `:NAME` seconds (a float; NULL makes the
+    // whole comparison NULL, so a criterion left out of a policy matches
+    // nothing).
+    (
+        "ago",
+        "clock_timestamp() - make_interval(secs => @)",
+        "strftime('%Y-%m-%dT%H:%M:%fZ','now', '-' || @ || ' seconds')",
+    ),
+    // The ids in the JSON array `:NAME`, as a subquery.
+    (
+        "ids",
+        "SELECT (jsonb_array_elements_text(@))::uuid",
+        "SELECT value FROM json_each(@)",
+    ),
+    // The elements of the JSON array `:NAME` as rows of a table `j` with
+    // one column, `value` (`j.value->>'k'`, `j.value->'k'`).
+    (
+        "rows",
+        "jsonb_array_elements(@) AS j(value)",
+        "json_each(@) AS j",
+    ),
+    // The (id, epoch) pairs of the JSON array of pairs `:NAME`, as a
+    // subquery (a process's held runs, for one beat).
+    (
+        "held",
+        "SELECT (e->>0)::uuid, (e->>1)::bigint FROM jsonb_array_elements(@) e",
+        "SELECT value->>0, CAST(value->>1 AS INTEGER) FROM json_each(@)",
+    ),
+];
+
 impl Dialect {
     /// What a `{token}` means in this dialect. Everything that differs
     /// between the two outside the fast paths is here.
     fn token(self, name: &str) -> Option<std::borrow::Cow<'static, str>> {
         use Dialect::*;
-        // `{ago:NAME}`: the database's now minus `:NAME` seconds (a float;
-        // NULL makes the whole comparison NULL, so a criterion left out of a
-        // policy matches nothing).
-        if let Some(param) = name.strip_prefix("ago:") {
-            return Some(
-                match self {
-                    Postgres => format!("clock_timestamp() - make_interval(secs => :{param})"),
-                    Sqlite => format!(
-                        "strftime('%Y-%m-%dT%H:%M:%fZ','now', '-' || :{param} || ' seconds')"
-                    ),
-                }
-                .into(),
-            );
-        }
-        // `{ids:NAME}`: the ids in the JSON array `:NAME`, as a subquery.
-        if let Some(param) = name.strip_prefix("ids:") {
-            return Some(
-                match self {
-                    Postgres => format!("SELECT (jsonb_array_elements_text(:{param}))::uuid"),
-                    Sqlite => format!("SELECT value FROM json_each(:{param})"),
-                }
-                .into(),
-            );
-        }
-        // `{rows:NAME}`: the elements of the JSON array `:NAME` as rows of a
-        // table `j` with one column, `value` (`j.value->>'k'`, `j.value->'k'`).
-        if let Some(param) = name.strip_prefix("rows:") {
-            return Some(
-                match self {
-                    Postgres => format!("jsonb_array_elements(:{param}) AS j(value)"),
-                    Sqlite => format!("json_each(:{param}) AS j"),
-                }
-                .into(),
-            );
-        }
-        // `{held:NAME}`: the (id, epoch) pairs of the JSON array of pairs
-        // `:NAME`, as a subquery (a process's held runs, for one beat).
-        if let Some(param) = name.strip_prefix("held:") {
-            return Some(
-                match self {
-                    Postgres => format!(
-                        "SELECT (e->>0)::uuid, (e->>1)::bigint FROM jsonb_array_elements(:{param}) e"
-                    ),
-                    Sqlite => format!(
-                        "SELECT value->>0, CAST(value->>1 AS INTEGER) FROM json_each(:{param})"
-                    ),
-                }
-                .into(),
-            );
+        if let Some((prefix, param)) = name.split_once(':') {
+            let (_, postgres, sqlite) = PARAM_TOKENS.iter().find(|(p, ..)| *p == prefix)?;
+            let text = match self {
+                Postgres => postgres,
+                Sqlite => sqlite,
+            };
+            return Some(text.replace('@', &format!(":{param}")).into());
         }
         Some(std::borrow::Cow::Borrowed(match (self, name) {
             // The database's clock; SQLite's as RFC 3339 UTC with milliseconds.
             (Postgres, "now") => "clock_timestamp()",
             (Sqlite, "now") => "strftime('%Y-%m-%dT%H:%M:%fZ','now')",
-            // Row locks: SQLite's write transactions (`BEGIN IMMEDIATE`)
-            // already exclude every other writer.
             // A UUID from text (SQLite stores ids as text).
             (Postgres, "uuid") => "::uuid",
             (Sqlite, "uuid") => "",
+            // Row locks: SQLite's write transactions (`BEGIN IMMEDIATE`)
+            // already exclude every other writer.
             (Postgres, "for_update") => "FOR UPDATE",
             (Postgres, "skip_locked") => "FOR UPDATE SKIP LOCKED",
             (Sqlite, "for_update" | "skip_locked") => "",
