@@ -16,6 +16,12 @@
 //!   "after" once it returned without error (`claim_next`: only when it
 //!   took a run). A retried write passes its points on every try.
 //!
+//! `pause_after:OP:MS` holds the process MS milliseconds once `OP`
+//! returned (every hit), so a test can let another process act in between
+//! (a worker claiming a run an `--enqueue` answer just queued). And
+//! `pause_before_pdeathsig:MS` holds a forked step program before it asks
+//! for its parent-death signal (`cairn-steps`' command.rs).
+//!
 //! `lose_ack:OP[#N]` makes that operation report a connection error after
 //! its commit landed: an acknowledgement lost on the way back, for the
 //! retry that must recognise its own success (SQLite has no connection to
@@ -43,6 +49,8 @@ pub fn store(phase: &str, op: &str) {
     if let Some(me) = counted(phase, op) {
         die(&me);
     }
+    #[cfg(feature = "failpoints")]
+    pause(phase, op);
     #[cfg(not(feature = "failpoints"))]
     let _ = (phase, op);
 }
@@ -91,6 +99,23 @@ fn counted(phase: &str, op: &str) -> Option<String> {
         return Some(nth);
     }
     (n == 1 && listed(&base)).then_some(base)
+}
+
+/// `pause_PHASE:OP:MS`: blocks this thread MS milliseconds (test-only; a
+/// blocking sleep is what holds the whole process still).
+#[cfg(feature = "failpoints")]
+fn pause(phase: &str, op: &str) {
+    let Ok(spec) = std::env::var("CAIRN_FAILPOINTS") else {
+        return;
+    };
+    let me = format!("pause_{phase}:{op}:");
+    let ms = spec
+        .split(',')
+        .find_map(|p| p.trim().strip_prefix(me.as_str())?.parse::<u64>().ok());
+    if let Some(ms) = ms {
+        eprintln!("cairn: failpoint pause_{phase}:{op} hit, pausing {ms} ms");
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
 }
 
 #[cfg(feature = "failpoints")]

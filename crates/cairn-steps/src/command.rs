@@ -116,11 +116,16 @@ impl CommandAgent {
 #[allow(unsafe_code)]
 fn die_with_parent(cmd: &mut Command) {
     let spawner = nix::unistd::getpid();
+    let pause = pause_before_pdeathsig();
     // SAFETY: the closure runs in the forked child before exec and only
-    // calls prctl(2) and getppid(2), which are async-signal-safe; the
-    // errors are made from an errno, without allocating.
+    // calls prctl(2), getppid(2) and (in tests) nanosleep(2), which are
+    // async-signal-safe; the errors are made from an errno, without
+    // allocating.
     unsafe {
         cmd.pre_exec(move || {
+            if let Some(pause) = pause {
+                std::thread::sleep(pause);
+            }
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
             if nix::unistd::getppid() != spawner {
                 return Err(std::io::Error::from(nix::errno::Errno::ESRCH));
@@ -132,6 +137,27 @@ fn die_with_parent(cmd: &mut Command) {
 
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_cmd: &mut Command) {}
+
+/// Test-only: `pause_before_pdeathsig:MS` in `CAIRN_FAILPOINTS` holds the
+/// forked program that long before it asks for its parent-death signal, so
+/// a test can kill Cairn inside the window the parent check closes.
+#[cfg(all(target_os = "linux", feature = "failpoints"))]
+fn pause_before_pdeathsig() -> Option<std::time::Duration> {
+    let spec = std::env::var("CAIRN_FAILPOINTS").ok()?;
+    spec.split(',')
+        .find_map(|p| {
+            p.trim()
+                .strip_prefix("pause_before_pdeathsig:")?
+                .parse()
+                .ok()
+        })
+        .map(std::time::Duration::from_millis)
+}
+
+#[cfg(all(target_os = "linux", not(feature = "failpoints")))]
+fn pause_before_pdeathsig() -> Option<std::time::Duration> {
+    None
+}
 
 /// Kills a process group when dropped.
 struct GroupGuard(Option<i32>);

@@ -10,7 +10,9 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{is_dead, read_pid, step, wait_until, Case, Setup};
+use crate::support::{
+    agent_sh, crew_toml, is_dead, read_pid, step, wait_until, Case, Kind, Setup, Spawned,
+};
 
 const STEPS: u32 = 30;
 const KILL_AT: u32 = 18;
@@ -264,4 +266,66 @@ fn crash_loop_cap_fails_the_run_after_three_takeovers(setup: Setup) {
     let out = case.cairn(&["resume", &id]).expect_code(3);
     out.expect_stderr(&["retry"]);
     assert_eq!(case.executions(), vec![0, 1, 2, 2, 2, 2]);
+}
+
+both_backends!(a_step_program_whose_engine_died_before_its_death_signal_never_runs);
+
+/// The children of process `pid` (every thread's), from `/proc`.
+fn children_of(pid: u32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return vec![];
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+/// Issue 29.11: a step program forked just before its engine is SIGKILLed
+/// reaches `PR_SET_PDEATHSIG` after the parent is gone, so no signal ever
+/// comes. The failpoint holds the fork inside that window; the kill lands
+/// there. The fork must see that its parent is no longer the spawner and not
+/// run its side effect as an orphan, and the resume runs it exactly once.
+fn a_step_program_whose_engine_died_before_its_death_signal_never_runs(kind: Kind) {
+    let case = Case::new(kind);
+    let effect = case.path("effect.log");
+    let script = format!(
+        "echo charged >> {}; echo '{{\"ok\": true}}'",
+        effect.display()
+    );
+    let crew = case.write(
+        "crew.toml",
+        &crew_toml("orphan", &[agent_sh("charge", &script)]),
+    );
+    let mut engine = Spawned(case.spawn(
+        &["run", crew.to_str().unwrap()],
+        &[("CAIRN_FAILPOINTS", "pause_before_pdeathsig:1500")],
+    ));
+    let pid = engine.0.id();
+    let mut forks = vec![];
+    wait_until("the step's fork", Duration::from_secs(60), || {
+        forks = children_of(pid);
+        !forks.is_empty()
+    });
+    kill(engine.pid(), Signal::SIGKILL).unwrap();
+    engine.wait("the killed engine");
+    for fork in forks {
+        wait_until("the orphaned fork to end", Duration::from_secs(10), || {
+            is_dead(fork)
+        });
+    }
+    assert!(
+        !effect.exists(),
+        "the step program ran after its engine died: {:?}",
+        std::fs::read_to_string(&effect)
+    );
+
+    let id = case.only_run_id();
+    case.cairn(&["resume", &id, "--takeover"]).expect_code(0);
+    assert_eq!(std::fs::read_to_string(&effect).unwrap(), "charged\n");
 }

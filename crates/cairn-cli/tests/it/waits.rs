@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{agent_sh, agent_template, crew_toml, step, Case, Kind};
+use crate::support::{agent_sh, agent_template, crew_toml, step, wait_until, Case, Kind, Spawned};
 
 both_backends!(
     review_rejected_with_feedback_then_approved,
@@ -16,6 +16,7 @@ both_backends!(
     approval_before_a_step_runs_it_or_fails_the_run,
     answers_are_idempotent_and_wrong_ones_are_refused,
     enqueued_answer_waits_for_a_resume,
+    an_enqueued_answer_a_worker_takes_at_once_is_a_success,
     deadline_fails_the_run_or_approves_it,
     cancel_of_a_waiting_run_cancels_its_wait,
     resubmitting_a_waiting_run_returns_it,
@@ -365,6 +366,45 @@ fn enqueued_answer_waits_for_a_resume(kind: Kind) {
     let run = case.cairn(&["resume", &id, "--json"]).expect_code(0).json();
     assert_eq!(run["status"], "succeeded", "{run:#}");
     assert_eq!(step(&run, 1)["output"], "published v2", "{run:#}");
+}
+
+/// Issue 29.5: a worker claims the run an `--enqueue` answer queued before
+/// the command reads it back (the failpoint holds the command 2.5 s after
+/// the answer landed). The answer was recorded and the run is `running`:
+/// that is the success `--enqueue` asked for, exit 0, not exit 1 with
+/// nothing said (a script would retry and be told "already answered").
+fn an_enqueued_answer_a_worker_takes_at_once_is_a_success(kind: Kind) {
+    let case = Case::new(kind);
+    let started = case.path("slow.started");
+    let agents = [
+        agent_template("writer", "draft") + "review = true\n",
+        agent_sh(
+            "slow",
+            &format!("touch {}; sleep 4; echo '{{}}'", started.display()),
+        ),
+    ];
+    let crew = case.write("crew.toml", &crew_toml("enqueued", &agents));
+    let (id, _) = run_waiting(&case, crew.to_str().unwrap());
+    let wait = wait_id(&open_wait(&case, &id));
+
+    let _worker = Spawned(case.spawn(&["worker", "--poll-ms", "30"], &[]));
+    let out = case.cairn_env(
+        &["waits", "answer", &wait, "--approve", "--enqueue", "--json"],
+        &[("CAIRN_FAILPOINTS", "pause_after:answer_wait:2500")],
+    );
+    assert!(
+        out.stderr.contains("failpoint pause_after:answer_wait"),
+        "the pause was not reached: {out:?}"
+    );
+    assert!(started.exists(), "the worker did not take the run in 2.5 s");
+    let run = out.expect_code(0).json();
+    assert_eq!(run["status"], "running", "{run:#}");
+    assert!(waits(&case, &["--status", "open"]).is_empty());
+    wait_until(
+        "the worker to finish the run",
+        Duration::from_secs(60),
+        || case.show(&id)["status"] == "succeeded",
+    );
 }
 
 fn deadline_fails_the_run_or_approves_it(kind: Kind) {
