@@ -41,7 +41,9 @@ pub use error::{DbFault, Error, Kind};
 pub use live::LiveHub;
 pub use script::retention::{CompactPolicy, Compacted, RunsByRule};
 
-pub use open::{open, pg_options, Backend, Durability, OpenOptions, DEFAULT_MAX_CONNECTIONS};
+pub use open::{
+    open, pg_options, Backend, Durability, OpenOptions, Pooler, DEFAULT_MAX_CONNECTIONS,
+};
 pub use postgres::PgStore;
 pub use sqlite::{GroupStats, SqliteStore};
 

@@ -72,6 +72,47 @@ impl FromStr for Durability {
     }
 }
 
+/// Whether Cairn reaches PostgreSQL through a connection pooler in
+/// transaction mode: `?pooler=transaction` on the URL, or
+/// [`OpenOptions::pooler`] (the URL wins). DESIGN.md, "Storage".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Pooler {
+    /// Straight to the server, or through a pooler in session mode (which
+    /// keeps a client on one server connection): nothing changes.
+    #[default]
+    None,
+    /// PgBouncer (or a managed pooler that works the same way) in
+    /// transaction mode: only unnamed statements, each inside a
+    /// transaction; idle workers poll instead of `LISTEN`; live text from
+    /// other processes is not streamed (the journal still has it);
+    /// `durability=process` is refused (a session setting).
+    Transaction,
+}
+
+impl Pooler {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pooler::None => "none",
+            Pooler::Transaction => "transaction",
+        }
+    }
+}
+
+impl FromStr for Pooler {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "none" | "session" => Ok(Pooler::None),
+            "transaction" => Ok(Pooler::Transaction),
+            other => Err(format!(
+                "pooler `{other}` is not `transaction` (PgBouncer in transaction mode), \
+                 `session` or `none` (a direct connection)"
+            )),
+        }
+    }
+}
+
 /// A process's PostgreSQL connections unless it says otherwise
 /// (`--db-connections`): enough for thousands of steps in flight, whose
 /// commits and heartbeats each hold one for a round trip.
@@ -96,6 +137,9 @@ pub struct OpenOptions {
     pub acquire_timeout: Duration,
     /// What a commit survives, unless the URL says (`?durability=`).
     pub durability: Durability,
+    /// A pooler between Cairn and PostgreSQL, unless the URL says
+    /// (`?pooler=`).
+    pub pooler: Pooler,
 }
 
 impl Default for OpenOptions {
@@ -106,6 +150,7 @@ impl Default for OpenOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             acquire_timeout: Duration::from_secs(30),
             durability: Durability::Sync,
+            pooler: Pooler::None,
         }
     }
 }
@@ -114,7 +159,8 @@ impl Default for OpenOptions {
 #[derive(Debug, Clone)]
 pub(crate) enum Target {
     Sqlite(PathBuf),
-    Postgres(Box<PgConnectOptions>),
+    /// The server, and the pooler the URL names (`?pooler=`), if any.
+    Postgres(Box<PgConnectOptions>, Option<Pooler>),
 }
 
 /// A URL's target and the durability it names (`?durability=`), if any.
@@ -123,17 +169,23 @@ pub(crate) fn parse_url(url: &str) -> Result<(Target, Option<Durability>)> {
         url: redact(url),
         reason: reason.to_owned(),
     };
-    let (url, durability) = take_durability(url).map_err(|e| bad(&e))?;
+    let (url, params) = take_params(url).map_err(|e| bad(&e))?;
     if let Some(rest) = url.strip_prefix("sqlite:") {
         let path = rest.strip_prefix("//").unwrap_or(rest);
         let path = path.split('?').next().unwrap_or_default();
         if path.is_empty() {
             return Err(bad("no file path after sqlite://"));
         }
-        return Ok((Target::Sqlite(PathBuf::from(path)), durability));
+        if params.pooler.is_some() {
+            return Err(bad(
+                "`pooler=` is for PostgreSQL URLs; SQLite has no server",
+            ));
+        }
+        return Ok((Target::Sqlite(PathBuf::from(path)), params.durability));
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Ok((Target::Postgres(Box::new(pg_options(&url)?)), durability));
+        let pg = Box::new(pg_options(&url)?);
+        return Ok((Target::Postgres(pg, params.pooler), params.durability));
     }
     Err(bad("unknown scheme"))
 }
@@ -165,24 +217,34 @@ pub fn pg_options(url: &str) -> Result<PgConnectOptions> {
     })
 }
 
-/// Takes `durability=…` out of a URL's query (the drivers do not know it).
-fn take_durability(url: &str) -> std::result::Result<(String, Option<Durability>), String> {
+/// Cairn's own parameters of a URL, which the drivers do not know.
+#[derive(Debug, Default)]
+struct UrlParams {
+    durability: Option<Durability>,
+    pooler: Option<Pooler>,
+}
+
+/// Takes `durability=…` and `pooler=…` out of a URL's query.
+fn take_params(url: &str) -> std::result::Result<(String, UrlParams), String> {
+    let mut params = UrlParams::default();
     let Some((base, query)) = url.split_once('?') else {
-        return Ok((url.to_owned(), None));
+        return Ok((url.to_owned(), params));
     };
-    let mut durability = None;
     let mut kept = vec![];
     for pair in query.split('&') {
-        match pair.strip_prefix("durability=") {
-            Some(value) => durability = Some(value.parse::<Durability>()?),
-            None => kept.push(pair),
+        if let Some(value) = pair.strip_prefix("durability=") {
+            params.durability = Some(value.parse()?);
+        } else if let Some(value) = pair.strip_prefix("pooler=") {
+            params.pooler = Some(value.parse()?);
+        } else {
+            kept.push(pair);
         }
     }
     let url = match kept.is_empty() {
         true => base.to_owned(),
         false => format!("{base}?{}", kept.join("&")),
     };
-    Ok((url, durability))
+    Ok((url, params))
 }
 
 /// The URL without its password, for messages.
@@ -199,7 +261,13 @@ pub async fn open(url: &str, opts: &OpenOptions) -> Result<Arc<dyn Store>> {
     };
     match target {
         Target::Sqlite(path) => Ok(Arc::new(SqliteStore::open_with(&path, &opts).await?)),
-        Target::Postgres(pg) => Ok(Arc::new(PgStore::connect_with(*pg, &opts).await?)),
+        Target::Postgres(pg, pooler) => {
+            let opts = OpenOptions {
+                pooler: pooler.unwrap_or(opts.pooler),
+                ..opts
+            };
+            Ok(Arc::new(PgStore::connect_with(*pg, &opts).await?))
+        }
     }
 }
 
@@ -217,7 +285,7 @@ mod tests {
         );
         assert!(matches!(
             parse_url("postgres://u@localhost:5432/db"),
-            Ok((Target::Postgres(_), None))
+            Ok((Target::Postgres(_, None), None))
         ));
         assert!(matches!(
             parse_url("sqlite://x.db?durability=process"),
@@ -225,7 +293,7 @@ mod tests {
         ));
         use sqlx::postgres::PgSslMode;
         let ssl = |url: &str| match parse_url(url) {
-            Ok((Target::Postgres(pg), _)) => pg.get_ssl_mode(),
+            Ok((Target::Postgres(pg, _), _)) => pg.get_ssl_mode(),
             other => panic!("{url}: {other:?}"),
         };
         assert!(matches!(
@@ -253,8 +321,14 @@ mod tests {
             PgSslMode::Prefer
         ));
         match parse_url("postgres://u@h:5432/db?durability=sync&options[search_path]=s") {
-            Ok((Target::Postgres(pg), Some(Durability::Sync))) => {
+            Ok((Target::Postgres(pg, None), Some(Durability::Sync))) => {
                 assert_eq!(pg.get_options(), Some("-c search_path=s"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse_url("postgres://u@h:6432/db?pooler=transaction&sslmode=disable") {
+            Ok((Target::Postgres(pg, Some(Pooler::Transaction)), None)) => {
+                assert_eq!(pg.get_port(), 6432);
             }
             other => panic!("{other:?}"),
         }
@@ -264,6 +338,8 @@ mod tests {
             "sqlite://",
             "postgres://u@host:notaport/db",
             "sqlite://x.db?durability=fast",
+            "sqlite://x.db?pooler=transaction",
+            "postgres://u@h/db?pooler=statement",
         ] {
             let err = parse_url(bad)
                 .err()

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 /// Why a cluster could not be made or driven. The message says what to do.
 #[derive(Debug)]
-pub struct ClusterError(String);
+pub struct ClusterError(pub(crate) String);
 
 impl fmt::Display for ClusterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -18,8 +18,8 @@ use cairn_core::{Corruption, JournalEntry};
 use crate::plan::{check_holder, refused_commit};
 use crate::raw::{decode_journal, error_value};
 use crate::script::{ScriptHost, TxKind};
-use crate::sql::{query, Pool, Query, RUNNABLE};
-use crate::{Error, JournalAppend, OpenOptions, Result, StepCommit, Store};
+use crate::sql::{query, Pool, Prepare, Query, RUNNABLE};
+use crate::{Error, JournalAppend, OpenOptions, Pooler, Result, StepCommit, Store};
 
 /// A pooled connection idle for at least this long is pinged before it is
 /// handed out; one used more recently is not (see `connect_with`).
@@ -33,6 +33,9 @@ pub struct PgStore {
     db: Pool,
     /// The `LISTEN cairn_runnable` connection, opened on first use.
     listener: std::sync::Arc<tokio::sync::Mutex<Option<sqlx::postgres::PgListener>>>,
+    /// Through a transaction-mode pooler ([`Pooler::Transaction`]): no
+    /// `LISTEN`, and every statement in a transaction.
+    pooled: bool,
     /// `PostgreSQL at HOST:PORT/DB`, for messages.
     target: String,
     live: crate::LiveHub,
@@ -45,16 +48,36 @@ impl PgStore {
         // `process`: Cairn's own transactions return before their WAL is
         // flushed (a server crash may lose the last ~600 ms of them; a
         // crash of Cairn's process loses nothing). Other clients keep theirs.
-        let pg = match opts.durability {
-            crate::Durability::Sync => pg,
-            crate::Durability::Process => pg.options([("synchronous_commit", "off")]),
-        };
         let target = format!(
             "PostgreSQL at {}:{}/{}",
             pg.get_host(),
             pg.get_port(),
             pg.get_database().unwrap_or("(default database)")
         );
+        let pooled = opts.pooler == Pooler::Transaction;
+        let pg =
+            match (opts.durability, pooled) {
+                (crate::Durability::Sync, _) => pg,
+                (crate::Durability::Process, false) => pg.options([("synchronous_commit", "off")]),
+                (crate::Durability::Process, true) => return Err(Error::BadUrl {
+                    url: target,
+                    reason:
+                        "durability=process is a session setting, which a pooler in transaction \
+                         mode does not keep: set it on the role instead \
+                         (ALTER ROLE … SET synchronous_commit = off)"
+                            .into(),
+                }),
+            };
+        // Through a transaction-mode pooler: no named statements (another
+        // client's may exist on the server connection we are given, ours
+        // may be gone) and no startup parameter PgBouncer refuses.
+        let (pg, prepare) = match pooled {
+            false => (pg, Prepare::Cached),
+            true => (
+                pg.statement_cache_capacity(0).extra_float_digits(None),
+                Prepare::Unnamed,
+            ),
+        };
         // One direct attempt first: the pool would only say "timed out",
         // while the connection itself names the cause (refused, auth, …).
         let unreachable = |reason: String| Error::Unreachable {
@@ -69,9 +92,7 @@ impl PgStore {
                 )))
             }
             Ok(Err(e)) => return Err(unreachable(e.to_string())),
-            Ok(Ok(conn)) => {
-                let _ = conn.close().await;
-            }
+            Ok(Ok(conn)) => migrate(conn, opts.create, &target).await?,
         }
         let pool = PgPoolOptions::new()
             .max_connections(opts.max_connections.max(1))
@@ -93,30 +114,17 @@ impl PgStore {
             .connect_with(pg)
             .await
             .map_err(|e| unreachable(e.to_string()))?;
-        // A read-only command must not create Cairn's tables in a database
-        // that has none (as SQLite refuses a missing file).
-        if !opts.create {
-            let present: bool = sqlx::query_scalar("SELECT to_regclass('runs') IS NOT NULL")
-                .fetch_one(&pool)
-                .await
-                .map_err(|e| unreachable(e.to_string()))?;
-            if !present {
-                return Err(Error::NoSchema(target));
-            }
-        }
-        sqlx::migrate!("../../migrations/postgres")
-            .run(&pool)
-            .await
-            .map_err(|source| Error::Migrate {
-                target: target.clone(),
-                source,
-            })?;
+        let live = match pooled {
+            false => crate::LiveHub::postgres(pool.clone()),
+            true => crate::LiveHub::local(),
+        };
         Ok(PgStore {
-            db: Pool::Postgres(pool.clone()),
-            live: crate::LiveHub::postgres(pool.clone()),
+            db: Pool::Postgres(pool.clone(), prepare),
+            live,
             pool,
             listener: Default::default(),
             target,
+            pooled,
         })
     }
 
@@ -140,6 +148,11 @@ impl ScriptHost for PgStore {
     }
 
     async fn wait_for_work(&self, max: Duration) {
+        if self.pooled {
+            // A pooler in transaction mode cannot keep a `LISTEN`: poll.
+            tokio::time::sleep(max).await;
+            return;
+        }
         let mut guard = self.listener.lock().await;
         if guard.is_none() {
             match sqlx::postgres::PgListener::connect_with(&self.pool).await {
@@ -244,9 +257,18 @@ impl ScriptHost for PgStore {
         .bind(a.epoch.0)
         .bind(i64::from(a.event.is_some()))
         .bind(a.event.as_ref().map(|e| e.kind.as_str()))
-        .bind(a.event.as_ref().map(|e| Json(&e.data)))
-        .fetch_optional(&self.pool)
-        .await?;
+        .bind(a.event.as_ref().map(|e| Json(&e.data)));
+        // sqlx reads the whole answer, up to ReadyForQuery, so the item is
+        // acknowledged only once its implicit transaction committed (tested).
+        let row = match self.pooled {
+            false => row.fetch_optional(&self.pool).await?,
+            true => {
+                let mut tx = self.pool.begin().await?;
+                let row = row.persistent(false).fetch_optional(&mut *tx).await?;
+                tx.commit().await?;
+                row
+            }
+        };
         match row {
             Some(row) => decode_journal(a.run_id, &crate::sql::Row::Postgres(row)),
             None => {
@@ -306,6 +328,42 @@ const COMMIT_STEP: &str = "WITH r AS ( \
          ELSE (SELECT count(*) FROM r) END AS runs";
 
 /// [`COMMIT_STEP`] with the commit's values bound.
+/// Applies the migrations on the first connection, in one transaction
+/// that holds a lock per schema (so processes starting together migrate
+/// once), then drops the named statements sqlx's migrator prepared: through
+/// a transaction-mode pooler they would stay on a server connection
+/// another client gets next. A read-only open (`create` false) must not
+/// create Cairn's tables in a database that has none (as SQLite refuses a
+/// missing file).
+async fn migrate(mut conn: PgConnection, create: bool, target: &str) -> Result<()> {
+    let failed = |source| Error::Migrate {
+        target: target.to_owned(),
+        source,
+    };
+    let mut tx = conn.begin().await?;
+    let present: bool = sqlx::query_scalar("SELECT to_regclass('runs') IS NOT NULL")
+        .persistent(false)
+        .fetch_one(&mut *tx)
+        .await?;
+    if !present && !create {
+        return Err(Error::NoSchema(target.to_owned()));
+    }
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('cairn migrations ' || current_schema()))")
+        .persistent(false)
+        .execute(&mut *tx)
+        .await?;
+    let mut migrator = sqlx::migrate!("../../migrations/postgres");
+    migrator.set_locking(false);
+    migrator.run_direct(&mut *tx).await.map_err(failed)?;
+    sqlx::query("DEALLOCATE ALL")
+        .persistent(false)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    let _ = conn.close().await;
+    Ok(())
+}
+
 fn commit_query(c: &StepCommit) -> Result<Query> {
     let r = c.rows();
     let wait = r.open_wait;

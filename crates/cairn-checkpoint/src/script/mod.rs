@@ -146,11 +146,11 @@ pub(crate) type ScriptFn<T> =
 /// counterparts.
 pub(crate) async fn pool_tx<T>(db: &Pool, kind: TxKind, f: ScriptFn<T>) -> Result<T> {
     let mut tx = match kind {
-        TxKind::Single => {
+        TxKind::Single if !db.needs_transactions() => {
             let mut held = db.acquire().await?;
             return only_statements(f(&mut held.conn())).await;
         }
-        TxKind::Write | TxKind::HotWrite => db.write().await?,
+        TxKind::Write | TxKind::HotWrite | TxKind::Single => db.write().await?,
         TxKind::Read | TxKind::HotRead => db.read().await?,
     };
     match only_statements(f(&mut tx.conn())).await {

@@ -71,7 +71,7 @@ async fn a_script_awaits_only_its_connection(kind: Kind) {
         Target::Sqlite(path) => {
             holds_the_rule(&SqliteStore::open_with(&path, &opts).await.unwrap()).await
         }
-        Target::Postgres(pg) => {
+        Target::Postgres(pg, _) => {
             holds_the_rule(&PgStore::connect_with(*pg, &opts).await.unwrap()).await
         }
     }

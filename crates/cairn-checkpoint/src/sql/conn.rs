@@ -25,20 +25,40 @@ use crate::{Backend, Error, Result};
 #[derive(Clone)]
 pub enum Pool {
     Sqlite(SqlitePool),
-    Postgres(PgPool),
+    Postgres(PgPool, Prepare),
+}
+
+/// How statements are sent to PostgreSQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prepare {
+    /// Named prepared statements, cached per connection: a direct
+    /// connection, or a pooler in session mode.
+    Cached,
+    /// The unnamed statement only, and every statement inside a
+    /// transaction: a pooler in transaction mode (PgBouncer) gives each
+    /// transaction whichever server connection is free, where a named
+    /// statement of another client may exist or ours may not
+    /// (`?pooler=transaction`, DESIGN.md "Storage").
+    Unnamed,
+}
+
+impl Prepare {
+    fn persistent(self) -> bool {
+        self == Prepare::Cached
+    }
 }
 
 /// An open transaction.
 pub enum Tx {
     Sqlite(Transaction<'static, Sqlite>),
-    Postgres(Transaction<'static, Postgres>),
+    Postgres(Transaction<'static, Postgres>, Prepare),
 }
 
 /// A connection to run statements on: a transaction's, or one taken from
 /// the pool for a single read.
 pub enum Conn<'c> {
     Sqlite(&'c mut SqliteConnection),
-    Postgres(&'c mut PgConnection),
+    Postgres(&'c mut PgConnection, Prepare),
     /// SQLite through its C interface: the writer thread's own connection
     /// (`sqlite/writer.rs`), where a script's statements need no hop to
     /// sqlx's thread each. Locked per statement (only that thread uses it;
@@ -49,14 +69,14 @@ pub enum Conn<'c> {
 /// A pooled connection, for reads that need no transaction.
 pub enum Held {
     Sqlite(sqlx::pool::PoolConnection<Sqlite>),
-    Postgres(sqlx::pool::PoolConnection<Postgres>),
+    Postgres(sqlx::pool::PoolConnection<Postgres>, Prepare),
 }
 
 impl Pool {
     pub fn backend(&self) -> Backend {
         match self {
             Pool::Sqlite(_) => Backend::Sqlite,
-            Pool::Postgres(_) => Backend::Postgres,
+            Pool::Postgres(..) => Backend::Postgres,
         }
     }
 
@@ -67,7 +87,7 @@ impl Pool {
     pub async fn write(&self) -> Result<Tx> {
         Ok(match self {
             Pool::Sqlite(p) => Tx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
-            Pool::Postgres(p) => Tx::Postgres(p.begin().await?),
+            Pool::Postgres(p, prepare) => Tx::Postgres(p.begin().await?, *prepare),
         })
     }
 
@@ -75,9 +95,10 @@ impl Pool {
     pub async fn read(&self) -> Result<Tx> {
         Ok(match self {
             Pool::Sqlite(p) => Tx::Sqlite(p.begin().await?),
-            Pool::Postgres(p) => Tx::Postgres(
+            Pool::Postgres(p, prepare) => Tx::Postgres(
                 p.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     .await?,
+                *prepare,
             ),
         })
     }
@@ -85,8 +106,15 @@ impl Pool {
     pub async fn acquire(&self) -> Result<Held> {
         Ok(match self {
             Pool::Sqlite(p) => Held::Sqlite(p.acquire().await?),
-            Pool::Postgres(p) => Held::Postgres(p.acquire().await?),
+            Pool::Postgres(p, prepare) => Held::Postgres(p.acquire().await?, *prepare),
         })
+    }
+
+    /// Whether even a single statement must run in a transaction of its
+    /// own ([`Prepare::Unnamed`]): outside one, a transaction-mode pooler
+    /// may send its execution to another server connection than its parse.
+    pub fn needs_transactions(&self) -> bool {
+        matches!(self, Pool::Postgres(_, Prepare::Unnamed))
     }
 }
 
@@ -94,14 +122,14 @@ impl Tx {
     pub fn conn(&mut self) -> Conn<'_> {
         match self {
             Tx::Sqlite(t) => Conn::Sqlite(t),
-            Tx::Postgres(t) => Conn::Postgres(t),
+            Tx::Postgres(t, prepare) => Conn::Postgres(t, *prepare),
         }
     }
 
     pub async fn commit(self) -> Result<()> {
         match self {
             Tx::Sqlite(t) => t.commit().await?,
-            Tx::Postgres(t) => t.commit().await?,
+            Tx::Postgres(t, _) => t.commit().await?,
         }
         Ok(())
     }
@@ -109,7 +137,7 @@ impl Tx {
     pub async fn rollback(self) -> Result<()> {
         match self {
             Tx::Sqlite(t) => t.rollback().await?,
-            Tx::Postgres(t) => t.rollback().await?,
+            Tx::Postgres(t, _) => t.rollback().await?,
         }
         Ok(())
     }
@@ -119,7 +147,7 @@ impl Held {
     pub fn conn(&mut self) -> Conn<'_> {
         match self {
             Held::Sqlite(c) => Conn::Sqlite(c),
-            Held::Postgres(c) => Conn::Postgres(c),
+            Held::Postgres(c, prepare) => Conn::Postgres(c, *prepare),
         }
     }
 }
@@ -186,7 +214,7 @@ impl Conn<'_> {
     pub fn dialect(&self) -> Dialect {
         match self {
             Conn::Sqlite(_) | Conn::Direct(..) => Dialect::Sqlite,
-            Conn::Postgres(_) => Dialect::Postgres,
+            Conn::Postgres(..) => Dialect::Postgres,
         }
     }
 
@@ -199,10 +227,9 @@ impl Conn<'_> {
                     .await?
                     .rows_affected()
             }
-            Conn::Postgres(c) => {
-                statement(sqlx::query_with(sql, pg_args(&values)).execute(&mut **c))
-                    .await?
-                    .rows_affected()
+            Conn::Postgres(c, prepare) => {
+                let q = sqlx::query_with(sql, pg_args(&values)).persistent(prepare.persistent());
+                statement(q.execute(&mut **c)).await?.rows_affected()
             }
             Conn::Direct(c, file) => {
                 let c = c.lock().unwrap_or_else(|p| p.into_inner());
@@ -221,8 +248,9 @@ impl Conn<'_> {
                     .map(Row::Sqlite)
                     .collect()
             }
-            Conn::Postgres(c) => {
-                statement(sqlx::query_with(sql, pg_args(&values)).fetch_all(&mut **c))
+            Conn::Postgres(c, prepare) => {
+                let q = sqlx::query_with(sql, pg_args(&values)).persistent(prepare.persistent());
+                statement(q.fetch_all(&mut **c))
                     .await?
                     .into_iter()
                     .map(Row::Postgres)
@@ -243,10 +271,11 @@ impl Conn<'_> {
     /// Wakes listening workers when the transaction commits (PostgreSQL
     /// `NOTIFY`); SQLite has no notifications, its workers poll.
     pub async fn notify_runnable(&mut self, id: RunId) -> Result<()> {
-        if let Conn::Postgres(c) = self {
+        if let Conn::Postgres(c, prepare) = self {
             let notify = sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(RUNNABLE)
-                .bind(id.to_string());
+                .bind(id.to_string())
+                .persistent(prepare.persistent());
             statement(notify.execute(&mut **c)).await?;
         }
         Ok(())

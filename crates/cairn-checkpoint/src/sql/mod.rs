@@ -4,5 +4,5 @@
 mod conn;
 mod query;
 
-pub(crate) use conn::{statement_pended, Conn, Pool, Row, RUNNABLE};
+pub(crate) use conn::{statement_pended, Conn, Pool, Prepare, Row, RUNNABLE};
 pub(crate) use query::{query, Dialect, Query};

@@ -142,3 +142,41 @@ async fn generations_are_read_apart(kind: Kind) {
     assert_eq!((g1[0].seq, g1[0].generation), (3, 1));
     assert_eq!(store.journal(id, StepIdx(0), None).await.unwrap().len(), 3);
 }
+
+/// A journal item is acknowledged only once PostgreSQL committed it: a
+/// commit that fails after the statement returned its row (here a deferred
+/// constraint trigger of the test's own, which fires at commit) is an
+/// error, not an item the agent then acts on. Acknowledging at the first
+/// row would let a tool run whose call was never stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_item_is_acknowledged_only_once_committed() {
+    let db = TestDb::postgres().await;
+    let store = store(&db).await;
+    let c = submitted_and_claimed(&store, 1).await;
+    db.exec(
+        "CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.payload ? 'refuse_at_commit' THEN \
+           RAISE EXCEPTION 'refused at commit'; END IF; RETURN NULL; END $$; \
+         CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON journal \
+           DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit();",
+    )
+    .await;
+    let mut refused = item(c.run.id, c.run.lease_epoch, 0, JournalKind::ToolCall, 1);
+    refused.payload = json!({"refuse_at_commit": true});
+    let answer = store.append_journal(&refused).await;
+    assert!(
+        answer.is_err(),
+        "acknowledged before the commit: {answer:?}"
+    );
+    let kept = item(c.run.id, c.run.lease_epoch, 0, JournalKind::ToolCall, 2);
+    let kept = store.append_journal(&kept).await.unwrap();
+    assert_eq!(kept.seq, 1, "the refused item was never stored");
+    assert_eq!(
+        store
+            .journal(c.run.id, StepIdx(0), None)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}

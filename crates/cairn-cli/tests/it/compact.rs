@@ -3,9 +3,13 @@
 //! unfinished run is never touched, and a policy that names nothing or an
 //! age that does not read exits 2 before the database is touched.
 
+use std::time::Duration;
+
+use cairn::{Crew, Engine, RunFilter, RunId, RunStatus, SubmitOptions};
+use nix::sys::signal::{kill, Signal};
 use serde_json::{json, Value};
 
-use crate::support::{Case, Kind};
+use crate::support::{agent_sh, agent_template, crew_toml, wait_until, Case, Kind, Spawned};
 
 both_backends!(
     compact_removes_finished_runs_and_counts_them,
@@ -243,4 +247,141 @@ fn vacuum_gives_the_space_back(kind: Kind) {
         );
     }
     case.cairn(&["doctor"]).expect_code(0);
+}
+
+both_backends!(compaction_killed_mid_pass_under_load_removes_only_finished_runs);
+
+/// The compaction campaign (docs/reliability.md): rounds of 210 more
+/// finished runs (more than one of the pass's 200-run batches) beside a
+/// worker executing a stream of new runs of three slow `command` steps, and
+/// a `cairn compact --finished-older-than 0s` pass SIGKILLed after a seeded
+/// random 5-85 ms if it has not ended (`CAIRN_CAMPAIGN_KILLS` rounds,
+/// default 5; `CAIRN_CAMPAIGN_RUNS` finished runs per round). Afterwards:
+/// every run the worker executed succeeded with each step run exactly once
+/// (a compaction never removed or disturbed a run before it finished), a
+/// dry run counts exactly what the real pass then removes, nothing is left,
+/// and `cairn doctor` is clean.
+fn compaction_killed_mid_pass_under_load_removes_only_finished_runs(kind: Kind) {
+    let rounds = env_u64("CAIRN_CAMPAIGN_KILLS").unwrap_or(5);
+    let per_round = env_u64("CAIRN_CAMPAIGN_RUNS").unwrap_or(210);
+    let case = Case::new(kind);
+    let quick = case.write(
+        "quick.toml",
+        &crew_toml("quick", &[agent_template("t", "hello {{ input.i }}")]),
+    );
+    let log = case.path("steps.log");
+    let script = format!(
+        "echo \"$CAIRN_RUN_ID $CAIRN_STEP_IDX\" >> {}; sleep 0.05; echo '{{\"ok\": true}}'",
+        log.display()
+    );
+    let agents: Vec<String> = (0..3)
+        .map(|i| agent_sh(&format!("s{i}"), &script))
+        .collect();
+    let slow = case.write("slow.toml", &crew_toml("slow", &agents));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let engine = rt
+        .block_on(Engine::open(case.url()))
+        .expect("open the database");
+    let quick = Crew::from_file(&quick).expect("the quick crew");
+    let slow = Crew::from_file(&slow).expect("the slow crew");
+    let finish = |n: u64| {
+        for i in 0..n {
+            rt.block_on(engine.run(&quick, json!({ "i": i }), SubmitOptions::default()))
+                .expect("a quick run");
+        }
+    };
+    let finished_left = || {
+        let quick = RunFilter {
+            crew: Some("quick".into()),
+            limit: Some(1_000_000),
+            ..RunFilter::default()
+        };
+        rt.block_on(engine.list(&quick)).expect("list runs").len()
+    };
+    let mut load = vec![];
+    let submit = |n: usize, load: &mut Vec<RunId>| {
+        for _ in 0..n {
+            let s = rt
+                .block_on(engine.submit(&slow, json!({}), SubmitOptions::default()))
+                .expect("submit a slow run");
+            load.push(s.run.id);
+        }
+    };
+    submit(8, &mut load);
+    let _worker = Spawned(case.spawn(
+        &["worker", "--concurrency", "4", "--poll-ms", "20"],
+        &[("CAIRN_LOG", "warn")],
+    ));
+    let mut rng = 0x5eed_u64;
+    let (mut killed, mut mid_pass, mut completed) = (0, 0, 0);
+    for _ in 0..rounds {
+        finish(per_round);
+        submit(2, &mut load);
+        let before = finished_left();
+        let mut cmd = case.command();
+        cmd.args(["compact", "--finished-older-than", "0s", "--db", case.url()])
+            .stdout(std::process::Stdio::null());
+        let mut pass = Spawned(cmd.spawn().expect("spawn cairn compact"));
+        rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        std::thread::sleep(Duration::from_millis(5 + (rng >> 33) % 80));
+        match pass.0.try_wait().expect("try_wait") {
+            Some(status) => {
+                assert!(status.success(), "a compaction pass failed: {status}");
+                completed += 1;
+            }
+            None => {
+                kill(pass.pid(), Signal::SIGKILL).expect("SIGKILL");
+                pass.wait("the killed compaction");
+                killed += 1;
+                let after = finished_left();
+                if after > 0 && after < before {
+                    mid_pass += 1;
+                }
+            }
+        }
+    }
+    wait_until(
+        "the worker to finish every run",
+        Duration::from_secs(120),
+        || {
+            load.iter().all(|id| {
+                rt.block_on(engine.get_run(*id))
+                    .map_or(true, |r| r.status == RunStatus::Succeeded)
+            })
+        },
+    );
+    let ran = std::fs::read_to_string(&log).unwrap_or_default();
+    for id in &load {
+        let mut idx: Vec<&str> = ran
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{id} ")))
+            .collect();
+        idx.sort_unstable();
+        assert_eq!(idx, ["0", "1", "2"], "run {id}: steps ran {idx:?}");
+    }
+    let args = ["compact", "--finished-older-than", "0s", "--json"];
+    let dry = case
+        .cairn(&[&args[..], &["--dry-run"]].concat())
+        .expect_code(0)
+        .json();
+    let left = case.list().len() as u64;
+    let removed = case.cairn(&args).expect_code(0).json();
+    assert_eq!(dry, removed, "the dry run counted what went");
+    assert_eq!(removed["runs"], left, "{removed}");
+    assert!(case.list().is_empty(), "{:#?}", case.list());
+    case.cairn(&["doctor"]).expect_code(0);
+    println!(
+        "compaction campaign {kind:?}: {} finished runs, {} runs under load, \
+         {killed} passes killed ({mid_pass} with part of their runs removed), \
+         {completed} completed, the last pass removed {left} runs",
+        rounds * per_round,
+        load.len()
+    );
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }

@@ -68,7 +68,11 @@ fn assert_stopped_at(run: &Value, cursor: u32) {
 }
 
 fn external_sigkill_mid_step_reruns_only_that_step(setup: Setup) {
-    let case = Case::new(setup);
+    sigkill_mid_step_reruns_only_that_step(Case::new(setup));
+}
+
+/// The same on any database (also through a pooler, `pooler.rs`).
+pub(crate) fn sigkill_mid_step_reruns_only_that_step(case: Case) {
     let crew = case.counting_crew(STEPS);
     let crew = crew.to_str().unwrap();
     // Step 18 lingers in the killed process only, so the kill surely lands

@@ -74,6 +74,7 @@ mod live;
 mod lost_ack;
 mod mismatch;
 mod operators;
+mod pooler;
 mod soak;
 mod support;
 mod terminal;

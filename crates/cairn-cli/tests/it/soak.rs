@@ -14,9 +14,15 @@
 //! the step at its cursor; an operator retry of a `crash_loop` failure
 //! allows one more too.
 //!
+//! The killed process is `cairn resume` (45 %), `cairn worker` (35 %) or
+//! `cairn serve` with its embedded runner (20 %).
+//!
 //! `CAIRN_SOAK_KILLS=N` (default 20 per database) and `CAIRN_SOAK_SEED=N`
 //! (the decisions: which process, which run, when to kill; the timing of
-//! the processes themselves still varies); `just soak` runs the big one.
+//! the processes themselves still varies); `CAIRN_SOAK_IN_FLIGHT=N` (runs
+//! kept unfinished, and the worker's and server's concurrency; default 4)
+//! for many runs in one process; `CAIRN_SOAK_DURABILITY=process` for
+//! SQLite's `?durability=process`. `just soak` runs the big ones.
 
 use std::collections::HashMap;
 use std::process::Child;
@@ -27,7 +33,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{q, Case, Kind};
+use crate::support::{q, Case, Kind, Setup};
 
 both_backends!(random_kills_of_command_and_llm_steps_lose_and_repeat_nothing);
 
@@ -79,8 +85,16 @@ const FINAL: &str = "Charged once.";
 const STEPS: usize = 4;
 const COMMAND_STEPS: [usize; 2] = [0, 2];
 const LLM_STEP: usize = 1;
-/// Runs kept unfinished at once.
+/// Runs kept unfinished at once, unless `CAIRN_SOAK_IN_FLIGHT` says.
 const IN_FLIGHT: usize = 4;
+
+/// Which process a round starts (and kills).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Proc {
+    Resume,
+    Worker,
+    Serve,
+}
 
 fn crew(case: &Case) -> String {
     case.write("step.sh", STEP);
@@ -155,6 +169,7 @@ struct Tally {
     kills: u64,
     kills_resume: u64,
     kills_worker: u64,
+    kills_serve: u64,
     /// Processes that ended before their kill (a run finished first).
     exited: u64,
     finished: u64,
@@ -176,6 +191,7 @@ struct Soak {
     allowed: HashMap<String, [u64; STEPS]>,
     submitted: Vec<String>,
     tally: Tally,
+    in_flight: usize,
 }
 
 impl Soak {
@@ -217,34 +233,53 @@ impl Soak {
 
     /// One process, killed at a random moment unless it ends first.
     fn round(&mut self) {
-        while self.unfinished().len() < IN_FLIGHT {
+        while self.unfinished().len() < self.in_flight {
             self.submit();
         }
         let before = self.epochs();
-        let by_worker = self.rng.below(100) < 40;
-        let (mut child, limit) = if by_worker {
-            let args = [
-                "worker",
-                "--concurrency",
-                "3",
-                "--lease-ms",
-                "800",
-                "--heartbeat-ms",
-                "150",
-                "--poll-ms",
-                "30",
-            ];
-            (self.spawn(&args), self.rng.below(1500))
-        } else {
-            let runs = self.unfinished();
-            let run = runs[self.rng.below(runs.len() as u64) as usize]
-                .id
-                .to_string();
-            // The killed holder's lease is still live: take it over.
-            (
-                self.spawn(&["resume", "--takeover", &run]),
-                self.rng.below(800),
-            )
+        let proc = match self.rng.below(100) {
+            0..35 => Proc::Worker,
+            35..55 => Proc::Serve,
+            _ => Proc::Resume,
+        };
+        let concurrency = self.in_flight.to_string();
+        let (mut child, limit) = match proc {
+            Proc::Worker => {
+                let args = [
+                    "worker",
+                    "--concurrency",
+                    &concurrency,
+                    "--lease-ms",
+                    "800",
+                    "--heartbeat-ms",
+                    "150",
+                    "--poll-ms",
+                    "30",
+                ];
+                (self.spawn(&args), self.rng.below(1500))
+            }
+            Proc::Serve => {
+                // Its runner holds runs under the default lease: a later
+                // `resume --takeover` or the final pass takes them over.
+                let port = std::net::TcpListener::bind("127.0.0.1:0")
+                    .and_then(|l| l.local_addr())
+                    .expect("a free port")
+                    .port();
+                let listen = format!("127.0.0.1:{port}");
+                let args = ["serve", "--listen", &listen, "--concurrency", &concurrency];
+                (self.spawn(&args), self.rng.below(1500))
+            }
+            Proc::Resume => {
+                let runs = self.unfinished();
+                let run = runs[self.rng.below(runs.len() as u64) as usize]
+                    .id
+                    .to_string();
+                // The killed holder's lease is still live: take it over.
+                (
+                    self.spawn(&["resume", "--takeover", &run]),
+                    self.rng.below(800),
+                )
+            }
         };
         let deadline = Instant::now() + Duration::from_millis(limit);
         let mut ended = None;
@@ -258,11 +293,11 @@ impl Soak {
         match ended {
             Some(status) => {
                 self.tally.exited += 1;
-                // A resume ends 0 (finished) or 3 (failed: a crash loop).
+                // A resume ends 0 (finished) or 3 (failed: a crash loop);
+                // a worker or a server only when killed.
                 assert!(
-                    !by_worker && matches!(status.code(), Some(0) | Some(3)),
-                    "{} ended on its own ({status}):\n{}",
-                    if by_worker { "a worker" } else { "a resume" },
+                    proc == Proc::Resume && matches!(status.code(), Some(0) | Some(3)),
+                    "{proc:?} ended on its own ({status}):\n{}",
                     std::fs::read_to_string(self.case.path("bg.stderr")).unwrap_or_default()
                 );
             }
@@ -270,10 +305,10 @@ impl Soak {
                 kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).expect("SIGKILL");
                 child.wait().expect("reap the killed process");
                 self.tally.kills += 1;
-                if by_worker {
-                    self.tally.kills_worker += 1;
-                } else {
-                    self.tally.kills_resume += 1;
+                match proc {
+                    Proc::Worker => self.tally.kills_worker += 1,
+                    Proc::Serve => self.tally.kills_serve += 1,
+                    Proc::Resume => self.tally.kills_resume += 1,
                 }
                 // The runs the dead process held: their step at the cursor
                 // may have run (or be running still) and will run again.
@@ -446,7 +481,13 @@ impl Soak {
 fn random_kills_of_command_and_llm_steps_lose_and_repeat_nothing(kind: Kind) {
     let kills = env_u64("CAIRN_SOAK_KILLS").unwrap_or(20);
     let seed = env_u64("CAIRN_SOAK_SEED").unwrap_or(0x50a4);
-    let case = Case::new(kind);
+    let in_flight = env_u64("CAIRN_SOAK_IN_FLIGHT").map_or(IN_FLIGHT, |n| n.max(1) as usize);
+    let process_durability = kind == Kind::Sqlite
+        && std::env::var("CAIRN_SOAK_DURABILITY").is_ok_and(|d| d == "process");
+    let case = Case::new(Setup {
+        kind,
+        process_durability,
+    });
     let crew = crew(&case);
     // The first submit creates the database the soak then reads.
     case.cairn(&["submit", &crew, "--input", "{\"n\": \"first\"}"])
@@ -467,6 +508,7 @@ fn random_kills_of_command_and_llm_steps_lose_and_repeat_nothing(kind: Kind) {
         allowed: HashMap::new(),
         submitted: Vec::new(),
         tally: Tally::default(),
+        in_flight,
     };
     for run in soak.runs() {
         soak.allowed.insert(run.id.to_string(), [0; STEPS]);
@@ -480,12 +522,18 @@ fn random_kills_of_command_and_llm_steps_lose_and_repeat_nothing(kind: Kind) {
     soak.check();
     let t = &soak.tally;
     println!(
-        "soak {kind:?} seed {seed}: {} kills ({} of `cairn resume`, {} of `cairn worker`), \
-         {} runs finished, {} lost, {} repeated, {} crash-loop failures (retried), \
+        "soak {kind:?}{} seed {seed}, {in_flight} in flight: {} kills ({} of `cairn resume`, \
+         {} of `cairn worker`, {} of `cairn serve`), {} runs finished, {} lost, {} repeated, {} crash-loop failures (retried), \
          {} takeovers, {} charges answered as interrupted, {} processes ended before their kill, {:.0?}",
+        if process_durability {
+            " (durability=process)"
+        } else {
+            ""
+        },
         t.kills,
         t.kills_resume,
         t.kills_worker,
+        t.kills_serve,
         t.finished,
         t.lost.len(),
         t.repeated.len(),
