@@ -14,6 +14,7 @@ mod children;
 mod concurrent;
 mod console;
 mod floor;
+mod in_flight;
 mod journal;
 mod retention;
 mod workers;
@@ -899,7 +900,7 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
 /// `cairn-bench --help`.
 fn usage() -> String {
     format!(
-        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children]\n\nMeasures per-step cost \
+        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight]\n\nMeasures per-step cost \
                      against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
                      --breakdown  where the time goes instead (store calls, statements, WAL)\n\
@@ -914,6 +915,9 @@ fn usage() -> String {
                      its writes by hand, shape by shape, against the raw commit\n\
                      --children   a step with 1,000 children: spawn, the children, \
                      the parent's wake (one process, both databases)\n\
+                     --in-flight  2,000 and 4,000 `llm` steps in flight in one `cairn serve`: \
+                     statements/s while they wait, memory per step, connections, leases lost \
+                     (needs `cargo build --release -p cairn-cli`)\n\
                      --retention  Store::compact of 100,000 finished runs \
                      (CAIRN_BENCH_RETENTION_RUNS), commit_step with and without them, \
                      bytes per stored row"
@@ -929,6 +933,7 @@ async fn main() -> Result<()> {
     let mut console = false;
     let mut floor = false;
     let mut children = false;
+    let mut in_flight = false;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--journal" => journal = true,
@@ -936,6 +941,7 @@ async fn main() -> Result<()> {
             "--console" => console = true,
             "--floor" => floor = true,
             "--children" => children = true,
+            "--in-flight" => in_flight = true,
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {
@@ -958,6 +964,9 @@ async fn main() -> Result<()> {
     }
     if children {
         return children::run(&pg_url).await;
+    }
+    if in_flight {
+        return in_flight::run(&pg_url).await;
     }
     if retention {
         ensure!(

@@ -47,7 +47,7 @@ impl Drop for Workers {
     }
 }
 
-fn cairn_binary() -> Result<PathBuf> {
+pub(crate) fn cairn_binary() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("locating the bench binary")?;
     let dir = exe.parent().context("the bench binary has no directory")?;
     let cairn = dir.join(format!("cairn{}", std::env::consts::EXE_SUFFIX));

@@ -13,6 +13,7 @@
 //! events, and every write on a running run is fenced by its lease epoch.
 
 mod commit;
+pub mod counters;
 mod error;
 pub mod failpoint;
 mod live;

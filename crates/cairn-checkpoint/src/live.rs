@@ -146,6 +146,7 @@ async fn send_notifications(pool: PgPool, origin: Uuid, mut rx: mpsc::Receiver<O
                 Ok(p) => p,
                 Err(_) => continue,
             };
+            crate::counters::sent(1);
             if let Err(e) = sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(CHANNEL)
                 .bind(payload)

@@ -171,6 +171,12 @@ impl Metrics {
 
         single(
             o,
+            ("cairn_store_statements_total", "counter"),
+            "Statements this process sent to its database (not counting BEGIN, COMMIT and pings).",
+            cairn::store_statements(),
+        );
+        single(
+            o,
             ("cairn_runner_in_flight", "gauge"),
             "Runs this process's runner is executing now.",
             self.in_flight.load(Ordering::Relaxed),

@@ -40,11 +40,13 @@ use std::sync::Arc;
 pub use async_trait::async_trait;
 /// LLM agents: the turn loop, tools and transcript rules (`cairn-agent`).
 pub use cairn_agent as agent;
+/// Statements this process sent to its databases so far (`/metrics`).
+pub use cairn_checkpoint::counters::statements as store_statements;
 pub use cairn_checkpoint::DbFault;
 /// What storage refuses or fails with (inside [`Error::Store`]).
 pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
-    Backend, Claimed, CompactPolicy, Compacted, ForkRequest, LiveHub, OnBusy, OpenOptions,
+    Backend, Claimed, CompactPolicy, Compacted, ForkRequest, LiveHub, OnBusy, OpenOptions, Pooler,
     RunFilter, Store, StoreStats, Submitted, Takeover, ThreadPage, ThreadSummary, WaitFilter,
     DEFAULT_MAX_CONNECTIONS as DEFAULT_DB_CONNECTIONS,
 };

@@ -124,11 +124,20 @@ impl Engine {
         };
         let wake = opts.wake.clone().unwrap_or_default();
         let mut retention = Retention::new(opts.compact.clone());
+        let mut next_expiry = tokio::time::Instant::now();
         loop {
             retention.tick(self, &worker.hooks);
-            worker.expire_waits().await;
-            let idle = worker.launch().await;
-            let pause = if idle { opts.poll } else { Duration::ZERO };
+            // Deadlines once per poll interval, however often the loop
+            // turns (a busy worker turns once per finished run).
+            if tokio::time::Instant::now() >= next_expiry {
+                worker.expire_waits().await;
+                next_expiry = tokio::time::Instant::now() + opts.poll;
+            }
+            // Out of runs, or every slot busy: either way nothing more can
+            // be claimed until a run ends, a wake, a notification or the
+            // poll (a full worker that looked again at once would spin).
+            worker.launch().await;
+            let pause = opts.poll;
             let store = self.store().clone();
             tokio::select! {
                 Some(done) = worker.tasks.join_next_with_id(), if !worker.tasks.is_empty() => {
@@ -252,10 +261,9 @@ impl Worker {
         }
     }
 
-    /// Claims runnable runs and starts driving them while slots are free.
-    /// Whether it ran out of runs (or could not claim).
-    async fn launch(&mut self) -> bool {
-        let mut idle = false;
+    /// Claims runnable runs and starts driving them while slots are free,
+    /// until it runs out of runs (or cannot claim).
+    async fn launch(&mut self) {
         while self.driving.len() < self.concurrency {
             match self.engine.claim_next().await {
                 Ok(Some(claimed)) => {
@@ -289,22 +297,17 @@ impl Worker {
                     });
                     self.driving.insert(handle.id(), id);
                 }
-                Ok(None) => {
-                    idle = true;
-                    break;
-                }
+                Ok(None) => break,
                 Err(e) => {
                     if !self.claim_failing {
                         tracing::warn!(error = %ErrorChain(&e), "worker: cannot claim runs; retrying");
                         self.claim_failing = true;
                     }
-                    idle = true;
                     break;
                 }
             }
         }
         self.report_in_flight();
-        idle
     }
 
     /// Books a finished drive task: frees its slot.

@@ -260,6 +260,7 @@ impl ScriptHost for PgStore {
         .bind(a.event.as_ref().map(|e| Json(&e.data)));
         // sqlx reads the whole answer, up to ReadyForQuery, so the item is
         // acknowledged only once its implicit transaction committed (tested).
+        crate::counters::sent(1);
         let row = match self.pooled {
             false => row.fetch_optional(&self.pool).await?,
             true => {

@@ -167,6 +167,7 @@ pub fn statement_pended() -> bool {
 
 /// Awaits a statement's future, noting each `Pending` it returns.
 async fn statement<F: Future>(f: F) -> F::Output {
+    crate::counters::sent(1);
     let mut f = std::pin::pin!(f);
     std::future::poll_fn(|cx| {
         let polled = f.as_mut().poll(cx);
@@ -293,6 +294,7 @@ fn direct_statement<T>(
 ) -> Result<T> {
     use rusqlite::types::Value as V;
     let fail = |e: rusqlite::Error| crate::sqlite::direct_error(file, &e);
+    crate::counters::sent(1);
     let mut statement = c.prepare_cached(sql).map_err(fail)?;
     for (i, v) in values.iter().enumerate() {
         let value = match v {

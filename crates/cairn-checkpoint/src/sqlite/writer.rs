@@ -459,6 +459,11 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
     let finished = r.finishes();
     let seconds = |d: Duration| format!("+{:.3} seconds", d.as_secs_f64());
     let n_events = c.events.len() as i64;
+    crate::counters::sent(
+        2 + u64::from(r.start_next.is_some())
+            + c.events.len() as u64
+            + u64::from(r.open_wait.is_some()),
+    );
     // A run that stays running keeps `status` out of the SET list: SQLite
     // rewrites an index entry (`runs_by_status`) for every column named
     // there, changed or not, which is one more WAL page per step.

@@ -1044,3 +1044,51 @@ fn a_worker_never_holds_more_connections_than_its_cap() {
     let naps = std::fs::read_to_string(&log).unwrap();
     assert_eq!(naps.lines().count(), RUNS, "each step ran once");
 }
+
+both_backends!(a_saturated_runner_waits_quietly_while_its_steps_run);
+
+/// `cairn_store_statements_total` from a server's `/metrics`.
+fn statements_sent(listen: &str) -> u64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(listen).expect("connect to /metrics");
+    s.write_all(b"GET /metrics HTTP/1.0\r\nhost: 127.0.0.1\r\n\r\n")
+        .expect("ask for /metrics");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read /metrics");
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("cairn_store_statements_total ")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no cairn_store_statements_total in:\n{text}"))
+}
+
+/// A runner whose every slot is busy has nothing to claim until a run ends:
+/// it waits for that (or a wake, or its poll) instead of looking again at
+/// once. It used to turn its loop without pause, sending a deadline check
+/// each turn: thousands of statements a second while two `sleep` steps ran.
+/// Now: the process's heartbeat and a deadline check per poll.
+fn a_saturated_runner_waits_quietly_while_its_steps_run(kind: Kind) {
+    let case = Case::new(kind);
+    let started = case.path("started.log");
+    let script = format!("echo x >> {}; sleep 4; echo '{{}}'", started.display());
+    let crew = case.write("crew.toml", &crew_toml("busy", &[agent_sh("nap", &script)]));
+    for _ in 0..2 {
+        case.cairn(&["submit", crew.to_str().unwrap()])
+            .expect_code(0);
+    }
+    let served = crate::support::serve(&case, &["--concurrency", "2"], &[]);
+    crate::support::wait_until("both steps to start", Duration::from_secs(30), || {
+        std::fs::read_to_string(&started).is_ok_and(|s| s.lines().count() == 2)
+    });
+    let (t0, before) = (Instant::now(), statements_sent(&served.listen));
+    std::thread::sleep(Duration::from_secs(2));
+    let sent = statements_sent(&served.listen) - before;
+    let per_s = sent as f64 / t0.elapsed().as_secs_f64();
+    assert!(
+        per_s < 20.0,
+        "{sent} statements in {:?} while both slots waited on their steps",
+        t0.elapsed()
+    );
+}
