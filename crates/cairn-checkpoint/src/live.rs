@@ -2,10 +2,15 @@
 //! runs the step, heard by whoever watches the run. Never stored.
 //!
 //! In one process a broadcast channel carries every piece at once. On
-//! PostgreSQL the pieces also go out as `NOTIFY cairn_live` (coalesced for up
-//! to [`GATHER`], each payload under the server's 8,000-byte cap), and a hub
-//! with subscribers `LISTEN`s, so a console served by one process shows the
-//! text of a step another process runs. SQLite has no notifications: there a
+//! PostgreSQL the pieces also go out as `NOTIFY cairn_live` (gathered for up
+//! to [`GATHER`], many pieces to a payload under the server's 8,000-byte
+//! cap), and a hub with subscribers `LISTEN`s, so a console served by one
+//! process shows the text of a step another process runs. Only while some
+//! process watches: a hub with subscribers keeps a row in `live_watchers`
+//! current, and a publisher looks there at most once per [`WATCHERS_EVERY`]
+//! and sends nothing while it is empty, so thousands of streams nobody
+//! watches cost no statements. A watcher that arrives misses at most that
+//! long of text from other processes. SQLite has no notifications: there a
 //! watcher in another process sees the text when its block is journaled.
 //!
 //! Everything here is best effort: a full queue, a lagging subscriber or a
@@ -32,8 +37,14 @@ const GATHER: Duration = Duration::from_millis(40);
 /// How long the first subscriber waits for `LISTEN` (then it goes on; the
 /// task keeps trying).
 const LISTEN_WAIT: Duration = Duration::from_secs(3);
-/// Text per notification: the payload cap is 8,000 bytes, with JSON around.
+/// Text per piece: the payload cap is 8,000 bytes, with JSON around.
 const MAX_TEXT: usize = 6000;
+/// Pieces per notification while their JSON fits this.
+const MAX_PAYLOAD: usize = 7_800;
+/// How often a publisher looks whether anyone watches.
+const WATCHERS_EVERY: Duration = Duration::from_secs(1);
+/// How long a watcher's row lasts without renewal; it is renewed at a third.
+const WATCHER_FOR_SECS: f64 = 30.0;
 
 /// The live text of one store: clone it freely.
 #[derive(Clone)]
@@ -60,7 +71,14 @@ impl std::fmt::Debug for LiveHub {
     }
 }
 
-/// A notification: the piece and the process that sent it.
+/// A notification: pieces and the process that sent them.
+#[derive(Serialize, Deserialize)]
+struct Packet {
+    origin: Uuid,
+    deltas: Vec<OutputDelta>,
+}
+
+/// The notification of earlier versions, one piece each: still heard.
 #[derive(Serialize, Deserialize)]
 struct Wire {
     origin: Uuid,
@@ -135,17 +153,17 @@ impl LiveHub {
 /// The `NOTIFY` task: gathers queued pieces, joins consecutive pieces of the
 /// same block and sends them. Ends when the hub is gone.
 async fn send_notifications(pool: PgPool, origin: Uuid, mut rx: mpsc::Receiver<OutputDelta>) {
+    let mut watched = Watched::default();
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
         let until = tokio::time::Instant::now() + GATHER;
         while let Ok(Some(next)) = tokio::time::timeout_at(until, rx.recv()).await {
             batch.push(next);
         }
-        for delta in join(batch) {
-            let payload = match serde_json::to_string(&Wire { origin, delta }) {
-                Ok(p) => p,
-                Err(_) => continue,
-            };
+        if !watched.now(&pool).await {
+            continue;
+        }
+        for payload in pack(origin, join(batch)) {
             crate::counters::sent(1);
             if let Err(e) = sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(CHANNEL)
@@ -158,6 +176,72 @@ async fn send_notifications(pool: PgPool, origin: Uuid, mut rx: mpsc::Receiver<O
             }
         }
     }
+}
+
+/// Whether any process watches live text: looked up at most once per
+/// [`WATCHERS_EVERY`]; a failed lookup counts as watched (best effort
+/// errs on sending).
+#[derive(Default)]
+struct Watched {
+    looked: Option<tokio::time::Instant>,
+    any: bool,
+}
+
+impl Watched {
+    async fn now(&mut self, pool: &PgPool) -> bool {
+        if self.looked.is_some_and(|t| t.elapsed() < WATCHERS_EVERY) {
+            return self.any;
+        }
+        crate::counters::sent(1);
+        self.any = sqlx::query_scalar::<_, bool>(
+            "SELECT EXISTS (SELECT 1 FROM live_watchers WHERE until > now())",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap_or(true);
+        self.looked = Some(tokio::time::Instant::now());
+        self.any
+    }
+}
+
+/// Pieces as notification payloads, as many to a payload as fit
+/// [`MAX_PAYLOAD`] (a piece alone may be longer; the server then refuses
+/// that notification and its pieces are dropped).
+fn pack(origin: Uuid, deltas: Vec<OutputDelta>) -> Vec<String> {
+    let mut payloads = Vec::new();
+    let mut packet = Packet {
+        origin,
+        deltas: Vec::new(),
+    };
+    let mut size = 0;
+    let mut flush = |packet: &mut Packet| {
+        if let Ok(p) = serde_json::to_string(&*packet) {
+            payloads.push(p);
+        }
+        packet.deltas.clear();
+    };
+    for delta in deltas {
+        let len = serde_json::to_string(&delta).map_or(0, |d| d.len() + 1);
+        if !packet.deltas.is_empty() && size + len > MAX_PAYLOAD - 60 {
+            flush(&mut packet);
+            size = 0;
+        }
+        size += len;
+        packet.deltas.push(delta);
+    }
+    if !packet.deltas.is_empty() {
+        flush(&mut packet);
+    }
+    payloads
+}
+
+/// A notification's pieces, in either shape.
+fn unpack(payload: &str) -> Option<(Uuid, Vec<OutputDelta>)> {
+    if let Ok(p) = serde_json::from_str::<Packet>(payload) {
+        return Some((p.origin, p.deltas));
+    }
+    let w = serde_json::from_str::<Wire>(payload).ok()?;
+    Some((w.origin, vec![w.delta]))
 }
 
 /// Consecutive pieces of one block as one, each at most [`MAX_TEXT`] bytes.
@@ -212,14 +296,22 @@ async fn listen(
 ) {
     let mut ready = Some(ready);
     let mut listener: Option<PgListener> = None;
+    let mut watcher = Watcher::default();
     loop {
-        let Some(inner) = hub.upgrade() else { return };
+        let Some(inner) = hub.upgrade() else {
+            watcher.keep(&pool, origin, 0).await;
+            return;
+        };
+        let subscribers = inner.local.receiver_count();
         drop(inner);
         let l = match &mut listener {
             Some(l) => l,
             None => match PgListener::connect_with(&pool).await {
                 Ok(mut l) => match l.listen(CHANNEL).await {
                     Ok(()) => {
+                        // Listening, and known to publishers as a watcher,
+                        // before the first subscriber goes on.
+                        watcher.keep(&pool, origin, subscribers.max(1)).await;
                         if let Some(ready) = ready.take() {
                             let _ = ready.send(());
                         }
@@ -238,6 +330,7 @@ async fn listen(
                 }
             },
         };
+        watcher.keep(&pool, origin, subscribers).await;
         // Wakes now and then to notice a hub that is gone.
         let notification = match tokio::time::timeout(Duration::from_secs(1), l.recv()).await {
             Err(_) => continue,
@@ -248,14 +341,51 @@ async fn listen(
             }
             Ok(Ok(n)) => n,
         };
-        let Ok(wire) = serde_json::from_str::<Wire>(notification.payload()) else {
+        let Some((from, deltas)) = unpack(notification.payload()) else {
             continue;
         };
-        if wire.origin == origin {
+        if from == origin {
             continue;
         }
         let Some(inner) = hub.upgrade() else { return };
-        let _ = inner.local.send(wire.delta);
+        for delta in deltas {
+            let _ = inner.local.send(delta);
+        }
+    }
+}
+
+/// This process's row in `live_watchers` while it has subscribers: renewed
+/// at a third of its life, removed when the last subscriber is gone.
+#[derive(Default)]
+struct Watcher {
+    renewed: Option<tokio::time::Instant>,
+}
+
+impl Watcher {
+    async fn keep(&mut self, pool: &PgPool, origin: Uuid, subscribers: usize) {
+        let due = self
+            .renewed
+            .is_none_or(|t| t.elapsed().as_secs_f64() > WATCHER_FOR_SECS / 3.0);
+        let sql = match (subscribers > 0, self.renewed.is_some()) {
+            (true, _) if due => {
+                "INSERT INTO live_watchers (id, until) \
+                 VALUES ($1, now() + make_interval(secs => $2)) \
+                 ON CONFLICT (id) DO UPDATE SET until = EXCLUDED.until"
+            }
+            (false, true) => "DELETE FROM live_watchers WHERE id = $1 OR until < now() - make_interval(secs => $2)",
+            _ => return,
+        };
+        crate::counters::sent(1);
+        let done = sqlx::query(sql)
+            .bind(origin)
+            .bind(WATCHER_FOR_SECS)
+            .execute(pool)
+            .await;
+        match (done, subscribers > 0) {
+            (Ok(_), true) => self.renewed = Some(tokio::time::Instant::now()),
+            (Ok(_), false) => self.renewed = None,
+            (Err(e), _) => tracing::debug!(error = %e, "live text: cannot keep the watcher row"),
+        }
     }
 }
 
@@ -282,6 +412,34 @@ mod tests {
             .map(|d| (d.after_seq, d.text.as_str()))
             .collect();
         assert_eq!(texts, vec![(3, "Hello"), (5, " next")]);
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn pieces_are_packed_under_the_payload_cap_and_read_back_in_order() {
+        let origin = Uuid::now_v7();
+        let pieces: Vec<OutputDelta> = (0..400).map(|i| piece(i, "some text ")).collect();
+        let payloads = pack(origin, pieces.clone());
+        assert!(
+            payloads.len() > 1 && payloads.len() < 40,
+            "{}",
+            payloads.len()
+        );
+        assert!(payloads.iter().all(|p| p.len() <= MAX_PAYLOAD));
+        let mut back = vec![];
+        for p in &payloads {
+            let (from, deltas) = unpack(p).unwrap();
+            assert_eq!(from, origin);
+            back.extend(deltas);
+        }
+        assert_eq!(back, pieces);
+        // A notification of an earlier version: one piece.
+        let old = serde_json::to_string(&Wire {
+            origin,
+            delta: piece(7, "old"),
+        })
+        .unwrap();
+        assert_eq!(unpack(&old), Some((origin, vec![piece(7, "old")])));
     }
 
     #[test]

@@ -1047,23 +1047,6 @@ fn a_worker_never_holds_more_connections_than_its_cap() {
 
 both_backends!(a_saturated_runner_waits_quietly_while_its_steps_run);
 
-/// `cairn_store_statements_total` from a server's `/metrics`.
-fn statements_sent(listen: &str) -> u64 {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(listen).expect("connect to /metrics");
-    s.write_all(b"GET /metrics HTTP/1.0\r\nhost: 127.0.0.1\r\n\r\n")
-        .expect("ask for /metrics");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("read /metrics");
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix("cairn_store_statements_total ")?
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no cairn_store_statements_total in:\n{text}"))
-}
-
 /// A runner whose every slot is busy has nothing to claim until a run ends:
 /// it waits for that (or a wake, or its poll) instead of looking again at
 /// once. It used to turn its loop without pause, sending a deadline check
@@ -1082,9 +1065,12 @@ fn a_saturated_runner_waits_quietly_while_its_steps_run(kind: Kind) {
     crate::support::wait_until("both steps to start", Duration::from_secs(30), || {
         std::fs::read_to_string(&started).is_ok_and(|s| s.lines().count() == 2)
     });
-    let (t0, before) = (Instant::now(), statements_sent(&served.listen));
+    let (t0, before) = (
+        Instant::now(),
+        crate::support::store_statements(&served.listen),
+    );
     std::thread::sleep(Duration::from_secs(2));
-    let sent = statements_sent(&served.listen) - before;
+    let sent = crate::support::store_statements(&served.listen) - before;
     let per_s = sent as f64 / t0.elapsed().as_secs_f64();
     assert!(
         per_s < 20.0,
