@@ -26,6 +26,7 @@ use cairn::{Crew, Engine, ExecutorConfig, OpenOptions, RunFilter, RunStatus, Sub
 
 use crate::{round2, PgSchema};
 
+/// Steps in flight, unless `CAIRN_BENCH_IN_FLIGHT` lists others (`500,1000`).
 const COUNTS: [usize; 2] = [2_000, 4_000];
 /// Pieces of each answer, one a second once streaming begins.
 const PIECES: usize = 10;
@@ -103,6 +104,9 @@ async fn answer(
 /// What one measurement found.
 struct Found {
     steps: usize,
+    /// From the first submit to the last request reaching the model: the
+    /// submits (this process) and the claims (the server) together.
+    ramp_s: f64,
     statements_per_s: f64,
     rss_per_step_kb: f64,
     peak_connections: Option<i64>,
@@ -204,6 +208,7 @@ async fn measure(
 
     let arrived_before = model.requests.load(Ordering::SeqCst);
     model.expected.store(arrived_before + n, Ordering::SeqCst);
+    let ramp = Instant::now();
     for i in 0..n {
         engine
             .submit(&crew, json!({ "i": i }), SubmitOptions::default())
@@ -238,6 +243,7 @@ async fn measure(
         peak(count_connections().await, &mut peak_connections);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    let ramp_s = ramp.elapsed().as_secs_f64();
     // Every step now waits on its stream for ~10 s: the window.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (t0, s0) = (
@@ -272,6 +278,7 @@ async fn measure(
     drop(served);
     Ok(Found {
         steps: n,
+        ramp_s,
         statements_per_s: (s1 - s0) as f64 / window,
         rss_per_step_kb: max_kb.saturating_sub(idle_kb) as f64 / n as f64,
         peak_connections,
@@ -282,8 +289,9 @@ async fn measure(
 
 fn row(db: &str, f: &Found) {
     println!(
-        "{db:<10} {:>6} {:>14.1} {:>16.1} {:>10} {:>12} {:>10}",
+        "{db:<10} {:>6} {:>8.1} {:>14.1} {:>16.1} {:>10} {:>12} {:>10}",
         f.steps,
+        f.ramp_s,
         f.statements_per_s,
         f.rss_per_step_kb,
         f.peak_connections.map_or("-".to_owned(), |c| c.to_string()),
@@ -299,6 +307,7 @@ fn put(out: &mut Map<String, Value>, db: &str, f: &Found, last: bool) {
             out.insert(format!("{db}_in_flight_{key}"), v);
         }
     };
+    set("ramp_s", json!(round2(f.ramp_s)));
     set("statements_per_s", json!(round2(f.statements_per_s)));
     set("rss_per_step_kb", json!(round2(f.rss_per_step_kb)));
     set("leases_lost", json!(f.leases_lost));
@@ -316,9 +325,18 @@ pub(crate) async fn run(pg_url: &str) -> Result<()> {
     let model = Model::start().await?;
     let mut out = Map::new();
     println!("In flight: N single-step `llm` runs in one `cairn serve --concurrency N`, each answer streamed over {PIECES} s.");
-    println!("backend    steps   statements/s   RSS/step KiB   peak conns  leases lost  succeeded");
-    for (i, n) in COUNTS.into_iter().enumerate() {
-        let last = i + 1 == COUNTS.len();
+    println!(
+        "backend    steps   ramp s   statements/s   RSS/step KiB   peak conns  leases lost  succeeded"
+    );
+    let counts: Vec<usize> = match std::env::var("CAIRN_BENCH_IN_FLIGHT") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|n| n.trim().parse().ok())
+            .collect(),
+        Err(_) => COUNTS.to_vec(),
+    };
+    for (i, &n) in counts.iter().enumerate() {
+        let last = i + 1 == counts.len();
         let dir = tempfile::tempdir()?;
         let url = format!("sqlite://{}", dir.path().join("bench.db").display());
         let sqlite = measure(&cairn, &url, n, &model, None)
