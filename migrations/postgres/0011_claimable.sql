@@ -9,6 +9,6 @@ CREATE INDEX runs_running ON runs (created_at, id) WHERE status = 'running';
 -- update stays on the page (HOT: no new index entries, nothing to scan
 -- past). Applies to pages written from now on.
 ALTER TABLE runs SET (fillfactor = 80);
--- The steps that must run alone (a shared death), which every claim asks
--- about: a handful at most, found without reading every step ever run.
-CREATE INDEX steps_shared_deaths ON steps (run_id, idx) WHERE shared_deaths > 0;
+-- The steps that must run alone (a second shared death), which every claim
+-- asks about: a handful at most, found without reading every step ever run.
+CREATE INDEX steps_shared_deaths ON steps (run_id, idx) WHERE shared_deaths > 1;

@@ -358,7 +358,7 @@ fn oldest_of(status: &str, ready: &str) -> String {
            AND e.status IN ('queued', 'running', 'waiting', 'interrupted') \
            AND (e.created_at, e.id) < (runs.created_at, runs.id)) \
          AND (NOT EXISTS (SELECT 1 FROM steps s WHERE s.run_id = runs.id \
-               AND s.idx = runs.cursor AND s.status = 'running' AND s.shared_deaths > 0) \
+               AND s.idx = runs.cursor AND s.status = 'running' AND s.shared_deaths > 1) \
            OR NOT EXISTS (SELECT 1 FROM runs h WHERE h.lease_owner = :owner \
                AND h.status = 'running' AND h.lease_expires_at > {{now}})) \
          ORDER BY created_at, id LIMIT 1 {{skip_locked}}) AS c_{status}"
@@ -374,7 +374,7 @@ fn claim_next_sql() -> String {
     format!(
         "SELECT id FROM ({} UNION ALL {}) AS runnable \
          WHERE NOT EXISTS (SELECT 1 FROM steps s JOIN runs h ON h.id = s.run_id \
-               AND h.cursor = s.idx WHERE s.shared_deaths > 0 AND s.status = 'running' \
+               AND h.cursor = s.idx WHERE s.shared_deaths > 1 AND s.status = 'running' \
                AND h.lease_owner = :owner AND h.status = 'running' \
                AND h.lease_expires_at > {{now}}) \
          ORDER BY created_at, id LIMIT 1",
@@ -395,10 +395,13 @@ pub(super) async fn claim_next_in(c: &mut Conn<'_>, req: &ClaimRequest) -> Resul
     // lease (its holder died or hung: a takeover). PostgreSQL skips rows
     // other claimers hold; SQLite's write lock admits one claimer at a time.
     //
-    // A step whose holder died with others in flight (a shared death) runs
-    // alone: it goes only to a claimer holding no other run, and a claimer
-    // holding one gets nothing else until it is done. A death there is
-    // evidence against that step (`crash_loop`).
+    // A step whose holder died with others in flight twice (two shared
+    // deaths) runs alone: it goes only to a claimer holding no other run,
+    // and a claimer holding one gets nothing else until it is done. A death
+    // there is evidence against that step (`crash_loop`). After one shared
+    // death the runs are taken over side by side: a worker killed once with
+    // 500 runs in flight (a deploy, the OOM killer) must not have them rerun
+    // one at a time.
     //
     // Two branches, each on a partial index of its own status (migration
     // 0011), so a claim never walks the rows (and the dead versions

@@ -1,6 +1,6 @@
 //! `crash_loop` blames a run only with evidence: a worker killed with
-//! several runs in flight counts the death against none of them; each then
-//! runs alone, where a death is evidence. A run whose step kills its worker
+//! several runs in flight counts the death against none of them; after a
+//! second such death each runs alone, where a death is evidence. A run whose step kills its worker
 //! process every time (`kill -9 $PPID`) still fails `crash_loop`, and the
 //! healthy runs that were in flight with it all succeed.
 

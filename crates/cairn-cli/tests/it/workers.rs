@@ -1078,3 +1078,88 @@ fn a_saturated_runner_waits_quietly_while_its_steps_run(kind: Kind) {
         t0.elapsed()
     );
 }
+
+/// A worker holding 500 runs is SIGKILLed mid-step (its step programs die
+/// with it); a second worker takes every one of them over within one lease
+/// period of the leases' expiry, and each in-flight step runs again at most
+/// once: twice in all, never three times.
+#[test]
+fn a_worker_killed_holding_500_runs_is_taken_over_whole() {
+    const RUNS: usize = 500;
+    const LEASE_MS: u64 = 8_000;
+    let case = Case::new(Kind::Postgres);
+    let log = case.path("starts.log");
+    let script = format!(
+        "echo \"$CAIRN_RUN_ID\" >> '{}'; sleep \"$NAP\"; echo '{{}}'",
+        log.display()
+    );
+    // The first worker's steps nap until it is killed, the second's 1 s.
+    let agent = agent_sh("nap", &script) + "env = [\"NAP\"]\n";
+    let crew = case.write("crew.toml", &crew_toml("held", &[agent]));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = rt.block_on(cairn::Engine::open(case.url())).unwrap();
+    let crew = cairn::Crew::from_file(&crew).unwrap();
+    for i in 0..RUNS {
+        let input = serde_json::json!({ "i": i });
+        rt.block_on(engine.submit(&crew, input, cairn::SubmitOptions::default()))
+            .unwrap();
+    }
+    let starts = || {
+        let text = read(&case, "starts.log");
+        let mut per_run: HashMap<String, usize> = HashMap::new();
+        for id in text.lines() {
+            *per_run.entry(id.to_owned()).or_default() += 1;
+        }
+        per_run
+    };
+    let worker = |name: &str, nap: &str| {
+        let mut cmd = case.command();
+        cmd.env("NAP", nap);
+        cmd.args(["worker", "--concurrency", "500", "--lease-ms"])
+            .arg(LEASE_MS.to_string())
+            .args([
+                "--heartbeat-ms",
+                "1000",
+                "--poll-ms",
+                "100",
+                "--db",
+                case.url(),
+            ])
+            .env("CAIRN_LOG", "warn")
+            .stdout(file(&case, &format!("{name}.stdout")))
+            .stderr(file(&case, &format!("{name}.stderr")));
+        cmd.spawn().expect("spawn cairn worker")
+    };
+    let first = Workers(vec![worker("first", "120")]);
+    poll(
+        "the first worker to start all 500 steps",
+        Duration::from_secs(120),
+        || starts().len() == RUNS,
+    );
+    first.signal(0, Signal::SIGKILL);
+    let killed = Instant::now();
+    drop(first);
+    let _second = Workers(vec![worker("second", "1")]);
+    poll(
+        "the second worker to take every run over",
+        Duration::from_millis(2 * LEASE_MS + 5_000),
+        || starts().values().all(|n| *n == 2),
+    );
+    let took = killed.elapsed();
+    eprintln!("500 runs taken over {took:?} after the kill (lease {LEASE_MS} ms)");
+    assert!(
+        took <= Duration::from_millis(2 * LEASE_MS),
+        "500 runs taken over {took:?} after the kill (lease {LEASE_MS} ms)"
+    );
+    poll("every run to succeed", Duration::from_secs(120), || {
+        runs_with_status(&case, "succeeded").len() == RUNS
+    });
+    let ran = starts();
+    assert_eq!(ran.len(), RUNS);
+    assert!(
+        ran.values().all(|n| *n == 2),
+        "a step ran three times: {ran:?}"
+    );
+    let stats = rt.block_on(engine.stats()).unwrap();
+    assert_eq!(stats.takeovers, RUNS as u64, "{stats:?}");
+}
