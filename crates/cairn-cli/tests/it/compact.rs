@@ -5,11 +5,14 @@
 
 use std::time::Duration;
 
-use cairn::{Crew, Engine, RunFilter, RunId, RunStatus, SubmitOptions};
+use cairn::{Crew, RunFilter, RunId, RunStatus, SubmitOptions};
 use nix::sys::signal::{kill, Signal};
 use serde_json::{json, Value};
 
-use crate::support::{agent_sh, agent_template, crew_toml, wait_until, Case, Kind, Spawned};
+use crate::support::{
+    agent_sh, agent_template, crew_toml, env_u64, in_process, ran_each_step_once, wait_until, Case,
+    Kind, Spawned,
+};
 
 both_backends!(
     compact_removes_finished_runs_and_counts_them,
@@ -278,13 +281,7 @@ fn compaction_killed_mid_pass_under_load_removes_only_finished_runs(kind: Kind) 
         .map(|i| agent_sh(&format!("s{i}"), &script))
         .collect();
     let slow = case.write("slow.toml", &crew_toml("slow", &agents));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let engine = rt
-        .block_on(Engine::open(case.url()))
-        .expect("open the database");
+    let (rt, engine) = in_process(&case);
     let quick = Crew::from_file(&quick).expect("the quick crew");
     let slow = Crew::from_file(&slow).expect("the slow crew");
     let finish = |n: u64| {
@@ -353,14 +350,8 @@ fn compaction_killed_mid_pass_under_load_removes_only_finished_runs(kind: Kind) 
             })
         },
     );
-    let ran = std::fs::read_to_string(&log).unwrap_or_default();
     for id in &load {
-        let mut idx: Vec<&str> = ran
-            .lines()
-            .filter_map(|l| l.strip_prefix(&format!("{id} ")))
-            .collect();
-        idx.sort_unstable();
-        assert_eq!(idx, ["0", "1", "2"], "run {id}: steps ran {idx:?}");
+        ran_each_step_once(&log, &id.to_string());
     }
     let args = ["compact", "--finished-older-than", "0s", "--json"];
     let dry = case
@@ -380,8 +371,4 @@ fn compaction_killed_mid_pass_under_load_removes_only_finished_runs(kind: Kind) 
         rounds * per_round,
         load.len()
     );
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }

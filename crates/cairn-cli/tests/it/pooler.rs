@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use cairn_testkit::{PgBouncer, TestDb};
 
-use crate::support::{agent_sh, crew_toml, serve, wait_until, Case, Spawned};
+use crate::support::{agent_sh, crew_toml, ran_each_step_once, serve, wait_until, Case, Spawned};
 
 /// A PgBouncer with 2 server connections, or `None` (skip) when it is not
 /// installed and not required.
@@ -40,18 +40,6 @@ fn logging_crew(case: &Case) -> String {
     crew.to_str().unwrap().to_owned()
 }
 
-/// Each step of `id` ran exactly once.
-#[track_caller]
-fn ran_once(case: &Case, id: &str) {
-    let log = std::fs::read_to_string(case.path("steps.log")).unwrap_or_default();
-    let mut steps: Vec<&str> = log
-        .lines()
-        .filter_map(|l| l.strip_prefix(&format!("{id} ")))
-        .collect();
-    steps.sort_unstable();
-    assert_eq!(steps, ["0", "1", "2"], "run {id}");
-}
-
 #[test]
 fn a_run_workers_and_a_server_work_through_pgbouncer_in_transaction_mode() {
     let Some(pgb) = bouncer("pooler") else { return };
@@ -60,7 +48,7 @@ fn a_run_workers_and_a_server_work_through_pgbouncer_in_transaction_mode() {
 
     let run = case.cairn(&["run", &crew, "--json"]).expect_code(0).json();
     assert_eq!(run["status"], "succeeded", "{run:#}\n{}", pgb.log());
-    ran_once(&case, run["id"].as_str().unwrap());
+    ran_each_step_once(&case.path("steps.log"), run["id"].as_str().unwrap());
 
     // 24 runs under two workers of four each, over two server connections.
     let ids: Vec<String> = (0..24)
@@ -86,7 +74,7 @@ fn a_run_workers_and_a_server_work_through_pgbouncer_in_transaction_mode() {
         || case.list().iter().all(|r| r["status"] == "succeeded"),
     );
     for id in &ids {
-        ran_once(&case, id);
+        ran_each_step_once(&case.path("steps.log"), id);
     }
 
     // A server: its runner takes a submitted run, its API reads it.
@@ -98,7 +86,7 @@ fn a_run_workers_and_a_server_work_through_pgbouncer_in_transaction_mode() {
         Duration::from_secs(60),
         || case.show(id)["status"] == "succeeded",
     );
-    ran_once(&case, id);
+    ran_each_step_once(&case.path("steps.log"), id);
     let shown = case
         .raw(
             &["runs", "show", id, "--json", "--server", &served.url],

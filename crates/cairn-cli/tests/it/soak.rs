@@ -33,7 +33,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{q, Case, Kind, Setup};
+use crate::support::{env_u64, q, Case, Kind, Setup};
 
 both_backends!(random_kills_of_command_and_llm_steps_lose_and_repeat_nothing);
 
@@ -157,10 +157,6 @@ impl Rng {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
 /// What the soak counted.
@@ -492,13 +488,7 @@ fn random_kills_of_command_and_llm_steps_lose_and_repeat_nothing(kind: Kind) {
     // The first submit creates the database the soak then reads.
     case.cairn(&["submit", &crew, "--input", "{\"n\": \"first\"}"])
         .expect_code(0);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let engine = rt
-        .block_on(Engine::open(case.url()))
-        .expect("open the database");
+    let (rt, engine) = crate::support::in_process(&case);
     let mut soak = Soak {
         case,
         crew,

@@ -497,3 +497,33 @@ pub fn store_statements(listen: &str) -> u64 {
         })
         .unwrap_or_else(|| panic!("no cairn_store_statements_total in:\n{text}"))
 }
+
+/// A number from the environment (a campaign's size), if set and valid.
+pub fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// An `Engine` on the case's database, in this process, with the runtime
+/// that drives it (for tests that submit or read thousands of runs).
+pub fn in_process(case: &Case) -> (tokio::runtime::Runtime, cairn::Engine) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let engine = rt
+        .block_on(cairn::Engine::open(case.url()))
+        .expect("open the database");
+    (rt, engine)
+}
+
+/// A run's three logged steps (`RUN IDX` lines of `log`), each exactly once.
+#[track_caller]
+pub fn ran_each_step_once(log: &Path, id: &str) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut steps: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix(&format!("{id} ")))
+        .collect();
+    steps.sort_unstable();
+    assert_eq!(steps, ["0", "1", "2"], "run {id}: its steps ran {steps:?}");
+}

@@ -1096,8 +1096,7 @@ fn a_worker_killed_holding_500_runs_is_taken_over_whole() {
     // The first worker's steps nap until it is killed, the second's 1 s.
     let agent = agent_sh("nap", &script) + "env = [\"NAP\"]\n";
     let crew = case.write("crew.toml", &crew_toml("held", &[agent]));
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let engine = rt.block_on(cairn::Engine::open(case.url())).unwrap();
+    let (rt, engine) = crate::support::in_process(&case);
     let crew = cairn::Crew::from_file(&crew).unwrap();
     for i in 0..RUNS {
         let input = serde_json::json!({ "i": i });
