@@ -18,7 +18,9 @@
 //!
 //! `pause_after:OP:MS` holds the process MS milliseconds once `OP`
 //! returned (every hit), so a test can let another process act in between
-//! (a worker claiming a run an `--enqueue` answer just queued). And
+//! (a worker claiming a run an `--enqueue` answer just queued);
+//! `pause_before:OP:MS` before it begins (a cancel landing while a spawn is
+//! about to commit). And
 //! `pause_before_pdeathsig:MS` holds a forked step program before it asks
 //! for its parent-death signal (`cairn-steps`' command.rs).
 //!

@@ -111,3 +111,41 @@ fn result(case: &Case, parent: &str) -> Value {
     assert_eq!(run["status"], "succeeded", "{run:#}");
     run["steps"][1]["output"].clone()
 }
+
+both_backends!(a_cancel_while_the_spawn_commits_spawns_nothing);
+
+/// The race between a spawn and a cancel: `cairn run` is held just before
+/// the children step's spawn commit (`pause_before:commit_step`), and the
+/// parent is cancelled meanwhile. The spawn commit is fenced like any step
+/// commit (a cancel-requested run takes only its cancel), so the run ends
+/// `cancelled` and not one child is stored or run.
+fn a_cancel_while_the_spawn_commits_spawns_nothing(kind: cairn_testkit::Kind) {
+    let case = Case::new(kind);
+    let crew = crews(&case);
+    let mut run = crate::support::Spawned(case.spawn(
+        &["run", crew.to_str().unwrap(), "--input", INPUT],
+        &[("CAIRN_FAILPOINTS", "pause_before:commit_step:2500")],
+    ));
+    crate::support::wait_until(
+        "the spawn commit to be held",
+        std::time::Duration::from_secs(60),
+        || {
+            std::fs::read_to_string(case.path("bg.stderr"))
+                .is_ok_and(|e| e.contains("failpoint pause_before:commit_step"))
+        },
+    );
+    let parent = parent_of(&case);
+    case.cairn(&["runs", "cancel", &parent]).expect_code(0);
+    let status = run.wait("cairn run of the cancelled parent");
+    assert!(
+        !status.success(),
+        "a cancelled run is not a success: {status}"
+    );
+    assert_eq!(case.show(&parent)["status"], "cancelled");
+    let children = case
+        .cairn(&["runs", "list", "--parent", &parent, "--json"])
+        .json();
+    assert_eq!(children, serde_json::json!([]), "children were stored");
+    assert!(!case.path("children.log").exists(), "a child ran");
+    assert_eq!(case.list().len(), 1);
+}
