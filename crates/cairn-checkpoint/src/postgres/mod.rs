@@ -33,9 +33,6 @@ pub struct PgStore {
     db: Pool,
     /// The `LISTEN cairn_runnable` connection, opened on first use.
     listener: std::sync::Arc<tokio::sync::Mutex<Option<sqlx::postgres::PgListener>>>,
-    /// Through a transaction-mode pooler ([`Pooler::Transaction`]): no
-    /// `LISTEN`, and every statement in a transaction.
-    pooled: bool,
     /// `PostgreSQL at HOST:PORT/DB`, for messages.
     target: String,
     live: crate::LiveHub,
@@ -45,9 +42,6 @@ impl PgStore {
     /// Connects (failing within `opts.connect_timeout` with the server named)
     /// and applies migrations.
     pub async fn connect_with(pg: PgConnectOptions, opts: &OpenOptions) -> Result<Self> {
-        // `process`: Cairn's own transactions return before their WAL is
-        // flushed (a server crash may lose the last ~600 ms of them; a
-        // crash of Cairn's process loses nothing). Other clients keep theirs.
         let target = format!(
             "PostgreSQL at {}:{}/{}",
             pg.get_host(),
@@ -55,6 +49,9 @@ impl PgStore {
             pg.get_database().unwrap_or("(default database)")
         );
         let pooled = opts.pooler == Pooler::Transaction;
+        // `process`: Cairn's own transactions return before their WAL is
+        // flushed (a server crash may lose the last ~600 ms of them; a
+        // crash of Cairn's process loses nothing). Other clients keep theirs.
         let pg =
             match (opts.durability, pooled) {
                 (crate::Durability::Sync, _) => pg,
@@ -124,7 +121,6 @@ impl PgStore {
             pool,
             listener: Default::default(),
             target,
-            pooled,
         })
     }
 
@@ -148,7 +144,7 @@ impl ScriptHost for PgStore {
     }
 
     async fn wait_for_work(&self, max: Duration) {
-        if self.pooled {
+        if self.db.needs_transactions() {
             // A pooler in transaction mode cannot keep a `LISTEN`: poll.
             tokio::time::sleep(max).await;
             return;
@@ -261,7 +257,7 @@ impl ScriptHost for PgStore {
         // sqlx reads the whole answer, up to ReadyForQuery, so the item is
         // acknowledged only once its implicit transaction committed (tested).
         crate::counters::sent(1);
-        let row = match self.pooled {
+        let row = match self.db.needs_transactions() {
             false => row.fetch_optional(&self.pool).await?,
             true => {
                 let mut tx = self.pool.begin().await?;
