@@ -65,6 +65,32 @@ pub fn build(
 /// local server (any `base_url` but the provider's own) may need none; the
 /// provider's own service always does, so a missing key is refused here,
 /// when the crew is loaded, naming the variable, not after failed sends.
+/// The provider key of an `llm` agent: what every step calling the same
+/// provider with the same API key shares, so a provider's "too many
+/// requests" pauses exactly them, in every process on the database:
+/// `provider=openai,url=https://api.openai.com/v1,key=OPENAI_API_KEY`
+/// (the variable's name, never its value). A scripted provider's key is its
+/// script.
+pub fn limit_key(def: &LlmDef) -> String {
+    let (url, env) = match def.provider {
+        ProviderKind::Scripted => {
+            let script = def.script.as_deref().unwrap_or_default();
+            return format!("provider=scripted,script={script}");
+        }
+        ProviderKind::Openai => (
+            cairn_llm::OpenAiProvider::DEFAULT_BASE_URL,
+            "OPENAI_API_KEY",
+        ),
+        ProviderKind::Anthropic => (
+            cairn_llm::AnthropicProvider::DEFAULT_BASE_URL,
+            "ANTHROPIC_API_KEY",
+        ),
+    };
+    let url = def.base_url.as_deref().unwrap_or(url).trim_end_matches('/');
+    let env = def.api_key_env.as_deref().unwrap_or(env);
+    format!("provider={},url={url},key={env}", def.provider.as_str())
+}
+
 pub fn provider(def: &LlmDef) -> Result<Arc<dyn Provider>, String> {
     let key = |default: &str, official: &str| -> Result<Option<String>, String> {
         match &def.api_key_env {

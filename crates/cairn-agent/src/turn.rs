@@ -15,8 +15,8 @@ use futures_util::StreamExt;
 use serde_json::json;
 
 use cairn_core::{
-    Agent, ErrorInfo, ErrorKind, EventKind, JournalEntry, JournalError, JournalHandle, JournalKind,
-    LlmDef, NewEvent, NewJournalItem, StepContext, StepOutput, Usage,
+    Agent, Deferral, ErrorInfo, ErrorKind, EventKind, JournalEntry, JournalError, JournalHandle,
+    JournalKind, LlmDef, NewEvent, NewJournalItem, StepContext, StepOutput, Usage,
 };
 use cairn_llm::{Item, LlmError, Provider, Request, RequestMeta, StopReason, StreamEvent};
 
@@ -87,6 +87,8 @@ pub struct LlmAgent {
     def: LlmDef,
     provider: Arc<dyn Provider>,
     tools: Toolbox,
+    /// The provider key its calls share with every run ([`crate::limit_key`]).
+    key: String,
 }
 
 impl std::fmt::Debug for LlmAgent {
@@ -102,10 +104,54 @@ impl std::fmt::Debug for LlmAgent {
 impl LlmAgent {
     pub fn new(def: LlmDef, provider: Arc<dyn Provider>, tools: Toolbox) -> Self {
         LlmAgent {
+            key: crate::limit_key(&def),
             def,
             provider,
             tools,
         }
+    }
+
+    /// Before a call: a step whose provider key is paused makes no call and
+    /// waits for the pause's end instead.
+    async fn unless_paused(&self, journal: &JournalHandle) -> Result<(), ErrorInfo> {
+        match journal
+            .paused_for(&self.key)
+            .await
+            .map_err(journal_failure)?
+        {
+            Some(after) => Err(ErrorInfo::deferred(
+                format!(
+                    "{} is paused for {} ms after a provider's rate limit; no call made",
+                    self.key,
+                    after.as_millis()
+                ),
+                Deferral {
+                    key: self.key.clone(),
+                    after,
+                    observed: false,
+                },
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// After a refused call that said how long to stay away: pause the key
+    /// for everyone at once, and wait for the pause's end.
+    async fn pause_for(&self, journal: &JournalHandle, e: &LlmError, wait: Duration) -> ErrorInfo {
+        let reason = e.to_string();
+        let after = match journal.pause(&self.key, wait, &reason).await {
+            Ok(stands) => stands,
+            // The deferral's commit records the pause anyway.
+            Err(_) => wait,
+        };
+        ErrorInfo::deferred(
+            format!("{reason} (the key is paused for {} ms)", after.as_millis()),
+            Deferral {
+                key: self.key.clone(),
+                after,
+                observed: true,
+            },
+        )
     }
 }
 
@@ -336,6 +382,7 @@ impl LlmAgent {
                 turn,
             },
         };
+        self.unless_paused(journal).await?;
         let started = Instant::now();
         let cap = Duration::from_millis(self.def.stream_timeout_ms());
         let mut response = Response::default();
@@ -368,7 +415,10 @@ impl LlmAgent {
                        "error": failure.to_string(), "retryable": failure.retryable()}),
             ))
             .await;
-        Err(provider_failure(&failure))
+        match failure.pause() {
+            Some(wait) => Err(self.pause_for(journal, &failure, wait).await),
+            None => Err(provider_failure(&failure)),
+        }
     }
 
     /// The `model_called` event of a finished response.

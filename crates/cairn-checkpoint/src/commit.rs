@@ -53,6 +53,17 @@ pub enum StepTransition {
     /// The step was interrupted: step and run are `interrupted` with
     /// `error`, and carry on when the run is continued.
     Interrupted { error: ErrorInfo },
+    /// The step waits for its provider key's pause: the step is
+    /// `interrupted` with `error` and the run `queued`, claimable `after`
+    /// this long, the same attempt (no retry spent). With `pause`, its own
+    /// call was refused, and the key is paused for every run in the same
+    /// transaction (`script::pauses`).
+    Deferred {
+        error: ErrorInfo,
+        after: Duration,
+        key: String,
+        pause: bool,
+    },
     /// An operator cancelled the run: step and run are `cancelled`.
     Cancelled { error: ErrorInfo },
     /// The step starts children and waits for their join, holding
@@ -152,6 +163,11 @@ impl StepCommit {
             StepTransition::Interrupted { error } => {
                 stays(StepStatus::Interrupted, RunStatus::Interrupted, error)
             }
+            StepTransition::Deferred { error, after, .. } => StepRows {
+                run_error: None,
+                retry_after: Some(*after),
+                ..stays(StepStatus::Interrupted, RunStatus::Queued, error)
+            },
             StepTransition::Cancelled { error } => {
                 stays(StepStatus::Cancelled, RunStatus::Cancelled, error)
             }
@@ -166,11 +182,13 @@ impl StepCommit {
     /// Whether the commit writes more than its rows, in the same
     /// transaction (`script::children::follow_up_in`): a spawn's children,
     /// or a child's end settling its parent's join, or a cancel reaching
-    /// the run's own children.
+    /// the run's own children, or a deferral naming its provider key.
     pub fn follows_up(&self) -> bool {
         matches!(
             self.transition,
-            StepTransition::Spawn(_) | StepTransition::Cancelled { .. }
+            StepTransition::Spawn(_)
+                | StepTransition::Cancelled { .. }
+                | StepTransition::Deferred { .. }
         ) || (self.child && self.rows().finishes())
     }
 }
@@ -306,6 +324,22 @@ mod tests {
             (
                 StepTransition::Cancelled { error: e.clone() },
                 (S::Cancelled, R::Cancelled, 1, None, None, (true, true)),
+            ),
+            (
+                StepTransition::Deferred {
+                    error: e.clone(),
+                    after: second,
+                    key: "provider=scripted,script=s.toml".into(),
+                    pause: true,
+                },
+                (
+                    S::Interrupted,
+                    R::Queued,
+                    1,
+                    None,
+                    Some(second),
+                    (true, false),
+                ),
             ),
         ];
         for (transition, (status, run_status, cursor, next, retry, errors)) in cases {

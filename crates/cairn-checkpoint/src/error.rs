@@ -64,6 +64,9 @@ pub enum Error {
     /// No run belongs to this thread.
     #[error("thread `{0}` not found (no run belongs to it)")]
     ThreadNotFound(String),
+    /// No provider key has this name (none was ever paused).
+    #[error("provider key `{0}` not found (it was never paused)")]
+    KeyNotFound(String),
     /// No wait has this id.
     #[error("wait {0} not found")]
     WaitNotFound(cairn_core::WaitId),
@@ -261,6 +264,7 @@ pub enum Kind {
     RunNotFound,
     WaitNotFound,
     ThreadNotFound,
+    KeyNotFound,
     IdempotencyConflict,
     WrongState,
     ForkRefused,
@@ -290,6 +294,7 @@ impl Error {
             Error::RunNotFound(_) => Kind::RunNotFound,
             Error::WaitNotFound(_) => Kind::WaitNotFound,
             Error::ThreadNotFound(_) => Kind::ThreadNotFound,
+            Error::KeyNotFound(_) => Kind::KeyNotFound,
             Error::IdempotencyConflict { .. } => Kind::IdempotencyConflict,
             Error::WrongState { .. } => Kind::WrongState,
             Error::ForkRefused { .. } => Kind::ForkRefused,

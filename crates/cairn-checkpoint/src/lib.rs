@@ -31,9 +31,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairn_core::{
-    Actor, Answer, Attempt, Corruption, CrewDef, EventRecord, JournalEntry, JournalKind,
-    LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, ThreadTurn, WaitId,
-    WaitRecord, WaitStatus,
+    Actor, Answer, Attempt, Corruption, CrewDef, EventRecord, JournalEntry, JournalKind, KeyPause,
+    KeyState, LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, ThreadTurn,
+    WaitId, WaitRecord, WaitStatus,
 };
 use serde_json::Value;
 
@@ -512,4 +512,19 @@ pub trait Store: Send + Sync + 'static {
     /// caller across processes, which then does the work; the task is due
     /// again after `every`.
     async fn claim_task(&self, task: &str, every: Duration, owner: &str) -> Result<bool>;
+
+    /// How long calls on provider key `key` must still wait, if it is
+    /// paused (database clock; `cairn_core::keys`).
+    async fn paused_for(&self, key: &str) -> Result<Option<Duration>>;
+
+    /// Pauses a provider key for every run; a longer pause already standing
+    /// wins. Answers how long the pause that stands has left.
+    async fn pause_key(&self, pause: &KeyPause) -> Result<Duration>;
+
+    /// Ends a key's pause, and makes the queued runs deferred on it
+    /// claimable now. `KeyNotFound` if no pause ever named it.
+    async fn resume_key(&self, key: &str) -> Result<KeyState>;
+
+    /// Every provider key ever paused, by name, with its queue.
+    async fn keys(&self) -> Result<Vec<KeyState>>;
 }

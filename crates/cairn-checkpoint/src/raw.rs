@@ -134,7 +134,7 @@ use cairn_core::{EventKind, EventRecord, JournalEntry, WaitId, WaitRecord};
 
 use crate::sql::Row;
 
-fn nil_run() -> RunId {
+pub(crate) fn nil_run() -> RunId {
     RunId::from_uuid(uuid::Uuid::nil())
 }
 

@@ -42,6 +42,26 @@ pub struct ErrorInfo {
     /// `retry-after`); the retry policy's back-off applies if longer.
     #[serde(skip)]
     pub retry_after: Option<std::time::Duration>,
+    /// A step that must wait for its provider key's pause returns this:
+    /// the executor re-queues the run at the pause's end, the same attempt
+    /// (no retry spent). Not stored.
+    #[serde(skip)]
+    pub defer: Option<Box<Deferral>>,
+}
+
+/// Why and how long a step waits for a paused provider key
+/// ([`ErrorInfo::defer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deferral {
+    /// The provider key (`cairn_agent::limit_key`): every step calling the
+    /// same provider with the same API key shares it.
+    pub key: String,
+    /// How long from now (database clock) the run waits.
+    pub after: std::time::Duration,
+    /// This step's own call was answered "too many requests" (so its
+    /// commit pauses the key for everyone); `false`: it found the key
+    /// already paused and made no call.
+    pub observed: bool,
 }
 
 impl ErrorInfo {
@@ -54,6 +74,15 @@ impl ErrorInfo {
             spawn: None,
             usage: None,
             retry_after: None,
+            defer: None,
+        }
+    }
+
+    /// A step deferred by its provider key's pause (kind `rate_limited`).
+    pub fn deferred(message: impl Into<String>, deferral: Deferral) -> Self {
+        ErrorInfo {
+            defer: Some(Box::new(deferral)),
+            ..ErrorInfo::new(ErrorKind::RateLimited, message, true)
         }
     }
 
@@ -107,6 +136,10 @@ pub enum ErrorKind {
     /// A `children` step could not start its children (a limit, a map
     /// over something that is not an array), or its join rule failed.
     Children,
+    /// A model provider answered "too many requests" with a time to wait
+    /// (or the step found its provider key paused): the step is deferred
+    /// to the pause's end, the same attempt, and spends no retry.
+    RateLimited,
 }
 
 /// A run row, with the crew definition it started with.

@@ -59,6 +59,14 @@ pub enum EventKind {
     /// A `children` step's join was decided (data: idx, attempt, met,
     /// settled, ok, total, by: the child whose end decided it).
     ChildrenJoined,
+    /// A step waits for its provider key's pause: the run is queued again
+    /// at its end, the same attempt (data: idx, attempt, key, delay_ms,
+    /// observed: whether its own call was refused).
+    StepDeferred,
+    /// A provider answered "too many requests", and the key is paused for
+    /// every run on the database (data: key, for_ms, reason). Recorded in
+    /// the run whose call was refused.
+    KeyPaused,
 }
 
 impl EventKind {
@@ -88,6 +96,8 @@ impl EventKind {
             EventKind::ContextAdded => "context_added",
             EventKind::ChildrenSpawned => "children_spawned",
             EventKind::ChildrenJoined => "children_joined",
+            EventKind::StepDeferred => "step_deferred",
+            EventKind::KeyPaused => "key_paused",
         }
     }
 

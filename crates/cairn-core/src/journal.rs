@@ -138,6 +138,26 @@ pub trait Journal: Send + Sync {
     /// the run live (`output_delta`). Not stored and best effort: it never
     /// blocks and never fails the step; the finished block is journaled.
     fn live(&self, _text: &str) {}
+
+    /// How long calls on provider key `key` must still wait, if a provider
+    /// paused it (shared by every process on the database; database
+    /// clock). A handle without storage knows of no pause.
+    async fn paused_for(&self, _key: &str) -> Result<Option<std::time::Duration>, JournalError> {
+        Ok(None)
+    }
+
+    /// Pauses `key` for every run for `wait` from now, at once (the step's
+    /// deferral commit records it again, atomically with the deferral). A
+    /// longer pause already recorded wins; the answer is the pause that
+    /// stands.
+    async fn pause(
+        &self,
+        _key: &str,
+        wait: std::time::Duration,
+        _reason: &str,
+    ) -> Result<std::time::Duration, JournalError> {
+        Ok(wait)
+    }
 }
 
 /// A piece of an `llm` step's text as it streams (the `output_delta` event

@@ -13,6 +13,7 @@ pub mod error;
 pub mod event;
 pub mod ids;
 pub mod journal;
+pub mod keys;
 pub mod limits;
 pub mod llm;
 pub mod retry;
@@ -22,7 +23,7 @@ pub mod text;
 pub mod wait;
 
 pub use agent::{Agent, StepOutput};
-pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
+pub use checkpoint::{Deferral, ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
 pub use children::{
     child_id, ChildOf, ChildOutcome, ChildrenDef, FixedChild, JoinCounts, JoinRule, JoinState,
     Joined, OnParentClose, Spawn,
@@ -38,6 +39,7 @@ pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 pub use journal::{
     Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem, OutputDelta,
 };
+pub use keys::{KeyPause, KeyState};
 pub use limits::{
     check_size, check_storable, check_text, json_has_nul, Limits, TooLarge, Unstorable,
 };

@@ -81,18 +81,43 @@ pub(crate) fn transport(provider: &str, e: reqwest::Error) -> LlmError {
     LlmError::new(provider, kind, message)
 }
 
-/// `retry-after` as seconds (integer or fractional); HTTP dates are ignored.
+/// How long a refusing server asks to be left alone: `retry-after-ms`
+/// (OpenAI's), else `retry-after` as seconds (integer or fractional) or as
+/// an HTTP date (a date already past is zero).
 fn retry_after(resp: &Response) -> Option<Duration> {
-    let v = resp
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?;
-    v.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+    let header = |name: &str| resp.headers().get(name)?.to_str().ok();
+    wait_asked(
+        header("retry-after-ms"),
+        header("retry-after"),
+        chrono::Utc::now(),
+    )
+}
+
+/// [`retry_after`]'s rule on the header values, at `now`.
+fn wait_asked(
+    ms: Option<&str>,
+    after: Option<&str>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<Duration> {
+    let seconds = |v: &str| {
+        v.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e9)
+    };
+    if let Some(ms) = ms.and_then(seconds) {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let after = after?;
+    if let Some(s) = seconds(after) {
+        return Some(Duration::from_secs_f64(s));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(after.trim()).ok()?;
+    Some(
+        (at.with_timezone(&chrono::Utc) - now)
+            .to_std()
+            .unwrap_or_default(),
+    )
 }
 
 /// Sends `req`; a non-success status becomes a classified error carrying
@@ -110,7 +135,8 @@ pub(crate) async fn send(provider: &str, req: RequestBuilder) -> Result<Response
         .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
         .unwrap_or_else(|| body.chars().take(500).collect());
     let kind = match status {
-        StatusCode::TOO_MANY_REQUESTS => LlmErrorKind::RateLimited,
+        // 529: Anthropic's "overloaded", a request to come back later.
+        s if s == StatusCode::TOO_MANY_REQUESTS || s.as_u16() == 529 => LlmErrorKind::RateLimited,
         s if s.is_server_error() => LlmErrorKind::Server,
         _ => LlmErrorKind::Client,
     };
@@ -212,4 +238,31 @@ pub(crate) fn refuse_invalid(
             format!("refusing to send a transcript that breaks the pairing rules: {e}"),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_a_server_asks_for_is_read_from_every_form_it_takes() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-26T08:00:00Z")
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .unwrap_or_default();
+        let s = Duration::from_secs;
+        let cases: [(Option<&str>, Option<&str>, Option<Duration>); 9] = [
+            (None, None, None),
+            (None, Some("7"), Some(s(7))),
+            (None, Some(" 1.5 "), Some(Duration::from_millis(1500))),
+            (Some("250"), Some("7"), Some(Duration::from_millis(250))),
+            (Some("soon"), Some("3"), Some(s(3))),
+            (None, Some("Thu, 26 Nov 2026 08:00:30 GMT"), Some(s(30))),
+            (None, Some("Thu, 26 Nov 2026 07:59:00 GMT"), Some(s(0))),
+            (None, Some("-4"), None),
+            (None, Some("tomorrow"), None),
+        ];
+        for (ms, after, want) in cases {
+            assert_eq!(wait_asked(ms, after, now), want, "{ms:?} {after:?}");
+        }
+    }
 }

@@ -170,7 +170,7 @@ pub struct LlmError {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum LlmErrorKind {
-    /// HTTP 429.
+    /// HTTP 429, or 529 (Anthropic's "overloaded").
     RateLimited,
     /// HTTP 5xx (and Anthropic's `overloaded_error` event).
     Server,
@@ -226,6 +226,16 @@ impl LlmError {
             self.message = self.message.replace(secret, "[redacted]");
         }
         self
+    }
+
+    /// How long the provider asked every caller of this key to stay away:
+    /// a rate limit that said how long (`retry-after`). The step pauses its
+    /// provider key for everyone and waits, spending no retry.
+    pub fn pause(&self) -> Option<Duration> {
+        match self.kind {
+            LlmErrorKind::RateLimited => self.retry_after,
+            _ => None,
+        }
     }
 
     /// Worth trying again (rate limits, server errors, timeouts, dropped or

@@ -21,7 +21,9 @@
 //! cut_on_attempts = [1]       # call's input, only on these attempts (default: all)
 //! fail = { kind = "server", message = "boom", on_attempts = [1], retry_after_ms = 500 }
 //!                          # fail before streaming; kind: server | rate_limited |
-//!                          # client | timeout; retry_after_ms: its `retry-after`
+//!                          # client | timeout; retry_after_ms: its `retry-after`;
+//!                          # calls = N: only the first N calls of this turn
+//!                          # (counted in this process), on any attempt
 //! ```
 //!
 //! A turn past the last response is a `config` error ("script exhausted").
@@ -47,6 +49,8 @@ const NAME: &str = "scripted";
 #[derive(Debug, Clone)]
 pub struct ScriptedProvider {
     responses: Vec<Response>,
+    /// Calls made so far, per response (for `fail.calls`).
+    made: std::sync::Arc<Vec<std::sync::atomic::AtomicU32>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -90,6 +94,10 @@ struct Fail {
     on_attempts: Option<Vec<u32>>,
     /// Sent as the failure's `retry-after`.
     retry_after_ms: Option<u64>,
+    /// Fail only the first this many calls of the turn, in this process
+    /// (a rate limit retried at the same attempt needs the next call to
+    /// pass).
+    calls: Option<u32>,
 }
 
 fn default_fail_message() -> String {
@@ -150,8 +158,14 @@ impl ScriptedProvider {
                 e.message().trim().replace('\n', " "),
             )
         })?;
+        let made = script
+            .responses
+            .iter()
+            .map(|_| Default::default())
+            .collect();
         Ok(ScriptedProvider {
             responses: script.responses,
+            made: std::sync::Arc::new(made),
         })
     }
 
@@ -193,7 +207,12 @@ impl Provider for ScriptedProvider {
                 ),
             )
         })?;
-        if let Some(fail) = r.fail.as_ref().filter(|f| on(&f.on_attempts, attempt)) {
+        let made = self
+            .made
+            .get(turn as usize)
+            .map_or(0, |m| m.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+        let failing = |f: &&Fail| on(&f.on_attempts, attempt) && f.calls.is_none_or(|n| made < n);
+        if let Some(fail) = r.fail.as_ref().filter(failing) {
             let kind = match fail.kind {
                 FailKind::Server => LlmErrorKind::Server,
                 FailKind::RateLimited => LlmErrorKind::RateLimited,

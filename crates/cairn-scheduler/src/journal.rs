@@ -5,11 +5,12 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use cairn_checkpoint::{failpoint, Error as StoreError, JournalAppend, Store};
 use cairn_core::{
-    Attempt, Journal, JournalEntry, JournalError, LeaseEpoch, NewEvent, NewJournalItem,
+    Attempt, Journal, JournalEntry, JournalError, KeyPause, LeaseEpoch, NewEvent, NewJournalItem,
     OutputDelta, RunId, StepIdx,
 };
 
@@ -84,6 +85,25 @@ impl Journal for StoreJournal {
             .record_events(self.run, self.epoch, std::slice::from_ref(&event))
             .await
             .map_err(journal_error)
+    }
+
+    async fn paused_for(&self, key: &str) -> Result<Option<Duration>, JournalError> {
+        self.store.paused_for(key).await.map_err(journal_error)
+    }
+
+    async fn pause(
+        &self,
+        key: &str,
+        wait: Duration,
+        reason: &str,
+    ) -> Result<Duration, JournalError> {
+        let pause = KeyPause {
+            key: key.to_owned(),
+            wait,
+            reason: reason.to_owned(),
+            by: KeyPause::PROVIDER.into(),
+        };
+        self.store.pause_key(&pause).await.map_err(journal_error)
     }
 
     fn live(&self, text: &str) {

@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 
 use cairn_checkpoint::{NewChild, Next, SpawnCommit, StepCommit, StepTransition};
 use cairn_core::{
-    AgentDef, AgentKind, ApprovalPoint, Attempt, ErrorInfo, ErrorKind, EventKind, FixedChild,
-    LeaseEpoch, NewEvent, NewWait, OnDeadline, Role, RunId, StepIdx, StepOutput, Usage, WaitId,
-    WaitKind,
+    AgentDef, AgentKind, ApprovalPoint, Attempt, Deferral, ErrorInfo, ErrorKind, EventKind,
+    FixedChild, LeaseEpoch, NewEvent, NewWait, OnDeadline, Role, RunId, StepIdx, StepOutput, Usage,
+    WaitId, WaitKind,
 };
 
 /// The step being decided: which run, which step and attempt, its agent.
@@ -60,6 +60,13 @@ pub(crate) enum StepOutcome {
     },
     /// The step was interrupted (it carries on when the run is continued).
     Interrupted { error: ErrorInfo, duration_ms: u64 },
+    /// The step waits for its provider key's pause: the run is queued
+    /// again at its end, the same attempt (`error.defer` says how long).
+    Deferred {
+        error: ErrorInfo,
+        deferral: Deferral,
+        duration_ms: u64,
+    },
     /// An operator cancelled the run.
     Cancelled,
     /// A `children` step starts these children and waits for their join.
@@ -162,6 +169,14 @@ pub(crate) fn decide(
             usage: out.usage,
             last: step.idx.get() + 1 == step.step_count,
             duration_ms,
+        },
+        Err(mut error) if error.defer.is_some() => match error.defer.take() {
+            Some(deferral) => StepOutcome::Deferred {
+                error,
+                deferral: *deferral,
+                duration_ms,
+            },
+            None => StepOutcome::Failed { error, duration_ms },
         },
         Err(error) if error.kind == ErrorKind::Interrupted => {
             StepOutcome::Interrupted { error, duration_ms }
@@ -284,6 +299,32 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
             let events = vec![NewEvent::new(EventKind::StepInterrupted, data)];
             let usage = error.usage;
             (StepTransition::Interrupted { error }, usage, events)
+        }
+        StepOutcome::Deferred {
+            error,
+            deferral,
+            duration_ms,
+        } => {
+            let delay_ms = deferral.after.as_millis() as u64;
+            let mut data = base(duration_ms);
+            data["key"] = json!(deferral.key);
+            data["delay_ms"] = json!(delay_ms);
+            data["observed"] = json!(deferral.observed);
+            let mut events = vec![NewEvent::new(EventKind::StepDeferred, data)];
+            if deferral.observed {
+                events.push(NewEvent::new(
+                    EventKind::KeyPaused,
+                    json!({"key": deferral.key, "for_ms": delay_ms, "reason": error.message}),
+                ));
+            }
+            let usage = error.usage;
+            let transition = StepTransition::Deferred {
+                error,
+                after: deferral.after,
+                key: deferral.key,
+                pause: deferral.observed,
+            };
+            (transition, usage, events)
         }
         StepOutcome::Cancelled => {
             let error = ErrorInfo::new(ErrorKind::Cancelled, "cancelled by an operator", false);

@@ -276,6 +276,7 @@ fn store_class(kind: cairn_checkpoint::Kind) -> (ErrorClass, &'static str) {
         S::RunNotFound => (ErrorClass::NotFound, "run_not_found"),
         S::WaitNotFound => (ErrorClass::NotFound, "wait_not_found"),
         S::ThreadNotFound => (ErrorClass::NotFound, "thread_not_found"),
+        S::KeyNotFound => (ErrorClass::NotFound, "key_not_found"),
         S::IdempotencyConflict => (ErrorClass::Conflict, "idempotency_conflict"),
         S::WrongState => (ErrorClass::Conflict, "wrong_state"),
         S::ForkRefused => (ErrorClass::Conflict, "fork_refused"),

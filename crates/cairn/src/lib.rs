@@ -31,6 +31,7 @@
 mod engine;
 mod error;
 pub mod holder;
+mod limits;
 mod retention;
 mod thread;
 mod work;
@@ -58,9 +59,9 @@ pub use cairn_core::text;
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, ChildOf, ChildOutcome,
     ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord, Fingerprint,
-    JoinRule, JournalEntry, JournalKind, LlmDef, OnDeadline, OutputDelta, ProviderKind,
-    RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepOutput, StepRecord,
-    StepStatus, ToolDef, Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
+    JoinRule, JournalEntry, JournalKind, KeyPause, KeyState, LlmDef, OnDeadline, OutputDelta,
+    ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepOutput,
+    StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;

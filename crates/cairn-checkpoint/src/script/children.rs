@@ -11,8 +11,8 @@
 //! settling cost O(N) in all, never a scan of the siblings per child.
 
 use cairn_core::{
-    Actor, Attempt, ChildOutcome, EventKind, JoinCounts, JoinRule, JoinState, Joined, NewEvent,
-    RunId, RunStatus, StepIdx, Usage,
+    Actor, Attempt, ChildOutcome, EventKind, JoinCounts, JoinRule, JoinState, Joined, KeyPause,
+    NewEvent, RunId, RunStatus, StepIdx, Usage,
 };
 use serde_json::json;
 
@@ -29,6 +29,21 @@ pub(crate) async fn follow_up_in(c: &mut Conn<'_>, commit: &StepCommit) -> Resul
     }
     if commit.rows().finishes() {
         ended_in(c, commit.run_id).await?;
+    }
+    if let StepTransition::Deferred {
+        error,
+        after,
+        key,
+        pause,
+    } = &commit.transition
+    {
+        let pause = pause.then(|| KeyPause {
+            key: key.clone(),
+            wait: *after,
+            reason: error.message.clone(),
+            by: KeyPause::PROVIDER.into(),
+        });
+        super::pauses::deferred_in(c, commit.run_id, key, pause).await?;
     }
     Ok(())
 }

@@ -233,6 +233,7 @@ async fn take_lease(
             query(concat!(
                 "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, \
                  lease_owner = :owner, lease_expires_at = {lease_until}, not_before = NULL, \
+                 deferred_key = NULL, \
                  event_seq = event_seq + :events, updated_at = {now} WHERE id = :id \
                  RETURNING event_seq, ",
                 run_cols_but_def!()

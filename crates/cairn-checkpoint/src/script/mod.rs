@@ -39,6 +39,7 @@ pub(crate) mod children;
 mod claim;
 mod journal;
 mod operator;
+mod pauses;
 pub(crate) mod retention;
 mod runs;
 mod storable;
@@ -54,8 +55,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use cairn_core::{
-    Actor, Answer, Corruption, EventRecord, JournalEntry, LeaseEpoch, NewEvent, RunId, RunRecord,
-    StepIdx, StepRecord, ThreadTurn, WaitId, WaitRecord,
+    Actor, Answer, Corruption, EventRecord, JournalEntry, KeyPause, KeyState, LeaseEpoch, NewEvent,
+    RunId, RunRecord, StepIdx, StepRecord, ThreadTurn, WaitId, WaitRecord,
 };
 
 use crate::failpoint;
@@ -669,5 +670,50 @@ impl<H: ScriptHost> Store for H {
             }),
         );
         bounded("claim_task", self.target(), None, write).await
+    }
+
+    async fn paused_for(&self, key: &str) -> Result<Option<Duration>> {
+        let key = key.to_owned();
+        let read = self.tx(
+            TxKind::Single,
+            Box::new(move |c| Box::pin(async move { pauses::paused_for_in(c, &key).await })),
+        );
+        placed(self.target(), None, read).await
+    }
+
+    async fn pause_key(&self, pause: &KeyPause) -> Result<Duration> {
+        bounded("pause_key", self.target(), None, async {
+            text_ok("the provider key", Some(&pause.key))?;
+            text_ok("the reason", Some(&pause.reason))?;
+            text_ok("the operator", Some(&pause.by))?;
+            let pause = pause.clone();
+            self.tx(
+                TxKind::Single,
+                Box::new(move |c| Box::pin(async move { pauses::pause_in(c, &pause).await })),
+            )
+            .await
+        })
+        .await
+    }
+
+    async fn resume_key(&self, key: &str) -> Result<KeyState> {
+        bounded("resume_key", self.target(), None, async {
+            text_ok("the provider key", Some(key))?;
+            let key = key.to_owned();
+            self.tx(
+                TxKind::Write,
+                Box::new(move |c| Box::pin(async move { pauses::resume_in(c, &key).await })),
+            )
+            .await
+        })
+        .await
+    }
+
+    async fn keys(&self) -> Result<Vec<KeyState>> {
+        let read = self.tx(
+            TxKind::Read,
+            Box::new(|c| Box::pin(async move { pauses::keys_in(c, None).await })),
+        );
+        placed(self.target(), None, read).await
     }
 }

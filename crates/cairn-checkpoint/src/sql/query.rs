@@ -21,7 +21,13 @@ pub enum Dialect {
 
 /// The tokens that name a parameter (`{ago:NAME}`): (prefix, PostgreSQL,
 /// SQLite), `@` standing for `:NAME`.
-const PARAM_TOKENS: [(&str, &str, &str); 4] = [
+const PARAM_TOKENS: [(&str, &str, &str); 5] = [
+    // The database's now plus `:NAME` seconds (a float).
+    (
+        "later",
+        "clock_timestamp() + make_interval(secs => @)",
+        "strftime('%Y-%m-%dT%H:%M:%fZ','now', '+' || @ || ' seconds')",
+    ),
     // The database's now minus `:NAME` seconds (a float; NULL makes the
     // whole comparison NULL, so a criterion left out of a policy matches
     // nothing).
@@ -88,6 +94,13 @@ impl Dialect {
             }
             (Sqlite, "not_before_ms") => {
                 "CAST(ROUND((julianday(not_before) - julianday('now')) * 86400000) AS INTEGER)"
+            }
+            // Milliseconds until a provider key's `paused_until`.
+            (Postgres, "paused_ms") => {
+                "CEIL(EXTRACT(EPOCH FROM (paused_until - clock_timestamp())) * 1000)::bigint"
+            }
+            (Sqlite, "paused_ms") => {
+                "CAST(ROUND((julianday(paused_until) - julianday('now')) * 86400000) AS INTEGER)"
             }
             _ => return None,
         }))

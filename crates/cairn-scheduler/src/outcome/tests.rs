@@ -137,6 +137,14 @@ fn a_result_decides_its_outcome() {
         })
     };
     let too_large = json!("x".repeat(MAX_OUTPUT + 1));
+    let deferred = ErrorInfo::deferred(
+        "429",
+        cairn_core::Deferral {
+            key: "provider=scripted,script=s.toml".into(),
+            after: Duration::from_secs(7),
+            observed: true,
+        },
+    );
     let cases: Vec<(&str, Input, Expected)> = vec![
         (
             "success mid-run",
@@ -292,6 +300,18 @@ fn a_result_decides_its_outcome() {
                 duration_ms: ms,
             }),
         ),
+        (
+            "a paused provider key on the last allowed attempt → deferred, no retry spent",
+            input(agent(), (0, 2, 3), Err(deferred.clone())),
+            Expected::Is(StepOutcome::Deferred {
+                error: ErrorInfo {
+                    defer: None,
+                    ..deferred.clone()
+                },
+                deferral: *deferred.defer.clone().unwrap(),
+                duration_ms: ms,
+            }),
+        ),
     ];
     for (name, input, expected) in cases {
         check(name, input, expected);
@@ -409,6 +429,47 @@ fn an_outcome_commits_its_rows_and_events() {
             vec![(
                 EventKind::StepInterrupted,
                 merge(json!({"error": err(ErrorKind::Interrupted, false)})),
+            )],
+        ),
+        (
+            at(1, 3, 2),
+            StepOutcome::Deferred {
+                error: err(ErrorKind::RateLimited, true),
+                deferral: cairn_core::Deferral {
+                    key: "k".into(),
+                    after: Duration::from_millis(2500),
+                    observed: true,
+                },
+                duration_ms: 1234,
+            },
+            (StepStatus::Interrupted, RunStatus::Queued, 1),
+            vec![
+                (
+                    EventKind::StepDeferred,
+                    merge(json!({"key": "k", "delay_ms": 2500, "observed": true})),
+                ),
+                (
+                    EventKind::KeyPaused,
+                    json!({"key": "k", "for_ms": 2500,
+                           "reason": err(ErrorKind::RateLimited, true).message}),
+                ),
+            ],
+        ),
+        (
+            at(1, 3, 2),
+            StepOutcome::Deferred {
+                error: err(ErrorKind::RateLimited, true),
+                deferral: cairn_core::Deferral {
+                    key: "k".into(),
+                    after: Duration::from_millis(900),
+                    observed: false,
+                },
+                duration_ms: 1234,
+            },
+            (StepStatus::Interrupted, RunStatus::Queued, 1),
+            vec![(
+                EventKind::StepDeferred,
+                merge(json!({"key": "k", "delay_ms": 900, "observed": false})),
             )],
         ),
         (

@@ -22,7 +22,8 @@ both!(
     a_model_that_answers_nothing_stops_with_no_progress,
     an_openai_wire_model_drives_a_tool_to_a_final_answer,
     a_stream_past_its_cap_is_a_retryable_provider_failure,
-    a_rate_limit_is_retried_no_sooner_than_its_retry_after,
+    a_rate_limit_defers_the_step_at_its_attempt_no_sooner_than_its_retry_after,
+    a_rate_limit_without_retry_after_is_retried,
     a_thread_reaches_the_model_as_conversation,
     command_and_template_steps_see_their_thread,
 );
@@ -316,15 +317,76 @@ async fn a_stream_past_its_cap_is_a_retryable_provider_failure(kind: Kind) {
     );
 }
 
-async fn a_rate_limit_is_retried_no_sooner_than_its_retry_after(kind: Kind) {
+/// A rate limit that says how long (`retry-after`) pauses the provider key
+/// and defers the step: the same attempt runs again no sooner, with no
+/// retry spent, and the key is listed
+/// as paused with the run deferred on it.
+async fn a_rate_limit_defers_the_step_at_its_attempt_no_sooner_than_its_retry_after(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = Engine::open(&db.url).await.unwrap();
-    // The default policy would wait ~200 ms; the provider asks for 900 ms.
     let crew = clerk(
         r#"
 [[responses]]
 text = "fine now"
-fail = { kind = "rate_limited", message = "slow down", on_attempts = [1], retry_after_ms = 900 }
+fail = { kind = "rate_limited", message = "slow down", calls = 1, retry_after_ms = 900 }
+"#,
+        Count::new(),
+    );
+    let done = engine
+        .run(&crew, json!({}), SubmitOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(done.run.status, RunStatus::Succeeded);
+    let view = engine.show(done.run.id).await.unwrap();
+    assert_eq!(view.steps[0].attempt.get(), 1, "no retry was spent");
+    let events = engine.events(done.run.id).await.unwrap();
+    assert!(!events
+        .iter()
+        .any(|e| e.kind == EventKind::StepRetryScheduled));
+    let deferred = events
+        .iter()
+        .find(|e| e.kind == EventKind::StepDeferred)
+        .expect("the step was deferred");
+    assert!(
+        deferred.data["delay_ms"].as_u64().unwrap() >= 800,
+        "{:?}",
+        deferred.data
+    );
+    assert_eq!(deferred.data["observed"], json!(true));
+    let paused = events
+        .iter()
+        .find(|e| e.kind == EventKind::KeyPaused)
+        .unwrap();
+    assert_eq!(paused.data["key"], deferred.data["key"]);
+    assert!(paused.data["reason"]
+        .as_str()
+        .unwrap()
+        .contains("slow down"));
+    // The same attempt was claimed again no sooner (database clock).
+    let claimed_again = events
+        .iter()
+        .filter(|e| e.kind == EventKind::RunClaimed)
+        .nth(1)
+        .unwrap()
+        .at;
+    assert!((claimed_again - deferred.at).num_milliseconds() >= 800);
+    let keys = engine.keys().await.unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert_eq!(json!(keys[0].key), deferred.data["key"]);
+    assert_eq!((keys[0].pauses, keys[0].deferred_runs), (1, 0));
+    assert_eq!(keys[0].paused_by.as_deref(), Some("provider"));
+}
+
+/// A rate limit that does not say how long is an ordinary failure: the
+/// policy's back-off, a retry spent, no key paused.
+async fn a_rate_limit_without_retry_after_is_retried(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let crew = clerk(
+        r#"
+[[responses]]
+text = "fine now"
+fail = { kind = "rate_limited", message = "slow down", on_attempts = [1] }
 "#,
         Count::new(),
     );
@@ -336,28 +398,11 @@ fail = { kind = "rate_limited", message = "slow down", on_attempts = [1], retry_
     let view = engine.show(done.run.id).await.unwrap();
     assert_eq!(view.steps[0].attempt.get(), 2);
     let events = engine.events(done.run.id).await.unwrap();
-    let scheduled = events
+    assert!(events
         .iter()
-        .find(|e| e.kind == EventKind::StepRetryScheduled)
-        .expect("a retry was scheduled");
-    assert!(
-        scheduled.data["delay_ms"].as_u64().unwrap() >= 900,
-        "{:?}",
-        scheduled.data
-    );
-    // The second attempt was claimed no sooner (database clock).
-    let failed_at = events
-        .iter()
-        .find(|e| e.kind == EventKind::StepFailed)
-        .unwrap()
-        .at;
-    let claimed_again = events
-        .iter()
-        .filter(|e| e.kind == EventKind::RunClaimed)
-        .nth(1)
-        .unwrap()
-        .at;
-    assert!((claimed_again - failed_at).num_milliseconds() >= 900);
+        .any(|e| e.kind == EventKind::StepRetryScheduled));
+    assert!(!events.iter().any(|e| e.kind == EventKind::StepDeferred));
+    assert!(engine.keys().await.unwrap().is_empty());
 }
 
 /// The OpenAI-wire crew of the test above, in a thread, with or without

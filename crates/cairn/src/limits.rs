@@ -1,0 +1,49 @@
+//! Provider keys' shared pauses as operators see them (`cairn limits`,
+//! `GET /v1/limits`): every key a pause ever named, with its pause and its
+//! queue; a pause set by hand; a pause ended early. What a key is and how a
+//! step waits for it: `cairn_core::keys`, DESIGN.md "Provider keys".
+
+use std::time::Duration;
+
+use cairn_core::{Actor, KeyPause, KeyState};
+
+use crate::{Engine, Result};
+
+impl Engine {
+    /// Every provider key ever paused, by name, with its pause (if it still
+    /// stands) and the queued runs deferred on it.
+    pub async fn keys(&self) -> Result<Vec<KeyState>> {
+        Ok(self.store().keys().await?)
+    }
+
+    /// Pauses `key` for every run for `wait` from now, recorded with who
+    /// and why. A longer pause already standing wins. Steps calling the key
+    /// wait for its end without calling (and spend no retry).
+    pub async fn pause_key(&self, key: &str, wait: Duration, actor: &Actor) -> Result<KeyState> {
+        let pause = KeyPause {
+            key: key.to_owned(),
+            wait,
+            reason: actor
+                .reason
+                .clone()
+                .unwrap_or_else(|| "paused by an operator".to_owned()),
+            by: actor.by.clone(),
+        };
+        self.store().pause_key(&pause).await?;
+        self.key(key).await
+    }
+
+    /// Ends `key`'s pause; the runs deferred on it are claimable at once.
+    /// A key no pause ever named is `key_not_found`.
+    pub async fn resume_key(&self, key: &str) -> Result<KeyState> {
+        Ok(self.store().resume_key(key).await?)
+    }
+
+    async fn key(&self, key: &str) -> Result<KeyState> {
+        self.keys()
+            .await?
+            .into_iter()
+            .find(|k| k.key == key)
+            .ok_or_else(|| cairn_checkpoint::Error::KeyNotFound(key.to_owned()).into())
+    }
+}
