@@ -178,6 +178,12 @@ pub enum Command {
         #[command(subcommand)]
         command: ThreadsCommand,
     },
+    /// Provider keys: the shared pauses a provider's rate limit sets on
+    /// every run calling it with the same API key.
+    Limits {
+        #[command(subcommand)]
+        command: LimitsCommand,
+    },
     /// Inspect runs.
     Runs {
         #[command(subcommand)]
@@ -299,6 +305,34 @@ pub enum ThreadsCommand {
     Show {
         /// The thread id.
         thread_id: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum LimitsCommand {
+    /// List every provider key a pause ever named: paused until when, the
+    /// runs deferred on it, how many pauses began, the last reason.
+    List,
+    /// Pause a key for every run: steps calling it wait for the pause's
+    /// end without calling, and spend no retry.
+    Pause {
+        /// The key, as `limits list` prints it.
+        key: String,
+        /// How long from now: 10m, 30s, 250ms. A longer pause already
+        /// standing wins.
+        #[arg(long = "for", value_name = "AGE")]
+        wait: String,
+        /// Who pauses it (recorded). Default: $USER.
+        #[arg(long)]
+        by: Option<String>,
+        /// Why (recorded).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// End a key's pause; the runs deferred on it are claimable at once.
+    Resume {
+        /// The key, as `limits list` prints it.
+        key: String,
     },
 }
 

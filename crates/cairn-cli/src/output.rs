@@ -506,6 +506,35 @@ pub fn thread_rows(stdout: &mut impl Write, threads: &[ThreadSummary]) -> anyhow
     Ok(())
 }
 
+/// Provider keys (`limits list`, or the one key a pause or resume left):
+/// JSON as stored, or a table with the pause's end, the queue, the count
+/// and the last reason.
+pub fn print_keys(keys: &[cairn::KeyState], json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(keys);
+    }
+    let mut out = text_out();
+    writeln!(
+        out,
+        "{:<24}  {:>8}  {:>6}  {:<48}  reason",
+        "paused until", "deferred", "pauses", "key"
+    )?;
+    for k in keys {
+        let until = k
+            .paused_until
+            .map_or("-".to_owned(), |t| t.to_rfc3339_opts(chrono_secs(), true));
+        writeln!(
+            out,
+            "{until:<24}  {:>8}  {:>6}  {:<48}  {}",
+            k.deferred_runs,
+            k.pauses,
+            cairn::text::printable_line(&k.key),
+            cairn::text::printable_line(k.reason.as_deref().unwrap_or("-"))
+        )?;
+    }
+    Ok(())
+}
+
 /// A JSON array written element by element, as pages of it are read, so
 /// a list of any length is never held whole: `[`, the elements (pretty,
 /// separated by `,` and a newline), `]`.

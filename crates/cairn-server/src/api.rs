@@ -18,7 +18,7 @@ use cairn::{
 };
 
 use crate::extract::{ApiJson, ApiQuery, RunIdPath};
-use crate::{actions, retention, sse, threads, waits, ApiError, AppState};
+use crate::{actions, keys, retention, sse, threads, waits, ApiError, AppState};
 
 /// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
@@ -103,6 +103,9 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
         route("/v1/threads/{id}", &["GET"], false, get(threads::show)),
         route("/v1/compact", &["POST"], false, post(retention::compact)),
         route("/v1/crews", &["GET"], false, get(list_crews)),
+        route("/v1/limits", &["GET"], false, get(keys::list)),
+        route("/v1/limits/pause", &["POST"], false, post(keys::pause)),
+        route("/v1/limits/resume", &["POST"], false, post(keys::resume)),
     ]
 }
 

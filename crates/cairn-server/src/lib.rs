@@ -54,6 +54,7 @@ mod console;
 mod crews;
 mod error;
 mod extract;
+mod keys;
 mod limits;
 mod listen;
 mod metrics;

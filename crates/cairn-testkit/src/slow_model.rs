@@ -2,7 +2,10 @@
 //! streams slowly: it holds a response until the test lets it begin (so
 //! watchers can be in place), sends its pieces of text a gap apart, then
 //! holds the response open until the test releases it. So a test can see
-//! every piece arrive while the step is certainly still running.
+//! every piece arrive while the step is certainly still running. It can
+//! also refuse its first requests "429 Too Many Requests" with a
+//! `Retry-After` (a rate-limited provider), and it keeps when each request
+//! arrived.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -18,6 +21,15 @@ pub struct SlowModel {
     begun: Arc<AtomicBool>,
     released: Arc<AtomicBool>,
     requests: Arc<AtomicUsize>,
+    refusals: Arc<Refusals>,
+}
+
+/// The 429s still to send, and the arrival time of every request.
+#[derive(Debug, Default)]
+struct Refusals {
+    left: AtomicUsize,
+    retry_after: std::sync::Mutex<String>,
+    arrivals: std::sync::Mutex<Vec<Instant>>,
 }
 
 /// How long a held response waits for its release before it ends anyway.
@@ -32,12 +44,19 @@ impl SlowModel {
         let released = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(AtomicUsize::new(0));
         let pieces: Arc<Vec<String>> = Arc::new(pieces.iter().map(|p| p.to_string()).collect());
-        let (b, r, n) = (begun.clone(), released.clone(), requests.clone());
+        let refusals = Arc::new(Refusals::default());
+        let (b, r, n, f) = (
+            begun.clone(),
+            released.clone(),
+            requests.clone(),
+            refusals.clone(),
+        );
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (b, r, n, pieces) = (b.clone(), r.clone(), n.clone(), pieces.clone());
+                let (b, r, n, f) = (b.clone(), r.clone(), n.clone(), f.clone());
+                let pieces = pieces.clone();
                 std::thread::spawn(move || {
-                    let _ = answer(stream, &pieces, gap, [&b, &r], &n);
+                    let _ = answer(stream, &pieces, gap, [&b, &r], (&n, &f));
                 });
             }
         });
@@ -46,7 +65,25 @@ impl SlowModel {
             begun,
             released,
             requests,
+            refusals,
         })
+    }
+
+    /// Answers the next `n` requests 429 with `Retry-After: {retry_after}`.
+    pub fn refuse_next(&self, n: usize, retry_after: &str) {
+        if let Ok(mut r) = self.refusals.retry_after.lock() {
+            *r = retry_after.to_owned();
+        }
+        self.refusals.left.store(n, Ordering::SeqCst);
+    }
+
+    /// When each request so far arrived (its body read), in order.
+    pub fn arrivals(&self) -> Vec<Instant> {
+        self.refusals
+            .arrivals
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or_default()
     }
 
     /// Lets held responses (and every later one) send their pieces.
@@ -71,7 +108,7 @@ fn answer(
     pieces: &[String],
     gap: Duration,
     [begun, released]: [&AtomicBool; 2],
-    requests: &AtomicUsize,
+    (requests, refusals): (&AtomicUsize, &Refusals),
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut length = 0usize;
@@ -93,7 +130,30 @@ fn answer(
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
     requests.fetch_add(1, Ordering::SeqCst);
+    if let Ok(mut a) = refusals.arrivals.lock() {
+        a.push(Instant::now());
+    }
     let mut out = stream;
+    let refuse = refusals
+        .left
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok();
+    if refuse {
+        let after = refusals
+            .retry_after
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default();
+        let body = r#"{"error":{"message":"Rate limit reached for requests","type":"requests"}}"#;
+        return out.write_all(
+            format!(
+                "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
+                 retry-after: {after}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+    }
     out.write_all(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
     )?;

@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use cairn::{
-    Actor, Answer, CompactPolicy, Compacted, Engine, EventRecord, ExecutorConfig, OpenOptions,
-    RunFilter, RunId, RunRecord, RunStatus, RunView, StepJournalEntry, SubmitOptions, Submitted,
-    ThreadPage, ThreadSummary, ThreadView, WaitFilter, WaitId, WaitRecord,
+    Actor, Answer, CompactPolicy, Compacted, Engine, EventRecord, ExecutorConfig, KeyState,
+    OpenOptions, RunFilter, RunId, RunRecord, RunStatus, RunView, StepJournalEntry, SubmitOptions,
+    Submitted, ThreadPage, ThreadSummary, ThreadView, WaitFilter, WaitId, WaitRecord,
 };
 
 use super::{Act, Api, CrewRef, Interruptible, Submission};
@@ -185,5 +185,22 @@ impl Api for Local {
 
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {
         Ok(self.engine.compact(policy).await?)
+    }
+
+    async fn keys(&self) -> anyhow::Result<Vec<KeyState>> {
+        Ok(self.engine.keys().await?)
+    }
+
+    async fn pause_key(
+        &self,
+        key: &str,
+        wait: Duration,
+        actor: &Actor,
+    ) -> anyhow::Result<KeyState> {
+        Ok(self.engine.pause_key(key, wait, actor).await?)
+    }
+
+    async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState> {
+        Ok(self.engine.resume_key(key).await?)
     }
 }

@@ -17,9 +17,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use cairn::{
-    Actor, Answer, CompactPolicy, Compacted, EventRecord, ForkRequest, RunFilter, RunId, RunRecord,
-    RunStatus, RunView, StepJournalEntry, SubmitOptions, ThreadPage, ThreadSummary, ThreadView,
-    WaitFilter, WaitId, WaitRecord,
+    Actor, Answer, CompactPolicy, Compacted, EventRecord, ForkRequest, KeyState, RunFilter, RunId,
+    RunRecord, RunStatus, RunView, StepJournalEntry, SubmitOptions, ThreadPage, ThreadSummary,
+    ThreadView, WaitFilter, WaitId, WaitRecord,
 };
 
 /// The crew a `run` or `submit` names.
@@ -127,6 +127,17 @@ pub trait Api {
     async fn thread(&self, id: &str) -> anyhow::Result<ThreadView>;
 
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted>;
+    /// Every provider key a pause ever named.
+    async fn keys(&self) -> anyhow::Result<Vec<KeyState>>;
+    /// Pauses `key` for every run for `wait`.
+    async fn pause_key(
+        &self,
+        key: &str,
+        wait: std::time::Duration,
+        actor: &Actor,
+    ) -> anyhow::Result<KeyState>;
+    /// Ends `key`'s pause.
+    async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState>;
 }
 
 /// Where a command's [`Api`] comes from, reached only once what was typed

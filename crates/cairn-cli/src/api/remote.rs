@@ -14,9 +14,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use cairn::{
-    Actor, Answer, CompactPolicy, Compacted, ErrorClass, EventRecord, RunFilter, RunId, RunRecord,
-    RunStatus, RunView, StepJournalEntry, SubmitOptions, ThreadPage, ThreadSummary, ThreadView,
-    WaitFilter, WaitId, WaitRecord,
+    Actor, Answer, CompactPolicy, Compacted, ErrorClass, EventRecord, KeyState, RunFilter, RunId,
+    RunRecord, RunStatus, RunView, StepJournalEntry, SubmitOptions, ThreadPage, ThreadSummary,
+    ThreadView, WaitFilter, WaitId, WaitRecord,
 };
 
 use super::{Act, Api, CrewRef, Interruptible, Submission};
@@ -474,5 +474,24 @@ impl Api for Remote {
 
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {
         self.post("/v1/compact", &compact_body(policy)).await
+    }
+
+    async fn keys(&self) -> anyhow::Result<Vec<KeyState>> {
+        self.get("/v1/limits").await
+    }
+
+    async fn pause_key(
+        &self,
+        key: &str,
+        wait: Duration,
+        actor: &Actor,
+    ) -> anyhow::Result<KeyState> {
+        let body = json!({"key": key, "for": format!("{}ms", wait.as_millis()),
+                          "by": actor.by, "reason": actor.reason});
+        self.post("/v1/limits/pause", &body).await
+    }
+
+    async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState> {
+        self.post("/v1/limits/resume", &json!({"key": key})).await
     }
 }

@@ -70,6 +70,7 @@ mod crash_blame;
 mod failures;
 mod first_hour;
 mod guides;
+mod limits;
 mod live;
 mod lost_ack;
 mod mismatch;

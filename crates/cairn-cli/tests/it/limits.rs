@@ -1,0 +1,197 @@
+//! Provider keys over the real wire: an OpenAI-speaking model server that
+//! answers "429 Too Many Requests" with a `Retry-After` pauses its key for
+//! every run on the database (no call reaches it until the pause ends, no
+//! retry is spent), and operators pause and resume keys by hand, locally
+//! and through `cairn serve`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use cairn_testkit::SlowModel;
+use serde_json::Value;
+
+use crate::support::{llm_crew, serve, step, wait_until, Case, Kind, Spawned};
+
+both_backends!(
+    a_providers_rate_limit_pauses_its_key_for_every_run_and_spends_no_retry,
+    an_operator_pause_holds_every_call_until_it_is_resumed_through_the_server,
+);
+
+/// One attempt only: a 429 that spent one would fail the run.
+const ONE_ATTEMPT: &str = "retry = { max_attempts = 1 }\n";
+
+/// The model, answering at once, and its crew file.
+fn model_and_crew(case: &Case) -> (SlowModel, String, String) {
+    let model = SlowModel::start(&["fine"], Duration::from_millis(5)).unwrap();
+    model.release();
+    let crew = case.write("crew.toml", &llm_crew(&model.base_url, ONE_ATTEMPT));
+    let key = format!("provider=openai,url={},key=OPENAI_API_KEY", model.base_url);
+    (model, crew.to_str().unwrap().to_owned(), key)
+}
+
+fn submit(case: &Case, crew: &str) -> String {
+    let out = case.cairn(&["--json", "submit", crew]).expect_code(0);
+    out.json()["id"].as_str().unwrap().to_owned()
+}
+
+/// `cairn ARGS`, with `--server URL` or else `--db`.
+fn cairn(case: &Case, server: Option<&str>, args: &[&str]) -> crate::support::Out {
+    match server {
+        Some(url) => {
+            let mut all = args.to_vec();
+            all.extend(["--server", url]);
+            case.raw(&all, &[])
+        }
+        None => case.cairn(args),
+    }
+}
+
+fn keys(case: &Case, server: Option<&str>) -> Vec<Value> {
+    let out = cairn(case, server, &["--json", "limits", "list"]).expect_code(0);
+    out.json().as_array().unwrap().clone()
+}
+
+fn succeeded(case: &Case, ids: &[String]) -> bool {
+    ids.iter().all(|id| case.show(id)["status"] == "succeeded")
+}
+
+fn kinds(case: &Case, id: &str) -> Vec<(String, Value)> {
+    let events = case.events(id);
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["kind"].as_str().unwrap().to_owned(), e["data"].clone()))
+        .collect()
+}
+
+fn a_providers_rate_limit_pauses_its_key_for_every_run_and_spends_no_retry(kind: Kind) {
+    let case = Case::new(kind);
+    let (model, crew, key) = model_and_crew(&case);
+    model.refuse_next(1, "2");
+    let _worker = Spawned(case.spawn(&["worker", "--poll-ms", "50", "--concurrency", "4"], &[]));
+    let first = submit(&case, &crew);
+    wait_until("the key to be paused", Duration::from_secs(30), || {
+        keys(&case, None)
+            .first()
+            .is_some_and(|k| !k["paused_until"].is_null())
+    });
+    // Two more runs of the same key while it is paused: claimed at once,
+    // they find the pause and make no call.
+    let later = [submit(&case, &crew), submit(&case, &crew)];
+    let mut ids = vec![first.clone()];
+    ids.extend(later.iter().cloned());
+    wait_until("every run to succeed", Duration::from_secs(30), || {
+        succeeded(&case, &ids)
+    });
+
+    let arrivals = model.arrivals();
+    assert_eq!(arrivals.len(), 4, "one refused call, then one call per run");
+    let refused_at: Instant = arrivals[0];
+    for (i, at) in arrivals.iter().enumerate().skip(1) {
+        let after = at.duration_since(refused_at);
+        assert!(
+            after >= Duration::from_millis(1950),
+            "call {i} reached the provider {after:?} after the 429 that asked for 2 s"
+        );
+    }
+    for id in &ids {
+        let run = case.show(id);
+        assert_eq!(step(&run, 0)["attempt"], 1, "no retry spent: {run}");
+        assert_eq!(step(&run, 0)["status"], "succeeded");
+    }
+    let first_events = kinds(&case, &first);
+    let paused = first_events
+        .iter()
+        .find(|(k, _)| k == "key_paused")
+        .unwrap();
+    assert_eq!(paused.1["key"], key.as_str());
+    assert!(
+        paused.1["reason"].as_str().unwrap().contains("429"),
+        "{paused:?}"
+    );
+    for id in &later {
+        let deferred: Vec<_> = kinds(&case, id)
+            .into_iter()
+            .filter(|(k, _)| k == "step_deferred")
+            .collect();
+        assert!(!deferred.is_empty(), "run {id} was not deferred");
+        assert!(deferred
+            .iter()
+            .all(|(_, d)| d["observed"] == false && d["key"] == key.as_str()));
+        assert!(!kinds(&case, id).iter().any(|(k, _)| k == "key_paused"));
+    }
+    let listed = keys(&case, None);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let k = &listed[0];
+    assert_eq!(k["key"], key.as_str());
+    assert_eq!(
+        (k["pauses"].as_u64(), k["deferred_runs"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(k["paused_by"], "provider");
+    assert!(k["paused_until"].is_null(), "the pause is over: {k}");
+}
+
+fn an_operator_pause_holds_every_call_until_it_is_resumed_through_the_server(kind: Kind) {
+    let case = Case::new(kind);
+    let (model, crew, key) = model_and_crew(&case);
+    let served = serve(&case, &["--concurrency", "4"], &[]);
+    let server = Some(served.url.as_str());
+    let pause = [
+        "--json",
+        "limits",
+        "pause",
+        &key,
+        "--for",
+        "1h",
+        "--by",
+        "ops",
+        "--reason",
+        "provider incident",
+    ];
+    let paused = cairn(&case, server, &pause).expect_code(0).json();
+    assert_eq!(paused["key"], key.as_str());
+    assert_eq!(
+        (paused["paused_by"].as_str(), paused["reason"].as_str()),
+        (Some("ops"), Some("provider incident"))
+    );
+    assert!(!paused["paused_until"].is_null());
+
+    let id = submit(&case, &crew);
+    wait_until(
+        "the run to be deferred on the key",
+        Duration::from_secs(30),
+        || {
+            keys(&case, server)
+                .first()
+                .is_some_and(|k| k["deferred_runs"] == 1)
+        },
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(model.requests(), 0, "no call while the key is paused");
+    assert_eq!(case.show(&id)["status"], "queued");
+
+    let resumed = cairn(&case, server, &["--json", "limits", "resume", &key])
+        .expect_code(0)
+        .json();
+    assert!(resumed["paused_until"].is_null(), "{resumed}");
+    // Without the resume the run would wait an hour.
+    wait_until("the run to succeed", Duration::from_secs(20), || {
+        succeeded(&case, std::slice::from_ref(&id))
+    });
+    assert_eq!(model.requests(), 1);
+    assert_eq!(step(&case.show(&id), 0)["attempt"], 1);
+
+    // Bad input: a key never paused, an age that does not read; both ways.
+    for server in [None, server] {
+        cairn(&case, server, &["limits", "resume", "provider=nope"])
+            .expect_code(2)
+            .expect_stderr(&["provider=nope", "not found"]);
+        cairn(&case, server, &["limits", "pause", &key, "--for", "soon"])
+            .expect_code(2)
+            .expect_stderr(&["--for"]);
+    }
+    assert_eq!(keys(&case, None).len(), 1, "nothing stored by the refusals");
+}

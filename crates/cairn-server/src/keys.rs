@@ -1,0 +1,68 @@
+//! `/v1/limits`: provider keys' shared pauses, as `cairn limits` shows
+//! them. `GET` lists every key ever paused with its pause and queue; `POST
+//! /v1/limits/pause` pauses one for a while (`for`, written as the CLI's
+//! ages: `10m`, `30s`, `250ms`); `POST /v1/limits/resume` ends a pause and
+//! wakes the runs deferred on the key.
+
+use axum::extract::State;
+use axum::Json;
+use serde::Deserialize;
+
+use cairn::{parse_age, KeyState};
+
+use crate::actions::actor;
+use crate::extract::ApiJson;
+use crate::{ApiError, AppState};
+
+/// `GET /v1/limits`.
+pub(crate) async fn list(State(state): State<AppState>) -> Result<Json<Vec<KeyState>>, ApiError> {
+    Ok(Json(state.engine().keys().await?))
+}
+
+/// The body of a pause.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PauseBody {
+    key: String,
+    /// How long, from now: `10m`, `30s`, `250ms`.
+    #[serde(rename = "for")]
+    wait: String,
+    #[serde(default)]
+    by: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST /v1/limits/pause`: the key as it stands after the pause.
+pub(crate) async fn pause(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<PauseBody>,
+) -> Result<Json<KeyState>, ApiError> {
+    let wait = parse_age(&body.wait).map_err(|e| ApiError::InvalidBody(format!("for: {e}")))?;
+    let actor = actor(body.by, body.reason);
+    let key = state.engine().pause_key(&body.key, wait, &actor).await?;
+    tracing::info!(key = %key.key, by = %actor.by, ?wait, "provider key paused");
+    Ok(Json(key))
+}
+
+/// The body of a resume.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ResumeBody {
+    key: String,
+    #[serde(default)]
+    by: Option<String>,
+}
+
+/// `POST /v1/limits/resume`: the key, no longer paused; its deferred runs
+/// are claimable at once, and the runner is woken for them.
+pub(crate) async fn resume(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<ResumeBody>,
+) -> Result<Json<KeyState>, ApiError> {
+    let actor = actor(body.by, None);
+    let key = state.engine().resume_key(&body.key).await?;
+    tracing::info!(key = %key.key, by = %actor.by, "provider key resumed");
+    state.wake_runner();
+    Ok(Json(key))
+}
