@@ -135,8 +135,7 @@ pub(crate) async fn send(provider: &str, req: RequestBuilder) -> Result<Response
         .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
         .unwrap_or_else(|| body.chars().take(500).collect());
     let kind = match status {
-        // 529: Anthropic's "overloaded", a request to come back later.
-        s if s == StatusCode::TOO_MANY_REQUESTS || s.as_u16() == 529 => LlmErrorKind::RateLimited,
+        StatusCode::TOO_MANY_REQUESTS => LlmErrorKind::RateLimited,
         s if s.is_server_error() => LlmErrorKind::Server,
         _ => LlmErrorKind::Client,
     };

@@ -170,7 +170,7 @@ pub struct LlmError {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum LlmErrorKind {
-    /// HTTP 429, or 529 (Anthropic's "overloaded").
+    /// HTTP 429.
     RateLimited,
     /// HTTP 5xx (and Anthropic's `overloaded_error` event).
     Server,
@@ -229,11 +229,12 @@ impl LlmError {
     }
 
     /// How long the provider asked every caller of this key to stay away:
-    /// a rate limit that said how long (`retry-after`). The step pauses its
+    /// a rate limit (429) or a server error (Anthropic's 529 "overloaded",
+    /// a 503) that said how long (`retry-after`). The step pauses its
     /// provider key for everyone and waits, spending no retry.
     pub fn pause(&self) -> Option<Duration> {
         match self.kind {
-            LlmErrorKind::RateLimited => self.retry_after,
+            LlmErrorKind::RateLimited | LlmErrorKind::Server => self.retry_after,
             _ => None,
         }
     }

@@ -150,12 +150,21 @@ async fn metrics(State(state): State<AppState>) -> Response {
             None
         }
     };
+    // Provider keys only when the store answered the counts in time.
+    let keys = match snapshot {
+        Some(_) => tokio::time::timeout(STORE_TIMEOUT, state.engine().keys())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default(),
+        None => vec![],
+    };
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics().render(snapshot.as_ref()),
+        state.metrics().render(snapshot.as_ref(), &keys),
     )
         .into_response()
 }

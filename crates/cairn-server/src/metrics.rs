@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use cairn::{RunStatus, StepRecord, StoreStats};
+use cairn::{KeyState, RunStatus, StepRecord, StoreStats};
 
 /// Upper bounds (seconds) of the step duration histogram's buckets.
 const STEP_BUCKETS: [f64; 14] = [
@@ -116,9 +116,10 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition (format 0.0.4).
-    pub fn render(&self, store: Option<&StoreStats>) -> String {
+    pub fn render(&self, store: Option<&StoreStats>, keys: &[KeyState]) -> String {
         let mut out = String::new();
         let o = &mut out;
+        render_keys(o, keys);
         header(
             o,
             "cairn_store_up",
@@ -292,6 +293,40 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 /// A label value in the exposition format.
+/// Provider keys (read from the store per scrape, like the run counts):
+/// whether each is paused, the runs deferred on it, the pauses it had.
+fn render_keys(o: &mut String, keys: &[KeyState]) {
+    if keys.is_empty() {
+        return;
+    }
+    let gauges: [(&str, &str, &str, fn(&KeyState) -> u64); 3] = [
+        (
+            "cairn_provider_key_paused",
+            "gauge",
+            "1 while a provider's rate limit (or an operator) pauses the key for every run.",
+            |k| u64::from(k.paused_until.is_some()),
+        ),
+        (
+            "cairn_provider_key_deferred_runs",
+            "gauge",
+            "Queued runs deferred on the key, waiting for its pause to end.",
+            |k| k.deferred_runs,
+        ),
+        (
+            "cairn_provider_key_pauses_total",
+            "counter",
+            "Pauses of the key that began.",
+            |k| k.pauses,
+        ),
+    ];
+    for (name, kind, help, value) in gauges {
+        header(o, name, kind, help);
+        for k in keys {
+            let _ = writeln!(o, "{name}{{key=\"{}\"}} {}", escape(&k.key), value(k));
+        }
+    }
+}
+
 fn escape(value: &str) -> String {
     value
         .replace('\\', "\\\\")
@@ -304,12 +339,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn provider_keys_are_rendered_with_their_pause_and_queue() {
+        let key = |name: &str, paused: bool, deferred| KeyState {
+            key: name.into(),
+            paused_until: paused.then(chrono::Utc::now),
+            reason: None,
+            paused_by: None,
+            paused_at: None,
+            pauses: 3,
+            deferred_runs: deferred,
+        };
+        let m = Metrics::default();
+        assert!(!m.render(None, &[]).contains("cairn_provider_key"));
+        let text = m.render(None, &[key("a\"b", true, 7), key("c", false, 0)]);
+        for line in [
+            "cairn_provider_key_paused{key=\"a\\\"b\"} 1\n",
+            "cairn_provider_key_paused{key=\"c\"} 0\n",
+            "cairn_provider_key_deferred_runs{key=\"a\\\"b\"} 7\n",
+            "cairn_provider_key_pauses_total{key=\"c\"} 3\n",
+            "# TYPE cairn_provider_key_pauses_total counter\n",
+        ] {
+            assert!(text.contains(line), "{line} not in {text}");
+        }
+    }
+
+    #[test]
     fn histogram_buckets_are_cumulative() {
         let m = Metrics::default();
         m.step_duration.observe(Duration::from_millis(5));
         m.step_duration.observe(Duration::from_millis(700));
         m.step_duration.observe(Duration::from_secs(7200));
-        let text = m.render(None);
+        let text = m.render(None, &[]);
         assert!(text.contains("cairn_step_duration_seconds_bucket{le=\"0.01\"} 1\n"));
         assert!(text.contains("cairn_step_duration_seconds_bucket{le=\"1\"} 2\n"));
         assert!(text.contains("cairn_step_duration_seconds_bucket{le=\"3600\"} 2\n"));
@@ -318,7 +378,9 @@ mod tests {
         assert!(text.contains("cairn_store_up 0\n"));
         assert!(text.contains("cairn_lease_takeovers_total 0\n"));
         m.record_takeover();
-        assert!(m.render(None).contains("cairn_lease_takeovers_total 1\n"));
+        assert!(m
+            .render(None, &[])
+            .contains("cairn_lease_takeovers_total 1\n"));
     }
 
     #[test]

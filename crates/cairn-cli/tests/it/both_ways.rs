@@ -157,6 +157,17 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
     let fanout = file("fanout/fanout.toml");
     let parent = id_of(&run(&fanout, &["--input", "{}"]).expect_code(0));
 
+    let pause = [
+        "limits",
+        "pause",
+        "provider=bw",
+        "--for",
+        "1h",
+        "--by",
+        "ops",
+    ];
+    case.cairn(&pause).expect_code(0);
+
     let reads: Vec<Vec<&str>> = vec![
         vec!["runs", "list"],
         vec!["runs", "list", "--json"],
@@ -191,11 +202,15 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
         vec!["threads", "show", "t1", "--json"],
         vec!["compact", "--finished-older-than", "30d", "--dry-run"],
         vec!["compact", "--journals", "--dry-run", "--json"],
+        vec!["limits", "list"],
+        vec!["limits", "list", "--json"],
         // Refusals: the same exit code (2 bad input, 6 not found).
         vec!["runs", "show", "not-a-run-id"],
         vec!["runs", "show", "00000000-0000-4000-8000-000000000000"],
         vec!["waits", "list", "--status", "sideways"],
         vec!["compact"],
+        vec!["limits", "resume", "provider=never-paused"],
+        vec!["limits", "pause", "provider=x", "--for", "soon"],
     ];
     for args in &reads {
         same(&case, &served, args, args, false);

@@ -158,6 +158,9 @@ fn an_operator_pause_holds_every_call_until_it_is_resumed_through_the_server(kin
         (Some("ops"), Some("provider incident"))
     );
     assert!(!paused["paused_until"].is_null());
+    let line = format!("cairn_provider_key_paused{{key=\"{key}\"}} 1");
+    let scraped = crate::support::metrics(&served.listen);
+    assert!(scraped.contains(&line), "{line} not in:\n{scraped}");
 
     let id = submit(&case, &crew);
     wait_until(
@@ -177,6 +180,8 @@ fn an_operator_pause_holds_every_call_until_it_is_resumed_through_the_server(kin
         .expect_code(0)
         .json();
     assert!(resumed["paused_until"].is_null(), "{resumed}");
+    let line = format!("cairn_provider_key_paused{{key=\"{key}\"}} 0");
+    assert!(crate::support::metrics(&served.listen).contains(&line));
     // Without the resume the run would wait an hour.
     wait_until("the run to succeed", Duration::from_secs(20), || {
         succeeded(&case, std::slice::from_ref(&id))

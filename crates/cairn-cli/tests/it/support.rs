@@ -483,12 +483,7 @@ pub fn llm_crew(base_url: &str, more: &str) -> String {
 /// `cairn_store_statements_total` from a server's `/metrics`: the
 /// statements that process sent to its database so far.
 pub fn store_statements(listen: &str) -> u64 {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(listen).expect("connect to /metrics");
-    s.write_all(b"GET /metrics HTTP/1.0\r\nhost: 127.0.0.1\r\n\r\n")
-        .expect("ask for /metrics");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("read /metrics");
+    let text = metrics(listen);
     text.lines()
         .find_map(|l| {
             l.strip_prefix("cairn_store_statements_total ")?
@@ -496,6 +491,17 @@ pub fn store_statements(listen: &str) -> u64 {
                 .ok()
         })
         .unwrap_or_else(|| panic!("no cairn_store_statements_total in:\n{text}"))
+}
+
+/// A server's `/metrics` text.
+pub fn metrics(listen: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(listen).expect("connect to /metrics");
+    s.write_all(b"GET /metrics HTTP/1.0\r\nhost: 127.0.0.1\r\n\r\n")
+        .expect("ask for /metrics");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read /metrics");
+    text
 }
 
 /// A number from the environment (a campaign's size), if set and valid.
