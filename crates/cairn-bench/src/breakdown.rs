@@ -106,6 +106,7 @@ async fn wal_per_commit(
                 idempotency_key: None,
                 thread_id: None,
                 on_busy: Default::default(),
+                priority: Default::default(),
             })
             .await?
             .run;

@@ -249,9 +249,9 @@ async fn sqlite(path: &std::path::Path, def: &str) -> Result<Latencies> {
         conn.execute(
             &format!(
                 "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
-                 status, cursor, step_count, lease_epoch, event_seq, created_at, updated_at) \
-                 VALUES (?1, 'floor', '1', 'sha256:floor', ?2, '{{}}', 'running', 0, 1000000, 1, \
-                 0, {NOW}, {NOW})"
+                 status, cursor, step_count, lease_epoch, event_seq, created_at, updated_at, \
+                 claim_at) VALUES (?1, 'floor', '1', 'sha256:floor', ?2, '{{}}', 'running', 0, \
+                 1000000, 1, 0, {NOW}, {NOW}, {NOW})"
             ),
             rusqlite::params![id, def],
         )?;
@@ -416,9 +416,9 @@ async fn pg_run(c: &mut PgConnection, shape: Shape, def: &str) -> Result<PgRun> 
     let id = uuid::Uuid::now_v7();
     sqlx::query(
         "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
-         status, cursor, step_count, lease_epoch, event_seq, created_at, updated_at) \
+         status, cursor, step_count, lease_epoch, event_seq, created_at, updated_at, claim_at) \
          VALUES ($1, 'floor', '1', 'sha256:floor', $2::jsonb, '{}', 'running', 0, 1000000, 1, 0, \
-         now(), now())",
+         now(), now(), now())",
     )
     .bind(id)
     .bind(def)

@@ -85,6 +85,7 @@ async fn measure(target: &Target, url: &str) -> Result<Numbers> {
             idempotency_key: None,
             thread_id: None,
             on_busy: Default::default(),
+            priority: Default::default(),
         })
         .await?
         .run;

@@ -482,6 +482,7 @@ async fn direct_run(store: &dyn Store, crew: &Crew) -> Result<Phases> {
             idempotency_key: None,
             thread_id: None,
             on_busy: Default::default(),
+            priority: Default::default(),
         })
         .await?
         .run;

@@ -60,6 +60,8 @@ pub struct NewRun {
     pub thread_id: Option<String>,
     /// What to do when the thread is busy.
     pub on_busy: OnBusy,
+    /// Claim order (`cairn_core::priority`).
+    pub priority: cairn_core::Priority,
 }
 
 /// What a submit does when its thread is busy: a run of the thread is

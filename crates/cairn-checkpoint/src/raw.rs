@@ -151,7 +151,7 @@ macro_rules! run_cols_but_def {
         "id, crew_name, crew_version, crew_fingerprint, input, idempotency_key, \
          thread_id, status, cursor, step_count, lease_epoch, not_before, cancel_requested_at, \
          parent_run_id, parent_step_idx, error, created_at, updated_at, finished_at, \
-         child_key, parent_attempt, depth"
+         child_key, parent_attempt, depth, priority"
     };
 }
 /// The columns `decode_step` reads.
@@ -237,6 +237,8 @@ pub(crate) fn decode_run_with(row: &Row, def: Option<CrewDef>) -> crate::Result<
         input: row.json("input", id, "input")?,
         idempotency_key: row.opt_text("idempotency_key")?,
         thread_id: row.opt_text("thread_id")?,
+        priority: cairn_core::Priority::new(row.int("priority")?)
+            .map_err(|e| corrupt(e.to_string()))?,
         lease_epoch: LeaseEpoch(row.int("lease_epoch")?),
         not_before: row.opt_time("not_before", id, "not_before")?,
         cancel_requested_at: row.opt_time("cancel_requested_at", id, "cancel_requested_at")?,
@@ -310,6 +312,11 @@ pub(crate) fn decode_listed(row: &Row) -> crate::Result<RunRecord> {
         input: row.json("input", id, "input").unwrap_or(Value::Null),
         idempotency_key: row.opt_text("idempotency_key").ok().flatten(),
         thread_id: row.opt_text("thread_id").ok().flatten(),
+        priority: row
+            .int("priority")
+            .ok()
+            .and_then(|p| cairn_core::Priority::new(p).ok())
+            .unwrap_or_default(),
         lease_epoch: LeaseEpoch(row.int("lease_epoch").unwrap_or(0)),
         not_before: time("not_before"),
         cancel_requested_at: time("cancel_requested_at"),

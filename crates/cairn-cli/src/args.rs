@@ -529,6 +529,10 @@ pub struct SubmitArgs {
     /// reject (store nothing, exit 2) or interrupt (cancel it).
     #[arg(long, default_value = "queue")]
     pub on_busy: OnBusy,
+    /// Claim order, -1000 to 1000 (default 0): higher runs first; each
+    /// point is a minute's head start, so lower ones still run.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub priority: i64,
 }
 
 impl SubmitArgs {
@@ -538,6 +542,8 @@ impl SubmitArgs {
             idempotency_key: self.idempotency_key.clone(),
             thread_id: parse_thread(self.thread.clone())?,
             on_busy: self.on_busy,
+            priority: cairn::Priority::new(self.priority)
+                .map_err(|e| usage(format!("--priority: {e}")))?,
         })
     }
 }

@@ -157,6 +157,9 @@ pub struct RunRecord {
     pub input: Value,
     pub idempotency_key: Option<String>,
     pub thread_id: Option<String>,
+    /// Claim order: higher first, with ageing (`crate::priority`).
+    #[serde(default)]
+    pub priority: crate::Priority,
     pub lease_epoch: LeaseEpoch,
     /// A queued run waits until this time (database clock): a durable
     /// back-off between attempts.

@@ -16,6 +16,7 @@ pub mod journal;
 pub mod keys;
 pub mod limits;
 pub mod llm;
+pub mod priority;
 pub mod retry;
 pub mod sse;
 pub mod status;
@@ -44,6 +45,7 @@ pub use limits::{
     check_size, check_storable, check_text, json_has_nul, Limits, TooLarge, Unstorable,
 };
 pub use llm::{LlmDef, ProviderKind, ToolDef};
+pub use priority::{BadPriority, Priority};
 pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus, TransitionError};
 pub use wait::{Answer, NewWait, OnDeadline, Question, WaitId, WaitKind, WaitRecord, WaitStatus};

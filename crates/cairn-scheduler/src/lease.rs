@@ -187,6 +187,7 @@ mod tests {
             idempotency_key: None,
             thread_id: None,
             on_busy: Default::default(),
+            priority: Default::default(),
         };
         let id = store.submit(run).await.unwrap().run.id;
         let claimed = store.claim(id, &claim(false)).await.unwrap();

@@ -190,6 +190,9 @@ struct SubmitBody {
     /// thread has a run that is not done yet.
     #[serde(default)]
     on_busy: Option<String>,
+    /// Claim order, -1000 to 1000 (default 0): higher first, with ageing.
+    #[serde(default, deserialize_with = "crate::extract::opt_priority")]
+    priority: Option<cairn::Priority>,
 }
 
 /// `POST /v1/runs`: records a queued run (201), or returns the run an
@@ -209,6 +212,7 @@ async fn submit(
         .transpose()
         .map_err(|e| ApiError::InvalidBody(format!("on_busy: {e}")))?
         .unwrap_or_default();
+    let priority = body.priority.unwrap_or_default();
     let submitted = state
         .engine()
         .submit(
@@ -218,6 +222,7 @@ async fn submit(
                 idempotency_key: body.idempotency_key,
                 thread_id: body.thread_id,
                 on_busy,
+                priority,
             },
         )
         .await?;

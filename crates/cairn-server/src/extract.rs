@@ -158,6 +158,25 @@ pub(crate) fn opt_u32_integer<'de, D: serde::Deserializer<'de>>(
     }
 }
 
+/// A priority: an integer (`5.0` too, as JSON Schema counts it) within
+/// `cairn::Priority`'s range, or absent/`null` (0).
+pub(crate) fn opt_priority<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<cairn::Priority>, D::Error> {
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let whole = n.as_i64().or_else(|| {
+        let f = n.as_f64()?;
+        (f.fract() == 0.0 && f.abs() < 1e15).then_some(f as i64)
+    });
+    let bad = |why: String| serde::de::Error::custom(format!("priority: {why}"));
+    let whole = whole.ok_or_else(|| bad(format!("expected an integer, not {n}")))?;
+    cairn::Priority::new(whole)
+        .map(Some)
+        .map_err(|e| bad(e.to_string()))
+}
+
 fn integer_u32(n: &serde_json::Number) -> Option<u32> {
     if let Some(v) = n.as_u64() {
         return u32::try_from(v).ok();

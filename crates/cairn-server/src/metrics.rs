@@ -294,7 +294,12 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
 
 /// A label value in the exposition format.
 /// A series per provider key: name, type, help, and its value for a key.
-type KeySeries = (&'static str, &'static str, &'static str, fn(&KeyState) -> u64);
+type KeySeries = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&KeyState) -> u64,
+);
 
 /// Provider keys (read from the store per scrape, like the run counts):
 /// whether each is paused, the runs deferred on it, the pauses it had.

@@ -30,6 +30,9 @@ pub struct SubmitOptions {
     pub thread_id: Option<String>,
     /// What to do when the thread has a run that is not done yet.
     pub on_busy: OnBusy,
+    /// Claim order: higher first, with ageing (a point is a minute's head
+    /// start over a run submitted at the same moment); children inherit it.
+    pub priority: cairn_core::Priority,
 }
 
 /// Options of a resume.
@@ -173,6 +176,7 @@ impl Engine {
                 idempotency_key: opts.idempotency_key,
                 thread_id,
                 on_busy: opts.on_busy,
+                priority: opts.priority,
             })
             .await?)
     }

@@ -60,8 +60,8 @@ pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, ChildOf, ChildOutcome,
     ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord, Fingerprint,
     JoinRule, JournalEntry, JournalKind, KeyPause, KeyState, LlmDef, OnDeadline, OutputDelta,
-    ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepOutput,
-    StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
+    Priority, ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx,
+    StepOutput, StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;

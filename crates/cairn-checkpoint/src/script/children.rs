@@ -12,7 +12,7 @@
 
 use cairn_core::{
     Actor, Attempt, ChildOutcome, EventKind, JoinCounts, JoinRule, JoinState, Joined, KeyPause,
-    NewEvent, RunId, RunStatus, StepIdx, Usage,
+    NewEvent, Priority, RunId, RunStatus, StepIdx, Usage,
 };
 use serde_json::json;
 
@@ -83,16 +83,28 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         })
         .collect();
     let rows = serde_json::Value::Array(rows);
+    // Children inherit their parent's priority.
+    let priority = match c
+        .fetch_optional(query("SELECT priority FROM runs WHERE id = :run").bind("run", run))
+        .await?
+    {
+        Some(row) => Priority::new(row.int("priority")?).unwrap_or_default(),
+        None => Priority::default(),
+    };
     c.execute(
         query(
             "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
              status, cursor, step_count, lease_epoch, event_seq, created_at, updated_at, \
-             parent_run_id, parent_step_idx, parent_attempt, child_key, child_ord, depth, held) \
+             parent_run_id, parent_step_idx, parent_attempt, child_key, child_ord, depth, held, \
+             priority, claim_at) \
              SELECT (j.value->>'id'){uuid}, :name, :version, :fingerprint, :def, \
              j.value->'input', 'queued', 0, :steps, 0, 1, {now}, {now}, :parent, :idx, \
              :attempt, j.value->>'key', CAST(j.value->>'ord' AS INTEGER), :depth, \
-             CAST(j.value->>'ord' AS INTEGER) >= :at_once FROM {rows:children}",
+             CAST(j.value->>'ord' AS INTEGER) >= :at_once, :priority, {ahead:head} \
+             FROM {rows:children}",
         )
+        .bind("priority", i64::from(priority.get()))
+        .bind("head", priority.head_start_secs() as f64)
         .bind("name", spawn.crew.name.as_str())
         .bind("version", spawn.crew.version.as_str())
         .bind("fingerprint", fingerprint.as_str())

@@ -354,7 +354,7 @@ async fn apply_step(
 /// condition that makes a run of it runnable.
 fn oldest_of(status: &str, ready: &str) -> String {
     format!(
-        "SELECT * FROM (SELECT id, created_at FROM runs WHERE status = '{status}' AND {ready} \
+        "SELECT * FROM (SELECT id, claim_at FROM runs WHERE status = '{status}' AND {ready} \
          AND NOT EXISTS (SELECT 1 FROM runs e WHERE e.thread_id = runs.thread_id \
            AND e.status IN ('queued', 'running', 'waiting', 'interrupted') \
            AND (e.created_at, e.id) < (runs.created_at, runs.id)) \
@@ -362,15 +362,16 @@ fn oldest_of(status: &str, ready: &str) -> String {
                AND s.idx = runs.cursor AND s.status = 'running' AND s.shared_deaths > 1) \
            OR NOT EXISTS (SELECT 1 FROM runs h WHERE h.lease_owner = :owner \
                AND h.status = 'running' AND h.lease_expires_at > {{now}})) \
-         ORDER BY created_at, id LIMIT 1 {{skip_locked}}) AS c_{status}"
+         ORDER BY claim_at, id LIMIT 1 {{skip_locked}}) AS c_{status}"
     )
 }
 
 static CLAIM_NEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(claim_next_sql);
 
-/// `claim_next`'s choice: the older of the oldest due queued run and the
-/// oldest running run whose lease expired, unless this claimer holds a
-/// step that must run alone.
+/// `claim_next`'s choice: the first in claim order (`claim_at`: submitted
+/// less its priority's head start) of the first due queued run and the
+/// first running run whose lease expired, unless this claimer holds a step
+/// that must run alone.
 fn claim_next_sql() -> String {
     format!(
         "SELECT id FROM ({} UNION ALL {}) AS runnable \
@@ -378,7 +379,7 @@ fn claim_next_sql() -> String {
                AND h.cursor = s.idx WHERE s.shared_deaths > 1 AND s.status = 'running' \
                AND h.lease_owner = :owner AND h.status = 'running' \
                AND h.lease_expires_at > {{now}}) \
-         ORDER BY created_at, id LIMIT 1",
+         ORDER BY claim_at, id LIMIT 1",
         oldest_of(
             "queued",
             "NOT held AND (not_before IS NULL OR not_before <= {now})"

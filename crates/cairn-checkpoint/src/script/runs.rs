@@ -317,9 +317,10 @@ pub(super) async fn submit_in(
             query(concat!(
                 "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
                  input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
-                 event_seq, created_at, updated_at) VALUES (:id, :name, :version, \
-                 :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, 0, 1, {now}, \
-                 {now}) ON CONFLICT (idempotency_key) DO NOTHING RETURNING ",
+                 event_seq, created_at, updated_at, priority, claim_at) VALUES (:id, :name, \
+                 :version, :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, 0, 1, \
+                 {now}, {now}, :priority, {ahead:head}) \
+                 ON CONFLICT (idempotency_key) DO NOTHING RETURNING ",
                 run_cols_but_def!()
             ))
             .bind("id", id)
@@ -330,7 +331,9 @@ pub(super) async fn submit_in(
             .bind("input", &new.input)
             .bind("key", &new.idempotency_key)
             .bind("thread", &new.thread_id)
-            .bind("steps", new.crew.step_count()),
+            .bind("steps", new.crew.step_count())
+            .bind("priority", i64::from(new.priority.get()))
+            .bind("head", new.priority.head_start_secs() as f64),
         )
         .await?;
     let Some(inserted) = inserted else {

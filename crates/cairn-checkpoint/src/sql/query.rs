@@ -21,7 +21,14 @@ pub enum Dialect {
 
 /// The tokens that name a parameter (`{ago:NAME}`): (prefix, PostgreSQL,
 /// SQLite), `@` standing for `:NAME`.
-const PARAM_TOKENS: [(&str, &str, &str); 5] = [
+const PARAM_TOKENS: [(&str, &str, &str); 6] = [
+    // The database's now less `:NAME` seconds, either sign (a run's
+    // `claim_at`: now less its priority's head start).
+    (
+        "ahead",
+        "clock_timestamp() - make_interval(secs => @)",
+        "strftime('%Y-%m-%dT%H:%M:%fZ','now', (-@) || ' seconds')",
+    ),
     // The database's now plus `:NAME` seconds (a float).
     (
         "later",

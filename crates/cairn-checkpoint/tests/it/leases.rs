@@ -25,6 +25,7 @@ fn req(lease_ms: u64) -> ClaimRequest {
 both!(
     stats_count_runs_the_ready_queue_and_takeovers,
     claim_next_takes_runnable_runs_oldest_first,
+    a_higher_priority_goes_first_and_an_older_run_ages_past_it,
     an_expired_lease_is_taken_over_and_the_old_holder_cannot_heartbeat,
     a_heartbeat_keeps_a_run_from_being_taken_over,
 );
@@ -172,4 +173,54 @@ async fn stats_count_runs_the_ready_queue_and_takeovers(kind: Kind) {
     );
     assert_eq!(stats.ready, 2);
     assert_eq!(stats.takeovers, 1);
+}
+
+/// A backlog of 200 runs of priority 0: a run of priority 10 submitted last
+/// is the next claimed. Each point is a minute's head start, so a run of
+/// priority 0 submitted 11 minutes ago (its times moved back by raw SQL:
+/// the test cannot wait) goes before a fresh run of priority 10, and a run
+/// of priority -5 after the whole backlog.
+async fn a_higher_priority_goes_first_and_an_older_run_ages_past_it(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let with = |p: i64| {
+        let mut run = new_run(1, None);
+        run.priority = cairn_core::Priority::new(p).unwrap();
+        run
+    };
+    let mut lows = vec![];
+    for _ in 0..200 {
+        lows.push(store.submit(with(0)).await.unwrap().run.id);
+    }
+    let late = store.submit(with(-5)).await.unwrap().run.id;
+    let urgent = store.submit(with(10)).await.unwrap().run;
+    assert_eq!(urgent.priority.get(), 10);
+    let first = store.claim_next(&req(30_000)).await.unwrap().unwrap();
+    assert_eq!(
+        first.run.id, urgent.id,
+        "the urgent run goes before the backlog"
+    );
+
+    let aged = lows[150];
+    let back = match kind {
+        Kind::Postgres => "created_at - interval '11 minutes'",
+        Kind::Sqlite => "strftime('%Y-%m-%dT%H:%M:%fZ', created_at, '-11 minutes')",
+    };
+    db.exec(&format!(
+        "UPDATE runs SET created_at = {back}, claim_at = {} WHERE id = '{aged}'",
+        back.replace("created_at", "claim_at")
+    ))
+    .await;
+    let fresh = store.submit(with(10)).await.unwrap().run.id;
+    let order: Vec<_> = [aged, fresh, lows[0]].to_vec();
+    for want in order {
+        let got = store.claim_next(&req(30_000)).await.unwrap().unwrap();
+        assert_eq!(got.run.id, want);
+    }
+    for _ in 0..198 {
+        let got = store.claim_next(&req(30_000)).await.unwrap().unwrap();
+        assert_ne!(got.run.id, late, "priority -5 waits behind the backlog");
+    }
+    let last = store.claim_next(&req(30_000)).await.unwrap().unwrap();
+    assert_eq!(last.run.id, late);
 }

@@ -1,6 +1,7 @@
 //! The store conformance suite: every test runs on a real SQLite file and on
 //! a real PostgreSQL schema, through the `Store` contract only (raw SQL is
-//! used solely to damage a database on purpose).
+//! used solely to damage a database on purpose, or to age a run the test
+//! cannot wait for).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -51,6 +52,7 @@ pub(crate) fn new_run(steps: usize, key: Option<&str>) -> NewRun {
         idempotency_key: key.map(str::to_owned),
         thread_id: None,
         on_busy: Default::default(),
+        priority: Default::default(),
     }
 }
 

@@ -169,6 +169,9 @@ async fn crew_name(client: &Remote, crew: CrewRef) -> anyhow::Result<String> {
 
 fn submit_body(crew: String, input: Value, opts: SubmitOptions) -> Value {
     let mut body = json!({"crew": crew, "input": input});
+    if opts.priority != cairn::Priority::default() {
+        body["priority"] = json!(opts.priority.get());
+    }
     if opts.on_busy != cairn::OnBusy::default() {
         body["on_busy"] = json!(opts.on_busy.as_str());
     }

@@ -5,12 +5,13 @@
 
 use serde_json::Value;
 
-use crate::support::{agent_sh, agent_template, crew_toml, step, Case, Kind};
+use crate::support::{agent_sh, agent_template, crew_toml, serve, step, Case, Kind};
 
 both_backends!(
     run_json_is_one_object_with_the_documented_fields,
     runs_list_json_is_oldest_first_and_filters,
     json_and_db_are_accepted_anywhere_on_the_line,
+    a_priority_is_stored_both_ways_and_one_out_of_range_is_refused,
 );
 
 const TOPIC: &str = r#"{"topic": "anywhere"}"#;
@@ -249,4 +250,47 @@ fn uuid_like(s: &str) -> bool {
             8 | 13 | 18 | 23 => c == '-',
             _ => c.is_ascii_hexdigit(),
         })
+}
+
+/// `--priority` reaches the run locally and through a server (the run's
+/// JSON carries it); out of range it is refused before anything is stored.
+fn a_priority_is_stored_both_ways_and_one_out_of_range_is_refused(kind: Kind) {
+    let case = Case::new(kind);
+    let crews = case.path("crews");
+    std::fs::create_dir_all(&crews).unwrap();
+    let crew = crews.join("hello.toml");
+    std::fs::write(&crew, crew_toml("hello", &[agent_template("greet", "hi")])).unwrap();
+    let crew = crew.to_str().unwrap();
+    let local = case
+        .cairn(&["submit", crew, "--priority", "7", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(local["priority"], 7, "{local}");
+    let served = serve(
+        &case,
+        &["--crews", crews.to_str().unwrap(), "--concurrency", "0"],
+        &[],
+    );
+    let remote = case
+        .raw(
+            &[
+                "submit",
+                "hello",
+                "--priority",
+                "-3",
+                "--json",
+                "--server",
+                &served.url,
+            ],
+            &[],
+        )
+        .expect_code(0)
+        .json();
+    assert_eq!(remote["priority"], -3, "{remote}");
+    assert_eq!(case.show(local["id"].as_str().unwrap())["priority"], 7);
+    let refused = case
+        .cairn(&["submit", crew, "--priority", "1001"])
+        .expect_code(2);
+    refused.expect_stderr(&["--priority", "-1000 to 1000"]);
+    assert_eq!(case.list().len(), 2, "nothing stored by the refusal");
 }

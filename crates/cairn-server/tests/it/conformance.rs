@@ -288,6 +288,28 @@ async fn body_bounds_are_the_documented_ones() {
         agrees(ok, reply.status, &reply.text, "bad_thread_id", "thread_id");
     }
 
+    // `priority`: an integer from -1000 to 1000, or null.
+    for priority in [
+        json!(null),
+        json!(-1000),
+        json!(7),
+        json!(1000),
+        json!(1001),
+        json!(-1001),
+        json!(2.5),
+        json!("7"),
+        json!(4294967296u64),
+    ] {
+        let body = json!({"crew": "greet", "input": {}, "priority": priority});
+        let reply = api.post_json("/v1/runs", &body).await;
+        let ok = valid(&doc, submit, &body);
+        agrees(ok, reply.status, &reply.text, "invalid_body", "priority");
+        if ok {
+            let stored = reply.json()["priority"].as_i64();
+            assert_eq!(stored, Some(priority.as_i64().unwrap_or(0)), "{priority}");
+        }
+    }
+
     // `keep_per_thread`: likewise an integer (a dry run removes nothing).
     // (`3.0` is asserted by hand: the validator crate does not count it
     // as an integer under the type list `["integer", "null"]`, though

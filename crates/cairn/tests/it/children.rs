@@ -311,3 +311,36 @@ async fn a_cancel_stops_fifty_running_children(kind: Kind) {
     stop.send(()).unwrap();
     worker.await.unwrap().unwrap();
 }
+
+both!(children_and_forks_inherit_their_runs_priority);
+async fn children_and_forks_inherit_their_runs_priority(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let (_dir, crew) = crews("", ECHO);
+    let opts = SubmitOptions {
+        priority: cairn::Priority::new(7).unwrap(),
+        ..SubmitOptions::default()
+    };
+    let run = engine
+        .run(&crew, json!({"items": ["a", "b"]}), opts)
+        .await
+        .unwrap()
+        .run;
+    assert_eq!((run.status, run.priority.get()), (RunStatus::Succeeded, 7));
+    let children = children_of(&engine, run.id).await;
+    assert_eq!(children.len(), 2);
+    assert!(
+        children.iter().all(|c| c.priority.get() == 7),
+        "{children:?}"
+    );
+    let request = cairn::ForkRequest {
+        from_step: cairn::StepIdx(1),
+        input: None,
+        thread_id: None,
+    };
+    let fork = engine
+        .fork(run.id, &request, &Actor::new("test"))
+        .await
+        .unwrap();
+    assert_eq!(fork.priority.get(), 7);
+}

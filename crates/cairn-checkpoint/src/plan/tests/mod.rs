@@ -69,6 +69,7 @@ fn run(status: RunStatus, cursor: u32) -> RunRecord {
         input: json!({"topic": "rivers"}),
         idempotency_key: None,
         thread_id: None,
+        priority: Default::default(),
         lease_epoch: LeaseEpoch(EPOCH),
         not_before: None,
         cancel_requested_at: None,
