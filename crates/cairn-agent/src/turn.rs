@@ -201,6 +201,25 @@ fn journal_failure(e: JournalError) -> ErrorInfo {
     }
 }
 
+/// Before a call: refused (`budget_exceeded`, which interrupts the run) if
+/// the run's budget is spent, or this call's input alone (estimated) would
+/// pass it; so a run passes its token budget by at most one call's output
+/// (its `max_tokens`).
+async fn within_budget(
+    journal: &JournalHandle,
+    cx: &StepContext,
+    request: &Request,
+) -> Result<(), ErrorInfo> {
+    let Some(budget) = cx.budget else {
+        return Ok(());
+    };
+    let spent = journal.spent().await.map_err(journal_failure)?;
+    match budget.refuses(spent, cairn_llm::estimate_request_tokens(request)) {
+        Some(why) => Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false)),
+        None => Ok(()),
+    }
+}
+
 fn provider_failure(e: &LlmError) -> ErrorInfo {
     ErrorInfo {
         retry_after: e.retry_after,
@@ -383,6 +402,7 @@ impl LlmAgent {
             },
         };
         self.unless_paused(journal).await?;
+        within_budget(journal, cx, &request).await?;
         let started = Instant::now();
         let cap = Duration::from_millis(self.def.stream_timeout_ms());
         let mut response = Response::default();

@@ -107,6 +107,7 @@ async fn wal_per_commit(
                 thread_id: None,
                 on_busy: Default::default(),
                 priority: Default::default(),
+                budget: None,
             })
             .await?
             .run;

@@ -86,6 +86,7 @@ async fn measure(target: &Target, url: &str) -> Result<Numbers> {
             thread_id: None,
             on_busy: Default::default(),
             priority: Default::default(),
+            budget: None,
         })
         .await?
         .run;

@@ -483,6 +483,7 @@ async fn direct_run(store: &dyn Store, crew: &Crew) -> Result<Phases> {
             thread_id: None,
             on_busy: Default::default(),
             priority: Default::default(),
+            budget: None,
         })
         .await?
         .run;

@@ -62,6 +62,8 @@ pub struct NewRun {
     pub on_busy: OnBusy,
     /// Claim order (`cairn_core::priority`).
     pub priority: cairn_core::Priority,
+    /// The run's own limits on model use, over its crew's.
+    pub budget: Option<cairn_core::Budget>,
 }
 
 /// What a submit does when its thread is busy: a run of the thread is
@@ -529,4 +531,18 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every provider key ever paused, by name, with its queue.
     async fn keys(&self) -> Result<Vec<KeyState>>;
+
+    /// What the run's model calls have spent, from its journal
+    /// (`cairn_core::budget`).
+    async fn spent(&self, id: RunId) -> Result<cairn_core::Spent>;
+
+    /// Raises the run's budget by `by` (its own limits, or its crew's where
+    /// it has none), recorded as a `budget_raised` event with who and why.
+    /// Refused for a finished run. The run as it stands after.
+    async fn raise_budget(
+        &self,
+        id: RunId,
+        by: &cairn_core::Budget,
+        actor: &Actor,
+    ) -> Result<RunRecord>;
 }

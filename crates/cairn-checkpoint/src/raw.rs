@@ -151,7 +151,7 @@ macro_rules! run_cols_but_def {
         "id, crew_name, crew_version, crew_fingerprint, input, idempotency_key, \
          thread_id, status, cursor, step_count, lease_epoch, not_before, cancel_requested_at, \
          parent_run_id, parent_step_idx, error, created_at, updated_at, finished_at, \
-         child_key, parent_attempt, depth, priority"
+         child_key, parent_attempt, depth, priority, budget"
     };
 }
 /// The columns `decode_step` reads.
@@ -239,6 +239,10 @@ pub(crate) fn decode_run_with(row: &Row, def: Option<CrewDef>) -> crate::Result<
         thread_id: row.opt_text("thread_id")?,
         priority: cairn_core::Priority::new(row.int("priority")?)
             .map_err(|e| corrupt(e.to_string()))?,
+        budget: row
+            .opt_json("budget", id, "budget")?
+            .map(|b| serde_json::from_value(b).map_err(|e| corrupt(format!("budget: {e}"))))
+            .transpose()?,
         lease_epoch: LeaseEpoch(row.int("lease_epoch")?),
         not_before: row.opt_time("not_before", id, "not_before")?,
         cancel_requested_at: row.opt_time("cancel_requested_at", id, "cancel_requested_at")?,
@@ -317,6 +321,11 @@ pub(crate) fn decode_listed(row: &Row) -> crate::Result<RunRecord> {
             .ok()
             .and_then(|p| cairn_core::Priority::new(p).ok())
             .unwrap_or_default(),
+        budget: row
+            .opt_json("budget", id, "budget")
+            .ok()
+            .flatten()
+            .and_then(|b| serde_json::from_value(b).ok()),
         lease_epoch: LeaseEpoch(row.int("lease_epoch").unwrap_or(0)),
         not_before: time("not_before"),
         cancel_requested_at: time("cancel_requested_at"),
@@ -345,6 +354,7 @@ pub(crate) fn decode_listed(row: &Row) -> crate::Result<RunRecord> {
             version: text("crew_version"),
             agents: vec![],
             dir: None,
+            budget: None,
         },
     })
 }

@@ -477,6 +477,10 @@ pub enum RunsCommand {
     Continue {
         /// The interrupted run.
         run_id: String,
+        /// Raise a limit of the run's budget first: tokens=+N or
+        /// model_calls=+N (repeat for both), recorded with --by and --reason.
+        #[arg(long = "budget", value_name = "LIMIT=+N")]
+        budget: Vec<String>,
         #[command(flatten)]
         action: ActionArgs,
     },
@@ -533,6 +537,11 @@ pub struct SubmitArgs {
     /// point is a minute's head start, so lower ones still run.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub priority: i64,
+    /// A limit on the run's model use, over the crew's [budget]:
+    /// tokens=N or model_calls=N (repeat for both). Reached, the run is
+    /// interrupted; `runs continue RUN --budget tokens=+N` raises it.
+    #[arg(long = "budget", value_name = "LIMIT=N")]
+    pub budget: Vec<String>,
 }
 
 impl SubmitArgs {
@@ -544,6 +553,13 @@ impl SubmitArgs {
             on_busy: self.on_busy,
             priority: cairn::Priority::new(self.priority)
                 .map_err(|e| usage(format!("--priority: {e}")))?,
+            budget: match self.budget.is_empty() {
+                true => None,
+                false => Some(
+                    cairn::Budget::parse(self.budget.iter().map(String::as_str), false)
+                        .map_err(|e| usage(format!("--budget: {e}")))?,
+                ),
+            },
         })
     }
 }

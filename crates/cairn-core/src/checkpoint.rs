@@ -140,6 +140,10 @@ pub enum ErrorKind {
     /// (or the step found its provider key paused): the step is deferred
     /// to the pause's end, the same attempt, and spends no retry.
     RateLimited,
+    /// A model call would pass the run's budget (tokens or model calls):
+    /// the step and run are `interrupted`; `runs continue --budget` raises
+    /// it and carries on.
+    BudgetExceeded,
 }
 
 /// A run row, with the crew definition it started with.
@@ -160,6 +164,10 @@ pub struct RunRecord {
     /// Claim order: higher first, with ageing (`crate::priority`).
     #[serde(default)]
     pub priority: crate::Priority,
+    /// The run's own limits on model use, over its crew's `[budget]`
+    /// (`crate::budget`); raised by an operator's continue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::Budget>,
     pub lease_epoch: LeaseEpoch,
     /// A queued run waits until this time (database clock): a durable
     /// back-off between attempts.

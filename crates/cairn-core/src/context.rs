@@ -80,6 +80,10 @@ pub struct StepContext {
     /// happens). Set by the executor; absent in a context built by hand.
     #[serde(skip)]
     pub journal: Option<JournalHandle>,
+    /// The run's limits on model use (its own over its crew's), which an
+    /// `llm` step checks before each call. Set by the executor.
+    #[serde(skip)]
+    pub budget: Option<crate::Budget>,
 }
 
 impl StepContext {

@@ -29,6 +29,10 @@ pub struct CrewDef {
     /// file that moves still resumes its runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<String>,
+    /// The `[budget]` table: its runs' default limits on model use
+    /// (`crate::budget`); a submit may override each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::Budget>,
 }
 
 /// One agent of a crew. Optional fields are skipped when absent so that
@@ -312,6 +316,8 @@ struct CrewFile {
     version: StringOrNumber,
     #[serde(default)]
     agents: Vec<AgentFile>,
+    #[serde(default)]
+    budget: Option<crate::Budget>,
 }
 
 /// `version = "1"` and `version = 1` both mean "1".
@@ -616,6 +622,7 @@ impl CrewFile {
             version,
             agents,
             dir: None,
+            budget: self.budget.filter(|b| !b.is_empty()),
         })
     }
 }

@@ -67,6 +67,9 @@ pub enum EventKind {
     /// every run on the database (data: key, for_ms, reason). Recorded in
     /// the run whose call was refused.
     KeyPaused,
+    /// An operator raised the run's budget (data: by, reason, raise, budget:
+    /// the limits that stand).
+    BudgetRaised,
 }
 
 impl EventKind {
@@ -98,6 +101,7 @@ impl EventKind {
             EventKind::ChildrenJoined => "children_joined",
             EventKind::StepDeferred => "step_deferred",
             EventKind::KeyPaused => "key_paused",
+            EventKind::BudgetRaised => "budget_raised",
         }
     }
 

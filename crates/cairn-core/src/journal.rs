@@ -139,6 +139,13 @@ pub trait Journal: Send + Sync {
     /// blocks and never fails the step; the finished block is journaled.
     fn live(&self, _text: &str) {}
 
+    /// What the run's model calls have spent so far (every finished
+    /// response of every step; `crate::budget`). A handle without storage
+    /// knows of none.
+    async fn spent(&self) -> Result<crate::Spent, JournalError> {
+        Ok(crate::Spent::default())
+    }
+
     /// How long calls on provider key `key` must still wait, if a provider
     /// paused it (shared by every process on the database; database
     /// clock). A handle without storage knows of no pause.

@@ -5,6 +5,7 @@
 //! and the network live in other crates.
 
 pub mod agent;
+pub mod budget;
 pub mod checkpoint;
 pub mod children;
 pub mod context;
@@ -24,6 +25,7 @@ pub mod text;
 pub mod wait;
 
 pub use agent::{Agent, StepOutput};
+pub use budget::{BadBudget, Budget, Spent};
 pub use checkpoint::{Deferral, ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
 pub use children::{
     child_id, ChildOf, ChildOutcome, ChildrenDef, FixedChild, JoinCounts, JoinRule, JoinState,

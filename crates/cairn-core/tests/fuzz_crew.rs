@@ -414,6 +414,7 @@ fn crew() -> impl Strategy<Value = CrewDef> {
                 version,
                 agents,
                 dir: None,
+                budget: None,
             }
         },
     )

@@ -87,6 +87,10 @@ impl Journal for StoreJournal {
             .map_err(journal_error)
     }
 
+    async fn spent(&self) -> Result<cairn_core::Spent, JournalError> {
+        self.store.spent(self.run).await.map_err(journal_error)
+    }
+
     async fn paused_for(&self, key: &str) -> Result<Option<Duration>, JournalError> {
         self.store.paused_for(key).await.map_err(journal_error)
     }

@@ -188,6 +188,7 @@ mod tests {
             thread_id: None,
             on_busy: Default::default(),
             priority: Default::default(),
+            budget: None,
         };
         let id = store.submit(run).await.unwrap().run.id;
         let claimed = store.claim(id, &claim(false)).await.unwrap();

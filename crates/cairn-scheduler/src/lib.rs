@@ -476,6 +476,7 @@ impl Executor {
             feedback: extras.feedback.clone(),
             answers: extras.answers.clone(),
             children: extras.children.clone(),
+            budget: budget_of(run),
         }
     }
 }
@@ -488,4 +489,11 @@ struct StepExtras {
     answers: std::collections::BTreeMap<String, serde_json::Value>,
     approved: bool,
     children: Option<cairn_core::Joined>,
+}
+
+/// A run's limits on model use: its own over its crew's; none if neither
+/// limits anything.
+fn budget_of(run: &RunRecord) -> Option<cairn_core::Budget> {
+    let crew = run.crew_definition.budget.unwrap_or_default();
+    Some(run.budget.unwrap_or_default().over(crew)).filter(|b| !b.is_empty())
 }

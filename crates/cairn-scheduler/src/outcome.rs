@@ -178,7 +178,12 @@ pub(crate) fn decide(
             },
             None => StepOutcome::Failed { error, duration_ms },
         },
-        Err(error) if error.kind == ErrorKind::Interrupted => {
+        Err(error)
+            if matches!(
+                error.kind,
+                ErrorKind::Interrupted | ErrorKind::BudgetExceeded
+            ) =>
+        {
             StepOutcome::Interrupted { error, duration_ms }
         }
         Err(error) => match retry_delay(step, &error) {

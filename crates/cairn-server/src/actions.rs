@@ -193,6 +193,33 @@ pub(crate) async fn add_context(
     Ok(Json(state.engine().show(run.id).await?))
 }
 
+/// The body of `POST /v1/runs/{id}/budget`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BudgetBody {
+    /// How much to add to each limit: `{"tokens": N, "model_calls": N}`.
+    raise: cairn::Budget,
+    #[serde(default)]
+    by: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST /v1/runs/{id}/budget`: the run's budget raised (its own limits,
+/// or its crew's where it has none), recorded as a `budget_raised` event;
+/// 409 `wrong_state` for a finished run. The run is not continued: a
+/// `continue` follows.
+pub(crate) async fn raise_budget(
+    State(state): State<AppState>,
+    RunIdPath(id): RunIdPath,
+    ApiJson(body): ApiJson<BudgetBody>,
+) -> Result<Json<RunView>, ApiError> {
+    let actor = actor(body.by, body.reason);
+    let run = state.engine().raise_budget(id, &body.raise, &actor).await?;
+    tracing::info!(run = %id, by = %actor.by, budget = ?run.budget, "budget raised");
+    Ok(Json(state.engine().show(run.id).await?))
+}
+
 /// The body of `POST /v1/runs/{id}/fork`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

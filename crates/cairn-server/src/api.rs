@@ -87,6 +87,12 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
         ),
         route("/v1/runs/{id}/fork", &["POST"], false, post(actions::fork)),
         route(
+            "/v1/runs/{id}/budget",
+            &["POST"],
+            false,
+            post(actions::raise_budget),
+        ),
+        route(
             "/v1/runs/{id}/context",
             &["POST"],
             false,
@@ -193,6 +199,10 @@ struct SubmitBody {
     /// Claim order, -1000 to 1000 (default 0): higher first, with ageing.
     #[serde(default, deserialize_with = "crate::extract::opt_priority")]
     priority: Option<cairn::Priority>,
+    /// Limits on the run's model use (`{"tokens": N, "model_calls": N}`),
+    /// over its crew's `[budget]` per limit.
+    #[serde(default)]
+    budget: Option<cairn::Budget>,
 }
 
 /// `POST /v1/runs`: records a queued run (201), or returns the run an
@@ -223,6 +233,7 @@ async fn submit(
                 thread_id: body.thread_id,
                 on_busy,
                 priority,
+                budget: body.budget,
             },
         )
         .await?;

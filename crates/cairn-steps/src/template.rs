@@ -341,6 +341,7 @@ mod tests {
     fn cx() -> StepContext {
         StepContext {
             journal: None,
+            budget: None,
             run_id: RunId::new(),
             input: json!({"topic": "rust"}),
             step: StepRef {

@@ -33,6 +33,8 @@ pub struct SubmitOptions {
     /// Claim order: higher first, with ageing (a point is a minute's head
     /// start over a run submitted at the same moment); children inherit it.
     pub priority: cairn_core::Priority,
+    /// Limits on the run's model use, over its crew's `[budget]` per limit.
+    pub budget: Option<cairn_core::Budget>,
 }
 
 /// Options of a resume.
@@ -177,6 +179,7 @@ impl Engine {
                 thread_id,
                 on_busy: opts.on_busy,
                 priority: opts.priority,
+                budget: opts.budget.filter(|b| !b.is_empty()),
             })
             .await?)
     }

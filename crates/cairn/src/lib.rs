@@ -57,11 +57,12 @@ pub use cairn_core::sse;
 /// Text that reaches people: URLs without passwords, terminal-safe text.
 pub use cairn_core::text;
 pub use cairn_core::{
-    Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, ChildOf, ChildOutcome,
-    ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord, Fingerprint,
-    JoinRule, JournalEntry, JournalKind, KeyPause, KeyState, LlmDef, OnDeadline, OutputDelta,
-    Priority, ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus, StepContext, StepIdx,
-    StepOutput, StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
+    Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Budget, ChildOf,
+    ChildOutcome, ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord,
+    Fingerprint, JoinRule, JournalEntry, JournalKind, KeyPause, KeyState, LlmDef, OnDeadline,
+    OutputDelta, Priority, ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus,
+    StepContext, StepIdx, StepOutput, StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind,
+    WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;
@@ -357,6 +358,7 @@ impl CrewBuilder {
             version: self.version,
             agents: self.agents.iter().map(|(d, _)| d.clone()).collect(),
             dir: None,
+            budget: None,
         };
         let rust: Vec<Option<Arc<dyn Agent>>> = self.agents.into_iter().map(|(_, a)| a).collect();
         Crew::from_def(def, |i, _| rust.get(i).cloned().flatten())

@@ -1,11 +1,12 @@
-//! Provider keys' shared pauses as operators see them (`cairn limits`,
+//! Budgets raised by operators (`runs continue --budget`), and provider
+//! keys' shared pauses as operators see them (`cairn limits`,
 //! `GET /v1/limits`): every key a pause ever named, with its pause and its
 //! queue; a pause set by hand; a pause ended early. What a key is and how a
 //! step waits for it: `cairn_core::keys`, DESIGN.md "Provider keys".
 
 use std::time::Duration;
 
-use cairn_core::{Actor, KeyPause, KeyState};
+use cairn_core::{Actor, KeyPause, KeyState, RunId, RunRecord};
 
 use crate::{Engine, Result};
 
@@ -37,6 +38,18 @@ impl Engine {
     /// A key no pause ever named is `key_not_found`.
     pub async fn resume_key(&self, key: &str) -> Result<KeyState> {
         Ok(self.store().resume_key(key).await?)
+    }
+
+    /// Raises the run's budget by `by` (its own limits, or its crew's where
+    /// it has none; a limit it lacks is not added), recorded as a
+    /// `budget_raised` event with who and why. Refused for a finished run.
+    pub async fn raise_budget(
+        &self,
+        id: RunId,
+        by: &cairn_core::Budget,
+        actor: &Actor,
+    ) -> Result<RunRecord> {
+        Ok(self.store().raise_budget(id, by, actor).await?)
     }
 
     async fn key(&self, key: &str) -> Result<KeyState> {

@@ -79,3 +79,29 @@ pub(super) async fn newest_in(
         .await?;
     row.map(|r| decode_journal(id, &r)).transpose()
 }
+
+/// `Store::spent`: the tokens and model calls of every finished response
+/// of the run (its `turn_end` items, any step, attempt or generation).
+pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::Spent> {
+    let row = c
+        .fetch_optional(
+            query(
+                "SELECT CAST(COALESCE(SUM(COALESCE(CAST(payload->>'input_tokens' AS BIGINT), 0) \
+                   + COALESCE(CAST(payload->>'output_tokens' AS BIGINT), 0)), 0) AS BIGINT) \
+                   AS tokens, COUNT(*) AS calls \
+                 FROM journal WHERE run_id = :run AND kind = 'turn_end'",
+            )
+            .bind("run", id),
+        )
+        .await?;
+    let count = |col: &str| -> Result<u64> {
+        Ok(match &row {
+            Some(r) => u64::try_from(r.int(col)?).unwrap_or(0),
+            None => 0,
+        })
+    };
+    Ok(cairn_core::Spent {
+        tokens: count("tokens")?,
+        model_calls: count("calls")?,
+    })
+}

@@ -709,6 +709,34 @@ impl<H: ScriptHost> Store for H {
         .await
     }
 
+    async fn spent(&self, id: RunId) -> Result<cairn_core::Spent> {
+        let read = self.tx(
+            TxKind::Single,
+            Box::new(move |c| Box::pin(async move { journal::spent_in(c, id).await })),
+        );
+        placed(self.target(), Some(id), read).await
+    }
+
+    async fn raise_budget(
+        &self,
+        id: RunId,
+        by: &cairn_core::Budget,
+        actor: &Actor,
+    ) -> Result<RunRecord> {
+        bounded("raise_budget", self.target(), Some(id), async {
+            actor_ok(actor)?;
+            let (by, actor) = (*by, actor.clone());
+            self.tx(
+                TxKind::Write,
+                Box::new(move |c| {
+                    Box::pin(async move { operator::raise_budget_in(c, id, &by, &actor).await })
+                }),
+            )
+            .await
+        })
+        .await
+    }
+
     async fn keys(&self) -> Result<Vec<KeyState>> {
         let read = self.tx(
             TxKind::Read,

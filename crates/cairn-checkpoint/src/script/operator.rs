@@ -1,6 +1,6 @@
 //! What an operator does to a run: an action (`Store::act`: retry,
 //! continue, cancel), more context (`Store::add_context`), a fork
-//! (`Store::fork`). Whether each is allowed and what it records is
+//! (`Store::fork`), a raised budget (`Store::raise_budget`). Whether each is allowed and what it records is
 //! `plan.rs`'s (`plan_action`, `check_fork`, `fork_event`).
 
 use cairn_core::{Actor, NewEvent, RunId, RunRecord, RunStatus};
@@ -152,10 +152,11 @@ pub(super) async fn fork_in(
         query(
             "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
              thread_id, status, cursor, step_count, lease_epoch, event_seq, parent_run_id, \
-             parent_step_idx, created_at, updated_at, finished_at, priority, claim_at) \
+             parent_step_idx, created_at, updated_at, finished_at, priority, claim_at, budget) \
              SELECT :child, crew_name, crew_version, crew_fingerprint, crew_def, :input, \
              COALESCE(:thread, thread_id), :status, :from, step_count, 0, 0, id, :from, {now}, {now}, \
-             CASE WHEN :complete THEN {now} END, priority, {ahead:head} FROM runs WHERE id = :source",
+             CASE WHEN :complete THEN {now} END, priority, {ahead:head}, budget FROM runs \
+             WHERE id = :source",
         )
         .bind("head", source.priority.head_start_secs() as f64)
         .bind("child", child)
@@ -183,4 +184,40 @@ pub(super) async fn fork_in(
     append_events(c, child, &[fork_event(&source, req, actor)]).await?;
     c.notify_runnable(child).await?;
     fetch_run(c, child, false).await
+}
+
+/// `Store::raise_budget`: the run's own limits (its crew's where it has
+/// none) raised by `by`, and a `budget_raised` event with who, why, the
+/// raise and the budget that stands.
+pub(super) async fn raise_budget_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    by: &cairn_core::Budget,
+    actor: &Actor,
+) -> Result<RunRecord> {
+    let run = fetch_run(c, id, true).await?;
+    if matches!(
+        run.status,
+        RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+    ) {
+        return Err(Error::WrongState {
+            run: id,
+            status: run.status,
+            action: "raise its budget",
+        });
+    }
+    let crew = run.crew_definition.budget.unwrap_or_default();
+    let now = run.budget.unwrap_or_default().over(crew).raised(*by);
+    c.execute(
+        query("UPDATE runs SET budget = :budget, updated_at = {now} WHERE id = :id")
+            .bind("id", id)
+            .bind("budget", serde_json::json!(now)),
+    )
+    .await?;
+    let event = NewEvent::new(
+        cairn_core::EventKind::BudgetRaised,
+        serde_json::json!({"by": actor.by, "reason": actor.reason, "raise": by, "budget": now}),
+    );
+    append_events(c, id, &[event]).await?;
+    fetch_run(c, id, false).await
 }

@@ -310,6 +310,7 @@ pub(super) async fn submit_in(
     }
     let fingerprint = new.crew.fingerprint();
     let id = RunId::new();
+    let budget = new.budget.map(|b| serde_json::json!(b));
     // The new run as stored, read back by the insert itself; no row
     // when the idempotency key is taken.
     let inserted = c
@@ -317,9 +318,9 @@ pub(super) async fn submit_in(
             query(concat!(
                 "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
                  input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
-                 event_seq, created_at, updated_at, priority, claim_at) VALUES (:id, :name, \
-                 :version, :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, 0, 1, \
-                 {now}, {now}, :priority, {ahead:head}) \
+                 event_seq, created_at, updated_at, priority, claim_at, budget) VALUES (:id, \
+                 :name, :version, :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, \
+                 0, 1, {now}, {now}, :priority, {ahead:head}, :budget) \
                  ON CONFLICT (idempotency_key) DO NOTHING RETURNING ",
                 run_cols_but_def!()
             ))
@@ -333,7 +334,8 @@ pub(super) async fn submit_in(
             .bind("thread", &new.thread_id)
             .bind("steps", new.crew.step_count())
             .bind("priority", i64::from(new.priority.get()))
-            .bind("head", new.priority.head_start_secs() as f64),
+            .bind("head", new.priority.head_start_secs() as f64)
+            .bind("budget", budget),
         )
         .await?;
     let Some(inserted) = inserted else {

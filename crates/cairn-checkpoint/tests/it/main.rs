@@ -53,6 +53,7 @@ pub(crate) fn new_run(steps: usize, key: Option<&str>) -> NewRun {
         thread_id: None,
         on_busy: Default::default(),
         priority: Default::default(),
+        budget: None,
     }
 }
 

@@ -187,6 +187,15 @@ impl Api for Local {
         Ok(self.engine.compact(policy).await?)
     }
 
+    async fn raise_budget(
+        &self,
+        id: RunId,
+        by: &cairn::Budget,
+        actor: &Actor,
+    ) -> anyhow::Result<RunRecord> {
+        Ok(self.engine.raise_budget(id, by, actor).await?)
+    }
+
     async fn keys(&self) -> anyhow::Result<Vec<KeyState>> {
         Ok(self.engine.keys().await?)
     }

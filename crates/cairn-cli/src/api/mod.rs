@@ -127,6 +127,13 @@ pub trait Api {
     async fn thread(&self, id: &str) -> anyhow::Result<ThreadView>;
 
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted>;
+    /// Raises the run's budget by `by`.
+    async fn raise_budget(
+        &self,
+        id: RunId,
+        by: &cairn::Budget,
+        actor: &Actor,
+    ) -> anyhow::Result<RunRecord>;
     /// Every provider key a pause ever named.
     async fn keys(&self) -> anyhow::Result<Vec<KeyState>>;
     /// Pauses `key` for every run for `wait`.

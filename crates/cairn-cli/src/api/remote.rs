@@ -169,6 +169,9 @@ async fn crew_name(client: &Remote, crew: CrewRef) -> anyhow::Result<String> {
 
 fn submit_body(crew: String, input: Value, opts: SubmitOptions) -> Value {
     let mut body = json!({"crew": crew, "input": input});
+    if let Some(budget) = &opts.budget {
+        body["budget"] = json!(budget);
+    }
     if opts.priority != cairn::Priority::default() {
         body["priority"] = json!(opts.priority.get());
     }
@@ -477,6 +480,16 @@ impl Api for Remote {
 
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {
         self.post("/v1/compact", &compact_body(policy)).await
+    }
+
+    async fn raise_budget(
+        &self,
+        id: RunId,
+        by: &cairn::Budget,
+        actor: &Actor,
+    ) -> anyhow::Result<RunRecord> {
+        let body = json!({"raise": by, "by": actor.by, "reason": actor.reason});
+        self.post(&format!("/v1/runs/{id}/budget"), &body).await
     }
 
     async fn keys(&self) -> anyhow::Result<Vec<KeyState>> {

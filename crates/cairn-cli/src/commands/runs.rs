@@ -75,7 +75,18 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
         RunsCommand::Retry { run_id, action, .. } => {
             act(to, &run_id, Act::Retry, action, json).await
         }
-        RunsCommand::Continue { run_id, action } => {
+        RunsCommand::Continue {
+            run_id,
+            budget,
+            action,
+        } => {
+            if !budget.is_empty() {
+                let raise = cairn::Budget::parse(budget.iter().map(String::as_str), true)
+                    .map_err(|e| crate::input::usage(format!("--budget: {e}")))?;
+                let id = parse_run_id(&run_id)?;
+                let api = to.connect(false).await?;
+                api.raise_budget(id, &raise, &action.actor()).await?;
+            }
             act(to, &run_id, Act::Continue, action, json).await
         }
         RunsCommand::Cancel { run_id, action } => cancel(to, &run_id, action, json).await,

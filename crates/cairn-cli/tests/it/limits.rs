@@ -2,7 +2,8 @@
 //! answers "429 Too Many Requests" with a `Retry-After` pauses its key for
 //! every run on the database (no call reaches it until the pause ends, no
 //! retry is spent), and operators pause and resume keys by hand, locally
-//! and through `cairn serve`.
+//! and through `cairn serve`. Budgets: a crew's `[budget]`, `--budget` on
+//! submit and `runs continue --budget` to raise it, both ways.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -16,6 +17,7 @@ use crate::support::{llm_crew, serve, step, wait_until, Case, Kind, Spawned};
 both_backends!(
     a_providers_rate_limit_pauses_its_key_for_every_run_and_spends_no_retry,
     an_operator_pause_holds_every_call_until_it_is_resumed_through_the_server,
+    a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways,
 );
 
 /// One attempt only: a 429 that spent one would fail the run.
@@ -199,4 +201,119 @@ fn an_operator_pause_holds_every_call_until_it_is_resumed_through_the_server(kin
             .expect_stderr(&["--for"]);
     }
     assert_eq!(keys(&case, None).len(), 1, "nothing stored by the refusals");
+}
+
+/// A crew with a `[budget]` of 2 model calls whose scripted model always
+/// asks for its tool: the run stops `interrupted` (`budget_exceeded`)
+/// after two calls; `--budget model_calls=3` on submit overrides the crew;
+/// `runs continue --budget model_calls=+1` raises it and carries on,
+/// locally and through a server.
+fn a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways(kind: Kind) {
+    let case = Case::new(kind);
+    let crews = case.path("crews");
+    std::fs::create_dir_all(&crews).unwrap();
+    let script: String = (0..10)
+        .map(|i| {
+            format!(
+                "[[responses]]\ntool_calls = [{{ id = \"c{i}\", name = \"count\", \
+                 arguments = {{}} }}]\nusage = {{ input_tokens = 10, output_tokens = 5 }}\n"
+            )
+        })
+        .collect();
+    // Beside the crews directory: the server loads every file in it.
+    let script_file = case.path("loop-script.toml");
+    std::fs::write(&script_file, script).unwrap();
+    std::fs::write(
+        crews.join("looper.toml"),
+        "name = \"looper\"\nversion = \"1\"\n[budget]\nmodel_calls = 2\n\
+         [[agents]]\nrole = \"loop\"\nkind = \"llm\"\nprovider = \"scripted\"\n\
+         model = \"scripted\"\nscript = \"SCRIPT\"\n\
+         [[agents.tools]]\nname = \"count\"\ndescription = \"Count.\"\n\
+         parameters = { type = \"object\" }\ncommand = [\"sh\", \"-c\", \"cat > /dev/null; echo ok\"]\n"
+            .replace("SCRIPT", script_file.to_str().unwrap()),
+    )
+    .unwrap();
+    let crew = crews.join("looper.toml");
+    let crew = crew.to_str().unwrap();
+    let calls = |id: &str| -> usize {
+        kinds(&case, id)
+            .iter()
+            .filter(|(k, d)| k == "model_called" && d.get("error").is_none())
+            .count()
+    };
+
+    let run = case.cairn(&["run", crew, "--json"]).expect_code(5).json();
+    let id = run["id"].as_str().unwrap().to_owned();
+    assert_eq!(run["error"]["kind"], "budget_exceeded", "{run}");
+    assert_eq!(calls(&id), 2);
+    let more = [
+        "runs",
+        "continue",
+        &id,
+        "--budget",
+        "model_calls=+1",
+        "--by",
+        "ops",
+        "--json",
+    ];
+    let after = case.cairn(&more).expect_code(5).json();
+    assert_eq!(after["budget"]["model_calls"], 3, "{after}");
+    assert_eq!(calls(&id), 3);
+
+    let own = case
+        .cairn(&["run", crew, "--budget", "model_calls=3", "--json"])
+        .expect_code(5)
+        .json();
+    assert_eq!(
+        calls(own["id"].as_str().unwrap()),
+        3,
+        "the submit's budget overrides the crew's"
+    );
+
+    let served = serve(
+        &case,
+        &["--crews", crews.to_str().unwrap(), "--concurrency", "2"],
+        &[],
+    );
+    let server = Some(served.url.as_str());
+    let there = cairn(&case, server, &["submit", "looper", "--json"])
+        .expect_code(0)
+        .json();
+    let id = there["id"].as_str().unwrap().to_owned();
+    wait_until(
+        "the run to stop at its budget",
+        Duration::from_secs(30),
+        || case.show(&id)["status"] == "interrupted",
+    );
+    let more = [
+        "runs",
+        "continue",
+        &id,
+        "--budget",
+        "model_calls=+2",
+        "--enqueue",
+    ];
+    cairn(&case, server, &more).expect_code(0);
+    wait_until(
+        "the raised run to stop again",
+        Duration::from_secs(30),
+        || calls(&id) == 4 && case.show(&id)["status"] == "interrupted",
+    );
+    let raised = kinds(&case, &id);
+    assert!(raised
+        .iter()
+        .any(|(k, d)| k == "budget_raised" && d["budget"]["model_calls"] == 4));
+
+    for server in [None, server] {
+        cairn(
+            &case,
+            server,
+            &["runs", "continue", &id, "--budget", "model_calls=2"],
+        )
+        .expect_code(2)
+        .expect_stderr(&["--budget", "+N"]);
+        cairn(&case, server, &["submit", crew, "--budget", "dollars=5"])
+            .expect_code(2)
+            .expect_stderr(&["--budget", "unknown limit"]);
+    }
 }

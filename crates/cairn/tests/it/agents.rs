@@ -24,6 +24,8 @@ both!(
     a_stream_past_its_cap_is_a_retryable_provider_failure,
     a_rate_limit_defers_the_step_at_its_attempt_no_sooner_than_its_retry_after,
     a_rate_limit_without_retry_after_is_retried,
+    a_looping_agent_stops_at_its_budget_and_a_raise_carries_it_on,
+    a_token_budget_refuses_the_call_that_would_pass_it,
     a_thread_reaches_the_model_as_conversation,
     command_and_template_steps_see_their_thread,
 );
@@ -592,4 +594,80 @@ async fn a_model_text_over_the_item_cap_is_journaled_in_pieces(kind: Kind) {
     assert!(pieces.iter().all(|p| p["continues"] == json!(true)));
     assert_eq!(last[0].get("continues"), None);
     assert_eq!(last[1]["text"], "done");
+}
+
+/// A model that always asks for the tool again: `n` responses, each one
+/// tool call and 100 + 20 tokens.
+fn looping(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "[[responses]]\ntool_calls = [{{ id = \"c{i}\", name = \"count\", \
+                 arguments = {{ n = {i} }} }}]\nusage = {{ input_tokens = 100, output_tokens = 20 }}\n"
+            )
+        })
+        .collect()
+}
+
+/// A run whose agent loops stops at its budget of model calls, interrupted
+/// with `budget_exceeded` having made exactly that many; a raise recorded
+/// with who and why, then a continue, carries it on to the new limit.
+async fn a_looping_agent_stops_at_its_budget_and_a_raise_carries_it_on(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let tool = Count::new();
+    let runs = tool.runs.clone();
+    let crew = clerk(&looping(10), tool);
+    let opts = SubmitOptions {
+        budget: Some(cairn::Budget::parse(["model_calls=3"], false).unwrap()),
+        ..SubmitOptions::default()
+    };
+    let run = engine.run(&crew, json!({}), opts).await.unwrap().run;
+    assert_eq!(run.status, RunStatus::Interrupted);
+    let error = run.error.unwrap();
+    assert_eq!(error.kind, ErrorKind::BudgetExceeded);
+    assert!(error.message.contains("3 model calls"), "{}", error.message);
+    let spent = engine.store().spent(run.id).await.unwrap();
+    assert_eq!((spent.model_calls, spent.tokens), (3, 360));
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "each call's tool ran once");
+
+    let ops = cairn::Actor::new("ops").because("one more look");
+    let raise = cairn::Budget::parse(["model_calls=+2"], true).unwrap();
+    let raised = engine.raise_budget(run.id, &raise, &ops).await.unwrap();
+    assert_eq!(raised.budget.and_then(|b| b.model_calls), Some(5));
+    engine.continue_run(run.id, &ops).await.unwrap();
+    let again = engine.execute(run.id).await.unwrap().run;
+    assert_eq!(again.status, RunStatus::Interrupted);
+    assert_eq!(engine.store().spent(run.id).await.unwrap().model_calls, 5);
+    assert_eq!(runs.load(Ordering::SeqCst), 5);
+    let events = engine.events(run.id).await.unwrap();
+    let raised = events
+        .iter()
+        .find(|e| e.kind == EventKind::BudgetRaised)
+        .unwrap();
+    assert_eq!(raised.data["by"], "ops");
+    assert_eq!(raised.data["budget"]["model_calls"], 5);
+}
+
+/// A token budget: a call whose input alone would pass what is left is not
+/// made, so the run ends below its budget plus one call's output.
+async fn a_token_budget_refuses_the_call_that_would_pass_it(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let crew = clerk(&looping(20), Count::new());
+    let opts = SubmitOptions {
+        budget: Some(cairn::Budget::parse(["tokens=500"], false).unwrap()),
+        ..SubmitOptions::default()
+    };
+    let run = engine.run(&crew, json!({}), opts).await.unwrap().run;
+    assert_eq!(run.status, RunStatus::Interrupted);
+    let error = run.error.unwrap();
+    assert_eq!(error.kind, ErrorKind::BudgetExceeded);
+    assert!(error.message.contains("500 tokens"), "{}", error.message);
+    let spent = engine.store().spent(run.id).await.unwrap();
+    assert!(spent.model_calls >= 1, "{spent:?}");
+    assert!(
+        spent.tokens <= 500 + 20,
+        "passed by at most one call's output: {spent:?}"
+    );
 }

@@ -57,6 +57,7 @@ fn run(status: RunStatus, cursor: u32) -> RunRecord {
             })
             .collect(),
         dir: None,
+        budget: None,
     };
     RunRecord {
         id: run_id(),
@@ -70,6 +71,7 @@ fn run(status: RunStatus, cursor: u32) -> RunRecord {
         idempotency_key: None,
         thread_id: None,
         priority: Default::default(),
+        budget: None,
         lease_epoch: LeaseEpoch(EPOCH),
         not_before: None,
         cancel_requested_at: None,

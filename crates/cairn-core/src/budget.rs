@@ -1,0 +1,178 @@
+//! Budgets: how much of a model a run may spend, counted from what its
+//! journal holds. A crew's `[budget]` table gives the default, a submit's
+//! `--budget` (or `budget` in the API) overrides it per limit, and an
+//! operator raises it when continuing a run that reached one. Spending is
+//! read from the journal's `turn_end` items (every finished model response
+//! of every step and attempt of the run): an item is written once and never
+//! replayed, so a resumed or taken-over run never counts a call twice. A
+//! response cut off mid-stream (no `turn_end`) is not counted.
+
+use serde::{Deserialize, Serialize};
+
+/// Limits on a run's model use; an absent limit is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// Input plus output tokens of every model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// Model calls (finished responses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_calls: Option<u64>,
+}
+
+/// What a run has spent so far (from its journal).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spent {
+    pub tokens: u64,
+    pub model_calls: u64,
+}
+
+/// A budget flag that does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("budget `{text}`: {why} (write tokens=N or model_calls=N; +N to raise)")]
+pub struct BadBudget {
+    pub text: String,
+    pub why: String,
+}
+
+impl Budget {
+    /// Whether it limits nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == Budget::default()
+    }
+
+    /// `self`'s limits where set, `under`'s elsewhere (a run's own budget
+    /// over its crew's).
+    pub fn over(self, under: Budget) -> Budget {
+        Budget {
+            tokens: self.tokens.or(under.tokens),
+            model_calls: self.model_calls.or(under.model_calls),
+        }
+    }
+
+    /// Each limit of `self` raised by `by`'s (a limit `self` lacks is not
+    /// raised: there is nothing to raise).
+    pub fn raised(self, by: Budget) -> Budget {
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            (a, _) => a,
+        };
+        Budget {
+            tokens: add(self.tokens, by.tokens),
+            model_calls: add(self.model_calls, by.model_calls),
+        }
+    }
+
+    /// Reads flags `tokens=N` and `model_calls=N` into one budget. With
+    /// `raise`, each must be `+N` (a raise); without, a plain `N`.
+    pub fn parse<'a>(
+        flags: impl IntoIterator<Item = &'a str>,
+        raise: bool,
+    ) -> Result<Budget, BadBudget> {
+        let mut budget = Budget::default();
+        for text in flags {
+            let bad = |why: &str| BadBudget {
+                text: text.to_owned(),
+                why: why.to_owned(),
+            };
+            let (name, value) = text.split_once('=').ok_or_else(|| bad("no `=`"))?;
+            let value = match (raise, value.trim().strip_prefix('+')) {
+                (true, Some(v)) => v,
+                (true, None) => return Err(bad("a raise is written +N")),
+                (false, Some(_)) => return Err(bad("+N only raises, with `runs continue`")),
+                (false, None) => value.trim(),
+            };
+            let n: u64 = value.parse().map_err(|_| bad("not a whole number"))?;
+            let slot = match name.trim() {
+                "tokens" => &mut budget.tokens,
+                "model_calls" => &mut budget.model_calls,
+                _ => return Err(bad("unknown limit")),
+            };
+            *slot = Some(n);
+        }
+        Ok(budget)
+    }
+
+    /// Why the next model call must not be made: a limit reached, or one the
+    /// call would pass (`estimate`: its input's tokens).
+    pub fn refuses(&self, spent: Spent, estimate: u64) -> Option<String> {
+        if let Some(limit) = self.model_calls.filter(|l| spent.model_calls >= *l) {
+            return Some(format!(
+                "the run's budget of {limit} model calls is spent ({} made)",
+                spent.model_calls
+            ));
+        }
+        let limit = self.tokens?;
+        (spent.tokens.saturating_add(estimate) > limit).then(|| {
+            format!(
+                "the run's budget of {limit} tokens would be passed: {} spent, the next call \
+                 sends about {estimate}",
+                spent.tokens
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_read_into_a_budget_or_are_refused_naming_the_flag() {
+        let b = Budget::parse(["tokens=5000", "model_calls=3"], false).unwrap();
+        assert_eq!((b.tokens, b.model_calls), (Some(5000), Some(3)));
+        let r = Budget::parse(["tokens=+100"], true).unwrap();
+        assert_eq!(r.tokens, Some(100));
+        for (flag, raise) in [
+            ("tokens", false),
+            ("tokens=+5", false),
+            ("tokens=5", true),
+            ("cost=5", false),
+            ("tokens=-5", false),
+            ("tokens=lots", false),
+        ] {
+            let e = Budget::parse([flag], raise).unwrap_err();
+            assert!(e.to_string().contains(flag), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_run_budget_overrides_its_crew_per_limit_and_a_raise_adds() {
+        let crew = Budget {
+            tokens: Some(1000),
+            model_calls: Some(10),
+        };
+        let run = Budget {
+            tokens: Some(50),
+            model_calls: None,
+        };
+        let both = run.over(crew);
+        assert_eq!((both.tokens, both.model_calls), (Some(50), Some(10)));
+        let raised = both.raised(Budget::parse(["tokens=+25"], true).unwrap());
+        assert_eq!((raised.tokens, raised.model_calls), (Some(75), Some(10)));
+    }
+
+    #[test]
+    fn a_call_is_refused_when_it_could_pass_a_limit() {
+        let b = Budget {
+            tokens: Some(1000),
+            model_calls: Some(3),
+        };
+        let spent = |tokens, model_calls| Spent {
+            tokens,
+            model_calls,
+        };
+        assert_eq!(b.refuses(spent(400, 2), 600), None);
+        assert!(b
+            .refuses(spent(401, 2), 600)
+            .unwrap()
+            .contains("1000 tokens"));
+        assert!(b.refuses(spent(0, 3), 1).unwrap().contains("3 model calls"));
+        assert_eq!(
+            Budget::default().refuses(spent(u64::MAX, u64::MAX), 1),
+            None
+        );
+    }
+}
