@@ -329,6 +329,16 @@ enum StringOrNumber {
     F(f64),
 }
 
+impl StringOrNumber {
+    fn into_text(self) -> String {
+        match self {
+            StringOrNumber::S(s) => s,
+            StringOrNumber::I(i) => i.to_string(),
+            StringOrNumber::F(f) => f.to_string(),
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AgentFile {
@@ -475,11 +485,7 @@ enum OnDeadlineFile {
 
 impl CrewFile {
     fn into_def(self) -> Result<CrewDef, CrewError> {
-        let version = match self.version {
-            StringOrNumber::S(s) => s,
-            StringOrNumber::I(i) => i.to_string(),
-            StringOrNumber::F(f) => f.to_string(),
-        };
+        let version = self.version.into_text();
         let name = self.name;
         let invalid = |detail: String| CrewError::Invalid {
             crew: name.clone(),

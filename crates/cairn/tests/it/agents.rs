@@ -609,6 +609,26 @@ fn looping(n: usize) -> String {
         .collect()
 }
 
+/// Runs `crew` with the budget `flag`: it must stop interrupted with
+/// `budget_exceeded`, its message naming `names`.
+async fn stopped_at_budget(
+    engine: &Engine,
+    crew: &Crew,
+    flag: &str,
+    names: &str,
+) -> cairn::RunRecord {
+    let opts = SubmitOptions {
+        budget: Some(cairn::Budget::parse([flag], false).unwrap()),
+        ..SubmitOptions::default()
+    };
+    let run = engine.run(crew, json!({}), opts).await.unwrap().run;
+    assert_eq!(run.status, RunStatus::Interrupted);
+    let error = run.error.clone().unwrap();
+    assert_eq!(error.kind, ErrorKind::BudgetExceeded);
+    assert!(error.message.contains(names), "{}", error.message);
+    run
+}
+
 /// A run whose agent loops stops at its budget of model calls, interrupted
 /// with `budget_exceeded` having made exactly that many; a raise recorded
 /// with who and why, then a continue, carries it on to the new limit.
@@ -618,15 +638,7 @@ async fn a_looping_agent_stops_at_its_budget_and_a_raise_carries_it_on(kind: Kin
     let tool = Count::new();
     let runs = tool.runs.clone();
     let crew = clerk(&looping(10), tool);
-    let opts = SubmitOptions {
-        budget: Some(cairn::Budget::parse(["model_calls=3"], false).unwrap()),
-        ..SubmitOptions::default()
-    };
-    let run = engine.run(&crew, json!({}), opts).await.unwrap().run;
-    assert_eq!(run.status, RunStatus::Interrupted);
-    let error = run.error.unwrap();
-    assert_eq!(error.kind, ErrorKind::BudgetExceeded);
-    assert!(error.message.contains("3 model calls"), "{}", error.message);
+    let run = stopped_at_budget(&engine, &crew, "model_calls=3", "3 model calls").await;
     let spent = engine.store().spent(run.id).await.unwrap();
     assert_eq!((spent.model_calls, spent.tokens), (3, 360));
     assert_eq!(runs.load(Ordering::SeqCst), 3, "each call's tool ran once");
@@ -655,15 +667,7 @@ async fn a_token_budget_refuses_the_call_that_would_pass_it(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = Engine::open(&db.url).await.unwrap();
     let crew = clerk(&looping(20), Count::new());
-    let opts = SubmitOptions {
-        budget: Some(cairn::Budget::parse(["tokens=500"], false).unwrap()),
-        ..SubmitOptions::default()
-    };
-    let run = engine.run(&crew, json!({}), opts).await.unwrap().run;
-    assert_eq!(run.status, RunStatus::Interrupted);
-    let error = run.error.unwrap();
-    assert_eq!(error.kind, ErrorKind::BudgetExceeded);
-    assert!(error.message.contains("500 tokens"), "{}", error.message);
+    let run = stopped_at_budget(&engine, &crew, "tokens=500", "500 tokens").await;
     let spent = engine.store().spent(run.id).await.unwrap();
     assert!(spent.model_calls >= 1, "{spent:?}");
     assert!(
