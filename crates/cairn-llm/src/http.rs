@@ -83,14 +83,92 @@ pub(crate) fn transport(provider: &str, e: reqwest::Error) -> LlmError {
 
 /// How long a refusing server asks to be left alone: `retry-after-ms`
 /// (OpenAI's), else `retry-after` as seconds (integer or fractional) or as
-/// an HTTP date (a date already past is zero).
-fn retry_after(resp: &Response) -> Option<Duration> {
+/// an HTTP date (a date already past is zero). A rate limit (`limited`)
+/// without either is read from its reset headers ([`reset_wait`]).
+fn retry_after(resp: &Response, limited: bool) -> Option<Duration> {
     let header = |name: &str| resp.headers().get(name)?.to_str().ok();
-    wait_asked(
-        header("retry-after-ms"),
-        header("retry-after"),
-        chrono::Utc::now(),
-    )
+    let now = chrono::Utc::now();
+    let asked = wait_asked(header("retry-after-ms"), header("retry-after"), now);
+    match (asked, limited) {
+        (Some(wait), _) => Some(wait),
+        (None, true) => reset_wait(
+            resp.headers()
+                .iter()
+                .filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?))),
+            now,
+        ),
+        (None, false) => None,
+    }
+}
+
+/// A rate limit's wait from its reset headers, OpenAI's
+/// `x-ratelimit-reset-*` or Anthropic's `anthropic-ratelimit-*-reset`: the
+/// latest reset of a limit whose `remaining` is 0, or else the soonest
+/// reset (a key still limited then is refused and paused again, spending
+/// no attempt).
+fn reset_wait<'a>(
+    headers: impl Iterator<Item = (&'a str, &'a str)>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<Duration> {
+    let headers: Vec<(&str, &str)> = headers.collect();
+    let exhausted = |reset: &str| {
+        let remaining = reset
+            .replacen("-reset-", "-remaining-", 1)
+            .replace("-reset", "-remaining");
+        headers
+            .iter()
+            .any(|(n, v)| n.eq_ignore_ascii_case(&remaining) && v.trim() == "0")
+    };
+    let resets: Vec<(bool, Duration)> = headers
+        .iter()
+        .filter_map(|(n, v)| Some((exhausted(n), reset_in(n, v, now)?)))
+        .collect();
+    let spent = resets.iter().filter(|(e, _)| *e).map(|(_, d)| *d).max();
+    spent.or_else(|| resets.iter().map(|(_, d)| *d).min())
+}
+
+/// One reset header's wait, if `name` is one: OpenAI's
+/// `x-ratelimit-reset-requests|tokens` (a Go-style duration) or Anthropic's
+/// `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-reset`
+/// (an RFC 3339 time).
+fn reset_in(name: &str, value: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+    if name.starts_with("x-ratelimit-reset-") {
+        return go_duration(value.trim());
+    }
+    if name.starts_with("anthropic-ratelimit-") && name.ends_with("-reset") {
+        let at = chrono::DateTime::parse_from_rfc3339(value.trim()).ok()?;
+        return Some(
+            (at.with_timezone(&chrono::Utc) - now)
+                .to_std()
+                .unwrap_or_default(),
+        );
+    }
+    None
+}
+
+/// `6m0s`, `1h2m3.5s`, `20ms`, `1.5s`: numbers each with a unit (h, m, s,
+/// ms), summed.
+fn go_duration(text: &str) -> Option<Duration> {
+    let mut total = 0f64;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let split = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        let (number, tail) = rest.split_at(split);
+        let n: f64 = number.parse().ok()?;
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(unit_len);
+        total += n * match unit {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            _ => return None,
+        };
+        rest = next;
+    }
+    (total.is_finite() && total < 1e9).then(|| Duration::from_secs_f64(total))
 }
 
 /// [`retry_after`]'s rule on the header values, at `now`.
@@ -128,7 +206,7 @@ pub(crate) async fn send(provider: &str, req: RequestBuilder) -> Result<Response
     if status.is_success() {
         return Ok(resp);
     }
-    let after = retry_after(&resp);
+    let after = retry_after(&resp, status == StatusCode::TOO_MANY_REQUESTS);
     let body = resp.text().await.unwrap_or_default();
     let detail = serde_json::from_str::<serde_json::Value>(&body)
         .ok()
@@ -242,6 +320,62 @@ pub(crate) fn refuse_invalid(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reset_headers_are_read_as_durations_or_times() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-26T08:00:00Z")
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .unwrap_or_default();
+        let ms = Duration::from_millis;
+        let cases: [(&str, &str, Option<Duration>); 9] = [
+            ("x-ratelimit-reset-requests", "6m0s", Some(ms(360_000))),
+            ("x-ratelimit-reset-tokens", "1.5s", Some(ms(1500))),
+            ("x-ratelimit-reset-tokens", "20ms", Some(ms(20))),
+            ("x-ratelimit-reset-requests", "1h2m3s", Some(ms(3_723_000))),
+            ("x-ratelimit-reset-requests", "soon", None),
+            ("x-ratelimit-reset-requests", "5", None),
+            (
+                "anthropic-ratelimit-tokens-reset",
+                "2026-11-26T08:00:12Z",
+                Some(ms(12_000)),
+            ),
+            (
+                "anthropic-ratelimit-requests-reset",
+                "2026-11-26T07:00:00Z",
+                Some(ms(0)),
+            ),
+            ("x-ratelimit-limit-requests", "60", None),
+        ];
+        for (name, value, want) in cases {
+            assert_eq!(reset_in(name, value, now), want, "{name}: {value}");
+        }
+    }
+
+    #[test]
+    fn the_reset_of_the_spent_limit_is_waited_for_else_the_soonest() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-26T08:00:00Z")
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .unwrap_or_default();
+        let openai = |remaining_tokens: &'static str| {
+            vec![
+                ("x-ratelimit-remaining-requests", "12"),
+                ("x-ratelimit-reset-requests", "1s"),
+                ("x-ratelimit-remaining-tokens", remaining_tokens),
+                ("x-ratelimit-reset-tokens", "6m0s"),
+            ]
+        };
+        let wait = |h: Vec<(&'static str, &'static str)>| reset_wait(h.into_iter(), now);
+        assert_eq!(wait(openai("0")), Some(Duration::from_secs(360)));
+        assert_eq!(wait(openai("900")), Some(Duration::from_secs(1)));
+        let anthropic = vec![
+            ("anthropic-ratelimit-requests-remaining", "0"),
+            ("anthropic-ratelimit-requests-reset", "2026-11-26T08:00:30Z"),
+            ("anthropic-ratelimit-tokens-remaining", "5000"),
+            ("anthropic-ratelimit-tokens-reset", "2026-11-26T08:00:05Z"),
+        ];
+        assert_eq!(wait(anthropic), Some(Duration::from_secs(30)));
+        assert_eq!(wait(vec![("content-type", "application/json")]), None);
+    }
 
     #[test]
     fn the_wait_a_server_asks_for_is_read_from_every_form_it_takes() {

@@ -187,7 +187,31 @@ async fn rate_limits_server_errors_and_client_errors_are_classified() {
     assert_eq!(e.retry_after, Some(Duration::from_secs(7)));
     assert!(e.message.contains("slow down"), "{e}");
 
-    let server = serve(Reply::status(500, "upstream exploded")).await;
+    // Without `retry-after`, a rate limit's wait is its spent limit's reset;
+    // a server error's reset headers say nothing about the error.
+    let resets = [
+        ("x-ratelimit-remaining-requests", "0"),
+        ("x-ratelimit-reset-requests", "2.5s"),
+        ("x-ratelimit-remaining-tokens", "9000"),
+        ("x-ratelimit-reset-tokens", "40ms"),
+    ];
+    let mut limited = Reply::status(429, r#"{"error": {"message": "requests"}}"#);
+    limited
+        .headers
+        .extend(resets.map(|(n, v)| (n, v.to_owned())));
+    let server = serve(limited).await;
+    let e = provider(&server.base, None)
+        .stream(&request(exchange()))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.pause(), Some(Duration::from_millis(2500)));
+
+    let mut failed = Reply::status(500, "upstream exploded");
+    failed
+        .headers
+        .extend(resets.map(|(n, v)| (n, v.to_owned())));
+    let server = serve(failed).await;
     let e = provider(&server.base, None)
         .stream(&request(exchange()))
         .await
@@ -195,6 +219,7 @@ async fn rate_limits_server_errors_and_client_errors_are_classified() {
         .unwrap();
     assert_eq!(e.kind, LlmErrorKind::Server);
     assert!(e.retryable() && e.message.contains("500"), "{e}");
+    assert_eq!(e.pause(), None, "a 500's reset headers pause nothing");
 
     let server = serve(Reply::status(400, r#"{"error": {"message": "bad model"}}"#)).await;
     let e = provider(&server.base, None)
