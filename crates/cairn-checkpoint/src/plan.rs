@@ -36,7 +36,8 @@ pub(crate) enum ClaimStep {
 /// What is known of the death of a taken-over attempt's holder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Death {
-    /// Other runs still `running` under the dead holder's lease.
+    /// Other runs still `running` under the dead holder's lease (the store
+    /// reads only whether there is one: 0 or 1).
     pub companions: u32,
     /// An earlier takeover found this step's holder dead with others.
     pub marked_shared: bool,

@@ -1,6 +1,6 @@
 //! The web console's pages, rendered on the server from stored records:
 //! the runs table, a run with its timeline (an SVG waterfall drawn here),
-//! the open waits, the threads, the crews and the sign-in page. Pure functions from records to HTML (maud), so
+//! the open waits, the threads, the crews, the provider keys and the sign-in page. Pure functions from records to HTML (maud), so
 //! what a page shows is derived from stored state alone and is right after
 //! any resume, takeover or reload. No I/O: `cairn-server` reads the records
 //! and serves the pages.
@@ -15,12 +15,12 @@ use chrono::{DateTime, Utc};
 use maud::{html, Markup, DOCTYPE};
 
 use cairn::{
-    EventRecord, JournalEntry, JournalKind, RunRecord, RunStatus, RunView, StepRecord, StepStatus,
-    ThreadSummary, WaitRecord, WaitStatus,
+    EventRecord, JournalEntry, JournalKind, KeyState, RunRecord, RunStatus, RunView, StepRecord,
+    StepStatus, ThreadSummary, WaitRecord, WaitStatus,
 };
 
 pub use pages::{
-    crews_page, thread_page, threads_page, waits_page, CrewStats, RoleStats, WaitCard,
+    crews_page, limits_page, thread_page, threads_page, waits_page, CrewStats, RoleStats, WaitCard,
 };
 pub use timeline::{timeline_legend, timeline_svg};
 
@@ -77,7 +77,8 @@ pub fn page(title: &str, viewer: &Viewer, body: Markup) -> Markup {
                     a.brand href="/" { "Cairn" }
                     nav {
                         a href="/" { "Runs" } " " a href="/waits" { "Waits" } " "
-                        a href="/threads" { "Threads" } " " a href="/crews" { "Crews" }
+                        a href="/threads" { "Threads" } " " a href="/crews" { "Crews" } " "
+                        a href="/limits" { "Limits" }
                     }
                     @match viewer {
                         Viewer::Development { .. } => {

@@ -155,6 +155,41 @@ pub fn threads_page(threads: &[ThreadSummary]) -> Markup {
     }
 }
 
+/// The provider keys (`cairn limits list`): each key's pause, if it
+/// stands, the runs deferred on it, its pauses and the last reason. Read
+/// only: `cairn limits resume KEY` ends a pause.
+pub fn limits_page(keys: &[KeyState]) -> Markup {
+    html! {
+        h1 { "Provider keys" }
+        @if keys.is_empty() {
+            p { "No provider key has been paused: a model provider's rate limit that says how long to wait pauses its key for every run, and it appears here." }
+        } @else {
+            div.scroll {
+                table.keys {
+                    thead { tr {
+                        th { "Key" } th { "Paused until" } th { "Deferred runs" } th { "Pauses" } th { "Last reason" }
+                    } }
+                    tbody {
+                        @for k in keys {
+                            tr {
+                                td { code { (k.key) } }
+                                td { @match k.paused_until {
+                                    Some(t) => time datetime=(t.to_rfc3339()) { (t.format("%Y-%m-%d %H:%M:%S")) },
+                                    None => "not paused",
+                                } }
+                                td { (k.deferred_runs) }
+                                td { (k.pauses) }
+                                td { (k.reason.as_deref().unwrap_or("")) @if let Some(by) = &k.paused_by { " (" (by) ")" } }
+                            }
+                        }
+                    }
+                }
+            }
+            p { "End a pause early: " code { "cairn limits resume KEY" } "." }
+        }
+    }
+}
+
 /// One role of a crew, as its recent stored steps show it.
 #[derive(Debug, Clone, Default)]
 pub struct RoleStats {

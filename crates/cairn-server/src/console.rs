@@ -82,6 +82,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/threads", get(threads))
         .route("/threads/{id}", get(thread))
         .route("/crews", get(crews))
+        .route("/limits", get(limits))
         .route("/waits/{id}/answer", post(answer))
         .route("/login", get(login_form).post(login))
         .route("/logout", post(logout))
@@ -674,6 +675,18 @@ async fn threads(State(state): State<AppState>, headers: HeaderMap) -> Response 
         StatusCode::OK,
         cairn_console::page("Threads", &viewer, cairn_console::threads_page(&threads)),
     )
+}
+
+/// `GET /limits`: the provider keys and their pauses.
+async fn limits(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let viewer = page_viewer(&state, &headers);
+    match state.engine().keys().await {
+        Ok(keys) => html(
+            StatusCode::OK,
+            cairn_console::page("Limits", &viewer, cairn_console::limits_page(&keys)),
+        ),
+        Err(e) => error_page(&viewer, e.into()),
+    }
 }
 
 /// `GET /threads/{id}`: the thread as a conversation.

@@ -76,8 +76,10 @@ impl Engine {
         let engine = self.clone();
         Box::pin(async move {
             let driven = match status {
+                // Held elsewhere, or finished by its holder between this
+                // read and the resume's claim: followed, not an error.
                 RunStatus::Running => match engine.resume(id, ResumeOptions::default()).await {
-                    Err(e) if super::held_elsewhere(&e) => {
+                    Err(e) if super::held_elsewhere(&e) || super::moved_on(&e) => {
                         let crew = engine.stored_crew(id).await?;
                         engine.drive_or_follow(id, &crew, None).await?
                     }

@@ -134,8 +134,12 @@ async fn death_of_holder(c: &mut Conn<'_>, id: RunId) -> Result<Death> {
     let row = c
         .fetch_optional(
             query(
-                "SELECT (SELECT count(*) FROM runs o WHERE o.lease_owner = r.lease_owner \
-                   AND o.status = 'running' AND o.id <> r.id) AS companions, \
+                // Whether there is a companion (0 or 1), not how many: a
+                // count walked every run a dead worker held, at each of
+                // their takeovers.
+                "SELECT (SELECT count(*) FROM (SELECT 1 FROM runs o \
+                   WHERE o.lease_owner = r.lease_owner AND o.status = 'running' \
+                   AND o.id <> r.id LIMIT 1) AS one) AS companions, \
                  s.died_shared AS died_shared, s.shared_deaths AS shared_deaths \
                  FROM runs r JOIN steps s ON s.run_id = r.id AND s.idx = r.cursor \
                  WHERE r.id = :id",
@@ -165,7 +169,11 @@ async fn mark_companions(c: &mut Conn<'_>, id: RunId) -> Result<()> {
         query(
             // By key: the holder's runs (a few, through `runs_by_status`),
             // then each one's step at its cursor.
-            "UPDATE steps SET died_shared = 1 WHERE status = 'running' AND (run_id, idx) IN \
+            // Only those not marked yet: the holder's first takeover marks
+            // them all, and rewriting them at each of the others made a
+            // worker's 500 runs cost 500 × 499 row writes.
+            "UPDATE steps SET died_shared = 1 WHERE status = 'running' AND died_shared = 0 \
+             AND (run_id, idx) IN \
              (SELECT o.id, o.cursor FROM runs o WHERE o.status = 'running' AND o.id <> :id \
                AND o.lease_owner = (SELECT lease_owner FROM runs WHERE id = :id))",
         )

@@ -265,6 +265,7 @@ both_backends!(compaction_killed_mid_pass_under_load_removes_only_finished_runs)
 /// dry run counts exactly what the real pass then removes, nothing is left,
 /// and `cairn doctor` is clean.
 fn compaction_killed_mid_pass_under_load_removes_only_finished_runs(kind: Kind) {
+    let _load = crate::support::loads_the_machine();
     let rounds = env_u64("CAIRN_CAMPAIGN_KILLS").unwrap_or(5);
     let per_round = env_u64("CAIRN_CAMPAIGN_RUNS").unwrap_or(210);
     let case = Case::new(kind);

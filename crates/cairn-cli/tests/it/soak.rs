@@ -475,6 +475,7 @@ impl Soak {
 }
 
 fn random_kills_of_command_and_llm_steps_lose_and_repeat_nothing(kind: Kind) {
+    let _load = crate::support::loads_the_machine();
     let kills = env_u64("CAIRN_SOAK_KILLS").unwrap_or(20);
     let seed = env_u64("CAIRN_SOAK_SEED").unwrap_or(0x50a4);
     let in_flight = env_u64("CAIRN_SOAK_IN_FLIGHT").map_or(IN_FLIGHT, |n| n.max(1) as usize);

@@ -533,3 +533,23 @@ pub fn ran_each_step_once(log: &Path, id: &str) {
     steps.sort_unstable();
     assert_eq!(steps, ["0", "1", "2"], "run {id}: its steps ran {steps:?}");
 }
+
+/// Tests that load the machine on purpose (several workers, hundreds of
+/// processes, kill campaigns) hold this shared; a test that measures time
+/// against a bound holds it alone, so its bound is not measured against
+/// another test's load (this machine has two cores). Light tests take
+/// nothing and run beside either.
+static LOAD: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Held by a test that loads the machine.
+pub fn loads_the_machine() -> std::sync::RwLockReadGuard<'static, ()> {
+    LOAD.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Held by a test that measures time against a bound: no loading test
+/// runs meanwhile.
+pub fn timed_alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    LOAD.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

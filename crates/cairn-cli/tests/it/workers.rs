@@ -130,6 +130,7 @@ const KILLED_CONCURRENCY: usize = 4;
 
 #[test]
 fn three_workers_one_killed_all_runs_finish_once() {
+    let _load = crate::support::loads_the_machine();
     let started = Instant::now();
     let case = Case::new(Kind::Postgres);
     let log = case.path("executions.log");
@@ -540,6 +541,7 @@ enum Faults {
 /// shutdown and a start after `down` (at once: `pg_ctl restart -m fast`),
 /// or repeated restarts.
 fn restart_under_load(faults: Faults, runs: usize, workers: usize) {
+    let _load = crate::support::loads_the_machine();
     let mut cluster = cairn_testkit::PgCluster::start()
         .unwrap_or_else(|e| panic!("cannot start a throwaway PostgreSQL cluster: {e}"));
     let case = Case::with_db(cairn_testkit::TestDb::postgres_at(cluster.url()));
@@ -750,6 +752,7 @@ fn restart_under_load(faults: Faults, runs: usize, workers: usize) {
 /// another thread go on beside them.
 #[test]
 fn two_workers_run_each_thread_in_submission_order() {
+    let _load = crate::support::loads_the_machine();
     let case = Case::new(Kind::Postgres);
     let log = case.path("order.log");
     let script = format!(
@@ -837,6 +840,7 @@ fn two_workers_run_each_thread_in_submission_order() {
 /// `succeeded` in its JSON), and every step ran exactly once.
 #[test]
 fn cairn_run_beside_two_workers_exits_with_the_runs_outcome() {
+    let _load = crate::support::loads_the_machine();
     let case = Case::new(Kind::Postgres);
     let log = case.path("executions.log");
     let script = format!(
@@ -919,6 +923,7 @@ fn cairn_run_beside_two_workers_exits_with_the_runs_outcome() {
 /// database the whole time).
 #[test]
 fn a_thousand_children_join_once_under_three_workers() {
+    let _load = crate::support::loads_the_machine();
     const CHILDREN: usize = 1000;
     let case = Case::new(Kind::Postgres);
     case.write(
@@ -995,6 +1000,7 @@ fn a_thousand_children_join_once_under_three_workers() {
 /// finishes, each step once, no lease lost.
 #[test]
 fn a_worker_never_holds_more_connections_than_its_cap() {
+    let _load = crate::support::loads_the_machine();
     const RUNS: usize = 120;
     const CAP: i64 = 4;
     let case = Case::new(Kind::Postgres);
@@ -1053,6 +1059,7 @@ both_backends!(a_saturated_runner_waits_quietly_while_its_steps_run);
 /// each turn: thousands of statements a second while two `sleep` steps ran.
 /// Now: the process's heartbeat and a deadline check per poll.
 fn a_saturated_runner_waits_quietly_while_its_steps_run(kind: Kind) {
+    let _load = crate::support::loads_the_machine();
     let case = Case::new(kind);
     let started = case.path("started.log");
     let script = format!("echo x >> {}; sleep 4; echo '{{}}'", started.display());
@@ -1085,6 +1092,7 @@ fn a_saturated_runner_waits_quietly_while_its_steps_run(kind: Kind) {
 /// once: twice in all, never three times.
 #[test]
 fn a_worker_killed_holding_500_runs_is_taken_over_whole() {
+    let _alone = crate::support::timed_alone();
     const RUNS: usize = 500;
     const LEASE_MS: u64 = 8_000;
     let case = Case::new(Kind::Postgres);

@@ -788,3 +788,29 @@ async fn a_childs_wait_names_its_parent_and_its_answer_continues_the_parent() {
         parent.error
     );
 }
+
+/// `/limits` lists the provider keys: none at first, then a paused one with
+/// its end, its reason and who paused it, escaped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_limits_page_lists_paused_provider_keys() {
+    let api = Api::sqlite().await;
+    let empty = api.get("/limits").await;
+    assert_eq!(empty.status, StatusCode::OK, "{}", empty.text);
+    assert!(empty.text.contains("No provider key"), "{}", empty.text);
+    assert!(
+        empty.text.contains(r#"href="/limits""#),
+        "in the navigation"
+    );
+    let body = json!({"key": "provider=openai,url=http://x/v1,key=K", "for": "10m",
+                      "by": "ops", "reason": "incident <42>"});
+    let reply = api.post_json("/v1/limits/pause", &body).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let page = api.get("/limits").await;
+    let table = &page.text[page.text.find("<table").unwrap()..];
+    assert!(
+        table.contains("<code>provider=openai,url=http://x/v1,key=K</code>"),
+        "{table}"
+    );
+    assert!(table.contains("<time datetime="), "paused until: {table}");
+    assert!(table.contains("incident &lt;42&gt; (ops)"), "{table}");
+}
