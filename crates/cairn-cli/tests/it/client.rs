@@ -512,8 +512,30 @@ fn serve_flags_set_the_connection_limits() {
     );
     let listen = served.listen.clone();
     // The only slot, held by a connection that sends nothing (the header
-    // timeout, 60 s, is far away). Probes above may still hold it briefly.
-    let _idle = std::net::TcpStream::connect(&listen).unwrap();
+    // timeout, 60 s, is far away). A probe above may still hold the slot
+    // for a moment, and then this connection is refused at once: connect
+    // again until one is kept open.
+    let mut idle = None;
+    wait_until(
+        "an idle connection to hold the only slot",
+        Duration::from_secs(30),
+        || {
+            let Ok(mut held) = std::net::TcpStream::connect(&listen) else {
+                return false;
+            };
+            let _ = held.set_read_timeout(Some(Duration::from_millis(300)));
+            use std::io::ErrorKind::{TimedOut, WouldBlock};
+            match held.read_exact(&mut [0u8; 1]) {
+                // Nothing to read: the server holds it open.
+                Err(e) if matches!(e.kind(), TimedOut | WouldBlock) => {
+                    idle = Some(held);
+                    true
+                }
+                // Answered (refused) or closed at once: not holding the slot.
+                _ => false,
+            }
+        },
+    );
     let mut answer = String::new();
     wait_until(
         "a second connection to be refused",
