@@ -15,8 +15,9 @@ use futures_util::StreamExt;
 use serde_json::json;
 
 use cairn_core::{
-    Agent, Deferral, ErrorInfo, ErrorKind, EventKind, JournalEntry, JournalError, JournalHandle,
-    JournalKind, LlmDef, NewEvent, NewJournalItem, StepContext, StepOutput, Usage,
+    Admission, Agent, Deferral, ErrorInfo, ErrorKind, EventKind, Held, JournalEntry, JournalError,
+    JournalHandle, JournalKind, LlmDef, NewEvent, NewJournalItem, Permit, StepContext, StepOutput,
+    Usage,
 };
 use cairn_llm::{Item, LlmError, Provider, Request, RequestMeta, StopReason, StreamEvent};
 
@@ -111,27 +112,42 @@ impl LlmAgent {
         }
     }
 
-    /// Before a call: a step whose provider key is paused makes no call and
-    /// waits for the pause's end instead.
-    async fn unless_paused(&self, journal: &JournalHandle) -> Result<(), ErrorInfo> {
+    /// Before a call: a step whose provider key is paused, or whose key's
+    /// limits have no permit free, makes no call and waits instead
+    /// (deferred, holding nothing). A limited key grants a permit, which
+    /// the caller releases after the call.
+    async fn admit(
+        &self,
+        journal: &JournalHandle,
+        request: &Request,
+    ) -> Result<Option<Permit>, ErrorInfo> {
+        let tokens = cairn_llm::estimate_request_tokens(request) + u64::from(request.max_tokens);
         match journal
-            .paused_for(&self.key)
+            .admit(&self.key, tokens)
             .await
             .map_err(journal_failure)?
         {
-            Some(after) => Err(ErrorInfo::deferred(
-                format!(
-                    "{} is paused for {} ms after a provider's rate limit; no call made",
-                    self.key,
-                    after.as_millis()
-                ),
+            Admission::Go(permit) => Ok(permit),
+            Admission::Wait { after, why } => Err(ErrorInfo::deferred(
+                match why {
+                    Held::Paused => format!(
+                        "{} is paused for {} ms after a provider's rate limit; no call made",
+                        self.key,
+                        after.as_millis()
+                    ),
+                    other => format!(
+                        "{}: {}; no call made, looking again in at most {} ms",
+                        self.key,
+                        other.as_str(),
+                        after.as_millis()
+                    ),
+                },
                 Deferral {
                     key: self.key.clone(),
                     after,
                     observed: false,
                 },
             )),
-            None => Ok(()),
         }
     }
 
@@ -251,6 +267,8 @@ fn stop_word(s: &StopReason) -> String {
 struct Response {
     texts: usize,
     calls: Vec<Call>,
+    /// Tokens the provider reported for the call (0 until it finished).
+    used: u64,
 }
 
 impl LlmAgent {
@@ -401,8 +419,8 @@ impl LlmAgent {
                 turn,
             },
         };
-        self.unless_paused(journal).await?;
         within_budget(journal, cx, &request).await?;
+        let permit = self.admit(journal, &request).await?;
         let started = Instant::now();
         let cap = Duration::from_millis(self.def.stream_timeout_ms());
         let mut response = Response::default();
@@ -411,6 +429,11 @@ impl LlmAgent {
             self.stream_into(journal, cx, &request, &mut response, started),
         )
         .await;
+        if let Some(permit) = permit {
+            // Best effort: a permit not released here counts until the
+            // run's next call or the end of its lease.
+            let _ = journal.release(&permit, response.used).await;
+        }
         let failure = match streamed {
             Ok(Ok(())) => return Ok(response),
             Ok(Err(Failure::Journal(e))) => return Err(e),
@@ -526,6 +549,7 @@ impl LlmAgent {
                     });
                 }
                 StreamEvent::Finished { stop_reason, usage } => {
+                    response.used = usage.input_tokens + usage.output_tokens;
                     let ms = started.elapsed().as_millis() as u64;
                     let stop = stop_word(&stop_reason);
                     if response.texts == 0 && response.calls.is_empty() {

@@ -31,9 +31,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairn_core::{
-    Actor, Answer, Attempt, Corruption, CrewDef, EventRecord, JournalEntry, JournalKind, KeyPause,
-    KeyState, LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, ThreadTurn,
-    WaitId, WaitRecord, WaitStatus,
+    Actor, Admission, Answer, Attempt, Corruption, CrewDef, EventRecord, JournalEntry, JournalKind,
+    KeyAsk, KeyLimits, KeyPause, KeyState, LeaseEpoch, NewEvent, Permit, RunId, RunRecord,
+    RunStatus, StepIdx, StepRecord, ThreadTurn, WaitId, WaitRecord, WaitStatus,
 };
 use serde_json::Value;
 
@@ -529,8 +529,26 @@ pub trait Store: Send + Sync + 'static {
     /// claimable now. `KeyNotFound` if no pause ever named it.
     async fn resume_key(&self, key: &str) -> Result<KeyState>;
 
-    /// Every provider key ever paused, by name, with its queue.
+    /// Every provider key ever paused or limited, by name, with its limits,
+    /// permits in use and queue.
     async fn keys(&self) -> Result<Vec<KeyState>>;
+
+    /// Before a model call: whether it may start on its key now. A key
+    /// without limits needs one read (its pause); a key with limits locks
+    /// its row, counts the permits held by live leases, refills and takes
+    /// from its buckets, and grants a permit tied to the run's lease
+    /// (`cairn_core::keys`). A run holds at most one permit: asking again
+    /// drops any it still held.
+    async fn admit(&self, ask: &KeyAsk) -> Result<Admission>;
+
+    /// After the call: drops the permit, gives back the tokens reserved
+    /// but not `used` (or takes the excess), and wakes one run deferred on
+    /// the key when it limits calls in flight.
+    async fn release(&self, permit: &Permit, used: u64) -> Result<()>;
+
+    /// Replaces `key`'s limits (none: unlimited), creating the key if it is
+    /// new; its buckets start full.
+    async fn set_limits(&self, key: &str, limits: &KeyLimits) -> Result<KeyState>;
 
     /// What the run's model calls have spent, from its journal
     /// (`cairn_core::budget`).

@@ -310,8 +310,9 @@ pub enum ThreadsCommand {
 
 #[derive(Subcommand)]
 pub enum LimitsCommand {
-    /// List every provider key a pause ever named: paused until when, the
-    /// runs deferred on it, how many pauses began, the last reason.
+    /// List every provider key a pause or a limit ever named: paused until
+    /// when, its limits and permits in use, the runs deferred on it, how
+    /// many pauses began, the last reason.
     List,
     /// Pause a key for every run: steps calling it wait for the pause's
     /// end without calling, and spend no retry.
@@ -333,6 +334,25 @@ pub enum LimitsCommand {
     Resume {
         /// The key, as `limits list` prints it.
         key: String,
+    },
+    /// Set a key's limits, shared by every process on the database,
+    /// replacing those it had (a limit left out is removed; none leaves
+    /// the key unlimited). A step that finds no permit free waits without
+    /// calling, holding nothing, and spends no retry.
+    Set {
+        /// The key, as `limits list` prints it (or as a step will build
+        /// it: provider=openai,url=…,key=OPENAI_API_KEY).
+        key: String,
+        /// Model calls executing at once on the key.
+        #[arg(long, value_name = "N")]
+        in_flight: Option<u32>,
+        /// Requests per minute.
+        #[arg(long, value_name = "N")]
+        rpm: Option<u32>,
+        /// Tokens per minute (a call reserves its estimate and settles its
+        /// real usage).
+        #[arg(long, value_name = "N")]
+        tpm: Option<u32>,
     },
 }
 

@@ -516,23 +516,41 @@ pub fn print_keys(keys: &[cairn::KeyState], json: bool) -> anyhow::Result<()> {
     let mut out = text_out();
     writeln!(
         out,
-        "{:<24}  {:>8}  {:>6}  {:<48}  reason",
-        "paused until", "deferred", "pauses", "key"
+        "{:<24}  {:>8}  {:>6}  {:>7}  {:<22}  {:<48}  reason",
+        "paused until", "deferred", "pauses", "permits", "limits", "key"
     )?;
     for k in keys {
         let until = k
             .paused_until
             .map_or("-".to_owned(), |t| t.to_rfc3339_opts(chrono_secs(), true));
+        let permits = match k.limits.in_flight {
+            Some(cap) => format!("{}/{cap}", k.permits_in_use),
+            None => k.permits_in_use.to_string(),
+        };
         writeln!(
             out,
-            "{until:<24}  {:>8}  {:>6}  {:<48}  {}",
+            "{until:<24}  {:>8}  {:>6}  {permits:>7}  {:<22}  {:<48}  {}",
             k.deferred_runs,
             k.pauses,
+            limits_text(&k.limits),
             cairn::text::printable_line(&k.key),
             cairn::text::printable_line(k.reason.as_deref().unwrap_or("-"))
         )?;
     }
     Ok(())
+}
+
+/// A key's limits as `rpm=60 tpm=20000` (`-`: none).
+fn limits_text(l: &cairn::KeyLimits) -> String {
+    let named = [("in_flight", l.in_flight), ("rpm", l.rpm), ("tpm", l.tpm)];
+    let set: Vec<String> = named
+        .iter()
+        .filter_map(|(n, v)| v.map(|v| format!("{n}={v}")))
+        .collect();
+    match set.is_empty() {
+        true => "-".to_owned(),
+        false => set.join(" "),
+    }
 }
 
 /// A JSON array written element by element, as pages of it are read, so

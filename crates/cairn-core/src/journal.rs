@@ -153,6 +153,25 @@ pub trait Journal: Send + Sync {
         Ok(None)
     }
 
+    /// Before a model call on `key` reserving `tokens`: call now (with a
+    /// permit when the key has limits), or wait (paused, or no permit
+    /// free). A handle without storage knows of pauses only.
+    async fn admit(&self, key: &str, _tokens: u64) -> Result<crate::Admission, JournalError> {
+        Ok(match self.paused_for(key).await? {
+            Some(after) => crate::Admission::Wait {
+                after,
+                why: crate::Held::Paused,
+            },
+            None => crate::Admission::Go(None),
+        })
+    }
+
+    /// After the call a permit was taken for: releases it and settles the
+    /// tokens it `used` against those it reserved.
+    async fn release(&self, _permit: &crate::Permit, _used: u64) -> Result<(), JournalError> {
+        Ok(())
+    }
+
     /// Pauses `key` for every run for `wait` from now, at once (the step's
     /// deferral commit records it again, atomically with the deferral). A
     /// longer pause already recorded wins; the answer is the pause that

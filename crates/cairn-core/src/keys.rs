@@ -27,8 +27,16 @@ pub struct KeyState {
     /// How many pauses began (one that met a pause still standing, from
     /// another run refused at the same time, is not counted again).
     pub pauses: u64,
-    /// Queued runs deferred on it, waiting for its pause to end (its queue).
+    /// Queued runs deferred on it, waiting for its pause to end or a
+    /// permit (its queue).
     pub deferred_runs: u64,
+    /// Its limits (`cairn limits set`); empty when it has none.
+    #[serde(default)]
+    pub limits: KeyLimits,
+    /// Permits held now by calls executing on it (runs whose lease still
+    /// stands).
+    #[serde(default)]
+    pub permits_in_use: u64,
 }
 
 /// A pause to record: `key` paused for `wait` from now (database clock). A
@@ -45,4 +53,357 @@ pub struct KeyPause {
 impl KeyPause {
     /// Who a provider's own pause is recorded as.
     pub const PROVIDER: &'static str = "provider";
+}
+
+/// Limits on a provider key, shared by every process on the database (set
+/// with `cairn limits set`, stored on the key). A limit left out is no
+/// limit. Requests and tokens per minute are buckets holding at most a
+/// minute's worth, refilled continuously, full when first set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyLimits {
+    /// Model calls executing at once on the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<u32>,
+    /// Requests per minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<u32>,
+    /// Tokens per minute: a call reserves its estimate (input estimated,
+    /// plus its `max_tokens`) and settles its real usage after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpm: Option<u32>,
+}
+
+/// A limit out of range (`cairn limits set`): each is at least 1.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name} must be between 1 and {max}, not {value}")]
+pub struct BadLimit {
+    pub name: &'static str,
+    pub value: u64,
+    pub max: u64,
+}
+
+/// How long a step that found every permit of its key taken waits at most
+/// before it looks again (a permit released wakes one such run at once).
+pub const IN_FLIGHT_RECHECK: Duration = Duration::from_secs(5);
+
+impl KeyLimits {
+    /// The largest value each limit takes.
+    pub const MAX: u32 = 1_000_000_000;
+
+    /// Whether any limit is set (a key without one needs no permit).
+    pub fn any(&self) -> bool {
+        self.in_flight.is_some() || self.rpm.is_some() || self.tpm.is_some()
+    }
+
+    /// Refuses a limit of 0 or past [`Self::MAX`].
+    pub fn check(&self) -> Result<(), BadLimit> {
+        let named = [
+            ("in_flight", self.in_flight),
+            ("rpm", self.rpm),
+            ("tpm", self.tpm),
+        ];
+        for (name, value) in named {
+            if let Some(v) = value.filter(|v| *v == 0 || *v > Self::MAX) {
+                return Err(BadLimit {
+                    name,
+                    value: u64::from(v),
+                    max: u64::from(Self::MAX),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a call reserving `tokens` may start now on a key with these
+    /// limits, `in_use` permits held by live runs, buckets as `stored`
+    /// (`None`: full) and last refilled `since` ago. Pure: the store locks
+    /// the key's row, asks, and writes the answer's buckets back.
+    pub fn decide(&self, stored: Buckets, since: Duration, in_use: u64, tokens: u64) -> Decision {
+        let refill = |cap: Option<u32>, held: Option<f64>| {
+            cap.map(|cap| {
+                let cap = f64::from(cap);
+                (held.unwrap_or(cap) + since.as_secs_f64() * cap / 60.0).min(cap)
+            })
+        };
+        let requests = refill(self.rpm, stored.requests);
+        let held = refill(self.tpm, stored.tokens);
+        // A call larger than a whole minute's tokens waits for a full bucket.
+        let need = self.tpm.map(|cap| (tokens as f64).min(f64::from(cap)));
+        let mut wait: Option<(Duration, Held)> = None;
+        let mut longer = |after: Duration, why: Held| {
+            if wait.is_none_or(|(w, _)| after > w) {
+                wait = Some((after, why));
+            }
+        };
+        if self.in_flight.is_some_and(|cap| in_use >= u64::from(cap)) {
+            longer(IN_FLIGHT_RECHECK, Held::InFlight);
+        }
+        if let (Some(cap), Some(have)) = (self.rpm, requests) {
+            if have < 1.0 {
+                longer(per_minute(1.0 - have, cap), Held::Requests);
+            }
+        }
+        if let (Some(cap), Some(have), Some(need)) = (self.tpm, held, need) {
+            if have < need {
+                longer(per_minute(need - have, cap), Held::Tokens);
+            }
+        }
+        match wait {
+            Some((after, why)) => Decision::Wait { after, why },
+            None => Decision::Grant(Buckets {
+                requests: requests.map(|r| r - 1.0),
+                tokens: held.zip(need).map(|(t, n)| t - n),
+            }),
+        }
+    }
+}
+
+/// The time `missing` units take to refill at `cap` a minute (at least a
+/// millisecond).
+fn per_minute(missing: f64, cap: u32) -> Duration {
+    let secs = missing * 60.0 / f64::from(cap);
+    Duration::from_secs_f64(secs.max(0.001))
+}
+
+/// A key's buckets as stored: what is left of a minute's requests and
+/// tokens (`None`: full, or no such limit). Tokens may go below zero when
+/// calls used more than they reserved.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Buckets {
+    pub requests: Option<f64>,
+    pub tokens: Option<f64>,
+}
+
+/// [`KeyLimits::decide`]'s answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Decision {
+    /// Call now; the buckets after this call's reservation.
+    Grant(Buckets),
+    /// Do not call yet: look again after this long.
+    Wait { after: Duration, why: Held },
+}
+
+/// What a step waits for before calling a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Held {
+    /// The key is paused (a provider's rate limit, or an operator).
+    Paused,
+    /// Every in-flight permit is held by a running call.
+    InFlight,
+    /// The minute's requests are spent.
+    Requests,
+    /// The minute's tokens are spent.
+    Tokens,
+}
+
+impl Held {
+    /// How a deferral names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Held::Paused => "paused",
+            Held::InFlight => "every in-flight permit is taken",
+            Held::Requests => "its requests per minute are spent",
+            Held::Tokens => "its tokens per minute are spent",
+        }
+    }
+}
+
+/// What a step asks before a model call on a key: `tokens` to reserve,
+/// for run `run` at lease epoch `epoch` (the permit lives with the lease).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyAsk {
+    pub key: String,
+    pub run: crate::RunId,
+    pub epoch: crate::LeaseEpoch,
+    pub tokens: u64,
+}
+
+/// A permit to call on a key, held until the call ends (released then,
+/// and with the run's lease if the process dies).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permit {
+    pub id: i64,
+    pub key: String,
+    /// Tokens reserved from the key's bucket (0 without a tokens limit);
+    /// the call's real usage is settled against it.
+    pub reserved: u64,
+}
+
+/// The store's answer to a [`KeyAsk`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// Call now; with a permit to release after the call when the key has
+    /// limits.
+    Go(Option<Permit>),
+    /// Do not call: the step waits this long (deferred, holding nothing).
+    Wait { after: Duration, why: Held },
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const NONE: Buckets = Buckets {
+        requests: None,
+        tokens: None,
+    };
+
+    fn limits(in_flight: Option<u32>, rpm: Option<u32>, tpm: Option<u32>) -> KeyLimits {
+        KeyLimits {
+            in_flight,
+            rpm,
+            tpm,
+        }
+    }
+
+    #[test]
+    fn decisions_by_limit() {
+        let zero = Duration::ZERO;
+        let secs = Duration::from_secs;
+        #[allow(clippy::type_complexity)]
+        let table: [(&str, KeyLimits, Buckets, Duration, u64, u64, Decision); 9] = [
+            (
+                "no limit",
+                limits(None, None, None),
+                NONE,
+                zero,
+                0,
+                10,
+                Decision::Grant(NONE),
+            ),
+            (
+                "a permit free",
+                limits(Some(2), None, None),
+                NONE,
+                zero,
+                1,
+                10,
+                Decision::Grant(NONE),
+            ),
+            (
+                "every permit taken",
+                limits(Some(2), None, None),
+                NONE,
+                zero,
+                2,
+                10,
+                Decision::Wait {
+                    after: IN_FLIGHT_RECHECK,
+                    why: Held::InFlight,
+                },
+            ),
+            (
+                "a full minute of requests",
+                limits(None, Some(60), None),
+                NONE,
+                zero,
+                0,
+                10,
+                Decision::Grant(Buckets {
+                    requests: Some(59.0),
+                    tokens: None,
+                }),
+            ),
+            (
+                "requests spent: one refills in a second at 60 a minute",
+                limits(None, Some(60), None),
+                Buckets {
+                    requests: Some(0.0),
+                    tokens: None,
+                },
+                zero,
+                0,
+                10,
+                Decision::Wait {
+                    after: secs(1),
+                    why: Held::Requests,
+                },
+            ),
+            (
+                "requests refilled by the time since",
+                limits(None, Some(60), None),
+                Buckets {
+                    requests: Some(0.0),
+                    tokens: None,
+                },
+                secs(2),
+                0,
+                10,
+                Decision::Grant(Buckets {
+                    requests: Some(1.0),
+                    tokens: None,
+                }),
+            ),
+            (
+                "tokens reserved",
+                limits(None, None, Some(6000)),
+                NONE,
+                zero,
+                0,
+                1000,
+                Decision::Grant(Buckets {
+                    requests: None,
+                    tokens: Some(5000.0),
+                }),
+            ),
+            (
+                "tokens short: the missing 500 refill in 5 s at 6,000 a minute",
+                limits(None, None, Some(6000)),
+                Buckets {
+                    requests: None,
+                    tokens: Some(500.0),
+                },
+                zero,
+                0,
+                1000,
+                Decision::Wait {
+                    after: secs(5),
+                    why: Held::Tokens,
+                },
+            ),
+            (
+                "the longest wait wins",
+                limits(Some(1), Some(60), Some(6000)),
+                Buckets {
+                    requests: Some(0.0),
+                    tokens: Some(-59_000.0),
+                },
+                zero,
+                1,
+                1000,
+                Decision::Wait {
+                    after: secs(600),
+                    why: Held::Tokens,
+                },
+            ),
+        ];
+        for (name, limits, stored, since, in_use, tokens, want) in table {
+            assert_eq!(limits.decide(stored, since, in_use, tokens), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_call_larger_than_a_minute_waits_for_a_full_bucket_only() {
+        let l = limits(None, None, Some(100));
+        let got = l.decide(NONE, Duration::ZERO, 0, 5000);
+        assert_eq!(
+            got,
+            Decision::Grant(Buckets {
+                requests: None,
+                tokens: Some(0.0)
+            })
+        );
+    }
+
+    #[test]
+    fn limits_out_of_range_are_named() {
+        assert!(limits(Some(1), Some(1), Some(1)).check().is_ok());
+        let e = limits(None, Some(0), None).check().unwrap_err();
+        assert_eq!(e.name, "rpm");
+        assert!(limits(Some(KeyLimits::MAX + 1), None, None)
+            .check()
+            .is_err());
+    }
 }

@@ -42,7 +42,9 @@ pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 pub use journal::{
     Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem, OutputDelta,
 };
-pub use keys::{KeyPause, KeyState};
+pub use keys::{
+    Admission, BadLimit, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyPause, KeyState, Permit,
+};
 pub use limits::{
     check_size, check_storable, check_text, json_has_nul, Limits, TooLarge, Unstorable,
 };

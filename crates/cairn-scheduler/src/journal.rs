@@ -10,8 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use cairn_checkpoint::{failpoint, Error as StoreError, JournalAppend, Store};
 use cairn_core::{
-    Attempt, Journal, JournalEntry, JournalError, KeyPause, LeaseEpoch, NewEvent, NewJournalItem,
-    OutputDelta, RunId, StepIdx,
+    Admission, Attempt, Journal, JournalEntry, JournalError, KeyAsk, KeyPause, LeaseEpoch,
+    NewEvent, NewJournalItem, OutputDelta, Permit, RunId, StepIdx,
 };
 
 pub(crate) struct StoreJournal {
@@ -93,6 +93,23 @@ impl Journal for StoreJournal {
 
     async fn paused_for(&self, key: &str) -> Result<Option<Duration>, JournalError> {
         self.store.paused_for(key).await.map_err(journal_error)
+    }
+
+    async fn admit(&self, key: &str, tokens: u64) -> Result<Admission, JournalError> {
+        let ask = KeyAsk {
+            key: key.to_owned(),
+            run: self.run,
+            epoch: self.epoch,
+            tokens,
+        };
+        self.store.admit(&ask).await.map_err(journal_error)
+    }
+
+    async fn release(&self, permit: &Permit, used: u64) -> Result<(), JournalError> {
+        self.store
+            .release(permit, used)
+            .await
+            .map_err(journal_error)
     }
 
     async fn pause(

@@ -112,6 +112,7 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
         route("/v1/limits", &["GET"], false, get(keys::list)),
         route("/v1/limits/pause", &["POST"], false, post(keys::pause)),
         route("/v1/limits/resume", &["POST"], false, post(keys::resume)),
+        route("/v1/limits/set", &["POST"], false, post(keys::set)),
     ]
 }
 

@@ -1,5 +1,7 @@
-//! `/v1/limits`: provider keys' shared pauses, as `cairn limits` shows
-//! them. `GET` lists every key ever paused with its pause and queue; `POST
+//! `/v1/limits`: provider keys' shared pauses and limits, as `cairn
+//! limits` shows them. `GET` lists every key ever paused or limited with
+//! its pause, limits, permits in use and queue; `POST /v1/limits/set`
+//! replaces a key's limits; `POST
 //! /v1/limits/pause` pauses one for a while (`for`, written as the CLI's
 //! ages: `10m`, `30s`, `250ms`); `POST /v1/limits/resume` ends a pause and
 //! wakes the runs deferred on the key.
@@ -8,7 +10,7 @@ use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 
-use cairn::{parse_age, KeyState};
+use cairn::{parse_age, KeyLimits, KeyState};
 
 use crate::actions::actor;
 use crate::extract::ApiJson;
@@ -63,6 +65,40 @@ pub(crate) async fn resume(
     let actor = actor(body.by, None);
     let key = state.engine().resume_key(&body.key).await?;
     tracing::info!(key = %key.key, by = %actor.by, "provider key resumed");
+    state.wake_runner();
+    Ok(Json(key))
+}
+
+/// The body of a limits change: the key's limits, replacing those it had
+/// (a limit left out or `null` is removed).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SetBody {
+    key: String,
+    #[serde(default)]
+    in_flight: Option<u32>,
+    #[serde(default)]
+    rpm: Option<u32>,
+    #[serde(default)]
+    tpm: Option<u32>,
+    #[serde(default)]
+    by: Option<String>,
+}
+
+/// `POST /v1/limits/set`: the key with its new limits; runs deferred on it
+/// for a permit may be claimable at once.
+pub(crate) async fn set(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<SetBody>,
+) -> Result<Json<KeyState>, ApiError> {
+    let actor = actor(body.by, None);
+    let limits = KeyLimits {
+        in_flight: body.in_flight,
+        rpm: body.rpm,
+        tpm: body.tpm,
+    };
+    let key = state.engine().set_limits(&body.key, &limits).await?;
+    tracing::info!(key = %key.key, by = %actor.by, ?limits, "provider key limits set");
     state.wake_runner();
     Ok(Json(key))
 }

@@ -302,12 +302,13 @@ type KeySeries = (
 );
 
 /// Provider keys (read from the store per scrape, like the run counts):
-/// whether each is paused, the runs deferred on it, the pauses it had.
+/// whether each is paused, the runs deferred on it, the permits in use,
+/// the pauses it had.
 fn render_keys(o: &mut String, keys: &[KeyState]) {
     if keys.is_empty() {
         return;
     }
-    let gauges: [KeySeries; 3] = [
+    let gauges: [KeySeries; 4] = [
         (
             "cairn_provider_key_paused",
             "gauge",
@@ -317,8 +318,14 @@ fn render_keys(o: &mut String, keys: &[KeyState]) {
         (
             "cairn_provider_key_deferred_runs",
             "gauge",
-            "Queued runs deferred on the key, waiting for its pause to end.",
+            "Queued runs deferred on the key, waiting for its pause to end or a permit.",
             |k| k.deferred_runs,
+        ),
+        (
+            "cairn_provider_key_permits_in_use",
+            "gauge",
+            "Model calls executing on the key under a permit (keys with limits).",
+            |k| k.permits_in_use,
         ),
         (
             "cairn_provider_key_pauses_total",
@@ -356,6 +363,8 @@ mod tests {
             paused_at: None,
             pauses: 3,
             deferred_runs: deferred,
+            limits: Default::default(),
+            permits_in_use: deferred / 7,
         };
         let m = Metrics::default();
         assert!(!m.render(None, &[]).contains("cairn_provider_key"));
@@ -365,6 +374,7 @@ mod tests {
             "cairn_provider_key_paused{key=\"c\"} 0\n",
             "cairn_provider_key_deferred_runs{key=\"a\\\"b\"} 7\n",
             "cairn_provider_key_pauses_total{key=\"c\"} 3\n",
+            "cairn_provider_key_permits_in_use{key=\"a\\\"b\"} 1\n",
             "# TYPE cairn_provider_key_pauses_total counter\n",
         ] {
             assert!(text.contains(line), "{line} not in {text}");

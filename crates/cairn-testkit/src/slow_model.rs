@@ -24,12 +24,15 @@ pub struct SlowModel {
     refusals: Arc<Refusals>,
 }
 
-/// The 429s still to send, and the arrival time of every request.
+/// The 429s still to send, the arrival time of every request, and how
+/// many answers are being streamed at once (now and at most).
 #[derive(Debug, Default)]
 struct Refusals {
     left: AtomicUsize,
     retry_after: std::sync::Mutex<String>,
     arrivals: std::sync::Mutex<Vec<Instant>>,
+    streaming: AtomicUsize,
+    peak: AtomicUsize,
 }
 
 /// How long a held response waits for its release before it ends anyway.
@@ -97,6 +100,17 @@ impl SlowModel {
         self.released.store(true, Ordering::SeqCst);
     }
 
+    /// The most answers ever streamed at once (calls in flight at the
+    /// provider; refusals not counted).
+    pub fn peak(&self) -> usize {
+        self.refusals.peak.load(Ordering::SeqCst)
+    }
+
+    /// Answers being streamed now.
+    pub fn streaming(&self) -> usize {
+        self.refusals.streaming.load(Ordering::SeqCst)
+    }
+
     /// Requests received so far.
     pub fn requests(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
@@ -154,6 +168,20 @@ fn answer(
             .as_bytes(),
         );
     }
+    let now = refusals.streaming.fetch_add(1, Ordering::SeqCst) + 1;
+    refusals.peak.fetch_max(now, Ordering::SeqCst);
+    let streamed = stream_answer(&mut out, pieces, gap, [begun, released]);
+    refusals.streaming.fetch_sub(1, Ordering::SeqCst);
+    streamed
+}
+
+/// A 200 answer: the pieces, the finish and the usage.
+fn stream_answer(
+    out: &mut TcpStream,
+    pieces: &[String],
+    gap: Duration,
+    [begun, released]: [&AtomicBool; 2],
+) -> std::io::Result<()> {
     out.write_all(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
     )?;

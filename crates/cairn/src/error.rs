@@ -57,6 +57,9 @@ pub enum Error {
         run: cairn_core::RunId,
         reason: String,
     },
+    /// A provider key's limit out of range; nothing was stored.
+    #[error(transparent)]
+    BadLimit(#[from] cairn_core::BadLimit),
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     ReadFile {
@@ -263,6 +266,7 @@ impl Error {
             Error::MissingHandler { .. } => (ErrorClass::Internal, "missing_handler"),
             Error::TooLarge(_) => (ErrorClass::TooLarge, "too_large"),
             Error::BadThreadId(_) => (ErrorClass::BadInput, "bad_thread_id"),
+            Error::BadLimit(_) => (ErrorClass::BadInput, "bad_limit"),
             Error::WrongThread { .. } => (ErrorClass::Conflict, "wrong_thread"),
             Error::CrewDoesNotFit { .. } => (ErrorClass::Conflict, "crew_mismatch"),
         }

@@ -59,10 +59,10 @@ pub use cairn_core::text;
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Budget, ChildOf,
     ChildOutcome, ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord,
-    Fingerprint, JoinRule, JournalEntry, JournalKind, KeyPause, KeyState, LlmDef, OnDeadline,
-    OutputDelta, Priority, ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus,
-    StepContext, StepIdx, StepOutput, StepRecord, StepStatus, ToolDef, Usage, WaitId, WaitKind,
-    WaitRecord, WaitStatus,
+    Fingerprint, JoinRule, JournalEntry, JournalKind, KeyLimits, KeyPause, KeyState, LlmDef,
+    OnDeadline, OutputDelta, Priority, ProviderKind, RetryPolicy, Role, RunId, RunRecord,
+    RunStatus, StepContext, StepIdx, StepOutput, StepRecord, StepStatus, ToolDef, Usage, WaitId,
+    WaitKind, WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;

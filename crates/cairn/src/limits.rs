@@ -1,12 +1,13 @@
 //! Budgets raised by operators (`runs continue --budget`), and provider
 //! keys' shared pauses as operators see them (`cairn limits`,
-//! `GET /v1/limits`): every key a pause ever named, with its pause and its
-//! queue; a pause set by hand; a pause ended early. What a key is and how a
+//! `GET /v1/limits`): every key a pause or a limit ever named, with its
+//! pause, limits, permits in use and queue; limits set by hand; a pause
+//! set by hand; a pause ended early. What a key is and how a
 //! step waits for it: `cairn_core::keys`, DESIGN.md "Provider keys".
 
 use std::time::Duration;
 
-use cairn_core::{Actor, KeyPause, KeyState, RunId, RunRecord};
+use cairn_core::{Actor, KeyLimits, KeyPause, KeyState, RunId, RunRecord};
 
 use crate::{Engine, Result};
 
@@ -38,6 +39,16 @@ impl Engine {
     /// A key no pause ever named is `key_not_found`.
     pub async fn resume_key(&self, key: &str) -> Result<KeyState> {
         Ok(self.store().resume_key(key).await?)
+    }
+
+    /// Sets `key`'s limits (in-flight calls, requests and tokens per
+    /// minute), replacing any it had: a limit left out is removed, and
+    /// none at all leaves the key unlimited. The key need not have been
+    /// seen yet (limits may be set before the first call). Each limit is
+    /// at least 1 (`bad_limit` otherwise, nothing stored).
+    pub async fn set_limits(&self, key: &str, limits: &KeyLimits) -> Result<KeyState> {
+        limits.check()?;
+        Ok(self.store().set_limits(key, limits).await?)
     }
 
     /// Raises the run's budget by `by` (its own limits, or its crew's where

@@ -40,6 +40,7 @@ mod claim;
 mod journal;
 mod operator;
 mod pauses;
+mod permits;
 pub(crate) mod retention;
 mod runs;
 mod storable;
@@ -55,8 +56,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use cairn_core::{
-    Actor, Answer, Corruption, EventRecord, JournalEntry, KeyPause, KeyState, LeaseEpoch, NewEvent,
-    RunId, RunRecord, StepIdx, StepRecord, ThreadTurn, WaitId, WaitRecord,
+    Actor, Admission, Answer, Corruption, EventRecord, JournalEntry, KeyAsk, KeyLimits, KeyPause,
+    KeyState, LeaseEpoch, NewEvent, Permit, RunId, RunRecord, StepIdx, StepRecord, ThreadTurn,
+    WaitId, WaitRecord,
 };
 
 use crate::failpoint;
@@ -743,5 +745,47 @@ impl<H: ScriptHost> Store for H {
             Box::new(|c| Box::pin(async move { pauses::keys_in(c, None).await })),
         );
         placed(self.target(), None, read).await
+    }
+
+    async fn admit(&self, ask: &KeyAsk) -> Result<Admission> {
+        // A key without limits: one read, as a pause alone needs.
+        let key = ask.key.clone();
+        let read = self.tx(
+            TxKind::Single,
+            Box::new(move |c| Box::pin(async move { permits::unlimited_in(c, &key).await })),
+        );
+        if let Some(answer) = placed(self.target(), None, read).await? {
+            return Ok(answer);
+        }
+        let ask = ask.clone();
+        let write = self.tx(
+            TxKind::Write,
+            Box::new(move |c| Box::pin(async move { permits::admit_in(c, &ask).await })),
+        );
+        bounded("admit", self.target(), None, write).await
+    }
+
+    async fn release(&self, permit: &Permit, used: u64) -> Result<()> {
+        let permit = permit.clone();
+        let write = self.tx(
+            TxKind::Write,
+            Box::new(move |c| Box::pin(async move { permits::release_in(c, &permit, used).await })),
+        );
+        bounded("release", self.target(), None, write).await
+    }
+
+    async fn set_limits(&self, key: &str, limits: &KeyLimits) -> Result<KeyState> {
+        bounded("set_limits", self.target(), None, async {
+            text_ok("the provider key", Some(key))?;
+            let (key, limits) = (key.to_owned(), *limits);
+            self.tx(
+                TxKind::Write,
+                Box::new(move |c| {
+                    Box::pin(async move { permits::set_limits_in(c, &key, &limits).await })
+                }),
+            )
+            .await
+        })
+        .await
     }
 }

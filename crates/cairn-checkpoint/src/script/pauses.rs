@@ -108,7 +108,8 @@ pub(super) async fn resume_in(c: &mut Conn<'_>, key: &str) -> Result<KeyState> {
     keys.pop().ok_or_else(|| Error::KeyNotFound(key.to_owned()))
 }
 
-/// `Store::keys`: every key (or one), by name, with its queue.
+/// `Store::keys`: every key (or one), by name, with its limits, permits
+/// in use and queue.
 pub(super) async fn keys_in(c: &mut Conn<'_>, only: Option<&str>) -> Result<Vec<KeyState>> {
     let rows = c
         .fetch_all(
@@ -118,7 +119,12 @@ pub(super) async fn keys_in(c: &mut Conn<'_>, only: Option<&str>) -> Result<Vec<
                    k.reason AS reason, k.paused_by AS paused_by, k.paused_at AS paused_at, \
                    k.pauses AS pauses, \
                    (SELECT count(*) FROM runs r WHERE r.deferred_key = k.key \
-                      AND r.status = 'queued') AS deferred_runs \
+                      AND r.status = 'queued') AS deferred_runs, \
+                   k.in_flight_limit AS in_flight_limit, k.rpm AS rpm, k.tpm AS tpm, \
+                   (SELECT count(*) FROM key_permits p JOIN runs r ON r.id = p.run_id \
+                      WHERE p.key = k.key AND r.status = 'running' \
+                      AND r.lease_epoch = p.epoch AND r.lease_expires_at > {now}) \
+                     AS permits_in_use \
                  FROM provider_keys k WHERE :only IS NULL OR k.key = :only ORDER BY k.key",
             )
             .bind("only", only),
@@ -138,5 +144,7 @@ fn decode_key(row: &Row) -> Result<KeyState> {
         paused_at: row.opt_time("paused_at", nil_run(), what)?,
         pauses: count("pauses")?,
         deferred_runs: count("deferred_runs")?,
+        limits: super::permits::limits_of(row)?,
+        permits_in_use: count("permits_in_use")?,
     })
 }

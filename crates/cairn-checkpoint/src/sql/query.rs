@@ -109,6 +109,13 @@ impl Dialect {
             (Sqlite, "paused_ms") => {
                 "CAST(ROUND((julianday(paused_until) - julianday('now')) * 86400000) AS INTEGER)"
             }
+            // Milliseconds since a provider key's buckets were refilled.
+            (Postgres, "refilled_ms") => {
+                "FLOOR(EXTRACT(EPOCH FROM (clock_timestamp() - refilled_at)) * 1000)::bigint"
+            }
+            (Sqlite, "refilled_ms") => {
+                "CAST(ROUND((julianday('now') - julianday(refilled_at)) * 86400000) AS INTEGER)"
+            }
             _ => return None,
         }))
     }

@@ -27,6 +27,7 @@ mod journal;
 mod leases;
 mod nul;
 mod on_busy;
+mod permits;
 mod restart;
 mod retention;
 mod threads;

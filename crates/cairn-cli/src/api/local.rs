@@ -212,4 +212,8 @@ impl Api for Local {
     async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState> {
         Ok(self.engine.resume_key(key).await?)
     }
+
+    async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState> {
+        Ok(self.engine.set_limits(key, limits).await?)
+    }
 }

@@ -145,6 +145,8 @@ pub trait Api {
     ) -> anyhow::Result<KeyState>;
     /// Ends `key`'s pause.
     async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState>;
+    /// Replaces `key`'s limits.
+    async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState>;
 }
 
 /// Where a command's [`Api`] comes from, reached only once what was typed

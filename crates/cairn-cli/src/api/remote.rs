@@ -510,4 +510,10 @@ impl Api for Remote {
     async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState> {
         self.post("/v1/limits/resume", &json!({"key": key})).await
     }
+
+    async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState> {
+        let body = json!({"key": key, "in_flight": limits.in_flight, "rpm": limits.rpm,
+                          "tpm": limits.tpm});
+        self.post("/v1/limits/set", &body).await
+    }
 }

@@ -1,4 +1,4 @@
-//! `cairn limits …`: provider keys' shared pauses.
+//! `cairn limits …`: provider keys' shared pauses and limits.
 
 use super::Connect;
 use crate::api::Api;
@@ -33,6 +33,22 @@ pub async fn main(to: &impl Connect, command: LimitsCommand, json: bool) -> anyh
         }
         LimitsCommand::Resume { key } => {
             let key = to.connect(false).await?.resume_key(&key).await?;
+            print_one(key, json)?;
+        }
+        LimitsCommand::Set {
+            key,
+            in_flight,
+            rpm,
+            tpm,
+        } => {
+            let limits = cairn::KeyLimits {
+                in_flight,
+                rpm,
+                tpm,
+            };
+            // Limits may be set before anything ran: the database is
+            // created, as a submit would.
+            let key = to.connect(true).await?.set_limits(&key, &limits).await?;
             print_one(key, json)?;
         }
     }

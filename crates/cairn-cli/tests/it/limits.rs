@@ -2,7 +2,9 @@
 //! answers "429 Too Many Requests" with a `Retry-After` pauses its key for
 //! every run on the database (no call reaches it until the pause ends, no
 //! retry is spent), and operators pause and resume keys by hand, locally
-//! and through `cairn serve`. Budgets: a crew's `[budget]`, `--budget` on
+//! and through `cairn serve`. A key's in-flight limit holds the calls of
+//! every worker to its permits, and a killed worker's permit ends with its
+//! lease. Budgets: a crew's `[budget]`, `--budget` on
 //! submit and `runs continue --budget` to raise it, both ways.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -15,6 +17,8 @@ use serde_json::Value;
 use crate::support::{llm_crew, serve, step, wait_until, Case, Kind, Spawned};
 
 both_backends!(
+    an_in_flight_limit_holds_calls_to_its_permits_across_two_workers,
+    a_killed_worker_releases_its_permit_with_its_lease,
     a_providers_rate_limit_pauses_its_key_for_every_run_and_spends_no_retry,
     an_operator_pause_holds_every_call_until_it_is_resumed_through_the_server,
     a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways,
@@ -199,8 +203,38 @@ fn an_operator_pause_holds_every_call_until_it_is_resumed_through_the_server(kin
         cairn(&case, server, &["limits", "pause", &key, "--for", "soon"])
             .expect_code(2)
             .expect_stderr(&["--for"]);
+        cairn(&case, server, &["limits", "set", &key, "--rpm", "0"])
+            .expect_code(2)
+            .expect_stderr(&["rpm", "between 1 and"]);
     }
     assert_eq!(keys(&case, None).len(), 1, "nothing stored by the refusals");
+    assert!(keys(&case, None)[0]["limits"]
+        .as_object()
+        .unwrap()
+        .is_empty());
+
+    // Limits set through the server, replaced locally: each way shows what
+    // the other stored.
+    let set = [
+        "--json", "limits", "set", &key, "--rpm", "60", "--tpm", "20000",
+    ];
+    let limited = cairn(&case, server, &set).expect_code(0).json();
+    assert_eq!(
+        limited["limits"],
+        serde_json::json!({"rpm": 60, "tpm": 20000})
+    );
+    let local = cairn(
+        &case,
+        None,
+        &["--json", "limits", "set", &key, "--in-flight", "3"],
+    );
+    assert_eq!(
+        local.expect_code(0).json()["limits"],
+        serde_json::json!({"in_flight": 3})
+    );
+    let listed = keys(&case, server);
+    assert_eq!(listed[0]["limits"], serde_json::json!({"in_flight": 3}));
+    assert_eq!(listed[0]["permits_in_use"], 0);
 }
 
 /// A crew with a `[budget]` of 2 model calls whose scripted model always
@@ -316,4 +350,98 @@ fn a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways(kin
             .expect_code(2)
             .expect_stderr(&["--budget", "unknown limit"]);
     }
+}
+
+/// A model that holds every answer until released, its crew and key, and
+/// the key limited to `in_flight` calls at once.
+fn held_model(case: &Case, in_flight: &str) -> (SlowModel, String, String) {
+    let model = SlowModel::start(&["fine"], Duration::from_millis(5)).unwrap();
+    let crew = case.write("crew.toml", &llm_crew(&model.base_url, ONE_ATTEMPT));
+    let key = format!("provider=openai,url={},key=OPENAI_API_KEY", model.base_url);
+    let set = case
+        .cairn(&["--json", "limits", "set", &key, "--in-flight", in_flight])
+        .expect_code(0)
+        .json();
+    assert_eq!(set["limits"]["in_flight"].to_string(), in_flight, "{set}");
+    (model, crew.to_str().unwrap().to_owned(), key)
+}
+
+fn key_state(case: &Case) -> Value {
+    keys(case, None).into_iter().next().unwrap()
+}
+
+fn an_in_flight_limit_holds_calls_to_its_permits_across_two_workers(kind: Kind) {
+    let case = Case::new(kind);
+    let (model, crew, _key) = held_model(&case, "2");
+    let worker = ["worker", "--poll-ms", "50", "--concurrency", "4"];
+    let _a = Spawned(case.spawn(&worker, &[]));
+    let _b = Spawned(case.spawn(&worker, &[]));
+    let ids: Vec<String> = (0..5).map(|_| submit(&case, &crew)).collect();
+    wait_until("two calls in flight", Duration::from_secs(30), || {
+        model.streaming() == 2
+    });
+    // The other three were claimed, found no permit, and wait deferred:
+    // queued, holding no permit, no lease and no worker slot.
+    wait_until("three runs deferred", Duration::from_secs(30), || {
+        key_state(&case)["deferred_runs"] == 3
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(model.requests(), 2, "no call beyond the two permits");
+    let k = key_state(&case);
+    assert_eq!(k["permits_in_use"], 2, "{k}");
+    model.release();
+    wait_until("every run to succeed", Duration::from_secs(60), || {
+        succeeded(&case, &ids)
+    });
+    assert_eq!(model.peak(), 2, "never more than two calls at the provider");
+    assert_eq!(model.requests(), 5, "one call per run");
+    for id in &ids {
+        assert_eq!(step(&case.show(id), 0)["attempt"], 1, "no retry spent");
+    }
+    let k = key_state(&case);
+    assert_eq!(
+        (&k["permits_in_use"], &k["deferred_runs"]),
+        (&0.into(), &0.into()),
+        "{k}"
+    );
+}
+
+fn a_killed_worker_releases_its_permit_with_its_lease(kind: Kind) {
+    let case = Case::new(kind);
+    let (model, crew, _key) = held_model(&case, "1");
+    let worker = [
+        "worker",
+        "--poll-ms",
+        "50",
+        "--lease-ms",
+        "1500",
+        "--heartbeat-ms",
+        "500",
+    ];
+    let mut first = Spawned(case.spawn(&worker, &[]));
+    let id = submit(&case, &crew);
+    wait_until("the call in flight", Duration::from_secs(30), || {
+        model.requests() == 1
+    });
+    assert_eq!(key_state(&case)["permits_in_use"], 1);
+    nix::sys::signal::kill(first.pid(), nix::sys::signal::Signal::SIGKILL).unwrap();
+    first.wait("the killed worker");
+    // Nobody releases the dead worker's permit: it ends with its lease.
+    wait_until(
+        "the permit to end with the lease",
+        Duration::from_secs(10),
+        || key_state(&case)["permits_in_use"] == 0,
+    );
+    let _second = Spawned(case.spawn(&worker, &[]));
+    wait_until(
+        "the run taken over and called again",
+        Duration::from_secs(30),
+        || model.requests() == 2,
+    );
+    model.release();
+    wait_until("the run to succeed", Duration::from_secs(30), || {
+        case.show(&id)["status"] == "succeeded"
+    });
+    let k = key_state(&case);
+    assert_eq!(k["permits_in_use"], 0, "{k}");
 }

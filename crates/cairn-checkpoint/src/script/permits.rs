@@ -1,0 +1,247 @@
+//! Provider keys' limits and permits (`cairn_core::keys`): set by an
+//! operator, asked before every model call, released after it. A key
+//! without limits costs a call one read (its pause, as before limits
+//! existed); a limited key's admission is one write transaction that locks
+//! the key's row, so every process on the database sees one count.
+//!
+//! A permit counts only while its run is `running` under the epoch it was
+//! taken with and that lease has not expired: a process that dies, or loses
+//! the run to a takeover, releases its permits with its leases, without
+//! anyone deleting them (the next admission on the key does).
+
+use std::time::Duration;
+
+use cairn_core::{Admission, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyState, Permit};
+
+use crate::raw::nil_run;
+use crate::sql::{query, Conn, Row};
+use crate::Result;
+
+/// How many permits of `:key` are held: those whose run still holds the
+/// lease it took them under (`keys_in` counts the same per key).
+const LIVE: &str = "SELECT count(*) AS n FROM key_permits p JOIN runs r ON r.id = p.run_id \
+     WHERE p.key = :key AND r.status = 'running' AND r.lease_epoch = p.epoch \
+     AND r.lease_expires_at > {now}";
+
+/// `Store::admit`'s first look, without a transaction: the answer for a
+/// key that is paused or has no limits, `None` for a limited key (which
+/// [`admit_in`] decides under its row's lock).
+pub(super) async fn unlimited_in(c: &mut Conn<'_>, key: &str) -> Result<Option<Admission>> {
+    let row = c
+        .fetch_optional(
+            query(
+                "SELECT {paused_ms} AS paused, in_flight_limit, rpm, tpm \
+                 FROM provider_keys WHERE key = :key",
+            )
+            .bind("key", key),
+        )
+        .await?;
+    let Some(row) = row else {
+        return Ok(Some(Admission::Go(None)));
+    };
+    if let Some(wait) = paused(&row)? {
+        return Ok(Some(wait));
+    }
+    Ok((!limits_of(&row)?.any()).then_some(Admission::Go(None)))
+}
+
+/// A pause still standing in column `paused` (milliseconds left).
+fn paused(row: &Row) -> Result<Option<Admission>> {
+    Ok(row
+        .opt_int("paused")?
+        .filter(|ms| *ms > 0)
+        .map(|ms| Admission::Wait {
+            after: Duration::from_millis(u64::try_from(ms).unwrap_or(0)),
+            why: Held::Paused,
+        }))
+}
+
+/// `Store::admit` for a limited key, in a write transaction.
+pub(super) async fn admit_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Admission> {
+    let Some(row) = c
+        .fetch_optional(
+            query(
+                "SELECT {paused_ms} AS paused, in_flight_limit, rpm, tpm, \
+                 requests_milli, tokens_milli, {refilled_ms} AS since \
+                 FROM provider_keys WHERE key = :key {for_update}",
+            )
+            .bind("key", ask.key.as_str()),
+        )
+        .await?
+    else {
+        return Ok(Admission::Go(None));
+    };
+    if let Some(wait) = paused(&row)? {
+        return Ok(wait);
+    }
+    let limits = limits_of(&row)?;
+    if !limits.any() {
+        return Ok(Admission::Go(None));
+    }
+    // A run holds one permit at most: one it still holds (a call whose
+    // step was dropped mid-way) is dropped before it is counted.
+    c.execute(query("DELETE FROM key_permits WHERE run_id = :run").bind("run", ask.run))
+        .await?;
+    let in_use = match limits.in_flight {
+        Some(_) => live_permits(c, &ask.key).await?,
+        None => 0,
+    };
+    let stored = Buckets {
+        requests: milli(row.opt_int("requests_milli")?),
+        tokens: milli(row.opt_int("tokens_milli")?),
+    };
+    let since =
+        Duration::from_millis(u64::try_from(row.opt_int("since")?.unwrap_or(0)).unwrap_or(0));
+    match limits.decide(stored, since, in_use, ask.tokens) {
+        Decision::Wait { after, why } => Ok(Admission::Wait { after, why }),
+        Decision::Grant(left) => grant(c, ask, &limits, left).await,
+    }
+}
+
+/// Writes a granted call's buckets back and its permit.
+async fn grant(
+    c: &mut Conn<'_>,
+    ask: &KeyAsk,
+    limits: &KeyLimits,
+    left: Buckets,
+) -> Result<Admission> {
+    c.execute(
+        query(
+            "UPDATE provider_keys SET requests_milli = :requests, tokens_milli = :tokens, \
+             refilled_at = {now} WHERE key = :key",
+        )
+        .bind("requests", left.requests.map(to_milli))
+        .bind("tokens", left.tokens.map(to_milli))
+        .bind("key", ask.key.as_str()),
+    )
+    .await?;
+    let reserved = match limits.tpm {
+        Some(cap) => ask.tokens.min(u64::from(cap)),
+        None => 0,
+    };
+    let row = c
+        .fetch_optional(
+            query(
+                "INSERT INTO key_permits (key, run_id, epoch, reserved, acquired_at) \
+                 VALUES (:key, :run, :epoch, :reserved, {now}) RETURNING id",
+            )
+            .bind("key", ask.key.as_str())
+            .bind("run", ask.run)
+            .bind("epoch", ask.epoch.0)
+            .bind("reserved", i64::try_from(reserved).unwrap_or(i64::MAX)),
+        )
+        .await?;
+    let id = match row {
+        Some(r) => r.int("id")?,
+        None => 0,
+    };
+    Ok(Admission::Go(Some(Permit {
+        id,
+        key: ask.key.clone(),
+        reserved,
+    })))
+}
+
+/// `Store::release`.
+pub(super) async fn release_in(c: &mut Conn<'_>, permit: &Permit, used: u64) -> Result<()> {
+    let gone = c
+        .execute(query("DELETE FROM key_permits WHERE id = :id").bind("id", permit.id))
+        .await?;
+    // What the call used beyond (or short of) its reservation; a permit
+    // already dropped (its lease lost) still settles its tokens.
+    let unused = i64::try_from(permit.reserved).unwrap_or(i64::MAX)
+        - i64::try_from(used).unwrap_or(i64::MAX);
+    if permit.reserved > 0 && unused != 0 {
+        c.execute(
+            query(
+                "UPDATE provider_keys SET tokens_milli = tokens_milli + :delta \
+                 WHERE key = :key AND tokens_milli IS NOT NULL",
+            )
+            .bind("delta", unused.saturating_mul(1000))
+            .bind("key", permit.key.as_str()),
+        )
+        .await?;
+    }
+    if gone > 0 {
+        wake_one(c, &permit.key).await?;
+    }
+    Ok(())
+}
+
+/// Makes the run deferred longest on a key that limits calls in flight
+/// claimable now (a permit was freed).
+async fn wake_one(c: &mut Conn<'_>, key: &str) -> Result<()> {
+    let woken = c
+        .fetch_all(
+            query(
+                "UPDATE runs SET not_before = {now} WHERE id IN (SELECT r.id FROM runs r \
+                 JOIN provider_keys k ON k.key = r.deferred_key \
+                 WHERE r.deferred_key = :key AND r.status = 'queued' \
+                 AND k.in_flight_limit IS NOT NULL AND r.not_before > {now} \
+                 ORDER BY r.not_before LIMIT 1) RETURNING id",
+            )
+            .bind("key", key),
+        )
+        .await?;
+    if !woken.is_empty() {
+        c.notify_runnable(nil_run()).await?;
+    }
+    Ok(())
+}
+
+/// `Store::set_limits`: replaces the key's limits; its buckets start full.
+pub(super) async fn set_limits_in(
+    c: &mut Conn<'_>,
+    key: &str,
+    limits: &KeyLimits,
+) -> Result<KeyState> {
+    c.execute(
+        query(
+            "INSERT INTO provider_keys (key, in_flight_limit, rpm, tpm) \
+             VALUES (:key, :in_flight, :rpm, :tpm) \
+             ON CONFLICT (key) DO UPDATE SET in_flight_limit = excluded.in_flight_limit, \
+             rpm = excluded.rpm, tpm = excluded.tpm, requests_milli = NULL, \
+             tokens_milli = NULL, refilled_at = NULL",
+        )
+        .bind("key", key)
+        .bind("in_flight", limits.in_flight)
+        .bind("rpm", limits.rpm)
+        .bind("tpm", limits.tpm),
+    )
+    .await?;
+    // More permits may be free now.
+    wake_one(c, key).await?;
+    let mut keys = super::pauses::keys_in(c, Some(key)).await?;
+    keys.pop()
+        .ok_or_else(|| crate::Error::KeyNotFound(key.to_owned()))
+}
+
+/// How many permits of `key` are held by live leases.
+pub(super) async fn live_permits(c: &mut Conn<'_>, key: &str) -> Result<u64> {
+    let row = c.fetch_optional(query(LIVE).bind("key", key)).await?;
+    let n = match row {
+        Some(r) => r.int("n")?,
+        None => 0,
+    };
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// A key row's limits (columns `in_flight_limit`, `rpm`, `tpm`).
+pub(super) fn limits_of(row: &Row) -> Result<KeyLimits> {
+    let limit = |col: &str| -> Result<Option<u32>> {
+        Ok(row.opt_int(col)?.and_then(|n| u32::try_from(n).ok()))
+    };
+    Ok(KeyLimits {
+        in_flight: limit("in_flight_limit")?,
+        rpm: limit("rpm")?,
+        tpm: limit("tpm")?,
+    })
+}
+
+fn milli(stored: Option<i64>) -> Option<f64> {
+    stored.map(|m| m as f64 / 1000.0)
+}
+
+fn to_milli(units: f64) -> i64 {
+    (units * 1000.0).round() as i64
+}

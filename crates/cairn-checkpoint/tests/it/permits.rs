@@ -1,0 +1,200 @@
+//! Provider keys' limits and permits, through the `Store` contract on both
+//! backends: a key without limits admits every call with no permit; an
+//! in-flight limit grants as many permits as it allows, counting only
+//! those whose run still holds its lease (a run that lost its lease, ended
+//! or waits holds none); requests and tokens per minute are buckets that
+//! refill with time and settle a call's real usage.
+
+use std::time::Duration;
+
+use cairn_checkpoint::{ClaimRequest, Store};
+use cairn_core::{Admission, Held, KeyAsk, KeyLimits, LeaseEpoch, RunId};
+use cairn_testkit::{both, Kind, TestDb};
+
+use crate::{new_run, store};
+
+both!(
+    a_key_without_limits_admits_every_call_without_a_permit,
+    an_in_flight_limit_counts_only_permits_whose_lease_stands,
+    requests_per_minute_refill_with_time,
+    tokens_are_reserved_then_settled_at_the_real_usage,
+);
+
+const KEY: &str = "provider=openai,url=http://127.0.0.1:9/v1,key=OPENAI_API_KEY";
+
+fn req(lease_ms: u64) -> ClaimRequest {
+    ClaimRequest {
+        lease: Duration::from_millis(lease_ms),
+        ..crate::claim_req(false)
+    }
+}
+
+/// A run submitted and claimed: its id and lease epoch.
+async fn running(store: &dyn Store, lease_ms: u64) -> (RunId, LeaseEpoch) {
+    let id = store.submit(new_run(2, None)).await.unwrap().run.id;
+    let claimed = store.claim_next(&req(lease_ms)).await.unwrap().unwrap();
+    assert_eq!(claimed.run.id, id);
+    (id, claimed.run.lease_epoch)
+}
+
+fn ask(run: RunId, epoch: LeaseEpoch, tokens: u64) -> KeyAsk {
+    KeyAsk {
+        key: KEY.to_owned(),
+        run,
+        epoch,
+        tokens,
+    }
+}
+
+fn limits(in_flight: Option<u32>, rpm: Option<u32>, tpm: Option<u32>) -> KeyLimits {
+    KeyLimits {
+        in_flight,
+        rpm,
+        tpm,
+    }
+}
+
+async fn in_use(store: &dyn Store) -> u64 {
+    let keys = store.keys().await.unwrap();
+    keys.iter().find(|k| k.key == KEY).unwrap().permits_in_use
+}
+
+async fn a_key_without_limits_admits_every_call_without_a_permit(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let (run, epoch) = running(&*store, 30_000).await;
+    for _ in 0..3 {
+        let got = store.admit(&ask(run, epoch, 100)).await.unwrap();
+        assert_eq!(got, Admission::Go(None), "a key nobody limited");
+    }
+    // Limits set, then removed: unlimited again, and the key is listed.
+    store
+        .set_limits(KEY, &limits(Some(1), None, None))
+        .await
+        .unwrap();
+    let state = store.set_limits(KEY, &KeyLimits::default()).await.unwrap();
+    assert_eq!(state.limits, KeyLimits::default());
+    let got = store.admit(&ask(run, epoch, 100)).await.unwrap();
+    assert_eq!(got, Admission::Go(None));
+}
+
+async fn an_in_flight_limit_counts_only_permits_whose_lease_stands(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let set = store
+        .set_limits(KEY, &limits(Some(2), None, None))
+        .await
+        .unwrap();
+    assert_eq!((set.limits.in_flight, set.permits_in_use), (Some(2), 0));
+    let (a, ea) = running(&*store, 30_000).await;
+    let (b, eb) = running(&*store, 300).await;
+    let (c, ec) = running(&*store, 30_000).await;
+    let Admission::Go(Some(pa)) = store.admit(&ask(a, ea, 10)).await.unwrap() else {
+        panic!("a permit for the first call");
+    };
+    let Admission::Go(Some(_pb)) = store.admit(&ask(b, eb, 10)).await.unwrap() else {
+        panic!("a permit for the second call");
+    };
+    assert_eq!(in_use(&*store).await, 2);
+    match store.admit(&ask(c, ec, 10)).await.unwrap() {
+        Admission::Wait { why, .. } => assert_eq!(why, Held::InFlight),
+        other => panic!("a third call while both permits are held: {other:?}"),
+    }
+    // Asking again for the same run does not take a second permit.
+    let Admission::Go(Some(pa)) = store.admit(&ask(a, ea, 10)).await.unwrap() else {
+        panic!("the first run asks again: its old permit was dropped, {pa:?}");
+    };
+    assert_eq!(in_use(&*store).await, 2);
+    // Run b's lease runs out (its process died): its permit no longer
+    // counts, without anyone releasing it.
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    assert_eq!(in_use(&*store).await, 1, "b's lease expired");
+    let Admission::Go(Some(pc)) = store.admit(&ask(c, ec, 10)).await.unwrap() else {
+        panic!("c takes the permit b's dead lease held");
+    };
+    store.release(&pa, 10).await.unwrap();
+    store.release(&pc, 10).await.unwrap();
+    assert_eq!(in_use(&*store).await, 0, "both released");
+}
+
+async fn requests_per_minute_refill_with_time(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    // 120 a minute: a bucket of 120, refilled at 2 a second.
+    store
+        .set_limits(KEY, &limits(None, Some(120), None))
+        .await
+        .unwrap();
+    let (run, epoch) = running(&*store, 30_000).await;
+    // Calls until one is refused: the full 120, plus what refilled while
+    // they were asked.
+    let started = std::time::Instant::now();
+    let mut granted = 0u64;
+    let after = loop {
+        match store.admit(&ask(run, epoch, 1)).await.unwrap() {
+            Admission::Go(Some(p)) => store.release(&p, 1).await.unwrap(),
+            Admission::Wait { after, why } => {
+                assert_eq!(why, Held::Requests);
+                break after;
+            }
+            other => panic!("call {granted}: {other:?}"),
+        }
+        granted += 1;
+        assert!(granted < 1000, "never refused");
+    };
+    let refilled = (started.elapsed().as_secs_f64() * 2.0).ceil() as u64;
+    assert!(
+        (120..=120 + refilled).contains(&granted),
+        "{granted} calls granted: a minute's 120 and {refilled} refilled"
+    );
+    assert!(
+        after <= Duration::from_millis(500),
+        "one refills in 500 ms: {after:?}"
+    );
+    tokio::time::sleep(after + Duration::from_millis(20)).await;
+    assert!(
+        matches!(
+            store.admit(&ask(run, epoch, 1)).await.unwrap(),
+            Admission::Go(Some(_))
+        ),
+        "refilled"
+    );
+}
+
+async fn tokens_are_reserved_then_settled_at_the_real_usage(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    // 6,000 a minute: 100 a second.
+    store
+        .set_limits(KEY, &limits(None, None, Some(6000)))
+        .await
+        .unwrap();
+    let (run, epoch) = running(&*store, 30_000).await;
+    let Admission::Go(Some(p)) = store.admit(&ask(run, epoch, 5000)).await.unwrap() else {
+        panic!("5,000 of a full 6,000");
+    };
+    assert_eq!(p.reserved, 5000);
+    // 1,000 left: a second call of 5,000 waits for the missing 4,000,
+    // about 40 s.
+    let wait = match store.admit(&ask(run, epoch, 5000)).await.unwrap() {
+        Admission::Wait {
+            after,
+            why: Held::Tokens,
+        } => after,
+        other => panic!("5,000 more with 1,000 left: {other:?}"),
+    };
+    assert!(wait > Duration::from_secs(35), "{wait:?}");
+    // Our first call used only 500 of its 5,000: 4,500 come back, and the
+    // same call now fits.
+    let Admission::Wait { .. } = store.admit(&ask(run, epoch, 5000)).await.unwrap() else {
+        panic!("still short before the settlement");
+    };
+    store.release(&p, 500).await.unwrap();
+    assert!(
+        matches!(
+            store.admit(&ask(run, epoch, 5000)).await.unwrap(),
+            Admission::Go(Some(_))
+        ),
+        "5,500 left after the settlement"
+    );
+}
