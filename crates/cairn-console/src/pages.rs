@@ -162,12 +162,12 @@ pub fn limits_page(keys: &[KeyState]) -> Markup {
     html! {
         h1 { "Provider keys" }
         @if keys.is_empty() {
-            p { "No provider key has been paused: a model provider's rate limit that says how long to wait pauses its key for every run, and it appears here." }
+            p { "No provider key has been paused or limited: a model provider's rate limit that says how long to wait pauses its key for every run, " code { "cairn limits set" } " gives a key limits, and the key appears here." }
         } @else {
             div.scroll {
                 table.keys {
                     thead { tr {
-                        th { "Key" } th { "Paused until" } th { "Deferred runs" } th { "Pauses" } th { "Last reason" }
+                        th { "Key" } th { "Paused until" } th { "Limits" } th { "Permits in use" } th { "Deferred runs" } th { "Pauses" } th { "Last reason" }
                     } }
                     tbody {
                         @for k in keys {
@@ -177,6 +177,8 @@ pub fn limits_page(keys: &[KeyState]) -> Markup {
                                     Some(t) => time datetime=(t.to_rfc3339()) { (t.format("%Y-%m-%d %H:%M:%S")) },
                                     None => "not paused",
                                 } }
+                                td { (limits_text(&k.limits)) }
+                                td { (k.permits_in_use) @if let Some(cap) = k.limits.in_flight { " of " (cap) } }
                                 td { (k.deferred_runs) }
                                 td { (k.pauses) }
                                 td { (k.reason.as_deref().unwrap_or("")) @if let Some(by) = &k.paused_by { " (" (by) ")" } }
@@ -185,8 +187,26 @@ pub fn limits_page(keys: &[KeyState]) -> Markup {
                     }
                 }
             }
-            p { "End a pause early: " code { "cairn limits resume KEY" } "." }
+            p { "End a pause early: " code { "cairn limits resume KEY" } "; change limits: " code { "cairn limits set KEY --in-flight N --rpm N --tpm N" } "." }
         }
+    }
+}
+
+/// A key's limits as `in flight 8, 500 rpm, 200000 tpm` (`none`).
+fn limits_text(l: &cairn::KeyLimits) -> String {
+    let mut parts = vec![];
+    if let Some(n) = l.in_flight {
+        parts.push(format!("in flight {n}"));
+    }
+    if let Some(n) = l.rpm {
+        parts.push(format!("{n} rpm"));
+    }
+    if let Some(n) = l.tpm {
+        parts.push(format!("{n} tpm"));
+    }
+    match parts.is_empty() {
+        true => "none".to_owned(),
+        false => parts.join(", "),
     }
 }
 

@@ -790,7 +790,8 @@ async fn a_childs_wait_names_its_parent_and_its_answer_continues_the_parent() {
 }
 
 /// `/limits` lists the provider keys: none at first, then a paused one with
-/// its end, its reason and who paused it, escaped.
+/// its end, its reason and who paused it, escaped; then its limits and
+/// permits in use once they are set (a limit of 0 refused, `bad_limit`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_limits_page_lists_paused_provider_keys() {
     let api = Api::sqlite().await;
@@ -813,4 +814,20 @@ async fn the_limits_page_lists_paused_provider_keys() {
     );
     assert!(table.contains("<time datetime="), "paused until: {table}");
     assert!(table.contains("incident &lt;42&gt; (ops)"), "{table}");
+    assert!(table.contains("<td>none</td>"), "no limits yet: {table}");
+
+    // Limits set through the API show on the page, with the permits in use.
+    let body = json!({"key": "provider=openai,url=http://x/v1,key=K", "in_flight": 8,
+                      "rpm": 500});
+    let reply = api.post_json("/v1/limits/set", &body).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let page = api.get("/limits").await;
+    let table = &page.text[page.text.find("<table").unwrap()..];
+    assert!(table.contains("<td>in flight 8, 500 rpm</td>"), "{table}");
+    assert!(table.contains("<td>0 of 8</td>"), "{table}");
+    let bad = api
+        .post_json("/v1/limits/set", &json!({"key": "k", "tpm": 0}))
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.text);
+    assert!(bad.text.contains("bad_limit"), "{}", bad.text);
 }
