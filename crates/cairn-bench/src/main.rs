@@ -16,6 +16,8 @@ mod console;
 mod floor;
 mod in_flight;
 mod journal;
+mod permits;
+mod rate_limit;
 mod retention;
 mod workers;
 
@@ -902,7 +904,7 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
 /// `cairn-bench --help`.
 fn usage() -> String {
     format!(
-        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight]\n\nMeasures per-step cost \
+        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight | --permits | --rate-limit]\n\nMeasures per-step cost \
                      against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
                      --breakdown  where the time goes instead (store calls, statements, WAL)\n\
@@ -920,6 +922,11 @@ fn usage() -> String {
                      --in-flight  2,000 and 4,000 `llm` steps in flight in one `cairn serve`: \
                      statements/s while they wait, memory per step, connections, leases lost \
                      (needs `cargo build --release -p cairn-cli`)\n\
+                     --permits    a provider key's admission (no limits: a read; limits: \
+                     a permit taken and released) against a step commit\n\
+                     --rate-limit a provider allowing 60 requests and 20,000 tokens a minute, \
+                     3 workers, 64 runs in flight, 3 minutes (CAIRN_BENCH_RATE_SECS): the \
+                     rate used, 429s, calls during a pause (needs `cargo build --release -p cairn-cli`)\n\
                      --retention  Store::compact of 100,000 finished runs \
                      (CAIRN_BENCH_RETENTION_RUNS), commit_step with and without them, \
                      bytes per stored row"
@@ -936,6 +943,8 @@ async fn main() -> Result<()> {
     let mut floor = false;
     let mut children = false;
     let mut in_flight = false;
+    let mut permits = false;
+    let mut rate_limit = false;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--journal" => journal = true,
@@ -944,6 +953,8 @@ async fn main() -> Result<()> {
             "--floor" => floor = true,
             "--children" => children = true,
             "--in-flight" => in_flight = true,
+            "--permits" => permits = true,
+            "--rate-limit" => rate_limit = true,
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {
@@ -969,6 +980,12 @@ async fn main() -> Result<()> {
     }
     if in_flight {
         return in_flight::run(&pg_url).await;
+    }
+    if permits {
+        return permits::run(&pg_url).await;
+    }
+    if rate_limit {
+        return rate_limit::run(&pg_url).await;
     }
     if retention {
         ensure!(

@@ -36,7 +36,7 @@ const LATENCY_POLL_MS: u64 = 500;
 const TARGET: f64 = 0.70;
 
 /// `cairn worker` processes, killed when dropped.
-struct Workers(Vec<Child>);
+pub(crate) struct Workers(Vec<Child>);
 
 impl Drop for Workers {
     fn drop(&mut self) {
@@ -60,7 +60,7 @@ pub(crate) fn cairn_binary() -> Result<PathBuf> {
     Ok(cairn)
 }
 
-fn spawn_workers(
+pub(crate) fn spawn_workers(
     cairn: &Path,
     url: &str,
     n: usize,
@@ -80,6 +80,12 @@ fn spawn_workers(
             .arg("--poll-ms")
             .arg(poll_ms.to_string())
             .env_remove("CAIRN_DATABASE_URL")
+            // `--rate-limit`'s fake model wants a key, and any will do.
+            .envs(
+                std::env::var_os("OPENAI_API_KEY")
+                    .is_none()
+                    .then_some(("OPENAI_API_KEY", "cairn-bench")),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

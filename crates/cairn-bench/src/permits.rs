@@ -1,0 +1,130 @@
+//! `--permits`: what a provider key's admission adds to a model call,
+//! against the step commit it sits beside. Interleaved in rounds on one
+//! store: a run's step commits (`Store::commit_step`, as `Engine::run`
+//! makes them), a model call's admission on a key without limits (one
+//! read: its pause), and a permit on a limited key (`admit` then
+//! `release`: two write transactions, the key's row locked in the first).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use serde_json::json;
+
+use cairn_checkpoint::NewRun;
+use cairn_core::{Admission, KeyAsk, KeyLimits};
+
+use crate::{
+    claim_request, direct_run, mean, median, noop_crew, round2, us, PgSchema, Target, STEPS,
+};
+
+const ROUNDS: usize = 10;
+const CALLS: usize = 30;
+const FREE: &str = "provider=bench,url=http://127.0.0.1:9/v1,key=FREE";
+const LIMITED: &str = "provider=bench,url=http://127.0.0.1:9/v1,key=LIMITED";
+
+struct Numbers {
+    commit: Vec<Duration>,
+    free: Vec<Duration>,
+    permit: Vec<Duration>,
+}
+
+async fn measure(target: &Target) -> Result<Numbers> {
+    let (store, raw) = target.open().await?;
+    raw.close().await;
+    let crew = noop_crew("permit-bench", STEPS, None)?;
+    let limits = KeyLimits {
+        in_flight: Some(1000),
+        rpm: Some(KeyLimits::MAX),
+        tpm: Some(KeyLimits::MAX),
+    };
+    store.set_limits(LIMITED, &limits).await?;
+    let run = store
+        .submit(NewRun {
+            crew: crew.def().clone(),
+            input: json!({}),
+            idempotency_key: None,
+            thread_id: None,
+            on_busy: Default::default(),
+            priority: Default::default(),
+            budget: None,
+        })
+        .await?
+        .run;
+    let claimed = store.claim(run.id, &claim_request(false)).await?;
+    let ask = |key: &str| KeyAsk {
+        key: key.to_owned(),
+        run: run.id,
+        epoch: claimed.run.lease_epoch,
+        tokens: 1000,
+    };
+    let mut n = Numbers {
+        commit: vec![],
+        free: vec![],
+        permit: vec![],
+    };
+    for _ in 0..ROUNDS {
+        n.commit.extend(direct_run(&*store, &crew).await?.commits);
+        for _ in 0..CALLS {
+            let t = Instant::now();
+            let got = store.admit(&ask(FREE)).await?;
+            n.free.push(t.elapsed());
+            ensure!(got == Admission::Go(None), "a key without limits: {got:?}");
+        }
+        for _ in 0..CALLS {
+            let t = Instant::now();
+            let Admission::Go(Some(permit)) = store.admit(&ask(LIMITED)).await? else {
+                anyhow::bail!("no permit granted on a key with room");
+            };
+            store.release(&permit, 900).await?;
+            n.permit.push(t.elapsed());
+        }
+    }
+    Ok(n)
+}
+
+pub async fn run(pg_url: &str) -> Result<()> {
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let sqlite = measure(&Target::Sqlite(dir.path().join("permits.db")))
+        .await
+        .context("SQLite")?;
+    let postgres = PgSchema::measured(pg_url, async |schema: &PgSchema| {
+        measure(&Target::Postgres(Box::new(schema.options.clone()))).await
+    })
+    .await?;
+    println!(
+        "{ROUNDS} rounds of {STEPS} step commits, {CALLS} admissions on a key without limits \
+         and {CALLS} permits (admit + release) on a limited key; µs mean (median)"
+    );
+    println!(
+        "{:<10} {:>18} {:>18} {:>18} {:>12} {:>12}",
+        "backend", "commit_step", "admit, no limits", "permit", "free/commit", "permit/commit"
+    );
+    let mut out = serde_json::Map::new();
+    for (name, n) in [("sqlite", Some(&sqlite)), ("postgres", postgres.as_ref())] {
+        let Some(n) = n else { continue };
+        let (c, f, p) = (median(&n.commit), median(&n.free), median(&n.permit));
+        println!(
+            "{name:<10} {:>9.1} ({:>6.1}) {:>9.1} ({:>6.1}) {:>9.1} ({:>6.1}) {:>11.2}× {:>11.2}×",
+            us(mean(&n.commit)),
+            us(c),
+            us(mean(&n.free)),
+            us(f),
+            us(mean(&n.permit)),
+            us(p),
+            us(f) / us(c),
+            us(p) / us(c),
+        );
+        out.insert(
+            format!("{name}_commit_step_median_us"),
+            json!(round2(us(c))),
+        );
+        out.insert(format!("{name}_admit_free_median_us"), json!(round2(us(f))));
+        out.insert(format!("{name}_permit_median_us"), json!(round2(us(p))));
+        out.insert(
+            format!("{name}_permit_per_commit"),
+            json!(round2(us(p) / us(c))),
+        );
+    }
+    println!("{}", serde_json::Value::Object(out));
+    Ok(())
+}
