@@ -16,8 +16,8 @@ use serde_json::json;
 
 use cairn_core::{
     Admission, Agent, Deferral, ErrorInfo, ErrorKind, EventKind, Held, JournalEntry, JournalError,
-    JournalHandle, JournalKind, LlmDef, NewEvent, NewJournalItem, Permit, StepContext, StepOutput,
-    Usage,
+    JournalHandle, JournalKind, LlmDef, NewEvent, NewJournalItem, Permit, Spent, StepContext,
+    StepOutput, Usage,
 };
 use cairn_llm::{Item, LlmError, Provider, Request, RequestMeta, StopReason, StreamEvent};
 
@@ -225,15 +225,52 @@ async fn within_budget(
     journal: &JournalHandle,
     cx: &StepContext,
     request: &Request,
-) -> Result<(), ErrorInfo> {
+) -> Result<Option<Spent>, ErrorInfo> {
     let Some(budget) = cx.budget else {
-        return Ok(());
+        return Ok(None);
     };
     let spent = journal.spent().await.map_err(journal_failure)?;
     match budget.refuses(spent, cairn_llm::estimate_request_tokens(request)) {
         Some(why) => Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false)),
-        None => Ok(()),
+        None => Ok(Some(spent)),
     }
+}
+
+/// After spending moved from `before` to `after`: a `budget_warning` for
+/// each limit that crossed its soft threshold (best effort).
+async fn warn_crossed(journal: &JournalHandle, cx: &StepContext, before: Spent, after: Spent) {
+    let Some(budget) = cx.budget else {
+        return;
+    };
+    for (limit, value, spent) in budget.crossed(before, after) {
+        let event = NewEvent::new(
+            EventKind::BudgetWarning,
+            json!({"idx": cx.step.idx, "limit": limit, "budget": value, "spent": spent}),
+        );
+        let _ = journal.event(event).await;
+    }
+}
+
+/// Before a tool executes: why not, if the run's tool calls are spent (the
+/// caller journals the refusal as the call's result, so the model reads it
+/// on a continue, and fails `budget_exceeded`, which interrupts the run).
+async fn tool_budget_refuses(
+    journal: &JournalHandle,
+    cx: &StepContext,
+) -> Result<Option<String>, ErrorInfo> {
+    let Some(budget) = cx.budget.filter(|b| b.tool_calls.is_some()) else {
+        return Ok(None);
+    };
+    let spent = journal.spent().await.map_err(journal_failure)?;
+    if let Some(why) = budget.refuses_tool(spent) {
+        return Ok(Some(why));
+    }
+    let after = Spent {
+        tool_calls: spent.tool_calls + 1,
+        ..spent
+    };
+    warn_crossed(journal, cx, spent, after).await;
+    Ok(None)
 }
 
 fn provider_failure(e: &LlmError) -> ErrorInfo {
@@ -296,6 +333,18 @@ impl LlmAgent {
         cx: &StepContext,
         call: &Call,
     ) -> Result<(), ErrorInfo> {
+        if let Some(why) = tool_budget_refuses(journal, cx).await? {
+            // The model reads on a continue why its call was not executed.
+            journal
+                .append(NewJournalItem::new(
+                    JournalKind::ToolResult,
+                    json!({"call_id": call.call_id, "content": format!("not executed: {why}"),
+                           "is_error": true, "refused": "budget"}),
+                ))
+                .await
+                .map_err(journal_failure)?;
+            return Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false));
+        }
         let started = Instant::now();
         let key = call
             .idempotency_key
@@ -419,7 +468,7 @@ impl LlmAgent {
                 turn,
             },
         };
-        within_budget(journal, cx, &request).await?;
+        let before = within_budget(journal, cx, &request).await?;
         let permit = self.admit(journal, &request).await?;
         let started = Instant::now();
         let cap = Duration::from_millis(self.def.stream_timeout_ms());
@@ -435,7 +484,17 @@ impl LlmAgent {
             let _ = journal.release(&permit, response.used).await;
         }
         let failure = match streamed {
-            Ok(Ok(())) => return Ok(response),
+            Ok(Ok(())) => {
+                if let Some(before) = before {
+                    let after = Spent {
+                        tokens: before.tokens + response.used,
+                        model_calls: before.model_calls + 1,
+                        ..before
+                    };
+                    warn_crossed(journal, cx, before, after).await;
+                }
+                return Ok(response);
+            }
             Ok(Err(Failure::Journal(e))) => return Err(e),
             Ok(Err(Failure::Provider(e))) => e,
             Err(_) => LlmError::new(

@@ -498,7 +498,8 @@ pub enum RunsCommand {
         /// The interrupted run.
         run_id: String,
         /// Raise a limit of the run's budget first: tokens=+N or
-        /// model_calls=+N (repeat for both), recorded with --by and --reason.
+        /// model_calls=+N or tool_calls=+N (repeatable), recorded with --by
+        /// and --reason.
         #[arg(long = "budget", value_name = "LIMIT=+N")]
         budget: Vec<String>,
         #[command(flatten)]
@@ -558,7 +559,7 @@ pub struct SubmitArgs {
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub priority: i64,
     /// A limit on the run's model use, over the crew's [budget]:
-    /// tokens=N or model_calls=N (repeat for both). Reached, the run is
+    /// tokens=N, model_calls=N or tool_calls=N (repeatable). Reached, the run is
     /// interrupted; `runs continue RUN --budget tokens=+N` raises it.
     #[arg(long = "budget", value_name = "LIMIT=N")]
     pub budget: Vec<String>,

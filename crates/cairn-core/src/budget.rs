@@ -19,6 +19,10 @@ pub struct Budget {
     /// Model calls (finished responses).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_calls: Option<u64>,
+    /// Tool executions (their `tool_executed` events, each written once
+    /// with the result; a tool the budget refuses is not executed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<u64>,
 }
 
 /// What a run has spent so far (from its journal).
@@ -26,11 +30,13 @@ pub struct Budget {
 pub struct Spent {
     pub tokens: u64,
     pub model_calls: u64,
+    /// Tools executed (`tool_executed` events).
+    pub tool_calls: u64,
 }
 
 /// A budget flag that does not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("budget `{text}`: {why} (write tokens=N or model_calls=N; +N to raise)")]
+#[error("budget `{text}`: {why} (write tokens=N, model_calls=N or tool_calls=N; +N to raise)")]
 pub struct BadBudget {
     pub text: String,
     pub why: String,
@@ -48,6 +54,7 @@ impl Budget {
         Budget {
             tokens: self.tokens.or(under.tokens),
             model_calls: self.model_calls.or(under.model_calls),
+            tool_calls: self.tool_calls.or(under.tool_calls),
         }
     }
 
@@ -61,10 +68,12 @@ impl Budget {
         Budget {
             tokens: add(self.tokens, by.tokens),
             model_calls: add(self.model_calls, by.model_calls),
+            tool_calls: add(self.tool_calls, by.tool_calls),
         }
     }
 
-    /// Reads flags `tokens=N` and `model_calls=N` into one budget. With
+    /// Reads flags `tokens=N`, `model_calls=N` and `tool_calls=N` into one
+    /// budget. With
     /// `raise`, each must be `+N` (a raise); without, a plain `N`.
     pub fn parse<'a>(
         flags: impl IntoIterator<Item = &'a str>,
@@ -87,11 +96,51 @@ impl Budget {
             let slot = match name.trim() {
                 "tokens" => &mut budget.tokens,
                 "model_calls" => &mut budget.model_calls,
+                "tool_calls" => &mut budget.tool_calls,
                 _ => return Err(bad("unknown limit")),
             };
             *slot = Some(n);
         }
         Ok(budget)
+    }
+
+    /// The limits `before` was under 80 % of and `after` reaches (a soft
+    /// threshold: `budget_warning`), each as (name, limit, spent after).
+    pub fn crossed(&self, before: Spent, after: Spent) -> Vec<(&'static str, u64, u64)> {
+        let limits = [
+            ("tokens", self.tokens, before.tokens, after.tokens),
+            (
+                "model_calls",
+                self.model_calls,
+                before.model_calls,
+                after.model_calls,
+            ),
+            (
+                "tool_calls",
+                self.tool_calls,
+                before.tool_calls,
+                after.tool_calls,
+            ),
+        ];
+        limits
+            .into_iter()
+            .filter_map(|(name, limit, was, now)| {
+                let limit = limit?;
+                // 80 %, in whole units: was below it, now at or past it.
+                let soft = limit.saturating_mul(4).div_ceil(5);
+                (was < soft && now >= soft).then_some((name, limit, now))
+            })
+            .collect()
+    }
+
+    /// Why the next tool must not be executed: the run's tool calls are
+    /// spent.
+    pub fn refuses_tool(&self, spent: Spent) -> Option<String> {
+        let limit = self.tool_calls.filter(|l| spent.tool_calls >= *l)?;
+        Some(format!(
+            "the run's budget of {limit} tool calls is spent ({} executed)",
+            spent.tool_calls
+        ))
     }
 
     /// Why the next model call must not be made: a limit reached, or one the
@@ -121,8 +170,9 @@ mod tests {
 
     #[test]
     fn flags_read_into_a_budget_or_are_refused_naming_the_flag() {
-        let b = Budget::parse(["tokens=5000", "model_calls=3"], false).unwrap();
+        let b = Budget::parse(["tokens=5000", "model_calls=3", "tool_calls=4"], false).unwrap();
         assert_eq!((b.tokens, b.model_calls), (Some(5000), Some(3)));
+        assert_eq!(b.tool_calls, Some(4));
         let r = Budget::parse(["tokens=+100"], true).unwrap();
         assert_eq!(r.tokens, Some(100));
         for (flag, raise) in [
@@ -143,15 +193,19 @@ mod tests {
         let crew = Budget {
             tokens: Some(1000),
             model_calls: Some(10),
+            tool_calls: None,
         };
         let run = Budget {
             tokens: Some(50),
             model_calls: None,
+            tool_calls: Some(4),
         };
         let both = run.over(crew);
         assert_eq!((both.tokens, both.model_calls), (Some(50), Some(10)));
-        let raised = both.raised(Budget::parse(["tokens=+25"], true).unwrap());
+        assert_eq!(both.tool_calls, Some(4));
+        let raised = both.raised(Budget::parse(["tokens=+25", "tool_calls=+1"], true).unwrap());
         assert_eq!((raised.tokens, raised.model_calls), (Some(75), Some(10)));
+        assert_eq!(raised.tool_calls, Some(5));
     }
 
     #[test]
@@ -159,10 +213,12 @@ mod tests {
         let b = Budget {
             tokens: Some(1000),
             model_calls: Some(3),
+            tool_calls: Some(2),
         };
         let spent = |tokens, model_calls| Spent {
             tokens,
             model_calls,
+            tool_calls: 0,
         };
         assert_eq!(b.refuses(spent(400, 2), 600), None);
         assert!(b
@@ -174,5 +230,40 @@ mod tests {
             Budget::default().refuses(spent(u64::MAX, u64::MAX), 1),
             None
         );
+        let tools = |n| Spent {
+            tool_calls: n,
+            ..Spent::default()
+        };
+        assert_eq!(b.refuses_tool(tools(1)), None);
+        assert!(b.refuses_tool(tools(2)).unwrap().contains("2 tool calls"));
+        assert_eq!(b.refuses(tools(99), 1), None, "tools do not limit models");
+        assert_eq!(Budget::default().refuses_tool(tools(u64::MAX)), None);
+    }
+
+    #[test]
+    fn a_warning_is_crossed_once_at_eighty_percent() {
+        let b = Budget {
+            tokens: Some(1000),
+            model_calls: Some(5),
+            tool_calls: None,
+        };
+        let at = |tokens, model_calls| Spent {
+            tokens,
+            model_calls,
+            tool_calls: 0,
+        };
+        assert!(b.crossed(at(0, 0), at(799, 1)).is_empty());
+        assert_eq!(
+            b.crossed(at(700, 1), at(800, 2)),
+            vec![("tokens", 1000, 800)]
+        );
+        assert!(b.crossed(at(800, 2), at(900, 3)).is_empty(), "already past");
+        assert_eq!(
+            b.crossed(at(100, 3), at(200, 4)),
+            vec![("model_calls", 5, 4)]
+        );
+        assert!(Budget::default()
+            .crossed(at(0, 0), at(u64::MAX, u64::MAX))
+            .is_empty());
     }
 }

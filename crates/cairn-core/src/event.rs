@@ -70,6 +70,11 @@ pub enum EventKind {
     /// An operator raised the run's budget (data: by, reason, raise, budget:
     /// the limits that stand).
     BudgetRaised,
+    /// A run's spending crossed 80 % of one of its budget's limits (data:
+    /// idx, limit: `tokens`, `model_calls` or `tool_calls`, budget, spent).
+    /// Emitted once per crossing; a raise that puts it below again lets it
+    /// cross again.
+    BudgetWarning,
 }
 
 impl EventKind {
@@ -102,6 +107,7 @@ impl EventKind {
             EventKind::StepDeferred => "step_deferred",
             EventKind::KeyPaused => "key_paused",
             EventKind::BudgetRaised => "budget_raised",
+            EventKind::BudgetWarning => "budget_warning",
         }
     }
 

@@ -197,7 +197,7 @@ pub(crate) async fn add_context(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct BudgetBody {
-    /// How much to add to each limit: `{"tokens": N, "model_calls": N}`.
+    /// How much to add to each limit: `{"tokens": N, "model_calls": N, "tool_calls": N}`.
     raise: cairn::Budget,
     #[serde(default)]
     by: Option<String>,

@@ -200,7 +200,7 @@ struct SubmitBody {
     /// Claim order, -1000 to 1000 (default 0): higher first, with ageing.
     #[serde(default, deserialize_with = "crate::extract::opt_priority")]
     priority: Option<cairn::Priority>,
-    /// Limits on the run's model use (`{"tokens": N, "model_calls": N}`),
+    /// Limits on the run's model use (`{"tokens": N, "model_calls": N, "tool_calls": N}`),
     /// over its crew's `[budget]` per limit.
     #[serde(default)]
     budget: Option<cairn::Budget>,

@@ -88,7 +88,10 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
             query(
                 "SELECT CAST(COALESCE(SUM(COALESCE(CAST(payload->>'input_tokens' AS BIGINT), 0) \
                    + COALESCE(CAST(payload->>'output_tokens' AS BIGINT), 0)), 0) AS BIGINT) \
-                   AS tokens, COUNT(*) AS calls \
+                   AS tokens, \
+                   COUNT(*) AS calls, \
+                   (SELECT COUNT(*) FROM events WHERE run_id = :run \
+                     AND kind = 'tool_executed') AS tools \
                  FROM journal WHERE run_id = :run AND kind = 'turn_end'",
             )
             .bind("run", id),
@@ -96,12 +99,13 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
         .await?;
     let count = |col: &str| -> Result<u64> {
         Ok(match &row {
-            Some(r) => u64::try_from(r.int(col)?).unwrap_or(0),
+            Some(r) => u64::try_from(r.opt_int(col)?.unwrap_or(0)).unwrap_or(0),
             None => 0,
         })
     };
     Ok(cairn_core::Spent {
         tokens: count("tokens")?,
         model_calls: count("calls")?,
+        tool_calls: count("tools")?,
     })
 }

@@ -26,6 +26,7 @@ both!(
     a_rate_limit_without_retry_after_is_retried,
     a_looping_agent_stops_at_its_budget_and_a_raise_carries_it_on,
     a_token_budget_refuses_the_call_that_would_pass_it,
+    a_tool_call_budget_stops_the_tool_before_it_runs,
     a_thread_reaches_the_model_as_conversation,
     command_and_template_steps_see_their_thread,
 );
@@ -673,5 +674,65 @@ async fn a_token_budget_refuses_the_call_that_would_pass_it(kind: Kind) {
     assert!(
         spent.tokens <= 500 + 20,
         "passed by at most one call's output: {spent:?}"
+    );
+}
+
+/// A tool-call budget: the tool is not executed once the run's tool calls
+/// are spent; its result tells the model so, and a continue with a raised
+/// budget carries on to the new limit.
+/// Each crossing of a budget's 80 % is a `budget_warning`.
+async fn a_tool_call_budget_stops_the_tool_before_it_runs(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let tool = Count::new();
+    let runs = tool.runs.clone();
+    let crew = clerk(&looping(10), tool);
+    let run = stopped_at_budget(&engine, &crew, "tool_calls=2", "2 tool calls").await;
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "the third call never ran");
+    let spent = engine.store().spent(run.id).await.unwrap();
+    assert_eq!((spent.tool_calls, spent.model_calls), (2, 3), "{spent:?}");
+
+    let ops = cairn::Actor::new("ops");
+    let raise = cairn::Budget::parse(["tool_calls=+1"], true).unwrap();
+    engine.raise_budget(run.id, &raise, &ops).await.unwrap();
+    engine.continue_run(run.id, &ops).await.unwrap();
+    let again = engine.execute(run.id).await.unwrap().run;
+    assert_eq!(again.status, RunStatus::Interrupted);
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        3,
+        "one more tool ran, then no more"
+    );
+    let journal = engine.journal(run.id, Some(0)).await.unwrap();
+    let refused = journal
+        .iter()
+        .filter(|e| e.entry.payload["refused"] == "budget")
+        .count();
+    assert_eq!(
+        refused, 2,
+        "each refused call's result says why, for the model"
+    );
+    assert_eq!(engine.store().spent(run.id).await.unwrap().tool_calls, 3);
+    // A warning as each budget's 80 % was crossed: the 2nd tool call of 2,
+    // then the 3rd of 3 after the raise.
+    let warnings: Vec<Value> = engine
+        .events(run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == EventKind::BudgetWarning)
+        .map(|e| e.data)
+        .collect();
+    let seen: Vec<(&str, u64, u64)> = warnings
+        .iter()
+        .map(|w| {
+            let n = |k: &str| w[k].as_u64().unwrap();
+            (w["limit"].as_str().unwrap(), n("budget"), n("spent"))
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [("tool_calls", 2, 2), ("tool_calls", 3, 3)],
+        "{warnings:?}"
     );
 }
