@@ -29,8 +29,8 @@ struct Numbers {
 }
 
 async fn measure(target: &Target) -> Result<Numbers> {
+    // The raw pool is the store's own: closed at the end, not before.
     let (store, raw) = target.open().await?;
-    raw.close().await;
     let crew = noop_crew("permit-bench", STEPS, None)?;
     let limits = KeyLimits {
         in_flight: Some(1000),
@@ -79,6 +79,7 @@ async fn measure(target: &Target) -> Result<Numbers> {
             n.permit.push(t.elapsed());
         }
     }
+    raw.close().await;
     Ok(n)
 }
 

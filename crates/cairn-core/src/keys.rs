@@ -228,6 +228,9 @@ pub struct Permit {
     /// Tokens reserved from the key's bucket (0 without a tokens limit);
     /// the call's real usage is settled against it.
     pub reserved: u64,
+    /// Whether the key limits calls in flight, so its release wakes a run
+    /// deferred for a permit.
+    pub wakes: bool,
 }
 
 /// The store's answer to a [`KeyAsk`].

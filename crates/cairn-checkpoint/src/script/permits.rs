@@ -11,17 +11,18 @@
 
 use std::time::Duration;
 
-use cairn_core::{Admission, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyState, Permit};
+use cairn_core::{Admission, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyState, Permit, RunId};
 
 use crate::raw::nil_run;
 use crate::sql::{query, Conn, Row};
 use crate::Result;
 
 /// How many permits of `:key` are held: those whose run still holds the
-/// lease it took them under (`keys_in` counts the same per key).
+/// lease it took them under (`keys_in` counts the same per key), but for
+/// run `:run`'s own.
 const LIVE: &str = "SELECT count(*) AS n FROM key_permits p JOIN runs r ON r.id = p.run_id \
      WHERE p.key = :key AND r.status = 'running' AND r.lease_epoch = p.epoch \
-     AND r.lease_expires_at > {now}";
+     AND r.lease_expires_at > {now} AND (:run IS NULL OR p.run_id <> :run)";
 
 /// `Store::admit`'s first look, without a transaction: the answer for a
 /// key that is paused or has no limits, `None` for a limited key (which
@@ -79,11 +80,9 @@ pub(super) async fn admit_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Admission
         return Ok(Admission::Go(None));
     }
     // A run holds one permit at most: one it still holds (a call whose
-    // step was dropped mid-way) is dropped before it is counted.
-    c.execute(query("DELETE FROM key_permits WHERE run_id = :run").bind("run", ask.run))
-        .await?;
+    // step was dropped mid-way) is not counted, and the grant replaces it.
     let in_use = match limits.in_flight {
-        Some(_) => live_permits(c, &ask.key).await?,
+        Some(_) => live_permits(c, &ask.key, Some(ask.run)).await?,
         None => 0,
     };
     let stored = Buckets {
@@ -105,16 +104,18 @@ async fn grant(
     limits: &KeyLimits,
     left: Buckets,
 ) -> Result<Admission> {
-    c.execute(
-        query(
-            "UPDATE provider_keys SET requests_milli = :requests, tokens_milli = :tokens, \
-             refilled_at = {now} WHERE key = :key",
+    if limits.rpm.is_some() || limits.tpm.is_some() {
+        c.execute(
+            query(
+                "UPDATE provider_keys SET requests_milli = :requests, tokens_milli = :tokens, \
+                 refilled_at = {now} WHERE key = :key",
+            )
+            .bind("requests", left.requests.map(to_milli))
+            .bind("tokens", left.tokens.map(to_milli))
+            .bind("key", ask.key.as_str()),
         )
-        .bind("requests", left.requests.map(to_milli))
-        .bind("tokens", left.tokens.map(to_milli))
-        .bind("key", ask.key.as_str()),
-    )
-    .await?;
+        .await?;
+    }
     let reserved = match limits.tpm {
         Some(cap) => ask.tokens.min(u64::from(cap)),
         None => 0,
@@ -123,7 +124,10 @@ async fn grant(
         .fetch_optional(
             query(
                 "INSERT INTO key_permits (key, run_id, epoch, reserved, acquired_at) \
-                 VALUES (:key, :run, :epoch, :reserved, {now}) RETURNING id",
+                 VALUES (:key, :run, :epoch, :reserved, {now}) \
+                 ON CONFLICT (run_id) DO UPDATE SET key = excluded.key, \
+                 epoch = excluded.epoch, reserved = excluded.reserved, \
+                 acquired_at = excluded.acquired_at RETURNING id",
             )
             .bind("key", ask.key.as_str())
             .bind("run", ask.run)
@@ -139,6 +143,7 @@ async fn grant(
         id,
         key: ask.key.clone(),
         reserved,
+        wakes: limits.in_flight.is_some(),
     })))
 }
 
@@ -162,7 +167,7 @@ pub(super) async fn release_in(c: &mut Conn<'_>, permit: &Permit, used: u64) -> 
         )
         .await?;
     }
-    if gone > 0 {
+    if gone > 0 && permit.wakes {
         wake_one(c, &permit.key).await?;
     }
     Ok(())
@@ -216,9 +221,16 @@ pub(super) async fn set_limits_in(
         .ok_or_else(|| crate::Error::KeyNotFound(key.to_owned()))
 }
 
-/// How many permits of `key` are held by live leases.
-pub(super) async fn live_permits(c: &mut Conn<'_>, key: &str) -> Result<u64> {
-    let row = c.fetch_optional(query(LIVE).bind("key", key)).await?;
+/// How many permits of `key` are held by live leases (other than
+/// `except`'s).
+pub(super) async fn live_permits(
+    c: &mut Conn<'_>,
+    key: &str,
+    except: Option<RunId>,
+) -> Result<u64> {
+    let row = c
+        .fetch_optional(query(LIVE).bind("key", key).bind("run", except))
+        .await?;
     let n = match row {
         Some(r) => r.int("n")?,
         None => 0,
