@@ -933,28 +933,33 @@ fn usage() -> String {
     )
 }
 
+/// A mode that runs alone (`--console`, `--floor`, …).
+async fn run_alone(mode: &str, pg_url: &str) -> Result<()> {
+    match mode {
+        "--console" => console::run().await,
+        "--floor" => floor::run(pg_url).await,
+        "--children" => children::run(pg_url).await,
+        "--in-flight" => in_flight::run(pg_url).await,
+        "--permits" => permits::run(pg_url).await,
+        "--rate-limit" => rate_limit::run(pg_url).await,
+        other => anyhow::bail!("no mode {other}"),
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let mut breakdown = false;
     let mut workers = false;
     let mut journal = false;
     let mut retention = false;
-    let mut console = false;
-    let mut floor = false;
-    let mut children = false;
-    let mut in_flight = false;
-    let mut permits = false;
-    let mut rate_limit = false;
+    // A mode that runs alone and prints its own report.
+    let mut alone: Option<String> = None;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--journal" => journal = true,
             "--retention" => retention = true,
-            "--console" => console = true,
-            "--floor" => floor = true,
-            "--children" => children = true,
-            "--in-flight" => in_flight = true,
-            "--permits" => permits = true,
-            "--rate-limit" => rate_limit = true,
+            "--console" | "--floor" | "--children" | "--in-flight" | "--permits"
+            | "--rate-limit" => alone = Some(arg),
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {
@@ -969,23 +974,8 @@ async fn main() -> Result<()> {
     }
     let pg_url =
         std::env::var("CAIRN_BENCH_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
-    if console {
-        return console::run().await;
-    }
-    if floor {
-        return floor::run(&pg_url).await;
-    }
-    if children {
-        return children::run(&pg_url).await;
-    }
-    if in_flight {
-        return in_flight::run(&pg_url).await;
-    }
-    if permits {
-        return permits::run(&pg_url).await;
-    }
-    if rate_limit {
-        return rate_limit::run(&pg_url).await;
+    if let Some(mode) = alone {
+        return run_alone(&mode, &pg_url).await;
     }
     if retention {
         ensure!(

@@ -10,7 +10,9 @@
 //! `Retry-After` pauses the key for every worker) and with `cairn limits
 //! set KEY --rpm 60 --tpm 20000`. Reported: the provider's allowed rate
 //! used, the 429s, requests that reached it while a pause it announced
-//! still stood, failed runs and retry attempts spent.
+//! still stood (and of those, the ones over 250 ms after the 429 that
+//! announced it: sent by a caller that could have known), failed runs and
+//! retry attempts spent.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -44,14 +46,26 @@ struct Books {
     /// Requests that arrived before the end of a pause this provider had
     /// announced in a `Retry-After`.
     during_pause: usize,
+    /// Of those, the ones that arrived over [`SENT_BEFORE`] after the 429
+    /// that announced it: sent by a caller that should have known.
+    late_in_pause: usize,
     paused_until: Option<Instant>,
+    announced: Option<Instant>,
 }
+
+/// A request that reaches the provider within this of a 429 was very
+/// likely sent before the caller could have recorded the pause (a race
+/// between callers, not a call on a key known to be paused).
+const SENT_BEFORE: Duration = Duration::from_millis(250);
 
 impl Books {
     /// Whether a call of `tokens` fits now; else the whole seconds to wait.
     fn admit(&mut self, now: Instant, tokens: usize) -> Option<u64> {
         if self.paused_until.is_some_and(|p| now < p) {
             self.during_pause += 1;
+            if self.announced.is_some_and(|a| now - a > SENT_BEFORE) {
+                self.late_in_pause += 1;
+            }
         }
         while self.window.front().is_some_and(|(t, _)| now - *t >= WINDOW) {
             self.window.pop_front();
@@ -75,6 +89,9 @@ impl Books {
         }
         let secs = (at - now).as_secs_f64().ceil().max(1.0) as u64;
         let until = now + Duration::from_secs(secs);
+        if self.paused_until.is_none_or(|p| p <= now) {
+            self.announced = Some(now);
+        }
         self.paused_until = Some(self.paused_until.map_or(until, |p| p.max(until)));
         self.refused += 1;
         Some(secs)
@@ -121,6 +138,7 @@ struct Found {
     accepted: usize,
     refused: usize,
     during_pause: usize,
+    late_in_pause: usize,
     failed: i64,
     attempts_spent: i64,
     succeeded: i64,
@@ -196,6 +214,7 @@ async fn measure(schema: &PgSchema, limited: bool, secs: u64) -> Result<Found> {
         accepted,
         refused: books.refused,
         during_pause: books.during_pause,
+        late_in_pause: books.late_in_pause,
         failed,
         attempts_spent,
         succeeded,
@@ -212,12 +231,13 @@ pub async fn run(pg_url: &str) -> Result<()> {
          on PostgreSQL, {RUNS} runs of {STEPS} one-call `llm` steps in flight, {secs} s"
     );
     println!(
-        "{:<24} {:>8} {:>9} {:>6} {:>13} {:>7} {:>9} {:>10}",
+        "{:<24} {:>8} {:>9} {:>6} {:>13} {:>15} {:>7} {:>9} {:>10}",
         "configuration",
         "used",
         "accepted",
         "429s",
         "during pause",
+        "of them >250ms",
         "failed",
         "retries",
         "succeeded"
@@ -230,11 +250,12 @@ pub async fn run(pg_url: &str) -> Result<()> {
                 .with_context(|| name.to_owned())?;
         let Some(f) = found else { continue };
         println!(
-            "{name:<24} {:>7.1}% {:>9} {:>6} {:>13} {:>7} {:>9} {:>10}",
+            "{name:<24} {:>7.1}% {:>9} {:>6} {:>13} {:>15} {:>7} {:>9} {:>10}",
             f.used * 100.0,
             f.accepted,
             f.refused,
             f.during_pause,
+            f.late_in_pause,
             f.failed,
             f.attempts_spent,
             f.succeeded
@@ -243,6 +264,7 @@ pub async fn run(pg_url: &str) -> Result<()> {
         out.insert(format!("{prefix}_used"), json!(round2(f.used)));
         out.insert(format!("{prefix}_429s"), json!(f.refused));
         out.insert(format!("{prefix}_during_pause"), json!(f.during_pause));
+        out.insert(format!("{prefix}_late_in_pause"), json!(f.late_in_pause));
         out.insert(format!("{prefix}_failed"), json!(f.failed));
         out.insert(format!("{prefix}_retries"), json!(f.attempts_spent));
     }
