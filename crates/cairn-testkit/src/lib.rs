@@ -5,7 +5,9 @@
 //! `PgCluster` (in `pg_cluster.rs`) is a throwaway PostgreSQL server of a
 //! test's own, for tests that crash or restart the database; `CutProxy` (in
 //! `proxy.rs`) a TCP proxy that loses one request or answer on cue; `SlowModel`
-//! (in `slow_model.rs`) an OpenAI-speaking model server that streams slowly;
+//! (in `slow_model.rs`) an OpenAI-speaking model server that streams slowly,
+//! `RateLimitedModel` (in `rate_limited.rs`) one that enforces a rate limit
+//! with `Retry-After`;
 //! `PgBouncer` (in `pgbouncer.rs`) a transaction-mode pooler in front of a
 //! database of a test's own. A test's schema
 //! is dropped with its `TestDb`, and stale ones are swept (`schema.rs`).
@@ -17,11 +19,13 @@ pub mod browser;
 mod pg_cluster;
 mod pgbouncer;
 mod proxy;
+mod rate_limited;
 pub mod schema;
 mod slow_model;
 pub use pg_cluster::{pg_bin_dir, ClusterError, PgCluster};
 pub use pgbouncer::PgBouncer;
 pub use proxy::{Cut, CutProxy};
+pub use rate_limited::{RateLimitedModel, Seen};
 pub use slow_model::SlowModel;
 
 use std::path::PathBuf;

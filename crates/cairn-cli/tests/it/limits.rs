@@ -11,12 +11,13 @@
 
 use std::time::{Duration, Instant};
 
-use cairn_testkit::SlowModel;
+use cairn_testkit::{RateLimitedModel, SlowModel};
 use serde_json::Value;
 
 use crate::support::{llm_crew, serve, step, wait_until, Case, Kind, Spawned};
 
 both_backends!(
+    a_rate_limited_provider_shared_by_two_workers_fails_no_run_and_spends_no_retry,
     an_in_flight_limit_holds_calls_to_its_permits_across_two_workers,
     a_killed_worker_releases_its_permit_with_its_lease,
     a_providers_rate_limit_pauses_its_key_for_every_run_and_spends_no_retry,
@@ -444,4 +445,43 @@ fn a_killed_worker_releases_its_permit_with_its_lease(kind: Kind) {
     });
     let k = key_state(&case);
     assert_eq!(k["permits_in_use"], 0, "{k}");
+}
+
+/// A provider allowing 4 requests in any 4 s, with `Retry-After` beyond,
+/// called by two worker processes with 10 runs of two one-attempt `llm`
+/// steps: every run succeeds, no retry is spent (a 429 that spent one would
+/// fail its run), and no request reaches the provider more than 1 s into a
+/// pause it announced (those within it were on the wire when the 429
+/// left). How much of the provider's rate is used is measured, not
+/// asserted: `cairn-bench --rate-limit`.
+fn a_rate_limited_provider_shared_by_two_workers_fails_no_run_and_spends_no_retry(kind: Kind) {
+    let _loaded = crate::support::loads_the_machine();
+    let case = Case::new(kind);
+    let model = RateLimitedModel::start(4, Duration::from_secs(4), Duration::from_secs(1)).unwrap();
+    let second = format!(
+        "{ONE_ATTEMPT}[[agents]]\nrole = \"editor\"\nkind = \"llm\"\nprovider = \"openai\"\n\
+         model = \"slow-1\"\nbase_url = \"{}\"\n{ONE_ATTEMPT}",
+        model.base_url
+    );
+    let crew = case.write("crew.toml", &llm_crew(&model.base_url, &second));
+    let crew = crew.to_str().unwrap();
+    let worker = ["worker", "--poll-ms", "50", "--concurrency", "8"];
+    let _a = Spawned(case.spawn(&worker, &[("OPENAI_API_KEY", "k")]));
+    let _b = Spawned(case.spawn(&worker, &[("OPENAI_API_KEY", "k")]));
+    let ids: Vec<String> = (0..10).map(|_| submit(&case, crew)).collect();
+    wait_until("every run to succeed", Duration::from_secs(90), || {
+        succeeded(&case, &ids)
+    });
+    let seen = model.seen();
+    assert_eq!(seen.accepted, 20, "one call per step: {seen:?}");
+    assert!(seen.refused > 0, "the limit was reached: {seen:?}");
+    assert_eq!(
+        seen.late_in_pause, 0,
+        "a call on a key known paused: {seen:?}"
+    );
+    for id in &ids {
+        let run = case.show(id);
+        assert_eq!(step(&run, 0)["attempt"], 1, "no retry spent: {run}");
+        assert_eq!(step(&run, 1)["attempt"], 1, "no retry spent: {run}");
+    }
 }
