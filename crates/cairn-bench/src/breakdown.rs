@@ -100,15 +100,7 @@ async fn wal_per_commit(
         raw_best = raw_best.min(per);
 
         let run = store
-            .submit(cairn_checkpoint::NewRun {
-                crew: crew.def().clone(),
-                input: json!({"wal": true}),
-                idempotency_key: None,
-                thread_id: None,
-                on_busy: Default::default(),
-                priority: Default::default(),
-                budget: None,
-            })
+            .submit(crate::new_run(crew, json!({"wal": true})))
             .await?
             .run;
         let epoch = store

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use cairn::agent::{LlmAgent, Tool, ToolResult, Toolbox};
 use cairn::llm::{ScriptedProvider, ToolSpec};
 use cairn::{async_trait, Crew, Engine, ExecutorConfig, LlmDef, ProviderKind, SubmitOptions};
-use cairn_checkpoint::{ClaimRequest, JournalAppend, NewRun};
+use cairn_checkpoint::{ClaimRequest, JournalAppend};
 use cairn_core::{Attempt, JournalKind, StepIdx};
 
 use crate::{mean, median, round2, us, PgSchema, Target, ROW_BYTES};
@@ -78,18 +78,7 @@ async fn measure(target: &Target, url: &str) -> Result<Numbers> {
     let (store, raw) = target.open().await?;
     raw.setup().await?;
     let crew = agent_crew()?;
-    let run = store
-        .submit(NewRun {
-            crew: crew.def().clone(),
-            input: json!({}),
-            idempotency_key: None,
-            thread_id: None,
-            on_busy: Default::default(),
-            priority: Default::default(),
-            budget: None,
-        })
-        .await?
-        .run;
+    let run = store.submit(crate::new_run(&crew, json!({}))).await?.run;
     let claimed = store
         .claim(
             run.id,

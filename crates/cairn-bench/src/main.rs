@@ -478,15 +478,7 @@ async fn direct_run(store: &dyn Store, crew: &Crew) -> Result<Phases> {
     let def = crew.def();
     let t = Instant::now();
     let run = store
-        .submit(NewRun {
-            crew: def.clone(),
-            input: json!({"direct": true}),
-            idempotency_key: None,
-            thread_id: None,
-            on_busy: Default::default(),
-            priority: Default::default(),
-            budget: None,
-        })
+        .submit(new_run(crew, json!({"direct": true})))
         .await?
         .run;
     let submit = t.elapsed();
@@ -515,6 +507,19 @@ async fn direct_run(store: &dyn Store, crew: &Crew) -> Result<Phases> {
         commits,
         get_run,
     })
+}
+
+/// A run of `crew` as a plain submit makes it.
+fn new_run(crew: &Crew, input: Value) -> NewRun {
+    NewRun {
+        crew: crew.def().clone(),
+        input,
+        idempotency_key: None,
+        thread_id: None,
+        on_busy: Default::default(),
+        priority: Default::default(),
+        budget: None,
+    }
 }
 
 /// The commit `Executor::drive` makes when step `i` of `crew` succeeds.

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 use serde_json::json;
 
-use cairn_checkpoint::NewRun;
 use cairn_core::{Admission, KeyAsk, KeyLimits};
 
 use crate::{
-    claim_request, direct_run, mean, median, noop_crew, round2, us, PgSchema, Target, STEPS,
+    claim_request, direct_run, mean, median, new_run, noop_crew, round2, us, PgSchema, Target,
+    STEPS,
 };
 
 const ROUNDS: usize = 10;
@@ -38,18 +38,7 @@ async fn measure(target: &Target) -> Result<Numbers> {
         tpm: Some(KeyLimits::MAX),
     };
     store.set_limits(LIMITED, &limits).await?;
-    let run = store
-        .submit(NewRun {
-            crew: crew.def().clone(),
-            input: json!({}),
-            idempotency_key: None,
-            thread_id: None,
-            on_busy: Default::default(),
-            priority: Default::default(),
-            budget: None,
-        })
-        .await?
-        .run;
+    let run = store.submit(new_run(&crew, json!({}))).await?.run;
     let claimed = store.claim(run.id, &claim_request(false)).await?;
     let ask = |key: &str| KeyAsk {
         key: key.to_owned(),

@@ -9,7 +9,7 @@
 //! the pause).
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -115,25 +115,9 @@ impl RateLimitedModel {
 }
 
 fn answer(stream: TcpStream, books: &Mutex<Books>) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
+    if crate::slow_model::read_request(&stream)?.is_none() {
+        return Ok(());
     }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
     let verdict = match books.lock() {
         Ok(mut b) => b.admit(Instant::now()),
         Err(_) => Some(1),

@@ -124,25 +124,9 @@ fn answer(
     [begun, released]: [&AtomicBool; 2],
     (requests, refusals): (&AtomicUsize, &Refusals),
 ) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
+    if read_request(&stream)?.is_none() {
+        return Ok(());
     }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
     requests.fetch_add(1, Ordering::SeqCst);
     if let Ok(mut a) = refusals.arrivals.lock() {
         a.push(Instant::now());
@@ -220,4 +204,29 @@ fn chunk(content: Option<&str>, finish: Option<&str>) -> String {
     };
     serde_json::json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
         .to_string()
+}
+
+/// Reads one HTTP request's head and body from `stream`: the body, or
+/// `None` if the peer closed first.
+pub(crate) fn read_request(stream: &TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    Ok(Some(body))
 }

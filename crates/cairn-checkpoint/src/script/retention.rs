@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::sql::{query, Conn, Dialect, Query, Row};
-use crate::Result;
+use crate::{Error, Result};
 
 use super::{ScriptHost, TxKind};
 
@@ -438,7 +438,20 @@ pub(super) async fn vacuum_in(c: &mut Conn<'_>) -> Result<()> {
 /// SQLite's `PRAGMA quick_check` (`Store::check`, and `SqliteStore::open`
 /// after an unclean close): the problems it reports, none for "ok".
 pub(crate) async fn quick_check(c: &mut Conn<'_>) -> Result<Vec<String>> {
-    let rows = c.fetch_all(query("PRAGMA quick_check")).await?;
+    let rows = match c.fetch_all(query("PRAGMA quick_check")).await {
+        Ok(rows) => rows,
+        // A file too damaged for the check to finish (SQLITE_CORRUPT,
+        // SQLITE_NOTADB, by primary code): that is the check's finding.
+        Err(Error::Database(sqlx::Error::Database(db)))
+            if db
+                .code()
+                .and_then(|code| code.parse::<i32>().ok())
+                .is_some_and(|code| matches!(code & 0xff, 11 | 26)) =>
+        {
+            return Ok(vec![db.message().to_owned()]);
+        }
+        Err(e) => return Err(e),
+    };
     let lines = rows
         .iter()
         .map(|r| r.text("quick_check"))
