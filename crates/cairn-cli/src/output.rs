@@ -306,6 +306,7 @@ pub fn print_run(view: &RunView, json: bool, text: &RunText<'_>) -> anyhow::Resu
     if let Some(e) = &r.error {
         writeln!(stdout, "error: {}", e.message)?;
     }
+    write_budget(&mut stdout, view)?;
     write_family(&mut stdout, view)?;
     if !text.no_table {
         write!(
@@ -331,6 +332,29 @@ pub fn print_run(view: &RunView, json: bool, text: &RunText<'_>) -> anyhow::Resu
         write_output(&mut stdout, &heading, o, r, s.idx.get())?;
     }
     write_open_waits(&mut stdout, &view.steps, text.waits)?;
+    Ok(())
+}
+
+/// A run with a budget: what it spent of each limit, on one line
+/// (`budget: tokens 360 of 500, model calls 3 of 3`).
+fn write_budget(out: &mut impl Write, view: &RunView) -> anyhow::Result<()> {
+    let r = &view.run;
+    let (Some(spent), Some(budget)) = (
+        view.spent,
+        cairn::Budget::in_force(r.budget, r.crew_definition.budget),
+    ) else {
+        return Ok(());
+    };
+    let limits = [
+        ("tokens", spent.tokens, budget.tokens),
+        ("model calls", spent.model_calls, budget.model_calls),
+        ("tool calls", spent.tool_calls, budget.tool_calls),
+    ];
+    let parts: Vec<String> = limits
+        .iter()
+        .filter_map(|(name, used, limit)| limit.map(|l| format!("{name} {used} of {l}")))
+        .collect();
+    writeln!(out, "budget: {}", parts.join(", "))?;
     Ok(())
 }
 

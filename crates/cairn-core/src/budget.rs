@@ -25,8 +25,9 @@ pub struct Budget {
     pub tool_calls: Option<u64>,
 }
 
-/// What a run has spent so far (from its journal).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What a run has spent so far (from its journal). Its serde form is part
+/// of `cairn runs show --json` (`spent`, for a run with a budget).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spent {
     pub tokens: u64,
     pub model_calls: u64,
@@ -43,6 +44,12 @@ pub struct BadBudget {
 }
 
 impl Budget {
+    /// The limits a run works under: its own over its crew's; none if
+    /// neither limits anything.
+    pub fn in_force(own: Option<Budget>, crew: Option<Budget>) -> Option<Budget> {
+        Some(own.unwrap_or_default().over(crew.unwrap_or_default())).filter(|b| !b.is_empty())
+    }
+
     /// Whether it limits nothing.
     pub fn is_empty(&self) -> bool {
         *self == Budget::default()

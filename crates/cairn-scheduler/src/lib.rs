@@ -494,6 +494,5 @@ struct StepExtras {
 /// A run's limits on model use: its own over its crew's; none if neither
 /// limits anything.
 fn budget_of(run: &RunRecord) -> Option<cairn_core::Budget> {
-    let crew = run.crew_definition.budget.unwrap_or_default();
-    Some(run.budget.unwrap_or_default().over(crew)).filter(|b| !b.is_empty())
+    cairn_core::Budget::in_force(run.budget, run.crew_definition.budget)
 }

@@ -248,6 +248,7 @@ async fn submit(
             run: submitted.run.clone(),
             steps: vec![],
             children: vec![],
+            spent: None,
         }
     } else {
         state.engine().show(id).await?

@@ -71,6 +71,10 @@ pub struct RunView {
     /// with their status and output (absent when there are none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<cairn_core::ChildOutcome>,
+    /// What the run has spent, counted as its budget counts (absent for a
+    /// run without a budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent: Option<cairn_core::Spent>,
 }
 
 /// What [`Engine::doctor`] found: the JSON of `cairn doctor --json`.
@@ -596,10 +600,16 @@ impl Engine {
             true => self.store().children(id).await?,
             false => vec![],
         };
+        let budget = cairn_core::Budget::in_force(run.budget, run.crew_definition.budget);
+        let spent = match budget {
+            Some(_) => Some(self.store().spent(id).await?),
+            None => None,
+        };
         Ok(RunView {
             run,
             steps,
             children,
+            spent,
         })
     }
 

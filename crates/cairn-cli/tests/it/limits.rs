@@ -242,7 +242,8 @@ fn an_operator_pause_holds_every_call_until_it_is_resumed_through_the_server(kin
 /// asks for its tool: the run stops `interrupted` (`budget_exceeded`)
 /// after two calls; `--budget model_calls=3` on submit overrides the crew;
 /// `runs continue --budget model_calls=+1` raises it and carries on,
-/// locally and through a server.
+/// locally and through a server; `runs show` says what the run spent of
+/// its budget.
 fn a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways(kind: Kind) {
     let case = Case::new(kind);
     let crews = case.path("crews");
@@ -300,7 +301,7 @@ fn a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways(kin
         .expect_code(5)
         .json();
     assert_eq!(
-        calls(own["id"].as_str().unwrap()),
+        calls(&own_id(&own)),
         3,
         "the submit's budget overrides the crew's"
     );
@@ -338,6 +339,23 @@ fn a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways(kin
     assert!(raised
         .iter()
         .any(|(k, d)| k == "budget_raised" && d["budget"]["model_calls"] == 4));
+    // What the run spent of its budget, both ways: in the JSON and on the
+    // text's budget line.
+    for server in [None, server] {
+        let shown = cairn(&case, server, &["runs", "show", &id, "--json"])
+            .expect_code(0)
+            .json();
+        assert_eq!(shown["spent"]["model_calls"], 4, "{shown}");
+        assert_eq!(shown["spent"]["tokens"], 60, "{shown}");
+        let text = cairn(&case, server, &["runs", "show", &id]).expect_code(0);
+        assert!(
+            text.stdout.contains("budget: model calls 4 of 4"),
+            "{}",
+            text.stdout
+        );
+    }
+    let own_run = cairn(&case, None, &["runs", "show", &own_id(&own), "--json"]);
+    assert_eq!(own_run.expect_code(0).json()["spent"]["model_calls"], 3);
 
     for server in [None, server] {
         cairn(
@@ -484,4 +502,8 @@ fn a_rate_limited_provider_shared_by_two_workers_fails_no_run_and_spends_no_retr
         assert_eq!(step(&run, 0)["attempt"], 1, "no retry spent: {run}");
         assert_eq!(step(&run, 1)["attempt"], 1, "no retry spent: {run}");
     }
+}
+
+fn own_id(run: &Value) -> String {
+    run["id"].as_str().unwrap().to_owned()
 }
