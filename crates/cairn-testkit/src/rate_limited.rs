@@ -124,15 +124,7 @@ fn answer(stream: TcpStream, books: &Mutex<Books>) -> std::io::Result<()> {
     };
     let mut out = stream;
     if let Some(secs) = verdict {
-        let body = r#"{"error":{"message":"Rate limit reached for requests","type":"requests"}}"#;
-        return out.write_all(
-            format!(
-                "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
-                 retry-after: {secs}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            )
-            .as_bytes(),
-        );
+        return crate::slow_model::too_many_requests(&mut out, &secs.to_string());
     }
     let events = [
         r#"{"choices":[{"index":0,"delta":{"content":"an answer"},"finish_reason":null}]}"#,

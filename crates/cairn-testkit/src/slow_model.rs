@@ -142,15 +142,7 @@ fn answer(
             .lock()
             .map(|r| r.clone())
             .unwrap_or_default();
-        let body = r#"{"error":{"message":"Rate limit reached for requests","type":"requests"}}"#;
-        return out.write_all(
-            format!(
-                "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
-                 retry-after: {after}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            )
-            .as_bytes(),
-        );
+        return too_many_requests(&mut out, &after);
     }
     let now = refusals.streaming.fetch_add(1, Ordering::SeqCst) + 1;
     refusals.peak.fetch_max(now, Ordering::SeqCst);
@@ -229,4 +221,18 @@ pub(crate) fn read_request(stream: &TcpStream) -> std::io::Result<Option<Vec<u8>
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
     Ok(Some(body))
+}
+
+/// Answers "429 Too Many Requests" with `Retry-After: {retry_after}`, as
+/// OpenAI does when a rate limit is reached.
+pub(crate) fn too_many_requests(out: &mut TcpStream, retry_after: &str) -> std::io::Result<()> {
+    let body = r#"{"error":{"message":"Rate limit reached for requests","type":"requests"}}"#;
+    out.write_all(
+        format!(
+            "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
+             retry-after: {retry_after}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
 }

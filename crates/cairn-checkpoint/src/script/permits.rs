@@ -17,12 +17,12 @@ use crate::raw::nil_run;
 use crate::sql::{query, Conn, Row};
 use crate::Result;
 
-/// How many permits of `:key` are held: those whose run still holds the
-/// lease it took them under (`keys_in` counts the same per key), but for
-/// run `:run`'s own.
+/// How many permits of `:key` other runs than `:run` hold: those whose run
+/// still holds the lease it took them under (`keys_in` counts the same per
+/// key, for every run).
 const LIVE: &str = "SELECT count(*) AS n FROM key_permits p JOIN runs r ON r.id = p.run_id \
      WHERE p.key = :key AND r.status = 'running' AND r.lease_epoch = p.epoch \
-     AND r.lease_expires_at > {now} AND (:run IS NULL OR p.run_id <> :run)";
+     AND r.lease_expires_at > {now} AND p.run_id <> :run";
 
 /// `Store::admit`'s first look, without a transaction: the answer for a
 /// key that is paused or has no limits, `None` for a limited key (which
@@ -82,7 +82,7 @@ pub(super) async fn admit_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Admission
     // A run holds one permit at most: one it still holds (a call whose
     // step was dropped mid-way) is not counted, and the grant replaces it.
     let in_use = match limits.in_flight {
-        Some(_) => live_permits(c, &ask.key, Some(ask.run)).await?,
+        Some(_) => live_permits(c, &ask.key, ask.run).await?,
         None => 0,
     };
     let stored = Buckets {
@@ -221,15 +221,10 @@ pub(super) async fn set_limits_in(
         .ok_or_else(|| crate::Error::KeyNotFound(key.to_owned()))
 }
 
-/// How many permits of `key` are held by live leases (other than
-/// `except`'s).
-pub(super) async fn live_permits(
-    c: &mut Conn<'_>,
-    key: &str,
-    except: Option<RunId>,
-) -> Result<u64> {
+/// How many permits of `key` other runs than `run` hold under live leases.
+async fn live_permits(c: &mut Conn<'_>, key: &str, run: RunId) -> Result<u64> {
     let row = c
-        .fetch_optional(query(LIVE).bind("key", key).bind("run", except))
+        .fetch_optional(query(LIVE).bind("key", key).bind("run", run))
         .await?;
     let n = match row {
         Some(r) => r.int("n")?,
