@@ -359,7 +359,8 @@ impl LlmAgent {
         let event = NewEvent::new(
             EventKind::ToolExecuted,
             json!({"idx": cx.step.idx, "call_id": call.call_id, "tool": call.name,
-                   "ms": started.elapsed().as_millis() as u64, "is_error": is_error}),
+                   "ms": started.elapsed().as_millis() as u64, "is_error": is_error,
+                   "idempotency_key": key}),
         );
         let item = |content: String, is_error: bool| {
             NewJournalItem::new(

@@ -519,6 +519,7 @@ fn new_run(crew: &Crew, input: Value) -> NewRun {
         on_busy: Default::default(),
         priority: Default::default(),
         budget: None,
+        trace: None,
     }
 }
 

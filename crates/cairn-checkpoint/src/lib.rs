@@ -64,6 +64,35 @@ pub struct NewRun {
     pub priority: cairn_core::Priority,
     /// The run's own limits on model use, over its crew's.
     pub budget: Option<cairn_core::Budget>,
+    /// The run's trace (`cairn_core::trace`): stored with it; a sampled
+    /// run's spans are exported from its events (`Store::trace_pending`).
+    pub trace: Option<cairn_core::Tracing>,
+}
+
+/// A traced run whose events went past its export cursor: what its spans
+/// are built from (`cairn_core::trace::spans`).
+#[derive(Debug, Clone)]
+pub struct TraceWork {
+    pub run: RunRecord,
+    pub trace: cairn_core::TraceContext,
+    /// The export cursor: the last event already exported.
+    pub after: i64,
+    pub root_exported: bool,
+    /// The run's events after the cursor, in order.
+    pub events: Vec<EventRecord>,
+}
+
+/// An export cursor's move ([`Store::trace_advance`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceAdvance {
+    pub run: RunId,
+    /// The cursor as read; the move fails if it is no longer there.
+    pub from: i64,
+    /// The last event whose spans were sent.
+    pub to: i64,
+    /// The last event read: the run is read again once it has newer ones.
+    pub seen: i64,
+    pub root_exported: bool,
 }
 
 /// What a submit does when its thread is busy: a run of the thread is
@@ -563,4 +592,11 @@ pub trait Store: Send + Sync + 'static {
         by: &cairn_core::Budget,
         actor: &Actor,
     ) -> Result<RunRecord>;
+
+    /// Up to `limit` sampled runs with events past their export cursor.
+    async fn trace_pending(&self, limit: usize) -> Result<Vec<TraceWork>>;
+
+    /// Moves a run's export cursor after its spans were sent; `false` if
+    /// another exporter moved it first (both sent that batch).
+    async fn trace_advance(&self, advance: &TraceAdvance) -> Result<bool>;
 }

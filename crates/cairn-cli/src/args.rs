@@ -563,6 +563,10 @@ pub struct SubmitArgs {
     /// interrupted; `runs continue RUN --budget tokens=+N` raises it.
     #[arg(long = "budget", value_name = "LIMIT=N")]
     pub budget: Vec<String>,
+    /// Make the run part of the caller's trace: a W3C traceparent,
+    /// 00-<trace id>-<span id>-<flags> (also from TRACEPARENT).
+    #[arg(long, env = "TRACEPARENT", value_name = "TRACEPARENT")]
+    pub traceparent: Option<String>,
 }
 
 impl SubmitArgs {
@@ -581,6 +585,12 @@ impl SubmitArgs {
                         .map_err(|e| usage(format!("--budget: {e}")))?,
                 ),
             },
+            traceparent: self
+                .traceparent
+                .as_deref()
+                .map(cairn::TraceContext::parse_traceparent)
+                .transpose()
+                .map_err(|e| usage(format!("--traceparent: {e}")))?,
         })
     }
 }

@@ -12,6 +12,7 @@ mod input;
 mod output;
 mod progress;
 mod report;
+mod traces;
 mod watch;
 
 use std::process::ExitCode;

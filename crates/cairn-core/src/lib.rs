@@ -22,6 +22,7 @@ pub mod retry;
 pub mod sse;
 pub mod status;
 pub mod text;
+pub mod trace;
 pub mod wait;
 
 pub use agent::{Agent, StepOutput};
@@ -52,4 +53,5 @@ pub use llm::{LlmDef, ProviderKind, ToolDef};
 pub use priority::{BadPriority, Priority};
 pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus, TransitionError};
+pub use trace::{BadSampler, BadTraceparent, Sampler, SpanId, TraceContext, TraceId, Tracing};
 pub use wait::{Answer, NewWait, OnDeadline, Question, WaitId, WaitKind, WaitRecord, WaitStatus};

@@ -189,6 +189,7 @@ mod tests {
             on_busy: Default::default(),
             priority: Default::default(),
             budget: None,
+            trace: None,
         };
         let id = store.submit(run).await.unwrap().run.id;
         let claimed = store.claim(id, &claim(false)).await.unwrap();

@@ -204,12 +204,31 @@ struct SubmitBody {
     /// over its crew's `[budget]` per limit.
     #[serde(default)]
     budget: Option<cairn::Budget>,
+    /// The caller's trace, as a W3C `traceparent` (the header of the same
+    /// name is read when this is absent).
+    #[serde(default)]
+    traceparent: Option<String>,
+}
+
+/// The caller's trace: the body's `traceparent`, else the header's.
+fn traceparent(
+    headers: &axum::http::HeaderMap,
+    body: Option<&str>,
+) -> Result<Option<cairn::TraceContext>, ApiError> {
+    let text = match body {
+        Some(t) => Some(t),
+        None => headers.get("traceparent").and_then(|v| v.to_str().ok()),
+    };
+    text.map(cairn::TraceContext::parse_traceparent)
+        .transpose()
+        .map_err(|e| ApiError::InvalidBody(format!("traceparent: {e}")))
 }
 
 /// `POST /v1/runs`: records a queued run (201), or returns the run an
 /// earlier submit with the same idempotency key created (200).
 async fn submit(
     State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<SubmitBody>,
 ) -> Result<Response, ApiError> {
     let crew = state
@@ -224,6 +243,7 @@ async fn submit(
         .map_err(|e| ApiError::InvalidBody(format!("on_busy: {e}")))?
         .unwrap_or_default();
     let priority = body.priority.unwrap_or_default();
+    let traceparent = traceparent(&headers, body.traceparent.as_deref())?;
     let submitted = state
         .engine()
         .submit(
@@ -235,6 +255,7 @@ async fn submit(
                 on_busy,
                 priority,
                 budget: body.budget,
+                traceparent,
             },
         )
         .await?;

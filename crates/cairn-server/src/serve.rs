@@ -119,6 +119,10 @@ pub struct ServeOptions {
     /// `host_not_allowed`, which keeps DNS rebinding pages out. Default
     /// none.
     pub public_url: Option<url::Url>,
+    /// Trace export (`OTEL_*`, `cairn::otel`): the runs submitted here
+    /// are traced, and this server exports every sampled run's spans.
+    /// Default none.
+    pub otel: Option<cairn::otel::OtelConfig>,
 }
 
 /// Tokens and the database password are left out, so options can be logged.
@@ -151,6 +155,7 @@ impl std::fmt::Debug for ServeOptions {
                 "public_url",
                 &self.public_url.as_ref().map(url::Url::as_str),
             )
+            .field("otel", &self.otel)
             .finish()
     }
 }
@@ -174,6 +179,7 @@ impl Default for ServeOptions {
             shutdown_grace: Duration::from_secs(10),
             compact: None,
             public_url: None,
+            otel: None,
         }
     }
 }
@@ -231,9 +237,12 @@ impl Server {
             max_connections: opts.db_connections,
             ..OpenOptions::default()
         };
-        let engine = Engine::open_with(&opts.db_url, &open, config)
+        let mut engine = Engine::open_with(&opts.db_url, &open, config)
             .await
             .map_err(|e| Error::Open(Box::new(e)))?;
+        if let Some(otel) = &opts.otel {
+            engine = engine.traced(otel.sampler);
+        }
         let listener = tokio::net::TcpListener::bind(opts.listen)
             .await
             .map_err(|source| Error::Bind {
@@ -283,6 +292,10 @@ impl Server {
         } else {
             tracing::warn!(%addr, crews = state.crews().len(), "cairn API listening in DEVELOPMENT MODE: no API tokens, anyone who can reach {addr} can submit runs; set CAIRN_API_TOKENS to require a token");
         }
+        let traces = opts
+            .otel
+            .clone()
+            .map(|c| cairn::otel::TraceExporter::start(state.engine(), c));
         let runner = (opts.concurrency > 0).then(|| {
             Runner::start(
                 state.engine().clone(),
@@ -324,6 +337,9 @@ impl Server {
         }
         if let Some(runner) = runner {
             runner.stopped().await;
+        }
+        if let Some(traces) = traces {
+            traces.stop().await;
         }
         tracing::info!("stopped");
         Ok(())

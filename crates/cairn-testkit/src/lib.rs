@@ -16,6 +16,7 @@
 #![allow(clippy::expect_used)]
 
 pub mod browser;
+pub mod otlp;
 mod pg_cluster;
 mod pgbouncer;
 mod proxy;

@@ -35,6 +35,8 @@ pub struct SubmitOptions {
     pub priority: cairn_core::Priority,
     /// Limits on the run's model use, over its crew's `[budget]` per limit.
     pub budget: Option<cairn_core::Budget>,
+    /// The caller's trace (a W3C `traceparent`): the run's spans join it.
+    pub traceparent: Option<cairn_core::TraceContext>,
 }
 
 /// Options of a resume.
@@ -109,6 +111,8 @@ pub struct Engine {
     /// Every crew this engine has run or registered, by fingerprint, so a
     /// resume can find the Rust agents of a run's stored crew.
     crews: Arc<RwLock<HashMap<Fingerprint, Crew>>>,
+    /// Runs submitted here are traced, sampled by this (`crate::otel`).
+    pub(crate) sampler: Option<cairn_core::Sampler>,
 }
 
 impl Engine {
@@ -137,6 +141,7 @@ impl Engine {
         Engine {
             executor: Executor::new(store, config),
             crews: Arc::default(),
+            sampler: None,
         }
     }
 
@@ -184,6 +189,7 @@ impl Engine {
                 on_busy: opts.on_busy,
                 priority: opts.priority,
                 budget: opts.budget.filter(|b| !b.is_empty()),
+                trace: self.tracing(opts.traceparent),
             })
             .await?)
     }

@@ -32,6 +32,7 @@ mod engine;
 mod error;
 pub mod holder;
 mod limits;
+pub mod otel;
 mod retention;
 mod thread;
 mod work;
@@ -61,8 +62,8 @@ pub use cairn_core::{
     ChildOutcome, ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord,
     Fingerprint, JoinRule, JournalEntry, JournalKind, KeyLimits, KeyPause, KeyState, LlmDef,
     OnDeadline, OutputDelta, Priority, ProviderKind, RetryPolicy, Role, RunId, RunRecord,
-    RunStatus, StepContext, StepIdx, StepOutput, StepRecord, StepStatus, ToolDef, Usage, WaitId,
-    WaitKind, WaitRecord, WaitStatus,
+    RunStatus, StepContext, StepIdx, StepOutput, StepRecord, StepStatus, ToolDef, TraceContext,
+    Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;

@@ -47,6 +47,7 @@ mod storable;
 #[cfg(test)]
 mod tests;
 mod threads;
+mod traces;
 mod waits;
 
 use std::future::Future;
@@ -787,5 +788,13 @@ impl<H: ScriptHost> Store for H {
             .await
         })
         .await
+    }
+
+    async fn trace_pending(&self, limit: usize) -> Result<Vec<crate::TraceWork>> {
+        traces::pending(self, limit).await
+    }
+
+    async fn trace_advance(&self, advance: &crate::TraceAdvance) -> Result<bool> {
+        traces::advance(self, advance).await
     }
 }

@@ -61,6 +61,10 @@ pub(super) async fn act_in(
         super::children::ended_in(c, id).await?;
     }
     append_events(c, id, std::slice::from_ref(&plan.event)).await?;
+    if run.status.is_finished() && !plan.finishes() {
+        // An ended run sent on again: its spans are exported again.
+        super::traces::reopen_in(c, id).await?;
+    }
     if plan.to == RunStatus::Queued {
         c.notify_runnable(id).await?;
     }

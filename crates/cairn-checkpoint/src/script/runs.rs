@@ -311,6 +311,7 @@ pub(super) async fn submit_in(
     let fingerprint = new.crew.fingerprint();
     let id = RunId::new();
     let budget = new.budget.map(|b| serde_json::json!(b));
+    let trace = new.trace.map(|t| t.context(id));
     // The new run as stored, read back by the insert itself; no row
     // when the idempotency key is taken.
     let inserted = c
@@ -318,9 +319,9 @@ pub(super) async fn submit_in(
             query(concat!(
                 "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
                  input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
-                 event_seq, created_at, updated_at, priority, claim_at, budget) VALUES (:id, \
+                 event_seq, created_at, updated_at, priority, claim_at, budget, trace) VALUES (:id, \
                  :name, :version, :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, \
-                 0, 1, {now}, {now}, :priority, {ahead:head}, :budget) \
+                 0, 1, {now}, {now}, :priority, {ahead:head}, :budget, :trace) \
                  ON CONFLICT (idempotency_key) DO NOTHING RETURNING ",
                 run_cols_but_def!()
             ))
@@ -335,12 +336,16 @@ pub(super) async fn submit_in(
             .bind("steps", new.crew.step_count())
             .bind("priority", i64::from(new.priority.get()))
             .bind("head", new.priority.head_start_secs() as f64)
-            .bind("budget", budget),
+            .bind("budget", budget)
+            .bind("trace", trace.map(|t| serde_json::json!(t).to_string())),
         )
         .await?;
     let Some(inserted) = inserted else {
         return existing_submission(c, &new).await;
     };
+    if trace.is_some_and(|t| t.sampled) {
+        super::traces::start_in(c, id).await?;
+    }
     let event = NewEvent::new(
         EventKind::RunSubmitted,
         serde_json::json!({

@@ -55,6 +55,7 @@ pub(crate) fn new_run(steps: usize, key: Option<&str>) -> NewRun {
         on_busy: Default::default(),
         priority: Default::default(),
         budget: None,
+        trace: None,
     }
 }
 

@@ -34,7 +34,7 @@ impl Local {
             owner: cairn::holder::owner("cairn-cli"),
             ..ExecutorConfig::default()
         };
-        let engine = Engine::open_with(db, &opts, config).await?;
+        let engine = crate::traces::traced(Engine::open_with(db, &opts, config).await?)?;
         Ok(Local { engine })
     }
 }

@@ -184,6 +184,9 @@ fn submit_body(crew: String, input: Value, opts: SubmitOptions) -> Value {
     if let Some(t) = opts.thread_id {
         body["thread_id"] = json!(t);
     }
+    if let (Some(cx), Some(span)) = (opts.traceparent, opts.traceparent.and_then(|c| c.parent)) {
+        body["traceparent"] = json!(cx.traceparent(span));
+    }
     body
 }
 

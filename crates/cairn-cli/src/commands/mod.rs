@@ -33,7 +33,11 @@ pub async fn main(cli: Cli, db_given: bool) -> anyhow::Result<u8> {
             let token = cli.token;
             dispatch(&Server { base, token }, command, json).await
         }
-        (command, None) => dispatch(&Db(cli.db), command, json).await,
+        (command, None) => {
+            let done = dispatch(&Db(cli.db), command, json).await;
+            crate::traces::finish().await;
+            done
+        }
     }
 }
 

@@ -25,6 +25,9 @@ pub async fn run(
     let input = parse_input(&args.input)?;
     let opts = args.options()?;
     let api = to.connect(true).await?;
+    if let Some(engine) = api.engine() {
+        crate::traces::export(engine)?;
+    }
     let lines = progress.enabled(json) && api.engine().is_some();
     // Submit, then drive, so the run id is known (and printed) before the
     // first step runs.
@@ -84,6 +87,7 @@ pub async fn resume(to: &impl Connect, args: ResumeArgs, json: bool) -> anyhow::
     let why =
         "the server's workers execute and take over runs; use `runs continue` or `runs retry`";
     let engine = engine(&api, "resume", why)?;
+    crate::traces::export(engine)?;
     let opts = ResumeOptions {
         crew,
         force,

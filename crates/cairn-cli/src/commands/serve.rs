@@ -43,7 +43,8 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
                 heartbeat: Duration::from_millis(heartbeat_ms),
                 ..ExecutorConfig::default()
             };
-            let engine = Engine::open_with(db, &opts, config).await?;
+            let engine = crate::traces::traced(Engine::open_with(db, &opts, config).await?)?;
+            crate::traces::export(&engine)?;
             eprintln!(
                 "cairn worker {}: {concurrency} at once, lease {lease_ms} ms",
                 std::process::id()
@@ -55,7 +56,9 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
                 compact,
                 ..cairn::WorkOptions::default()
             };
-            engine.work(work, shutdown_signal()).await?;
+            let worked = engine.work(work, shutdown_signal()).await;
+            crate::traces::finish().await;
+            worked?;
             Ok(exit::OK)
         }
         Command::Serve {
@@ -102,6 +105,7 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
                 db_connections,
                 foreign_runs,
                 public_url,
+                otel: crate::traces::config()?,
                 ..Default::default()
             })
             .await?;

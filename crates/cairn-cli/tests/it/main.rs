@@ -81,6 +81,7 @@ mod support;
 mod terminal;
 mod threads;
 mod timeout;
+mod traces;
 mod upgrade;
 mod waits;
 mod workers;

@@ -1,0 +1,112 @@
+//! Trace export cursors (`cairn_core::trace`): a sampled run gets one at
+//! submit; the exporter reads the runs whose events went past their
+//! cursor, sends their spans, and moves the cursor only if nobody moved it
+//! meanwhile. Spans are built from stored events, so a process killed after
+//! a commit loses none of them.
+
+use cairn_core::{RunId, TraceContext};
+
+use super::boundary::{bounded, placed};
+use super::runs::{events_in, fetch_run};
+use super::{ScriptHost, TxKind};
+use crate::raw::nil_run;
+use crate::sql::{query, Conn};
+use crate::{Error, Result, TraceAdvance, TraceWork};
+
+/// Starts run `id`'s export cursor (its submit's transaction).
+pub(super) async fn start_in(c: &mut Conn<'_>, id: RunId) -> Result<()> {
+    c.execute(query("INSERT INTO trace_exports (run_id) VALUES (:run)").bind("run", id))
+        .await?;
+    Ok(())
+}
+
+/// An ended run an operator sent on again: its export cursor is live
+/// again (no row: an untraced run, nothing to do).
+pub(super) async fn reopen_in(c: &mut Conn<'_>, id: RunId) -> Result<()> {
+    c.execute(query("UPDATE trace_exports SET done = FALSE WHERE run_id = :run").bind("run", id))
+        .await?;
+    Ok(())
+}
+
+/// `Store::trace_pending`: up to `limit` runs with events past their cursor.
+pub(super) async fn pending_in(c: &mut Conn<'_>, limit: usize) -> Result<Vec<TraceWork>> {
+    let rows = c
+        .fetch_all(
+            query(
+                "SELECT t.run_id AS id, t.seq, CASE WHEN t.root_exported THEN 1 ELSE 0 END AS root \
+                 FROM trace_exports t JOIN runs r ON r.id = t.run_id \
+                 WHERE NOT t.done AND r.event_seq > t.seen ORDER BY r.updated_at LIMIT :limit",
+            )
+            .bind("limit", i64::try_from(limit).unwrap_or(i64::MAX)),
+        )
+        .await?;
+    let mut work = Vec::with_capacity(rows.len());
+    for row in rows {
+        let id = RunId::from_uuid(
+            row.opt_uuid("id", nil_run(), "trace_exports.run_id")?
+                .ok_or_else(|| Error::Statement("a trace cursor without a run".into()))?,
+        );
+        let after = row.int("seq")?;
+        work.push(TraceWork {
+            run: fetch_run(c, id, false).await?,
+            trace: trace_of(c, id).await?,
+            after,
+            root_exported: row.int("root")? == 1,
+            events: events_in(c, id, after).await?,
+        });
+    }
+    Ok(work)
+}
+
+async fn trace_of(c: &mut Conn<'_>, id: RunId) -> Result<TraceContext> {
+    let row = c
+        .fetch_optional(query("SELECT trace FROM runs WHERE id = :run").bind("run", id))
+        .await?;
+    let text = match row {
+        Some(row) => row.opt_text("trace")?.unwrap_or_default(),
+        None => String::new(),
+    };
+    serde_json::from_str(&text)
+        .map_err(|e| Error::Statement(format!("run {id}'s stored trace context: {e}")))
+}
+
+/// `Store::trace_advance`: moves a run's cursor unless another exporter
+/// moved it first (then `false`). The cursor is done once the run has
+/// ended and its last event is exported.
+pub(super) async fn advance_in(c: &mut Conn<'_>, a: &TraceAdvance) -> Result<bool> {
+    let moved = c
+        .execute(
+            query(
+                "UPDATE trace_exports SET seq = :to, seen = :seen, root_exported = :root, \
+                 done = (SELECT r.status IN ('succeeded','failed','cancelled') AND r.event_seq = :to \
+                         FROM runs r WHERE r.id = :run) \
+                 WHERE run_id = :run AND seq = :from",
+            )
+            .bind("run", a.run)
+            .bind("from", a.from)
+            .bind("to", a.to)
+            .bind("seen", a.seen)
+            .bind("root", a.root_exported),
+        )
+        .await?;
+    Ok(moved == 1)
+}
+
+/// `Store::trace_pending` on any backend.
+pub(super) async fn pending<H: ScriptHost>(host: &H, limit: usize) -> Result<Vec<TraceWork>> {
+    let read = host.tx(
+        TxKind::Read,
+        Box::new(move |c| Box::pin(async move { pending_in(c, limit).await })),
+    );
+    placed(host.target(), None, read).await
+}
+
+/// `Store::trace_advance` on any backend.
+pub(super) async fn advance<H: ScriptHost>(host: &H, a: &TraceAdvance) -> Result<bool> {
+    let (a, id) = (a.clone(), a.run);
+    let write = host.tx(
+        TxKind::Single,
+        Box::new(move |c| Box::pin(async move { advance_in(c, &a).await })),
+    );
+    bounded("trace_advance", host.target(), Some(id), write).await
+}

@@ -1,0 +1,322 @@
+//! Traces over OTLP/HTTP, received by a real collector process stand-in
+//! (`cairn_testkit::otlp`), both backends: a run is one trace of GenAI
+//! spans; a run SIGKILLed mid-step and resumed by another process is
+//! still one trace with one span per finished piece of work (the killed
+//! process's included) and no orphan; a waiting run's finished steps are
+//! exported before the answer; a caller's `traceparent` is honoured.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use cairn_testkit::otlp::{Collector, ReceivedSpan};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::support::{agent_sh, agent_template, crew_toml, q, step, wait_until, Case, Kind};
+
+both_backends!(
+    a_run_is_one_trace_of_genai_spans,
+    a_run_killed_mid_step_and_resumed_elsewhere_is_still_one_trace,
+    a_waiting_runs_finished_steps_are_exported_before_the_answer,
+    a_callers_traceparent_makes_the_run_part_of_its_trace,
+);
+
+/// The model asks for the lookup tool, then answers.
+const SCRIPT: &str = r#"
+[[responses]]
+text = "Looking it up."
+tool_calls = [{ id = "c_lookup", name = "lookup", arguments = { order = "A-1" } }]
+
+[[responses]]
+text = "Found it."
+"#;
+
+/// The lookup tool; with `TEST_PAUSE=lookup` it writes its pid to
+/// `paused.pid` and sleeps, so a kill lands inside it.
+const TOOL: &str = r#"#!/bin/sh
+d=$(dirname "$0")
+cat > /dev/null
+if [ "${TEST_PAUSE:-}" = lookup ]; then echo $$ > "$d/paused.pid"; sleep 30; fi
+echo '{"found": true}'
+"#;
+
+/// Three steps: an `llm` clerk with a tool, a template, a command.
+fn crew(case: &Case) -> String {
+    std::fs::write(case.path("tool.sh"), TOOL).unwrap();
+    let tool = case.path("tool.sh").display().to_string();
+    let script = case.write("model.toml", SCRIPT).display().to_string();
+    let clerk = format!(
+        "[[agents]]\nrole = \"clerk\"\nkind = \"llm\"\nprovider = \"scripted\"\nmodel = \"script-1\"\n\
+         script = {}\ninstructions = \"Look the order up.\"\nenv = [\"TEST_PAUSE\"]\n\n\
+         [[agents.tools]]\nname = \"lookup\"\ndescription = \"Look an order up.\"\n\
+         parameters = {{ type = \"object\", properties = {{ order = {{ type = \"string\" }} }} }}\n\
+         idempotent = true\ncommand = [\"sh\", {}]\n",
+        q(&script),
+        q(&tool)
+    );
+    let agents = [
+        clerk,
+        agent_template("receipt", "receipt: {{ outputs.clerk }}"),
+        agent_sh("stamp", "cat > /dev/null; echo stamped"),
+    ];
+    case.write("crew.toml", &crew_toml("traced", &agents))
+        .display()
+        .to_string()
+}
+
+fn otel(collector: &Collector) -> Vec<(&'static str, String)> {
+    vec![
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint.clone()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100".into()),
+        ("OTEL_SERVICE_NAME", "cairn-test".into()),
+    ]
+}
+
+fn refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// The spans of one trace, checked whole: one trace id, no span twice,
+/// every parent present (or the caller's `parent_of_root`), one root.
+fn tree(
+    spans: &[ReceivedSpan],
+    trace: &str,
+    parent_of_root: &str,
+) -> BTreeMap<String, ReceivedSpan> {
+    assert!(
+        spans.iter().all(|s| s.trace_id == trace),
+        "one trace: {spans:#?}"
+    );
+    let ids: HashSet<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
+    assert_eq!(
+        ids.len(),
+        spans.len(),
+        "a span was exported twice: {spans:#?}"
+    );
+    for s in spans {
+        assert!(
+            ids.contains(s.parent.as_str()) || s.parent == parent_of_root,
+            "orphan {s:#?}"
+        );
+        assert_eq!(s.service, "cairn-test");
+    }
+    let roots: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "invoke_workflow traced")
+        .collect();
+    assert_eq!(roots.len(), 1, "{spans:#?}");
+    assert_eq!(roots[0].parent, parent_of_root);
+    spans
+        .iter()
+        .map(|s| (s.span_id.clone(), s.clone()))
+        .collect()
+}
+
+fn named<'a>(spans: &'a BTreeMap<String, ReceivedSpan>, name: &str) -> Vec<&'a ReceivedSpan> {
+    spans.values().filter(|s| s.name == name).collect()
+}
+
+fn trace_of(id: &str) -> String {
+    id.replace('-', "")
+}
+
+fn count(events: &Value, kind: &str) -> usize {
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .count()
+}
+
+fn a_run_is_one_trace_of_genai_spans(kind: Kind) {
+    let case = Case::new(kind);
+    let collector = Collector::start().unwrap();
+    let crew = crew(&case);
+    let env = otel(&collector);
+    let out = case
+        .cairn_env(&["run", &crew, "--json"], &refs(&env))
+        .expect_code(0);
+    let run = out.json();
+    let id = run["id"].as_str().unwrap().to_owned();
+    let spans = tree(&collector.spans(), &trace_of(&id), "");
+
+    let root = &named(&spans, "invoke_workflow traced")[0];
+    assert_eq!(root.attributes["gen_ai.operation.name"], "invoke_workflow");
+    assert_eq!(root.attributes["cairn.run.id"], id.as_str());
+    assert_eq!(root.status, 1, "ok");
+    for role in ["clerk", "receipt", "stamp"] {
+        let s = named(&spans, &format!("invoke_agent {role}"));
+        assert_eq!(s.len(), 1, "{role}: {spans:#?}");
+        assert_eq!(s[0].parent, root.span_id);
+        assert_eq!(s[0].attributes["gen_ai.agent.name"], role);
+        assert!(s[0].start_ns <= s[0].end_ns && root.start_ns <= s[0].start_ns);
+    }
+    let clerk = named(&spans, "invoke_agent clerk")[0].clone();
+    let chats = named(&spans, "chat script-1");
+    assert_eq!(chats.len(), 2);
+    assert!(chats
+        .iter()
+        .all(|c| c.parent == clerk.span_id && c.kind == 3));
+    assert!(chats
+        .iter()
+        .all(|c| c.attributes["gen_ai.provider.name"] == "scripted"));
+    let tools = named(&spans, "execute_tool lookup");
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0].parent, clerk.span_id);
+    assert_eq!(tools[0].attributes["gen_ai.tool.call.id"], "c_lookup");
+    assert_eq!(
+        tools[0].attributes["cairn.tool.idempotency_key"],
+        format!("{id}/0/c_lookup")
+    );
+    // Token counts equal what `runs show` reports for the step.
+    let tokens = |key: &str| -> i64 {
+        chats
+            .iter()
+            .map(|c| c.attributes[key].as_i64().unwrap())
+            .sum()
+    };
+    let shown = step(&run, 0);
+    assert_eq!(
+        tokens("gen_ai.usage.input_tokens"),
+        shown["input_tokens"].as_i64().unwrap()
+    );
+    assert_eq!(
+        tokens("gen_ai.usage.output_tokens"),
+        shown["output_tokens"].as_i64().unwrap()
+    );
+    assert_eq!(
+        clerk.attributes["gen_ai.usage.input_tokens"],
+        shown["input_tokens"]
+    );
+}
+
+fn a_run_killed_mid_step_and_resumed_elsewhere_is_still_one_trace(kind: Kind) {
+    let case = Case::new(kind);
+    let collector = Collector::start().unwrap();
+    let crew = crew(&case);
+    let mut env = otel(&collector);
+    env.push(("TEST_PAUSE", "lookup".into()));
+    let mut child = case.spawn(&["run", &crew], &refs(&env));
+    wait_until("the tool to run", Duration::from_secs(60), || {
+        std::fs::read_to_string(case.path("paused.pid")).is_ok_and(|s| s.ends_with('\n'))
+    });
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    assert!(!child.wait().unwrap().success());
+    let tool_pid = std::fs::read_to_string(case.path("paused.pid")).unwrap();
+    let _ = kill(
+        Pid::from_raw(tool_pid.trim().parse().unwrap()),
+        Signal::SIGKILL,
+    );
+    let id = case.only_run_id();
+
+    env.pop();
+    case.cairn_env(&["resume", &id], &refs(&env)).expect_code(0);
+    let events = case.events(&id);
+    let spans = tree(&collector.spans(), &trace_of(&id), "");
+    let clerk = named(&spans, "invoke_agent clerk");
+    assert_eq!(clerk.len(), 1, "one span for the attempt, across the kill");
+    assert_eq!(clerk[0].attributes["cairn.step.resumed"], true);
+    assert_eq!(clerk[0].attributes["cairn.step.takeovers"], 1);
+    // Every model call and tool run stored has its span, once: the killed
+    // process's first call included.
+    let chats = named(&spans, "chat script-1");
+    assert_eq!(chats.len(), count(&events, "model_called"), "{events:#}");
+    assert!(
+        chats.len() >= 2,
+        "the killed process's call and the resumed ones"
+    );
+    assert!(chats.iter().all(|c| c.parent == clerk[0].span_id));
+    assert_eq!(
+        named(&spans, "execute_tool lookup").len(),
+        count(&events, "tool_executed")
+    );
+    for role in ["receipt", "stamp"] {
+        assert_eq!(named(&spans, &format!("invoke_agent {role}")).len(), 1);
+    }
+}
+
+fn a_waiting_runs_finished_steps_are_exported_before_the_answer(kind: Kind) {
+    let case = Case::new(kind);
+    let collector = Collector::start().unwrap();
+    let agents = [
+        agent_sh("draft", "cat > /dev/null; echo draft"),
+        agent_sh("writer", "cat > /dev/null; echo text") + "review = true\n",
+        agent_template("publish", "{{ outputs.writer }}"),
+    ];
+    std::fs::create_dir_all(case.path("crews")).unwrap();
+    case.write("crews/traced.toml", &crew_toml("traced", &agents));
+    let crews = case.path("crews").display().to_string();
+    let served = crate::support::serve(&case, &["--crews", &crews], &refs(&otel(&collector)));
+    let out = case
+        .cairn(&["--server", &served.url, "submit", "traced", "--json"])
+        .expect_code(0);
+    let id = out.json()["id"].as_str().unwrap().to_owned();
+    let ended = |name: &'static str| move |c: &Collector| c.spans().iter().any(|s| s.name == name);
+    wait_until("the draft's span", Duration::from_secs(30), || {
+        ended("invoke_agent draft")(&collector)
+    });
+    wait_until("the writer's span", Duration::from_secs(30), || {
+        ended("invoke_agent writer")(&collector)
+    });
+    let writer: Vec<_> = collector
+        .spans()
+        .into_iter()
+        .filter(|s| s.name == "invoke_agent writer")
+        .collect();
+    assert_eq!(writer[0].attributes["cairn.step.outcome"], "waiting");
+    assert!(
+        !ended("invoke_workflow traced")(&collector),
+        "the run has not ended"
+    );
+    let waits = case
+        .cairn(&["waits", "list", "--json"])
+        .expect_code(0)
+        .json();
+    let wait = waits[0]["id"].as_str().unwrap().to_owned();
+    case.cairn(&[
+        "--server",
+        &served.url,
+        "waits",
+        "answer",
+        &wait,
+        "--approve",
+    ])
+    .expect_code(0);
+    wait_until("the run's span", Duration::from_secs(30), || {
+        ended("invoke_workflow traced")(&collector)
+    });
+    let spans = tree(&collector.spans(), &trace_of(&id), "");
+    assert_eq!(
+        named(&spans, "invoke_agent writer").len(),
+        2,
+        "the wait, then the approved step"
+    );
+    assert_eq!(named(&spans, "cairn.wait.answered").len(), 1);
+}
+
+fn a_callers_traceparent_makes_the_run_part_of_its_trace(kind: Kind) {
+    let case = Case::new(kind);
+    let collector = Collector::start().unwrap();
+    let crew = case
+        .write(
+            "crew.toml",
+            &crew_toml("traced", &[agent_template("only", "hi")]),
+        )
+        .display()
+        .to_string();
+    let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let env = otel(&collector);
+    case.cairn_env(&["run", &crew, "--traceparent", caller], &refs(&env))
+        .expect_code(0);
+    tree(
+        &collector.spans(),
+        "4bf92f3577b34da6a3ce929d0e0e4736",
+        "00f067aa0ba902b7",
+    );
+    // A bad one is refused before anything is stored.
+    case.cairn_env(&["run", &crew, "--traceparent", "00-nope"], &refs(&env))
+        .expect_one_line_error(&["--traceparent", "bad traceparent"]);
+    assert_eq!(case.list().len(), 1);
+}

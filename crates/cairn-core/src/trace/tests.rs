@@ -1,0 +1,244 @@
+//! Trace contexts, samplers and the spans built from a run's events.
+
+#![allow(clippy::unwrap_used)]
+
+use chrono::{TimeZone, Utc};
+use serde_json::json;
+
+use super::*;
+use crate::event::{EventKind, EventRecord};
+
+#[test]
+fn a_traceparent_round_trips_and_bad_ones_are_refused() {
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let cx = TraceContext::parse_traceparent(tp).unwrap();
+    assert!(cx.sampled);
+    assert_eq!(cx.trace_id.to_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(cx.traceparent(cx.parent.unwrap()), tp);
+    for bad in [
+        "",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
+    ] {
+        assert!(TraceContext::parse_traceparent(bad).is_err(), "{bad}");
+    }
+    let stored = serde_json::to_string(&cx).unwrap();
+    assert_eq!(serde_json::from_str::<TraceContext>(&stored).unwrap(), cx);
+}
+
+#[test]
+fn samplers_parse_and_decide_as_opentelemetry_says() {
+    let run = RunId::new();
+    let caller =
+        TraceContext::parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")
+            .unwrap();
+    let on = Sampler::default();
+    assert!(on.context(run, None).sampled);
+    assert_eq!(on.context(run, None).trace_id.0, *run.as_uuid().as_bytes());
+    assert!(
+        !on.context(run, Some(caller)).sampled,
+        "parent-based follows the caller"
+    );
+    assert_eq!(on.context(run, Some(caller)).trace_id, caller.trace_id);
+    assert!(
+        Sampler::parse("always_on", None)
+            .unwrap()
+            .context(run, Some(caller))
+            .sampled
+    );
+    assert!(
+        !Sampler::parse("always_off", None)
+            .unwrap()
+            .context(run, None)
+            .sampled
+    );
+    let none = Sampler::parse("traceidratio", Some("0")).unwrap();
+    let all = Sampler::parse("traceidratio", Some("1")).unwrap();
+    assert!(!none.context(run, None).sampled && all.context(run, None).sampled);
+    assert!(Sampler::parse("traceidratio", Some("1.5")).is_err());
+    assert!(Sampler::parse("jaeger_remote", None).is_err());
+}
+
+fn at(ms: i64) -> chrono::DateTime<Utc> {
+    Utc.timestamp_millis_opt(1_700_000_000_000 + ms).unwrap()
+}
+
+fn ev(seq: i64, ms: i64, kind: EventKind, data: serde_json::Value) -> EventRecord {
+    EventRecord {
+        run_id: RunId::new(),
+        seq,
+        at: at(ms),
+        kind,
+        data,
+    }
+}
+
+fn run() -> TracedRun {
+    let id = RunId::new();
+    TracedRun {
+        id,
+        crew: "research".into(),
+        version: "1".into(),
+        roles: vec!["planner".into(), "writer".into()],
+        thread: Some("t-1".into()),
+        parent_run: None,
+        created_at: at(0),
+        trace: TraceContext::root(id, true),
+        root_exported: false,
+    }
+}
+
+fn claim(seq: i64, ms: i64, cursor: i64, took_over: bool) -> EventRecord {
+    ev(
+        seq,
+        ms,
+        EventKind::RunClaimed,
+        json!({"cursor": cursor, "epoch": seq, "took_over_step": took_over, "from_status": "queued"}),
+    )
+}
+
+fn step_ok(seq: i64, ms: i64, idx: i64, role: &str) -> EventRecord {
+    ev(
+        seq,
+        ms,
+        EventKind::StepSucceeded,
+        json!({"idx": idx, "role": role, "attempt": 1, "duration_ms": 5, "input_tokens": 30, "output_tokens": 7}),
+    )
+}
+
+fn model(seq: i64, ms: i64, idx: i64) -> EventRecord {
+    ev(
+        seq,
+        ms,
+        EventKind::ModelCalled,
+        json!({"idx": idx, "turn": 1, "provider": "openai", "model": "m", "ms": 4,
+              "input_tokens": 30, "output_tokens": 7, "stop_reason": "stop"}),
+    )
+}
+
+fn named<'a>(b: &'a SpanBatch, name: &str) -> Vec<&'a SpanRecord> {
+    b.spans.iter().filter(|s| s.name == name).collect()
+}
+
+#[test]
+fn a_finished_run_gives_a_tree_under_its_own_span() {
+    let r = run();
+    let events = vec![
+        ev(1, 0, EventKind::RunSubmitted, json!({})),
+        claim(2, 10, 0, false),
+        model(3, 20, 0),
+        ev(
+            4,
+            25,
+            EventKind::ToolExecuted,
+            json!({"idx": 0, "call_id": "c1", "tool": "search", "ms": 2, "is_error": false}),
+        ),
+        step_ok(5, 30, 0, "planner"),
+        step_ok(6, 40, 1, "writer"),
+        ev(7, 40, EventKind::RunSucceeded, json!({"steps": 2})),
+    ];
+    let b = spans(&r, 0, &events);
+    assert_eq!(b.through, 7);
+    assert!(b.root_exported);
+    let root = named(&b, "invoke_workflow research");
+    assert_eq!(root.len(), 1);
+    assert_eq!(root[0].span_id, SpanId::of_run(r.id));
+    assert_eq!(root[0].parent, None);
+    assert_eq!((root[0].start, root[0].end), (at(0), at(40)));
+    let planner = named(&b, "invoke_agent planner");
+    assert_eq!(planner.len(), 1);
+    assert_eq!(planner[0].parent, Some(SpanId::of_run(r.id)));
+    assert_eq!((planner[0].start, planner[0].end), (at(10), at(30)));
+    let chat = named(&b, "chat m");
+    assert_eq!(chat[0].parent, Some(planner[0].span_id));
+    assert_eq!(chat[0].kind, SpanKind::Client);
+    assert!(chat[0]
+        .attributes
+        .contains(&("gen_ai.usage.input_tokens", AttrValue::Int(30))));
+    assert_eq!(
+        named(&b, "execute_tool search")[0].parent,
+        Some(planner[0].span_id)
+    );
+    // A step with no claim of its own (the commit claimed it) spans its duration.
+    let writer = named(&b, "invoke_agent writer");
+    assert_eq!((writer[0].start, writer[0].end), (at(35), at(40)));
+    assert!(b
+        .spans
+        .iter()
+        .all(|s| s.trace_id.0 == *r.id.as_uuid().as_bytes()));
+    // Built again, the same ids: a second exporter adds no new span.
+    assert_eq!(spans(&r, 0, &events), b);
+}
+
+#[test]
+fn a_running_step_stays_behind_the_cursor_and_a_takeover_joins_its_span() {
+    let r = run();
+    let before_kill = vec![
+        ev(1, 0, EventKind::RunSubmitted, json!({})),
+        claim(2, 10, 0, false),
+        model(3, 20, 0),
+    ];
+    let b = spans(&r, 0, &before_kill);
+    assert_eq!(
+        b.through, 1,
+        "the claim and the call wait for the step's end"
+    );
+    assert_eq!(b.spans.len(), 1);
+    let mut after = before_kill[1..].to_vec();
+    after.extend([
+        claim(4, 500, 0, true),
+        model(5, 520, 0),
+        step_ok(6, 530, 0, "planner"),
+    ]);
+    let b = spans(&r, 1, &after);
+    assert_eq!(b.through, 6);
+    let planner = named(&b, "invoke_agent planner");
+    assert_eq!(
+        planner.len(),
+        1,
+        "one span for the attempt, across the takeover"
+    );
+    assert_eq!(planner[0].start, at(10));
+    assert!(planner[0]
+        .attributes
+        .contains(&("cairn.step.takeovers", AttrValue::Int(1))));
+    let calls = named(&b, "chat m");
+    assert_eq!(calls.len(), 2, "the dead process's call and the new one");
+    assert!(calls.iter().all(|c| c.parent == Some(planner[0].span_id)));
+    assert!(!b.root_exported);
+}
+
+#[test]
+fn the_runs_span_is_exported_once_and_a_caller_is_its_parent() {
+    let mut r = run();
+    let caller =
+        TraceContext::parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+            .unwrap();
+    r.trace = caller;
+    let failed = vec![ev(
+        1,
+        5,
+        EventKind::RunFailed,
+        json!({"error": {"message": "boom"}}),
+    )];
+    let b = spans(&r, 0, &failed);
+    let root = named(&b, "invoke_workflow research");
+    assert_eq!(root[0].parent, caller.parent);
+    assert_eq!(root[0].trace_id, caller.trace_id);
+    assert_eq!(root[0].status, SpanStatus::Error("boom".into()));
+    r.root_exported = true;
+    let again = vec![ev(2, 9, EventKind::RunSucceeded, json!({}))];
+    assert!(named(&spans(&r, 1, &again), "invoke_workflow research").is_empty());
+}
+
+#[test]
+fn span_ids_differ_by_run_and_event() {
+    let (a, b) = (RunId::new(), RunId::new());
+    assert_ne!(SpanId::of_run(a), SpanId::of_run(b));
+    assert_ne!(SpanId::of_event(a, 1), SpanId::of_event(a, 2));
+    assert_ne!(SpanId::of_event(a, 1), SpanId::of_run(a));
+    assert_eq!(SpanId::of_event(a, 3), SpanId::of_event(a, 3));
+}

@@ -1,0 +1,291 @@
+//! The `OTEL_*` variables Cairn reads (OpenTelemetry's SDK configuration).
+
+use std::time::Duration;
+
+use cairn_core::trace::{BadSampler, Sampler};
+
+/// Where and how spans go. Its `Debug` names the headers, never their
+/// values (they often carry a backend's API key).
+#[derive(Clone, PartialEq)]
+pub struct Config {
+    /// The full URL spans are posted to (`…/v1/traces`).
+    pub traces_endpoint: String,
+    /// Extra request headers (`OTEL_EXPORTER_OTLP_HEADERS`), e.g. a
+    /// backend's API key.
+    pub headers: Vec<(String, String)>,
+    pub service_name: String,
+    /// `OTEL_RESOURCE_ATTRIBUTES`, after `service.name`.
+    pub resource: Vec<(String, String)>,
+    pub sampler: Sampler,
+    /// How long a send may take (`OTEL_EXPORTER_OTLP_TIMEOUT`, ms).
+    pub timeout: Duration,
+    /// How often an exporter looks for spans to send
+    /// (`OTEL_BSP_SCHEDULE_DELAY`, ms).
+    pub interval: Duration,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("Config")
+            .field("traces_endpoint", &self.traces_endpoint)
+            .field("headers", &headers)
+            .field("service_name", &self.service_name)
+            .field("resource", &self.resource)
+            .field("sampler", &self.sampler)
+            .field("timeout", &self.timeout)
+            .field("interval", &self.interval)
+            .finish()
+    }
+}
+
+/// A variable set to something Cairn cannot honour.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("OTEL_EXPORTER_OTLP_PROTOCOL `{0}` is not supported: Cairn exports http/protobuf (grpc and http/json are not built)")]
+    Protocol(String),
+    #[error("{var} `{value}` is not a list of key=value pairs separated by commas")]
+    Pairs { var: &'static str, value: String },
+    #[error("{var} `{value}` is not an http:// or https:// URL")]
+    Endpoint { var: &'static str, value: String },
+    #[error("{var} `{value}` is not a whole number of milliseconds above 0")]
+    Millis { var: &'static str, value: String },
+    #[error(transparent)]
+    Sampler(#[from] BadSampler),
+}
+
+impl Config {
+    /// The configuration the variables give, `None` when traces are off:
+    /// no endpoint is set, `OTEL_SDK_DISABLED=true`, or
+    /// `OTEL_TRACES_EXPORTER=none`.
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<Option<Config>, ConfigError> {
+        let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        let off = set("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+            || set("OTEL_TRACES_EXPORTER").is_some_and(|v| v.trim() == "none");
+        let endpoint = match (
+            set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            set("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ) {
+            (Some(full), _) => Some(("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", full.trim().to_owned())),
+            (None, Some(base)) => Some((
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("{}/v1/traces", base.trim().trim_end_matches('/')),
+            )),
+            (None, None) => None,
+        };
+        let Some((name, endpoint)) = endpoint.filter(|_| !off) else {
+            return Ok(None);
+        };
+        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            return Err(ConfigError::Endpoint {
+                var: name,
+                value: endpoint,
+            });
+        }
+        let protocol =
+            set("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or(set("OTEL_EXPORTER_OTLP_PROTOCOL"));
+        if let Some(p) = protocol.filter(|p| p.trim() != "http/protobuf") {
+            return Err(ConfigError::Protocol(p));
+        }
+        let mut headers = pairs(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            set("OTEL_EXPORTER_OTLP_HEADERS"),
+        )?;
+        headers.extend(pairs(
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            set("OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
+        )?);
+        let mut resource = pairs("OTEL_RESOURCE_ATTRIBUTES", set("OTEL_RESOURCE_ATTRIBUTES"))?;
+        let service_name = set("OTEL_SERVICE_NAME")
+            .or_else(|| {
+                resource
+                    .iter()
+                    .find(|(k, _)| k == "service.name")
+                    .map(|(_, v)| v.clone())
+            })
+            .unwrap_or_else(|| "cairn".to_owned());
+        resource.retain(|(k, _)| k != "service.name");
+        let sampler = match set("OTEL_TRACES_SAMPLER") {
+            Some(name) => Sampler::parse(&name, set("OTEL_TRACES_SAMPLER_ARG").as_deref())?,
+            None => Sampler::default(),
+        };
+        Ok(Some(Config {
+            traces_endpoint: endpoint,
+            headers,
+            service_name,
+            resource,
+            sampler,
+            timeout: millis(
+                "OTEL_EXPORTER_OTLP_TIMEOUT",
+                set("OTEL_EXPORTER_OTLP_TIMEOUT"),
+                10_000,
+            )?,
+            interval: millis(
+                "OTEL_BSP_SCHEDULE_DELAY",
+                set("OTEL_BSP_SCHEDULE_DELAY"),
+                5_000,
+            )?,
+        }))
+    }
+}
+
+fn millis(var: &'static str, value: Option<String>, default: u64) -> Result<Duration, ConfigError> {
+    match value {
+        None => Ok(Duration::from_millis(default)),
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .map(Duration::from_millis)
+            .ok_or(ConfigError::Millis { var, value: v }),
+    }
+}
+
+/// `k=v,k=v` with percent-encoded values, as the SDK specification says.
+fn pairs(var: &'static str, value: Option<String>) -> Result<Vec<(String, String)>, ConfigError> {
+    let Some(value) = value else {
+        return Ok(Vec::new());
+    };
+    let bad = || ConfigError::Pairs {
+        var,
+        value: value.clone(),
+    };
+    value
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').ok_or_else(bad)?;
+            let k = k.trim();
+            if k.is_empty() {
+                return Err(bad());
+            }
+            Ok((k.to_owned(), percent_decode(v.trim()).ok_or_else(bad)?))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn off_without_an_endpoint_or_when_disabled() {
+        assert_eq!(Config::from_env(env(&[])).unwrap(), None);
+        let disabled = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_SDK_DISABLED", "true"),
+        ];
+        assert_eq!(Config::from_env(env(&disabled)).unwrap(), None);
+        let none = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_TRACES_EXPORTER", "none"),
+        ];
+        assert_eq!(Config::from_env(env(&none)).unwrap(), None);
+    }
+
+    #[test]
+    fn the_standard_variables_are_read() {
+        let vars = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=a%3Db,team=ml"),
+            (
+                "OTEL_RESOURCE_ATTRIBUTES",
+                "service.name=agents,deployment.environment=prod",
+            ),
+            ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
+            ("OTEL_TRACES_SAMPLER_ARG", "0.25"),
+        ];
+        let c = Config::from_env(env(&vars)).unwrap().unwrap();
+        assert_eq!(c.traces_endpoint, "http://collector:4318/v1/traces");
+        assert_eq!(
+            c.headers,
+            vec![
+                ("x-api-key".into(), "a=b".into()),
+                ("team".into(), "ml".into())
+            ]
+        );
+        assert_eq!(c.service_name, "agents");
+        assert_eq!(
+            c.resource,
+            vec![("deployment.environment".into(), "prod".into())]
+        );
+        assert_eq!(
+            c.sampler,
+            Sampler::ParentBased(cairn_core::trace::Root::Ratio(0.25))
+        );
+        let full = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://ignored:4318"),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "https://x/otlp/v1/traces",
+            ),
+            ("OTEL_SERVICE_NAME", "svc"),
+        ];
+        let c = Config::from_env(env(&full)).unwrap().unwrap();
+        assert_eq!(
+            (c.traces_endpoint.as_str(), c.service_name.as_str()),
+            ("https://x/otlp/v1/traces", "svc")
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_honoured_is_refused_by_name() {
+        let grpc = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ];
+        assert_eq!(
+            Config::from_env(env(&grpc)),
+            Err(ConfigError::Protocol("grpc".into()))
+        );
+        let bad = [("OTEL_EXPORTER_OTLP_ENDPOINT", "c:4318")];
+        assert!(matches!(
+            Config::from_env(env(&bad)),
+            Err(ConfigError::Endpoint { .. })
+        ));
+        let pairs = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c"),
+            ("OTEL_RESOURCE_ATTRIBUTES", "novalue"),
+        ];
+        assert!(matches!(
+            Config::from_env(env(&pairs)),
+            Err(ConfigError::Pairs { .. })
+        ));
+        let sampler = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c"),
+            ("OTEL_TRACES_SAMPLER", "xray"),
+        ];
+        assert!(matches!(
+            Config::from_env(env(&sampler)),
+            Err(ConfigError::Sampler(_))
+        ));
+    }
+}

@@ -1,0 +1,86 @@
+//! OpenTelemetry export for Cairn. Off unless configured by the standard
+//! variables ([`Config::from_env`]). Spans are not recorded in memory as
+//! work happens: `cairn_core::trace::spans` builds them from the events a
+//! run stored, and [`Exporter::send`] posts them as OTLP/HTTP protobuf, so a
+//! process killed after a commit loses no span of it.
+//!
+//! Supported: `http/protobuf`. `grpc` and `http/json` are refused with a
+//! typed error rather than silently ignored.
+
+mod config;
+mod encode;
+
+pub use config::{Config, ConfigError};
+pub use encode::request;
+
+use cairn_core::trace::SpanRecord;
+use prost::Message;
+
+/// A collector that did not take a batch.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error("the collector at {endpoint} could not be reached: {source}")]
+    Unreachable {
+        endpoint: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("the collector at {endpoint} answered {status}: {body}")]
+    Refused {
+        endpoint: String,
+        status: u16,
+        body: String,
+    },
+}
+
+/// Sends spans to one collector.
+#[derive(Debug, Clone)]
+pub struct Exporter {
+    config: Config,
+    http: reqwest::Client,
+}
+
+impl Exporter {
+    pub fn new(config: Config) -> Exporter {
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .build()
+            .unwrap_or_default();
+        Exporter { config, http }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Posts `spans` in one OTLP request.
+    pub async fn send(&self, spans: &[SpanRecord]) -> Result<(), SendError> {
+        if spans.is_empty() {
+            return Ok(());
+        }
+        let body = request(&self.config, spans).encode_to_vec();
+        let endpoint = self.config.traces_endpoint.clone();
+        let mut req = self
+            .http
+            .post(&endpoint)
+            .header("content-type", "application/x-protobuf")
+            .body(body);
+        for (k, v) in &self.config.headers {
+            req = req.header(k, v);
+        }
+        let resp = req.send().await.map_err(|source| SendError::Unreachable {
+            endpoint: endpoint.clone(),
+            source,
+        })?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let body = resp.text().await.unwrap_or_default();
+        Err(SendError::Refused {
+            endpoint,
+            status: status.as_u16(),
+            body: body.chars().take(200).collect(),
+        })
+    }
+}
