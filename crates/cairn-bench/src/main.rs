@@ -19,6 +19,7 @@ mod journal;
 mod permits;
 mod rate_limit;
 mod retention;
+mod traces;
 mod workers;
 
 use std::path::PathBuf;
@@ -910,7 +911,7 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
 /// `cairn-bench --help`.
 fn usage() -> String {
     format!(
-        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight | --permits | --rate-limit]\n\nMeasures per-step cost \
+        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight | --permits | --rate-limit | --traces]\n\nMeasures per-step cost \
                      against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
                      --breakdown  where the time goes instead (store calls, statements, WAL)\n\
@@ -933,6 +934,8 @@ fn usage() -> String {
                      --rate-limit a provider allowing 60 requests and 20,000 tokens a minute, \
                      3 workers, 64 runs in flight, 3 minutes (CAIRN_BENCH_RATE_SECS): the \
                      rate used, 429s, calls during a pause (needs `cargo build --release -p cairn-cli`)\n\
+                     --traces     per step with tracing off, traced with the collector \
+                     down, and traced with it up (OTLP export of every run's spans)\n\
                      --retention  Store::compact of 100,000 finished runs \
                      (CAIRN_BENCH_RETENTION_RUNS), commit_step with and without them, \
                      bytes per stored row"
@@ -948,6 +951,7 @@ async fn run_alone(mode: &str, pg_url: &str) -> Result<()> {
         "--in-flight" => in_flight::run(pg_url).await,
         "--permits" => permits::run(pg_url).await,
         "--rate-limit" => rate_limit::run(pg_url).await,
+        "--traces" => traces::run(pg_url).await,
         other => anyhow::bail!("no mode {other}"),
     }
 }
@@ -965,7 +969,7 @@ async fn main() -> Result<()> {
             "--journal" => journal = true,
             "--retention" => retention = true,
             "--console" | "--floor" | "--children" | "--in-flight" | "--permits"
-            | "--rate-limit" => alone = Some(arg),
+            | "--rate-limit" | "--traces" => alone = Some(arg),
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {

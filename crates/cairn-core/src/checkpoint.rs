@@ -168,6 +168,10 @@ pub struct RunRecord {
     /// (`crate::budget`); raised by an operator's continue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::Budget>,
+    /// The run's trace (`crate::trace`), when it is traced: its trace id
+    /// finds it in a tracing backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::TraceContext>,
     pub lease_epoch: LeaseEpoch,
     /// A queued run waits until this time (database clock): a durable
     /// back-off between attempts.

@@ -84,6 +84,10 @@ pub struct StepContext {
     /// `llm` step checks before each call. Set by the executor.
     #[serde(skip)]
     pub budget: Option<crate::Budget>,
+    /// The run's W3C `traceparent` (its trace, under the run's span) when
+    /// it is traced: a `command` step's `TRACEPARENT`. Set by the executor.
+    #[serde(skip)]
+    pub traceparent: Option<String>,
 }
 
 impl StepContext {

@@ -477,6 +477,9 @@ impl Executor {
             answers: extras.answers.clone(),
             children: extras.children.clone(),
             budget: budget_of(run),
+            traceparent: run
+                .trace
+                .map(|t| t.traceparent(cairn_core::SpanId::of_run(run.id))),
         }
     }
 }

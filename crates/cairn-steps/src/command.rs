@@ -314,12 +314,15 @@ impl Agent for CommandAgent {
     async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
         let payload = serde_json::to_vec(cx)
             .map_err(|e| ErrorInfo::new(ErrorKind::Spawn, format!("context: {e}"), false))?;
-        let env = [
+        let mut env = vec![
             ("CAIRN_RUN_ID", cx.run_id.to_string()),
             ("CAIRN_STEP_IDX", cx.step.idx.to_string()),
             ("CAIRN_STEP_ROLE", cx.step.role.to_string()),
             ("CAIRN_ATTEMPT", cx.step.attempt.to_string()),
         ];
+        if let Some(tp) = &cx.traceparent {
+            env.push(("TRACEPARENT", tp.clone()));
+        }
         let out = run_program(&self.argv, payload, &self.env, &env).await?;
         let program = self.argv.first().map_or("", String::as_str);
         if let Some(message) = failure_message(program, &out) {
@@ -346,6 +349,7 @@ mod tests {
         StepContext {
             journal: None,
             budget: None,
+            traceparent: None,
             run_id: RunId::new(),
             input: json!({"topic": "rust"}),
             step: StepRef {

@@ -342,6 +342,7 @@ mod tests {
         StepContext {
             journal: None,
             budget: None,
+            traceparent: None,
             run_id: RunId::new(),
             input: json!({"topic": "rust"}),
             step: StepRef {

@@ -109,16 +109,28 @@ async fn passes(
     let every = exporter.config().interval;
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // After a failed pass, the next waits twice as long (up to a minute):
+    // a collector that is down costs a read of the pending runs per wait.
+    let (mut backoff, mut next) = (every, tokio::time::Instant::now());
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = stopped.changed() => return,
         }
-        match store.claim_task("trace_export", every, &owner).await {
-            Ok(true) => report(pass(store.as_ref(), &exporter).await),
-            Ok(false) => {}
-            Err(err) => report(Err(err.into())),
+        if tokio::time::Instant::now() < next {
+            continue;
         }
+        let done = match store.claim_task("trace_export", every, &owner).await {
+            Ok(true) => pass(store.as_ref(), &exporter).await,
+            Ok(false) => Ok(0),
+            Err(err) => Err(err.into()),
+        };
+        backoff = match done {
+            Ok(_) => every,
+            Err(_) => (backoff * 2).min(Duration::from_secs(60)),
+        };
+        next = tokio::time::Instant::now() + backoff.saturating_sub(every);
+        report(done);
     }
 }
 

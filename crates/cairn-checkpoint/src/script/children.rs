@@ -91,18 +91,21 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         Some(row) => Priority::new(row.int("priority")?).unwrap_or_default(),
         None => Priority::default(),
     };
+    // And their trace: the parent's, under the parent run's span.
+    let trace = super::traces::of_children(c, run).await?;
     c.execute(
         query(
             "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
              status, cursor, step_count, lease_epoch, event_seq, created_at, updated_at, \
              parent_run_id, parent_step_idx, parent_attempt, child_key, child_ord, depth, held, \
-             priority, claim_at) \
+             priority, claim_at, trace) \
              SELECT (j.value->>'id'){uuid}, :name, :version, :fingerprint, :def, \
              j.value->'input', 'queued', 0, :steps, 0, 1, {now}, {now}, :parent, :idx, \
              :attempt, j.value->>'key', CAST(j.value->>'ord' AS INTEGER), :depth, \
-             CAST(j.value->>'ord' AS INTEGER) >= :at_once, :priority, {ahead:head} \
+             CAST(j.value->>'ord' AS INTEGER) >= :at_once, :priority, {ahead:head}, :trace \
              FROM {rows:children}",
         )
+        .bind("trace", trace.map(|t| serde_json::json!(t).to_string()))
         .bind("priority", i64::from(priority.get()))
         .bind("head", priority.head_start_secs() as f64)
         .bind("name", spawn.crew.name.as_str())
@@ -125,9 +128,12 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
              FROM {rows:children}",
         )
         .bind("kind", EventKind::RunSubmitted.as_str())
-        .bind("children", rows),
+        .bind("children", rows.clone()),
     )
     .await?;
+    if trace.is_some_and(|t| t.sampled) {
+        super::traces::start_children_in(c, &rows).await?;
+    }
     if let Some(first) = spawn.children.first() {
         c.notify_runnable(first.id).await?;
     }

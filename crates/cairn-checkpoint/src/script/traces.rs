@@ -4,7 +4,7 @@
 //! meanwhile. Spans are built from stored events, so a process killed after
 //! a commit loses none of them.
 
-use cairn_core::{RunId, TraceContext};
+use cairn_core::RunId;
 
 use super::boundary::{bounded, placed};
 use super::runs::{events_in, fetch_run};
@@ -17,6 +17,39 @@ use crate::{Error, Result, TraceAdvance, TraceWork};
 pub(super) async fn start_in(c: &mut Conn<'_>, id: RunId) -> Result<()> {
     c.execute(query("INSERT INTO trace_exports (run_id) VALUES (:run)").bind("run", id))
         .await?;
+    Ok(())
+}
+
+/// The trace of `parent`'s children, if it is traced: the parent's trace,
+/// under the parent run's span.
+pub(super) async fn of_children(
+    c: &mut Conn<'_>,
+    parent: RunId,
+) -> Result<Option<cairn_core::TraceContext>> {
+    let row = c
+        .fetch_optional(query("SELECT trace FROM runs WHERE id = :run").bind("run", parent))
+        .await?;
+    let stored = row.map(|r| r.opt_text("trace")).transpose()?.flatten();
+    Ok(stored
+        .and_then(|t| serde_json::from_str::<cairn_core::TraceContext>(&t).ok())
+        .map(|t| cairn_core::TraceContext {
+            parent: Some(cairn_core::SpanId::of_run(parent)),
+            ..t
+        }))
+}
+
+/// Starts the export cursors of a spawn's children (`{rows:children}`).
+pub(super) async fn start_children_in(
+    c: &mut Conn<'_>,
+    children: &serde_json::Value,
+) -> Result<()> {
+    c.execute(
+        query(
+            "INSERT INTO trace_exports (run_id) SELECT (j.value->>'id'){uuid} FROM {rows:children}",
+        )
+        .bind("children", children.clone()),
+    )
+    .await?;
     Ok(())
 }
 
@@ -47,27 +80,19 @@ pub(super) async fn pending_in(c: &mut Conn<'_>, limit: usize) -> Result<Vec<Tra
                 .ok_or_else(|| Error::Statement("a trace cursor without a run".into()))?,
         );
         let after = row.int("seq")?;
+        let run = fetch_run(c, id, false).await?;
+        let trace = run
+            .trace
+            .ok_or_else(|| Error::Statement(format!("run {id} has a trace cursor and no trace")))?;
         work.push(TraceWork {
-            run: fetch_run(c, id, false).await?,
-            trace: trace_of(c, id).await?,
+            run,
+            trace,
             after,
             root_exported: row.int("root")? == 1,
             events: events_in(c, id, after).await?,
         });
     }
     Ok(work)
-}
-
-async fn trace_of(c: &mut Conn<'_>, id: RunId) -> Result<TraceContext> {
-    let row = c
-        .fetch_optional(query("SELECT trace FROM runs WHERE id = :run").bind("run", id))
-        .await?;
-    let text = match row {
-        Some(row) => row.opt_text("trace")?.unwrap_or_default(),
-        None => String::new(),
-    };
-    serde_json::from_str(&text)
-        .map_err(|e| Error::Statement(format!("run {id}'s stored trace context: {e}")))
 }
 
 /// `Store::trace_advance`: moves a run's cursor unless another exporter

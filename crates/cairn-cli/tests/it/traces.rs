@@ -20,6 +20,7 @@ both_backends!(
     a_run_killed_mid_step_and_resumed_elsewhere_is_still_one_trace,
     a_waiting_runs_finished_steps_are_exported_before_the_answer,
     a_callers_traceparent_makes_the_run_part_of_its_trace,
+    child_runs_are_traced_under_their_parents_span,
 );
 
 /// The model asks for the lookup tool, then answers.
@@ -58,7 +59,7 @@ fn crew(case: &Case) -> String {
     let agents = [
         clerk,
         agent_template("receipt", "receipt: {{ outputs.clerk }}"),
-        agent_sh("stamp", "cat > /dev/null; echo stamped"),
+        agent_sh("stamp", "cat > /dev/null; echo \"$TRACEPARENT\""),
     ];
     case.write("crew.toml", &crew_toml("traced", &agents))
         .display()
@@ -146,6 +147,11 @@ fn a_run_is_one_trace_of_genai_spans(kind: Kind) {
     assert_eq!(root.attributes["gen_ai.operation.name"], "invoke_workflow");
     assert_eq!(root.attributes["cairn.run.id"], id.as_str());
     assert_eq!(root.status, 1, "ok");
+    // A command step gets the run's trace, under the run's span.
+    assert_eq!(
+        step(&run, 2)["output"],
+        format!("00-{}-{}-01", trace_of(&id), root.span_id).as_str()
+    );
     for role in ["clerk", "receipt", "stamp"] {
         let s = named(&spans, &format!("invoke_agent {role}"));
         assert_eq!(s.len(), 1, "{role}: {spans:#?}");
@@ -319,4 +325,36 @@ fn a_callers_traceparent_makes_the_run_part_of_its_trace(kind: Kind) {
     case.cairn_env(&["run", &crew, "--traceparent", "00-nope"], &refs(&env))
         .expect_one_line_error(&["--traceparent", "bad traceparent"]);
     assert_eq!(case.list().len(), 1);
+}
+
+fn child_runs_are_traced_under_their_parents_span(kind: Kind) {
+    let case = Case::new(kind);
+    let collector = Collector::start().unwrap();
+    case.write(
+        "child.toml",
+        &crew_toml("child", &[agent_template("echo", "{{ input.item }}")]),
+    );
+    let parent = format!(
+        "{}\n[[agents]]\nrole = \"fan\"\nkind = \"children\"\ncrew = \"child.toml\"\n\
+         children = [{{ key = \"a\", input = {{ item = \"x\" }} }}, {{ key = \"b\", input = {{ item = \"y\" }} }}]\n",
+        crew_toml("traced", &[agent_template("plan", "go")])
+    );
+    let crew = case.write("crew.toml", &parent).display().to_string();
+    let out = case
+        .cairn_env(&["run", &crew, "--json"], &refs(&otel(&collector)))
+        .expect_code(0);
+    let id = out.json()["id"].as_str().unwrap().to_owned();
+    let spans = collector.spans();
+    let parent_root = spans
+        .iter()
+        .find(|s| s.name == "invoke_workflow traced")
+        .unwrap()
+        .span_id
+        .clone();
+    // One trace: the parent's tree, and each child's under the parent's span.
+    let all = tree(&spans, &trace_of(&id), "");
+    let children = named(&all, "invoke_workflow child");
+    assert_eq!(children.len(), 2, "{spans:#?}");
+    assert!(children.iter().all(|c| c.parent == parent_root));
+    assert_eq!(named(&all, "invoke_agent echo").len(), 2);
 }

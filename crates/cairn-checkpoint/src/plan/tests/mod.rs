@@ -72,6 +72,7 @@ fn run(status: RunStatus, cursor: u32) -> RunRecord {
         thread_id: None,
         priority: Default::default(),
         budget: None,
+        trace: None,
         lease_epoch: LeaseEpoch(EPOCH),
         not_before: None,
         cancel_requested_at: None,
