@@ -264,6 +264,25 @@ struct PgSchema {
     url: String,
 }
 
+/// `measure` on a fresh SQLite file (`file`, in a temporary directory)
+/// and in a fresh PostgreSQL schema (`None` when PostgreSQL does not
+/// answer).
+async fn on_both<T>(
+    pg_url: &str,
+    file: &str,
+    measure: impl AsyncFn(&Target) -> Result<T>,
+) -> Result<(T, Option<T>)> {
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let sqlite = measure(&Target::Sqlite(dir.path().join(file)))
+        .await
+        .context("SQLite")?;
+    let postgres = PgSchema::measured(pg_url, async |schema: &PgSchema| {
+        measure(&Target::Postgres(Box::new(schema.options.clone()))).await
+    })
+    .await?;
+    Ok((sqlite, postgres))
+}
+
 impl PgSchema {
     /// `measure` in a fresh schema, dropped after; `None` (and a note) when
     /// PostgreSQL does not answer, so the other database's numbers stand.

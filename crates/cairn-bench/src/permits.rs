@@ -7,14 +7,13 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 use serde_json::json;
 
 use cairn_core::{Admission, KeyAsk, KeyLimits};
 
 use crate::{
-    claim_request, direct_run, mean, median, new_run, noop_crew, round2, us, PgSchema, Target,
-    STEPS,
+    claim_request, direct_run, mean, median, new_run, noop_crew, on_both, round2, us, Target, STEPS,
 };
 
 const ROUNDS: usize = 10;
@@ -73,14 +72,7 @@ async fn measure(target: &Target) -> Result<Numbers> {
 }
 
 pub async fn run(pg_url: &str) -> Result<()> {
-    let dir = tempfile::tempdir().context("creating a temporary directory")?;
-    let sqlite = measure(&Target::Sqlite(dir.path().join("permits.db")))
-        .await
-        .context("SQLite")?;
-    let postgres = PgSchema::measured(pg_url, async |schema: &PgSchema| {
-        measure(&Target::Postgres(Box::new(schema.options.clone()))).await
-    })
-    .await?;
+    let (sqlite, postgres) = on_both(pg_url, "permits.db", measure).await?;
     println!(
         "{ROUNDS} rounds of {STEPS} step commits, {CALLS} admissions on a key without limits \
          and {CALLS} permits (admit + release) on a limited key; µs mean (median)"

@@ -17,7 +17,7 @@ use cairn::otel::{OtelConfig, TraceExporter};
 use cairn::{Engine, ExecutorConfig};
 use cairn_core::Sampler;
 
-use crate::{median, noop_crew, round2, run_once, us, PgSchema, Target, STEPS};
+use crate::{median, noop_crew, on_both, round2, run_once, us, Target, STEPS};
 
 const ROUNDS: usize = 5;
 const RUNS: usize = 6;
@@ -135,14 +135,7 @@ async fn measure(target: &Target) -> Result<Numbers> {
 }
 
 pub async fn run(pg_url: &str) -> Result<()> {
-    let dir = tempfile::tempdir().context("creating a temporary directory")?;
-    let sqlite = measure(&Target::Sqlite(dir.path().join("traces.db")))
-        .await
-        .context("SQLite")?;
-    let postgres = PgSchema::measured(pg_url, async |schema: &PgSchema| {
-        measure(&Target::Postgres(Box::new(schema.options.clone()))).await
-    })
-    .await?;
+    let (sqlite, postgres) = on_both(pg_url, "traces.db", measure).await?;
     println!(
         "{ROUNDS} rounds of {RUNS} runs of {STEPS} steps each way (Engine::run); µs per step, \
          median run; the collector down refuses connections, up takes every export"
