@@ -533,12 +533,19 @@ impl LlmAgent {
         usage: cairn_llm::TokenUsage,
         stop: &str,
     ) -> NewEvent {
-        NewEvent::new(
-            EventKind::ModelCalled,
-            json!({"idx": cx.step.idx, "turn": turn, "provider": self.provider.name(),
+        let mut data = json!({"idx": cx.step.idx, "turn": turn, "provider": self.provider.name(),
                    "model": self.def.model, "ms": ms, "input_tokens": usage.input_tokens,
-                   "output_tokens": usage.output_tokens, "stop_reason": stop}),
-        )
+                   "output_tokens": usage.output_tokens, "stop_reason": stop});
+        // Prompt caching, when the provider reported it.
+        for (key, n) in [
+            ("cache_read_tokens", usage.cache_read_tokens),
+            ("cache_write_tokens", usage.cache_write_tokens),
+        ] {
+            if n > 0 {
+                data[key] = json!(n);
+            }
+        }
+        NewEvent::new(EventKind::ModelCalled, data)
     }
 
     async fn stream_into(
@@ -560,8 +567,12 @@ impl LlmAgent {
                 .await
                 .map_err(|e| Failure::Journal(journal_failure(e)))
         };
+        // When the response began: its first piece of any kind.
+        let mut first_chunk_ms = None;
         while let Some(event) = stream.next().await {
-            match event.map_err(Failure::Provider)? {
+            let event = event.map_err(Failure::Provider)?;
+            first_chunk_ms.get_or_insert(started.elapsed().as_millis() as u64);
+            match event {
                 StreamEvent::TextDelta(text) => journal.live(&text),
                 StreamEvent::ToolInputDelta { .. } => {}
                 StreamEvent::TextDone(text) => {
@@ -612,10 +623,12 @@ impl LlmAgent {
                     response.used = usage.input_tokens + usage.output_tokens;
                     let ms = started.elapsed().as_millis() as u64;
                     let stop = stop_word(&stop_reason);
+                    let called = |event| with(event, "first_chunk_ms", json!(first_chunk_ms));
                     if response.texts == 0 && response.calls.is_empty() {
                         // Nothing to keep: no turn_end, so this response
                         // does not count as the step's (empty) answer.
-                        let event = self.model_called(cx, request.meta.turn, ms, usage, &stop);
+                        let event =
+                            called(self.model_called(cx, request.meta.turn, ms, usage, &stop));
                         let _ = journal.event(with(event, "empty", json!(true))).await;
                         return Ok(());
                     }
@@ -626,7 +639,7 @@ impl LlmAgent {
                                    "output_tokens": usage.output_tokens, "ms": ms}),
                         )
                         .with_event(with(
-                            self.model_called(cx, request.meta.turn, ms, usage, &stop),
+                            called(self.model_called(cx, request.meta.turn, ms, usage, &stop)),
                             "tool_calls",
                             json!(response.calls.len()),
                         )),

@@ -41,9 +41,11 @@ pub enum EventKind {
     /// A wait passed its deadline unanswered.
     WaitExpired,
     /// An agent step called its model (data: idx, turn, provider, model,
-    /// ms, input_tokens, output_tokens, stop_reason or error).
+    /// ms, input_tokens, output_tokens, stop_reason or error; when known,
+    /// cache_read_tokens, cache_write_tokens and first_chunk_ms).
     ModelCalled,
-    /// An agent step ran a tool (data: idx, call_id, tool, ms, is_error).
+    /// An agent step ran a tool (data: idx, call_id, tool, ms, is_error,
+    /// idempotency_key).
     ToolExecuted,
     /// A step stopped at a limit and waits for `continue` (data: idx, limit).
     StepInterrupted,

@@ -190,6 +190,9 @@ impl Decoder for AnthropicDecoder {
                 let u = &v["message"]["usage"];
                 self.usage.input_tokens = u["input_tokens"].as_u64().unwrap_or(0);
                 self.usage.output_tokens = u["output_tokens"].as_u64().unwrap_or(0);
+                self.usage.cache_read_tokens = u["cache_read_input_tokens"].as_u64().unwrap_or(0);
+                self.usage.cache_write_tokens =
+                    u["cache_creation_input_tokens"].as_u64().unwrap_or(0);
             }
             "content_block_start" => {
                 let b = &v["content_block"];

@@ -94,6 +94,19 @@ pub struct Request {
 pub struct TokenUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache (OpenAI's
+    /// `cached_tokens`, Anthropic's `cache_read_input_tokens`); 0 when not
+    /// reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`); 0 when not reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Why a response ended.

@@ -247,6 +247,10 @@ impl Decoder for OpenAiDecoder {
             self.usage = Some(TokenUsage {
                 input_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
                 output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+                cache_read_tokens: u["prompt_tokens_details"]["cached_tokens"]
+                    .as_u64()
+                    .unwrap_or(0),
+                cache_write_tokens: 0,
             });
         }
         let mut out = Vec::new();

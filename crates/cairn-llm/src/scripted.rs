@@ -283,6 +283,7 @@ impl Provider for ScriptedProvider {
             let usage = r.usage.unwrap_or(TokenUsage {
                 input_tokens: crate::estimate_request_tokens(request),
                 output_tokens: out_bytes.div_ceil(4) as u64,
+                ..TokenUsage::default()
             });
             plan.push(Ok(StreamEvent::Finished {
                 stop_reason: if r.tool_calls.is_empty() {

@@ -13,7 +13,9 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{agent_sh, agent_template, crew_toml, q, step, wait_until, Case, Kind};
+use crate::support::{
+    agent_sh, agent_template, crew_toml, q, step, wait_until, Case, Kind, Spawned,
+};
 
 both_backends!(
     a_run_is_one_trace_of_genai_spans,
@@ -21,6 +23,8 @@ both_backends!(
     a_waiting_runs_finished_steps_are_exported_before_the_answer,
     a_callers_traceparent_makes_the_run_part_of_its_trace,
     child_runs_are_traced_under_their_parents_span,
+    a_worker_killed_mid_step_and_taken_over_by_another_is_still_one_trace,
+    a_traceparent_header_on_the_api_submit_is_honoured,
 );
 
 /// The model asks for the lookup tool, then answers.
@@ -168,6 +172,9 @@ fn a_run_is_one_trace_of_genai_spans(kind: Kind) {
     assert!(chats
         .iter()
         .all(|c| c.attributes["gen_ai.provider.name"] == "scripted"));
+    assert!(chats
+        .iter()
+        .all(|c| c.attributes["cairn.model.first_chunk_ms"].is_i64()));
     let tools = named(&spans, "execute_tool lookup");
     assert_eq!(tools.len(), 1);
     assert_eq!(tools[0].parent, clerk.span_id);
@@ -357,4 +364,106 @@ fn child_runs_are_traced_under_their_parents_span(kind: Kind) {
     assert_eq!(children.len(), 2, "{spans:#?}");
     assert!(children.iter().all(|c| c.parent == parent_root));
     assert_eq!(named(&all, "invoke_agent echo").len(), 2);
+}
+
+/// The kill test with workers: `cairn worker` (short lease) is SIGKILLed
+/// inside the tool; a second worker takes the run over once the lease
+/// expires. Both export; the trace is still one, whole, without orphans.
+fn a_worker_killed_mid_step_and_taken_over_by_another_is_still_one_trace(kind: Kind) {
+    let case = Case::new(kind);
+    let collector = Collector::start().unwrap();
+    let crew = crew(&case);
+    let env = otel(&collector);
+    let out = case
+        .cairn_env(&["submit", &crew, "--json"], &refs(&env))
+        .expect_code(0);
+    let id = out.json()["id"].as_str().unwrap().to_owned();
+    let worker = |name: &str, pause: bool| {
+        let mut cmd = case.command();
+        cmd.args([
+            "worker",
+            "--lease-ms",
+            "2000",
+            "--heartbeat-ms",
+            "500",
+            "--poll-ms",
+            "100",
+        ])
+        .args(["--db", case.url()])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(std::fs::File::create(case.path(&format!("{name}.out"))).unwrap())
+        .stderr(std::fs::File::create(case.path(&format!("{name}.err"))).unwrap());
+        if pause {
+            cmd.env("TEST_PAUSE", "lookup");
+        }
+        Spawned(cmd.spawn().unwrap())
+    };
+    let mut first = worker("first", true);
+    wait_until("the tool to run", Duration::from_secs(60), || {
+        std::fs::read_to_string(case.path("paused.pid")).is_ok_and(|s| s.ends_with('\n'))
+    });
+    kill(first.pid(), Signal::SIGKILL).unwrap();
+    first.wait("the killed worker");
+    let tool_pid = std::fs::read_to_string(case.path("paused.pid")).unwrap();
+    let _ = kill(
+        Pid::from_raw(tool_pid.trim().parse().unwrap()),
+        Signal::SIGKILL,
+    );
+
+    let mut second = worker("second", false);
+    wait_until("the run to succeed", Duration::from_secs(60), || {
+        case.show(&id)["status"] == "succeeded"
+    });
+    kill(second.pid(), Signal::SIGTERM).unwrap();
+    assert!(second.wait("the second worker").success());
+    let events = case.events(&id);
+    let spans = tree(&collector.spans(), &trace_of(&id), "");
+    let clerk = named(&spans, "invoke_agent clerk");
+    assert_eq!(
+        clerk.len(),
+        1,
+        "one span for the attempt, across the takeover"
+    );
+    assert_eq!(clerk[0].attributes["cairn.step.takeovers"], 1);
+    let chats = named(&spans, "chat script-1");
+    assert_eq!(chats.len(), count(&events, "model_called"), "{events:#}");
+    assert!(chats.iter().all(|c| c.parent == clerk[0].span_id));
+}
+
+/// `POST /v1/runs` with a `traceparent` header: the run joins that trace.
+fn a_traceparent_header_on_the_api_submit_is_honoured(kind: Kind) {
+    use std::io::{Read, Write};
+    let case = Case::new(kind);
+    let collector = Collector::start().unwrap();
+    std::fs::create_dir_all(case.path("crews")).unwrap();
+    case.write(
+        "crews/traced.toml",
+        &crew_toml("traced", &[agent_template("only", "hi")]),
+    );
+    let crews = case.path("crews").display().to_string();
+    let served = crate::support::serve(&case, &["--crews", &crews], &refs(&otel(&collector)));
+    let body = r#"{"crew": "traced", "input": {}}"#;
+    let mut s = std::net::TcpStream::connect(&served.listen).unwrap();
+    write!(
+        s,
+        "POST /v1/runs HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    wait_until("the run's span", Duration::from_secs(30), || {
+        collector
+            .spans()
+            .iter()
+            .any(|s| s.name == "invoke_workflow traced")
+    });
+    tree(
+        &collector.spans(),
+        "0af7651916cd43dd8448eb211c80319c",
+        "b7ad6b7169203331",
+    );
 }

@@ -271,7 +271,13 @@ impl Builder<'_> {
         for (attr, key) in [
             ("gen_ai.usage.input_tokens", "input_tokens"),
             ("gen_ai.usage.output_tokens", "output_tokens"),
+            ("gen_ai.usage.cache_read.input_tokens", "cache_read_tokens"),
+            (
+                "gen_ai.usage.cache_creation.input_tokens",
+                "cache_write_tokens",
+            ),
             ("cairn.model.turn", "turn"),
+            ("cairn.model.first_chunk_ms", "first_chunk_ms"),
         ] {
             if let Some(n) = d[key].as_i64() {
                 s.attributes.push((attr, AttrValue::Int(n)));

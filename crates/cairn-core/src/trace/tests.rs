@@ -115,7 +115,8 @@ fn model(seq: i64, ms: i64, idx: i64) -> EventRecord {
         ms,
         EventKind::ModelCalled,
         json!({"idx": idx, "turn": 1, "provider": "openai", "model": "m", "ms": 4,
-              "input_tokens": 30, "output_tokens": 7, "stop_reason": "stop"}),
+              "input_tokens": 30, "output_tokens": 7, "stop_reason": "stop",
+              "cache_read_tokens": 20, "first_chunk_ms": 2}),
     )
 }
 
@@ -158,6 +159,16 @@ fn a_finished_run_gives_a_tree_under_its_own_span() {
     assert!(chat[0]
         .attributes
         .contains(&("gen_ai.usage.input_tokens", AttrValue::Int(30))));
+    assert!(chat[0]
+        .attributes
+        .contains(&("gen_ai.usage.cache_read.input_tokens", AttrValue::Int(20))));
+    assert!(chat[0]
+        .attributes
+        .contains(&("cairn.model.first_chunk_ms", AttrValue::Int(2))));
+    assert!(!chat[0]
+        .attributes
+        .iter()
+        .any(|(k, _)| *k == "gen_ai.usage.cache_creation.input_tokens"));
     assert_eq!(
         named(&b, "execute_tool search")[0].parent,
         Some(planner[0].span_id)

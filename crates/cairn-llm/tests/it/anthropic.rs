@@ -45,7 +45,12 @@ fn stop(reason: &str, output: u64) -> Vec<(Option<&'static str>, Value)> {
 #[tokio::test]
 async fn streamed_text_with_usage_and_the_request_it_sent() {
     let mut events = vec![
-        start(25),
+        // With prompt caching reported, as Anthropic sends it.
+        ev(
+            "message_start",
+            json!({"message": {"id": "m", "usage": {"input_tokens": 25, "output_tokens": 1,
+                   "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}}}),
+        ),
         ev("ping", json!({})),
         ev(
             "content_block_start",
@@ -74,7 +79,9 @@ async fn streamed_text_with_usage_and_the_request_it_sent() {
                 stop_reason: StopReason::EndTurn,
                 usage: TokenUsage {
                     input_tokens: 25,
-                    output_tokens: 7
+                    output_tokens: 7,
+                    cache_read_tokens: 100,
+                    cache_write_tokens: 20,
                 },
             },
         ]

@@ -52,7 +52,12 @@ async fn streamed_text_with_usage_and_the_request_it_sent() {
         delta(json!({"content": "Hel"})),
         delta(json!({"content": "lo"})),
         finish("stop"),
-        usage(12, 3),
+        // With prompt caching reported, as OpenAI sends it.
+        (
+            None,
+            json!({"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3,
+                   "prompt_tokens_details": {"cached_tokens": 8}}}),
+        ),
     ]);
     chunks.push(done());
     let server = serve(Reply::sse(chunks)).await;
@@ -72,7 +77,9 @@ async fn streamed_text_with_usage_and_the_request_it_sent() {
                 stop_reason: StopReason::EndTurn,
                 usage: TokenUsage {
                     input_tokens: 12,
-                    output_tokens: 3
+                    output_tokens: 3,
+                    cache_read_tokens: 8,
+                    cache_write_tokens: 0,
                 },
             },
         ]
