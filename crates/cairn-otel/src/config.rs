@@ -22,6 +22,11 @@ pub struct Config {
     /// How often an exporter looks for spans to send
     /// (`OTEL_BSP_SCHEDULE_DELAY`, ms).
     pub interval: Duration,
+    /// Where metrics are posted (`…/v1/metrics`); `None` when
+    /// `OTEL_METRICS_EXPORTER=none`, or when only a traces endpoint is set.
+    pub metrics_endpoint: Option<String>,
+    /// How often metrics are sent (`OTEL_METRIC_EXPORT_INTERVAL`, ms).
+    pub metrics_interval: Duration,
 }
 
 impl std::fmt::Debug for Config {
@@ -35,6 +40,8 @@ impl std::fmt::Debug for Config {
             .field("sampler", &self.sampler)
             .field("timeout", &self.timeout)
             .field("interval", &self.interval)
+            .field("metrics_endpoint", &self.metrics_endpoint)
+            .field("metrics_interval", &self.metrics_interval)
             .finish()
     }
 }
@@ -71,6 +78,15 @@ impl Config {
                 "OTEL_EXPORTER_OTLP_ENDPOINT",
                 format!("{}/v1/traces", base.trim().trim_end_matches('/')),
             )),
+            (None, None) => None,
+        };
+        let metrics_endpoint = match (
+            set("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"),
+            set("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ) {
+            _ if set("OTEL_METRICS_EXPORTER").is_some_and(|v| v.trim() == "none") => None,
+            (Some(full), _) => Some(full.trim().to_owned()),
+            (None, Some(base)) => Some(format!("{}/v1/metrics", base.trim().trim_end_matches('/'))),
             (None, None) => None,
         };
         let Some((name, endpoint)) = endpoint.filter(|_| !off) else {
@@ -124,6 +140,12 @@ impl Config {
                 "OTEL_BSP_SCHEDULE_DELAY",
                 set("OTEL_BSP_SCHEDULE_DELAY"),
                 5_000,
+            )?,
+            metrics_endpoint,
+            metrics_interval: millis(
+                "OTEL_METRIC_EXPORT_INTERVAL",
+                set("OTEL_METRIC_EXPORT_INTERVAL"),
+                60_000,
             )?,
         }))
     }
@@ -226,6 +248,10 @@ mod tests {
         let c = Config::from_env(env(&vars)).unwrap().unwrap();
         assert_eq!(c.traces_endpoint, "http://collector:4318/v1/traces");
         assert_eq!(
+            c.metrics_endpoint.as_deref(),
+            Some("http://collector:4318/v1/metrics")
+        );
+        assert_eq!(
             c.headers,
             vec![
                 ("x-api-key".into(), "a=b".into()),
@@ -254,6 +280,12 @@ mod tests {
             (c.traces_endpoint.as_str(), c.service_name.as_str()),
             ("https://x/otlp/v1/traces", "svc")
         );
+        let no_metrics = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c"),
+            ("OTEL_METRICS_EXPORTER", "none"),
+        ];
+        let c = Config::from_env(env(&no_metrics)).unwrap().unwrap();
+        assert_eq!(c.metrics_endpoint, None);
     }
 
     #[test]

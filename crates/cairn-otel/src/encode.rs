@@ -13,35 +13,47 @@ use opentelemetry_proto::tonic::trace::v1::{
 
 use crate::Config;
 
+/// The semantic conventions' version the names follow.
+pub(crate) const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.37.0";
+
 /// One export request holding `spans`, under the configured resource.
 pub fn request(config: &Config, spans: &[SpanRecord]) -> ExportTraceServiceRequest {
-    let mut resource = vec![kv(
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(resource(config)),
+            scope_spans: vec![ScopeSpans {
+                scope: Some(scope()),
+                spans: spans.iter().map(span).collect(),
+                schema_url: SCHEMA_URL.into(),
+            }],
+            schema_url: String::new(),
+        }],
+    }
+}
+
+/// `service.name` and `OTEL_RESOURCE_ATTRIBUTES`.
+pub(crate) fn resource(config: &Config) -> Resource {
+    let mut attributes = vec![kv(
         "service.name",
         AttrValue::Str(config.service_name.clone()),
     )];
-    resource.extend(
+    attributes.extend(
         config
             .resource
             .iter()
             .map(|(k, v)| kv(k, AttrValue::Str(v.clone()))),
     );
-    ExportTraceServiceRequest {
-        resource_spans: vec![ResourceSpans {
-            resource: Some(Resource {
-                attributes: resource,
-                ..Default::default()
-            }),
-            scope_spans: vec![ScopeSpans {
-                scope: Some(InstrumentationScope {
-                    name: "cairn".into(),
-                    version: env!("CARGO_PKG_VERSION").into(),
-                    ..Default::default()
-                }),
-                spans: spans.iter().map(span).collect(),
-                schema_url: "https://opentelemetry.io/schemas/1.37.0".into(),
-            }],
-            schema_url: String::new(),
-        }],
+    Resource {
+        attributes,
+        ..Default::default()
+    }
+}
+
+pub(crate) fn scope() -> InstrumentationScope {
+    InstrumentationScope {
+        name: "cairn".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        ..Default::default()
     }
 }
 
@@ -71,7 +83,7 @@ fn span(s: &SpanRecord) -> Span {
     }
 }
 
-fn kv(key: &str, value: AttrValue) -> KeyValue {
+pub(crate) fn kv(key: &str, value: AttrValue) -> KeyValue {
     KeyValue {
         key: key.to_owned(),
         value: Some(any(value)),
@@ -91,7 +103,7 @@ fn any(value: AttrValue) -> AnyValue {
     AnyValue { value: Some(value) }
 }
 
-fn nanos(t: DateTime<Utc>) -> u64 {
+pub(crate) fn nanos(t: DateTime<Utc>) -> u64 {
     t.timestamp_nanos_opt()
         .and_then(|n| u64::try_from(n).ok())
         .unwrap_or(0)

@@ -9,9 +9,11 @@
 
 mod config;
 mod encode;
+mod metrics;
 
 pub use config::{Config, ConfigError};
 pub use encode::request;
+pub use metrics::{metrics_request, Gauges, Tally};
 
 use cairn_core::trace::SpanRecord;
 use prost::Message;
@@ -59,7 +61,21 @@ impl Exporter {
             return Ok(());
         }
         let body = request(&self.config, spans).encode_to_vec();
-        let endpoint = self.config.traces_endpoint.clone();
+        self.post(self.config.traces_endpoint.clone(), body).await
+    }
+
+    /// Posts metrics, when a metrics endpoint is configured.
+    pub async fn send_metrics(
+        &self,
+        req: &opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest,
+    ) -> Result<(), SendError> {
+        match &self.config.metrics_endpoint {
+            Some(endpoint) => self.post(endpoint.clone(), req.encode_to_vec()).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn post(&self, endpoint: String, body: Vec<u8>) -> Result<(), SendError> {
         let mut req = self
             .http
             .post(&endpoint)

@@ -1,10 +1,10 @@
 //! A local OpenTelemetry collector for tests: it takes OTLP/HTTP protobuf
-//! trace exports (`POST /v1/traces`), decodes them with the
-//! `opentelemetry-proto` types, and keeps every span it received. It can
-//! play a collector that is down (503) or that refuses connections.
+//! trace and metric exports (`POST /v1/traces`, `/v1/metrics`), decodes
+//! them with the `opentelemetry-proto` types, and keeps every span and
+//! data point it received. It can play a collector that is down (503).
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,7 +14,8 @@ use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 use prost::Message;
 use serde_json::Value;
 
-use crate::slow_model::read_request;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::metrics::v1::{metric, number_data_point};
 
 /// One span as received.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,12 +36,24 @@ pub struct ReceivedSpan {
     pub service: String,
 }
 
+/// One data point as received: a histogram's count and sum, or a gauge's
+/// value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReceivedPoint {
+    pub metric: String,
+    pub attributes: BTreeMap<String, Value>,
+    pub count: u64,
+    pub sum: f64,
+    pub value: i64,
+}
+
 /// The collector (a thread; it lives as long as the test process).
 #[derive(Debug)]
 pub struct Collector {
     /// `http://127.0.0.1:PORT`, an `OTEL_EXPORTER_OTLP_ENDPOINT`.
     pub endpoint: String,
     spans: Arc<Mutex<Vec<ReceivedSpan>>>,
+    points: Arc<Mutex<Vec<ReceivedPoint>>>,
     requests: Arc<AtomicUsize>,
     down: Arc<AtomicBool>,
 }
@@ -50,23 +63,38 @@ impl Collector {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let endpoint = format!("http://{}", listener.local_addr()?);
         let spans = Arc::new(Mutex::new(Vec::new()));
+        let points = Arc::new(Mutex::new(Vec::new()));
         let requests = Arc::new(AtomicUsize::new(0));
         let down = Arc::new(AtomicBool::new(false));
-        let (s, n, d) = (spans.clone(), requests.clone(), down.clone());
+        let (s, p, n, d) = (
+            spans.clone(),
+            points.clone(),
+            requests.clone(),
+            down.clone(),
+        );
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (s, n, d) = (s.clone(), n.clone(), d.clone());
+                let (s, p, n, d) = (s.clone(), p.clone(), n.clone(), d.clone());
                 std::thread::spawn(move || {
-                    let _ = take(stream, &s, &n, &d);
+                    let _ = take(stream, (&s, &p), &n, &d);
                 });
             }
         });
         Ok(Collector {
             endpoint,
             spans,
+            points,
             requests,
             down,
         })
+    }
+
+    /// Every metric data point received so far, in arrival order.
+    pub fn points(&self) -> Vec<ReceivedPoint> {
+        self.points
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Every span received so far, in arrival order.
@@ -87,16 +115,25 @@ impl Collector {
 
 fn take(
     mut stream: TcpStream,
-    spans: &Mutex<Vec<ReceivedSpan>>,
+    (spans, points): (&Mutex<Vec<ReceivedSpan>>, &Mutex<Vec<ReceivedPoint>>),
     requests: &AtomicUsize,
     down: &AtomicBool,
 ) -> std::io::Result<()> {
-    let Some(body) = read_request(&stream)? else {
+    let Some((path, body)) = read(&stream)? else {
         return Ok(());
     };
     requests.fetch_add(1, Ordering::SeqCst);
     let status = if down.load(Ordering::SeqCst) {
         "503 Service Unavailable"
+    } else if path == "/v1/metrics" {
+        match ExportMetricsServiceRequest::decode(body.as_slice()) {
+            Ok(req) => {
+                let got = received_points(req);
+                points.lock().unwrap_or_else(|p| p.into_inner()).extend(got);
+                "200 OK"
+            }
+            Err(_) => "400 Bad Request",
+        }
     } else {
         match ExportTraceServiceRequest::decode(body.as_slice()) {
             Ok(req) => {
@@ -114,6 +151,80 @@ fn take(
         )
         .as_bytes(),
     )
+}
+
+/// One request's path and body, or `None` if the peer closed first.
+fn read(stream: &TcpStream) -> std::io::Result<Option<(String, Vec<u8>)>> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let path = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    Ok(Some((path, body)))
+}
+
+fn received_points(req: ExportMetricsServiceRequest) -> Vec<ReceivedPoint> {
+    let mut out = Vec::new();
+    let metrics = req
+        .resource_metrics
+        .into_iter()
+        .flat_map(|r| r.scope_metrics)
+        .flat_map(|s| s.metrics);
+    for m in metrics {
+        let attrs = |kvs: Vec<opentelemetry_proto::tonic::common::v1::KeyValue>| {
+            kvs.into_iter()
+                .filter_map(|kv| Some((kv.key, json(kv.value?))))
+                .collect()
+        };
+        match m.data {
+            Some(metric::Data::Histogram(h)) => {
+                out.extend(h.data_points.into_iter().map(|p| ReceivedPoint {
+                    metric: m.name.clone(),
+                    attributes: attrs(p.attributes),
+                    count: p.count,
+                    sum: p.sum.unwrap_or(0.0),
+                    value: 0,
+                }))
+            }
+            Some(metric::Data::Gauge(g)) => {
+                out.extend(g.data_points.into_iter().map(|p| ReceivedPoint {
+                    metric: m.name.clone(),
+                    attributes: attrs(p.attributes),
+                    count: 0,
+                    sum: 0.0,
+                    value: match p.value {
+                        Some(number_data_point::Value::AsInt(n)) => n,
+                        _ => 0,
+                    },
+                }))
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn received(req: ExportTraceServiceRequest) -> Vec<ReceivedSpan> {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use cairn_checkpoint::{Store, TraceAdvance, TraceWork};
 use cairn_core::trace::{spans, SpanRecord, TracedRun};
 pub use cairn_otel::{Config as OtelConfig, ConfigError as OtelConfigError, SendError};
+use cairn_otel::{Gauges, Tally};
 
 use crate::{Engine, ErrorChain};
 
@@ -57,71 +58,90 @@ pub enum ExportError {
 pub struct TraceExporter {
     task: tokio::task::JoinHandle<()>,
     stop: tokio::sync::watch::Sender<bool>,
+    shared: Arc<Shared>,
+}
+
+/// What the background task and the last pass share.
+struct Shared {
     store: Arc<dyn Store>,
     exporter: cairn_otel::Exporter,
+    /// The calls and steps whose spans this process sent since its last
+    /// metrics export.
+    tally: std::sync::Mutex<Tally>,
+    owner: String,
 }
 
 impl TraceExporter {
     /// Starts exporting the spans of every sampled run in `engine`'s store,
-    /// a pass every `config.interval`.
+    /// a pass every `config.interval`, and metrics every
+    /// `config.metrics_interval`.
     pub fn start(engine: &Engine, config: OtelConfig) -> TraceExporter {
-        let store = engine.store().clone();
-        let exporter = cairn_otel::Exporter::new(config);
+        let shared = Arc::new(Shared {
+            store: engine.store().clone(),
+            exporter: cairn_otel::Exporter::new(config),
+            tally: std::sync::Mutex::new(Tally::new(chrono::Utc::now())),
+            owner: crate::holder::owner("otel"),
+        });
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let task = tokio::spawn(passes(store.clone(), exporter.clone(), stopped));
-        TraceExporter {
-            task,
-            stop,
-            store,
-            exporter,
-        }
+        let task = tokio::spawn(passes(shared.clone(), stopped));
+        TraceExporter { task, stop, shared }
     }
 
     /// Stops the background passes (letting one under way finish, so no
-    /// batch is sent twice) and makes a last one, bounded by the
-    /// exporter's timeout and at most 3 s: a `cairn run` that ends sends
-    /// its run's end; a collector that does not answer delays the exit that
-    /// long, and a later exporter sends what was left.
+    /// batch is sent twice) and makes a last one, then sends the metrics
+    /// it counted; bounded by the exporter's timeout and at most 3 s: a
+    /// `cairn run` that ends sends its run's end; a collector that does not
+    /// answer delays the exit that long, and a later exporter sends what
+    /// was left.
     pub async fn stop(self) {
-        let bound = self.exporter.config().timeout.min(Duration::from_secs(3));
+        let shared = &self.shared;
+        let bound = shared.exporter.config().timeout.min(Duration::from_secs(3));
         let _ = self.stop.send(true);
         let last = async {
             let _ = self.task.await;
-            pass(self.store.as_ref(), &self.exporter).await
-        };
-        match tokio::time::timeout(bound, last).await {
-            Ok(done) => report(done),
-            Err(_) => {
-                tracing::warn!("traces: the last export timed out; a later exporter sends it")
+            report(shared.pass().await);
+            if let Err(e) = shared.metrics().await {
+                tracing::warn!(error = %ErrorChain(&e), "metrics: the last export failed");
             }
+        };
+        if tokio::time::timeout(bound, last).await.is_err() {
+            tracing::warn!("traces: the last export timed out; a later exporter sends it");
         }
     }
 }
 
 /// A pass every interval, when this process wins the interval across
-/// processes, until `stopped`.
-async fn passes(
-    store: Arc<dyn Store>,
-    exporter: cairn_otel::Exporter,
-    mut stopped: tokio::sync::watch::Receiver<bool>,
-) {
-    let owner = crate::holder::owner("otel");
-    let every = exporter.config().interval;
+/// processes, and metrics every metrics interval, until `stopped`.
+async fn passes(shared: Arc<Shared>, mut stopped: tokio::sync::watch::Receiver<bool>) {
+    let every = shared.exporter.config().interval;
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let metrics_every = shared.exporter.config().metrics_interval;
+    let start = tokio::time::Instant::now() + metrics_every;
+    let mut metrics_tick = tokio::time::interval_at(start, metrics_every);
     // After a failed pass, the next waits twice as long (up to a minute):
     // a collector that is down costs a read of the pending runs per wait.
     let (mut backoff, mut next) = (every, tokio::time::Instant::now());
     loop {
         tokio::select! {
             _ = tick.tick() => {}
+            _ = metrics_tick.tick() => {
+                if let Err(e) = shared.metrics().await {
+                    tracing::warn!(error = %ErrorChain(&e), "metrics: export failed");
+                }
+                continue;
+            }
             _ = stopped.changed() => return,
         }
         if tokio::time::Instant::now() < next {
             continue;
         }
-        let done = match store.claim_task("trace_export", every, &owner).await {
-            Ok(true) => pass(store.as_ref(), &exporter).await,
+        let done = match shared
+            .store
+            .claim_task("trace_export", every, &shared.owner)
+            .await
+        {
+            Ok(true) => shared.pass().await,
             Ok(false) => Ok(0),
             Err(err) => Err(err.into()),
         };
@@ -144,24 +164,69 @@ fn report(done: Result<usize, ExportError>) {
     }
 }
 
-/// Exports every sampled run's settled spans: reads, sends, then moves
-/// each cursor. The spans sent.
-pub async fn pass(
-    store: &dyn Store,
-    exporter: &cairn_otel::Exporter,
-) -> Result<usize, ExportError> {
-    let mut sent = 0;
-    loop {
-        let work = store.trace_pending(BATCH).await?;
-        let (batch, moves) = build(&work);
-        exporter.send(&batch).await?;
-        for m in &moves {
-            store.trace_advance(m).await?;
+impl Shared {
+    /// Exports every sampled run's settled spans: reads, sends, then moves
+    /// each cursor, and counts what was sent for the metrics. The spans
+    /// sent.
+    async fn pass(&self) -> Result<usize, ExportError> {
+        let mut sent = 0;
+        loop {
+            let work = self.store.trace_pending(BATCH).await?;
+            let (batch, moves) = build(&work);
+            self.exporter.send(&batch).await?;
+            self.tally
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .observe(&batch);
+            for m in &moves {
+                self.store.trace_advance(m).await?;
+            }
+            sent += batch.len();
+            if work.len() < BATCH {
+                return Ok(sent);
+            }
         }
-        sent += batch.len();
-        if work.len() < BATCH {
-            return Ok(sent);
+    }
+
+    /// Sends the histograms counted since the last export and, in one
+    /// process per interval, the database's gauges. Best effort: a failed
+    /// send drops that interval's histograms.
+    async fn metrics(&self) -> Result<(), ExportError> {
+        let config = self.exporter.config();
+        if config.metrics_endpoint.is_none() {
+            return Ok(());
         }
+        let every = config.metrics_interval;
+        let gauges = match self
+            .store
+            .claim_task("metric_gauges", every, &self.owner)
+            .await?
+        {
+            true => Some(gauges(&self.store.stats().await?)),
+            false => None,
+        };
+        let now = chrono::Utc::now();
+        let tally = self
+            .tally
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(now);
+        if tally.is_empty() && gauges.is_none() {
+            return Ok(());
+        }
+        let req = cairn_otel::metrics_request(config, &tally, gauges.as_ref(), now);
+        Ok(self.exporter.send_metrics(&req).await?)
+    }
+}
+
+fn gauges(stats: &cairn_checkpoint::StoreStats) -> Gauges {
+    Gauges {
+        runs: stats
+            .runs_by_status
+            .iter()
+            .map(|(s, n)| (s.as_str().to_owned(), *n))
+            .collect(),
+        ready: stats.ready,
     }
 }
 
