@@ -7,8 +7,10 @@
 //! stored event that closed the span). A takeover on another process builds
 //! the same ids again, and nothing is held open across a wait or a crash.
 
+mod content;
 mod spans;
 
+pub use content::{capture, StepContent};
 pub use spans::{spans, AttrValue, SpanBatch, SpanKind, SpanRecord, SpanStatus, TracedRun};
 
 use serde::{Deserialize, Serialize};

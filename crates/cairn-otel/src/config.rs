@@ -27,6 +27,12 @@ pub struct Config {
     pub metrics_endpoint: Option<String>,
     /// How often metrics are sent (`OTEL_METRIC_EXPORT_INTERVAL`, ms).
     pub metrics_interval: Duration,
+    /// Put tool arguments and results and step outputs on spans, each cut
+    /// to `content_limit` bytes
+    /// (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`). Off
+    /// by default.
+    pub capture_content: bool,
+    pub content_limit: usize,
 }
 
 impl std::fmt::Debug for Config {
@@ -42,9 +48,14 @@ impl std::fmt::Debug for Config {
             .field("interval", &self.interval)
             .field("metrics_endpoint", &self.metrics_endpoint)
             .field("metrics_interval", &self.metrics_interval)
+            .field("capture_content", &self.capture_content)
             .finish()
     }
 }
+
+/// The most bytes of one captured value (a tool's arguments or result, a
+/// step's output); more is cut, marked `…`.
+pub const CONTENT_LIMIT: usize = 4096;
 
 /// A variable set to something Cairn cannot honour.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -147,6 +158,9 @@ impl Config {
                 set("OTEL_METRIC_EXPORT_INTERVAL"),
                 60_000,
             )?,
+            capture_content: set("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
+            content_limit: CONTENT_LIMIT,
         }))
     }
 }

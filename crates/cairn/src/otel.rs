@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_checkpoint::{Store, TraceAdvance, TraceWork};
-use cairn_core::trace::{spans, SpanRecord, TracedRun};
+use cairn_core::trace::{capture, spans, AttrValue, SpanRecord, StepContent, TracedRun};
 pub use cairn_otel::{Config as OtelConfig, ConfigError as OtelConfigError, SendError};
 use cairn_otel::{Gauges, Tally};
+use std::collections::BTreeSet;
 
 use crate::{Engine, ErrorChain};
 
@@ -172,7 +173,10 @@ impl Shared {
         let mut sent = 0;
         loop {
             let work = self.store.trace_pending(BATCH).await?;
-            let (batch, moves) = build(&work);
+            let (mut batch, moves) = build(&work);
+            if self.exporter.config().capture_content {
+                self.capture(&work, &mut batch).await?;
+            }
             self.exporter.send(&batch).await?;
             self.tally
                 .lock()
@@ -186,6 +190,54 @@ impl Shared {
                 return Ok(sent);
             }
         }
+    }
+
+    /// Adds the content an operator asked for to `batch`: each run's steps
+    /// that have a tool span or a succeeded step span in it, read from the
+    /// store (their output and journal).
+    async fn capture(
+        &self,
+        work: &[TraceWork],
+        batch: &mut [SpanRecord],
+    ) -> Result<(), ExportError> {
+        for w in work {
+            let run_id = w.run.id.to_string();
+            let of_run = |s: &SpanRecord| {
+                s.attributes
+                    .iter()
+                    .any(|(k, v)| *k == "cairn.run.id" && *v == AttrValue::Str(run_id.clone()))
+            };
+            let idxs: BTreeSet<i64> = batch
+                .iter()
+                .filter(|s| of_run(s))
+                .filter_map(|s| {
+                    s.attributes.iter().find_map(|(k, v)| match v {
+                        AttrValue::Int(i) if *k == "cairn.step.idx" => Some(*i),
+                        _ => None,
+                    })
+                })
+                .collect();
+            if idxs.is_empty() {
+                continue;
+            }
+            let (_, rows) = self.store.load(w.run.id).await?;
+            let mut steps = Vec::with_capacity(idxs.len());
+            for idx in idxs {
+                let Some(row) = rows.iter().find(|r| i64::from(r.idx.get()) == idx) else {
+                    continue;
+                };
+                steps.push(StepContent {
+                    idx,
+                    output: row.output.clone(),
+                    journal: self.store.journal(w.run.id, row.idx, None).await?,
+                });
+            }
+            let limit = self.exporter.config().content_limit;
+            for span in batch.iter_mut().filter(|s| of_run(s)) {
+                capture(std::slice::from_mut(span), &steps, limit);
+            }
+        }
+        Ok(())
     }
 
     /// Sends the histograms counted since the last export and, in one

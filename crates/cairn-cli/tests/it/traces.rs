@@ -25,6 +25,7 @@ both_backends!(
     child_runs_are_traced_under_their_parents_span,
     a_worker_killed_mid_step_and_taken_over_by_another_is_still_one_trace,
     a_traceparent_header_on_the_api_submit_is_honoured,
+    content_is_captured_only_when_asked_and_cut,
 );
 
 /// The model asks for the lookup tool, then answers.
@@ -220,6 +221,12 @@ fn a_run_is_one_trace_of_genai_spans(kind: Kind) {
         clerk.attributes["gen_ai.usage.input_tokens"],
         shown["input_tokens"]
     );
+
+    // No content without the setting.
+    assert!(spans
+        .values()
+        .all(|s| !s.attributes.contains_key("gen_ai.tool.call.arguments")
+            && !s.attributes.contains_key("cairn.step.output")));
 
     // Metrics over OTLP, from the same exported calls: token usage and
     // call durations (GenAI names), step durations, the runs by status.
@@ -516,5 +523,37 @@ fn a_traceparent_header_on_the_api_submit_is_honoured(kind: Kind) {
         &collector.spans(),
         "0af7651916cd43dd8448eb211c80319c",
         "b7ad6b7169203331",
+    );
+}
+
+/// With `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, a tool's
+/// arguments and result and a step's output are on the spans.
+fn content_is_captured_only_when_asked_and_cut(kind: Kind) {
+    let case = Case::new(kind);
+    let collector = Collector::start().unwrap();
+    let crew = crew(&case);
+    let mut env = otel(&collector);
+    env.push((
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+        "true".into(),
+    ));
+    let out = case
+        .cairn_env(&["run", &crew, "--json"], &refs(&env))
+        .expect_code(0);
+    let id = out.json()["id"].as_str().unwrap().to_owned();
+    let spans = tree(&collector.spans(), &trace_of(&id), "");
+    let tool = &named(&spans, "execute_tool lookup")[0];
+    assert_eq!(
+        tool.attributes["gen_ai.tool.call.arguments"],
+        r#"{"order":"A-1"}"#
+    );
+    assert!(tool.attributes["gen_ai.tool.call.result"]
+        .as_str()
+        .unwrap()
+        .contains("found"));
+    let receipt = &named(&spans, "invoke_agent receipt")[0];
+    assert_eq!(
+        receipt.attributes["cairn.step.output"],
+        "receipt: Found it."
     );
 }

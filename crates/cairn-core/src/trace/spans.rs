@@ -263,6 +263,10 @@ impl Builder<'_> {
         s.attributes.extend([
             ("gen_ai.operation.name", str("chat")),
             (
+                "cairn.step.idx",
+                AttrValue::Int(d["idx"].as_i64().unwrap_or(-1)),
+            ),
+            (
                 "gen_ai.provider.name",
                 str(d["provider"].as_str().unwrap_or_default()),
             ),
@@ -308,6 +312,10 @@ impl Builder<'_> {
         );
         s.attributes.extend([
             ("gen_ai.operation.name", str("execute_tool")),
+            (
+                "cairn.step.idx",
+                AttrValue::Int(d["idx"].as_i64().unwrap_or(-1)),
+            ),
             ("gen_ai.tool.name", str(tool)),
             (
                 "gen_ai.tool.call.id",

@@ -253,3 +253,59 @@ fn span_ids_differ_by_run_and_event() {
     assert_ne!(SpanId::of_event(a, 1), SpanId::of_run(a));
     assert_eq!(SpanId::of_event(a, 3), SpanId::of_event(a, 3));
 }
+
+#[test]
+fn content_is_cut_at_a_character_boundary_and_matched_by_call_id() {
+    use crate::journal::{JournalEntry, JournalKind};
+    use crate::Attempt;
+    let r = run();
+    let events = vec![
+        claim(1, 0, 0, false),
+        ev(
+            2,
+            5,
+            EventKind::ToolExecuted,
+            json!({"idx": 0, "call_id": "c1", "tool": "t", "ms": 1, "is_error": false}),
+        ),
+        step_ok(3, 10, 0, "planner"),
+    ];
+    let mut b = spans(&r, 0, &events);
+    let item = |seq, kind, payload| JournalEntry {
+        seq,
+        attempt: Attempt(1),
+        generation: 0,
+        kind,
+        payload,
+        created_at: at(0),
+    };
+    let steps = [StepContent {
+        idx: 0,
+        output: Some(json!("ééééé")),
+        journal: vec![
+            item(
+                1,
+                JournalKind::ToolCall,
+                json!({"call_id": "c1", "arguments": {"q": "x"}}),
+            ),
+            item(
+                2,
+                JournalKind::ToolResult,
+                json!({"call_id": "c1", "content": "done"}),
+            ),
+        ],
+    }];
+    capture(&mut b.spans, &steps, 5);
+    let tool = &named(&b, "execute_tool t")[0];
+    assert!(tool.attributes.contains(&(
+        "gen_ai.tool.call.arguments",
+        AttrValue::Str("{\"q\":…".into())
+    )));
+    assert!(tool
+        .attributes
+        .contains(&("gen_ai.tool.call.result", AttrValue::Str("done".into()))));
+    let step = &named(&b, "invoke_agent planner")[0];
+    // 5 bytes: two 2-byte characters, then a cut.
+    assert!(step
+        .attributes
+        .contains(&("cairn.step.output", AttrValue::Str("éé…".into()))));
+}

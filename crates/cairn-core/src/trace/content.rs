@@ -1,0 +1,93 @@
+//! Content on spans, only when an operator asks for it
+//! (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`): a tool
+//! call's arguments and result, and a step's output, each cut to a limit.
+//! Read from what the store holds (the journal and the step rows); nothing
+//! else (no prompt, no environment, no header) is ever captured.
+
+use serde_json::Value;
+
+use super::spans::{AttrValue, SpanRecord};
+use crate::journal::{JournalEntry, JournalKind};
+
+/// The journal of one step, for [`capture`].
+#[derive(Debug, Clone)]
+pub struct StepContent {
+    pub idx: i64,
+    /// The step's output, if it has one.
+    pub output: Option<Value>,
+    /// The step's journal items, in order.
+    pub journal: Vec<JournalEntry>,
+}
+
+/// Adds content to `spans`: `gen_ai.tool.call.arguments` and
+/// `gen_ai.tool.call.result` on tool spans (the newest journal items with
+/// the call's id), `cairn.step.output` on a succeeded step's span; every
+/// value cut to `limit` bytes (at a character boundary, marked `…`).
+pub fn capture(spans: &mut [SpanRecord], steps: &[StepContent], limit: usize) {
+    for span in spans.iter_mut() {
+        let Some(step) =
+            int(span, "cairn.step.idx").and_then(|i| steps.iter().find(|s| s.idx == i))
+        else {
+            continue;
+        };
+        if let Some(call) = text(span, "gen_ai.tool.call.id") {
+            let item = |kind: JournalKind| {
+                step.journal
+                    .iter()
+                    .rev()
+                    .find(|e| e.kind == kind && e.payload["call_id"] == call.as_str())
+            };
+            if let Some(e) = item(JournalKind::ToolCall) {
+                let args = as_text(&e.payload["arguments"]);
+                span.attributes
+                    .push(("gen_ai.tool.call.arguments", cut(&args, limit)));
+            }
+            if let Some(e) = item(JournalKind::ToolResult) {
+                let result = as_text(&e.payload["content"]);
+                span.attributes
+                    .push(("gen_ai.tool.call.result", cut(&result, limit)));
+            }
+        } else if text(span, "cairn.step.outcome").as_deref() == Some("succeeded") {
+            if let Some(out) = &step.output {
+                let out = as_text(out);
+                span.attributes
+                    .push(("cairn.step.output", cut(&out, limit)));
+            }
+        }
+    }
+}
+
+/// A string as it is; any other value as compact JSON.
+fn as_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn text(s: &SpanRecord, key: &str) -> Option<String> {
+    s.attributes.iter().find_map(|(k, v)| match v {
+        AttrValue::Str(t) if *k == key => Some(t.clone()),
+        _ => None,
+    })
+}
+
+fn int(s: &SpanRecord, key: &str) -> Option<i64> {
+    s.attributes.iter().find_map(|(k, v)| match v {
+        AttrValue::Int(n) if *k == key => Some(*n),
+        _ => None,
+    })
+}
+
+/// `s` cut to at most `limit` bytes at a character boundary, `…` marking
+/// a cut.
+fn cut(s: &str, limit: usize) -> AttrValue {
+    if s.len() <= limit {
+        return AttrValue::Str(s.to_owned());
+    }
+    let mut end = limit;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    AttrValue::Str(format!("{}…", &s[..end]))
+}
