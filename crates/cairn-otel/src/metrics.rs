@@ -78,20 +78,6 @@ pub struct Gauges {
     pub ready: u64,
 }
 
-fn text(s: &SpanRecord, key: &str) -> Option<String> {
-    s.attributes.iter().find_map(|(k, v)| match v {
-        AttrValue::Str(t) if *k == key => Some(t.clone()),
-        _ => None,
-    })
-}
-
-fn int(s: &SpanRecord, key: &str) -> Option<i64> {
-    s.attributes.iter().find_map(|(k, v)| match v {
-        AttrValue::Int(n) if *k == key => Some(*n),
-        _ => None,
-    })
-}
-
 impl Tally {
     pub fn new(since: DateTime<Utc>) -> Tally {
         Tally {
@@ -117,17 +103,17 @@ impl Tally {
     pub fn observe(&mut self, spans: &[SpanRecord]) {
         for s in spans {
             let secs = (s.end - s.start).num_microseconds().unwrap_or(0) as f64 / 1e6;
-            match text(s, "gen_ai.operation.name").as_deref() {
+            match s.text("gen_ai.operation.name").as_deref() {
                 Some("chat") => self.call(s, secs),
                 Some("invoke_agent") => {
                     let attrs = vec![
                         (
                             "gen_ai.agent.name",
-                            text(s, "gen_ai.agent.name").unwrap_or_default(),
+                            s.text("gen_ai.agent.name").unwrap_or_default(),
                         ),
                         (
                             "cairn.step.outcome",
-                            text(s, "cairn.step.outcome").unwrap_or_default(),
+                            s.text("cairn.step.outcome").unwrap_or_default(),
                         ),
                     ];
                     self.record("cairn.step.duration", attrs, secs);
@@ -142,25 +128,25 @@ impl Tally {
             ("gen_ai.operation.name", "chat".to_owned()),
             (
                 "gen_ai.provider.name",
-                text(s, "gen_ai.provider.name").unwrap_or_default(),
+                s.text("gen_ai.provider.name").unwrap_or_default(),
             ),
             (
                 "gen_ai.request.model",
-                text(s, "gen_ai.request.model").unwrap_or_default(),
+                s.text("gen_ai.request.model").unwrap_or_default(),
             ),
         ];
         for (kind, key) in [
             ("input", "gen_ai.usage.input_tokens"),
             ("output", "gen_ai.usage.output_tokens"),
         ] {
-            if let Some(n) = int(s, key) {
+            if let Some(n) = s.int(key) {
                 let mut a = attrs.clone();
                 a.push(("gen_ai.token.type", kind.to_owned()));
                 self.record("gen_ai.client.token.usage", a, n as f64);
             }
         }
         if matches!(s.status, SpanStatus::Error(_)) {
-            attrs.push(("error.type", text(s, "error.type").unwrap_or_default()));
+            attrs.push(("error.type", s.text("error.type").unwrap_or_default()));
         }
         self.record("gen_ai.client.operation.duration", attrs, secs);
     }

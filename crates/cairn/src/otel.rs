@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_checkpoint::{Store, TraceAdvance, TraceWork};
-use cairn_core::trace::{capture, spans, AttrValue, SpanRecord, StepContent, TracedRun};
+use cairn_core::trace::{capture, spans, SpanRecord, StepContent, TracedRun};
 pub use cairn_otel::{Config as OtelConfig, ConfigError as OtelConfigError, SendError};
 use cairn_otel::{Gauges, Tally};
 use std::collections::BTreeSet;
@@ -202,20 +202,11 @@ impl Shared {
     ) -> Result<(), ExportError> {
         for w in work {
             let run_id = w.run.id.to_string();
-            let of_run = |s: &SpanRecord| {
-                s.attributes
-                    .iter()
-                    .any(|(k, v)| *k == "cairn.run.id" && *v == AttrValue::Str(run_id.clone()))
-            };
+            let of_run = |s: &SpanRecord| s.text("cairn.run.id").as_deref() == Some(&run_id);
             let idxs: BTreeSet<i64> = batch
                 .iter()
                 .filter(|s| of_run(s))
-                .filter_map(|s| {
-                    s.attributes.iter().find_map(|(k, v)| match v {
-                        AttrValue::Int(i) if *k == "cairn.step.idx" => Some(*i),
-                        _ => None,
-                    })
-                })
+                .filter_map(|s| s.int("cairn.step.idx"))
                 .collect();
             if idxs.is_empty() {
                 continue;

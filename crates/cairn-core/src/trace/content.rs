@@ -25,12 +25,13 @@ pub struct StepContent {
 /// value cut to `limit` bytes (at a character boundary, marked `…`).
 pub fn capture(spans: &mut [SpanRecord], steps: &[StepContent], limit: usize) {
     for span in spans.iter_mut() {
-        let Some(step) =
-            int(span, "cairn.step.idx").and_then(|i| steps.iter().find(|s| s.idx == i))
+        let Some(step) = span
+            .int("cairn.step.idx")
+            .and_then(|i| steps.iter().find(|s| s.idx == i))
         else {
             continue;
         };
-        if let Some(call) = text(span, "gen_ai.tool.call.id") {
+        if let Some(call) = span.text("gen_ai.tool.call.id") {
             let item = |kind: JournalKind| {
                 step.journal
                     .iter()
@@ -47,7 +48,7 @@ pub fn capture(spans: &mut [SpanRecord], steps: &[StepContent], limit: usize) {
                 span.attributes
                     .push(("gen_ai.tool.call.result", cut(&result, limit)));
             }
-        } else if text(span, "cairn.step.outcome").as_deref() == Some("succeeded") {
+        } else if span.text("cairn.step.outcome").as_deref() == Some("succeeded") {
             if let Some(out) = &step.output {
                 let out = as_text(out);
                 span.attributes
@@ -63,20 +64,6 @@ fn as_text(v: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
-}
-
-fn text(s: &SpanRecord, key: &str) -> Option<String> {
-    s.attributes.iter().find_map(|(k, v)| match v {
-        AttrValue::Str(t) if *k == key => Some(t.clone()),
-        _ => None,
-    })
-}
-
-fn int(s: &SpanRecord, key: &str) -> Option<i64> {
-    s.attributes.iter().find_map(|(k, v)| match v {
-        AttrValue::Int(n) if *k == key => Some(*n),
-        _ => None,
-    })
 }
 
 /// `s` cut to at most `limit` bytes at a character boundary, `…` marking

@@ -70,6 +70,24 @@ pub struct SpanRecord {
     pub attributes: Vec<(&'static str, AttrValue)>,
 }
 
+impl SpanRecord {
+    /// The text attribute `key`, if the span has it.
+    pub fn text(&self, key: &str) -> Option<String> {
+        self.attributes.iter().find_map(|(k, v)| match v {
+            AttrValue::Str(t) if *k == key => Some(t.clone()),
+            _ => None,
+        })
+    }
+
+    /// The integer attribute `key`, if the span has it.
+    pub fn int(&self, key: &str) -> Option<i64> {
+        self.attributes.iter().find_map(|(k, v)| match v {
+            AttrValue::Int(n) if *k == key => Some(*n),
+            _ => None,
+        })
+    }
+}
+
 /// The spans of a stretch of events, and the cursor after them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpanBatch {
