@@ -564,8 +564,9 @@ pub struct SubmitArgs {
     #[arg(long = "budget", value_name = "LIMIT=N")]
     pub budget: Vec<String>,
     /// Make the run part of the caller's trace: a W3C traceparent,
-    /// 00-<trace id>-<span id>-<flags> (also from TRACEPARENT).
-    #[arg(long, env = "TRACEPARENT", value_name = "TRACEPARENT")]
+    /// 00-<trace id>-<span id>-<flags> (without it, TRACEPARENT from the
+    /// environment, ignored with a warning if malformed).
+    #[arg(long, value_name = "TRACEPARENT")]
     pub traceparent: Option<String>,
 }
 
@@ -585,13 +586,29 @@ impl SubmitArgs {
                         .map_err(|e| usage(format!("--budget: {e}")))?,
                 ),
             },
-            traceparent: self
-                .traceparent
-                .as_deref()
-                .map(cairn::TraceContext::parse_traceparent)
-                .transpose()
-                .map_err(|e| usage(format!("--traceparent: {e}")))?,
+            traceparent: self.traceparent()?,
         })
+    }
+
+    /// `--traceparent`, refused if malformed; else `TRACEPARENT`, which
+    /// another tool may have set for its own purposes, so a malformed one
+    /// is only warned about: it never stops a run.
+    fn traceparent(&self) -> anyhow::Result<Option<cairn::TraceContext>> {
+        if let Some(tp) = &self.traceparent {
+            return cairn::TraceContext::parse_traceparent(tp)
+                .map(Some)
+                .map_err(|e| usage(format!("--traceparent: {e}")));
+        }
+        let Ok(tp) = std::env::var("TRACEPARENT") else {
+            return Ok(None);
+        };
+        match cairn::TraceContext::parse_traceparent(&tp) {
+            Ok(cx) => Ok(Some(cx)),
+            Err(e) => {
+                tracing::warn!("TRACEPARENT ignored: {e}");
+                Ok(None)
+            }
+        }
     }
 }
 

@@ -186,6 +186,10 @@ pub(super) async fn fork_in(
     )
     .await?;
     append_events(c, child, &[fork_event(&source, req, actor)]).await?;
+    if let Some(trace) = source.trace {
+        // A fork is a new run: a trace of its own, sampled as its source.
+        super::traces::trace_fork_in(c, child, trace.sampled).await?;
+    }
     c.notify_runnable(child).await?;
     fetch_run(c, child, false).await
 }

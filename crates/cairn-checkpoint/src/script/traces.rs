@@ -20,6 +20,21 @@ pub(super) async fn start_in(c: &mut Conn<'_>, id: RunId) -> Result<()> {
     Ok(())
 }
 
+/// Fork `id` of a traced run: its own trace, and a cursor if `sampled`.
+pub(super) async fn trace_fork_in(c: &mut Conn<'_>, id: RunId, sampled: bool) -> Result<()> {
+    let trace = cairn_core::TraceContext::root(id, sampled);
+    c.execute(
+        query("UPDATE runs SET trace = :trace WHERE id = :run")
+            .bind("trace", serde_json::json!(trace).to_string())
+            .bind("run", id),
+    )
+    .await?;
+    if sampled {
+        start_in(c, id).await?;
+    }
+    Ok(())
+}
+
 /// The trace of `parent`'s children, if it is traced: the parent's trace,
 /// under the parent run's span.
 pub(super) async fn of_children(

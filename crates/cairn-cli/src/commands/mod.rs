@@ -102,6 +102,10 @@ async fn print_run(
 /// After an operator action or an answer: takes the run to its next stop
 /// (unless `enqueue`), prints it, and picks the exit code from its status.
 async fn finish_action(api: &impl Api, id: RunId, enqueue: bool, json: bool) -> anyhow::Result<u8> {
+    if let (false, Some(engine)) = (enqueue, api.engine()) {
+        // This process executes the run: it exports its spans too.
+        crate::traces::export(engine)?;
+    }
     if !enqueue && api.advance(id).await?.is_none() {
         return Ok(exit::INTERRUPTED);
     }

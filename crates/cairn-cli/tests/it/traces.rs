@@ -390,6 +390,13 @@ fn a_callers_traceparent_makes_the_run_part_of_its_trace(kind: Kind) {
     case.cairn_env(&["run", &crew, "--traceparent", "00-nope"], &refs(&env))
         .expect_one_line_error(&["--traceparent", "bad traceparent"]);
     assert_eq!(case.list().len(), 1);
+    // TRACEPARENT from the environment joins the same way; a malformed one,
+    // which another tool may have set, is ignored and the run goes on.
+    let mut with_env = env.clone();
+    with_env.push(("TRACEPARENT", "not-a-traceparent".into()));
+    case.cairn_env(&["run", &crew], &refs(&with_env))
+        .expect_code(0);
+    assert_eq!(case.list().len(), 2);
 }
 
 fn child_runs_are_traced_under_their_parents_span(kind: Kind) {
@@ -422,6 +429,23 @@ fn child_runs_are_traced_under_their_parents_span(kind: Kind) {
     assert_eq!(children.len(), 2, "{spans:#?}");
     assert!(children.iter().all(|c| c.parent == parent_root));
     assert_eq!(named(&all, "invoke_agent echo").len(), 2);
+
+    // A fork of a traced run is a trace of its own, naming its source.
+    let fork = case
+        .cairn_env(
+            &["runs", "fork", &id, "--from-step", "1", "--json"],
+            &refs(&otel(&collector)),
+        )
+        .expect_code(0);
+    let fork_id = fork.json()["id"].as_str().unwrap().to_owned();
+    let of_fork: Vec<ReceivedSpan> = collector
+        .spans()
+        .into_iter()
+        .filter(|s| s.trace_id == trace_of(&fork_id))
+        .collect();
+    let forked = tree(&of_fork, &trace_of(&fork_id), "");
+    let root = &named(&forked, "invoke_workflow traced")[0];
+    assert_eq!(root.attributes["cairn.parent_run.id"], id.as_str());
 }
 
 /// The kill test with workers: `cairn worker` (short lease) is SIGKILLed
