@@ -4,7 +4,7 @@
 //! data point it received. It can play a collector that is down (503).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -119,7 +119,7 @@ fn take(
     requests: &AtomicUsize,
     down: &AtomicBool,
 ) -> std::io::Result<()> {
-    let Some((path, body)) = read(&stream)? else {
+    let Some((path, body)) = crate::slow_model::read_request(&stream)? else {
         return Ok(());
     };
     requests.fetch_add(1, Ordering::SeqCst);
@@ -151,39 +151,6 @@ fn take(
         )
         .as_bytes(),
     )
-}
-
-/// One request's path and body, or `None` if the peer closed first.
-fn read(stream: &TcpStream) -> std::io::Result<Option<(String, Vec<u8>)>> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
-        return Ok(None);
-    }
-    let path = line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned();
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(None);
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    Ok(Some((path, body)))
 }
 
 fn received_points(req: ExportMetricsServiceRequest) -> Vec<ReceivedPoint> {

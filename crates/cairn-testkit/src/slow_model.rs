@@ -198,10 +198,19 @@ fn chunk(content: Option<&str>, finish: Option<&str>) -> String {
         .to_string()
 }
 
-/// Reads one HTTP request's head and body from `stream`: the body, or
-/// `None` if the peer closed first.
-pub(crate) fn read_request(stream: &TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+/// Reads one HTTP request's head and body from `stream`: its path and
+/// body, or `None` if the peer closed first.
+pub(crate) fn read_request(stream: &TcpStream) -> std::io::Result<Option<(String, Vec<u8>)>> {
     let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let path = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
     let mut length = 0usize;
     loop {
         let mut line = String::new();
@@ -220,7 +229,7 @@ pub(crate) fn read_request(stream: &TcpStream) -> std::io::Result<Option<Vec<u8>
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
-    Ok(Some(body))
+    Ok(Some((path, body)))
 }
 
 /// Answers "429 Too Many Requests" with `Retry-After: {retry_after}`, as

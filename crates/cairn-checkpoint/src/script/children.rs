@@ -83,16 +83,18 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         })
         .collect();
     let rows = serde_json::Value::Array(rows);
-    // Children inherit their parent's priority.
-    let priority = match c
-        .fetch_optional(query("SELECT priority FROM runs WHERE id = :run").bind("run", run))
+    // Children inherit their parent's priority, and its trace (under the
+    // parent run's span).
+    let (priority, trace) = match c
+        .fetch_optional(query("SELECT priority, trace FROM runs WHERE id = :run").bind("run", run))
         .await?
     {
-        Some(row) => Priority::new(row.int("priority")?).unwrap_or_default(),
-        None => Priority::default(),
+        Some(row) => (
+            Priority::new(row.int("priority")?).unwrap_or_default(),
+            super::traces::of_children(run, row.opt_text("trace")?),
+        ),
+        None => (Priority::default(), None),
     };
-    // And their trace: the parent's, under the parent run's span.
-    let trace = super::traces::of_children(c, run).await?;
     c.execute(
         query(
             "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \

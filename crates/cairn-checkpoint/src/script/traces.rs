@@ -35,22 +35,18 @@ pub(super) async fn trace_fork_in(c: &mut Conn<'_>, id: RunId, sampled: bool) ->
     Ok(())
 }
 
-/// The trace of `parent`'s children, if it is traced: the parent's trace,
-/// under the parent run's span.
-pub(super) async fn of_children(
-    c: &mut Conn<'_>,
+/// The trace of `parent`'s children from the parent's stored trace, if it
+/// is traced: the parent's trace, under the parent run's span.
+pub(super) fn of_children(
     parent: RunId,
-) -> Result<Option<cairn_core::TraceContext>> {
-    let row = c
-        .fetch_optional(query("SELECT trace FROM runs WHERE id = :run").bind("run", parent))
-        .await?;
-    let stored = row.map(|r| r.opt_text("trace")).transpose()?.flatten();
-    Ok(stored
+    stored: Option<String>,
+) -> Option<cairn_core::TraceContext> {
+    stored
         .and_then(|t| serde_json::from_str::<cairn_core::TraceContext>(&t).ok())
         .map(|t| cairn_core::TraceContext {
             parent: Some(cairn_core::SpanId::of_run(parent)),
             ..t
-        }))
+        })
 }
 
 /// Starts the export cursors of a spawn's children (`{rows:children}`).
