@@ -87,25 +87,10 @@ pub enum Repair {
     ReExecute(Call),
 }
 
-/// Seqs that repairs dropped.
-fn dropped(entries: &[JournalEntry]) -> HashSet<i64> {
-    entries
-        .iter()
-        .filter(|e| e.kind == JournalKind::Repair && e.payload["action"] == "drop_unfinished")
-        .flat_map(|e| {
-            e.payload["seqs"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_i64)
-        })
-        .collect()
-}
-
 /// The transcript items of finished responses and their results, with
 /// dropped items removed: `(entry, is-after-the-last-turn_end)`.
 fn live(entries: &[JournalEntry]) -> Vec<(&JournalEntry, bool)> {
-    let gone = dropped(entries);
+    let gone = cairn_core::journal::dropped(entries);
     let last_end = entries
         .iter()
         .rposition(|e| e.kind == JournalKind::TurnEnd && !gone.contains(&e.seq));
@@ -309,7 +294,7 @@ pub fn project(entries: &[JournalEntry]) -> Vec<Item> {
 /// Whether this item is a piece of a long model text that the next
 /// `assistant_text` continues (`"continues": true`).
 fn continues(e: &JournalEntry) -> bool {
-    e.kind == JournalKind::AssistantText && e.payload["continues"] == serde_json::json!(true)
+    e.continues()
 }
 
 /// `text` cut into pieces of at most `max` bytes, on character boundaries.

@@ -60,6 +60,22 @@ impl JournalKind {
     }
 }
 
+/// The seqs of journal items that a repair dropped (`drop_unfinished`): a
+/// response that never finished, never sent to a model again.
+pub fn dropped(entries: &[JournalEntry]) -> std::collections::HashSet<i64> {
+    entries
+        .iter()
+        .filter(|e| e.kind == JournalKind::Repair && e.payload["action"] == "drop_unfinished")
+        .flat_map(|e| {
+            e.payload["seqs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_i64)
+        })
+        .collect()
+}
+
 /// A stored journal item. `seq` counts from 1 per step, across attempts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JournalEntry {
@@ -72,6 +88,14 @@ pub struct JournalEntry {
     pub kind: JournalKind,
     pub payload: Value,
     pub created_at: DateTime<Utc>,
+}
+
+impl JournalEntry {
+    /// An assistant text that the next item continues (a long text is
+    /// journaled in pieces).
+    pub fn continues(&self) -> bool {
+        self.kind == JournalKind::AssistantText && self.payload["continues"] == Value::Bool(true)
+    }
 }
 
 /// An item to append.

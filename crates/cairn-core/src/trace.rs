@@ -8,6 +8,7 @@
 //! the same ids again, and nothing is held open across a wait or a crash.
 
 mod content;
+mod messages;
 mod spans;
 
 pub use content::{capture, StepContent};

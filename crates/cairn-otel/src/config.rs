@@ -8,7 +8,10 @@ use cairn_core::trace::{BadSampler, Sampler};
 /// values (they often carry a backend's API key).
 #[derive(Clone, PartialEq)]
 pub struct Config {
-    /// The full URL spans are posted to (`…/v1/traces`).
+    /// How spans and metrics travel (`OTEL_EXPORTER_OTLP_PROTOCOL`).
+    pub protocol: Protocol,
+    /// Where spans go: over HTTP the full URL they are posted to
+    /// (`…/v1/traces`), over gRPC the collector's address (`http://host:4317`).
     pub traces_endpoint: String,
     /// Extra request headers (`OTEL_EXPORTER_OTLP_HEADERS`), e.g. a
     /// backend's API key.
@@ -39,6 +42,7 @@ impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let headers: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
         f.debug_struct("Config")
+            .field("protocol", &self.protocol)
             .field("traces_endpoint", &self.traces_endpoint)
             .field("headers", &headers)
             .field("service_name", &self.service_name)
@@ -53,6 +57,26 @@ impl std::fmt::Debug for Config {
     }
 }
 
+/// OTLP's transports that Cairn speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// `http/protobuf`, the default: protobuf bodies POSTed to
+    /// `/v1/traces` and `/v1/metrics`.
+    HttpProtobuf,
+    /// `grpc`: the collector's `Export` calls over HTTP/2.
+    Grpc,
+}
+
+impl Protocol {
+    fn parse(value: &str) -> Option<Protocol> {
+        match value.trim() {
+            "http/protobuf" => Some(Protocol::HttpProtobuf),
+            "grpc" => Some(Protocol::Grpc),
+            _ => None,
+        }
+    }
+}
+
 /// The most bytes of one captured value (a tool's arguments or result, a
 /// step's output); more is cut, marked `…`.
 pub const CONTENT_LIMIT: usize = 4096;
@@ -60,7 +84,7 @@ pub const CONTENT_LIMIT: usize = 4096;
 /// A variable set to something Cairn cannot honour.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
-    #[error("OTEL_EXPORTER_OTLP_PROTOCOL `{0}` is not supported: Cairn exports http/protobuf (grpc and http/json are not built)")]
+    #[error("OTEL_EXPORTER_OTLP_PROTOCOL `{0}` is not supported: Cairn exports http/protobuf or grpc (http/json is not built)")]
     Protocol(String),
     #[error("{var} `{value}` is not a list of key=value pairs separated by commas")]
     Pairs { var: &'static str, value: String },
@@ -80,15 +104,29 @@ impl Config {
         let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         let off = set("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
             || set("OTEL_TRACES_EXPORTER").is_some_and(|v| v.trim() == "none");
+        // Refused only when traces are on (below).
+        let asked = match set("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            .or(set("OTEL_EXPORTER_OTLP_PROTOCOL"))
+        {
+            Some(p) => Protocol::parse(&p).ok_or(ConfigError::Protocol(p)),
+            None => Ok(Protocol::HttpProtobuf),
+        };
+        let protocol = asked.clone().unwrap_or(Protocol::HttpProtobuf);
+        // Over gRPC the base endpoint is the collector itself; over HTTP
+        // each signal has its path under it.
+        let under = |base: String, path: &str| {
+            let base = base.trim().trim_end_matches('/').to_owned();
+            match protocol {
+                Protocol::Grpc => base,
+                Protocol::HttpProtobuf => format!("{base}/{path}"),
+            }
+        };
         let endpoint = match (
             set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
             set("OTEL_EXPORTER_OTLP_ENDPOINT"),
         ) {
             (Some(full), _) => Some(("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", full.trim().to_owned())),
-            (None, Some(base)) => Some((
-                "OTEL_EXPORTER_OTLP_ENDPOINT",
-                format!("{}/v1/traces", base.trim().trim_end_matches('/')),
-            )),
+            (None, Some(base)) => Some(("OTEL_EXPORTER_OTLP_ENDPOINT", under(base, "v1/traces"))),
             (None, None) => None,
         };
         let metrics_endpoint = match (
@@ -97,22 +135,18 @@ impl Config {
         ) {
             _ if set("OTEL_METRICS_EXPORTER").is_some_and(|v| v.trim() == "none") => None,
             (Some(full), _) => Some(full.trim().to_owned()),
-            (None, Some(base)) => Some(format!("{}/v1/metrics", base.trim().trim_end_matches('/'))),
+            (None, Some(base)) => Some(under(base, "v1/metrics")),
             (None, None) => None,
         };
         let Some((name, endpoint)) = endpoint.filter(|_| !off) else {
             return Ok(None);
         };
+        asked?;
         if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
             return Err(ConfigError::Endpoint {
                 var: name,
                 value: endpoint,
             });
-        }
-        let protocol =
-            set("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or(set("OTEL_EXPORTER_OTLP_PROTOCOL"));
-        if let Some(p) = protocol.filter(|p| p.trim() != "http/protobuf") {
-            return Err(ConfigError::Protocol(p));
         }
         let mut headers = pairs(
             "OTEL_EXPORTER_OTLP_HEADERS",
@@ -137,6 +171,7 @@ impl Config {
             None => Sampler::default(),
         };
         Ok(Some(Config {
+            protocol,
             traces_endpoint: endpoint,
             headers,
             service_name,
@@ -303,15 +338,37 @@ mod tests {
     }
 
     #[test]
-    fn what_cannot_be_honoured_is_refused_by_name() {
+    fn grpc_uses_the_endpoint_as_the_collectors_address() {
         let grpc = [
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317/"),
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
         ];
+        let c = Config::from_env(env(&grpc)).unwrap().unwrap();
+        assert_eq!(c.protocol, Protocol::Grpc);
+        assert_eq!(c.traces_endpoint, "http://c:4317");
+        assert_eq!(c.metrics_endpoint.as_deref(), Some("http://c:4317"));
+        let traces_only = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"),
+        ];
+        let c = Config::from_env(env(&traces_only)).unwrap().unwrap();
+        assert_eq!(c.protocol, Protocol::Grpc);
+        assert_eq!(c.traces_endpoint, "http://c:4318");
+    }
+
+    #[test]
+    fn what_cannot_be_honoured_is_refused_by_name() {
+        let json = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        ];
         assert_eq!(
-            Config::from_env(env(&grpc)),
-            Err(ConfigError::Protocol("grpc".into()))
+            Config::from_env(env(&json)),
+            Err(ConfigError::Protocol("http/json".into()))
         );
+        // Not refused while traces are off.
+        let off = [("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")];
+        assert_eq!(Config::from_env(env(&off)), Ok(None));
         let bad = [("OTEL_EXPORTER_OTLP_ENDPOINT", "c:4318")];
         assert!(matches!(
             Config::from_env(env(&bad)),

@@ -1,17 +1,18 @@
 //! OpenTelemetry export for Cairn. Off unless configured by the standard
 //! variables ([`Config::from_env`]). Spans are not recorded in memory as
 //! work happens: `cairn_core::trace::spans` builds them from the events a
-//! run stored, and [`Exporter::send`] posts them as OTLP/HTTP protobuf, so a
-//! process killed after a commit loses no span of it.
+//! run stored, and [`Exporter::send`] sends them over OTLP (HTTP protobuf
+//! or gRPC), so a process killed after a commit loses no span of it.
 //!
-//! Supported: `http/protobuf`. `grpc` and `http/json` are refused with a
+//! Supported: `http/protobuf` and `grpc`. `http/json` is refused with a
 //! typed error rather than silently ignored.
 
 mod config;
 mod encode;
+mod grpc;
 mod metrics;
 
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, Protocol};
 pub use encode::request;
 pub use metrics::{metrics_request, Gauges, Tally};
 
@@ -33,6 +34,14 @@ pub enum SendError {
         status: u16,
         body: String,
     },
+    /// A gRPC call that did not succeed (the collector unreachable
+    /// included: `unavailable`).
+    #[error("the collector at {endpoint} answered gRPC {code}: {message}")]
+    Grpc {
+        endpoint: String,
+        code: String,
+        message: String,
+    },
 }
 
 /// Sends spans to one collector.
@@ -40,6 +49,7 @@ pub enum SendError {
 pub struct Exporter {
     config: Config,
     http: reqwest::Client,
+    grpc: grpc::Channels,
 }
 
 impl Exporter {
@@ -48,7 +58,11 @@ impl Exporter {
             .timeout(config.timeout)
             .build()
             .unwrap_or_default();
-        Exporter { config, http }
+        Exporter {
+            config,
+            http,
+            grpc: grpc::Channels::default(),
+        }
     }
 
     pub fn config(&self) -> &Config {
@@ -60,8 +74,14 @@ impl Exporter {
         if spans.is_empty() {
             return Ok(());
         }
-        let body = request(&self.config, spans).encode_to_vec();
-        self.post(self.config.traces_endpoint.clone(), body).await
+        let req = request(&self.config, spans);
+        match self.config.protocol {
+            Protocol::HttpProtobuf => {
+                let body = req.encode_to_vec();
+                self.post(self.config.traces_endpoint.clone(), body).await
+            }
+            Protocol::Grpc => self.grpc.traces(&self.config, req).await,
+        }
     }
 
     /// Posts metrics, when a metrics endpoint is configured.
@@ -69,9 +89,14 @@ impl Exporter {
         &self,
         req: &opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest,
     ) -> Result<(), SendError> {
-        match &self.config.metrics_endpoint {
-            Some(endpoint) => self.post(endpoint.clone(), req.encode_to_vec()).await,
-            None => Ok(()),
+        match (&self.config.metrics_endpoint, self.config.protocol) {
+            (None, _) => Ok(()),
+            (Some(endpoint), Protocol::HttpProtobuf) => {
+                self.post(endpoint.clone(), req.encode_to_vec()).await
+            }
+            (Some(endpoint), Protocol::Grpc) => {
+                self.grpc.metrics(&self.config, endpoint, req.clone()).await
+            }
         }
     }
 

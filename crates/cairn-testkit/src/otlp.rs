@@ -1,5 +1,6 @@
 //! A local OpenTelemetry collector for tests: it takes OTLP/HTTP protobuf
-//! trace and metric exports (`POST /v1/traces`, `/v1/metrics`), decodes
+//! trace and metric exports (`POST /v1/traces`, `/v1/metrics`) or, started
+//! with [`Collector::start_grpc`], the same over gRPC; it decodes
 //! them with the `opentelemetry-proto` types, and keeps every span and
 //! data point it received. It can play a collector that is down (503).
 
@@ -9,13 +10,23 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::{
+    MetricsService, MetricsServiceServer,
+};
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
+use opentelemetry_proto::tonic::metrics::v1::{metric, number_data_point};
 use prost::Message;
 use serde_json::Value;
-
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::metrics::v1::{metric, number_data_point};
+use tonic::transport::server::TcpIncoming;
 
 /// One span as received.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,48 +61,94 @@ pub struct ReceivedPoint {
 /// The collector (a thread; it lives as long as the test process).
 #[derive(Debug)]
 pub struct Collector {
-    /// `http://127.0.0.1:PORT`, an `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    /// `http://127.0.0.1:PORT`, an `OTEL_EXPORTER_OTLP_ENDPOINT` (for the
+    /// protocol it was started with).
     pub endpoint: String,
-    spans: Arc<Mutex<Vec<ReceivedSpan>>>,
-    points: Arc<Mutex<Vec<ReceivedPoint>>>,
-    requests: Arc<AtomicUsize>,
-    down: Arc<AtomicBool>,
+    kept: Arc<Kept>,
+}
+
+/// What every connection shares.
+#[derive(Debug, Default)]
+struct Kept {
+    spans: Mutex<Vec<ReceivedSpan>>,
+    points: Mutex<Vec<ReceivedPoint>>,
+    requests: AtomicUsize,
+    down: AtomicBool,
+}
+
+impl Kept {
+    /// Counts an export; `false` while playing a collector that is down.
+    fn up(&self) -> bool {
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        !self.down.load(Ordering::SeqCst)
+    }
+
+    fn traces(&self, req: ExportTraceServiceRequest) {
+        let got = received(req);
+        self.spans
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(got);
+    }
+
+    fn metrics(&self, req: ExportMetricsServiceRequest) {
+        let got = received_points(req);
+        self.points
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(got);
+    }
 }
 
 impl Collector {
+    /// A collector taking OTLP/HTTP protobuf (`http/protobuf`).
     pub fn start() -> std::io::Result<Collector> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let endpoint = format!("http://{}", listener.local_addr()?);
-        let spans = Arc::new(Mutex::new(Vec::new()));
-        let points = Arc::new(Mutex::new(Vec::new()));
-        let requests = Arc::new(AtomicUsize::new(0));
-        let down = Arc::new(AtomicBool::new(false));
-        let (s, p, n, d) = (
-            spans.clone(),
-            points.clone(),
-            requests.clone(),
-            down.clone(),
-        );
+        let kept = Arc::new(Kept::default());
+        let shared = kept.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (s, p, n, d) = (s.clone(), p.clone(), n.clone(), d.clone());
+                let kept = shared.clone();
                 std::thread::spawn(move || {
-                    let _ = take(stream, (&s, &p), &n, &d);
+                    let _ = take(stream, &kept);
                 });
             }
         });
-        Ok(Collector {
-            endpoint,
-            spans,
-            points,
-            requests,
-            down,
-        })
+        Ok(Collector { endpoint, kept })
+    }
+
+    /// A collector taking OTLP over gRPC (`grpc`): the generated
+    /// `TraceService` and `MetricsService` servers, on a runtime of its own.
+    pub fn start_grpc() -> std::io::Result<Collector> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let endpoint = format!("http://{}", listener.local_addr()?);
+        let kept = Arc::new(Kept::default());
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
+        let service = Grpc(kept.clone());
+        std::thread::spawn(move || {
+            runtime.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                    return;
+                };
+                let _ = tonic::transport::Server::builder()
+                    .add_service(TraceServiceServer::new(service.clone()))
+                    .add_service(MetricsServiceServer::new(service))
+                    .serve_with_incoming(TcpIncoming::from(listener))
+                    .await;
+            })
+        });
+        Ok(Collector { endpoint, kept })
     }
 
     /// Every metric data point received so far, in arrival order.
     pub fn points(&self) -> Vec<ReceivedPoint> {
-        self.points
+        self.kept
+            .points
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
@@ -99,37 +156,35 @@ impl Collector {
 
     /// Every span received so far, in arrival order.
     pub fn spans(&self) -> Vec<ReceivedSpan> {
-        self.spans.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.kept
+            .spans
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Export requests received (including refused ones).
     pub fn requests(&self) -> usize {
-        self.requests.load(Ordering::SeqCst)
+        self.kept.requests.load(Ordering::SeqCst)
     }
 
-    /// While `true`, every export is answered 503 and nothing is kept.
+    /// While `true`, every export is refused (HTTP 503, gRPC
+    /// `unavailable`) and nothing is kept.
     pub fn set_down(&self, down: bool) {
-        self.down.store(down, Ordering::SeqCst);
+        self.kept.down.store(down, Ordering::SeqCst);
     }
 }
 
-fn take(
-    mut stream: TcpStream,
-    (spans, points): (&Mutex<Vec<ReceivedSpan>>, &Mutex<Vec<ReceivedPoint>>),
-    requests: &AtomicUsize,
-    down: &AtomicBool,
-) -> std::io::Result<()> {
+fn take(mut stream: TcpStream, kept: &Kept) -> std::io::Result<()> {
     let Some((path, body)) = crate::slow_model::read_request(&stream)? else {
         return Ok(());
     };
-    requests.fetch_add(1, Ordering::SeqCst);
-    let status = if down.load(Ordering::SeqCst) {
+    let status = if !kept.up() {
         "503 Service Unavailable"
     } else if path == "/v1/metrics" {
         match ExportMetricsServiceRequest::decode(body.as_slice()) {
             Ok(req) => {
-                let got = received_points(req);
-                points.lock().unwrap_or_else(|p| p.into_inner()).extend(got);
+                kept.metrics(req);
                 "200 OK"
             }
             Err(_) => "400 Bad Request",
@@ -137,8 +192,7 @@ fn take(
     } else {
         match ExportTraceServiceRequest::decode(body.as_slice()) {
             Ok(req) => {
-                let got = received(req);
-                spans.lock().unwrap_or_else(|p| p.into_inner()).extend(got);
+                kept.traces(req);
                 "200 OK"
             }
             Err(_) => "400 Bad Request",
@@ -151,6 +205,42 @@ fn take(
         )
         .as_bytes(),
     )
+}
+
+/// The gRPC services, over the same [`Kept`].
+#[derive(Debug, Clone)]
+struct Grpc(Arc<Kept>);
+
+fn unavailable() -> tonic::Status {
+    tonic::Status::unavailable("the test collector is down")
+}
+
+#[tonic::async_trait]
+impl TraceService for Grpc {
+    async fn export(
+        &self,
+        req: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        if !self.0.up() {
+            return Err(unavailable());
+        }
+        self.0.traces(req.into_inner());
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+#[tonic::async_trait]
+impl MetricsService for Grpc {
+    async fn export(
+        &self,
+        req: tonic::Request<ExportMetricsServiceRequest>,
+    ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+        if !self.0.up() {
+            return Err(unavailable());
+        }
+        self.0.metrics(req.into_inner());
+        Ok(tonic::Response::new(ExportMetricsServiceResponse::default()))
+    }
 }
 
 fn received_points(req: ExportMetricsServiceRequest) -> Vec<ReceivedPoint> {

@@ -3,7 +3,8 @@
 //! spans; a run SIGKILLed mid-step and resumed by another process is
 //! still one trace with one span per finished piece of work (the killed
 //! process's included) and no orphan; a waiting run's finished steps are
-//! exported before the answer; a caller's `traceparent` is honoured.
+//! exported before the answer; a caller's `traceparent` is honoured; the
+//! same over gRPC.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
@@ -26,6 +27,7 @@ both_backends!(
     a_worker_killed_mid_step_and_taken_over_by_another_is_still_one_trace,
     a_traceparent_header_on_the_api_submit_is_honoured,
     content_is_captured_only_when_asked_and_cut,
+    over_grpc_a_collector_that_was_down_gets_the_whole_trace_later,
 );
 
 /// The model asks for the lookup tool, then answers.
@@ -551,7 +553,8 @@ fn a_traceparent_header_on_the_api_submit_is_honoured(kind: Kind) {
 }
 
 /// With `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, a tool's
-/// arguments and result and a step's output are on the spans.
+/// arguments and result, a model call's messages and a step's output are
+/// on the spans.
 fn content_is_captured_only_when_asked_and_cut(kind: Kind) {
     let case = Case::new(kind);
     let collector = Collector::start().unwrap();
@@ -580,4 +583,71 @@ fn content_is_captured_only_when_asked_and_cut(kind: Kind) {
         receipt.attributes["cairn.step.output"],
         "receipt: Found it."
     );
+    // The model's messages, from the journal: what it said and was sent.
+    let chat = |turn: i64, key: &str| -> Value {
+        let c = named(&spans, "chat script-1")
+            .into_iter()
+            .find(|c| c.attributes["cairn.model.turn"] == turn)
+            .unwrap();
+        serde_json::from_str(c.attributes[key].as_str().unwrap()).unwrap()
+    };
+    let asked = serde_json::json!({"role": "assistant", "parts": [
+        {"type": "text", "content": "Looking it up."},
+        {"type": "tool_call", "id": "c_lookup", "name": "lookup", "arguments": {"order": "A-1"}}]});
+    assert_eq!(
+        chat(0, "gen_ai.output.messages")[0]["parts"],
+        asked["parts"]
+    );
+    let sent = chat(1, "gen_ai.input.messages");
+    assert_eq!(sent[0], asked);
+    assert_eq!(sent[1]["role"], "tool");
+    assert_eq!(sent[1]["parts"][0]["id"], "c_lookup");
+    assert_eq!(
+        chat(1, "gen_ai.output.messages")[0]["parts"][0]["content"],
+        "Found it."
+    );
+}
+
+/// `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`: a run beside a collector that
+/// refuses every export (gRPC `unavailable`) still succeeds, and its spans
+/// wait in the store; the next process that exports, once the collector is
+/// back, sends that run's whole trace with its own, and metrics travel the
+/// same way.
+fn over_grpc_a_collector_that_was_down_gets_the_whole_trace_later(kind: Kind) {
+    let case = Case::new(kind);
+    let collector = Collector::start_grpc().unwrap();
+    let crew = crew(&case);
+    let mut env = otel(&collector);
+    env.push(("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc".into()));
+    collector.set_down(true);
+    let first = case
+        .cairn_env(&["run", &crew, "--json"], &refs(&env))
+        .expect_code(0);
+    let first = first.json()["id"].as_str().unwrap().to_owned();
+    assert!(collector.requests() > 0, "the exporter tried");
+    assert!(collector.spans().is_empty());
+
+    collector.set_down(false);
+    let second = case
+        .cairn_env(&["run", &crew, "--json"], &refs(&env))
+        .expect_code(0);
+    let second = second.json()["id"].as_str().unwrap().to_owned();
+    let received = collector.spans();
+    for id in [&first, &second] {
+        let trace = trace_of(id);
+        let of: Vec<ReceivedSpan> = received
+            .iter()
+            .filter(|s| s.trace_id == trace)
+            .cloned()
+            .collect();
+        let spans = tree(&of, &trace, "");
+        assert_eq!(named(&spans, "chat script-1").len(), 2, "{id}");
+        assert_eq!(named(&spans, "execute_tool lookup").len(), 1, "{id}");
+        let all = "run, its submit, 3 steps, 2 chats, 1 tool";
+        assert_eq!(spans.len(), 8, "{all}: {spans:#?}");
+    }
+    assert!(collector
+        .points()
+        .iter()
+        .any(|p| p.metric == "gen_ai.client.token.usage"));
 }

@@ -1,8 +1,9 @@
 //! Content on spans, only when an operator asks for it
 //! (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`): a tool
-//! call's arguments and result, and a step's output, each cut to a limit.
-//! Read from what the store holds (the journal and the step rows); nothing
-//! else (no prompt, no environment, no header) is ever captured.
+//! call's arguments and result, a model call's messages (`messages.rs`),
+//! and a step's output, each cut to a limit. Read from what the store holds
+//! (the journal and the step rows); nothing else (no environment, no
+//! header, no key) is ever captured.
 
 use serde_json::Value;
 
@@ -21,7 +22,8 @@ pub struct StepContent {
 
 /// Adds content to `spans`: `gen_ai.tool.call.arguments` and
 /// `gen_ai.tool.call.result` on tool spans (the newest journal items with
-/// the call's id), `cairn.step.output` on a succeeded step's span; every
+/// the call's id), `gen_ai.input.messages` and `gen_ai.output.messages` on
+/// model call spans, `cairn.step.output` on a succeeded step's span; every
 /// value cut to `limit` bytes (at a character boundary, marked `…`).
 pub fn capture(spans: &mut [SpanRecord], steps: &[StepContent], limit: usize) {
     for span in spans.iter_mut() {
@@ -31,7 +33,19 @@ pub fn capture(spans: &mut [SpanRecord], steps: &[StepContent], limit: usize) {
         else {
             continue;
         };
-        if let Some(call) = span.text("gen_ai.tool.call.id") {
+        if let Some(turn) = span.int("cairn.model.turn") {
+            let tokens = (
+                span.int("gen_ai.usage.input_tokens").unwrap_or(-1),
+                span.int("gen_ai.usage.output_tokens").unwrap_or(-1),
+            );
+            if let Some((input, output)) = super::messages::chat(&step.journal, turn, tokens, limit)
+            {
+                span.attributes.extend([
+                    ("gen_ai.input.messages", AttrValue::Str(input)),
+                    ("gen_ai.output.messages", AttrValue::Str(output)),
+                ]);
+            }
+        } else if let Some(call) = span.text("gen_ai.tool.call.id") {
             let item = |kind: JournalKind| {
                 step.journal
                     .iter()
@@ -66,15 +80,19 @@ fn as_text(v: &Value) -> String {
     }
 }
 
+fn cut(s: &str, limit: usize) -> AttrValue {
+    AttrValue::Str(cut_str(s, limit))
+}
+
 /// `s` cut to at most `limit` bytes at a character boundary, `…` marking
 /// a cut.
-fn cut(s: &str, limit: usize) -> AttrValue {
+pub(super) fn cut_str(s: &str, limit: usize) -> String {
     if s.len() <= limit {
-        return AttrValue::Str(s.to_owned());
+        return s.to_owned();
     }
     let mut end = limit;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    AttrValue::Str(format!("{}…", &s[..end]))
+    format!("{}…", &s[..end])
 }

@@ -309,3 +309,100 @@ fn content_is_cut_at_a_character_boundary_and_matched_by_call_id() {
         .attributes
         .contains(&("cairn.step.output", AttrValue::Str("éé…".into()))));
 }
+
+#[test]
+fn a_model_calls_messages_are_its_turn_in_the_journal() {
+    use crate::journal::{JournalEntry, JournalKind};
+    use crate::Attempt;
+    let r = run();
+    let called = |seq, turn, input: i64, output: i64| {
+        ev(
+            seq,
+            seq * 10,
+            EventKind::ModelCalled,
+            json!({"idx": 0, "turn": turn, "provider": "openai", "model": "m", "ms": 4,
+                  "input_tokens": input, "output_tokens": output}),
+        )
+    };
+    let events = vec![
+        claim(1, 0, 0, false),
+        called(2, 0, 10, 2),
+        called(3, 1, 30, 7),
+        // A call whose tokens match no finished response in the journal.
+        called(4, 1, 99, 9),
+        step_ok(5, 60, 0, "planner"),
+    ];
+    let mut b = spans(&r, 0, &events);
+    let journal: Vec<JournalEntry> = [
+        (
+            JournalKind::AssistantText,
+            json!({"text": "Look", "continues": true}),
+        ),
+        (JournalKind::AssistantText, json!({"text": "ing."})),
+        (
+            JournalKind::ToolCall,
+            json!({"call_id": "c1", "name": "lookup", "arguments": {"order": "A"}}),
+        ),
+        (
+            JournalKind::TurnEnd,
+            json!({"stop_reason": "tool_use", "input_tokens": 10, "output_tokens": 2}),
+        ),
+        (
+            JournalKind::ToolResult,
+            json!({"call_id": "c1", "content": "found"}),
+        ),
+        // An unfinished response, dropped by a repair: never content.
+        (JournalKind::AssistantText, json!({"text": "Fou"})),
+        (
+            JournalKind::Repair,
+            json!({"action": "drop_unfinished", "seqs": [6]}),
+        ),
+        (JournalKind::AssistantText, json!({"text": "Found it."})),
+        (
+            JournalKind::TurnEnd,
+            json!({"stop_reason": "end_turn", "input_tokens": 30, "output_tokens": 7}),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, (kind, payload))| JournalEntry {
+        seq: i as i64 + 1,
+        attempt: Attempt(1),
+        generation: 0,
+        kind,
+        payload,
+        created_at: at(0),
+    })
+    .collect();
+    let steps = [StepContent {
+        idx: 0,
+        output: None,
+        journal,
+    }];
+    capture(&mut b.spans, &steps, 4096);
+    let chats = named(&b, "chat m");
+    let messages = |s: &SpanRecord, key: &str| -> Option<serde_json::Value> {
+        s.text(key).map(|t| serde_json::from_str(&t).unwrap())
+    };
+    let said = json!({"role": "assistant", "parts": [
+        {"type": "text", "content": "Looking."},
+        {"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {"order": "A"}}]});
+    let mut first_out = said.clone();
+    first_out["finish_reason"] = json!("tool_call");
+    assert_eq!(messages(chats[0], "gen_ai.input.messages"), Some(json!([])));
+    assert_eq!(
+        messages(chats[0], "gen_ai.output.messages"),
+        Some(json!([first_out]))
+    );
+    assert_eq!(
+        messages(chats[1], "gen_ai.input.messages"),
+        Some(json!([said, {"role": "tool", "parts": [
+            {"type": "tool_call_response", "id": "c1", "response": "found"}]}]))
+    );
+    assert_eq!(
+        messages(chats[1], "gen_ai.output.messages"),
+        Some(json!([{"role": "assistant", "finish_reason": "stop",
+            "parts": [{"type": "text", "content": "Found it."}]}]))
+    );
+    assert_eq!(messages(chats[2], "gen_ai.output.messages"), None);
+}
