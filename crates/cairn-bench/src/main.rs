@@ -540,6 +540,7 @@ fn new_run(crew: &Crew, input: Value) -> NewRun {
         priority: Default::default(),
         budget: None,
         trace: None,
+        upgrade: None,
     }
 }
 

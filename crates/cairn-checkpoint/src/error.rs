@@ -45,6 +45,14 @@ pub enum Error {
         status: RunStatus,
         action: &'static str,
     },
+    /// The run cannot move to the offered crew version
+    /// (`cairn_core::upgrade`); nothing was written.
+    #[error("run {run} cannot move to the new crew version: {source}")]
+    Incompatible {
+        run: RunId,
+        #[source]
+        source: cairn_core::upgrade::Incompatible,
+    },
     /// A cancel was requested: the step's result is discarded and the run
     /// must be committed as cancelled.
     #[error("run {run} has a cancel request; its step result was discarded")]
@@ -267,6 +275,8 @@ pub enum Kind {
     KeyNotFound,
     IdempotencyConflict,
     WrongState,
+    /// A run that cannot move to a crew version.
+    Incompatible,
     ForkRefused,
     WaitClosed,
     ThreadBusy,
@@ -297,6 +307,7 @@ impl Error {
             Error::KeyNotFound(_) => Kind::KeyNotFound,
             Error::IdempotencyConflict { .. } => Kind::IdempotencyConflict,
             Error::WrongState { .. } => Kind::WrongState,
+            Error::Incompatible { .. } => Kind::Incompatible,
             Error::ForkRefused { .. } => Kind::ForkRefused,
             Error::WaitClosed { .. } => Kind::WaitClosed,
             Error::ThreadBusy { .. } => Kind::ThreadBusy,

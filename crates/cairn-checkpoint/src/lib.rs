@@ -67,6 +67,8 @@ pub struct NewRun {
     /// The run's trace (`cairn_core::trace`): stored with it; a sampled
     /// run's spans are exported from its events (`Store::trace_pending`).
     pub trace: Option<cairn_core::Tracing>,
+    /// The run's own upgrade policy (`None`: its crew's).
+    pub upgrade: Option<cairn_core::upgrade::UpgradePolicy>,
 }
 
 /// A traced run whose events went past its export cursor: what its spans
@@ -174,6 +176,33 @@ pub struct RunFilter {
     /// Newest first (and `after` pages towards older runs); oldest first
     /// by default.
     pub newest_first: bool,
+}
+
+/// A move to another crew version ([`Store::upgrade_crew`]).
+#[derive(Debug, Clone)]
+pub struct CrewUpgrade {
+    pub to: CrewDef,
+    /// Move even if the version does not keep the started steps.
+    pub force: bool,
+    /// The lease the caller holds on the running run (a claim at a step
+    /// boundary); `None` for an operator's move of a run that is not
+    /// running.
+    pub held: Option<LeaseEpoch>,
+    pub actor: Actor,
+}
+
+/// A stored crew version ([`Store::crews`]). The JSON of an entry of
+/// `cairn crews list --json`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CrewVersion {
+    pub name: String,
+    pub version: String,
+    pub fingerprint: cairn_core::Fingerprint,
+    /// When a run was first stored with it.
+    pub first_seen: chrono::DateTime<chrono::Utc>,
+    /// Its runs that have not ended (queued, running, waiting,
+    /// interrupted, failed).
+    pub unfinished: u64,
 }
 
 /// What a heartbeat found.
@@ -592,6 +621,24 @@ pub trait Store: Send + Sync + 'static {
         by: &cairn_core::Budget,
         actor: &Actor,
     ) -> Result<RunRecord>;
+
+    /// Moves an unfinished run to another version of its crew, recorded as
+    /// a `crew_upgraded` event with both versions and fingerprints and who
+    /// and why, at a step boundary: a run that is not running, or one the
+    /// caller holds at `held` and has claimed at a boundary. Refused with
+    /// [`Error::Incompatible`] when the version does not keep the steps the
+    /// run has started (`cairn_core::upgrade::check`) unless `force`
+    /// (recorded), and with [`Error::WrongState`] for a running run held by
+    /// another. A run already on the version is left as it is. The run as
+    /// it stands after.
+    async fn upgrade_crew(&self, id: RunId, req: &CrewUpgrade) -> Result<RunRecord>;
+
+    /// Every crew version a run was stored with, by name then first seen,
+    /// with its unfinished runs.
+    async fn crews(&self) -> Result<Vec<CrewVersion>>;
+
+    /// The stored crew version with `fingerprint`.
+    async fn crew_version(&self, fingerprint: &cairn_core::Fingerprint) -> Result<Option<CrewDef>>;
 
     /// Up to `limit` sampled runs with events past their export cursor.
     async fn trace_pending(&self, limit: usize) -> Result<Vec<TraceWork>>;

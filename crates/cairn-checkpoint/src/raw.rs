@@ -151,7 +151,7 @@ macro_rules! run_cols_but_def {
         "id, crew_name, crew_version, crew_fingerprint, input, idempotency_key, \
          thread_id, status, cursor, step_count, lease_epoch, not_before, cancel_requested_at, \
          parent_run_id, parent_step_idx, error, created_at, updated_at, finished_at, \
-         child_key, parent_attempt, depth, priority, budget, trace"
+         child_key, parent_attempt, depth, priority, budget, trace, upgrade"
     };
 }
 /// The columns `decode_step` reads.
@@ -244,6 +244,7 @@ pub(crate) fn decode_run_with(row: &Row, def: Option<CrewDef>) -> crate::Result<
             .map(|b| serde_json::from_value(b).map_err(|e| corrupt(format!("budget: {e}"))))
             .transpose()?,
         trace: trace_of(row)?,
+        upgrade: upgrade_of(row),
         lease_epoch: LeaseEpoch(row.int("lease_epoch")?),
         not_before: row.opt_time("not_before", id, "not_before")?,
         cancel_requested_at: row.opt_time("cancel_requested_at", id, "cancel_requested_at")?,
@@ -283,11 +284,15 @@ fn child_of(id: RunId, row: &Row) -> crate::Result<Option<cairn_core::ChildOf>> 
     }))
 }
 
-/// A run row for a listing: [`decode_run`], or, when it does not decode,
-/// what does with the corruption as the run's error (kind `corruption`;
-/// an unreadable status reads `failed`, a crew definition without agents,
-/// a `null` input), so one corrupt run never fails a listing of others
-/// and is still named in it. Only a row without a readable id fails.
+/// A run's own upgrade policy; one this build does not know reads as none
+/// (its crew's policy applies).
+fn upgrade_of(row: &Row) -> Option<cairn_core::upgrade::UpgradePolicy> {
+    row.opt_text("upgrade")
+        .ok()
+        .flatten()
+        .and_then(|p| cairn_core::upgrade::UpgradePolicy::parse(&p))
+}
+
 /// A run's stored trace context. One that no longer decodes is dropped
 /// rather than failing the run: a trace is never worth a run.
 fn trace_of(row: &Row) -> crate::Result<Option<cairn_core::TraceContext>> {
@@ -296,6 +301,11 @@ fn trace_of(row: &Row) -> crate::Result<Option<cairn_core::TraceContext>> {
         .and_then(|t| serde_json::from_str(&t).ok()))
 }
 
+/// A run row for a listing: [`decode_run`], or, when it does not decode,
+/// what does with the corruption as the run's error (kind `corruption`;
+/// an unreadable status reads `failed`, a crew definition without agents,
+/// a `null` input), so one corrupt run never fails a listing of others
+/// and is still named in it. Only a row without a readable id fails.
 pub(crate) fn decode_listed(row: &Row) -> crate::Result<RunRecord> {
     let corrupt = match decode_run(row) {
         Err(crate::Error::Corruption(c)) => c,
@@ -336,6 +346,7 @@ pub(crate) fn decode_listed(row: &Row) -> crate::Result<RunRecord> {
             .flatten()
             .and_then(|b| serde_json::from_value(b).ok()),
         trace: trace_of(row).ok().flatten(),
+        upgrade: upgrade_of(row),
         lease_epoch: LeaseEpoch(row.int("lease_epoch").unwrap_or(0)),
         not_before: time("not_before"),
         cancel_requested_at: time("cancel_requested_at"),
@@ -365,6 +376,7 @@ pub(crate) fn decode_listed(row: &Row) -> crate::Result<RunRecord> {
             agents: vec![],
             dir: None,
             budget: None,
+            upgrade: None,
         },
     })
 }

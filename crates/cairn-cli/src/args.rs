@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::api::CrewRef;
 use clap::{Parser, Subcommand};
 
 use cairn::{parse_age, Actor, CompactPolicy, OnBusy, SubmitOptions};
@@ -184,6 +185,12 @@ pub enum Command {
         #[command(subcommand)]
         command: LimitsCommand,
     },
+    /// Crew versions: every version a run was stored with, how two
+    /// differ, and which unfinished runs can move (local only).
+    Crews {
+        #[command(subcommand)]
+        command: CrewsCommand,
+    },
     /// Inspect runs.
     Runs {
         #[command(subcommand)]
@@ -305,6 +312,28 @@ pub enum ThreadsCommand {
     Show {
         /// The thread id.
         thread_id: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum CrewsCommand {
+    /// Every stored crew version: name, version, fingerprint, first seen,
+    /// and its unfinished runs.
+    List,
+    /// One version's definition (the newest stored, without VERSION).
+    Show {
+        name: String,
+        /// A version, or the start of a fingerprint (6+ characters).
+        version: Option<String>,
+    },
+    /// How version TO differs from FROM, step by step, and whether each
+    /// unfinished run of FROM can move to TO (and if not, why).
+    Diff {
+        name: String,
+        /// A version, or the start of a fingerprint.
+        from: String,
+        /// A version, the start of a fingerprint, or a crew file.
+        to: String,
     },
 }
 
@@ -513,6 +542,35 @@ pub enum RunsCommand {
         #[command(flatten)]
         action: ActionArgs,
     },
+    /// Move unfinished runs of a crew to another of its versions, at a
+    /// step boundary: those whose started steps keep their roles and kinds
+    /// in the new version (see `crews diff`), one `crew_upgraded` event
+    /// each. Running runs are left (they move once stopped).
+    Upgrade {
+        /// The crew's name.
+        #[arg(long)]
+        crew: String,
+        /// The version to move to: a stored version, the start of its
+        /// fingerprint, or a crew file (stored on the first move).
+        #[arg(long)]
+        to: String,
+        /// Only this run.
+        #[arg(long = "run", value_name = "RUN_ID")]
+        run: Option<String>,
+        /// Say what would move; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Move runs whose started steps differ too (recorded with what was
+        /// overridden). Never a running or ended run.
+        #[arg(long)]
+        force: bool,
+        /// Who moves them (recorded). Default: $USER.
+        #[arg(long)]
+        by: Option<String>,
+        /// Why (recorded).
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// A new run that copies checkpoints 0..N-1 of RUN_ID and executes from step N.
     Fork {
         /// The run to fork.
@@ -568,9 +626,35 @@ pub struct SubmitArgs {
     /// environment, ignored with a warning if malformed).
     #[arg(long, value_name = "TRACEPARENT")]
     pub traceparent: Option<String>,
+    /// The run's upgrade policy, over its crew file's `upgrade`: pinned
+    /// (finish on this version), compatible (move to a newer compatible
+    /// version at a step boundary) or manual (only `runs upgrade`).
+    #[arg(long, value_name = "POLICY", value_parser = ["pinned", "compatible", "manual"])]
+    pub upgrade: Option<String>,
+    /// With --server and a crew name: the version to run among those the
+    /// server loaded (default: the newest). With a crew file: must be the
+    /// file's version.
+    #[arg(long, value_name = "VERSION")]
+    pub crew_version: Option<String>,
 }
 
 impl SubmitArgs {
+    /// The crew `read` gives for the crew argument, with `--crew-version`.
+    pub fn crew(&self, read: CrewRef) -> anyhow::Result<CrewRef> {
+        match (read, &self.crew_version) {
+            (CrewRef::Named(name, _), version) => Ok(CrewRef::Named(name, version.clone())),
+            (CrewRef::File(crew, path), Some(v)) if &crew.def().version != v => {
+                Err(usage(format!(
+                    "--crew-version {v}: {} is version {} of crew `{}`",
+                    path.display(),
+                    crew.def().version,
+                    crew.def().name
+                )))
+            }
+            (file, _) => Ok(file),
+        }
+    }
+
     /// The submission's options, or a usage error naming a bad thread id.
     pub fn options(&self) -> anyhow::Result<SubmitOptions> {
         Ok(SubmitOptions {
@@ -587,6 +671,10 @@ impl SubmitArgs {
                 ),
             },
             traceparent: self.traceparent()?,
+            upgrade: self
+                .upgrade
+                .as_deref()
+                .and_then(cairn::upgrade::UpgradePolicy::parse),
         })
     }
 

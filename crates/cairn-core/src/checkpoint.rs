@@ -172,6 +172,9 @@ pub struct RunRecord {
     /// finds it in a tracing backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<crate::TraceContext>,
+    /// The run's own upgrade policy, over its crew's (`crate::upgrade`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<crate::upgrade::UpgradePolicy>,
     pub lease_epoch: LeaseEpoch,
     /// A queued run waits until this time (database clock): a durable
     /// back-off between attempts.

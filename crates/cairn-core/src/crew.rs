@@ -33,6 +33,11 @@ pub struct CrewDef {
     /// (`crate::budget`); a submit may override each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::Budget>,
+    /// The top-level `upgrade`: whether its runs move to a newer version
+    /// (`crate::upgrade`); `None` is [`crate::upgrade::UpgradePolicy`]'s
+    /// default, `pinned`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<crate::upgrade::UpgradePolicy>,
 }
 
 /// One agent of a crew. Optional fields are skipped when absent so that
@@ -318,6 +323,8 @@ struct CrewFile {
     agents: Vec<AgentFile>,
     #[serde(default)]
     budget: Option<crate::Budget>,
+    #[serde(default)]
+    upgrade: Option<crate::upgrade::UpgradePolicy>,
 }
 
 /// `version = "1"` and `version = 1` both mean "1".
@@ -629,6 +636,7 @@ impl CrewFile {
             agents,
             dir: None,
             budget: self.budget.filter(|b| !b.is_empty()),
+            upgrade: self.upgrade,
         })
     }
 }

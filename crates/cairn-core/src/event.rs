@@ -24,6 +24,10 @@ pub enum EventKind {
     RunFailed,
     /// A resume with a different crew fingerprint was forced by an operator.
     CrewForced,
+    /// A run moved to another version of its crew at a step boundary
+    /// (data: `from` and `to`, each `{version, fingerprint}`, `by`, `reason`,
+    /// `forced`).
+    CrewUpgraded,
     /// An operator retried a failed run (data: by, reason, step).
     RunRetried,
     /// An operator continued an interrupted run.
@@ -90,6 +94,7 @@ impl EventKind {
             EventKind::RunSucceeded => "run_succeeded",
             EventKind::RunFailed => "run_failed",
             EventKind::CrewForced => "crew_forced",
+            EventKind::CrewUpgraded => "crew_upgraded",
             EventKind::RunRetried => "run_retried",
             EventKind::RunContinued => "run_continued",
             EventKind::RunCancelRequested => "run_cancel_requested",
@@ -195,6 +200,7 @@ mod tests {
             EventKind::RunSucceeded,
             EventKind::RunFailed,
             EventKind::CrewForced,
+            EventKind::CrewUpgraded,
             EventKind::RunRetried,
             EventKind::RunContinued,
             EventKind::RunCancelRequested,

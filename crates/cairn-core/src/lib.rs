@@ -23,6 +23,7 @@ pub mod sse;
 pub mod status;
 pub mod text;
 pub mod trace;
+pub mod upgrade;
 pub mod wait;
 
 pub use agent::{Agent, StepOutput};

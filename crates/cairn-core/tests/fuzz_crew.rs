@@ -415,6 +415,7 @@ fn crew() -> impl Strategy<Value = CrewDef> {
                 agents,
                 dir: None,
                 budget: None,
+                upgrade: None,
             }
         },
     )

@@ -190,6 +190,7 @@ mod tests {
             priority: Default::default(),
             budget: None,
             trace: None,
+            upgrade: None,
         };
         let id = store.submit(run).await.unwrap().run.id;
         let claimed = store.claim(id, &claim(false)).await.unwrap();

@@ -208,6 +208,14 @@ struct SubmitBody {
     /// name is read when this is absent).
     #[serde(default)]
     traceparent: Option<String>,
+    /// The run's own upgrade policy, over its crew's: `pinned`,
+    /// `compatible` or `manual`.
+    #[serde(default)]
+    upgrade: Option<String>,
+    /// The crew version to run, among those the server loads (default:
+    /// the newest).
+    #[serde(default)]
+    crew_version: Option<String>,
 }
 
 /// The caller's trace: the body's `traceparent`, else the header's.
@@ -235,6 +243,21 @@ async fn submit(
         .crews()
         .get(&body.crew)
         .ok_or_else(|| ApiError::UnknownCrew(body.crew.clone()))?;
+    let crew = match &body.crew_version {
+        None => crew,
+        Some(v) => state.crews().get_version(&body.crew, v).ok_or_else(|| {
+            ApiError::UnknownCrewVersion {
+                crew: body.crew.clone(),
+                version: v.clone(),
+                loaded: state
+                    .crews()
+                    .iter()
+                    .filter(|c| c.def().name == body.crew)
+                    .map(|c| c.def().version.clone())
+                    .collect(),
+            }
+        })?,
+    };
     let on_busy = body
         .on_busy
         .as_deref()
@@ -244,6 +267,17 @@ async fn submit(
         .unwrap_or_default();
     let priority = body.priority.unwrap_or_default();
     let traceparent = traceparent(&headers, body.traceparent.as_deref())?;
+    let upgrade = body
+        .upgrade
+        .as_deref()
+        .map(|u| {
+            cairn::upgrade::UpgradePolicy::parse(u).ok_or_else(|| {
+                ApiError::InvalidBody(format!(
+                    "upgrade: `{u}` is not one of pinned, compatible, manual"
+                ))
+            })
+        })
+        .transpose()?;
     let submitted = state
         .engine()
         .submit(
@@ -256,6 +290,7 @@ async fn submit(
                 priority,
                 budget: body.budget,
                 traceparent,
+                upgrade,
             },
         )
         .await?;
@@ -445,6 +480,10 @@ struct CrewSummary<'a> {
     version: &'a str,
     fingerprint: &'a Fingerprint,
     agents: Vec<AgentSummary<'a>>,
+    /// The version a submit that names none takes.
+    newest: bool,
+    /// Its runs that have not ended, on this database.
+    unfinished: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -453,8 +492,16 @@ struct AgentSummary<'a> {
     kind: &'static str,
 }
 
-/// `GET /v1/crews`: the crews this server loaded, by name.
-async fn list_crews(State(state): State<AppState>) -> Response {
+/// `GET /v1/crews`: every crew version this server loaded, by name then
+/// version, with its unfinished runs.
+async fn list_crews(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let stored = state.engine().crews().await?;
+    let unfinished = |f: &Fingerprint| {
+        stored
+            .iter()
+            .find(|c| &c.fingerprint == f)
+            .map_or(0, |c| c.unfinished)
+    };
     let crews: Vec<CrewSummary<'_>> = state
         .crews()
         .iter()
@@ -471,9 +518,14 @@ async fn list_crews(State(state): State<AppState>) -> Response {
                     kind: a.kind.name(),
                 })
                 .collect(),
+            newest: state
+                .crews()
+                .get(&crew.def().name)
+                .is_some_and(|n| n.fingerprint() == crew.fingerprint()),
+            unfinished: unfinished(crew.fingerprint()),
         })
         .collect();
-    Json(crews).into_response()
+    Ok(Json(crews).into_response())
 }
 
 /// The fallback: no route matches.

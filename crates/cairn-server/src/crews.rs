@@ -1,17 +1,23 @@
 //! The crews a server offers: every `*.toml` file of one directory, loaded
 //! once at startup. A file that does not load stops the startup, naming it.
+//! Several versions of one crew may be offered at once (a deploy keeps the
+//! old file beside the new one): a submit takes the newest
+//! (`cairn::upgrade::version_order`) unless it names one, and runs of
+//! every loaded version can be acted on.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use cairn::upgrade::version_order;
 use cairn::Crew;
 
 use crate::Error;
 
-/// Crews by name, each with the file it came from.
+/// Crews by name, each version with the file it came from, oldest
+/// version first.
 #[derive(Debug, Clone, Default)]
 pub struct Crews {
-    by_name: BTreeMap<String, (Crew, PathBuf)>,
+    by_name: BTreeMap<String, Vec<(Crew, PathBuf)>>,
 }
 
 impl Crews {
@@ -41,22 +47,41 @@ impl Crews {
         Ok(crews)
     }
 
-    /// Adds a crew; refused if another crew already has its name.
+    /// Adds a crew; refused if another file has its name and version.
     pub fn insert(&mut self, crew: Crew, path: PathBuf) -> Result<(), Error> {
         let name = crew.def().name.clone();
-        if let Some((_, first)) = self.by_name.get(&name) {
+        let versions = self.by_name.entry(name.clone()).or_default();
+        if let Some((_, first)) = versions
+            .iter()
+            .find(|(c, _)| c.def().version == crew.def().version)
+        {
             return Err(Error::DuplicateCrew {
                 name,
+                version: crew.def().version.clone(),
                 first: first.clone(),
                 second: path,
             });
         }
-        self.by_name.insert(name, (crew, path));
+        versions.push((crew, path));
+        versions.sort_by(|(a, _), (b, _)| version_order(&a.def().version, &b.def().version));
         Ok(())
     }
 
+    /// The newest version of crew `name`.
     pub fn get(&self, name: &str) -> Option<&Crew> {
-        self.by_name.get(name).map(|(crew, _)| crew)
+        self.by_name
+            .get(name)
+            .and_then(|v| v.last())
+            .map(|(crew, _)| crew)
+    }
+
+    /// Version `version` of crew `name`.
+    pub fn get_version(&self, name: &str, version: &str) -> Option<&Crew> {
+        self.by_name
+            .get(name)?
+            .iter()
+            .map(|(crew, _)| crew)
+            .find(|crew| crew.def().version == version)
     }
 
     /// Whether one of these crews has this fingerprint (the definition a
@@ -65,13 +90,14 @@ impl Crews {
         self.iter().any(|crew| crew.fingerprint() == fingerprint)
     }
 
-    /// Crews sorted by name.
+    /// Crews sorted by name, then version (oldest first).
     pub fn iter(&self) -> impl Iterator<Item = &Crew> {
-        self.by_name.values().map(|(crew, _)| crew)
+        self.by_name.values().flatten().map(|(crew, _)| crew)
     }
 
+    /// How many crew versions are loaded.
     pub fn len(&self) -> usize {
-        self.by_name.len()
+        self.by_name.values().map(Vec::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -35,8 +35,9 @@ pub enum Error {
         source: Box<cairn::Error>,
     },
     /// Two crew files define a crew of the same name.
-    #[error("crew `{name}` is defined twice: in {} and in {}; crew names must be unique in the crews directory", first.display(), second.display())]
+    #[error("crew `{name}` version `{version}` is defined twice: in {} and in {}; each version of a crew must come from one file", first.display(), second.display())]
     DuplicateCrew {
+        version: String,
         name: String,
         first: PathBuf,
         second: PathBuf,
@@ -111,6 +112,13 @@ pub enum ApiError {
     /// A crew name this server does not know.
     #[error("no crew named `{0}` is loaded on this server (GET /v1/crews lists them)")]
     UnknownCrew(String),
+    /// A crew this server loads, but not in the version asked for.
+    #[error("crew `{crew}` has no version `{version}` loaded on this server (loaded: {}; GET /v1/crews lists them)", .loaded.join(", "))]
+    UnknownCrewVersion {
+        crew: String,
+        version: String,
+        loaded: Vec<String>,
+    },
     /// A path segment that is not a run id.
     #[error("`{0}` is not a run id (expected a UUID)")]
     BadRunId(String),
@@ -166,6 +174,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => ErrorClass::UnsupportedMediaType,
             ApiError::TooLarge { .. } => ErrorClass::TooLarge,
             ApiError::UnknownCrew(_)
+            | ApiError::UnknownCrewVersion { .. }
             | ApiError::CrewNotOffered { .. }
             | ApiError::RunNotFound(_)
             | ApiError::NoRoute(_) => ErrorClass::NotFound,
@@ -192,7 +201,7 @@ impl ApiError {
             ApiError::BadQuery(_) => "bad_query",
             ApiError::BadCursor => "bad_cursor",
             ApiError::BadLastEventId(_) => "bad_last_event_id",
-            ApiError::UnknownCrew(_) => "unknown_crew",
+            ApiError::UnknownCrew(_) | ApiError::UnknownCrewVersion { .. } => "unknown_crew",
             ApiError::BadRunId(_) => "bad_run_id",
             ApiError::RunNotFound(_) => "run_not_found",
             ApiError::BadWaitId(_) => "bad_wait_id",

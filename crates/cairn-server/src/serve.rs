@@ -243,6 +243,11 @@ impl Server {
         if let Some(otel) = &opts.otel {
             engine = engine.traced(otel.sampler);
         }
+        // Every version it loads is offered: a run's `compatible` policy
+        // moves it to the newest at a claim.
+        for crew in crews.iter() {
+            engine.register(crew);
+        }
         let listener = tokio::net::TcpListener::bind(opts.listen)
             .await
             .map_err(|source| Error::Bind {

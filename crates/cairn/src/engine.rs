@@ -37,6 +37,8 @@ pub struct SubmitOptions {
     pub budget: Option<cairn_core::Budget>,
     /// The caller's trace (a W3C `traceparent`): the run's spans join it.
     pub traceparent: Option<cairn_core::TraceContext>,
+    /// The run's own upgrade policy, over its crew's (`crate::upgrade`).
+    pub upgrade: Option<cairn_core::upgrade::UpgradePolicy>,
 }
 
 /// Options of a resume.
@@ -190,6 +192,7 @@ impl Engine {
                 priority: opts.priority,
                 budget: opts.budget.filter(|b| !b.is_empty()),
                 trace: self.tracing(opts.traceparent),
+                upgrade: opts.upgrade,
             })
             .await?)
     }
@@ -558,7 +561,7 @@ impl Engine {
                 took_over: claimed.took_over,
             });
         }
-        let crew = self.crew_for(&claimed.run)?;
+        let (claimed, crew) = self.upgraded(claimed).await?;
         Ok(self.executor.drive_claimed(claimed, &crew.0).await?)
     }
 
@@ -789,5 +792,8 @@ fn parked(e: &crate::Error) -> bool {
 
 #[path = "recrew.rs"]
 mod recrew;
+#[path = "versions.rs"]
+mod versions;
+pub use versions::UpgradeVerdict;
 #[path = "tree.rs"]
 mod tree;

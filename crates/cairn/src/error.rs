@@ -57,6 +57,15 @@ pub enum Error {
         run: cairn_core::RunId,
         reason: String,
     },
+    /// No stored version of the crew has this version (or fingerprint
+    /// start), or several have; nothing was changed.
+    #[error("crew `{crew}` has no stored version `{version}` that names one version{}", known_versions(.known))]
+    UnknownCrewVersion {
+        crew: String,
+        version: String,
+        /// The versions stored, `version (fingerprint)`.
+        known: Vec<String>,
+    },
     /// A provider key's limit out of range; nothing was stored.
     #[error(transparent)]
     BadLimit(#[from] cairn_core::BadLimit),
@@ -269,7 +278,15 @@ impl Error {
             Error::BadLimit(_) => (ErrorClass::BadInput, "bad_limit"),
             Error::WrongThread { .. } => (ErrorClass::Conflict, "wrong_thread"),
             Error::CrewDoesNotFit { .. } => (ErrorClass::Conflict, "crew_mismatch"),
+            Error::UnknownCrewVersion { .. } => (ErrorClass::NotFound, "crew_version_not_found"),
         }
+    }
+}
+
+fn known_versions(known: &[String]) -> String {
+    match known {
+        [] => String::new(),
+        k => format!("; stored: {}", k.join(", ")),
     }
 }
 
@@ -283,6 +300,7 @@ fn store_class(kind: cairn_checkpoint::Kind) -> (ErrorClass, &'static str) {
         S::KeyNotFound => (ErrorClass::NotFound, "key_not_found"),
         S::IdempotencyConflict => (ErrorClass::Conflict, "idempotency_conflict"),
         S::WrongState => (ErrorClass::Conflict, "wrong_state"),
+        S::Incompatible => (ErrorClass::Conflict, "crew_incompatible"),
         S::ForkRefused => (ErrorClass::Conflict, "fork_refused"),
         S::WaitClosed => (ErrorClass::Conflict, "wait_closed"),
         S::ThreadBusy => (ErrorClass::Conflict, "thread_busy"),

@@ -48,15 +48,17 @@ pub use cairn_checkpoint::DbFault;
 /// What storage refuses or fails with (inside [`Error::Store`]).
 pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
-    Backend, Claimed, CompactPolicy, Compacted, ForkRequest, LiveHub, OnBusy, OpenOptions, Pooler,
-    RunFilter, Store, StoreStats, Submitted, Takeover, ThreadPage, ThreadSummary, WaitFilter,
-    DEFAULT_MAX_CONNECTIONS as DEFAULT_DB_CONNECTIONS,
+    Backend, Claimed, CompactPolicy, Compacted, CrewUpgrade, CrewVersion, ForkRequest, LiveHub,
+    OnBusy, OpenOptions, Pooler, RunFilter, Store, StoreStats, Submitted, Takeover, ThreadPage,
+    ThreadSummary, WaitFilter, DEFAULT_MAX_CONNECTIONS as DEFAULT_DB_CONNECTIONS,
 };
 /// Server-Sent Events: an incremental decoder and a stream of events over a
 /// stream of byte chunks.
 pub use cairn_core::sse;
 /// Text that reaches people: URLs without passwords, terminal-safe text.
 pub use cairn_core::text;
+/// Crew versions: the compatibility rule, the upgrade policies, diffs.
+pub use cairn_core::upgrade;
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Budget, ChildOf,
     ChildOutcome, ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord,
@@ -70,7 +72,9 @@ pub use cairn_llm as llm;
 /// What the executor refuses or fails with (inside [`Error::Executor`]).
 pub use cairn_scheduler::Error as ExecutorError;
 pub use cairn_scheduler::{Crew as ExecCrew, DriveOptions, Driven, ExecutorConfig};
-pub use engine::{Checkup, CorruptRun, Engine, ResumeOptions, RunView, SubmitOptions};
+pub use engine::{
+    Checkup, CorruptRun, Engine, ResumeOptions, RunView, SubmitOptions, UpgradeVerdict,
+};
 pub use error::{Error, ErrorChain, ErrorClass};
 pub use retention::{parse_age, BadAge};
 pub use thread::{BadThreadId, ThreadId, ThreadTotals, ThreadView, MAX_THREAD_ID_BYTES};
@@ -360,6 +364,7 @@ impl CrewBuilder {
             agents: self.agents.iter().map(|(d, _)| d.clone()).collect(),
             dir: None,
             budget: None,
+            upgrade: None,
         };
         let rust: Vec<Option<Arc<dyn Agent>>> = self.agents.into_iter().map(|(_, a)| a).collect();
         Crew::from_def(def, |i, _| rust.get(i).cloned().flatten())

@@ -69,6 +69,8 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
     )
     .await?;
     let fingerprint = spawn.crew.fingerprint();
+    let def = spawn.crew.to_json();
+    super::crews::remember_in(c, &spawn.crew, &fingerprint, &def).await?;
     // Every child in one statement, and their first events in another,
     // from one JSON array: a round trip each, however many children.
     let rows: Vec<serde_json::Value> = spawn
@@ -113,7 +115,7 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         .bind("name", spawn.crew.name.as_str())
         .bind("version", spawn.crew.version.as_str())
         .bind("fingerprint", fingerprint.as_str())
-        .bind("def", spawn.crew.to_json())
+        .bind("def", &def)
         .bind("steps", spawn.crew.step_count())
         .bind("parent", run)
         .bind("idx", idx.get())

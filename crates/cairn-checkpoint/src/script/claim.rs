@@ -104,6 +104,8 @@ async fn claimable(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Ru
         }
     }
     if let Some(def) = &req.replace_crew {
+        let (fingerprint, json) = (def.fingerprint(), def.to_json());
+        super::crews::remember_in(c, def, &fingerprint, &json).await?;
         c.execute(
             query(
                 "UPDATE runs SET crew_name = :name, crew_version = :version, \
@@ -113,8 +115,8 @@ async fn claimable(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Ru
             .bind("id", id)
             .bind("name", def.name.as_str())
             .bind("version", def.version.as_str())
-            .bind("fingerprint", def.fingerprint().as_str())
-            .bind("def", def.to_json())
+            .bind("fingerprint", fingerprint.as_str())
+            .bind("def", &json)
             .bind("steps", def.step_count()),
         )
         .await?;

@@ -30,13 +30,14 @@
 //! channel, another store call) would compile, work on PostgreSQL and
 //! fail there. So the rule is enforced for every script on every backend:
 //! a script that pends on anything but its connection's statement ends
-//! with `Error::ScriptWaited` (`only_statements` below, the writer thread
+//! with `Error::ScriptWaited` (`tx::only_statements`, the writer thread
 //! alike), and `tests.rs` holds each transaction kind of both backends to
 //! it.
 
 mod boundary;
 pub(crate) mod children;
 mod claim;
+mod crews;
 mod journal;
 mod operator;
 mod pauses;
@@ -48,10 +49,10 @@ mod storable;
 mod tests;
 mod threads;
 mod traces;
+mod tx;
 mod waits;
 
 use std::future::Future;
-use std::task::Poll;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -64,7 +65,7 @@ use cairn_core::{
 
 use crate::failpoint;
 use crate::raw::decode_step;
-use crate::sql::{statement_pended, Conn, Dialect, Pool};
+use crate::sql::{Conn, Dialect, Pool};
 use crate::{
     Action, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, Lease, NewRun, Result,
     RunFilter, StepCommit, Store, StoreStats, Submitted, Takeover, ThreadPage, ThreadSummary,
@@ -75,6 +76,7 @@ use boundary::{bounded, placed, retried};
 use storable::{actor_ok, claim_ok, commit_ok, events_ok, json_ok, text_ok};
 
 pub(crate) use retention::quick_check;
+pub(crate) use tx::pool_tx;
 
 /// What a backend brings to the script: how it opens a transaction, and
 /// its fast paths. Not nameable outside this crate (a sealed trait): every
@@ -145,45 +147,6 @@ pub(crate) type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Se
 /// A transaction of the storage script: given its connection, its work.
 pub(crate) type ScriptFn<T> =
     Box<dyn for<'a, 'b> FnOnce(&'a mut Conn<'b>) -> BoxFuture<'a, Result<T>> + Send>;
-
-/// [`ScriptHost::tx`] on the pool: every kind, the hot ones as their plain
-/// counterparts.
-pub(crate) async fn pool_tx<T>(db: &Pool, kind: TxKind, f: ScriptFn<T>) -> Result<T> {
-    let mut tx = match kind {
-        TxKind::Single if !db.needs_transactions() => {
-            let mut held = db.acquire().await?;
-            return only_statements(f(&mut held.conn())).await;
-        }
-        TxKind::Write | TxKind::HotWrite | TxKind::Single => db.write().await?,
-        TxKind::Read | TxKind::HotRead => db.read().await?,
-    };
-    match only_statements(f(&mut tx.conn())).await {
-        Ok(out) => {
-            tx.commit().await?;
-            Ok(out)
-        }
-        Err(e) => {
-            // The script's error is the answer, whatever the rollback says.
-            let _ = tx.rollback().await;
-            Err(e)
-        }
-    }
-}
-
-/// Polls a script, refusing (`Error::ScriptWaited`) as soon as it pends on
-/// anything but one of its connection's statements: the writer-thread rule
-/// (module doc), enforced on every backend so a script that breaks it fails
-/// on PostgreSQL as it would on SQLite's writer thread.
-async fn only_statements<T>(mut script: BoxFuture<'_, Result<T>>) -> Result<T> {
-    std::future::poll_fn(|cx| {
-        statement_pended();
-        match script.as_mut().poll(cx) {
-            Poll::Pending if !statement_pended() => Poll::Ready(Err(Error::ScriptWaited)),
-            polled => polled,
-        }
-    })
-    .await
-}
 
 /// How many corrupt runs one `claim_next` sets aside before it answers.
 const SET_ASIDE_PER_CLAIM: usize = 16;
@@ -726,18 +689,28 @@ impl<H: ScriptHost> Store for H {
         by: &cairn_core::Budget,
         actor: &Actor,
     ) -> Result<RunRecord> {
-        bounded("raise_budget", self.target(), Some(id), async {
-            actor_ok(actor)?;
-            let (by, actor) = (*by, actor.clone());
-            self.tx(
-                TxKind::Write,
-                Box::new(move |c| {
-                    Box::pin(async move { operator::raise_budget_in(c, id, &by, &actor).await })
-                }),
-            )
-            .await
-        })
-        .await
+        operator::raise_budget(self, id, by, actor).await
+    }
+
+    async fn upgrade_crew(&self, id: RunId, req: &crate::CrewUpgrade) -> Result<RunRecord> {
+        operator::upgrade_crew(self, id, req).await
+    }
+
+    async fn crews(&self) -> Result<Vec<crate::CrewVersion>> {
+        let read = self.tx(TxKind::Read, Box::new(|c| Box::pin(crews::crews_in(c))));
+        placed(self.target(), None, read).await
+    }
+
+    async fn crew_version(
+        &self,
+        fingerprint: &cairn_core::Fingerprint,
+    ) -> Result<Option<cairn_core::CrewDef>> {
+        let f = fingerprint.clone();
+        let read = self.tx(
+            TxKind::Single,
+            Box::new(move |c| Box::pin(async move { crews::definition_in(c, &f).await })),
+        );
+        placed(self.target(), None, read).await
     }
 
     async fn keys(&self) -> Result<Vec<KeyState>> {

@@ -1,7 +1,9 @@
 //! What an operator does to a run: an action (`Store::act`: retry,
 //! continue, cancel), more context (`Store::add_context`), a fork
-//! (`Store::fork`), a raised budget (`Store::raise_budget`). Whether each is allowed and what it records is
-//! `plan.rs`'s (`plan_action`, `check_fork`, `fork_event`).
+//! (`Store::fork`), a raised budget (`Store::raise_budget`), a move to
+//! another crew version (`Store::upgrade_crew`). Whether each is allowed
+//! and what it records is `plan.rs`'s (`plan_action`, `check_fork`,
+//! `fork_event`) or, for a move, `cairn_core::upgrade`'s.
 
 use cairn_core::{Actor, NewEvent, RunId, RunRecord, RunStatus};
 
@@ -156,10 +158,11 @@ pub(super) async fn fork_in(
         query(
             "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
              thread_id, status, cursor, step_count, lease_epoch, event_seq, parent_run_id, \
-             parent_step_idx, created_at, updated_at, finished_at, priority, claim_at, budget) \
+             parent_step_idx, created_at, updated_at, finished_at, priority, claim_at, budget, \
+             upgrade) \
              SELECT :child, crew_name, crew_version, crew_fingerprint, crew_def, :input, \
              COALESCE(:thread, thread_id), :status, :from, step_count, 0, 0, id, :from, {now}, {now}, \
-             CASE WHEN :complete THEN {now} END, priority, {ahead:head}, budget FROM runs \
+             CASE WHEN :complete THEN {now} END, priority, {ahead:head}, budget, upgrade FROM runs \
              WHERE id = :source",
         )
         .bind("head", source.priority.head_start_secs() as f64)
@@ -197,7 +200,26 @@ pub(super) async fn fork_in(
 /// `Store::raise_budget`: the run's own limits (its crew's where it has
 /// none) raised by `by`, and a `budget_raised` event with who, why, the
 /// raise and the budget that stands.
-pub(super) async fn raise_budget_in(
+/// `Store::raise_budget`.
+pub(super) async fn raise_budget<H: super::ScriptHost + ?Sized>(
+    host: &H,
+    id: RunId,
+    by: &cairn_core::Budget,
+    actor: &Actor,
+) -> Result<RunRecord> {
+    super::boundary::bounded("raise_budget", host.target(), Some(id), async {
+        super::storable::actor_ok(actor)?;
+        let (by, actor) = (*by, actor.clone());
+        host.tx(
+            super::TxKind::Write,
+            Box::new(move |c| Box::pin(async move { raise_budget_in(c, id, &by, &actor).await })),
+        )
+        .await
+    })
+    .await
+}
+
+async fn raise_budget_in(
     c: &mut Conn<'_>,
     id: RunId,
     by: &cairn_core::Budget,
@@ -225,6 +247,79 @@ pub(super) async fn raise_budget_in(
     let event = NewEvent::new(
         cairn_core::EventKind::BudgetRaised,
         serde_json::json!({"by": actor.by, "reason": actor.reason, "raise": by, "budget": now}),
+    );
+    append_events(c, id, &[event]).await?;
+    fetch_run(c, id, false).await
+}
+
+/// `Store::upgrade_crew`: the run's check, the move and its event in one
+/// write transaction, so the judgement holds for the row it changes.
+pub(super) async fn upgrade_crew<H: super::ScriptHost + ?Sized>(
+    host: &H,
+    id: RunId,
+    req: &crate::CrewUpgrade,
+) -> Result<RunRecord> {
+    super::boundary::bounded("upgrade_crew", host.target(), Some(id), async {
+        super::storable::actor_ok(&req.actor)?;
+        let req = req.clone();
+        host.tx(
+            super::TxKind::Write,
+            Box::new(move |c| Box::pin(async move { upgrade_crew_in(c, id, &req).await })),
+        )
+        .await
+    })
+    .await
+}
+
+async fn upgrade_crew_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    req: &crate::CrewUpgrade,
+) -> Result<RunRecord> {
+    use cairn_core::upgrade::{check, Incompatible};
+    let (to, actor) = (&req.to, &req.actor);
+    let run = fetch_run(c, id, true).await?;
+    let fingerprint = to.fingerprint();
+    if run.crew_fingerprint == fingerprint {
+        return Ok(run);
+    }
+    if run.status == RunStatus::Running && req.held != Some(run.lease_epoch) {
+        return Err(Error::WrongState {
+            run: id,
+            status: run.status,
+            action: "move to another crew version while a step runs (wait for its boundary)",
+        });
+    }
+    let overridden = match check(&run, to) {
+        Ok(()) => None,
+        Err(e @ (Incompatible::OtherCrew { .. } | Incompatible::Ended { .. })) => {
+            return Err(Error::Incompatible { run: id, source: e })
+        }
+        Err(e) if req.force => Some(e.to_string()),
+        Err(e) => return Err(Error::Incompatible { run: id, source: e }),
+    };
+    let json = to.to_json();
+    super::crews::remember_in(c, to, &fingerprint, &json).await?;
+    c.execute(
+        query(
+            "UPDATE runs SET crew_version = :version, crew_fingerprint = :fingerprint, \
+             crew_def = :def, step_count = :steps, updated_at = {now} WHERE id = :id",
+        )
+        .bind("id", id)
+        .bind("version", to.version.as_str())
+        .bind("fingerprint", fingerprint.as_str())
+        .bind("def", &json)
+        .bind("steps", to.step_count()),
+    )
+    .await?;
+    let event = NewEvent::new(
+        cairn_core::EventKind::CrewUpgraded,
+        serde_json::json!({
+            "from": {"version": run.crew_version, "fingerprint": run.crew_fingerprint},
+            "to": {"version": to.version, "fingerprint": fingerprint},
+            "by": actor.by, "reason": actor.reason,
+            "forced": overridden.is_some(), "overridden": overridden,
+        }),
     );
     append_events(c, id, &[event]).await?;
     fetch_run(c, id, false).await

@@ -319,9 +319,10 @@ pub(super) async fn submit_in(
             query(concat!(
                 "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
                  input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
-                 event_seq, created_at, updated_at, priority, claim_at, budget, trace) VALUES (:id, \
-                 :name, :version, :fingerprint, :def, :input, :key, :thread, 'queued', 0, :steps, \
-                 0, 1, {now}, {now}, :priority, {ahead:head}, :budget, :trace) \
+                 event_seq, created_at, updated_at, priority, claim_at, budget, trace, upgrade) \
+                 VALUES (:id, :name, :version, :fingerprint, :def, :input, :key, :thread, \
+                 'queued', 0, :steps, 0, 1, {now}, {now}, :priority, {ahead:head}, :budget, \
+                 :trace, :upgrade) \
                  ON CONFLICT (idempotency_key) DO NOTHING RETURNING ",
                 run_cols_but_def!()
             ))
@@ -329,7 +330,7 @@ pub(super) async fn submit_in(
             .bind("name", new.crew.name.as_str())
             .bind("version", new.crew.version.as_str())
             .bind("fingerprint", fingerprint.as_str())
-            .bind("def", def)
+            .bind("def", &def)
             .bind("input", &new.input)
             .bind("key", &new.idempotency_key)
             .bind("thread", &new.thread_id)
@@ -337,12 +338,14 @@ pub(super) async fn submit_in(
             .bind("priority", i64::from(new.priority.get()))
             .bind("head", new.priority.head_start_secs() as f64)
             .bind("budget", budget)
-            .bind("trace", trace.map(|t| serde_json::json!(t).to_string())),
+            .bind("trace", trace.map(|t| serde_json::json!(t).to_string()))
+            .bind("upgrade", new.upgrade.map(|u| u.as_str())),
         )
         .await?;
     let Some(inserted) = inserted else {
         return existing_submission(c, &new).await;
     };
+    super::crews::remember_in(c, &new.crew, &fingerprint, &def).await?;
     if trace.is_some_and(|t| t.sampled) {
         super::traces::start_in(c, id).await?;
     }

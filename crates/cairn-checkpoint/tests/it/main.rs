@@ -56,6 +56,7 @@ pub(crate) fn new_run(steps: usize, key: Option<&str>) -> NewRun {
         priority: Default::default(),
         budget: None,
         trace: None,
+        upgrade: None,
     }
 }
 

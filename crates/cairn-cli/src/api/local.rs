@@ -90,7 +90,7 @@ impl Api for Local {
     ) -> anyhow::Result<Submission> {
         let crew = match crew {
             CrewRef::File(crew, _) => crew,
-            CrewRef::Named(name) => return Err(input::usage(format!("no crew file {name}"))),
+            CrewRef::Named(name, _) => return Err(input::usage(format!("no crew file {name}"))),
         };
         let submitted = self.engine.submit(&crew, input, opts).await?;
         Ok(Submission {

@@ -26,8 +26,9 @@ use cairn::{
 pub enum CrewRef {
     /// A crew file, read (and its path).
     File(cairn::Crew, std::path::PathBuf),
-    /// With a server, the name of a crew it loaded.
-    Named(String),
+    /// With a server, the name of a crew it loaded, and the version
+    /// (`--crew-version`; `None`: its newest).
+    Named(String, Option<String>),
 }
 
 /// A submitted run, as `run` goes on with it.

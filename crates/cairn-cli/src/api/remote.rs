@@ -138,37 +138,45 @@ impl Remote {
     }
 }
 
-/// The crew a `run`/`submit` names: the `name` in a crew file, or the
-/// argument itself as the name of a crew the server loaded. The server
-/// runs its own crew of that name, so a local file that differs from it
-/// (another fingerprint) is refused rather than silently not run.
-async fn crew_name(client: &Remote, crew: CrewRef) -> anyhow::Result<String> {
+/// The crew a `run`/`submit` names, and its version: the `name` and
+/// `version` in a crew file, or the argument itself as the name of a crew
+/// the server loaded. The server runs its own crew files, so a local file
+/// that is none of the versions it loaded (another fingerprint) is refused
+/// rather than silently not run.
+async fn crew_name(client: &Remote, crew: CrewRef) -> anyhow::Result<(String, Option<String>)> {
     let (crew, file) = match crew {
-        CrewRef::Named(name) => return Ok(name),
+        CrewRef::Named(name, version) => return Ok((name, version)),
         CrewRef::File(crew, file) => (crew, file),
     };
     let name = crew.def().name.clone();
     let crews: Vec<Value> = client.get("/v1/crews").await?;
-    let theirs = crews
+    let theirs: Vec<&str> = crews
         .iter()
-        .find(|c| c["name"] == name.as_str())
-        .and_then(|c| c["fingerprint"].as_str());
-    if let Some(theirs) = theirs {
-        let ours = crew.fingerprint().to_string();
-        if theirs != ours {
-            return Err(usage(format!(
-                "{} is crew `{name}` with fingerprint {ours}, but the server's crew `{name}` is \
-                 {theirs}: the server runs its own crew files, not this one. Update the file in \
-                 the server's --crews directory and restart it, or run without --server",
-                file.display()
-            )));
-        }
+        .filter(|c| c["name"] == name.as_str())
+        .filter_map(|c| c["fingerprint"].as_str())
+        .collect();
+    let ours = crew.fingerprint().to_string();
+    if !theirs.is_empty() && !theirs.contains(&ours.as_str()) {
+        return Err(usage(format!(
+            "{} is crew `{name}` with fingerprint {ours}, but the server's crew `{name}` is \
+             {}: the server runs its own crew files, not this one. Add the file to the \
+             server's --crews directory and restart it, or run without --server",
+            file.display(),
+            theirs.join(", ")
+        )));
     }
-    Ok(name)
+    Ok((name, Some(crew.def().version.clone())))
 }
 
-fn submit_body(crew: String, input: Value, opts: SubmitOptions) -> Value {
+fn submit_body(
+    (crew, version): (String, Option<String>),
+    input: Value,
+    opts: SubmitOptions,
+) -> Value {
     let mut body = json!({"crew": crew, "input": input});
+    if let Some(v) = version {
+        body["crew_version"] = json!(v);
+    }
     if let Some(budget) = &opts.budget {
         body["budget"] = json!(budget);
     }
@@ -183,6 +191,9 @@ fn submit_body(crew: String, input: Value, opts: SubmitOptions) -> Value {
     }
     if let Some(t) = opts.thread_id {
         body["thread_id"] = json!(t);
+    }
+    if let Some(policy) = opts.upgrade {
+        body["upgrade"] = json!(policy.as_str());
     }
     if let (Some(cx), Some(span)) = (opts.traceparent, opts.traceparent.and_then(|c| c.parent)) {
         body["traceparent"] = json!(cx.traceparent(span));
@@ -326,7 +337,7 @@ impl super::Connect for Server {
     /// A crew file, or else the name of a crew the server loaded.
     fn read_crew(&self, arg: &Path) -> anyhow::Result<CrewRef> {
         if !arg.is_file() {
-            return Ok(CrewRef::Named(arg.to_string_lossy().into_owned()));
+            return Ok(CrewRef::Named(arg.to_string_lossy().into_owned(), None));
         }
         Ok(CrewRef::File(crate::input::load_crew(arg)?, arg.to_owned()))
     }

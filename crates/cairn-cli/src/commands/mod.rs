@@ -3,6 +3,7 @@
 //! it talks to the database or a server is the [`Connect`] it is given;
 //! what needs the database itself is refused with a server, saying why.
 
+mod crews;
 mod limits;
 mod run;
 mod runs;
@@ -57,6 +58,7 @@ async fn dispatch(to: &impl Connect, command: Command, json: bool) -> anyhow::Re
         } => threads::compact(to, policy, thread, vacuum, json).await,
         Command::Threads { command } => threads::main(to, command, json).await,
         Command::Limits { command } => limits::main(to, command, json).await,
+        Command::Crews { command } => crews::main(to, command, json).await,
         Command::Serve { .. } | Command::Worker { .. } | Command::Demo { .. } => Err(local_only(
             "serve, worker and demo",
             "they run next to the database (--db)",

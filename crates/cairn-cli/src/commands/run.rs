@@ -21,7 +21,7 @@ pub async fn run(
     json: bool,
 ) -> anyhow::Result<u8> {
     // Everything the user typed is read before the database is touched.
-    let crew = to.read_crew(&args.crew)?;
+    let crew = args.crew(to.read_crew(&args.crew)?)?;
     let input = parse_input(&args.input)?;
     let opts = args.options()?;
     let api = to.connect(true).await?;
@@ -47,7 +47,7 @@ pub async fn run(
 
 /// `cairn submit`: prints the run's id (`--json`: the run).
 pub async fn submit(to: &impl Connect, args: SubmitArgs, json: bool) -> anyhow::Result<u8> {
-    let crew = to.read_crew(&args.crew)?;
+    let crew = args.crew(to.read_crew(&args.crew)?)?;
     let input = parse_input(&args.input)?;
     let opts = args.options()?;
     let api = to.connect(true).await?;

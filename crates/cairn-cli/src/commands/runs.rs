@@ -90,6 +90,23 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
             act(to, &run_id, Act::Continue, action, json).await
         }
         RunsCommand::Cancel { run_id, action } => cancel(to, &run_id, action, json).await,
+        RunsCommand::Upgrade {
+            crew,
+            to: version,
+            run,
+            dry_run,
+            force,
+            by,
+            reason,
+        } => {
+            let actor = ActionArgs {
+                by,
+                reason,
+                enqueue: false,
+            }
+            .actor();
+            super::crews::upgrade(to, &crew, &version, run, dry_run, force, actor, json).await
+        }
         RunsCommand::Fork {
             run_id,
             from_step,

@@ -83,5 +83,6 @@ mod threads;
 mod timeout;
 mod traces;
 mod upgrade;
+mod versions;
 mod waits;
 mod workers;

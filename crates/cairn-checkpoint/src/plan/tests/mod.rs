@@ -58,6 +58,7 @@ fn run(status: RunStatus, cursor: u32) -> RunRecord {
             .collect(),
         dir: None,
         budget: None,
+        upgrade: None,
     };
     RunRecord {
         id: run_id(),
@@ -73,6 +74,7 @@ fn run(status: RunStatus, cursor: u32) -> RunRecord {
         priority: Default::default(),
         budget: None,
         trace: None,
+        upgrade: None,
         lease_epoch: LeaseEpoch(EPOCH),
         not_before: None,
         cancel_requested_at: None,

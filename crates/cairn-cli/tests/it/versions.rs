@@ -1,0 +1,347 @@
+//! Crew versions, both backends: runs waiting for a review survive a
+//! deploy of a new crew version. An operator sees every stored version,
+//! how two differ and which runs can move, and moves only those (a run
+//! whose started steps the new version renames cannot move, and is forked
+//! instead); a server offering two versions moves its `compatible` runs to
+//! the newer one at their next step boundary and leaves `pinned` ones
+//! where they are, executing nothing twice.
+
+use serde_json::Value;
+
+use crate::support::{self, agent_template, q, step, wait_until, Case, Kind, Out, Served};
+
+both_backends!(
+    an_operator_moves_the_runs_that_can_move_and_says_why_not,
+    a_server_offering_two_versions_moves_compatible_runs_at_a_boundary,
+);
+
+/// Version `version` of crew `essay`: `plan`, `write` (reviewed), `done`;
+/// `extra` is appended (more agents, or top-level keys before them).
+fn essay(version: &str, top: &str, write: &str, done: &str, extra: &[String]) -> String {
+    let mut toml = format!("name = \"essay\"\nversion = {}\n{top}\n", q(version));
+    let agents = [
+        agent_template("plan", "plan for {{ input.topic }}"),
+        agent_template("write", write) + "review = true\n",
+        agent_template("done", done),
+    ];
+    for a in agents.iter().chain(extra) {
+        toml.push('\n');
+        toml.push_str(a);
+    }
+    toml
+}
+
+fn v1(top: &str) -> String {
+    essay("1", top, "draft v1", "done v1", &[])
+}
+
+/// A prompt changed and a step added at the end: compatible.
+fn v2(top: &str) -> String {
+    essay(
+        "2",
+        top,
+        "draft v2",
+        "done v2",
+        &[agent_template("stamp", "stamped")],
+    )
+}
+
+/// `plan` renamed `outline`: incompatible with any run that started it.
+fn v3() -> String {
+    essay("3", "", "draft v3", "done v3", &[]).replacen("role = \"plan\"", "role = \"outline\"", 1)
+}
+
+/// `cairn run CREW --json`, stopped at the review (exit 4); the run id.
+fn run_to_review(case: &Case, crew: &str) -> String {
+    let run = case
+        .cairn(&["run", crew, "--input", r#"{"topic": "rivers"}"#, "--json"])
+        .expect_code(4)
+        .json();
+    assert_eq!(run["cursor"], 1, "{run:#}");
+    run["id"].as_str().unwrap().to_owned()
+}
+
+fn events_of(case: &Case, id: &str, kind: &str) -> Vec<Value> {
+    let events = case.cairn(&["runs", "events", id, "--json"]).json();
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .cloned()
+        .collect()
+}
+
+fn an_operator_moves_the_runs_that_can_move_and_says_why_not(kind: Kind) {
+    let case = Case::new(kind);
+    let c1 = case.write("v1.toml", &v1(""));
+    let c2 = case.write("v2.toml", &v2(""));
+    let c3 = case.write("v3.toml", &v3());
+    let (c1, c2, c3) = (
+        c1.to_str().unwrap(),
+        c2.to_str().unwrap(),
+        c3.to_str().unwrap(),
+    );
+    let runs: Vec<String> = (0..3).map(|_| run_to_review(&case, c1)).collect();
+
+    // Stored once, with its unfinished runs.
+    let crews = case
+        .cairn(&["crews", "list", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(crews.as_array().unwrap().len(), 1, "{crews:#}");
+    assert_eq!(crews[0]["name"], "essay");
+    assert_eq!(crews[0]["version"], "1");
+    assert_eq!(crews[0]["unfinished"], 3);
+    let f1 = crews[0]["fingerprint"].as_str().unwrap().to_owned();
+    assert_eq!(case.show(&runs[0])["crew_fingerprint"], f1.as_str());
+
+    // v3 renames a started step: the diff says which runs cannot move and
+    // why; an upgrade to it moves none (exit 2) and changes nothing.
+    let diff = case
+        .cairn(&["crews", "diff", "essay", "1", c3, "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(diff["steps"][0]["change"], "renamed", "{diff:#}");
+    assert_eq!(diff["steps"][1]["change"], "changed", "{diff:#}");
+    assert_eq!(diff["runs"].as_array().unwrap().len(), 3, "{diff:#}");
+    for r in diff["runs"].as_array().unwrap() {
+        assert_eq!(r["movable"], false, "{r:#}");
+        assert_eq!(r["idx"], 0, "{r:#}");
+        assert!(r["reason"].as_str().unwrap().contains("`plan`"), "{r:#}");
+    }
+    let text = case
+        .cairn(&["crews", "diff", "essay", "1", c3])
+        .expect_code(0);
+    assert!(text.stdout.contains("renamed"), "{}", text.stdout);
+    assert!(text.stdout.contains("cannot move"), "{}", text.stdout);
+    let refused = case
+        .cairn(&["runs", "upgrade", "--crew", "essay", "--to", c3, "--json"])
+        .expect_code(2)
+        .json();
+    assert!(refused
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|v| v["moved"] == false));
+    for id in &runs {
+        assert_eq!(case.show(id)["crew_version"], "1");
+        assert!(events_of(&case, id, "crew_upgraded").is_empty());
+    }
+
+    // v2 keeps the started steps: a dry run says all three would move and
+    // moves none; then one run is moved, with who and why.
+    let dry = case
+        .cairn(&[
+            "runs",
+            "upgrade",
+            "--crew",
+            "essay",
+            "--to",
+            c2,
+            "--dry-run",
+            "--json",
+        ])
+        .expect_code(0)
+        .json();
+    let dry = dry.as_array().unwrap();
+    assert_eq!(dry.len(), 3);
+    assert!(dry
+        .iter()
+        .all(|v| v["movable"] == true && v["moved"] == false));
+    assert_eq!(case.show(&runs[0])["crew_version"], "1");
+    let moved = case
+        .cairn(&[
+            "runs",
+            "upgrade",
+            "--crew",
+            "essay",
+            "--to",
+            c2,
+            "--run",
+            &runs[0],
+            "--by",
+            "ops",
+            "--reason",
+            "prompt fix",
+            "--json",
+        ])
+        .expect_code(0)
+        .json();
+    assert_eq!(moved[0]["moved"], true, "{moved:#}");
+    let run = case.show(&runs[0]);
+    assert_eq!(run["crew_version"], "2");
+    assert_eq!(run["step_count"], 4);
+    let ev = events_of(&case, &runs[0], "crew_upgraded");
+    assert_eq!(ev.len(), 1, "{ev:#?}");
+    assert_eq!(ev[0]["data"]["from"]["fingerprint"], f1.as_str());
+    assert_eq!(ev[0]["data"]["to"]["fingerprint"], run["crew_fingerprint"]);
+    assert_eq!(ev[0]["data"]["by"], "ops");
+    assert_eq!(ev[0]["data"]["reason"], "prompt fix");
+    let crews = case.cairn(&["crews", "list", "--json"]).json();
+    let unfinished: Vec<(String, u64)> = crews
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["version"].as_str().unwrap().to_owned(),
+                c["unfinished"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(unfinished, [("1".to_owned(), 2), ("2".to_owned(), 1)]);
+
+    // Its review is answered: the steps after the cursor are v2's.
+    let waits = case
+        .cairn(&["waits", "list", "--run", &runs[0], "--json"])
+        .json();
+    let wait = waits[0]["id"].as_str().unwrap();
+    case.cairn(&["waits", "answer", wait, "--approve"])
+        .expect_code(0);
+    let done = case.show(&runs[0]);
+    assert_eq!(done["status"], "succeeded", "{done:#}");
+    assert_eq!(step(&done, 0)["output"], "plan for rivers");
+    assert_eq!(
+        step(&done, 1)["output"],
+        "draft v1",
+        "written before the move"
+    );
+    assert_eq!(step(&done, 2)["output"], "done v2");
+    assert_eq!(step(&done, 3)["output"], "stamped");
+    assert!(done["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["attempt"] == 1));
+
+    // The others stay on v1 and finish there; one is forked onto v3 from
+    // its last compatible step (0: v3 renames step 0).
+    let fork = case
+        .cairn(&[
+            "runs",
+            "fork",
+            &runs[1],
+            "--from-step",
+            "0",
+            "--crew",
+            c3,
+            "--json",
+        ])
+        .expect_code(4)
+        .json();
+    assert_eq!(fork["crew_version"], "3", "{fork:#}");
+    assert_eq!(step(&fork, 0)["role"], "outline");
+    let show = case
+        .cairn(&["crews", "show", "essay", "1", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(show["agents"][0]["role"], "plan");
+}
+
+/// `cairn ARGS --server URL`.
+fn remote(case: &Case, served: &Served, args: &[&str]) -> Out {
+    let mut all = args.to_vec();
+    all.extend(["--server", &served.url]);
+    case.raw(&all, &[])
+}
+
+fn serve(case: &Case) -> Served {
+    let dir = case.path("crews");
+    support::serve(case, &["--crews", dir.to_str().unwrap()], &[])
+}
+
+fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind) {
+    let case = Case::new(kind);
+    let dir = case.path("crews");
+    std::fs::create_dir_all(&dir).unwrap();
+    let top = "upgrade = \"compatible\"";
+    std::fs::write(dir.join("essay-1.toml"), v1(top)).unwrap();
+    let first = serve(&case);
+    let submit = |extra: &[&str]| -> String {
+        let mut args = vec![
+            "submit",
+            "essay",
+            "--input",
+            r#"{"topic": "rivers"}"#,
+            "--json",
+        ];
+        args.extend(extra);
+        let run = remote(&case, &first, &args).expect_code(0).json();
+        run["id"].as_str().unwrap().to_owned()
+    };
+    let compatible: Vec<String> = (0..3).map(|_| submit(&[])).collect();
+    let pinned: Vec<String> = (0..3).map(|_| submit(&["--upgrade", "pinned"])).collect();
+    let all: Vec<&String> = compatible.iter().chain(&pinned).collect();
+    wait_until(
+        "every run at its review",
+        std::time::Duration::from_secs(60),
+        || all.iter().all(|id| case.show(id)["status"] == "waiting"),
+    );
+    drop(first);
+
+    // The deploy: v2 beside v1, one server offering both.
+    std::fs::write(dir.join("essay-2.toml"), v2(top)).unwrap();
+    let second = serve(&case);
+    let crews = support::get(&second.listen, "/v1/crews");
+    let offered: Vec<(&str, bool, u64)> = crews
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let version = c["version"].as_str().unwrap();
+            (
+                version,
+                c["newest"] == true,
+                c["unfinished"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(offered, [("1", false, 6), ("2", true, 0)]);
+
+    // The reviews, answered through the API.
+    for id in &all {
+        let waits = remote(&case, &second, &["waits", "list", "--run", id, "--json"]).json();
+        let wait = waits[0]["id"].as_str().unwrap();
+        remote(&case, &second, &["waits", "answer", wait, "--approve"]).expect_code(0);
+    }
+    for id in &compatible {
+        let run = case.show(id);
+        assert_eq!(run["status"], "succeeded", "{run:#}");
+        assert_eq!(run["crew_version"], "2", "{run:#}");
+        assert_eq!(step(&run, 2)["output"], "done v2");
+        assert_eq!(step(&run, 3)["output"], "stamped");
+        let ev = events_of(&case, id, "crew_upgraded");
+        assert_eq!(ev.len(), 1, "{ev:#?}");
+        assert_eq!(ev[0]["data"]["reason"], "upgrade policy `compatible`");
+        assert_eq!(ev[0]["data"]["from"]["version"], "1");
+    }
+    for id in &pinned {
+        let run = case.show(id);
+        assert_eq!(run["status"], "succeeded", "{run:#}");
+        assert_eq!(run["crew_version"], "1", "{run:#}");
+        assert_eq!(run["steps"].as_array().unwrap().len(), 3);
+        assert_eq!(step(&run, 2)["output"], "done v1");
+        assert!(events_of(&case, id, "crew_upgraded").is_empty());
+    }
+    // Nothing ran twice.
+    for id in &all {
+        let run = case.show(id);
+        let steps = run["steps"].as_array().unwrap();
+        assert!(steps.iter().all(|s| s["attempt"] == 1), "{run:#}");
+        assert_eq!(events_of(&case, id, "step_succeeded").len(), steps.len());
+    }
+    // Operator actions work on runs of both versions.
+    for (id, version) in [(&pinned[0], "1"), (&compatible[0], "2")] {
+        let fork = remote(
+            &case,
+            &second,
+            &["runs", "fork", id, "--from-step", "1", "--json"],
+        );
+        let fork = fork.expect_code(4).json();
+        assert_eq!(fork["crew_version"], version, "{fork:#}");
+        let fork_id = fork["id"].as_str().unwrap();
+        let cancelled = remote(&case, &second, &["runs", "cancel", fork_id, "--json"]);
+        assert_eq!(cancelled.expect_code(0).json()["status"], "cancelled");
+    }
+}

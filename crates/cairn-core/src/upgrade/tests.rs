@@ -1,0 +1,199 @@
+//! The compatibility rule, table-tested.
+
+#![allow(clippy::unwrap_used)]
+use chrono::DateTime;
+use serde_json::json;
+
+use super::*;
+use crate::crew::{AgentDef, AgentKind};
+use crate::ids::{LeaseEpoch, RunId, StepIdx};
+
+fn template(role: &str) -> AgentDef {
+    AgentDef::new(
+        role,
+        AgentKind::Template {
+            template: format!("{role} v1"),
+        },
+    )
+}
+
+fn command(role: &str) -> AgentDef {
+    AgentDef::new(
+        role,
+        AgentKind::Command {
+            command: vec!["true".into()],
+            permanent_exit_codes: vec![],
+        },
+    )
+}
+
+fn crew(version: &str, agents: Vec<AgentDef>) -> CrewDef {
+    CrewDef {
+        name: "essay".into(),
+        version: version.into(),
+        agents,
+        dir: None,
+        budget: None,
+        upgrade: None,
+    }
+}
+
+fn v1() -> CrewDef {
+    crew(
+        "1",
+        vec![template("plan"), template("write"), template("check")],
+    )
+}
+
+fn run(status: RunStatus, cursor: u32) -> RunRecord {
+    let def = v1();
+    RunRecord {
+        id: RunId::new(),
+        crew: def.name.clone(),
+        crew_version: def.version.clone(),
+        crew_fingerprint: def.fingerprint(),
+        status,
+        cursor: StepIdx(cursor),
+        step_count: def.step_count(),
+        input: json!({}),
+        idempotency_key: None,
+        thread_id: None,
+        priority: Default::default(),
+        budget: None,
+        trace: None,
+        upgrade: None,
+        lease_epoch: LeaseEpoch(1),
+        not_before: None,
+        cancel_requested_at: None,
+        parent_run_id: None,
+        parent_step_idx: None,
+        child: None,
+        error: None,
+        created_at: DateTime::default(),
+        updated_at: DateTime::default(),
+        finished_at: None,
+        crew_definition: def,
+    }
+}
+
+#[test]
+fn later_steps_prompts_and_added_steps_may_change() {
+    let mut v2 = v1();
+    v2.version = "2".into();
+    v2.agents[2] = AgentDef::new(
+        "check",
+        AgentKind::Template {
+            template: "a new prompt".into(),
+        },
+    );
+    v2.agents.push(template("publish"));
+    // Waiting inside `write`: plan and write must stay; check may change.
+    assert_eq!(check(&run(RunStatus::Waiting, 1), &v2), Ok(()));
+    // Even the cursor step's settings may change, only not its role or kind.
+    v2.agents[1] = AgentDef::new(
+        "write",
+        AgentKind::Template {
+            template: "better".into(),
+        },
+    );
+    assert_eq!(check(&run(RunStatus::Waiting, 1), &v2), Ok(()));
+}
+
+#[test]
+fn a_started_step_keeps_its_role_and_kind() {
+    let mut renamed = v1();
+    renamed.agents[0] = template("outline");
+    assert_eq!(
+        check(&run(RunStatus::Waiting, 1), &renamed),
+        Err(Incompatible::RoleDiffers {
+            idx: 0,
+            run: "plan".into(),
+            offered: "outline".into()
+        })
+    );
+    let mut rekinded = v1();
+    rekinded.agents[1] = command("write");
+    let err = check(&run(RunStatus::Interrupted, 1), &rekinded).unwrap_err();
+    assert_eq!(err.idx(), Some(1));
+    assert!(err
+        .to_string()
+        .contains("template step in the run but a command step"));
+    // A queued run at a boundary has not started its cursor step: that one
+    // may change; the finished one before it may not.
+    assert_eq!(check(&run(RunStatus::Queued, 1), &rekinded), Ok(()));
+    let shorter = crew("2", vec![template("plan")]);
+    assert_eq!(
+        check(&run(RunStatus::Waiting, 1), &shorter),
+        Err(Incompatible::StepRemoved {
+            idx: 1,
+            role: "write".into(),
+            steps: 1
+        })
+    );
+}
+
+#[test]
+fn only_unfinished_runs_of_the_same_crew_move() {
+    let mut other = v1();
+    other.name = "poem".into();
+    assert!(matches!(
+        check(&run(RunStatus::Waiting, 0), &other),
+        Err(Incompatible::OtherCrew { .. })
+    ));
+    assert_eq!(
+        check(&run(RunStatus::Succeeded, 3), &v1()),
+        Err(Incompatible::Ended {
+            status: RunStatus::Succeeded
+        })
+    );
+    // A failed run can still be retried, so it can move.
+    assert_eq!(check(&run(RunStatus::Failed, 2), &v1()), Ok(()));
+    assert_eq!(started(&run(RunStatus::Queued, 2)), 2);
+    assert_eq!(started(&run(RunStatus::Failed, 2)), 3);
+}
+
+#[test]
+fn versions_order_numbers_as_numbers() {
+    use std::cmp::Ordering::*;
+    assert_eq!(version_order("2", "10"), Less);
+    assert_eq!(version_order("1.9", "1.10"), Less);
+    assert_eq!(version_order("v2", "v1"), Greater);
+    assert_eq!(version_order("1.0", "1.0"), Equal);
+    assert_eq!(version_order("1.0", "1.0.1"), Less);
+    assert_eq!(version_order("", "1"), Less);
+    assert_eq!(
+        UpgradePolicy::parse("compatible"),
+        Some(UpgradePolicy::Compatible)
+    );
+    assert_eq!(UpgradePolicy::default().as_str(), "pinned");
+}
+
+#[test]
+fn a_diff_names_each_step_that_differs() {
+    let mut v2 = v1();
+    v2.agents[0] = template("outline");
+    v2.agents[1] = command("write");
+    v2.agents[2] = AgentDef::new(
+        "check",
+        AgentKind::Template {
+            template: "stricter".into(),
+        },
+    );
+    v2.agents.push(template("publish"));
+    let changes: Vec<StepChange> = diff(&v1(), &v2).iter().map(|d| d.change).collect();
+    assert_eq!(
+        changes,
+        [
+            StepChange::Renamed,
+            StepChange::Rekinded,
+            StepChange::Changed,
+            StepChange::Added
+        ]
+    );
+    let back = diff(&v2, &v1());
+    assert_eq!(back[3].change, StepChange::Removed);
+    assert_eq!(back[3].from.as_deref(), Some("publish (template)"));
+    assert!(diff(&v1(), &v1())
+        .iter()
+        .all(|d| d.change == StepChange::Same));
+}

@@ -1,0 +1,249 @@
+//! Crew versions from the operator's side: the versions stored
+//! ([`Engine::crews`], [`Engine::crew_version`]), which unfinished runs of
+//! one can move to another ([`Engine::upgrade_plan`], by
+//! `cairn_core::upgrade::check`), moving them ([`Engine::upgrade_runs`]),
+//! and the `compatible` policy at a claim ([`Engine::upgraded`]).
+
+use cairn_checkpoint::{Claimed, CrewUpgrade, CrewVersion, RunFilter};
+use cairn_core::upgrade::{check, version_order, UpgradePolicy};
+use cairn_core::{Actor, CrewDef, RunId, RunRecord, RunStatus};
+use serde::Serialize;
+
+use super::Engine;
+use crate::{Crew, Error, Result};
+
+/// Whether one unfinished run can move to a version, and, after
+/// [`Engine::upgrade_runs`], whether it did. The JSON of an entry of
+/// `cairn runs upgrade --json` and of `crews diff --json`'s `runs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UpgradeVerdict {
+    pub run_id: RunId,
+    pub status: RunStatus,
+    /// The version the run is on.
+    pub version: String,
+    pub cursor: u32,
+    pub movable: bool,
+    /// Why it cannot move (or, forced, what was overridden).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The step the difference is at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idx: Option<u32>,
+    /// It moved (false on a dry run).
+    pub moved: bool,
+}
+
+/// The unfinished statuses, in the order runs are listed.
+const UNFINISHED: [RunStatus; 5] = [
+    RunStatus::Waiting,
+    RunStatus::Interrupted,
+    RunStatus::Failed,
+    RunStatus::Queued,
+    RunStatus::Running,
+];
+
+impl Engine {
+    /// Every stored crew version with its unfinished runs.
+    pub async fn crews(&self) -> Result<Vec<CrewVersion>> {
+        Ok(self.store().crews().await?)
+    }
+
+    /// The stored version of crew `name` that `version` names (its version
+    /// text, or the start of its fingerprint), ready to run: the one this
+    /// process registered with that fingerprint, or one built from the
+    /// stored definition (built-in kinds only).
+    pub async fn crew_version(&self, name: &str, version: &str) -> Result<Crew> {
+        let of_name: Vec<CrewVersion> = self
+            .crews()
+            .await?
+            .into_iter()
+            .filter(|c| c.name == name)
+            .collect();
+        let exact: Vec<&CrewVersion> = of_name.iter().filter(|c| c.version == version).collect();
+        let found: Vec<&CrewVersion> = match exact.is_empty() && version.len() >= 6 {
+            true => of_name
+                .iter()
+                .filter(|c| c.fingerprint.as_str().starts_with(version))
+                .collect(),
+            false => exact,
+        };
+        let [one] = found.as_slice() else {
+            return Err(Error::UnknownCrewVersion {
+                crew: name.to_owned(),
+                version: version.to_owned(),
+                known: of_name
+                    .iter()
+                    .map(|c| format!("{} ({})", c.version, c.fingerprint))
+                    .collect(),
+            });
+        };
+        let def = self
+            .store()
+            .crew_version(&one.fingerprint)
+            .await?
+            .ok_or_else(|| Error::UnknownCrewVersion {
+                crew: name.to_owned(),
+                version: version.to_owned(),
+                known: vec![],
+            })?;
+        let registered = self
+            .crews
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&one.fingerprint)
+            .cloned();
+        match registered {
+            Some(crew) => Ok(crew),
+            None => Crew::from_def(def, |_, _| None),
+        }
+    }
+
+    /// For each unfinished run of crew `name` (or only `run`) not already
+    /// on `to`: whether it can move there now.
+    pub async fn upgrade_plan(
+        &self,
+        name: &str,
+        to: &CrewDef,
+        run: Option<RunId>,
+    ) -> Result<Vec<UpgradeVerdict>> {
+        let runs = match run {
+            Some(id) => vec![self.store().get_run(id).await?],
+            None => self.unfinished_runs(name).await?,
+        };
+        let to_fingerprint = to.fingerprint();
+        Ok(runs
+            .iter()
+            .filter(|r| r.crew_fingerprint != to_fingerprint)
+            .map(|r| verdict(r, to))
+            .collect())
+    }
+
+    async fn unfinished_runs(&self, name: &str) -> Result<Vec<RunRecord>> {
+        let mut out = Vec::new();
+        for status in UNFINISHED {
+            let mut after = None;
+            loop {
+                let filter = RunFilter {
+                    status: Some(status),
+                    crew: Some(name.to_owned()),
+                    after,
+                    limit: Some(500),
+                    ..RunFilter::default()
+                };
+                let page = self.store().list_runs(&filter).await?;
+                after = page.last().map(|r| r.id);
+                let full = page.len() == 500;
+                out.extend(page);
+                if !full {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Moves every run [`Engine::upgrade_plan`] finds movable to `to` (all
+    /// of them with `force`, but never a running or ended one), one
+    /// `crew_upgraded` event each by `actor`; with `dry_run` nothing. A run
+    /// that changed in the meantime is reported, not moved.
+    pub async fn upgrade_runs(
+        &self,
+        to: &Crew,
+        run: Option<RunId>,
+        dry_run: bool,
+        force: bool,
+        actor: &Actor,
+    ) -> Result<Vec<UpgradeVerdict>> {
+        let def = to.def();
+        let mut verdicts = self.upgrade_plan(&def.name, def, run).await?;
+        if dry_run {
+            return Ok(verdicts);
+        }
+        self.register(to);
+        for v in &mut verdicts {
+            let forcible = force && v.status != RunStatus::Running && v.idx.is_some();
+            if !(v.movable || forcible) {
+                continue;
+            }
+            let req = CrewUpgrade {
+                to: def.clone(),
+                force,
+                held: None,
+                actor: actor.clone(),
+            };
+            match self.store().upgrade_crew(v.run_id, &req).await {
+                Ok(_) => v.moved = true,
+                Err(e) => v.reason = Some(e.to_string()),
+            }
+        }
+        Ok(verdicts)
+    }
+
+    /// A run claimed at a step boundary whose policy is `compatible`,
+    /// moved to the newest version of its crew this process offers, if it
+    /// is newer and [`check`] allows it; otherwise the claim as it was.
+    /// The crew to drive it with.
+    pub(crate) async fn upgraded(&self, mut claimed: Claimed) -> Result<(Claimed, Crew)> {
+        let run = &claimed.run;
+        let policy = run.upgrade.or(run.crew_definition.upgrade);
+        let current = self.crew_for(run)?;
+        if policy.unwrap_or_default() != UpgradePolicy::Compatible
+            || claimed.took_over
+            || !claimed.first_run
+        {
+            return Ok((claimed, current));
+        }
+        let Some(newest) = self.newest_offered(&run.crew) else {
+            return Ok((claimed, current));
+        };
+        let newer = version_order(&newest.def().version, &run.crew_version).is_gt();
+        if !newer || check(run, newest.def()).is_err() {
+            return Ok((claimed, current));
+        }
+        let req = CrewUpgrade {
+            to: newest.def().clone(),
+            force: false,
+            held: Some(run.lease_epoch),
+            actor: Actor {
+                by: self.executor.config().owner.clone(),
+                reason: Some("upgrade policy `compatible`".into()),
+            },
+        };
+        claimed.run = self.store().upgrade_crew(run.id, &req).await?;
+        Ok((claimed, newest))
+    }
+
+    /// The newest version of crew `name` registered in this process.
+    fn newest_offered(&self, name: &str) -> Option<Crew> {
+        let crews = self.crews.read().unwrap_or_else(|p| p.into_inner());
+        crews
+            .values()
+            .filter(|c| c.def().name == name)
+            .max_by(|a, b| version_order(&a.def().version, &b.def().version))
+            .cloned()
+    }
+}
+
+fn verdict(run: &RunRecord, to: &CrewDef) -> UpgradeVerdict {
+    let judged = match run.status {
+        RunStatus::Running => Err((
+            "running: it can move once it stops at a step boundary".to_owned(),
+            None,
+        )),
+        _ => check(run, to).map_err(|e| (e.to_string(), e.idx())),
+    };
+    let (reason, idx) = match judged {
+        Ok(()) => (None, None),
+        Err((reason, idx)) => (Some(reason), idx),
+    };
+    UpgradeVerdict {
+        run_id: run.id,
+        status: run.status,
+        version: run.crew_version.clone(),
+        cursor: run.cursor.get(),
+        movable: reason.is_none(),
+        reason,
+        idx,
+        moved: false,
+    }
+}
