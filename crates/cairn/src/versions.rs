@@ -63,7 +63,10 @@ impl Engine {
         let found: Vec<&CrewVersion> = match exact.is_empty() && version.len() >= 6 {
             true => of_name
                 .iter()
-                .filter(|c| c.fingerprint.as_str().starts_with(version))
+                .filter(|c| {
+                    let hex = |f: &str| f.trim_start_matches("sha256:").to_owned();
+                    hex(c.fingerprint.as_str()).starts_with(&hex(version))
+                })
                 .collect(),
             false => exact,
         };

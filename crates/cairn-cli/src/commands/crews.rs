@@ -60,14 +60,14 @@ async fn list(engine: &Engine, json: bool) -> anyhow::Result<()> {
     let mut out = output::text_out();
     writeln!(
         out,
-        "{:<20} {:<10} {:<18} {:<20} UNFINISHED",
+        "{:<20} {:<10} {:<24} {:<20} UNFINISHED",
         "NAME", "VERSION", "FINGERPRINT", "FIRST SEEN"
     )?;
     for c in &crews {
-        let print: String = c.fingerprint.as_str().chars().take(16).collect();
+        let print: String = c.fingerprint.as_str().chars().take(23).collect();
         writeln!(
             out,
-            "{:<20} {:<10} {:<18} {:<20} {}",
+            "{:<20} {:<10} {:<24} {:<20} {}",
             c.name,
             c.version,
             print,

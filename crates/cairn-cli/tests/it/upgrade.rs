@@ -1,10 +1,12 @@
-//! A deploy of this version over databases an earlier release made: runs
+//! A deploy of this version over databases earlier releases made: runs
 //! in every state a deploy meets (succeeded, waiting for a person, failed,
 //! queued, and killed mid-step under the old release's lease format),
-//! written by release `ad95b9c`'s binary on SQLite and on PostgreSQL
+//! written by the binaries of releases `ad95b9c` and `cd046a2` (the last
+//! before crew versions were stored) on SQLite and on PostgreSQL
 //! (`scripts/make-upgrade-fixture`, which the next release runs again with
-//! this one's binary). This version opens them, reads them, and carries
-//! every run on: nothing is lost, and no finished step runs again.
+//! this one's binary). This version opens them, reads them, finds each
+//! run's crew version among the stored ones, and carries every run on:
+//! nothing is lost, and no finished step runs again.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -13,7 +15,18 @@ use cairn_testkit::{Kind, TestDb};
 
 use crate::support::{self, Case};
 
-both_backends!(a_database_of_the_previous_release_carries_on);
+both_backends!(
+    a_database_of_release_ad95b9c_carries_on,
+    a_database_of_release_cd046a2_carries_on,
+);
+
+fn a_database_of_release_ad95b9c_carries_on(kind: Kind) {
+    a_database_of_an_earlier_release_carries_on(kind, "ad95b9c")
+}
+
+fn a_database_of_release_cd046a2_carries_on(kind: Kind) {
+    a_database_of_an_earlier_release_carries_on(kind, "cd046a2")
+}
 
 /// The fixture of release `rev`.
 fn fixture(rev: &str) -> PathBuf {
@@ -52,8 +65,8 @@ fn load(db: &TestDb, dump: &str) {
         .block_on(db.load_dump(dump, "upgrade_fixture"));
 }
 
-fn a_database_of_the_previous_release_carries_on(kind: Kind) {
-    let (case, ids) = old_database(kind, "ad95b9c");
+fn a_database_of_an_earlier_release_carries_on(kind: Kind, rev: &str) {
+    let (case, ids) = old_database(kind, rev);
     let id = |name: &str| ids[name].as_str();
     let status = |name: &str| case.show(id(name))["status"].as_str().unwrap().to_owned();
 
@@ -73,11 +86,61 @@ fn a_database_of_the_previous_release_carries_on(kind: Kind) {
     let done = case.show(id("succeeded"));
     assert_eq!(support::step(&done, 1)["output"], "second-done");
 
+    // Every run's crew version is among the stored ones (the migration
+    // filled them in), with the unfinished runs counted.
+    let crews = case
+        .cairn(&["crews", "list", "--json"])
+        .expect_code(0)
+        .json();
+    let crews = crews.as_array().unwrap();
+    let mut unfinished = 0;
+    for run in &listed {
+        let stored = crews
+            .iter()
+            .find(|c| c["fingerprint"] == run["crew_fingerprint"])
+            .unwrap_or_else(|| panic!("no stored version for {run:#}: {crews:#?}"));
+        assert_eq!(stored["name"], run["crew"]);
+        assert_eq!(stored["version"], run["crew_version"]);
+        unfinished += u64::from(run["status"] != "succeeded");
+    }
+    let counted: u64 = crews
+        .iter()
+        .map(|c| c["unfinished"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, unfinished, "{crews:#?}");
+
+    // A run remembers its crew file's directory (since `cd046a2`); that
+    // release's fixture was made in a directory gone now, so its command
+    // steps resume with the crew files copied here (`--crew`: the same
+    // fingerprint, the directory of the file given), as a user's would
+    // after moving them. Older runs run in the working directory.
+    let crew = |name: &str| -> Vec<String> {
+        let file = fixture(rev).join(format!("{name}.toml"));
+        match file.exists() {
+            true => {
+                let here = case.path(&format!("{name}.toml"));
+                std::fs::copy(&file, &here).unwrap();
+                vec!["--crew".into(), here.to_str().unwrap().to_owned()]
+            }
+            false => vec![],
+        }
+    };
+    let with = |args: &[&str], crew: &[String]| -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string())
+            .chain(crew.iter().cloned())
+            .collect()
+    };
+    let cairn = |args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        case.cairn(&args)
+    };
+
     // The run killed under the old release's lease (long expired): a plain
     // resume takes it over and finishes it; its finished first step stays.
     let killed = case.show(id("killed"));
     let first_finished = support::step(&killed, 0)["finished_at"].clone();
-    case.cairn(&["resume", id("killed")]).expect_code(0);
+    cairn(with(&["resume", id("killed")], &crew("killed"))).expect_code(0);
     let resumed = case.show(id("killed"));
     assert_eq!(resumed["status"], "succeeded");
     assert_eq!(support::step(&resumed, 0)["finished_at"], first_finished);
@@ -85,8 +148,14 @@ fn a_database_of_the_previous_release_carries_on(kind: Kind) {
 
     // The queued run executes; the failed one is retried (and fails again,
     // as its crew says); the waiting one takes its answers.
-    case.cairn(&["resume", id("queued")]).expect_code(0);
-    case.cairn(&["runs", "retry", id("failed")]).expect_code(3);
+    cairn(with(&["resume", id("queued")], &crew("steps"))).expect_code(0);
+    cairn(with(&["runs", "retry", id("failed")], &crew("fail"))).expect_code(3);
+    let failed = case.show(id("failed"));
+    let error = support::step(&failed, 0)["error"]["message"].to_string();
+    assert!(
+        error.contains("exit"),
+        "failed as its crew says: {failed:#}"
+    );
     assert_eq!(support::step(&case.show(id("failed")), 0)["attempt"], 2);
     let wait = |run: &str| {
         let waits = case
