@@ -138,10 +138,16 @@ pub(crate) fn nil_run() -> RunId {
     RunId::from_uuid(uuid::Uuid::nil())
 }
 
-/// The columns `decode_run` reads, in the order of the `runs` table.
+/// The columns `decode_run` reads, in the order of the `runs` table. A run
+/// stored since migration 0017 holds JSON `null` in `crew_def` and its
+/// definition in `crews` (by fingerprint); an older run, inline.
 macro_rules! run_cols {
     () => {
-        concat!("crew_def, ", run_cols_but_def!())
+        concat!(
+            "COALESCE(NULLIF(crew_def, 'null'), (SELECT definition FROM crews \
+             WHERE crews.fingerprint = runs.crew_fingerprint)) AS crew_def, ",
+            run_cols_but_def!()
+        )
     };
 }
 /// [`run_cols`] without the crew definition, for a run read again in the

@@ -103,7 +103,7 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
              status, cursor, step_count, lease_epoch, event_seq, created_at, updated_at, \
              parent_run_id, parent_step_idx, parent_attempt, child_key, child_ord, depth, held, \
              priority, claim_at, trace) \
-             SELECT (j.value->>'id'){uuid}, :name, :version, :fingerprint, :def, \
+             SELECT (j.value->>'id'){uuid}, :name, :version, :fingerprint, 'null', \
              j.value->'input', 'queued', 0, :steps, 0, 1, {now}, {now}, :parent, :idx, \
              :attempt, j.value->>'key', CAST(j.value->>'ord' AS INTEGER), :depth, \
              CAST(j.value->>'ord' AS INTEGER) >= :at_once, :priority, {ahead:head}, :trace \
@@ -115,7 +115,6 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         .bind("name", spawn.crew.name.as_str())
         .bind("version", spawn.crew.version.as_str())
         .bind("fingerprint", fingerprint.as_str())
-        .bind("def", &def)
         .bind("steps", spawn.crew.step_count())
         .bind("parent", run)
         .bind("idx", idx.get())

@@ -109,14 +109,13 @@ async fn claimable(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Ru
         c.execute(
             query(
                 "UPDATE runs SET crew_name = :name, crew_version = :version, \
-                 crew_fingerprint = :fingerprint, crew_def = :def, step_count = :steps \
+                 crew_fingerprint = :fingerprint, crew_def = 'null', step_count = :steps \
                  WHERE id = :id",
             )
             .bind("id", id)
             .bind("name", def.name.as_str())
             .bind("version", def.version.as_str())
             .bind("fingerprint", fingerprint.as_str())
-            .bind("def", &json)
             .bind("steps", def.step_count()),
         )
         .await?;

@@ -303,12 +303,11 @@ async fn upgrade_crew_in(
     c.execute(
         query(
             "UPDATE runs SET crew_version = :version, crew_fingerprint = :fingerprint, \
-             crew_def = :def, step_count = :steps, updated_at = {now} WHERE id = :id",
+             crew_def = 'null', step_count = :steps, updated_at = {now} WHERE id = :id",
         )
         .bind("id", id)
         .bind("version", to.version.as_str())
         .bind("fingerprint", fingerprint.as_str())
-        .bind("def", &json)
         .bind("steps", to.step_count()),
     )
     .await?;

@@ -320,7 +320,7 @@ pub(super) async fn submit_in(
                 "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
                  input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
                  event_seq, created_at, updated_at, priority, claim_at, budget, trace, upgrade) \
-                 VALUES (:id, :name, :version, :fingerprint, :def, :input, :key, :thread, \
+                 VALUES (:id, :name, :version, :fingerprint, 'null', :input, :key, :thread, \
                  'queued', 0, :steps, 0, 1, {now}, {now}, :priority, {ahead:head}, :budget, \
                  :trace, :upgrade) \
                  ON CONFLICT (idempotency_key) DO NOTHING RETURNING ",
@@ -330,7 +330,6 @@ pub(super) async fn submit_in(
             .bind("name", new.crew.name.as_str())
             .bind("version", new.crew.version.as_str())
             .bind("fingerprint", fingerprint.as_str())
-            .bind("def", &def)
             .bind("input", &new.input)
             .bind("key", &new.idempotency_key)
             .bind("thread", &new.thread_id)
