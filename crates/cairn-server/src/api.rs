@@ -13,12 +13,10 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use cairn::{
-    ErrorClass, Fingerprint, OnBusy, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions,
-};
+use cairn::{ErrorClass, OnBusy, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions};
 
 use crate::extract::{ApiJson, ApiQuery, RunIdPath};
-use crate::{actions, keys, retention, sse, threads, waits, ApiError, AppState};
+use crate::{actions, keys, retention, sse, threads, versions, waits, ApiError, AppState};
 
 /// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
@@ -108,7 +106,26 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
         route("/v1/threads", &["GET"], false, get(threads::list)),
         route("/v1/threads/{id}", &["GET"], false, get(threads::show)),
         route("/v1/compact", &["POST"], false, post(retention::compact)),
-        route("/v1/crews", &["GET"], false, get(list_crews)),
+        route("/v1/crews", &["GET"], false, get(versions::loaded)),
+        route("/v1/crews/stored", &["GET"], false, get(versions::stored)),
+        route(
+            "/v1/crews/{name}/versions/{version}",
+            &["GET"],
+            false,
+            get(versions::show),
+        ),
+        route(
+            "/v1/crews/{name}/diff",
+            &["GET"],
+            false,
+            get(versions::diff),
+        ),
+        route(
+            "/v1/crews/{name}/upgrade",
+            &["POST"],
+            false,
+            post(versions::upgrade),
+        ),
         route("/v1/limits", &["GET"], false, get(keys::list)),
         route("/v1/limits/pause", &["POST"], false, post(keys::pause)),
         route("/v1/limits/resume", &["POST"], false, post(keys::resume)),
@@ -471,61 +488,6 @@ async fn journal(
     };
     let items = state.engine().journal(id, step).await?;
     Ok(Json(JournalList { items }))
-}
-
-/// An entry of `GET /v1/crews`.
-#[derive(Debug, Serialize)]
-struct CrewSummary<'a> {
-    name: &'a str,
-    version: &'a str,
-    fingerprint: &'a Fingerprint,
-    agents: Vec<AgentSummary<'a>>,
-    /// The version a submit that names none takes.
-    newest: bool,
-    /// Its runs that have not ended, on this database.
-    unfinished: u64,
-}
-
-#[derive(Debug, Serialize)]
-struct AgentSummary<'a> {
-    role: &'a str,
-    kind: &'static str,
-}
-
-/// `GET /v1/crews`: every crew version this server loaded, by name then
-/// version, with its unfinished runs.
-async fn list_crews(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let stored = state.engine().crews().await?;
-    let unfinished = |f: &Fingerprint| {
-        stored
-            .iter()
-            .find(|c| &c.fingerprint == f)
-            .map_or(0, |c| c.unfinished)
-    };
-    let crews: Vec<CrewSummary<'_>> = state
-        .crews()
-        .iter()
-        .map(|crew| CrewSummary {
-            name: &crew.def().name,
-            version: &crew.def().version,
-            fingerprint: crew.fingerprint(),
-            agents: crew
-                .def()
-                .agents
-                .iter()
-                .map(|a| AgentSummary {
-                    role: a.role.as_str(),
-                    kind: a.kind.name(),
-                })
-                .collect(),
-            newest: state
-                .crews()
-                .get(&crew.def().name)
-                .is_some_and(|n| n.fingerprint() == crew.fingerprint()),
-            unfinished: unfinished(crew.fingerprint()),
-        })
-        .collect();
-    Ok(Json(crews).into_response())
 }
 
 /// The fallback: no route matches.

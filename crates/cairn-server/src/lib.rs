@@ -64,6 +64,7 @@ mod serve;
 mod sse;
 mod threads;
 mod throttle;
+mod versions;
 mod waits;
 
 use std::sync::Arc;

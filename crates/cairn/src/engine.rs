@@ -794,6 +794,6 @@ fn parked(e: &crate::Error) -> bool {
 mod recrew;
 #[path = "versions.rs"]
 mod versions;
-pub use versions::UpgradeVerdict;
+pub use versions::{CrewDiff, UpgradeVerdict, VersionRef};
 #[path = "tree.rs"]
 mod tree;

@@ -73,7 +73,8 @@ pub use cairn_llm as llm;
 pub use cairn_scheduler::Error as ExecutorError;
 pub use cairn_scheduler::{Crew as ExecCrew, DriveOptions, Driven, ExecutorConfig};
 pub use engine::{
-    Checkup, CorruptRun, Engine, ResumeOptions, RunView, SubmitOptions, UpgradeVerdict,
+    Checkup, CorruptRun, CrewDiff, Engine, ResumeOptions, RunView, SubmitOptions, UpgradeVerdict,
+    VersionRef,
 };
 pub use error::{Error, ErrorChain, ErrorClass};
 pub use retention::{parse_age, BadAge};

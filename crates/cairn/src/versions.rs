@@ -5,9 +5,9 @@
 //! and the `compatible` policy at a claim ([`Engine::upgraded`]).
 
 use cairn_checkpoint::{Claimed, CrewUpgrade, CrewVersion, RunFilter};
-use cairn_core::upgrade::{check, version_order, UpgradePolicy};
+use cairn_core::upgrade::{check, diff, version_order, StepDiff, UpgradePolicy};
 use cairn_core::{Actor, CrewDef, RunId, RunRecord, RunStatus};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Engine;
 use crate::{Crew, Error, Result};
@@ -15,7 +15,7 @@ use crate::{Crew, Error, Result};
 /// Whether one unfinished run can move to a version, and, after
 /// [`Engine::upgrade_runs`], whether it did. The JSON of an entry of
 /// `cairn runs upgrade --json` and of `crews diff --json`'s `runs`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UpgradeVerdict {
     pub run_id: RunId,
     pub status: RunStatus,
@@ -31,6 +31,24 @@ pub struct UpgradeVerdict {
     pub idx: Option<u32>,
     /// It moved (false on a dry run).
     pub moved: bool,
+}
+
+/// A version as a diff names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionRef {
+    pub version: String,
+    pub fingerprint: cairn_core::Fingerprint,
+}
+
+/// How version `to` of a crew differs from `from`, and which unfinished
+/// runs of `from` can move to it. The JSON of `cairn crews diff --json`
+/// and of `GET /v1/crews/{name}/diff`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrewDiff {
+    pub from: VersionRef,
+    pub to: VersionRef,
+    pub steps: Vec<StepDiff>,
+    pub runs: Vec<UpgradeVerdict>,
 }
 
 /// The unfinished statuses, in the order runs are listed.
@@ -99,6 +117,50 @@ impl Engine {
             Some(crew) => Ok(crew),
             None => Crew::from_def(def, |_, _| None),
         }
+    }
+
+    /// Crew `name` as `version` names it ([`Engine::crew_version`]), or its
+    /// newest stored version.
+    pub async fn crew_show(&self, name: &str, version: Option<&str>) -> Result<Crew> {
+        if let Some(v) = version {
+            return self.crew_version(name, v).await;
+        }
+        let newest = self
+            .crews()
+            .await?
+            .into_iter()
+            .filter(|c| c.name == name)
+            .max_by(|a, b| version_order(&a.version, &b.version));
+        match newest {
+            Some(c) => self.crew_version(name, c.fingerprint.as_str()).await,
+            None => Err(Error::UnknownCrewVersion {
+                crew: name.to_owned(),
+                version: "(any)".into(),
+                known: vec![],
+            }),
+        }
+    }
+
+    /// How `to` differs from `from` (two versions of one crew), and which
+    /// unfinished runs of `from` could move to `to` now.
+    pub async fn crew_diff(&self, from: &Crew, to: &Crew) -> Result<CrewDiff> {
+        let (a, b) = (from.def(), to.def());
+        let runs = self
+            .upgrade_plan(&a.name, b, None)
+            .await?
+            .into_iter()
+            .filter(|v| v.version == a.version)
+            .collect();
+        let named = |c: &Crew| VersionRef {
+            version: c.def().version.clone(),
+            fingerprint: c.fingerprint().clone(),
+        };
+        Ok(CrewDiff {
+            from: named(from),
+            to: named(to),
+            steps: diff(a, b),
+            runs,
+        })
     }
 
     /// For each unfinished run of crew `name` (or only `run`) not already

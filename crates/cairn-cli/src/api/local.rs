@@ -12,7 +12,7 @@ use cairn::{
     Submitted, ThreadPage, ThreadSummary, ThreadView, WaitFilter, WaitId, WaitRecord,
 };
 
-use super::{Act, Api, CrewRef, Interruptible, Submission};
+use super::{Act, Api, CrewRef, Interruptible, Submission, Upgrade, VersionArg};
 use crate::{input, output, progress, watch};
 
 /// The database, opened by this process.
@@ -196,6 +196,42 @@ impl Api for Local {
         Ok(self.engine.raise_budget(id, by, actor).await?)
     }
 
+    async fn crew_versions(&self) -> anyhow::Result<Vec<cairn::CrewVersion>> {
+        Ok(self.engine.crews().await?)
+    }
+
+    async fn crew_definition(
+        &self,
+        name: &str,
+        version: Option<&str>,
+    ) -> anyhow::Result<cairn::CrewDef> {
+        Ok(self.engine.crew_show(name, version).await?.def().clone())
+    }
+
+    async fn crew_diff(
+        &self,
+        name: &str,
+        from: &VersionArg,
+        to: &VersionArg,
+    ) -> anyhow::Result<cairn::CrewDiff> {
+        let from = self.version(name, from).await?;
+        let to = self.version(name, to).await?;
+        Ok(self.engine.crew_diff(&from, &to).await?)
+    }
+
+    async fn upgrade(
+        &self,
+        name: &str,
+        to: &VersionArg,
+        how: &Upgrade,
+    ) -> anyhow::Result<Vec<cairn::UpgradeVerdict>> {
+        let to = self.version(name, to).await?;
+        Ok(self
+            .engine
+            .upgrade_runs(&to, how.run, how.dry_run, how.force, &how.actor)
+            .await?)
+    }
+
     async fn keys(&self) -> anyhow::Result<Vec<KeyState>> {
         Ok(self.engine.keys().await?)
     }
@@ -215,5 +251,21 @@ impl Api for Local {
 
     async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState> {
         Ok(self.engine.set_limits(key, limits).await?)
+    }
+}
+
+impl Local {
+    /// The crew a [`VersionArg`] names: a crew file (of crew `name`), or a
+    /// stored version.
+    async fn version(&self, name: &str, v: &VersionArg) -> anyhow::Result<cairn::Crew> {
+        match v {
+            VersionArg::File(crew, path) if crew.def().name != name => Err(input::usage(format!(
+                "{} is crew `{}`, not `{name}`",
+                path.display(),
+                crew.def().name
+            ))),
+            VersionArg::File(crew, _) => Ok(crew.clone()),
+            VersionArg::Named(v) => Ok(self.engine.crew_version(name, v).await?),
+        }
     }
 }

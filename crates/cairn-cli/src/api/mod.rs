@@ -41,6 +41,13 @@ pub struct Submission {
     pub crew: Option<cairn::Crew>,
 }
 
+/// A crew version a command names: a stored (or, with a server, loaded)
+/// version or fingerprint start, or a crew file (local only).
+pub enum VersionArg {
+    Named(String),
+    File(cairn::Crew, std::path::PathBuf),
+}
+
 /// An operator's action on one run.
 pub enum Act<'a> {
     Retry,
@@ -148,6 +155,37 @@ pub trait Api {
     async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState>;
     /// Replaces `key`'s limits.
     async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState>;
+    /// Every crew version a run was stored with.
+    async fn crew_versions(&self) -> anyhow::Result<Vec<cairn::CrewVersion>>;
+    /// A stored definition of crew `name` (`None`: its newest).
+    async fn crew_definition(
+        &self,
+        name: &str,
+        version: Option<&str>,
+    ) -> anyhow::Result<cairn::CrewDef>;
+    /// How `to` differs from `from`, and which runs of `from` can move.
+    async fn crew_diff(
+        &self,
+        name: &str,
+        from: &VersionArg,
+        to: &VersionArg,
+    ) -> anyhow::Result<cairn::CrewDiff>;
+    /// Moves the unfinished runs of crew `name` (or only `run`) that can
+    /// move to `to`.
+    async fn upgrade(
+        &self,
+        name: &str,
+        to: &VersionArg,
+        how: &Upgrade,
+    ) -> anyhow::Result<Vec<cairn::UpgradeVerdict>>;
+}
+
+/// How `runs upgrade` moves runs.
+pub struct Upgrade {
+    pub run: Option<RunId>,
+    pub dry_run: bool,
+    pub force: bool,
+    pub actor: Actor,
 }
 
 /// Where a command's [`Api`] comes from, reached only once what was typed

@@ -19,7 +19,7 @@ use cairn::{
     ThreadView, WaitFilter, WaitId, WaitRecord,
 };
 
-use super::{Act, Api, CrewRef, Interruptible, Submission};
+use super::{Act, Api, CrewRef, Interruptible, Submission, Upgrade, VersionArg};
 use crate::input::usage;
 
 /// An error the server answered with: `{"error": {"code", "message"}}`.
@@ -199,6 +199,19 @@ fn submit_body(
         body["traceparent"] = json!(cx.traceparent(span));
     }
     body
+}
+
+/// A version a server knows by name; a crew file is refused: the server
+/// runs only its own crew files.
+fn named(v: &VersionArg) -> anyhow::Result<&str> {
+    match v {
+        VersionArg::Named(v) => Ok(v),
+        VersionArg::File(_, path) => Err(usage(format!(
+            "{}: a server moves runs only to versions it loaded; add the file to its --crews \
+             directory and restart it, then name the version",
+            path.display()
+        ))),
+    }
 }
 
 /// `POST /v1/compact`'s body: ages in seconds, as the API takes them.
@@ -504,6 +517,50 @@ impl Api for Remote {
     ) -> anyhow::Result<RunRecord> {
         let body = json!({"raise": by, "by": actor.by, "reason": actor.reason});
         self.post(&format!("/v1/runs/{id}/budget"), &body).await
+    }
+
+    async fn crew_versions(&self) -> anyhow::Result<Vec<cairn::CrewVersion>> {
+        self.get("/v1/crews/stored").await
+    }
+
+    async fn crew_definition(
+        &self,
+        name: &str,
+        version: Option<&str>,
+    ) -> anyhow::Result<cairn::CrewDef> {
+        let path = format!(
+            "/v1/crews/{}/versions/{}",
+            cairn::text::path_segment(name),
+            cairn::text::path_segment(version.unwrap_or("newest"))
+        );
+        self.get(&path).await
+    }
+
+    async fn crew_diff(
+        &self,
+        name: &str,
+        from: &VersionArg,
+        to: &VersionArg,
+    ) -> anyhow::Result<cairn::CrewDiff> {
+        let path = format!(
+            "/v1/crews/{}/diff?from={}&to={}",
+            cairn::text::path_segment(name),
+            cairn::text::path_segment(named(from)?),
+            cairn::text::path_segment(named(to)?)
+        );
+        self.get(&path).await
+    }
+
+    async fn upgrade(
+        &self,
+        name: &str,
+        to: &VersionArg,
+        how: &Upgrade,
+    ) -> anyhow::Result<Vec<cairn::UpgradeVerdict>> {
+        let body = json!({"to": named(to)?, "run": how.run, "dry_run": how.dry_run,
+                          "force": how.force, "by": how.actor.by, "reason": how.actor.reason});
+        let path = format!("/v1/crews/{}/upgrade", cairn::text::path_segment(name));
+        self.post(&path, &body).await
     }
 
     async fn keys(&self) -> anyhow::Result<Vec<KeyState>> {

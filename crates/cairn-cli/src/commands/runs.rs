@@ -99,13 +99,18 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
             by,
             reason,
         } => {
-            let actor = ActionArgs {
-                by,
-                reason,
-                enqueue: false,
-            }
-            .actor();
-            super::crews::upgrade(to, &crew, &version, run, dry_run, force, actor, json).await
+            let how = crate::api::Upgrade {
+                run: run.as_deref().map(parse_run_id).transpose()?,
+                dry_run,
+                force,
+                actor: ActionArgs {
+                    by,
+                    reason,
+                    enqueue: false,
+                }
+                .actor(),
+            };
+            super::crews::upgrade(to, &crew, &version, how, json).await
         }
         RunsCommand::Fork {
             run_id,

@@ -204,6 +204,22 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
         vec!["compact", "--journals", "--dry-run", "--json"],
         vec!["limits", "list"],
         vec!["limits", "list", "--json"],
+        vec!["crews", "list"],
+        vec!["crews", "list", "--json"],
+        vec!["crews", "show", "greet"],
+        vec!["crews", "show", "review", "1", "--json"],
+        vec!["crews", "diff", "review", "1", "1"],
+        vec!["crews", "diff", "review", "1", "1", "--json"],
+        vec![
+            "runs",
+            "upgrade",
+            "--crew",
+            "review",
+            "--to",
+            "1",
+            "--dry-run",
+        ],
+        vec!["runs", "upgrade", "--crew", "review", "--to", "1", "--json"],
         // Refusals: the same exit code (2 bad input, 6 not found).
         vec!["runs", "show", "not-a-run-id"],
         vec!["runs", "show", "00000000-0000-4000-8000-000000000000"],
@@ -211,6 +227,8 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
         vec!["compact"],
         vec!["limits", "resume", "provider=never-paused"],
         vec!["limits", "pause", "provider=x", "--for", "soon"],
+        vec!["crews", "show", "greet", "9"],
+        vec!["crews", "diff", "greet", "1", "9"],
     ];
     for args in &reads {
         same(&case, &served, args, args, false);

@@ -272,7 +272,8 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
     };
     let compatible: Vec<String> = (0..3).map(|_| submit(&[])).collect();
     let pinned: Vec<String> = (0..3).map(|_| submit(&["--upgrade", "pinned"])).collect();
-    let all: Vec<&String> = compatible.iter().chain(&pinned).collect();
+    let manual = submit(&["--upgrade", "manual"]);
+    let all: Vec<&String> = compatible.iter().chain(&pinned).chain([&manual]).collect();
     wait_until(
         "every run at its review",
         std::time::Duration::from_secs(60),
@@ -297,7 +298,25 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
             )
         })
         .collect();
-    assert_eq!(offered, [("1", false, 6), ("2", true, 0)]);
+    assert_eq!(offered, [("1", false, 7), ("2", true, 0)]);
+
+    // Through the API: every run of v1 could move to v2; an operator moves
+    // the `manual` one (its policy alone never would).
+    let diff = remote(
+        &case,
+        &second,
+        &["crews", "diff", "essay", "1", "2", "--json"],
+    );
+    let diff = diff.expect_code(0).json();
+    assert_eq!(diff["steps"][3]["change"], "added", "{diff:#}");
+    let runs = diff["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 7);
+    assert!(runs.iter().all(|r| r["movable"] == true), "{diff:#}");
+    let up = [
+        "runs", "upgrade", "--crew", "essay", "--to", "2", "--run", &manual, "--json",
+    ];
+    let moved = remote(&case, &second, &up).expect_code(0).json();
+    assert_eq!(moved[0]["moved"], true, "{moved:#}");
 
     // The reviews, answered through the API.
     for id in &all {
@@ -316,6 +335,10 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
         assert_eq!(ev[0]["data"]["reason"], "upgrade policy `compatible`");
         assert_eq!(ev[0]["data"]["from"]["version"], "1");
     }
+    let run = case.show(&manual);
+    assert_eq!(run["crew_version"], "2", "{run:#}");
+    assert_eq!(step(&run, 3)["output"], "stamped");
+    assert_eq!(events_of(&case, &manual, "crew_upgraded").len(), 1);
     for id in &pinned {
         let run = case.show(id);
         assert_eq!(run["status"], "succeeded", "{run:#}");

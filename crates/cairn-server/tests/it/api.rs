@@ -177,6 +177,10 @@ async fn openapi_document_matches_the_router() {
                 "wait_not_found"
             } else if path.starts_with("/v1/threads/") {
                 "thread_not_found"
+            } else if path.ends_with("/upgrade") {
+                "unknown_crew"
+            } else if path.starts_with("/v1/crews/") {
+                "crew_version_not_found"
             } else {
                 "run_not_found"
             };
