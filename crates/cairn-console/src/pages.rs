@@ -233,6 +233,10 @@ pub struct CrewStats {
     /// Runs of this exact definition the figures come from.
     pub runs: usize,
     pub roles: Vec<RoleStats>,
+    /// The version a submit that names none takes.
+    pub newest: bool,
+    /// Its runs that have not ended.
+    pub unfinished: u64,
 }
 
 /// The crews, each with its agents and a small SVG chart of step
@@ -246,6 +250,10 @@ pub fn crews_page(crews: &[CrewStats]) -> Markup {
         @for crew in crews {
             section.crew {
                 h2 { (crew.name) " v" (crew.version) " " code.fp { (crew.fingerprint) } }
+                p.version {
+                    @if crew.newest { "Newest version. " } @else { "An older version. " }
+                    (crew.unfinished) " unfinished runs."
+                }
                 p { "From the steps of its " (crew.runs) " most recent runs." }
                 div.scroll { (role_chart(&crew.roles)) }
             }

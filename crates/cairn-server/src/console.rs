@@ -727,6 +727,10 @@ const CREW_SAMPLE: u32 = 20;
 /// its recent runs (of this exact definition) cost per role.
 async fn crews(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let viewer = page_viewer(&state, &headers);
+    let stored = match state.engine().crews().await {
+        Ok(stored) => stored,
+        Err(e) => return error_page(&viewer, e.into()),
+    };
     let mut out = vec![];
     for crew in state.crews().iter() {
         let def = crew.def();
@@ -788,6 +792,14 @@ async fn crews(State(state): State<AppState>, headers: HeaderMap) -> Response {
             fingerprint: crew.fingerprint().to_string(),
             runs: sampled,
             roles,
+            newest: state
+                .crews()
+                .get(&def.name)
+                .is_some_and(|n| n.fingerprint() == crew.fingerprint()),
+            unfinished: stored
+                .iter()
+                .find(|c| &c.fingerprint == crew.fingerprint())
+                .map_or(0, |c| c.unfinished),
         });
     }
     html(

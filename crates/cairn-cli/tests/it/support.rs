@@ -495,13 +495,19 @@ pub fn store_statements(listen: &str) -> u64 {
 
 /// `GET PATH` on a server that needs no token, as JSON.
 pub fn get(listen: &str, path: &str) -> Value {
+    let body = get_text(listen, path);
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
+}
+
+/// `GET PATH` on a server that needs no token: the body.
+pub fn get_text(listen: &str, path: &str) -> String {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(listen).expect("connect to the server");
     write!(s, "GET {path} HTTP/1.0\r\nhost: 127.0.0.1\r\n\r\n").expect("send a GET");
     let mut text = String::new();
     s.read_to_string(&mut text).expect("read the answer");
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("GET {path}: {e}: {text}"))
+    text.split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_owned())
 }
 
 /// A server's `/metrics` text.

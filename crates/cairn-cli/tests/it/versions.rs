@@ -299,6 +299,12 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
         })
         .collect();
     assert_eq!(offered, [("1", false, 7), ("2", true, 0)]);
+    let page = support::get_text(&second.listen, "/crews");
+    let v1 = &page[page.find("essay v1").expect("v1 on the crews page")..];
+    assert!(
+        v1.contains("An older version. 7 unfinished runs."),
+        "{page}"
+    );
 
     // Through the API: every run of v1 could move to v2; an operator moves
     // the `manual` one (its policy alone never would).

@@ -659,6 +659,10 @@ async fn the_crews_page_charts_each_role_from_stored_steps() {
     let section = &section[..section.find("</section>").unwrap()];
     assert!(section.contains("2 most recent runs"), "{section}");
     assert!(
+        section.contains("Newest version. 0 unfinished runs."),
+        "{section}"
+    );
+    assert!(
         section.contains("counter (command)") && section.contains("writer (template)"),
         "{section}"
     );
