@@ -38,17 +38,6 @@ fn flag_crew(case: &Case) -> String {
         .to_owned()
 }
 
-/// The events of run `id` of this kind.
-fn events_of(case: &Case, id: &str, kind: &str) -> Vec<Value> {
-    case.events(id)
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == kind)
-        .cloned()
-        .collect()
-}
-
 fn retry_runs_the_failed_step_again_after_the_fix(kind: Kind) {
     let case = Case::new(kind);
     let crew = flag_crew(&case);
@@ -84,7 +73,7 @@ fn retry_runs_the_failed_step_again_after_the_fix(kind: Kind) {
         "step 0 ran once; the retry started at step 1"
     );
 
-    let retried = events_of(&case, &id, "run_retried");
+    let retried = case.events_of(&id, "run_retried");
     assert_eq!(retried.len(), 1, "{retried:#?}");
     let data = &retried[0]["data"];
     assert_eq!(data["by"], "alice", "{data:#}");
@@ -175,7 +164,7 @@ fn fork_copies_the_steps_before_it_without_running_them(kind: Kind) {
     assert_eq!(step(&child, 1)["status"], "succeeded", "{child:#}");
     assert_eq!(step(&child, 2)["status"], "succeeded", "{child:#}");
 
-    let forked = events_of(&case, &child_id, "run_forked");
+    let forked = case.events_of(&child_id, "run_forked");
     assert_eq!(forked.len(), 1, "{forked:#?}");
     let data = &forked[0]["data"];
     assert_eq!(data["parent"], id.as_str(), "{data:#}");
@@ -270,7 +259,7 @@ fn cancel_of_a_queued_fork(kind: Kind) {
         .json();
     assert_eq!(run["status"], "cancelled", "{run:#}");
     assert!(run["finished_at"].is_string(), "{run:#}");
-    let cancelled = events_of(&case, child, "run_cancelled");
+    let cancelled = case.events_of(child, "run_cancelled");
     assert_eq!(cancelled.len(), 1, "{cancelled:#?}");
     assert_eq!(cancelled[0]["data"]["by"], "bob");
     assert_eq!(cancelled[0]["data"]["reason"], "not needed");
@@ -357,9 +346,9 @@ fn cancel_of_a_running_run_stops_its_step(kind: Kind) {
         "step 2 never started: {run:#}"
     );
 
-    let requested = events_of(&case, &id, "run_cancel_requested");
+    let requested = case.events_of(&id, "run_cancel_requested");
     assert_eq!(requested.len(), 1, "{:#}", case.events(&id));
     assert_eq!(requested[0]["data"]["by"], "carol");
     assert_eq!(requested[0]["data"]["reason"], "too slow");
-    assert_eq!(events_of(&case, &id, "run_cancelled").len(), 1);
+    assert_eq!(case.events_of(&id, "run_cancelled").len(), 1);
 }

@@ -250,6 +250,17 @@ impl Case {
             .json()
     }
 
+    /// The events of run `id` of this kind.
+    pub fn events_of(&self, id: &str, kind: &str) -> Vec<Value> {
+        self.events(id)
+            .as_array()
+            .expect("an array of events")
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .cloned()
+            .collect()
+    }
+
     /// `cairn runs list --json`.
     #[track_caller]
     pub fn list(&self) -> Vec<Value> {

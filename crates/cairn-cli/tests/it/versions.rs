@@ -6,8 +6,6 @@
 //! the newer one at their next step boundary and leaves `pinned` ones
 //! where they are, executing nothing twice.
 
-use serde_json::Value;
-
 use crate::support::{self, agent_template, q, step, wait_until, Case, Kind, Out, Served};
 
 both_backends!(
@@ -59,17 +57,6 @@ fn run_to_review(case: &Case, crew: &str) -> String {
         .json();
     assert_eq!(run["cursor"], 1, "{run:#}");
     run["id"].as_str().unwrap().to_owned()
-}
-
-fn events_of(case: &Case, id: &str, kind: &str) -> Vec<Value> {
-    let events = case.cairn(&["runs", "events", id, "--json"]).json();
-    events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == kind)
-        .cloned()
-        .collect()
 }
 
 fn an_operator_moves_the_runs_that_can_move_and_says_why_not(kind: Kind) {
@@ -126,7 +113,7 @@ fn an_operator_moves_the_runs_that_can_move_and_says_why_not(kind: Kind) {
         .all(|v| v["moved"] == false));
     for id in &runs {
         assert_eq!(case.show(id)["crew_version"], "1");
-        assert!(events_of(&case, id, "crew_upgraded").is_empty());
+        assert!(case.events_of(id, "crew_upgraded").is_empty());
     }
 
     // v2 keeps the started steps: a dry run says all three would move and
@@ -172,7 +159,7 @@ fn an_operator_moves_the_runs_that_can_move_and_says_why_not(kind: Kind) {
     let run = case.show(&runs[0]);
     assert_eq!(run["crew_version"], "2");
     assert_eq!(run["step_count"], 4);
-    let ev = events_of(&case, &runs[0], "crew_upgraded");
+    let ev = case.events_of(&runs[0], "crew_upgraded");
     assert_eq!(ev.len(), 1, "{ev:#?}");
     assert_eq!(ev[0]["data"]["from"]["fingerprint"], f1.as_str());
     assert_eq!(ev[0]["data"]["to"]["fingerprint"], run["crew_fingerprint"]);
@@ -336,7 +323,7 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
         assert_eq!(run["crew_version"], "2", "{run:#}");
         assert_eq!(step(&run, 2)["output"], "done v2");
         assert_eq!(step(&run, 3)["output"], "stamped");
-        let ev = events_of(&case, id, "crew_upgraded");
+        let ev = case.events_of(id, "crew_upgraded");
         assert_eq!(ev.len(), 1, "{ev:#?}");
         assert_eq!(ev[0]["data"]["reason"], "upgrade policy `compatible`");
         assert_eq!(ev[0]["data"]["from"]["version"], "1");
@@ -344,21 +331,21 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
     let run = case.show(&manual);
     assert_eq!(run["crew_version"], "2", "{run:#}");
     assert_eq!(step(&run, 3)["output"], "stamped");
-    assert_eq!(events_of(&case, &manual, "crew_upgraded").len(), 1);
+    assert_eq!(case.events_of(&manual, "crew_upgraded").len(), 1);
     for id in &pinned {
         let run = case.show(id);
         assert_eq!(run["status"], "succeeded", "{run:#}");
         assert_eq!(run["crew_version"], "1", "{run:#}");
         assert_eq!(run["steps"].as_array().unwrap().len(), 3);
         assert_eq!(step(&run, 2)["output"], "done v1");
-        assert!(events_of(&case, id, "crew_upgraded").is_empty());
+        assert!(case.events_of(id, "crew_upgraded").is_empty());
     }
     // Nothing ran twice.
     for id in &all {
         let run = case.show(id);
         let steps = run["steps"].as_array().unwrap();
         assert!(steps.iter().all(|s| s["attempt"] == 1), "{run:#}");
-        assert_eq!(events_of(&case, id, "step_succeeded").len(), steps.len());
+        assert_eq!(case.events_of(id, "step_succeeded").len(), steps.len());
     }
     // Operator actions work on runs of both versions.
     for (id, version) in [(&pinned[0], "1"), (&compatible[0], "2")] {
