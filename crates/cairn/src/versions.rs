@@ -274,8 +274,17 @@ impl Engine {
                 reason: Some("upgrade policy `compatible`".into()),
             },
         };
-        claimed.run = self.store().upgrade_crew(run.id, &req).await?;
-        Ok((claimed, newest))
+        match self.store().upgrade_crew(run.id, &req).await {
+            Ok(moved) => {
+                claimed.run = moved;
+                Ok((claimed, newest))
+            }
+            // The run goes on where it is; the next claim tries again.
+            Err(e) => {
+                tracing::warn!(run = %claimed.run.id, error = %crate::ErrorChain(&e), "the run could not move to the newest crew version");
+                Ok((claimed, current))
+            }
+        }
     }
 
     /// The newest version of crew `name` registered in this process.
