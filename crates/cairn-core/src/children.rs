@@ -52,6 +52,11 @@ pub struct ChildrenDef {
     /// What becomes of unfinished children when the parent is cancelled.
     #[serde(default, skip_serializing_if = "OnParentClose::is_default")]
     pub on_parent_close: OnParentClose,
+    /// A template that reduces the outcomes to the step's output (its
+    /// variables are a template step's plus `children`, the outcomes);
+    /// the text it renders, as JSON when it is JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
 }
 
 impl ChildrenDef {

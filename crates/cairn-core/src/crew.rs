@@ -431,13 +431,10 @@ impl AgentFile {
 
     /// `kind = "children"`: its keys (none of another kind's).
     fn children_kind(&mut self, llm_key: Option<&'static str>) -> Result<AgentKind, FieldProblem> {
-        let other = llm_key
-            .or(self.command.as_ref().map(|_| "command"))
-            .or(self.template.as_ref().map(|_| "template"))
-            .or(self
-                .permanent_exit_codes
-                .as_ref()
-                .map(|_| "permanent_exit_codes"));
+        let other = llm_key.or(self.command.as_ref().map(|_| "command")).or(self
+            .permanent_exit_codes
+            .as_ref()
+            .map(|_| "permanent_exit_codes"));
         if let Some(field) = other {
             return Err(FieldProblem::Unexpected(field));
         }
@@ -453,6 +450,7 @@ impl AgentFile {
                 max_children: self.max_children,
                 max_depth: self.max_depth,
                 on_parent_close: self.on_parent_close.unwrap_or_default(),
+                template: self.template.take(),
             },
         )))
     }

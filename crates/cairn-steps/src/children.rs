@@ -1,6 +1,7 @@
 //! The `children` agent: lists the children its step starts (a fixed list,
 //! or one per element of an array in the context) and, once storage has
-//! decided the join, turns the children's outcomes into the step's output.
+//! decided the join, turns the children's outcomes into the step's output
+//! (reduced by its `template`, when it has one).
 //! It spawns nothing itself: it returns a [`Spawn`] request, which the
 //! executor commits with the step (as a question opens a wait).
 
@@ -17,11 +18,14 @@ use crate::TemplateAgent;
 #[derive(Debug, Clone)]
 pub struct ChildrenAgent {
     def: ChildrenDef,
+    template: Option<TemplateAgent>,
 }
 
 impl ChildrenAgent {
-    pub fn new(def: ChildrenDef) -> Self {
-        ChildrenAgent { def }
+    /// Refused when its `template` does not compile.
+    pub fn new(def: ChildrenDef) -> Result<Self, crate::TemplateError> {
+        let template = def.template.clone().map(TemplateAgent::new).transpose()?;
+        Ok(ChildrenAgent { def, template })
     }
 
     /// The children this step starts, within its `max_children`.
@@ -85,7 +89,13 @@ impl Agent for ChildrenAgent {
             );
             return Err(error.with_usage(usage));
         }
-        let output = serde_json::to_value(&joined.children).unwrap_or(Value::Null);
+        let output = match &self.template {
+            None => serde_json::to_value(&joined.children).unwrap_or(Value::Null),
+            Some(t) => match t.run(cx).await?.output {
+                Value::String(text) => crate::parse_output(text.as_bytes()),
+                other => other,
+            },
+        };
         Ok(StepOutput {
             output,
             usage: (usage != cairn_core::Usage::default()).then_some(usage),

@@ -40,7 +40,12 @@ pub fn builtin(
                 detail: format!("template of agent `{}` {e}", def.role),
             })?,
         )),
-        AgentKind::Children(c) => Some(Arc::new(ChildrenAgent::new((**c).clone()))),
+        AgentKind::Children(c) => Some(Arc::new(ChildrenAgent::new((**c).clone()).map_err(
+            |e| CrewError::Invalid {
+                crew: crew.to_owned(),
+                detail: format!("template of agent `{}` {e}", def.role),
+            },
+        )?)),
         AgentKind::Rust { .. } | AgentKind::Llm(_) => None,
     })
 }

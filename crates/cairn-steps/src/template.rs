@@ -22,7 +22,7 @@ use cairn_core::{Agent, ErrorInfo, ErrorKind, StepContext, StepOutput};
 
 /// The names a template sees (see [`TemplateAgent::variables`]).
 pub const VARIABLES: &[&str] = &[
-    "run_id", "input", "step", "previous", "thread", "feedback", "answers", "outputs",
+    "run_id", "input", "step", "previous", "thread", "feedback", "answers", "outputs", "children",
 ];
 
 /// Instructions one render may execute (minijinja's fuel). Real templates
@@ -181,6 +181,12 @@ impl Object for Vars {
             "thread" => as_json(&cx.thread),
             "feedback" => JValue::from_serialize(&cx.feedback),
             "answers" => JValue::from_serialize(&cx.answers),
+            // A `children` step's outcomes, once joined (its template's
+            // input); none elsewhere.
+            "children" => match &cx.children {
+                Some(joined) => JValue::from_serialize(&joined.children),
+                None => JValue::from(()),
+            },
             _ => return None,
         })
     }

@@ -78,6 +78,56 @@ async fn joins(engine: &Engine, run: cairn::RunId) -> usize {
         .count()
 }
 
+both!(a_template_reduces_the_outcomes_to_the_steps_output);
+async fn a_template_reduces_the_outcomes_to_the_steps_output(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let input = json!({"items": ["a", "b", "c"]});
+    for (template, want) in [
+        (
+            r#"template = "{{ children | map(attribute='output') | join(', ') }}""#,
+            json!("done a, done b, done c"),
+        ),
+        (
+            r#"template = '{"children": {{ children | length }}, "first": "{{ children[0].key }}"}'"#,
+            json!({"children": 3, "first": "0"}),
+        ),
+    ] {
+        let (_dir, crew) = crews(template, ECHO);
+        let driven = engine
+            .run(&crew, input.clone(), SubmitOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            driven.run.status,
+            RunStatus::Succeeded,
+            "{:?}",
+            driven.run.error
+        );
+        let view = engine.show(driven.run.id).await.unwrap();
+        assert_eq!(view.steps[0].output, Some(want), "{template}");
+        assert_eq!(
+            view.children.len(),
+            3,
+            "the outcomes are still the run's children"
+        );
+    }
+    // A template that does not compile is refused when the crew loads.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("child.toml"),
+        format!("name = \"child\"\nversion = \"1\"\n{ECHO}"),
+    )
+    .unwrap();
+    let bad = "name = \"p\"\nversion = \"1\"\n[[agents]]\nrole = \"fan\"\nkind = \"children\"\n\
+               crew = \"child.toml\"\nover = \"input.items\"\ntemplate = \"{{ children | nosuchfilter }}\"\n";
+    std::fs::write(dir.path().join("parent.toml"), bad).unwrap();
+    let err = Crew::from_file(dir.path().join("parent.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("nosuchfilter"), "{err}");
+}
+
 both!(a_map_runs_one_child_per_item_and_joins_once);
 async fn a_map_runs_one_child_per_item_and_joins_once(kind: Kind) {
     let db = TestDb::of(kind).await;
