@@ -154,6 +154,11 @@ impl TemplateAgent {
             .map(|p| (p.role.to_string(), p.output.clone()))
             .collect();
         vars.insert("outputs".into(), Value::Object(outputs));
+        // The outcomes alone, as the template sees them (not the join).
+        let children = cx.children.as_ref().map_or(Value::Null, |j| {
+            serde_json::to_value(&j.children).unwrap_or(Value::Null)
+        });
+        vars.insert("children".into(), children);
         Value::Object(vars)
     }
 }
