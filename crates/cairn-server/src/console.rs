@@ -19,6 +19,7 @@
 //! client address's budget as wrong bearer tokens do (`throttle.rs`):
 //! past it, sign-in is 429 with `Retry-After`.
 
+mod crews;
 mod form;
 mod sessions;
 
@@ -81,7 +82,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/waits", get(waits))
         .route("/threads", get(threads))
         .route("/threads/{id}", get(thread))
-        .route("/crews", get(crews))
+        .route("/crews", get(crews::page))
         .route("/limits", get(limits))
         .route("/waits/{id}/answer", post(answer))
         .route("/login", get(login_form).post(login))
@@ -717,93 +718,5 @@ async fn thread(
     html(
         StatusCode::OK,
         cairn_console::page(&format!("Thread {id}"), &viewer, body),
-    )
-}
-
-/// Runs per crew whose steps the crews page sums (the newest).
-const CREW_SAMPLE: u32 = 20;
-
-/// `GET /crews`: the crews this server offers, each with what the steps of
-/// its recent runs (of this exact definition) cost per role.
-async fn crews(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let viewer = page_viewer(&state, &headers);
-    let stored = match state.engine().crews().await {
-        Ok(stored) => stored,
-        Err(e) => return error_page(&viewer, e.into()),
-    };
-    let mut out = vec![];
-    for crew in state.crews().iter() {
-        let def = crew.def();
-        let mut roles: Vec<cairn_console::RoleStats> = def
-            .agents
-            .iter()
-            .map(|a| cairn_console::RoleStats {
-                role: a.role.as_str().to_owned(),
-                kind: serde_json::to_value(&a.kind)
-                    .ok()
-                    .and_then(|v| v.get("kind").and_then(|k| k.as_str().map(str::to_owned)))
-                    .unwrap_or_default(),
-                ..Default::default()
-            })
-            .collect();
-        let filter = RunFilter {
-            crew: Some(def.name.clone()),
-            limit: Some(CREW_SAMPLE),
-            newest_first: true,
-            ..RunFilter::default()
-        };
-        let runs = match state.engine().list(&filter).await {
-            Ok(runs) => runs,
-            Err(e) => return error_page(&viewer, e.into()),
-        };
-        let mut sampled = 0;
-        let mut total_ms = vec![0f64; roles.len()];
-        for run in runs
-            .iter()
-            .filter(|r| &r.crew_fingerprint == crew.fingerprint())
-        {
-            sampled += 1;
-            let shown = match state.engine().show(run.id).await {
-                Ok(shown) => shown,
-                Err(e) => return error_page(&viewer, e.into()),
-            };
-            for step in shown.steps.iter().filter(|s| s.finished_at.is_some()) {
-                let (Some(role), Some(ms)) =
-                    (roles.get_mut(step.idx.get() as usize), step.duration_ms())
-                else {
-                    continue;
-                };
-                role.steps += 1;
-                role.input_tokens += step.input_tokens.unwrap_or(0);
-                role.output_tokens += step.output_tokens.unwrap_or(0);
-                total_ms[step.idx.get() as usize] += ms.max(0) as f64;
-            }
-        }
-        for (role, total) in roles.iter_mut().zip(total_ms) {
-            role.mean_ms = if role.steps == 0 {
-                0.0
-            } else {
-                total / f64::from(role.steps)
-            };
-        }
-        out.push(cairn_console::CrewStats {
-            name: def.name.clone(),
-            version: def.version.clone(),
-            fingerprint: crew.fingerprint().to_string(),
-            runs: sampled,
-            roles,
-            newest: state
-                .crews()
-                .get(&def.name)
-                .is_some_and(|n| n.fingerprint() == crew.fingerprint()),
-            unfinished: stored
-                .iter()
-                .find(|c| &c.fingerprint == crew.fingerprint())
-                .map_or(0, |c| c.unfinished),
-        });
-    }
-    html(
-        StatusCode::OK,
-        cairn_console::page("Crews", &viewer, cairn_console::crews_page(&out)),
     )
 }
