@@ -20,7 +20,8 @@ use cairn::{
 };
 
 pub use pages::{
-    crews_page, limits_page, thread_page, threads_page, waits_page, CrewStats, RoleStats, WaitCard,
+    crews_page, limits_page, thread_page, threads_page, upgrade_page, waits_page, CrewStats,
+    RoleStats, WaitCard,
 };
 pub use timeline::{timeline_legend, timeline_svg};
 

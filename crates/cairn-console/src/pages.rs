@@ -237,11 +237,14 @@ pub struct CrewStats {
     pub newest: bool,
     /// Its runs that have not ended.
     pub unfinished: u64,
+    /// The newest version: the unfinished runs of its crew's older
+    /// versions (an upgrade form moves the compatible ones here).
+    pub older_unfinished: u64,
 }
 
 /// The crews, each with its agents and a small SVG chart of step
 /// durations (bars) and tokens per role.
-pub fn crews_page(crews: &[CrewStats]) -> Markup {
+pub fn crews_page(crews: &[CrewStats], csrf: &str) -> Markup {
     html! {
         h1 { "Crews" }
         @if crews.is_empty() {
@@ -253,6 +256,16 @@ pub fn crews_page(crews: &[CrewStats]) -> Markup {
                 p.version {
                     @if crew.newest { "Newest version. " } @else { "An older version. " }
                     (crew.unfinished) " unfinished runs."
+                }
+                @if crew.newest && crew.older_unfinished > 0 {
+                    form.upgrade method="post" action={ "/crews/" (crew.name) "/" (crew.version) "/upgrade" } {
+                        input type="hidden" name="csrf" value=(csrf);
+                        input type="text" name="reason" placeholder="why (recorded)";
+                        button type="submit" {
+                            "Move the compatible runs of older versions ("
+                            (crew.older_unfinished) " unfinished) to v" (crew.version)
+                        }
+                    }
                 }
                 p { "From the steps of its " (crew.runs) " most recent runs." }
                 div.scroll { (role_chart(&crew.roles)) }
@@ -319,5 +332,31 @@ pub(crate) fn role_chart(roles: &[RoleStats]) -> Markup {
                 text.figures x=(format!("{:.1}", label_w + bar + 4.0)) y=(format!("{:.1}", y + 11.0)) { (figures) }
             }
         }
+    }
+}
+
+/// The answer to an upgrade form: each unfinished run judged, moved or
+/// not, and why not.
+pub fn upgrade_page(name: &str, version: &str, verdicts: &[cairn::UpgradeVerdict]) -> Markup {
+    let moved = verdicts.iter().filter(|v| v.moved).count();
+    html! {
+        h1 { "Crew " (name) " v" (version) }
+        p { "Moved " (moved) " of " (verdicts.len()) " unfinished runs of older versions." }
+        table.upgrade {
+            tr { th { "Run" } th { "Status" } th { "Was on" } th { "Step" } th { "Moved" } }
+            @for v in verdicts {
+                tr {
+                    td { a href={ "/runs/" (v.run_id) } { (v.run_id) } }
+                    td { (v.status.as_str()) }
+                    td { "v" (v.version) }
+                    td { (v.cursor) }
+                    td {
+                        @if v.moved { "moved" }
+                        @else { "not moved: " (v.reason.clone().unwrap_or_default()) }
+                    }
+                }
+            }
+        }
+        p { a href="/crews" { "Crews" } }
     }
 }

@@ -83,6 +83,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/threads", get(threads))
         .route("/threads/{id}", get(thread))
         .route("/crews", get(crews::page))
+        .route("/crews/{name}/{version}/upgrade", post(crews::upgrade))
         .route("/limits", get(limits))
         .route("/waits/{id}/answer", post(answer))
         .route("/login", get(login_form).post(login))

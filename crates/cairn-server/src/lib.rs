@@ -18,12 +18,14 @@
 //! | `POST /v1/runs/{id}/fork` | a new run copying the first `from_step` checkpoints (201) |
 //! | `GET /v1/waits` | human waits: `?run=&status=` (`cairn waits list --json`) |
 //! | `POST /v1/waits/{id}/answer` | approve, edit, reject or answer a wait |
-//! | `GET /v1/crews` | the crews loaded from the crews directory |
+//! | `GET /v1/crews` | the crew versions loaded from the crews directory |
+//! | `GET /v1/crews/stored`, `GET /v1/crews/{name}/versions/{version}`, `GET /v1/crews/{name}/diff` | stored crew versions, one definition, a diff (`versions.rs`) |
+//! | `POST /v1/crews/{name}/upgrade` | move unfinished runs to a loaded version |
 //! | `GET /v1/openapi.json` | the OpenAPI 3.1 document |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /healthz`, `GET /readyz` | liveness, database readiness (no token needed) |
 //! | `GET /`, `GET /runs/{id}`, `GET /waits`, `GET /threads/{id}`, `GET /crews` | the web console's pages (`console.rs`; a session cookie, not a token) |
-//! | `POST /runs/{id}/{retry,continue,cancel,fork}`, `POST /waits/{id}/answer` | the console's forms (CSRF token) |
+//! | `POST /runs/{id}/{retry,continue,cancel,fork}`, `POST /waits/{id}/answer`, `POST /crews/{name}/{version}/upgrade` | the console's forms (CSRF token) |
 //! | `GET /login`, `POST /login`, `POST /logout` | the console's sign-in with an API token |
 //!
 //! Errors are `{"error": {"code", "message"}}`; see [`ApiError`].

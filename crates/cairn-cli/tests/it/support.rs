@@ -521,6 +521,25 @@ pub fn get_text(listen: &str, path: &str) -> String {
         .map_or(String::new(), |(_, b)| b.to_owned())
 }
 
+/// `POST PATH` of a URL-encoded form `body` on a server that needs no
+/// token (the console's forms): the status line and the body.
+pub fn post_form(listen: &str, path: &str, body: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(listen).expect("connect to the server");
+    write!(
+        s,
+        "POST {path} HTTP/1.0\r\nhost: 127.0.0.1\r\n\
+         content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send a POST");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read the answer");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.lines().next().unwrap_or_default().to_owned();
+    (status, body.to_owned())
+}
+
 /// A server's `/metrics` text.
 pub fn metrics(listen: &str) -> String {
     use std::io::{Read, Write};

@@ -11,6 +11,7 @@ use crate::support::{self, agent_template, q, step, wait_until, Case, Kind, Out,
 both_backends!(
     an_operator_moves_the_runs_that_can_move_and_says_why_not,
     a_server_offering_two_versions_moves_compatible_runs_at_a_boundary,
+    the_consoles_crews_page_moves_runs_to_the_newest_version,
 );
 
 /// Version `version` of crew `essay`: `plan`, `write` (reviewed), `done`;
@@ -360,4 +361,38 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
         let cancelled = remote(&case, &second, &["runs", "cancel", fork_id, "--json"]);
         assert_eq!(cancelled.expect_code(0).json()["status"], "cancelled");
     }
+}
+
+/// The console's crews page offers to move the compatible runs of older
+/// versions to the newest, and its form does (by `console`, with the
+/// reason typed).
+fn the_consoles_crews_page_moves_runs_to_the_newest_version(kind: Kind) {
+    let case = Case::new(kind);
+    let dir = case.path("crews");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("essay-1.toml"), v1("")).unwrap();
+    let crew = dir.join("essay-1.toml");
+    let id = run_to_review(&case, crew.to_str().unwrap());
+    std::fs::write(dir.join("essay-2.toml"), v2("")).unwrap();
+    let served = serve(&case);
+    let page = support::get_text(&served.listen, "/crews");
+    let v2 = &page[page.find("essay v2").expect("v2 on the crews page")..];
+    assert!(v2.contains("(1 unfinished) to v2"), "{page}");
+    let csrf = v2
+        .split(r#"name="csrf" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the form's CSRF token")
+        .to_owned();
+    let forged = support::post_form(&served.listen, "/crews/essay/2/upgrade", "csrf=nope");
+    assert!(forged.0.contains("403"), "{forged:?}");
+    assert_eq!(case.show(&id)["crew_version"], "1");
+    let body = format!("csrf={csrf}&reason=prompt+fix");
+    let (status, answer) = support::post_form(&served.listen, "/crews/essay/2/upgrade", &body);
+    assert!(status.contains("200"), "{status}: {answer}");
+    assert!(answer.contains("Moved 1 of 1"), "{answer}");
+    assert_eq!(case.show(&id)["crew_version"], "2");
+    let ev = case.events_of(&id, "crew_upgraded");
+    assert_eq!(ev[0]["data"]["by"], "console");
+    assert_eq!(ev[0]["data"]["reason"], "prompt fix");
 }

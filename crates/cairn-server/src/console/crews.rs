@@ -1,14 +1,17 @@
 //! The console's crews page: every crew version this server loaded, which
 //! is the newest, its unfinished runs, and what the steps of its recent
-//! runs (of that exact definition) cost per role.
+//! runs (of that exact definition) cost per role; and its upgrade form,
+//! which moves the compatible unfinished runs of older versions to the
+//! newest (`POST /crews/{name}/{version}/upgrade`).
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use cairn::RunFilter;
 
-use super::{error_page, html, page_viewer};
+use super::form::ConsoleForm;
+use super::{console_actor, csrf_ok, error_page, forbidden, html, page_viewer};
 use crate::AppState;
 
 /// Runs per crew whose steps the crews page sums (the newest).
@@ -91,10 +94,67 @@ pub(super) async fn page(State(state): State<AppState>, headers: HeaderMap) -> R
                 .iter()
                 .find(|c| &c.fingerprint == crew.fingerprint())
                 .map_or(0, |c| c.unfinished),
+            older_unfinished: stored
+                .iter()
+                .filter(|c| c.name == def.name && &c.fingerprint != crew.fingerprint())
+                .map(|c| c.unfinished)
+                .sum(),
         });
     }
     html(
         StatusCode::OK,
-        cairn_console::page("Crews", &viewer, cairn_console::crews_page(&out)),
+        cairn_console::page(
+            "Crews",
+            &viewer,
+            cairn_console::crews_page(&out, viewer.csrf()),
+        ),
     )
+}
+
+/// The upgrade form: its CSRF token and why.
+#[derive(serde::Deserialize)]
+pub(super) struct UpgradeForm {
+    csrf: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /crews/{name}/{version}/upgrade`: moves every unfinished run of
+/// the crew that can move to that loaded version; a page of what moved.
+pub(super) async fn upgrade(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((name, version)): Path<(String, String)>,
+    ConsoleForm(form): ConsoleForm<UpgradeForm>,
+) -> Response {
+    if !csrf_ok(&state, &headers, &form.csrf) {
+        return forbidden();
+    }
+    let viewer = page_viewer(&state, &headers);
+    let Some(to) = state.crews().get_version(&name, &version).cloned() else {
+        let e = crate::ApiError::UnknownCrewVersion {
+            crew: name,
+            version,
+            loaded: vec![],
+        };
+        return error_page(&viewer, e);
+    };
+    let actor = console_actor(&form.reason);
+    match state
+        .engine()
+        .upgrade_runs(&to, None, false, false, &actor)
+        .await
+    {
+        Ok(verdicts) => {
+            if verdicts.iter().any(|v| v.moved) {
+                state.wake_runner();
+            }
+            let body = cairn_console::upgrade_page(&name, &version, &verdicts);
+            html(
+                StatusCode::OK,
+                cairn_console::page("Crew upgrade", &viewer, body),
+            )
+        }
+        Err(e) => error_page(&viewer, e.into()),
+    }
 }
