@@ -98,25 +98,29 @@ impl Engine {
                     .collect(),
             });
         };
-        let def = self
-            .store()
-            .crew_version(&one.fingerprint)
-            .await?
-            .ok_or_else(|| Error::UnknownCrewVersion {
-                crew: name.to_owned(),
-                version: version.to_owned(),
-                known: vec![],
-            })?;
+        self.stored(name, &one.fingerprint).await
+    }
+
+    /// The stored version `fingerprint` of crew `name`, ready to run: the
+    /// crew this process registered with it, or one built from the stored
+    /// definition (built-in kinds only).
+    async fn stored(&self, name: &str, fingerprint: &cairn_core::Fingerprint) -> Result<Crew> {
         let registered = self
             .crews
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&one.fingerprint)
+            .get(fingerprint)
             .cloned();
-        match registered {
-            Some(crew) => Ok(crew),
-            None => Crew::from_def(def, |_, _| None),
+        if let Some(crew) = registered {
+            return Ok(crew);
         }
+        let def = self.store().crew_version(fingerprint).await?;
+        let def = def.ok_or_else(|| Error::UnknownCrewVersion {
+            crew: name.to_owned(),
+            version: fingerprint.to_string(),
+            known: vec![],
+        })?;
+        Crew::from_def(def, |_, _| None)
     }
 
     /// Crew `name` as `version` names it ([`Engine::crew_version`]), or its
@@ -132,7 +136,7 @@ impl Engine {
             .filter(|c| c.name == name)
             .max_by(|a, b| version_order(&a.version, &b.version));
         match newest {
-            Some(c) => self.crew_version(name, c.fingerprint.as_str()).await,
+            Some(c) => self.stored(name, &c.fingerprint).await,
             None => Err(Error::UnknownCrewVersion {
                 crew: name.to_owned(),
                 version: "(any)".into(),

@@ -254,10 +254,25 @@ fn span_ids_differ_by_run_and_event() {
     assert_eq!(SpanId::of_event(a, 3), SpanId::of_event(a, 3));
 }
 
+/// Journal item `seq` of attempt 1.
+fn item(
+    seq: i64,
+    kind: crate::journal::JournalKind,
+    payload: serde_json::Value,
+) -> crate::journal::JournalEntry {
+    crate::journal::JournalEntry {
+        seq,
+        attempt: crate::Attempt(1),
+        generation: 0,
+        kind,
+        payload,
+        created_at: at(0),
+    }
+}
+
 #[test]
 fn content_is_cut_at_a_character_boundary_and_matched_by_call_id() {
-    use crate::journal::{JournalEntry, JournalKind};
-    use crate::Attempt;
+    use crate::journal::JournalKind;
     let r = run();
     let events = vec![
         claim(1, 0, 0, false),
@@ -270,14 +285,6 @@ fn content_is_cut_at_a_character_boundary_and_matched_by_call_id() {
         step_ok(3, 10, 0, "planner"),
     ];
     let mut b = spans(&r, 0, &events);
-    let item = |seq, kind, payload| JournalEntry {
-        seq,
-        attempt: Attempt(1),
-        generation: 0,
-        kind,
-        payload,
-        created_at: at(0),
-    };
     let steps = [StepContent {
         idx: 0,
         output: Some(json!("ééééé")),
@@ -312,8 +319,6 @@ fn content_is_cut_at_a_character_boundary_and_matched_by_call_id() {
 
 #[test]
 fn a_model_calls_messages_are_its_turn_in_the_journal() {
-    use crate::journal::{JournalEntry, JournalKind};
-    use crate::Attempt;
     let r = run();
     let called = |seq, turn, input: i64, output: i64| {
         ev(
@@ -333,47 +338,7 @@ fn a_model_calls_messages_are_its_turn_in_the_journal() {
         step_ok(5, 60, 0, "planner"),
     ];
     let mut b = spans(&r, 0, &events);
-    let journal: Vec<JournalEntry> = [
-        (
-            JournalKind::AssistantText,
-            json!({"text": "Look", "continues": true}),
-        ),
-        (JournalKind::AssistantText, json!({"text": "ing."})),
-        (
-            JournalKind::ToolCall,
-            json!({"call_id": "c1", "name": "lookup", "arguments": {"order": "A"}}),
-        ),
-        (
-            JournalKind::TurnEnd,
-            json!({"stop_reason": "tool_use", "input_tokens": 10, "output_tokens": 2}),
-        ),
-        (
-            JournalKind::ToolResult,
-            json!({"call_id": "c1", "content": "found"}),
-        ),
-        // An unfinished response, dropped by a repair: never content.
-        (JournalKind::AssistantText, json!({"text": "Fou"})),
-        (
-            JournalKind::Repair,
-            json!({"action": "drop_unfinished", "seqs": [6]}),
-        ),
-        (JournalKind::AssistantText, json!({"text": "Found it."})),
-        (
-            JournalKind::TurnEnd,
-            json!({"stop_reason": "end_turn", "input_tokens": 30, "output_tokens": 7}),
-        ),
-    ]
-    .into_iter()
-    .enumerate()
-    .map(|(i, (kind, payload))| JournalEntry {
-        seq: i as i64 + 1,
-        attempt: Attempt(1),
-        generation: 0,
-        kind,
-        payload,
-        created_at: at(0),
-    })
-    .collect();
+    let journal = two_turns();
     let steps = [StepContent {
         idx: 0,
         output: None,
@@ -405,4 +370,44 @@ fn a_model_calls_messages_are_its_turn_in_the_journal() {
             "parts": [{"type": "text", "content": "Found it."}]}]))
     );
     assert_eq!(messages(chats[2], "gen_ai.output.messages"), None);
+}
+
+/// A step's journal of two responses: a text in two pieces and a tool call,
+/// the tool's result, an unfinished response a repair dropped, the answer.
+fn two_turns() -> Vec<crate::journal::JournalEntry> {
+    use crate::journal::JournalKind;
+    [
+        (
+            JournalKind::AssistantText,
+            json!({"text": "Look", "continues": true}),
+        ),
+        (JournalKind::AssistantText, json!({"text": "ing."})),
+        (
+            JournalKind::ToolCall,
+            json!({"call_id": "c1", "name": "lookup", "arguments": {"order": "A"}}),
+        ),
+        (
+            JournalKind::TurnEnd,
+            json!({"stop_reason": "tool_use", "input_tokens": 10, "output_tokens": 2}),
+        ),
+        (
+            JournalKind::ToolResult,
+            json!({"call_id": "c1", "content": "found"}),
+        ),
+        // An unfinished response, dropped by a repair: never content.
+        (JournalKind::AssistantText, json!({"text": "Fou"})),
+        (
+            JournalKind::Repair,
+            json!({"action": "drop_unfinished", "seqs": [6]}),
+        ),
+        (JournalKind::AssistantText, json!({"text": "Found it."})),
+        (
+            JournalKind::TurnEnd,
+            json!({"stop_reason": "end_turn", "input_tokens": 30, "output_tokens": 7}),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, (kind, payload))| item(i as i64 + 1, kind, payload))
+    .collect()
 }
