@@ -21,6 +21,7 @@ mod open;
 mod plan;
 mod postgres;
 mod raw;
+mod registry;
 #[doc(hidden)]
 pub use raw::forget_decoded_crews;
 mod script;
@@ -40,6 +41,7 @@ use serde_json::Value;
 pub use commit::{NewChild, Next, SpawnCommit, StepCommit, StepRows, StepTransition};
 pub use error::{DbFault, Error, Kind};
 pub use live::LiveHub;
+pub use registry::{BlockedRun, Offered, ProcessBeat, ProcessRecord, Registry};
 pub use script::retention::{CompactPolicy, Compacted, RunsByRule};
 
 pub use open::{
@@ -371,7 +373,7 @@ pub struct ThreadSummary {
 /// The durability contract. Implementations must be safe to share between
 /// tasks and processes; every method is one transaction.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: Registry + Send + Sync + 'static {
     fn backend(&self) -> Backend;
 
     /// Where `llm` steps publish their text as it streams and watchers

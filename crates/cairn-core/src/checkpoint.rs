@@ -175,6 +175,11 @@ pub struct RunRecord {
     /// The run's own upgrade policy, over its crew's (`crate::upgrade`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upgrade: Option<crate::upgrade::UpgradePolicy>,
+    /// Set when the run is runnable but no live process can execute its
+    /// crew version (`crate::upgrade::Blocked`); filled by the engine's
+    /// reads (`runs list`, `runs show`), never stored on the row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<crate::upgrade::Blocked>,
     pub lease_epoch: LeaseEpoch,
     /// A queued run waits until this time (database clock): a durable
     /// back-off between attempts.

@@ -28,6 +28,10 @@ pub enum EventKind {
     /// (data: `from` and `to`, each `{version, fingerprint}`, `by`, `reason`,
     /// `forced`).
     CrewUpgraded,
+    /// The run is runnable but no live process can execute its crew version
+    /// (its Rust agents): written once per stall by a worker's sweep (data:
+    /// crew, version, fingerprint, handlers).
+    RunBlocked,
     /// An operator retried a failed run (data: by, reason, step).
     RunRetried,
     /// An operator continued an interrupted run.
@@ -95,6 +99,7 @@ impl EventKind {
             EventKind::RunFailed => "run_failed",
             EventKind::CrewForced => "crew_forced",
             EventKind::CrewUpgraded => "crew_upgraded",
+            EventKind::RunBlocked => "run_blocked",
             EventKind::RunRetried => "run_retried",
             EventKind::RunContinued => "run_continued",
             EventKind::RunCancelRequested => "run_cancel_requested",
@@ -201,6 +206,7 @@ mod tests {
             EventKind::RunFailed,
             EventKind::CrewForced,
             EventKind::CrewUpgraded,
+            EventKind::RunBlocked,
             EventKind::RunRetried,
             EventKind::RunContinued,
             EventKind::RunCancelRequested,

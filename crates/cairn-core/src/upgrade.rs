@@ -223,3 +223,59 @@ pub fn diff(a: &CrewDef, b: &CrewDef) -> Vec<StepDiff> {
 
 #[cfg(test)]
 mod tests;
+
+/// Why a runnable run waits: its crew version has Rust agents (code), and
+/// no live process registered that version (`cairn workers`). Shown on the
+/// run (`RunRecord::blocked`) and evented once (`run_blocked`); it clears
+/// itself when a process offering the version starts and claims the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Blocked {
+    /// The crew and version no live process offers.
+    pub crew: String,
+    pub version: String,
+    pub fingerprint: crate::crew::Fingerprint,
+    /// The handlers of its Rust agents: what a process must register.
+    pub handlers: Vec<String>,
+}
+
+impl Blocked {
+    /// What a run of `def` waits for, when no live process offers it.
+    pub fn of(def: &CrewDef, fingerprint: crate::crew::Fingerprint) -> Blocked {
+        let handlers = def
+            .agents
+            .iter()
+            .filter_map(|a| match &a.kind {
+                crate::crew::AgentKind::Rust { handler } => Some(handler.clone()),
+                _ => None,
+            })
+            .collect();
+        Blocked {
+            crew: def.name.clone(),
+            version: def.version.clone(),
+            fingerprint,
+            handlers,
+        }
+    }
+}
+
+impl std::fmt::Display for Blocked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "no live process offers crew `{}` version `{}` ({}) with Rust agents `{}`",
+            self.crew,
+            self.version,
+            self.fingerprint.as_str(),
+            self.handlers.join("`, `")
+        )
+    }
+}
+
+/// Whether a crew version has Rust agents, which only a process that
+/// registered it can execute (every other version runs anywhere from its
+/// stored definition).
+pub fn needs_code(def: &CrewDef) -> bool {
+    def.agents
+        .iter()
+        .any(|a| matches!(a.kind, crate::crew::AgentKind::Rust { .. }))
+}

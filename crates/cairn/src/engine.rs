@@ -8,12 +8,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use cairn_checkpoint::{
-    Action, ClaimRequest, Claimed, ForkRequest, NewRun, OnBusy, OpenOptions, RunFilter, Store,
-    StoreStats, Submitted, Takeover, WaitFilter,
+    Action, ClaimRequest, Claimed, ForkRequest, NewRun, OnBusy, OpenOptions, Store, Submitted,
+    Takeover, WaitFilter,
 };
 use cairn_core::{
-    Actor, Answer, EventRecord, Fingerprint, OnDeadline, RunId, RunRecord, StepRecord, WaitId,
-    WaitRecord,
+    Actor, Answer, Fingerprint, OnDeadline, RunId, RunRecord, StepRecord, WaitId, WaitRecord,
 };
 use cairn_scheduler::{DriveOptions, Driven, Executor, ExecutorConfig};
 
@@ -113,6 +112,8 @@ pub struct Engine {
     /// Every crew this engine has run or registered, by fingerprint, so a
     /// resume can find the Rust agents of a run's stored crew.
     crews: Arc<RwLock<HashMap<Fingerprint, Crew>>>,
+    /// This process in the registry: the versions it offers (`presence.rs`).
+    presence: Arc<presence::Presence>,
     /// Runs submitted here are traced, sampled by this (`crate::otel`).
     pub(crate) sampler: Option<cairn_core::Sampler>,
 }
@@ -143,6 +144,7 @@ impl Engine {
         Engine {
             executor: Executor::new(store, config),
             crews: Arc::default(),
+            presence: Arc::default(),
             sampler: None,
         }
     }
@@ -165,10 +167,17 @@ impl Engine {
         self.executor.store()
     }
 
-    /// Makes a crew's Rust agents available to later resumes of its runs.
+    /// Makes a crew's Rust agents available to later resumes of its runs,
+    /// and offers its version in the process registry: this process's
+    /// claims then take runs of it (`presence.rs`).
     pub fn register(&self, crew: &Crew) {
         let mut crews = self.crews.write().unwrap_or_else(|p| p.into_inner());
-        crews.insert(crew.fingerprint().clone(), crew.clone());
+        if crews
+            .insert(crew.fingerprint().clone(), crew.clone())
+            .is_none()
+        {
+            self.presence.offer(crew.def());
+        }
     }
 
     /// Records a queued run; executes nothing.
@@ -534,6 +543,9 @@ impl Engine {
     /// queued and due, or running under an expired lease). Drive it with
     /// [`Engine::drive_claimed`]; until then its lease runs out unextended.
     pub async fn claim_next(&self) -> Result<Option<Claimed>> {
+        // The versions registered here first: the claim takes a run with
+        // Rust agents only for a process that offers its version.
+        self.announce(false).await?;
         Ok(self.store().claim_next(&self.claim_request()).await?)
     }
 
@@ -590,163 +602,6 @@ impl Engine {
             None => Crew::from_def(run.crew_definition.clone(), |_, _| None),
         }
     }
-
-    /// A run without its steps.
-    pub async fn get_run(&self, id: RunId) -> Result<RunRecord> {
-        Ok(self.store().get_run(id).await?)
-    }
-
-    /// Counts for monitoring: runs by status, runs ready to claim, lease
-    /// takeovers.
-    pub async fn stats(&self) -> Result<StoreStats> {
-        Ok(self.store().stats().await?)
-    }
-
-    pub async fn show(&self, id: RunId) -> Result<RunView> {
-        let (run, steps) = self.store().load(id).await?;
-        // Only a run with a `children` step has children to read.
-        let children = match run.crew_definition.starts_children() {
-            true => self.store().children(id).await?,
-            false => vec![],
-        };
-        let budget = cairn_core::Budget::in_force(run.budget, run.crew_definition.budget);
-        let spent = match budget {
-            Some(_) => Some(self.store().spent(id).await?),
-            None => None,
-        };
-        Ok(RunView {
-            run,
-            steps,
-            children,
-            spent,
-        })
-    }
-
-    /// A run's event log, by sequence.
-    pub async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {
-        Ok(self.store().events(id).await?)
-    }
-
-    /// The events of a run after sequence number `after` (what a live
-    /// stream has not sent yet), by sequence.
-    pub async fn events_after(&self, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
-        Ok(self.store().events_after(id, after).await?)
-    }
-
-    /// The journals of a run's agent steps (one step, or all), every
-    /// generation, by step and `seq`.
-    pub async fn journal(
-        &self,
-        id: RunId,
-        step: Option<u32>,
-    ) -> Result<Vec<crate::StepJournalEntry>> {
-        let run = self.store().get_run(id).await?;
-        let steps = match step {
-            // No step has index u32::MAX (indices are below a u32 count).
-            Some(s) => s..s.saturating_add(1),
-            None => 0..run.step_count,
-        };
-        let mut out = Vec::new();
-        for idx in steps {
-            let idx = cairn_core::StepIdx(idx);
-            for entry in self.store().journal(id, idx, None).await? {
-                out.push(crate::StepJournalEntry { idx, entry });
-            }
-        }
-        Ok(out)
-    }
-
-    /// Checks the database (SQLite's `quick_check`) and every run's rows
-    /// (do they decode, and agree with the run, as a resume would judge
-    /// them): what `cairn doctor` prints. Reads only.
-    pub async fn doctor(&self) -> Result<Checkup> {
-        let integrity = self.store().check().await?;
-        let mut checkup = Checkup {
-            integrity,
-            runs: 0,
-            corrupt_runs: vec![],
-        };
-        let mut after = None;
-        loop {
-            let page = self
-                .list(&RunFilter {
-                    after,
-                    limit: Some(500),
-                    ..RunFilter::default()
-                })
-                .await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.id);
-            for run in &page {
-                checkup.runs += 1;
-                let judged = match self.store().load(run.id).await {
-                    Ok((record, steps)) => cairn_core::rebuild(&record, &steps).map(drop),
-                    Err(cairn_checkpoint::Error::Corruption(c)) => Err(c),
-                    Err(e) => return Err(e.into()),
-                };
-                if let Err(c) = judged {
-                    checkup.corrupt_runs.push(CorruptRun {
-                        run: c.run,
-                        detail: c.detail,
-                    });
-                }
-            }
-        }
-        Ok(checkup)
-    }
-
-    pub async fn list(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
-        Ok(self.store().list_runs(filter).await?)
-    }
-
-    /// Removes what `policy` names (or, with `dry_run`, counts it), never
-    /// what an unfinished run needs; the rows removed, by table.
-    /// A policy's `thread` must be a valid thread id
-    /// ([`crate::Error::BadThreadId`]).
-    pub async fn compact(&self, policy: &crate::CompactPolicy) -> Result<crate::Compacted> {
-        crate::thread::check(policy.thread.clone())?;
-        Ok(self.store().compact(policy).await?)
-    }
-
-    /// Gives the space compaction freed back to the filesystem (SQLite: the
-    /// file shrinks) or to PostgreSQL's tables ([`Store::vacuum`]).
-    pub async fn vacuum(&self) -> Result<()> {
-        Ok(self.store().vacuum().await?)
-    }
-
-    /// Every thread, the one whose newest run is oldest first.
-    pub async fn threads(&self) -> Result<Vec<crate::ThreadSummary>> {
-        self.threads_page(&crate::ThreadPage::default()).await
-    }
-
-    /// A page of threads in the order of [`Engine::threads`]: at most
-    /// `page.limit`, after thread `page.after` (which must have a run, or
-    /// it is not found).
-    pub async fn threads_page(
-        &self,
-        page: &crate::ThreadPage,
-    ) -> Result<Vec<crate::ThreadSummary>> {
-        if let Some(after) = &page.after {
-            crate::ThreadId::new(after)?;
-        }
-        Ok(self.store().threads(page).await?)
-    }
-
-    /// One thread: its runs, oldest first, and their totals. A thread no
-    /// run belongs to is not found.
-    pub async fn thread(&self, id: &str) -> Result<crate::ThreadView> {
-        let id = crate::ThreadId::new(id)?;
-        let (summary, runs) = self.store().thread(id.as_str()).await?;
-        Ok(crate::ThreadView {
-            thread_id: summary.thread_id,
-            runs,
-            totals: crate::ThreadTotals {
-                runs: summary.runs,
-                input_tokens: summary.input_tokens,
-                output_tokens: summary.output_tokens,
-            },
-        })
-    }
 }
 
 /// Another process holds the run: it claimed it between this process's
@@ -795,5 +650,9 @@ mod recrew;
 #[path = "versions.rs"]
 mod versions;
 pub use versions::{CrewDiff, UpgradeVerdict, VersionRef};
+#[path = "presence.rs"]
+mod presence;
+#[path = "reads.rs"]
+mod reads;
 #[path = "tree.rs"]
 mod tree;

@@ -48,8 +48,8 @@ pub use cairn_checkpoint::DbFault;
 /// What storage refuses or fails with (inside [`Error::Store`]).
 pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
-    Backend, Claimed, CompactPolicy, Compacted, CrewUpgrade, CrewVersion, ForkRequest, LiveHub,
-    OnBusy, OpenOptions, Pooler, RunFilter, Store, StoreStats, Submitted, Takeover, ThreadPage,
+    Backend, BlockedRun, Claimed, CompactPolicy, Compacted, CrewUpgrade, CrewVersion, ForkRequest,
+    LiveHub, Offered, OnBusy, OpenOptions, Pooler, ProcessRecord, RunFilter, Store, StoreStats, Submitted, Takeover, ThreadPage,
     ThreadSummary, WaitFilter, DEFAULT_MAX_CONNECTIONS as DEFAULT_DB_CONNECTIONS,
 };
 /// Server-Sent Events: an incremental decoder and a stream of events over a

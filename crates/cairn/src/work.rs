@@ -121,16 +121,24 @@ impl Engine {
             driving: HashMap::new(),
             claim_failing: false,
             expire_failing: false,
+            beat_failing: false,
         };
         let wake = opts.wake.clone().unwrap_or_default();
         let mut retention = Retention::new(opts.compact.clone());
         let mut next_expiry = tokio::time::Instant::now();
+        let mut next_beat = tokio::time::Instant::now();
         loop {
             retention.tick(self, &worker.hooks);
             // Deadlines once per poll interval, however often the loop
             // turns (a busy worker turns once per finished run).
+            // This process's offers before anything judges runs blocked.
+            if tokio::time::Instant::now() >= next_beat {
+                worker.beat().await;
+                next_beat = tokio::time::Instant::now() + self.beat_every();
+            }
             if tokio::time::Instant::now() >= next_expiry {
                 worker.expire_waits().await;
+                worker.sweep_blocked().await;
                 next_expiry = tokio::time::Instant::now() + opts.poll;
             }
             // Out of runs, or every slot busy: either way nothing more can
@@ -151,6 +159,9 @@ impl Engine {
         }
         worker.shut_down(opts.shutdown_grace).await;
         retention.stop();
+        if let Err(e) = self.leave().await {
+            tracing::warn!(error = %ErrorChain(&e), "worker: cannot leave the process registry; its entry expires with its lease");
+        }
         Ok(())
     }
 }
@@ -223,8 +234,14 @@ impl Retention {
     }
 }
 
-fn hostname() -> String {
-    std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into())
+/// This machine's name: `HOSTNAME`, else the kernel's, else `worker`.
+pub(crate) fn hostname() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "worker".into())
 }
 
 /// The loop's state.
@@ -237,6 +254,7 @@ struct Worker {
     driving: HashMap<tokio::task::Id, RunId>,
     claim_failing: bool,
     expire_failing: bool,
+    beat_failing: bool,
 }
 
 impl Worker {
@@ -257,6 +275,32 @@ impl Worker {
                     tracing::warn!(error = %ErrorChain(&e), "worker: cannot apply wait deadlines; retrying");
                     self.expire_failing = true;
                 }
+            }
+        }
+    }
+
+    /// Keeps this process live in the registry, with what it offers.
+    async fn beat(&mut self) {
+        match self.engine.announce(true).await {
+            Ok(()) => self.beat_failing = false,
+            Err(e) if !self.beat_failing => {
+                tracing::warn!(error = %ErrorChain(&e), "worker: cannot beat in the process registry; retrying");
+                self.beat_failing = true;
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Writes `run_blocked` once for each run no live process can execute.
+    async fn sweep_blocked(&mut self) {
+        match self.engine.sweep_blocked().await {
+            Ok(newly) => {
+                for b in newly {
+                    tracing::warn!(run = %b.run, "worker: the run is blocked: {}", b.blocked);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %ErrorChain(&e), "worker: cannot look for blocked runs")
             }
         }
     }

@@ -242,7 +242,7 @@ async fn take_lease(
             query(concat!(
                 "UPDATE runs SET status = 'running', lease_epoch = lease_epoch + 1, \
                  lease_owner = :owner, lease_expires_at = {lease_until}, not_before = NULL, \
-                 deferred_key = NULL, \
+                 deferred_key = NULL, blocked_at = NULL, \
                  event_seq = event_seq + :events, updated_at = {now} WHERE id = :id \
                  RETURNING event_seq, ",
                 run_cols_but_def!()
@@ -360,7 +360,9 @@ async fn apply_step(
 }
 
 /// The oldest runnable run of one branch of `claim_next`: `status` and the
-/// condition that makes a run of it runnable.
+/// condition that makes a run of it runnable. A run whose crew version
+/// has Rust agents is runnable only for a claimer that registered that
+/// version (`crate::registry`).
 fn oldest_of(status: &str, ready: &str) -> String {
     format!(
         "SELECT * FROM (SELECT id, claim_at FROM runs WHERE status = '{status}' AND {ready} \
@@ -371,6 +373,9 @@ fn oldest_of(status: &str, ready: &str) -> String {
                AND s.idx = runs.cursor AND s.status = 'running' AND s.shared_deaths > 1) \
            OR NOT EXISTS (SELECT 1 FROM runs h WHERE h.lease_owner = :owner \
                AND h.status = 'running' AND h.lease_expires_at > {{now}})) \
+         AND NOT EXISTS (SELECT 1 FROM crews k WHERE k.fingerprint = runs.crew_fingerprint \
+               AND k.needs_code AND NOT EXISTS (SELECT 1 FROM process_crews o \
+               WHERE o.process = :owner AND o.fingerprint = k.fingerprint)) \
          ORDER BY claim_at, id LIMIT 1 {{skip_locked}}) AS c_{status}"
     )
 }

@@ -18,14 +18,16 @@ pub(super) async fn remember_in(
 ) -> Result<()> {
     c.execute(
         query(
-            "INSERT INTO crews (fingerprint, name, version, definition, first_seen) \
-             VALUES (:fingerprint, :name, :version, :def, {now}) \
+            "INSERT INTO crews (fingerprint, name, version, definition, first_seen, needs_code) \
+             VALUES (:fingerprint, :name, :version, :def, {now}, \
+               CASE WHEN :code = 1 THEN TRUE ELSE FALSE END) \
              ON CONFLICT (fingerprint) DO NOTHING",
         )
         .bind("fingerprint", fingerprint.as_str())
         .bind("name", def.name.as_str())
         .bind("version", def.version.as_str())
-        .bind("def", json),
+        .bind("def", json)
+        .bind("code", i64::from(cairn_core::upgrade::needs_code(def))),
     )
     .await
     .map(drop)

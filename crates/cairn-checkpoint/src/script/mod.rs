@@ -42,6 +42,7 @@ mod journal;
 mod operator;
 mod pauses;
 mod permits;
+mod processes;
 pub(crate) mod retention;
 mod runs;
 mod storable;

@@ -62,6 +62,7 @@ fn run(status: RunStatus, cursor: u32) -> RunRecord {
         budget: None,
         trace: None,
         upgrade: None,
+        blocked: None,
         lease_epoch: LeaseEpoch(1),
         not_before: None,
         cancel_requested_at: None,

@@ -24,6 +24,7 @@ mod context;
 mod hardening;
 mod limits;
 mod operators;
+mod processes;
 mod retry;
 mod threads;
 mod tidy;

@@ -75,6 +75,7 @@ fn run(status: RunStatus, cursor: u32) -> RunRecord {
         budget: None,
         trace: None,
         upgrade: None,
+        blocked: None,
         lease_epoch: LeaseEpoch(EPOCH),
         not_before: None,
         cancel_requested_at: None,
