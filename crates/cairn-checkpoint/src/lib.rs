@@ -159,6 +159,9 @@ pub struct StoreStats {
     /// lease, or an operator's `cairn resume`), by every process. Events
     /// removed by retention no longer count.
     pub takeovers: u64,
+    /// Runnable runs no live process can execute (`Registry::blocked`);
+    /// filled by the engine's `stats`, 0 from `Store::stats`.
+    pub blocked: u64,
 }
 
 /// Which runs to list, oldest first, a page at a time.

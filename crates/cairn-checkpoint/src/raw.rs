@@ -125,6 +125,7 @@ pub(crate) fn stats_from(
         runs_by_status,
         ready: count(ready),
         takeovers: count(takeovers),
+        blocked: 0,
     })
 }
 

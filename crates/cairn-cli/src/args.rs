@@ -191,6 +191,9 @@ pub enum Command {
         #[command(subcommand)]
         command: CrewsCommand,
     },
+    /// The processes working this database (live, or gone within the
+    /// hour): host, pid, the crew versions each offers, runs held, last beat.
+    Workers,
     /// Inspect runs.
     Runs {
         #[command(subcommand)]

@@ -306,6 +306,9 @@ pub fn print_run(view: &RunView, json: bool, text: &RunText<'_>) -> anyhow::Resu
     if let Some(e) = &r.error {
         writeln!(stdout, "error: {}", e.message)?;
     }
+    if let Some(b) = &r.blocked {
+        writeln!(stdout, "blocked: {b}\n{BLOCKED_HINT}")?;
+    }
     write_budget(&mut stdout, view)?;
     write_family(&mut stdout, view)?;
     if !text.no_table {
@@ -427,8 +430,22 @@ pub fn print_list(runs: &[RunRecord], json: bool) -> anyhow::Result<()> {
         return print_json(runs);
     }
     let mut stdout = text_out();
-    run_table(&mut stdout, runs)
+    run_table(&mut stdout, runs)?;
+    for r in runs {
+        if let Some(b) = &r.blocked {
+            writeln!(stdout, "run {} is blocked: {b}", r.id)?;
+        }
+    }
+    if runs.iter().any(|r| r.blocked.is_some()) {
+        writeln!(stdout, "{BLOCKED_HINT}")?;
+    }
+    Ok(())
 }
+
+/// What unblocks a blocked run.
+const BLOCKED_HINT: &str = "hint: start a process that registers that crew version (`cairn \
+    workers` lists what each live process offers), or move the run to a version one offers \
+    with `cairn runs upgrade`";
 
 fn run_table(stdout: &mut impl Write, runs: &[RunRecord]) -> anyhow::Result<()> {
     run_header(stdout)?;

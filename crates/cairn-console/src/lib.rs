@@ -8,6 +8,7 @@
 //! **Invariant:** every text from a record is escaped (maud escapes
 //! `(expr)` splices); no token or secret is ever an argument of a page.
 
+mod fleet;
 mod pages;
 mod timeline;
 
@@ -19,6 +20,7 @@ use cairn::{
     StepStatus, ThreadSummary, WaitRecord, WaitStatus,
 };
 
+pub use fleet::{diff_page, workers_page};
 pub use pages::{
     crews_page, limits_page, thread_page, threads_page, upgrade_page, waits_page, CrewStats,
     RoleStats, WaitCard,
@@ -79,7 +81,7 @@ pub fn page(title: &str, viewer: &Viewer, body: Markup) -> Markup {
                     nav {
                         a href="/" { "Runs" } " " a href="/waits" { "Waits" } " "
                         a href="/threads" { "Threads" } " " a href="/crews" { "Crews" } " "
-                        a href="/limits" { "Limits" }
+                        a href="/limits" { "Limits" } " " a href="/workers" { "Workers" }
                     }
                     @match viewer {
                         Viewer::Development { .. } => {
@@ -318,6 +320,12 @@ pub fn run_page(
             dt { "Duration" } dd { (run_time(run, waits, now)) }
             @if let Some(error) = &run.error {
                 dt { "Last error" } dd.error { (error.message) }
+            }
+            @if let Some(blocked) = &run.blocked {
+                dt { "Blocked" } dd.error {
+                    (blocked.to_string()) ". Start a process that registers it ("
+                    a href="/workers" { "workers" } "), or move the run to a version one offers."
+                }
             }
         }
         (children_table(&view.children))

@@ -237,6 +237,8 @@ pub struct CrewStats {
     pub newest: bool,
     /// Its runs that have not ended.
     pub unfinished: u64,
+    /// The crew's newest version (this one's, when `newest`).
+    pub newest_version: String,
     /// The newest version: the unfinished runs of its crew's older
     /// versions (an upgrade form moves the compatible ones here).
     pub older_unfinished: u64,
@@ -256,6 +258,11 @@ pub fn crews_page(crews: &[CrewStats], csrf: &str) -> Markup {
                 p.version {
                     @if crew.newest { "Newest version. " } @else { "An older version. " }
                     (crew.unfinished) " unfinished runs."
+                    @if !crew.newest {
+                        " " a href={ "/crews/" (crew.name) "/diff?from=" (crew.version) "&to=" (crew.newest_version) } {
+                            "How v" (crew.newest_version) " differs, and which runs can move"
+                        }
+                    }
                 }
                 @if crew.newest && crew.older_unfinished > 0 {
                     form.upgrade method="post" action={ "/crews/" (crew.name) "/" (crew.version) "/upgrade" } {

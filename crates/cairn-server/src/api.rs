@@ -126,6 +126,7 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
             false,
             post(versions::upgrade),
         ),
+        route("/v1/workers", &["GET"], false, get(versions::workers)),
         route("/v1/limits", &["GET"], false, get(keys::list)),
         route("/v1/limits/pause", &["POST"], false, post(keys::pause)),
         route("/v1/limits/resume", &["POST"], false, post(keys::resume)),

@@ -84,6 +84,8 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/threads/{id}", get(thread))
         .route("/crews", get(crews::page))
         .route("/crews/{name}/{version}/upgrade", post(crews::upgrade))
+        .route("/crews/{name}/diff", get(crews::diff))
+        .route("/workers", get(crews::workers))
         .route("/limits", get(limits))
         .route("/waits/{id}/answer", post(answer))
         .route("/login", get(login_form).post(login))

@@ -151,6 +151,13 @@ impl Metrics {
                 "Lease takeovers by any process, from the event log: claims of runs that were running under another lease (an expired lease, or cairn resume). Events removed by retention no longer count.",
             );
             let _ = writeln!(o, "cairn_lease_takeovers {}", store.takeovers);
+            header(
+                o,
+                "cairn_runs_blocked",
+                "gauge",
+                "Runnable runs whose crew version has Rust agents no live process offers (see cairn workers).",
+            );
+            let _ = writeln!(o, "cairn_runs_blocked {}", store.blocked);
         }
 
         header(

@@ -81,6 +81,13 @@ pub(crate) async fn stored(
     Ok(Json(state.engine().crews().await?))
 }
 
+/// `GET /v1/workers`: the process registry.
+pub(crate) async fn workers(
+    State(state): State<AppState>,
+) -> Result<Json<Vec<cairn::ProcessRecord>>, ApiError> {
+    Ok(Json(state.engine().workers().await?))
+}
+
 /// `GET /v1/crews/{name}/versions/{version}`: a stored definition
 /// (`version`: a version, or the start of a fingerprint; `newest`: the
 /// newest stored).
@@ -113,7 +120,8 @@ pub(crate) async fn diff(
     Ok(Json(state.engine().crew_diff(&from, &to).await?))
 }
 
-async fn version(state: &AppState, name: &str, version: &str) -> Result<Crew, ApiError> {
+/// A version this server loaded, else one stored.
+pub(crate) async fn version(state: &AppState, name: &str, version: &str) -> Result<Crew, ApiError> {
     match state.crews().get_version(name, version) {
         Some(crew) => Ok(crew.clone()),
         None => Ok(state.engine().crew_version(name, version).await?),

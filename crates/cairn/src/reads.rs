@@ -15,9 +15,11 @@ impl Engine {
     }
 
     /// Counts for monitoring: runs by status, runs ready to claim, lease
-    /// takeovers.
+    /// takeovers, blocked runs.
     pub async fn stats(&self) -> Result<StoreStats> {
-        Ok(self.store().stats().await?)
+        let mut stats = self.store().stats().await?;
+        stats.blocked = self.blocked().await?.len() as u64;
+        Ok(stats)
     }
 
     pub async fn show(&self, id: RunId) -> Result<RunView> {

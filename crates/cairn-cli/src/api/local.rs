@@ -196,6 +196,10 @@ impl Api for Local {
         Ok(self.engine.raise_budget(id, by, actor).await?)
     }
 
+    async fn workers(&self) -> anyhow::Result<Vec<cairn::ProcessRecord>> {
+        Ok(self.engine.workers().await?)
+    }
+
     async fn crew_versions(&self) -> anyhow::Result<Vec<cairn::CrewVersion>> {
         Ok(self.engine.crews().await?)
     }

@@ -155,6 +155,8 @@ pub trait Api {
     async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState>;
     /// Replaces `key`'s limits.
     async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState>;
+    /// The processes in the registry, with what each offers.
+    async fn workers(&self) -> anyhow::Result<Vec<cairn::ProcessRecord>>;
     /// Every crew version a run was stored with.
     async fn crew_versions(&self) -> anyhow::Result<Vec<cairn::CrewVersion>>;
     /// A stored definition of crew `name` (`None`: its newest).

@@ -519,6 +519,10 @@ impl Api for Remote {
         self.post(&format!("/v1/runs/{id}/budget"), &body).await
     }
 
+    async fn workers(&self) -> anyhow::Result<Vec<cairn::ProcessRecord>> {
+        self.get("/v1/workers").await
+    }
+
     async fn crew_versions(&self) -> anyhow::Result<Vec<cairn::CrewVersion>> {
         self.get("/v1/crews/stored").await
     }

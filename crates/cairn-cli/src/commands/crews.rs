@@ -46,6 +46,56 @@ pub async fn main(to: &impl Connect, command: CrewsCommand, json: bool) -> anyho
     Ok(exit::OK)
 }
 
+/// `cairn workers`: the processes in the registry.
+pub async fn workers(to: &impl Connect, json: bool) -> anyhow::Result<u8> {
+    let workers = to.connect(false).await?.workers().await?;
+    if json {
+        output::write_json(&mut output::text_out(), &workers)?;
+        return Ok(exit::OK);
+    }
+    let mut out = output::text_out();
+    writeln!(
+        out,
+        "{:<40} {:<16} {:>7} {:<5} {:>5}  {:<20} OFFERS",
+        "PROCESS", "HOST", "PID", "LIVE", "HELD", "LAST BEAT"
+    )?;
+    for w in &workers {
+        let offers: Vec<String> = w
+            .offers
+            .iter()
+            .map(|o| {
+                format!(
+                    "{}@{}{}",
+                    o.name,
+                    o.version,
+                    if o.needs_code { "*" } else { "" }
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            "{:<40} {:<16} {:>7} {:<5} {:>5}  {:<20} {}",
+            cairn::text::printable_line(&w.id),
+            cairn::text::printable_line(&w.host),
+            w.pid,
+            if w.live { "yes" } else { "no" },
+            w.held,
+            w.beat_at.format("%Y-%m-%d %H:%M:%S"),
+            offers.join(", ")
+        )?;
+    }
+    if workers
+        .iter()
+        .any(|w| w.offers.iter().any(|o| o.needs_code))
+    {
+        writeln!(
+            out,
+            "* a version with Rust agents: only processes offering it run it"
+        )?;
+    }
+    Ok(exit::OK)
+}
+
 /// A crew file when `what` names one, else a version.
 fn version_arg(what: &str) -> anyhow::Result<VersionArg> {
     let path = Path::new(what);

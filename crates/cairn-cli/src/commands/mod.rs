@@ -59,6 +59,7 @@ async fn dispatch(to: &impl Connect, command: Command, json: bool) -> anyhow::Re
         Command::Threads { command } => threads::main(to, command, json).await,
         Command::Limits { command } => limits::main(to, command, json).await,
         Command::Crews { command } => crews::main(to, command, json).await,
+        Command::Workers => crews::workers(to, json).await,
         Command::Serve { .. } | Command::Worker { .. } | Command::Demo { .. } => Err(local_only(
             "serve, worker and demo",
             "they run next to the database (--db)",

@@ -1,10 +1,12 @@
 //! The console's crews page: every crew version this server loaded, which
 //! is the newest, its unfinished runs, and what the steps of its recent
-//! runs (of that exact definition) cost per role; and its upgrade form,
-//! which moves the compatible unfinished runs of older versions to the
-//! newest (`POST /crews/{name}/{version}/upgrade`).
+//! runs (of that exact definition) cost per role; its upgrade form, which
+//! moves the compatible unfinished runs of older versions to the newest
+//! (`POST /crews/{name}/{version}/upgrade`); a diff of two versions with
+//! which runs can move (`GET /crews/{name}/diff`); and the workers page
+//! (`GET /workers`: the process registry and the blocked runs).
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
@@ -90,6 +92,10 @@ pub(super) async fn page(State(state): State<AppState>, headers: HeaderMap) -> R
                 .crews()
                 .get(&def.name)
                 .is_some_and(|n| n.fingerprint() == crew.fingerprint()),
+            newest_version: state
+                .crews()
+                .get(&def.name)
+                .map_or_else(|| def.version.clone(), |n| n.def().version.clone()),
             unfinished: stored
                 .iter()
                 .find(|c| &c.fingerprint == crew.fingerprint())
@@ -155,6 +161,57 @@ pub(super) async fn upgrade(
                 cairn_console::page("Crew upgrade", &viewer, body),
             )
         }
+        Err(e) => error_page(&viewer, e.into()),
+    }
+}
+
+/// The two versions of a diff page.
+#[derive(serde::Deserialize)]
+pub(super) struct DiffQuery {
+    from: String,
+    to: String,
+}
+
+/// `GET /crews/{name}/diff?from=&to=`: how `to` differs from `from`, and
+/// which unfinished runs of `from` can move (as `cairn crews diff`).
+pub(super) async fn diff(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    Query(q): Query<DiffQuery>,
+) -> Response {
+    let viewer = page_viewer(&state, &headers);
+    let versions = async {
+        let from = crate::versions::version(&state, &name, &q.from).await?;
+        let to = crate::versions::version(&state, &name, &q.to).await?;
+        Ok::<_, crate::ApiError>(state.engine().crew_diff(&from, &to).await?)
+    };
+    match versions.await {
+        Ok(diff) => html(
+            StatusCode::OK,
+            cairn_console::page("Crew diff", &viewer, cairn_console::diff_page(&name, &diff)),
+        ),
+        Err(e) => error_page(&viewer, e),
+    }
+}
+
+/// `GET /workers`: the processes in the registry and the blocked runs.
+pub(super) async fn workers(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let viewer = page_viewer(&state, &headers);
+    let found = async {
+        let workers = state.engine().workers().await?;
+        let blocked = state.engine().blocked().await?;
+        Ok::<_, cairn::Error>((workers, blocked))
+    };
+    match found.await {
+        Ok((workers, blocked)) => html(
+            StatusCode::OK,
+            cairn_console::page(
+                "Workers",
+                &viewer,
+                cairn_console::workers_page(&workers, &blocked),
+            ),
+        ),
         Err(e) => error_page(&viewer, e.into()),
     }
 }

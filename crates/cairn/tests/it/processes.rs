@@ -72,7 +72,12 @@ async fn process(db: &TestDb, owner: &str, crews: &[&Crew]) -> Engine {
 
 /// A worker loop in the background; the sender stops it, the handle ends
 /// once it has left the registry.
-fn working(engine: &Engine) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+fn working(
+    engine: &Engine,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let engine = engine.clone();
     let opts = WorkOptions {
@@ -90,7 +95,12 @@ fn working(engine: &Engine) -> (tokio::sync::oneshot::Sender<()>, tokio::task::J
     (stop, task)
 }
 
-async fn stop(worker: (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>)) {
+async fn stop(
+    worker: (
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    ),
+) {
     let _ = worker.0.send(());
     worker.1.await.unwrap();
 }
@@ -152,7 +162,10 @@ async fn a_run_only_a_stopped_process_could_execute_is_blocked_until_one_starts(
     let view = b.show(id).await.unwrap();
     assert_eq!(view.run.status, RunStatus::Queued, "nobody claimed it");
     let blocked = view.run.blocked.expect("blocked as soon as it is runnable");
-    assert_eq!((blocked.crew.as_str(), blocked.version.as_str()), ("essay", "1"));
+    assert_eq!(
+        (blocked.crew.as_str(), blocked.version.as_str()),
+        ("essay", "1")
+    );
     assert_eq!(blocked.handlers, vec!["writer".to_owned()]);
     assert_eq!(&blocked.fingerprint, crew_a.fingerprint());
     let listed = b.list(&RunFilter::default()).await.unwrap();
@@ -166,7 +179,10 @@ async fn a_run_only_a_stopped_process_could_execute_is_blocked_until_one_starts(
     assert_eq!(b.show(id).await.unwrap().run.status, RunStatus::Queued);
     let workers = b.workers().await.unwrap();
     let ids: Vec<&str> = workers.iter().map(|w| w.id.as_str()).collect();
-    assert!(ids.contains(&"process-b") && !ids.contains(&"process-a"), "{ids:?}");
+    assert!(
+        ids.contains(&"process-b") && !ids.contains(&"process-a"),
+        "{ids:?}"
+    );
 
     // A process offering the version starts: the run finishes there.
     let crew_d = reviewed("1", writer("d"));
@@ -174,7 +190,11 @@ async fn a_run_only_a_stopped_process_could_execute_is_blocked_until_one_starts(
     let worker_d = working(&d);
     let done = status_of(&d, id, RunStatus::Succeeded).await;
     assert_eq!(done.run.blocked, None);
-    assert_eq!(done.steps[1].output, Some(json!("a")), "the draft of process a");
+    assert_eq!(
+        done.steps[1].output,
+        Some(json!("a")),
+        "the draft of process a"
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the writer ran once");
     let events = d.events(id).await.unwrap();
     let claims: Vec<_> = events
