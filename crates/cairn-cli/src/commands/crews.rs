@@ -80,7 +80,7 @@ pub async fn workers(to: &impl Connect, json: bool) -> anyhow::Result<u8> {
             w.pid,
             if w.live { "yes" } else { "no" },
             w.held,
-            w.beat_at.format("%Y-%m-%d %H:%M:%S"),
+            w.beat_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             offers.join(", ")
         )?;
     }

@@ -233,6 +233,15 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
     for args in &reads {
         same(&case, &served, args, args, false);
     }
+    // The process registry: the server's own process, its beats masked.
+    for args in [&["workers"][..], &["workers", "--json"]] {
+        same(&case, &served, args, args, true);
+    }
+    let workers = case.cairn(&["workers", "--json"]).expect_code(0).json();
+    let server = &workers.as_array().unwrap()[0];
+    assert_eq!(server["live"], true, "{workers}");
+    let offers = server["offers"].as_array().unwrap();
+    assert!(offers.iter().any(|o| o["name"] == "greet"), "{workers}");
 
     // Lists read a page at a time (here one record a page) print the same.
     for args in [

@@ -384,6 +384,21 @@ fn the_consoles_crews_page_moves_runs_to_the_newest_version(kind: Kind) {
         .and_then(|rest| rest.split('"').next())
         .expect("the form's CSRF token")
         .to_owned();
+    // v1's section links to how v2 differs and which runs can move.
+    let v1 = &page[page.find("essay v1").expect("v1 on the crews page")..];
+    assert!(v1.contains("/crews/essay/diff?from=1&amp;to=2"), "{page}");
+    let diff = support::get_text(&served.listen, "/crews/essay/diff?from=1&to=2");
+    assert!(diff.contains("Crew essay: v1 to v2"), "{diff}");
+    assert!(diff.contains("<td>added</td>"), "v2's new step: {diff}");
+    assert!(
+        diff.contains(&id[..13]) && diff.contains("<td>yes</td>"),
+        "{diff}"
+    );
+    let workers = support::get_text(&served.listen, "/workers");
+    assert!(
+        workers.contains("essay v2"),
+        "the server offers v2: {workers}"
+    );
     let forged = support::post_form(&served.listen, "/crews/essay/2/upgrade", "csrf=nope");
     assert!(forged.0.contains("403"), "{forged:?}");
     assert_eq!(case.show(&id)["crew_version"], "1");

@@ -17,3 +17,4 @@ mod support;
 mod threads;
 mod waits;
 mod walkthrough;
+mod workers;
