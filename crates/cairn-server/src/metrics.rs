@@ -128,36 +128,7 @@ impl Metrics {
         );
         let _ = writeln!(o, "cairn_store_up {}", u8::from(store.is_some()));
         if let Some(store) = store {
-            header(o, "cairn_runs", "gauge", "Runs in the store by status.");
-            for status in RunStatus::ALL {
-                let n = store
-                    .runs_by_status
-                    .iter()
-                    .find(|(s, _)| *s == status)
-                    .map_or(0, |(_, n)| *n);
-                let _ = writeln!(o, "cairn_runs{{status=\"{status}\"}} {n}");
-            }
-            header(
-                o,
-                "cairn_queue_ready",
-                "gauge",
-                "Queued runs whose retry back-off has passed (claimable now).",
-            );
-            let _ = writeln!(o, "cairn_queue_ready {}", store.ready);
-            header(
-                o,
-                "cairn_lease_takeovers",
-                "gauge",
-                "Lease takeovers by any process, from the event log: claims of runs that were running under another lease (an expired lease, or cairn resume). Events removed by retention no longer count.",
-            );
-            let _ = writeln!(o, "cairn_lease_takeovers {}", store.takeovers);
-            header(
-                o,
-                "cairn_runs_blocked",
-                "gauge",
-                "Runnable runs whose crew version has Rust agents no live process offers (see cairn workers).",
-            );
-            let _ = writeln!(o, "cairn_runs_blocked {}", store.blocked);
+            render_store(o, store);
         }
 
         header(
@@ -311,6 +282,41 @@ type KeySeries = (
 /// Provider keys (read from the store per scrape, like the run counts):
 /// whether each is paused, the runs deferred on it, the permits in use,
 /// the pauses it had.
+/// The gauges read from the database at each scrape: runs by status, the
+/// claimable queue, takeovers, blocked runs.
+fn render_store(o: &mut String, store: &StoreStats) {
+    header(o, "cairn_runs", "gauge", "Runs in the store by status.");
+    for status in RunStatus::ALL {
+        let n = store
+            .runs_by_status
+            .iter()
+            .find(|(s, _)| *s == status)
+            .map_or(0, |(_, n)| *n);
+        let _ = writeln!(o, "cairn_runs{{status=\"{status}\"}} {n}");
+    }
+    header(
+        o,
+        "cairn_queue_ready",
+        "gauge",
+        "Queued runs whose retry back-off has passed (claimable now).",
+    );
+    let _ = writeln!(o, "cairn_queue_ready {}", store.ready);
+    header(
+            o,
+            "cairn_lease_takeovers",
+            "gauge",
+            "Lease takeovers by any process, from the event log: claims of runs that were running under another lease (an expired lease, or cairn resume). Events removed by retention no longer count.",
+        );
+    let _ = writeln!(o, "cairn_lease_takeovers {}", store.takeovers);
+    header(
+            o,
+            "cairn_runs_blocked",
+            "gauge",
+            "Runnable runs whose crew version has Rust agents no live process offers (see cairn workers).",
+        );
+    let _ = writeln!(o, "cairn_runs_blocked {}", store.blocked);
+}
+
 fn render_keys(o: &mut String, keys: &[KeyState]) {
     if keys.is_empty() {
         return;

@@ -7,7 +7,9 @@
 //! What a person does and sees: signing in; a run's steps and an `llm`
 //! step's text appearing while it runs, without a reload; a review rejected
 //! with feedback and then approved from `/waits`; a fork from step N from
-//! the run's page; the threads page and its links; and a reload after the
+//! the run's page; the threads page and its links; a child run's review,
+//! naming its parent, approved from `/waits`, after which the parent goes
+//! on; and a reload after the
 //! run's worker was SIGKILLed and the run finished elsewhere, showing the
 //! stored progress and the time lost to the crash.
 
@@ -17,7 +19,7 @@ use std::time::Duration;
 use cairn_testkit::browser::Browser;
 use cairn_testkit::SlowModel;
 
-use crate::support::{llm_crew, serve, wait_until, Case, Kind, Served, Spawned};
+use crate::support::{llm_crew, serve, step, wait_until, Case, Kind, Served, Spawned};
 
 const WAIT: Duration = Duration::from_secs(30);
 const TOKEN: &str = "browser-token-0123456789abcdef";
@@ -173,6 +175,27 @@ async fn assert_fits(b: &Browser, what: &str) {
         );
     }
     b.set_size(1280, 900).await.unwrap();
+}
+
+/// Clicks a form's button and waits until its answer landed (its redirect
+/// loaded a new page): on a loaded machine a navigation begun while the
+/// form's request is pending takes its place.
+async fn click_and_land(b: &Browser, button: &str, what: &str) {
+    b.execute("window.cairnBeforeAnswer = true; return null;", vec![])
+        .await
+        .unwrap();
+    b.click(button).await.unwrap();
+    for _ in 0..150 {
+        let gone = b
+            .execute("return window.cairnBeforeAnswer === undefined;", vec![])
+            .await
+            .unwrap_or_default();
+        if gone == serde_json::Value::Bool(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("{what} never answered");
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -370,26 +393,7 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
         b.fill(&format!("{approve} input[name=reason]"), "ship it")
             .await
             .unwrap();
-        // The form's answer must land (its redirect loads a new page) before
-        // the run page is opened: on a loaded machine a navigation begun
-        // while the form's request is pending takes its place.
-        b.execute("window.cairnBeforeAnswer = true; return null;", vec![])
-            .await
-            .unwrap();
-        b.click(&format!("{approve} button")).await.unwrap();
-        let mut landed = false;
-        for _ in 0..150 {
-            let gone = b
-                .execute("return window.cairnBeforeAnswer === undefined;", vec![])
-                .await
-                .unwrap_or_default();
-            if gone == serde_json::Value::Bool(true) {
-                landed = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        assert!(landed, "the approval's form never answered");
+        click_and_land(&b, &format!("{approve} button"), "the approval's form").await;
 
         b.goto(&console.page(&format!("/runs/{id}"))).await.unwrap();
         b.wait_for_text("dl.header", "succeeded", WAIT)
@@ -625,4 +629,50 @@ fn the_threads_page_lists_a_thread_and_its_link_opens_the_threads_page() {
         b.click("dl.header a[href^='/threads/']").await.unwrap();
         b.wait_for_text("h1", thread, WAIT).await.unwrap();
     });
+}
+
+#[test]
+fn a_childs_review_names_its_parent_and_its_approval_from_the_waits_page_lets_the_parent_go_on() {
+    if !cairn_testkit::browser::present(
+        "a_childs_review_names_its_parent_and_its_approval_from_the_waits_page_lets_the_parent_go_on",
+    ) {
+        return;
+    }
+    let case = Case::new(Kind::Sqlite);
+    let note = "name = \"note\"\nversion = \"1\"\n[[agents]]\nrole = \"draft\"\n\
+                kind = \"template\"\ntemplate = \"a note on {{ input.topic }}\"\nreview = true\n";
+    let brief = "name = \"brief\"\nversion = \"1\"\n[[agents]]\nrole = \"notes\"\n\
+                 kind = \"children\"\ncrew = \"note.toml\"\n\
+                 children = [{ key = \"tide\", input = { topic = \"tides\" } }]\n\
+                 [[agents]]\nrole = \"edit\"\nkind = \"template\"\n\
+                 template = \"brief: {{ outputs.notes[0].output }}\"\n";
+    let crews = [("note", note.to_owned()), ("brief", brief.to_owned())];
+    let console = Console::start(&case, &crews, "2", false);
+    let parent = console.submit(&case, "brief", "{}", false);
+    let approve = "form:has(input[name=decision][value=approve])";
+    runtime().block_on(async {
+        let b = browser().await;
+        b.goto(&console.page("/waits")).await.unwrap();
+        let card = reload_until(&b, "the child's review", |t| t.contains("a note on tides")).await;
+        assert!(card.contains("note v1"), "the child's crew: {card}");
+        // The card names the parent chain, and links the parent.
+        let chain = b.text("section.wait dd.parents").await.unwrap();
+        assert!(chain.contains("key tide of run"), "{chain}");
+        assert!(chain.contains(&parent[..8]), "{chain}");
+        b.fill(&format!("{approve} input[name=reason]"), "reads well")
+            .await
+            .unwrap();
+        click_and_land(&b, &format!("{approve} button"), "the review's form").await;
+        // The child finishes, its join wakes the parent, the parent ends.
+        b.goto(&console.page(&format!("/runs/{parent}")))
+            .await
+            .unwrap();
+        b.wait_for_text("dl.header", "succeeded", WAIT)
+            .await
+            .unwrap();
+        let steps = b.text("table.steps").await.unwrap();
+        assert!(steps.contains("edit"), "{steps}");
+    });
+    let run = case.show(&parent);
+    assert_eq!(step(&run, 1)["output"], "brief: a note on tides", "{run:#}");
 }

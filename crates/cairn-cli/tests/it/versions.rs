@@ -19,7 +19,11 @@ both_backends!(
 fn essay(version: &str, top: &str, write: &str, done: &str, extra: &[String]) -> String {
     let mut toml = format!("name = \"essay\"\nversion = {}\n{top}\n", q(version));
     let agents = [
-        agent_template("plan", "plan for {{ input.topic }}"),
+        // An input with `boom` fails the plan (a run for `runs retry`).
+        agent_template(
+            "plan",
+            "plan for {{ input.topic }}{% if input.boom is defined %}{{ input.boom.x }}{% endif %}",
+        ),
         agent_template("write", write) + "review = true\n",
         agent_template("done", done),
     ];
@@ -247,25 +251,34 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
     std::fs::write(dir.join("essay-1.toml"), v1(top)).unwrap();
     let first = serve(&case);
     let submit = |extra: &[&str]| -> String {
-        let mut args = vec![
-            "submit",
-            "essay",
-            "--input",
-            r#"{"topic": "rivers"}"#,
-            "--json",
-        ];
+        let mut args = vec!["submit", "essay", "--json"];
+        if !extra.contains(&"--input") {
+            args.extend(["--input", r#"{"topic": "rivers"}"#]);
+        }
         args.extend(extra);
         let run = remote(&case, &first, &args).expect_code(0).json();
         run["id"].as_str().unwrap().to_owned()
     };
-    let compatible: Vec<String> = (0..3).map(|_| submit(&[])).collect();
-    let pinned: Vec<String> = (0..3).map(|_| submit(&["--upgrade", "pinned"])).collect();
+    let compatible: Vec<String> = (0..5).map(|_| submit(&[])).collect();
+    let pinned: Vec<String> = (0..4).map(|_| submit(&["--upgrade", "pinned"])).collect();
     let manual = submit(&["--upgrade", "manual"]);
+    let boom = [
+        "--input",
+        r#"{"topic": "t", "boom": 1}"#,
+        "--upgrade",
+        "pinned",
+    ];
+    let failed_v1 = submit(&boom);
     let all: Vec<&String> = compatible.iter().chain(&pinned).chain([&manual]).collect();
     wait_until(
         "every run at its review",
         std::time::Duration::from_secs(60),
         || all.iter().all(|id| case.show(id)["status"] == "waiting"),
+    );
+    wait_until(
+        "the boom run failed",
+        std::time::Duration::from_secs(60),
+        || case.show(&failed_v1)["status"] == "failed",
     );
     drop(first);
 
@@ -286,11 +299,11 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
             )
         })
         .collect();
-    assert_eq!(offered, [("1", false, 7), ("2", true, 0)]);
+    assert_eq!(offered, [("1", false, 11), ("2", true, 0)]);
     let page = support::get_text(&second.listen, "/crews");
     let v1 = &page[page.find("essay v1").expect("v1 on the crews page")..];
     assert!(
-        v1.contains("An older version. 7 unfinished runs."),
+        v1.contains("An older version. 11 unfinished runs."),
         "{page}"
     );
 
@@ -304,7 +317,7 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
     let diff = diff.expect_code(0).json();
     assert_eq!(diff["steps"][3]["change"], "added", "{diff:#}");
     let runs = diff["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 7);
+    assert_eq!(runs.len(), 11);
     assert!(runs.iter().all(|r| r["movable"] == true), "{diff:#}");
     let up = [
         "runs", "upgrade", "--crew", "essay", "--to", "2", "--run", &manual, "--json",
@@ -348,7 +361,37 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
         assert!(steps.iter().all(|s| s["attempt"] == 1), "{run:#}");
         assert_eq!(case.events_of(id, "step_succeeded").len(), steps.len());
     }
-    // Operator actions work on runs of both versions.
+    // Operator actions work on runs of both versions: retry (a failed run
+    // of each), fork and cancel.
+    let failed_v2 = remote(
+        &case,
+        &second,
+        &["submit", "essay", "--json", boom[0], boom[1]],
+    );
+    let failed_v2 = failed_v2.expect_code(0).json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    wait_until(
+        "the v2 boom run failed",
+        std::time::Duration::from_secs(60),
+        || case.show(&failed_v2)["status"] == "failed",
+    );
+    for (id, version) in [(&failed_v1, "1"), (&failed_v2, "2")] {
+        let retried = remote(
+            &case,
+            &second,
+            &["runs", "retry", id, "--enqueue", "--json"],
+        );
+        // Queued (exit 0), or already failed again (3) by the time it printed.
+        assert!(matches!(retried.code(), Some(0 | 3)), "{}", retried.stderr);
+        assert_eq!(retried.json()["crew_version"], version);
+        wait_until("the retry ran", std::time::Duration::from_secs(60), || {
+            let run = case.show(id);
+            run["status"] == "failed" && step(&run, 0)["attempt"] == 2
+        });
+        assert_eq!(case.events_of(id, "run_retried").len(), 1);
+    }
     for (id, version) in [(&pinned[0], "1"), (&compatible[0], "2")] {
         let fork = remote(
             &case,
