@@ -337,8 +337,13 @@ pub struct WaitFilter {
 /// An operator action that is a status transition of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
-    /// `failed → queued`: the failed step runs again (attempt + 1).
+    /// `failed → queued`: the failed step runs again (attempt + 1). A
+    /// `children` step keeps the children that succeeded at its earlier
+    /// attempts and starts only the others.
     Retry,
+    /// A retry whose `children` step starts every child again
+    /// (`--rerun-children`), recorded as `rerun_children` in `run_retried`.
+    RetryRerunningChildren,
     /// `interrupted → queued`: the interrupted step carries on.
     Continue,
     /// `queued | waiting | interrupted | failed → cancelled` at once; a

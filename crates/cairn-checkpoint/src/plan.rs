@@ -318,20 +318,27 @@ impl ActionPlan {
 }
 
 pub(crate) fn plan_action(run: &RunRecord, action: Action, actor: &Actor) -> Result<ActionPlan> {
-    let data = serde_json::json!({
+    let mut data = serde_json::json!({
         "by": actor.by,
         "reason": actor.reason,
         "from_status": run.status,
         "step": run.cursor,
     });
+    if action == Action::RetryRerunningChildren {
+        data["rerun_children"] = serde_json::json!(true);
+    }
     let refuse = |action: &'static str| Error::WrongState {
         run: run.id,
         status: run.status,
         action,
     };
     let (to, request_cancel, kind) = match (action, run.status) {
-        (Action::Retry, RunStatus::Failed) => (RunStatus::Queued, false, EventKind::RunRetried),
-        (Action::Retry, _) => return Err(refuse("retry it (only a failed run can be retried)")),
+        (Action::Retry | Action::RetryRerunningChildren, RunStatus::Failed) => {
+            (RunStatus::Queued, false, EventKind::RunRetried)
+        }
+        (Action::Retry | Action::RetryRerunningChildren, _) => {
+            return Err(refuse("retry it (only a failed run can be retried)"))
+        }
         (Action::Continue, RunStatus::Interrupted) => {
             (RunStatus::Queued, false, EventKind::RunContinued)
         }

@@ -522,6 +522,10 @@ pub enum RunsCommand {
         /// (recorded as a `crew_forced` event).
         #[arg(long, value_name = "FILE", conflicts_with = "enqueue")]
         crew: Option<PathBuf>,
+        /// A failed `children` step starts every child again, instead of
+        /// keeping those that succeeded and starting only the others.
+        #[arg(long, conflicts_with = "crew")]
+        rerun_children: bool,
         #[command(flatten)]
         action: ActionArgs,
     },

@@ -69,6 +69,10 @@ pub enum EventKind {
     /// A `children` step's join was decided (data: idx, attempt, met,
     /// settled, ok, total, by: the child whose end decided it).
     ChildrenJoined,
+    /// An operator's retry of a `children` step kept the children that
+    /// succeeded at its earlier attempts (data: idx, attempt, reused: each
+    /// `{key, run_id}`); only the others start again.
+    ChildrenReused,
     /// A step waits for its provider key's pause: the run is queued again
     /// at its end, the same attempt (data: idx, attempt, key, delay_ms,
     /// observed: whether its own call was refused).
@@ -116,6 +120,7 @@ impl EventKind {
             EventKind::ContextAdded => "context_added",
             EventKind::ChildrenSpawned => "children_spawned",
             EventKind::ChildrenJoined => "children_joined",
+            EventKind::ChildrenReused => "children_reused",
             EventKind::StepDeferred => "step_deferred",
             EventKind::KeyPaused => "key_paused",
             EventKind::BudgetRaised => "budget_raised",
@@ -221,6 +226,9 @@ mod tests {
             EventKind::StepInterrupted,
             EventKind::TranscriptRepaired,
             EventKind::ContextAdded,
+            EventKind::ChildrenSpawned,
+            EventKind::ChildrenJoined,
+            EventKind::ChildrenReused,
         ] {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));
         }

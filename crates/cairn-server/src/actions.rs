@@ -31,6 +31,19 @@ pub(crate) struct ActionBody {
     reason: Option<String>,
 }
 
+/// The optional body of a retry: an action's, and whether a `children`
+/// step starts every child again instead of keeping those that succeeded.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RetryBody {
+    #[serde(default)]
+    by: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    rerun_children: Option<bool>,
+}
+
 /// The actor of an action: `by` unless blank, else [`DEFAULT_ACTOR`].
 pub(crate) fn actor(by: Option<String>, reason: Option<String>) -> Actor {
     let by = by
@@ -69,6 +82,8 @@ async fn check_offered(state: &AppState, id: cairn::RunId) -> Result<(), ApiErro
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RunAction {
     Retry,
+    /// A retry whose `children` step starts every child again.
+    RetryRerunningChildren,
     Continue,
     Cancel,
 }
@@ -87,6 +102,10 @@ pub(crate) async fn run_action(
         RunAction::Retry => {
             check_offered(state, id).await?;
             engine.retry(id, actor).await?
+        }
+        RunAction::RetryRerunningChildren => {
+            check_offered(state, id).await?;
+            engine.retry_rerunning_children(id, actor).await?
         }
         RunAction::Continue => {
             check_offered(state, id).await?;
@@ -134,9 +153,18 @@ async fn act(
 pub(crate) async fn retry(
     State(state): State<AppState>,
     RunIdPath(id): RunIdPath,
-    OptionalJson(body): OptionalJson<ActionBody>,
+    OptionalJson(body): OptionalJson<RetryBody>,
 ) -> Result<Json<RunView>, ApiError> {
-    act(state, id, RunAction::Retry, body).await
+    let body = body.unwrap_or_default();
+    let action = match body.rerun_children {
+        Some(true) => RunAction::RetryRerunningChildren,
+        _ => RunAction::Retry,
+    };
+    let body = ActionBody {
+        by: body.by,
+        reason: body.reason,
+    };
+    act(state, id, action, Some(body)).await
 }
 
 /// `POST /v1/runs/{id}/continue`: an `interrupted` run carries on.

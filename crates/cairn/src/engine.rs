@@ -430,9 +430,20 @@ impl Engine {
         Ok(self.store().add_context(id, context, actor).await?)
     }
 
-    /// `failed → queued`: the failed step will run again (attempt + 1).
+    /// `failed → queued`: the failed step will run again (attempt + 1). A
+    /// `children` step keeps the children that succeeded before and starts
+    /// only the others (`children_reused`).
     pub async fn retry(&self, id: RunId, actor: &Actor) -> Result<RunRecord> {
         Ok(self.store().act(id, Action::Retry, actor).await?)
+    }
+
+    /// [`Engine::retry`], but a `children` step starts every child again
+    /// (`--rerun-children`).
+    pub async fn retry_rerunning_children(&self, id: RunId, actor: &Actor) -> Result<RunRecord> {
+        Ok(self
+            .store()
+            .act(id, Action::RetryRerunningChildren, actor)
+            .await?)
     }
 
     /// `interrupted → queued`: the interrupted step will carry on.

@@ -195,7 +195,7 @@ pub(super) async fn action_landed<H: ScriptHost + ?Sized>(
         .await?;
     let Some(event) = newest else { return Ok(None) };
     let kinds: &[EventKind] = match action {
-        Action::Retry => &[EventKind::RunRetried],
+        Action::Retry | Action::RetryRerunningChildren => &[EventKind::RunRetried],
         Action::Continue => &[EventKind::RunContinued],
         Action::Cancel => &[EventKind::RunCancelRequested, EventKind::RunCancelled],
     };

@@ -53,11 +53,12 @@ pub(crate) async fn follow_up_in(c: &mut Conn<'_>, commit: &StepCommit) -> Resul
 /// cancelled parent never gets here.
 async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) -> Result<()> {
     let (run, idx, attempt) = (commit.run_id, commit.idx, commit.attempt);
+    let reused = reusable_in(c, commit, spawn).await?;
     c.execute(
         query(
             "INSERT INTO joins (run_id, step_idx, attempt, rule, quorum, on_parent_close, total, \
              settled, ok, status, created_at) VALUES (:run, :idx, :attempt, :rule, :quorum, \
-             :close, :total, 0, 0, 'open', {now})",
+             :close, :total, :reused, :reused, 'open', {now})",
         )
         .bind("run", run)
         .bind("idx", idx.get())
@@ -65,20 +66,27 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         .bind("rule", spawn.rule.as_str())
         .bind("quorum", spawn.quorum)
         .bind("close", spawn.on_parent_close.as_str())
-        .bind("total", spawn.children.len() as i64),
+        .bind("total", spawn.children.len() as i64)
+        .bind("reused", reused.len() as i64),
     )
     .await?;
+    adopt_in(c, commit, spawn, &reused).await?;
     let fingerprint = spawn.crew.fingerprint();
     let def = spawn.crew.to_json();
     super::crews::remember_in(c, &spawn.crew, &fingerprint, &def).await?;
     // Every child in one statement, and their first events in another,
     // from one JSON array: a round trip each, however many children.
+    // The children to start: those not reused, each with its rank among
+    // them (the first `concurrency` are claimable at once).
     let rows: Vec<serde_json::Value> = spawn
         .children
         .iter()
         .enumerate()
-        .map(|(ord, child)| {
-            json!({"id": child.id, "key": child.key, "ord": ord, "input": child.input,
+        .filter(|(_, child)| !reused.contains_key(&child.key))
+        .enumerate()
+        .map(|(rank, (ord, child))| {
+            json!({"id": child.id, "key": child.key, "ord": ord, "rank": rank,
+                   "input": child.input,
                    "event": {"crew": spawn.crew.name, "fingerprint": fingerprint,
                              "parent": {"run_id": run, "idx": idx, "attempt": attempt,
                                         "key": child.key}}})
@@ -106,7 +114,7 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
              SELECT (j.value->>'id'){uuid}, :name, :version, :fingerprint, 'null', \
              j.value->'input', 'queued', 0, :steps, 0, 1, {now}, {now}, :parent, :idx, \
              :attempt, j.value->>'key', CAST(j.value->>'ord' AS INTEGER), :depth, \
-             CAST(j.value->>'ord' AS INTEGER) >= :at_once, :priority, {ahead:head}, :trace \
+             CAST(j.value->>'rank' AS INTEGER) >= :at_once, :priority, {ahead:head}, :trace \
              FROM {rows:children}",
         )
         .bind("trace", trace.map(|t| serde_json::json!(t).to_string()))
@@ -137,10 +145,111 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
     if trace.is_some_and(|t| t.sampled) {
         super::traces::start_children_in(c, &rows).await?;
     }
-    if let Some(first) = spawn.children.first() {
+    if let Some(first) = spawn.children.iter().find(|c| !reused.contains_key(&c.key)) {
         c.notify_runnable(first.id).await?;
     }
+    if let Some(by) = reused.values().next() {
+        // Reused children are settled already: they may decide the join.
+        let counts = JoinCounts {
+            rule: spawn.rule,
+            quorum: spawn.quorum,
+            total: spawn.children.len() as u32,
+            settled: reused.len() as u32,
+            ok: reused.len() as u32,
+        };
+        let parent = JoinRef { run, idx, attempt };
+        match counts.state() {
+            JoinState::Open => {}
+            state => decide_in(c, &parent, counts, state, *by).await?,
+        }
+    }
     Ok(())
+}
+
+/// The children an operator's retry of a `children` step keeps: for each
+/// key the spawn lists, the child that succeeded at the step's latest
+/// earlier attempt, unless that retry asked to start them all again
+/// (`rerun_children` in its `run_retried` event). Empty at a first attempt.
+async fn reusable_in(
+    c: &mut Conn<'_>,
+    commit: &StepCommit,
+    spawn: &SpawnCommit,
+) -> Result<std::collections::HashMap<String, RunId>> {
+    let mut kept = std::collections::HashMap::new();
+    if commit.attempt.get() <= 1 {
+        return Ok(kept);
+    }
+    let (run, idx) = (commit.run_id, commit.idx);
+    let retried = c
+        .fetch_optional(
+            query(
+                "SELECT data FROM events WHERE run_id = :run AND kind = 'run_retried' \
+                 ORDER BY seq DESC LIMIT 1",
+            )
+            .bind("run", run),
+        )
+        .await?;
+    if let Some(row) = retried {
+        if row
+            .opt_json("data", run, "a retry's event")?
+            .is_some_and(|d| d["rerun_children"] == true)
+        {
+            return Ok(kept);
+        }
+    }
+    let rows = c
+        .fetch_all(
+            query(
+                "SELECT id, child_key FROM runs WHERE parent_run_id = :run \
+                 AND parent_step_idx = :idx AND parent_attempt < :attempt \
+                 AND child_key IS NOT NULL AND status = 'succeeded' \
+                 ORDER BY parent_attempt DESC",
+            )
+            .bind("run", run)
+            .bind("idx", idx.get())
+            .bind("attempt", commit.attempt.get()),
+        )
+        .await?;
+    for row in &rows {
+        let key = row.text("child_key")?;
+        let listed = spawn.children.iter().any(|c| c.key == key);
+        if let (true, Some(id)) = (listed, row.opt_uuid("id", run, "a child's id")?) {
+            kept.entry(key).or_insert(RunId::from_uuid(id));
+        }
+    }
+    Ok(kept)
+}
+
+/// Moves the reused children to this attempt's join, in its listing order,
+/// recorded on the parent as `children_reused`.
+async fn adopt_in(
+    c: &mut Conn<'_>,
+    commit: &StepCommit,
+    spawn: &SpawnCommit,
+    reused: &std::collections::HashMap<String, RunId>,
+) -> Result<()> {
+    let mut listed = vec![];
+    for (ord, child) in spawn.children.iter().enumerate() {
+        let Some(id) = reused.get(&child.key) else {
+            continue;
+        };
+        c.execute(
+            query("UPDATE runs SET parent_attempt = :attempt, child_ord = :ord WHERE id = :id")
+                .bind("attempt", commit.attempt.get())
+                .bind("ord", ord as i64)
+                .bind("id", *id),
+        )
+        .await?;
+        listed.push(json!({"key": child.key, "run_id": id}));
+    }
+    if listed.is_empty() {
+        return Ok(());
+    }
+    let event = NewEvent::new(
+        EventKind::ChildrenReused,
+        json!({"idx": commit.idx, "attempt": commit.attempt, "reused": listed}),
+    );
+    append_events(c, commit.run_id, &[event]).await
 }
 
 /// A run ended (succeeded, failed or cancelled), in the transaction that

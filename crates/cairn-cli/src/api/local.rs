@@ -168,7 +168,12 @@ impl Api for Local {
     async fn act(&self, id: RunId, act: Act<'_>, actor: &Actor) -> anyhow::Result<RunRecord> {
         let e = &self.engine;
         Ok(match act {
-            Act::Retry => e.retry(id, actor).await?,
+            Act::Retry {
+                rerun_children: false,
+            } => e.retry(id, actor).await?,
+            Act::Retry {
+                rerun_children: true,
+            } => e.retry_rerunning_children(id, actor).await?,
             Act::Continue => e.continue_run(id, actor).await?,
             Act::Cancel => e.cancel(id, actor).await?,
             Act::Fork(req) => e.fork(id, req, actor).await?,

@@ -50,7 +50,10 @@ pub enum VersionArg {
 
 /// An operator's action on one run.
 pub enum Act<'a> {
-    Retry,
+    /// `rerun_children`: a `children` step starts every child again.
+    Retry {
+        rerun_children: bool,
+    },
     Continue,
     Cancel,
     /// A new run from this one; the action returns the new run.
@@ -61,7 +64,7 @@ impl Act<'_> {
     /// The action's name in the API's paths (`/v1/runs/{id}/{name}`).
     pub fn name(&self) -> &'static str {
         match self {
-            Act::Retry => "retry",
+            Act::Retry { .. } => "retry",
             Act::Continue => "continue",
             Act::Cancel => "cancel",
             Act::Fork(_) => "fork",

@@ -326,6 +326,12 @@ fn act_body(act: &Act<'_>, actor: &Actor) -> Value {
     if let Some(reason) = &actor.reason {
         body["reason"] = json!(reason);
     }
+    if let Act::Retry {
+        rerun_children: true,
+    } = act
+    {
+        body["rerun_children"] = json!(true);
+    }
     if let Act::Fork(req) = act {
         body["from_step"] = json!(req.from_step.0);
         if let Some(input) = &req.input {

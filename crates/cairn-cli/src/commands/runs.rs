@@ -71,10 +71,14 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
             run_id,
             crew: Some(crew),
             action,
+            ..
         } => with_crew(to, &run_id, None, &crew, &action, json).await,
-        RunsCommand::Retry { run_id, action, .. } => {
-            act(to, &run_id, Act::Retry, action, json).await
-        }
+        RunsCommand::Retry {
+            run_id,
+            action,
+            rerun_children,
+            ..
+        } => act(to, &run_id, Act::Retry { rerun_children }, action, json).await,
         RunsCommand::Continue {
             run_id,
             budget,

@@ -269,6 +269,21 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
         (&failed, &other_failed),
         &[],
     );
+    // Again, asking a `children` step to start every child again: the
+    // choice is recorded both ways.
+    let rerun = ["--rerun-children"];
+    alike(
+        &case,
+        &served,
+        &["runs", "retry"],
+        (&failed, &other_failed),
+        &rerun,
+    );
+    for id in [&failed, &other_failed] {
+        let retried = case.events_of(id, "run_retried");
+        assert_eq!(retried.len(), 2, "{retried:?}");
+        assert_eq!(retried[1]["data"]["rerun_children"], true, "{retried:?}");
+    }
 
     let other_waiting = id_of(&run(&review, &["--input", r#"{"topic": "t"}"#]).expect_code(4));
     let wait_of = |run: &str| {

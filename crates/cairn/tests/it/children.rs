@@ -1,7 +1,8 @@
 //! Child runs through the engine, both backends: a map over the input with
 //! each join rule, the held children of `concurrency`, fail-fast with the
 //! rest cancelled, a parent's cancel reaching children that wait for a
-//! person, and a spawn that is never written twice.
+//! person, a spawn that is never written twice, and a retried parent that
+//! keeps its succeeded children (or, asked to, starts them all again).
 
 use serde_json::json;
 
@@ -393,4 +394,89 @@ async fn children_and_forks_inherit_their_runs_priority(kind: Kind) {
         .await
         .unwrap();
     assert_eq!(fork.priority.get(), 7);
+}
+
+/// A child that logs its item to `log`, then fails (for good) on item "b"
+/// while the file `fixed` does not exist.
+fn flaky(log: &std::path::Path, fixed: &std::path::Path) -> String {
+    format!(
+        r#"[[agents]]
+role = "flaky"
+kind = "command"
+command = ["sh", "-c", '''in=$(cat); item=$(printf '%s' "$in" | grep -o '"item":"[a-z]*"' | head -n 1 | cut -d'"' -f4); echo "$item" >> {log}; if [ "$item" = b ] && [ ! -f {fixed} ]; then exit 3; fi; echo ok''']
+permanent_exit_codes = [3]
+"#,
+        log = log.display(),
+        fixed = fixed.display()
+    )
+}
+
+/// How many times each item ran, from the log.
+fn ran(log: &std::path::Path, item: &str) -> usize {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines().filter(|l| *l == item).count()
+}
+
+both!(a_retried_parent_keeps_its_succeeded_children_unless_told_to_rerun_them);
+async fn a_retried_parent_keeps_its_succeeded_children_unless_told_to_rerun_them(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let (log, fixed) = (scratch.path().join("log"), scratch.path().join("fixed"));
+    let (_dir, crew) = crews("join = \"all_ok\"\nconcurrency = 1", &flaky(&log, &fixed));
+    let ops = Actor::new("ops").because("b is fixed");
+
+    // a and c succeed, b fails: the parent fails.
+    let input = json!({"items": ["a", "c", "b"]});
+    let run = engine
+        .run(&crew, input, SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(run.status, RunStatus::Failed);
+    let before = engine.show(run.id).await.unwrap().children;
+    std::fs::write(&fixed, "").unwrap();
+    // A retry keeps a and c and starts only b again.
+    engine.retry(run.id, &ops).await.unwrap();
+    let done = engine.execute(run.id).await.unwrap().run;
+    assert_eq!(done.status, RunStatus::Succeeded, "{:?}", done.error);
+    assert_eq!((ran(&log, "a"), ran(&log, "c"), ran(&log, "b")), (1, 1, 2));
+    let view = engine.show(run.id).await.unwrap();
+    let fan = view.steps[0].output.clone().unwrap();
+    let outcomes = fan.as_array().unwrap();
+    assert!(outcomes.iter().all(|o| o["status"] == "succeeded"), "{fan}");
+    for i in [0, 1] {
+        assert_eq!(outcomes[i]["run_id"], json!(before[i].run_id), "kept {i}");
+    }
+    assert_ne!(outcomes[2]["run_id"], json!(before[2].run_id), "b anew");
+    let events = engine.events(run.id).await.unwrap();
+    let reused: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::ChildrenReused)
+        .collect();
+    assert_eq!(reused.len(), 1, "{events:?}");
+    assert_eq!(reused[0].data["reused"].as_array().unwrap().len(), 2);
+    assert_eq!(joins(&engine, run.id).await, 2, "one join per attempt");
+
+    // With `--rerun-children`, every child starts again.
+    std::fs::remove_file(&fixed).unwrap();
+    let input = json!({"items": ["p", "q", "b"]});
+    let run = engine
+        .run(&crew, input, SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(run.status, RunStatus::Failed);
+    std::fs::write(&fixed, "").unwrap();
+    engine.retry_rerunning_children(run.id, &ops).await.unwrap();
+    let done = engine.execute(run.id).await.unwrap().run;
+    assert_eq!(done.status, RunStatus::Succeeded, "{:?}", done.error);
+    assert_eq!((ran(&log, "p"), ran(&log, "q"), ran(&log, "b")), (2, 2, 4));
+    let events = engine.events(run.id).await.unwrap();
+    assert!(!events.iter().any(|e| e.kind == EventKind::ChildrenReused));
+    let retried = events
+        .iter()
+        .find(|e| e.kind == EventKind::RunRetried)
+        .unwrap();
+    assert_eq!(retried.data["rerun_children"], true);
 }
