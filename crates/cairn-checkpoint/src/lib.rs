@@ -361,6 +361,12 @@ pub struct ForkRequest {
     pub input: Option<Value>,
     /// The fork's thread; `None` keeps the source run's.
     pub thread_id: Option<String>,
+    /// Another version of the run's crew for the fork to run on (a run
+    /// that cannot move forked from its last compatible step): refused,
+    /// with nothing stored, unless the copied steps keep their roles and
+    /// kinds in it (`cairn_core::upgrade::check`); recorded on the fork as
+    /// `crew_upgraded` with who and why. `None`: the source run's version.
+    pub crew: Option<CrewDef>,
 }
 
 /// A thread at a glance: its runs and the tokens their steps used

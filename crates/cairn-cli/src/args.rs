@@ -595,6 +595,12 @@ pub enum RunsCommand {
         /// (its copied steps' roles must match; recorded as `crew_forced`).
         #[arg(long, value_name = "FILE", conflicts_with = "enqueue")]
         crew: Option<PathBuf>,
+        /// Run the fork on this stored version of the run's crew (a
+        /// version, or the start of a fingerprint): refused unless its
+        /// copied steps keep their roles and kinds there; recorded as
+        /// `crew_upgraded`. Works against a server too.
+        #[arg(long, value_name = "VERSION", conflicts_with = "crew")]
+        crew_version: Option<String>,
         #[command(flatten)]
         action: ActionArgs,
     },

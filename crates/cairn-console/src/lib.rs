@@ -254,12 +254,15 @@ pub type Journals = std::collections::BTreeMap<u32, Vec<JournalEntry>>;
 /// A run: its header, the timeline, the actions it allows, the live text of
 /// a streaming `llm` step, the steps with their outputs (and an `llm`
 /// step's journal as a conversation), the events. `waits`: the run's
-/// waits (any status), whose time its durations leave out.
+/// waits (any status), whose time its durations leave out. `versions`:
+/// the other versions of its crew the server offers, which its fork form
+/// offers to run the fork on.
 pub fn run_page(
     view: &RunView,
     events: &[EventRecord],
     journals: &Journals,
     waits: &[WaitRecord],
+    versions: &[String],
     csrf: &str,
     now: DateTime<Utc>,
 ) -> Markup {
@@ -347,6 +350,14 @@ pub fn run_page(
                 }
                 label { "New input (JSON, from step 0 only) "
                     input type="text" name="input" placeholder="{}";
+                }
+                @if !versions.is_empty() {
+                    label { "On version "
+                        select name="crew_version" {
+                            option value="" { "v" (run.crew_version) " (its own)" }
+                            @for v in versions { option value=(v) { "v" (v) } }
+                        }
+                    }
                 }
             }))
         }

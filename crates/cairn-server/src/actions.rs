@@ -262,6 +262,9 @@ pub(crate) struct ForkBody {
     /// The fork's thread; absent or `null`: the source run's.
     #[serde(default)]
     thread_id: Option<String>,
+    /// Another stored version of the run's crew for the fork to run on.
+    #[serde(default)]
+    crew_version: Option<String>,
     #[serde(default)]
     by: Option<String>,
     #[serde(default)]
@@ -276,10 +279,19 @@ pub(crate) async fn fork(
     ApiJson(body): ApiJson<ForkBody>,
 ) -> Result<Response, ApiError> {
     let actor = actor(body.by, body.reason);
+    let crew = match &body.crew_version {
+        Some(version) => {
+            let name = state.engine().get_run(id).await?.crew;
+            let crew = crate::versions::version(&state, &name, version).await?;
+            Some(crew.def().clone())
+        }
+        None => None,
+    };
     let request = ForkRequest {
         from_step: StepIdx(body.from_step),
         input: body.input,
         thread_id: body.thread_id,
+        crew,
     };
     let child = fork_run(&state, id, &request, &actor).await?;
     let child_id = child.id;

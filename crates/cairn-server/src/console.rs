@@ -263,11 +263,20 @@ async fn run(
         Ok(waits) => waits,
         Err(e) => return error_page(&viewer, e.into()),
     };
+    // The other versions of its crew this server offers, for the fork form.
+    let versions: Vec<String> = state
+        .crews()
+        .iter()
+        .map(|c| c.def())
+        .filter(|d| d.name == view.run.crew && d.version != view.run.crew_version)
+        .map(|d| d.version.clone())
+        .collect();
     let body = cairn_console::run_page(
         &view,
         &events,
         &journals,
         &waits,
+        &versions,
         viewer.csrf(),
         chrono::Utc::now(),
     );
@@ -452,6 +461,8 @@ struct ActionForm {
     reason: String,
     from_step: Option<String>,
     input: Option<String>,
+    /// A fork's version of the run's crew (empty: its own).
+    crew_version: Option<String>,
 }
 
 /// The actor of the console's actions: the API's tokens are anonymous, so
@@ -537,10 +548,24 @@ async fn fork(
             }
         },
     };
+    let crew = match form.crew_version.as_deref().map(str::trim) {
+        Some(version) if !version.is_empty() => {
+            let found = async {
+                let name = state.engine().get_run(id).await?.crew;
+                crate::versions::version(&state, &name, version).await
+            };
+            match found.await {
+                Ok(crew) => Some(crew.def().clone()),
+                Err(e) => return error_page(&viewer, e),
+            }
+        }
+        _ => None,
+    };
     let request = cairn::ForkRequest {
         from_step: cairn::StepIdx(from_step),
         input,
         thread_id: None,
+        crew,
     };
     match crate::actions::fork_run(&state, id, &request, &console_actor(&form.reason)).await {
         Ok(child) => Redirect::to(&format!("/runs/{}", child.id)).into_response(),

@@ -189,6 +189,17 @@ pub(super) async fn fork_in(
     )
     .await?;
     append_events(c, child, &[fork_event(&source, req, actor)]).await?;
+    if let Some(to) = &req.crew {
+        // Judged on the fork as it stands: its copied steps are those it
+        // has started. Refused, the whole fork rolls back.
+        let upgrade = crate::CrewUpgrade {
+            to: to.clone(),
+            force: false,
+            held: None,
+            actor: actor.clone(),
+        };
+        upgrade_crew_in(c, child, &upgrade).await?;
+    }
     if let Some(trace) = source.trace {
         // A fork is a new run: a trace of its own, sampled as its source.
         super::traces::trace_fork_in(c, child, trace.sampled).await?;

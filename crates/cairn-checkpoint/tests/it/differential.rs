@@ -370,6 +370,7 @@ async fn apply(store: &Arc<dyn Store>, b: usize, op: &Op, made: &mut Made) -> St
                 from_step: StepIdx(*from),
                 input: input.map(|n| json!({"n": n})),
                 thread_id: (*from == 0).then(|| "forked".to_owned()),
+                crew: None,
             };
             store
                 .fork(run_id(made, *run), &req, &Actor::new("op"))

@@ -62,6 +62,7 @@ async fn a_nul_in_an_action_or_fork_is_refused_by_field(kind: Kind) {
         from_step: StepIdx(0),
         input: Some(json!(["\u{0}"])),
         thread_id: None,
+        crew: None,
     };
     let alice = Actor {
         by: "alice".into(),

@@ -299,6 +299,7 @@ async fn mix(store: &Arc<dyn Store>) -> BTreeMap<&'static str, RunId> {
             from_step: StepIdx(1),
             input: None,
             thread_id: None,
+            crew: None,
         };
         let fork = store.fork(source, &req, &Actor::new("ops")).await.unwrap();
         left.insert("fork", fork.id);

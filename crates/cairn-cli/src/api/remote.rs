@@ -340,6 +340,9 @@ fn act_body(act: &Act<'_>, actor: &Actor) -> Value {
         if let Some(thread) = &req.thread_id {
             body["thread_id"] = json!(thread);
         }
+        if let Some(crew) = &req.crew {
+            body["crew_version"] = json!(crew.version);
+        }
     }
     body
 }

@@ -122,13 +122,21 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
             input,
             thread,
             crew,
+            crew_version,
             action,
         } => {
-            let req = ForkRequest {
+            let mut req = ForkRequest {
                 from_step: StepIdx(from_step),
                 input: input.as_deref().map(parse_input).transpose()?,
                 thread_id: parse_thread(thread)?,
+                crew: None,
             };
+            if let Some(version) = crew_version {
+                let id = parse_run_id(&run_id)?;
+                let api = to.connect(false).await?;
+                let name = api.show(id).await?.run.crew;
+                req.crew = Some(api.crew_definition(&name, Some(&version)).await?);
+            }
             match crew {
                 Some(crew) => with_crew(to, &run_id, Some(&req), &crew, &action, json).await,
                 None => act(to, &run_id, Act::Fork(&req), action, json).await,

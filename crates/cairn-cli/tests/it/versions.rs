@@ -224,6 +224,37 @@ fn an_operator_moves_the_runs_that_can_move_and_says_why_not(kind: Kind) {
         .json();
     assert_eq!(fork["crew_version"], "3", "{fork:#}");
     assert_eq!(step(&fork, 0)["role"], "outline");
+    // v3 is stored now: a fork names it by version. Copying step 0 (which
+    // v3 renames) is refused with nothing stored; from step 0 it runs.
+    let stored = case.cairn(&["runs", "list", "--json"]).json();
+    let refused = case.cairn(&[
+        "runs",
+        "fork",
+        &runs[2],
+        "--from-step",
+        "1",
+        "--crew-version",
+        "3",
+    ]);
+    let refused = refused.expect_code(2);
+    assert!(refused.stderr.contains("outline"), "{}", refused.stderr);
+    assert_eq!(case.cairn(&["runs", "list", "--json"]).json(), stored);
+    let onto = case
+        .cairn(&[
+            "runs",
+            "fork",
+            &runs[2],
+            "--from-step",
+            "0",
+            "--crew-version",
+            "3",
+            "--json",
+        ])
+        .expect_code(4)
+        .json();
+    assert_eq!(onto["crew_version"], "3", "{onto:#}");
+    let moved = case.events_of(onto["id"].as_str().unwrap(), "crew_upgraded");
+    assert_eq!(moved[0]["data"]["from"]["version"], "1", "{moved:?}");
     let show = case
         .cairn(&["crews", "show", "essay", "1", "--json"])
         .expect_code(0)
@@ -361,6 +392,27 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
         assert!(steps.iter().all(|s| s["attempt"] == 1), "{run:#}");
         assert_eq!(case.events_of(id, "step_succeeded").len(), steps.len());
     }
+    // A pinned run of v1 forked onto v2 through the API, from step 1.
+    let onto = remote(
+        &case,
+        &second,
+        &[
+            "runs",
+            "fork",
+            &pinned[1],
+            "--from-step",
+            "1",
+            "--crew-version",
+            "2",
+            "--json",
+        ],
+    );
+    // Followed to its next stop: v1's review, run again on v2 (exit 4).
+    let onto = onto.expect_code(4).json();
+    let onto_id = onto["id"].as_str().unwrap().to_owned();
+    let fork = case.show(&onto_id);
+    assert_eq!(fork["crew_version"], "2", "{fork:#}");
+    assert_eq!(case.events_of(&onto_id, "crew_upgraded").len(), 1);
     // Operator actions work on runs of both versions: retry (a failed run
     // of each), fork and cancel.
     let failed_v2 = remote(
@@ -442,6 +494,27 @@ fn the_consoles_crews_page_moves_runs_to_the_newest_version(kind: Kind) {
         workers.contains("essay v2"),
         "the server offers v2: {workers}"
     );
+    // The run's page offers to fork it onto v2; the fork runs there.
+    let run_page = support::get_text(&served.listen, &format!("/runs/{id}"));
+    assert!(
+        run_page.contains(r#"<option value="2">v2</option>"#),
+        "{run_page}"
+    );
+    let body = format!("csrf={csrf}&from_step=1&crew_version=2&reason=try+v2");
+    let (status, _) = support::post_form(&served.listen, &format!("/runs/{id}/fork"), &body);
+    assert!(status.contains("303"), "{status}");
+    let listed = case.cairn(&["runs", "list", "--json"]).json();
+    let fork = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["parent_run_id"] == id.as_str())
+        .expect("the fork");
+    assert_eq!(fork["crew_version"], "2", "{fork:#}");
+    let fork_id = fork["id"].as_str().unwrap();
+    let ev = case.events_of(fork_id, "crew_upgraded");
+    assert_eq!(ev[0]["data"]["by"], "console");
+    case.cairn(&["runs", "cancel", fork_id]).expect_code(0);
     let forged = support::post_form(&served.listen, "/crews/essay/2/upgrade", "csrf=nope");
     assert!(forged.0.contains("403"), "{forged:?}");
     assert_eq!(case.show(&id)["crew_version"], "1");

@@ -388,6 +388,7 @@ async fn children_and_forks_inherit_their_runs_priority(kind: Kind) {
         from_step: cairn::StepIdx(1),
         input: None,
         thread_id: None,
+        crew: None,
     };
     let fork = engine
         .fork(run.id, &request, &Actor::new("test"))

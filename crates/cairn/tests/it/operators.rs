@@ -329,6 +329,7 @@ async fn fork_copies_exactly_the_steps_before_it_and_leaves_the_source_alone(kin
         from_step: StepIdx(2),
         input: None,
         thread_id: None,
+        crew: None,
     };
     let child = engine.fork(source, &req, &ops()).await.unwrap();
     assert_ne!(child.id, source);
@@ -367,6 +368,7 @@ async fn fork_copies_exactly_the_steps_before_it_and_leaves_the_source_alone(kin
         from_step: StepIdx(5),
         input: None,
         thread_id: None,
+        crew: None,
     };
     assert!(engine
         .fork(source, &too_far, &ops())
@@ -385,6 +387,7 @@ async fn fork_with_a_new_input_must_start_at_step_zero(kind: Kind) {
         from_step: StepIdx(1),
         input: Some(json!({"new": true})),
         thread_id: None,
+        crew: None,
     };
     let err = engine.fork(id, &refused, &ops()).await.unwrap_err();
     assert!(err.to_string().contains("(--from-step 0)"), "{err}");
@@ -392,6 +395,7 @@ async fn fork_with_a_new_input_must_start_at_step_zero(kind: Kind) {
         from_step: StepIdx(2),
         input: None,
         thread_id: None,
+        crew: None,
     };
     let err = engine.fork(id, &past_failure, &ops()).await.unwrap_err();
     assert!(err.to_string().contains("at step 1 at most"), "{err}");
@@ -399,6 +403,7 @@ async fn fork_with_a_new_input_must_start_at_step_zero(kind: Kind) {
         from_step: StepIdx(0),
         input: Some(json!({"new": true})),
         thread_id: None,
+        crew: None,
     };
     let child = engine.fork(id, &fresh, &ops()).await.unwrap();
     assert_eq!(child.input, json!({"new": true}));

@@ -130,6 +130,7 @@ async fn a_fork_keeps_its_thread_unless_given_another(kind: Kind) {
         from_step: StepIdx(0),
         input: None,
         thread_id: thread.map(str::to_owned),
+        crew: None,
     };
     let op = Actor::new("op");
     let kept = engine.fork(source, &fork(None), &op).await.unwrap();

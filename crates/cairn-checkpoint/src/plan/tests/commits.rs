@@ -320,6 +320,7 @@ fn a_fork_starts_at_a_succeeded_step() {
             from_step: StepIdx(from),
             input: input.then(|| json!({"topic": "lakes"})),
             thread_id: None,
+            crew: None,
         };
         // The run's status plays no part (a running run may be forked).
         for status in RunStatus::ALL {
@@ -338,6 +339,7 @@ fn a_fork_records_where_it_came_from() {
                 from_step: StepIdx(1),
                 input: None,
                 thread_id: None,
+                crew: None,
             },
             Actor::new("ops"),
             json!({"parent": RUN, "from_step": 1, "input_changed": false,
@@ -348,6 +350,7 @@ fn a_fork_records_where_it_came_from() {
                 from_step: StepIdx(0),
                 input: Some(json!({"topic": "lakes"})),
                 thread_id: Some("t-9".into()),
+                crew: None,
             },
             Actor::new("ops").because("new topic"),
             json!({"parent": RUN, "from_step": 0, "input_changed": true,
