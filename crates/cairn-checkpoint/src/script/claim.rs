@@ -362,7 +362,9 @@ async fn apply_step(
 /// The oldest runnable run of one branch of `claim_next`: `status` and the
 /// condition that makes a run of it runnable. A run whose crew version
 /// has Rust agents is runnable only for a claimer that registered that
-/// version (`crate::registry`).
+/// version (`crate::registry`): the versions it cannot run are one
+/// uncorrelated subquery (none, in a fleet without Rust agents), read once
+/// per claim, not a lookup per candidate run.
 fn oldest_of(status: &str, ready: &str) -> String {
     format!(
         "SELECT * FROM (SELECT id, claim_at FROM runs WHERE status = '{status}' AND {ready} \
@@ -373,8 +375,8 @@ fn oldest_of(status: &str, ready: &str) -> String {
                AND s.idx = runs.cursor AND s.status = 'running' AND s.shared_deaths > 1) \
            OR NOT EXISTS (SELECT 1 FROM runs h WHERE h.lease_owner = :owner \
                AND h.status = 'running' AND h.lease_expires_at > {{now}})) \
-         AND NOT EXISTS (SELECT 1 FROM crews k WHERE k.fingerprint = runs.crew_fingerprint \
-               AND k.needs_code AND NOT EXISTS (SELECT 1 FROM process_crews o \
+         AND crew_fingerprint NOT IN (SELECT k.fingerprint FROM crews k WHERE k.needs_code \
+               AND NOT EXISTS (SELECT 1 FROM process_crews o \
                WHERE o.process = :owner AND o.fingerprint = k.fingerprint)) \
          ORDER BY claim_at, id LIMIT 1 {{skip_locked}}) AS c_{status}"
     )
