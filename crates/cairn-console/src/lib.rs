@@ -248,6 +248,40 @@ fn action_form(
     }
 }
 
+/// A run's fork form: from which step, a new input (from step 0 only),
+/// and, when the server offers other versions of its crew, on which.
+fn fork_form(
+    run: &RunRecord,
+    fork_from: u32,
+    versions: &[String],
+    target: &str,
+    csrf: &str,
+) -> Markup {
+    action_form(
+        "fork",
+        "Fork",
+        target,
+        csrf,
+        Look::Plain,
+        html! {
+            label { "From step "
+                input type="number" name="from_step" min="0" max=(run.step_count) value=(fork_from) required;
+            }
+            label { "New input (JSON, from step 0 only) "
+                input type="text" name="input" placeholder="{}";
+            }
+            @if !versions.is_empty() {
+                label { "On version "
+                    select name="crew_version" {
+                        option value="" { "v" (run.crew_version) " (its own)" }
+                        @for v in versions { option value=(v) { "v" (v) } }
+                    }
+                }
+            }
+        },
+    )
+}
+
 /// The journals of a run's `llm` steps, by step index (every generation).
 pub type Journals = std::collections::BTreeMap<u32, Vec<JournalEntry>>;
 
@@ -344,22 +378,7 @@ pub fn run_page(
             @if !run.status.is_finished() {
                 (action_form("cancel", "Cancel", &format!("{base}/cancel"), csrf, Look::Destructive, html! {}))
             }
-            (action_form("fork", "Fork", &format!("{base}/fork"), csrf, Look::Plain, html! {
-                label { "From step "
-                    input type="number" name="from_step" min="0" max=(run.step_count) value=(fork_from) required;
-                }
-                label { "New input (JSON, from step 0 only) "
-                    input type="text" name="input" placeholder="{}";
-                }
-                @if !versions.is_empty() {
-                    label { "On version "
-                        select name="crew_version" {
-                            option value="" { "v" (run.crew_version) " (its own)" }
-                            @for v in versions { option value=(v) { "v" (v) } }
-                        }
-                    }
-                }
-            }))
+            (fork_form(run, fork_from, versions, &format!("{base}/fork"), csrf))
         }
         @for step in view.steps.iter().filter(|s| s.status == StepStatus::Running) {
             @if let Some(journal) = journals.get(&step.idx.get()) {

@@ -4,8 +4,8 @@
 //! worker loop's beat and removed when the loop stops. Also the reads of
 //! the registry: the processes (`cairn workers`) and the blocked runs.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 use cairn_checkpoint::{BlockedRun, ProcessBeat, ProcessRecord};
 use cairn_core::{CrewDef, RunRecord};
@@ -17,8 +17,8 @@ use crate::{Engine, Result};
 pub(crate) struct Presence {
     /// Crew versions registered since the last beat.
     pending: Mutex<Vec<CrewDef>>,
-    /// Whether a beat wrote this process's row.
-    announced: AtomicBool,
+    /// When a beat last wrote this process's row.
+    beaten: Mutex<Option<Instant>>,
 }
 
 impl Presence {
@@ -34,6 +34,10 @@ impl Presence {
         std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
+    fn beaten(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.beaten.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn put_back(&self, mut offers: Vec<CrewDef>) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         offers.append(&mut pending);
@@ -43,11 +47,17 @@ impl Presence {
 
 impl Engine {
     /// Writes this process's row and the crew versions registered since its
-    /// last beat: always when `beat`, else only if there is something new
-    /// (before a claim). A failed beat keeps what it had to offer.
+    /// last beat: always when `beat`, else (before a claim) only if there is
+    /// something new or the last beat is a beat interval old, so a process
+    /// that claims in a loop of its own (`work_one`) stays live too. A
+    /// failed beat keeps what it had to offer.
     pub(crate) async fn announce(&self, beat: bool) -> Result<()> {
         let offers = self.presence.take();
-        if !beat && offers.is_empty() && self.presence.announced.load(Ordering::Acquire) {
+        let fresh = self
+            .presence
+            .beaten()
+            .is_some_and(|at| at.elapsed() < self.beat_every());
+        if !beat && offers.is_empty() && fresh {
             return Ok(());
         }
         let config = self.executor.config();
@@ -60,7 +70,7 @@ impl Engine {
         };
         match self.store().beat_process(&req).await {
             Ok(()) => {
-                self.presence.announced.store(true, Ordering::Release);
+                *self.presence.beaten() = Some(Instant::now());
                 Ok(())
             }
             Err(e) => {
@@ -81,7 +91,7 @@ impl Engine {
     pub(crate) async fn leave(&self) -> Result<()> {
         let owner = self.executor.config().owner.clone();
         self.store().leave(&owner).await?;
-        self.presence.announced.store(false, Ordering::Release);
+        *self.presence.beaten() = None;
         // Offered again at the next claim, should this engine work again.
         let crews = self.crews.read().unwrap_or_else(|p| p.into_inner());
         for crew in crews.values() {

@@ -54,6 +54,28 @@ fn v3() -> String {
     essay("3", "", "draft v3", "done v3", &[]).replacen("role = \"plan\"", "role = \"outline\"", 1)
 }
 
+/// Version `version` of crew `clerk`: one `llm` step on the scripted model
+/// (`scripts/clerk.toml`) that calls a tool and then would answer, stopped
+/// by `max_turns = 1` before its answer.
+fn clerk(version: &str) -> String {
+    format!(
+        "name = \"clerk\"\nversion = {}\n\n[[agents]]\nrole = \"clerk\"\nkind = \"llm\"\n\
+         provider = \"scripted\"\nscript = \"scripts/clerk.toml\"\nmax_turns = 1\n\n\
+         [[agents.tools]]\nname = \"echo\"\nparameters = {{ type = \"object\" }}\n\
+         command = [\"sh\", \"-c\", \"cat\"]\n",
+        q(version)
+    )
+}
+
+const CLERK_SCRIPT: &str = r#"
+[[responses]]
+text = "Echoing."
+tool_calls = [{ id = "e1", name = "echo", arguments = { word = "hi" } }]
+
+[[responses]]
+text = "Done."
+"#;
+
 /// `cairn run CREW --json`, stopped at the review (exit 4); the run id.
 fn run_to_review(case: &Case, crew: &str) -> String {
     let run = case
@@ -280,6 +302,10 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
     std::fs::create_dir_all(&dir).unwrap();
     let top = "upgrade = \"compatible\"";
     std::fs::write(dir.join("essay-1.toml"), v1(top)).unwrap();
+    // An `llm` crew stopped by `max_turns`: a run for `runs continue`.
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(dir.join("scripts/clerk.toml"), CLERK_SCRIPT).unwrap();
+    std::fs::write(dir.join("clerk-1.toml"), clerk("1")).unwrap();
     let first = serve(&case);
     let submit = |extra: &[&str]| -> String {
         let mut args = vec!["submit", "essay", "--json"];
@@ -300,6 +326,12 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
         "pinned",
     ];
     let failed_v1 = submit(&boom);
+    let clerk_run = |served: &Served| {
+        let args = ["submit", "clerk", "--json"];
+        let run = remote(&case, served, &args).expect_code(0).json();
+        run["id"].as_str().unwrap().to_owned()
+    };
+    let interrupted_v1 = clerk_run(&first);
     let all: Vec<&String> = compatible.iter().chain(&pinned).chain([&manual]).collect();
     wait_until(
         "every run at its review",
@@ -315,12 +347,14 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
 
     // The deploy: v2 beside v1, one server offering both.
     std::fs::write(dir.join("essay-2.toml"), v2(top)).unwrap();
+    std::fs::write(dir.join("clerk-2.toml"), clerk("2")).unwrap();
     let second = serve(&case);
     let crews = support::get(&second.listen, "/v1/crews");
     let offered: Vec<(&str, bool, u64)> = crews
         .as_array()
         .unwrap()
         .iter()
+        .filter(|c| c["name"] == "essay")
         .map(|c| {
             let version = c["version"].as_str().unwrap();
             (
@@ -443,6 +477,19 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
             run["status"] == "failed" && step(&run, 0)["attempt"] == 2
         });
         assert_eq!(case.events_of(id, "run_retried").len(), 1);
+    }
+    // Continue: an interrupted run of each version carries on there.
+    let interrupted_v2 = clerk_run(&second);
+    for (id, version) in [(&interrupted_v1, "1"), (&interrupted_v2, "2")] {
+        wait_until(
+            "the clerk stopped at max_turns",
+            std::time::Duration::from_secs(60),
+            || case.show(id)["status"] == "interrupted",
+        );
+        let on = remote(&case, &second, &["runs", "continue", id, "--json"]);
+        let on = on.expect_code(0).json();
+        assert_eq!(on["status"], "succeeded", "{on:#}");
+        assert_eq!(on["crew_version"], version, "{on:#}");
     }
     for (id, version) in [(&pinned[0], "1"), (&compatible[0], "2")] {
         let fork = remote(
