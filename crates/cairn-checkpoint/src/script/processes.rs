@@ -170,8 +170,17 @@ async fn blocked_in(c: &mut Conn<'_>) -> Result<Vec<BlockedRun>> {
 async fn sweep_in(c: &mut Conn<'_>) -> Result<Vec<BlockedRun>> {
     let mut newly = Vec::new();
     for run in blocked_in(c).await?.into_iter().filter(|b| !b.evented) {
-        c.execute(query("UPDATE runs SET blocked_at = {now} WHERE id = :id").bind("id", run.run))
+        // Once per stall even with two sweeps at a time: the second waits
+        // for the first's row lock (PostgreSQL) and then finds it marked.
+        let marked = c
+            .execute(
+                query("UPDATE runs SET blocked_at = {now} WHERE id = :id AND blocked_at IS NULL")
+                    .bind("id", run.run),
+            )
             .await?;
+        if marked == 0 {
+            continue;
+        }
         let data = serde_json::to_value(&run.blocked).unwrap_or_default();
         runs::append_events(c, run.run, &[NewEvent::new(EventKind::RunBlocked, data)]).await?;
         newly.push(run);
