@@ -132,13 +132,15 @@ impl Engine {
             // Deadlines once per poll interval, however often the loop
             // turns (a busy worker turns once per finished run).
             // This process's offers before anything judges runs blocked.
+            // Blocked runs at the beat's cadence too: a read a beat, not a
+            // read a poll, so an idle fleet's statements stay few.
             if tokio::time::Instant::now() >= next_beat {
                 worker.beat().await;
+                worker.sweep_blocked().await;
                 next_beat = tokio::time::Instant::now() + self.beat_every();
             }
             if tokio::time::Instant::now() >= next_expiry {
                 worker.expire_waits().await;
-                worker.sweep_blocked().await;
                 next_expiry = tokio::time::Instant::now() + opts.poll;
             }
             // Out of runs, or every slot busy: either way nothing more can

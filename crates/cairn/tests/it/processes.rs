@@ -57,8 +57,10 @@ fn plain(version: &str, writer: Writer) -> Crew {
 }
 
 async fn process(db: &TestDb, owner: &str, crews: &[&Crew]) -> Engine {
+    // Beats (and so blocked-run sweeps) at the poll's pace, not every 10 s.
     let config = ExecutorConfig {
         owner: owner.into(),
+        heartbeat: POLL,
         ..ExecutorConfig::default()
     };
     let engine = Engine::open_with(&db.url, &OpenOptions::default(), config)
