@@ -89,8 +89,10 @@ impl Engine {
         };
         let mut after = None;
         loop {
+            // The store's page: the doctor judges rows, not the registry.
             let page = self
-                .list(&RunFilter {
+                .store()
+                .list_runs(&RunFilter {
                     after,
                     limit: Some(500),
                     ..RunFilter::default()
