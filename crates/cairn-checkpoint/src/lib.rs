@@ -424,6 +424,15 @@ pub trait Store: Registry + Send + Sync + 'static {
     /// takeover). `None` when nothing is runnable.
     async fn claim_next(&self, req: &ClaimRequest) -> Result<Option<Claimed>>;
 
+    /// Up to `max` claims of [`Store::claim_next`] in one transaction, in
+    /// claim order: a worker with free slots takes a backlog (or a dead
+    /// worker's runs) in a transaction and a connection per batch, not per
+    /// run. Each run is claimed and fenced on its own as `claim_next`
+    /// would; a batch that meets an error rolls back whole and falls back
+    /// to one `claim_next` (which sets a corrupt run aside). Empty when
+    /// nothing is runnable.
+    async fn claim_batch(&self, req: &ClaimRequest, max: usize) -> Result<Vec<Claimed>>;
+
     /// Returns when a run may have become runnable (a submit, retry,
     /// continue, fork or answer: PostgreSQL `LISTEN/NOTIFY`), or after `max`,
     /// whichever comes first. A wake-up is a hint, never a claim: callers

@@ -560,6 +560,13 @@ impl Engine {
         Ok(self.store().claim_next(&self.claim_request()).await?)
     }
 
+    /// Up to `max` claims of [`Engine::claim_next`] in one transaction
+    /// (a worker filling its free slots).
+    pub(crate) async fn claim_batch(&self, max: usize) -> Result<Vec<Claimed>> {
+        self.announce(false).await?;
+        Ok(self.store().claim_batch(&self.claim_request(), max).await?)
+    }
+
     fn claim_request(&self) -> ClaimRequest {
         let config = self.executor.config();
         ClaimRequest {

@@ -21,7 +21,12 @@ use cairn_scheduler::Driven;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
-use crate::{Engine, ErrorChain, Result};
+use crate::{Claimed, Engine, ErrorChain, Result};
+
+/// The most runs a worker claims in one transaction: a dead worker's 500
+/// runs are taken over in 32 transactions (and connections), not 500,
+/// while one batch still holds SQLite's write lock only briefly.
+const CLAIM_BATCH: usize = 16;
 
 /// How a worker works.
 #[derive(Clone)]
@@ -307,43 +312,28 @@ impl Worker {
         }
     }
 
-    /// Claims runnable runs and starts driving them while slots are free,
-    /// until it runs out of runs (or cannot claim).
+    /// Claims runnable runs, a batch per transaction, and starts driving
+    /// them while slots are free, until it runs out of runs (or cannot
+    /// claim).
     async fn launch(&mut self) {
         while self.driving.len() < self.concurrency {
-            match self.engine.claim_next().await {
-                Ok(Some(claimed)) => {
+            let free = self.concurrency - self.driving.len();
+            let size = free.min(CLAIM_BATCH);
+            match self.engine.claim_batch(size).await {
+                Ok(batch) if batch.is_empty() => break,
+                Ok(batch) => {
                     if self.claim_failing {
                         tracing::info!("worker: the store answers again");
                         self.claim_failing = false;
                     }
-                    if let Some(hooks) = &self.hooks {
-                        hooks.claimed(&claimed.run, claimed.took_over);
+                    let full = batch.len() == size;
+                    for claimed in batch {
+                        self.start(claimed);
                     }
-                    let id = claimed.run.id;
-                    let engine = self.engine.clone();
-                    let hooks = self.hooks.clone();
-                    let handle = self.tasks.spawn(async move {
-                        tracing::info!(run = %id, took_over = claimed.took_over, "worker: claimed");
-                        let result = engine.drive_claimed(claimed).await;
-                        match &result {
-                            Ok(driven) => {
-                                tracing::info!(run = %id, status = %driven.run.status, steps = driven.executed.len(), "worker: run stopped");
-                            }
-                            Err(e) if e.corruption().is_some() => {
-                                tracing::error!(run = %id, error = %ErrorChain(e), "worker: the run is corrupt; failed it with kind `corruption`");
-                            }
-                            Err(e) => {
-                                tracing::error!(run = %id, error = %ErrorChain(e), "worker: drive failed; the run is taken over once its lease expires");
-                            }
-                        }
-                        if let Some(hooks) = hooks {
-                            hooks.driven(&engine, id, &result).await;
-                        }
-                    });
-                    self.driving.insert(handle.id(), id);
+                    if !full {
+                        break;
+                    }
                 }
-                Ok(None) => break,
                 Err(e) => {
                     if !self.claim_failing {
                         tracing::warn!(error = %ErrorChain(&e), "worker: cannot claim runs; retrying");
@@ -354,6 +344,35 @@ impl Worker {
             }
         }
         self.report_in_flight();
+    }
+
+    /// Starts driving a claimed run in a task of its own.
+    fn start(&mut self, claimed: Claimed) {
+        if let Some(hooks) = &self.hooks {
+            hooks.claimed(&claimed.run, claimed.took_over);
+        }
+        let id = claimed.run.id;
+        let engine = self.engine.clone();
+        let hooks = self.hooks.clone();
+        let handle = self.tasks.spawn(async move {
+            tracing::info!(run = %id, took_over = claimed.took_over, "worker: claimed");
+            let result = engine.drive_claimed(claimed).await;
+            match &result {
+                Ok(driven) => {
+                    tracing::info!(run = %id, status = %driven.run.status, steps = driven.executed.len(), "worker: run stopped");
+                }
+                Err(e) if e.corruption().is_some() => {
+                    tracing::error!(run = %id, error = %ErrorChain(e), "worker: the run is corrupt; failed it with kind `corruption`");
+                }
+                Err(e) => {
+                    tracing::error!(run = %id, error = %ErrorChain(e), "worker: drive failed; the run is taken over once its lease expires");
+                }
+            }
+            if let Some(hooks) = hooks {
+                hooks.driven(&engine, id, &result).await;
+            }
+        });
+        self.driving.insert(handle.id(), id);
     }
 
     /// Books a finished drive task: frees its slot.

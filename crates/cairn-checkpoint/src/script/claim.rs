@@ -404,6 +404,36 @@ fn claim_next_sql() -> String {
     )
 }
 
+/// A request as `claim_next` makes it: a claimer takes expired leases over.
+pub(super) fn as_claimer(req: &ClaimRequest) -> ClaimRequest {
+    ClaimRequest {
+        takeover: match &req.takeover {
+            Takeover::Never => Takeover::IfExpired,
+            other => other.clone(),
+        },
+        ..req.clone()
+    }
+}
+
+/// `Store::claim_batch`'s transaction: up to `max` claims of
+/// [`claim_next_in`] in a row. Each pick sees the claims before it (they
+/// are this transaction's writes), so a run is never taken twice and a step
+/// that must run alone stops the batch after it.
+pub(super) async fn claim_batch_in(
+    c: &mut Conn<'_>,
+    req: &ClaimRequest,
+    max: usize,
+) -> Result<Vec<Claimed>> {
+    let mut claimed = Vec::new();
+    while claimed.len() < max {
+        match claim_next_in(c, req).await? {
+            Some(one) => claimed.push(one),
+            None => break,
+        }
+    }
+    Ok(claimed)
+}
+
 /// `Store::claim_next`'s transaction: the oldest runnable run, claimed. A
 /// corruption names the run it is about (the one picked unless it names
 /// another), so the caller can set it aside after this transaction rolled

@@ -69,8 +69,7 @@ use crate::raw::decode_step;
 use crate::sql::{Conn, Dialect, Pool};
 use crate::{
     Action, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, Lease, NewRun, Result,
-    RunFilter, StepCommit, Store, StoreStats, Submitted, Takeover, ThreadPage, ThreadSummary,
-    WaitFilter,
+    RunFilter, StepCommit, Store, StoreStats, Submitted, ThreadPage, ThreadSummary, WaitFilter,
 };
 
 use boundary::{bounded, placed, retried};
@@ -244,13 +243,7 @@ impl<H: ScriptHost> Store for H {
         failpoint::store("before", "claim_next");
         placed(self.target(), None, async {
             claim_ok(req)?;
-            let req = ClaimRequest {
-                takeover: match &req.takeover {
-                    Takeover::Never => Takeover::IfExpired,
-                    other => other.clone(),
-                },
-                ..req.clone()
-            };
+            let req = claim::as_claimer(req);
             // A run that does not decode or judge is set aside (failed
             // `corruption`) and the next one tried, so one corrupt run never
             // stalls the queue behind it. Bounded, so a database full of them
@@ -281,6 +274,31 @@ impl<H: ScriptHost> Store for H {
             Ok(None)
         })
         .await
+    }
+
+    async fn claim_batch(&self, req: &ClaimRequest, max: usize) -> Result<Vec<Claimed>> {
+        if max <= 1 {
+            return Ok(self.claim_next(req).await?.into_iter().collect());
+        }
+        failpoint::store("before", "claim_next");
+        claim_ok(req)?;
+        let batch_req = claim::as_claimer(req);
+        let batch = self
+            .tx(
+                TxKind::Write,
+                Box::new(move |c| {
+                    Box::pin(async move { claim::claim_batch_in(c, &batch_req, max).await })
+                }),
+            )
+            .await;
+        match batch {
+            Ok(claimed) if !claimed.is_empty() => {
+                failpoint::store("after", "claim_next");
+                Ok(claimed)
+            }
+            Ok(_) => Ok(vec![]),
+            Err(_) => Ok(self.claim_next(req).await?.into_iter().collect()),
+        }
     }
 
     async fn wait_for_work(&self, max: Duration) {

@@ -28,6 +28,7 @@ both!(
     a_higher_priority_goes_first_and_an_older_run_ages_past_it,
     an_expired_lease_is_taken_over_and_the_old_holder_cannot_heartbeat,
     a_heartbeat_keeps_a_run_from_being_taken_over,
+    a_claim_batch_takes_runs_in_claim_order_and_two_batches_never_share_one,
 );
 
 async fn claim_next_takes_runnable_runs_oldest_first(kind: Kind) {
@@ -223,4 +224,40 @@ async fn a_higher_priority_goes_first_and_an_older_run_ages_past_it(kind: Kind) 
     }
     let last = store.claim_next(&req(30_000)).await.unwrap().unwrap();
     assert_eq!(last.run.id, late);
+}
+
+/// `claim_batch` takes up to its size in claim order, queued and taken over
+/// alike, in one transaction; two batches at once never claim one run twice
+/// (PostgreSQL skips the rows the other holds; SQLite runs one at a time).
+async fn a_claim_batch_takes_runs_in_claim_order_and_two_batches_never_share_one(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let mut ids = Vec::new();
+    for _ in 0..9 {
+        ids.push(store.submit(new_run(2, None)).await.unwrap().run.id);
+    }
+    // The first two are held under a short lease that then expires.
+    let short = store.claim_batch(&req(100), 2).await.unwrap();
+    let short: Vec<_> = short.iter().map(|c| c.run.id).collect();
+    assert_eq!(short, ids[..2]);
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let first = store.claim_batch(&req(30_000), 4).await.unwrap();
+    let first_ids: Vec<_> = first.iter().map(|c| c.run.id).collect();
+    assert_eq!(first_ids, ids[..4], "claim order, expired leases included");
+    let took_over: Vec<_> = first.iter().map(|c| c.took_over).collect();
+    assert_eq!(took_over, [true, true, false, false]);
+    assert!(first.iter().all(|c| c.run.status == RunStatus::Running));
+    let long = req(30_000);
+    let (a, b) = tokio::join!(store.claim_batch(&long, 3), store.claim_batch(&long, 3));
+    let mut rest: Vec<_> = a
+        .unwrap()
+        .into_iter()
+        .chain(b.unwrap())
+        .map(|c| c.run.id)
+        .collect();
+    rest.sort();
+    let mut want = ids[4..].to_vec();
+    want.sort();
+    assert_eq!(rest, want, "every other run once, none twice");
+    assert!(store.claim_batch(&req(30_000), 4).await.unwrap().is_empty());
 }
