@@ -9,6 +9,7 @@
 //!   checks a call passes before anything runs.
 //! - [`build`]: an `llm` agent from its crew definition.
 
+mod delegate;
 mod tools;
 pub mod transcript;
 mod turn;
@@ -45,6 +46,9 @@ pub fn build(
         .collect();
     if llm.ask_human {
         tools.push(Arc::new(turn::AskHuman::new()));
+    }
+    if !llm.delegate.is_empty() {
+        tools.push(Arc::new(delegate::Delegate::new(&llm.delegate_defs)));
     }
     let tools = Toolbox::new(tools).map_err(|e| {
         invalid(format!(

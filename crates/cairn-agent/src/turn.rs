@@ -85,9 +85,9 @@ const MAX_EMPTY_RESPONSES: u32 = 3;
 
 /// An `llm` agent: a provider, a model and its settings, and tools.
 pub struct LlmAgent {
-    def: LlmDef,
+    pub(crate) def: LlmDef,
     provider: Arc<dyn Provider>,
-    tools: Toolbox,
+    pub(crate) tools: Toolbox,
     /// The provider key its calls share with every run ([`crate::limit_key`]).
     key: String,
 }
@@ -200,7 +200,7 @@ pub fn context_message(cx: &StepContext) -> String {
     text
 }
 
-fn journal_failure(e: JournalError) -> ErrorInfo {
+pub(crate) fn journal_failure(e: JournalError) -> ErrorInfo {
     match e {
         // Another process holds the run: this one must stop; its commit will
         // be refused by the same fence.
@@ -327,7 +327,7 @@ impl LlmAgent {
     }
 
     /// Runs `call` (or refuses it) and journals its result with an event.
-    async fn run_call(
+    pub(crate) async fn run_call(
         &self,
         journal: &JournalHandle,
         cx: &StepContext,
@@ -685,9 +685,11 @@ impl Agent for LlmAgent {
             let analysis = transcript::analyze(&entries);
             let repairs = transcript::plan_repairs(&analysis, |name| self.tools.idempotent(name));
             if !repairs.is_empty() {
-                for repair in &repairs {
+                let (delegations, repairs) = self.delegations(&repairs);
+                for repair in repairs {
                     self.repair(journal, cx, repair).await?;
                 }
+                self.delegate(journal, cx, &delegations).await?;
                 continue;
             }
             if let Next::Final { text } = analysis.next {
@@ -725,9 +727,12 @@ impl Agent for LlmAgent {
             empty = 0;
             // Tools first; a question last, since the step waits on it.
             let asks = |c: &&Call| c.name == ASK_TOOL && self.def.ask_human;
-            for call in response.calls.iter().filter(|c| !asks(c)) {
+            let delegates = |c: &&Call| self.delegates(c);
+            for call in response.calls.iter().filter(|c| !asks(c) && !delegates(c)) {
                 self.run_call(journal, cx, call).await?;
             }
+            let delegations: Vec<&Call> = response.calls.iter().filter(delegates).collect();
+            self.delegate(journal, cx, &delegations).await?;
             for call in response.calls.iter().filter(asks) {
                 match self.tools.check(&call.name, &call.arguments) {
                     Checked::Run(..) => return Err(question(call)),

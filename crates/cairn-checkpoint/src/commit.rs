@@ -84,7 +84,7 @@ pub struct SpawnCommit {
     pub concurrency: Option<u32>,
     /// The children's depth (the parent's plus one).
     pub depth: u32,
-    /// The crew every child runs.
+    /// The crew every child runs unless it names its own.
     pub crew: CrewDef,
     /// In listing order; each id derived from (parent, step, attempt, key).
     pub children: Vec<NewChild>,
@@ -96,6 +96,9 @@ pub struct NewChild {
     pub id: RunId,
     pub key: String,
     pub input: Value,
+    /// Its own crew (an `llm` agent's `delegate` call picks one), instead
+    /// of the spawn's.
+    pub crew: Option<Box<CrewDef>>,
 }
 
 /// What follows a step that succeeded.

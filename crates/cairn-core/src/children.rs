@@ -198,6 +198,10 @@ impl OnParentClose {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spawn {
     pub children: Vec<FixedChild>,
+    /// The crew of each child by name, in `children`'s order, when the
+    /// step picks them (an `llm` agent's `delegate` calls); empty when
+    /// every child runs the step's own crew (a `children` step).
+    pub crews: Vec<String>,
 }
 
 impl Spawn {

@@ -89,6 +89,16 @@ pub enum ApprovalPoint {
 }
 
 impl AgentDef {
+    /// Whether its step may start child runs: a `children` step, or an
+    /// `llm` agent that may `delegate`.
+    pub fn starts_children(&self) -> bool {
+        match &self.kind {
+            AgentKind::Children(_) => true,
+            AgentKind::Llm(llm) => !llm.delegate.is_empty(),
+            _ => false,
+        }
+    }
+
     /// An agent with every optional setting at its default.
     pub fn new(role: impl Into<String>, kind: AgentKind) -> Self {
         AgentDef {
@@ -285,9 +295,7 @@ impl CrewDef {
     /// Whether a step of this crew starts children: only its runs can have
     /// any, so only theirs are worth looking up.
     pub fn starts_children(&self) -> bool {
-        self.agents
-            .iter()
-            .any(|a| matches!(a.kind, AgentKind::Children(_)))
+        self.agents.iter().any(AgentDef::starts_children)
     }
 }
 
@@ -379,6 +387,7 @@ struct AgentFile {
     tools: Option<Vec<ToolFile>>,
     ask_human: Option<bool>,
     thread_history: Option<bool>,
+    delegate: Option<Vec<String>>,
     // kind = "children" (children.rs)
     crew: Option<String>,
     over: Option<String>,
@@ -423,6 +432,7 @@ impl AgentFile {
             ("tools", self.tools.is_some()),
             ("ask_human", self.ask_human.is_some()),
             ("thread_history", self.thread_history.is_some()),
+            ("delegate", self.delegate.is_some()),
         ]
         .into_iter()
         .find(|(_, set)| *set)
@@ -572,6 +582,7 @@ impl CrewFile {
                         tools,
                         ask_human: a.ask_human.unwrap_or(false),
                         thread_history: a.thread_history,
+                        delegate: a.delegate.unwrap_or_default(),
                         ..crate::llm::LlmDef::new(provider, model)
                     }))
                 }

@@ -50,7 +50,7 @@ pub use keys::{
 pub use limits::{
     check_size, check_storable, check_text, json_has_nul, Limits, TooLarge, Unstorable,
 };
-pub use llm::{LlmDef, ProviderKind, ToolDef};
+pub use llm::{LlmDef, ProviderKind, ToolDef, DELEGATE_TOOL};
 pub use priority::{BadPriority, Priority};
 pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus, TransitionError};

@@ -72,6 +72,16 @@ pub struct LlmDef {
     /// Absent unless set, so existing crews keep their fingerprints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_history: Option<bool>,
+    /// Crew files (relative to this crew's file) the model may start as
+    /// child runs through a `delegate` tool: each call is one child, and
+    /// the step waits, holding nothing, until they have all settled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delegate: Vec<String>,
+    /// The crews of `delegate`, in its order, loaded with the parent crew
+    /// and stored with it (a resume needs no file; the parent's fingerprint
+    /// covers them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delegate_defs: Vec<crate::CrewDef>,
 }
 
 impl LlmDef {
@@ -96,6 +106,8 @@ impl LlmDef {
             tools: Vec::new(),
             ask_human: false,
             thread_history: None,
+            delegate: Vec::new(),
+            delegate_defs: Vec::new(),
         }
     }
 
@@ -139,6 +151,9 @@ impl LlmDef {
                 return Some(format!("has `temperature = {t}`; use 0.0 to 2.0"));
             }
         }
+        if let Some(problem) = self.delegate_problem() {
+            return Some(problem);
+        }
         let mut names = std::collections::HashSet::new();
         for tool in &self.tools {
             if tool.name.is_empty()
@@ -150,6 +165,11 @@ impl LlmDef {
                 return Some(format!(
                     "has a tool named `{}`; use letters, digits, `_` and `-`",
                     tool.name
+                ));
+            }
+            if !self.delegate.is_empty() && tool.name == DELEGATE_TOOL {
+                return Some(format!(
+                    "has a tool named `{DELEGATE_TOOL}`, which `delegate` provides"
                 ));
             }
             if self.ask_human && tool.name == "ask_human" {
@@ -169,6 +189,30 @@ impl LlmDef {
                     tool.name
                 ));
             }
+        }
+        None
+    }
+}
+
+/// The tool `delegate = [...]` gives the model.
+pub const DELEGATE_TOOL: &str = "delegate";
+
+impl LlmDef {
+    /// The crew `delegate` names `name`, once loaded.
+    pub fn delegated(&self, name: &str) -> Option<&crate::CrewDef> {
+        self.delegate_defs.iter().find(|c| c.name == name)
+    }
+
+    fn delegate_problem(&self) -> Option<String> {
+        if self.delegate.iter().any(|d| d.trim().is_empty()) {
+            return Some("has an empty crew file in `delegate`".into());
+        }
+        let mut names = std::collections::HashSet::new();
+        if let Some(twice) = self.delegate_defs.iter().find(|c| !names.insert(&c.name)) {
+            return Some(format!(
+                "delegates to two crews named `{}`; the model picks a crew by name",
+                twice.name
+            ));
         }
         None
     }

@@ -265,7 +265,10 @@ impl Executor {
         // At the first step there is nothing before the cursor to read: the
         // claim's own rows are the run (a read transaction less per run).
         let (run, steps) = if claimed.run.cursor.get() == 0 {
-            (claimed.run.clone(), claimed.at_cursor.iter().cloned().collect())
+            (
+                claimed.run.clone(),
+                claimed.at_cursor.iter().cloned().collect(),
+            )
         } else {
             self.store.load(run_id).await?
         };
@@ -340,9 +343,7 @@ impl Executor {
         };
         // A `children` step that runs again finds its decided join.
         let children = match crew.agent(row.idx) {
-            Some((def, _)) if matches!(def.kind, cairn_core::AgentKind::Children(_)) => {
-                self.joined(run, row).await?
-            }
+            Some((def, _)) if def.starts_children() => self.joined(run, row).await?,
             _ => None,
         };
         let waits = self

@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 
 use cairn_checkpoint::{NewChild, Next, SpawnCommit, StepCommit, StepTransition};
 use cairn_core::{
-    AgentDef, AgentKind, ApprovalPoint, Attempt, Deferral, ErrorInfo, ErrorKind, EventKind,
-    FixedChild, LeaseEpoch, NewEvent, NewWait, OnDeadline, Role, RunId, StepIdx, StepOutput, Usage,
-    WaitId, WaitKind,
+    AgentDef, AgentKind, ApprovalPoint, Attempt, CrewDef, Deferral, ErrorInfo, ErrorKind,
+    EventKind, JoinRule, LeaseEpoch, NewEvent, NewWait, OnDeadline, OnParentClose, Role, RunId,
+    Spawn, StepIdx, StepOutput, Usage, WaitId, WaitKind,
 };
 
 /// The step being decided: which run, which step and attempt, its agent.
@@ -69,8 +69,9 @@ pub(crate) enum StepOutcome {
     },
     /// An operator cancelled the run.
     Cancelled,
-    /// A `children` step starts these children and waits for their join.
-    Spawn { children: Vec<FixedChild> },
+    /// A `children` step (or an `llm` agent's `delegate` calls) starts
+    /// these children and waits for their join.
+    Spawn { spawn: Spawn },
 }
 
 /// Before dispatch: a step that needs approval first and has none waits
@@ -153,9 +154,7 @@ pub(crate) fn decide(
         },
         Err(ErrorInfo {
             spawn: Some(spawn), ..
-        }) => StepOutcome::Spawn {
-            children: spawn.children,
-        },
+        }) => StepOutcome::Spawn { spawn: *spawn },
         Err(ErrorInfo {
             question: Some(q), ..
         }) => StepOutcome::Wait {
@@ -342,7 +341,7 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
             ];
             (StepTransition::Cancelled { error }, None, events)
         }
-        StepOutcome::Spawn { children } => match spawn(step, children) {
+        StepOutcome::Spawn { spawn: request } => match spawn(step, request) {
             Ok((spawn, events)) => (StepTransition::Spawn(Box::new(spawn)), None, events),
             Err(error) => {
                 return commit(
@@ -367,53 +366,119 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
     }
 }
 
-/// The spawn of a `children` step and its event, or why it cannot start
-/// them (the step fails, not retried: a retry would list the same).
-fn spawn(
-    step: &Dispatch<'_>,
-    children: Vec<FixedChild>,
-) -> Result<(SpawnCommit, Vec<NewEvent>), ErrorInfo> {
+/// How a step's children join, and which crew each runs.
+struct SpawnPlan {
+    rule: JoinRule,
+    quorum: Option<u32>,
+    on_parent_close: OnParentClose,
+    concurrency: Option<u32>,
+    max_depth: u32,
+    crew: CrewDef,
+    /// Each child's own crew (`delegate`), in the request's order.
+    own: Vec<Option<Box<CrewDef>>>,
+}
+
+/// A `children` step's settings, or an `llm` agent's for its `delegate`
+/// calls (all must settle, a child per call, each on the crew it named).
+fn spawn_plan(step: &Dispatch<'_>, request: &Spawn) -> Result<SpawnPlan, String> {
+    match &step.def.kind {
+        AgentKind::Children(def) => {
+            let crew = def.crew_def.as_deref().cloned().ok_or_else(|| {
+                format!(
+                    "the crew `{}` of step `{}` was not resolved when the crew was loaded",
+                    def.crew, step.def.role
+                )
+            })?;
+            Ok(SpawnPlan {
+                rule: def.join,
+                quorum: def.quorum,
+                on_parent_close: def.on_parent_close,
+                concurrency: def.concurrency,
+                max_depth: def.max_depth(),
+                crew,
+                own: vec![None; request.children.len()],
+            })
+        }
+        AgentKind::Llm(llm) if !llm.delegate.is_empty() => {
+            if request.crews.len() != request.children.len() {
+                return Err(format!(
+                    "step `{}` named {} crews for {} children",
+                    step.def.role,
+                    request.crews.len(),
+                    request.children.len()
+                ));
+            }
+            let own = request
+                .crews
+                .iter()
+                .map(|name| {
+                    llm.delegated(name)
+                        .cloned()
+                        .map(Box::new)
+                        .map(Some)
+                        .ok_or_else(|| {
+                            format!("step `{}` may not delegate to crew `{name}`", step.def.role)
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let first = own.first().and_then(|c| c.as_deref()).cloned();
+            Ok(SpawnPlan {
+                rule: JoinRule::All,
+                quorum: None,
+                on_parent_close: OnParentClose::Cancel,
+                concurrency: None,
+                max_depth: cairn_core::children::DEFAULT_MAX_DEPTH,
+                crew: first.ok_or_else(|| "a delegation with no child".to_owned())?,
+                own,
+            })
+        }
+        _ => Err(format!("step `{}` does not start children", step.def.role)),
+    }
+}
+
+/// The spawn of a `children` step (or of an `llm` agent's `delegate`
+/// calls) and its event, or why it cannot start them (the step fails, not
+/// retried: a retry would list the same).
+fn spawn(step: &Dispatch<'_>, request: Spawn) -> Result<(SpawnCommit, Vec<NewEvent>), ErrorInfo> {
     let fail = |m: String| ErrorInfo::new(ErrorKind::Children, m, false);
-    let AgentKind::Children(def) = &step.def.kind else {
-        return Err(fail(format!(
-            "step `{}` is not a children step",
-            step.def.role
-        )));
-    };
-    let crew = def.crew_def.as_deref().cloned().ok_or_else(|| {
-        fail(format!(
-            "the crew `{}` of step `{}` was not resolved when the crew was loaded",
-            def.crew, step.def.role
-        ))
-    })?;
+    let plan = spawn_plan(step, &request).map_err(fail)?;
     let depth = step.depth + 1;
-    if depth > def.max_depth() {
+    if depth > plan.max_depth {
         return Err(fail(format!(
             "its children would run at depth {depth}, over the step's `max_depth` of {}",
-            def.max_depth()
+            plan.max_depth
         )));
+    }
+    let mut crews: Vec<&str> = vec![plan.crew.name.as_str()];
+    for own in plan.own.iter().flatten() {
+        if !crews.contains(&own.name.as_str()) {
+            crews.push(own.name.as_str());
+        }
     }
     let event = NewEvent::new(
         EventKind::ChildrenSpawned,
-        json!({"idx": step.idx, "attempt": step.attempt, "join": def.join,
-               "quorum": def.quorum, "children": children.len(), "crew": crew.name,
-               "concurrency": def.concurrency}),
+        json!({"idx": step.idx, "attempt": step.attempt, "join": plan.rule,
+               "quorum": plan.quorum, "children": request.children.len(), "crew": plan.crew.name,
+               "crews": crews, "concurrency": plan.concurrency}),
     );
-    let children = children
+    let children = request
+        .children
         .into_iter()
-        .map(|c| NewChild {
+        .zip(plan.own)
+        .map(|(c, crew)| NewChild {
             id: cairn_core::child_id(step.run, step.idx, step.attempt, &c.key),
             key: c.key,
             input: c.input,
+            crew,
         })
         .collect();
     let spawn = SpawnCommit {
-        rule: def.join,
-        quorum: def.quorum.unwrap_or(0),
-        on_parent_close: def.on_parent_close,
-        concurrency: def.concurrency,
+        rule: plan.rule,
+        quorum: plan.quorum.unwrap_or(0),
+        on_parent_close: plan.on_parent_close,
+        concurrency: plan.concurrency,
         depth,
-        crew,
+        crew: plan.crew,
         children,
     };
     Ok((spawn, vec![event]))

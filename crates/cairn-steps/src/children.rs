@@ -61,6 +61,7 @@ impl Agent for ChildrenAgent {
         let Some(joined) = &cx.children else {
             return Err(Spawn {
                 children: self.listed(cx)?,
+                crews: vec![],
             }
             .into_error());
         };

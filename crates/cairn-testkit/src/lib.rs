@@ -16,6 +16,7 @@
 #![allow(clippy::expect_used)]
 
 pub mod browser;
+mod delegating_model;
 pub mod otlp;
 mod pg_cluster;
 mod pgbouncer;
@@ -23,6 +24,7 @@ mod proxy;
 mod rate_limited;
 pub mod schema;
 mod slow_model;
+pub use delegating_model::DelegatingModel;
 pub use pg_cluster::{pg_bin_dir, ClusterError, PgCluster};
 pub use pgbouncer::PgBouncer;
 pub use proxy::{Cut, CutProxy};

@@ -139,37 +139,63 @@ impl Crew {
     /// (stored inside it), `level` files deep.
     fn def_from_file(text: &str, base: &std::path::Path, level: u32) -> Result<CrewDef> {
         let mut def = relative_to(CrewDef::from_toml(text)?, base);
+        let name = def.name.clone();
         for a in &mut def.agents {
-            let AgentKind::Children(children) = &mut a.kind else {
-                continue;
-            };
-            if level >= MAX_CREW_FILE_NESTING {
-                return Err(Error::Crew(cairn_core::CrewError::Invalid {
-                    crew: def.name.clone(),
-                    detail: format!(
-                        "agent `{}` names crew `{}` {MAX_CREW_FILE_NESTING} files deep; \
-                         crew files that start children nest at most that deep (a cycle?)",
-                        a.role, children.crew
-                    ),
-                }));
+            match &mut a.kind {
+                AgentKind::Children(children) => {
+                    let child = Self::child_crew(&name, &a.role, &children.crew, base, level)?;
+                    children.crew_def = Some(Box::new(child));
+                }
+                AgentKind::Llm(llm) if !llm.delegate.is_empty() => {
+                    llm.delegate_defs = llm
+                        .delegate
+                        .iter()
+                        .map(|file| Self::child_crew(&name, &a.role, file, base, level))
+                        .collect::<Result<_>>()?;
+                    if let Some(problem) = llm.problem() {
+                        return Err(Error::Crew(cairn_core::CrewError::Invalid {
+                            crew: name,
+                            detail: format!("agent `{}` {problem}", a.role),
+                        }));
+                    }
+                }
+                _ => {}
             }
-            let path = base.join(&children.crew);
-            let text = std::fs::read_to_string(&path).map_err(|source| Error::ReadFile {
-                path: path.clone(),
-                source,
-            })?;
-            let child_base = path
-                .parent()
-                .and_then(|p| std::fs::canonicalize(p).ok())
-                .unwrap_or_else(|| base.to_owned());
-            let child =
-                Self::def_from_file(&text, &child_base, level + 1).map_err(|e| match e {
-                    Error::Crew(source) => Error::CrewFile { path, source },
-                    e => e,
-                })?;
-            children.crew_def = Some(Box::new(child));
         }
         Ok(def)
+    }
+
+    /// The crew file `file` an agent of crew `parent` starts children of,
+    /// read relative to `base`, `level` files deep.
+    fn child_crew(
+        parent: &str,
+        role: &cairn_core::Role,
+        file: &str,
+        base: &std::path::Path,
+        level: u32,
+    ) -> Result<CrewDef> {
+        if level >= MAX_CREW_FILE_NESTING {
+            return Err(Error::Crew(cairn_core::CrewError::Invalid {
+                crew: parent.to_owned(),
+                detail: format!(
+                    "agent `{role}` names crew `{file}` {MAX_CREW_FILE_NESTING} files deep; \
+                     crew files that start children nest at most that deep (a cycle?)"
+                ),
+            }));
+        }
+        let path = base.join(file);
+        let text = std::fs::read_to_string(&path).map_err(|source| Error::ReadFile {
+            path: path.clone(),
+            source,
+        })?;
+        let child_base = path
+            .parent()
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .unwrap_or_else(|| base.to_owned());
+        Self::def_from_file(&text, &child_base, level + 1).map_err(|e| match e {
+            Error::Crew(source) => Error::CrewFile { path, source },
+            e => e,
+        })
     }
 
     /// Builds executors for a definition: built-ins, plus Rust agents that
@@ -180,6 +206,18 @@ impl Crew {
     ) -> Result<Crew> {
         let mut agents = Vec::with_capacity(def.agents.len());
         for (i, a) in def.agents.iter().enumerate() {
+            if let AgentKind::Llm(l) = &a.kind {
+                if l.delegate_defs.len() != l.delegate.len() {
+                    return Err(Error::Crew(cairn_core::CrewError::Invalid {
+                        crew: def.name.clone(),
+                        detail: format!(
+                            "agent `{}` delegates to crew files that were not loaded; load the \
+                             crew with `Crew::from_file`, which reads them relative to the crew file",
+                            a.role
+                        ),
+                    }));
+                }
+            }
             if let AgentKind::Children(c) = &a.kind {
                 if c.crew_def.is_none() {
                     return Err(Error::Crew(cairn_core::CrewError::Invalid {

@@ -11,8 +11,8 @@
 //! settling cost O(N) in all, never a scan of the siblings per child.
 
 use cairn_core::{
-    Actor, Attempt, ChildOutcome, EventKind, JoinCounts, JoinRule, JoinState, Joined, KeyPause,
-    NewEvent, Priority, RunId, RunStatus, StepIdx, Usage,
+    Actor, Attempt, ChildOutcome, CrewDef, EventKind, Fingerprint, JoinCounts, JoinRule, JoinState,
+    Joined, KeyPause, NewEvent, Priority, RunId, RunStatus, StepIdx, Usage,
 };
 use serde_json::json;
 
@@ -71,9 +71,17 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
     )
     .await?;
     adopt_in(c, commit, spawn, &reused).await?;
-    let fingerprint = spawn.crew.fingerprint();
-    let def = spawn.crew.to_json();
-    super::crews::remember_in(c, &spawn.crew, &fingerprint, &def).await?;
+    // Each crew stored once (a `delegate` spawn may start several).
+    let named = spawn.children.iter().filter_map(|c| c.crew.as_deref());
+    let mut crews: Vec<(&CrewDef, Fingerprint)> = Vec::new();
+    for crew in std::iter::once(&spawn.crew).chain(named) {
+        if crews.iter().any(|(known, _)| *known == crew) {
+            continue;
+        }
+        let fingerprint = crew.fingerprint();
+        super::crews::remember_in(c, crew, &fingerprint, &crew.to_json()).await?;
+        crews.push((crew, fingerprint));
+    }
     // Every child in one statement, and their first events in another,
     // from one JSON array: a round trip each, however many children.
     // The children to start: those not reused, each with its rank among
@@ -85,9 +93,16 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         .filter(|(_, child)| !reused.contains_key(&child.key))
         .enumerate()
         .map(|(rank, (ord, child))| {
+            let crew = child.crew.as_deref().unwrap_or(&spawn.crew);
+            let fingerprint = crews
+                .iter()
+                .find(|(known, _)| *known == crew)
+                .map_or("", |(_, f)| f.as_str());
             json!({"id": child.id, "key": child.key, "ord": ord, "rank": rank,
-                   "input": child.input,
-                   "event": {"crew": spawn.crew.name, "fingerprint": fingerprint,
+                   "input": child.input, "crew_name": crew.name,
+                   "crew_version": crew.version, "fingerprint": fingerprint,
+                   "steps": crew.step_count(),
+                   "event": {"crew": crew.name, "fingerprint": fingerprint,
                              "parent": {"run_id": run, "idx": idx, "attempt": attempt,
                                         "key": child.key}}})
         })
@@ -111,8 +126,9 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
              status, cursor, step_count, lease_epoch, event_seq, created_at, updated_at, \
              parent_run_id, parent_step_idx, parent_attempt, child_key, child_ord, depth, held, \
              priority, claim_at, trace) \
-             SELECT (j.value->>'id'){uuid}, :name, :version, :fingerprint, 'null', \
-             j.value->'input', 'queued', 0, :steps, 0, 1, {now}, {now}, :parent, :idx, \
+             SELECT (j.value->>'id'){uuid}, j.value->>'crew_name', j.value->>'crew_version', \
+             j.value->>'fingerprint', 'null', j.value->'input', 'queued', 0, \
+             CAST(j.value->>'steps' AS INTEGER), 0, 1, {now}, {now}, :parent, :idx, \
              :attempt, j.value->>'key', CAST(j.value->>'ord' AS INTEGER), :depth, \
              CAST(j.value->>'rank' AS INTEGER) >= :at_once, :priority, {ahead:head}, :trace \
              FROM {rows:children}",
@@ -120,10 +136,6 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         .bind("trace", trace.map(|t| serde_json::json!(t).to_string()))
         .bind("priority", i64::from(priority.get()))
         .bind("head", priority.head_start_secs() as f64)
-        .bind("name", spawn.crew.name.as_str())
-        .bind("version", spawn.crew.version.as_str())
-        .bind("fingerprint", fingerprint.as_str())
-        .bind("steps", spawn.crew.step_count())
         .bind("parent", run)
         .bind("idx", idx.get())
         .bind("attempt", attempt.get())

@@ -258,6 +258,7 @@ fn commit_for(
                         id: cairn_core::child_id(run.id, idx, attempt, &i.to_string()),
                         key: i.to_string(),
                         input: json!({"item": i}),
+                        crew: None,
                     })
                     .collect(),
             })),

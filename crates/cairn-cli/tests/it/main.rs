@@ -67,6 +67,7 @@ mod compact;
 mod contract;
 mod crash;
 mod crash_blame;
+mod delegate;
 mod failures;
 mod first_hour;
 mod guides;

@@ -302,3 +302,38 @@ fn a_children_step_parses_and_its_rules_are_checked() {
         err(&stray)
     );
 }
+
+const DELEGATING: &str = r#"
+name = "lead"
+version = "1"
+[[agents]]
+role = "lead"
+kind = "llm"
+provider = "openai"
+model = "m"
+delegate = ["research.toml", "write.toml"]
+"#;
+
+#[test]
+fn an_llm_agent_may_delegate_and_nothing_else_may() {
+    let crew = CrewDef::from_toml(DELEGATING).unwrap_or_else(|e| panic!("{e}"));
+    let AgentKind::Llm(l) = &crew.agents[0].kind else {
+        panic!("not an llm agent: {:?}", crew.agents[0].kind);
+    };
+    assert_eq!(l.delegate, ["research.toml", "write.toml"]);
+    assert!(l.delegate_defs.is_empty(), "the files are resolved by the loader");
+    assert!(crew.starts_children(), "a delegating agent starts children");
+    let plain = DELEGATING.replace("delegate = [\"research.toml\", \"write.toml\"]\n", "");
+    let plain = CrewDef::from_toml(&plain).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!plain.starts_children());
+
+    let command = "name = \"c\"\nversion = \"1\"\n[[agents]]\nrole = \"r\"\nkind = \"command\"\n\
+                   command = [\"true\"]\ndelegate = [\"x.toml\"]\n";
+    assert!(err(command).contains("delegate"), "{}", err(command));
+    let empty = DELEGATING.replace("\"write.toml\"", "\"\"");
+    assert!(err(&empty).contains("empty crew file in `delegate`"), "{}", err(&empty));
+    let clash = format!(
+        "{DELEGATING}\n[[agents.tools]]\nname = \"delegate\"\ncommand = [\"true\"]\n"
+    );
+    assert!(err(&clash).contains("which `delegate` provides"), "{}", err(&clash));
+}

@@ -1,0 +1,191 @@
+//! An `llm` agent's `delegate` tool, over the real OpenAI wire protocol (a
+//! local server that streams two parallel `delegate` calls, then a summary
+//! of the results it is sent), with real processes killed by SIGKILL at each
+//! write boundary of the delegation, on both databases: after the calls are
+//! journaled and before the spawn, around the spawn, after each child's
+//! end, and before the parent's last commit. A plain `cairn resume PARENT`
+//! finishes the tree: each child is stored once and ran once, and the
+//! parent's output is its uncrashed twin's.
+
+use serde_json::{json, Value};
+
+use crate::support::{agent_sh, agent_template, crew_toml, q, Case};
+
+both_backends!(
+    a_delegating_agent_killed_anywhere_resumes_and_each_child_ran_once,
+    a_delegation_to_a_crew_the_agent_may_not_start_is_refused_to_the_model,
+);
+
+const TASKS: [&str; 2] = ["moss", "fern"];
+
+/// The child crew `researcher` (each child appends its topic to
+/// `children.log` and answers it in capitals), and the parent crew: an
+/// `llm` lead that delegates to it, then a template that wraps its answer.
+fn crews(case: &Case, model: &cairn_testkit::DelegatingModel) -> String {
+    let log = case.path("children.log").display().to_string();
+    let child = agent_sh(
+        "dig",
+        &format!(
+            r#"t=$(grep -o '"topic":"[a-z]*"' | cut -d'"' -f4); echo $t >> {log}; echo "{{\"found\": \"$(echo $t | tr a-z A-Z)\"}}""#
+        ),
+    );
+    case.write("child.toml", &crew_toml("researcher", &[child]));
+    let lead = format!(
+        "[[agents]]\nrole = \"lead\"\nkind = \"llm\"\nprovider = \"openai\"\nmodel = \"lead-1\"\n\
+         base_url = {}\ndelegate = [\"child.toml\"]\n",
+        q(&model.base_url)
+    );
+    let wrap = agent_template("wrap", "done: {{ outputs.lead }}");
+    let crew = case.write("parent.toml", &crew_toml("parent", &[lead, wrap]));
+    crew.display().to_string()
+}
+
+fn model() -> cairn_testkit::DelegatingModel {
+    let tasks: Vec<Value> = TASKS.iter().map(|t| json!({"topic": t})).collect();
+    cairn_testkit::DelegatingModel::start("researcher", &tasks).expect("model server")
+}
+
+/// Where the run is killed: journal items of the lead's response (4: both
+/// calls journaled, 5: the response's end; the spawn not yet committed),
+/// the step commits (1 the spawn, 2 and 3 the children's ends, the second
+/// deciding the join, 4 the lead's answer after it).
+const POINTS: [&str; 8] = [
+    "after:append_journal#4",
+    "after:append_journal#5",
+    "before:commit_step#1",
+    "after:commit_step#1",
+    "after:commit_step#2",
+    "after:commit_step#3",
+    "before:commit_step#4",
+    "after:commit_step#4",
+];
+
+fn a_delegating_agent_killed_anywhere_resumes_and_each_child_ran_once(kind: cairn_testkit::Kind) {
+    let model = model();
+    let twin = Case::new(kind);
+    let crew = crews(&twin, &model);
+    let out = twin.cairn(&["run", &crew, "--input", "{}", "--json"]);
+    assert_eq!(out.code(), Some(0), "{}{}", out.stdout, out.stderr);
+    let parent = parent_of(&twin);
+    let expected = answer(&twin, &parent);
+    let text = expected.clone();
+    assert!(
+        text.starts_with("done: Summary of 2:") && text.contains("MOSS") && text.contains("FERN"),
+        "the lead read both children's results: {expected}"
+    );
+    assert_ran_once(&twin, &parent, "uncrashed");
+
+    for point in POINTS {
+        let case = Case::new(kind);
+        let crew = crews(&case, &model);
+        case.cairn_env(
+            &["run", &crew, "--input", "{}"],
+            &[("CAIRN_FAILPOINTS", point)],
+        )
+        .expect_sigkill();
+        let parent = parent_of(&case);
+        if point.contains("append_journal") || point == "before:commit_step#1" {
+            assert_eq!(case.list().len(), 1, "{point}: killed before the spawn");
+        }
+        let resumed = case.cairn(&["resume", &parent]);
+        assert_eq!(
+            resumed.code(),
+            Some(0),
+            "{point}: {}{}",
+            resumed.stdout,
+            resumed.stderr
+        );
+        let run = case.show(&parent);
+        assert_eq!(run["status"], "succeeded", "{point}: {run:#}");
+        assert_eq!(answer(&case, &parent), expected, "{point}");
+        assert_ran_once(&case, &parent, point);
+    }
+}
+
+/// The parent's answer, each child's run id in it replaced by `CHILD` (the
+/// results quote them, and they differ from case to case).
+fn answer(case: &Case, parent: &str) -> String {
+    let run = case.show(parent);
+    let mut text = run["steps"][1]["output"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let children = case
+        .cairn(&["runs", "list", "--parent", parent, "--json"])
+        .json();
+    for child in children.as_array().into_iter().flatten() {
+        if let Some(id) = child["id"].as_str() {
+            text = text.replace(id, "CHILD");
+        }
+    }
+    text
+}
+
+/// Two children, stored once each, on the delegated crew. A child that had
+/// finished never ran again; one whose step was in flight at the kill ran
+/// again only as that step's takeover (its `takeovers`), as any step does.
+fn assert_ran_once(case: &Case, parent: &str, point: &str) {
+    let children = case
+        .cairn(&["runs", "list", "--parent", parent, "--json"])
+        .json();
+    let children = children.as_array().cloned().unwrap_or_default();
+    assert_eq!(children.len(), 2, "{point}: {children:#?}");
+    let log = std::fs::read_to_string(case.path("children.log")).unwrap_or_default();
+    for child in &children {
+        assert_eq!(child["status"], "succeeded", "{point}: {child:#}");
+        assert_eq!(child["crew"], "researcher", "{point}: {child:#}");
+        let id = child["id"].as_str().unwrap_or_default();
+        let run = case.show(id);
+        let task = run["input"]["topic"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let takeovers = run["steps"][0]["takeovers"].as_u64().unwrap_or(0) as usize;
+        let ran = log.lines().filter(|l| *l == task).count();
+        assert_eq!(
+            ran,
+            1 + takeovers,
+            "{point}: child {task} ran {ran} times with {takeovers} takeovers: {log}"
+        );
+    }
+    let mut ran: Vec<&str> = log.lines().collect();
+    ran.sort_unstable();
+    ran.dedup();
+    assert_eq!(ran, ["fern", "moss"], "{point}: {log}");
+}
+
+/// A call naming a crew the agent may not start starts nothing: the model
+/// gets an error result naming the crews it may start, and the step goes
+/// on from there.
+fn a_delegation_to_a_crew_the_agent_may_not_start_is_refused_to_the_model(
+    kind: cairn_testkit::Kind,
+) {
+    let tasks = [json!({"topic": "moss"})];
+    let model = cairn_testkit::DelegatingModel::start("payroll", &tasks).expect("model server");
+    let case = Case::new(kind);
+    let crew = crews(&case, &model);
+    let out = case.cairn(&["run", &crew, "--input", "{}", "--json"]);
+    assert_eq!(out.code(), Some(0), "{}{}", out.stdout, out.stderr);
+    let parent = parent_of(&case);
+    let output = case.show(&parent)["steps"][1]["output"].clone();
+    let text = output.as_str().unwrap_or_default();
+    assert!(
+        text.contains("Summary of 1:") && text.contains("payroll") && text.contains("researcher"),
+        "the model read the refusal: {output}"
+    );
+    let children = case
+        .cairn(&["runs", "list", "--parent", &parent, "--json"])
+        .json();
+    assert_eq!(children, json!([]), "nothing was started");
+    assert!(!case.path("children.log").exists(), "a child ran");
+}
+
+/// The only run without a parent.
+fn parent_of(case: &Case) -> String {
+    case.list()
+        .iter()
+        .find(|r| r.get("child").is_none())
+        .and_then(|r| r["id"].as_str())
+        .expect("a parent run")
+        .to_owned()
+}
