@@ -92,11 +92,38 @@ impl AgentDef {
     /// Whether its step may start child runs: a `children` step, or an
     /// `llm` agent that may `delegate`.
     pub fn starts_children(&self) -> bool {
-        match &self.kind {
-            AgentKind::Children(_) => true,
-            AgentKind::Llm(llm) => !llm.delegate.is_empty(),
-            _ => false,
+        matches!(self.kind, AgentKind::Children(_)) || self.delegates().is_some()
+    }
+
+    /// The crew files this step may start children of by its own choice
+    /// (an `llm` agent's `delegate` tool, a command's spawn request) and,
+    /// once loaded, their crews; `None` if it may not.
+    pub fn delegates(&self) -> Option<(&[String], &[CrewDef])> {
+        let (files, defs) = match &self.kind {
+            AgentKind::Llm(llm) => (&llm.delegate, &llm.delegate_defs),
+            AgentKind::Command {
+                delegate,
+                delegate_defs,
+                ..
+            } => (delegate, delegate_defs),
+            _ => return None,
+        };
+        (!files.is_empty()).then_some((files.as_slice(), defs.as_slice()))
+    }
+
+    /// What is wrong with its `delegate`, if anything: an empty file name,
+    /// or (once loaded) two crews of one name, which a step picks by.
+    pub fn delegate_problem(&self) -> Option<String> {
+        let (files, defs) = self.delegates()?;
+        if files.iter().any(|d| d.trim().is_empty()) {
+            return Some("has an empty crew file in `delegate`".into());
         }
+        let mut names = HashSet::new();
+        let twice = defs.iter().find(|c| !names.insert(&c.name))?;
+        Some(format!(
+            "delegates to two crews named `{}`; a child's crew is picked by name",
+            twice.name
+        ))
     }
 
     /// An agent with every optional setting at its default.
@@ -127,10 +154,19 @@ impl AgentDef {
 pub enum AgentKind {
     /// A program: context JSON on stdin, output on stdout. A non-zero exit
     /// is retryable unless its code is in `permanent_exit_codes`.
+    /// With `delegate`, its output may ask for child runs of those crews
+    /// (`{"cairn_spawn": …}`, docs/crews.md), and once they settled the
+    /// step's output is their outcomes (the program does not run again).
     Command {
         command: Vec<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         permanent_exit_codes: Vec<i32>,
+        /// Crew files the program may start children of.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        delegate: Vec<String>,
+        /// Their crews, loaded with this one (as `LlmDef::delegate_defs`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        delegate_defs: Vec<CrewDef>,
     },
     /// A minijinja template rendered from the context.
     Template { template: String },
@@ -221,6 +257,9 @@ impl CrewDef {
                     "role `{}` appears more than once (agent {i}); roles must be unique",
                     agent.role
                 )));
+            }
+            if let Some(problem) = agent.delegate_problem() {
+                return Err(invalid(format!("agent `{}` {problem}", agent.role)));
             }
             if let Some(problem) = agent.retry.and_then(|r| r.problem()) {
                 return Err(invalid(format!(
@@ -432,7 +471,6 @@ impl AgentFile {
             ("tools", self.tools.is_some()),
             ("ask_human", self.ask_human.is_some()),
             ("thread_history", self.thread_history.is_some()),
-            ("delegate", self.delegate.is_some()),
         ]
         .into_iter()
         .find(|(_, set)| *set)
@@ -525,6 +563,9 @@ impl CrewFile {
                 ))
             };
             let kind = match a.kind.as_str() {
+                "template" | "children" if a.delegate.is_some() => {
+                    return Err(unexpected("delegate"));
+                }
                 "command" | "template" if llm_key.is_some() => {
                     return Err(unexpected(llm_key.unwrap_or_default()));
                 }
@@ -593,6 +634,8 @@ impl CrewFile {
                     AgentKind::Command {
                         command: a.command.ok_or_else(|| missing("command"))?,
                         permanent_exit_codes: a.permanent_exit_codes.unwrap_or_default(),
+                        delegate: a.delegate.unwrap_or_default(),
+                        delegate_defs: vec![],
                     }
                 }
                 "template" => {

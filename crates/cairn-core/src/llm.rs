@@ -151,9 +151,6 @@ impl LlmDef {
                 return Some(format!("has `temperature = {t}`; use 0.0 to 2.0"));
             }
         }
-        if let Some(problem) = self.delegate_problem() {
-            return Some(problem);
-        }
         let mut names = std::collections::HashSet::new();
         for tool in &self.tools {
             if tool.name.is_empty()
@@ -201,20 +198,6 @@ impl LlmDef {
     /// The crew `delegate` names `name`, once loaded.
     pub fn delegated(&self, name: &str) -> Option<&crate::CrewDef> {
         self.delegate_defs.iter().find(|c| c.name == name)
-    }
-
-    fn delegate_problem(&self) -> Option<String> {
-        if self.delegate.iter().any(|d| d.trim().is_empty()) {
-            return Some("has an empty crew file in `delegate`".into());
-        }
-        let mut names = std::collections::HashSet::new();
-        if let Some(twice) = self.delegate_defs.iter().find(|c| !names.insert(&c.name)) {
-            return Some(format!(
-                "delegates to two crews named `{}`; the model picks a crew by name",
-                twice.name
-            ));
-        }
-        None
     }
 }
 

@@ -94,6 +94,7 @@ fn write_toml(crew: &CrewDef) -> Option<String> {
             AgentKind::Command {
                 command,
                 permanent_exit_codes,
+                ..
             } => {
                 t.insert("command".into(), command.clone().into());
                 if !permanent_exit_codes.is_empty() {
@@ -359,6 +360,8 @@ fn kind() -> impl Strategy<Value = AgentKind> {
                 AgentKind::Command {
                     command: argv,
                     permanent_exit_codes: codes,
+                    delegate: vec![],
+                    delegate_defs: vec![],
                 }
             }),
         text().prop_map(|template| AgentKind::Template { template }),

@@ -399,41 +399,54 @@ fn spawn_plan(step: &Dispatch<'_>, request: &Spawn) -> Result<SpawnPlan, String>
                 own: vec![None; request.children.len()],
             })
         }
-        AgentKind::Llm(llm) if !llm.delegate.is_empty() => {
-            if request.crews.len() != request.children.len() {
-                return Err(format!(
-                    "step `{}` named {} crews for {} children",
-                    step.def.role,
-                    request.crews.len(),
-                    request.children.len()
-                ));
-            }
-            let own = request
-                .crews
-                .iter()
-                .map(|name| {
-                    llm.delegated(name)
-                        .cloned()
-                        .map(Box::new)
-                        .map(Some)
-                        .ok_or_else(|| {
-                            format!("step `{}` may not delegate to crew `{name}`", step.def.role)
-                        })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let first = own.first().and_then(|c| c.as_deref()).cloned();
-            Ok(SpawnPlan {
-                rule: JoinRule::All,
-                quorum: None,
-                on_parent_close: OnParentClose::Cancel,
-                concurrency: None,
-                max_depth: cairn_core::children::DEFAULT_MAX_DEPTH,
-                crew: first.ok_or_else(|| "a delegation with no child".to_owned())?,
-                own,
-            })
-        }
-        _ => Err(format!("step `{}` does not start children", step.def.role)),
+        _ => match step.def.delegates() {
+            Some((_, defs)) => delegation_plan(step, request, defs),
+            None => Err(format!("step `{}` does not start children", step.def.role)),
+        },
     }
+}
+
+/// The spawn an `llm` agent's `delegate` calls or a command's spawn
+/// request asks for: all must settle, a child per entry, each on the crew
+/// it named (one of the step's `delegate` crews).
+fn delegation_plan(
+    step: &Dispatch<'_>,
+    request: &Spawn,
+    defs: &[CrewDef],
+) -> Result<SpawnPlan, String> {
+    if request.crews.len() != request.children.len() {
+        return Err(format!(
+            "step `{}` named {} crews for {} children",
+            step.def.role,
+            request.crews.len(),
+            request.children.len()
+        ));
+    }
+    let own = request
+        .crews
+        .iter()
+        .map(|name| match defs.iter().find(|c| c.name == *name) {
+            Some(crew) => Ok(Some(Box::new(crew.clone()))),
+            None => {
+                let names: Vec<&str> = defs.iter().map(|c| c.name.as_str()).collect();
+                Err(format!(
+                    "step `{}` may not start crew `{name}` (its `delegate` crews: {})",
+                    step.def.role,
+                    names.join(", ")
+                ))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let first = own.first().and_then(|c| c.as_deref()).cloned();
+    Ok(SpawnPlan {
+        rule: JoinRule::All,
+        quorum: None,
+        on_parent_close: OnParentClose::Cancel,
+        concurrency: None,
+        max_depth: cairn_core::children::DEFAULT_MAX_DEPTH,
+        crew: first.ok_or_else(|| "a spawn with no child".to_owned())?,
+        own,
+    })
 }
 
 /// The spawn of a `children` step (or of an `llm` agent's `delegate`

@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use cairn_core::{
-    Agent, ChildrenDef, ErrorInfo, ErrorKind, JoinRule, Spawn, StepContext, StepOutput,
+    Agent, ChildrenDef, ErrorInfo, ErrorKind, FixedChild, JoinRule, Joined, Spawn, StepContext,
+    StepOutput,
 };
 
 use crate::TemplateAgent;
@@ -65,31 +66,7 @@ impl Agent for ChildrenAgent {
             }
             .into_error());
         };
-        let usage = joined
-            .children
-            .iter()
-            .fold(cairn_core::Usage::default(), |u, c| cairn_core::Usage {
-                input_tokens: u.input_tokens + c.usage.input_tokens,
-                output_tokens: u.output_tokens + c.usage.output_tokens,
-            });
-        if !joined.met {
-            let settled: Vec<String> = joined
-                .children
-                .iter()
-                .filter(|c| !c.status.is_live())
-                .map(|c| format!("`{}` {}", c.key, c.status.as_str()))
-                .collect();
-            let error = ErrorInfo::new(
-                ErrorKind::Children,
-                format!(
-                    "the join rule `{}` cannot be met: {}",
-                    joined.rule.as_str(),
-                    settled.join(", ")
-                ),
-                false,
-            );
-            return Err(error.with_usage(usage));
-        }
+        let usage = outcomes(joined)?.usage;
         let output = match &self.template {
             None => serde_json::to_value(&joined.children).unwrap_or(Value::Null),
             Some(t) => match t.run(cx).await?.output {
@@ -97,9 +74,98 @@ impl Agent for ChildrenAgent {
                 other => other,
             },
         };
-        Ok(StepOutput {
-            output,
-            usage: (usage != cairn_core::Usage::default()).then_some(usage),
-        })
+        Ok(StepOutput { output, usage })
     }
+}
+
+/// A decided join as a step's output: the children's outcomes in listing
+/// order, their tokens as the step's; an error if its rule was not met.
+pub(crate) fn outcomes(joined: &Joined) -> Result<StepOutput, ErrorInfo> {
+    let usage = joined
+        .children
+        .iter()
+        .fold(cairn_core::Usage::default(), |u, c| cairn_core::Usage {
+            input_tokens: u.input_tokens + c.usage.input_tokens,
+            output_tokens: u.output_tokens + c.usage.output_tokens,
+        });
+    if !joined.met {
+        let settled: Vec<String> = joined
+            .children
+            .iter()
+            .filter(|c| !c.status.is_live())
+            .map(|c| format!("`{}` {}", c.key, c.status.as_str()))
+            .collect();
+        let error = ErrorInfo::new(
+            ErrorKind::Children,
+            format!(
+                "the join rule `{}` cannot be met: {}",
+                joined.rule.as_str(),
+                settled.join(", ")
+            ),
+            false,
+        );
+        return Err(error.with_usage(usage));
+    }
+    Ok(StepOutput {
+        output: serde_json::to_value(&joined.children).unwrap_or(Value::Null),
+        usage: (usage != cairn_core::Usage::default()).then_some(usage),
+    })
+}
+
+/// The key of a command's output that asks for child runs:
+/// `{"cairn_spawn": {"children": [{"key", "crew", "input"}, …]}}`, `crew`
+/// the name of one of the step's `delegate` crews.
+pub const SPAWN_KEY: &str = "cairn_spawn";
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpawnRequest {
+    children: Vec<RequestedChild>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestedChild {
+    key: String,
+    crew: String,
+    #[serde(default)]
+    input: Value,
+}
+
+/// The spawn a command's output asks for, if it asks for one; a request
+/// that does not parse, lists no child or repeats a key fails the step
+/// (kind `children`, not retried: the program would ask the same).
+pub(crate) fn requested(output: &Value) -> Result<Option<Spawn>, ErrorInfo> {
+    let Some(request) = output.get(SPAWN_KEY) else {
+        return Ok(None);
+    };
+    let fail = |m: String| ErrorInfo::new(ErrorKind::Children, m, false);
+    let request: SpawnRequest = serde_json::from_value(request.clone())
+        .map_err(|e| fail(format!("the program's `{SPAWN_KEY}` does not parse: {e}")))?;
+    if request.children.is_empty() {
+        return Err(fail(format!("the program's `{SPAWN_KEY}` lists no child")));
+    }
+    let mut keys = std::collections::HashSet::new();
+    if let Some(c) = request
+        .children
+        .iter()
+        .find(|c| c.key.is_empty() || !keys.insert(&c.key))
+    {
+        return Err(fail(format!(
+            "the program's `{SPAWN_KEY}` has an empty or repeated key `{}`",
+            c.key
+        )));
+    }
+    let (children, crews) = request
+        .children
+        .into_iter()
+        .map(|c| {
+            let child = FixedChild {
+                key: c.key,
+                input: c.input,
+            };
+            (child, c.crew)
+        })
+        .unzip();
+    Ok(Some(Spawn { children, crews }))
 }

@@ -78,6 +78,8 @@ pub struct CommandAgent {
     argv: Vec<String>,
     permanent_exit_codes: Vec<i32>,
     env: ProgramEnv,
+    /// Its output may ask for children (`delegate`).
+    spawns: bool,
 }
 
 impl CommandAgent {
@@ -86,12 +88,21 @@ impl CommandAgent {
             argv,
             permanent_exit_codes: vec![],
             env: ProgramEnv::default(),
+            spawns: false,
         }
     }
 
     /// Which of Cairn's variables the program sees besides the base.
     pub fn env(mut self, env: ProgramEnv) -> Self {
         self.env = env;
+        self
+    }
+
+    /// Whether its output may ask for child runs ([`crate::SPAWN_KEY`]): a
+    /// step with `delegate`. After the children settled the program does
+    /// not run again; the step's output is their outcomes.
+    pub fn spawns(mut self, spawns: bool) -> Self {
+        self.spawns = spawns;
         self
     }
 
@@ -312,6 +323,9 @@ pub fn failure_message(program: &str, out: &Finished) -> Option<String> {
 #[async_trait]
 impl Agent for CommandAgent {
     async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+        if let (true, Some(joined)) = (self.spawns, &cx.children) {
+            return crate::children::outcomes(joined);
+        }
         let payload = serde_json::to_vec(cx)
             .map_err(|e| ErrorInfo::new(ErrorKind::Spawn, format!("context: {e}"), false))?;
         let mut env = vec![
@@ -332,8 +346,14 @@ impl Agent for CommandAgent {
                 .is_some_and(|c| self.permanent_exit_codes.contains(&c));
             return Err(ErrorInfo::new(ErrorKind::ExitStatus, message, !permanent));
         }
+        let output = parse_output(&out.stdout);
+        if self.spawns {
+            if let Some(spawn) = crate::children::requested(&output)? {
+                return Err(spawn.into_error());
+            }
+        }
         Ok(StepOutput {
-            output: parse_output(&out.stdout),
+            output,
             usage: parse_usage(&out.stderr),
         })
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use cairn_core::{Agent, AgentDef, AgentKind, CrewError};
 
-pub use children::ChildrenAgent;
+pub use children::{ChildrenAgent, SPAWN_KEY};
 pub use command::{
     failure_message, parse_output, run_program, CommandAgent, Finished, ProgramEnv, NEVER_PASSED,
     USAGE_PREFIX,
@@ -29,10 +29,13 @@ pub fn builtin(
         AgentKind::Command {
             command,
             permanent_exit_codes,
+            delegate,
+            ..
         } => Some(Arc::new(
             CommandAgent::new(command.clone())
                 .permanent_exit_codes(permanent_exit_codes.clone())
-                .env(ProgramEnv::of(def).in_dir(dir)),
+                .env(ProgramEnv::of(def).in_dir(dir))
+                .spawns(!delegate.is_empty()),
         )),
         AgentKind::Template { template } => Some(Arc::new(
             TemplateAgent::new(template.clone()).map_err(|e| CrewError::Invalid {

@@ -147,22 +147,45 @@ impl Crew {
                     children.crew_def = Some(Box::new(child));
                 }
                 AgentKind::Llm(llm) if !llm.delegate.is_empty() => {
-                    llm.delegate_defs = llm
-                        .delegate
-                        .iter()
-                        .map(|file| Self::child_crew(&name, &a.role, file, base, level))
-                        .collect::<Result<_>>()?;
-                    if let Some(problem) = llm.problem() {
-                        return Err(Error::Crew(cairn_core::CrewError::Invalid {
-                            crew: name,
-                            detail: format!("agent `{}` {problem}", a.role),
-                        }));
-                    }
+                    llm.delegate_defs =
+                        Self::delegated(&name, &a.role, &llm.delegate, base, level)?;
+                }
+                AgentKind::Command {
+                    delegate,
+                    delegate_defs,
+                    ..
+                } if !delegate.is_empty() => {
+                    *delegate_defs = Self::delegated(&name, &a.role, delegate, base, level)?;
                 }
                 _ => {}
             }
         }
         Ok(def)
+    }
+
+    /// The crews of an agent's `delegate` files, loaded.
+    fn delegated(
+        parent: &str,
+        role: &cairn_core::Role,
+        files: &[String],
+        base: &std::path::Path,
+        level: u32,
+    ) -> Result<Vec<CrewDef>> {
+        let defs = files
+            .iter()
+            .map(|file| Self::child_crew(parent, role, file, base, level))
+            .collect::<Result<Vec<_>>>()?;
+        let mut names = std::collections::HashSet::new();
+        if let Some(twice) = defs.iter().find(|c| !names.insert(c.name.clone())) {
+            return Err(Error::Crew(cairn_core::CrewError::Invalid {
+                crew: parent.to_owned(),
+                detail: format!(
+                    "agent `{role}` delegates to two crews named `{}`; a child's crew is picked by name",
+                    twice.name
+                ),
+            }));
+        }
+        Ok(defs)
     }
 
     /// The crew file `file` an agent of crew `parent` starts children of,
@@ -206,8 +229,8 @@ impl Crew {
     ) -> Result<Crew> {
         let mut agents = Vec::with_capacity(def.agents.len());
         for (i, a) in def.agents.iter().enumerate() {
-            if let AgentKind::Llm(l) = &a.kind {
-                if l.delegate_defs.len() != l.delegate.len() {
+            if let Some((files, defs)) = a.delegates() {
+                if defs.len() != files.len() {
                     return Err(Error::Crew(cairn_core::CrewError::Invalid {
                         crew: def.name.clone(),
                         detail: format!(
@@ -337,6 +360,8 @@ impl CrewBuilder {
             AgentKind::Command {
                 command: argv.into_iter().map(Into::into).collect(),
                 permanent_exit_codes: vec![],
+                delegate: vec![],
+                delegate_defs: vec![],
             },
         );
         self.agents.push((def, None));

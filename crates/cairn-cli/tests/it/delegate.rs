@@ -189,3 +189,94 @@ fn parent_of(case: &Case) -> String {
         .expect("a parent run")
         .to_owned()
 }
+
+both_backends!(
+    a_command_step_asks_for_children_and_is_not_run_again_after_they_return,
+    a_command_step_asking_for_a_crew_it_may_not_start_fails_and_starts_nothing,
+);
+
+/// The parent: a command `plan` with `delegate` that records each run of
+/// itself in `plan.log` and prints `request`, then a template over its
+/// output (the children's outcomes).
+fn planner(case: &Case, request: &str) -> String {
+    let model = model();
+    crews(case, &model);
+    let log = case.path("plan.log").display().to_string();
+    let plan = agent_sh("plan", &format!("echo ran >> {log}; echo '{request}'"))
+        + "delegate = [\"child.toml\"]\n";
+    let sum = agent_template(
+        "sum",
+        "{% for c in outputs.plan %}{{ c.key }}={{ c.output.found }} {% endfor %}",
+    );
+    let crew = case.write("planner.toml", &crew_toml("planner", &[plan, sum]));
+    crew.display().to_string()
+}
+
+const REQUEST: &str = r#"{"cairn_spawn": {"children": [{"key": "a", "crew": "researcher", "input": {"topic": "moss"}}, {"key": "b", "crew": "researcher", "input": {"topic": "fern"}}]}}"#;
+
+/// A command's spawn request starts its children (killed around the spawn
+/// and after the join, then resumed); once they settled the program is not
+/// run again: the step's output is their outcomes in key order.
+fn a_command_step_asks_for_children_and_is_not_run_again_after_they_return(
+    kind: cairn_testkit::Kind,
+) {
+    for point in [
+        None,
+        Some("after:commit_step#1"),
+        Some("after:commit_step#3"),
+    ] {
+        let case = Case::new(kind);
+        let crew = planner(&case, REQUEST);
+        let args = ["run", crew.as_str(), "--input", "{}"];
+        match point {
+            None => {
+                case.cairn(&args).expect_code(0);
+            }
+            Some(point) => {
+                case.cairn_env(&args, &[("CAIRN_FAILPOINTS", point)])
+                    .expect_sigkill();
+                case.cairn(&["resume", &parent_of(&case)]).expect_code(0);
+            }
+        }
+        let parent = parent_of(&case);
+        let run = case.show(&parent);
+        assert_eq!(run["status"], "succeeded", "{point:?}: {run:#}");
+        assert_eq!(run["steps"][1]["output"], "a=MOSS b=FERN ", "{point:?}");
+        let keys: Vec<&str> = run["steps"][0]["output"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["key"].as_str())
+            .collect();
+        assert_eq!(keys, ["a", "b"], "{point:?}");
+        let plans = std::fs::read_to_string(case.path("plan.log")).unwrap_or_default();
+        assert_eq!(plans.lines().count(), 1, "{point:?}: the program ran again");
+        assert_ran_once(&case, &parent, &format!("{point:?}"));
+    }
+}
+
+/// A request naming a crew outside the step's `delegate` fails the step
+/// (kind `children`, not retried), naming the crews it may start, and
+/// starts nothing.
+fn a_command_step_asking_for_a_crew_it_may_not_start_fails_and_starts_nothing(
+    kind: cairn_testkit::Kind,
+) {
+    let case = Case::new(kind);
+    let crew = planner(
+        &case,
+        &REQUEST.replace("\"crew\": \"researcher\"", "\"crew\": \"payroll\""),
+    );
+    let out = case.cairn(&["run", &crew, "--input", "{}", "--json"]);
+    assert_ne!(out.code(), Some(0), "{}", out.stdout);
+    let parent = parent_of(&case);
+    let run = case.show(&parent);
+    assert_eq!(run["status"], "failed", "{run:#}");
+    let error = &run["steps"][0]["error"];
+    assert_eq!(error["kind"], "children", "{error:#}");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`payroll`") && message.contains("researcher"),
+        "{message}"
+    );
+    assert_eq!(case.list().len(), 1, "nothing was started");
+}

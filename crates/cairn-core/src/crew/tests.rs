@@ -315,13 +315,16 @@ delegate = ["research.toml", "write.toml"]
 "#;
 
 #[test]
-fn an_llm_agent_may_delegate_and_nothing_else_may() {
+fn llm_and_command_agents_may_delegate_and_nothing_else_may() {
     let crew = CrewDef::from_toml(DELEGATING).unwrap_or_else(|e| panic!("{e}"));
     let AgentKind::Llm(l) = &crew.agents[0].kind else {
         panic!("not an llm agent: {:?}", crew.agents[0].kind);
     };
     assert_eq!(l.delegate, ["research.toml", "write.toml"]);
-    assert!(l.delegate_defs.is_empty(), "the files are resolved by the loader");
+    assert!(
+        l.delegate_defs.is_empty(),
+        "the files are resolved by the loader"
+    );
     assert!(crew.starts_children(), "a delegating agent starts children");
     let plain = DELEGATING.replace("delegate = [\"research.toml\", \"write.toml\"]\n", "");
     let plain = CrewDef::from_toml(&plain).unwrap_or_else(|e| panic!("{e}"));
@@ -329,11 +332,29 @@ fn an_llm_agent_may_delegate_and_nothing_else_may() {
 
     let command = "name = \"c\"\nversion = \"1\"\n[[agents]]\nrole = \"r\"\nkind = \"command\"\n\
                    command = [\"true\"]\ndelegate = [\"x.toml\"]\n";
-    assert!(err(command).contains("delegate"), "{}", err(command));
-    let empty = DELEGATING.replace("\"write.toml\"", "\"\"");
-    assert!(err(&empty).contains("empty crew file in `delegate`"), "{}", err(&empty));
-    let clash = format!(
-        "{DELEGATING}\n[[agents.tools]]\nname = \"delegate\"\ncommand = [\"true\"]\n"
+    let crew = CrewDef::from_toml(command).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        crew.agents[0].delegates().map(|(files, _)| files.to_vec()),
+        Some(vec!["x.toml".to_owned()])
     );
-    assert!(err(&clash).contains("which `delegate` provides"), "{}", err(&clash));
+    let template = "name = \"c\"\nversion = \"1\"\n[[agents]]\nrole = \"r\"\nkind = \"template\"\n\
+                    template = \"x\"\ndelegate = [\"x.toml\"]\n";
+    assert!(
+        err(template).contains("does not take `delegate`"),
+        "{}",
+        err(template)
+    );
+    let empty = DELEGATING.replace("\"write.toml\"", "\"\"");
+    assert!(
+        err(&empty).contains("empty crew file in `delegate`"),
+        "{}",
+        err(&empty)
+    );
+    let clash =
+        format!("{DELEGATING}\n[[agents.tools]]\nname = \"delegate\"\ncommand = [\"true\"]\n");
+    assert!(
+        err(&clash).contains("which `delegate` provides"),
+        "{}",
+        err(&clash)
+    );
 }

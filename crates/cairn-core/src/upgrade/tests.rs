@@ -23,6 +23,8 @@ fn command(role: &str) -> AgentDef {
         AgentKind::Command {
             command: vec!["true".into()],
             permanent_exit_codes: vec![],
+            delegate: vec![],
+            delegate_defs: vec![],
         },
     )
 }
