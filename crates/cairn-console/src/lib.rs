@@ -386,7 +386,7 @@ pub fn run_page(
             }
         }
         h2 { "Timeline" }
-        div.scroll { (timeline_svg(&view.steps, events, run.created_at, run.finished_at.unwrap_or(now))) }
+        div.scroll { (timeline_svg(&view.steps, events, &view.children, run.created_at, run.finished_at.unwrap_or(now))) }
         (timeline_legend())
         h2 { "Steps" }
         div.scroll {

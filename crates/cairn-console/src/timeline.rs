@@ -6,18 +6,24 @@
 //! over, after a band for the time lost to the crash: from the dead
 //! holder's last sign of life, its last recorded event, to the takeover);
 //! then the current attempt, from its start to its end (now, for one in
-//! flight), coloured by its status. [`timeline_legend`] says what each
-//! mark means.
+//! flight), coloured by its status. A step that started child runs has a
+//! second line: a square per child, coloured by the child's status and
+//! linked to it. [`timeline_legend`] says what each mark means.
 
 use chrono::{DateTime, Duration, Utc};
 use maud::{html, Markup};
 
-use cairn::{EventKind, EventRecord, StepRecord};
+use cairn::{ChildOutcome, EventKind, EventRecord, StepRecord};
 
 const WIDTH: f64 = 720.0;
 const LABEL: f64 = 160.0;
 const ROW: f64 = 22.0;
 const BAR: f64 = 14.0;
+/// The line of a step's children, and one child's square on it.
+const CHILD_ROW: f64 = 14.0;
+const CHILD: f64 = 9.0;
+/// Squares drawn per step; the rest are counted.
+const MAX_CHILDREN_DRAWN: usize = 48;
 
 /// One drawn stretch of a step's row.
 struct Span {
@@ -148,6 +154,7 @@ fn history(
 pub fn timeline_svg(
     steps: &[StepRecord],
     events: &[EventRecord],
+    children: &[ChildOutcome],
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Markup {
@@ -156,13 +163,22 @@ pub fn timeline_svg(
     let x = |t: DateTime<Utc>| {
         LABEL + ((t - start).num_milliseconds().clamp(0, span as i64) as f64) * scale
     };
-    let height = ROW * steps.len().max(1) as f64 + 24.0;
+    let kids = |step: &StepRecord| -> Vec<&ChildOutcome> {
+        children.iter().filter(|c| c.step == Some(step.idx)).collect()
+    };
+    let mut tops = Vec::with_capacity(steps.len());
+    let mut top = 0.0;
+    for step in steps {
+        tops.push(top);
+        top += ROW + if kids(step).is_empty() { 0.0 } else { CHILD_ROW };
+    }
+    let height = top.max(ROW) + 24.0;
     html! {
         svg.timeline xmlns="http://www.w3.org/2000/svg" role="img"
             viewBox=(format!("0 0 {WIDTH} {height}")) width=(WIDTH) height=(height) {
             title { "Timeline of " (steps.len()) " steps over " (crate::duration(start, end)) }
             @for (row, step) in steps.iter().enumerate() {
-                @let y = row as f64 * ROW + 4.0;
+                @let y = tops[row] + 4.0;
                 @let (spans, takeovers) = history(step.idx.get(), events, end);
                 text x="4" y=(format!("{:.1}", y + BAR - 3.0)) {
                     (step.idx.get()) " " (step.role.as_str())
@@ -198,10 +214,35 @@ pub fn timeline_svg(
                             x2=(format!("{:.1}", x(*at))) y2=(format!("{:.1}", y + BAR + 2.0)) {}
                     }
                 }
+                (children_line(&kids(step), y + ROW - 2.0))
             }
             line x1=(LABEL) y1=(height - 18.0) x2=(WIDTH - 8.0) y2=(height - 18.0) {}
             text x=(LABEL) y=(height - 4.0) { "0" }
             text x=(WIDTH - 8.0) y=(height - 4.0) text-anchor="end" { (crate::duration(start, end)) }
+        }
+    }
+}
+
+/// A step's children as a line of squares under its bar, each coloured by
+/// the child's status and linked to its run page.
+fn children_line(kids: &[&ChildOutcome], y: f64) -> Markup {
+    let more = kids.len().saturating_sub(MAX_CHILDREN_DRAWN);
+    html! {
+        @if !kids.is_empty() {
+            text.children x="16" y=(format!("{:.1}", y + CHILD - 1.0)) { (kids.len()) " children" }
+            @for (i, c) in kids.iter().take(MAX_CHILDREN_DRAWN).enumerate() {
+                a href=(format!("/runs/{}", c.run_id)) {
+                    g class=(format!("bar child {}", c.status.as_str())) {
+                        title { "Child " (c.key) ": " (c.status.as_str()) }
+                        rect x=(format!("{:.1}", LABEL + i as f64 * (CHILD + 2.0))) y=(format!("{y:.1}"))
+                            width=(CHILD) height=(CHILD) rx="1" {}
+                    }
+                }
+            }
+            @if more > 0 {
+                text.children x=(format!("{:.1}", LABEL + MAX_CHILDREN_DRAWN as f64 * (CHILD + 2.0) + 4.0))
+                    y=(format!("{:.1}", y + CHILD - 1.0)) { "+" (more) }
+            }
         }
     }
 }
@@ -251,6 +292,13 @@ pub fn timeline_legend() -> Markup {
                 li class=(format!("legend-{class}")) { (picture) " " (meaning) }
             }
             li.legend-attempt { span.swatch-text { "×2" } " attempt number, when a step ran more than once" }
+            li.legend-child {
+                svg.swatch xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 14" width="24" height="14" aria-hidden="true" {
+                    g class="bar child succeeded" { rect x="1" y="3" width="9" height="9" rx="1" {} }
+                    g class="bar child running" { rect x="13" y="3" width="9" height="9" rx="1" {} }
+                }
+                " a child run the step started, coloured by its status (a link to it)"
+            }
         }
     }
 }
@@ -289,7 +337,7 @@ mod tests {
             step(0, StepStatus::Succeeded, 0, Some(500), t0),
             step(1, StepStatus::Running, 500, None, t0),
         ];
-        let svg = timeline_svg(&steps, &[], t0, t0 + Duration::milliseconds(1000)).into_string();
+        let svg = timeline_svg(&steps, &[], &[], t0, t0 + Duration::milliseconds(1000)).into_string();
         // Step 0 takes the first half of the drawable width, step 1 the rest.
         let half = LABEL + (WIDTH - LABEL - 8.0) / 2.0;
         assert!(
@@ -404,6 +452,7 @@ mod tests {
         let svg = timeline_svg(
             &[step(1, StepStatus::Succeeded, 300, Some(800), t0)],
             &events,
+            &[],
             t0,
             t0 + ms(1000),
         )
@@ -471,6 +520,43 @@ mod tests {
     }
 
     #[test]
+    fn a_steps_children_are_squares_under_it_by_status_and_linked() {
+        let t0 = Utc::now();
+        let steps = [
+            step(0, StepStatus::Succeeded, 0, Some(500), t0),
+            step(2, StepStatus::Running, 500, None, t0),
+        ];
+        let child = |key: &str, status: cairn::RunStatus| ChildOutcome {
+            key: key.into(),
+            run_id: cairn::RunId::new(),
+            status,
+            output: None,
+            error: None,
+            tokens: 0,
+            usage: cairn::Usage::default(),
+            held: false,
+            step: Some(StepIdx(0)),
+        };
+        let kids = [
+            child("a", cairn::RunStatus::Succeeded),
+            child("b", cairn::RunStatus::Failed),
+        ];
+        let end = t0 + Duration::milliseconds(1000);
+        let svg = timeline_svg(&steps, &[], &kids, t0, end).into_string();
+        for c in &kids {
+            assert!(svg.contains(&format!(r#"href="/runs/{}""#, c.run_id)), "{svg}");
+        }
+        assert!(svg.contains(r#"class="bar child succeeded""#), "{svg}");
+        assert!(svg.contains(r#"class="bar child failed""#), "{svg}");
+        assert!(svg.contains("Child b: failed") && svg.contains("2 children"), "{svg}");
+        // Step 2's row sits below step 0's line of children.
+        let below = ROW + CHILD_ROW + 4.0;
+        assert!(svg.contains(&format!(r#"y="{below:.1}""#)), "{svg}");
+        let without = timeline_svg(&steps, &[], &[], t0, end).into_string();
+        assert!(!without.contains("children") && !without.contains(&format!(r#"y="{below:.1}""#)));
+    }
+
+    #[test]
     fn the_legend_names_every_mark() {
         let legend = timeline_legend().into_string();
         for meaning in [
@@ -480,6 +566,7 @@ mod tests {
             "waiting for a person",
             "takeover",
             "lost to a crash",
+            "a child run the step started",
         ] {
             assert!(legend.contains(meaning), "{meaning}: {legend}");
         }

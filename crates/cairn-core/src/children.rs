@@ -282,6 +282,9 @@ pub struct ChildOutcome {
     /// Queued beyond the step's `concurrency`, not claimable yet.
     #[serde(skip)]
     pub held: bool,
+    /// The parent's step that started it.
+    #[serde(skip)]
+    pub step: Option<crate::StepIdx>,
 }
 
 /// A decided join, as the step that spawned it sees it when it runs again.

@@ -577,7 +577,7 @@ pub(super) async fn children_in(
     let rows = c
         .fetch_all(
             query(
-                "SELECT r.id, r.child_key, r.status, r.error, \
+                "SELECT r.id, r.child_key, r.status, r.error, r.parent_step_idx, \
                  CASE WHEN r.held THEN 1 ELSE 0 END AS held, \
                  (SELECT s.output FROM steps s WHERE s.run_id = r.id \
                    AND s.idx = r.step_count - 1 AND s.status = 'succeeded') AS output, \
@@ -622,5 +622,8 @@ fn child_outcome(parent: RunId, row: &Row) -> Result<ChildOutcome> {
         tokens: usage.input_tokens + usage.output_tokens,
         usage,
         held: row.int("held")? != 0,
+        step: u32::try_from(row.opt_int("parent_step_idx")?.unwrap_or(-1))
+            .ok()
+            .map(StepIdx),
     })
 }
