@@ -352,6 +352,7 @@ fn write_budget(out: &mut impl Write, view: &RunView) -> anyhow::Result<()> {
         ("tokens", spent.tokens, budget.tokens),
         ("model calls", spent.model_calls, budget.model_calls),
         ("tool calls", spent.tool_calls, budget.tool_calls),
+        ("seconds", spent.wall_time, budget.wall_time),
     ];
     let parts: Vec<String> = limits
         .iter()

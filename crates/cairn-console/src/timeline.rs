@@ -164,13 +164,21 @@ pub fn timeline_svg(
         LABEL + ((t - start).num_milliseconds().clamp(0, span as i64) as f64) * scale
     };
     let kids = |step: &StepRecord| -> Vec<&ChildOutcome> {
-        children.iter().filter(|c| c.step == Some(step.idx)).collect()
+        children
+            .iter()
+            .filter(|c| c.step == Some(step.idx))
+            .collect()
     };
     let mut tops = Vec::with_capacity(steps.len());
     let mut top = 0.0;
     for step in steps {
         tops.push(top);
-        top += ROW + if kids(step).is_empty() { 0.0 } else { CHILD_ROW };
+        top += ROW
+            + if kids(step).is_empty() {
+                0.0
+            } else {
+                CHILD_ROW
+            };
     }
     let height = top.max(ROW) + 24.0;
     html! {
@@ -337,7 +345,8 @@ mod tests {
             step(0, StepStatus::Succeeded, 0, Some(500), t0),
             step(1, StepStatus::Running, 500, None, t0),
         ];
-        let svg = timeline_svg(&steps, &[], &[], t0, t0 + Duration::milliseconds(1000)).into_string();
+        let svg =
+            timeline_svg(&steps, &[], &[], t0, t0 + Duration::milliseconds(1000)).into_string();
         // Step 0 takes the first half of the drawable width, step 1 the rest.
         let half = LABEL + (WIDTH - LABEL - 8.0) / 2.0;
         assert!(
@@ -544,11 +553,17 @@ mod tests {
         let end = t0 + Duration::milliseconds(1000);
         let svg = timeline_svg(&steps, &[], &kids, t0, end).into_string();
         for c in &kids {
-            assert!(svg.contains(&format!(r#"href="/runs/{}""#, c.run_id)), "{svg}");
+            assert!(
+                svg.contains(&format!(r#"href="/runs/{}""#, c.run_id)),
+                "{svg}"
+            );
         }
         assert!(svg.contains(r#"class="bar child succeeded""#), "{svg}");
         assert!(svg.contains(r#"class="bar child failed""#), "{svg}");
-        assert!(svg.contains("Child b: failed") && svg.contains("2 children"), "{svg}");
+        assert!(
+            svg.contains("Child b: failed") && svg.contains("2 children"),
+            "{svg}"
+        );
         // Step 2's row sits below step 0's line of children.
         let below = ROW + CHILD_ROW + 4.0;
         assert!(svg.contains(&format!(r#"y="{below:.1}""#)), "{svg}");

@@ -23,6 +23,11 @@ pub struct Budget {
     /// with the result; a tool the budget refuses is not executed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<u64>,
+    /// Seconds since the run was submitted (the database clock), checked
+    /// before each step and each model call: a step or call that starts
+    /// later is not started. A step already running is not stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_time: Option<u64>,
 }
 
 /// What a run has spent so far (from its journal). Its serde form is part
@@ -33,11 +38,17 @@ pub struct Spent {
     pub model_calls: u64,
     /// Tools executed (`tool_executed` events).
     pub tool_calls: u64,
+    /// Seconds since the run was submitted.
+    #[serde(default)]
+    pub wall_time: u64,
 }
 
 /// A budget flag that does not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("budget `{text}`: {why} (write tokens=N, model_calls=N or tool_calls=N; +N to raise)")]
+#[error(
+    "budget `{text}`: {why} (write tokens=N, model_calls=N, tool_calls=N or wall_time=N \
+     (seconds, or with s, m, h); +N to raise)"
+)]
 pub struct BadBudget {
     pub text: String,
     pub why: String,
@@ -62,6 +73,7 @@ impl Budget {
             tokens: self.tokens.or(under.tokens),
             model_calls: self.model_calls.or(under.model_calls),
             tool_calls: self.tool_calls.or(under.tool_calls),
+            wall_time: self.wall_time.or(under.wall_time),
         }
     }
 
@@ -76,6 +88,7 @@ impl Budget {
             tokens: add(self.tokens, by.tokens),
             model_calls: add(self.model_calls, by.model_calls),
             tool_calls: add(self.tool_calls, by.tool_calls),
+            wall_time: add(self.wall_time, by.wall_time),
         }
     }
 
@@ -99,11 +112,17 @@ impl Budget {
                 (false, Some(_)) => return Err(bad("+N only raises, with `runs continue`")),
                 (false, None) => value.trim(),
             };
-            let n: u64 = value.parse().map_err(|_| bad("not a whole number"))?;
-            let slot = match name.trim() {
+            let name = name.trim();
+            let n: u64 = match name {
+                "wall_time" => seconds(value),
+                _ => value.parse().ok(),
+            }
+            .ok_or_else(|| bad("not a whole number"))?;
+            let slot = match name {
                 "tokens" => &mut budget.tokens,
                 "model_calls" => &mut budget.model_calls,
                 "tool_calls" => &mut budget.tool_calls,
+                "wall_time" => &mut budget.wall_time,
                 _ => return Err(bad("unknown limit")),
             };
             *slot = Some(n);
@@ -150,9 +169,21 @@ impl Budget {
         ))
     }
 
+    /// Why the next step must not start: the run's wall time is spent.
+    pub fn refuses_step(&self, spent: Spent) -> Option<String> {
+        let limit = self.wall_time.filter(|l| spent.wall_time >= *l)?;
+        Some(format!(
+            "the run's wall time of {limit} s is spent ({} s since it was submitted)",
+            spent.wall_time
+        ))
+    }
+
     /// Why the next model call must not be made: a limit reached, or one the
     /// call would pass (`estimate`: its input's tokens).
     pub fn refuses(&self, spent: Spent, estimate: u64) -> Option<String> {
+        if let Some(why) = self.refuses_step(spent) {
+            return Some(why);
+        }
         if let Some(limit) = self.model_calls.filter(|l| spent.model_calls >= *l) {
             return Some(format!(
                 "the run's budget of {limit} model calls is spent ({} made)",
@@ -168,6 +199,22 @@ impl Budget {
             )
         })
     }
+}
+
+/// Seconds from `30`, `45s`, `30m` or `2h`.
+fn seconds(text: &str) -> Option<u64> {
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, ""),
+    };
+    let n: u64 = digits.parse().ok()?;
+    let per = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        _ => return None,
+    };
+    n.checked_mul(per)
 }
 
 #[cfg(test)]
@@ -196,16 +243,51 @@ mod tests {
     }
 
     #[test]
+    fn wall_time_reads_seconds_minutes_or_hours_and_stops_the_next_step() {
+        for (flag, secs) in [
+            ("wall_time=90", 90),
+            ("wall_time=45s", 45),
+            ("wall_time=30m", 1800),
+            ("wall_time=2h", 7200),
+        ] {
+            assert_eq!(
+                Budget::parse([flag], false).unwrap().wall_time,
+                Some(secs),
+                "{flag}"
+            );
+        }
+        for flag in ["wall_time=2d", "wall_time=h", "wall_time=1.5h"] {
+            let e = Budget::parse([flag], false).unwrap_err();
+            assert!(e.to_string().contains(flag), "{e}");
+        }
+        let b = Budget::parse(["wall_time=60"], false).unwrap();
+        let at = |secs| Spent {
+            wall_time: secs,
+            ..Spent::default()
+        };
+        assert_eq!(b.refuses_step(at(59)), None);
+        let why = b.refuses_step(at(60)).unwrap();
+        assert!(why.contains("wall time of 60 s"), "{why}");
+        assert!(
+            b.refuses(at(61), 0).is_some(),
+            "a model call is refused too"
+        );
+        assert_eq!(Budget::default().refuses_step(at(1_000_000)), None);
+    }
+
+    #[test]
     fn a_run_budget_overrides_its_crew_per_limit_and_a_raise_adds() {
         let crew = Budget {
             tokens: Some(1000),
             model_calls: Some(10),
             tool_calls: None,
+            wall_time: None,
         };
         let run = Budget {
             tokens: Some(50),
             model_calls: None,
             tool_calls: Some(4),
+            wall_time: None,
         };
         let both = run.over(crew);
         assert_eq!((both.tokens, both.model_calls), (Some(50), Some(10)));
@@ -221,11 +303,13 @@ mod tests {
             tokens: Some(1000),
             model_calls: Some(3),
             tool_calls: Some(2),
+            wall_time: None,
         };
         let spent = |tokens, model_calls| Spent {
             tokens,
             model_calls,
             tool_calls: 0,
+            wall_time: 0,
         };
         assert_eq!(b.refuses(spent(400, 2), 600), None);
         assert!(b
@@ -253,11 +337,13 @@ mod tests {
             tokens: Some(1000),
             model_calls: Some(5),
             tool_calls: None,
+            wall_time: None,
         };
         let at = |tokens, model_calls| Spent {
             tokens,
             model_calls,
             tool_calls: 0,
+            wall_time: 0,
         };
         assert!(b.crossed(at(0, 0), at(799, 1)).is_empty());
         assert_eq!(

@@ -418,6 +418,9 @@ impl Executor {
         if let Some(wait) = outcome::gate(step, extras.approved) {
             return Ok(outcome::commit(step, wait));
         }
+        if let Some(stop) = self.out_of_time(run).await? {
+            return Ok(outcome::commit(step, stop));
+        }
         let (def, idx, attempt) = (step.def, step.idx, step.attempt);
         let cx = self.context(step, run, previous, extras);
         tracing::info!(run = %run.id, step = %idx, role = %def.role, attempt = %attempt, "step started");
@@ -503,6 +506,24 @@ struct StepExtras {
 
 /// A run's limits on model use: its own over its crew's; none if neither
 /// limits anything.
+impl Executor {
+    /// Before a step: the interruption of a run whose wall-time budget is
+    /// spent (`budget_exceeded`; `runs continue --budget wall_time=+N`
+    /// raises it). A read only for a run with a wall-time budget.
+    async fn out_of_time(&self, run: &RunRecord) -> Result<Option<outcome::StepOutcome>> {
+        let Some(budget) = budget_of(run).filter(|b| b.wall_time.is_some()) else {
+            return Ok(None);
+        };
+        let spent = self.store.spent(run.id).await?;
+        Ok(budget
+            .refuses_step(spent)
+            .map(|why| outcome::StepOutcome::Interrupted {
+                error: ErrorInfo::new(ErrorKind::BudgetExceeded, why, false),
+                duration_ms: 0,
+            }))
+    }
+}
+
 fn budget_of(run: &RunRecord) -> Option<cairn_core::Budget> {
     cairn_core::Budget::in_force(run.budget, run.crew_definition.budget)
 }

@@ -91,7 +91,8 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
                    AS tokens, \
                    COUNT(*) AS calls, \
                    (SELECT COUNT(*) FROM events WHERE run_id = :run \
-                     AND kind = 'tool_executed') AS tools \
+                     AND kind = 'tool_executed') AS tools, \
+                   (SELECT {age_secs} FROM runs WHERE id = :run) AS age \
                  FROM journal WHERE run_id = :run AND kind = 'turn_end'",
             )
             .bind("run", id),
@@ -107,5 +108,6 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
         tokens: count("tokens")?,
         model_calls: count("calls")?,
         tool_calls: count("tools")?,
+        wall_time: count("age")?,
     })
 }

@@ -109,6 +109,13 @@ impl Dialect {
             (Sqlite, "paused_ms") => {
                 "CAST(ROUND((julianday(paused_until) - julianday('now')) * 86400000) AS INTEGER)"
             }
+            // Whole seconds from the run's submission to its end (or now).
+            (Postgres, "age_secs") => {
+                "FLOOR(EXTRACT(EPOCH FROM (COALESCE(finished_at, clock_timestamp()) - created_at)))::bigint"
+            }
+            (Sqlite, "age_secs") => {
+                "CAST((julianday(COALESCE(finished_at, 'now')) - julianday(created_at)) * 86400 AS INTEGER)"
+            }
             // Milliseconds since a provider key's buckets were refilled.
             (Postgres, "refilled_ms") => {
                 "FLOOR(EXTRACT(EPOCH FROM (clock_timestamp() - refilled_at)) * 1000)::bigint"

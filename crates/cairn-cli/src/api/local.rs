@@ -273,7 +273,7 @@ impl Local {
                 path.display(),
                 crew.def().name
             ))),
-            VersionArg::File(crew, _) => Ok(crew.clone()),
+            VersionArg::File(crew, _) => Ok((**crew).clone()),
             VersionArg::Named(v) => Ok(self.engine.crew_version(name, v).await?),
         }
     }

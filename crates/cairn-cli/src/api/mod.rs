@@ -45,7 +45,7 @@ pub struct Submission {
 /// version or fingerprint start, or a crew file (local only).
 pub enum VersionArg {
     Named(String),
-    File(cairn::Crew, std::path::PathBuf),
+    File(Box<cairn::Crew>, std::path::PathBuf),
 }
 
 /// An operator's action on one run.

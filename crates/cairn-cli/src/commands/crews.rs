@@ -100,7 +100,7 @@ pub async fn workers(to: &impl Connect, json: bool) -> anyhow::Result<u8> {
 fn version_arg(what: &str) -> anyhow::Result<VersionArg> {
     let path = Path::new(what);
     Ok(match path.is_file() {
-        true => VersionArg::File(load_crew(path)?, path.to_owned()),
+        true => VersionArg::File(Box::new(load_crew(path)?), path.to_owned()),
         false => VersionArg::Named(what.to_owned()),
     })
 }

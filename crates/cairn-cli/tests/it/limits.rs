@@ -23,6 +23,7 @@ both_backends!(
     a_providers_rate_limit_pauses_its_key_for_every_run_and_spends_no_retry,
     an_operator_pause_holds_every_call_until_it_is_resumed_through_the_server,
     a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways,
+    a_wall_time_budget_stops_the_next_step_and_continue_raises_it,
 );
 
 /// One attempt only: a 429 that spent one would fail the run.
@@ -506,4 +507,61 @@ fn a_rate_limited_provider_shared_by_two_workers_fails_no_run_and_spends_no_retr
 
 fn own_id(run: &Value) -> String {
     run["id"].as_str().unwrap().to_owned()
+}
+
+/// A crew with `[budget] wall_time = 1` whose first step takes 2 s: its
+/// second step is not started (the run stops `interrupted`,
+/// `budget_exceeded`, naming the wall time), and `runs continue --budget
+/// wall_time=+1h` raises it and finishes the run, the first step not run
+/// again. `--budget wall_time=…` on submit overrides the crew's.
+fn a_wall_time_budget_stops_the_next_step_and_continue_raises_it(kind: Kind) {
+    let case = Case::new(kind);
+    let log = case.path("steps.log").display().to_string();
+    let slow = crate::support::agent_sh("slow", &format!("echo slow >> {log}; sleep 2; echo 1"));
+    let last = crate::support::agent_sh("last", &format!("echo last >> {log}; echo 2"));
+    let crew = case.write(
+        "crew.toml",
+        &format!(
+            "{}\n[budget]\nwall_time = 1\n",
+            crate::support::crew_toml("timed", &[slow, last])
+        ),
+    );
+    let crew = crew.to_str().unwrap();
+    let run = case.cairn(&["run", crew, "--json"]).expect_code(5).json();
+    let id = run["id"].as_str().unwrap().to_owned();
+    assert_eq!(run["status"], "interrupted", "{run}");
+    assert_eq!(run["error"]["kind"], "budget_exceeded", "{run}");
+    let why = run["error"]["message"].as_str().unwrap_or_default();
+    assert!(why.contains("wall time of 1 s"), "{why}");
+    assert!(
+        run["spent"]["wall_time"].as_u64().unwrap_or(0) >= 2,
+        "{run}"
+    );
+    assert_eq!(run["steps"][1]["status"], "interrupted", "{run}");
+    let shown = case.cairn(&["runs", "show", &id]).expect_code(0).stdout;
+    assert!(
+        shown.contains("seconds 2 of 1") || shown.contains("seconds 3 of 1"),
+        "{shown}"
+    );
+    let after = case
+        .cairn(&[
+            "runs",
+            "continue",
+            &id,
+            "--budget",
+            "wall_time=+1h",
+            "--json",
+        ])
+        .expect_code(0)
+        .json();
+    assert_eq!(after["status"], "succeeded", "{after}");
+    assert_eq!(after["budget"]["wall_time"], 3601, "{after}");
+    let ran = std::fs::read_to_string(case.path("steps.log")).unwrap_or_default();
+    assert_eq!(ran, "slow\nlast\n", "the first step did not run again");
+
+    let own = case
+        .cairn(&["run", crew, "--budget", "wall_time=1m", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(own["budget"]["wall_time"], 60, "{own}");
 }
