@@ -88,6 +88,9 @@ pub struct SpawnCommit {
     pub crew: CrewDef,
     /// In listing order; each id derived from (parent, step, attempt, key).
     pub children: Vec<NewChild>,
+    /// The parent's wall-time limit in force: a child whose crew sets none
+    /// gets what is left of it (the parent's limit less its age) as its own.
+    pub wall_time: Option<u64>,
 }
 
 /// One child a spawn starts.

@@ -173,6 +173,7 @@ impl Drive<'_> {
                 next: crew.agent(idx.next()).map(|(d, _)| d.role.clone()),
                 depth: run.child.as_ref().map_or(0, |c| c.depth),
                 child: run.child.is_some(),
+                wall_time: crate::budget_of(run).and_then(|b| b.wall_time),
             };
             let cancelled = held.guard.now() == Lease::CancelRequested;
             if cancelled || run.cancel_requested_at.is_some() {

@@ -524,6 +524,6 @@ impl Executor {
     }
 }
 
-fn budget_of(run: &RunRecord) -> Option<cairn_core::Budget> {
+pub(crate) fn budget_of(run: &RunRecord) -> Option<cairn_core::Budget> {
     cairn_core::Budget::in_force(run.budget, run.crew_definition.budget)
 }

@@ -31,6 +31,9 @@ pub(crate) struct Dispatch<'a> {
     /// (whose end settles its parent's join).
     pub depth: u32,
     pub child: bool,
+    /// The run's wall-time limit in force (its budget's), which children
+    /// it starts inherit what is left of.
+    pub wall_time: Option<u64>,
 }
 
 /// What became of a step. Each variant carries only what its commit needs.
@@ -493,6 +496,7 @@ fn spawn(step: &Dispatch<'_>, request: Spawn) -> Result<(SpawnCommit, Vec<NewEve
         depth,
         crew: plan.crew,
         children,
+        wall_time: step.wall_time,
     };
     Ok((spawn, vec![event]))
 }

@@ -107,31 +107,54 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
                                         "key": child.key}}})
         })
         .collect();
-    let rows = serde_json::Value::Array(rows);
     // Children inherit their parent's priority, and its trace (under the
     // parent run's span).
-    let (priority, trace) = match c
-        .fetch_optional(query("SELECT priority, trace FROM runs WHERE id = :run").bind("run", run))
+    // And what is left of its wall time, unless a child's crew sets its own.
+    let (priority, trace, age) = match c
+        .fetch_optional(
+            query("SELECT priority, trace, {age_secs} AS age FROM runs WHERE id = :run")
+                .bind("run", run),
+        )
         .await?
     {
         Some(row) => (
             Priority::new(row.int("priority")?).unwrap_or_default(),
             super::traces::of_children(run, row.opt_text("trace")?),
+            u64::try_from(row.int("age")?).unwrap_or(0),
         ),
-        None => (Priority::default(), None),
+        None => (Priority::default(), None, 0),
     };
+    let left = spawn.wall_time.map(|limit| limit.saturating_sub(age));
+    let rows: Vec<serde_json::Value> = rows
+        .into_iter()
+        .zip(
+            spawn
+                .children
+                .iter()
+                .filter(|child| !reused.contains_key(&child.key)),
+        )
+        .map(|(mut row, child)| {
+            let crew = child.crew.as_deref().unwrap_or(&spawn.crew);
+            let own = crew.budget.is_some_and(|b| b.wall_time.is_some());
+            if let (Some(left), false) = (left, own) {
+                row["budget"] = json!({"wall_time": left});
+            }
+            row
+        })
+        .collect();
+    let rows = serde_json::Value::Array(rows);
     c.execute(
         query(
             "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
              status, cursor, step_count, lease_epoch, event_seq, created_at, updated_at, \
              parent_run_id, parent_step_idx, parent_attempt, child_key, child_ord, depth, held, \
-             priority, claim_at, trace) \
+             priority, claim_at, trace, budget) \
              SELECT (j.value->>'id'){uuid}, j.value->>'crew_name', j.value->>'crew_version', \
              j.value->>'fingerprint', 'null', j.value->'input', 'queued', 0, \
              CAST(j.value->>'steps' AS INTEGER), 0, 1, {now}, {now}, :parent, :idx, \
              :attempt, j.value->>'key', CAST(j.value->>'ord' AS INTEGER), :depth, \
-             CAST(j.value->>'rank' AS INTEGER) >= :at_once, :priority, {ahead:head}, :trace \
-             FROM {rows:children}",
+             CAST(j.value->>'rank' AS INTEGER) >= :at_once, :priority, {ahead:head}, :trace, \
+             j.value->'budget' FROM {rows:children}",
         )
         .bind("trace", trace.map(|t| serde_json::json!(t).to_string()))
         .bind("priority", i64::from(priority.get()))

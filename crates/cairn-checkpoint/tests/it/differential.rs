@@ -261,6 +261,7 @@ fn commit_for(
                         crew: None,
                     })
                     .collect(),
+                wall_time: None,
             })),
             vec![NewEvent::new(
                 EventKind::ChildrenSpawned,

@@ -149,3 +149,61 @@ fn a_cancel_while_the_spawn_commits_spawns_nothing(kind: cairn_testkit::Kind) {
     assert!(!case.path("children.log").exists(), "a child ran");
     assert_eq!(case.list().len(), 1);
 }
+
+both_backends!(children_inherit_what_is_left_of_their_parents_wall_time);
+
+/// A parent with `[budget] wall_time = 600` starts two children: one whose
+/// crew sets no wall time gets what is left of the parent's (at most 600 s,
+/// less the time the parent ran first) as its own; one whose crew sets its
+/// own keeps that.
+fn children_inherit_what_is_left_of_their_parents_wall_time(kind: cairn_testkit::Kind) {
+    let case = Case::new(kind);
+    let child = agent_sh("echo", "cat > /dev/null; echo '{}'");
+    case.write(
+        "free.toml",
+        &crew_toml("free", std::slice::from_ref(&child)),
+    );
+    case.write(
+        "own.toml",
+        &format!("{}\n[budget]\nwall_time = 5\n", crew_toml("own", &[child])),
+    );
+    let request = r#"{"cairn_spawn": {"children": [{"key": "f", "crew": "free"}, {"key": "o", "crew": "own"}]}}"#;
+    let plan = agent_sh("plan", &format!("sleep 1; echo '{request}'"))
+        + "delegate = [\"free.toml\", \"own.toml\"]\n";
+    let parent = case.write(
+        "parent.toml",
+        &format!(
+            "{}\n[budget]\nwall_time = 600\n",
+            crew_toml("parent", &[plan])
+        ),
+    );
+    case.cairn(&["run", parent.to_str().unwrap(), "--input", "{}"])
+        .expect_code(0);
+    let parent = parent_of(&case);
+    let children = case
+        .cairn(&["runs", "list", "--parent", &parent, "--json"])
+        .json();
+    let budget_of = |crew: &str| {
+        let child = children
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["crew"] == crew)
+            .unwrap_or_else(|| panic!("no child of crew {crew}: {children:#}"));
+        case.show(child["id"].as_str().unwrap_or_default())["budget"].clone()
+    };
+    let free = budget_of("free")["wall_time"].as_u64().unwrap_or(0);
+    assert!((590..=599).contains(&free), "what is left of 600 s: {free}");
+    // No budget of its own: its crew's 5 s stand, as `runs show` says.
+    assert!(budget_of("own").is_null(), "{}", budget_of("own"));
+    let own = children
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["crew"] == "own")
+        .and_then(|c| c["id"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let shown = case.cairn(&["runs", "show", &own]).expect_code(0).stdout;
+    assert!(shown.contains(" of 5"), "{shown}");
+}

@@ -76,6 +76,7 @@ fn dispatch(input: &Input) -> Dispatch<'_> {
         next: Some(Role::new("next")),
         depth: 0,
         child: false,
+        wall_time: None,
     }
 }
 
