@@ -35,7 +35,21 @@ pub(crate) struct Metrics {
     compacted: Mutex<BTreeMap<&'static str, u64>>,
     input_tokens: AtomicU64,
     output_tokens: AtomicU64,
+    /// The same tokens by crew and, for `llm` steps, provider and model
+    /// (empty for other kinds): input, output.
+    usage: Mutex<BTreeMap<Usage, (u64, u64)>>,
     step_duration: Histogram,
+}
+
+/// Whose tokens: (crew, provider, model).
+type Usage = (String, String, String);
+
+/// One executed step's row and who spent its tokens.
+pub struct Spender<'a> {
+    pub step: &'a StepRecord,
+    pub crew: &'a str,
+    /// `(provider, model)` of an `llm` step.
+    pub model: Option<(&'a str, &'a str)>,
 }
 
 #[derive(Debug, Default)]
@@ -97,13 +111,24 @@ impl Metrics {
     /// One finished drive: the run's status afterwards (or `error`), how
     /// many attempts it executed, and the rows of the steps it executed
     /// (their durations and tokens).
-    pub fn record_drive(&self, outcome: &'static str, attempts: usize, steps: &[&StepRecord]) {
+    pub fn record_drive(&self, outcome: &'static str, attempts: usize, steps: &[Spender<'_>]) {
         {
             let mut drives = self.drives.lock().unwrap_or_else(|p| p.into_inner());
             *drives.entry(outcome).or_default() += 1;
         }
         self.attempts.fetch_add(attempts as u64, Ordering::Relaxed);
-        for step in steps {
+        for Spender { step, crew, model } in steps {
+            let (input, output) = (
+                step.input_tokens.unwrap_or(0),
+                step.output_tokens.unwrap_or(0),
+            );
+            if input + output > 0 {
+                let (provider, name) = model.unwrap_or(("", ""));
+                let key = (crew.to_string(), provider.to_owned(), name.to_owned());
+                let mut usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+                let spent = usage.entry(key).or_default();
+                *spent = (spent.0 + input, spent.1 + output);
+            }
             if let Some(ms) = step.duration_ms() {
                 let ms = u64::try_from(ms).unwrap_or(0);
                 self.step_duration.observe(Duration::from_millis(ms));
@@ -195,6 +220,7 @@ impl Metrics {
             "cairn_step_attempts_total {}",
             self.attempts.load(Ordering::Relaxed)
         );
+        self.render_usage(o);
         header(
             o,
             "cairn_step_tokens_total",
@@ -262,6 +288,33 @@ fn labelled(
     header(out, name, "counter", help);
     for (value, n) in values {
         let _ = writeln!(out, "{name}{{{label}=\"{value}\"}} {n}");
+    }
+}
+
+impl Metrics {
+    /// `cairn_tokens_total` by crew, provider, model and direction.
+    fn render_usage(&self, o: &mut String) {
+        let usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        if usage.is_empty() {
+            return;
+        }
+        header(
+            o,
+            "cairn_tokens_total",
+            "counter",
+            "Tokens of steps this process's runner executed, by crew and (llm steps) provider and model.",
+        );
+        for ((crew, provider, model), (input, output)) in usage.iter() {
+            for (direction, n) in [("input", input), ("output", output)] {
+                let _ = writeln!(
+                    o,
+                    "cairn_tokens_total{{crew=\"{}\",provider=\"{}\",model=\"{}\",direction=\"{direction}\"}} {n}",
+                    escape(crew),
+                    escape(provider),
+                    escape(model)
+                );
+            }
+        }
     }
 }
 

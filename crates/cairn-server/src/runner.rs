@@ -113,9 +113,21 @@ impl WorkHooks for Hooks {
                 }
             }
         };
+        let crew = &driven.run.crew_definition;
         let executed: Vec<_> = steps
             .iter()
             .filter(|s| driven.executed.contains(&s.idx))
+            .map(|step| crate::metrics::Spender {
+                step,
+                crew: crew.name.as_str(),
+                model: crew
+                    .agents
+                    .get(step.idx.get() as usize)
+                    .and_then(|a| match &a.kind {
+                        cairn::AgentKind::Llm(l) => Some((l.provider.as_str(), l.model.as_str())),
+                        _ => None,
+                    }),
+            })
             .collect();
         self.0
             .record_drive(driven.run.status.as_str(), driven.executed.len(), &executed);

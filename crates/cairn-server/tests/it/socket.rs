@@ -590,3 +590,33 @@ async fn the_runner_takes_over_a_run_whose_holder_died() {
     }
     server.stop().await;
 }
+
+/// `/metrics` counts tokens by crew and, for `llm` steps, provider and
+/// model: an `llm` run's tokens show under its crew, provider and model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_tokens_by_crew_provider_and_model() {
+    let server = start(Kind::Sqlite, &[], 2, Duration::from_millis(50)).await;
+    let addr = server.addr;
+    let id = post_run(addr, "agent", json!({"word": "hi"})).await;
+    let run = server
+        .wait_for(&id, None, |r| r["status"] == "succeeded")
+        .await;
+    let input = run["steps"][0]["input_tokens"].as_u64().unwrap_or(0);
+    assert!(input > 0, "{run}");
+    let mut metrics = String::new();
+    let line = format!(
+        "cairn_tokens_total{{crew=\"agent\",provider=\"scripted\",model=\"scripted\",direction=\"input\"}} {input}"
+    );
+    for _ in 0..200 {
+        metrics = http(addr, Method::GET, "/metrics", None, None).await.1;
+        if metrics.lines().any(|l| l == line) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        metrics.lines().any(|l| l == line),
+        "no `{line}` in {metrics}"
+    );
+    server.stop().await;
+}
