@@ -17,8 +17,8 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use cairn_core::{
-    ChildOutcome, CrewDef, ErrorInfo, FixedChild, Joined, JournalHandle, JournalKind,
-    NewJournalItem, RunStatus, Spawn, StepContext, DELEGATE_TOOL,
+    ChildOutcome, CrewDef, ErrorInfo, FixedChild, Joined, JournalError, JournalHandle, JournalKind,
+    NewJournalItem, RunStatus, Spawn, StepContext, Usage, DELEGATE_TOOL,
 };
 
 use crate::tools::Checked;
@@ -177,15 +177,38 @@ impl crate::LlmAgent {
         };
         for call in calls {
             let (content, is_error) = result(joined, call);
-            let item = NewJournalItem::new(
-                JournalKind::ToolResult,
-                json!({"call_id": call.call_id, "content": content, "is_error": is_error}),
-            );
-            journal
-                .append(item)
-                .await
-                .map_err(crate::turn::journal_failure)?;
+            let item = |content: String, is_error: bool| {
+                NewJournalItem::new(
+                    JournalKind::ToolResult,
+                    json!({"call_id": call.call_id, "content": content, "is_error": is_error}),
+                )
+            };
+            let appended = match journal.append(item(content, is_error)).await {
+                // The model learns the child's result was too big to keep
+                // (and where to read it) instead of the step failing.
+                Err(JournalError::TooLarge(big)) => {
+                    let note = format!(
+                        "the child's result was too large to keep ({big}); it is the output \
+                         of its run (`cairn runs show`)"
+                    );
+                    journal.append(item(note, true)).await
+                }
+                other => other,
+            };
+            appended.map_err(crate::turn::journal_failure)?;
         }
         Ok(())
     }
+}
+
+/// A step's own usage plus its children's, once they returned (a parent's
+/// totals include its delegated runs', as a `children` step's do).
+pub(crate) fn with_children(own: Usage, cx: &StepContext) -> Usage {
+    cx.children
+        .iter()
+        .flat_map(|j| &j.children)
+        .fold(own, |u, c| Usage {
+            input_tokens: u.input_tokens + c.usage.input_tokens,
+            output_tokens: u.output_tokens + c.usage.output_tokens,
+        })
 }

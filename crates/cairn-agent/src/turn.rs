@@ -693,8 +693,10 @@ impl Agent for LlmAgent {
                 continue;
             }
             if let Next::Final { text } = analysis.next {
-                return Ok(StepOutput::new(cairn_steps::parse_output(text.as_bytes()))
-                    .with_usage(usage_of(&entries)));
+                let usage = crate::delegate::with_children(usage_of(&entries), cx);
+                return Ok(
+                    StepOutput::new(cairn_steps::parse_output(text.as_bytes())).with_usage(usage)
+                );
             }
             if calls >= max_turns {
                 return Err(ErrorInfo::new(
