@@ -78,6 +78,7 @@ pub(crate) fn spawn(calls: &[&Call]) -> Spawn {
         .map(|call| {
             let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
             let child = FixedChild {
+                crew: None,
                 key: call.call_id.clone(),
                 input: args.get("input").cloned().unwrap_or(Value::Null),
             };

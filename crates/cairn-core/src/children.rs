@@ -34,9 +34,14 @@ pub struct ChildrenDef {
     /// array; one child per element, with input `{"item", "index"}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over: Option<String>,
-    /// A fixed list of children, each with its key and input.
+    /// A fixed list of children, each with its key and input (and maybe a
+    /// crew file of its own).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<FixedChild>,
+    /// The crews the fixed list names by file, loaded with the parent crew
+    /// (as `crew_def`), by the file as written.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub child_crews: std::collections::BTreeMap<String, CrewDef>,
     #[serde(default, skip_serializing_if = "JoinRule::is_default")]
     pub join: JoinRule,
     /// With `join = "quorum"`: how many children must succeed.
@@ -130,6 +135,10 @@ impl ChildrenDef {
 pub struct FixedChild {
     pub key: String,
     pub input: Value,
+    /// A crew file of its own (relative to the parent's crew file), instead
+    /// of the step's `crew`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crew: Option<String>,
 }
 
 /// When the children's step may go on.
@@ -345,6 +354,7 @@ pub fn map_children(vars: &Value, path: &str) -> Result<Vec<FixedChild>, String>
         .iter()
         .enumerate()
         .map(|(i, item)| FixedChild {
+            crew: None,
             key: i.to_string(),
             input: serde_json::json!({"item": item, "index": i}),
         })

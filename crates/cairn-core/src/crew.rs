@@ -490,6 +490,7 @@ impl AgentFile {
             crate::children::ChildrenDef {
                 crew: self.crew.take().ok_or(FieldProblem::Missing("crew"))?,
                 crew_def: None,
+                child_crews: Default::default(),
                 over: self.over.take(),
                 children: self.children.take().unwrap_or_default(),
                 join: self.join.unwrap_or_default(),

@@ -392,6 +392,16 @@ fn spawn_plan(step: &Dispatch<'_>, request: &Spawn) -> Result<SpawnPlan, String>
                     def.crew, step.def.role
                 )
             })?;
+            let own = request
+                .children
+                .iter()
+                .map(|c| match &c.crew {
+                    None => Ok(None),
+                    Some(file) => def.child_crews.get(file).cloned().map(Box::new).map(Some).ok_or_else(|| {
+                        format!("the crew `{file}` of child `{}` was not resolved when the crew was loaded", c.key)
+                    }),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
             Ok(SpawnPlan {
                 rule: def.join,
                 quorum: def.quorum,
@@ -399,7 +409,7 @@ fn spawn_plan(step: &Dispatch<'_>, request: &Spawn) -> Result<SpawnPlan, String>
                 concurrency: def.concurrency,
                 max_depth: def.max_depth(),
                 crew,
-                own: vec![None; request.children.len()],
+                own,
             })
         }
         _ => match step.def.delegates() {

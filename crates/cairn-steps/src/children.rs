@@ -163,6 +163,7 @@ pub(crate) fn requested(output: &Value) -> Result<Option<Spawn>, ErrorInfo> {
             let child = FixedChild {
                 key: c.key,
                 input: c.input,
+                crew: None,
             };
             (child, c.crew)
         })

@@ -145,6 +145,12 @@ impl Crew {
                 AgentKind::Children(children) => {
                     let child = Self::child_crew(&name, &a.role, &children.crew, base, level)?;
                     children.crew_def = Some(Box::new(child));
+                    for file in children.children.iter().filter_map(|c| c.crew.as_ref()) {
+                        if !children.child_crews.contains_key(file) {
+                            let own = Self::child_crew(&name, &a.role, file, base, level)?;
+                            children.child_crews.insert(file.clone(), own);
+                        }
+                    }
                 }
                 AgentKind::Llm(llm) if !llm.delegate.is_empty() => {
                     llm.delegate_defs =
@@ -242,7 +248,12 @@ impl Crew {
                 }
             }
             if let AgentKind::Children(c) = &a.kind {
-                if c.crew_def.is_none() {
+                if c.crew_def.is_none()
+                    || c.children
+                        .iter()
+                        .filter_map(|f| f.crew.as_ref())
+                        .any(|f| !c.child_crews.contains_key(f))
+                {
                     return Err(Error::Crew(cairn_core::CrewError::Invalid {
                         crew: def.name.clone(),
                         detail: format!(

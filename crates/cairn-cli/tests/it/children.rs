@@ -207,3 +207,58 @@ fn children_inherit_what_is_left_of_their_parents_wall_time(kind: cairn_testkit:
     let shown = case.cairn(&["runs", "show", &own]).expect_code(0).stdout;
     assert!(shown.contains(" of 5"), "{shown}");
 }
+
+both_backends!(a_fixed_child_may_run_a_crew_of_its_own);
+
+/// A fixed list whose second child names a crew file of its own: the first
+/// runs the step's `crew`, the second its own, and the step's output has
+/// both outcomes in listing order.
+fn a_fixed_child_may_run_a_crew_of_its_own(kind: cairn_testkit::Kind) {
+    let case = Case::new(kind);
+    case.write(
+        "lower.toml",
+        &crew_toml("lower", &[agent_sh("say", "echo '\"low\"'")]),
+    );
+    case.write(
+        "upper.toml",
+        &crew_toml("upper", &[agent_sh("say", "echo '\"HIGH\"'")]),
+    );
+    let fan = "[[agents]]\nrole = \"fan\"\nkind = \"children\"\ncrew = \"lower.toml\"\n\
+               children = [{ key = \"a\", input = 1 }, { key = \"b\", input = 2, crew = \"upper.toml\" }]\n"
+        .to_owned();
+    let parent = case.write("fixed.toml", &crew_toml("fixed", &[fan]));
+    let out = case.cairn(&["run", parent.to_str().unwrap(), "--input", "{}", "--json"]);
+    assert_eq!(out.code(), Some(0), "{}{}", out.stdout, out.stderr);
+    let parent = parent_of(&case);
+    let run = case.show(&parent);
+    let outcomes: Vec<(String, String)> = run["steps"][0]["output"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                c["key"].as_str().unwrap_or_default().to_owned(),
+                c["output"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("a".to_owned(), "low".to_owned()),
+            ("b".to_owned(), "HIGH".to_owned())
+        ],
+        "{run:#}"
+    );
+    let children = case
+        .cairn(&["runs", "list", "--parent", &parent, "--json"])
+        .json();
+    let mut crews: Vec<&str> = children
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["crew"].as_str())
+        .collect();
+    crews.sort_unstable();
+    assert_eq!(crews, ["lower", "upper"]);
+}
