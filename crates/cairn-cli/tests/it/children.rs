@@ -96,7 +96,7 @@ fn a_killed_tree_resumes_and_runs_each_child_once(kind: cairn_testkit::Kind) {
 }
 
 /// The only run without a parent.
-fn parent_of(case: &Case) -> String {
+pub(crate) fn parent_of(case: &Case) -> String {
     case.list()
         .iter()
         .find(|r| r.get("child").is_none())

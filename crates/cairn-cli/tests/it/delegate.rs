@@ -9,6 +9,7 @@
 
 use serde_json::{json, Value};
 
+use crate::children::parent_of;
 use crate::support::{agent_sh, agent_template, crew_toml, q, Case};
 
 both_backends!(
@@ -178,16 +179,6 @@ fn a_delegation_to_a_crew_the_agent_may_not_start_is_refused_to_the_model(
         .json();
     assert_eq!(children, json!([]), "nothing was started");
     assert!(!case.path("children.log").exists(), "a child ran");
-}
-
-/// The only run without a parent.
-fn parent_of(case: &Case) -> String {
-    case.list()
-        .iter()
-        .find(|r| r.get("child").is_none())
-        .and_then(|r| r["id"].as_str())
-        .expect("a parent run")
-        .to_owned()
 }
 
 both_backends!(
