@@ -504,8 +504,6 @@ struct StepExtras {
     children: Option<cairn_core::Joined>,
 }
 
-/// A run's limits on model use: its own over its crew's; none if neither
-/// limits anything.
 impl Executor {
     /// Before a step: the interruption of a run whose wall-time budget is
     /// spent (`budget_exceeded`; `runs continue --budget wall_time=+N`
@@ -524,6 +522,8 @@ impl Executor {
     }
 }
 
+/// A run's limits on model use: its own over its crew's; none if neither
+/// limits anything.
 pub(crate) fn budget_of(run: &RunRecord) -> Option<cairn_core::Budget> {
     cairn_core::Budget::in_force(run.budget, run.crew_definition.budget)
 }

@@ -66,15 +66,18 @@ impl Agent for ChildrenAgent {
             }
             .into_error());
         };
-        let usage = outcomes(joined)?.usage;
+        let joined = outcomes(joined)?;
         let output = match &self.template {
-            None => serde_json::to_value(&joined.children).unwrap_or(Value::Null),
+            None => joined.output,
             Some(t) => match t.run(cx).await?.output {
                 Value::String(text) => crate::parse_output(text.as_bytes()),
                 other => other,
             },
         };
-        Ok(StepOutput { output, usage })
+        Ok(StepOutput {
+            output,
+            usage: joined.usage,
+        })
     }
 }
 
