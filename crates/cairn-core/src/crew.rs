@@ -452,6 +452,21 @@ struct ToolFile {
     timeout_ms: Option<u64>,
 }
 
+impl ToolFile {
+    fn into_def(self) -> crate::llm::ToolDef {
+        crate::llm::ToolDef {
+            name: self.name,
+            description: self.description,
+            parameters: self
+                .parameters
+                .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+            command: self.command,
+            idempotent: self.idempotent,
+            timeout_ms: self.timeout_ms,
+        }
+    }
+}
+
 impl AgentFile {
     /// The name of the first `llm`-only key this agent sets, if any.
     fn llm_key(&self) -> Option<&'static str> {
@@ -595,21 +610,8 @@ impl CrewFile {
                         (None, crate::llm::ProviderKind::Scripted) => "scripted".to_owned(),
                         (None, _) => return Err(missing("model")),
                     };
-                    let tools = a
-                        .tools
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|t| crate::llm::ToolDef {
-                            name: t.name,
-                            description: t.description,
-                            parameters: t
-                                .parameters
-                                .unwrap_or_else(|| serde_json::json!({"type": "object"})),
-                            command: t.command,
-                            idempotent: t.idempotent,
-                            timeout_ms: t.timeout_ms,
-                        })
-                        .collect();
+                    let tools = a.tools.unwrap_or_default();
+                    let tools = tools.into_iter().map(ToolFile::into_def).collect();
                     AgentKind::Llm(Box::new(crate::llm::LlmDef {
                         instructions: a.instructions,
                         max_turns: a.max_turns,

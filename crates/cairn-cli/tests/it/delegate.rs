@@ -271,3 +271,36 @@ fn a_command_step_asking_for_a_crew_it_may_not_start_fails_and_starts_nothing(
     );
     assert_eq!(case.list().len(), 1, "nothing was started");
 }
+
+/// The guide's example (`examples/delegate/`, a scripted model) runs as
+/// documented: two children, each call's result their outcome.
+#[test]
+fn the_delegate_example_runs() {
+    let case = Case::new(cairn_testkit::Kind::Sqlite);
+    let crew =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/delegate/lead.toml");
+    let run = case
+        .cairn(&["run", crew.to_str().unwrap(), "--input", "{}", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    let id = run["id"].as_str().unwrap_or_default();
+    let children = case
+        .cairn(&["runs", "list", "--parent", id, "--json"])
+        .json();
+    assert_eq!(children.as_array().map(Vec::len), Some(2), "{children:#}");
+    let journal = case
+        .cairn(&["runs", "journal", id, "--json"])
+        .expect_code(0)
+        .json();
+    let results: Vec<String> = journal
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["kind"] == "tool_result")
+        .filter_map(|i| i["payload"]["content"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(results.len(), 2, "{journal:#}");
+    assert!(results[0].contains("leases matters"), "{results:?}");
+    assert!(results[1].contains("journals matters"), "{results:?}");
+}
