@@ -36,15 +36,34 @@ impl Crews {
             }
         }
         files.sort();
+        // A step may start children of an offered crew by name: files are
+        // loaded in passes, each resolving names against the crews loaded
+        // so far, until a pass loads nothing more; a file that still does
+        // not load then stops the startup with its own error.
         let mut crews = Crews::default();
-        for path in files {
-            let crew = Crew::from_file(&path).map_err(|source| Error::CrewFile {
-                path: path.clone(),
-                source: Box::new(source),
-            })?;
-            crews.insert(crew, path)?;
+        let mut left = files;
+        loop {
+            let mut failed = vec![];
+            let before = left.len();
+            for path in left {
+                let offered = |name: &str| crews.get(name).map(|c| c.def().clone());
+                match Crew::from_file_offering(&path, &offered) {
+                    Ok(crew) => crews.insert(crew, path)?,
+                    Err(source) => failed.push((path, source)),
+                }
+            }
+            if failed.is_empty() {
+                return Ok(crews);
+            }
+            if failed.len() == before {
+                let (path, source) = failed.swap_remove(0);
+                return Err(Error::CrewFile {
+                    path,
+                    source: Box::new(source),
+                });
+            }
+            left = failed.into_iter().map(|(path, _)| path).collect();
         }
-        Ok(crews)
     }
 
     /// Adds a crew; refused if another file has its name and version.

@@ -32,6 +32,7 @@ mod engine;
 mod error;
 pub mod holder;
 mod limits;
+mod load;
 pub mod otel;
 mod retention;
 mod thread;
@@ -108,6 +109,17 @@ impl Crew {
 
     /// Reads and parses a crew file.
     pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Crew> {
+        Self::from_file_offering(path, &|_| None)
+    }
+
+    /// Reads and parses a crew file whose steps may start children of a
+    /// crew by name (`crew = "review"`, not a file) as well as by file:
+    /// `offered` gives the definition a name stands for (a server's newest
+    /// version of an offered crew), `None` if it offers none.
+    pub fn from_file_offering(
+        path: impl AsRef<std::path::Path>,
+        offered: &dyn Fn(&str) -> Option<CrewDef>,
+    ) -> Result<Crew> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|source| Error::ReadFile {
             path: path.to_owned(),
@@ -123,7 +135,8 @@ impl Crew {
         })
         .unwrap_or_else(|_| base.to_owned());
         let base = base.as_path();
-        Self::def_from_file(&text, base, 0)
+        load::Loader { offered }
+            .def_from_file(&text, base, 0)
             .and_then(|def| Self::from_def(def, |_, _| None))
             .map_err(|e| match e {
                 Error::Crew(source) => Error::CrewFile {
@@ -132,99 +145,6 @@ impl Crew {
                 },
                 e => e,
             })
-    }
-
-    /// A crew file's definition, its relative paths resolved against `base`
-    /// and the crews its `children` steps name loaded from their files
-    /// (stored inside it), `level` files deep.
-    fn def_from_file(text: &str, base: &std::path::Path, level: u32) -> Result<CrewDef> {
-        let mut def = relative_to(CrewDef::from_toml(text)?, base);
-        let name = def.name.clone();
-        for a in &mut def.agents {
-            match &mut a.kind {
-                AgentKind::Children(children) => {
-                    let child = Self::child_crew(&name, &a.role, &children.crew, base, level)?;
-                    children.crew_def = Some(Box::new(child));
-                    for file in children.children.iter().filter_map(|c| c.crew.as_ref()) {
-                        if !children.child_crews.contains_key(file) {
-                            let own = Self::child_crew(&name, &a.role, file, base, level)?;
-                            children.child_crews.insert(file.clone(), own);
-                        }
-                    }
-                }
-                AgentKind::Llm(llm) if !llm.delegate.is_empty() => {
-                    llm.delegate_defs =
-                        Self::delegated(&name, &a.role, &llm.delegate, base, level)?;
-                }
-                AgentKind::Command {
-                    delegate,
-                    delegate_defs,
-                    ..
-                } if !delegate.is_empty() => {
-                    *delegate_defs = Self::delegated(&name, &a.role, delegate, base, level)?;
-                }
-                _ => {}
-            }
-        }
-        Ok(def)
-    }
-
-    /// The crews of an agent's `delegate` files, loaded.
-    fn delegated(
-        parent: &str,
-        role: &cairn_core::Role,
-        files: &[String],
-        base: &std::path::Path,
-        level: u32,
-    ) -> Result<Vec<CrewDef>> {
-        let defs = files
-            .iter()
-            .map(|file| Self::child_crew(parent, role, file, base, level))
-            .collect::<Result<Vec<_>>>()?;
-        let mut names = std::collections::HashSet::new();
-        if let Some(twice) = defs.iter().find(|c| !names.insert(c.name.clone())) {
-            return Err(Error::Crew(cairn_core::CrewError::Invalid {
-                crew: parent.to_owned(),
-                detail: format!(
-                    "agent `{role}` delegates to two crews named `{}`; a child's crew is picked by name",
-                    twice.name
-                ),
-            }));
-        }
-        Ok(defs)
-    }
-
-    /// The crew file `file` an agent of crew `parent` starts children of,
-    /// read relative to `base`, `level` files deep.
-    fn child_crew(
-        parent: &str,
-        role: &cairn_core::Role,
-        file: &str,
-        base: &std::path::Path,
-        level: u32,
-    ) -> Result<CrewDef> {
-        if level >= MAX_CREW_FILE_NESTING {
-            return Err(Error::Crew(cairn_core::CrewError::Invalid {
-                crew: parent.to_owned(),
-                detail: format!(
-                    "agent `{role}` names crew `{file}` {MAX_CREW_FILE_NESTING} files deep; \
-                     crew files that start children nest at most that deep (a cycle?)"
-                ),
-            }));
-        }
-        let path = base.join(file);
-        let text = std::fs::read_to_string(&path).map_err(|source| Error::ReadFile {
-            path: path.clone(),
-            source,
-        })?;
-        let child_base = path
-            .parent()
-            .and_then(|p| std::fs::canonicalize(p).ok())
-            .unwrap_or_else(|| base.to_owned());
-        Self::def_from_file(&text, &child_base, level + 1).map_err(|e| match e {
-            Error::Crew(source) => Error::CrewFile { path, source },
-            e => e,
-        })
     }
 
     /// Builds executors for a definition: built-ins, plus Rust agents that
@@ -293,37 +213,12 @@ impl Crew {
     }
 }
 
-/// How many crew files deep `children` steps may name one another (a
-/// crew file naming itself would otherwise never end).
-const MAX_CREW_FILE_NESTING: u32 = 8;
-
 /// A journal item with the step it belongs to (`cairn runs journal`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepJournalEntry {
     pub idx: cairn_core::StepIdx,
     #[serde(flatten)]
     pub entry: cairn_core::JournalEntry,
-}
-
-/// Makes a crew file's relative paths (an `llm` agent's `script`) relative
-/// to the file's directory, so a crew runs the same from any directory.
-fn relative_to(mut def: CrewDef, base: &std::path::Path) -> CrewDef {
-    def.dir = Some(base.to_string_lossy().into_owned());
-    for a in &mut def.agents {
-        if let AgentKind::Llm(llm) = &mut a.kind {
-            if let Some(script) = &mut llm.script {
-                let p = std::path::Path::new(script.as_str());
-                if p.is_relative() {
-                    let joined = base.join(p);
-                    *script = std::fs::canonicalize(&joined)
-                        .unwrap_or(joined)
-                        .to_string_lossy()
-                        .into_owned();
-                }
-            }
-        }
-    }
-    def
 }
 
 /// Builds a [`Crew`] in Rust.

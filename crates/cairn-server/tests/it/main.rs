@@ -8,6 +8,7 @@ mod auth;
 mod browser;
 mod conformance;
 mod console;
+mod crews_dir;
 mod events;
 mod hardening;
 mod operators;

@@ -1,0 +1,68 @@
+//! A server's crews directory: a step may start children of an offered
+//! crew by its name (`crew = "greet"`), resolved against the crews of the
+//! same directory whatever the order of their files; a name nothing offers
+//! stops the startup naming the file and the name.
+
+use cairn::{Engine, SubmitOptions};
+use cairn_server::{Crews, Error};
+use cairn_testkit::{Kind, TestDb};
+use serde_json::json;
+
+use crate::support::GREET;
+
+/// `afan.toml` sorts before `greet.toml`: its name resolves on a later pass.
+const FAN: &str = r#"
+name = "fan"
+version = "1"
+
+[[agents]]
+role = "hellos"
+kind = "children"
+crew = "greet"
+children = [{ key = "a", input = { name = "Ann" } }, { key = "b", input = { name = "Bo" } }]
+
+[[agents]]
+role = "join"
+kind = "template"
+template = "{% for c in outputs.hellos %}{{ c.output }}; {% endfor %}"
+"#;
+
+#[tokio::test]
+async fn a_children_step_starts_an_offered_crew_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("afan.toml"), FAN).unwrap();
+    std::fs::write(dir.path().join("greet.toml"), GREET).unwrap();
+    let crews = Crews::load_dir(dir.path()).unwrap();
+    let fan = crews.get("fan").expect("fan loaded");
+    let db = TestDb::of(Kind::Sqlite).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let driven = engine
+        .run(fan, json!({}), SubmitOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(driven.run.status.as_str(), "succeeded");
+    let view = engine.show(driven.run.id).await.unwrap();
+    assert_eq!(
+        view.steps[1].output,
+        Some(json!("Hello Ann; Hello Bo; ")),
+        "{view:?}"
+    );
+    let keys: Vec<_> = view.children.iter().map(|c| c.key.clone()).collect();
+    assert_eq!(keys, ["a", "b"]);
+}
+
+#[tokio::test]
+async fn a_name_nothing_offers_stops_the_startup_naming_file_and_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("afan.toml"), FAN).unwrap();
+    let err = Crews::load_dir(dir.path()).unwrap_err();
+    let Error::CrewFile { path, source } = &err else {
+        panic!("not a crew file error: {err:?}");
+    };
+    assert!(path.ends_with("afan.toml"), "{path:?}");
+    let text = source.to_string();
+    assert!(
+        text.contains("`greet`") && text.contains("not a crew offered here"),
+        "{text}"
+    );
+}
