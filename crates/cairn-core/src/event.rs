@@ -81,6 +81,10 @@ pub enum EventKind {
     /// every run on the database (data: key, for_ms, reason). Recorded in
     /// the run whose call was refused.
     KeyPaused,
+    /// An operator resumed a paused provider key, and the run, deferred on
+    /// it, is claimable again at once (data: key). Recorded in each run the
+    /// resume woke; a pause that simply ends shows as the run's next claim.
+    KeyResumed,
     /// An operator raised the run's budget (data: by, reason, raise, budget:
     /// the limits that stand).
     BudgetRaised,
@@ -123,6 +127,7 @@ impl EventKind {
             EventKind::ChildrenReused => "children_reused",
             EventKind::StepDeferred => "step_deferred",
             EventKind::KeyPaused => "key_paused",
+            EventKind::KeyResumed => "key_resumed",
             EventKind::BudgetRaised => "budget_raised",
             EventKind::BudgetWarning => "budget_warning",
         }

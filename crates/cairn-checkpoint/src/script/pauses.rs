@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use cairn_core::{KeyPause, KeyState, RunId};
+use cairn_core::{EventKind, KeyPause, KeyState, NewEvent, RunId};
 
 use crate::raw::nil_run;
 use crate::sql::{query, Conn, Row};
@@ -101,6 +101,14 @@ pub(super) async fn resume_in(c: &mut Conn<'_>, key: &str) -> Result<KeyState> {
             .bind("key", key),
         )
         .await?;
+    for row in &woken {
+        let run = row
+            .opt_uuid("id", nil_run(), "a woken run's id")?
+            .map(RunId::from_uuid)
+            .ok_or_else(|| cairn_core::Corruption::new(nil_run(), "a woken run has no id"))?;
+        let event = NewEvent::new(EventKind::KeyResumed, serde_json::json!({"key": key}));
+        super::runs::append_events(c, run, &[event]).await?;
+    }
     if !woken.is_empty() {
         c.notify_runnable(nil_run()).await?;
     }

@@ -196,6 +196,13 @@ fn an_operator_pause_holds_every_call_until_it_is_resumed_through_the_server(kin
     });
     assert_eq!(model.requests(), 1);
     assert_eq!(step(&case.show(&id), 0)["attempt"], 1);
+    // The resume that woke the run is in its events, naming the key.
+    let resumed: Vec<Value> = kinds(&case, &id)
+        .into_iter()
+        .filter(|(k, _)| k == "key_resumed")
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(resumed, [serde_json::json!({"key": key})], "{resumed:?}");
 
     // Bad input: a key never paused, an age that does not read; both ways.
     for server in [None, server] {
