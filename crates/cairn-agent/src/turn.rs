@@ -306,6 +306,9 @@ struct Response {
     calls: Vec<Call>,
     /// Tokens the provider reported for the call (0 until it finished).
     used: u64,
+    /// Bytes of text and tool input received so far (a cut response's
+    /// output is estimated from them: the provider bills what it sent).
+    received: usize,
 }
 
 impl LlmAgent {
@@ -510,13 +513,19 @@ impl LlmAgent {
         // The journal keeps whatever finished; the unfinished rest is
         // dropped by the next pass's repair. Best effort: the failure is
         // what matters.
+        let mut data = json!({"idx": cx.step.idx, "turn": turn, "provider": self.provider.name(),
+                   "model": self.def.model, "ms": started.elapsed().as_millis() as u64,
+                   "error": failure.to_string(), "retryable": failure.retryable()});
+        if response.received > 0 {
+            // Cut mid-way: the input was sent and part of the output came
+            // back, so the run's token budget counts them (estimated, 4
+            // bytes a token); a response refused before it began costs none.
+            let cut = cairn_llm::estimate_request_tokens(&request)
+                + (response.received as u64).div_ceil(4);
+            data["cut_tokens"] = json!(cut);
+        }
         let _ = journal
-            .event(NewEvent::new(
-                EventKind::ModelCalled,
-                json!({"idx": cx.step.idx, "turn": turn, "provider": self.provider.name(),
-                       "model": self.def.model, "ms": started.elapsed().as_millis() as u64,
-                       "error": failure.to_string(), "retryable": failure.retryable()}),
-            ))
+            .event(NewEvent::new(EventKind::ModelCalled, data))
             .await;
         match failure.pause() {
             Some(wait) => Err(self.pause_for(journal, &failure, wait).await),
@@ -573,8 +582,11 @@ impl LlmAgent {
             let event = event.map_err(Failure::Provider)?;
             first_chunk_ms.get_or_insert(started.elapsed().as_millis() as u64);
             match event {
-                StreamEvent::TextDelta(text) => journal.live(&text),
-                StreamEvent::ToolInputDelta { .. } => {}
+                StreamEvent::TextDelta(text) => {
+                    response.received += text.len();
+                    journal.live(&text)
+                }
+                StreamEvent::ToolInputDelta { fragment, .. } => response.received += fragment.len(),
                 StreamEvent::TextDone(text) => {
                     if !text.is_empty() {
                         response.texts += 1;

@@ -5,7 +5,8 @@
 //! read from the journal's `turn_end` items (every finished model response
 //! of every step and attempt of the run): an item is written once and never
 //! replayed, so a resumed or taken-over run never counts a call twice. A
-//! response cut off mid-stream (no `turn_end`) is not counted.
+//! response cut off mid-stream (no `turn_end`) counts its estimate, from
+//! its failed `model_called` event's `cut_tokens`.
 
 use serde::{Deserialize, Serialize};
 

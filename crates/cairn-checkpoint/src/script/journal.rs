@@ -92,6 +92,9 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
                    COUNT(*) AS calls, \
                    (SELECT COUNT(*) FROM events WHERE run_id = :run \
                      AND kind = 'tool_executed') AS tools, \
+                   (SELECT CAST(COALESCE(SUM(CAST(data->>'cut_tokens' AS BIGINT)), 0) AS BIGINT) \
+                     FROM events WHERE run_id = :run AND kind = 'model_called' \
+                     AND data->>'cut_tokens' IS NOT NULL) AS cut, \
                    (SELECT {age_secs} FROM runs WHERE id = :run) AS age \
                  FROM journal WHERE run_id = :run AND kind = 'turn_end'",
             )
@@ -105,7 +108,7 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
         })
     };
     Ok(cairn_core::Spent {
-        tokens: count("tokens")?,
+        tokens: count("tokens")? + count("cut")?,
         model_calls: count("calls")?,
         tool_calls: count("tools")?,
         wall_time: count("age")?,

@@ -369,12 +369,37 @@ fn a_stream_cut_by_the_provider_is_retried_from_the_journal(kind: Kind) {
             "tool_calls = [{ id = \"c_charge\"",
             "cut_mid_tool_input = true\ncut_on_attempts = [1]\ntool_calls = [{ id = \"c_charge\"",
         );
-    let crew = case.agent_crew(&cut, "");
+    // A budget, so `spent` is reported: the cut response counts in it.
+    let crew = case.agent_crew(&cut, "[budget]\ntokens = 1000000\n");
     case.cairn(&["run", &crew, "--input", "{}"]).expect_code(0);
     let id = case.only_run_id();
     let run = case.show(&id);
     assert_eq!(run["status"], "succeeded", "{run:#}");
     assert_eq!(step(&run, 0)["attempt"], 2, "{:#}", step(&run, 0));
+    let events = case.cairn(&["runs", "events", &id, "--json"]).json();
+    let cut_tokens: Vec<u64> = events
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["kind"] == "model_called")
+        .filter_map(|e| e["data"]["cut_tokens"].as_u64())
+        .collect();
+    assert_eq!(cut_tokens.len(), 1, "one cut response: {events:#}");
+    assert!(cut_tokens[0] > 0);
+    let finished: u64 = case
+        .journal(&id)
+        .iter()
+        .filter(|e| e["kind"] == "turn_end")
+        .map(|e| {
+            e["payload"]["input_tokens"].as_u64().unwrap_or(0)
+                + e["payload"]["output_tokens"].as_u64().unwrap_or(0)
+        })
+        .sum();
+    assert_eq!(
+        run["spent"]["tokens"].as_u64(),
+        Some(finished + cut_tokens[0]),
+        "the cut response's tokens count once, beside the finished ones: {run:#}"
+    );
     // The failed attempt's error stays on the row.
     assert_eq!(step(&run, 0)["error"]["kind"], "provider");
     // Attempt 2 kept attempt 1's journal: lookup ran once, charge once.
