@@ -409,8 +409,9 @@ fail = { kind = "server", on_attempts = [1] }
 
     #[test]
     fn a_bad_script_is_a_config_error_naming_the_file() {
-        let dir = std::env::temp_dir().join(format!("cairn-script-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Removed when the test ends: tests leave nothing behind.
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
         let path = dir.join("bad.toml");
         std::fs::write(&path, "[[responses]]\ntxt = 1\n").unwrap();
         let err = ScriptedProvider::from_file(&path).unwrap_err();
