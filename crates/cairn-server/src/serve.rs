@@ -55,7 +55,8 @@ pub struct ServeOptions {
     /// A directory of crew files: every `*.toml` directly inside it is
     /// loaded at startup (by its `name`); a file that fails to load, or two
     /// files with the same crew name, stop the startup with an error naming
-    /// the file. Other files are ignored. Default `crews`.
+    /// the file. Other files are ignored. Default `crews`; an empty path
+    /// serves no crews (runs of stored crews can still be acted on).
     pub crews_dir: PathBuf,
     /// The address to listen on. Default `127.0.0.1:8080`. Without
     /// `tokens` it must be a loopback address.
@@ -225,7 +226,10 @@ impl Server {
                 listen: opts.listen,
             });
         }
-        let crews = Crews::load_dir(&opts.crews_dir)?;
+        let crews = match opts.crews_dir.as_os_str().is_empty() {
+            true => Crews::default(),
+            false => Crews::load_dir(&opts.crews_dir)?,
+        };
         if crews.is_empty() {
             tracing::warn!(dir = %opts.crews_dir.display(), "no crew files (*.toml) found: runs cannot be submitted");
         }

@@ -75,14 +75,14 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
             retention,
         } => {
             let compact = retention.periodic()?;
-            let empty;
             let crews_dir = match crews {
                 Some(dir) => dir,
                 None if std::path::Path::new("crews").is_dir() => PathBuf::from("crews"),
                 None => {
-                    empty = tempfile::tempdir()?;
+                    // An empty path: no crews, and no directory to create
+                    // (a temporary one outlived a killed server).
                     eprintln!("cairn: no --crews and no ./crews directory: serving no crews");
-                    empty.path().to_owned()
+                    PathBuf::new()
                 }
             };
             let tokens = std::env::var("CAIRN_API_TOKENS")
