@@ -71,45 +71,23 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
     )
     .await?;
     adopt_in(c, commit, spawn, &reused).await?;
-    // Each crew stored once (a `delegate` spawn may start several).
+    // Each crew stored once (a `delegate` spawn may start several). Found
+    // again by address first: every child of a `children` step has the
+    // spawn's own, so a thousand of them compare no definitions.
     let named = spawn.children.iter().filter_map(|c| c.crew.as_deref());
     let mut crews: Vec<(&CrewDef, Fingerprint)> = Vec::new();
+    let same = |a: &CrewDef, b: &CrewDef| std::ptr::eq(a, b) || a == b;
     for crew in std::iter::once(&spawn.crew).chain(named) {
-        if crews.iter().any(|(known, _)| *known == crew) {
+        if crews.iter().any(|(known, _)| same(known, crew)) {
             continue;
         }
         let fingerprint = crew.fingerprint();
         super::crews::remember_in(c, crew, &fingerprint, &crew.to_json()).await?;
         crews.push((crew, fingerprint));
     }
-    // Every child in one statement, and their first events in another,
-    // from one JSON array: a round trip each, however many children.
-    // The children to start: those not reused, each with its rank among
-    // them (the first `concurrency` are claimable at once).
-    let rows: Vec<serde_json::Value> = spawn
-        .children
-        .iter()
-        .enumerate()
-        .filter(|(_, child)| !reused.contains_key(&child.key))
-        .enumerate()
-        .map(|(rank, (ord, child))| {
-            let crew = child.crew.as_deref().unwrap_or(&spawn.crew);
-            let fingerprint = crews
-                .iter()
-                .find(|(known, _)| *known == crew)
-                .map_or("", |(_, f)| f.as_str());
-            json!({"id": child.id, "key": child.key, "ord": ord, "rank": rank,
-                   "input": child.input, "crew_name": crew.name,
-                   "crew_version": crew.version, "fingerprint": fingerprint,
-                   "steps": crew.step_count(),
-                   "event": {"crew": crew.name, "fingerprint": fingerprint,
-                             "parent": {"run_id": run, "idx": idx, "attempt": attempt,
-                                        "key": child.key}}})
-        })
-        .collect();
-    // Children inherit their parent's priority, and its trace (under the
-    // parent run's span).
-    // And what is left of its wall time, unless a child's crew sets its own.
+    // Children inherit their parent's priority, its trace (under the
+    // parent run's span) and what is left of its wall time (unless a
+    // child's crew sets its own).
     let (priority, trace, age) = match c
         .fetch_optional(
             query("SELECT priority, trace, {age_secs} AS age FROM runs WHERE id = :run")
@@ -125,16 +103,29 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         None => (Priority::default(), None, 0),
     };
     let left = spawn.wall_time.map(|limit| limit.saturating_sub(age));
-    let rows: Vec<serde_json::Value> = rows
-        .into_iter()
-        .zip(
-            spawn
-                .children
-                .iter()
-                .filter(|child| !reused.contains_key(&child.key)),
-        )
-        .map(|(mut row, child)| {
+    // Every child in one statement, and their first events in another,
+    // from one JSON array: a round trip each, however many children.
+    // The children to start: those not reused, each with its rank among
+    // them (the first `concurrency` are claimable at once).
+    let rows: Vec<serde_json::Value> = spawn
+        .children
+        .iter()
+        .enumerate()
+        .filter(|(_, child)| !reused.contains_key(&child.key))
+        .enumerate()
+        .map(|(rank, (ord, child))| {
             let crew = child.crew.as_deref().unwrap_or(&spawn.crew);
+            let fingerprint = crews
+                .iter()
+                .find(|(known, _)| same(known, crew))
+                .map_or("", |(_, f)| f.as_str());
+            let mut row = json!({"id": child.id, "key": child.key, "ord": ord, "rank": rank,
+                   "input": child.input, "crew_name": crew.name,
+                   "crew_version": crew.version, "fingerprint": fingerprint,
+                   "steps": crew.step_count(),
+                   "event": {"crew": crew.name, "fingerprint": fingerprint,
+                             "parent": {"run_id": run, "idx": idx, "attempt": attempt,
+                                        "key": child.key}}});
             let own = crew.budget.is_some_and(|b| b.wall_time.is_some());
             if let (Some(left), false) = (left, own) {
                 row["budget"] = json!({"wall_time": left});

@@ -123,8 +123,9 @@ fn answer(case: &Case, parent: &str) -> String {
 }
 
 /// Two children, stored once each, on the delegated crew. A child that had
-/// finished never ran again; one whose step was in flight at the kill ran
-/// again only as that step's takeover (its `takeovers`), as any step does.
+/// finished never ran again (no takeover: exactly once); one whose step was
+/// in flight at the kill ran again at most once per takeover of that step,
+/// as any step does.
 fn assert_ran_once(case: &Case, parent: &str, point: &str) {
     let children = case
         .cairn(&["runs", "list", "--parent", parent, "--json"])
@@ -143,9 +144,10 @@ fn assert_ran_once(case: &Case, parent: &str, point: &str) {
             .to_owned();
         let takeovers = run["steps"][0]["takeovers"].as_u64().unwrap_or(0) as usize;
         let ran = log.lines().filter(|l| *l == task).count();
-        assert_eq!(
-            ran,
-            1 + takeovers,
+        // Once, or again per takeover of its step (a step killed after its
+        // claim but before its program wrote its line ran once in all).
+        assert!(
+            (1..=1 + takeovers).contains(&ran),
             "{point}: child {task} ran {ran} times with {takeovers} takeovers: {log}"
         );
     }
