@@ -367,6 +367,12 @@ pub struct ForkRequest {
     /// kinds in it (`cairn_core::upgrade::check`); recorded on the fork as
     /// `crew_upgraded` with who and why. `None`: the source run's version.
     pub crew: Option<CrewDef>,
+    /// A `children` step the fork runs again starts every child anew
+    /// (`--rerun-children`, recorded as `rerun_children` in `run_forked`).
+    /// By default it keeps each child of the source's same step that
+    /// succeeded with the same key, crew version and input, as a copy
+    /// (`children_reused`).
+    pub rerun_children: bool,
 }
 
 /// A thread at a glance: its runs and the tokens their steps used

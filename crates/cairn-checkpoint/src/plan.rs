@@ -400,6 +400,7 @@ pub(crate) fn fork_event(source: &RunRecord, req: &ForkRequest, actor: &Actor) -
             "parent": source.id,
             "from_step": req.from_step,
             "input_changed": req.input.is_some(),
+            "rerun_children": req.rerun_children,
             "thread_id": req.thread_id,
             "by": actor.by,
             "reason": actor.reason,

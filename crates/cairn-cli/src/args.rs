@@ -601,6 +601,11 @@ pub enum RunsCommand {
         /// `crew_upgraded`. Works against a server too.
         #[arg(long, value_name = "VERSION", conflicts_with = "crew")]
         crew_version: Option<String>,
+        /// A `children` step the fork runs again starts every child anew,
+        /// instead of keeping each child of the source's same step that
+        /// succeeded with the same key, crew version and input.
+        #[arg(long)]
+        rerun_children: bool,
         #[command(flatten)]
         action: ActionArgs,
     },

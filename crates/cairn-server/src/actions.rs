@@ -265,6 +265,11 @@ pub(crate) struct ForkBody {
     /// Another stored version of the run's crew for the fork to run on.
     #[serde(default)]
     crew_version: Option<String>,
+    /// A `children` step the fork runs again starts every child anew
+    /// instead of keeping the source's that succeeded with the same key,
+    /// crew version and input.
+    #[serde(default)]
+    rerun_children: Option<bool>,
     #[serde(default)]
     by: Option<String>,
     #[serde(default)]
@@ -292,6 +297,7 @@ pub(crate) async fn fork(
         input: body.input,
         thread_id: body.thread_id,
         crew,
+        rerun_children: body.rerun_children.unwrap_or(false),
     };
     let child = fork_run(&state, id, &request, &actor).await?;
     let child_id = child.id;

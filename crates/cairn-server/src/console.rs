@@ -566,6 +566,7 @@ async fn fork(
         input,
         thread_id: None,
         crew,
+        rerun_children: false,
     };
     match crate::actions::fork_run(&state, id, &request, &console_actor(&form.reason)).await {
         Ok(child) => Redirect::to(&format!("/runs/{}", child.id)).into_response(),

@@ -17,7 +17,7 @@ use cairn_core::{
 use serde_json::json;
 
 use crate::sql::{query, Conn, Row};
-use crate::{Action, Error, Result, SpawnCommit, StepCommit, StepTransition};
+use crate::{Action, Error, NewChild, Result, SpawnCommit, StepCommit, StepTransition};
 
 use super::runs::append_events;
 
@@ -53,38 +53,14 @@ pub(crate) async fn follow_up_in(c: &mut Conn<'_>, commit: &StepCommit) -> Resul
 /// cancelled parent never gets here.
 async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) -> Result<()> {
     let (run, idx, attempt) = (commit.run_id, commit.idx, commit.attempt);
-    let reused = reusable_in(c, commit, spawn).await?;
-    c.execute(
-        query(
-            "INSERT INTO joins (run_id, step_idx, attempt, rule, quorum, on_parent_close, total, \
-             settled, ok, status, created_at) VALUES (:run, :idx, :attempt, :rule, :quorum, \
-             :close, :total, :reused, :reused, 'open', {now})",
-        )
-        .bind("run", run)
-        .bind("idx", idx.get())
-        .bind("attempt", attempt.get())
-        .bind("rule", spawn.rule.as_str())
-        .bind("quorum", spawn.quorum)
-        .bind("close", spawn.on_parent_close.as_str())
-        .bind("total", spawn.children.len() as i64)
-        .bind("reused", reused.len() as i64),
-    )
-    .await?;
-    adopt_in(c, commit, spawn, &reused).await?;
-    // Each crew stored once (a `delegate` spawn may start several). Found
-    // again by address first: every child of a `children` step has the
-    // spawn's own, so a thousand of them compare no definitions.
-    let named = spawn.children.iter().filter_map(|c| c.crew.as_deref());
-    let mut crews: Vec<(&CrewDef, Fingerprint)> = Vec::new();
-    let same = |a: &CrewDef, b: &CrewDef| std::ptr::eq(a, b) || a == b;
-    for crew in std::iter::once(&spawn.crew).chain(named) {
-        if crews.iter().any(|(known, _)| same(known, crew)) {
-            continue;
-        }
-        let fingerprint = crew.fingerprint();
-        super::crews::remember_in(c, crew, &fingerprint, &crew.to_json()).await?;
-        crews.push((crew, fingerprint));
-    }
+    let crews = remember_crews_in(c, spawn).await?;
+    let fingerprint = |child: &NewChild| -> String {
+        let crew = child.crew.as_deref().unwrap_or(&spawn.crew);
+        crews
+            .iter()
+            .find(|(known, _)| same(known, crew))
+            .map_or(String::new(), |(_, f)| f.as_str().to_owned())
+    };
     // Children inherit their parent's priority, its trace (under the
     // parent run's span) and what is left of its wall time (unless a
     // child's crew sets its own).
@@ -102,6 +78,24 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         ),
         None => (Priority::default(), None, 0),
     };
+    let reused = super::reuse::find_in(c, commit, spawn, &fingerprint).await?;
+    c.execute(
+        query(
+            "INSERT INTO joins (run_id, step_idx, attempt, rule, quorum, on_parent_close, total, \
+             settled, ok, status, created_at) VALUES (:run, :idx, :attempt, :rule, :quorum, \
+             :close, :total, :reused, :reused, 'open', {now})",
+        )
+        .bind("run", run)
+        .bind("idx", idx.get())
+        .bind("attempt", attempt.get())
+        .bind("rule", spawn.rule.as_str())
+        .bind("quorum", spawn.quorum)
+        .bind("close", spawn.on_parent_close.as_str())
+        .bind("total", spawn.children.len() as i64)
+        .bind("reused", reused.len() as i64),
+    )
+    .await?;
+    super::reuse::keep_in(c, commit, spawn, &reused, priority, &fingerprint).await?;
     let left = spawn.wall_time.map(|limit| limit.saturating_sub(age));
     // Every child in one statement, and their first events in another,
     // from one JSON array: a round trip each, however many children.
@@ -115,10 +109,7 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         .enumerate()
         .map(|(rank, (ord, child))| {
             let crew = child.crew.as_deref().unwrap_or(&spawn.crew);
-            let fingerprint = crews
-                .iter()
-                .find(|(known, _)| same(known, crew))
-                .map_or("", |(_, f)| f.as_str());
+            let fingerprint = fingerprint(child);
             let mut row = json!({"id": child.id, "key": child.key, "ord": ord, "rank": rank,
                    "input": child.input, "crew_name": crew.name,
                    "crew_version": crew.version, "fingerprint": fingerprint,
@@ -174,7 +165,7 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
     if let Some(first) = spawn.children.iter().find(|c| !reused.contains_key(&c.key)) {
         c.notify_runnable(first.id).await?;
     }
-    if let Some(by) = reused.values().next() {
+    if let Some(by) = reused.values().next().map(|kept| kept.id()) {
         // Reused children are settled already: they may decide the join.
         let counts = JoinCounts {
             rule: spawn.rule,
@@ -186,96 +177,36 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         let parent = JoinRef { run, idx, attempt };
         match counts.state() {
             JoinState::Open => {}
-            state => decide_in(c, &parent, counts, state, *by).await?,
+            state => decide_in(c, &parent, counts, state, by).await?,
         }
     }
     Ok(())
 }
 
-/// The children an operator's retry of a `children` step keeps: for each
-/// key the spawn lists, the child that succeeded at the step's latest
-/// earlier attempt, unless that retry asked to start them all again
-/// (`rerun_children` in its `run_retried` event). Empty at a first attempt.
-async fn reusable_in(
-    c: &mut Conn<'_>,
-    commit: &StepCommit,
-    spawn: &SpawnCommit,
-) -> Result<std::collections::HashMap<String, RunId>> {
-    let mut kept = std::collections::HashMap::new();
-    if commit.attempt.get() <= 1 {
-        return Ok(kept);
-    }
-    let (run, idx) = (commit.run_id, commit.idx);
-    let retried = c
-        .fetch_optional(
-            query(
-                "SELECT data FROM events WHERE run_id = :run AND kind = 'run_retried' \
-                 ORDER BY seq DESC LIMIT 1",
-            )
-            .bind("run", run),
-        )
-        .await?;
-    if let Some(row) = retried {
-        if row
-            .opt_json("data", run, "a retry's event")?
-            .is_some_and(|d| d["rerun_children"] == true)
-        {
-            return Ok(kept);
-        }
-    }
-    let rows = c
-        .fetch_all(
-            query(
-                "SELECT id, child_key FROM runs WHERE parent_run_id = :run \
-                 AND parent_step_idx = :idx AND parent_attempt < :attempt \
-                 AND child_key IS NOT NULL AND status = 'succeeded' \
-                 ORDER BY parent_attempt DESC",
-            )
-            .bind("run", run)
-            .bind("idx", idx.get())
-            .bind("attempt", commit.attempt.get()),
-        )
-        .await?;
-    for row in &rows {
-        let key = row.text("child_key")?;
-        let listed = spawn.children.iter().any(|c| c.key == key);
-        if let (true, Some(id)) = (listed, row.opt_uuid("id", run, "a child's id")?) {
-            kept.entry(key).or_insert(RunId::from_uuid(id));
-        }
-    }
-    Ok(kept)
+/// Two crews are one if they are the same value (by address first: every
+/// child of a `children` step has the spawn's own).
+fn same(a: &CrewDef, b: &CrewDef) -> bool {
+    std::ptr::eq(a, b) || a == b
 }
 
-/// Moves the reused children to this attempt's join, in its listing order,
-/// recorded on the parent as `children_reused`.
-async fn adopt_in(
+/// Each crew a spawn starts children on, stored once with its
+/// fingerprint (a `delegate` spawn may start several); a thousand
+/// children of one crew compare no definitions.
+async fn remember_crews_in<'s>(
     c: &mut Conn<'_>,
-    commit: &StepCommit,
-    spawn: &SpawnCommit,
-    reused: &std::collections::HashMap<String, RunId>,
-) -> Result<()> {
-    let mut listed = vec![];
-    for (ord, child) in spawn.children.iter().enumerate() {
-        let Some(id) = reused.get(&child.key) else {
+    spawn: &'s SpawnCommit,
+) -> Result<Vec<(&'s CrewDef, Fingerprint)>> {
+    let named = spawn.children.iter().filter_map(|c| c.crew.as_deref());
+    let mut crews: Vec<(&CrewDef, Fingerprint)> = Vec::new();
+    for crew in std::iter::once(&spawn.crew).chain(named) {
+        if crews.iter().any(|(known, _)| same(known, crew)) {
             continue;
-        };
-        c.execute(
-            query("UPDATE runs SET parent_attempt = :attempt, child_ord = :ord WHERE id = :id")
-                .bind("attempt", commit.attempt.get())
-                .bind("ord", ord as i64)
-                .bind("id", *id),
-        )
-        .await?;
-        listed.push(json!({"key": child.key, "run_id": id}));
+        }
+        let fingerprint = crew.fingerprint();
+        super::crews::remember_in(c, crew, &fingerprint, &crew.to_json()).await?;
+        crews.push((crew, fingerprint));
     }
-    if listed.is_empty() {
-        return Ok(());
-    }
-    let event = NewEvent::new(
-        EventKind::ChildrenReused,
-        json!({"idx": commit.idx, "attempt": commit.attempt, "reused": listed}),
-    );
-    append_events(c, commit.run_id, &[event]).await
+    Ok(crews)
 }
 
 /// A run ended (succeeded, failed or cancelled), in the transaction that

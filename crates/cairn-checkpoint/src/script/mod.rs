@@ -44,6 +44,7 @@ mod pauses;
 mod permits;
 mod processes;
 pub(crate) mod retention;
+mod reuse;
 mod runs;
 mod storable;
 #[cfg(test)]

@@ -373,6 +373,7 @@ async fn apply(store: &Arc<dyn Store>, b: usize, op: &Op, made: &mut Made) -> St
                 input: input.map(|n| json!({"n": n})),
                 thread_id: (*from == 0).then(|| "forked".to_owned()),
                 crew: None,
+                rerun_children: false,
             };
             store
                 .fork(run_id(made, *run), &req, &Actor::new("op"))

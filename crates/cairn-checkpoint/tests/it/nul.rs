@@ -63,6 +63,7 @@ async fn a_nul_in_an_action_or_fork_is_refused_by_field(kind: Kind) {
         input: Some(json!(["\u{0}"])),
         thread_id: None,
         crew: None,
+        rerun_children: false,
     };
     let alice = Actor {
         by: "alice".into(),

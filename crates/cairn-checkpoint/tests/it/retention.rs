@@ -300,6 +300,7 @@ async fn mix(store: &Arc<dyn Store>) -> BTreeMap<&'static str, RunId> {
             input: None,
             thread_id: None,
             crew: None,
+            rerun_children: false,
         };
         let fork = store.fork(source, &req, &Actor::new("ops")).await.unwrap();
         left.insert("fork", fork.id);

@@ -186,6 +186,7 @@ async fn a_fork_keeps_its_thread_unless_given_another(kind: Kind) {
         input: None,
         thread_id: thread.map(str::to_owned),
         crew: None,
+        rerun_children: false,
     };
     let kept = store.fork(source, &fork(1, None), &op).await.unwrap();
     assert_eq!(kept.thread_id.as_deref(), Some("origin"));

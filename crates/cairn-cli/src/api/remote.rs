@@ -343,6 +343,9 @@ fn act_body(act: &Act<'_>, actor: &Actor) -> Value {
         if let Some(crew) = &req.crew {
             body["crew_version"] = json!(crew.version);
         }
+        if req.rerun_children {
+            body["rerun_children"] = json!(true);
+        }
     }
     body
 }

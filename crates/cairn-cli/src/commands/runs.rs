@@ -123,6 +123,7 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
             thread,
             crew,
             crew_version,
+            rerun_children,
             action,
         } => {
             let mut req = ForkRequest {
@@ -130,6 +131,7 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
                 input: input.as_deref().map(parse_input).transpose()?,
                 thread_id: parse_thread(thread)?,
                 crew: None,
+                rerun_children,
             };
             if let Some(version) = crew_version {
                 let id = parse_run_id(&run_id)?;

@@ -311,6 +311,26 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
         (&ok, &ok),
         &["--from-step", "1"],
     );
+    // Asking a `children` step the fork runs to start every child again:
+    // recorded both ways.
+    let rerun = [
+        "--from-step",
+        "0",
+        "--rerun-children",
+        "--enqueue",
+        "--json",
+    ];
+    alike(&case, &served, &["runs", "fork"], (&ok, &ok), &rerun);
+    let runs = case.cairn(&["runs", "list", "--json"]).json();
+    let rerun_forks = runs.as_array().unwrap().iter().filter(|r| {
+        let forked = case.events_of(r["id"].as_str().unwrap(), "run_forked");
+        forked.iter().any(|e| e["data"]["rerun_children"] == true)
+    });
+    assert_eq!(
+        rerun_forks.count(),
+        2,
+        "one fork here, one through the server"
+    );
     let cancelled = (waiting.as_str(), other_waiting.as_str());
     alike(&case, &served, &["runs", "cancel"], cancelled, &["--json"]);
     let input = ["--input", r#"{"name": "Cy"}"#];

@@ -389,6 +389,7 @@ async fn children_and_forks_inherit_their_runs_priority(kind: Kind) {
         input: None,
         thread_id: None,
         crew: None,
+        rerun_children: false,
     };
     let fork = engine
         .fork(run.id, &request, &Actor::new("test"))
@@ -480,4 +481,97 @@ async fn a_retried_parent_keeps_its_succeeded_children_unless_told_to_rerun_them
         .find(|e| e.kind == EventKind::RunRetried)
         .unwrap();
     assert_eq!(retried.data["rerun_children"], true);
+}
+
+/// A fork of `run` from step 0 (a new input if given), run to its end.
+async fn forked(
+    engine: &Engine,
+    run: cairn::RunId,
+    input: Option<serde_json::Value>,
+    rerun_children: bool,
+) -> cairn::RunRecord {
+    let request = cairn::ForkRequest {
+        from_step: cairn::StepIdx(0),
+        input,
+        thread_id: None,
+        crew: None,
+        rerun_children,
+    };
+    let ops = Actor::new("ops").because("b is fixed");
+    let fork = engine.fork(run, &request, &ops).await.unwrap();
+    engine.execute(fork.id).await.unwrap().run
+}
+
+both!(a_fork_keeps_its_sources_succeeded_children_of_the_same_input_unless_told_to_rerun_them);
+async fn a_fork_keeps_its_sources_succeeded_children_of_the_same_input_unless_told_to_rerun_them(
+    kind: Kind,
+) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let (log, fixed) = (scratch.path().join("log"), scratch.path().join("fixed"));
+    let (_dir, crew) = crews("join = \"all_ok\"\nconcurrency = 1", &flaky(&log, &fixed));
+
+    // a and c succeed, b fails: the source fails.
+    let input = json!({"items": ["a", "c", "b"]});
+    let source = engine
+        .run(&crew, input, SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(source.status, RunStatus::Failed);
+    let before = engine.show(source.id).await.unwrap().children;
+    std::fs::write(&fixed, "").unwrap();
+
+    // A fork keeps a and c (copies in the fork) and starts only b again.
+    let fork = forked(&engine, source.id, None, false).await;
+    assert_eq!(fork.status, RunStatus::Succeeded, "{:?}", fork.error);
+    assert_eq!((ran(&log, "a"), ran(&log, "c"), ran(&log, "b")), (1, 1, 2));
+    let view = engine.show(fork.id).await.unwrap();
+    let fan = view.steps[0].output.clone().unwrap();
+    let outcomes = fan.as_array().unwrap();
+    assert!(outcomes.iter().all(|o| o["status"] == "succeeded"), "{fan}");
+    let mine = children_of(&engine, fork.id).await;
+    assert_eq!(mine.len(), 3, "every child of the fork is its own");
+    for i in [0, 1] {
+        assert_ne!(outcomes[i]["run_id"], json!(before[i].run_id), "a copy");
+        assert_eq!(outcomes[i]["output"], json!(before[i].output), "kept {i}");
+        let copy = engine.show(outcome_run(&outcomes[i])).await.unwrap();
+        assert_eq!(copy.run.status, RunStatus::Succeeded);
+        assert_eq!(copy.steps.len(), 1, "its checkpoint copied");
+    }
+    let events = engine.events(fork.id).await.unwrap();
+    let reused: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::ChildrenReused)
+        .collect();
+    assert_eq!(reused.len(), 1, "{events:?}");
+    let listed = reused[0].data["reused"].as_array().unwrap();
+    let from: Vec<_> = listed.iter().map(|r| r["copied_from"].clone()).collect();
+    assert_eq!(from, [json!(before[0].run_id), json!(before[1].run_id)]);
+    assert_eq!(children_of(&engine, source.id).await.len(), 3, "untouched");
+    assert_eq!(statuses(&engine, source.id).await[2], RunStatus::Failed);
+
+    // Another input: only the child whose input is the same is kept.
+    let other = json!({"items": ["a", "d", "b"]});
+    let fork = forked(&engine, source.id, Some(other), false).await;
+    assert_eq!(fork.status, RunStatus::Succeeded, "{:?}", fork.error);
+    assert_eq!((ran(&log, "a"), ran(&log, "d"), ran(&log, "b")), (1, 1, 3));
+
+    // `--rerun-children`: every child starts again, nothing is reused.
+    let fork = forked(&engine, source.id, None, true).await;
+    assert_eq!(fork.status, RunStatus::Succeeded, "{:?}", fork.error);
+    assert_eq!((ran(&log, "a"), ran(&log, "c"), ran(&log, "b")), (2, 2, 4));
+    let events = engine.events(fork.id).await.unwrap();
+    assert!(!events.iter().any(|e| e.kind == EventKind::ChildrenReused));
+    let forked_event = events
+        .iter()
+        .find(|e| e.kind == EventKind::RunForked)
+        .unwrap();
+    assert_eq!(forked_event.data["rerun_children"], true);
+}
+
+/// The run id of an outcome.
+fn outcome_run(outcome: &serde_json::Value) -> cairn::RunId {
+    outcome["run_id"].as_str().unwrap().parse().unwrap()
 }

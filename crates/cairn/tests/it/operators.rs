@@ -330,6 +330,7 @@ async fn fork_copies_exactly_the_steps_before_it_and_leaves_the_source_alone(kin
         input: None,
         thread_id: None,
         crew: None,
+        rerun_children: false,
     };
     let child = engine.fork(source, &req, &ops()).await.unwrap();
     assert_ne!(child.id, source);
@@ -369,6 +370,7 @@ async fn fork_copies_exactly_the_steps_before_it_and_leaves_the_source_alone(kin
         input: None,
         thread_id: None,
         crew: None,
+        rerun_children: false,
     };
     assert!(engine
         .fork(source, &too_far, &ops())
@@ -388,6 +390,7 @@ async fn fork_with_a_new_input_must_start_at_step_zero(kind: Kind) {
         input: Some(json!({"new": true})),
         thread_id: None,
         crew: None,
+        rerun_children: false,
     };
     let err = engine.fork(id, &refused, &ops()).await.unwrap_err();
     assert!(err.to_string().contains("(--from-step 0)"), "{err}");
@@ -396,6 +399,7 @@ async fn fork_with_a_new_input_must_start_at_step_zero(kind: Kind) {
         input: None,
         thread_id: None,
         crew: None,
+        rerun_children: false,
     };
     let err = engine.fork(id, &past_failure, &ops()).await.unwrap_err();
     assert!(err.to_string().contains("at step 1 at most"), "{err}");
@@ -404,6 +408,7 @@ async fn fork_with_a_new_input_must_start_at_step_zero(kind: Kind) {
         input: Some(json!({"new": true})),
         thread_id: None,
         crew: None,
+        rerun_children: false,
     };
     let child = engine.fork(id, &fresh, &ops()).await.unwrap();
     assert_eq!(child.input, json!({"new": true}));

@@ -131,6 +131,7 @@ async fn a_fork_keeps_its_thread_unless_given_another(kind: Kind) {
         input: None,
         thread_id: thread.map(str::to_owned),
         crew: None,
+        rerun_children: false,
     };
     let op = Actor::new("op");
     let kept = engine.fork(source, &fork(None), &op).await.unwrap();

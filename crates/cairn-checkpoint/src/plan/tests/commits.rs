@@ -321,6 +321,7 @@ fn a_fork_starts_at_a_succeeded_step() {
             input: input.then(|| json!({"topic": "lakes"})),
             thread_id: None,
             crew: None,
+            rerun_children: false,
         };
         // The run's status plays no part (a running run may be forked).
         for status in RunStatus::ALL {
@@ -340,10 +341,12 @@ fn a_fork_records_where_it_came_from() {
                 input: None,
                 thread_id: None,
                 crew: None,
+                rerun_children: false,
             },
             Actor::new("ops"),
             json!({"parent": RUN, "from_step": 1, "input_changed": false,
-                   "thread_id": null, "by": "ops", "reason": null}),
+                   "rerun_children": false, "thread_id": null, "by": "ops",
+                   "reason": null}),
         ),
         (
             ForkRequest {
@@ -351,10 +354,12 @@ fn a_fork_records_where_it_came_from() {
                 input: Some(json!({"topic": "lakes"})),
                 thread_id: Some("t-9".into()),
                 crew: None,
+                rerun_children: true,
             },
             Actor::new("ops").because("new topic"),
             json!({"parent": RUN, "from_step": 0, "input_changed": true,
-                   "thread_id": "t-9", "by": "ops", "reason": "new topic"}),
+                   "rerun_children": true, "thread_id": "t-9", "by": "ops",
+                   "reason": "new topic"}),
         ),
     ];
     for (req, actor, want) in cases {
