@@ -9,6 +9,7 @@
 //!   checks a call passes before anything runs.
 //! - [`build`]: an `llm` agent from its crew definition.
 
+mod budget;
 mod delegate;
 mod tools;
 pub mod transcript;

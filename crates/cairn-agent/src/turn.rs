@@ -21,6 +21,7 @@ use cairn_core::{
 };
 use cairn_llm::{Item, LlmError, Provider, Request, RequestMeta, StopReason, StreamEvent};
 
+use crate::budget::{cost_of, cut_cost, tool_budget_refuses, warn_crossed, within_budget};
 use crate::tools::{Checked, Toolbox};
 use crate::transcript::{self, Call, Next, Repair, Window};
 
@@ -217,62 +218,6 @@ pub(crate) fn journal_failure(e: JournalError) -> ErrorInfo {
     }
 }
 
-/// Before a call: refused (`budget_exceeded`, which interrupts the run) if
-/// the run's budget is spent, or this call's input alone (estimated) would
-/// pass it; so a run passes its token budget by at most one call's output
-/// (its `max_tokens`).
-async fn within_budget(
-    journal: &JournalHandle,
-    cx: &StepContext,
-    request: &Request,
-) -> Result<Option<Spent>, ErrorInfo> {
-    let Some(budget) = cx.budget else {
-        return Ok(None);
-    };
-    let spent = journal.spent().await.map_err(journal_failure)?;
-    match budget.refuses(spent, cairn_llm::estimate_request_tokens(request)) {
-        Some(why) => Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false)),
-        None => Ok(Some(spent)),
-    }
-}
-
-/// After spending moved from `before` to `after`: a `budget_warning` for
-/// each limit that crossed its soft threshold (best effort).
-async fn warn_crossed(journal: &JournalHandle, cx: &StepContext, before: Spent, after: Spent) {
-    let Some(budget) = cx.budget else {
-        return;
-    };
-    for (limit, value, spent) in budget.crossed(before, after) {
-        let event = NewEvent::new(
-            EventKind::BudgetWarning,
-            json!({"idx": cx.step.idx, "limit": limit, "budget": value, "spent": spent}),
-        );
-        let _ = journal.event(event).await;
-    }
-}
-
-/// Before a tool executes: why not, if the run's tool calls are spent (the
-/// caller journals the refusal as the call's result, so the model reads it
-/// on a continue, and fails `budget_exceeded`, which interrupts the run).
-async fn tool_budget_refuses(
-    journal: &JournalHandle,
-    cx: &StepContext,
-) -> Result<Option<String>, ErrorInfo> {
-    let Some(budget) = cx.budget.filter(|b| b.tool_calls.is_some()) else {
-        return Ok(None);
-    };
-    let spent = journal.spent().await.map_err(journal_failure)?;
-    if let Some(why) = budget.refuses_tool(spent) {
-        return Ok(Some(why));
-    }
-    let after = Spent {
-        tool_calls: spent.tool_calls + 1,
-        ..spent
-    };
-    warn_crossed(journal, cx, spent, after).await;
-    Ok(None)
-}
-
 fn provider_failure(e: &LlmError) -> ErrorInfo {
     ErrorInfo {
         retry_after: e.retry_after,
@@ -309,6 +254,8 @@ struct Response {
     /// Bytes of text and tool input received so far (a cut response's
     /// output is estimated from them: the provider bills what it sent).
     received: usize,
+    /// What the finished call cost (0 where the process prices nothing).
+    cost: cairn_core::Usd,
 }
 
 impl LlmAgent {
@@ -472,7 +419,7 @@ impl LlmAgent {
                 turn,
             },
         };
-        let before = within_budget(journal, cx, &request).await?;
+        let before = within_budget(journal, cx, self.provider.name(), &request).await?;
         let permit = self.admit(journal, &request).await?;
         let started = Instant::now();
         let cap = Duration::from_millis(self.def.stream_timeout_ms());
@@ -493,6 +440,7 @@ impl LlmAgent {
                     let after = Spent {
                         tokens: before.tokens + response.used,
                         model_calls: before.model_calls + 1,
+                        cost_usd: before.cost_usd.saturating_add(response.cost),
                         ..before
                     };
                     warn_crossed(journal, cx, before, after).await;
@@ -520,9 +468,15 @@ impl LlmAgent {
             // Cut mid-way: the input was sent and part of the output came
             // back, so the run's token budget counts them (estimated, 4
             // bytes a token); a response refused before it began costs none.
-            let cut = cairn_llm::estimate_request_tokens(&request)
-                + (response.received as u64).div_ceil(4);
-            data["cut_tokens"] = json!(cut);
+            let (input, output) = (
+                cairn_llm::estimate_request_tokens(&request),
+                (response.received as u64).div_ceil(4),
+            );
+            data["cut_tokens"] = json!(input + output);
+            let (provider, model) = (self.provider.name(), &self.def.model);
+            if let Some(cost) = cut_cost(cx, provider, model, input, output) {
+                data["cut_cost_nanos"] = json!(cost.0);
+            }
         }
         let _ = journal
             .event(NewEvent::new(EventKind::ModelCalled, data))
@@ -644,19 +598,24 @@ impl LlmAgent {
                         let _ = journal.event(with(event, "empty", json!(true))).await;
                         return Ok(());
                     }
-                    append(
-                        NewJournalItem::new(
-                            JournalKind::TurnEnd,
-                            json!({"stop_reason": stop, "input_tokens": usage.input_tokens,
-                                   "output_tokens": usage.output_tokens, "ms": ms}),
-                        )
-                        .with_event(with(
-                            called(self.model_called(cx, request.meta.turn, ms, usage, &stop)),
-                            "tool_calls",
-                            json!(response.calls.len()),
-                        )),
-                    )
-                    .await?;
+                    let mut end = json!({"stop_reason": stop, "input_tokens": usage.input_tokens,
+                                         "output_tokens": usage.output_tokens, "ms": ms});
+                    let mut event = with(
+                        called(self.model_called(cx, request.meta.turn, ms, usage, &stop)),
+                        "tool_calls",
+                        json!(response.calls.len()),
+                    );
+                    // Priced once, here, with the table's version: the
+                    // journal's sum is the run's cost whatever prices later.
+                    let (provider, model) = (self.provider.name(), &self.def.model);
+                    if let Some((cost, version)) = cost_of(cx, provider, model, usage) {
+                        (end["cost_nanos"], end["prices"]) = (json!(cost.0), json!(version));
+                        (event.data["cost_usd"], event.data["prices"]) =
+                            (json!(cost), json!(version));
+                        response.cost = cost;
+                    }
+                    append(NewJournalItem::new(JournalKind::TurnEnd, end).with_event(event))
+                        .await?;
                     return Ok(());
                 }
             }

@@ -10,6 +10,7 @@ mod commands;
 mod demo;
 mod input;
 mod output;
+mod prices;
 mod progress;
 mod report;
 mod traces;

@@ -354,10 +354,13 @@ fn write_budget(out: &mut impl Write, view: &RunView) -> anyhow::Result<()> {
         ("tool calls", spent.tool_calls, budget.tool_calls),
         ("seconds", spent.wall_time, budget.wall_time),
     ];
-    let parts: Vec<String> = limits
+    let mut parts: Vec<String> = limits
         .iter()
         .filter_map(|(name, used, limit)| limit.map(|l| format!("{name} {used} of {l}")))
         .collect();
+    if let Some(limit) = budget.cost_usd {
+        parts.push(format!("cost {} of {limit}", spent.cost_usd));
+    }
     writeln!(out, "budget: {}", parts.join(", "))?;
     Ok(())
 }

@@ -10,6 +10,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use serde_json::Value;
+
+use crate::price::Usd;
+
 /// Limits on a run's model use; an absent limit is no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -29,6 +33,11 @@ pub struct Budget {
     /// later is not started. A step already running is not stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_time: Option<u64>,
+    /// Dollars of model calls, priced by the price table of the process
+    /// that made each call (`crate::price`). A run with this limit makes
+    /// no call to a model the table does not price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<Usd>,
 }
 
 /// What a run has spent so far (from its journal). Its serde form is part
@@ -42,13 +51,16 @@ pub struct Spent {
     /// Seconds since the run was submitted.
     #[serde(default)]
     pub wall_time: u64,
+    /// Dollars of the priced model calls (each priced when it finished).
+    #[serde(default)]
+    pub cost_usd: Usd,
 }
 
 /// A budget flag that does not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "budget `{text}`: {why} (write tokens=N, model_calls=N, tool_calls=N or wall_time=N \
-     (seconds, or with s, m, h); +N to raise)"
+    "budget `{text}`: {why} (write tokens=N, model_calls=N, tool_calls=N, wall_time=N \
+     (seconds, or with s, m, h) or cost_usd=D (dollars, as 2.50); +N to raise)"
 )]
 pub struct BadBudget {
     pub text: String,
@@ -75,6 +87,7 @@ impl Budget {
             model_calls: self.model_calls.or(under.model_calls),
             tool_calls: self.tool_calls.or(under.tool_calls),
             wall_time: self.wall_time.or(under.wall_time),
+            cost_usd: self.cost_usd.or(under.cost_usd),
         }
     }
 
@@ -90,6 +103,10 @@ impl Budget {
             model_calls: add(self.model_calls, by.model_calls),
             tool_calls: add(self.tool_calls, by.tool_calls),
             wall_time: add(self.wall_time, by.wall_time),
+            cost_usd: match (self.cost_usd, by.cost_usd) {
+                (Some(a), Some(b)) => Some(a.saturating_add(b)),
+                (a, _) => a,
+            },
         }
     }
 
@@ -114,6 +131,11 @@ impl Budget {
                 (false, None) => value.trim(),
             };
             let name = name.trim();
+            if name == "cost_usd" {
+                let usd = Usd::parse(value).ok_or_else(|| bad("not an amount of dollars"))?;
+                budget.cost_usd = Some(usd);
+                continue;
+            }
             let n: u64 = match name {
                 "wall_time" => seconds(value),
                 _ => value.parse().ok(),
@@ -132,8 +154,10 @@ impl Budget {
     }
 
     /// The limits `before` was under 80 % of and `after` reaches (a soft
-    /// threshold: `budget_warning`), each as (name, limit, spent after).
-    pub fn crossed(&self, before: Spent, after: Spent) -> Vec<(&'static str, u64, u64)> {
+    /// threshold: `budget_warning`), each as (name, limit, spent after),
+    /// counts as whole numbers and `cost_usd` in dollars.
+    pub fn crossed(&self, before: Spent, after: Spent) -> Vec<(&'static str, Value, Value)> {
+        let cost = |usd: Usd| usd.0;
         let limits = [
             ("tokens", self.tokens, before.tokens, after.tokens),
             (
@@ -148,6 +172,12 @@ impl Budget {
                 before.tool_calls,
                 after.tool_calls,
             ),
+            (
+                "cost_usd",
+                self.cost_usd.map(cost),
+                cost(before.cost_usd),
+                cost(after.cost_usd),
+            ),
         ];
         limits
             .into_iter()
@@ -155,7 +185,11 @@ impl Budget {
                 let limit = limit?;
                 // 80 %, in whole units: was below it, now at or past it.
                 let soft = limit.saturating_mul(4).div_ceil(5);
-                (was < soft && now >= soft).then_some((name, limit, now))
+                let shown = |n: u64| match name {
+                    "cost_usd" => serde_json::json!(Usd(n)),
+                    _ => serde_json::json!(n),
+                };
+                (was < soft && now >= soft).then(|| (name, shown(limit), shown(now)))
             })
             .collect()
     }
@@ -180,10 +214,20 @@ impl Budget {
     }
 
     /// Why the next model call must not be made: a limit reached, or one the
-    /// call would pass (`estimate`: its input's tokens).
-    pub fn refuses(&self, spent: Spent, estimate: u64) -> Option<String> {
+    /// call would pass (`estimate`: its input's tokens; `cost`: what that
+    /// input costs).
+    pub fn refuses(&self, spent: Spent, estimate: u64, cost: Usd) -> Option<String> {
         if let Some(why) = self.refuses_step(spent) {
             return Some(why);
+        }
+        if let Some(limit) = self.cost_usd {
+            if spent.cost_usd.saturating_add(cost) > limit {
+                return Some(format!(
+                    "the run's budget of {limit} would be passed: {} spent, the next call's \
+                     input costs about {cost}",
+                    spent.cost_usd
+                ));
+            }
         }
         if let Some(limit) = self.model_calls.filter(|l| spent.model_calls >= *l) {
             return Some(format!(
@@ -270,7 +314,7 @@ mod tests {
         let why = b.refuses_step(at(60)).unwrap();
         assert!(why.contains("wall time of 60 s"), "{why}");
         assert!(
-            b.refuses(at(61), 0).is_some(),
+            b.refuses(at(61), 0, Usd(0)).is_some(),
             "a model call is refused too"
         );
         assert_eq!(Budget::default().refuses_step(at(1_000_000)), None);
@@ -283,12 +327,14 @@ mod tests {
             model_calls: Some(10),
             tool_calls: None,
             wall_time: None,
+            cost_usd: None,
         };
         let run = Budget {
             tokens: Some(50),
             model_calls: None,
             tool_calls: Some(4),
             wall_time: None,
+            cost_usd: None,
         };
         let both = run.over(crew);
         assert_eq!((both.tokens, both.model_calls), (Some(50), Some(10)));
@@ -305,21 +351,26 @@ mod tests {
             model_calls: Some(3),
             tool_calls: Some(2),
             wall_time: None,
+            cost_usd: None,
         };
         let spent = |tokens, model_calls| Spent {
             tokens,
             model_calls,
             tool_calls: 0,
             wall_time: 0,
+            cost_usd: Usd(0),
         };
-        assert_eq!(b.refuses(spent(400, 2), 600), None);
+        assert_eq!(b.refuses(spent(400, 2), 600, Usd(0)), None);
         assert!(b
-            .refuses(spent(401, 2), 600)
+            .refuses(spent(401, 2), 600, Usd(0))
             .unwrap()
             .contains("1000 tokens"));
-        assert!(b.refuses(spent(0, 3), 1).unwrap().contains("3 model calls"));
+        assert!(b
+            .refuses(spent(0, 3), 1, Usd(0))
+            .unwrap()
+            .contains("3 model calls"));
         assert_eq!(
-            Budget::default().refuses(spent(u64::MAX, u64::MAX), 1),
+            Budget::default().refuses(spent(u64::MAX, u64::MAX), 1, Usd(0)),
             None
         );
         let tools = |n| Spent {
@@ -328,8 +379,34 @@ mod tests {
         };
         assert_eq!(b.refuses_tool(tools(1)), None);
         assert!(b.refuses_tool(tools(2)).unwrap().contains("2 tool calls"));
-        assert_eq!(b.refuses(tools(99), 1), None, "tools do not limit models");
+        assert_eq!(
+            b.refuses(tools(99), 1, Usd(0)),
+            None,
+            "tools do not limit models"
+        );
         assert_eq!(Budget::default().refuses_tool(tools(u64::MAX)), None);
+    }
+
+    #[test]
+    fn a_cost_limit_reads_in_dollars_refuses_a_call_that_would_pass_it_and_warns_in_dollars() {
+        let b = Budget::parse(["cost_usd=2.50"], false).unwrap();
+        assert_eq!(b.cost_usd, Some(Usd(2_500_000_000)));
+        let raised = b.raised(Budget::parse(["cost_usd=+0.5"], true).unwrap());
+        assert_eq!(raised.cost_usd, Some(Usd(3_000_000_000)));
+        assert!(Budget::parse(["cost_usd=2,5"], false).is_err());
+        let spent = |dollars: f64| Spent {
+            cost_usd: Usd::from_dollars(dollars).unwrap(),
+            ..Spent::default()
+        };
+        assert_eq!(b.refuses(spent(2.0), 0, Usd::parse("0.5").unwrap()), None);
+        let why = b
+            .refuses(spent(2.0), 0, Usd::parse("0.6").unwrap())
+            .unwrap();
+        assert!(why.contains("$2.500000"), "{why}");
+        assert_eq!(
+            b.crossed(spent(1.0), spent(2.0)),
+            vec![("cost_usd", serde_json::json!(2.5), serde_json::json!(2.0))]
+        );
     }
 
     #[test]
@@ -339,22 +416,24 @@ mod tests {
             model_calls: Some(5),
             tool_calls: None,
             wall_time: None,
+            cost_usd: None,
         };
         let at = |tokens, model_calls| Spent {
             tokens,
             model_calls,
             tool_calls: 0,
             wall_time: 0,
+            cost_usd: Usd(0),
         };
         assert!(b.crossed(at(0, 0), at(799, 1)).is_empty());
         assert_eq!(
             b.crossed(at(700, 1), at(800, 2)),
-            vec![("tokens", 1000, 800)]
+            vec![("tokens", 1000.into(), 800.into())]
         );
         assert!(b.crossed(at(800, 2), at(900, 3)).is_empty(), "already past");
         assert_eq!(
             b.crossed(at(100, 3), at(200, 4)),
-            vec![("model_calls", 5, 4)]
+            vec![("model_calls", 5.into(), 4.into())]
         );
         assert!(Budget::default()
             .crossed(at(0, 0), at(u64::MAX, u64::MAX))

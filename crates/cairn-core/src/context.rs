@@ -84,6 +84,10 @@ pub struct StepContext {
     /// `llm` step checks before each call. Set by the executor.
     #[serde(skip)]
     pub budget: Option<crate::Budget>,
+    /// The price table of the process executing the step (`CAIRN_PRICES`),
+    /// which prices each model call as it finishes. Set by the executor.
+    #[serde(skip)]
+    pub prices: Option<std::sync::Arc<crate::PriceTable>>,
     /// The run's W3C `traceparent` (its trace, under the run's span) when
     /// it is traced: a `command` step's `TRACEPARENT`. Set by the executor.
     #[serde(skip)]

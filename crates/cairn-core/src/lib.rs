@@ -17,6 +17,7 @@ pub mod journal;
 pub mod keys;
 pub mod limits;
 pub mod llm;
+pub mod price;
 pub mod priority;
 pub mod retry;
 pub mod sse;
@@ -51,6 +52,7 @@ pub use limits::{
     check_size, check_storable, check_text, json_has_nul, Limits, TooLarge, Unstorable,
 };
 pub use llm::{LlmDef, ProviderKind, ToolDef, DELEGATE_TOOL};
+pub use price::{BadPrices, CallTokens, Price, PriceTable, Usd};
 pub use priority::{BadPriority, Priority};
 pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus, TransitionError};

@@ -58,6 +58,9 @@ pub struct ExecutorConfig {
     pub heartbeat: Duration,
     /// Size caps; a step output over its cap fails the step (not retryable).
     pub limits: cairn_core::Limits,
+    /// What this process's model calls cost (`cairn_core::price`); `None`:
+    /// unpriced, so a run with a `cost_usd` budget makes no model call here.
+    pub prices: Option<Arc<cairn_core::PriceTable>>,
 }
 
 impl Default for ExecutorConfig {
@@ -69,6 +72,7 @@ impl Default for ExecutorConfig {
             cancel_poll: Duration::from_secs(1),
             heartbeat: Duration::from_secs(10),
             limits: cairn_core::Limits::default(),
+            prices: None,
         }
     }
 }
@@ -487,6 +491,7 @@ impl Executor {
             answers: extras.answers.clone(),
             children: extras.children.clone(),
             budget: budget_of(run),
+            prices: self.config.prices.clone(),
             traceparent: run
                 .trace
                 .map(|t| t.traceparent(cairn_core::SpanId::of_run(run.id))),

@@ -124,6 +124,9 @@ pub struct ServeOptions {
     /// are traced, and this server exports every sampled run's spans.
     /// Default none.
     pub otel: Option<cairn::otel::OtelConfig>,
+    /// What the model calls this server executes cost
+    /// ([`cairn::PriceTable`], `CAIRN_PRICES`). Default none: unpriced.
+    pub prices: Option<std::sync::Arc<cairn::PriceTable>>,
 }
 
 /// Tokens and the database password are left out, so options can be logged.
@@ -157,6 +160,7 @@ impl std::fmt::Debug for ServeOptions {
                 &self.public_url.as_ref().map(url::Url::as_str),
             )
             .field("otel", &self.otel)
+            .field("prices", &self.prices.as_ref().map(|p| &p.version))
             .finish()
     }
 }
@@ -181,6 +185,7 @@ impl Default for ServeOptions {
             compact: None,
             public_url: None,
             otel: None,
+            prices: None,
         }
     }
 }
@@ -235,6 +240,7 @@ impl Server {
         }
         let config = ExecutorConfig {
             owner: format!("cairn-server:pid:{}", std::process::id()),
+            prices: opts.prices.clone(),
             ..ExecutorConfig::default()
         };
         let open = OpenOptions {

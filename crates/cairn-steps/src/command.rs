@@ -369,6 +369,7 @@ mod tests {
         StepContext {
             journal: None,
             budget: None,
+            prices: None,
             traceparent: None,
             run_id: RunId::new(),
             input: json!({"topic": "rust"}),

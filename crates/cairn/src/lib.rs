@@ -65,9 +65,9 @@ pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Budget, ChildOf,
     ChildOutcome, ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord,
     Fingerprint, JoinRule, JournalEntry, JournalKind, KeyLimits, KeyPause, KeyState, LlmDef,
-    OnDeadline, OutputDelta, Priority, ProviderKind, RetryPolicy, Role, RunId, RunRecord,
-    RunStatus, StepContext, StepIdx, StepOutput, StepRecord, StepStatus, ToolDef, TraceContext,
-    Usage, WaitId, WaitKind, WaitRecord, WaitStatus,
+    OnDeadline, OutputDelta, Price, PriceTable, Priority, ProviderKind, RetryPolicy, Role, RunId,
+    RunRecord, RunStatus, StepContext, StepIdx, StepOutput, StepRecord, StepStatus, ToolDef,
+    TraceContext, Usage, Usd, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;

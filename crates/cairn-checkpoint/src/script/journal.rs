@@ -80,8 +80,9 @@ pub(super) async fn newest_in(
     row.map(|r| decode_journal(id, &r)).transpose()
 }
 
-/// `Store::spent`: the tokens and model calls of every finished response
-/// of the run (its `turn_end` items, any step, attempt or generation).
+/// `Store::spent`: the tokens, model calls and cost of every finished
+/// response of the run (its `turn_end` items, any step, attempt or
+/// generation), and what responses cut mid-stream cost.
 pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::Spent> {
     let row = c
         .fetch_optional(
@@ -90,11 +91,16 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
                    + COALESCE(CAST(payload->>'output_tokens' AS BIGINT), 0)), 0) AS BIGINT) \
                    AS tokens, \
                    COUNT(*) AS calls, \
+                   CAST(COALESCE(SUM(CAST(payload->>'cost_nanos' AS BIGINT)), 0) AS BIGINT) \
+                   AS cost, \
                    (SELECT COUNT(*) FROM events WHERE run_id = :run \
                      AND kind = 'tool_executed') AS tools, \
                    (SELECT CAST(COALESCE(SUM(CAST(data->>'cut_tokens' AS BIGINT)), 0) AS BIGINT) \
                      FROM events WHERE run_id = :run AND kind = 'model_called' \
                      AND data->>'cut_tokens' IS NOT NULL) AS cut, \
+                   (SELECT CAST(COALESCE(SUM(CAST(data->>'cut_cost_nanos' AS BIGINT)), 0) \
+                     AS BIGINT) FROM events WHERE run_id = :run AND kind = 'model_called' \
+                     AND data->>'cut_cost_nanos' IS NOT NULL) AS cut_cost, \
                    (SELECT {age_secs} FROM runs WHERE id = :run) AS age \
                  FROM journal WHERE run_id = :run AND kind = 'turn_end'",
             )
@@ -112,5 +118,6 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
         model_calls: count("calls")?,
         tool_calls: count("tools")?,
         wall_time: count("age")?,
+        cost_usd: cairn_core::Usd(count("cost")? + count("cut_cost")?),
     })
 }

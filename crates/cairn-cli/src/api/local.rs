@@ -32,6 +32,7 @@ impl Local {
         };
         let config = ExecutorConfig {
             owner: cairn::holder::owner("cairn-cli"),
+            prices: crate::prices::table()?,
             ..ExecutorConfig::default()
         };
         let engine = crate::traces::traced(Engine::open_with(db, &opts, config).await?)?;
@@ -69,7 +70,7 @@ impl super::Connect for Db {
     type Api = Local;
 
     fn read_crew(&self, arg: &Path) -> anyhow::Result<CrewRef> {
-        Ok(CrewRef::File(input::load_crew(arg)?, arg.to_owned()))
+        Ok(CrewRef::File(Box::new(input::load_crew(arg)?), arg.to_owned()))
     }
 
     async fn connect(&self, create: bool) -> anyhow::Result<Local> {
@@ -89,7 +90,7 @@ impl Api for Local {
         opts: SubmitOptions,
     ) -> anyhow::Result<Submission> {
         let crew = match crew {
-            CrewRef::File(crew, _) => crew,
+            CrewRef::File(crew, _) => *crew,
             CrewRef::Named(name, _) => return Err(input::usage(format!("no crew file {name}"))),
         };
         let submitted = self.engine.submit(&crew, input, opts).await?;

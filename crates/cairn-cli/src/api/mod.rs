@@ -25,7 +25,7 @@ use cairn::{
 /// The crew a `run` or `submit` names.
 pub enum CrewRef {
     /// A crew file, read (and its path).
-    File(cairn::Crew, std::path::PathBuf),
+    File(Box<cairn::Crew>, std::path::PathBuf),
     /// With a server, the name of a crew it loaded, and the version
     /// (`--crew-version`; `None`: its newest).
     Named(String, Option<String>),

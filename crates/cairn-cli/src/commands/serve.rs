@@ -41,6 +41,7 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
                 owner: cairn::holder::owner("cairn-worker"),
                 lease: Duration::from_millis(lease_ms),
                 heartbeat: Duration::from_millis(heartbeat_ms),
+                prices: crate::prices::table()?,
                 ..ExecutorConfig::default()
             };
             let engine = crate::traces::traced(Engine::open_with(db, &opts, config).await?)?;
@@ -106,6 +107,7 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
                 foreign_runs,
                 public_url,
                 otel: crate::traces::config()?,
+                prices: crate::prices::table()?,
                 ..Default::default()
             })
             .await?;

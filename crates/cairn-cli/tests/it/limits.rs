@@ -24,6 +24,7 @@ both_backends!(
     an_operator_pause_holds_every_call_until_it_is_resumed_through_the_server,
     a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways,
     a_wall_time_budget_stops_the_next_step_and_continue_raises_it,
+    a_price_table_prices_the_calls_of_a_crew_with_a_dollar_budget,
 );
 
 /// One attempt only: a 429 that spent one would fail the run.
@@ -571,4 +572,66 @@ fn a_wall_time_budget_stops_the_next_step_and_continue_raises_it(kind: Kind) {
         .expect_code(0)
         .json();
     assert_eq!(own["budget"]["wall_time"], 60, "{own}");
+}
+
+/// `CAIRN_PRICES` names the process's price table: a crew with `[budget]
+/// cost_usd` runs under it, `runs show` says what its calls cost (as a
+/// hand computation gives), and a table that does not read is a usage
+/// error (exit 2) naming it, with nothing run.
+fn a_price_table_prices_the_calls_of_a_crew_with_a_dollar_budget(kind: Kind) {
+    let case = Case::new(kind);
+    let script = case.write(
+        "script.toml",
+        "[[responses]]\ntool_calls = [{ id = \"c1\", name = \"count\", arguments = {} }]\n\
+         usage = { input_tokens = 1000, output_tokens = 100 }\n\
+         [[responses]]\ntext = \"done\"\nusage = { input_tokens = 1000, output_tokens = 100 }\n",
+    );
+    let crew = case.write(
+        "priced.toml",
+        &format!(
+            "name = \"priced\"\nversion = \"1\"\n[budget]\ncost_usd = 1.0\n\
+             [[agents]]\nrole = \"ask\"\nkind = \"llm\"\nprovider = \"scripted\"\n\
+             model = \"scripted\"\nscript = \"{}\"\n\
+             [[agents.tools]]\nname = \"count\"\ndescription = \"Count.\"\n\
+             parameters = {{ type = \"object\" }}\n\
+             command = [\"sh\", \"-c\", \"cat > /dev/null; echo ok\"]\n",
+            script.display()
+        ),
+    );
+    let crew = crew.to_str().unwrap();
+    let prices = case.write(
+        "prices.toml",
+        "version = \"2026-11\"\n[[prices]]\nprovider = \"scripted\"\nmodel = \"scripted\"\n\
+         input = 2.0\noutput = 10.0\n",
+    );
+    let priced = [("CAIRN_PRICES", prices.to_str().unwrap())];
+    let run = case
+        .cairn_env(&["run", crew, "--json"], &priced)
+        .expect_code(0)
+        .json();
+    let id = run["id"].as_str().unwrap().to_owned();
+    // Each call: 1,000 in × $2 + 100 out × $10 per million = $0.003.
+    let shown = case.cairn(&["runs", "show", &id, "--json"]).json();
+    assert_eq!(shown["spent"]["cost_usd"], 0.006, "{shown}");
+    let text = case.cairn(&["runs", "show", &id]).expect_code(0);
+    assert!(
+        text.stdout.contains("budget: cost $0.006000 of $1.000000"),
+        "{}",
+        text.stdout
+    );
+
+    // A table that does not read, or is not there: refused, nothing run.
+    let bad = case.write(
+        "bad.toml",
+        "version = \"1\"\n[[prices]]\nprovider = \"a\"\n",
+    );
+    let missing = case.path("missing.toml");
+    for (file, says) in [(bad, "missing field"), (missing, "CAIRN_PRICES=")] {
+        let env = [("CAIRN_PRICES", file.to_str().unwrap())];
+        case.cairn_env(&["run", crew, "--json"], &env)
+            .expect_code(2)
+            .expect_stderr(&[says, file.to_str().unwrap()]);
+    }
+    let runs = case.cairn(&["runs", "list", "--json"]).json();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
 }

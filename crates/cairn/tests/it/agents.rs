@@ -32,14 +32,14 @@ both!(
 );
 
 /// Adds `n` to a counter; counts its executions.
-struct Count {
+pub(crate) struct Count {
     spec: ToolSpec,
-    runs: Arc<AtomicU32>,
+    pub(crate) runs: Arc<AtomicU32>,
     keys: Arc<Mutex<Vec<String>>>,
 }
 
 impl Count {
-    fn new() -> Count {
+    pub(crate) fn new() -> Count {
         Count {
             spec: ToolSpec {
                 name: "count".into(),
@@ -68,7 +68,7 @@ impl Tool for Count {
     }
 }
 
-fn clerk(script: &str, tool: Count) -> Crew {
+pub(crate) fn clerk(script: &str, tool: Count) -> Crew {
     let agent = LlmAgent::new(
         LlmDef::new(ProviderKind::Scripted, "scripted"),
         Arc::new(ScriptedProvider::parse(script).unwrap()),

@@ -1,0 +1,136 @@
+//! An `llm` step's budget checks and what its calls cost: before a call
+//! (refused when the run's budget is spent or the call's input alone would
+//! pass it), after one (`budget_warning` at 80 %), before a tool, and the
+//! price of a finished or cut response from the process's price table.
+
+use serde_json::json;
+
+use cairn_core::{
+    CallTokens, ErrorInfo, ErrorKind, EventKind, JournalHandle, NewEvent, Price, Spent,
+    StepContext, Usd,
+};
+use cairn_llm::{Request, TokenUsage};
+
+use crate::turn::journal_failure;
+
+/// Before a call: refused (`budget_exceeded`, which interrupts the run) if
+/// the run's budget is spent, or this call's input alone (estimated) would
+/// pass it; so a run passes its token budget by at most one call's output
+/// (its `max_tokens`).
+pub(crate) async fn within_budget(
+    journal: &JournalHandle,
+    cx: &StepContext,
+    provider: &str,
+    request: &Request,
+) -> Result<Option<Spent>, ErrorInfo> {
+    let Some(budget) = cx.budget else {
+        return Ok(None);
+    };
+    let estimate = cairn_llm::estimate_request_tokens(request);
+    let cost = match (budget.cost_usd, price(cx, provider, &request.model)) {
+        (None, _) => Usd(0),
+        (Some(_), Some(price)) => price.cost(tokens(provider, estimate, 0, 0, 0)),
+        (Some(limit), None) => {
+            let why = format!(
+                "the run's budget of {limit} cannot be kept: this process has no price for \
+                 {provider} model `{}` (give it one in the price table, CAIRN_PRICES)",
+                request.model
+            );
+            return Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false));
+        }
+    };
+    let spent = journal.spent().await.map_err(journal_failure)?;
+    match budget.refuses(spent, estimate, cost) {
+        Some(why) => Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false)),
+        None => Ok(Some(spent)),
+    }
+}
+
+/// After spending moved from `before` to `after`: a `budget_warning` for
+/// each limit that crossed its soft threshold (best effort).
+pub(crate) async fn warn_crossed(
+    journal: &JournalHandle,
+    cx: &StepContext,
+    before: Spent,
+    after: Spent,
+) {
+    let Some(budget) = cx.budget else {
+        return;
+    };
+    for (limit, value, spent) in budget.crossed(before, after) {
+        let event = NewEvent::new(
+            EventKind::BudgetWarning,
+            json!({"idx": cx.step.idx, "limit": limit, "budget": value, "spent": spent}),
+        );
+        let _ = journal.event(event).await;
+    }
+}
+
+/// Before a tool executes: why not, if the run's tool calls are spent (the
+/// caller journals the refusal as the call's result, so the model reads it
+/// on a continue, and fails `budget_exceeded`, which interrupts the run).
+pub(crate) async fn tool_budget_refuses(
+    journal: &JournalHandle,
+    cx: &StepContext,
+) -> Result<Option<String>, ErrorInfo> {
+    let Some(budget) = cx.budget.filter(|b| b.tool_calls.is_some()) else {
+        return Ok(None);
+    };
+    let spent = journal.spent().await.map_err(journal_failure)?;
+    if let Some(why) = budget.refuses_tool(spent) {
+        return Ok(Some(why));
+    }
+    let after = Spent {
+        tool_calls: spent.tool_calls + 1,
+        ..spent
+    };
+    warn_crossed(journal, cx, spent, after).await;
+    Ok(None)
+}
+
+/// The rates of `provider`'s `model` in the process's price table.
+fn price<'a>(cx: &'a StepContext, provider: &str, model: &str) -> Option<&'a Price> {
+    cx.prices.as_deref()?.of(provider, model)
+}
+
+/// A call's tokens as `provider` counts them: OpenAI's prompt tokens
+/// include the cached ones, Anthropic's input tokens do not.
+fn tokens(provider: &str, input: u64, output: u64, read: u64, write: u64) -> CallTokens {
+    CallTokens {
+        input,
+        output,
+        cache_read: read,
+        cache_write: write,
+        input_includes_cache: provider != "anthropic",
+    }
+}
+
+/// What a finished call cost, with the price table's version; `None`
+/// when the process prices nothing or not this model.
+pub(crate) fn cost_of(
+    cx: &StepContext,
+    provider: &str,
+    model: &str,
+    usage: TokenUsage,
+) -> Option<(Usd, String)> {
+    let price = price(cx, provider, model)?;
+    let t = tokens(
+        provider,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+    );
+    Some((price.cost(t), cx.prices.as_deref()?.version.clone()))
+}
+
+/// What a response cut mid-stream cost, from its estimated tokens.
+pub(crate) fn cut_cost(
+    cx: &StepContext,
+    provider: &str,
+    model: &str,
+    input: u64,
+    output: u64,
+) -> Option<Usd> {
+    Some(price(cx, provider, model)?.cost(tokens(provider, input, output, 0, 0)))
+}

@@ -1,0 +1,146 @@
+//! What model calls cost, both backends: priced from the process's price
+//! table as each response finishes (cache reads at their own rate), summed
+//! exactly into what the run spent, a `cost_usd` budget that stops the
+//! call that would pass it and is raised by a continue, and a run with a
+//! dollar budget that the process cannot price makes no call.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use cairn::{Engine, ErrorKind, EventKind, ExecutorConfig, RunStatus, SubmitOptions, Usd};
+use cairn_testkit::{both, Kind, TestDb};
+
+use super::agents::{clerk, Count};
+
+both!(
+    a_cost_budget_stops_a_looping_agent_at_the_hand_computed_cost_and_a_raise_carries_it_on,
+    a_dollar_budget_without_a_price_makes_no_call,
+);
+
+/// Each response: one tool call, 100 prompt tokens of which 40 were read
+/// from the cache, 20 out.
+fn looping(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "[[responses]]\ntool_calls = [{{ id = \"c{i}\", name = \"count\", \
+                 arguments = {{ n = {i} }} }}]\n\
+                 usage = {{ input_tokens = 100, output_tokens = 20, cache_read_tokens = 40 }}\n"
+            )
+        })
+        .collect()
+}
+
+const PRICES: &str = r#"
+version = "test-1"
+[[prices]]
+provider = "scripted"
+model = "scripted"
+input = 2.0
+output = 10.0
+cache_read = 0.5
+"#;
+
+async fn engine(db: &TestDb, prices: Option<&str>) -> Engine {
+    let config = ExecutorConfig {
+        prices: prices.map(|p| Arc::new(cairn::PriceTable::parse(p).unwrap())),
+        ..ExecutorConfig::default()
+    };
+    Engine::open_with(&db.url, &cairn::OpenOptions::default(), config)
+        .await
+        .unwrap()
+}
+
+fn budget(flag: &str) -> SubmitOptions {
+    SubmitOptions {
+        budget: Some(cairn::Budget::parse([flag], false).unwrap()),
+        ..SubmitOptions::default()
+    }
+}
+
+async fn a_cost_budget_stops_a_looping_agent_at_the_hand_computed_cost_and_a_raise_carries_it_on(
+    kind: Kind,
+) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db, Some(PRICES)).await;
+    let tool = Count::new();
+    let runs = tool.runs.clone();
+    let crew = clerk(&looping(20), tool);
+    // A call: 60 fresh × $2 + 40 cached × $0.50 + 20 out × $10 per
+    // million = $0.000340. With $0.001, the fourth call's input would pass
+    // what is left after three ($0.00102 spent): three calls are made.
+    let run = engine
+        .run(&crew, json!({}), budget("cost_usd=0.001"))
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(run.status, RunStatus::Interrupted);
+    let error = run.error.clone().unwrap();
+    assert_eq!(error.kind, ErrorKind::BudgetExceeded);
+    assert!(error.message.contains("$0.001000"), "{}", error.message);
+    let spent = engine.store().spent(run.id).await.unwrap();
+    assert_eq!((spent.model_calls, spent.cost_usd), (3, Usd(3 * 340_000)));
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    let events = engine.events(run.id).await.unwrap();
+    let called: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::ModelCalled)
+        .collect();
+    assert_eq!(called.len(), 3);
+    for e in &called {
+        assert_eq!(
+            (&e.data["cost_usd"], &e.data["prices"]),
+            (&json!(0.00034), &json!("test-1"))
+        );
+    }
+    let warned = events.iter().find(|e| e.kind == EventKind::BudgetWarning);
+    let warned = warned.expect("a warning at 80 % of the dollars");
+    assert_eq!(
+        (&warned.data["limit"], &warned.data["budget"]),
+        (&json!("cost_usd"), &json!(0.001))
+    );
+
+    // Raised by a dollar-tenth of a cent, it carries on: three more calls.
+    let ops = cairn::Actor::new("ops").because("worth it");
+    let raise = cairn::Budget::parse(["cost_usd=+0.001"], true).unwrap();
+    let raised = engine.raise_budget(run.id, &raise, &ops).await.unwrap();
+    assert_eq!(raised.budget.and_then(|b| b.cost_usd), Some(Usd(2_000_000)));
+    engine.continue_run(run.id, &ops).await.unwrap();
+    let again = engine.execute(run.id).await.unwrap().run;
+    assert_eq!(again.status, RunStatus::Interrupted);
+    let spent = engine.store().spent(run.id).await.unwrap();
+    assert_eq!(spent.cost_usd, Usd(5 * 340_000), "{spent:?}");
+    let shown = serde_json::to_value(engine.show(run.id).await.unwrap().spent).unwrap();
+    assert_eq!(shown["cost_usd"], json!(0.0017));
+}
+
+async fn a_dollar_budget_without_a_price_makes_no_call(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    // Priced, but not this model; and not priced at all.
+    let other = PRICES.replace("model = \"scripted\"", "model = \"other\"");
+    for prices in [Some(other.as_str()), None] {
+        let engine = engine(&db, prices).await;
+        let tool = Count::new();
+        let runs = tool.runs.clone();
+        let crew = clerk(&looping(2), tool);
+        let run = engine
+            .run(&crew, json!({}), budget("cost_usd=5"))
+            .await
+            .unwrap()
+            .run;
+        assert_eq!(run.status, RunStatus::Interrupted);
+        let error = run.error.unwrap();
+        assert_eq!(error.kind, ErrorKind::BudgetExceeded);
+        assert!(
+            error
+                .message
+                .contains("no price for scripted model `scripted`"),
+            "{}",
+            error.message
+        );
+        assert_eq!(engine.store().spent(run.id).await.unwrap().model_calls, 0);
+        assert_eq!(runs.load(Ordering::SeqCst), 0);
+    }
+}
