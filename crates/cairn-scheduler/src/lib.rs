@@ -320,19 +320,29 @@ impl Executor {
             first,
             executed: vec![],
         };
-        while let Some(claimed) = drive.claim().await? {
-            let Some(backoff) = drive.dispatch(claimed).await? else {
-                break;
-            };
-            failpoint::step("during_backoff", backoff.cursor);
-            tokio::time::sleep(backoff.wait).await;
-            drive.expected_cursor = backoff.cursor;
+        loop {
+            while let Some(claimed) = drive.claim().await? {
+                let Some(backoff) = drive.dispatch(claimed).await? else {
+                    break;
+                };
+                failpoint::step("during_backoff", backoff.cursor);
+                tokio::time::sleep(backoff.wait).await;
+                drive.expected_cursor = backoff.cursor;
+            }
+            let run = self.store.get_run(run_id).await?;
+            // Queued again by the time the dispatch stopped: a spawn whose
+            // children were all kept (a retry's or a fork's) decided its
+            // join in its own commit. It goes on here (a worker that
+            // claims it first takes it, and this drive ends).
+            if run.status != RunStatus::Queued || drive.executed.is_empty() {
+                return Ok(Driven {
+                    run,
+                    executed: drive.executed,
+                    took_over,
+                });
+            }
+            drive.expected_cursor = run.cursor;
         }
-        Ok(Driven {
-            run: self.store.get_run(run_id).await?,
-            executed: drive.executed,
-            took_over,
-        })
     }
 
     /// The answers of people to the step at the cursor of a fresh claim.
@@ -492,6 +502,7 @@ impl Executor {
             children: extras.children.clone(),
             budget: budget_of(run),
             prices: self.config.prices.clone(),
+            rolls_up: run.child.is_some(),
             traceparent: run
                 .trace
                 .map(|t| t.traceparent(cairn_core::SpanId::of_run(run.id))),

@@ -70,7 +70,10 @@ impl super::Connect for Db {
     type Api = Local;
 
     fn read_crew(&self, arg: &Path) -> anyhow::Result<CrewRef> {
-        Ok(CrewRef::File(Box::new(input::load_crew(arg)?), arg.to_owned()))
+        Ok(CrewRef::File(
+            Box::new(input::load_crew(arg)?),
+            arg.to_owned(),
+        ))
     }
 
     async fn connect(&self, create: bool) -> anyhow::Result<Local> {

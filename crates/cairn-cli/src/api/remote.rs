@@ -364,7 +364,10 @@ impl super::Connect for Server {
         if !arg.is_file() {
             return Ok(CrewRef::Named(arg.to_string_lossy().into_owned(), None));
         }
-        Ok(CrewRef::File(Box::new(crate::input::load_crew(arg)?), arg.to_owned()))
+        Ok(CrewRef::File(
+            Box::new(crate::input::load_crew(arg)?),
+            arg.to_owned(),
+        ))
     }
 
     async fn connect(&self, _create: bool) -> anyhow::Result<Remote> {
