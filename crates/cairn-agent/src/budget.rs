@@ -6,8 +6,8 @@
 use serde_json::json;
 
 use cairn_core::{
-    CallTokens, ErrorInfo, ErrorKind, EventKind, JournalHandle, NewEvent, Price, Spent,
-    StepContext, Usd,
+    BudgetAsk, CallTokens, Deferral, ErrorInfo, ErrorKind, EventKind, JournalHandle, NewEvent,
+    Price, Spent, StepContext, TreeAnswer, Usd,
 };
 use cairn_llm::{Request, TokenUsage};
 
@@ -16,33 +16,76 @@ use crate::turn::journal_failure;
 /// Before a call: refused (`budget_exceeded`, which interrupts the run) if
 /// the run's budget is spent, or this call's input alone (estimated) would
 /// pass it; so a run passes its token budget by at most one call's output
-/// (its `max_tokens`).
+/// (its `max_tokens`). A child run's call then asks its ancestors'
+/// budgets too ([`tree_admits`]).
 pub(crate) async fn within_budget(
     journal: &JournalHandle,
     cx: &StepContext,
     provider: &str,
     request: &Request,
 ) -> Result<Option<Spent>, ErrorInfo> {
-    let Some(budget) = cx.budget else {
-        return Ok(None);
-    };
     let estimate = cairn_llm::estimate_request_tokens(request);
-    let cost = match (budget.cost_usd, price(cx, provider, &request.model)) {
-        (None, _) => Usd(0),
-        (Some(_), Some(price)) => price.cost(tokens(provider, estimate, 0, 0, 0)),
-        (Some(limit), None) => {
-            let why = format!(
-                "the run's budget of {limit} cannot be kept: this process has no price for \
-                 {provider} model `{}` (give it one in the price table, CAIRN_PRICES)",
-                request.model
-            );
-            return Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false));
+    let price = price(cx, provider, &request.model);
+    let input_cost = price.map_or(Usd(0), |p| p.cost(tokens(provider, estimate, 0, 0, 0)));
+    let before = match cx.budget {
+        None => None,
+        Some(budget) => {
+            if let (Some(limit), None) = (budget.cost_usd, price) {
+                let why = format!(
+                    "the run's budget of {limit} cannot be kept: this process has no price for \
+                     {provider} model `{}` (give it one in the price table, CAIRN_PRICES)",
+                    request.model
+                );
+                return Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false));
+            }
+            let spent = journal.spent().await.map_err(journal_failure)?;
+            if let Some(why) = budget.refuses(spent, estimate, input_cost) {
+                return Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false));
+            }
+            Some(spent)
         }
     };
-    let spent = journal.spent().await.map_err(journal_failure)?;
-    match budget.refuses(spent, estimate, cost) {
-        Some(why) => Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false)),
-        None => Ok(Some(spent)),
+    if cx.rolls_up {
+        let max = u64::from(request.max_tokens);
+        let ask = BudgetAsk {
+            input_tokens: estimate,
+            tokens: estimate + max,
+            input_cost,
+            cost: price.map_or(Usd(0), |p| p.cost(tokens(provider, estimate, max, 0, 0))),
+            priced: price.is_some(),
+        };
+        tree_admits(journal, &ask).await?;
+    }
+    Ok(before)
+}
+
+/// A child run's call against its ancestors' budgets: made (holding its
+/// estimate until [`release_hold`]), deferred until a sibling's call ends
+/// (no attempt spent), or refused (`budget_exceeded`).
+async fn tree_admits(journal: &JournalHandle, ask: &BudgetAsk) -> Result<(), ErrorInfo> {
+    match journal.reserve(ask).await.map_err(journal_failure)? {
+        TreeAnswer::Go => Ok(()),
+        TreeAnswer::Refused { why } => Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false)),
+        TreeAnswer::Wait { why, key } => Err(ErrorInfo::deferred(
+            format!("{why}; no call made, looking again when a call of the tree ends"),
+            Deferral {
+                key,
+                after: TREE_WAIT,
+                observed: false,
+            },
+        )),
+    }
+}
+
+/// The longest a call deferred for room in its tree's budget waits before
+/// it asks again (a hold's release wakes it sooner).
+const TREE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// After a child run's call: drops what it held (best effort: a hold not
+/// dropped here ends with the run's lease, or at its next call).
+pub(crate) async fn release_hold(journal: &JournalHandle, cx: &StepContext) {
+    if cx.rolls_up {
+        let _ = journal.unreserve().await;
     }
 }
 

@@ -21,7 +21,9 @@ use cairn_core::{
 };
 use cairn_llm::{Item, LlmError, Provider, Request, RequestMeta, StopReason, StreamEvent};
 
-use crate::budget::{cost_of, cut_cost, tool_budget_refuses, warn_crossed, within_budget};
+use crate::budget::{
+    cost_of, cut_cost, release_hold, tool_budget_refuses, warn_crossed, within_budget,
+};
 use crate::tools::{Checked, Toolbox};
 use crate::transcript::{self, Call, Next, Repair, Window};
 
@@ -420,7 +422,13 @@ impl LlmAgent {
             },
         };
         let before = within_budget(journal, cx, self.provider.name(), &request).await?;
-        let permit = self.admit(journal, &request).await?;
+        let permit = match self.admit(journal, &request).await {
+            Ok(permit) => permit,
+            Err(deferred) => {
+                release_hold(journal, cx).await;
+                return Err(deferred);
+            }
+        };
         let started = Instant::now();
         let cap = Duration::from_millis(self.def.stream_timeout_ms());
         let mut response = Response::default();
@@ -434,6 +442,7 @@ impl LlmAgent {
             // run's next call or the end of its lease.
             let _ = journal.release(&permit, response.used).await;
         }
+        release_hold(journal, cx).await;
         let failure = match streamed {
             Ok(Ok(())) => {
                 if let Some(before) = before {

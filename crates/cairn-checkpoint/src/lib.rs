@@ -643,6 +643,22 @@ pub trait Store: Registry + Send + Sync + 'static {
     /// (`cairn_core::budget`).
     async fn spent(&self, id: RunId) -> Result<cairn_core::Spent>;
 
+    /// Before a model call of child run `id` (held under `epoch`): each of
+    /// its budgeted ancestors weighs what its tree spent and what the
+    /// calls of its other runs hold now; `Go` holds this call's estimate
+    /// until [`Store::release_budget`] or the end of the lease
+    /// (`cairn_core::budget`). One write transaction, serialized per tree.
+    async fn reserve_budget(
+        &self,
+        id: RunId,
+        epoch: LeaseEpoch,
+        ask: &cairn_core::BudgetAsk,
+    ) -> Result<cairn_core::TreeAnswer>;
+
+    /// Drops what run `id`'s call held, and wakes a run of its tree that
+    /// waits for room.
+    async fn release_budget(&self, id: RunId) -> Result<()>;
+
     /// Raises the run's budget by `by` (its own limits, or its crew's where
     /// it has none), recorded as a `budget_raised` event with who and why.
     /// Refused for a finished run. The run as it stands after.

@@ -56,6 +56,45 @@ pub struct Spent {
     pub cost_usd: Usd,
 }
 
+/// What a child run's model call asks of its ancestors' budgets before it
+/// is made (`Store::reserve_budget`). A run's budget limits the run and
+/// its descendants together: each call of a descendant holds its estimate
+/// (input and `max_tokens`) against every budgeted ancestor until it ends,
+/// so children in flight at once cannot pass the budget together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BudgetAsk {
+    /// The call's input, estimated (4 bytes a token).
+    pub input_tokens: u64,
+    /// What the call holds while it runs: its input and its `max_tokens`.
+    pub tokens: u64,
+    /// What the input costs, and what the whole call may cost, where the
+    /// calling process prices the model.
+    pub input_cost: Usd,
+    pub cost: Usd,
+    /// Whether the calling process prices the model (a dollar budget
+    /// lets no unpriced call through).
+    pub priced: bool,
+}
+
+/// The key a run waiting for room in the budget of the tree rooted at
+/// `root` is deferred on.
+pub fn budget_key(root: crate::RunId) -> String {
+    format!("budget={root}")
+}
+
+/// An ancestor's answer to a [`BudgetAsk`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TreeAnswer {
+    /// The call may be made; it holds its estimate until released.
+    Go,
+    /// What the tree spent leaves room, but not beside the calls other
+    /// runs of the tree hold now: ask again once one ends (a run deferred
+    /// on `key`, [`budget_key`], is woken when a hold of its tree ends).
+    Wait { why: String, key: String },
+    /// The budget is spent for this call whatever the others do.
+    Refused { why: String },
+}
+
 /// A budget flag that does not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -211,6 +250,36 @@ impl Budget {
             "the run's wall time of {limit} s is spent ({} s since it was submitted)",
             spent.wall_time
         ))
+    }
+
+    /// A [`BudgetAsk`] against this budget of a run's tree, given what the
+    /// tree `spent` and what the calls of its other runs `held` now
+    /// (tokens, calls and cost; wall time is each run's own).
+    pub fn answer(&self, spent: Spent, held: Spent, ask: &BudgetAsk) -> TreeAnswer {
+        let limits = Budget {
+            wall_time: None,
+            ..*self
+        };
+        if let (Some(limit), false) = (limits.cost_usd, ask.priced) {
+            let why = format!("its budget of {limit} cannot be kept: the call is not priced");
+            return TreeAnswer::Refused { why };
+        }
+        if let Some(why) = limits.refuses(spent, ask.input_tokens, ask.input_cost) {
+            return TreeAnswer::Refused { why };
+        }
+        let with_held = Spent {
+            tokens: spent.tokens.saturating_add(held.tokens),
+            model_calls: spent.model_calls.saturating_add(held.model_calls),
+            cost_usd: spent.cost_usd.saturating_add(held.cost_usd),
+            ..spent
+        };
+        match limits.refuses(with_held, ask.input_tokens, ask.input_cost) {
+            Some(why) => TreeAnswer::Wait {
+                why,
+                key: String::new(),
+            },
+            None => TreeAnswer::Go,
+        }
     }
 
     /// Why the next model call must not be made: a limit reached, or one the
@@ -407,6 +476,42 @@ mod tests {
             b.crossed(spent(1.0), spent(2.0)),
             vec![("cost_usd", serde_json::json!(2.5), serde_json::json!(2.0))]
         );
+    }
+
+    #[test]
+    fn a_trees_call_goes_waits_for_what_others_hold_or_is_refused_by_what_was_spent() {
+        let b = Budget::parse(["tokens=1000", "model_calls=10"], false).unwrap();
+        let ask = BudgetAsk {
+            input_tokens: 100,
+            tokens: 300,
+            ..BudgetAsk::default()
+        };
+        let at = |tokens, model_calls| Spent {
+            tokens,
+            model_calls,
+            ..Spent::default()
+        };
+        assert_eq!(b.answer(at(500, 2), at(300, 1), &ask), TreeAnswer::Go);
+        // Room beside what was spent, not beside what others hold.
+        let wait = b.answer(at(500, 2), at(450, 2), &ask);
+        assert!(matches!(wait, TreeAnswer::Wait { .. }), "{wait:?}");
+        let wait = b.answer(at(100, 5), at(100, 5), &ask);
+        assert!(
+            matches!(wait, TreeAnswer::Wait { .. }),
+            "calls held: {wait:?}"
+        );
+        // Spent already: refused whatever the others hold.
+        let refused = b.answer(at(950, 2), at(0, 0), &ask);
+        assert!(matches!(refused, TreeAnswer::Refused { .. }), "{refused:?}");
+        // A dollar budget lets no unpriced call through.
+        let dollars = Budget::parse(["cost_usd=1"], false).unwrap();
+        let refused = dollars.answer(at(0, 0), at(0, 0), &ask);
+        assert!(matches!(refused, TreeAnswer::Refused { .. }), "{refused:?}");
+        let priced = BudgetAsk {
+            priced: true,
+            ..ask
+        };
+        assert_eq!(dollars.answer(at(0, 0), at(0, 0), &priced), TreeAnswer::Go);
     }
 
     #[test]

@@ -88,6 +88,10 @@ pub struct StepContext {
     /// which prices each model call as it finishes. Set by the executor.
     #[serde(skip)]
     pub prices: Option<std::sync::Arc<crate::PriceTable>>,
+    /// Whether the run is a child: its model calls also answer to its
+    /// ancestors' budgets ([`crate::BudgetAsk`]). Set by the executor.
+    #[serde(skip)]
+    pub rolls_up: bool,
     /// The run's W3C `traceparent` (its trace, under the run's span) when
     /// it is traced: a `command` step's `TRACEPARENT`. Set by the executor.
     #[serde(skip)]

@@ -190,6 +190,19 @@ pub trait Journal: Send + Sync {
         })
     }
 
+    /// Before a model call of a child run: what its budgeted ancestors say
+    /// ([`crate::TreeAnswer`]); a `Go` holds the call's estimate against
+    /// them until [`Journal::unreserve`] or the end of the run's lease. A
+    /// handle without storage knows of no ancestors.
+    async fn reserve(&self, _ask: &crate::BudgetAsk) -> Result<crate::TreeAnswer, JournalError> {
+        Ok(crate::TreeAnswer::Go)
+    }
+
+    /// After that call: drops what it held.
+    async fn unreserve(&self) -> Result<(), JournalError> {
+        Ok(())
+    }
+
     /// After the call a permit was taken for: releases it and settles the
     /// tokens it `used` against those it reserved.
     async fn release(&self, _permit: &crate::Permit, _used: u64) -> Result<(), JournalError> {

@@ -28,7 +28,7 @@ pub mod upgrade;
 pub mod wait;
 
 pub use agent::{Agent, StepOutput};
-pub use budget::{BadBudget, Budget, Spent};
+pub use budget::{budget_key, BadBudget, Budget, BudgetAsk, Spent, TreeAnswer};
 pub use checkpoint::{Deferral, ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
 pub use children::{
     child_id, ChildOf, ChildOutcome, ChildrenDef, FixedChild, JoinCounts, JoinRule, JoinState,

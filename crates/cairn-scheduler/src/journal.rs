@@ -105,6 +105,23 @@ impl Journal for StoreJournal {
         self.store.admit(&ask).await.map_err(journal_error)
     }
 
+    async fn reserve(
+        &self,
+        ask: &cairn_core::BudgetAsk,
+    ) -> Result<cairn_core::TreeAnswer, JournalError> {
+        self.store
+            .reserve_budget(self.run, self.epoch, ask)
+            .await
+            .map_err(journal_error)
+    }
+
+    async fn unreserve(&self) -> Result<(), JournalError> {
+        self.store
+            .release_budget(self.run)
+            .await
+            .map_err(journal_error)
+    }
+
     async fn release(&self, permit: &Permit, used: u64) -> Result<(), JournalError> {
         self.store
             .release(permit, used)

@@ -370,6 +370,7 @@ mod tests {
             journal: None,
             budget: None,
             prices: None,
+            rolls_up: false,
             traceparent: None,
             run_id: RunId::new(),
             input: json!({"topic": "rust"}),

@@ -80,33 +80,42 @@ pub(super) async fn newest_in(
     row.map(|r| decode_journal(id, &r)).transpose()
 }
 
+/// A run (`:run`) and its descendants (children, theirs, …), as a table
+/// `tree` to prefix a query with: a run's budget limits them together.
+macro_rules! tree_cte {
+    () => {
+        "WITH RECURSIVE tree(id) AS (SELECT id FROM runs WHERE id = :run \
+         UNION ALL SELECT r.id FROM runs r JOIN tree t ON r.parent_run_id = t.id \
+         WHERE r.child_key IS NOT NULL) "
+    };
+}
+pub(super) use tree_cte;
+
 /// `Store::spent`: the tokens, model calls and cost of every finished
-/// response of the run (its `turn_end` items, any step, attempt or
-/// generation), and what responses cut mid-stream cost.
+/// response of the run and its descendants (their `turn_end` items, any
+/// step, attempt or generation), what responses cut mid-stream cost, their
+/// tool executions, and the run's own age.
 pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::Spent> {
-    let row = c
-        .fetch_optional(
-            query(
-                "SELECT CAST(COALESCE(SUM(COALESCE(CAST(payload->>'input_tokens' AS BIGINT), 0) \
-                   + COALESCE(CAST(payload->>'output_tokens' AS BIGINT), 0)), 0) AS BIGINT) \
-                   AS tokens, \
-                   COUNT(*) AS calls, \
-                   CAST(COALESCE(SUM(CAST(payload->>'cost_nanos' AS BIGINT)), 0) AS BIGINT) \
-                   AS cost, \
-                   (SELECT COUNT(*) FROM events WHERE run_id = :run \
-                     AND kind = 'tool_executed') AS tools, \
-                   (SELECT CAST(COALESCE(SUM(CAST(data->>'cut_tokens' AS BIGINT)), 0) AS BIGINT) \
-                     FROM events WHERE run_id = :run AND kind = 'model_called' \
-                     AND data->>'cut_tokens' IS NOT NULL) AS cut, \
-                   (SELECT CAST(COALESCE(SUM(CAST(data->>'cut_cost_nanos' AS BIGINT)), 0) \
-                     AS BIGINT) FROM events WHERE run_id = :run AND kind = 'model_called' \
-                     AND data->>'cut_cost_nanos' IS NOT NULL) AS cut_cost, \
-                   (SELECT {age_secs} FROM runs WHERE id = :run) AS age \
-                 FROM journal WHERE run_id = :run AND kind = 'turn_end'",
-            )
-            .bind("run", id),
-        )
-        .await?;
+    const SPENT: &str = concat!(
+        tree_cte!(),
+        "SELECT CAST(COALESCE(SUM(COALESCE(CAST(payload->>'input_tokens' AS BIGINT), 0) \
+           + COALESCE(CAST(payload->>'output_tokens' AS BIGINT), 0)), 0) AS BIGINT) \
+           AS tokens, \
+           COUNT(*) AS calls, \
+           CAST(COALESCE(SUM(CAST(payload->>'cost_nanos' AS BIGINT)), 0) AS BIGINT) \
+           AS cost, \
+           (SELECT COUNT(*) FROM events WHERE run_id IN (SELECT id FROM tree) \
+             AND kind = 'tool_executed') AS tools, \
+           (SELECT CAST(COALESCE(SUM(CAST(data->>'cut_tokens' AS BIGINT)), 0) AS BIGINT) \
+             FROM events WHERE run_id IN (SELECT id FROM tree) AND kind = 'model_called' \
+             AND data->>'cut_tokens' IS NOT NULL) AS cut, \
+           (SELECT CAST(COALESCE(SUM(CAST(data->>'cut_cost_nanos' AS BIGINT)), 0) \
+             AS BIGINT) FROM events WHERE run_id IN (SELECT id FROM tree) \
+             AND kind = 'model_called' AND data->>'cut_cost_nanos' IS NOT NULL) AS cut_cost, \
+           (SELECT {age_secs} FROM runs WHERE id = :run) AS age \
+         FROM journal WHERE run_id IN (SELECT id FROM tree) AND kind = 'turn_end'"
+    );
+    let row = c.fetch_optional(query(SPENT).bind("run", id)).await?;
     let count = |col: &str| -> Result<u64> {
         Ok(match &row {
             Some(r) => u64::try_from(r.opt_int(col)?.unwrap_or(0)).unwrap_or(0),

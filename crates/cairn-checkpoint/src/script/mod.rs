@@ -45,6 +45,7 @@ mod permits;
 mod processes;
 pub(crate) mod retention;
 mod reuse;
+mod rollup;
 mod runs;
 mod storable;
 #[cfg(test)]
@@ -742,21 +743,20 @@ impl<H: ScriptHost> Store for H {
     }
 
     async fn admit(&self, ask: &KeyAsk) -> Result<Admission> {
-        // A key without limits: one read, as a pause alone needs.
-        let key = ask.key.clone();
-        let read = self.tx(
-            TxKind::Single,
-            Box::new(move |c| Box::pin(async move { permits::unlimited_in(c, &key).await })),
-        );
-        if let Some(answer) = placed(self.target(), None, read).await? {
-            return Ok(answer);
-        }
-        let ask = ask.clone();
-        let write = self.tx(
-            TxKind::Write,
-            Box::new(move |c| Box::pin(async move { permits::admit_in(c, &ask).await })),
-        );
-        bounded("admit", self.target(), None, write).await
+        permits::admit(self, ask).await
+    }
+
+    async fn reserve_budget(
+        &self,
+        id: RunId,
+        epoch: LeaseEpoch,
+        ask: &cairn_core::BudgetAsk,
+    ) -> Result<cairn_core::TreeAnswer> {
+        rollup::reserve(self, id, epoch, *ask).await
+    }
+
+    async fn release_budget(&self, id: RunId) -> Result<()> {
+        rollup::release(self, id).await
     }
 
     async fn release(&self, permit: &Permit, used: u64) -> Result<()> {

@@ -24,6 +24,9 @@ pub(super) async fn act_in(
     if action == Action::Cancel {
         super::children::lock_descendants(c, id).await?;
     }
+    if action == Action::Continue && fetch_run(c, id, false).await?.status == RunStatus::Waiting {
+        return continue_tree_in(c, id, actor).await;
+    }
     let run = fetch_run(c, id, true).await?;
     let plan = plan_action(&run, action, actor)?;
     c.execute(
@@ -69,6 +72,36 @@ pub(super) async fn act_in(
     }
     if plan.to == RunStatus::Queued {
         c.notify_runnable(id).await?;
+    }
+    fetch_run(c, id, false).await
+}
+
+/// A continue of a run waiting for its children: each interrupted
+/// descendant (a child stopped at the tree's budget, say) is continued,
+/// descendants locked first as a cancel locks them; with none, refused
+/// as a continue of a waiting run always was.
+async fn continue_tree_in(c: &mut Conn<'_>, id: RunId, actor: &Actor) -> Result<RunRecord> {
+    const STOPPED: &str = concat!(
+        super::journal::tree_cte!(),
+        "SELECT id FROM runs WHERE id IN (SELECT id FROM tree) AND id <> :run \
+         AND status = 'interrupted' ORDER BY id"
+    );
+    super::children::lock_descendants(c, id).await?;
+    let run = fetch_run(c, id, true).await?;
+    if run.status != RunStatus::Waiting {
+        // It moved on before the lock: an ordinary continue.
+        return Box::pin(act_in(c, id, Action::Continue, actor)).await;
+    }
+    let stopped = c.fetch_all(query(STOPPED).bind("run", id)).await?;
+    if stopped.is_empty() {
+        // Refused, as a continue of a waiting run is.
+        plan_action(&run, Action::Continue, actor)?;
+    }
+    for row in stopped {
+        if let Some(child) = row.opt_uuid("id", id, "a descendant's id")? {
+            // Boxed: a continue is an action like any other.
+            Box::pin(act_in(c, RunId::from_uuid(child), Action::Continue, actor)).await?;
+        }
     }
     fetch_run(c, id, false).await
 }

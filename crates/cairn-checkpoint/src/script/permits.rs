@@ -57,6 +57,28 @@ fn paused(row: &Row) -> Result<Option<Admission>> {
         }))
 }
 
+/// `Store::admit`: a key without limits costs one read (as a pause alone
+/// needs); a limited key's admission is decided in a write transaction.
+pub(super) async fn admit<H: super::ScriptHost + ?Sized>(
+    host: &H,
+    ask: &KeyAsk,
+) -> Result<Admission> {
+    let key = ask.key.clone();
+    let read = host.tx(
+        super::TxKind::Single,
+        Box::new(move |c| Box::pin(async move { unlimited_in(c, &key).await })),
+    );
+    if let Some(answer) = super::boundary::placed(host.target(), None, read).await? {
+        return Ok(answer);
+    }
+    let ask = ask.clone();
+    let write = host.tx(
+        super::TxKind::Write,
+        Box::new(move |c| Box::pin(async move { admit_in(c, &ask).await })),
+    );
+    super::boundary::bounded("admit", host.target(), None, write).await
+}
+
 /// `Store::admit` for a limited key, in a write transaction.
 pub(super) async fn admit_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Admission> {
     let Some(row) = c

@@ -362,6 +362,7 @@ async fn remove_runs_in(
         "DELETE FROM journal WHERE run_id IN ({ids:ids})",
         "DELETE FROM waits WHERE run_id IN ({ids:ids})",
         "DELETE FROM trace_exports WHERE run_id IN ({ids:ids})",
+        "DELETE FROM budget_holds WHERE run_id IN ({ids:ids})",
         "DELETE FROM events WHERE run_id IN ({ids:ids})",
         "DELETE FROM steps WHERE run_id IN ({ids:ids})",
         "DELETE FROM runs WHERE id IN ({ids:ids})",

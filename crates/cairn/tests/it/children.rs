@@ -12,7 +12,7 @@ use cairn_testkit::{both, Kind, TestDb};
 /// Writes `parent.toml` (its `[[agents]]` after a `fan` children step over
 /// `input.items` with `extra` settings, then a template that counts the
 /// outcomes) and `child.toml` (`child` agents) into a directory of its own.
-fn crews(extra: &str, child: &str) -> (tempfile::TempDir, Crew) {
+pub(crate) fn crews(extra: &str, child: &str) -> (tempfile::TempDir, Crew) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("child.toml"),
@@ -551,6 +551,18 @@ async fn a_fork_keeps_its_sources_succeeded_children_of_the_same_input_unless_to
     assert_eq!(from, [json!(before[0].run_id), json!(before[1].run_id)]);
     assert_eq!(children_of(&engine, source.id).await.len(), 3, "untouched");
     assert_eq!(statuses(&engine, source.id).await[2], RunStatus::Failed);
+
+    // A fork of that fork keeps all three: the join is decided at the
+    // spawn, and the fork finishes with no child run.
+    let all_kept = forked(&engine, fork.id, None, false).await;
+    assert_eq!(
+        all_kept.status,
+        RunStatus::Succeeded,
+        "{:?}",
+        all_kept.error
+    );
+    assert_eq!((ran(&log, "a"), ran(&log, "c"), ran(&log, "b")), (1, 1, 2));
+    assert_eq!(children_of(&engine, all_kept.id).await.len(), 3);
 
     // Another input: only the child whose input is the same is kept.
     let other = json!({"items": ["a", "d", "b"]});

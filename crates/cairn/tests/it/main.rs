@@ -27,6 +27,7 @@ mod limits;
 mod operators;
 mod processes;
 mod retry;
+mod rollup;
 mod threads;
 mod tidy;
 mod waits;

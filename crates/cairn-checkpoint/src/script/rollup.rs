@@ -1,0 +1,182 @@
+//! Budgets over a run's tree: a run's budget limits the run and its
+//! descendants together (`Store::spent` counts them all), and a child's
+//! model call holds its estimate against every budgeted ancestor while it
+//! runs (`budget_holds`), so children in flight at once cannot pass a
+//! budget together. A hold counts only while its run holds the lease it
+//! was taken under, so a process that dies drops its holds with its
+//! leases, as permits do.
+//!
+//! Serialized per tree: on PostgreSQL every reservation of a tree first
+//! takes a transaction-scoped advisory lock on its root's id (no row lock,
+//! so none can meet a cancel's or a commit's row locks in another order);
+//! SQLite's write transactions already exclude each other.
+
+use cairn_core::{BudgetAsk, LeaseEpoch, RunId, Spent, TreeAnswer, Usd};
+
+use crate::sql::{query, Conn, Dialect};
+use crate::Result;
+
+use super::journal::tree_cte;
+
+/// `Store::reserve_budget`.
+pub(super) async fn reserve<H: super::ScriptHost + ?Sized>(
+    host: &H,
+    id: RunId,
+    epoch: LeaseEpoch,
+    ask: BudgetAsk,
+) -> Result<TreeAnswer> {
+    let write = host.tx(
+        super::TxKind::Write,
+        Box::new(move |c| Box::pin(async move { reserve_in(c, id, epoch, &ask).await })),
+    );
+    super::boundary::bounded("reserve_budget", host.target(), Some(id), write).await
+}
+
+/// `Store::release_budget`.
+pub(super) async fn release<H: super::ScriptHost + ?Sized>(host: &H, id: RunId) -> Result<()> {
+    let write = host.tx(
+        super::TxKind::Write,
+        Box::new(move |c| Box::pin(async move { release_in(c, id).await })),
+    );
+    super::boundary::bounded("release_budget", host.target(), Some(id), write).await
+}
+
+async fn reserve_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    epoch: LeaseEpoch,
+    ask: &BudgetAsk,
+) -> Result<TreeAnswer> {
+    let chain = ancestors_in(c, id).await?;
+    let Some(root) = chain.last() else {
+        return Ok(TreeAnswer::Go);
+    };
+    if c.dialect() == Dialect::Postgres {
+        c.fetch_optional(
+            query("SELECT 1 FROM (SELECT pg_advisory_xact_lock(hashtextextended(:root, 7))) l")
+                .bind("root", root.to_string()),
+        )
+        .await?;
+    }
+    // The root first: the widest budget names the tree.
+    for ancestor in chain.iter().rev() {
+        let run = super::runs::fetch_run(c, *ancestor, false).await?;
+        let Some(budget) = cairn_core::Budget::in_force(run.budget, run.crew_definition.budget)
+        else {
+            continue;
+        };
+        let spent = super::journal::spent_in(c, *ancestor).await?;
+        let held = held_in(c, *ancestor, id).await?;
+        let answer = match budget.answer(spent, held, ask) {
+            TreeAnswer::Go => continue,
+            TreeAnswer::Wait { why, .. } => TreeAnswer::Wait {
+                why: format!("run {ancestor} and its children: {why}"),
+                key: cairn_core::budget_key(*root),
+            },
+            TreeAnswer::Refused { why } => TreeAnswer::Refused {
+                why: format!(
+                    "run {ancestor} and its children: {why} (raise it and carry on with \
+                     `cairn runs continue {ancestor} --budget LIMIT=+N`)"
+                ),
+            },
+        };
+        return Ok(answer);
+    }
+    c.execute(query("DELETE FROM budget_holds WHERE run_id = :run").bind("run", id))
+        .await?;
+    c.execute(
+        query(
+            "INSERT INTO budget_holds (run_id, epoch, tokens, cost_nanos, held_at) \
+             VALUES (:run, :epoch, :tokens, :cost, {now})",
+        )
+        .bind("run", id)
+        .bind("epoch", epoch.0)
+        .bind("tokens", i64::try_from(ask.tokens).unwrap_or(i64::MAX))
+        .bind("cost", i64::try_from(ask.cost.0).unwrap_or(i64::MAX)),
+    )
+    .await?;
+    Ok(TreeAnswer::Go)
+}
+
+/// Run `id`'s ancestors through child links, its parent first.
+async fn ancestors_in(c: &mut Conn<'_>, id: RunId) -> Result<Vec<RunId>> {
+    let mut chain = vec![];
+    let mut at = id;
+    // Depth is bounded (`children` steps refuse past it); so is this walk.
+    for _ in 0..64 {
+        let row = c
+            .fetch_optional(
+                query(
+                    "SELECT parent_run_id FROM runs WHERE id = :run \
+                     AND child_key IS NOT NULL AND parent_run_id IS NOT NULL",
+                )
+                .bind("run", at),
+            )
+            .await?;
+        let parent = match row {
+            Some(row) => row.opt_uuid("parent_run_id", at, "a child's parent")?,
+            None => None,
+        };
+        let Some(parent) = parent else {
+            break;
+        };
+        at = RunId::from_uuid(parent);
+        chain.push(at);
+    }
+    Ok(chain)
+}
+
+/// What the live holds of `ancestor`'s tree hold, besides `me`'s.
+async fn held_in(c: &mut Conn<'_>, ancestor: RunId, me: RunId) -> Result<Spent> {
+    const HELD: &str = concat!(
+        tree_cte!(),
+        "SELECT CAST(COALESCE(SUM(h.tokens), 0) AS BIGINT) AS tokens, \
+           CAST(COALESCE(SUM(h.cost_nanos), 0) AS BIGINT) AS cost, COUNT(*) AS calls \
+         FROM budget_holds h JOIN runs r ON r.id = h.run_id \
+         WHERE h.run_id IN (SELECT id FROM tree) AND h.run_id <> :me \
+         AND r.status = 'running' AND r.lease_epoch = h.epoch AND r.lease_expires_at > {now}"
+    );
+    let row = c
+        .fetch_optional(query(HELD).bind("run", ancestor).bind("me", me))
+        .await?;
+    let count = |col: &str| -> Result<u64> {
+        Ok(match &row {
+            Some(r) => u64::try_from(r.opt_int(col)?.unwrap_or(0)).unwrap_or(0),
+            None => 0,
+        })
+    };
+    Ok(Spent {
+        tokens: count("tokens")?,
+        model_calls: count("calls")?,
+        cost_usd: Usd(count("cost")?),
+        ..Spent::default()
+    })
+}
+
+/// Drops the run's hold, and makes the run of its tree that has waited
+/// longest for room claimable now.
+async fn release_in(c: &mut Conn<'_>, id: RunId) -> Result<()> {
+    let gone = c
+        .execute(query("DELETE FROM budget_holds WHERE run_id = :run").bind("run", id))
+        .await?;
+    if gone == 0 {
+        return Ok(());
+    }
+    let Some(root) = ancestors_in(c, id).await?.last().copied() else {
+        return Ok(());
+    };
+    let woken = c
+        .fetch_all(
+            query(
+                "UPDATE runs SET not_before = {now} WHERE id IN (SELECT id FROM runs \
+                 WHERE deferred_key = :key AND status = 'queued' AND not_before > {now} \
+                 ORDER BY not_before LIMIT 1) RETURNING id",
+            )
+            .bind("key", cairn_core::budget_key(root)),
+        )
+        .await?;
+    if !woken.is_empty() {
+        c.notify_runnable(crate::raw::nil_run()).await?;
+    }
+    Ok(())
+}
