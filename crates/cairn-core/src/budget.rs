@@ -282,6 +282,23 @@ impl Budget {
         }
     }
 
+    /// Why a program (a `command` step, which may report tokens but
+    /// cannot say beforehand) must not start: the run's tokens or dollars
+    /// are spent.
+    pub fn refuses_program(&self, spent: Spent) -> Option<String> {
+        if let Some(limit) = self.tokens.filter(|l| spent.tokens >= *l) {
+            return Some(format!(
+                "the run's budget of {limit} tokens is spent ({} spent)",
+                spent.tokens
+            ));
+        }
+        let limit = self.cost_usd.filter(|l| spent.cost_usd >= *l)?;
+        Some(format!(
+            "the run's budget of {limit} is spent ({} spent)",
+            spent.cost_usd
+        ))
+    }
+
     /// Why the next model call must not be made: a limit reached, or one the
     /// call would pass (`estimate`: its input's tokens; `cost`: what that
     /// input costs).

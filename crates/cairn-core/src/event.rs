@@ -70,8 +70,9 @@ pub enum EventKind {
     /// settled, ok, total, by: the child whose end decided it).
     ChildrenJoined,
     /// An operator's retry of a `children` step kept the children that
-    /// succeeded at its earlier attempts (data: idx, attempt, reused: each
-    /// `{key, run_id}`); only the others start again.
+    /// succeeded at its earlier attempts, or a fork running it again kept
+    /// copies of its source's (data: idx, attempt, reused: each `{key,
+    /// run_id}`, with `copied_from` for a copy); only the others start.
     ChildrenReused,
     /// A step waits for its provider key's pause: the run is queued again
     /// at its end, the same attempt (data: idx, attempt, key, delay_ms,
@@ -89,10 +90,15 @@ pub enum EventKind {
     /// the limits that stand).
     BudgetRaised,
     /// A run's spending crossed 80 % of one of its budget's limits (data:
-    /// idx, limit: `tokens`, `model_calls` or `tool_calls`, budget, spent).
-    /// Emitted once per crossing; a raise that puts it below again lets it
-    /// cross again.
+    /// idx, limit: `tokens`, `model_calls`, `tool_calls` or `cost_usd`,
+    /// budget, spent). Emitted once per crossing; a raise that puts it
+    /// below again lets it cross again.
     BudgetWarning,
+    /// A `command` step's program reported the tokens it spent
+    /// (`cairn-usage:` on its stderr; data: idx, attempt, input_tokens,
+    /// output_tokens), whether it succeeded or not: they count in the
+    /// run's token budget.
+    UsageReported,
 }
 
 impl EventKind {
@@ -130,6 +136,7 @@ impl EventKind {
             EventKind::KeyResumed => "key_resumed",
             EventKind::BudgetRaised => "budget_raised",
             EventKind::BudgetWarning => "budget_warning",
+            EventKind::UsageReported => "usage_reported",
         }
     }
 
@@ -234,6 +241,7 @@ mod tests {
             EventKind::ChildrenSpawned,
             EventKind::ChildrenJoined,
             EventKind::ChildrenReused,
+            EventKind::UsageReported,
         ] {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));
         }

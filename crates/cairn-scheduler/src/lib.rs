@@ -432,7 +432,7 @@ impl Executor {
         if let Some(wait) = outcome::gate(step, extras.approved) {
             return Ok(outcome::commit(step, wait));
         }
-        if let Some(stop) = self.out_of_time(run).await? {
+        if let Some(stop) = self.out_of_budget(run, step).await? {
             return Ok(outcome::commit(step, stop));
         }
         let (def, idx, attempt) = (step.def, step.idx, step.attempt);
@@ -522,19 +522,30 @@ struct StepExtras {
 
 impl Executor {
     /// Before a step: the interruption of a run whose wall-time budget is
-    /// spent (`budget_exceeded`; `runs continue --budget wall_time=+N`
-    /// raises it). A read only for a run with a wall-time budget.
-    async fn out_of_time(&self, run: &RunRecord) -> Result<Option<outcome::StepOutcome>> {
-        let Some(budget) = budget_of(run).filter(|b| b.wall_time.is_some()) else {
+    /// spent, or before a `command` step whose token or dollar budget is
+    /// (`budget_exceeded`; `runs continue --budget LIMIT=+N` raises it). A
+    /// read only for a run with such a budget.
+    async fn out_of_budget(
+        &self,
+        run: &RunRecord,
+        step: &Dispatch<'_>,
+    ) -> Result<Option<outcome::StepOutcome>> {
+        // A program may spend tokens (`cairn-usage:`): none starts once
+        // they are spent.
+        let program = matches!(step.def.kind, cairn_core::AgentKind::Command { .. });
+        let Some(budget) = budget_of(run).filter(|b| {
+            b.wall_time.is_some() || (program && (b.tokens.is_some() || b.cost_usd.is_some()))
+        }) else {
             return Ok(None);
         };
         let spent = self.store.spent(run.id).await?;
-        Ok(budget
+        let why = budget
             .refuses_step(spent)
-            .map(|why| outcome::StepOutcome::Interrupted {
-                error: ErrorInfo::new(ErrorKind::BudgetExceeded, why, false),
-                duration_ms: 0,
-            }))
+            .or_else(|| program.then(|| budget.refuses_program(spent)).flatten());
+        Ok(why.map(|why| outcome::StepOutcome::Interrupted {
+            error: ErrorInfo::new(ErrorKind::BudgetExceeded, why, false),
+            duration_ms: 0,
+        }))
     }
 }
 

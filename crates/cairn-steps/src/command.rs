@@ -12,7 +12,10 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use cairn_core::{Agent, AgentDef, ErrorInfo, ErrorKind, StepContext, StepOutput, Usage, BASE_ENV};
+use cairn_core::{
+    Agent, AgentDef, ErrorInfo, ErrorKind, EventKind, NewEvent, StepContext, StepOutput, Usage,
+    BASE_ENV,
+};
 
 /// A stderr line starting with this, followed by
 /// `{"input_tokens":N,"output_tokens":M}`, reports the step's token usage.
@@ -338,6 +341,19 @@ impl Agent for CommandAgent {
             env.push(("TRACEPARENT", tp.clone()));
         }
         let out = run_program(&self.argv, payload, &self.env, &env).await?;
+        let usage = parse_usage(&out.stderr);
+        if let (Some(u), Some(journal)) = (usage, &cx.journal) {
+            // What the program spent counts in the run's budget whether it
+            // succeeded or not. Best effort: a run whose lease is gone
+            // fails at its commit anyway.
+            let event = NewEvent::new(
+                EventKind::UsageReported,
+                serde_json::json!({"idx": cx.step.idx, "attempt": cx.step.attempt,
+                                   "input_tokens": u.input_tokens,
+                                   "output_tokens": u.output_tokens}),
+            );
+            let _ = journal.event(event).await;
+        }
         let program = self.argv.first().map_or("", String::as_str);
         if let Some(message) = failure_message(program, &out) {
             let permanent = out
@@ -352,10 +368,7 @@ impl Agent for CommandAgent {
                 return Err(spawn.into_error());
             }
         }
-        Ok(StepOutput {
-            output,
-            usage: parse_usage(&out.stderr),
-        })
+        Ok(StepOutput { output, usage })
     }
 }
 

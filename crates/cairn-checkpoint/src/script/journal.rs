@@ -93,8 +93,9 @@ pub(super) use tree_cte;
 
 /// `Store::spent`: the tokens, model calls and cost of every finished
 /// response of the run and its descendants (their `turn_end` items, any
-/// step, attempt or generation), what responses cut mid-stream cost, their
-/// tool executions, and the run's own age.
+/// step, attempt or generation), what responses cut mid-stream cost, the
+/// tokens their `command` steps reported, their tool executions, and the
+/// run's own age.
 pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::Spent> {
     const SPENT: &str = concat!(
         tree_cte!(),
@@ -112,6 +113,9 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
            (SELECT CAST(COALESCE(SUM(CAST(data->>'cut_cost_nanos' AS BIGINT)), 0) \
              AS BIGINT) FROM events WHERE run_id IN (SELECT id FROM tree) \
              AND kind = 'model_called' AND data->>'cut_cost_nanos' IS NOT NULL) AS cut_cost, \
+           (SELECT CAST(COALESCE(SUM(CAST(data->>'input_tokens' AS BIGINT) \
+             + CAST(data->>'output_tokens' AS BIGINT)), 0) AS BIGINT) FROM events \
+             WHERE run_id IN (SELECT id FROM tree) AND kind = 'usage_reported') AS reported, \
            (SELECT {age_secs} FROM runs WHERE id = :run) AS age \
          FROM journal WHERE run_id IN (SELECT id FROM tree) AND kind = 'turn_end'"
     );
@@ -123,7 +127,7 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
         })
     };
     Ok(cairn_core::Spent {
-        tokens: count("tokens")? + count("cut")?,
+        tokens: count("tokens")? + count("cut")? + count("reported")?,
         model_calls: count("calls")?,
         tool_calls: count("tools")?,
         wall_time: count("age")?,

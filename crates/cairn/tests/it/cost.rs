@@ -2,7 +2,8 @@
 //! table as each response finishes (cache reads at their own rate), summed
 //! exactly into what the run spent, a `cost_usd` budget that stops the
 //! call that would pass it and is raised by a continue, and a run with a
-//! dollar budget that the process cannot price makes no call.
+//! dollar budget that the process cannot price makes no call. Tokens a
+//! `command` step's program reports count in the token budget too.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use super::agents::{clerk, Count};
 both!(
     a_cost_budget_stops_a_looping_agent_at_the_hand_computed_cost_and_a_raise_carries_it_on,
     a_dollar_budget_without_a_price_makes_no_call,
+    tokens_a_program_reports_count_and_a_spent_budget_starts_no_program,
 );
 
 /// Each response: one tool call, 100 prompt tokens of which 40 were read
@@ -143,4 +145,59 @@ async fn a_dollar_budget_without_a_price_makes_no_call(kind: Kind) {
         assert_eq!(engine.store().spent(run.id).await.unwrap().model_calls, 0);
         assert_eq!(runs.load(Ordering::SeqCst), 0);
     }
+}
+
+/// A command step whose program reports 30 + 20 tokens; with `code` other
+/// than 0 it fails once (after reporting) and succeeds when retried.
+fn program(role: &str, code: u8, scratch: &std::path::Path) -> String {
+    let flag = scratch.join(format!("{role}-failed"));
+    let script = format!(
+        "cat > /dev/null; echo {role} >> {ran}; \
+         echo 'cairn-usage: {{\"input_tokens\": 30, \"output_tokens\": 20}}' >&2; \
+         [ {code} = 0 ] || [ -e {flag} ] || {{ touch {flag}; exit {code}; }}; echo ok",
+        ran = scratch.join("ran").display(),
+        flag = flag.display(),
+    );
+    format!(
+        "[[agents]]\nrole = \"{role}\"\nkind = \"command\"\n\
+         retry = {{ max_attempts = 2, initial_delay_ms = 1 }}\n\
+         command = [\"sh\", \"-c\", '''{script}''']\n"
+    )
+}
+
+async fn tokens_a_program_reports_count_and_a_spent_budget_starts_no_program(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db, None).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let crew = cairn::Crew::from_toml(&format!(
+        "name = \"programs\"\nversion = \"1\"\n[budget]\ntokens = 120\n{}{}{}",
+        program("first", 0, scratch.path()),
+        program("second", 7, scratch.path()),
+        program("third", 0, scratch.path())
+    ))
+    .unwrap();
+    let run = engine
+        .run(&crew, json!({}), SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    // first 50, second 50 + 50 (it ran twice): 150 of 120, so the third
+    // program does not start.
+    assert_eq!(run.status, RunStatus::Interrupted, "{:?}", run.error);
+    let error = run.error.clone().unwrap();
+    assert_eq!(error.kind, ErrorKind::BudgetExceeded);
+    assert!(error.message.contains("120 tokens"), "{}", error.message);
+    let spent = engine.store().spent(run.id).await.unwrap();
+    assert_eq!((spent.tokens, spent.model_calls), (150, 0));
+    let log = std::fs::read_to_string(scratch.path().join("ran")).unwrap();
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        ["first", "second", "second"]
+    );
+    let events = engine.events(run.id).await.unwrap();
+    let reported = events
+        .iter()
+        .filter(|e| e.kind == EventKind::UsageReported)
+        .count();
+    assert_eq!(reported, 3);
 }
