@@ -251,8 +251,11 @@ fn stop_word(s: &StopReason) -> String {
 struct Response {
     texts: usize,
     calls: Vec<Call>,
-    /// Tokens the provider reported for the call (0 until it finished).
+    /// Tokens the provider reported for the call (0 until it finished),
+    /// and of them the input and the output.
     used: u64,
+    input: u64,
+    output: u64,
     /// Bytes of text and tool input received so far (a cut response's
     /// output is estimated from them: the provider bills what it sent).
     received: usize,
@@ -448,6 +451,8 @@ impl LlmAgent {
                 if let Some(before) = before {
                     let after = Spent {
                         tokens: before.tokens + response.used,
+                        input_tokens: before.input_tokens + response.input,
+                        output_tokens: before.output_tokens + response.output,
                         model_calls: before.model_calls + 1,
                         cost_usd: before.cost_usd.saturating_add(response.cost),
                         ..before
@@ -482,6 +487,7 @@ impl LlmAgent {
                 (response.received as u64).div_ceil(4),
             );
             data["cut_tokens"] = json!(input + output);
+            (data["cut_input_tokens"], data["cut_output_tokens"]) = (json!(input), json!(output));
             let (provider, model) = (self.provider.name(), &self.def.model);
             if let Some(cost) = cut_cost(cx, provider, model, input, output) {
                 data["cut_cost_nanos"] = json!(cost.0);
@@ -596,6 +602,7 @@ impl LlmAgent {
                 }
                 StreamEvent::Finished { stop_reason, usage } => {
                     response.used = usage.input_tokens + usage.output_tokens;
+                    (response.input, response.output) = (usage.input_tokens, usage.output_tokens);
                     let ms = started.elapsed().as_millis() as u64;
                     let stop = stop_word(&stop_reason);
                     let called = |event| with(event, "first_chunk_ms", json!(first_chunk_ms));

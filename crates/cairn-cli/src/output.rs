@@ -350,6 +350,8 @@ fn write_budget(out: &mut impl Write, view: &RunView) -> anyhow::Result<()> {
     };
     let limits = [
         ("tokens", spent.tokens, budget.tokens),
+        ("input tokens", spent.input_tokens, budget.input_tokens),
+        ("output tokens", spent.output_tokens, budget.output_tokens),
         ("model calls", spent.model_calls, budget.model_calls),
         ("tool calls", spent.tool_calls, budget.tool_calls),
         ("seconds", spent.wall_time, budget.wall_time),

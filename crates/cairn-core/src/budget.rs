@@ -21,6 +21,12 @@ pub struct Budget {
     /// Input plus output tokens of every model call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
+    /// Input tokens alone (a call whose input would pass it is not made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Output tokens alone (no call is made once they are spent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
     /// Model calls (finished responses).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_calls: Option<u64>,
@@ -45,6 +51,11 @@ pub struct Budget {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spent {
     pub tokens: u64,
+    /// Of `tokens`, the input and the output.
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
     pub model_calls: u64,
     /// Tools executed (`tool_executed` events).
     pub tool_calls: u64,
@@ -98,7 +109,8 @@ pub enum TreeAnswer {
 /// A budget flag that does not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "budget `{text}`: {why} (write tokens=N, model_calls=N, tool_calls=N, wall_time=N \
+    "budget `{text}`: {why} (write tokens=N, input_tokens=N, output_tokens=N, \
+     model_calls=N, tool_calls=N, wall_time=N \
      (seconds, or with s, m, h) or cost_usd=D (dollars, as 2.50); +N to raise)"
 )]
 pub struct BadBudget {
@@ -123,6 +135,8 @@ impl Budget {
     pub fn over(self, under: Budget) -> Budget {
         Budget {
             tokens: self.tokens.or(under.tokens),
+            input_tokens: self.input_tokens.or(under.input_tokens),
+            output_tokens: self.output_tokens.or(under.output_tokens),
             model_calls: self.model_calls.or(under.model_calls),
             tool_calls: self.tool_calls.or(under.tool_calls),
             wall_time: self.wall_time.or(under.wall_time),
@@ -139,6 +153,8 @@ impl Budget {
         };
         Budget {
             tokens: add(self.tokens, by.tokens),
+            input_tokens: add(self.input_tokens, by.input_tokens),
+            output_tokens: add(self.output_tokens, by.output_tokens),
             model_calls: add(self.model_calls, by.model_calls),
             tool_calls: add(self.tool_calls, by.tool_calls),
             wall_time: add(self.wall_time, by.wall_time),
@@ -182,6 +198,8 @@ impl Budget {
             .ok_or_else(|| bad("not a whole number"))?;
             let slot = match name {
                 "tokens" => &mut budget.tokens,
+                "input_tokens" => &mut budget.input_tokens,
+                "output_tokens" => &mut budget.output_tokens,
                 "model_calls" => &mut budget.model_calls,
                 "tool_calls" => &mut budget.tool_calls,
                 "wall_time" => &mut budget.wall_time,
@@ -199,6 +217,18 @@ impl Budget {
         let cost = |usd: Usd| usd.0;
         let limits = [
             ("tokens", self.tokens, before.tokens, after.tokens),
+            (
+                "input_tokens",
+                self.input_tokens,
+                before.input_tokens,
+                after.input_tokens,
+            ),
+            (
+                "output_tokens",
+                self.output_tokens,
+                before.output_tokens,
+                after.output_tokens,
+            ),
             (
                 "model_calls",
                 self.model_calls,
@@ -286,11 +316,17 @@ impl Budget {
     /// cannot say beforehand) must not start: the run's tokens or dollars
     /// are spent.
     pub fn refuses_program(&self, spent: Spent) -> Option<String> {
-        if let Some(limit) = self.tokens.filter(|l| spent.tokens >= *l) {
-            return Some(format!(
-                "the run's budget of {limit} tokens is spent ({} spent)",
-                spent.tokens
-            ));
+        let counts = [
+            ("tokens", self.tokens, spent.tokens),
+            ("input tokens", self.input_tokens, spent.input_tokens),
+            ("output tokens", self.output_tokens, spent.output_tokens),
+        ];
+        for (name, limit, used) in counts {
+            if let Some(limit) = limit.filter(|l| used >= *l) {
+                return Some(format!(
+                    "the run's budget of {limit} {name} is spent ({used} spent)"
+                ));
+            }
         }
         let limit = self.cost_usd.filter(|l| spent.cost_usd >= *l)?;
         Some(format!(
@@ -319,6 +355,21 @@ impl Budget {
             return Some(format!(
                 "the run's budget of {limit} model calls is spent ({} made)",
                 spent.model_calls
+            ));
+        }
+        if let Some(limit) = self.input_tokens {
+            if spent.input_tokens.saturating_add(estimate) > limit {
+                return Some(format!(
+                    "the run's budget of {limit} input tokens would be passed: {} spent, the \
+                     next call sends about {estimate}",
+                    spent.input_tokens
+                ));
+            }
+        }
+        if let Some(limit) = self.output_tokens.filter(|l| spent.output_tokens >= *l) {
+            return Some(format!(
+                "the run's budget of {limit} output tokens is spent ({} spent)",
+                spent.output_tokens
             ));
         }
         let limit = self.tokens?;
@@ -413,14 +464,14 @@ mod tests {
             model_calls: Some(10),
             tool_calls: None,
             wall_time: None,
-            cost_usd: None,
+            ..Budget::default()
         };
         let run = Budget {
             tokens: Some(50),
             model_calls: None,
             tool_calls: Some(4),
             wall_time: None,
-            cost_usd: None,
+            ..Budget::default()
         };
         let both = run.over(crew);
         assert_eq!((both.tokens, both.model_calls), (Some(50), Some(10)));
@@ -437,14 +488,14 @@ mod tests {
             model_calls: Some(3),
             tool_calls: Some(2),
             wall_time: None,
-            cost_usd: None,
+            ..Budget::default()
         };
         let spent = |tokens, model_calls| Spent {
             tokens,
             model_calls,
             tool_calls: 0,
             wall_time: 0,
-            cost_usd: Usd(0),
+            ..Spent::default()
         };
         assert_eq!(b.refuses(spent(400, 2), 600, Usd(0)), None);
         assert!(b
@@ -496,6 +547,33 @@ mod tests {
     }
 
     #[test]
+    fn input_and_output_limits_refuse_on_their_own_count() {
+        let b = Budget::parse(["input_tokens=500", "output_tokens=100"], false).unwrap();
+        let at = |input_tokens, output_tokens| Spent {
+            input_tokens,
+            output_tokens,
+            tokens: input_tokens + output_tokens,
+            ..Spent::default()
+        };
+        assert_eq!(b.refuses(at(400, 99), 100, Usd(0)), None);
+        let why = b.refuses(at(401, 0), 100, Usd(0)).unwrap();
+        assert!(why.contains("500 input tokens"), "{why}");
+        let why = b.refuses(at(0, 100), 1, Usd(0)).unwrap();
+        assert!(why.contains("100 output tokens"), "{why}");
+        assert!(b
+            .refuses_program(at(0, 100))
+            .unwrap()
+            .contains("output tokens"));
+        assert_eq!(b.refuses_program(at(499, 99)), None);
+        let raised = b.raised(Budget::parse(["output_tokens=+50"], true).unwrap());
+        assert_eq!(raised.output_tokens, Some(150));
+        assert_eq!(
+            b.crossed(at(0, 0), at(0, 80)),
+            vec![("output_tokens", 100.into(), 80.into())]
+        );
+    }
+
+    #[test]
     fn a_trees_call_goes_waits_for_what_others_hold_or_is_refused_by_what_was_spent() {
         let b = Budget::parse(["tokens=1000", "model_calls=10"], false).unwrap();
         let ask = BudgetAsk {
@@ -538,14 +616,14 @@ mod tests {
             model_calls: Some(5),
             tool_calls: None,
             wall_time: None,
-            cost_usd: None,
+            ..Budget::default()
         };
         let at = |tokens, model_calls| Spent {
             tokens,
             model_calls,
             tool_calls: 0,
             wall_time: 0,
-            cost_usd: Usd(0),
+            ..Spent::default()
         };
         assert!(b.crossed(at(0, 0), at(799, 1)).is_empty());
         assert_eq!(

@@ -534,7 +534,11 @@ impl Executor {
         // they are spent.
         let program = matches!(step.def.kind, cairn_core::AgentKind::Command { .. });
         let Some(budget) = budget_of(run).filter(|b| {
-            b.wall_time.is_some() || (program && (b.tokens.is_some() || b.cost_usd.is_some()))
+            let spends = [b.tokens, b.input_tokens, b.output_tokens]
+                .iter()
+                .any(Option::is_some)
+                || b.cost_usd.is_some();
+            b.wall_time.is_some() || (program && spends)
         }) else {
             return Ok(None);
         };

@@ -99,9 +99,10 @@ pub(super) use tree_cte;
 pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::Spent> {
     const SPENT: &str = concat!(
         tree_cte!(),
-        "SELECT CAST(COALESCE(SUM(COALESCE(CAST(payload->>'input_tokens' AS BIGINT), 0) \
-           + COALESCE(CAST(payload->>'output_tokens' AS BIGINT), 0)), 0) AS BIGINT) \
-           AS tokens, \
+        "SELECT CAST(COALESCE(SUM(CAST(payload->>'input_tokens' AS BIGINT)), 0) AS BIGINT) \
+           AS input, \
+           CAST(COALESCE(SUM(CAST(payload->>'output_tokens' AS BIGINT)), 0) AS BIGINT) \
+           AS output, \
            COUNT(*) AS calls, \
            CAST(COALESCE(SUM(CAST(payload->>'cost_nanos' AS BIGINT)), 0) AS BIGINT) \
            AS cost, \
@@ -110,12 +111,19 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
            (SELECT CAST(COALESCE(SUM(CAST(data->>'cut_tokens' AS BIGINT)), 0) AS BIGINT) \
              FROM events WHERE run_id IN (SELECT id FROM tree) AND kind = 'model_called' \
              AND data->>'cut_tokens' IS NOT NULL) AS cut, \
+           (SELECT CAST(COALESCE(SUM(CAST(data->>'cut_output_tokens' AS BIGINT)), 0) \
+             AS BIGINT) FROM events WHERE run_id IN (SELECT id FROM tree) \
+             AND kind = 'model_called' AND data->>'cut_output_tokens' IS NOT NULL) \
+             AS cut_output, \
            (SELECT CAST(COALESCE(SUM(CAST(data->>'cut_cost_nanos' AS BIGINT)), 0) \
              AS BIGINT) FROM events WHERE run_id IN (SELECT id FROM tree) \
              AND kind = 'model_called' AND data->>'cut_cost_nanos' IS NOT NULL) AS cut_cost, \
-           (SELECT CAST(COALESCE(SUM(CAST(data->>'input_tokens' AS BIGINT) \
-             + CAST(data->>'output_tokens' AS BIGINT)), 0) AS BIGINT) FROM events \
-             WHERE run_id IN (SELECT id FROM tree) AND kind = 'usage_reported') AS reported, \
+           (SELECT CAST(COALESCE(SUM(CAST(data->>'input_tokens' AS BIGINT)), 0) AS BIGINT) \
+             FROM events WHERE run_id IN (SELECT id FROM tree) \
+             AND kind = 'usage_reported') AS reported_input, \
+           (SELECT CAST(COALESCE(SUM(CAST(data->>'output_tokens' AS BIGINT)), 0) AS BIGINT) \
+             FROM events WHERE run_id IN (SELECT id FROM tree) \
+             AND kind = 'usage_reported') AS reported_output, \
            (SELECT {age_secs} FROM runs WHERE id = :run) AS age \
          FROM journal WHERE run_id IN (SELECT id FROM tree) AND kind = 'turn_end'"
     );
@@ -126,8 +134,16 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
             None => 0,
         })
     };
+    // A cut response's tokens count whole; its split, where its event has
+    // one (before, it counts as input).
+    let cut = count("cut")?;
+    let output = count("output")? + count("cut_output")? + count("reported_output")?;
+    let input =
+        count("input")? + cut.saturating_sub(count("cut_output")?) + count("reported_input")?;
     Ok(cairn_core::Spent {
-        tokens: count("tokens")? + count("cut")? + count("reported")?,
+        tokens: input + output,
+        input_tokens: input,
+        output_tokens: output,
         model_calls: count("calls")?,
         tool_calls: count("tools")?,
         wall_time: count("age")?,

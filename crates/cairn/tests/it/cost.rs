@@ -19,6 +19,7 @@ both!(
     a_cost_budget_stops_a_looping_agent_at_the_hand_computed_cost_and_a_raise_carries_it_on,
     a_dollar_budget_without_a_price_makes_no_call,
     tokens_a_program_reports_count_and_a_spent_budget_starts_no_program,
+    input_and_output_token_limits_stop_a_looping_agent_on_their_own_counts,
 );
 
 /// Each response: one tool call, 100 prompt tokens of which 40 were read
@@ -200,4 +201,37 @@ async fn tokens_a_program_reports_count_and_a_spent_budget_starts_no_program(kin
         .filter(|e| e.kind == EventKind::UsageReported)
         .count();
     assert_eq!(reported, 3);
+}
+
+async fn input_and_output_token_limits_stop_a_looping_agent_on_their_own_counts(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db, None).await;
+    // Each call: 100 in, 20 out. Output 50: a fourth call is not made
+    // once 60 are out.
+    let crew = clerk(&looping(20), Count::new());
+    let run = stopped(&engine, &crew, "output_tokens=50", "50 output tokens").await;
+    let spent = engine.store().spent(run.id).await.unwrap();
+    let counts = (spent.model_calls, spent.input_tokens, spent.output_tokens);
+    assert_eq!(counts, (3, 300, 60));
+    // Input 250: a call whose input (estimated from the request, which
+    // grows with the conversation) would pass what is left is not made;
+    // the scripted model reports more than the estimate, so the run ends
+    // past it by at most one call's input.
+    let crew = clerk(&looping(20), Count::new());
+    let run = stopped(&engine, &crew, "input_tokens=250", "250 input tokens").await;
+    let spent = engine.store().spent(run.id).await.unwrap();
+    assert!((1..20).contains(&spent.model_calls), "{spent:?}");
+    assert!(spent.input_tokens <= 250 + 100, "{spent:?}");
+    assert_eq!(spent.output_tokens, 20 * spent.model_calls);
+}
+
+/// Runs `crew` with the budget `flag`: it stops interrupted with
+/// `budget_exceeded` naming `names`.
+async fn stopped(engine: &Engine, crew: &cairn::Crew, flag: &str, names: &str) -> cairn::RunRecord {
+    let run = engine.run(crew, json!({}), budget(flag)).await.unwrap().run;
+    assert_eq!(run.status, RunStatus::Interrupted, "{flag}");
+    let error = run.error.clone().unwrap();
+    assert_eq!(error.kind, ErrorKind::BudgetExceeded);
+    assert!(error.message.contains(names), "{}", error.message);
+    run
 }
