@@ -6,8 +6,8 @@
 use serde_json::json;
 
 use cairn_core::{
-    BudgetAsk, CallTokens, Deferral, ErrorInfo, ErrorKind, EventKind, JournalHandle, NewEvent,
-    Price, Spent, StepContext, TreeAnswer, Usd,
+    Budget, BudgetAsk, CallTokens, Deferral, ErrorInfo, ErrorKind, EventKind, JournalHandle,
+    NewEvent, Price, Spent, StepContext, TreeAnswer, Usd,
 };
 use cairn_llm::{Request, TokenUsage};
 
@@ -45,6 +45,10 @@ pub(crate) async fn within_budget(
             Some(spent)
         }
     };
+    if let Some((thread, budget)) = &cx.thread_budget {
+        let (priced, est) = (price.is_some(), (estimate, input_cost));
+        thread_admits(journal, thread, budget, priced, est).await?;
+    }
     if cx.rolls_up {
         let max = u64::from(request.max_tokens);
         let ask = BudgetAsk {
@@ -57,6 +61,43 @@ pub(crate) async fn within_budget(
         tree_admits(journal, &ask).await?;
     }
     Ok(before)
+}
+
+/// A call of a run in a thread with a budget: refused (`budget_exceeded`)
+/// if what the thread's runs spent leaves no room for its input. A
+/// thread's runs run one at a time, so nothing is held.
+async fn thread_admits(
+    journal: &JournalHandle,
+    thread: &str,
+    budget: &Budget,
+    priced: bool,
+    (estimate, input_cost): (u64, Usd),
+) -> Result<(), ErrorInfo> {
+    let refuse = |why: String| {
+        let why = why.replacen("the run's budget", "its budget", 1);
+        let why = format!(
+            "thread `{thread}`: {why} (raise it with `cairn threads budget {thread} --budget \
+             LIMIT=+N`, then `cairn runs continue RUN_ID`)"
+        );
+        Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false))
+    };
+    if let (Some(limit), false) = (budget.cost_usd, priced) {
+        return refuse(format!(
+            "its budget of {limit} cannot be kept: the call is not priced"
+        ));
+    }
+    let spent = journal
+        .thread_spent(thread)
+        .await
+        .map_err(journal_failure)?;
+    let limits = Budget {
+        wall_time: None,
+        ..*budget
+    };
+    match limits.refuses(spent, estimate, input_cost) {
+        Some(why) => refuse(why),
+        None => Ok(()),
+    }
 }
 
 /// A child run's call against its ancestors' budgets: made (holding its
@@ -116,6 +157,20 @@ pub(crate) async fn tool_budget_refuses(
     journal: &JournalHandle,
     cx: &StepContext,
 ) -> Result<Option<String>, ErrorInfo> {
+    if let Some((thread, budget)) = cx
+        .thread_budget
+        .as_ref()
+        .filter(|(_, b)| b.tool_calls.is_some())
+    {
+        let spent = journal
+            .thread_spent(thread)
+            .await
+            .map_err(journal_failure)?;
+        if let Some(why) = budget.refuses_tool(spent) {
+            let why = why.replacen("the run's budget", "its budget", 1);
+            return Ok(Some(format!("thread `{thread}`: {why}")));
+        }
+    }
     let Some(budget) = cx.budget.filter(|b| b.tool_calls.is_some()) else {
         return Ok(None);
     };

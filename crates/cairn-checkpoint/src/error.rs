@@ -94,6 +94,10 @@ pub enum Error {
     /// A fork that cannot be made.
     #[error("cannot fork run {run}: {reason}")]
     ForkRefused { run: RunId, reason: String },
+    /// A thread budget that cannot be set as asked (a raise of a limit
+    /// the thread does not have). Nothing was written.
+    #[error("thread `{thread}`: {reason}")]
+    BadBudget { thread: String, reason: String },
     /// Context to merge into a run's input was refused: it must be a JSON
     /// object, and so must the run's input. Nothing was written.
     #[error("run {run}: cannot add this context: {reason}")]
@@ -284,6 +288,7 @@ pub enum Kind {
     LeaseHeld,
     BadAnswer,
     BadContext,
+    BadBudget,
     Unstorable,
     BadUrl,
     MissingFile,
@@ -315,6 +320,7 @@ impl Error {
             Error::LeaseHeld { .. } => Kind::LeaseHeld,
             Error::BadAnswer { .. } => Kind::BadAnswer,
             Error::BadContext { .. } => Kind::BadContext,
+            Error::BadBudget { .. } => Kind::BadBudget,
             Error::Unstorable(_) => Kind::Unstorable,
             Error::BadUrl { .. } => Kind::BadUrl,
             Error::MissingFile(_) => Kind::MissingFile,

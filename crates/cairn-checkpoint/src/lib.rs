@@ -375,6 +375,22 @@ pub struct ForkRequest {
     pub rerun_children: bool,
 }
 
+/// A thread's budget (`cairn threads budget`): limits on what its runs and
+/// their children spend together, checked before each model call of a run
+/// of the thread, and what they spent. The JSON of `cairn threads budget
+/// --json` and of `budget` in `cairn threads show --json`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ThreadBudget {
+    pub thread_id: String,
+    pub budget: cairn_core::Budget,
+    /// Counted as a run's `spent` is, over every run of the thread.
+    pub spent: cairn_core::Spent,
+    /// Who set or last raised it, and why.
+    pub set_by: String,
+    pub reason: Option<String>,
+    pub set_at: chrono::DateTime<chrono::Utc>,
+}
+
 /// A thread at a glance: its runs and the tokens their steps used
 /// ([`Store::threads`], [`Store::thread`]). The JSON of an entry of
 /// `cairn threads list --json`.
@@ -642,6 +658,21 @@ pub trait Store: Registry + Send + Sync + 'static {
     /// What the run's model calls have spent, from its journal
     /// (`cairn_core::budget`).
     async fn spent(&self, id: RunId) -> Result<cairn_core::Spent>;
+
+    /// Sets thread `thread`'s budget: the limits `budget` names replace
+    /// those it had (the others stay); with `raise`, each raises a limit
+    /// the thread has ([`Error::BadBudget`] for one it lacks, nothing
+    /// written). The thread need not have a run yet.
+    async fn set_thread_budget(
+        &self,
+        thread: &str,
+        budget: &cairn_core::Budget,
+        raise: bool,
+        actor: &Actor,
+    ) -> Result<ThreadBudget>;
+
+    /// Thread `thread`'s budget and what its runs spent, if it has one.
+    async fn thread_budget(&self, thread: &str) -> Result<Option<ThreadBudget>>;
 
     /// Before a model call of child run `id` (held under `epoch`): each of
     /// its budgeted ancestors weighs what its tree spent and what the

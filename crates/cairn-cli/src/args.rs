@@ -316,6 +316,22 @@ pub enum ThreadsCommand {
         /// The thread id.
         thread_id: String,
     },
+    /// Set a thread's budget (limits on what its runs and their children
+    /// spend together, checked before each model call): tokens=N,
+    /// cost_usd=D, … (repeatable) replace those limits; tokens=+N raises
+    /// one the thread has. The thread need not have a run yet.
+    Budget {
+        /// The thread id.
+        thread_id: String,
+        #[arg(long = "budget", value_name = "LIMIT=N", required = true)]
+        budget: Vec<String>,
+        /// Who is setting it. Default: $USER.
+        #[arg(long)]
+        by: Option<String>,
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]

@@ -348,6 +348,12 @@ fn write_budget(out: &mut impl Write, view: &RunView) -> anyhow::Result<()> {
     ) else {
         return Ok(());
     };
+    writeln!(out, "budget: {}", budget_parts(&budget, &spent))?;
+    Ok(())
+}
+
+/// What was spent of each limit a budget sets (`tokens 360 of 500, …`).
+fn budget_parts(budget: &cairn::Budget, spent: &cairn::Spent) -> String {
     let limits = [
         ("tokens", spent.tokens, budget.tokens),
         ("input tokens", spent.input_tokens, budget.input_tokens),
@@ -363,7 +369,22 @@ fn write_budget(out: &mut impl Write, view: &RunView) -> anyhow::Result<()> {
     if let Some(limit) = budget.cost_usd {
         parts.push(format!("cost {} of {limit}", spent.cost_usd));
     }
-    writeln!(out, "budget: {}", parts.join(", "))?;
+    parts.join(", ")
+}
+
+/// `threads budget`: the thread's budget as it stands.
+pub fn print_thread_budget(b: &cairn::ThreadBudget, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(b);
+    }
+    let mut stdout = text_out();
+    writeln!(
+        stdout,
+        "thread {}  budget: {}  (set by {})",
+        cairn::text::printable_line(&b.thread_id),
+        budget_parts(&b.budget, &b.spent),
+        cairn::text::printable_line(&b.set_by)
+    )?;
     Ok(())
 }
 
@@ -645,6 +666,9 @@ pub fn print_thread(view: &ThreadView, json: bool, finals: &[Option<Value>]) -> 
         t.input_tokens,
         t.output_tokens
     )?;
+    if let Some(b) = &view.budget {
+        writeln!(stdout, "budget: {}", budget_parts(&b.budget, &b.spent))?;
+    }
     run_table(&mut stdout, &view.runs)?;
     // The conversation, as the console shows it: each run's input and
     // final output (cut when long), oldest first.

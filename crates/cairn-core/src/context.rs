@@ -92,6 +92,10 @@ pub struct StepContext {
     /// ancestors' budgets ([`crate::BudgetAsk`]). Set by the executor.
     #[serde(skip)]
     pub rolls_up: bool,
+    /// The run's thread and its budget, when the thread has one: each
+    /// model call answers to it too. Set by the executor.
+    #[serde(skip)]
+    pub thread_budget: Option<(String, crate::Budget)>,
     /// The run's W3C `traceparent` (its trace, under the run's span) when
     /// it is traced: a `command` step's `TRACEPARENT`. Set by the executor.
     #[serde(skip)]

@@ -198,6 +198,12 @@ pub trait Journal: Send + Sync {
         Ok(crate::TreeAnswer::Go)
     }
 
+    /// What the runs of thread `thread` (and their children) spent, for
+    /// the thread's budget. A handle without storage knows of none.
+    async fn thread_spent(&self, _thread: &str) -> Result<crate::Spent, JournalError> {
+        Ok(crate::Spent::default())
+    }
+
     /// After that call: drops what it held.
     async fn unreserve(&self) -> Result<(), JournalError> {
         Ok(())

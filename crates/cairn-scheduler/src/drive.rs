@@ -130,10 +130,19 @@ impl Drive<'_> {
             }
             _ => None,
         };
+        let thread_budget = match &run.thread_id {
+            Some(t) => exec
+                .store
+                .thread_budget(t)
+                .await?
+                .map(|b| (t.clone(), b.budget)),
+            None => None,
+        };
         let held = Held {
             guard: &guard,
             epoch,
             thread,
+            thread_budget,
         };
         let retry_after = self.steps(&mut run, &held, attempt, extras).await?;
         // A run queued for a retry is no longer held.
@@ -184,6 +193,7 @@ impl Drive<'_> {
             }
             let extras = StepExtras {
                 thread: held.thread.clone(),
+                thread_budget: held.thread_budget.clone(),
                 ..std::mem::take(&mut extras)
             };
             let commit = exec
@@ -235,4 +245,6 @@ struct Held<'g> {
     epoch: cairn_core::LeaseEpoch,
     /// The thread's earlier runs, read once per claim.
     thread: Vec<ThreadTurn>,
+    /// The thread's budget, read once per claim (the id and the limits).
+    thread_budget: Option<(String, cairn_core::Budget)>,
 }

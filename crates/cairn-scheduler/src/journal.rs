@@ -115,6 +115,15 @@ impl Journal for StoreJournal {
             .map_err(journal_error)
     }
 
+    async fn thread_spent(&self, thread: &str) -> Result<cairn_core::Spent, JournalError> {
+        let budget = self
+            .store
+            .thread_budget(thread)
+            .await
+            .map_err(journal_error)?;
+        Ok(budget.map(|b| b.spent).unwrap_or_default())
+    }
+
     async fn unreserve(&self) -> Result<(), JournalError> {
         self.store
             .release_budget(self.run)

@@ -503,6 +503,7 @@ impl Executor {
             budget: budget_of(run),
             prices: self.config.prices.clone(),
             rolls_up: run.child.is_some(),
+            thread_budget: extras.thread_budget.clone(),
             traceparent: run
                 .trace
                 .map(|t| t.traceparent(cairn_core::SpanId::of_run(run.id))),
@@ -514,6 +515,7 @@ impl Executor {
 #[derive(Debug, Clone, Default)]
 struct StepExtras {
     thread: Vec<cairn_core::ThreadTurn>,
+    thread_budget: Option<(String, cairn_core::Budget)>,
     feedback: Vec<String>,
     answers: std::collections::BTreeMap<String, serde_json::Value>,
     approved: bool,

@@ -105,6 +105,12 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
         ),
         route("/v1/threads", &["GET"], false, get(threads::list)),
         route("/v1/threads/{id}", &["GET"], false, get(threads::show)),
+        route(
+            "/v1/threads/{id}/budget",
+            &["POST"],
+            false,
+            post(threads::budget),
+        ),
         route("/v1/compact", &["POST"], false, post(retention::compact)),
         route("/v1/crews", &["GET"], false, get(versions::loaded)),
         route("/v1/crews/stored", &["GET"], false, get(versions::stored)),

@@ -1,6 +1,7 @@
-//! Threads: `GET /v1/threads` (every thread's summary) and
-//! `GET /v1/threads/{id}` (one thread's runs and totals), the documents of
-//! `cairn threads list --json` and `cairn threads show --json`.
+//! Threads: `GET /v1/threads` (every thread's summary),
+//! `GET /v1/threads/{id}` (one thread's runs and totals) and
+//! `POST /v1/threads/{id}/budget` (its budget set or raised), the documents
+//! of `cairn threads list|show|budget --json`.
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
@@ -8,9 +9,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 
-use cairn::{BadThreadId, ErrorClass, ThreadPage, ThreadView};
+use cairn::{BadThreadId, ErrorClass, ThreadBudget, ThreadPage, ThreadView};
 
-use crate::extract::ApiQuery;
+use crate::extract::{ApiJson, ApiQuery};
 use crate::{ApiError, AppState};
 
 /// The query of `GET /v1/threads`: both optional.
@@ -92,4 +93,51 @@ pub(crate) async fn show(
         })
     })?;
     Ok(Json(state.engine().thread(&id).await?))
+}
+
+/// The body of `POST /v1/threads/{id}/budget`: exactly one of `set` and
+/// `raise`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ThreadBudgetBody {
+    #[serde(default)]
+    set: Option<cairn::Budget>,
+    #[serde(default)]
+    raise: Option<cairn::Budget>,
+    #[serde(default)]
+    by: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST /v1/threads/{id}/budget`: `set` replaces the limits it names,
+/// `raise` raises each named limit the thread has (400 `bad_budget` for
+/// one it lacks). The thread need not have a run yet.
+pub(crate) async fn budget(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+    ApiJson(body): ApiJson<ThreadBudgetBody>,
+) -> Result<Json<ThreadBudget>, ApiError> {
+    let Path(id) = id.map_err(|_| {
+        cairn::Error::from(BadThreadId {
+            field: "thread_id",
+            problem: "is not percent-encoded UTF-8".to_owned(),
+        })
+    })?;
+    let (budget, raise) = match (body.set, body.raise) {
+        (Some(set), None) => (set, false),
+        (None, Some(raise)) => (raise, true),
+        _ => {
+            return Err(ApiError::BadBody(
+                "give exactly one of `set` and `raise`".to_owned(),
+            ))
+        }
+    };
+    let actor = crate::actions::actor(body.by, body.reason);
+    let budget = state
+        .engine()
+        .set_thread_budget(&id, &budget, raise, &actor)
+        .await?;
+    tracing::info!(thread = %id, by = %actor.by, budget = ?budget.budget, "thread budget set");
+    Ok(Json(budget))
 }

@@ -355,6 +355,7 @@ mod tests {
             budget: None,
             prices: None,
             rolls_up: false,
+            thread_budget: None,
             traceparent: None,
             run_id: RunId::new(),
             input: json!({"topic": "rust"}),

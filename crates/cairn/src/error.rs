@@ -308,6 +308,7 @@ fn store_class(kind: cairn_checkpoint::Kind) -> (ErrorClass, &'static str) {
         S::LeaseHeld => (ErrorClass::Busy, "wrong_state"),
         S::BadAnswer => (ErrorClass::Invalid, "bad_answer"),
         S::BadContext => (ErrorClass::Invalid, "bad_context"),
+        S::BadBudget => (ErrorClass::Invalid, "bad_budget"),
         S::Unstorable => (ErrorClass::BadInput, "unstorable"),
         S::BadUrl => (ErrorClass::Config, "bad_database_url"),
         S::MissingFile => (ErrorClass::Config, "missing_database_file"),

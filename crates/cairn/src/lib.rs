@@ -51,7 +51,7 @@ pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
     Backend, BlockedRun, Claimed, CompactPolicy, Compacted, CrewUpgrade, CrewVersion, ForkRequest,
     LiveHub, Offered, OnBusy, OpenOptions, Pooler, ProcessRecord, RunFilter, Store, StoreStats,
-    Submitted, Takeover, ThreadPage, ThreadSummary, WaitFilter,
+    Submitted, Takeover, ThreadBudget, ThreadPage, ThreadSummary, WaitFilter,
     DEFAULT_MAX_CONNECTIONS as DEFAULT_DB_CONNECTIONS,
 };
 /// Server-Sent Events: an incremental decoder and a stream of events over a
@@ -66,7 +66,7 @@ pub use cairn_core::{
     ChildOutcome, ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord,
     Fingerprint, JoinRule, JournalEntry, JournalKind, KeyLimits, KeyPause, KeyState, LlmDef,
     OnDeadline, OutputDelta, Price, PriceTable, Priority, ProviderKind, RetryPolicy, Role, RunId,
-    RunRecord, RunStatus, StepContext, StepIdx, StepOutput, StepRecord, StepStatus, ToolDef,
+    RunRecord, RunStatus, Spent, StepContext, StepIdx, StepOutput, StepRecord, StepStatus, ToolDef,
     TraceContext, Usage, Usd, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).

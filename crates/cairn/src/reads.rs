@@ -171,6 +171,26 @@ impl Engine {
                 input_tokens: summary.input_tokens,
                 output_tokens: summary.output_tokens,
             },
+            budget: self.store().thread_budget(id.as_str()).await?,
         })
+    }
+
+    /// Sets thread `id`'s budget: the limits `budget` names replace those
+    /// it had; with `raise`, each raises one it has (refused, nothing
+    /// written, for one it lacks). Checked before each model call of the
+    /// thread's runs, over what they and their children spent. The thread
+    /// need not have a run yet.
+    pub async fn set_thread_budget(
+        &self,
+        id: &str,
+        budget: &cairn_core::Budget,
+        raise: bool,
+        actor: &crate::Actor,
+    ) -> Result<crate::ThreadBudget> {
+        let id = crate::ThreadId::new(id)?;
+        Ok(self
+            .store()
+            .set_thread_budget(id.as_str(), budget, raise, actor)
+            .await?)
     }
 }

@@ -90,6 +90,9 @@ pub struct ThreadView {
     /// As `cairn runs list --json` prints them.
     pub runs: Vec<RunRecord>,
     pub totals: ThreadTotals,
+    /// The thread's budget and what its runs spent, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<cairn_checkpoint::ThreadBudget>,
 }
 
 /// What a thread's runs add up to.

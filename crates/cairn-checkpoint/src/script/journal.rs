@@ -80,9 +80,18 @@ pub(super) async fn newest_in(
     row.map(|r| decode_journal(id, &r)).transpose()
 }
 
-/// A run (`:run`) and its descendants (children, theirs, …), as a table
-/// `tree` to prefix a query with: a run's budget limits them together.
+/// The runs a seed query names (default: run `:run`) and their
+/// descendants (children, theirs, …), as a table `tree` to prefix a query
+/// with: a budget limits them together.
 macro_rules! tree_cte {
+    ($seed:literal) => {
+        concat!(
+            "WITH RECURSIVE tree(id) AS (",
+            $seed,
+            " UNION ALL SELECT r.id FROM runs r JOIN tree t ON r.parent_run_id = t.id \
+             WHERE r.child_key IS NOT NULL) "
+        )
+    };
     () => {
         "WITH RECURSIVE tree(id) AS (SELECT id FROM runs WHERE id = :run \
          UNION ALL SELECT r.id FROM runs r JOIN tree t ON r.parent_run_id = t.id \
@@ -91,14 +100,10 @@ macro_rules! tree_cte {
 }
 pub(super) use tree_cte;
 
-/// `Store::spent`: the tokens, model calls and cost of every finished
-/// response of the run and its descendants (their `turn_end` items, any
-/// step, attempt or generation), what responses cut mid-stream cost, the
-/// tokens their `command` steps reported, their tool executions, and the
-/// run's own age.
-pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::Spent> {
-    const SPENT: &str = concat!(
-        tree_cte!(),
+/// What the runs of `tree` spent (after a [`tree_cte`]), and the age of
+/// run `:run`.
+macro_rules! spent_of_tree {
+    () => {
         "SELECT CAST(COALESCE(SUM(CAST(payload->>'input_tokens' AS BIGINT)), 0) AS BIGINT) \
            AS input, \
            CAST(COALESCE(SUM(CAST(payload->>'output_tokens' AS BIGINT)), 0) AS BIGINT) \
@@ -126,8 +131,34 @@ pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::
              AND kind = 'usage_reported') AS reported_output, \
            (SELECT {age_secs} FROM runs WHERE id = :run) AS age \
          FROM journal WHERE run_id IN (SELECT id FROM tree) AND kind = 'turn_end'"
+    };
+}
+
+/// `Store::spent`: the tokens, model calls and cost of every finished
+/// response of the run and its descendants (their `turn_end` items, any
+/// step, attempt or generation), what responses cut mid-stream cost, the
+/// tokens their `command` steps reported, their tool executions, and the
+/// run's own age.
+pub(super) async fn spent_in(c: &mut Conn<'_>, id: RunId) -> Result<cairn_core::Spent> {
+    const SPENT: &str = concat!(tree_cte!(), spent_of_tree!());
+    spent_of(c, query(SPENT).bind("run", id)).await
+}
+
+/// What thread `thread`'s runs and their descendants spent, counted as
+/// [`spent_in`] counts (no age: a thread has none).
+pub(super) async fn thread_spent_in(c: &mut Conn<'_>, thread: &str) -> Result<cairn_core::Spent> {
+    const SPENT: &str = concat!(
+        tree_cte!("SELECT id FROM runs WHERE thread_id = :thread"),
+        spent_of_tree!()
     );
-    let row = c.fetch_optional(query(SPENT).bind("run", id)).await?;
+    let q = query(SPENT)
+        .bind("thread", thread)
+        .bind("run", crate::raw::nil_run());
+    spent_of(c, q).await
+}
+
+async fn spent_of(c: &mut Conn<'_>, q: crate::sql::Query) -> Result<cairn_core::Spent> {
+    let row = c.fetch_optional(q).await?;
     let count = |col: &str| -> Result<u64> {
         Ok(match &row {
             Some(r) => u64::try_from(r.opt_int(col)?.unwrap_or(0)).unwrap_or(0),

@@ -760,27 +760,25 @@ impl<H: ScriptHost> Store for H {
     }
 
     async fn release(&self, permit: &Permit, used: u64) -> Result<()> {
-        let permit = permit.clone();
-        let write = self.tx(
-            TxKind::Write,
-            Box::new(move |c| Box::pin(async move { permits::release_in(c, &permit, used).await })),
-        );
-        bounded("release", self.target(), None, write).await
+        permits::release(self, permit, used).await
     }
 
     async fn set_limits(&self, key: &str, limits: &KeyLimits) -> Result<KeyState> {
-        bounded("set_limits", self.target(), None, async {
-            text_ok("the provider key", Some(key))?;
-            let (key, limits) = (key.to_owned(), *limits);
-            self.tx(
-                TxKind::Write,
-                Box::new(move |c| {
-                    Box::pin(async move { permits::set_limits_in(c, &key, &limits).await })
-                }),
-            )
-            .await
-        })
-        .await
+        permits::set_limits(self, key, limits).await
+    }
+
+    async fn set_thread_budget(
+        &self,
+        thread: &str,
+        budget: &cairn_core::Budget,
+        raise: bool,
+        actor: &Actor,
+    ) -> Result<crate::ThreadBudget> {
+        threads::set_budget(self, thread, budget, raise, actor).await
+    }
+
+    async fn thread_budget(&self, thread: &str) -> Result<Option<crate::ThreadBudget>> {
+        threads::budget(self, thread).await
     }
 
     async fn trace_pending(&self, limit: usize) -> Result<Vec<crate::TraceWork>> {

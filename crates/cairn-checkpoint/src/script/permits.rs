@@ -79,6 +79,38 @@ pub(super) async fn admit<H: super::ScriptHost + ?Sized>(
     super::boundary::bounded("admit", host.target(), None, write).await
 }
 
+/// `Store::release`.
+pub(super) async fn release<H: super::ScriptHost + ?Sized>(
+    host: &H,
+    permit: &Permit,
+    used: u64,
+) -> Result<()> {
+    let permit = permit.clone();
+    let write = host.tx(
+        super::TxKind::Write,
+        Box::new(move |c| Box::pin(async move { release_in(c, &permit, used).await })),
+    );
+    super::boundary::bounded("release", host.target(), None, write).await
+}
+
+/// `Store::set_limits`.
+pub(super) async fn set_limits<H: super::ScriptHost + ?Sized>(
+    host: &H,
+    key: &str,
+    limits: &KeyLimits,
+) -> Result<KeyState> {
+    super::boundary::bounded("set_limits", host.target(), None, async {
+        super::storable::text_ok("the provider key", Some(key))?;
+        let (key, limits) = (key.to_owned(), *limits);
+        host.tx(
+            super::TxKind::Write,
+            Box::new(move |c| Box::pin(async move { set_limits_in(c, &key, &limits).await })),
+        )
+        .await
+    })
+    .await
+}
+
 /// `Store::admit` for a limited key, in a write transaction.
 pub(super) async fn admit_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Admission> {
     let Some(row) = c

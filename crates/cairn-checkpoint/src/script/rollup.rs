@@ -67,16 +67,18 @@ async fn reserve_in(
         };
         let spent = super::journal::spent_in(c, *ancestor).await?;
         let held = held_in(c, *ancestor, id).await?;
+        let ours = |why: String| why.replacen("the run's budget", "its budget", 1);
         let answer = match budget.answer(spent, held, ask) {
             TreeAnswer::Go => continue,
             TreeAnswer::Wait { why, .. } => TreeAnswer::Wait {
-                why: format!("run {ancestor} and its children: {why}"),
+                why: format!("run {ancestor} and its children: {}", ours(why)),
                 key: cairn_core::budget_key(*root),
             },
             TreeAnswer::Refused { why } => TreeAnswer::Refused {
                 why: format!(
-                    "run {ancestor} and its children: {why} (raise it and carry on with \
-                     `cairn runs continue {ancestor} --budget LIMIT=+N`)"
+                    "run {ancestor} and its children: {} (raise it and carry on with \
+                     `cairn runs continue {ancestor} --budget LIMIT=+N`)",
+                    ours(why)
                 ),
             },
         };

@@ -163,3 +163,121 @@ pub(super) async fn busy_before(
         })
         .collect()
 }
+
+/// `Store::set_thread_budget`: the check, the write and the read back in
+/// one write transaction.
+pub(super) async fn set_budget<H: super::ScriptHost + ?Sized>(
+    host: &H,
+    thread: &str,
+    budget: &cairn_core::Budget,
+    raise: bool,
+    actor: &cairn_core::Actor,
+) -> Result<crate::ThreadBudget> {
+    super::boundary::bounded("set_thread_budget", host.target(), None, async {
+        super::storable::actor_ok(actor)?;
+        super::storable::text_ok("the thread id", Some(thread))?;
+        let (thread, budget, actor) = (thread.to_owned(), *budget, actor.clone());
+        host.tx(
+            super::TxKind::Write,
+            Box::new(move |c| {
+                Box::pin(async move { set_budget_in(c, &thread, &budget, raise, &actor).await })
+            }),
+        )
+        .await
+    })
+    .await
+}
+
+async fn set_budget_in(
+    c: &mut Conn<'_>,
+    thread: &str,
+    asked: &cairn_core::Budget,
+    raise: bool,
+    actor: &cairn_core::Actor,
+) -> Result<crate::ThreadBudget> {
+    if asked.wall_time.is_some() {
+        return Err(Error::BadBudget {
+            thread: thread.to_owned(),
+            reason: "a thread has no wall time: give its runs one (--budget wall_time=… on \
+                     each submit)"
+                .into(),
+        });
+    }
+    let had = budget_in(c, thread).await?.map(|b| b.budget);
+    let budget = match (raise, had) {
+        (false, had) => asked.over(had.unwrap_or_default()),
+        (true, had) => {
+            let had = had.unwrap_or_default();
+            let raised = had.raised(*asked);
+            // A limit asked to rise that the thread lacks stays absent.
+            if raised.over(*asked) != raised {
+                return Err(Error::BadBudget {
+                    thread: thread.to_owned(),
+                    reason: "it has no such limit to raise: set one (without +)".into(),
+                });
+            }
+            raised
+        }
+    };
+    c.execute(
+        query(
+            "INSERT INTO thread_budgets (thread_id, budget, set_by, reason, set_at) \
+             VALUES (:thread, :budget, :by, :reason, {now}) ON CONFLICT (thread_id) DO UPDATE \
+             SET budget = excluded.budget, set_by = excluded.set_by, \
+             reason = excluded.reason, set_at = excluded.set_at",
+        )
+        .bind("thread", thread)
+        .bind("budget", serde_json::json!(budget))
+        .bind("by", actor.by.as_str())
+        .bind("reason", actor.reason.as_deref()),
+    )
+    .await?;
+    budget_in(c, thread).await?.ok_or_else(|| {
+        Corruption::new(
+            crate::raw::nil_run(),
+            "a thread budget just written is gone",
+        )
+        .into()
+    })
+}
+
+/// `Store::thread_budget`.
+pub(super) async fn budget<H: super::ScriptHost + ?Sized>(
+    host: &H,
+    thread: &str,
+) -> Result<Option<crate::ThreadBudget>> {
+    let thread = thread.to_owned();
+    let read = host.tx(
+        super::TxKind::Read,
+        Box::new(move |c| Box::pin(async move { budget_in(c, &thread).await })),
+    );
+    super::boundary::placed(host.target(), None, read).await
+}
+
+pub(super) async fn budget_in(
+    c: &mut Conn<'_>,
+    thread: &str,
+) -> Result<Option<crate::ThreadBudget>> {
+    let row = c
+        .fetch_optional(
+            query("SELECT budget, set_by, reason, set_at FROM thread_budgets WHERE thread_id = :t")
+                .bind("t", thread),
+        )
+        .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let nil = crate::raw::nil_run();
+    let what = "a thread budget";
+    let budget = row.opt_json("budget", nil, what)?.unwrap_or_default();
+    let budget = serde_json::from_value(budget)
+        .map_err(|e| Corruption::new(nil, format!("thread `{thread}`'s budget: {e}")))?;
+    Ok(Some(crate::ThreadBudget {
+        thread_id: thread.to_owned(),
+        budget,
+        spent: super::journal::thread_spent_in(c, thread).await?,
+        set_by: row.text("set_by")?,
+        reason: row.opt_text("reason")?,
+        set_at: row.time("set_at", nil, what)?,
+    }))
+}

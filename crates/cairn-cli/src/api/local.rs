@@ -192,6 +192,19 @@ impl Api for Local {
         Ok(self.engine.thread(id).await?)
     }
 
+    async fn set_thread_budget(
+        &self,
+        id: &str,
+        budget: &cairn::Budget,
+        raise: bool,
+        actor: &Actor,
+    ) -> anyhow::Result<cairn::ThreadBudget> {
+        Ok(self
+            .engine
+            .set_thread_budget(id, budget, raise, actor)
+            .await?)
+    }
+
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {
         Ok(self.engine.compact(policy).await?)
     }

@@ -137,6 +137,15 @@ pub trait Api {
 
     async fn thread(&self, id: &str) -> anyhow::Result<ThreadView>;
 
+    /// Sets (or with `raise` raises) thread `id`'s budget.
+    async fn set_thread_budget(
+        &self,
+        id: &str,
+        budget: &cairn::Budget,
+        raise: bool,
+        actor: &Actor,
+    ) -> anyhow::Result<cairn::ThreadBudget>;
+
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted>;
     /// Raises the run's budget by `by`.
     async fn raise_budget(

@@ -520,6 +520,19 @@ impl Api for Remote {
             .await
     }
 
+    async fn set_thread_budget(
+        &self,
+        id: &str,
+        budget: &cairn::Budget,
+        raise: bool,
+        actor: &Actor,
+    ) -> anyhow::Result<cairn::ThreadBudget> {
+        let how = if raise { "raise" } else { "set" };
+        let body = json!({how: budget, "by": actor.by, "reason": actor.reason});
+        let path = format!("/v1/threads/{}/budget", cairn::text::path_segment(id));
+        self.post(&path, &body).await
+    }
+
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {
         self.post("/v1/compact", &compact_body(policy)).await
     }

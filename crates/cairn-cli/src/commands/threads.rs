@@ -4,7 +4,7 @@ use cairn::ThreadPage;
 
 use super::{Api, Connect};
 use crate::args::{CompactArgs, ThreadsCommand};
-use crate::input::parse_thread;
+use crate::input::{parse_thread, usage};
 use crate::output;
 use crate::report::exit;
 
@@ -21,6 +21,35 @@ pub async fn main(to: &impl Connect, command: ThreadsCommand, json: bool) -> any
                 finals.push(output::final_output(&api.show(r.id).await?));
             }
             output::print_thread(&view, json, &finals)?;
+        }
+        ThreadsCommand::Budget {
+            thread_id,
+            budget,
+            by,
+            reason,
+        } => {
+            let id = parse_thread(Some(thread_id))?.unwrap_or_default();
+            let raises = budget.iter().filter(|f| f.contains("=+")).count();
+            let raise = match raises {
+                0 => false,
+                n if n == budget.len() => true,
+                _ => {
+                    return Err(usage(
+                        "--budget: set limits (N) or raise them (+N), not both",
+                    ))
+                }
+            };
+            let asked = cairn::Budget::parse(budget.iter().map(String::as_str), raise)
+                .map_err(|e| usage(format!("--budget: {e}")))?;
+            let actor = crate::args::ActionArgs {
+                by,
+                reason,
+                enqueue: false,
+            }
+            .actor();
+            let api = to.connect(false).await?;
+            let set = api.set_thread_budget(&id, &asked, raise, &actor).await?;
+            output::print_thread_budget(&set, json)?;
         }
     }
     Ok(exit::OK)

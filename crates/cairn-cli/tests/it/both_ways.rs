@@ -243,6 +243,37 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
     let offers = server["offers"].as_array().unwrap();
     assert!(offers.iter().any(|o| o["name"] == "greet"), "{workers}");
 
+    // A thread's budget, set the same both ways (a set is idempotent), then
+    // shown; a raise of a limit it lacks is refused alike (nothing written).
+    let set = [
+        "threads",
+        "budget",
+        "t1",
+        "--budget",
+        "tokens=100000",
+        "--by",
+        "ada",
+    ];
+    same(&case, &served, &set, &set, true);
+    let mut set_json = set.to_vec();
+    set_json.push("--json");
+    let budget = same(&case, &served, &set_json, &set_json, true).json();
+    assert_eq!(budget["budget"]["tokens"], 100000, "{budget}");
+    for args in [
+        &["threads", "show", "t1"][..],
+        &["threads", "show", "t1", "--json"],
+    ] {
+        same(&case, &served, args, args, true);
+    }
+    let lacking = ["threads", "budget", "t1", "--budget", "model_calls=+1"];
+    let refused = same(&case, &served, &lacking, &lacking, true);
+    assert_eq!(refused.code(), Some(2), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("no such limit"),
+        "{}",
+        refused.stderr
+    );
+
     // Lists read a page at a time (here one record a page) print the same.
     for args in [
         ["threads", "list", "--quiet"],

@@ -3,7 +3,8 @@
 //! exactly into what the run spent, a `cost_usd` budget that stops the
 //! call that would pass it and is raised by a continue, and a run with a
 //! dollar budget that the process cannot price makes no call. Tokens a
-//! `command` step's program reports count in the token budget too.
+//! `command` step's program reports count in the token budget too. A
+//! thread's budget limits its runs together.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ both!(
     a_dollar_budget_without_a_price_makes_no_call,
     tokens_a_program_reports_count_and_a_spent_budget_starts_no_program,
     input_and_output_token_limits_stop_a_looping_agent_on_their_own_counts,
+    a_threads_budget_stops_its_runs_together_and_a_raise_carries_them_on,
 );
 
 /// Each response: one tool call, 100 prompt tokens of which 40 were read
@@ -234,4 +236,79 @@ async fn stopped(engine: &Engine, crew: &cairn::Crew, flag: &str, names: &str) -
     assert_eq!(error.kind, ErrorKind::BudgetExceeded);
     assert!(error.message.contains(names), "{}", error.message);
     run
+}
+
+async fn a_threads_budget_stops_its_runs_together_and_a_raise_carries_them_on(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db, None).await;
+    let ops = cairn::Actor::new("ops").because("a cap per conversation");
+    // Set before the thread's first run: three model calls in all.
+    let calls = cairn::Budget::parse(["model_calls=3"], false).unwrap();
+    let set = engine
+        .set_thread_budget("chat-1", &calls, false, &ops)
+        .await
+        .unwrap();
+    assert_eq!(
+        (set.budget.model_calls, set.spent.model_calls),
+        (Some(3), 0)
+    );
+    // Each run: a tool call, then the answer (two calls).
+    let script = "[[responses]]\ntool_calls = [{ id = \"c\", name = \"count\", \
+                  arguments = { n = 1 } }]\n[[responses]]\ntext = \"done\"\n";
+    let in_thread = || SubmitOptions {
+        thread_id: Some("chat-1".into()),
+        ..SubmitOptions::default()
+    };
+    let crew = clerk(script, Count::new());
+    let first = engine.run(&crew, json!({}), in_thread()).await.unwrap().run;
+    assert_eq!(first.status, RunStatus::Succeeded, "{:?}", first.error);
+    let second = engine.run(&crew, json!({}), in_thread()).await.unwrap().run;
+    assert_eq!(second.status, RunStatus::Interrupted);
+    let error = second.error.clone().unwrap();
+    assert_eq!(error.kind, ErrorKind::BudgetExceeded);
+    assert!(
+        error.message.contains("thread `chat-1`"),
+        "{}",
+        error.message
+    );
+    assert!(
+        error.message.contains("cairn threads budget chat-1"),
+        "{}",
+        error.message
+    );
+    // A run outside the thread is not limited by it.
+    let free = engine
+        .run(&crew, json!({}), SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(free.status, RunStatus::Succeeded);
+
+    // Raising a limit the thread lacks is refused, nothing written.
+    let tokens = cairn::Budget::parse(["tokens=+5"], true).unwrap();
+    let refused = engine
+        .set_thread_budget("chat-1", &tokens, true, &ops)
+        .await;
+    assert_eq!(refused.unwrap_err().class(), cairn::ErrorClass::Invalid);
+    let clock = cairn::Budget::parse(["wall_time=60"], false).unwrap();
+    let refused = engine
+        .set_thread_budget("chat-1", &clock, false, &ops)
+        .await;
+    assert_eq!(refused.unwrap_err().class(), cairn::ErrorClass::Invalid);
+    let one_more = cairn::Budget::parse(["model_calls=+1"], true).unwrap();
+    let raised = engine
+        .set_thread_budget("chat-1", &one_more, true, &ops)
+        .await
+        .unwrap();
+    assert_eq!(raised.budget.model_calls, Some(4));
+    assert_eq!(raised.budget.tokens, None);
+    engine.continue_run(second.id, &ops).await.unwrap();
+    let done = engine.execute(second.id).await.unwrap().run;
+    assert_eq!(done.status, RunStatus::Succeeded, "{:?}", done.error);
+    let view = engine.thread("chat-1").await.unwrap();
+    let budget = view.budget.unwrap();
+    assert_eq!(
+        (budget.spent.model_calls, budget.set_by.as_str()),
+        (4, "ops")
+    );
 }
