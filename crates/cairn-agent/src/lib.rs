@@ -75,12 +75,13 @@ pub fn build(
 /// requests" pauses exactly them, in every process on the database:
 /// `provider=openai,url=https://api.openai.com/v1,key=OPENAI_API_KEY`
 /// (the variable's name, never its value). A scripted provider's key is its
-/// script.
+/// script. The agent's `limit_key` narrows it (`,model=gpt-4o`, a label),
+/// for providers whose limits are per model.
 pub fn limit_key(def: &LlmDef) -> String {
     let (url, env) = match def.provider {
         ProviderKind::Scripted => {
             let script = def.script.as_deref().unwrap_or_default();
-            return format!("provider=scripted,script={script}");
+            return format!("provider=scripted,script={script}{}", def.key_scope());
         }
         ProviderKind::Openai => (
             cairn_llm::OpenAiProvider::DEFAULT_BASE_URL,
@@ -93,7 +94,11 @@ pub fn limit_key(def: &LlmDef) -> String {
     };
     let url = def.base_url.as_deref().unwrap_or(url).trim_end_matches('/');
     let env = def.api_key_env.as_deref().unwrap_or(env);
-    format!("provider={},url={url},key={env}", def.provider.as_str())
+    format!(
+        "provider={},url={url},key={env}{}",
+        def.provider.as_str(),
+        def.key_scope()
+    )
 }
 
 pub fn provider(def: &LlmDef) -> Result<Arc<dyn Provider>, String> {
@@ -190,5 +195,28 @@ mod tests {
         };
         let e = provider(&named).err().unwrap_or_default();
         assert!(e.contains("`CAIRN_TEST_SURELY_UNSET_KEY`"), "{e}");
+    }
+
+    #[test]
+    fn limit_key_narrows_the_provider_key_in_its_order() {
+        let shared = LlmDef::new(ProviderKind::Openai, "gpt-4o");
+        let base = "provider=openai,url=https://api.openai.com/v1,key=OPENAI_API_KEY";
+        assert_eq!(limit_key(&shared), base);
+        let narrowed = LlmDef {
+            limit_key: vec!["team=research".into(), "model".into()],
+            ..shared
+        };
+        assert_eq!(
+            limit_key(&narrowed),
+            format!("{base},team=research,model=gpt-4o")
+        );
+        for bad in ["modle", "team", "=x", "team=", "a=b,c", "key=x"] {
+            let def = LlmDef {
+                limit_key: vec![bad.into()],
+                ..LlmDef::new(ProviderKind::Openai, "m")
+            };
+            let problem = def.problem().unwrap_or_default();
+            assert!(problem.contains(bad), "{bad}: {problem}");
+        }
     }
 }

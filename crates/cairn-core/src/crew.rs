@@ -427,6 +427,7 @@ struct AgentFile {
     ask_human: Option<bool>,
     thread_history: Option<bool>,
     delegate: Option<Vec<String>>,
+    limit_key: Option<Vec<String>>,
     // kind = "children" (children.rs)
     crew: Option<String>,
     over: Option<String>,
@@ -486,6 +487,7 @@ impl AgentFile {
             ("tools", self.tools.is_some()),
             ("ask_human", self.ask_human.is_some()),
             ("thread_history", self.thread_history.is_some()),
+            ("limit_key", self.limit_key.is_some()),
         ]
         .into_iter()
         .find(|(_, set)| *set)
@@ -627,6 +629,7 @@ impl CrewFile {
                         ask_human: a.ask_human.unwrap_or(false),
                         thread_history: a.thread_history,
                         delegate: a.delegate.unwrap_or_default(),
+                        limit_key: a.limit_key.unwrap_or_default(),
                         ..crate::llm::LlmDef::new(provider, model)
                     }))
                 }

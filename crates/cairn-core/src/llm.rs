@@ -82,6 +82,12 @@ pub struct LlmDef {
     /// covers them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub delegate_defs: Vec<crate::CrewDef>,
+    /// Narrows the step's provider key (its pauses and limits): `"model"`
+    /// adds the model, `"NAME=VALUE"` a label of the crew's own (a team,
+    /// a tenant). Empty (the default): the key the provider and API key
+    /// give, shared by every model called with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limit_key: Vec<String>,
 }
 
 impl LlmDef {
@@ -108,7 +114,20 @@ impl LlmDef {
             thread_history: None,
             delegate: Vec::new(),
             delegate_defs: Vec::new(),
+            limit_key: Vec::new(),
         }
+    }
+
+    /// What `limit_key` adds to the provider key, in its order
+    /// (`,model=gpt-4o,team=research`).
+    pub fn key_scope(&self) -> String {
+        self.limit_key
+            .iter()
+            .map(|part| match part.as_str() {
+                "model" => format!(",model={}", self.model),
+                label => format!(",{label}"),
+            })
+            .collect()
     }
 
     /// Whether the model sees the thread's earlier runs.
@@ -142,6 +161,18 @@ impl LlmDef {
         }
         if self.max_turns == Some(0) {
             return Some("has `max_turns = 0`".into());
+        }
+        for part in &self.limit_key {
+            let label = part.split_once('=').filter(|(n, v)| {
+                let ok = |s: &str| !s.is_empty() && !s.contains([',', '=']) && !s.trim().is_empty();
+                ok(n) && ok(v) && !matches!(*n, "provider" | "url" | "key" | "script" | "model")
+            });
+            if part != "model" && label.is_none() {
+                return Some(format!(
+                    "has `limit_key` part `{part}`; use \"model\" or a label \"NAME=VALUE\" \
+                     (no commas; not provider, url, key, script or model)"
+                ));
+            }
         }
         if self.window_items == Some(0) || self.window_tokens == Some(0) {
             return Some("has a window of 0".into());

@@ -23,6 +23,7 @@ mod children;
 mod context;
 mod cost;
 mod hardening;
+mod keys;
 mod limits;
 mod operators;
 mod processes;

@@ -1,0 +1,65 @@
+//! Provider keys narrowed by `limit_key`, both backends: with `["model"]`,
+//! a provider's 429 pauses only the model that was refused; a run calling
+//! another model with the same API key goes on at once.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use cairn::{Crew, RunStatus, SubmitOptions};
+use cairn_testkit::{both, Kind, SlowModel, TestDb};
+
+both!(a_429_pauses_only_the_model_refused_when_keys_are_narrowed_by_model);
+
+/// A one-step crew calling `model` on the local server, its key narrowed
+/// by the model.
+fn crew(server: &SlowModel, model: &str) -> Crew {
+    Crew::from_toml(&format!(
+        "name = \"{model}\"\nversion = \"1\"\n[[agents]]\nrole = \"ask\"\nkind = \"llm\"\n\
+         provider = \"openai\"\nmodel = \"{model}\"\nbase_url = \"{}\"\n\
+         limit_key = [\"model\", \"team=research\"]\nretry = {{ max_attempts = 1 }}\n",
+        server.base_url
+    ))
+    .unwrap()
+}
+
+async fn a_429_pauses_only_the_model_refused_when_keys_are_narrowed_by_model(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = super::engine(&db).await;
+    let server = SlowModel::start(&["fine"], Duration::from_millis(1)).unwrap();
+    server.release();
+    server.refuse_next(1, "3");
+    let (big, small) = (crew(&server, "big-1"), crew(&server, "small-1"));
+    // `big-1` is refused first: its key is paused for 3 s.
+    let first = {
+        let engine = engine.clone();
+        tokio::spawn(async move { engine.run(&big, json!({}), SubmitOptions::default()).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while engine.keys().await.unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "no key was paused");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let keys = engine.keys().await.unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert!(
+        keys[0].key.ends_with(",model=big-1,team=research"),
+        "{keys:?}"
+    );
+    // `small-1`, with the same API key, is not paused.
+    let other = engine
+        .run(&small, json!({}), SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(other.status, RunStatus::Succeeded, "{:?}", other.error);
+    let arrivals = server.arrivals();
+    assert!(
+        arrivals[1].duration_since(arrivals[0]) < Duration::from_millis(2500),
+        "the other model waited for the pause"
+    );
+    let first = first.await.unwrap().unwrap().run;
+    assert_eq!(first.status, RunStatus::Succeeded, "{:?}", first.error);
+    let waited = server.arrivals()[2].duration_since(arrivals[0]);
+    assert!(waited >= Duration::from_millis(2900), "{waited:?}");
+}
