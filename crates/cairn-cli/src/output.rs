@@ -348,28 +348,8 @@ fn write_budget(out: &mut impl Write, view: &RunView) -> anyhow::Result<()> {
     ) else {
         return Ok(());
     };
-    writeln!(out, "budget: {}", budget_parts(&budget, &spent))?;
+    writeln!(out, "budget: {}", budget.against(&spent))?;
     Ok(())
-}
-
-/// What was spent of each limit a budget sets (`tokens 360 of 500, …`).
-fn budget_parts(budget: &cairn::Budget, spent: &cairn::Spent) -> String {
-    let limits = [
-        ("tokens", spent.tokens, budget.tokens),
-        ("input tokens", spent.input_tokens, budget.input_tokens),
-        ("output tokens", spent.output_tokens, budget.output_tokens),
-        ("model calls", spent.model_calls, budget.model_calls),
-        ("tool calls", spent.tool_calls, budget.tool_calls),
-        ("seconds", spent.wall_time, budget.wall_time),
-    ];
-    let mut parts: Vec<String> = limits
-        .iter()
-        .filter_map(|(name, used, limit)| limit.map(|l| format!("{name} {used} of {l}")))
-        .collect();
-    if let Some(limit) = budget.cost_usd {
-        parts.push(format!("cost {} of {limit}", spent.cost_usd));
-    }
-    parts.join(", ")
 }
 
 /// `threads budget`: the thread's budget as it stands.
@@ -382,7 +362,7 @@ pub fn print_thread_budget(b: &cairn::ThreadBudget, json: bool) -> anyhow::Resul
         stdout,
         "thread {}  budget: {}  (set by {})",
         cairn::text::printable_line(&b.thread_id),
-        budget_parts(&b.budget, &b.spent),
+        b.budget.against(&b.spent),
         cairn::text::printable_line(&b.set_by)
     )?;
     Ok(())
@@ -667,7 +647,7 @@ pub fn print_thread(view: &ThreadView, json: bool, finals: &[Option<Value>]) -> 
         t.output_tokens
     )?;
     if let Some(b) = &view.budget {
-        writeln!(stdout, "budget: {}", budget_parts(&b.budget, &b.spent))?;
+        writeln!(stdout, "budget: {}", b.budget.against(&b.spent))?;
     }
     run_table(&mut stdout, &view.runs)?;
     // The conversation, as the console shows it: each run's input and

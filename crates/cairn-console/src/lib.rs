@@ -354,6 +354,9 @@ pub fn run_page(
             dt { "Lease epoch" } dd { (run.lease_epoch.0) }
             dt { "Takeovers" } dd { (takeovers) }
             dt { "Tokens" } dd { (tokens_in) " in / " (tokens_out) " out" }
+            @if let (Some(spent), Some(budget)) = (view.spent, cairn::Budget::in_force(run.budget, run.crew_definition.budget)) {
+                dt { "Budget" } dd.budget { (budget.against(&spent)) }
+            }
             dt { "Duration" } dd { (run_time(run, waits, now)) }
             @if let Some(error) = &run.error {
                 dt { "Last error" } dd.error { (error.message) }

@@ -312,6 +312,27 @@ impl Budget {
         }
     }
 
+    /// What was spent of each limit this budget sets, for people:
+    /// `tokens 360 of 500, model calls 3 of 3, cost $0.006000 of $1.000000`.
+    pub fn against(&self, spent: &Spent) -> String {
+        let limits = [
+            ("tokens", spent.tokens, self.tokens),
+            ("input tokens", spent.input_tokens, self.input_tokens),
+            ("output tokens", spent.output_tokens, self.output_tokens),
+            ("model calls", spent.model_calls, self.model_calls),
+            ("tool calls", spent.tool_calls, self.tool_calls),
+            ("seconds", spent.wall_time, self.wall_time),
+        ];
+        let mut parts: Vec<String> = limits
+            .iter()
+            .filter_map(|(name, used, limit)| limit.map(|l| format!("{name} {used} of {l}")))
+            .collect();
+        if let Some(limit) = self.cost_usd {
+            parts.push(format!("cost {} of {limit}", spent.cost_usd));
+        }
+        parts.join(", ")
+    }
+
     /// Why a program (a `command` step, which may report tokens but
     /// cannot say beforehand) must not start: the run's tokens or dollars
     /// are spent.

@@ -835,3 +835,27 @@ async fn the_limits_page_lists_paused_provider_keys() {
     assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.text);
     assert!(bad.text.contains("bad_limit"), "{}", bad.text);
 }
+
+/// A run with a budget shows on its page what it spent of each limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_page_shows_what_it_spent_of_its_budget() {
+    let api = Api::sqlite().await;
+    let body = json!({"crew": "pipeline", "input": {"name": "budgeted"},
+                      "budget": {"model_calls": 5, "cost_usd": 2.5}});
+    let reply = api.post_json("/v1/runs", &body).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    let id: cairn::RunId = reply.json()["id"].as_str().unwrap().parse().unwrap();
+    api.drive(id).await;
+    let page = api.get(&format!("/runs/{id}")).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(
+        page.text
+            .contains("model calls 0 of 5, cost $0.000000 of $2.500000"),
+        "{}",
+        page.text
+    );
+    // A run without one has no budget line.
+    let free = api.submit("pipeline", json!({"name": "free"})).await;
+    let page = api.get(&format!("/runs/{free}")).await;
+    assert!(!page.text.contains("model calls"), "{}", page.text);
+}
