@@ -167,6 +167,12 @@ pub enum AgentKind {
         /// Their crews, loaded with this one (as `LlmDef::delegate_defs`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         delegate_defs: Vec<CrewDef>,
+        /// Labels (`"NAME=VALUE"`) naming a key whose limits the program
+        /// runs under (`cairn limits set`): a permit is taken before it
+        /// starts (the step waits, no attempt spent, while none is free)
+        /// and given back when it ends. Empty: none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        limit_key: Vec<String>,
     },
     /// A minijinja template rendered from the context.
     Template { template: String },
@@ -267,7 +273,17 @@ impl CrewDef {
                     agent.role
                 )));
             }
-            if let AgentKind::Command { command, .. } = &agent.kind {
+            if let AgentKind::Command {
+                command, limit_key, ..
+            } = &agent.kind
+            {
+                if let Some(part) = limit_key.iter().find(|p| !crate::llm::is_key_label(p)) {
+                    return Err(invalid(format!(
+                        "agent `{}` has `limit_key` part `{part}`; a command's key is made of \
+                         labels \"NAME=VALUE\" (no commas)",
+                        agent.role
+                    )));
+                }
                 if command.first().is_none_or(|p| p.is_empty()) {
                     return Err(invalid(format!(
                         "agent `{}` has an empty `command`; give an argv such as [\"sh\", \"-c\", \"…\"]",
@@ -487,7 +503,6 @@ impl AgentFile {
             ("tools", self.tools.is_some()),
             ("ask_human", self.ask_human.is_some()),
             ("thread_history", self.thread_history.is_some()),
-            ("limit_key", self.limit_key.is_some()),
         ]
         .into_iter()
         .find(|(_, set)| *set)
@@ -584,6 +599,9 @@ impl CrewFile {
                 "template" | "children" if a.delegate.is_some() => {
                     return Err(unexpected("delegate"));
                 }
+                "template" | "children" if a.limit_key.is_some() => {
+                    return Err(unexpected("limit_key"));
+                }
                 "command" | "template" if llm_key.is_some() => {
                     return Err(unexpected(llm_key.unwrap_or_default()));
                 }
@@ -642,6 +660,7 @@ impl CrewFile {
                         permanent_exit_codes: a.permanent_exit_codes.unwrap_or_default(),
                         delegate: a.delegate.unwrap_or_default(),
                         delegate_defs: vec![],
+                        limit_key: a.limit_key.unwrap_or_default(),
                     }
                 }
                 "template" => {

@@ -90,6 +90,15 @@ pub struct LlmDef {
     pub limit_key: Vec<String>,
 }
 
+/// Whether `part` is a key label `NAME=VALUE` (no commas, nothing empty,
+/// not a name a provider key already has).
+pub fn is_key_label(part: &str) -> bool {
+    part.split_once('=').is_some_and(|(n, v)| {
+        let ok = |s: &str| !s.trim().is_empty() && !s.contains([',', '=']);
+        ok(n) && ok(v) && !matches!(n, "provider" | "url" | "key" | "script" | "model")
+    })
+}
+
 impl LlmDef {
     pub const DEFAULT_MAX_TURNS: u32 = 25;
     pub const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -163,11 +172,7 @@ impl LlmDef {
             return Some("has `max_turns = 0`".into());
         }
         for part in &self.limit_key {
-            let label = part.split_once('=').filter(|(n, v)| {
-                let ok = |s: &str| !s.is_empty() && !s.contains([',', '=']) && !s.trim().is_empty();
-                ok(n) && ok(v) && !matches!(*n, "provider" | "url" | "key" | "script" | "model")
-            });
-            if part != "model" && label.is_none() {
+            if part != "model" && !is_key_label(part) {
                 return Some(format!(
                     "has `limit_key` part `{part}`; use \"model\" or a label \"NAME=VALUE\" \
                      (no commas; not provider, url, key, script or model)"

@@ -362,6 +362,7 @@ fn kind() -> impl Strategy<Value = AgentKind> {
                     permanent_exit_codes: codes,
                     delegate: vec![],
                     delegate_defs: vec![],
+                    limit_key: vec![],
                 }
             }),
         text().prop_map(|template| AgentKind::Template { template }),

@@ -83,6 +83,8 @@ pub struct CommandAgent {
     env: ProgramEnv,
     /// Its output may ask for children (`delegate`).
     spawns: bool,
+    /// The key whose limits it runs under (`limit_key`), if any.
+    key: Option<String>,
 }
 
 impl CommandAgent {
@@ -92,7 +94,15 @@ impl CommandAgent {
             permanent_exit_codes: vec![],
             env: ProgramEnv::default(),
             spawns: false,
+            key: None,
         }
+    }
+
+    /// Runs under the limits of key `key` (`cairn limits set`): a permit
+    /// before the program starts, given back when it ends.
+    pub fn limited_by(mut self, key: Option<String>) -> Self {
+        self.key = key;
+        self
     }
 
     /// Which of Cairn's variables the program sees besides the base.
@@ -340,7 +350,17 @@ impl Agent for CommandAgent {
         if let Some(tp) = &cx.traceparent {
             env.push(("TRACEPARENT", tp.clone()));
         }
-        let out = run_program(&self.argv, payload, &self.env, &env).await?;
+        let permit = match (&self.key, &cx.journal) {
+            (Some(key), Some(journal)) => crate::permit::take(journal, key).await?,
+            _ => None,
+        };
+        let out = run_program(&self.argv, payload, &self.env, &env).await;
+        if let (Some(permit), Some(journal)) = (permit, &cx.journal) {
+            // Best effort: a permit not given back counts until the end of
+            // the run's lease.
+            let _ = journal.release(&permit, 0).await;
+        }
+        let out = out?;
         let usage = parse_usage(&out.stderr);
         if let (Some(u), Some(journal)) = (usage, &cx.journal) {
             // What the program spent counts in the run's budget whether it

@@ -4,6 +4,7 @@
 
 mod children;
 mod command;
+mod permit;
 mod template;
 
 use std::sync::Arc;
@@ -30,12 +31,14 @@ pub fn builtin(
             command,
             permanent_exit_codes,
             delegate,
+            limit_key,
             ..
         } => Some(Arc::new(
             CommandAgent::new(command.clone())
                 .permanent_exit_codes(permanent_exit_codes.clone())
                 .env(ProgramEnv::of(def).in_dir(dir))
-                .spawns(!delegate.is_empty()),
+                .spawns(!delegate.is_empty())
+                .limited_by((!limit_key.is_empty()).then(|| limit_key.join(","))),
         )),
         AgentKind::Template { template } => Some(Arc::new(
             TemplateAgent::new(template.clone()).map_err(|e| CrewError::Invalid {

@@ -268,6 +268,7 @@ impl CrewBuilder {
                 permanent_exit_codes: vec![],
                 delegate: vec![],
                 delegate_defs: vec![],
+                limit_key: vec![],
             },
         );
         self.agents.push((def, None));

@@ -1,6 +1,7 @@
 //! Provider keys narrowed by `limit_key`, both backends: with `["model"]`,
 //! a provider's 429 pauses only the model that was refused; a run calling
-//! another model with the same API key goes on at once.
+//! another model with the same API key goes on at once. A command step's
+//! `limit_key` runs its program under a key's limits.
 
 use std::time::{Duration, Instant};
 
@@ -9,7 +10,10 @@ use serde_json::json;
 use cairn::{Crew, RunStatus, SubmitOptions};
 use cairn_testkit::{both, Kind, SlowModel, TestDb};
 
-both!(a_429_pauses_only_the_model_refused_when_keys_are_narrowed_by_model);
+both!(
+    a_429_pauses_only_the_model_refused_when_keys_are_narrowed_by_model,
+    a_command_step_runs_under_its_keys_in_flight_limit,
+);
 
 /// A one-step crew calling `model` on the local server, its key narrowed
 /// by the model.
@@ -62,4 +66,50 @@ async fn a_429_pauses_only_the_model_refused_when_keys_are_narrowed_by_model(kin
     assert_eq!(first.status, RunStatus::Succeeded, "{:?}", first.error);
     let waited = server.arrivals()[2].duration_since(arrivals[0]);
     assert!(waited >= Duration::from_millis(2900), "{waited:?}");
+}
+
+/// A command step with `limit_key` runs under the key's limits: with one
+/// in flight, three runs' programs never overlap (a lock directory each
+/// takes), the others waiting at their attempt (deferred, none spent).
+async fn a_command_step_runs_under_its_keys_in_flight_limit(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = super::engine(&db).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let (lock, overlap) = (scratch.path().join("lock"), scratch.path().join("overlap"));
+    let crew = Crew::from_toml(&format!(
+        "name = \"scraper\"\nversion = \"1\"\n[[agents]]\nrole = \"fetch\"\nkind = \"command\"\n\
+         limit_key = [\"service=scraper\"]\nretry = {{ max_attempts = 1 }}\n\
+         command = [\"sh\", \"-c\", \"cat > /dev/null; mkdir {lock} || touch {overlap}; \
+         sleep 0.3; rmdir {lock}; echo ok\"]\n",
+        lock = lock.display(),
+        overlap = overlap.display()
+    ))
+    .unwrap();
+    let one = cairn::KeyLimits {
+        in_flight: Some(1),
+        ..cairn::KeyLimits::default()
+    };
+    engine.set_limits("service=scraper", &one).await.unwrap();
+    let runs: Vec<_> = (0..3)
+        .map(|_| {
+            let (engine, crew) = (engine.clone(), crew.clone());
+            tokio::spawn(
+                async move { engine.run(&crew, json!({}), SubmitOptions::default()).await },
+            )
+        })
+        .collect();
+    let mut deferred = 0;
+    for run in runs {
+        let run = run.await.unwrap().unwrap().run;
+        assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
+        let view = engine.show(run.id).await.unwrap();
+        assert_eq!(view.steps[0].attempt.get(), 1, "a wait spends no attempt");
+        let events = engine.events(run.id).await.unwrap();
+        deferred += events
+            .iter()
+            .filter(|e| e.kind == cairn::EventKind::StepDeferred)
+            .count();
+    }
+    assert!(!overlap.exists(), "two programs ran at once");
+    assert!(deferred >= 1, "a run waited for the permit");
 }
