@@ -367,7 +367,8 @@ fn limit_key_is_read_for_llm_and_command_agents_and_refused_elsewhere() {
              command = [\"true\"]\nlimit_key = [{key}]\n"
         )
     };
-    let crew = CrewDef::from_toml(&command("\"service=scraper\"")).unwrap();
+    let crew =
+        CrewDef::from_toml(&command("\"service=scraper\"")).unwrap_or_else(|e| panic!("{e}"));
     assert!(matches!(&crew.agents[0].kind,
         AgentKind::Command { limit_key, .. } if limit_key == &["service=scraper"]));
     for bad in ["\"model\"", "\"scraper\"", "\"a=b,c\""] {
@@ -377,13 +378,13 @@ fn limit_key_is_read_for_llm_and_command_agents_and_refused_elsewhere() {
     let llm = "name = \"l\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"llm\"\n\
                provider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
                limit_key = [\"model\", \"team=research\"]\n";
-    let crew = CrewDef::from_toml(llm).unwrap();
+    let crew = CrewDef::from_toml(llm).unwrap_or_else(|e| panic!("{e}"));
     assert!(matches!(&crew.agents[0].kind,
         AgentKind::Llm(l) if l.limit_key == ["model", "team=research"]));
     let template = "name = \"t\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"template\"\n\
                     template = \"x\"\nlimit_key = [\"a=b\"]\n";
     assert!(err(template).contains("does not take `limit_key`"));
     // Unset, a crew's fingerprint is what it was.
-    let plain = CrewDef::from_toml(GOOD).unwrap();
+    let plain = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
     assert!(!plain.to_json().to_string().contains("limit_key"));
 }
