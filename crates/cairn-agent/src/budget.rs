@@ -23,7 +23,8 @@ pub(crate) async fn within_budget(
     cx: &StepContext,
     provider: &str,
     request: &Request,
-) -> Result<Option<Spent>, ErrorInfo> {
+) -> Result<Admitted, ErrorInfo> {
+    let mut held = false;
     let estimate = cairn_llm::estimate_request_tokens(request);
     let price = price(cx, provider, &request.model);
     let input_cost = price.map_or(Usd(0), |p| p.cost(tokens(provider, estimate, 0, 0, 0)));
@@ -58,9 +59,17 @@ pub(crate) async fn within_budget(
             cost: price.map_or(Usd(0), |p| p.cost(tokens(provider, estimate, max, 0, 0))),
             priced: price.is_some(),
         };
-        tree_admits(journal, &ask).await?;
+        held = tree_admits(journal, &ask).await?;
     }
-    Ok(before)
+    Ok(Admitted { before, held })
+}
+
+/// What [`within_budget`] found: the run's spending before the call (for
+/// a run with a budget of its own), and whether the call holds part of an
+/// ancestor's budget (to release after it, [`release_hold`]).
+pub(crate) struct Admitted {
+    pub(crate) before: Option<Spent>,
+    pub(crate) held: bool,
 }
 
 /// A call of a run in a thread with a budget: refused (`budget_exceeded`)
@@ -101,11 +110,13 @@ async fn thread_admits(
 }
 
 /// A child run's call against its ancestors' budgets: made (holding its
-/// estimate until [`release_hold`]), deferred until a sibling's call ends
-/// (no attempt spent), or refused (`budget_exceeded`).
-async fn tree_admits(journal: &JournalHandle, ask: &BudgetAsk) -> Result<(), ErrorInfo> {
+/// estimate until [`release_hold`], or nothing when no ancestor has a
+/// budget: then `false`), deferred until a sibling's call ends (no attempt
+/// spent), or refused (`budget_exceeded`).
+async fn tree_admits(journal: &JournalHandle, ask: &BudgetAsk) -> Result<bool, ErrorInfo> {
     match journal.reserve(ask).await.map_err(journal_failure)? {
-        TreeAnswer::Go => Ok(()),
+        TreeAnswer::Free => Ok(false),
+        TreeAnswer::Go => Ok(true),
         TreeAnswer::Refused { why } => Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false)),
         TreeAnswer::Wait { why, key } => Err(ErrorInfo::deferred(
             format!("{why}; no call made, looking again when a call of the tree ends"),
@@ -124,8 +135,8 @@ const TREE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// After a child run's call: drops what it held (best effort: a hold not
 /// dropped here ends with the run's lease, or at its next call).
-pub(crate) async fn release_hold(journal: &JournalHandle, cx: &StepContext) {
-    if cx.rolls_up {
+pub(crate) async fn release_hold(journal: &JournalHandle, admitted: &Admitted) {
+    if admitted.held {
         let _ = journal.unreserve().await;
     }
 }

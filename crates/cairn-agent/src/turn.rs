@@ -424,11 +424,11 @@ impl LlmAgent {
                 turn,
             },
         };
-        let before = within_budget(journal, cx, self.provider.name(), &request).await?;
+        let admitted = within_budget(journal, cx, self.provider.name(), &request).await?;
         let permit = match self.admit(journal, &request).await {
             Ok(permit) => permit,
             Err(deferred) => {
-                release_hold(journal, cx).await;
+                release_hold(journal, &admitted).await;
                 return Err(deferred);
             }
         };
@@ -445,10 +445,10 @@ impl LlmAgent {
             // run's next call or the end of its lease.
             let _ = journal.release(&permit, response.used).await;
         }
-        release_hold(journal, cx).await;
+        release_hold(journal, &admitted).await;
         let failure = match streamed {
             Ok(Ok(())) => {
-                if let Some(before) = before {
+                if let Some(before) = admitted.before {
                     let after = Spent {
                         tokens: before.tokens + response.used,
                         input_tokens: before.input_tokens + response.input,

@@ -96,6 +96,8 @@ pub fn budget_key(root: crate::RunId) -> String {
 /// An ancestor's answer to a [`BudgetAsk`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TreeAnswer {
+    /// No ancestor has a budget: the call may be made, holding nothing.
+    Free,
     /// The call may be made; it holds its estimate until released.
     Go,
     /// What the tree spent leaves room, but not beside the calls other

@@ -195,7 +195,7 @@ pub trait Journal: Send + Sync {
     /// them until [`Journal::unreserve`] or the end of the run's lease. A
     /// handle without storage knows of no ancestors.
     async fn reserve(&self, _ask: &crate::BudgetAsk) -> Result<crate::TreeAnswer, JournalError> {
-        Ok(crate::TreeAnswer::Go)
+        Ok(crate::TreeAnswer::Free)
     }
 
     /// What the runs of thread `thread` (and their children) spent, for

@@ -18,13 +18,21 @@ use crate::Result;
 
 use super::journal::tree_cte;
 
-/// `Store::reserve_budget`.
+/// `Store::reserve_budget`: a read when no ancestor has a budget (most
+/// trees), else one write transaction.
 pub(super) async fn reserve<H: super::ScriptHost + ?Sized>(
     host: &H,
     id: RunId,
     epoch: LeaseEpoch,
     ask: BudgetAsk,
 ) -> Result<TreeAnswer> {
+    let read = host.tx(
+        super::TxKind::Read,
+        Box::new(move |c| Box::pin(async move { budgeted_in(c, id).await })),
+    );
+    if !super::boundary::placed(host.target(), Some(id), read).await? {
+        return Ok(TreeAnswer::Free);
+    }
     let write = host.tx(
         super::TxKind::Write,
         Box::new(move |c| Box::pin(async move { reserve_in(c, id, epoch, &ask).await })),
@@ -49,7 +57,7 @@ async fn reserve_in(
 ) -> Result<TreeAnswer> {
     let chain = ancestors_in(c, id).await?;
     let Some(root) = chain.last() else {
-        return Ok(TreeAnswer::Go);
+        return Ok(TreeAnswer::Free);
     };
     if c.dialect() == Dialect::Postgres {
         c.fetch_optional(
@@ -69,7 +77,7 @@ async fn reserve_in(
         let held = held_in(c, *ancestor, id).await?;
         let ours = |why: String| why.replacen("the run's budget", "its budget", 1);
         let answer = match budget.answer(spent, held, ask) {
-            TreeAnswer::Go => continue,
+            TreeAnswer::Go | TreeAnswer::Free => continue,
             TreeAnswer::Wait { why, .. } => TreeAnswer::Wait {
                 why: format!("run {ancestor} and its children: {}", ours(why)),
                 key: cairn_core::budget_key(*root),
@@ -98,6 +106,17 @@ async fn reserve_in(
     )
     .await?;
     Ok(TreeAnswer::Go)
+}
+
+/// Whether an ancestor of run `id` has a budget in force.
+async fn budgeted_in(c: &mut Conn<'_>, id: RunId) -> Result<bool> {
+    for ancestor in ancestors_in(c, id).await? {
+        let run = super::runs::fetch_run(c, ancestor, false).await?;
+        if cairn_core::Budget::in_force(run.budget, run.crew_definition.budget).is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Run `id`'s ancestors through child links, its parent first.
