@@ -125,7 +125,17 @@ impl Api for Local {
 
     async fn advance(&self, id: RunId) -> Interruptible {
         let status = self.engine.get_run(id).await?.status;
-        if !matches!(status, RunStatus::Queued | RunStatus::Running) {
+        // A parent waiting for children that are queued again (a continue
+        // carried them on) is driven with them, as `cairn run` drives them.
+        let children_to_drive = status == RunStatus::Waiting
+            && self
+                .engine
+                .show(id)
+                .await?
+                .children
+                .iter()
+                .any(|c| !c.held && matches!(c.status, RunStatus::Queued | RunStatus::Running));
+        if !children_to_drive && !matches!(status, RunStatus::Queued | RunStatus::Running) {
             return Ok(Some(()));
         }
         // Executes it, or follows it where a worker took it first.

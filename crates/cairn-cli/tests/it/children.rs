@@ -262,3 +262,58 @@ fn a_fixed_child_may_run_a_crew_of_its_own(kind: cairn_testkit::Kind) {
     crews.sort_unstable();
     assert_eq!(crews, ["lower", "upper"]);
 }
+
+both_backends!(a_parent_continued_with_a_raise_carries_its_stopped_child_on);
+
+/// `cairn run --budget model_calls=2` on a parent of three model-calling
+/// children (one at a time): the third is stopped at the parent's budget
+/// and the parent waits (exit 4); `runs continue PARENT --budget
+/// model_calls=+1` raises it, carries the child on here, and the parent
+/// finishes (exit 0).
+fn a_parent_continued_with_a_raise_carries_its_stopped_child_on(kind: cairn_testkit::Kind) {
+    let case = Case::new(kind);
+    let script = case.write("script.toml", "[[responses]]\ntext = \"hi\"\n");
+    case.write(
+        "ask.toml",
+        &format!(
+            "name = \"ask\"\nversion = \"1\"\n[[agents]]\nrole = \"ask\"\nkind = \"llm\"\n\
+             provider = \"scripted\"\nscript = \"{}\"\n",
+            script.display()
+        ),
+    );
+    let parent = case.write(
+        "parent.toml",
+        "name = \"parent\"\nversion = \"1\"\n[[agents]]\nrole = \"fan\"\nkind = \"children\"\n\
+         crew = \"ask.toml\"\nconcurrency = 1\nchildren = [{ key = \"a\", input = {} }, \
+         { key = \"b\", input = {} }, { key = \"c\", input = {} }]\n",
+    );
+    let parent = parent.to_str().unwrap();
+    case.cairn(&["run", parent, "--budget", "model_calls=2"])
+        .expect_code(4);
+    let id = parent_of(&case);
+    let stopped = case
+        .cairn(&[
+            "runs",
+            "list",
+            "--parent",
+            &id,
+            "--status",
+            "interrupted",
+            "--json",
+        ])
+        .json();
+    assert_eq!(stopped.as_array().map(Vec::len), Some(1), "{stopped}");
+    let more = [
+        "runs",
+        "continue",
+        &id,
+        "--budget",
+        "model_calls=+1",
+        "--by",
+        "ops",
+    ];
+    case.cairn(&more).expect_code(0);
+    let shown = case.show(&id);
+    assert_eq!(shown["status"], "succeeded", "{shown}");
+    assert_eq!(shown["spent"]["model_calls"], 3, "{shown}");
+}
