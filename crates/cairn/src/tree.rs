@@ -45,7 +45,9 @@ impl Engine {
                     .filter(|c| matches!(c.status, RunStatus::Queued | RunStatus::Running))
                     .map(|c| (c.run_id, c.status))
                     .collect();
-                let none = pending.is_empty();
+                if pending.is_empty() {
+                    return Ok(driven);
+                }
                 let results: Vec<Result<Driven>> = stream::iter(pending)
                     .map(|(child, status)| engine.drive_child(child, status))
                     .buffer_unordered(CHILDREN_AT_ONCE)
@@ -55,11 +57,6 @@ impl Engine {
                     result?;
                 }
                 let run = engine.get_run(id).await?;
-                if none && run.status != RunStatus::Queued {
-                    // Its children ended elsewhere, or wait for a person.
-                    driven.run = run;
-                    return Ok(driven);
-                }
                 if run.status == RunStatus::Queued {
                     let crew = engine.stored_crew(id).await?;
                     let again = engine.drive_or_follow(id, &crew, None).await?;
