@@ -78,10 +78,16 @@ pub fn build(
 /// script. The agent's `limit_key` narrows it (`,model=gpt-4o`, a label),
 /// for providers whose limits are per model.
 pub fn limit_key(def: &LlmDef) -> String {
+    limit_key_for(def, None)
+}
+
+/// [`limit_key`] of a step of a run of `tenant`: a `"tenant"` part of the
+/// agent's `limit_key` adds `,tenant=T` (nothing for a run without one).
+pub fn limit_key_for(def: &LlmDef, tenant: Option<&cairn_core::Tenant>) -> String {
     let (url, env) = match def.provider {
         ProviderKind::Scripted => {
             let script = def.script.as_deref().unwrap_or_default();
-            return format!("provider=scripted,script={script}{}", def.key_scope());
+            return format!("provider=scripted,script={script}{}", def.key_scope(tenant));
         }
         ProviderKind::Openai => (
             cairn_llm::OpenAiProvider::DEFAULT_BASE_URL,
@@ -97,7 +103,7 @@ pub fn limit_key(def: &LlmDef) -> String {
     format!(
         "provider={},url={url},key={env}{}",
         def.provider.as_str(),
-        def.key_scope()
+        def.key_scope(tenant)
     )
 }
 
@@ -210,7 +216,22 @@ mod tests {
             limit_key(&narrowed),
             format!("{base},team=research,model=gpt-4o")
         );
-        for bad in ["modle", "team", "=x", "team=", "a=b,c", "key=x"] {
+        let by_tenant = LlmDef {
+            limit_key: vec!["tenant".into(), "model".into()],
+            ..LlmDef::new(ProviderKind::Openai, "gpt-4o")
+        };
+        assert_eq!(by_tenant.problem(), None);
+        let acme = cairn_core::Tenant::new("acme").ok();
+        assert_eq!(
+            limit_key_for(&by_tenant, acme.as_ref()),
+            format!("{base},tenant=acme,model=gpt-4o")
+        );
+        assert_eq!(
+            limit_key_for(&by_tenant, None),
+            format!("{base},model=gpt-4o"),
+            "a run without a tenant: the key without it"
+        );
+        for bad in ["modle", "team", "=x", "team=", "a=b,c", "key=x", "tenant=x"] {
             let def = LlmDef {
                 limit_key: vec![bad.into()],
                 ..LlmDef::new(ProviderKind::Openai, "m")

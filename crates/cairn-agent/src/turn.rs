@@ -115,38 +115,44 @@ impl LlmAgent {
         }
     }
 
+    /// The provider key of this step's calls: the agent's own, narrowed by
+    /// the run's tenant when its `limit_key` lists `"tenant"`.
+    fn key_of(&self, cx: &StepContext) -> std::borrow::Cow<'_, str> {
+        match self.def.limit_key.iter().any(|p| p == "tenant") {
+            true => crate::limit_key_for(&self.def, cx.tenant.as_ref()).into(),
+            false => self.key.as_str().into(),
+        }
+    }
+
     /// Before a call: a step whose provider key is paused, or whose key's
     /// limits have no permit free, makes no call and waits instead
     /// (deferred, holding nothing). A limited key grants a permit, which
     /// the caller releases after the call.
     async fn admit(
         &self,
+        key: &str,
         journal: &JournalHandle,
         request: &Request,
     ) -> Result<Option<Permit>, ErrorInfo> {
         let tokens = cairn_llm::estimate_request_tokens(request) + u64::from(request.max_tokens);
-        match journal
-            .admit(&self.key, tokens)
-            .await
-            .map_err(journal_failure)?
-        {
+        match journal.admit(key, tokens).await.map_err(journal_failure)? {
             Admission::Go(permit) => Ok(permit),
             Admission::Wait { after, why } => Err(ErrorInfo::deferred(
                 match why {
                     Held::Paused => format!(
                         "{} is paused for {} ms after a provider's rate limit; no call made",
-                        self.key,
+                        key,
                         after.as_millis()
                     ),
                     other => format!(
                         "{}: {}; no call made, looking again in at most {} ms",
-                        self.key,
+                        key,
                         other.as_str(),
                         after.as_millis()
                     ),
                 },
                 Deferral {
-                    key: self.key.clone(),
+                    key: key.to_owned(),
                     after,
                     observed: false,
                 },
@@ -156,9 +162,15 @@ impl LlmAgent {
 
     /// After a refused call that said how long to stay away: pause the key
     /// for everyone at once, and wait for the pause's end.
-    async fn pause_for(&self, journal: &JournalHandle, e: &LlmError, wait: Duration) -> ErrorInfo {
+    async fn pause_for(
+        &self,
+        key: &str,
+        journal: &JournalHandle,
+        e: &LlmError,
+        wait: Duration,
+    ) -> ErrorInfo {
         let reason = e.to_string();
-        let after = match journal.pause(&self.key, wait, &reason).await {
+        let after = match journal.pause(key, wait, &reason).await {
             Ok(stands) => stands,
             // The deferral's commit records the pause anyway.
             Err(_) => wait,
@@ -166,7 +178,7 @@ impl LlmAgent {
         ErrorInfo::deferred(
             format!("{reason} (the key is paused for {} ms)", after.as_millis()),
             Deferral {
-                key: self.key.clone(),
+                key: key.to_owned(),
                 after,
                 observed: true,
             },
@@ -425,7 +437,8 @@ impl LlmAgent {
             },
         };
         let admitted = within_budget(journal, cx, self.provider.name(), &request).await?;
-        let permit = match self.admit(journal, &request).await {
+        let key = self.key_of(cx);
+        let permit = match self.admit(&key, journal, &request).await {
             Ok(permit) => permit,
             Err(deferred) => {
                 release_hold(journal, &admitted).await;
@@ -497,7 +510,7 @@ impl LlmAgent {
             .event(NewEvent::new(EventKind::ModelCalled, data))
             .await;
         match failure.pause() {
-            Some(wait) => Err(self.pause_for(journal, &failure, wait).await),
+            Some(wait) => Err(self.pause_for(&key, journal, &failure, wait).await),
             None => Err(provider_failure(&failure)),
         }
     }

@@ -538,6 +538,7 @@ fn new_run(crew: &Crew, input: Value) -> NewRun {
         thread_id: None,
         on_busy: Default::default(),
         priority: Default::default(),
+        tenant: None,
         budget: None,
         trace: None,
         upgrade: None,

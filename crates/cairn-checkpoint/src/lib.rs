@@ -64,6 +64,9 @@ pub struct NewRun {
     pub on_busy: OnBusy,
     /// Claim order (`cairn_core::priority`).
     pub priority: cairn_core::Priority,
+    /// Whose run it is: claims go round-robin across tenants within a
+    /// priority (`cairn_core::tenant`).
+    pub tenant: Option<cairn_core::Tenant>,
     /// The run's own limits on model use, over its crew's.
     pub budget: Option<cairn_core::Budget>,
     /// The run's trace (`cairn_core::trace`): stored with it; a sampled

@@ -158,7 +158,7 @@ macro_rules! run_cols_but_def {
         "id, crew_name, crew_version, crew_fingerprint, input, idempotency_key, \
          thread_id, status, cursor, step_count, lease_epoch, not_before, cancel_requested_at, \
          parent_run_id, parent_step_idx, error, created_at, updated_at, finished_at, \
-         child_key, parent_attempt, depth, priority, budget, trace, upgrade"
+         child_key, parent_attempt, depth, priority, budget, trace, upgrade, tenant"
     };
 }
 /// The columns `decode_step` reads.
@@ -246,6 +246,10 @@ pub(crate) fn decode_run_with(row: &Row, def: Option<CrewDef>) -> crate::Result<
         thread_id: row.opt_text("thread_id")?,
         priority: cairn_core::Priority::new(row.int("priority")?)
             .map_err(|e| corrupt(e.to_string()))?,
+        tenant: row
+            .opt_text("tenant")?
+            .map(|t| cairn_core::Tenant::new(t).map_err(|e| corrupt(e.to_string())))
+            .transpose()?,
         budget: row
             .opt_json("budget", id, "budget")?
             .map(|b| serde_json::from_value(b).map_err(|e| corrupt(format!("budget: {e}"))))
@@ -348,6 +352,11 @@ pub(crate) fn decode_listed(row: &Row) -> crate::Result<RunRecord> {
             .ok()
             .and_then(|p| cairn_core::Priority::new(p).ok())
             .unwrap_or_default(),
+        tenant: row
+            .opt_text("tenant")
+            .ok()
+            .flatten()
+            .and_then(|t| cairn_core::Tenant::new(t).ok()),
         budget: row
             .opt_json("budget", id, "budget")
             .ok()

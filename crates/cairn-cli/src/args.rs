@@ -650,6 +650,10 @@ pub struct SubmitArgs {
     /// point is a minute's head start, so lower ones still run.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub priority: i64,
+    /// Whose run it is: claims go round-robin across tenants within a
+    /// priority, so one tenant's backlog does not hold another's runs back.
+    #[arg(long, value_name = "NAME")]
+    pub tenant: Option<String>,
     /// A limit on the run's model use, over the crew's [budget]:
     /// tokens=N, model_calls=N or tool_calls=N (repeatable). Reached, the run is
     /// interrupted; `runs continue RUN --budget tokens=+N` raises it.
@@ -697,6 +701,7 @@ impl SubmitArgs {
             on_busy: self.on_busy,
             priority: cairn::Priority::new(self.priority)
                 .map_err(|e| usage(format!("--priority: {e}")))?,
+            tenant: self.tenant.clone(),
             budget: match self.budget.is_empty() {
                 true => None,
                 false => Some(

@@ -164,6 +164,9 @@ pub struct RunRecord {
     /// Claim order: higher first, with ageing (`crate::priority`).
     #[serde(default)]
     pub priority: crate::Priority,
+    /// Whose run it is (`crate::tenant`); children and forks inherit it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<crate::Tenant>,
     /// The run's own limits on model use, over its crew's `[budget]`
     /// (`crate::budget`); raised by an operator's continue.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -83,8 +83,8 @@ pub struct LlmDef {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub delegate_defs: Vec<crate::CrewDef>,
     /// Narrows the step's provider key (its pauses and limits): `"model"`
-    /// adds the model, `"NAME=VALUE"` a label of the crew's own (a team,
-    /// a tenant). Empty (the default): the key the provider and API key
+    /// adds the model, `"tenant"` the run's tenant (if it has one),
+    /// `"NAME=VALUE"` a label of the crew's own (a team). Empty (the default): the key the provider and API key
     /// give, shared by every model called with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limit_key: Vec<String>,
@@ -95,7 +95,12 @@ pub struct LlmDef {
 pub fn is_key_label(part: &str) -> bool {
     part.split_once('=').is_some_and(|(n, v)| {
         let ok = |s: &str| !s.trim().is_empty() && !s.contains([',', '=']);
-        ok(n) && ok(v) && !matches!(n, "provider" | "url" | "key" | "script" | "model")
+        ok(n)
+            && ok(v)
+            && !matches!(
+                n,
+                "provider" | "url" | "key" | "script" | "model" | "tenant"
+            )
     })
 }
 
@@ -128,12 +133,13 @@ impl LlmDef {
     }
 
     /// What `limit_key` adds to the provider key, in its order
-    /// (`,model=gpt-4o,team=research`).
-    pub fn key_scope(&self) -> String {
+    /// (`,model=gpt-4o,team=research,tenant=acme`), for a run of `tenant`.
+    pub fn key_scope(&self, tenant: Option<&crate::Tenant>) -> String {
         self.limit_key
             .iter()
             .map(|part| match part.as_str() {
                 "model" => format!(",model={}", self.model),
+                "tenant" => tenant.map_or(String::new(), |t| format!(",tenant={t}")),
                 label => format!(",{label}"),
             })
             .collect()
@@ -172,10 +178,10 @@ impl LlmDef {
             return Some("has `max_turns = 0`".into());
         }
         for part in &self.limit_key {
-            if part != "model" && !is_key_label(part) {
+            if part != "model" && part != "tenant" && !is_key_label(part) {
                 return Some(format!(
-                    "has `limit_key` part `{part}`; use \"model\" or a label \"NAME=VALUE\" \
-                     (no commas; not provider, url, key, script or model)"
+                    "has `limit_key` part `{part}`; use \"model\", \"tenant\" or a label \
+                     \"NAME=VALUE\" (no commas; not provider, url, key, script, model or tenant)"
                 ));
             }
         }

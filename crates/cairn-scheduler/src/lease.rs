@@ -188,6 +188,7 @@ mod tests {
             thread_id: None,
             on_busy: Default::default(),
             priority: Default::default(),
+            tenant: None,
             budget: None,
             trace: None,
             upgrade: None,

@@ -504,6 +504,7 @@ impl Executor {
             prices: self.config.prices.clone(),
             rolls_up: run.child.is_some(),
             thread_budget: extras.thread_budget.clone(),
+            tenant: run.tenant.clone(),
             traceparent: run
                 .trace
                 .map(|t| t.traceparent(cairn_core::SpanId::of_run(run.id))),

@@ -224,6 +224,10 @@ struct SubmitBody {
     /// Claim order, -1000 to 1000 (default 0): higher first, with ageing.
     #[serde(default, deserialize_with = "crate::extract::opt_priority")]
     priority: Option<cairn::Priority>,
+    /// Whose run it is (1 to 128 bytes, no control character, `,` or
+    /// `=`): claims go round-robin across tenants within a priority.
+    #[serde(default)]
+    tenant: Option<String>,
     /// Limits on the run's model use (`{"tokens": N, "model_calls": N, "tool_calls": N}`),
     /// over its crew's `[budget]` per limit.
     #[serde(default)]
@@ -312,6 +316,7 @@ async fn submit(
                 thread_id: body.thread_id,
                 on_busy,
                 priority,
+                tenant: body.tenant,
                 budget: body.budget,
                 traceparent,
                 upgrade,

@@ -356,6 +356,7 @@ mod tests {
             prices: None,
             rolls_up: false,
             thread_budget: None,
+            tenant: None,
             traceparent: None,
             run_id: RunId::new(),
             input: json!({"topic": "rust"}),

@@ -32,6 +32,11 @@ pub struct SubmitOptions {
     /// Claim order: higher first, with ageing (a point is a minute's head
     /// start over a run submitted at the same moment); children inherit it.
     pub priority: cairn_core::Priority,
+    /// Whose run it is ([`cairn_core::Tenant`]: 1 to 128 bytes, no control
+    /// character, `,` or `=`; else [`crate::Error::BadTenant`], nothing
+    /// stored): claims go round-robin across tenants within a priority;
+    /// children and forks inherit it.
+    pub tenant: Option<String>,
     /// Limits on the run's model use, over its crew's `[budget]` per limit.
     pub budget: Option<cairn_core::Budget>,
     /// The caller's trace (a W3C `traceparent`): the run's spans join it.
@@ -188,6 +193,7 @@ impl Engine {
         opts: SubmitOptions,
     ) -> Result<Submitted> {
         let thread_id = crate::thread::check(opts.thread_id)?;
+        let tenant = opts.tenant.map(cairn_core::Tenant::new).transpose()?;
         self.register(crew);
         cairn_core::check_size("the run input", &input, self.limits().max_input_bytes)?;
         Ok(self
@@ -199,6 +205,7 @@ impl Engine {
                 thread_id,
                 on_busy: opts.on_busy,
                 priority: opts.priority,
+                tenant,
                 budget: opts.budget.filter(|b| !b.is_empty()),
                 trace: self.tracing(opts.traceparent),
                 upgrade: opts.upgrade,

@@ -38,6 +38,10 @@ pub enum Error {
     /// was stored.
     #[error(transparent)]
     BadThreadId(#[from] crate::BadThreadId),
+    /// A tenant name that breaks the rule (see [`cairn_core::Tenant`]);
+    /// nothing was stored.
+    #[error(transparent)]
+    BadTenant(#[from] cairn_core::BadTenant),
     /// A resume named a thread the run does not belong to; nothing was
     /// written.
     #[error("run {run} does not belong to thread `{thread}` ({}); nothing was resumed", match .actual {
@@ -275,6 +279,7 @@ impl Error {
             Error::MissingHandler { .. } => (ErrorClass::Internal, "missing_handler"),
             Error::TooLarge(_) => (ErrorClass::TooLarge, "too_large"),
             Error::BadThreadId(_) => (ErrorClass::BadInput, "bad_thread_id"),
+            Error::BadTenant(_) => (ErrorClass::BadInput, "bad_tenant"),
             Error::BadLimit(_) => (ErrorClass::BadInput, "bad_limit"),
             Error::WrongThread { .. } => (ErrorClass::Conflict, "wrong_thread"),
             Error::CrewDoesNotFit { .. } => (ErrorClass::Conflict, "crew_mismatch"),

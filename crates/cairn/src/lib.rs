@@ -66,8 +66,8 @@ pub use cairn_core::{
     ChildOutcome, ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord,
     Fingerprint, JoinRule, JournalEntry, JournalKind, KeyLimits, KeyPause, KeyState, LlmDef,
     OnDeadline, OutputDelta, Price, PriceTable, Priority, ProviderKind, RetryPolicy, Role, RunId,
-    RunRecord, RunStatus, Spent, StepContext, StepIdx, StepOutput, StepRecord, StepStatus, ToolDef,
-    TraceContext, Usage, Usd, WaitId, WaitKind, WaitRecord, WaitStatus,
+    RunRecord, RunStatus, Spent, StepContext, StepIdx, StepOutput, StepRecord, StepStatus, Tenant,
+    ToolDef, TraceContext, Usage, Usd, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;

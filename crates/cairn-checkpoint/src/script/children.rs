@@ -61,7 +61,9 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
             .find(|(known, _)| same(known, crew))
             .map_or(String::new(), |(_, f)| f.as_str().to_owned())
     };
-    // Children inherit their parent's priority, its trace (under the
+    // Children inherit their parent's priority and tenant (in the insert;
+    // a spawn's children share their parent's claim-order slot, not
+    // spaced as its tenant's submits are), its trace (under the
     // parent run's span) and what is left of its wall time (unless a
     // child's crew sets its own).
     let (priority, trace, age) = match c
@@ -130,13 +132,14 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
             "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
              status, cursor, step_count, lease_epoch, event_seq, created_at, updated_at, \
              parent_run_id, parent_step_idx, parent_attempt, child_key, child_ord, depth, held, \
-             priority, claim_at, trace, budget) \
+             priority, claim_at, trace, budget, tenant) \
              SELECT (j.value->>'id'){uuid}, j.value->>'crew_name', j.value->>'crew_version', \
              j.value->>'fingerprint', 'null', j.value->'input', 'queued', 0, \
              CAST(j.value->>'steps' AS INTEGER), 0, 1, {now}, {now}, :parent, :idx, \
              :attempt, j.value->>'key', CAST(j.value->>'ord' AS INTEGER), :depth, \
              CAST(j.value->>'rank' AS INTEGER) >= :at_once, :priority, {ahead:head}, :trace, \
-             j.value->'budget' FROM {rows:children}",
+             j.value->'budget', (SELECT p.tenant FROM runs p WHERE p.id = :parent) \
+             FROM {rows:children}",
         )
         .bind("trace", trace.map(|t| serde_json::json!(t).to_string()))
         .bind("priority", i64::from(priority.get()))

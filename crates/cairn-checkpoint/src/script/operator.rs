@@ -192,10 +192,11 @@ pub(super) async fn fork_in(
             "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
              thread_id, status, cursor, step_count, lease_epoch, event_seq, parent_run_id, \
              parent_step_idx, created_at, updated_at, finished_at, priority, claim_at, budget, \
-             upgrade) \
+             upgrade, tenant) \
              SELECT :child, crew_name, crew_version, crew_fingerprint, crew_def, :input, \
              COALESCE(:thread, thread_id), :status, :from, step_count, 0, 0, id, :from, {now}, {now}, \
-             CASE WHEN :complete THEN {now} END, priority, {ahead:head}, budget, upgrade FROM runs \
+             CASE WHEN :complete THEN {now} END, priority, {ahead:head}, budget, upgrade, tenant \
+             FROM runs \
              WHERE id = :source",
         )
         .bind("head", source.priority.head_start_secs() as f64)

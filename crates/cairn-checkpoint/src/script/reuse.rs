@@ -242,11 +242,11 @@ async fn copy_in(
             "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
              status, cursor, step_count, lease_epoch, event_seq, created_at, updated_at, \
              finished_at, parent_run_id, parent_step_idx, parent_attempt, child_key, child_ord, \
-             depth, held, join_settled, priority, claim_at, budget) \
+             depth, held, join_settled, priority, claim_at, budget, tenant) \
              SELECT (j.value->>'id'){uuid}, r.crew_name, r.crew_version, r.crew_fingerprint, \
              r.crew_def, r.input, 'succeeded', r.step_count, r.step_count, 0, 2, {now}, {now}, \
              {now}, :parent, :idx, :attempt, r.child_key, CAST(j.value->>'ord' AS INTEGER), \
-             :depth, FALSE, TRUE, :priority, {now}, r.budget \
+             :depth, FALSE, TRUE, :priority, {now}, r.budget, r.tenant \
              FROM {rows:copies} JOIN runs r ON r.id = (j.value->>'from'){uuid}",
         )
         .bind("parent", commit.run_id)

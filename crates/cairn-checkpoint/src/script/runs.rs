@@ -299,6 +299,23 @@ pub(super) async fn set_aside_in(
     Ok(true)
 }
 
+/// Moves `tenant`'s claim-order clock on by one run (`cairn_core::tenant`),
+/// creating it at now; the submit's insert reads the slot it moved from.
+/// On PostgreSQL the upsert locks the tenant's row until the submit
+/// commits, so two submits of one tenant take two slots.
+async fn next_of_tenant(c: &mut Conn<'_>, tenant: &cairn_core::Tenant) -> Result<()> {
+    c.execute(
+        query(
+            "INSERT INTO tenants (tenant, next_at) VALUES (:tenant, {later:spacing}) \
+             ON CONFLICT (tenant) DO UPDATE SET next_at = {tenant_next}",
+        )
+        .bind("tenant", tenant.as_str())
+        .bind("spacing", cairn_core::Tenant::SPACING_SECS),
+    )
+    .await?;
+    Ok(())
+}
+
 /// `Store::submit`'s transaction; `def` is the crew definition as stored.
 pub(super) async fn submit_in(
     c: &mut Conn<'_>,
@@ -307,6 +324,9 @@ pub(super) async fn submit_in(
 ) -> Result<Submitted> {
     if let Some(thread) = &new.thread_id {
         lock_thread(c, thread).await?;
+    }
+    if let Some(tenant) = &new.tenant {
+        next_of_tenant(c, tenant).await?;
     }
     let fingerprint = new.crew.fingerprint();
     let id = RunId::new();
@@ -319,10 +339,11 @@ pub(super) async fn submit_in(
             query(concat!(
                 "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
                  input, idempotency_key, thread_id, status, cursor, step_count, lease_epoch, \
-                 event_seq, created_at, updated_at, priority, claim_at, budget, trace, upgrade) \
+                 event_seq, created_at, updated_at, priority, claim_at, budget, trace, upgrade, \
+                 tenant) \
                  VALUES (:id, :name, :version, :fingerprint, 'null', :input, :key, :thread, \
-                 'queued', 0, :steps, 0, 1, {now}, {now}, :priority, {ahead:head}, :budget, \
-                 :trace, :upgrade) \
+                 'queued', 0, :steps, 0, 1, {now}, {now}, :priority, {claim_at}, :budget, \
+                 :trace, :upgrade, :tenant) \
                  ON CONFLICT (idempotency_key) DO NOTHING RETURNING ",
                 run_cols_but_def!()
             ))
@@ -336,6 +357,8 @@ pub(super) async fn submit_in(
             .bind("steps", new.crew.step_count())
             .bind("priority", i64::from(new.priority.get()))
             .bind("head", new.priority.head_start_secs() as f64)
+            .bind("tenant", new.tenant.as_ref().map(|t| t.as_str()))
+            .bind("spacing", cairn_core::Tenant::SPACING_SECS)
             .bind("budget", budget)
             .bind("trace", trace.map(|t| serde_json::json!(t).to_string()))
             .bind("upgrade", new.upgrade.map(|u| u.as_str())),

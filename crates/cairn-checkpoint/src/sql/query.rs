@@ -116,6 +116,30 @@ impl Dialect {
             (Sqlite, "age_secs") => {
                 "CAST((julianday(COALESCE(finished_at, 'now')) - julianday(created_at)) * 86400 AS INTEGER)"
             }
+            // A tenant's next claim-order time, as its submit moves it: the
+            // later of its stored one and now, plus `:spacing` seconds
+            // (`cairn_core::tenant`).
+            (Postgres, "tenant_next") => {
+                "GREATEST(tenants.next_at, clock_timestamp()) + make_interval(secs => :spacing)"
+            }
+            (Sqlite, "tenant_next") => {
+                "strftime('%Y-%m-%dT%H:%M:%fZ', MAX(tenants.next_at, \
+                 strftime('%Y-%m-%dT%H:%M:%fZ','now')), '+' || :spacing || ' seconds')"
+            }
+            // A submitted run's `claim_at`: its tenant's slot (the time
+            // `tenant_next` moved on from) less its priority's head start,
+            // or, with no `:tenant`, now less the head start.
+            (Postgres, "claim_at") => {
+                "COALESCE((SELECT next_at FROM tenants WHERE tenant = :tenant) \
+                 - make_interval(secs => :spacing + :head), \
+                 clock_timestamp() - make_interval(secs => :head))"
+            }
+            (Sqlite, "claim_at") => {
+                "COALESCE(strftime('%Y-%m-%dT%H:%M:%fZ', \
+                 (SELECT next_at FROM tenants WHERE tenant = :tenant), \
+                 (-(:spacing + :head)) || ' seconds'), \
+                 strftime('%Y-%m-%dT%H:%M:%fZ','now', (-:head) || ' seconds'))"
+            }
             // Milliseconds since a provider key's buckets were refilled.
             (Postgres, "refilled_ms") => {
                 "FLOOR(EXTRACT(EPOCH FROM (clock_timestamp() - refilled_at)) * 1000)::bigint"

@@ -26,6 +26,7 @@ both!(
     stats_count_runs_the_ready_queue_and_takeovers,
     claim_next_takes_runnable_runs_oldest_first,
     a_higher_priority_goes_first_and_an_older_run_ages_past_it,
+    claims_go_round_robin_across_tenants_within_a_priority,
     an_expired_lease_is_taken_over_and_the_old_holder_cannot_heartbeat,
     a_heartbeat_keeps_a_run_from_being_taken_over,
     a_claim_batch_takes_runs_in_claim_order_and_two_batches_never_share_one,
@@ -224,6 +225,68 @@ async fn a_higher_priority_goes_first_and_an_older_run_ages_past_it(kind: Kind) 
     }
     let last = store.claim_next(&req(30_000)).await.unwrap().unwrap();
     assert_eq!(last.run.id, late);
+}
+
+/// Tenant a queues 20 runs, then tenant b 3: b's runs do not wait for a's
+/// backlog but alternate with it (each tenant's runs are a second apart in
+/// claim order), a run of no tenant goes by its submit time as before, and
+/// a higher priority still goes first. The tenant is on the run.
+async fn claims_go_round_robin_across_tenants_within_a_priority(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let of = |t: &str, p: i64| {
+        let mut run = new_run(1, None);
+        run.tenant = Some(cairn_core::Tenant::new(t).unwrap());
+        run.priority = cairn_core::Priority::new(p).unwrap();
+        run
+    };
+    let mut a = vec![];
+    for _ in 0..20 {
+        a.push(store.submit(of("a", 0)).await.unwrap().run.id);
+    }
+    let mut b = vec![];
+    for _ in 0..3 {
+        b.push(store.submit(of("b", 0)).await.unwrap().run.id);
+    }
+    let plain = store.submit(new_run(1, None)).await.unwrap().run.id;
+    let urgent = store.submit(of("a", 10)).await.unwrap().run;
+    assert_eq!(urgent.tenant.as_ref().map(|t| t.as_str()), Some("a"));
+    let mut order = vec![];
+    for _ in 0..25 {
+        order.push(
+            store
+                .claim_next(&req(30_000))
+                .await
+                .unwrap()
+                .unwrap()
+                .run
+                .id,
+        );
+    }
+    assert!(store.claim_next(&req(30_000)).await.unwrap().is_none());
+    assert_eq!(order[0], urgent.id, "priority first");
+    let at = |id| order.iter().position(|r| *r == id).unwrap();
+    // The submits took well under a second: b's first run goes right
+    // after a's first, then they alternate, and the run of no tenant
+    // goes by its submit time, before a's second.
+    assert_eq!(
+        [
+            at(a[0]),
+            at(b[0]),
+            at(plain),
+            at(a[1]),
+            at(b[1]),
+            at(a[2]),
+            at(b[2])
+        ],
+        [1, 2, 3, 4, 5, 6, 7],
+        "{order:?}"
+    );
+    let rest: Vec<_> = a.iter().map(|id| at(*id)).collect();
+    assert!(
+        rest.windows(2).all(|w| w[0] < w[1]),
+        "a's own runs stay in order"
+    );
 }
 
 /// `claim_batch` takes up to its size in claim order, queued and taken over

@@ -54,6 +54,7 @@ pub(crate) fn new_run(steps: usize, key: Option<&str>) -> NewRun {
         thread_id: None,
         on_busy: Default::default(),
         priority: Default::default(),
+        tenant: None,
         budget: None,
         trace: None,
         upgrade: None,

@@ -186,6 +186,9 @@ fn submit_body(
     if opts.on_busy != cairn::OnBusy::default() {
         body["on_busy"] = json!(opts.on_busy.as_str());
     }
+    if let Some(t) = opts.tenant {
+        body["tenant"] = json!(t);
+    }
     if let Some(k) = opts.idempotency_key {
         body["idempotency_key"] = json!(k);
     }

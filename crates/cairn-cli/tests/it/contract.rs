@@ -3,7 +3,7 @@
 //! array of `runs list --json` (oldest first, `--status`, `--limit`), and
 //! global `--json` / `--db` accepted anywhere on the line.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::{agent_sh, agent_template, crew_toml, serve, step, Case, Kind};
 
@@ -11,7 +11,7 @@ both_backends!(
     run_json_is_one_object_with_the_documented_fields,
     runs_list_json_is_oldest_first_and_filters,
     json_and_db_are_accepted_anywhere_on_the_line,
-    a_priority_is_stored_both_ways_and_one_out_of_range_is_refused,
+    a_priority_and_a_tenant_are_stored_both_ways_and_bad_ones_are_refused,
 );
 
 const TOPIC: &str = r#"{"topic": "anywhere"}"#;
@@ -252,9 +252,10 @@ fn uuid_like(s: &str) -> bool {
         })
 }
 
-/// `--priority` reaches the run locally and through a server (the run's
-/// JSON carries it); out of range it is refused before anything is stored.
-fn a_priority_is_stored_both_ways_and_one_out_of_range_is_refused(kind: Kind) {
+/// `--priority` and `--tenant` reach the run locally and through a server
+/// (the run's JSON carries them); a priority out of range or a bad tenant
+/// is refused before anything is stored, locally and by the server.
+fn a_priority_and_a_tenant_are_stored_both_ways_and_bad_ones_are_refused(kind: Kind) {
     let case = Case::new(kind);
     let crews = case.path("crews");
     std::fs::create_dir_all(&crews).unwrap();
@@ -262,10 +263,22 @@ fn a_priority_is_stored_both_ways_and_one_out_of_range_is_refused(kind: Kind) {
     std::fs::write(&crew, crew_toml("hello", &[agent_template("greet", "hi")])).unwrap();
     let crew = crew.to_str().unwrap();
     let local = case
-        .cairn(&["submit", crew, "--priority", "7", "--json"])
+        .cairn(&[
+            "submit",
+            crew,
+            "--priority",
+            "7",
+            "--tenant",
+            "acme",
+            "--json",
+        ])
         .expect_code(0)
         .json();
-    assert_eq!(local["priority"], 7, "{local}");
+    assert_eq!(
+        (&local["priority"], &local["tenant"]),
+        (&json!(7), &json!("acme")),
+        "{local}"
+    );
     let served = serve(
         &case,
         &["--crews", crews.to_str().unwrap(), "--concurrency", "0"],
@@ -278,6 +291,8 @@ fn a_priority_is_stored_both_ways_and_one_out_of_range_is_refused(kind: Kind) {
                 "hello",
                 "--priority",
                 "-3",
+                "--tenant",
+                "globex",
                 "--json",
                 "--server",
                 &served.url,
@@ -286,11 +301,29 @@ fn a_priority_is_stored_both_ways_and_one_out_of_range_is_refused(kind: Kind) {
         )
         .expect_code(0)
         .json();
-    assert_eq!(remote["priority"], -3, "{remote}");
+    assert_eq!(
+        (&remote["priority"], &remote["tenant"]),
+        (&json!(-3), &json!("globex")),
+        "{remote}"
+    );
+    let untenanted = case
+        .cairn(&["submit", crew, "--json"])
+        .expect_code(0)
+        .json();
+    assert!(untenanted.get("tenant").is_none(), "{untenanted}");
+    let bad = ["--tenant", "a,b"];
+    let local_bad = case.cairn(&[&["submit", crew][..], &bad].concat());
+    let remote_bad = case.raw(
+        &[&["submit", "hello", "--server", &served.url][..], &bad].concat(),
+        &[],
+    );
+    for refused in [local_bad, remote_bad] {
+        refused.expect_code(2).expect_stderr(&["tenant", "`,`"]);
+    }
     assert_eq!(case.show(local["id"].as_str().unwrap())["priority"], 7);
     let refused = case
         .cairn(&["submit", crew, "--priority", "1001"])
         .expect_code(2);
     refused.expect_stderr(&["--priority", "-1000 to 1000"]);
-    assert_eq!(case.list().len(), 2, "nothing stored by the refusal");
+    assert_eq!(case.list().len(), 3, "nothing stored by the refusals");
 }

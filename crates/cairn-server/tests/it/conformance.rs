@@ -288,6 +288,22 @@ async fn body_bounds_are_the_documented_ones() {
         agrees(ok, reply.status, &reply.text, "bad_thread_id", "thread_id");
     }
 
+    // `tenant`: 1 to 128 bytes, no control character, `,` or `=`.
+    for tenant in [
+        json!(""),
+        json!("acme"),
+        json!("a,b"),
+        json!("a=b"),
+        json!("a\u{1}b"),
+        json!("x".repeat(128)),
+        json!("x".repeat(129)),
+    ] {
+        let body = json!({"crew": "greet", "input": {}, "tenant": tenant});
+        let reply = api.post_json("/v1/runs", &body).await;
+        let ok = valid(&doc, submit, &body);
+        agrees(ok, reply.status, &reply.text, "bad_tenant", "tenant");
+    }
+
     // `priority`: an integer from -1000 to 1000, or null.
     for priority in [
         json!(null),

@@ -363,15 +363,17 @@ async fn a_cancel_stops_fifty_running_children(kind: Kind) {
     worker.await.unwrap().unwrap();
 }
 
-both!(children_and_forks_inherit_their_runs_priority);
-async fn children_and_forks_inherit_their_runs_priority(kind: Kind) {
+both!(children_and_forks_inherit_their_runs_priority_and_tenant);
+async fn children_and_forks_inherit_their_runs_priority_and_tenant(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = engine(&db).await;
     let (_dir, crew) = crews("", ECHO);
     let opts = SubmitOptions {
         priority: cairn::Priority::new(7).unwrap(),
+        tenant: Some("acme".into()),
         ..SubmitOptions::default()
     };
+    let acme = cairn::Tenant::new("acme").ok();
     let run = engine
         .run(&crew, json!({"items": ["a", "b"]}), opts)
         .await
@@ -381,9 +383,12 @@ async fn children_and_forks_inherit_their_runs_priority(kind: Kind) {
     let children = children_of(&engine, run.id).await;
     assert_eq!(children.len(), 2);
     assert!(
-        children.iter().all(|c| c.priority.get() == 7),
+        children
+            .iter()
+            .all(|c| c.priority.get() == 7 && c.tenant == acme),
         "{children:?}"
     );
+    assert_eq!(run.tenant, acme);
     let request = cairn::ForkRequest {
         from_step: cairn::StepIdx(1),
         input: None,
@@ -395,7 +400,7 @@ async fn children_and_forks_inherit_their_runs_priority(kind: Kind) {
         .fork(run.id, &request, &Actor::new("test"))
         .await
         .unwrap();
-    assert_eq!(fork.priority.get(), 7);
+    assert_eq!((fork.priority.get(), fork.tenant), (7, acme));
 }
 
 /// A child that logs its item to `log`, then fails (for good) on item "b"

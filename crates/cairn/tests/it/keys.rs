@@ -1,6 +1,7 @@
 //! Provider keys narrowed by `limit_key`, both backends: with `["model"]`,
 //! a provider's 429 pauses only the model that was refused; a run calling
-//! another model with the same API key goes on at once. A command step's
+//! another model with the same API key goes on at once (with `["tenant"]`,
+//! a run of another tenant). A command step's
 //! `limit_key` runs its program under a key's limits.
 
 use std::time::{Duration, Instant};
@@ -12,32 +13,64 @@ use cairn_testkit::{both, Kind, SlowModel, TestDb};
 
 both!(
     a_429_pauses_only_the_model_refused_when_keys_are_narrowed_by_model,
+    a_429_pauses_only_the_tenant_refused_when_keys_are_narrowed_by_tenant,
     a_command_step_runs_under_its_keys_in_flight_limit,
 );
 
 /// A one-step crew calling `model` on the local server, its key narrowed
-/// by the model.
-fn crew(server: &SlowModel, model: &str) -> Crew {
+/// by `limit_key`.
+fn crew(server: &SlowModel, model: &str, limit_key: &str) -> Crew {
     Crew::from_toml(&format!(
         "name = \"{model}\"\nversion = \"1\"\n[[agents]]\nrole = \"ask\"\nkind = \"llm\"\n\
          provider = \"openai\"\nmodel = \"{model}\"\nbase_url = \"{}\"\n\
-         limit_key = [\"model\", \"team=research\"]\nretry = {{ max_attempts = 1 }}\n",
+         limit_key = {limit_key}\nretry = {{ max_attempts = 1 }}\n",
         server.base_url
     ))
     .unwrap()
 }
 
 async fn a_429_pauses_only_the_model_refused_when_keys_are_narrowed_by_model(kind: Kind) {
+    let server = SlowModel::start(&["fine"], Duration::from_millis(1)).unwrap();
+    let by_model = r#"["model", "team=research"]"#;
+    let (big, small) = (
+        crew(&server, "big-1", by_model),
+        crew(&server, "small-1", by_model),
+    );
+    let plain = SubmitOptions::default;
+    let suffix = ",model=big-1,team=research";
+    only_the_refused_key_pauses(kind, &server, (big, plain()), (small, plain()), suffix).await;
+}
+
+/// With `limit_key = ["tenant"]`, one model: a 429 for tenant a's run
+/// pauses only tenant a's key; tenant b's run goes on at once.
+async fn a_429_pauses_only_the_tenant_refused_when_keys_are_narrowed_by_tenant(kind: Kind) {
+    let server = SlowModel::start(&["fine"], Duration::from_millis(1)).unwrap();
+    let model = crew(&server, "m-1", r#"["tenant"]"#);
+    let of = |t: &str| SubmitOptions {
+        tenant: Some(t.into()),
+        ..SubmitOptions::default()
+    };
+    let (a, b) = ((model.clone(), of("a")), (model, of("b")));
+    only_the_refused_key_pauses(kind, &server, a, b, "key=OPENAI_API_KEY,tenant=a").await;
+}
+
+/// The first run is refused with a 3 s `Retry-After`: exactly its key is
+/// paused (its name ends in `suffix`), the other run goes on at once, and
+/// the first is called again only after the pause.
+async fn only_the_refused_key_pauses(
+    kind: Kind,
+    server: &SlowModel,
+    (first, first_opts): (Crew, SubmitOptions),
+    (other, other_opts): (Crew, SubmitOptions),
+    suffix: &str,
+) {
     let db = TestDb::of(kind).await;
     let engine = super::engine(&db).await;
-    let server = SlowModel::start(&["fine"], Duration::from_millis(1)).unwrap();
     server.release();
     server.refuse_next(1, "3");
-    let (big, small) = (crew(&server, "big-1"), crew(&server, "small-1"));
-    // `big-1` is refused first: its key is paused for 3 s.
     let first = {
         let engine = engine.clone();
-        tokio::spawn(async move { engine.run(&big, json!({}), SubmitOptions::default()).await })
+        tokio::spawn(async move { engine.run(&first, json!({}), first_opts).await })
     };
     let deadline = Instant::now() + Duration::from_secs(10);
     while engine.keys().await.unwrap().is_empty() {
@@ -46,21 +79,13 @@ async fn a_429_pauses_only_the_model_refused_when_keys_are_narrowed_by_model(kin
     }
     let keys = engine.keys().await.unwrap();
     assert_eq!(keys.len(), 1, "{keys:?}");
-    assert!(
-        keys[0].key.ends_with(",model=big-1,team=research"),
-        "{keys:?}"
-    );
-    // `small-1`, with the same API key, is not paused.
-    let other = engine
-        .run(&small, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    assert!(keys[0].key.ends_with(suffix), "{keys:?}");
+    let other = engine.run(&other, json!({}), other_opts).await.unwrap().run;
     assert_eq!(other.status, RunStatus::Succeeded, "{:?}", other.error);
     let arrivals = server.arrivals();
     assert!(
         arrivals[1].duration_since(arrivals[0]) < Duration::from_millis(2500),
-        "the other model waited for the pause"
+        "the other run waited for the pause"
     );
     let first = first.await.unwrap().unwrap().run;
     assert_eq!(first.status, RunStatus::Succeeded, "{:?}", first.error);

@@ -72,6 +72,7 @@ fn run(status: RunStatus, cursor: u32) -> RunRecord {
         idempotency_key: None,
         thread_id: None,
         priority: Default::default(),
+        tenant: None,
         budget: None,
         trace: None,
         upgrade: None,
