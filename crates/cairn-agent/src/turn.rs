@@ -131,11 +131,16 @@ impl LlmAgent {
     async fn admit(
         &self,
         key: &str,
+        declared: Option<cairn_core::Declared>,
         journal: &JournalHandle,
         request: &Request,
     ) -> Result<Option<Permit>, ErrorInfo> {
         let tokens = cairn_llm::estimate_request_tokens(request) + u64::from(request.max_tokens);
-        match journal.admit(key, tokens).await.map_err(journal_failure)? {
+        match journal
+            .admit(key, tokens, declared)
+            .await
+            .map_err(journal_failure)?
+        {
             Admission::Go(permit) => Ok(permit),
             Admission::Wait { after, why } => Err(ErrorInfo::deferred(
                 match why {
@@ -438,7 +443,9 @@ impl LlmAgent {
         };
         let admitted = within_budget(journal, cx, self.provider.name(), &request).await?;
         let key = self.key_of(cx);
-        let permit = match self.admit(&key, journal, &request).await {
+        let declared =
+            cairn_core::Declared::of(self.def.limits.as_ref(), cx.key_limits.as_deref(), &key);
+        let permit = match self.admit(&key, declared, journal, &request).await {
             Ok(permit) => permit,
             Err(deferred) => {
                 release_hold(journal, &admitted).await;

@@ -44,6 +44,7 @@ async fn measure(target: &Target) -> Result<Numbers> {
         run: run.id,
         epoch: claimed.run.lease_epoch,
         tokens: 1000,
+        declared: None,
     };
     let mut n = Numbers {
         commit: vec![],

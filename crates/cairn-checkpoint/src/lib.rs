@@ -658,6 +658,11 @@ pub trait Store: Registry + Send + Sync + 'static {
     /// new; its buckets start full.
     async fn set_limits(&self, key: &str, limits: &KeyLimits) -> Result<KeyState>;
 
+    /// Drops `key`'s limits, an operator's included: its next admission
+    /// applies the limits its crew or process declares, if any
+    /// (`cairn_core::declared`).
+    async fn reset_limits(&self, key: &str) -> Result<KeyState>;
+
     /// What the run's model calls have spent, from its journal
     /// (`cairn_core::budget`).
     async fn spent(&self, id: RunId) -> Result<cairn_core::Spent>;

@@ -402,6 +402,13 @@ pub enum LimitsCommand {
         #[arg(long, value_name = "N")]
         tpm: Option<u32>,
     },
+    /// Drop a key's limits, an operator's included: its next call applies
+    /// what its crew (an agent's `limits`) or its process (`CAIRN_LIMITS`)
+    /// declares, if anything.
+    Reset {
+        /// The key, as `limits list` prints it.
+        key: String,
+    },
 }
 
 #[derive(Subcommand)]

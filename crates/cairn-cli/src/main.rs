@@ -7,10 +7,10 @@
 mod api;
 mod args;
 mod commands;
+mod config;
 mod demo;
 mod input;
 mod output;
-mod prices;
 mod progress;
 mod report;
 mod traces;

@@ -580,7 +580,10 @@ pub fn print_keys(keys: &[cairn::KeyState], json: bool) -> anyhow::Result<()> {
             "{until:<24}  {:>8}  {:>6}  {permits:>7}  {:<22}  {:<48}  {}",
             k.deferred_runs,
             k.pauses,
-            limits_text(&k.limits),
+            match k.limits_from.filter(|_| k.limits.any()) {
+                Some(from) => format!("{} [{}]", limits_text(&k.limits), from.as_str()),
+                None => limits_text(&k.limits),
+            },
             cairn::text::printable_line(&k.key),
             cairn::text::printable_line(k.reason.as_deref().unwrap_or("-"))
         )?;

@@ -88,6 +88,11 @@ pub struct StepContext {
     /// which prices each model call as it finishes. Set by the executor.
     #[serde(skip)]
     pub prices: Option<std::sync::Arc<crate::PriceTable>>,
+    /// The limits per provider key of the process executing the step
+    /// (`CAIRN_LIMITS`), declared at each admission unless the agent
+    /// declares its own (`crate::declared`). Set by the executor.
+    #[serde(skip)]
+    pub key_limits: Option<std::sync::Arc<crate::LimitTable>>,
     /// Whether the run is a child: its model calls also answer to its
     /// ancestors' budgets ([`crate::BudgetAsk`]). Set by the executor.
     #[serde(skip)]

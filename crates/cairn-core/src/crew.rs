@@ -126,6 +126,27 @@ impl AgentDef {
         ))
     }
 
+    /// What is wrong with its `limits`, if anything: a limit out of
+    /// range, none set, or (a command) no `limit_key` to apply them to.
+    pub fn limits_problem(&self) -> Option<String> {
+        let (limits, keyed) = match &self.kind {
+            AgentKind::Llm(llm) => (llm.limits.as_ref()?, true),
+            AgentKind::Command {
+                limits, limit_key, ..
+            } => (limits.as_ref()?, !limit_key.is_empty()),
+            _ => return None,
+        };
+        if let Err(e) = limits.check() {
+            return Some(format!("has a bad `limits`: {e}"));
+        }
+        if !limits.any() {
+            return Some("has `limits` that set none: give in_flight, rpm or tpm".into());
+        }
+        (!keyed).then(|| {
+            "has `limits` but no `limit_key`: a command's limits apply to the key it names".into()
+        })
+    }
+
     /// An agent with every optional setting at its default.
     pub fn new(role: impl Into<String>, kind: AgentKind) -> Self {
         AgentDef {
@@ -173,6 +194,10 @@ pub enum AgentKind {
         /// and given back when it ends. Empty: none.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         limit_key: Vec<String>,
+        /// The limits this crew declares for that key (`crate::declared`),
+        /// unless an operator set the key's own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limits: Option<crate::KeyLimits>,
     },
     /// A minijinja template rendered from the context.
     Template { template: String },
@@ -272,6 +297,9 @@ impl CrewDef {
                     "agent `{}` has a bad `retry`: {problem}",
                     agent.role
                 )));
+            }
+            if let Some(problem) = agent.limits_problem() {
+                return Err(invalid(format!("agent `{}` {problem}", agent.role)));
             }
             if let AgentKind::Command {
                 command, limit_key, ..
@@ -444,6 +472,7 @@ struct AgentFile {
     thread_history: Option<bool>,
     delegate: Option<Vec<String>>,
     limit_key: Option<Vec<String>>,
+    limits: Option<LimitsFile>,
     // kind = "children" (children.rs)
     crew: Option<String>,
     over: Option<String>,
@@ -454,6 +483,25 @@ struct AgentFile {
     max_children: Option<u32>,
     max_depth: Option<u32>,
     on_parent_close: Option<crate::children::OnParentClose>,
+}
+
+/// An agent's `limits = { in_flight = N, rpm = N, tpm = N }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    in_flight: Option<u32>,
+    rpm: Option<u32>,
+    tpm: Option<u32>,
+}
+
+impl LimitsFile {
+    fn into_limits(self) -> crate::KeyLimits {
+        crate::KeyLimits {
+            in_flight: self.in_flight,
+            rpm: self.rpm,
+            tpm: self.tpm,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -599,8 +647,9 @@ impl CrewFile {
                 "template" | "children" if a.delegate.is_some() => {
                     return Err(unexpected("delegate"));
                 }
-                "template" | "children" if a.limit_key.is_some() => {
-                    return Err(unexpected("limit_key"));
+                "template" | "children" if a.limit_key.is_some() || a.limits.is_some() => {
+                    let field = ["limit_key", "limits"][usize::from(a.limit_key.is_none())];
+                    return Err(unexpected(field));
                 }
                 "command" | "template" if llm_key.is_some() => {
                     return Err(unexpected(llm_key.unwrap_or_default()));
@@ -648,6 +697,7 @@ impl CrewFile {
                         thread_history: a.thread_history,
                         delegate: a.delegate.unwrap_or_default(),
                         limit_key: a.limit_key.unwrap_or_default(),
+                        limits: a.limits.map(LimitsFile::into_limits),
                         ..crate::llm::LlmDef::new(provider, model)
                     }))
                 }
@@ -661,6 +711,7 @@ impl CrewFile {
                         delegate: a.delegate.unwrap_or_default(),
                         delegate_defs: vec![],
                         limit_key: a.limit_key.unwrap_or_default(),
+                        limits: a.limits.map(LimitsFile::into_limits),
                     }
                 }
                 "template" => {

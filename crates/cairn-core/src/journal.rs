@@ -179,8 +179,15 @@ pub trait Journal: Send + Sync {
 
     /// Before a model call on `key` reserving `tokens`: call now (with a
     /// permit when the key has limits), or wait (paused, or no permit
-    /// free). A handle without storage knows of pauses only.
-    async fn admit(&self, key: &str, _tokens: u64) -> Result<crate::Admission, JournalError> {
+    /// free). `declared`: the key's limits as the step's crew or process
+    /// declares them (`crate::declared`). A handle without storage knows
+    /// of pauses only.
+    async fn admit(
+        &self,
+        key: &str,
+        _tokens: u64,
+        _declared: Option<crate::Declared>,
+    ) -> Result<crate::Admission, JournalError> {
         Ok(match self.paused_for(key).await? {
             Some(after) => crate::Admission::Wait {
                 after,

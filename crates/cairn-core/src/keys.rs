@@ -37,6 +37,11 @@ pub struct KeyState {
     /// stands).
     #[serde(default)]
     pub permits_in_use: u64,
+    /// Who set its limits: `operator` (`cairn limits set`), `crew` (an
+    /// agent's `limits`) or `config` (`CAIRN_LIMITS`); absent without
+    /// limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits_from: Option<crate::LimitsFrom>,
 }
 
 /// A pause to record: `key` paused for `wait` from now (database clock). A
@@ -217,6 +222,9 @@ pub struct KeyAsk {
     pub run: crate::RunId,
     pub epoch: crate::LeaseEpoch,
     pub tokens: u64,
+    /// The key's limits as the step's crew or process declares them
+    /// (`crate::declared`): applied unless an operator set the key's.
+    pub declared: Option<crate::Declared>,
 }
 
 /// A permit to call on a key, held until the call ends (released then,

@@ -10,6 +10,7 @@ pub mod checkpoint;
 pub mod children;
 pub mod context;
 pub mod crew;
+pub mod declared;
 pub mod error;
 pub mod event;
 pub mod ids;
@@ -40,6 +41,7 @@ pub use context::{
     ThreadTurn,
 };
 pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerprint, BASE_ENV};
+pub use declared::{BadLimitTable, Declared, LimitTable, LimitsFrom};
 pub use error::Corruption;
 pub use event::{Actor, EventKind, EventRecord, NewEvent};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};

@@ -88,6 +88,10 @@ pub struct LlmDef {
     /// give, shared by every model called with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limit_key: Vec<String>,
+    /// The limits this crew declares for its key (`crate::declared`),
+    /// unless an operator set the key's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::KeyLimits>,
 }
 
 /// Whether `part` is a key label `NAME=VALUE` (no commas, nothing empty,
@@ -129,6 +133,7 @@ impl LlmDef {
             delegate: Vec::new(),
             delegate_defs: Vec::new(),
             limit_key: Vec::new(),
+            limits: None,
         }
     }
 

@@ -363,6 +363,7 @@ fn kind() -> impl Strategy<Value = AgentKind> {
                     delegate: vec![],
                     delegate_defs: vec![],
                     limit_key: vec![],
+                    limits: None,
                 }
             }),
         text().prop_map(|template| AgentKind::Template { template }),

@@ -95,12 +95,18 @@ impl Journal for StoreJournal {
         self.store.paused_for(key).await.map_err(journal_error)
     }
 
-    async fn admit(&self, key: &str, tokens: u64) -> Result<Admission, JournalError> {
+    async fn admit(
+        &self,
+        key: &str,
+        tokens: u64,
+        declared: Option<cairn_core::Declared>,
+    ) -> Result<Admission, JournalError> {
         let ask = KeyAsk {
             key: key.to_owned(),
             run: self.run,
             epoch: self.epoch,
             tokens,
+            declared,
         };
         self.store.admit(&ask).await.map_err(journal_error)
     }

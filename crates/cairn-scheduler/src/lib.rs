@@ -61,6 +61,9 @@ pub struct ExecutorConfig {
     /// What this process's model calls cost (`cairn_core::price`); `None`:
     /// unpriced, so a run with a `cost_usd` budget makes no model call here.
     pub prices: Option<Arc<cairn_core::PriceTable>>,
+    /// This process's limits per provider key (`cairn_core::declared`),
+    /// declared at each admission on a key whose agent declares none.
+    pub key_limits: Option<Arc<cairn_core::LimitTable>>,
 }
 
 impl Default for ExecutorConfig {
@@ -73,6 +76,7 @@ impl Default for ExecutorConfig {
             heartbeat: Duration::from_secs(10),
             limits: cairn_core::Limits::default(),
             prices: None,
+            key_limits: None,
         }
     }
 }
@@ -502,6 +506,7 @@ impl Executor {
             children: extras.children.clone(),
             budget: budget_of(run),
             prices: self.config.prices.clone(),
+            key_limits: self.config.key_limits.clone(),
             rolls_up: run.child.is_some(),
             thread_budget: extras.thread_budget.clone(),
             tenant: run.tenant.clone(),

@@ -137,6 +137,7 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
         route("/v1/limits/pause", &["POST"], false, post(keys::pause)),
         route("/v1/limits/resume", &["POST"], false, post(keys::resume)),
         route("/v1/limits/set", &["POST"], false, post(keys::set)),
+        route("/v1/limits/reset", &["POST"], false, post(keys::reset)),
     ]
 }
 

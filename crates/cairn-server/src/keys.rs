@@ -69,6 +69,19 @@ pub(crate) async fn resume(
     Ok(Json(key))
 }
 
+/// `POST /v1/limits/reset`: the key without limits; its next call applies
+/// what its crew or process declares, if anything.
+pub(crate) async fn reset(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<ResumeBody>,
+) -> Result<Json<KeyState>, ApiError> {
+    let actor = actor(body.by, None);
+    let key = state.engine().reset_limits(&body.key).await?;
+    tracing::info!(key = %key.key, by = %actor.by, "provider key limits reset");
+    state.wake_runner();
+    Ok(Json(key))
+}
+
 /// The body of a limits change: the key's limits, replacing those it had
 /// (a limit left out or `null` is removed).
 #[derive(Debug, Deserialize)]

@@ -431,6 +431,7 @@ mod tests {
             deferred_runs: deferred,
             limits: Default::default(),
             permits_in_use: deferred / 7,
+            limits_from: None,
         };
         let m = Metrics::default();
         assert!(!m.render(None, &[]).contains("cairn_provider_key"));

@@ -127,6 +127,10 @@ pub struct ServeOptions {
     /// What the model calls this server executes cost
     /// ([`cairn::PriceTable`], `CAIRN_PRICES`). Default none: unpriced.
     pub prices: Option<std::sync::Arc<cairn::PriceTable>>,
+    /// The limits this server declares per provider key
+    /// ([`cairn::LimitTable`], `CAIRN_LIMITS`), applied to a key no crew
+    /// and no operator set limits for. Default none.
+    pub key_limits: Option<std::sync::Arc<cairn::LimitTable>>,
 }
 
 /// Tokens and the database password are left out, so options can be logged.
@@ -161,6 +165,7 @@ impl std::fmt::Debug for ServeOptions {
             )
             .field("otel", &self.otel)
             .field("prices", &self.prices.as_ref().map(|p| &p.version))
+            .field("key_limits", &self.key_limits.as_ref().map(|t| t.len()))
             .finish()
     }
 }
@@ -186,6 +191,7 @@ impl Default for ServeOptions {
             public_url: None,
             otel: None,
             prices: None,
+            key_limits: None,
         }
     }
 }
@@ -241,6 +247,7 @@ impl Server {
         let config = ExecutorConfig {
             owner: format!("cairn-server:pid:{}", std::process::id()),
             prices: opts.prices.clone(),
+            key_limits: opts.key_limits.clone(),
             ..ExecutorConfig::default()
         };
         let open = OpenOptions {

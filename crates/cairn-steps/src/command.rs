@@ -85,6 +85,8 @@ pub struct CommandAgent {
     spawns: bool,
     /// The key whose limits it runs under (`limit_key`), if any.
     key: Option<String>,
+    /// The limits its crew declares for that key (`limits`).
+    limits: Option<cairn_core::KeyLimits>,
 }
 
 impl CommandAgent {
@@ -95,6 +97,7 @@ impl CommandAgent {
             env: ProgramEnv::default(),
             spawns: false,
             key: None,
+            limits: None,
         }
     }
 
@@ -102,6 +105,13 @@ impl CommandAgent {
     /// before the program starts, given back when it ends.
     pub fn limited_by(mut self, key: Option<String>) -> Self {
         self.key = key;
+        self
+    }
+
+    /// Declares `limits` for its key (a crew's `limits`), applied unless
+    /// an operator set the key's own.
+    pub fn declaring(mut self, limits: Option<cairn_core::KeyLimits>) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -351,7 +361,11 @@ impl Agent for CommandAgent {
             env.push(("TRACEPARENT", tp.clone()));
         }
         let permit = match (&self.key, &cx.journal) {
-            (Some(key), Some(journal)) => crate::permit::take(journal, key).await?,
+            (Some(key), Some(journal)) => {
+                let declared =
+                    cairn_core::Declared::of(self.limits.as_ref(), cx.key_limits.as_deref(), key);
+                crate::permit::take(journal, key, declared).await?
+            }
             _ => None,
         };
         let out = run_program(&self.argv, payload, &self.env, &env).await;
@@ -406,6 +420,7 @@ mod tests {
             rolls_up: false,
             thread_budget: None,
             tenant: None,
+            key_limits: None,
             traceparent: None,
             run_id: RunId::new(),
             input: json!({"topic": "rust"}),

@@ -32,13 +32,15 @@ pub fn builtin(
             permanent_exit_codes,
             delegate,
             limit_key,
+            limits,
             ..
         } => Some(Arc::new(
             CommandAgent::new(command.clone())
                 .permanent_exit_codes(permanent_exit_codes.clone())
                 .env(ProgramEnv::of(def).in_dir(dir))
                 .spawns(!delegate.is_empty())
-                .limited_by((!limit_key.is_empty()).then(|| limit_key.join(","))),
+                .limited_by((!limit_key.is_empty()).then(|| limit_key.join(",")))
+                .declaring(*limits),
         )),
         AgentKind::Template { template } => Some(Arc::new(
             TemplateAgent::new(template.clone()).map_err(|e| CrewError::Invalid {

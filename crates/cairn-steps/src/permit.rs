@@ -8,9 +8,13 @@ use cairn_core::{Admission, Deferral, ErrorInfo, Held, JournalHandle, Permit};
 
 /// The permit for one run of the program, or why it must wait. A key
 /// without limits gives none and costs a read.
-pub(crate) async fn take(journal: &JournalHandle, key: &str) -> Result<Option<Permit>, ErrorInfo> {
+pub(crate) async fn take(
+    journal: &JournalHandle,
+    key: &str,
+    declared: Option<cairn_core::Declared>,
+) -> Result<Option<Permit>, ErrorInfo> {
     let admission = journal
-        .admit(key, 0)
+        .admit(key, 0, declared)
         .await
         .map_err(|e| ErrorInfo::new(cairn_core::ErrorKind::Agent, e.to_string(), true))?;
     match admission {

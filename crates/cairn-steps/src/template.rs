@@ -357,6 +357,7 @@ mod tests {
             rolls_up: false,
             thread_budget: None,
             tenant: None,
+            key_limits: None,
             traceparent: None,
             run_id: RunId::new(),
             input: json!({"topic": "rust"}),

@@ -64,10 +64,11 @@ pub use cairn_core::upgrade;
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Budget, ChildOf,
     ChildOutcome, ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord,
-    Fingerprint, JoinRule, JournalEntry, JournalKind, KeyLimits, KeyPause, KeyState, LlmDef,
-    OnDeadline, OutputDelta, Price, PriceTable, Priority, ProviderKind, RetryPolicy, Role, RunId,
-    RunRecord, RunStatus, Spent, StepContext, StepIdx, StepOutput, StepRecord, StepStatus, Tenant,
-    ToolDef, TraceContext, Usage, Usd, WaitId, WaitKind, WaitRecord, WaitStatus,
+    Fingerprint, JoinRule, JournalEntry, JournalKind, KeyLimits, KeyPause, KeyState, LimitTable,
+    LimitsFrom, LlmDef, OnDeadline, OutputDelta, Price, PriceTable, Priority, ProviderKind,
+    RetryPolicy, Role, RunId, RunRecord, RunStatus, Spent, StepContext, StepIdx, StepOutput,
+    StepRecord, StepStatus, Tenant, ToolDef, TraceContext, Usage, Usd, WaitId, WaitKind,
+    WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;
@@ -269,6 +270,7 @@ impl CrewBuilder {
                 delegate: vec![],
                 delegate_defs: vec![],
                 limit_key: vec![],
+                limits: None,
             },
         );
         self.agents.push((def, None));

@@ -51,6 +51,14 @@ impl Engine {
         Ok(self.store().set_limits(key, limits).await?)
     }
 
+    /// Drops `key`'s limits, an operator's included: its next call applies
+    /// the limits its crew (an agent's `limits`) or its process
+    /// (`CAIRN_LIMITS`) declares, if any. A key never named is
+    /// `key_not_found`.
+    pub async fn reset_limits(&self, key: &str) -> Result<KeyState> {
+        Ok(self.store().reset_limits(key).await?)
+    }
+
     /// Raises the run's budget by `by` (its own limits, or its crew's where
     /// it has none; a limit it lacks is not added), recorded as a
     /// `budget_raised` event with who and why. Refused for a finished run.

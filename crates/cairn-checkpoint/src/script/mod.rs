@@ -767,6 +767,10 @@ impl<H: ScriptHost> Store for H {
         permits::set_limits(self, key, limits).await
     }
 
+    async fn reset_limits(&self, key: &str) -> Result<KeyState> {
+        permits::reset_limits(self, key).await
+    }
+
     async fn set_thread_budget(
         &self,
         thread: &str,

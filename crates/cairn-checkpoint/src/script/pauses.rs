@@ -129,6 +129,7 @@ pub(super) async fn keys_in(c: &mut Conn<'_>, only: Option<&str>) -> Result<Vec<
                    (SELECT count(*) FROM runs r WHERE r.deferred_key = k.key \
                       AND r.status = 'queued') AS deferred_runs, \
                    k.in_flight_limit AS in_flight_limit, k.rpm AS rpm, k.tpm AS tpm, \
+                   k.limits_from AS limits_from, \
                    (SELECT count(*) FROM key_permits p JOIN runs r ON r.id = p.run_id \
                       WHERE p.key = k.key AND r.status = 'running' \
                       AND r.lease_epoch = p.epoch AND r.lease_expires_at > {now}) \
@@ -154,5 +155,8 @@ fn decode_key(row: &Row) -> Result<KeyState> {
         deferred_runs: count("deferred_runs")?,
         limits: super::permits::limits_of(row)?,
         permits_in_use: count("permits_in_use")?,
+        limits_from: row
+            .opt_text("limits_from")?
+            .and_then(|f| cairn_core::LimitsFrom::parse(&f)),
     })
 }

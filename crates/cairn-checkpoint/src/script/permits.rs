@@ -11,7 +11,9 @@
 
 use std::time::Duration;
 
-use cairn_core::{Admission, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyState, Permit, RunId};
+use cairn_core::{
+    Admission, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyState, LimitsFrom, Permit, RunId,
+};
 
 use crate::raw::nil_run;
 use crate::sql::{query, Conn, Row};
@@ -27,23 +29,72 @@ const LIVE: &str = "SELECT count(*) AS n FROM key_permits p JOIN runs r ON r.id 
 /// `Store::admit`'s first look, without a transaction: the answer for a
 /// key that is paused or has no limits, `None` for a limited key (which
 /// [`admit_in`] decides under its row's lock).
-pub(super) async fn unlimited_in(c: &mut Conn<'_>, key: &str) -> Result<Option<Admission>> {
+pub(super) async fn unlimited_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Option<Admission>> {
     let row = c
         .fetch_optional(
             query(
-                "SELECT {paused_ms} AS paused, in_flight_limit, rpm, tpm \
+                "SELECT {paused_ms} AS paused, in_flight_limit, rpm, tpm, limits_from \
                  FROM provider_keys WHERE key = :key",
             )
-            .bind("key", key),
+            .bind("key", ask.key.as_str()),
         )
         .await?;
+    let declared = ask.declared.filter(|d| d.limits.any());
     let Some(row) = row else {
-        return Ok(Some(Admission::Go(None)));
+        return Ok(declared.is_none().then_some(Admission::Go(None)));
     };
     if let Some(wait) = paused(&row)? {
         return Ok(Some(wait));
     }
-    Ok((!limits_of(&row)?.any()).then_some(Admission::Go(None)))
+    let stored = limits_of(&row)?;
+    if declared.is_some_and(|d| d.replaces(stored, from_of(&row))) {
+        return Ok(None);
+    }
+    Ok((!stored.any()).then_some(Admission::Go(None)))
+}
+
+/// Who set a key row's limits (column `limits_from`).
+fn from_of(row: &Row) -> Option<LimitsFrom> {
+    row.opt_text("limits_from")
+        .ok()
+        .flatten()
+        .and_then(|f| LimitsFrom::parse(&f))
+}
+
+/// Applies the step's declared limits to the key (creating it) when they
+/// replace what it holds (`cairn_core::Declared::replaces`); the buckets
+/// stay as they are.
+async fn declare_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<()> {
+    let Some(d) = ask.declared.filter(|d| d.limits.any()) else {
+        return Ok(());
+    };
+    let row = c
+        .fetch_optional(
+            query("SELECT in_flight_limit, rpm, tpm, limits_from FROM provider_keys WHERE key = :key {for_update}")
+                .bind("key", ask.key.as_str()),
+        )
+        .await?;
+    if row
+        .as_ref()
+        .is_some_and(|r| limits_of(r).is_ok_and(|stored| !d.replaces(stored, from_of(r))))
+    {
+        return Ok(());
+    }
+    c.execute(
+        query(
+            "INSERT INTO provider_keys (key, in_flight_limit, rpm, tpm, limits_from) \
+             VALUES (:key, :in_flight, :rpm, :tpm, :from) \
+             ON CONFLICT (key) DO UPDATE SET in_flight_limit = excluded.in_flight_limit, \
+             rpm = excluded.rpm, tpm = excluded.tpm, limits_from = excluded.limits_from",
+        )
+        .bind("key", ask.key.as_str())
+        .bind("in_flight", d.limits.in_flight)
+        .bind("rpm", d.limits.rpm)
+        .bind("tpm", d.limits.tpm)
+        .bind("from", d.from.as_str()),
+    )
+    .await?;
+    Ok(())
 }
 
 /// A pause still standing in column `paused` (milliseconds left).
@@ -63,10 +114,10 @@ pub(super) async fn admit<H: super::ScriptHost + ?Sized>(
     host: &H,
     ask: &KeyAsk,
 ) -> Result<Admission> {
-    let key = ask.key.clone();
+    let first = ask.clone();
     let read = host.tx(
         super::TxKind::Single,
-        Box::new(move |c| Box::pin(async move { unlimited_in(c, &key).await })),
+        Box::new(move |c| Box::pin(async move { unlimited_in(c, &first).await })),
     );
     if let Some(answer) = super::boundary::placed(host.target(), None, read).await? {
         return Ok(answer);
@@ -111,8 +162,43 @@ pub(super) async fn set_limits<H: super::ScriptHost + ?Sized>(
     .await
 }
 
+/// `Store::reset_limits`: drops the operator's limits (and any declared
+/// ones), so the next admission applies what its crew or process
+/// declares. A key never named is [`crate::Error::KeyNotFound`].
+pub(super) async fn reset_limits<H: super::ScriptHost + ?Sized>(
+    host: &H,
+    key: &str,
+) -> Result<KeyState> {
+    let key = key.to_owned();
+    let write = host.tx(
+        super::TxKind::Write,
+        Box::new(move |c| {
+            Box::pin(async move {
+                let n = c
+                    .execute(
+                        query(
+                            "UPDATE provider_keys SET in_flight_limit = NULL, rpm = NULL, \
+                             tpm = NULL, requests_milli = NULL, tokens_milli = NULL, \
+                             refilled_at = NULL, limits_from = NULL WHERE key = :key",
+                        )
+                        .bind("key", key.as_str()),
+                    )
+                    .await?;
+                if n == 0 {
+                    return Err(crate::Error::KeyNotFound(key));
+                }
+                wake_one(c, &key).await?;
+                let mut keys = super::pauses::keys_in(c, Some(&key)).await?;
+                keys.pop().ok_or(crate::Error::KeyNotFound(key))
+            })
+        }),
+    );
+    super::boundary::bounded("reset_limits", host.target(), None, write).await
+}
+
 /// `Store::admit` for a limited key, in a write transaction.
 pub(super) async fn admit_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Admission> {
+    declare_in(c, ask).await?;
     let Some(row) = c
         .fetch_optional(
             query(
@@ -256,11 +342,11 @@ pub(super) async fn set_limits_in(
 ) -> Result<KeyState> {
     c.execute(
         query(
-            "INSERT INTO provider_keys (key, in_flight_limit, rpm, tpm) \
-             VALUES (:key, :in_flight, :rpm, :tpm) \
+            "INSERT INTO provider_keys (key, in_flight_limit, rpm, tpm, limits_from) \
+             VALUES (:key, :in_flight, :rpm, :tpm, 'operator') \
              ON CONFLICT (key) DO UPDATE SET in_flight_limit = excluded.in_flight_limit, \
              rpm = excluded.rpm, tpm = excluded.tpm, requests_milli = NULL, \
-             tokens_milli = NULL, refilled_at = NULL",
+             tokens_milli = NULL, refilled_at = NULL, limits_from = 'operator'",
         )
         .bind("key", key)
         .bind("in_flight", limits.in_flight)

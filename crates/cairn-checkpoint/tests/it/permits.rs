@@ -3,12 +3,13 @@
 //! in-flight limit grants as many permits as it allows, counting only
 //! those whose run still holds its lease (a run that lost its lease, ended
 //! or waits holds none); requests and tokens per minute are buckets that
-//! refill with time and settle a call's real usage.
+//! refill with time and settle a call's real usage. Limits a crew or a
+//! process declares apply to the key unless an operator set its own.
 
 use std::time::Duration;
 
 use cairn_checkpoint::{ClaimRequest, Store};
-use cairn_core::{Admission, Held, KeyAsk, KeyLimits, LeaseEpoch, RunId};
+use cairn_core::{Admission, Declared, Held, KeyAsk, KeyLimits, LeaseEpoch, LimitsFrom, RunId};
 use cairn_testkit::{both, Kind, TestDb};
 
 use crate::{new_run, store};
@@ -18,6 +19,7 @@ both!(
     an_in_flight_limit_counts_only_permits_whose_lease_stands,
     requests_per_minute_refill_with_time,
     tokens_are_reserved_then_settled_at_the_real_usage,
+    declared_limits_apply_until_an_operator_sets_the_keys_and_return_on_reset,
 );
 
 const KEY: &str = "provider=openai,url=http://127.0.0.1:9/v1,key=OPENAI_API_KEY";
@@ -43,6 +45,7 @@ fn ask(run: RunId, epoch: LeaseEpoch, tokens: u64) -> KeyAsk {
         run,
         epoch,
         tokens,
+        declared: None,
     }
 }
 
@@ -196,5 +199,75 @@ async fn tokens_are_reserved_then_settled_at_the_real_usage(kind: Kind) {
             Admission::Go(Some(_))
         ),
         "5,500 left after the settlement"
+    );
+}
+
+/// A crew's declared in-flight limit of 1 creates the key and holds a
+/// second run back; a process's table does not replace the crew's; an
+/// operator's limits win over both until `reset_limits`, after which the
+/// next declaration applies again. A reset of a key never named is
+/// `KeyNotFound`.
+async fn declared_limits_apply_until_an_operator_sets_the_keys_and_return_on_reset(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let declaring = |run, epoch, limits, from| KeyAsk {
+        declared: Some(Declared { limits, from }),
+        ..ask(run, epoch, 10)
+    };
+    let one = limits(Some(1), None, None);
+    let (a, ea) = running(&*store, 30_000).await;
+    let (b, eb) = running(&*store, 30_000).await;
+    let crew = |run, epoch| declaring(run, epoch, one, LimitsFrom::Crew);
+    let Admission::Go(Some(pa)) = store.admit(&crew(a, ea)).await.unwrap() else {
+        panic!("a permit under the crew's limit");
+    };
+    let state = &store.keys().await.unwrap()[0];
+    assert_eq!(
+        (state.limits, state.limits_from),
+        (one, Some(LimitsFrom::Crew))
+    );
+    let wide = limits(Some(5), None, None);
+    let config = declaring(b, eb, wide, LimitsFrom::Config);
+    for ask in [crew(b, eb), config.clone()] {
+        let got = store.admit(&ask).await.unwrap();
+        assert!(
+            matches!(
+                got,
+                Admission::Wait {
+                    why: Held::InFlight,
+                    ..
+                }
+            ),
+            "{got:?}"
+        );
+    }
+    let set = store
+        .set_limits(KEY, &limits(Some(2), None, None))
+        .await
+        .unwrap();
+    assert_eq!(set.limits_from, Some(LimitsFrom::Operator));
+    let Admission::Go(Some(pb)) = store.admit(&crew(b, eb)).await.unwrap() else {
+        panic!("the operator's limit of 2 stands over the crew's 1");
+    };
+    assert_eq!(store.keys().await.unwrap()[0].limits.in_flight, Some(2));
+    store.release(&pa, 10).await.unwrap();
+    store.release(&pb, 10).await.unwrap();
+    let reset = store.reset_limits(KEY).await.unwrap();
+    assert_eq!(
+        (reset.limits, reset.limits_from),
+        (KeyLimits::default(), None)
+    );
+    let Admission::Go(Some(_)) = store.admit(&config).await.unwrap() else {
+        panic!("after the reset the process's table applies");
+    };
+    let state = &store.keys().await.unwrap()[0];
+    assert_eq!(
+        (state.limits, state.limits_from),
+        (wide, Some(LimitsFrom::Config))
+    );
+    let err = store.reset_limits("never-named").await.unwrap_err();
+    assert!(
+        matches!(err, cairn_checkpoint::Error::KeyNotFound(_)),
+        "{err:?}"
     );
 }

@@ -32,7 +32,8 @@ impl Local {
         };
         let config = ExecutorConfig {
             owner: cairn::holder::owner("cairn-cli"),
-            prices: crate::prices::table()?,
+            prices: crate::config::prices()?,
+            key_limits: crate::config::key_limits()?,
             ..ExecutorConfig::default()
         };
         let engine = crate::traces::traced(Engine::open_with(db, &opts, config).await?)?;
@@ -283,6 +284,10 @@ impl Api for Local {
 
     async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState> {
         Ok(self.engine.resume_key(key).await?)
+    }
+
+    async fn reset_limits(&self, key: &str) -> anyhow::Result<KeyState> {
+        Ok(self.engine.reset_limits(key).await?)
     }
 
     async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState> {

@@ -165,6 +165,8 @@ pub trait Api {
     ) -> anyhow::Result<KeyState>;
     /// Ends `key`'s pause.
     async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState>;
+    /// Drops `key`'s limits (an operator's included).
+    async fn reset_limits(&self, key: &str) -> anyhow::Result<KeyState>;
     /// Replaces `key`'s limits.
     async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState>;
     /// The processes in the registry, with what each offers.

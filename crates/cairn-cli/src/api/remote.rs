@@ -617,6 +617,10 @@ impl Api for Remote {
         self.post("/v1/limits/resume", &json!({"key": key})).await
     }
 
+    async fn reset_limits(&self, key: &str) -> anyhow::Result<KeyState> {
+        self.post("/v1/limits/reset", &json!({"key": key})).await
+    }
+
     async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState> {
         let body = json!({"key": key, "in_flight": limits.in_flight, "rpm": limits.rpm,
                           "tpm": limits.tpm});

@@ -35,6 +35,10 @@ pub async fn main(to: &impl Connect, command: LimitsCommand, json: bool) -> anyh
             let key = to.connect(false).await?.resume_key(&key).await?;
             print_one(key, json)?;
         }
+        LimitsCommand::Reset { key } => {
+            let key = to.connect(false).await?.reset_limits(&key).await?;
+            print_one(key, json)?;
+        }
         LimitsCommand::Set {
             key,
             in_flight,

@@ -41,7 +41,8 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
                 owner: cairn::holder::owner("cairn-worker"),
                 lease: Duration::from_millis(lease_ms),
                 heartbeat: Duration::from_millis(heartbeat_ms),
-                prices: crate::prices::table()?,
+                prices: crate::config::prices()?,
+                key_limits: crate::config::key_limits()?,
                 ..ExecutorConfig::default()
             };
             let engine = crate::traces::traced(Engine::open_with(db, &opts, config).await?)?;
@@ -107,7 +108,8 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
                 foreign_runs,
                 public_url,
                 otel: crate::traces::config()?,
-                prices: crate::prices::table()?,
+                prices: crate::config::prices()?,
+                key_limits: crate::config::key_limits()?,
                 ..Default::default()
             })
             .await?;

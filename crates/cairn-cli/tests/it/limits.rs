@@ -25,6 +25,7 @@ both_backends!(
     a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways,
     a_wall_time_budget_stops_the_next_step_and_continue_raises_it,
     a_price_table_prices_the_calls_of_a_crew_with_a_dollar_budget,
+    a_limits_file_declares_a_keys_limits_until_an_operator_sets_them,
 );
 
 /// One attempt only: a 429 that spent one would fail the run.
@@ -634,4 +635,73 @@ fn a_price_table_prices_the_calls_of_a_crew_with_a_dollar_budget(kind: Kind) {
     }
     let runs = case.cairn(&["runs", "list", "--json"]).json();
     assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+}
+
+/// `CAIRN_LIMITS` names the process's limits per key: a run applies them
+/// to its key (listed as `config`); an operator's `limits set` wins over
+/// the file on later runs; `limits reset` (here through a server) drops
+/// the operator's, and the next run applies the file's again. A file that
+/// does not read is a usage error (exit 2), with nothing run.
+fn a_limits_file_declares_a_keys_limits_until_an_operator_sets_them(kind: Kind) {
+    let case = Case::new(kind);
+    let (_model, crew, key) = model_and_crew(&case);
+    let file = case.write(
+        "limits.toml",
+        &format!("[[key]]\nkey = \"{key}\"\nin_flight = 3\nrpm = 600\n"),
+    );
+    let env = [("CAIRN_LIMITS", file.to_str().unwrap())];
+    let run = || {
+        case.cairn_env(&["run", &crew, "--json"], &env)
+            .expect_code(0)
+    };
+    let limits = |k: &Value| (k["limits"].clone(), k["limits_from"].clone());
+    let from_file = (
+        serde_json::json!({"in_flight": 3, "rpm": 600}),
+        "config".into(),
+    );
+    run();
+    assert_eq!(limits(&key_state(&case)), from_file);
+    let listed = case.cairn(&["limits", "list"]).expect_code(0);
+    assert!(
+        listed.stdout.contains("in_flight=3 rpm=600 [config]"),
+        "{}",
+        listed.stdout
+    );
+
+    case.cairn(&["limits", "set", &key, "--rpm", "5"])
+        .expect_code(0);
+    run();
+    let operator = (serde_json::json!({"rpm": 5}), "operator".into());
+    assert_eq!(
+        limits(&key_state(&case)),
+        operator,
+        "the operator's limits stand"
+    );
+
+    let served = serve(&case, &["--concurrency", "0"], &[]);
+    let reset = cairn(
+        &case,
+        Some(&served.url),
+        &["--json", "limits", "reset", &key],
+    );
+    let reset = reset.expect_code(0).json();
+    assert_eq!(
+        limits(&reset),
+        (serde_json::json!({}), Value::Null),
+        "{reset}"
+    );
+    run();
+    assert_eq!(
+        limits(&key_state(&case)),
+        from_file,
+        "the file's limits again"
+    );
+
+    let bad = case.write("bad.toml", &format!("[[key]]\nkey = \"{key}\"\nrpm = 0\n"));
+    let env = [("CAIRN_LIMITS", bad.to_str().unwrap())];
+    case.cairn_env(&["run", &crew, "--json"], &env)
+        .expect_code(2)
+        .expect_stderr(&["CAIRN_LIMITS=", "rpm must be between 1"]);
+    let runs = case.cairn(&["runs", "list", "--json"]).json();
+    assert_eq!(runs.as_array().unwrap().len(), 3, "{runs}");
 }

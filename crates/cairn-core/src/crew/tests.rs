@@ -388,3 +388,47 @@ fn limit_key_is_read_for_llm_and_command_agents_and_refused_elsewhere() {
     let plain = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
     assert!(!plain.to_json().to_string().contains("limit_key"));
 }
+
+#[test]
+fn limits_are_read_for_llm_and_keyed_command_agents_and_refused_saying_why() {
+    let llm = |limits: &str| {
+        format!(
+            "name = \"l\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"llm\"\n\
+             provider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+             limits = {limits}\n"
+        )
+    };
+    let crew =
+        CrewDef::from_toml(&llm("{ rpm = 60, tpm = 20000 }")).unwrap_or_else(|e| panic!("{e}"));
+    let want = crate::KeyLimits {
+        in_flight: None,
+        rpm: Some(60),
+        tpm: Some(20000),
+    };
+    assert!(matches!(&crew.agents[0].kind, AgentKind::Llm(l) if l.limits == Some(want)));
+    for (bad, says) in [
+        ("{ rpm = 0 }", "bad `limits`: rpm must be between 1"),
+        ("{}", "set none"),
+        ("{ rps = 1 }", "rps"),
+    ] {
+        let e = err(&llm(bad));
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+    let command = |key: &str| {
+        format!(
+            "name = \"c\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"command\"\n\
+             command = [\"true\"]\n{key}limits = {{ in_flight = 2 }}\n"
+        )
+    };
+    let keyed = CrewDef::from_toml(&command("limit_key = [\"service=s\"]\n"));
+    assert!(
+        matches!(&keyed.unwrap_or_else(|e| panic!("{e}")).agents[0].kind,
+        AgentKind::Command { limits: Some(l), .. } if l.in_flight == Some(2))
+    );
+    assert!(err(&command("")).contains("no `limit_key`"));
+    let template = "name = \"t\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"template\"\n\
+                    template = \"x\"\nlimits = { rpm = 1 }\n";
+    assert!(err(template).contains("does not take `limits`"));
+    let plain = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!plain.to_json().to_string().contains("limits"));
+}

@@ -26,6 +26,7 @@ fn command(role: &str) -> AgentDef {
             delegate: vec![],
             delegate_defs: vec![],
             limit_key: vec![],
+            limits: None,
         },
     )
 }

@@ -15,6 +15,7 @@ both!(
     a_429_pauses_only_the_model_refused_when_keys_are_narrowed_by_model,
     a_429_pauses_only_the_tenant_refused_when_keys_are_narrowed_by_tenant,
     a_command_step_runs_under_its_keys_in_flight_limit,
+    a_crews_declared_limit_applies_to_its_key,
 );
 
 /// A one-step crew calling `model` on the local server, its key narrowed
@@ -97,15 +98,27 @@ async fn only_the_refused_key_pauses(
 /// in flight, three runs' programs never overlap (a lock directory each
 /// takes), the others waiting at their attempt (deferred, none spent).
 async fn a_command_step_runs_under_its_keys_in_flight_limit(kind: Kind) {
+    one_program_at_a_time(kind, None).await;
+}
+
+/// The same limit declared by the crew (`limits = { in_flight = 1 }`)
+/// instead of set by an operator: it applies, and the key shows it as the
+/// crew's.
+async fn a_crews_declared_limit_applies_to_its_key(kind: Kind) {
+    one_program_at_a_time(kind, Some("limits = { in_flight = 1 }\n")).await;
+}
+
+async fn one_program_at_a_time(kind: Kind, declared: Option<&str>) {
     let db = TestDb::of(kind).await;
     let engine = super::engine(&db).await;
     let scratch = tempfile::tempdir().unwrap();
     let (lock, overlap) = (scratch.path().join("lock"), scratch.path().join("overlap"));
     let crew = Crew::from_toml(&format!(
         "name = \"scraper\"\nversion = \"1\"\n[[agents]]\nrole = \"fetch\"\nkind = \"command\"\n\
-         limit_key = [\"service=scraper\"]\nretry = {{ max_attempts = 1 }}\n\
+         limit_key = [\"service=scraper\"]\nretry = {{ max_attempts = 1 }}\n{}\
          command = [\"sh\", \"-c\", \"cat > /dev/null; mkdir {lock} || touch {overlap}; \
          sleep 0.3; rmdir {lock}; echo ok\"]\n",
+        declared.unwrap_or_default(),
         lock = lock.display(),
         overlap = overlap.display()
     ))
@@ -114,7 +127,9 @@ async fn a_command_step_runs_under_its_keys_in_flight_limit(kind: Kind) {
         in_flight: Some(1),
         ..cairn::KeyLimits::default()
     };
-    engine.set_limits("service=scraper", &one).await.unwrap();
+    if declared.is_none() {
+        engine.set_limits("service=scraper", &one).await.unwrap();
+    }
     let runs: Vec<_> = (0..3)
         .map(|_| {
             let (engine, crew) = (engine.clone(), crew.clone());
@@ -137,4 +152,10 @@ async fn a_command_step_runs_under_its_keys_in_flight_limit(kind: Kind) {
     }
     assert!(!overlap.exists(), "two programs ran at once");
     assert!(deferred >= 1, "a run waited for the permit");
+    let key = &engine.keys().await.unwrap()[0];
+    let from = match declared {
+        Some(_) => cairn::LimitsFrom::Crew,
+        None => cairn::LimitsFrom::Operator,
+    };
+    assert_eq!((key.limits, key.limits_from), (one, Some(from)), "{key:?}");
 }
