@@ -208,8 +208,5 @@ pub(crate) fn with_children(own: Usage, cx: &StepContext) -> Usage {
     cx.children
         .iter()
         .flat_map(|j| &j.children)
-        .fold(own, |u, c| Usage {
-            input_tokens: u.input_tokens + c.usage.input_tokens,
-            output_tokens: u.output_tokens + c.usage.output_tokens,
-        })
+        .fold(own, |u, c| u + c.usage)
 }

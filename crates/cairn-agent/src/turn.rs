@@ -244,12 +244,14 @@ fn provider_failure(e: &LlmError) -> ErrorInfo {
     }
 }
 
-/// Tokens of every finished response of this journal.
+/// Tokens and cost of every finished response of this journal.
 fn usage_of(entries: &[JournalEntry]) -> Usage {
     let mut u = Usage::default();
     for e in entries.iter().filter(|e| e.kind == JournalKind::TurnEnd) {
         u.input_tokens += e.payload["input_tokens"].as_u64().unwrap_or(0);
         u.output_tokens += e.payload["output_tokens"].as_u64().unwrap_or(0);
+        let cost = cairn_core::Usd(e.payload["cost_nanos"].as_u64().unwrap_or(0));
+        u.cost_usd = u.cost_usd.saturating_add(cost);
     }
     u
 }

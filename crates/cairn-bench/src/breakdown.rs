@@ -415,7 +415,8 @@ async fn resume(target: &Target, label: &str) -> Result<()> {
     Ok(())
 }
 
-const STEP_COLS: &str = "idx, role, status, attempt, output, input_tokens, output_tokens, \
+const STEP_COLS: &str =
+    "idx, role, status, attempt, output, input_tokens, output_tokens, cost_nanos, \
                          started_at, finished_at, error, takeovers";
 
 /// Step rows of a run, fetched but not decoded (`Store::load` reads

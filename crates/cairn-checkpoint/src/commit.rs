@@ -246,6 +246,14 @@ impl StepRows<'_> {
     }
 }
 
+/// A step's cost as its row stores it (`steps.cost_nanos`): NULL when none
+/// of its calls was priced.
+pub(crate) fn cost_nanos(usage: Option<cairn_core::Usage>) -> Option<i64> {
+    usage
+        .filter(|u| !u.cost_usd.is_zero())
+        .map(|u| i64::try_from(u.cost_usd.0).unwrap_or(i64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use cairn_core::{ErrorKind, WaitId, WaitKind};

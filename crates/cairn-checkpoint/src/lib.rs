@@ -405,6 +405,10 @@ pub struct ThreadSummary {
     /// Tokens reported by the steps of those runs.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// What the priced model calls of those steps cost (dollars in JSON;
+    /// absent when nothing was priced).
+    #[serde(default, skip_serializing_if = "cairn_core::Usd::is_zero")]
+    pub cost_usd: cairn_core::Usd,
     /// When the thread's newest run was submitted.
     pub last_run_at: chrono::DateTime<chrono::Utc>,
 }

@@ -20,6 +20,7 @@ pub(crate) struct RawStep {
     pub output: Option<Value>,
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
+    pub cost_nanos: Option<i64>,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     pub error: Option<Value>,
@@ -65,6 +66,7 @@ impl RawStep {
             output: self.output,
             input_tokens: tokens(self.input_tokens)?,
             output_tokens: tokens(self.output_tokens)?,
+            cost_usd: tokens(self.cost_nanos)?.map(cairn_core::Usd),
             started_at: self.started_at,
             finished_at: self.finished_at,
             error: error_info(run, what, self.error)?,
@@ -164,7 +166,7 @@ macro_rules! run_cols_but_def {
 /// The columns `decode_step` reads.
 macro_rules! step_cols {
     () => {
-        "idx, role, status, attempt, output, input_tokens, output_tokens, started_at, \
+        "idx, role, status, attempt, output, input_tokens, output_tokens, cost_nanos, started_at, \
          finished_at, error, takeovers"
     };
 }
@@ -412,6 +414,7 @@ pub(crate) fn decode_step(run: RunId, row: &Row) -> crate::Result<StepRecord> {
             output: row.opt_json("output", run, "output")?,
             input_tokens: row.opt_int("input_tokens")?,
             output_tokens: row.opt_int("output_tokens")?,
+            cost_nanos: row.opt_int("cost_nanos")?,
             started_at: row.time("started_at", run, "started_at")?,
             finished_at: row.opt_time("finished_at", run, "finished_at")?,
             error: row.opt_json("error", run, "error")?,
@@ -505,6 +508,7 @@ pub(crate) fn decode_thread(row: &Row) -> crate::Result<crate::ThreadSummary> {
         runs: count("runs")?,
         input_tokens: count("input_tokens")?,
         output_tokens: count("output_tokens")?,
+        cost_usd: cairn_core::Usd(count("cost_nanos")?),
         last_run_at: row.time("last_run_at", nil_run(), "a thread's last run time")?,
         thread_id,
     })

@@ -204,8 +204,12 @@ pub fn step_table(
             (true, 0) => format!("  {:>9}", "-"),
             (true, w) => format!("  {:>9}", ms(w)),
         };
+        let cost = s
+            .cost_usd
+            .map(|c| format!("  cost {c}"))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "{:>4}  {:<14} {:<11} {:>7}  {:>13}  {:>9}{wait_val}{extra_val}\n",
+            "{:>4}  {:<14} {:<11} {:>7}  {:>13}  {:>9}{wait_val}{extra_val}{cost}\n",
             s.idx,
             s.role.as_str(),
             s.status.as_str(),
@@ -641,9 +645,13 @@ pub fn print_thread(view: &ThreadView, json: bool, finals: &[Option<Value>]) -> 
     }
     let mut stdout = text_out();
     let t = &view.totals;
+    let cost = match t.cost_usd.is_zero() {
+        true => String::new(),
+        false => format!("  cost {}", t.cost_usd),
+    };
     writeln!(
         stdout,
-        "thread {}  runs {}  tokens in/out {}/{}",
+        "thread {}  runs {}  tokens in/out {}/{}{cost}",
         cairn::text::printable_line(&view.thread_id),
         t.runs,
         t.input_tokens,

@@ -248,6 +248,26 @@ fn action_form(
     }
 }
 
+/// A budgeted run's raise form: the raise (`tokens=+50000 cost_usd=+1`)
+/// and a reason; an interrupted run, or a waiting parent's stopped
+/// children, then carry on.
+fn raise_form(run: &RunRecord, target: &str, csrf: &str) -> Markup {
+    let label = match run.status {
+        RunStatus::Interrupted => "Raise the budget and continue",
+        _ => "Raise the budget",
+    };
+    action_form(
+        "the budget is raised",
+        label,
+        target,
+        csrf,
+        Look::Plain,
+        html! {
+            label { "Raise " input type="text" name="raise" required placeholder="tokens=+50000 cost_usd=+1"; }
+        },
+    )
+}
+
 /// A run's fork form: from which step, a new input (from step 0 only),
 /// and, when the server offers other versions of its crew, on which.
 fn fork_form(
@@ -380,6 +400,9 @@ pub fn run_page(
             }
             @if !run.status.is_finished() {
                 (action_form("cancel", "Cancel", &format!("{base}/cancel"), csrf, Look::Destructive, html! {}))
+            }
+            @if view.spent.is_some() && !run.status.is_finished() {
+                (raise_form(run, &format!("{base}/budget"), csrf))
             }
             (fork_form(run, fork_from, versions, &format!("{base}/fork"), csrf))
         }
@@ -549,6 +572,7 @@ fn step_row(step: &StepRecord, waited: Option<i64>, now: DateTime<Utc>) -> Marku
                 (None, None) => { "–" }
                 (i, o) => { (i.unwrap_or(0)) " / " (o.unwrap_or(0)) }
             }
+            @if let Some(cost) = step.cost_usd { " · " (cost) }
         }
     }
 }
@@ -666,6 +690,7 @@ mod tests {
             mean_ms,
             input_tokens: 123_456,
             output_tokens: 78_901,
+            cost_usd: cairn::Usd::default(),
         };
         let chart = role_chart(&[
             role("a-rather-long-role-name", 1, 2_500.0),

@@ -222,6 +222,8 @@ pub struct RoleStats {
     pub mean_ms: f64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// What their priced model calls cost.
+    pub cost_usd: cairn::Usd,
 }
 
 /// A crew the server offers, with what its recent runs' steps cost.
@@ -274,7 +276,12 @@ pub fn crews_page(crews: &[CrewStats], csrf: &str) -> Markup {
                         }
                     }
                 }
-                p { "From the steps of its " (crew.runs) " most recent runs." }
+                @let cost = crew.roles.iter().fold(cairn::Usd::default(), |c, r| c.saturating_add(r.cost_usd));
+                p.usage {
+                    "From the steps of its " (crew.runs) " most recent runs"
+                    @if !cost.is_zero() { ", which cost " (cost) }
+                    "."
+                }
                 div.scroll { (role_chart(&crew.roles)) }
             }
         }
@@ -304,8 +311,12 @@ pub(crate) fn role_chart(roles: &[RoleStats]) -> Markup {
             let figures = if r.steps == 0 {
                 "no steps yet".to_owned()
             } else {
+                let cost = match r.cost_usd.is_zero() {
+                    true => String::new(),
+                    false => format!(" · {}", r.cost_usd),
+                };
                 format!(
-                    "{:.0} ms · {}/{} tokens · {}",
+                    "{:.0} ms · {}/{} tokens{cost} · {}",
                     r.mean_ms,
                     r.input_tokens,
                     r.output_tokens,

@@ -331,6 +331,7 @@ mod tests {
             output: None,
             input_tokens: None,
             output_tokens: None,
+            cost_usd: None,
             started_at: t0 + Duration::milliseconds(from_ms),
             finished_at: to_ms.map(|ms| t0 + Duration::milliseconds(ms)),
             error: None,

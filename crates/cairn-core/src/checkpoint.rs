@@ -11,13 +11,30 @@ use crate::ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 use crate::status::{RunStatus, StepStatus};
 use crate::wait::Question;
 
-/// Tokens a step spent, summed into its checkpoint row (`input_tokens`,
-/// `output_tokens`). Here, not beside `Agent`, so the records need nothing
-/// from the executor's contract.
+/// Tokens a step spent, and what its model calls cost, summed into its
+/// checkpoint row (`input_tokens`, `output_tokens`, `cost_nanos`). Here,
+/// not beside `Agent`, so the records need nothing from the executor's
+/// contract.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Its priced model calls' cost (`crate::price`); 0 when none was
+    /// priced. In dollars in JSON, absent when 0.
+    #[serde(default, skip_serializing_if = "crate::Usd::is_zero")]
+    pub cost_usd: crate::Usd,
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+
+    fn add(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens + other.input_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            cost_usd: self.cost_usd.saturating_add(other.cost_usd),
+        }
+    }
 }
 
 /// What went wrong in a step or run: one shape everywhere.
@@ -215,6 +232,10 @@ pub struct StepRecord {
     pub output: Option<Value>,
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    /// What its priced model calls cost (its children's included, as its
+    /// tokens are); absent when none was priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<crate::Usd>,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     pub error: Option<ErrorInfo>,

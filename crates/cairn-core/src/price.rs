@@ -38,6 +38,10 @@ impl Usd {
         self.0 as f64 / NANOS as f64
     }
 
+    pub fn is_zero(&self) -> bool {
+        self.0 == 0
+    }
+
     pub fn saturating_add(self, other: Usd) -> Usd {
         Usd(self.0.saturating_add(other.0))
     }

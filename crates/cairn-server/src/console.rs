@@ -463,6 +463,8 @@ struct ActionForm {
     input: Option<String>,
     /// A fork's version of the run's crew (empty: its own).
     crew_version: Option<String>,
+    /// A budget raise: `tokens=+50000 cost_usd=+1` (spaces or commas).
+    raise: Option<String>,
 }
 
 /// The actor of the console's actions: the API's tokens are anonymous, so
@@ -505,12 +507,54 @@ async fn act(
         "retry" => RunAction::Retry,
         "continue" => RunAction::Continue,
         "cancel" => RunAction::Cancel,
+        "budget" => {
+            return match raise(&state, id, &form).await {
+                Ok(()) => Redirect::to(&format!("/runs/{id}")).into_response(),
+                Err(e) => error_page(&viewer, e),
+            }
+        }
         other => return error_page(&viewer, ApiError::NoRoute(format!("/runs/{id}/{other}"))),
     };
     match crate::actions::run_action(&state, id, action, &console_actor(&form.reason)).await {
         Ok(_) => Redirect::to(&format!("/runs/{id}")).into_response(),
         Err(e) => error_page(&viewer, e),
     }
+}
+
+/// `POST /runs/{id}/budget`: raises the run's budget (recorded with the
+/// form's reason), then carries on what the budget stopped: the run, if it
+/// is interrupted, or a waiting parent's interrupted children (as `cairn
+/// runs continue RUN --budget` does).
+async fn raise(state: &AppState, id: RunId, form: &ActionForm) -> Result<(), ApiError> {
+    let text = form.raise.as_deref().unwrap_or_default();
+    let flags = text.split([' ', ',']).filter(|f| !f.is_empty());
+    let by =
+        cairn::Budget::parse(flags, true).map_err(|e| ApiError::BadQuery(format!("raise: {e}")))?;
+    if by.is_empty() {
+        return Err(ApiError::BadQuery(
+            "raise: name a limit and its raise, such as tokens=+50000".into(),
+        ));
+    }
+    let actor = console_actor(&form.reason);
+    let run = state.engine().raise_budget(id, &by, &actor).await?;
+    let stopped_child = || async {
+        let view = state.engine().show(id).await?;
+        Ok::<_, ApiError>(
+            view.children
+                .iter()
+                .any(|c| c.status == RunStatus::Interrupted),
+        )
+    };
+    let carry_on = match run.status {
+        RunStatus::Interrupted => true,
+        RunStatus::Waiting => stopped_child().await?,
+        _ => false,
+    };
+    if carry_on {
+        let action = crate::actions::RunAction::Continue;
+        crate::actions::run_action(state, id, action, &actor).await?;
+    }
+    Ok(())
 }
 
 /// `POST /runs/{id}/fork`: to the new run's page.

@@ -36,8 +36,8 @@ pub(crate) struct Metrics {
     input_tokens: AtomicU64,
     output_tokens: AtomicU64,
     /// The same tokens by crew and, for `llm` steps, provider and model
-    /// (empty for other kinds): input, output.
-    usage: Mutex<BTreeMap<Usage, (u64, u64)>>,
+    /// (empty for other kinds): input, output, and the steps' cost.
+    usage: Mutex<BTreeMap<Usage, (u64, u64, cairn::Usd)>>,
     step_duration: Histogram,
 }
 
@@ -122,12 +122,17 @@ impl Metrics {
                 step.input_tokens.unwrap_or(0),
                 step.output_tokens.unwrap_or(0),
             );
-            if input + output > 0 {
+            let cost = step.cost_usd.unwrap_or_default();
+            if input + output > 0 || !cost.is_zero() {
                 let (provider, name) = model.unwrap_or(("", ""));
                 let key = (crew.to_string(), provider.to_owned(), name.to_owned());
                 let mut usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
                 let spent = usage.entry(key).or_default();
-                *spent = (spent.0 + input, spent.1 + output);
+                *spent = (
+                    spent.0 + input,
+                    spent.1 + output,
+                    spent.2.saturating_add(cost),
+                );
             }
             if let Some(ms) = step.duration_ms() {
                 let ms = u64::try_from(ms).unwrap_or(0);
@@ -292,7 +297,8 @@ fn labelled(
 }
 
 impl Metrics {
-    /// `cairn_tokens_total` by crew, provider, model and direction.
+    /// `cairn_tokens_total` by crew, provider, model and direction, and
+    /// `cairn_cost_usd_total` by crew, provider and model.
     fn render_usage(&self, o: &mut String) {
         let usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
         if usage.is_empty() {
@@ -304,16 +310,36 @@ impl Metrics {
             "counter",
             "Tokens of steps this process's runner executed, by crew and (llm steps) provider and model.",
         );
-        for ((crew, provider, model), (input, output)) in usage.iter() {
+        let labels = |(crew, provider, model): &Usage| {
+            format!(
+                "crew=\"{}\",provider=\"{}\",model=\"{}\"",
+                escape(crew),
+                escape(provider),
+                escape(model)
+            )
+        };
+        for (who, (input, output, _)) in usage.iter() {
             for (direction, n) in [("input", input), ("output", output)] {
                 let _ = writeln!(
                     o,
-                    "cairn_tokens_total{{crew=\"{}\",provider=\"{}\",model=\"{}\",direction=\"{direction}\"}} {n}",
-                    escape(crew),
-                    escape(provider),
-                    escape(model)
+                    "cairn_tokens_total{{{},direction=\"{direction}\"}} {n}",
+                    labels(who)
                 );
             }
+        }
+        header(
+            o,
+            "cairn_cost_usd_total",
+            "counter",
+            "What the priced model calls of steps this process's runner executed cost, in US dollars (CAIRN_PRICES), by crew, provider and model.",
+        );
+        for (who, (_, _, cost)) in usage.iter().filter(|(_, u)| !u.2.is_zero()) {
+            let _ = writeln!(
+                o,
+                "cairn_cost_usd_total{{{}}} {}",
+                labels(who),
+                cost.dollars()
+            );
         }
     }
 }

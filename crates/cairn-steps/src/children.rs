@@ -87,10 +87,7 @@ pub(crate) fn outcomes(joined: &Joined) -> Result<StepOutput, ErrorInfo> {
     let usage = joined
         .children
         .iter()
-        .fold(cairn_core::Usage::default(), |u, c| cairn_core::Usage {
-            input_tokens: u.input_tokens + c.usage.input_tokens,
-            output_tokens: u.output_tokens + c.usage.output_tokens,
-        });
+        .fold(cairn_core::Usage::default(), |u, c| u + c.usage);
     if !joined.met {
         let settled: Vec<String> = joined
             .children

@@ -232,10 +232,7 @@ fn parse_usage(stderr: &[u8]) -> Option<Usage> {
         .lines()
         .filter_map(|l| l.trim().strip_prefix(USAGE_PREFIX))
         .filter_map(|json| serde_json::from_str::<Usage>(json.trim()).ok())
-        .reduce(|a, b| Usage {
-            input_tokens: a.input_tokens + b.input_tokens,
-            output_tokens: a.output_tokens + b.output_tokens,
-        })
+        .reduce(|a, b| a + b)
 }
 
 /// What a finished program left behind.
@@ -471,7 +468,8 @@ mod tests {
             out.usage,
             Some(Usage {
                 input_tokens: 7,
-                output_tokens: 3
+                output_tokens: 3,
+                cost_usd: Default::default(),
             })
         );
     }

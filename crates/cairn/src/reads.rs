@@ -170,6 +170,7 @@ impl Engine {
                 runs: summary.runs,
                 input_tokens: summary.input_tokens,
                 output_tokens: summary.output_tokens,
+                cost_usd: summary.cost_usd,
             },
             budget: self.store().thread_budget(id.as_str()).await?,
         })

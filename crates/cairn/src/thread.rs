@@ -102,6 +102,10 @@ pub struct ThreadTotals {
     /// Tokens reported by the runs' steps.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// What the steps' priced model calls cost (absent when nothing was
+    /// priced).
+    #[serde(default, skip_serializing_if = "cairn_core::Usd::is_zero")]
+    pub cost_usd: cairn_core::Usd,
 }
 
 #[cfg(test)]

@@ -300,7 +300,8 @@ const COMMIT_STEP: &str = "WITH r AS ( \
        RETURNING id, event_seq), \
      s AS ( \
        UPDATE steps SET status = :status, output = :output, input_tokens = :input_tokens, \
-         output_tokens = :output_tokens, error = COALESCE(:error, steps.error), \
+         output_tokens = :output_tokens, cost_nanos = :cost_nanos, \
+         error = COALESCE(:error, steps.error), \
          finished_at = clock_timestamp() \
        FROM r WHERE steps.run_id = r.id AND steps.idx = :idx AND steps.attempt = :attempt \
          AND steps.status = 'running' \
@@ -391,6 +392,7 @@ fn commit_query(c: &StepCommit) -> Result<Query> {
         .bind("output", r.output.cloned())
         .bind("input_tokens", c.usage.map(|u| u.input_tokens as i64))
         .bind("output_tokens", c.usage.map(|u| u.output_tokens as i64))
+        .bind("cost_nanos", crate::commit::cost_nanos(c.usage))
         .bind("error", error_value(r.error))
         .bind("next_idx", r.start_next.map(|(i, _)| i.get()))
         .bind("next_role", r.start_next.map(|(_, role)| role.as_str()))

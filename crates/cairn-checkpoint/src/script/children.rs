@@ -532,7 +532,9 @@ pub(super) async fn children_in(
                  (SELECT CAST(COALESCE(SUM(s.input_tokens), 0) AS BIGINT) FROM steps s \
                    WHERE s.run_id = r.id) AS input_tokens, \
                  (SELECT CAST(COALESCE(SUM(s.output_tokens), 0) AS BIGINT) FROM steps s \
-                   WHERE s.run_id = r.id) AS output_tokens \
+                   WHERE s.run_id = r.id) AS output_tokens, \
+                 (SELECT CAST(COALESCE(SUM(s.cost_nanos), 0) AS BIGINT) FROM steps s \
+                   WHERE s.run_id = r.id) AS cost_nanos \
                  FROM runs r WHERE r.parent_run_id = :run AND r.child_key IS NOT NULL \
                  AND (:idx IS NULL OR (r.parent_step_idx = :idx AND r.parent_attempt = :attempt)) \
                  ORDER BY r.parent_step_idx, r.parent_attempt, r.child_ord",
@@ -557,6 +559,7 @@ fn child_outcome(parent: RunId, row: &Row) -> Result<ChildOutcome> {
     let usage = Usage {
         input_tokens: u64::try_from(row.int("input_tokens")?).unwrap_or(0),
         output_tokens: u64::try_from(row.int("output_tokens")?).unwrap_or(0),
+        cost_usd: cairn_core::Usd(u64::try_from(row.int("cost_nanos")?).unwrap_or(0)),
     };
     let error = row
         .opt_json("error", id, "run error")?

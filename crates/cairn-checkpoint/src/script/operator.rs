@@ -212,9 +212,9 @@ pub(super) async fn fork_in(
     c.execute(
         query(
             "INSERT INTO steps (run_id, idx, role, status, attempt, output, input_tokens, \
-             output_tokens, started_at, finished_at, error, takeovers) \
+             output_tokens, cost_nanos, started_at, finished_at, error, takeovers) \
              SELECT :child, idx, role, status, attempt, output, input_tokens, output_tokens, \
-             started_at, finished_at, error, takeovers FROM steps \
+             cost_nanos, started_at, finished_at, error, takeovers FROM steps \
              WHERE run_id = :source AND idx < :from",
         )
         .bind("child", child)

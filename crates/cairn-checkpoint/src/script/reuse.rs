@@ -260,9 +260,10 @@ async fn copy_in(
     c.execute(
         query(
             "INSERT INTO steps (run_id, idx, role, status, attempt, output, input_tokens, \
-             output_tokens, started_at, finished_at, error, takeovers) \
+             output_tokens, cost_nanos, started_at, finished_at, error, takeovers) \
              SELECT (j.value->>'id'){uuid}, s.idx, s.role, s.status, s.attempt, s.output, \
-             s.input_tokens, s.output_tokens, s.started_at, s.finished_at, s.error, s.takeovers \
+             s.input_tokens, s.output_tokens, s.cost_nanos, s.started_at, s.finished_at, \
+             s.error, s.takeovers \
              FROM {rows:copies} JOIN steps s ON s.run_id = (j.value->>'from'){uuid}",
         )
         .bind("copies", copies.clone()),

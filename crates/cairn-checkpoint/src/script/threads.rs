@@ -15,6 +15,7 @@ use crate::{Error, Result, ThreadPage, ThreadSummary};
 const THREAD_SUMMARIES: &str = "SELECT r.thread_id AS thread_id, count(DISTINCT r.id) AS runs, \
      CAST(COALESCE(sum(s.input_tokens), 0) AS BIGINT) AS input_tokens, \
      CAST(COALESCE(sum(s.output_tokens), 0) AS BIGINT) AS output_tokens, \
+     CAST(COALESCE(sum(s.cost_nanos), 0) AS BIGINT) AS cost_nanos, \
      max(r.created_at) AS last_run_at \
      FROM runs r LEFT JOIN steps s ON s.run_id = r.id \
      WHERE r.thread_id IS NOT NULL AND (:thread IS NULL OR r.thread_id = :thread) \

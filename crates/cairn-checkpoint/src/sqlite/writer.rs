@@ -505,6 +505,7 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
         .prepare_cached(&format!(
             "UPDATE steps SET status = :status, output = :output, \
                input_tokens = :input_tokens, output_tokens = :output_tokens, \
+               cost_nanos = :cost_nanos, \
                error = COALESCE(:error, error), finished_at = {NOW} \
              WHERE run_id = :run AND idx = :idx AND attempt = :attempt AND status = 'running'"
         ))?
@@ -513,6 +514,7 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
             ":output": r.output.map(|v| v.to_string()),
             ":input_tokens": c.usage.map(|u| u.input_tokens as i64),
             ":output_tokens": c.usage.map(|u| u.output_tokens as i64),
+            ":cost_nanos": crate::commit::cost_nanos(c.usage),
             ":error": error_value(r.error).map(|v| v.to_string()),
             ":run": run,
             ":idx": c.idx.get(),

@@ -291,6 +291,7 @@ fn commit_for(
         usage: Some(Usage {
             input_tokens: 7,
             output_tokens: 3,
+            cost_usd: Default::default(),
         }),
         events,
         transition,

@@ -87,6 +87,7 @@ pub(crate) fn success(run: RunId, epoch: LeaseEpoch, idx: u32, steps: u32) -> St
         usage: Some(Usage {
             input_tokens: 10 + u64::from(idx),
             output_tokens: 1,
+            cost_usd: Default::default(),
         }),
         events: vec![NewEvent::new(EventKind::StepSucceeded, json!({"idx": idx}))],
         transition: StepTransition::Succeeded {

@@ -607,19 +607,24 @@ fn a_price_table_prices_the_calls_of_a_crew_with_a_dollar_budget(kind: Kind) {
     );
     let priced = [("CAIRN_PRICES", prices.to_str().unwrap())];
     let run = case
-        .cairn_env(&["run", crew, "--json"], &priced)
+        .cairn_env(&["run", crew, "--thread", "t1", "--json"], &priced)
         .expect_code(0)
         .json();
     let id = run["id"].as_str().unwrap().to_owned();
+    let thread = case.cairn(&["threads", "show", "t1", "--json"]).json();
+    assert_eq!(thread["totals"]["cost_usd"], 0.006, "{thread}");
     // Each call: 1,000 in × $2 + 100 out × $10 per million = $0.003.
     let shown = case.cairn(&["runs", "show", &id, "--json"]).json();
     assert_eq!(shown["spent"]["cost_usd"], 0.006, "{shown}");
-    let text = case.cairn(&["runs", "show", &id]).expect_code(0);
-    assert!(
-        text.stdout.contains("budget: cost $0.006000 of $1.000000"),
-        "{}",
-        text.stdout
+    assert_eq!(
+        step(&shown, 0)["cost_usd"],
+        0.006,
+        "the step's row: {shown}"
     );
+    let text = case.cairn(&["runs", "show", &id]).expect_code(0);
+    for says in ["budget: cost $0.006000 of $1.000000", "cost $0.006000\n"] {
+        assert!(text.stdout.contains(says), "{says}: {}", text.stdout);
+    }
 
     // A table that does not read, or is not there: refused, nothing run.
     let bad = case.write(

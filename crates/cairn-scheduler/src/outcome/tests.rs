@@ -163,6 +163,7 @@ fn a_result_decides_its_outcome() {
                 result: Ok(StepOutput::new(json!("done")).with_usage(Usage {
                     input_tokens: 3,
                     output_tokens: 4,
+                    cost_usd: Default::default(),
                 })),
                 ..input(agent(), (2, 3, 2), Ok(Value::Null))
             },
@@ -171,6 +172,7 @@ fn a_result_decides_its_outcome() {
                 usage: Some(Usage {
                     input_tokens: 3,
                     output_tokens: 4,
+                    cost_usd: Default::default(),
                 }),
                 last: true,
                 duration_ms: ms,
@@ -342,6 +344,7 @@ fn an_outcome_commits_its_rows_and_events() {
     let boom = err(ErrorKind::ExitStatus, true).with_usage(Usage {
         input_tokens: 1,
         output_tokens: 2,
+        cost_usd: Default::default(),
     });
     let base = json!({"idx": 1, "role": "writer", "attempt": 2, "duration_ms": 1234});
     let merge = |extra: Value| {
@@ -359,6 +362,7 @@ fn an_outcome_commits_its_rows_and_events() {
                 usage: Some(Usage {
                     input_tokens: 3,
                     output_tokens: 4,
+                    cost_usd: Default::default(),
                 }),
                 last: false,
                 duration_ms: 1234,

@@ -72,6 +72,9 @@ pub(super) async fn page(State(state): State<AppState>, headers: HeaderMap) -> R
                 role.steps += 1;
                 role.input_tokens += step.input_tokens.unwrap_or(0);
                 role.output_tokens += step.output_tokens.unwrap_or(0);
+                role.cost_usd = role
+                    .cost_usd
+                    .saturating_add(step.cost_usd.unwrap_or_default());
                 total_ms[step.idx.get() as usize] += ms.max(0) as f64;
             }
         }

@@ -859,3 +859,98 @@ async fn a_runs_page_shows_what_it_spent_of_its_budget() {
     let page = api.get(&format!("/runs/{free}")).await;
     assert!(!page.text.contains("model calls"), "{}", page.text);
 }
+
+/// A run whose model calls were priced shows each step's cost on its page,
+/// and the crews page what its crew's recent runs cost (here, the run's
+/// one priced step).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_and_crews_pages_show_what_priced_calls_cost() {
+    let api = Api::sqlite().await;
+    let prices = "version = \"t\"\n[[prices]]\nprovider = \"scripted\"\nmodel = \"scripted\"\n\
+                  input = 2.0\noutput = 10.0\n";
+    let config = cairn::ExecutorConfig {
+        prices: Some(std::sync::Arc::new(
+            cairn::PriceTable::parse(prices).unwrap(),
+        )),
+        ..cairn::ExecutorConfig::default()
+    };
+    let opts = cairn::OpenOptions::default();
+    let priced = cairn::Engine::open_with(&api.db.url, &opts, config)
+        .await
+        .unwrap();
+    let crew = cairn::Crew::from_file(api._crews_dir.path().join("agent.toml")).unwrap();
+    let run = priced
+        .run(&crew, json!({"word": "hi"}), Default::default())
+        .await
+        .unwrap()
+        .run;
+    let steps = priced.show(run.id).await.unwrap().steps;
+    let cost = steps[0].cost_usd.expect("the step's calls were priced");
+    assert!(!cost.is_zero());
+    let page = api.get(&format!("/runs/{}", run.id)).await;
+    assert!(page.text.contains(&format!(" · {cost}")), "{}", page.text);
+    let crews = api.get("/crews").await;
+    assert_eq!(crews.status, StatusCode::OK, "{}", crews.text);
+    assert!(
+        crews.text.contains(&format!("which cost {cost}")),
+        "{}",
+        crews.text
+    );
+}
+
+/// An agent stopped at its budget (one model call) is raised and carried
+/// on from its page: the raise is recorded with the console's reason, the
+/// run continues and finishes; a raise that does not read is refused with
+/// nothing changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_page_raises_its_budget_and_carries_it_on() {
+    let api = Api::sqlite().await;
+    let body = json!({"crew": "agent", "input": {"word": "hi"}, "budget": {"model_calls": 1}});
+    let reply = api.post_json("/v1/runs", &body).await;
+    let id: cairn::RunId = reply.json()["id"].as_str().unwrap().parse().unwrap();
+    api.drive(id).await;
+    let run = api.engine.get_run(id).await.unwrap();
+    assert_eq!(run.status, cairn::RunStatus::Interrupted, "{:?}", run.error);
+    let page = api.get(&format!("/runs/{id}")).await;
+    let target = format!("/runs/{id}/budget");
+    assert!(
+        page.text.contains("Raise the budget and continue"),
+        "{}",
+        page.text
+    );
+    let csrf = csrf_of(&page.text);
+    let wrong = [
+        ("csrf", csrf.as_str()),
+        ("raise", "model_calls=2"),
+        ("reason", "r"),
+    ];
+    let bad = post_form(&api, &target, &wrong).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.text);
+    assert!(bad.text.contains("a raise is written +N"), "{}", bad.text);
+    assert_eq!(
+        api.engine.get_run(id).await.unwrap().budget,
+        run.budget,
+        "nothing raised"
+    );
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("raise", "model_calls=+1"),
+        ("reason", "worth it"),
+    ];
+    let raised = post_form(&api, &target, &fields).await;
+    assert_eq!(raised.status, StatusCode::SEE_OTHER, "{}", raised.text);
+    assert_eq!(location(&raised), format!("/runs/{id}"));
+    api.drive(id).await;
+    let done = api.engine.get_run(id).await.unwrap();
+    assert_eq!(done.status, cairn::RunStatus::Succeeded, "{:?}", done.error);
+    assert_eq!(done.budget.and_then(|b| b.model_calls), Some(2));
+    let events = api.engine.events(id).await.unwrap();
+    let why = events
+        .iter()
+        .find(|e| e.kind == cairn::EventKind::BudgetRaised)
+        .expect("budget_raised");
+    assert_eq!(
+        (&why.data["by"], &why.data["reason"]),
+        (&json!("console"), &json!("worth it"))
+    );
+}

@@ -591,32 +591,50 @@ async fn the_runner_takes_over_a_run_whose_holder_died() {
     server.stop().await;
 }
 
-/// `/metrics` counts tokens by crew and, for `llm` steps, provider and
-/// model: an `llm` run's tokens show under its crew, provider and model.
+/// `/metrics` counts tokens and cost by crew and, for `llm` steps,
+/// provider and model: an `llm` run's tokens and what they cost under the
+/// server's price table show under its crew, provider and model, and its
+/// step's row has the cost a hand computation gives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_count_tokens_by_crew_provider_and_model() {
-    let server = start(Kind::Sqlite, &[], 2, Duration::from_millis(50)).await;
+async fn metrics_count_tokens_and_cost_by_crew_provider_and_model() {
+    let prices = "version = \"t\"\n[[prices]]\nprovider = \"scripted\"\nmodel = \"scripted\"\n\
+                  input = 2.0\noutput = 10.0\n";
+    let prices = std::sync::Arc::new(cairn::PriceTable::parse(prices).unwrap());
+    let server = serve_socket(TestDb::sqlite(), |o| ServeOptions {
+        concurrency: 2,
+        poll_interval: Duration::from_millis(50),
+        prices: Some(prices),
+        ..o
+    })
+    .await;
     let addr = server.addr;
     let id = post_run(addr, "agent", json!({"word": "hi"})).await;
     let run = server
         .wait_for(&id, None, |r| r["status"] == "succeeded")
         .await;
-    let input = run["steps"][0]["input_tokens"].as_u64().unwrap_or(0);
-    assert!(input > 0, "{run}");
-    let mut metrics = String::new();
-    let line = format!(
-        "cairn_tokens_total{{crew=\"agent\",provider=\"scripted\",model=\"scripted\",direction=\"input\"}} {input}"
+    let step = &run["steps"][0];
+    let (input, output) = (
+        step["input_tokens"].as_u64().unwrap_or(0),
+        step["output_tokens"].as_u64().unwrap_or(0),
     );
+    assert!(input > 0, "{run}");
+    // $2 and $10 per million tokens: 2,000 and 10,000 billionths each.
+    let dollars = (input * 2_000 + output * 10_000) as f64 / 1e9;
+    assert_eq!(step["cost_usd"].as_f64(), Some(dollars), "{run}");
+    let mut metrics = String::new();
+    let who = "crew=\"agent\",provider=\"scripted\",model=\"scripted\"";
+    let lines = [
+        format!("cairn_tokens_total{{{who},direction=\"input\"}} {input}"),
+        format!("cairn_cost_usd_total{{{who}}} {dollars}"),
+    ];
+    let has = |m: &str| lines.iter().all(|line| m.lines().any(|l| l == line));
     for _ in 0..200 {
         metrics = http(addr, Method::GET, "/metrics", None, None).await.1;
-        if metrics.lines().any(|l| l == line) {
+        if has(&metrics) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert!(
-        metrics.lines().any(|l| l == line),
-        "no `{line}` in {metrics}"
-    );
+    assert!(has(&metrics), "no `{lines:?}` in {metrics}");
     server.stop().await;
 }

@@ -100,6 +100,7 @@ fn row(status: StepStatus) -> StepRecord {
         attempt: Attempt(2),
         output: None,
         input_tokens: None,
+        cost_usd: None,
         output_tokens: None,
         started_at: at(),
         finished_at: None,
