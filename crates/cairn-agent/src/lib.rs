@@ -78,16 +78,17 @@ pub fn build(
 /// script. The agent's `limit_key` narrows it (`,model=gpt-4o`, a label),
 /// for providers whose limits are per model.
 pub fn limit_key(def: &LlmDef) -> String {
-    limit_key_for(def, None)
+    limit_key_for(def, cairn_core::KeyVars::default())
 }
 
-/// [`limit_key`] of a step of a run of `tenant`: a `"tenant"` part of the
-/// agent's `limit_key` adds `,tenant=T` (nothing for a run without one).
-pub fn limit_key_for(def: &LlmDef, tenant: Option<&cairn_core::Tenant>) -> String {
+/// [`limit_key`] of a step of a run with `vars`: a `"tenant"` part of the
+/// agent's `limit_key` adds `,tenant=T` (nothing for a run without one),
+/// `"thread"` and `"crew"` likewise.
+pub fn limit_key_for(def: &LlmDef, vars: cairn_core::KeyVars<'_>) -> String {
     let (url, env) = match def.provider {
         ProviderKind::Scripted => {
             let script = def.script.as_deref().unwrap_or_default();
-            return format!("provider=scripted,script={script}{}", def.key_scope(tenant));
+            return format!("provider=scripted,script={script}{}", def.key_scope(vars));
         }
         ProviderKind::Openai => (
             cairn_llm::OpenAiProvider::DEFAULT_BASE_URL,
@@ -103,7 +104,7 @@ pub fn limit_key_for(def: &LlmDef, tenant: Option<&cairn_core::Tenant>) -> Strin
     format!(
         "provider={},url={url},key={env}{}",
         def.provider.as_str(),
-        def.key_scope(tenant)
+        def.key_scope(vars)
     )
 }
 
@@ -221,17 +222,32 @@ mod tests {
             ..LlmDef::new(ProviderKind::Openai, "gpt-4o")
         };
         assert_eq!(by_tenant.problem(), None);
-        let acme = cairn_core::Tenant::new("acme").ok();
+        let vars = cairn_core::KeyVars {
+            tenant: Some("acme"),
+            thread: Some("t-9"),
+            crew: Some("research"),
+        };
         assert_eq!(
-            limit_key_for(&by_tenant, acme.as_ref()),
+            limit_key_for(&by_tenant, vars),
             format!("{base},tenant=acme,model=gpt-4o")
         );
         assert_eq!(
-            limit_key_for(&by_tenant, None),
+            limit_key_for(&by_tenant, cairn_core::KeyVars::default()),
             format!("{base},model=gpt-4o"),
             "a run without a tenant: the key without it"
         );
-        for bad in ["modle", "team", "=x", "team=", "a=b,c", "key=x", "tenant=x"] {
+        let by_all = LlmDef {
+            limit_key: vec!["crew".into(), "thread".into()],
+            ..LlmDef::new(ProviderKind::Openai, "gpt-4o")
+        };
+        assert_eq!(by_all.problem(), None);
+        assert_eq!(
+            limit_key_for(&by_all, vars),
+            format!("{base},crew=research,thread=t-9")
+        );
+        for bad in [
+            "modle", "team", "=x", "team=", "a=b,c", "key=x", "tenant=x", "crew=y",
+        ] {
             let def = LlmDef {
                 limit_key: vec![bad.into()],
                 ..LlmDef::new(ProviderKind::Openai, "m")

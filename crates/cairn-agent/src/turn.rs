@@ -116,12 +116,17 @@ impl LlmAgent {
     }
 
     /// The provider key of this step's calls: the agent's own, narrowed by
-    /// the run's tenant when its `limit_key` lists `"tenant"`.
+    /// the run's tenant, thread or crew when its `limit_key` names them.
     fn key_of(&self, cx: &StepContext) -> std::borrow::Cow<'_, str> {
-        match self.def.limit_key.iter().any(|p| p == "tenant") {
-            true => crate::limit_key_for(&self.def, cx.tenant.as_ref()).into(),
-            false => self.key.as_str().into(),
+        if !self.def.key_varies() {
+            return self.key.as_str().into();
         }
+        let vars = cairn_core::KeyVars {
+            tenant: cx.tenant.as_ref().map(|t| t.as_str()),
+            thread: cx.thread_id.as_deref(),
+            crew: cx.crew.as_deref(),
+        };
+        crate::limit_key_for(&self.def, vars).into()
     }
 
     /// Before a call: a step whose provider key is paused, or whose key's

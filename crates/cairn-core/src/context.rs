@@ -97,10 +97,15 @@ pub struct StepContext {
     /// ancestors' budgets ([`crate::BudgetAsk`]). Set by the executor.
     #[serde(skip)]
     pub rolls_up: bool,
-    /// The run's tenant (`crate::tenant`), which a `limit_key` of
-    /// `"tenant"` narrows the provider key by. Set by the executor.
+    /// The run's tenant (`crate::tenant`), thread and crew name, which a
+    /// `limit_key` of `"tenant"`, `"thread"` or `"crew"` narrows the
+    /// provider key by. Set by the executor.
     #[serde(skip)]
     pub tenant: Option<crate::Tenant>,
+    #[serde(skip)]
+    pub thread_id: Option<String>,
+    #[serde(skip)]
+    pub crew: Option<String>,
     /// The run's thread and its budget, when the thread has one: each
     /// model call answers to it too. Set by the executor.
     #[serde(skip)]

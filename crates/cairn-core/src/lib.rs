@@ -54,7 +54,7 @@ pub use keys::{
 pub use limits::{
     check_size, check_storable, check_text, json_has_nul, Limits, TooLarge, Unstorable,
 };
-pub use llm::{LlmDef, ProviderKind, ToolDef, DELEGATE_TOOL};
+pub use llm::{KeyVars, LlmDef, ProviderKind, ToolDef, DELEGATE_TOOL};
 pub use price::{BadPrices, CallTokens, Price, PriceTable, Usd};
 pub use priority::{BadPriority, Priority};
 pub use retry::RetryPolicy;

@@ -83,8 +83,9 @@ pub struct LlmDef {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub delegate_defs: Vec<crate::CrewDef>,
     /// Narrows the step's provider key (its pauses and limits): `"model"`
-    /// adds the model, `"tenant"` the run's tenant (if it has one),
-    /// `"NAME=VALUE"` a label of the crew's own (a team). Empty (the default): the key the provider and API key
+    /// adds the model; `"tenant"`, `"thread"` and `"crew"` the run's
+    /// tenant, thread and crew name (if it has one); `"NAME=VALUE"` a
+    /// label of the crew's own (a team). Empty (the default): the key the provider and API key
     /// give, shared by every model called with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limit_key: Vec<String>,
@@ -92,6 +93,18 @@ pub struct LlmDef {
     /// unless an operator set the key's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<crate::KeyLimits>,
+}
+
+/// The `limit_key` parts a step's run gives the value of.
+const RUN_PARTS: [&str; 3] = ["tenant", "thread", "crew"];
+
+/// What a step's run gives a key narrowed by `"tenant"`, `"thread"` or
+/// `"crew"` (a part whose value the run lacks adds nothing).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeyVars<'a> {
+    pub tenant: Option<&'a str>,
+    pub thread: Option<&'a str>,
+    pub crew: Option<&'a str>,
 }
 
 /// Whether `part` is a key label `NAME=VALUE` (no commas, nothing empty,
@@ -103,7 +116,7 @@ pub fn is_key_label(part: &str) -> bool {
             && ok(v)
             && !matches!(
                 n,
-                "provider" | "url" | "key" | "script" | "model" | "tenant"
+                "provider" | "url" | "key" | "script" | "model" | "tenant" | "thread" | "crew"
             )
     })
 }
@@ -138,16 +151,30 @@ impl LlmDef {
     }
 
     /// What `limit_key` adds to the provider key, in its order
-    /// (`,model=gpt-4o,team=research,tenant=acme`), for a run of `tenant`.
-    pub fn key_scope(&self, tenant: Option<&crate::Tenant>) -> String {
+    /// (`,model=gpt-4o,team=research,tenant=acme`), for a step of a run
+    /// with `vars`.
+    pub fn key_scope(&self, vars: KeyVars<'_>) -> String {
+        let var = |name: &str, value: Option<&str>| {
+            value.map_or(String::new(), |v| format!(",{name}={v}"))
+        };
         self.limit_key
             .iter()
             .map(|part| match part.as_str() {
                 "model" => format!(",model={}", self.model),
-                "tenant" => tenant.map_or(String::new(), |t| format!(",tenant={t}")),
+                "tenant" => var("tenant", vars.tenant),
+                "thread" => var("thread", vars.thread),
+                "crew" => var("crew", vars.crew),
                 label => format!(",{label}"),
             })
             .collect()
+    }
+
+    /// Whether its key depends on the run (`limit_key` names the tenant,
+    /// the thread or the crew).
+    pub fn key_varies(&self) -> bool {
+        self.limit_key
+            .iter()
+            .any(|p| RUN_PARTS.contains(&p.as_str()))
     }
 
     /// Whether the model sees the thread's earlier runs.
@@ -183,10 +210,11 @@ impl LlmDef {
             return Some("has `max_turns = 0`".into());
         }
         for part in &self.limit_key {
-            if part != "model" && part != "tenant" && !is_key_label(part) {
+            if part != "model" && !RUN_PARTS.contains(&part.as_str()) && !is_key_label(part) {
                 return Some(format!(
-                    "has `limit_key` part `{part}`; use \"model\", \"tenant\" or a label \
-                     \"NAME=VALUE\" (no commas; not provider, url, key, script, model or tenant)"
+                    "has `limit_key` part `{part}`; use \"model\", \"tenant\", \"thread\", \
+                     \"crew\" or a label \"NAME=VALUE\" (no commas; not one of those names, \
+                     provider, url, key or script)"
                 ));
             }
         }

@@ -510,6 +510,8 @@ impl Executor {
             rolls_up: run.child.is_some(),
             thread_budget: extras.thread_budget.clone(),
             tenant: run.tenant.clone(),
+            thread_id: run.thread_id.clone(),
+            crew: Some(run.crew.clone()),
             traceparent: run
                 .trace
                 .map(|t| t.traceparent(cairn_core::SpanId::of_run(run.id))),

@@ -357,6 +357,8 @@ mod tests {
             rolls_up: false,
             thread_budget: None,
             tenant: None,
+            thread_id: None,
+            crew: None,
             key_limits: None,
             traceparent: None,
             run_id: RunId::new(),
