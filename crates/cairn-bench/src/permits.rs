@@ -2,8 +2,11 @@
 //! against the step commit it sits beside. Interleaved in rounds on one
 //! store: a run's step commits (`Store::commit_step`, as `Engine::run`
 //! makes them), a model call's admission on a key without limits (one
-//! read: its pause), and a permit on a limited key (`admit` then
-//! `release`: two write transactions, the key's row locked in the first).
+//! read: its pause), a permit on a limited key (`admit` then `release`:
+//! two write transactions, the key's row locked in the first), and the
+//! floor of any permit shared by processes through the database: one
+//! durable write of one row, by hand on the store's pool (a counter
+//! taken; its release folded into a write the call makes anyway).
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +28,30 @@ struct Numbers {
     commit: Vec<Duration>,
     free: Vec<Duration>,
     permit: Vec<Duration>,
+    floor: Vec<Duration>,
+}
+
+/// One durable single-row write on the key's row, autocommitted: what the
+/// cheapest shared permit costs.
+async fn floor_write(raw: &crate::Raw) -> Result<Duration> {
+    const TAKE: &str = "UPDATE provider_keys SET requests_milli = COALESCE(requests_milli, 0) - 1 \
+         WHERE key = ";
+    let t = Instant::now();
+    match raw {
+        crate::Raw::Sqlite(pool) => {
+            sqlx::query(&format!("{TAKE}?"))
+                .bind(LIMITED)
+                .execute(pool)
+                .await?;
+        }
+        crate::Raw::Postgres(pool) => {
+            sqlx::query(&format!("{TAKE}$1"))
+                .bind(LIMITED)
+                .execute(pool)
+                .await?;
+        }
+    }
+    Ok(t.elapsed())
 }
 
 async fn measure(target: &Target) -> Result<Numbers> {
@@ -50,6 +77,7 @@ async fn measure(target: &Target) -> Result<Numbers> {
         commit: vec![],
         free: vec![],
         permit: vec![],
+        floor: vec![],
     };
     for _ in 0..ROUNDS {
         n.commit.extend(direct_run(&*store, &crew).await?.commits);
@@ -67,6 +95,9 @@ async fn measure(target: &Target) -> Result<Numbers> {
             store.release(&permit, 900).await?;
             n.permit.push(t.elapsed());
         }
+        for _ in 0..CALLS {
+            n.floor.push(floor_write(&raw).await?);
+        }
     }
     raw.close().await;
     Ok(n)
@@ -79,23 +110,35 @@ pub async fn run(pg_url: &str) -> Result<()> {
          and {CALLS} permits (admit + release) on a limited key; µs mean (median)"
     );
     println!(
-        "{:<10} {:>18} {:>18} {:>18} {:>12} {:>12}",
-        "backend", "commit_step", "admit, no limits", "permit", "free/commit", "permit/commit"
+        "{:<10} {:>18} {:>18} {:>18} {:>18} {:>12} {:>12} {:>12}",
+        "backend",
+        "commit_step",
+        "admit, no limits",
+        "permit",
+        "floor (1 write)",
+        "free/commit",
+        "permit/commit",
+        "floor/commit"
     );
     let mut out = serde_json::Map::new();
     for (name, n) in [("sqlite", Some(&sqlite)), ("postgres", postgres.as_ref())] {
         let Some(n) = n else { continue };
         let (c, f, p) = (median(&n.commit), median(&n.free), median(&n.permit));
+        let fl = median(&n.floor);
         println!(
-            "{name:<10} {:>9.1} ({:>6.1}) {:>9.1} ({:>6.1}) {:>9.1} ({:>6.1}) {:>11.2}× {:>11.2}×",
+            "{name:<10} {:>9.1} ({:>6.1}) {:>9.1} ({:>6.1}) {:>9.1} ({:>6.1}) {:>9.1} ({:>6.1}) \
+             {:>11.2}× {:>11.2}× {:>11.2}×",
             us(mean(&n.commit)),
             us(c),
             us(mean(&n.free)),
             us(f),
             us(mean(&n.permit)),
             us(p),
+            us(mean(&n.floor)),
+            us(fl),
             us(f) / us(c),
             us(p) / us(c),
+            us(fl) / us(c),
         );
         out.insert(
             format!("{name}_commit_step_median_us"),
@@ -106,6 +149,14 @@ pub async fn run(pg_url: &str) -> Result<()> {
         out.insert(
             format!("{name}_permit_per_commit"),
             json!(round2(us(p) / us(c))),
+        );
+        out.insert(
+            format!("{name}_permit_floor_median_us"),
+            json!(round2(us(fl))),
+        );
+        out.insert(
+            format!("{name}_permit_floor_per_commit"),
+            json!(round2(us(fl) / us(c))),
         );
     }
     println!("{}", serde_json::Value::Object(out));
