@@ -385,7 +385,7 @@ fn pg_statement(shape: Shape) -> &'static str {
 
 /// A run written by one shape, and the step it is at (the shapes that
 /// update a step row).
-struct PgRun {
+pub(crate) struct PgRun {
     id: uuid::Uuid,
     step: i32,
 }
@@ -533,4 +533,72 @@ async fn pg_throughput(options: &PgConnectOptions, shape: Shape, def: &str) -> R
         });
     }
     tally.rate(tasks, WARMUP, FOR).await
+}
+
+// ------------------------------------------------- the default run's floor
+
+/// Cairn's step commit written by hand (the `cairn` shape: fence, step,
+/// next step, event) on a run of its own in the store's database: the
+/// denominator of the default run's `commit_floor_ratio` and
+/// `step_floor_ratio`, taken in the same rounds as the store's commits.
+pub(crate) enum Hand {
+    Sqlite {
+        conn: rusqlite::Connection,
+        run: String,
+        payload: String,
+    },
+    Postgres {
+        conn: sqlx::pool::PoolConnection<sqlx::Postgres>,
+        run: PgRun,
+        payload: String,
+    },
+}
+
+impl Hand {
+    /// A run for the hand-written commits, beside the store's runs.
+    pub(crate) async fn open(raw: &crate::Raw, sqlite: Option<&std::path::Path>) -> Result<Hand> {
+        let payload = raw_payload();
+        match (raw, sqlite) {
+            (crate::Raw::Sqlite(_), Some(path)) => {
+                let conn = rusqlite::Connection::open(path)?;
+                conn.busy_timeout(Duration::from_secs(10))?;
+                conn.execute_batch(
+                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
+                )?;
+                let run = uuid::Uuid::now_v7().to_string();
+                conn.execute(
+                    &format!(
+                        "INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, \
+                         input, status, cursor, step_count, lease_epoch, event_seq, created_at, \
+                         updated_at, claim_at) VALUES (?1, 'floor', '1', 'sha256:floor', 'null', \
+                         '{{}}', 'running', 0, 1000000, 1, 0, {NOW}, {NOW}, {NOW})"
+                    ),
+                    [&run],
+                )?;
+                conn.execute(
+                    &format!(
+                        "INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
+                         VALUES (?1, 0, 'step', 'running', 1, {NOW})"
+                    ),
+                    [&run],
+                )?;
+                Ok(Hand::Sqlite { conn, run, payload })
+            }
+            (crate::Raw::Postgres(pool), _) => {
+                let mut conn = pool.acquire().await?;
+                let run = pg_run(&mut conn, Shape::Cairn, "null").await?;
+                Ok(Hand::Postgres { conn, run, payload })
+            }
+            (crate::Raw::Sqlite(_), None) => anyhow::bail!("the SQLite file to write by hand"),
+        }
+    }
+
+    pub(crate) async fn commit(&mut self) -> Result<()> {
+        match self {
+            Hand::Sqlite { conn, run, payload } => sqlite_commit(conn, Shape::Cairn, run, payload),
+            Hand::Postgres { conn, run, payload } => {
+                pg_commit(conn, Shape::Cairn, run, payload).await
+            }
+        }
+    }
 }

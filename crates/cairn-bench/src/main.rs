@@ -435,6 +435,8 @@ struct StepNumbers {
     raw_tx_mean_us: Option<f64>,
     commit_step_mean_us: f64,
     commit_step_median_us: f64,
+    /// Cairn's commit written by hand (`floor::Hand`), in the same rounds.
+    hand_mean_us: Option<f64>,
 }
 
 impl StepNumbers {
@@ -614,6 +616,13 @@ async fn bench_steps(target: &Target, durability: Durability) -> Result<StepNumb
     let engine = Engine::with_store(store.clone(), ExecutorConfig::default());
     let crew = noop_crew("bench-steps", STEPS, None)?;
     let payload = raw_payload();
+    let mut hand = match (target, durability) {
+        (Target::Sqlite(path), Durability::Sync) => {
+            Some(floor::Hand::open(&raw, Some(path)).await?)
+        }
+        (Target::Postgres(_), Durability::Sync) => Some(floor::Hand::open(&raw, None).await?),
+        _ => None,
+    };
 
     for i in 0..WARMUP_RUNS {
         run_once(&engine, &crew, i).await?;
@@ -624,11 +633,14 @@ async fn bench_steps(target: &Target, durability: Durability) -> Result<StepNumb
         if let Some(c) = &c_raw {
             c.commit(&payload)?;
         }
+        if let Some(h) = hand.as_mut() {
+            h.commit().await?;
+        }
     }
     direct_run(&*store, &crew).await?;
 
     let (mut runs, mut raws, mut raw_txs, mut commits) = (vec![], vec![], vec![], vec![]);
-    let mut c_raws = vec![];
+    let (mut c_raws, mut hands) = (vec![], vec![]);
     for round in 0..ROUNDS {
         for i in 0..RUNS / ROUNDS {
             let t = Instant::now();
@@ -657,7 +669,15 @@ async fn bench_steps(target: &Target, durability: Durability) -> Result<StepNumb
         for _ in 0..RUNS / ROUNDS {
             commits.extend(direct_run(&*store, &crew).await?.commits);
         }
+        if let Some(h) = hand.as_mut() {
+            for _ in 0..RAW_COMMITS / ROUNDS {
+                let t = Instant::now();
+                h.commit().await?;
+                hands.push(t.elapsed());
+            }
+        }
     }
+    drop(hand);
     raw.close().await;
     let per_run = us(runs.iter().sum::<Duration>()) / (runs.len() as f64);
     Ok(StepNumbers {
@@ -669,6 +689,7 @@ async fn bench_steps(target: &Target, durability: Durability) -> Result<StepNumb
         raw_tx_mean_us: (!raw_txs.is_empty()).then(|| us(mean(&raw_txs))),
         commit_step_mean_us: us(mean(&commits)),
         commit_step_median_us: us(median(&commits)),
+        hand_mean_us: (!hands.is_empty()).then(|| us(mean(&hands))),
     })
 }
 
@@ -919,6 +940,15 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
         ("step_median_run_us", s.map(|s| s.step_median_run_us)),
         ("commit_step_us", s.map(|s| s.commit_step_mean_us)),
         ("commit_step_median_us", s.map(|s| s.commit_step_median_us)),
+        ("hand_commit_us", s.and_then(|s| s.hand_mean_us)),
+        (
+            "commit_floor_ratio",
+            s.and_then(|s| s.hand_mean_us.map(|h| s.commit_step_mean_us / h)),
+        ),
+        (
+            "step_floor_ratio",
+            s.and_then(|s| s.hand_mean_us.map(|h| s.step_us / h)),
+        ),
         ("resume_1000_ms", r.map(|r| r.to_agent_ms)),
         ("resume_1000_full_ms", r.map(|r| r.full_ms)),
         ("resume_1000_load_ms", r.map(|r| r.load_ms)),
