@@ -175,6 +175,8 @@ pub struct RunFilter {
     pub crew: Option<String>,
     /// Runs of this thread.
     pub thread: Option<String>,
+    /// Runs of this tenant (`cairn_core::tenant`).
+    pub tenant: Option<String>,
     /// Children of this run (runs its `children` steps started).
     pub parent: Option<RunId>,
     /// Keyset paging: only runs after this one (by creation time, then

@@ -502,6 +502,9 @@ pub enum RunsCommand {
         /// started).
         #[arg(long, value_name = "RUN_ID")]
         parent: Option<String>,
+        /// Only the runs of this tenant (`--tenant` on `run`/`submit`).
+        #[arg(long, value_name = "NAME")]
+        tenant: Option<String>,
     },
     /// Show one run as a step table with its final output.
     Show {

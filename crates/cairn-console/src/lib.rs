@@ -353,6 +353,9 @@ pub fn run_page(
         dl.header {
             dt { "Status" } dd { (status_badge(run.status)) }
             dt { "Crew" } dd { (run.crew) " v" (run.crew_version) " " code.fp { (run.crew_fingerprint) } }
+            @if let Some(tenant) = &run.tenant {
+                dt { "Tenant" } dd { (tenant) }
+            }
             @if let Some(thread) = &run.thread_id {
                 dt { "Thread" } dd { a href=(format!("/threads/{}", cairn::text::path_segment(thread))) { (thread) } }
             }

@@ -367,6 +367,8 @@ struct ListQuery {
     order: Option<String>,
     /// Only the children of this run.
     parent: Option<String>,
+    /// Only the runs of this tenant.
+    tenant: Option<String>,
 }
 
 /// A page of runs.
@@ -397,6 +399,7 @@ async fn list_runs(
         cursor: given(q.cursor),
         order: given(q.order),
         parent: given(q.parent),
+        tenant: given(q.tenant),
     };
     let parent = q
         .parent
@@ -440,6 +443,7 @@ async fn list_runs(
     let filter = RunFilter {
         status,
         crew: q.crew.clone(),
+        tenant: q.tenant.clone(),
         parent,
         after,
         limit: Some(limit as u32 + 1),

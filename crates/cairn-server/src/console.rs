@@ -207,6 +207,7 @@ async fn runs(
         limit: Some(PAGE + 1),
         newest_first: true,
         parent: None,
+        tenant: None,
     };
     let mut listed = match state.engine().list(&filter).await {
         Ok(runs) => runs,

@@ -37,6 +37,7 @@ macro_rules! list_runs_sql {
             " FROM runs WHERE (:status IS NULL OR status = :status) \
              AND (:crew IS NULL OR crew_name = :crew) \
              AND (:thread IS NULL OR thread_id = :thread) \
+             AND (:tenant IS NULL OR tenant = :tenant) \
              AND (:parent IS NULL OR (parent_run_id = :parent AND child_key IS NOT NULL)) \
              AND (:after IS NULL OR (created_at, id) ",
             $cmp,
@@ -138,6 +139,7 @@ pub(super) async fn list_runs_in(c: &mut Conn<'_>, filter: &RunFilter) -> Result
                 .bind("status", filter.status.map(|s| s.as_str()))
                 .bind("crew", filter.crew.as_deref())
                 .bind("thread", filter.thread.as_deref())
+                .bind("tenant", filter.tenant.as_deref())
                 .bind("parent", filter.parent)
                 .bind("after", filter.after)
                 .bind("limit", filter.limit.map_or(i64::MAX, i64::from)),

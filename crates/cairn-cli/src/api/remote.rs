@@ -311,6 +311,9 @@ fn list_query(filter: &RunFilter) -> anyhow::Result<String> {
     if let Some(parent) = filter.parent {
         query.push(format!("parent={parent}"));
     }
+    if let Some(tenant) = &filter.tenant {
+        query.push(format!("tenant={}", cairn::text::path_segment(tenant)));
+    }
     if filter.newest_first {
         query.push("order=newest".to_owned());
     }

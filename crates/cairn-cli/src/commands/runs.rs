@@ -22,12 +22,14 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
             limit,
             oldest,
             parent,
+            tenant,
         } => {
             let which = RunFilter {
                 status: status
                     .map(|s| s.parse::<RunStatus>().map_err(usage))
                     .transpose()?,
                 parent: parent.as_deref().map(parse_run_id).transpose()?,
+                tenant,
                 ..RunFilter::default()
             };
             let api = to.connect(false).await?;

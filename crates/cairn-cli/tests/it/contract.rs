@@ -311,6 +311,30 @@ fn a_priority_and_a_tenant_are_stored_both_ways_and_bad_ones_are_refused(kind: K
         .expect_code(0)
         .json();
     assert!(untenanted.get("tenant").is_none(), "{untenanted}");
+    // `runs list --tenant` lists that tenant's runs only, both ways.
+    let acme = case
+        .cairn(&["runs", "list", "--tenant", "acme", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(acme.as_array().map(Vec::len), Some(1), "{acme}");
+    assert_eq!(acme[0]["id"], local["id"]);
+    let globex = case
+        .raw(
+            &[
+                "runs",
+                "list",
+                "--tenant",
+                "globex",
+                "--json",
+                "--server",
+                &served.url,
+            ],
+            &[],
+        )
+        .expect_code(0)
+        .json();
+    assert_eq!(globex.as_array().map(Vec::len), Some(1), "{globex}");
+    assert_eq!(globex[0]["id"], remote["id"]);
     let bad = ["--tenant", "a,b"];
     let local_bad = case.cairn(&[&["submit", crew][..], &bad].concat());
     let remote_bad = case.raw(
