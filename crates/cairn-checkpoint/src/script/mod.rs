@@ -212,6 +212,7 @@ impl<H: ScriptHost> Store for H {
         placed(self.target(), None, async {
             text_ok("the crew filter", filter.crew.as_deref())?;
             text_ok("the thread filter", filter.thread.as_deref())?;
+            text_ok("the tenant filter", filter.tenant.as_deref())?;
             let filter = filter.clone();
             self.tx(
                 TxKind::Single,

@@ -169,6 +169,7 @@ pub(super) async fn reset_limits<H: super::ScriptHost + ?Sized>(
     host: &H,
     key: &str,
 ) -> Result<KeyState> {
+    super::storable::text_ok("the provider key", Some(key))?;
     let key = key.to_owned();
     let write = host.tx(
         super::TxKind::Write,

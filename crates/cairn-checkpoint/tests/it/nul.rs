@@ -42,6 +42,12 @@ async fn a_nul_in_a_submit_is_refused_by_field_and_stores_nothing(kind: Kind) {
         ..RunFilter::default()
     };
     refused(store.list_runs(&filter).await, "the thread filter");
+    let filter = RunFilter {
+        tenant: Some("t\u{0}".into()),
+        ..RunFilter::default()
+    };
+    refused(store.list_runs(&filter).await, "the tenant filter");
+    refused(store.reset_limits("k\u{0}").await, "the provider key");
 }
 
 async fn a_nul_in_an_action_or_fork_is_refused_by_field(kind: Kind) {
