@@ -6,7 +6,9 @@
 //! two write transactions, the key's row locked in the first), and the
 //! floor of any permit shared by processes through the database: one
 //! durable write of one row, by hand on the store's pool (a counter
-//! taken; its release folded into a write the call makes anyway).
+//! taken; its release folded into a write the call makes anyway). Beside
+//! them, what a tenant adds to a submit (its claim-order clock's upsert):
+//! submits with and without one, taking turns.
 
 use std::time::{Duration, Instant};
 
@@ -29,6 +31,8 @@ struct Numbers {
     free: Vec<Duration>,
     permit: Vec<Duration>,
     floor: Vec<Duration>,
+    submit: Vec<Duration>,
+    submit_tenant: Vec<Duration>,
 }
 
 /// One durable single-row write on the key's row, autocommitted: what the
@@ -78,7 +82,10 @@ async fn measure(target: &Target) -> Result<Numbers> {
         free: vec![],
         permit: vec![],
         floor: vec![],
+        submit: vec![],
+        submit_tenant: vec![],
     };
+    let tenant = cairn_core::Tenant::new("bench")?;
     for _ in 0..ROUNDS {
         n.commit.extend(direct_run(&*store, &crew).await?.commits);
         for _ in 0..CALLS {
@@ -97,6 +104,18 @@ async fn measure(target: &Target) -> Result<Numbers> {
         }
         for _ in 0..CALLS {
             n.floor.push(floor_write(&raw).await?);
+        }
+        for _ in 0..CALLS {
+            let t = Instant::now();
+            store.submit(new_run(&crew, json!({}))).await?;
+            n.submit.push(t.elapsed());
+            let tenanted = cairn_checkpoint::NewRun {
+                tenant: Some(tenant.clone()),
+                ..new_run(&crew, json!({}))
+            };
+            let t = Instant::now();
+            store.submit(tenanted).await?;
+            n.submit_tenant.push(t.elapsed());
         }
     }
     raw.close().await;
@@ -157,6 +176,18 @@ pub async fn run(pg_url: &str) -> Result<()> {
         out.insert(
             format!("{name}_permit_floor_per_commit"),
             json!(round2(us(fl) / us(c))),
+        );
+        let (s, st) = (median(&n.submit), median(&n.submit_tenant));
+        println!(
+            "{name:<10} submit {:>7.1} µs, with a tenant {:>7.1} µs (medians): {:>5.2}×",
+            us(s),
+            us(st),
+            us(st) / us(s)
+        );
+        out.insert(format!("{name}_submit_median_us"), json!(round2(us(s))));
+        out.insert(
+            format!("{name}_submit_tenant_median_us"),
+            json!(round2(us(st))),
         );
     }
     println!("{}", serde_json::Value::Object(out));
