@@ -18,12 +18,8 @@ use cairn_core::{Corruption, JournalEntry};
 use crate::plan::{check_holder, refused_commit};
 use crate::raw::{decode_journal, error_value};
 use crate::script::{ScriptHost, TxKind};
-use crate::sql::{query, Pool, Prepare, Query, RUNNABLE};
+use crate::sql::{query, Pool, Prepare, Query, PING_AFTER_IDLE, RUNNABLE};
 use crate::{Error, JournalAppend, OpenOptions, Pooler, Result, StepCommit, Store};
-
-/// A pooled connection idle for at least this long is pinged before it is
-/// handed out; one used more recently is not (see `connect_with`).
-const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 
 /// A Cairn store on a PostgreSQL server.
 #[derive(Clone)]
@@ -91,8 +87,16 @@ impl PgStore {
             Ok(Err(e)) => return Err(unreachable(e.to_string())),
             Ok(Ok(conn)) => migrate(conn, opts.create, &target).await?,
         }
+        // Lanes for single statements (`sql::Lanes`), carved out of the
+        // cap; none behind a transaction-mode pooler (every statement
+        // there is in a transaction).
+        let cap = opts.max_connections.max(1);
+        let lanes = match prepare {
+            Prepare::Cached => crate::sql::lanes_for(cap),
+            Prepare::Unnamed => 0,
+        };
         let pool = PgPoolOptions::new()
-            .max_connections(opts.max_connections.max(1))
+            .max_connections(cap - lanes)
             .acquire_timeout(opts.acquire_timeout.max(opts.connect_timeout))
             // sqlx pings every connection it hands out: a round trip before
             // each step commit. A connection used within the last
@@ -116,7 +120,7 @@ impl PgStore {
             true => crate::LiveHub::local(),
         };
         Ok(PgStore {
-            db: Pool::Postgres(pool.clone(), prepare),
+            db: Pool::Postgres(pool.clone(), prepare, crate::sql::Lanes::new(lanes)),
             live,
             pool,
             listener: Default::default(),

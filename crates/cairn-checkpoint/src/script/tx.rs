@@ -13,7 +13,17 @@ pub(crate) async fn pool_tx<T>(db: &Pool, kind: TxKind, f: ScriptFn<T>) -> Resul
     let mut tx = match kind {
         TxKind::Single if !db.needs_transactions() => {
             let mut held = db.acquire().await?;
-            return only_statements(f(&mut held.conn())).await;
+            let done = only_statements(f(&mut held.conn()?)).await;
+            // A refusal the script decided (a run not found) came after
+            // whole answers; a database's or the script's own failure may
+            // have left the connection mid-answer.
+            if !matches!(
+                done,
+                Err(Error::Database(_) | Error::ScriptWaited | Error::Statement(_))
+            ) {
+                held.keep();
+            }
+            return done;
         }
         TxKind::Write | TxKind::HotWrite | TxKind::Single => db.write().await?,
         TxKind::Read | TxKind::HotRead => db.read().await?,

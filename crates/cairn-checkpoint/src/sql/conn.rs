@@ -25,7 +25,9 @@ use crate::{Backend, Error, Result};
 #[derive(Clone)]
 pub enum Pool {
     Sqlite(SqlitePool),
-    Postgres(PgPool, Prepare),
+    /// The pool, how statements are sent, and the lanes single statements
+    /// take first (`lanes.rs`).
+    Postgres(PgPool, Prepare, std::sync::Arc<super::Lanes>),
 }
 
 /// How statements are sent to PostgreSQL.
@@ -66,10 +68,13 @@ pub enum Conn<'c> {
     Direct(&'c std::sync::Mutex<rusqlite::Connection>, &'c str),
 }
 
-/// A pooled connection, for reads that need no transaction.
+/// A pooled connection, for a single statement that needs no transaction.
 pub enum Held {
     Sqlite(sqlx::pool::PoolConnection<Sqlite>),
     Postgres(sqlx::pool::PoolConnection<Postgres>, Prepare),
+    /// A PostgreSQL lane (`lanes.rs`): kept for the next statement when
+    /// this one answered whole ([`Held::keep`]).
+    Lane(super::lanes::Lane),
 }
 
 impl Pool {
@@ -87,7 +92,7 @@ impl Pool {
     pub async fn write(&self) -> Result<Tx> {
         Ok(match self {
             Pool::Sqlite(p) => Tx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
-            Pool::Postgres(p, prepare) => Tx::Postgres(p.begin().await?, *prepare),
+            Pool::Postgres(p, prepare, _) => Tx::Postgres(p.begin().await?, *prepare),
         })
     }
 
@@ -95,7 +100,7 @@ impl Pool {
     pub async fn read(&self) -> Result<Tx> {
         Ok(match self {
             Pool::Sqlite(p) => Tx::Sqlite(p.begin().await?),
-            Pool::Postgres(p, prepare) => Tx::Postgres(
+            Pool::Postgres(p, prepare, _) => Tx::Postgres(
                 p.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     .await?,
                 *prepare,
@@ -106,7 +111,11 @@ impl Pool {
     pub async fn acquire(&self) -> Result<Held> {
         Ok(match self {
             Pool::Sqlite(p) => Held::Sqlite(p.acquire().await?),
-            Pool::Postgres(p, prepare) => Held::Postgres(p.acquire().await?, *prepare),
+            Pool::Postgres(p, Prepare::Cached, lanes) => match lanes.take(p).await? {
+                Some(lane) => Held::Lane(lane),
+                None => Held::Postgres(p.acquire().await?, Prepare::Cached),
+            },
+            Pool::Postgres(p, prepare, _) => Held::Postgres(p.acquire().await?, *prepare),
         })
     }
 
@@ -114,7 +123,7 @@ impl Pool {
     /// own ([`Prepare::Unnamed`]): outside one, a transaction-mode pooler
     /// may send its execution to another server connection than its parse.
     pub fn needs_transactions(&self) -> bool {
-        matches!(self, Pool::Postgres(_, Prepare::Unnamed))
+        matches!(self, Pool::Postgres(_, Prepare::Unnamed, _))
     }
 }
 
@@ -144,10 +153,24 @@ impl Tx {
 }
 
 impl Held {
-    pub fn conn(&mut self) -> Conn<'_> {
-        match self {
+    pub fn conn(&mut self) -> Result<Conn<'_>> {
+        Ok(match self {
             Held::Sqlite(c) => Conn::Sqlite(c),
             Held::Postgres(c, prepare) => Conn::Postgres(c, *prepare),
+            Held::Lane(lane) => Conn::Postgres(
+                lane.conn().ok_or_else(|| {
+                    Error::Statement("a lane was used after it was given back".into())
+                })?,
+                Prepare::Cached,
+            ),
+        })
+    }
+
+    /// The statement answered whole: a lane is kept for the next one (a
+    /// pooled connection goes back to its pool either way).
+    pub fn keep(self) {
+        if let Held::Lane(lane) = self {
+            lane.keep();
         }
     }
 }

@@ -2,7 +2,9 @@
 //! (named parameters, `{tokens}`, connections, rows), and nothing it decides.
 
 mod conn;
+mod lanes;
 mod query;
 
 pub(crate) use conn::{statement_pended, Conn, Pool, Prepare, Row, RUNNABLE};
+pub(crate) use lanes::{lanes_for, Lanes, PING_AFTER_IDLE};
 pub(crate) use query::{query, Dialect, Query};
