@@ -39,7 +39,7 @@ pub(super) async fn unlimited_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Optio
             .bind("key", ask.key.as_str()),
         )
         .await?;
-    let declared = ask.declared.filter(|d| d.limits.any());
+    let declared = declared(ask);
     let Some(row) = row else {
         return Ok(declared.is_none().then_some(Admission::Go(None)));
     };
@@ -61,25 +61,14 @@ fn from_of(row: &Row) -> Option<LimitsFrom> {
         .and_then(|f| LimitsFrom::parse(&f))
 }
 
-/// Applies the step's declared limits to the key (creating it) when they
-/// replace what it holds (`cairn_core::Declared::replaces`); the buckets
-/// stay as they are.
-async fn declare_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<()> {
-    let Some(d) = ask.declared.filter(|d| d.limits.any()) else {
-        return Ok(());
-    };
-    let row = c
-        .fetch_optional(
-            query("SELECT in_flight_limit, rpm, tpm, limits_from FROM provider_keys WHERE key = :key {for_update}")
-                .bind("key", ask.key.as_str()),
-        )
-        .await?;
-    if row
-        .as_ref()
-        .is_some_and(|r| limits_of(r).is_ok_and(|stored| !d.replaces(stored, from_of(r))))
-    {
-        return Ok(());
-    }
+/// What the step declares for its key, if it sets any limit.
+fn declared(ask: &KeyAsk) -> Option<cairn_core::Declared> {
+    ask.declared.filter(|d| d.limits.any())
+}
+
+/// Writes a declaration to the key (creating it), with who declared it;
+/// the buckets stay as they are.
+async fn declare_in(c: &mut Conn<'_>, key: &str, d: cairn_core::Declared) -> Result<()> {
     c.execute(
         query(
             "INSERT INTO provider_keys (key, in_flight_limit, rpm, tpm, limits_from) \
@@ -87,7 +76,7 @@ async fn declare_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<()> {
              ON CONFLICT (key) DO UPDATE SET in_flight_limit = excluded.in_flight_limit, \
              rpm = excluded.rpm, tpm = excluded.tpm, limits_from = excluded.limits_from",
         )
-        .bind("key", ask.key.as_str())
+        .bind("key", key)
         .bind("in_flight", d.limits.in_flight)
         .bind("rpm", d.limits.rpm)
         .bind("tpm", d.limits.tpm)
@@ -95,6 +84,19 @@ async fn declare_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<()> {
     )
     .await?;
     Ok(())
+}
+
+/// The key's row, locked for the admission's transaction.
+async fn locked_key(c: &mut Conn<'_>, key: &str) -> Result<Option<Row>> {
+    c.fetch_optional(
+        query(
+            "SELECT {paused_ms} AS paused, in_flight_limit, rpm, tpm, limits_from, \
+             requests_milli, tokens_milli, {refilled_ms} AS since \
+             FROM provider_keys WHERE key = :key {for_update}",
+        )
+        .bind("key", key),
+    )
+    .await
 }
 
 /// A pause still standing in column `paused` (milliseconds left).
@@ -199,24 +201,23 @@ pub(super) async fn reset_limits<H: super::ScriptHost + ?Sized>(
 
 /// `Store::admit` for a limited key, in a write transaction.
 pub(super) async fn admit_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Admission> {
-    declare_in(c, ask).await?;
-    let Some(row) = c
-        .fetch_optional(
-            query(
-                "SELECT {paused_ms} AS paused, in_flight_limit, rpm, tpm, \
-                 requests_milli, tokens_milli, {refilled_ms} AS since \
-                 FROM provider_keys WHERE key = :key {for_update}",
-            )
-            .bind("key", ask.key.as_str()),
-        )
-        .await?
-    else {
+    let declared = declared(ask);
+    let mut row = locked_key(c, &ask.key).await?;
+    if let (None, Some(d)) = (&row, declared) {
+        declare_in(c, &ask.key, d).await?;
+        row = locked_key(c, &ask.key).await?;
+    }
+    let Some(row) = row else {
         return Ok(Admission::Go(None));
     };
     if let Some(wait) = paused(&row)? {
         return Ok(wait);
     }
-    let limits = limits_of(&row)?;
+    let mut limits = limits_of(&row)?;
+    if let Some(d) = declared.filter(|d| d.replaces(limits, from_of(&row))) {
+        declare_in(c, &ask.key, d).await?;
+        limits = d.limits;
+    }
     if !limits.any() {
         return Ok(Admission::Go(None));
     }
