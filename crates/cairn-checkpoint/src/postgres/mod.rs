@@ -5,6 +5,9 @@
 //! (data-modifying CTEs), so each costs one round trip instead of a
 //! transaction of five.
 
+mod batch;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -32,6 +35,8 @@ pub struct PgStore {
     /// `PostgreSQL at HOST:PORT/DB`, for messages.
     target: String,
     live: crate::LiveHub,
+    /// Step commits queued for the next batch (`batch.rs`).
+    batcher: Arc<batch::Batcher>,
 }
 
 impl PgStore {
@@ -125,11 +130,72 @@ impl PgStore {
             pool,
             listener: Default::default(),
             target,
+            batcher: Default::default(),
         })
     }
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// What the group commit did so far (`batch.rs`): flushes, and the
+    /// step commits they carried.
+    pub fn group_stats(&self) -> crate::GroupStats {
+        self.batcher.stats()
+    }
+
+    /// One step commit in a statement of its own (and, for a commit that
+    /// follows up, a transaction of its own).
+    async fn commit_alone(&self, c: &StepCommit) -> Result<()> {
+        let commit = commit_query(c)?;
+        // A spawn, a child's end or a cancel writes more in the same
+        // transaction (`script::children`); every other commit is the one
+        // statement, in no transaction of its own.
+        let follow_up = c.follows_up().then(|| c.clone());
+        let kind = match follow_up {
+            Some(_) => TxKind::Write,
+            None => TxKind::Single,
+        };
+        let counted = self
+            .tx(
+                kind,
+                Box::new(move |conn| {
+                    Box::pin(async move {
+                        let runs = match conn.fetch_optional(commit).await? {
+                            Some(row) => row.int("runs")?,
+                            None => 0,
+                        };
+                        if let (1, Some(c)) = (runs, follow_up) {
+                            crate::script::children::follow_up_in(conn, &c).await?;
+                        }
+                        Ok(runs)
+                    })
+                }),
+            )
+            .await;
+        match counted {
+            Ok(0) => self.refused(c).await,
+            Ok(_) => Ok(()),
+            Err(Error::Database(sqlx::Error::Database(db)))
+                if db.message().starts_with("cairn: ") =>
+            {
+                Err(Corruption::new(
+                    c.run_id,
+                    format!(
+                        "step {} attempt {} is not running, so its result cannot be committed",
+                        c.idx, c.attempt
+                    ),
+                )
+                .into())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Why a commit that matched no run row was refused.
+    async fn refused(&self, c: &StepCommit) -> Result<()> {
+        let run = Store::get_run(self, c.run_id).await?;
+        Err(refused_commit(&run, c))
     }
 }
 
@@ -178,53 +244,10 @@ impl ScriptHost for PgStore {
     }
 
     async fn commit_step(&self, c: &StepCommit) -> Result<()> {
-        let commit = commit_query(c)?;
-        // A spawn, a child's end or a cancel writes more in the same
-        // transaction (`script::children`); every other commit is the one
-        // statement, in no transaction of its own.
-        let follow_up = c.follows_up().then(|| c.clone());
-        let kind = match follow_up {
-            Some(_) => TxKind::Write,
-            None => TxKind::Single,
-        };
-        let counted = self
-            .tx(
-                kind,
-                Box::new(move |conn| {
-                    Box::pin(async move {
-                        let runs = match conn.fetch_optional(commit).await? {
-                            Some(row) => row.int("runs")?,
-                            None => 0,
-                        };
-                        if let (1, Some(c)) = (runs, follow_up) {
-                            crate::script::children::follow_up_in(conn, &c).await?;
-                        }
-                        Ok(runs)
-                    })
-                }),
-            )
-            .await;
-        let runs = match counted {
-            Ok(runs) => runs,
-            Err(Error::Database(sqlx::Error::Database(db)))
-                if db.message().starts_with("cairn: ") =>
-            {
-                return Err(Corruption::new(
-                    c.run_id,
-                    format!(
-                        "step {} attempt {} is not running, so its result cannot be committed",
-                        c.idx, c.attempt
-                    ),
-                )
-                .into())
-            }
-            Err(e) => return Err(e),
-        };
-        if runs == 0 {
-            let run = Store::get_run(self, c.run_id).await?;
-            return Err(refused_commit(&run, c));
+        match c.follows_up() {
+            true => self.commit_alone(c).await,
+            false => batch::commit(self, c).await,
         }
-        Ok(())
     }
 
     async fn append_journal(&self, a: &JournalAppend) -> Result<JournalEntry> {

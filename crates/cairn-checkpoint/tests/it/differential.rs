@@ -87,7 +87,7 @@ enum Op {
 }
 
 #[derive(Debug, Clone)]
-enum Commit {
+pub(crate) enum Commit {
     Success,
     Retry,
     Fail,
@@ -202,7 +202,7 @@ fn request(takeover: bool) -> ClaimRequest {
 
 /// The commit `how` asks for, at the run's cursor and attempt as the
 /// backend's own store reports them.
-fn commit_for(
+pub(crate) fn commit_for(
     run: &cairn_core::RunRecord,
     attempt: Attempt,
     how: &Commit,

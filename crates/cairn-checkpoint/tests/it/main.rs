@@ -23,6 +23,7 @@ mod durability;
 mod faults;
 mod fuzz_journal;
 mod group_commit;
+mod group_commit_pg;
 mod journal;
 mod leases;
 mod nul;
