@@ -448,6 +448,8 @@ async fn apply_on_busy(c: &mut Conn<'_>, thread: &str, id: RunId, on_busy: OnBus
 /// in the same statement whether a cancel was requested.
 /// `Store::heartbeat_many`: one statement for every run a process holds.
 /// The runs not in the answer were not extended (their lease is lost).
+/// Their rows are locked in id order, as a batch of step commits locks
+/// them (`postgres/batch.rs`), so the two never deadlock.
 pub(super) async fn heartbeat_many_in(
     c: &mut Conn<'_>,
     held: &[(RunId, LeaseEpoch)],
@@ -461,7 +463,9 @@ pub(super) async fn heartbeat_many_in(
         .fetch_all(
             query(
                 "UPDATE runs SET lease_expires_at = {lease_until} \
-                 WHERE status = 'running' AND (id, lease_epoch) IN ({held:held}) \
+                 WHERE status = 'running' AND id IN ( \
+                   SELECT id FROM runs WHERE status = 'running' \
+                     AND (id, lease_epoch) IN ({held:held}) ORDER BY id {for_update}) \
                  RETURNING id, CASE WHEN cancel_requested_at IS NULL THEN 0 ELSE 1 END AS cancel",
             )
             .bind("held", serde_json::Value::Array(pairs))
