@@ -23,7 +23,7 @@ mod postgres;
 mod raw;
 mod registry;
 #[doc(hidden)]
-pub use raw::forget_decoded_crews;
+pub use raw::{forget_decoded_crews, remember_crew};
 mod script;
 mod sql;
 mod sqlite;
