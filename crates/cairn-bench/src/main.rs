@@ -962,7 +962,7 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
 /// `cairn-bench --help`.
 fn usage() -> String {
     format!(
-        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight | --permits | --rate-limit | --traces]\n\nMeasures per-step cost \
+        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight | --permits | --rate-limit | --traces | --resume]\n\nMeasures per-step cost \
                      against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
                      --breakdown  where the time goes instead (store calls, statements, WAL)\n\
@@ -987,10 +987,42 @@ fn usage() -> String {
                      rate used, 429s, calls during a pause (needs `cargo build --release -p cairn-cli`)\n\
                      --traces     per step with tracing off, traced with the collector \
                      down, and traced with it up (OTLP export of every run's spans)\n\
+                     --resume     only the resume of a 1,000-step run, both databases\n\
                      --retention  Store::compact of 100,000 finished runs \
                      (CAIRN_BENCH_RETENTION_RUNS), commit_step with and without them, \
                      bytes per stored row"
     )
+}
+
+/// `--resume`: the default run's resume of a 1,000-step run alone, on both
+/// databases (the same keys as the default run's).
+async fn resume_only(pg_url: &str) -> Result<()> {
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let sqlite = bench_resume(&Target::Sqlite(dir.path().join("bench.db"))).await?;
+    let schema = PgSchema::create(pg_url).await?;
+    let postgres = bench_resume(&Target::Postgres(Box::new(schema.options.clone()))).await;
+    if let Err(e) = schema.drop_schema().await {
+        eprintln!("warning: could not drop schema {}: {e:#}", schema.name);
+    }
+    let postgres = postgres?;
+    let mut out = Map::new();
+    for (db, r) in [("sqlite", &sqlite), ("postgres", &postgres)] {
+        println!(
+            "{db}: to agent {:.2} ms (target ≤ 5), full call {:.2}, load {:.2}, rebuild {:.2}, \
+             warm engine {:.2}",
+            r.to_agent_ms, r.full_ms, r.load_ms, r.rebuild_ms, r.warm_to_agent_ms
+        );
+        for (key, v) in [
+            ("resume_1000_ms", r.to_agent_ms),
+            ("resume_1000_full_ms", r.full_ms),
+            ("resume_1000_load_ms", r.load_ms),
+            ("resume_1000_warm_ms", r.warm_to_agent_ms),
+        ] {
+            out.insert(format!("{db}_{key}"), Value::from(round2(v)));
+        }
+    }
+    println!("{}", Value::Object(out));
+    Ok(())
 }
 
 /// A mode that runs alone (`--console`, `--floor`, …).
@@ -1003,6 +1035,7 @@ async fn run_alone(mode: &str, pg_url: &str) -> Result<()> {
         "--permits" => permits::run(pg_url).await,
         "--rate-limit" => rate_limit::run(pg_url).await,
         "--traces" => traces::run(pg_url).await,
+        "--resume" => resume_only(pg_url).await,
         other => anyhow::bail!("no mode {other}"),
     }
 }
@@ -1020,7 +1053,7 @@ async fn main() -> Result<()> {
             "--journal" => journal = true,
             "--retention" => retention = true,
             "--console" | "--floor" | "--children" | "--in-flight" | "--permits"
-            | "--rate-limit" | "--traces" => alone = Some(arg),
+            | "--rate-limit" | "--traces" | "--resume" => alone = Some(arg),
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {
