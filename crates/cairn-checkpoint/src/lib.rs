@@ -23,7 +23,7 @@ mod postgres;
 mod raw;
 mod registry;
 #[doc(hidden)]
-pub use raw::{forget_decoded_crews, remember_crew};
+pub use raw::forget_decoded_crews;
 mod script;
 mod sql;
 mod sqlite;

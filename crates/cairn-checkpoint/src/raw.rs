@@ -2,8 +2,6 @@
 //! records. Anything that does not decode is a [`Corruption`] naming the run,
 //! never a skipped row.
 
-use std::sync::Arc;
-
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -155,20 +153,6 @@ macro_rules! run_cols {
         )
     };
 }
-/// [`run_cols`], but a definition this process already knows by its
-/// fingerprint ([`Known`], bound as `:known`) is not sent: its column is
-/// `NULL`, and [`Known::def_for`] gives it.
-macro_rules! run_cols_known {
-    () => {
-        concat!(
-            "CASE WHEN NULLIF(crew_def, 'null') IS NULL \
-               AND crew_fingerprint IN ({texts:known}) THEN NULL \
-             ELSE COALESCE(NULLIF(crew_def, 'null'), (SELECT definition FROM crews \
-             WHERE crews.fingerprint = runs.crew_fingerprint)) END AS crew_def, ",
-            run_cols_but_def!()
-        )
-    };
-}
 /// [`run_cols`] without the crew definition, for a run read again in the
 /// transaction that just read (or wrote) its definition.
 macro_rules! run_cols_but_def {
@@ -193,7 +177,7 @@ macro_rules! wait_cols {
          on_deadline, answer, answered_by, answered_at, created_at"
     };
 }
-pub(crate) use {run_cols, run_cols_but_def, run_cols_known, step_cols, wait_cols};
+pub(crate) use {run_cols, run_cols_but_def, step_cols, wait_cols};
 
 pub(crate) fn decode_run(row: &Row) -> crate::Result<RunRecord> {
     decode_run_with(row, None)
@@ -208,75 +192,13 @@ static DECODED_CREWS: std::sync::Mutex<Vec<(Box<[u8]>, CrewDef)>> = std::sync::M
 /// How many definitions [`DECODED_CREWS`] keeps (the most recently decoded).
 const DECODED_CREWS_KEPT: usize = 16;
 
-/// Empties [`DECODED_CREWS`] and [`KNOWN_CREWS`], as in a process just
-/// started. For the
+/// Empties [`DECODED_CREWS`], as in a process just started. For the
 /// benchmark's "fresh process" resume; nothing else needs it.
 pub fn forget_decoded_crews() {
     DECODED_CREWS
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clear();
-    KNOWN_CREWS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clear();
-}
-
-/// Crew definitions this process knows, by fingerprint: every crew it
-/// submitted, registered (`remember_crew`) or read. A definition is stored
-/// once per fingerprint (`crews`) and never changes, so a run read with
-/// [`run_cols_known`] needs none of them sent again: a resume of a
-/// 1,000-agent crew's run does not read its 58 KB.
-static KNOWN_CREWS: std::sync::Mutex<Vec<(String, Arc<CrewDef>)>> = std::sync::Mutex::new(vec![]);
-
-/// How many definitions [`KNOWN_CREWS`] keeps (the most recently known).
-const KNOWN_CREWS_KEPT: usize = 64;
-
-/// Makes `def`, stored under `fingerprint`, known to this process: a run
-/// of it is read without its definition ([`run_cols_known`]).
-pub fn remember_crew(fingerprint: &Fingerprint, def: &CrewDef) {
-    let mut known = KNOWN_CREWS.lock().unwrap_or_else(|p| p.into_inner());
-    if known.iter().any(|(f, _)| f == fingerprint.as_str()) {
-        return;
-    }
-    if known.len() >= KNOWN_CREWS_KEPT {
-        known.remove(0);
-    }
-    known.push((fingerprint.as_str().to_owned(), Arc::new(def.clone())));
-}
-
-/// The definitions known when a statement was sent, so the answer is
-/// decoded with the same ones whatever is forgotten meanwhile.
-pub(crate) struct Known(Vec<(String, Arc<CrewDef>)>);
-
-impl Known {
-    pub(crate) fn now() -> Known {
-        Known(
-            KNOWN_CREWS
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
-        )
-    }
-
-    /// The fingerprints, as the `:known` of [`run_cols_known`].
-    pub(crate) fn fingerprints(&self) -> serde_json::Value {
-        serde_json::Value::Array(self.0.iter().map(|(f, _)| f.as_str().into()).collect())
-    }
-
-    /// The definition of a run read with [`run_cols_known`] whose column
-    /// was left out; `None` when the row carries it.
-    pub(crate) fn def_for(&self, row: &Row) -> crate::Result<Option<CrewDef>> {
-        if row.json_text("crew_def", |_| ())?.is_some() {
-            return Ok(None);
-        }
-        let fingerprint = row.text("crew_fingerprint")?;
-        Ok(self
-            .0
-            .iter()
-            .find(|(f, _)| *f == fingerprint)
-            .map(|(_, def)| CrewDef::clone(def)))
-    }
 }
 
 fn decoded_crew(text: &[u8]) -> std::result::Result<CrewDef, serde_json::Error> {
@@ -305,17 +227,10 @@ pub(crate) fn decode_run_with(row: &Row, def: Option<CrewDef>) -> crate::Result<
     let corrupt = |d: String| Corruption::new(id, d);
     let crew_definition: CrewDef = match def {
         Some(def) => def,
-        None => {
-            let def = row
-                .json_text("crew_def", decoded_crew)?
-                .ok_or_else(|| corrupt("the stored crew definition is missing".into()))?
-                .map_err(|e| corrupt(format!("stored crew definition does not decode: {e}")))?;
-            remember_crew(
-                &Fingerprint::from_stored(row.text("crew_fingerprint")?),
-                &def,
-            );
-            def
-        }
+        None => row
+            .json_text("crew_def", decoded_crew)?
+            .ok_or_else(|| corrupt("the stored crew definition is missing".into()))?
+            .map_err(|e| corrupt(format!("stored crew definition does not decode: {e}")))?,
     };
     Ok(RunRecord {
         id,

@@ -176,9 +176,6 @@ impl Engine {
     /// and offers its version in the process registry: this process's
     /// claims then take runs of it (`presence.rs`).
     pub fn register(&self, crew: &Crew) {
-        // Its runs are then read without their definition (the store's
-        // `KNOWN_CREWS`).
-        cairn_checkpoint::remember_crew(crew.fingerprint(), crew.def());
         let mut crews = self.crews.write().unwrap_or_else(|p| p.into_inner());
         if crews
             .insert(crew.fingerprint().clone(), crew.clone())

@@ -11,7 +11,7 @@ use cairn_core::{
 use crate::plan::check_holder;
 use crate::raw::{
     check_same_submission, decode_event, decode_listed, decode_run, decode_run_with, decode_step,
-    error_json, run_cols, run_cols_but_def, run_cols_known, stats_from, step_cols, Known,
+    error_json, run_cols, run_cols_but_def, stats_from, step_cols,
 };
 use crate::sql::{query, Conn};
 use crate::{Action, Error, NewRun, OnBusy, Result, RunFilter, StoreStats, Submitted};
@@ -19,10 +19,10 @@ use crate::{Action, Error, NewRun, OnBusy, Result, RunFilter, StoreStats, Submit
 use super::operator::act_in;
 use super::threads::{busy_before, lock_thread};
 
-const RUN_BY_ID: &str = concat!("SELECT ", run_cols_known!(), " FROM runs WHERE id = :id");
+const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = :id");
 const RUN_BY_ID_LOCKED: &str = concat!(
     "SELECT ",
-    run_cols_known!(),
+    run_cols!(),
     " FROM runs WHERE id = :id {for_update}"
 );
 const RUN_BUT_DEF_BY_ID: &str =
@@ -54,16 +54,11 @@ const LIST_NEWEST_FIRST: &str = list_runs_sql!("<", "created_at DESC, id DESC");
 /// `lock` (PostgreSQL; SQLite's write transaction already is).
 pub(crate) async fn fetch_run(c: &mut Conn<'_>, id: RunId, lock: bool) -> Result<RunRecord> {
     let sql = if lock { RUN_BY_ID_LOCKED } else { RUN_BY_ID };
-    let known = Known::now();
     let row = c
-        .fetch_optional(
-            query(sql)
-                .bind("id", id)
-                .bind("known", known.fingerprints()),
-        )
+        .fetch_optional(query(sql).bind("id", id))
         .await?
         .ok_or(Error::RunNotFound(id))?;
-    decode_run_with(&row, known.def_for(&row)?)
+    decode_run(&row)
 }
 
 /// The run read again in a transaction that already holds its crew
@@ -393,7 +388,6 @@ pub(super) async fn submit_in(
     }
     c.notify_runnable(id).await?;
     let run = decode_run_with(&inserted, Some(new.crew))?;
-    crate::raw::remember_crew(&run.crew_fingerprint, &run.crew_definition);
     Ok(Submitted { run, created: true })
 }
 

@@ -21,7 +21,7 @@ pub enum Dialect {
 
 /// The tokens that name a parameter (`{ago:NAME}`): (prefix, PostgreSQL,
 /// SQLite), `@` standing for `:NAME`.
-const PARAM_TOKENS: [(&str, &str, &str); 7] = [
+const PARAM_TOKENS: [(&str, &str, &str); 6] = [
     // The database's now less `:NAME` seconds, either sign (a run's
     // `claim_at`: now less its priority's head start).
     (
@@ -58,12 +58,6 @@ const PARAM_TOKENS: [(&str, &str, &str); 7] = [
     ),
     // The (id, epoch) pairs of the JSON array of pairs `:NAME`, as a
     // subquery (a process's held runs, for one beat).
-    // A JSON array of strings, as a subquery.
-    (
-        "texts",
-        "SELECT jsonb_array_elements_text(@::jsonb)",
-        "SELECT value FROM json_each(@)",
-    ),
     (
         "held",
         "SELECT (e->>0)::uuid, (e->>1)::bigint FROM jsonb_array_elements(@) e",

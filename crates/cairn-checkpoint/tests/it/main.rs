@@ -123,7 +123,6 @@ both!(
     events_after_returns_only_newer_events,
     unknown_run_is_not_found,
     undecodable_crew_definition_is_corruption,
-    a_run_of_a_crew_this_process_knows_is_read_without_its_definition,
     committed_steps_survive_closing_and_reopening,
 );
 
@@ -455,38 +454,6 @@ async fn undecodable_crew_definition_is_corruption(kind: Kind) {
             }
             other => panic!("expected corruption, got {other:?}"),
         }
-    }
-}
-
-/// A crew definition is stored once per fingerprint and never changes, so
-/// a process that submitted (or registered, or read) one does not read it
-/// again with each of its runs; one that does not know it reads it.
-async fn a_run_of_a_crew_this_process_knows_is_read_without_its_definition(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
-    // A crew no other test submits, so none makes it known meanwhile.
-    let mut new = new_run(2, None);
-    new.crew.name = format!("known-{}", RunId::new());
-    let submitted = new.crew.clone();
-    let run = store.submit(new).await.unwrap().run;
-    // The stored definition is damaged; this process still knows it.
-    db.exec(&format!(
-        r#"UPDATE crews SET definition = '{{"not": "a crew"}}' WHERE fingerprint = '{}'"#,
-        run.crew_fingerprint
-    ))
-    .await;
-    let (read, _) = store.load(run.id).await.unwrap();
-    assert_eq!(read.crew_definition, submitted);
-    assert_eq!(
-        store.get_run(run.id).await.unwrap().crew_definition,
-        submitted
-    );
-
-    // As a process just started: the definition is read, and found damaged.
-    cairn_checkpoint::forget_decoded_crews();
-    match store.load(run.id).await {
-        Err(Error::Corruption(c)) => assert!(c.detail.contains("crew definition"), "{}", c.detail),
-        other => panic!("expected corruption, got {other:?}"),
     }
 }
 
