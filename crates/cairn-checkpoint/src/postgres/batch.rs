@@ -166,16 +166,20 @@ async fn flush(store: &PgStore, mut batch: Vec<Queued>) {
                 let _ = q.done.send(done);
             }
         }
-        // The server refused the statement: nothing of it was kept.
-        Err(Error::Database(sqlx::Error::Database(_))) => {
-            for q in batch {
-                let _ = q.done.send(store.commit_alone(&q.commit).await);
-            }
-        }
-        Err(e) => {
+        // The connection failed with the statement sent: it may have
+        // landed, and each commit's retry asks.
+        Err(Error::Database(e)) if !matches!(e, sqlx::Error::Database(_)) => {
             let text = e.to_string();
             for q in batch {
                 let _ = q.done.send(Err(copy_of(&e, &text)));
+            }
+        }
+        // The server refused the statement (nothing of it was kept), or it
+        // was never sent (a commit's values did not encode): each alone,
+        // with its own answer.
+        Err(_) => {
+            for q in batch {
+                let _ = q.done.send(store.commit_alone(&q.commit).await);
             }
         }
     }
@@ -255,9 +259,9 @@ fn commit_row(c: &StepCommit) -> Result<Value> {
 
 /// A batch's failure, for each of its commits: a lost connection stays
 /// one (the write boundary then asks whether the commit landed).
-fn copy_of(e: &Error, text: &str) -> Error {
-    match e {
-        Error::Database(db) if DbFault::of(db) == DbFault::Connection => lost(text),
+fn copy_of(e: &sqlx::Error, text: &str) -> Error {
+    match DbFault::of(e) {
+        DbFault::Connection => lost(text),
         _ => Error::Statement(format!("a batched step commit failed: {text}")),
     }
 }
