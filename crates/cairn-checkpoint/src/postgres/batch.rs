@@ -216,18 +216,7 @@ async fn commit_many(store: &PgStore, batch: &[Queued]) -> Result<HashSet<RunId>
 fn commit_row(c: &StepCommit) -> Result<Value> {
     let r = c.rows();
     let wait = r.open_wait;
-    let on_deadline =
-        match wait.and_then(|w| w.on_deadline.as_ref()) {
-            Some(o) => Some(serde_json::to_value(o).map_err(|e| {
-                Corruption::new(c.run_id, format!("the wait's deadline outcome: {e}"))
-            })?),
-            None => None,
-        };
-    let events: Vec<Value> = c
-        .events
-        .iter()
-        .map(|e| json!({"kind": e.kind.as_str(), "data": e.data}))
-        .collect();
+    let (events, on_deadline) = super::events_and_deadline(c)?;
     Ok(json!({
         "run": c.run_id,
         "epoch": c.epoch.0,

@@ -352,7 +352,6 @@ const COMMIT_STEP: &str = "WITH r AS ( \
          THEN cairn_raise('cairn: step row is not running at the committed attempt') \
          ELSE (SELECT count(*) FROM r) END AS runs";
 
-/// [`COMMIT_STEP`] with the commit's values bound.
 /// Applies the migrations on the first connection, in one transaction
 /// that holds a lock per schema (so processes starting together migrate
 /// once), then drops the named statements sqlx's migrator prepared: through
@@ -389,21 +388,29 @@ async fn migrate(mut conn: PgConnection, create: bool, target: &str) -> Result<(
     Ok(())
 }
 
-fn commit_query(c: &StepCommit) -> Result<Query> {
-    let r = c.rows();
-    let wait = r.open_wait;
-    let events: Vec<Value> = c
+/// A commit's events and its wait's deadline outcome, as JSON, for
+/// [`COMMIT_STEP`] and a batch's row alike.
+fn events_and_deadline(c: &StepCommit) -> Result<(Vec<Value>, Option<Value>)> {
+    let events = c
         .events
         .iter()
         .map(|e| serde_json::json!({"kind": e.kind.as_str(), "data": e.data}))
         .collect();
     let on_deadline =
-        match wait.and_then(|w| w.on_deadline.as_ref()) {
+        match c.rows().open_wait.and_then(|w| w.on_deadline.as_ref()) {
             Some(o) => Some(serde_json::to_value(o).map_err(|e| {
                 Corruption::new(c.run_id, format!("the wait's deadline outcome: {e}"))
             })?),
             None => None,
         };
+    Ok((events, on_deadline))
+}
+
+/// [`COMMIT_STEP`] with the commit's values bound.
+fn commit_query(c: &StepCommit) -> Result<Query> {
+    let r = c.rows();
+    let wait = r.open_wait;
+    let (events, on_deadline) = events_and_deadline(c)?;
     Ok(query(COMMIT_STEP)
         .bind("run", c.run_id)
         .bind("epoch", c.epoch.0)

@@ -119,6 +119,16 @@ impl Pool {
         })
     }
 
+    /// An idle lane, or a new one while fewer than the store's count are
+    /// open; `None` on SQLite, behind a transaction-mode pooler, or when
+    /// every lane is busy.
+    pub async fn lane(&self) -> Result<Option<super::lanes::Lane>> {
+        match self {
+            Pool::Postgres(p, Prepare::Cached, lanes) => lanes.take(p).await,
+            _ => Ok(None),
+        }
+    }
+
     /// Whether even a single statement must run in a transaction of its
     /// own ([`Prepare::Unnamed`]): outside one, a transaction-mode pooler
     /// may send its execution to another server connection than its parse.

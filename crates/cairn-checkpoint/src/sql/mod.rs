@@ -6,5 +6,5 @@ mod lanes;
 mod query;
 
 pub(crate) use conn::{statement_pended, Conn, Pool, Prepare, Row, RUNNABLE};
-pub(crate) use lanes::{lanes_for, Lanes, PING_AFTER_IDLE};
+pub(crate) use lanes::{lanes_for, Lane, Lanes, PING_AFTER_IDLE};
 pub(crate) use query::{query, Dialect, Query};
