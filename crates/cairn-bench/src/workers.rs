@@ -420,42 +420,7 @@ async fn measure(
     let latency = submit_latency(&engine, &*store, cairn, &schema.url, logs.path()).await?;
     pool.close().await;
 
-    println!();
-    println!(
-        "Worker throughput: {RUNS} runs × {STEPS} template steps, {IN_FLIGHT} runs in flight \
-         in total (--concurrency {IN_FLIGHT}/N, --poll-ms {POLL_MS}); raw: {IN_FLIGHT} tasks \
-         of autocommit INSERTs of a {}-byte row for {} s.",
-        crate::ROW_BYTES,
-        RAW_FOR.as_secs()
-    );
-    println!(
-        "{:<8} {:>10} {:>15} {:>8} {:>8} {:>14} {:>13} {:>12}",
-        "workers",
-        "steps/s",
-        "raw commits/s",
-        "ratio",
-        "≥1.00",
-        "machine busy",
-        "worker CPU",
-        "xacts/step"
-    );
-    let opt = |x: Option<f64>, scale: f64, unit: &str| {
-        x.map_or("-".to_owned(), |x| format!("{:.2}{unit}", x * scale))
-    };
-    for (n, t) in &steps {
-        let ratio = t.steps_per_s / raw;
-        println!(
-            "{:<8} {:>10.0} {:>15.0} {:>8.2} {:>8} {:>14} {:>13} {:>12}",
-            n,
-            t.steps_per_s,
-            raw,
-            ratio,
-            if ratio >= TARGET { "met" } else { "MISSED" },
-            opt(t.machine_busy, 100.0, " %"),
-            opt(t.workers_cpu, 1.0, " core"),
-            opt(t.xacts_per_step, 1.0, "")
-        );
-    }
+    print_throughput(&steps, raw);
     println!();
     println!(
         "Submit to claim of a 1-step run, 1 idle worker (--poll-ms {LATENCY_POLL_MS}), \
@@ -559,6 +524,46 @@ async fn measure(
     cpu_report(&steps, &raw_run, &mut out);
     println!("{}", Value::Object(out));
     Ok(())
+}
+
+/// The worker measurements' table, against the raw commits.
+fn print_throughput(steps: &[(usize, Throughput)], raw: f64) {
+    println!();
+    println!(
+        "Worker throughput: {RUNS} runs × {STEPS} template steps, {IN_FLIGHT} runs in flight \
+         in total (--concurrency {IN_FLIGHT}/N, --poll-ms {POLL_MS}); raw: {IN_FLIGHT} tasks \
+         of autocommit INSERTs of a {}-byte row for {} s.",
+        crate::ROW_BYTES,
+        RAW_FOR.as_secs()
+    );
+    println!(
+        "{:<8} {:>10} {:>15} {:>8} {:>8} {:>14} {:>13} {:>12}",
+        "workers",
+        "steps/s",
+        "raw commits/s",
+        "ratio",
+        "≥1.00",
+        "machine busy",
+        "worker CPU",
+        "xacts/step"
+    );
+    let opt = |x: Option<f64>, scale: f64, unit: &str| {
+        x.map_or("-".to_owned(), |x| format!("{:.2}{unit}", x * scale))
+    };
+    for (n, t) in steps {
+        let ratio = t.steps_per_s / raw;
+        println!(
+            "{:<8} {:>10.0} {:>15.0} {:>8.2} {:>8} {:>14} {:>13} {:>12}",
+            n,
+            t.steps_per_s,
+            raw,
+            ratio,
+            if ratio >= TARGET { "met" } else { "MISSED" },
+            opt(t.machine_busy, 100.0, " %"),
+            opt(t.workers_cpu, 1.0, " core"),
+            opt(t.xacts_per_step, 1.0, "")
+        );
+    }
 }
 
 /// The machine's CPU time per step against its CPU time per raw commit:
