@@ -90,6 +90,7 @@ async fn measure(target: &Target, url: &str) -> Result<Numbers> {
                 events: vec![],
                 replace_crew: None,
                 context: None,
+                read_crew: None,
             },
         )
         .await?;

@@ -593,6 +593,7 @@ fn claim_request(takeover: bool) -> ClaimRequest {
         events: vec![],
         replace_crew: None,
         context: None,
+        read_crew: None,
     }
 }
 

@@ -293,6 +293,11 @@ pub struct ClaimRequest {
     /// it: a resume with more context. The caller records who and why in
     /// `events`. Refused ([`Error::BadContext`]) unless both are objects.
     pub context: Option<serde_json::Value>,
+    /// The crew definition the claimer read with the run, under the
+    /// fingerprint it was stored with: the claim then reads the run without
+    /// it (a 1,000-agent definition is 58 KB) and takes this one, unless
+    /// the run's fingerprint changed since (then it is read again).
+    pub read_crew: Option<(cairn_core::Fingerprint, std::sync::Arc<CrewDef>)>,
 }
 
 /// A claimed run: the run after the claim (new epoch, status `running`) and

@@ -210,6 +210,7 @@ mod tests {
             events: vec![],
             replace_crew: None,
             context: None,
+            read_crew: None,
         }
     }
 

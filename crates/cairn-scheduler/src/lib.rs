@@ -212,6 +212,12 @@ impl Executor {
             }
             None => rebuild_owned(&run, steps)?,
         };
+        // The definition just read goes with the claim, which then reads
+        // the run without it.
+        let read_crew = match replace_crew {
+            Some(_) => None,
+            None => Some((run.crew_fingerprint.clone(), Arc::new(run.crew_definition))),
+        };
 
         // 2. Claim: epoch + 1, the cursor's step marked running. A retry
         // back-off brings the run back here: sleep, claim again, go on.
@@ -224,6 +230,7 @@ impl Executor {
             events: claim_events,
             replace_crew,
             context: opts.context.as_ref().map(|(c, _)| c.clone()),
+            read_crew,
         };
         let expected_cursor = run.cursor;
         let previous = Arc::new(rebuilt.previous);
@@ -289,6 +296,7 @@ impl Executor {
             events: vec![],
             replace_crew: None,
             context: None,
+            read_crew: None,
         };
         let took_over = claimed.took_over;
         self.run_loop(

@@ -304,11 +304,14 @@ impl Engine {
     /// [`crate::holder`]); a live lease only with `opts.takeover`.
     pub async fn resume(&self, id: RunId, opts: ResumeOptions) -> Result<Driven> {
         // A run waiting for its children resumes them (after a crash of the
-        // process that drove them), then itself once they woke it.
-        let run = self.get_run(id).await?;
-        if run.status == cairn_core::RunStatus::Waiting && self.has_pending_children(&run).await? {
+        // process that drove them), then itself once they woke it. One read
+        // of the run and its rows serves both ways (a 1,000-step run's is
+        // most of a resume's time).
+        let loaded = self.store().load(id).await?;
+        let run = &loaded.0;
+        if run.status == cairn_core::RunStatus::Waiting && self.has_pending_children(run).await? {
             let waiting = Driven {
-                run,
+                run: loaded.0,
                 executed: vec![],
                 took_over: false,
             };
@@ -318,13 +321,14 @@ impl Engine {
             true => Takeover::Force,
             false => Takeover::IfExpired,
         };
-        let driven = match self.resume_with(id, opts.clone(), takeover).await {
+        let driven = match self.resume_with(loaded, opts.clone(), takeover).await {
             Err(e) => match e.store_error() {
                 Some(cairn_checkpoint::Error::LeaseHeld { owner, .. })
                     if crate::holder::is_dead_here(owner) =>
                 {
                     let dead = Takeover::IfHeldBy(owner.clone());
-                    self.resume_with(id, opts, dead).await
+                    let loaded = self.store().load(id).await?;
+                    self.resume_with(loaded, opts, dead).await
                 }
                 _ => Err(e),
             },
@@ -335,17 +339,17 @@ impl Engine {
 
     async fn resume_with(
         &self,
-        id: RunId,
+        mut loaded: (RunRecord, Vec<StepRecord>),
         opts: ResumeOptions,
         takeover: Takeover,
     ) -> Result<Driven> {
+        let id = loaded.0.id;
         let drive = DriveOptions {
             takeover,
             force_crew: opts.force,
             context: opts.context.clone(),
         };
         let thread = crate::thread::check(opts.thread_id)?;
-        let mut loaded = self.store().load(id).await?;
         if let Some((_, actor)) = &opts.context {
             loaded = self.ready_for_context(loaded, actor).await?;
         }
@@ -584,6 +588,7 @@ impl Engine {
             events: vec![],
             replace_crew: None,
             context: None,
+            read_crew: None,
         }
     }
 

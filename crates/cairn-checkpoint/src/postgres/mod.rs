@@ -82,16 +82,19 @@ impl PgStore {
             target: target.clone(),
             reason,
         };
-        match tokio::time::timeout(opts.connect_timeout, PgConnection::connect_with(&pg)).await {
-            Err(_) => {
-                return Err(unreachable(format!(
-                    "no answer within {} ms",
-                    opts.connect_timeout.as_millis()
-                )))
-            }
-            Ok(Err(e)) => return Err(unreachable(e.to_string())),
-            Ok(Ok(conn)) => migrate(conn, opts.create, &target).await?,
-        }
+        let first =
+            match tokio::time::timeout(opts.connect_timeout, PgConnection::connect_with(&pg)).await
+            {
+                Err(_) => {
+                    return Err(unreachable(format!(
+                        "no answer within {} ms",
+                        opts.connect_timeout.as_millis()
+                    )))
+                }
+                Ok(Err(e)) => return Err(unreachable(e.to_string())),
+                Ok(Ok(conn)) => conn,
+            };
+        let first = migrate(first, opts.create, &target).await?;
         // Lanes for single statements (`sql::Lanes`), carved out of the
         // cap; none behind a transaction-mode pooler (every statement
         // there is in a transaction).
@@ -124,8 +127,14 @@ impl PgStore {
             false => crate::LiveHub::postgres(pool.clone()),
             true => crate::LiveHub::local(),
         };
+        // The migration's connection becomes the first lane: a process's
+        // first statement (a resume's read) needs no connection opened.
+        let lanes = crate::sql::Lanes::new(lanes);
+        if let Some(unused) = lanes.adopt(first).await {
+            let _ = unused.close().await;
+        }
         Ok(PgStore {
-            db: Pool::Postgres(pool.clone(), prepare, crate::sql::Lanes::new(lanes)),
+            db: Pool::Postgres(pool.clone(), prepare, lanes),
             live,
             pool,
             listener: Default::default(),
@@ -358,8 +367,9 @@ const COMMIT_STEP: &str = "WITH r AS ( \
 /// a transaction-mode pooler they would stay on a server connection
 /// another client gets next. A read-only open (`create` false) must not
 /// create Cairn's tables in a database that has none (as SQLite refuses a
-/// missing file).
-async fn migrate(mut conn: PgConnection, create: bool, target: &str) -> Result<()> {
+/// missing file). Gives the connection back: it becomes the store's
+/// first lane.
+async fn migrate(mut conn: PgConnection, create: bool, target: &str) -> Result<PgConnection> {
     let failed = |source| Error::Migrate {
         target: target.to_owned(),
         source,
@@ -384,8 +394,7 @@ async fn migrate(mut conn: PgConnection, create: bool, target: &str) -> Result<(
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    let _ = conn.close().await;
-    Ok(())
+    Ok(conn)
 }
 
 /// A commit's events and its wait's deadline outcome, as JSON, for

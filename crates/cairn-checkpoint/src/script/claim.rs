@@ -15,7 +15,7 @@ use crate::sql::{query, Conn};
 use crate::{ClaimRequest, Claimed, Error, Result, Takeover};
 
 use super::operator::write_context;
-use super::runs::{fetch_run, fetch_run_again, fetch_step, insert_events};
+use super::runs::{fetch_run, fetch_run_again, fetch_run_known, fetch_step, insert_events};
 use super::threads::busy_before;
 use super::waits::latest_wait;
 
@@ -79,7 +79,10 @@ async fn joined(c: &mut Conn<'_>, id: RunId, row: &StepRecord) -> Result<bool> {
 /// earlier run of its thread is busy, its back-off has passed. A forced
 /// crew (`req.replace_crew`) is stored on it first.
 async fn claimable(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<RunRecord> {
-    let mut before = fetch_run(c, id, true).await?;
+    let mut before = match &req.read_crew {
+        Some((fingerprint, def)) => fetch_run_known(c, id, fingerprint, def).await?,
+        None => fetch_run(c, id, true).await?,
+    };
     match before.status {
         RunStatus::Queued => {}
         RunStatus::Running if req.takeover == Takeover::Force => {}

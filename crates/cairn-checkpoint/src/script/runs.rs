@@ -4,8 +4,8 @@
 //! a whole: submit, load, listing, stats, set-aside.
 
 use cairn_core::{
-    Actor, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord, LeaseEpoch, NewEvent,
-    RunId, RunRecord, RunStatus, StepIdx, StepRecord,
+    Actor, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord, Fingerprint,
+    LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord,
 };
 
 use crate::plan::check_holder;
@@ -23,6 +23,11 @@ const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = :
 const RUN_BY_ID_LOCKED: &str = concat!(
     "SELECT ",
     run_cols!(),
+    " FROM runs WHERE id = :id {for_update}"
+);
+const RUN_BUT_DEF_BY_ID_LOCKED: &str = concat!(
+    "SELECT ",
+    run_cols_but_def!(),
     " FROM runs WHERE id = :id {for_update}"
 );
 const RUN_BUT_DEF_BY_ID: &str =
@@ -73,6 +78,25 @@ pub(super) async fn fetch_run_again(
         .await?
         .ok_or(Error::RunNotFound(id))?;
     decode_run_with(&row, Some(def))
+}
+
+/// The run, locked, read without its crew definition when it is still
+/// stored under `fingerprint`, whose definition (`def`) the caller read
+/// with it; otherwise read whole.
+pub(super) async fn fetch_run_known(
+    c: &mut Conn<'_>,
+    id: RunId,
+    fingerprint: &Fingerprint,
+    def: &CrewDef,
+) -> Result<RunRecord> {
+    let row = c
+        .fetch_optional(query(RUN_BUT_DEF_BY_ID_LOCKED).bind("id", id))
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    match row.text("crew_fingerprint")? == fingerprint.as_str() {
+        true => decode_run_with(&row, Some(def.clone())),
+        false => fetch_run(c, id, true).await,
+    }
 }
 
 pub(super) async fn fetch_step(

@@ -77,6 +77,26 @@ impl Lanes {
         }
     }
 
+    /// Takes `conn`, opened outside the pool, as an idle lane; gives it
+    /// back when no lane is free (the caller closes it). Its cached
+    /// statements are forgotten first: the migration's were deallocated.
+    pub(crate) async fn adopt(&self, mut conn: PgConnection) -> Option<PgConnection> {
+        let claimed = self
+            .open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            });
+        if claimed.is_err() || conn.clear_cached_statements().await.is_err() {
+            if claimed.is_ok() {
+                self.open.fetch_sub(1, Ordering::AcqRel);
+            }
+            return Some(conn);
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        idle.push((conn, Instant::now()));
+        None
+    }
+
     fn pop(&self) -> Option<(PgConnection, Instant)> {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop()
     }

@@ -2,6 +2,7 @@
 //! running under an expired lease), and heartbeats extend a lease only for
 //! its current holder. Both backends, through the `Store` contract.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_checkpoint::{Action, ClaimRequest, Lease};
@@ -19,6 +20,7 @@ fn req(lease_ms: u64) -> ClaimRequest {
         events: vec![],
         replace_crew: None,
         context: None,
+        read_crew: None,
     }
 }
 
@@ -30,7 +32,43 @@ both!(
     an_expired_lease_is_taken_over_and_the_old_holder_cannot_heartbeat,
     a_heartbeat_keeps_a_run_from_being_taken_over,
     a_claim_batch_takes_runs_in_claim_order_and_two_batches_never_share_one,
+    a_claim_takes_the_definition_read_with_the_run_unless_its_crew_changed,
 );
+
+/// `ClaimRequest::read_crew`: the claim reads the run without its
+/// definition and takes the caller's, but only while the run is still
+/// stored under the fingerprint the caller read; a run whose crew changed
+/// since is read whole. (`dir` is outside the fingerprint: it marks which
+/// definition the claim returned.)
+async fn a_claim_takes_the_definition_read_with_the_run_unless_its_crew_changed(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let marked = |run: &cairn_core::RunRecord| {
+        let mut def = run.crew_definition.clone();
+        def.dir = Some("/read/by/the/caller".into());
+        Arc::new(def)
+    };
+    let same = store.submit(new_run(2, None)).await.unwrap().run;
+    let mut claim = req(30_000);
+    claim.read_crew = Some((same.crew_fingerprint.clone(), marked(&same)));
+    let claimed = store.claim(same.id, &claim).await.unwrap();
+    assert_eq!(
+        claimed.run.crew_definition.dir.as_deref(),
+        Some("/read/by/the/caller"),
+        "the definition the caller read is the run's"
+    );
+
+    let changed = store.submit(new_run(2, None)).await.unwrap().run;
+    let mut claim = req(30_000);
+    let other = cairn_core::Fingerprint::from_stored("sha256:another-crew");
+    claim.read_crew = Some((other, marked(&changed)));
+    let claimed = store.claim(changed.id, &claim).await.unwrap();
+    assert_eq!(
+        claimed.run.crew_definition, changed.crew_definition,
+        "a run stored under another fingerprint is read whole"
+    );
+    assert_eq!(claimed.run.lease_epoch, LeaseEpoch(1));
+}
 
 async fn claim_next_takes_runnable_runs_oldest_first(kind: Kind) {
     let db = TestDb::of(kind).await;

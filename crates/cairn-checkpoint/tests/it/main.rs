@@ -74,6 +74,7 @@ pub(crate) fn claim_req(takeover: bool) -> ClaimRequest {
         events: vec![],
         replace_crew: None,
         context: None,
+        read_crew: None,
     }
 }
 

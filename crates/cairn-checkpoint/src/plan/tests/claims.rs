@@ -44,6 +44,7 @@ fn request(cap: u32) -> ClaimRequest {
         events: vec![],
         replace_crew: None,
         context: None,
+        read_crew: None,
     }
 }
 
