@@ -18,6 +18,7 @@ mod in_flight;
 mod journal;
 mod permits;
 mod rate_limit;
+mod resume_floor;
 mod retention;
 mod traces;
 mod workers;
@@ -468,6 +469,18 @@ struct ResumeNumbers {
     load_ms: f64,
     rebuild_ms: f64,
     warm_to_agent_ms: f64,
+    /// PostgreSQL: the same resume written by hand (`resume_floor`), on a
+    /// new connection and on a warm one.
+    hand_ms: Option<f64>,
+    hand_warm_ms: Option<f64>,
+}
+
+impl ResumeNumbers {
+    /// A fresh engine's resume over the hand-written one on a new
+    /// connection.
+    fn floor_ratio(&self) -> Option<f64> {
+        self.hand_ms.map(|h| self.to_agent_ms / h)
+    }
 }
 
 async fn run_once(engine: &Engine, crew: &Crew, i: usize) -> Result<()> {
@@ -759,6 +772,7 @@ async fn bench_resume(target: &Target) -> Result<ResumeNumbers> {
     let engine = Engine::with_store(store, ExecutorConfig::default());
     let (mut to_agent, mut full, mut load, mut rebuild, mut warm) =
         (vec![], vec![], vec![], vec![], vec![]);
+    let (mut hand, mut hand_warm) = (vec![], vec![]);
     for _ in 0..RESUME_REPS {
         // Cold: a fresh engine and pool, as in a process started to resume.
         let id = park_run(&engine, &crew, &gate).await?;
@@ -787,6 +801,13 @@ async fn bench_resume(target: &Target) -> Result<ResumeNumbers> {
         // Warm: the engine (and pool) that ran the steps.
         let id = park_run(&engine, &crew, &gate).await?;
         warm.push(timed_resume(&engine, id, &gate).await?.0);
+
+        if let Target::Postgres(options) = target {
+            let id = park_run(&engine, &crew, &gate).await?;
+            let (fresh, warm) = resume_floor::hand_resume(options, id).await?;
+            hand.push(fresh);
+            hand_warm.push(warm);
+        }
     }
     raw.close().await;
     Ok(ResumeNumbers {
@@ -795,6 +816,8 @@ async fn bench_resume(target: &Target) -> Result<ResumeNumbers> {
         load_ms: ms(median(&load)),
         rebuild_ms: ms(median(&rebuild)),
         warm_to_agent_ms: ms(median(&warm)),
+        hand_ms: (!hand.is_empty()).then(|| ms(median(&hand))),
+        hand_warm_ms: (!hand_warm.is_empty()).then(|| ms(median(&hand_warm))),
     })
 }
 
@@ -955,6 +978,9 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
         ("resume_1000_load_ms", r.map(|r| r.load_ms)),
         ("resume_1000_rebuild_ms", r.map(|r| r.rebuild_ms)),
         ("resume_1000_warm_ms", r.map(|r| r.warm_to_agent_ms)),
+        ("resume_1000_hand_ms", r.and_then(|r| r.hand_ms)),
+        ("resume_1000_hand_warm_ms", r.and_then(|r| r.hand_warm_ms)),
+        ("resume_floor_ratio", r.and_then(ResumeNumbers::floor_ratio)),
     ] {
         out.insert(format!("{prefix}_{key}"), f(value));
     }
@@ -1013,13 +1039,25 @@ async fn resume_only(pg_url: &str) -> Result<()> {
              warm engine {:.2}",
             r.to_agent_ms, r.full_ms, r.load_ms, r.rebuild_ms, r.warm_to_agent_ms
         );
+        if let (Some(hand), Some(warm), Some(ratio)) = (r.hand_ms, r.hand_warm_ms, r.floor_ratio())
+        {
+            println!(
+                "{db}: by hand (resume_floor.rs) {hand:.2} ms on a new connection, {warm:.2} warm; \
+                 Cairn over it {ratio:.2}"
+            );
+        }
         for (key, v) in [
-            ("resume_1000_ms", r.to_agent_ms),
-            ("resume_1000_full_ms", r.full_ms),
-            ("resume_1000_load_ms", r.load_ms),
-            ("resume_1000_warm_ms", r.warm_to_agent_ms),
+            ("resume_1000_ms", Some(r.to_agent_ms)),
+            ("resume_1000_full_ms", Some(r.full_ms)),
+            ("resume_1000_load_ms", Some(r.load_ms)),
+            ("resume_1000_warm_ms", Some(r.warm_to_agent_ms)),
+            ("resume_1000_hand_ms", r.hand_ms),
+            ("resume_1000_hand_warm_ms", r.hand_warm_ms),
+            ("resume_floor_ratio", r.floor_ratio()),
         ] {
-            out.insert(format!("{db}_{key}"), Value::from(round2(v)));
+            if let Some(v) = v {
+                out.insert(format!("{db}_{key}"), Value::from(round2(v)));
+            }
         }
     }
     println!("{}", Value::Object(out));
