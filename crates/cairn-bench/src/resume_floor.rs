@@ -18,7 +18,10 @@ use sqlx::{Connection, Row};
 use cairn_core::RunId;
 
 /// A fresh connection's hand-written resume of `id`, then a warm one.
-pub(crate) async fn hand_resume(options: &PgConnectOptions, id: RunId) -> Result<(Duration, Duration)> {
+pub(crate) async fn hand_resume(
+    options: &PgConnectOptions,
+    id: RunId,
+) -> Result<(Duration, Duration)> {
     let mut conn = PgConnection::connect_with(options)
         .await
         .context("connecting for the hand-written resume")?;
