@@ -881,7 +881,12 @@ fn retention_task(kind: Kind) {
             std::thread::sleep(Duration::from_millis(50));
         }
         kill(next.pid(), Signal::SIGTERM).unwrap();
-        assert!(next.wait(&point).success(), "{point}");
+        let status = next.wait(&point);
+        assert!(
+            status.success(),
+            "{point}: the next worker ended {status} after SIGTERM:\n{}",
+            std::fs::read_to_string(case.path("worker-next.stderr")).unwrap_or_default()
+        );
         assert!(gone(&queued), "{point}");
         assert_eq!(case.show(&kept), before, "{point}: the waiting run changed");
         // The first run's steps ran once; the cancelled run's never.
