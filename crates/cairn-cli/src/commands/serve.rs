@@ -47,6 +47,7 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
             };
             let engine = crate::traces::traced(Engine::open_with(db, &opts, config).await?)?;
             crate::traces::export(&engine)?;
+            let shutdown = shutdown_signal();
             eprintln!(
                 "cairn worker {}: {concurrency} at once, lease {lease_ms} ms",
                 std::process::id()
@@ -58,7 +59,7 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
                 compact,
                 ..cairn::WorkOptions::default()
             };
-            let worked = engine.work(work, shutdown_signal()).await;
+            let worked = engine.work(work, shutdown).await;
             crate::traces::finish().await;
             worked?;
             Ok(exit::OK)
@@ -135,18 +136,26 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
     }
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
+/// Resolves on SIGTERM or Ctrl-C (SIGINT). The handlers are installed
+/// when this is called, not when the future is first polled: a worker
+/// that has printed its first line stops cleanly on a SIGTERM that comes
+/// before its loop first waits (it used to die of the signal's default).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, Signal, SignalKind};
+    let term = signal(SignalKind::terminate()).ok();
+    let int = signal(SignalKind::interrupt()).ok();
+    async fn recv(s: Option<Signal>) {
+        match s {
+            Some(mut s) => {
                 s.recv().await;
             }
-            Err(_) => std::future::pending::<()>().await,
+            None => std::future::pending::<()>().await,
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
+    }
+    async move {
+        tokio::select! {
+            _ = recv(term) => {}
+            _ = recv(int) => {}
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! `cairn compact` through the binary: it removes finished runs and says
 //! how many rows went (text and `--json`), a dry run removes nothing, an
 //! unfinished run is never touched, and a policy that names nothing or an
-//! age that does not read exits 2 before the database is touched.
+//! age that does not read exits 2 before the database is touched. A worker
+//! SIGTERMed as it starts (a retention pass due) exits 0.
 
 use std::time::Duration;
 
@@ -19,7 +20,41 @@ both_backends!(
     a_compaction_without_a_criterion_or_with_a_bad_age_exits_2,
     compact_thread_touches_only_that_thread,
     events_alone_remove_events_and_keep_the_runs,
+    a_worker_told_to_stop_as_it_starts_stops_cleanly,
 );
+
+/// A SIGTERM right after a worker's first line (its retention pass due at
+/// once) ends it cleanly, exit 0: its signal handlers are in place before
+/// that line, not only once its loop first waits (a full-suite run saw a
+/// worker killed by the signal's default action there).
+fn a_worker_told_to_stop_as_it_starts_stops_cleanly(kind: Kind) {
+    let case = Case::new(kind);
+    case.cairn(&["run", case.counting_crew(1).to_str().unwrap()])
+        .expect_code(0);
+    for round in 0..3 {
+        let stderr = case.path(&format!("worker-{round}.stderr"));
+        let mut cmd = case.command();
+        cmd.args(["worker", "--db", case.url(), "--poll-ms", "50"])
+            .args(["--compact-every", "1s", "--finished-older-than", "0s"])
+            .env("CAIRN_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&stderr).unwrap());
+        let mut worker = Spawned(cmd.spawn().expect("spawn cairn worker"));
+        wait_until("the worker's first line", Duration::from_secs(20), || {
+            std::fs::read_to_string(&stderr)
+                .unwrap_or_default()
+                .contains("cairn worker")
+        });
+        kill(worker.pid(), Signal::SIGTERM).unwrap();
+        let status = worker.wait("worker");
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "round {round}: {status}\n{}",
+            std::fs::read_to_string(&stderr).unwrap_or_default()
+        );
+    }
+}
 
 /// `--thread ID` applies the flags to that thread's runs only.
 fn compact_thread_touches_only_that_thread(kind: Kind) {
