@@ -369,35 +369,49 @@ impl Server {
 }
 
 /// Runs the server until Ctrl-C or SIGTERM: what `cairn serve` calls.
+/// The handlers are in place before the server binds, so a stop that
+/// comes while it starts is a graceful one too.
 pub async fn serve(opts: ServeOptions) -> Result<()> {
-    Server::bind(opts).await?.run_until(shutdown_signal()).await
+    let stop = shutdown_signal();
+    Server::bind(opts).await?.run_until(stop).await
 }
 
-/// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM; both handlers are installed
+/// when this is called, not when the future is first polled.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, Signal, SignalKind};
+        let listen = |kind: SignalKind, name: &'static str| {
+            signal(kind)
+                .map_err(|e| tracing::error!(error = %e, "cannot listen for {name}"))
+                .ok()
+        };
+        let (int, term) = (
+            listen(SignalKind::interrupt(), "Ctrl-C"),
+            listen(SignalKind::terminate(), "SIGTERM"),
+        );
+        async fn recv(s: Option<Signal>) {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+        async move {
+            tokio::select! {
+                () = recv(int) => {}
+                () = recv(term) => {}
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
         if let Err(e) = tokio::signal::ctrl_c().await {
             tracing::error!(error = %e, "cannot listen for Ctrl-C");
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
     }
 }
 
