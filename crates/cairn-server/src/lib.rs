@@ -84,7 +84,9 @@ pub use api::OPENAPI_JSON;
 pub use auth::MIN_TOKEN_LEN;
 pub use crews::Crews;
 pub use error::{ApiError, Error};
-pub use serve::{serve, ServeOptions, Server, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+pub use serve::{
+    serve, shutdown_signal, ServeOptions, Server, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+};
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -377,8 +377,10 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM; both handlers are installed
-/// when this is called, not when the future is first polled.
-fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+/// when this is called, not when the future is first polled (a process
+/// stopped as it starts stops gracefully). `cairn serve` and `cairn
+/// worker` both stop on it.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, Signal, SignalKind};

@@ -60,12 +60,7 @@ impl Lanes {
             // Dead: closed by the drop; its place is free again.
             self.open.fetch_sub(1, Ordering::AcqRel);
         }
-        let claimed = self
-            .open
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.max).then_some(n + 1)
-            });
-        if claimed.is_err() {
+        if !self.reserve() {
             return Ok(None);
         }
         match pool.acquire().await {
@@ -81,20 +76,25 @@ impl Lanes {
     /// back when no lane is free (the caller closes it). Its cached
     /// statements are forgotten first: the migration's were deallocated.
     pub(crate) async fn adopt(&self, mut conn: PgConnection) -> Option<PgConnection> {
-        let claimed = self
-            .open
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.max).then_some(n + 1)
-            });
-        if claimed.is_err() || conn.clear_cached_statements().await.is_err() {
-            if claimed.is_ok() {
-                self.open.fetch_sub(1, Ordering::AcqRel);
-            }
+        if !self.reserve() {
+            return Some(conn);
+        }
+        if conn.clear_cached_statements().await.is_err() {
+            self.open.fetch_sub(1, Ordering::AcqRel);
             return Some(conn);
         }
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         idle.push((conn, Instant::now()));
         None
+    }
+
+    /// A place for one more open lane, if fewer than the count are open.
+    fn reserve(&self) -> bool {
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .is_ok()
     }
 
     fn pop(&self) -> Option<(PgConnection, Instant)> {

@@ -47,7 +47,8 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
             };
             let engine = crate::traces::traced(Engine::open_with(db, &opts, config).await?)?;
             crate::traces::export(&engine)?;
-            let shutdown = shutdown_signal();
+            // Installed before the first line (`cairn_server::shutdown_signal`).
+            let shutdown = cairn_server::shutdown_signal();
             eprintln!(
                 "cairn worker {}: {concurrency} at once, lease {lease_ms} ms",
                 std::process::id()
@@ -133,29 +134,5 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
             ..
         } => demo::run(steps, kill_at, dir).await.context("demo"),
         _ => Err(usage("not a command of the database's side")),
-    }
-}
-
-/// Resolves on SIGTERM or Ctrl-C (SIGINT). The handlers are installed
-/// when this is called, not when the future is first polled: a worker
-/// that has printed its first line stops cleanly on a SIGTERM that comes
-/// before its loop first waits (it used to die of the signal's default).
-fn shutdown_signal() -> impl std::future::Future<Output = ()> {
-    use tokio::signal::unix::{signal, Signal, SignalKind};
-    let term = signal(SignalKind::terminate()).ok();
-    let int = signal(SignalKind::interrupt()).ok();
-    async fn recv(s: Option<Signal>) {
-        match s {
-            Some(mut s) => {
-                s.recv().await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    }
-    async move {
-        tokio::select! {
-            _ = recv(term) => {}
-            _ = recv(int) => {}
-        }
     }
 }
