@@ -251,17 +251,15 @@ async fn commits(target: &Target, label: &str) -> Result<()> {
         crate::run_once(&engine, &crew, i).await?;
         direct_run(&*store, &crew).await?;
     }
-    let (mut runs, mut submit, mut load, mut claim, mut commit, mut get_run, mut direct) =
-        (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut runs, mut start, mut commit, mut get_run, mut direct) =
+        (vec![], vec![], vec![], vec![], vec![]);
     for i in 0..RUNS {
         let t = Instant::now();
         crate::run_once(&engine, &crew, i).await?;
         runs.push(t.elapsed());
         let p = direct_run(&*store, &crew).await?;
-        direct.push(p.submit + p.load + p.claim + p.commits.iter().sum::<Duration>() + p.get_run);
-        submit.push(p.submit);
-        load.push(p.load);
-        claim.push(p.claim);
+        direct.push(p.start + p.commits.iter().sum::<Duration>() + p.get_run);
+        start.push(p.start);
         get_run.push(p.get_run);
         commit.extend(p.commits);
     }
@@ -274,9 +272,7 @@ async fn commits(target: &Target, label: &str) -> Result<()> {
     println!("{label}: one run of the {STEPS}-step no-op crew, {RUNS} runs");
     line("Engine::run, whole run", &runs);
     line("the same store calls without the executor", &direct);
-    line("  Store::submit", &submit);
-    line("  Store::load", &load);
-    line("  Store::claim", &claim);
+    line("  Store::start (submit and claim)", &start);
     line(&format!("  Store::commit_step (x{STEPS})"), &commit);
     line("  Store::get_run", &get_run);
     println!("{label}: one commit");

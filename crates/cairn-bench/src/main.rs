@@ -500,45 +500,39 @@ async fn run_once(engine: &Engine, crew: &Crew, i: usize) -> Result<()> {
 /// The store calls of one run, timed: what `Executor::drive` does for a
 /// fresh run, minus the agents.
 struct Phases {
-    submit: Duration,
-    load: Duration,
-    claim: Duration,
+    start: Duration,
     commits: Vec<Duration>,
     get_run: Duration,
 }
 
-/// One run of `crew` through the `Store` calls `Engine::run` makes (submit,
-/// load, claim, one `commit_step` per step, get_run), without the executor.
+/// One run of `crew` through the `Store` calls `Engine::run` makes (start,
+/// that is submit and claim in one transaction, one `commit_step` per step,
+/// get_run), without the executor.
 async fn direct_run(store: &dyn Store, crew: &Crew) -> Result<Phases> {
     let def = crew.def();
     let t = Instant::now();
-    let run = store
-        .submit(new_run(crew, json!({"direct": true})))
-        .await?
-        .run;
-    let submit = t.elapsed();
-    let t = Instant::now();
-    store.load(run.id).await?;
-    let load = t.elapsed();
-    let t = Instant::now();
-    let claimed = store.claim(run.id, &claim_request(false)).await?;
-    let claim = t.elapsed();
-    let epoch = claimed.run.lease_epoch;
+    let started = store
+        .start(
+            new_run(crew, json!({"direct": true})),
+            &claim_request(false),
+        )
+        .await?;
+    let start = t.elapsed();
+    let claimed = started.claimed.context("the start claimed nothing")?;
+    let (run, epoch) = (claimed.run.id, claimed.run.lease_epoch);
     let n = def.agents.len();
     let mut commits = Vec::with_capacity(n);
     for i in 0..n {
-        let commit = step_commit(crew, run.id, epoch, i);
+        let commit = step_commit(crew, run, epoch, i);
         let t = Instant::now();
         store.commit_step(&commit).await?;
         commits.push(t.elapsed());
     }
     let t = Instant::now();
-    store.get_run(run.id).await?;
+    store.get_run(run).await?;
     let get_run = t.elapsed();
     Ok(Phases {
-        submit,
-        load,
-        claim,
+        start,
         commits,
         get_run,
     })

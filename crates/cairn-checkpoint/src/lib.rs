@@ -149,6 +149,13 @@ pub struct Submitted {
     pub created: bool,
 }
 
+/// What [`Store::start`] did: the submit, and the claim made with it.
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub submitted: Submitted,
+    pub claimed: Option<Claimed>,
+}
+
 /// Counts for metrics, read by one call ([`Store::stats`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoreStats {
@@ -434,6 +441,14 @@ pub trait Store: Registry + Send + Sync + 'static {
     /// idempotency key (and changes nothing). A key reused with a different
     /// crew or input is refused.
     async fn submit(&self, run: NewRun) -> Result<Submitted>;
+
+    /// [`Store::submit`] and, when the run it creates can start at once (no
+    /// thread to wait in), [`Store::claim`] of it for `req` in the same
+    /// transaction: `cairn run`'s start. A crash before it leaves nothing;
+    /// after it, a `running` run that a takeover finishes. A repeated
+    /// idempotency key, or a run of a thread, is only submitted (`claimed`
+    /// is `None`) and its caller claims it the usual way.
+    async fn start(&self, run: NewRun, req: &ClaimRequest) -> Result<Started>;
 
     /// A run and all its checkpoint rows, sorted by index.
     async fn load(&self, id: RunId) -> Result<(RunRecord, Vec<StepRecord>)>;

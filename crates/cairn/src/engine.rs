@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use cairn_checkpoint::{
-    Action, ClaimRequest, Claimed, ForkRequest, NewRun, OnBusy, OpenOptions, Store, Submitted,
-    Takeover, WaitFilter,
+    Action, ClaimRequest, Claimed, ForkRequest, NewRun, OnBusy, OpenOptions, Started, Store,
+    Submitted, Takeover, WaitFilter,
 };
 use cairn_core::{
     Actor, Answer, Fingerprint, OnDeadline, RunId, RunRecord, StepRecord, WaitId, WaitRecord,
@@ -192,32 +192,55 @@ impl Engine {
         input: Value,
         opts: SubmitOptions,
     ) -> Result<Submitted> {
-        let thread_id = crate::thread::check(opts.thread_id)?;
-        let tenant = opts.tenant.map(cairn_core::Tenant::new).transpose()?;
-        self.register(crew);
-        cairn_core::check_size("the run input", &input, self.limits().max_input_bytes)?;
-        Ok(self
-            .store()
-            .submit(NewRun {
-                crew: crew.def().clone(),
-                input,
-                idempotency_key: opts.idempotency_key,
-                thread_id,
-                on_busy: opts.on_busy,
-                priority: opts.priority,
-                tenant,
-                budget: opts.budget.filter(|b| !b.is_empty()),
-                trace: self.tracing(opts.traceparent),
-                upgrade: opts.upgrade,
-            })
-            .await?)
+        let new = self.new_run(crew, input, opts)?;
+        Ok(self.store().submit(new).await?)
     }
 
     /// Submits and drives the run to its next stop. A repeated idempotency
     /// key drives (or just returns) the existing run.
     pub async fn run(&self, crew: &Crew, input: Value, opts: SubmitOptions) -> Result<Driven> {
-        let submitted = self.submit(crew, input, opts).await?;
-        self.drive_submitted(crew, submitted).await
+        let started = self.start(crew, input, opts).await?;
+        self.drive_started(crew, started).await
+    }
+
+    /// The first half of [`Engine::run`], for a caller that wants the run
+    /// id before the first step (to print it): submits the run and, if it
+    /// can start now (no thread, no repeated key), claims it for this
+    /// process in the same transaction, so no worker takes it between the
+    /// two. [`Engine::drive_started`] goes on from there.
+    pub async fn start(&self, crew: &Crew, input: Value, opts: SubmitOptions) -> Result<Started> {
+        let new = self.new_run(crew, input, opts)?;
+        Ok(self.store().start(new, &self.claim_request()).await?)
+    }
+
+    /// The second half of [`Engine::run`]: drives what [`Engine::start`]
+    /// made to its next stop.
+    pub async fn drive_started(&self, crew: &Crew, started: Started) -> Result<Driven> {
+        let Some(claimed) = started.claimed else {
+            return self.drive_submitted(crew, started.submitted).await;
+        };
+        let driven = self.executor.drive_claimed(claimed, &crew.0).await?;
+        self.drive_tree(driven).await
+    }
+
+    /// The run a submit of `crew` stores, its input and options checked.
+    fn new_run(&self, crew: &Crew, input: Value, opts: SubmitOptions) -> Result<NewRun> {
+        let thread_id = crate::thread::check(opts.thread_id)?;
+        let tenant = opts.tenant.map(cairn_core::Tenant::new).transpose()?;
+        self.register(crew);
+        cairn_core::check_size("the run input", &input, self.limits().max_input_bytes)?;
+        Ok(NewRun {
+            crew: crew.def().clone(),
+            input,
+            idempotency_key: opts.idempotency_key,
+            thread_id,
+            on_busy: opts.on_busy,
+            priority: opts.priority,
+            tenant,
+            budget: opts.budget.filter(|b| !b.is_empty()),
+            trace: self.tracing(opts.traceparent),
+            upgrade: opts.upgrade,
+        })
     }
 
     /// The second half of [`Engine::run`], for a caller that wants the run

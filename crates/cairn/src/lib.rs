@@ -50,8 +50,8 @@ pub use cairn_checkpoint::DbFault;
 pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
     Backend, BlockedRun, Claimed, CompactPolicy, Compacted, CrewUpgrade, CrewVersion, ForkRequest,
-    LiveHub, Offered, OnBusy, OpenOptions, Pooler, ProcessRecord, RunFilter, Store, StoreStats,
-    Submitted, Takeover, ThreadBudget, ThreadPage, ThreadSummary, WaitFilter,
+    LiveHub, Offered, OnBusy, OpenOptions, Pooler, ProcessRecord, RunFilter, Started, Store,
+    StoreStats, Submitted, Takeover, ThreadBudget, ThreadPage, ThreadSummary, WaitFilter,
     DEFAULT_MAX_CONNECTIONS as DEFAULT_DB_CONNECTIONS,
 };
 /// Server-Sent Events: an incremental decoder and a stream of events over a

@@ -4,6 +4,7 @@
 //! it says, in four steps: is the run claimable (`claimable`), the plan,
 //! the lease (`take_lease`), the cursor's step (`apply_step`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_core::{Corruption, LeaseEpoch, NewEvent, RunId, RunRecord, StepIdx, StepRecord};
@@ -12,10 +13,13 @@ use cairn_core::{RunStatus, StepStatus};
 use crate::plan::{claim_events, judge_death, plan_claim, ClaimStep, Death, Waited};
 use crate::raw::{decode_run_with, decode_step, error_json, run_cols_but_def, step_cols};
 use crate::sql::{query, Conn};
-use crate::{ClaimRequest, Claimed, Error, Result, Takeover};
+use crate::{ClaimRequest, Claimed, Error, NewRun, Result, Started, Takeover};
 
 use super::operator::write_context;
-use super::runs::{fetch_run, fetch_run_again, fetch_run_known, fetch_step, insert_events};
+use super::runs::{
+    fetch_run, fetch_run_again, fetch_run_known, fetch_step, insert_events, insert_run_in,
+    submit_in,
+};
 use super::threads::busy_before;
 use super::waits::latest_wait;
 
@@ -56,6 +60,41 @@ pub(super) async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) ->
         at_cursor,
         took_over: plan.took_over,
         first_run: matches!(plan.step, ClaimStep::Insert { .. }),
+    })
+}
+
+/// `Store::start`'s transaction: the submit, then the claim of the run it
+/// created, unless it has a thread (whose earlier runs it may wait
+/// behind). The claim takes the definition the submit stored.
+pub(super) async fn start_in(
+    c: &mut Conn<'_>,
+    new: NewRun,
+    def: serde_json::Value,
+    mut req: ClaimRequest,
+) -> Result<Started> {
+    if new.thread_id.is_some() {
+        let submitted = submit_in(c, new, def).await?;
+        return Ok(Started {
+            submitted,
+            claimed: None,
+        });
+    }
+    let submitted = insert_run_in(c, new, def).await?;
+    if !submitted.created {
+        return Ok(Started {
+            submitted,
+            claimed: None,
+        });
+    }
+    let run = &submitted.run;
+    req.read_crew = Some((
+        run.crew_fingerprint.clone(),
+        Arc::new(run.crew_definition.clone()),
+    ));
+    let claimed = claim_in(c, run.id, &req).await?;
+    Ok(Started {
+        submitted,
+        claimed: Some(claimed),
     })
 }
 

@@ -71,11 +71,12 @@ use crate::raw::decode_step;
 use crate::sql::{Conn, Dialect, Pool};
 use crate::{
     Action, ClaimRequest, Claimed, Error, ForkRequest, JournalAppend, Lease, NewRun, Result,
-    RunFilter, StepCommit, Store, StoreStats, Submitted, ThreadPage, ThreadSummary, WaitFilter,
+    RunFilter, Started, StepCommit, Store, StoreStats, Submitted, ThreadPage, ThreadSummary,
+    WaitFilter,
 };
 
 use boundary::{bounded, placed, retried};
-use storable::{actor_ok, claim_ok, commit_ok, events_ok, json_ok, text_ok};
+use storable::{actor_ok, claim_ok, commit_ok, events_ok, json_ok, submit_ok, text_ok};
 
 pub(crate) use retention::quick_check;
 pub(crate) use tx::pool_tx;
@@ -167,14 +168,24 @@ impl<H: ScriptHost> Store for H {
 
     async fn submit(&self, new: NewRun) -> Result<Submitted> {
         bounded("submit", self.target(), None, async {
-            json_ok("the run input", Some(&new.input))?;
-            text_ok("the idempotency key", new.idempotency_key.as_deref())?;
-            text_ok("the thread id", new.thread_id.as_deref())?;
-            let def = new.crew.to_json();
-            json_ok("the crew definition", Some(&def))?;
+            let def = submit_ok(&new)?;
             self.tx(
                 TxKind::HotWrite,
                 Box::new(move |c| Box::pin(runs::submit_in(c, new, def))),
+            )
+            .await
+        })
+        .await
+    }
+
+    async fn start(&self, new: NewRun, req: &ClaimRequest) -> Result<Started> {
+        bounded("start", self.target(), None, async {
+            let def = submit_ok(&new)?;
+            claim_ok(req)?;
+            let req = req.clone();
+            self.tx(
+                TxKind::HotWrite,
+                Box::new(move |c| Box::pin(claim::start_in(c, new, def, req))),
             )
             .await
         })

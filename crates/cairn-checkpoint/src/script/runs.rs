@@ -343,7 +343,21 @@ async fn next_of_tenant(c: &mut Conn<'_>, tenant: &cairn_core::Tenant) -> Result
 }
 
 /// `Store::submit`'s transaction; `def` is the crew definition as stored.
+/// A created run wakes the workers that listen.
 pub(super) async fn submit_in(
+    c: &mut Conn<'_>,
+    new: NewRun,
+    def: serde_json::Value,
+) -> Result<Submitted> {
+    let submitted = insert_run_in(c, new, def).await?;
+    if submitted.created {
+        c.notify_runnable(submitted.run.id).await?;
+    }
+    Ok(submitted)
+}
+
+/// The submit without the wake-up: `Store::start` claims the run itself.
+pub(super) async fn insert_run_in(
     c: &mut Conn<'_>,
     new: NewRun,
     def: serde_json::Value,
@@ -410,7 +424,6 @@ pub(super) async fn submit_in(
     if let (Some(thread), OnBusy::Reject | OnBusy::Interrupt) = (&new.thread_id, new.on_busy) {
         apply_on_busy(c, thread, id, new.on_busy).await?;
     }
-    c.notify_runnable(id).await?;
     let run = decode_run_with(&inserted, Some(new.crew))?;
     Ok(Submitted { run, created: true })
 }

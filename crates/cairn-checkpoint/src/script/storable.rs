@@ -6,7 +6,7 @@
 use cairn_core::{Actor, NewEvent};
 
 use crate::raw::error_value;
-use crate::{ClaimRequest, Result, StepCommit};
+use crate::{ClaimRequest, NewRun, Result, StepCommit};
 
 pub(super) fn text_ok(what: &str, text: Option<&str>) -> Result<()> {
     match text {
@@ -25,6 +25,16 @@ pub(super) fn json_ok(what: &str, value: Option<&serde_json::Value>) -> Result<(
 pub(super) fn actor_ok(actor: &Actor) -> Result<()> {
     text_ok("`by`", Some(&actor.by))?;
     text_ok("`reason`", actor.reason.as_deref())
+}
+
+/// A submit's values; the crew definition as it is stored.
+pub(super) fn submit_ok(new: &NewRun) -> Result<serde_json::Value> {
+    json_ok("the run input", Some(&new.input))?;
+    text_ok("the idempotency key", new.idempotency_key.as_deref())?;
+    text_ok("the thread id", new.thread_id.as_deref())?;
+    let def = new.crew.to_json();
+    json_ok("the crew definition", Some(&def))?;
+    Ok(def)
 }
 
 pub(super) fn claim_ok(req: &ClaimRequest) -> Result<()> {

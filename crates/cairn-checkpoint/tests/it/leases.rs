@@ -33,7 +33,63 @@ both!(
     a_heartbeat_keeps_a_run_from_being_taken_over,
     a_claim_batch_takes_runs_in_claim_order_and_two_batches_never_share_one,
     a_claim_takes_the_definition_read_with_the_run_unless_its_crew_changed,
+    a_start_claims_the_run_it_creates_and_only_submits_a_threads_or_a_repeated_one,
 );
+
+/// `Store::start`: a new run of no thread is submitted and claimed in one
+/// transaction (epoch 1, step 0 running, `run_submitted` then
+/// `run_claimed`), so no worker can take it in between; a run of a thread
+/// (which may wait behind an earlier one) and a repeated idempotency key
+/// are only submitted, as `submit` would.
+async fn a_start_claims_the_run_it_creates_and_only_submits_a_threads_or_a_repeated_one(
+    kind: Kind,
+) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let started = store
+        .start(new_run(2, Some("k-start")), &req(30_000))
+        .await
+        .unwrap();
+    assert!(started.submitted.created);
+    let claimed = started
+        .claimed
+        .expect("a new run is claimed with its submit");
+    let id = claimed.run.id;
+    assert_eq!(started.submitted.run.id, id);
+    assert_eq!(claimed.run.status, RunStatus::Running);
+    assert_eq!(claimed.run.lease_epoch, LeaseEpoch(1));
+    assert!(claimed.first_run && !claimed.took_over);
+    let (run, steps) = store.load(id).await.unwrap();
+    assert_eq!(run.status, RunStatus::Running);
+    assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0].status, cairn_core::StepStatus::Running);
+    let kinds: Vec<_> = store
+        .events(id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind.as_str().to_owned())
+        .collect();
+    assert_eq!(kinds, ["run_submitted", "run_claimed"]);
+    assert!(
+        store.claim_next(&req(30_000)).await.unwrap().is_none(),
+        "the started run is held"
+    );
+
+    let again = store
+        .start(new_run(2, Some("k-start")), &req(30_000))
+        .await
+        .unwrap();
+    assert!(!again.submitted.created && again.claimed.is_none());
+    assert_eq!(again.submitted.run.id, id);
+    assert_eq!(store.get_run(id).await.unwrap().lease_epoch, LeaseEpoch(1));
+
+    let mut threaded = new_run(2, None);
+    threaded.thread_id = Some("t-start".into());
+    let queued = store.start(threaded, &req(30_000)).await.unwrap();
+    assert!(queued.submitted.created && queued.claimed.is_none());
+    assert_eq!(queued.submitted.run.status, RunStatus::Queued);
+}
 
 /// `ClaimRequest::read_crew`: the claim reads the run without its
 /// definition and takes the caller's, but only while the run is still

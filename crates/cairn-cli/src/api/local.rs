@@ -8,8 +8,9 @@ use serde_json::Value;
 
 use cairn::{
     Actor, Answer, CompactPolicy, Compacted, Engine, EventRecord, ExecutorConfig, KeyState,
-    OpenOptions, RunFilter, RunId, RunRecord, RunStatus, RunView, StepJournalEntry, SubmitOptions,
-    Submitted, ThreadPage, ThreadSummary, ThreadView, WaitFilter, WaitId, WaitRecord,
+    OpenOptions, RunFilter, RunId, RunRecord, RunStatus, RunView, Started, StepJournalEntry,
+    SubmitOptions, Submitted, ThreadPage, ThreadSummary, ThreadView, WaitFilter, WaitId,
+    WaitRecord,
 };
 
 use super::{Act, Api, CrewRef, Interruptible, Submission, Upgrade, VersionArg};
@@ -93,20 +94,39 @@ impl Api for Local {
         input: Value,
         opts: SubmitOptions,
     ) -> anyhow::Result<Submission> {
-        let crew = match crew {
-            CrewRef::File(crew, _) => *crew,
-            CrewRef::Named(name, _) => return Err(input::usage(format!("no crew file {name}"))),
-        };
+        let crew = file_crew(crew)?;
         let submitted = self.engine.submit(&crew, input, opts).await?;
         Ok(Submission {
             run: submitted.run,
             created: submitted.created,
             crew: Some(crew),
+            claimed: None,
+        })
+    }
+
+    async fn start(
+        &self,
+        crew: CrewRef,
+        input: Value,
+        opts: SubmitOptions,
+    ) -> anyhow::Result<Submission> {
+        let crew = file_crew(crew)?;
+        let started = self.engine.start(&crew, input, opts).await?;
+        Ok(Submission {
+            run: started.submitted.run,
+            created: started.submitted.created,
+            crew: Some(crew),
+            claimed: started.claimed,
         })
     }
 
     async fn drive(&self, submitted: Submission, lines: bool) -> Interruptible {
-        let Submission { run, created, crew } = submitted;
+        let Submission {
+            run,
+            created,
+            crew,
+            claimed,
+        } = submitted;
         let Some(crew) = crew else {
             return self.advance(run.id).await;
         };
@@ -114,9 +134,11 @@ impl Api for Local {
         let first = run.clone();
         // Drives the run; if a worker claimed it first, follows it to its
         // next stop (a repeated key returns a parked run as it is).
-        let drive = self
-            .engine
-            .drive_submitted(&crew, Submitted { run, created });
+        let started = Started {
+            submitted: Submitted { run, created },
+            claimed,
+        };
+        let drive = self.engine.drive_started(&crew, started);
         if lines {
             until_interrupted(id, progress::follow(&self.engine, &first, drive)).await
         } else {
@@ -308,5 +330,13 @@ impl Local {
             VersionArg::File(crew, _) => Ok((**crew).clone()),
             VersionArg::Named(v) => Ok(self.engine.crew_version(name, v).await?),
         }
+    }
+}
+
+/// A crew file's crew: a crew by name needs a server.
+fn file_crew(crew: CrewRef) -> anyhow::Result<cairn::Crew> {
+    match crew {
+        CrewRef::File(crew, _) => Ok(*crew),
+        CrewRef::Named(name, _) => Err(input::usage(format!("no crew file {name}"))),
     }
 }

@@ -39,6 +39,8 @@ pub struct Submission {
     pub created: bool,
     /// The crew as loaded here, for executing the run (local only).
     pub crew: Option<cairn::Crew>,
+    /// The claim made with the submit ([`Api::start`], local only).
+    pub claimed: Option<cairn::Claimed>,
 }
 
 /// A crew version a command names: a stored (or, with a server, loaded)
@@ -91,6 +93,18 @@ pub trait Api {
         input: Value,
         opts: SubmitOptions,
     ) -> anyhow::Result<Submission>;
+
+    /// Submits a run of `crew` that `run` takes to its next stop at once:
+    /// locally the submit and the first claim are one transaction
+    /// ([`cairn::Engine::start`]); a server's workers claim it themselves.
+    async fn start(
+        &self,
+        crew: CrewRef,
+        input: Value,
+        opts: SubmitOptions,
+    ) -> anyhow::Result<Submission> {
+        self.submit(crew, input, opts).await
+    }
 
     /// Takes a submitted run to its next stop: executes it here (following
     /// it if a worker claimed it first; `lines` prints progress), or waits

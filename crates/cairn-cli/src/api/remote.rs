@@ -398,6 +398,7 @@ impl Api for Remote {
             run: view.run,
             created: false,
             crew: None,
+            claimed: None,
         })
     }
 

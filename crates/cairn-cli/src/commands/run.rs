@@ -29,9 +29,9 @@ pub async fn run(
         crate::traces::export(engine)?;
     }
     let lines = progress.enabled(json) && api.engine().is_some();
-    // Submit, then drive, so the run id is known (and printed) before the
-    // first step runs.
-    let submitted = api.submit(crew, input, opts).await?;
+    // Start (submit and claim), then drive, so the run id is known (and
+    // printed) before the first step runs.
+    let submitted = api.start(crew, input, opts).await?;
     let id = submitted.run.id;
     if lines {
         progress::start(&submitted.run)?;

@@ -1,5 +1,5 @@
 //! The kill campaign at every write boundary (docs/reliability.md): for
-//! each write the engine makes (submit, claim, a worker's claim and
+//! each write the engine makes (submit, start, claim, a worker's claim and
 //! takeover, heartbeat, step commit, opening, answering and expiring a
 //! wait, journal item, operator action, fork, compaction), the `cairn`
 //! process is SIGKILLed just before its transaction and just after its
@@ -21,6 +21,7 @@ use crate::waits::{review_crew, writer_runs};
 
 both_backends!(
     submit,
+    start,
     claim,
     worker_claim_and_takeover,
     heartbeat,
@@ -172,13 +173,54 @@ fn submit(kind: Kind) {
     }
 }
 
+/// `cairn run` submits and claims in one transaction (`Store::start`):
+/// killed before it, nothing is stored and the command is simply typed
+/// again; after it, the run is `running` under the dead process's lease and
+/// a plain `cairn resume` (the holder is provably dead on this machine)
+/// runs every step once.
+fn start(kind: Kind) {
+    for phase in PHASES {
+        let point = format!("{phase}:start");
+        let case = Case::new(kind);
+        let crew = case.counting_crew(3);
+        let crew = crew.to_str().unwrap();
+        killed_at(&case, &["run", crew], &point);
+        let stored = case.list();
+        if phase == "before" {
+            assert!(stored.is_empty(), "{point}: {stored:#?}");
+            case.cairn(&["run", crew]).expect_code(0);
+            let id = case.only_run_id();
+            succeeded(&case, &id, &point);
+        } else {
+            let id = case.only_run_id();
+            let run = case.show(&id);
+            assert_eq!(run["status"], "running", "{point}: {run:#}");
+            assert_eq!(run["lease_epoch"], 1, "{point}: {run:#}");
+            assert_eq!(step(&run, 0)["status"], "running", "{point}: {run:#}");
+            assert!(case.executions().is_empty(), "{point}: a step ran");
+            check_invariants(&case, &point);
+            case.cairn(&["resume", &id]).expect_code(0);
+            succeeded(&case, &id, &point);
+        }
+        ran_once(&case, 3, None, &point);
+        check_invariants(&case, &point);
+    }
+}
+
+/// The claim of a submitted run (`cairn resume` of a queued run; a run
+/// `cairn run` made is claimed by its start).
 fn claim(kind: Kind) {
     for phase in PHASES {
         let point = format!("{phase}:claim");
         let case = Case::new(kind);
         let crew = case.counting_crew(3);
-        killed_at(&case, &["run", crew.to_str().unwrap()], &point);
-        let id = case.only_run_id();
+        let id = case
+            .cairn(&["submit", crew.to_str().unwrap()])
+            .expect_code(0)
+            .stdout
+            .trim()
+            .to_owned();
+        killed_at(&case, &["resume", &id], &point);
         let run = case.show(&id);
         let expected = if phase == "before" {
             "queued"

@@ -165,17 +165,21 @@ fn failpoint_after_commit_resumes_at_the_next_step(setup: Setup) {
 
 /// Killed just before the first claim (the run is submitted, nothing ran)
 /// and just after it (step 0 marked running under a live lease, not yet
-/// started): a resume runs every step exactly once.
+/// started): a resume runs every step exactly once. The claim is a
+/// resume's of a submitted run (`cairn run` claims with its submit, see
+/// `boundaries::start`).
 fn failpoints_around_the_first_claim_lose_and_repeat_nothing(setup: Setup) {
     for point in ["before_claim:0", "after_claim:0"] {
         let case = Case::new(setup);
         let crew = case.counting_crew(STEPS);
-        case.cairn_env(
-            &["run", crew.to_str().unwrap()],
-            &[("CAIRN_FAILPOINTS", point)],
-        )
-        .expect_sigkill();
-        let id = case.only_run_id();
+        let id = case
+            .cairn(&["submit", crew.to_str().unwrap()])
+            .expect_code(0)
+            .stdout
+            .trim()
+            .to_owned();
+        case.cairn_env(&["resume", &id], &[("CAIRN_FAILPOINTS", point)])
+            .expect_sigkill();
         let stopped = case.show(&id);
         if point.starts_with("before") {
             assert_eq!(stopped["status"], "queued", "{point}: {stopped:#}");

@@ -834,8 +834,9 @@ fn two_workers_run_each_thread_in_submission_order() {
     assert!(most >= 2, "the threads ran one after the other:\n{lines}");
 }
 
-/// `cairn run` beside two workers polling the same PostgreSQL database: a
-/// worker often claims the run before `run` does. Each of 10 `run`s (two
+/// `cairn run` beside two workers polling the same PostgreSQL database
+/// (`run` claims its run with its submit; the workers race it for the
+/// children of a fan-out). Each of 10 `run`s (two
 /// at a time) follows its run to the end and exits with its outcome (0,
 /// `succeeded` in its JSON), and every step ran exactly once.
 #[test]
