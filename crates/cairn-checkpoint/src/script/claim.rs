@@ -10,10 +10,13 @@ use std::time::Duration;
 use cairn_core::{Corruption, LeaseEpoch, NewEvent, RunId, RunRecord, StepIdx, StepRecord};
 use cairn_core::{RunStatus, StepStatus};
 
+use super::storable::claim_ok;
+use super::{ScriptHost, TxKind};
+use crate::failpoint;
 use crate::plan::{claim_events, judge_death, plan_claim, ClaimStep, Death, Waited};
 use crate::raw::{decode_run_with, decode_step, error_json, run_cols_but_def, step_cols};
 use crate::sql::{query, Conn};
-use crate::{ClaimRequest, Claimed, Error, NewRun, Result, Started, Takeover};
+use crate::{ClaimRequest, Claimed, Error, NewRun, Result, Started, Store, Takeover};
 
 use super::operator::write_context;
 use super::runs::{
@@ -454,6 +457,36 @@ pub(super) fn as_claimer(req: &ClaimRequest) -> ClaimRequest {
             other => other.clone(),
         },
         ..req.clone()
+    }
+}
+
+/// `Store::claim_batch`: up to `max` claims in one transaction; a batch
+/// that meets an error falls back to one `claim_next` (which sets a
+/// corrupt run aside).
+pub(super) async fn claim_batch<H: ScriptHost>(
+    host: &H,
+    req: &ClaimRequest,
+    max: usize,
+) -> Result<Vec<Claimed>> {
+    if max <= 1 {
+        return Ok(host.claim_next(req).await?.into_iter().collect());
+    }
+    failpoint::store("before", "claim_next");
+    claim_ok(req)?;
+    let batch_req = as_claimer(req);
+    let batch = host
+        .tx(
+            TxKind::Write,
+            Box::new(move |c| Box::pin(async move { claim_batch_in(c, &batch_req, max).await })),
+        )
+        .await;
+    match batch {
+        Ok(claimed) if !claimed.is_empty() => {
+            failpoint::store("after", "claim_next");
+            Ok(claimed)
+        }
+        Ok(_) => Ok(vec![]),
+        Err(_) => Ok(host.claim_next(req).await?.into_iter().collect()),
     }
 }
 

@@ -291,28 +291,7 @@ impl<H: ScriptHost> Store for H {
     }
 
     async fn claim_batch(&self, req: &ClaimRequest, max: usize) -> Result<Vec<Claimed>> {
-        if max <= 1 {
-            return Ok(self.claim_next(req).await?.into_iter().collect());
-        }
-        failpoint::store("before", "claim_next");
-        claim_ok(req)?;
-        let batch_req = claim::as_claimer(req);
-        let batch = self
-            .tx(
-                TxKind::Write,
-                Box::new(move |c| {
-                    Box::pin(async move { claim::claim_batch_in(c, &batch_req, max).await })
-                }),
-            )
-            .await;
-        match batch {
-            Ok(claimed) if !claimed.is_empty() => {
-                failpoint::store("after", "claim_next");
-                Ok(claimed)
-            }
-            Ok(_) => Ok(vec![]),
-            Err(_) => Ok(self.claim_next(req).await?.into_iter().collect()),
-        }
+        claim::claim_batch(self, req, max).await
     }
 
     async fn wait_for_work(&self, max: Duration) {
