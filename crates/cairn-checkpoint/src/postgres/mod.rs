@@ -322,7 +322,11 @@ impl ScriptHost for PgStore {
 /// transaction) of data-modifying CTEs: the run fenced by its epoch, the
 /// step, the next step, the events and the wait. The guard aborts the whole
 /// statement if the run matched but its step did not. Its values are the
-/// commit's rows (`StepCommit::rows`), bound by name.
+/// commit's rows (`StepCommit::rows`), bound by name. The step row is
+/// matched on the bound run id, not only through `r`: a prepared statement's
+/// generic plan, made while the tables are young (no statistics yet), would
+/// otherwise scan every step row (measured: 0.2 ms more per commit at 5,000
+/// rows, growing with them).
 const COMMIT_STEP: &str = "WITH r AS ( \
        UPDATE runs SET status = :run_status, cursor = :cursor, error = :run_error, \
          event_seq = event_seq + :n_events, updated_at = clock_timestamp(), \
@@ -339,8 +343,8 @@ const COMMIT_STEP: &str = "WITH r AS ( \
          output_tokens = :output_tokens, cost_nanos = :cost_nanos, \
          error = COALESCE(:error, steps.error), \
          finished_at = clock_timestamp() \
-       FROM r WHERE steps.run_id = r.id AND steps.idx = :idx AND steps.attempt = :attempt \
-         AND steps.status = 'running' \
+       FROM r WHERE steps.run_id = :run AND steps.idx = :idx AND r.id = steps.run_id \
+         AND steps.attempt = :attempt AND steps.status = 'running' \
        RETURNING steps.idx), \
      n AS ( \
        INSERT INTO steps (run_id, idx, role, status, attempt, started_at) \
