@@ -416,8 +416,8 @@ fn oldest_of(status: &str, ready: &str) -> String {
          AND NOT EXISTS (SELECT 1 FROM runs e WHERE e.thread_id = runs.thread_id \
            AND e.status IN ('queued', 'running', 'waiting', 'interrupted') \
            AND (e.created_at, e.id) < (runs.created_at, runs.id)) \
-         AND (NOT EXISTS (SELECT 1 FROM steps s WHERE s.run_id = runs.id \
-               AND s.idx = runs.cursor AND s.status = 'running' AND s.shared_deaths > 1) \
+         AND (COALESCE((SELECT s.shared_deaths FROM steps s WHERE s.run_id = runs.id \
+               AND s.idx = runs.cursor AND s.status = 'running'), 0) <= 1 \
            OR NOT EXISTS (SELECT 1 FROM runs h WHERE h.lease_owner = :owner \
                AND h.status = 'running' AND h.lease_expires_at > {{now}})) \
          AND crew_fingerprint NOT IN (SELECT k.fingerprint FROM crews k WHERE k.needs_code \
@@ -432,14 +432,16 @@ static CLAIM_NEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(claim_
 /// `claim_next`'s choice: the first in claim order (`claim_at`: submitted
 /// less its priority's head start) of the first due queued run and the
 /// first running run whose lease expired, unless this claimer holds a step
-/// that must run alone.
+/// that must run alone. Each step row is read by its key in a scalar
+/// subquery (never turned into a join): a generic plan made while the
+/// tables are young would otherwise scan every step row per claim.
 fn claim_next_sql() -> String {
     format!(
         "SELECT id FROM ({} UNION ALL {}) AS runnable \
-         WHERE NOT EXISTS (SELECT 1 FROM steps s JOIN runs h ON h.id = s.run_id \
-               AND h.cursor = s.idx WHERE s.shared_deaths > 1 AND s.status = 'running' \
-               AND h.lease_owner = :owner AND h.status = 'running' \
-               AND h.lease_expires_at > {{now}}) \
+         WHERE NOT EXISTS (SELECT 1 FROM runs h WHERE h.lease_owner = :owner \
+               AND h.status = 'running' AND h.lease_expires_at > {{now}} \
+               AND COALESCE((SELECT s.shared_deaths FROM steps s WHERE s.run_id = h.id \
+                 AND s.idx = h.cursor AND s.status = 'running'), 0) > 1) \
          ORDER BY claim_at, id LIMIT 1",
         oldest_of(
             "queued",
