@@ -96,12 +96,11 @@ impl Api for Local {
     ) -> anyhow::Result<Submission> {
         let crew = file_crew(crew)?;
         let submitted = self.engine.submit(&crew, input, opts).await?;
-        Ok(Submission {
-            run: submitted.run,
-            created: submitted.created,
-            crew: Some(crew),
+        let started = Started {
+            submitted,
             claimed: None,
-        })
+        };
+        Ok(submission(crew, started))
     }
 
     async fn start(
@@ -112,12 +111,7 @@ impl Api for Local {
     ) -> anyhow::Result<Submission> {
         let crew = file_crew(crew)?;
         let started = self.engine.start(&crew, input, opts).await?;
-        Ok(Submission {
-            run: started.submitted.run,
-            created: started.submitted.created,
-            crew: Some(crew),
-            claimed: started.claimed,
-        })
+        Ok(submission(crew, started))
     }
 
     async fn drive(&self, submitted: Submission, lines: bool) -> Interruptible {
@@ -338,5 +332,15 @@ fn file_crew(crew: CrewRef) -> anyhow::Result<cairn::Crew> {
     match crew {
         CrewRef::File(crew, _) => Ok(*crew),
         CrewRef::Named(name, _) => Err(input::usage(format!("no crew file {name}"))),
+    }
+}
+
+/// What `run` goes on with after a local submit or start.
+fn submission(crew: cairn::Crew, started: Started) -> Submission {
+    Submission {
+        run: started.submitted.run,
+        created: started.submitted.created,
+        crew: Some(crew),
+        claimed: started.claimed,
     }
 }

@@ -214,12 +214,7 @@ fn claim(kind: Kind) {
         let point = format!("{phase}:claim");
         let case = Case::new(kind);
         let crew = case.counting_crew(3);
-        let id = case
-            .cairn(&["submit", crew.to_str().unwrap()])
-            .expect_code(0)
-            .stdout
-            .trim()
-            .to_owned();
+        let id = case.submit(&crew);
         killed_at(&case, &["resume", &id], &point);
         let run = case.show(&id);
         let expected = if phase == "before" {

@@ -172,12 +172,7 @@ fn failpoints_around_the_first_claim_lose_and_repeat_nothing(setup: Setup) {
     for point in ["before_claim:0", "after_claim:0"] {
         let case = Case::new(setup);
         let crew = case.counting_crew(STEPS);
-        let id = case
-            .cairn(&["submit", crew.to_str().unwrap()])
-            .expect_code(0)
-            .stdout
-            .trim()
-            .to_owned();
+        let id = case.submit(&crew);
         case.cairn_env(&["resume", &id], &[("CAIRN_FAILPOINTS", point)])
             .expect_sigkill();
         let stopped = case.show(&id);

@@ -274,6 +274,16 @@ impl Case {
         }
     }
 
+    /// `cairn submit CREW`: the new run's id.
+    #[track_caller]
+    pub fn submit(&self, crew: &std::path::Path) -> String {
+        self.cairn(&["submit", crew.to_str().expect("a UTF-8 path")])
+            .expect_code(0)
+            .stdout
+            .trim()
+            .to_owned()
+    }
+
     /// The id of the one run in the database.
     #[track_caller]
     pub fn only_run_id(&self) -> String {

@@ -316,12 +316,7 @@ fn a_zombie_worker_cannot_commit_after_its_lease_expired() {
             ],
         ),
     );
-    let id = case
-        .cairn(&["submit", crew.to_str().unwrap()])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_owned();
+    let id = case.submit(&crew);
     let args = [
         "--concurrency",
         "1",
