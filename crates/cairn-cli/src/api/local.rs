@@ -126,8 +126,10 @@ impl Api for Local {
         };
         let id = run.id;
         let first = run.clone();
-        // Drives the run; if a worker claimed it first, follows it to its
-        // next stop (a repeated key returns a parked run as it is).
+        // Drives the run from the claim its start made; a run submitted
+        // without one is claimed here, or followed to its next stop if a
+        // worker claimed it first (a repeated key returns a parked run as
+        // it is).
         let started = Started {
             submitted: Submitted { run, created },
             claimed,
