@@ -122,6 +122,13 @@ pub trait ScriptHost: Send + Sync + 'static {
     async fn tx<T: Send + 'static>(&self, kind: TxKind, f: ScriptFn<T>) -> Result<T> {
         pool_tx(self.db(), kind, f).await
     }
+
+    /// A read of one statement on the hot path (the run a drive ends on):
+    /// by default [`TxKind::Single`]; SQLite runs it on its writer's
+    /// connection when that is idle, on the caller's thread (no hop).
+    async fn read_now<T: Send + 'static>(&self, f: ScriptFn<T>) -> Result<T> {
+        self.tx(TxKind::Single, f).await
+    }
 }
 
 /// The kinds of transaction a script runs in.
@@ -212,10 +219,7 @@ impl<H: ScriptHost> Store for H {
     }
 
     async fn get_run(&self, id: RunId) -> Result<RunRecord> {
-        let read = self.tx(
-            TxKind::Single,
-            Box::new(move |c| Box::pin(runs::fetch_run(c, id, false))),
-        );
+        let read = self.read_now(Box::new(move |c| Box::pin(runs::fetch_run(c, id, false))));
         placed(self.target(), Some(id), read).await
     }
 

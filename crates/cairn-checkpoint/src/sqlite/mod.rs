@@ -245,6 +245,15 @@ impl ScriptHost for SqliteStore {
             TxKind::Write | TxKind::Read | TxKind::Single => pool_tx(&self.db, kind, f).await,
         }
     }
+
+    /// On the writer's connection if it is idle (`Writer::read_here`), else
+    /// on the pool: a read never waits for a batch's flush.
+    async fn read_now<T: Send + 'static>(&self, f: ScriptFn<T>) -> Result<T> {
+        match self.writer.read_here(f) {
+            Ok(read) => read,
+            Err(f) => pool_tx(&self.db, TxKind::Single, f).await,
+        }
+    }
 }
 
 /// An error of the writer thread's connection, placed in `target`.

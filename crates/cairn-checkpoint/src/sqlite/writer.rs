@@ -24,6 +24,7 @@
 //! are connections to one WAL file, serialized by SQLite's write lock.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -42,6 +43,10 @@ use crate::{DbFault, Durability, Error, Result, StepCommit};
 /// The most step commits one transaction carries.
 const MAX_BATCH: usize = 64;
 
+/// How long the thread waits for SQLite's write lock held by another
+/// connection.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The database's clock, as every other write stamps it.
 const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ','now')";
 
@@ -57,6 +62,9 @@ pub struct GroupStats {
     /// Write transactions of the storage script (submits, claims) that
     /// shared such a transaction with step commits.
     pub shared_scripts: u64,
+    /// Step commits written on the caller's thread, the writer being idle
+    /// (each also counted in `batches` and `commits`).
+    pub here: u64,
 }
 
 /// What became of one commit.
@@ -103,8 +111,22 @@ enum Entry {
 pub(crate) struct Writer {
     jobs: Option<mpsc::Sender<Job>>,
     thread: Option<JoinHandle<()>>,
-    stats: Arc<Mutex<GroupStats>>,
+    shared: Arc<Shared>,
     target: String,
+}
+
+/// What the thread and a caller that writes in its place share.
+struct Shared {
+    conn: Mutex<Connection>,
+    /// Held by whoever writes a batch or a read (the thread, or a caller in
+    /// its place): `conn` is locked statement by statement inside one.
+    turn: Mutex<()>,
+    /// Jobs sent and not yet taken by the thread.
+    queued: AtomicUsize,
+    /// Whether a caller may write in the thread's place (not when every
+    /// commit must be alone, the benchmark's comparison).
+    inline: bool,
+    stats: Mutex<GroupStats>,
 }
 
 impl Writer {
@@ -114,7 +136,7 @@ impl Writer {
     pub fn open(path: &Path, durability: Durability, target: &str, batch: bool) -> Result<Writer> {
         let fail = |e: rusqlite::Error| db_error(target, None, &e);
         let conn = Connection::open(path).map_err(fail)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(fail)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         let synchronous = match durability {
             Durability::Sync => "FULL",
             Durability::Process => "NORMAL",
@@ -127,13 +149,19 @@ impl Writer {
         // The step commit's statements and the scripts' (submit, claim).
         conn.set_prepared_statement_cache_capacity(64);
         let (jobs, queue) = mpsc::channel();
-        let stats = Arc::new(Mutex::new(GroupStats::default()));
-        let thread_stats = stats.clone();
+        let shared = Arc::new(Shared {
+            conn: Mutex::new(conn),
+            turn: Mutex::new(()),
+            queued: AtomicUsize::new(0),
+            inline: batch,
+            stats: Mutex::new(GroupStats::default()),
+        });
+        let thread_shared = shared.clone();
         let limit = if batch { MAX_BATCH } else { 1 };
         let thread_target = target.to_owned();
         let thread = std::thread::Builder::new()
             .name("cairn-sqlite-writer".into())
-            .spawn(move || run(conn, queue, limit, &thread_stats, &thread_target))
+            .spawn(move || run(&thread_shared, queue, limit, &thread_target))
             .map_err(|e| Error::Db {
                 fault: DbFault::Other,
                 target: target.to_owned(),
@@ -143,7 +171,7 @@ impl Writer {
         Ok(Writer {
             jobs: Some(jobs),
             thread: Some(thread),
-            stats,
+            shared,
             target: target.to_owned(),
         })
     }
@@ -195,24 +223,85 @@ impl Writer {
         answer: oneshot::Receiver<Result<T>>,
         run: Option<cairn_core::RunId>,
     ) -> Result<T> {
+        let job = match self.write_here(job) {
+            None => return answer.await.map_err(|_| self.lost(run))?,
+            Some(job) => job,
+        };
+        self.shared.queued.fetch_add(1, Ordering::SeqCst);
         let sent = self
             .jobs
             .as_ref()
             .is_some_and(|jobs| jobs.send(job).is_ok());
-        let lost = || Error::Db {
+        match sent {
+            true => answer.await.map_err(|_| self.lost(run))?,
+            false => Err(self.lost(run)),
+        }
+    }
+
+    fn lost(&self, run: Option<cairn_core::RunId>) -> Error {
+        Error::Db {
             fault: DbFault::Connection,
             target: self.target.clone(),
             run,
             message: "the SQLite writer thread stopped before answering".into(),
-        };
-        match sent {
-            true => answer.await.map_err(|_| lost())?,
-            false => Err(lost()),
         }
     }
 
+    /// Writes `job` on the caller's thread when the writer is idle (nothing
+    /// queued, no batch being written), as the thread would have written it
+    /// alone; gives it back otherwise. Saves the two hops between threads
+    /// (a sleeping thread takes 50 µs or more to wake on this kind of
+    /// machine): a step commit costs what its statements and flush cost.
+    ///
+    /// The caller's thread blocks for that time, as a synchronous commit
+    /// would; never longer waiting for another process: if another
+    /// connection holds SQLite's write lock, the job goes to the thread,
+    /// which waits its turn. Not on a runtime of one thread, whose other
+    /// tasks would all wait (there the thread writes, and they go on).
+    /// Not `block_in_place`: it panics inside a `LocalSet`, which a
+    /// library cannot rule out.
+    fn write_here(&self, job: Job) -> Option<Job> {
+        let Some(_turn) = self.idle_turn() else {
+            return Some(job);
+        };
+        match job {
+            Job::Read(read) => read(&self.shared.conn, &self.target),
+            Job::Batched(entry) => {
+                if !self.shared.begin_now() {
+                    return Some(Job::Batched(entry));
+                }
+                if matches!(entry, Entry::Commit(..)) {
+                    self.shared.count(|s| s.here += 1);
+                }
+                self.shared.write_batch(vec![entry], &self.target, true);
+            }
+        }
+        None
+    }
+
+    /// Runs a read transaction of the storage script on the caller's
+    /// thread if the writer is idle ([`Writer::write_here`]'s rule); gives
+    /// `f` back otherwise, for the pool.
+    pub fn read_here<T>(&self, f: ScriptFn<T>) -> std::result::Result<Result<T>, ScriptFn<T>> {
+        match self.idle_turn() {
+            Some(_turn) => Ok(run_read(&self.shared.conn, &self.target, f)),
+            None => Err(f),
+        }
+    }
+
+    /// The writer's turn, if a caller may take it now: nothing queued, no
+    /// batch being written, a runtime of more than one thread.
+    fn idle_turn(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if !self.shared.inline || !multi_thread || self.shared.queued.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        self.shared.turn.try_lock().ok()
+    }
+
     pub fn stats(&self) -> GroupStats {
-        *self.stats.lock().unwrap_or_else(|p| p.into_inner())
+        *self.shared.stats.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -227,24 +316,18 @@ impl Drop for Writer {
 }
 
 /// The thread: takes what is queued, writes it as one transaction, answers.
-fn run(
-    conn: Connection,
-    queue: mpsc::Receiver<Job>,
-    limit: usize,
-    stats: &Mutex<GroupStats>,
-    target: &str,
-) {
-    let conn = Mutex::new(conn);
+fn run(shared: &Shared, queue: mpsc::Receiver<Job>, limit: usize, target: &str) {
     let mut held = None;
     while let Some(first) = held.take().or_else(|| next_job(&queue)) {
-        let first = match first {
-            Job::Batched(entry) => entry,
+        shared.queued.fetch_sub(1, Ordering::SeqCst);
+        let mut batch = match first {
+            Job::Batched(entry) => vec![entry],
             Job::Read(read) => {
-                read(&conn, target);
+                let _turn = shared.turn.lock().unwrap_or_else(|p| p.into_inner());
+                read(&shared.conn, target);
                 continue;
             }
         };
-        let mut batch = vec![first];
         while batch.len() < limit {
             match queue.try_recv() {
                 Ok(Job::Batched(entry)) => batch.push(entry),
@@ -255,23 +338,53 @@ fn run(
                 }
                 Err(_) => break,
             }
+            shared.queued.fetch_sub(1, Ordering::SeqCst);
         }
+        let _turn = shared.turn.lock().unwrap_or_else(|p| p.into_inner());
+        shared.write_batch(batch, target, false);
+    }
+}
+
+impl Shared {
+    /// `BEGIN IMMEDIATE` at once, or `false` if SQLite's write lock is
+    /// not free now (held by another connection) or the statement failed:
+    /// the thread, which waits for the lock, then writes (and reports).
+    fn begin_now(&self) -> bool {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if conn.busy_timeout(Duration::ZERO).is_err() {
+            return false;
+        }
+        let begun = exec(&conn, "BEGIN IMMEDIATE").is_ok();
+        // The thread's own waits are the connection's setting.
+        if conn.busy_timeout(BUSY_TIMEOUT).is_err() {
+            if begun {
+                let _ = exec(&conn, "ROLLBACK");
+            }
+            return false;
+        }
+        begun
+    }
+
+    /// Counts the batch, then writes it (`write_batch`). The caller holds
+    /// the turn.
+    fn write_batch(&self, batch: Vec<Entry>, target: &str, begun: bool) {
         let commits = batch
             .iter()
             .filter(|e| matches!(e, Entry::Commit(..)))
             .count();
         if commits > 0 {
-            let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
-            s.batches += 1;
-            s.commits += commits as u64;
-            s.largest = s.largest.max(commits);
-            s.shared_scripts += (batch.len() - commits) as u64;
+            self.count(|s| {
+                s.batches += 1;
+                s.commits += commits as u64;
+                s.largest = s.largest.max(commits);
+                s.shared_scripts += (batch.len() - commits) as u64;
+            });
         }
-        write_batch(&conn, batch, target);
+        write_batch(&self.conn, batch, target, begun);
     }
-    let conn = conn.into_inner().unwrap_or_else(|p| p.into_inner());
-    if let Err((_, e)) = conn.close() {
-        tracing::debug!(error = %e, "the SQLite writer's connection did not close cleanly");
+
+    fn count(&self, f: impl FnOnce(&mut GroupStats)) {
+        f(&mut self.stats.lock().unwrap_or_else(|p| p.into_inner()));
     }
 }
 
@@ -333,15 +446,18 @@ fn poll_script<T>(conn: &Mutex<Connection>, target: &str, f: ScriptFn<T>) -> Res
 /// One transaction for the batch, then each entry's answer. An entry shares
 /// the transaction in a savepoint of its own, so one that is refused (a
 /// stale epoch, a script's error) is undone alone; a batch of one needs no
-/// savepoint, its refusal undoes the transaction.
-fn write_batch(conn: &Mutex<Connection>, batch: Vec<Entry>, target: &str) {
+/// savepoint, its refusal undoes the transaction. `begun`: its `BEGIN
+/// IMMEDIATE` ran already.
+fn write_batch(conn: &Mutex<Connection>, batch: Vec<Entry>, target: &str, begun: bool) {
     let lock = || conn.lock().unwrap_or_else(|p| p.into_inner());
     let alone = batch.len() == 1;
     let mut answers: Vec<Pending> = Vec::with_capacity(batch.len());
     let mut entries = batch.into_iter();
     // An error here ends the whole transaction: every entry learns it.
     let ended: rusqlite::Result<()> = (|| {
-        exec(&lock(), "BEGIN IMMEDIATE")?;
+        if !begun {
+            exec(&lock(), "BEGIN IMMEDIATE")?;
+        }
         for entry in entries.by_ref() {
             if !alone {
                 exec(&lock(), "SAVEPOINT step_commit")?;

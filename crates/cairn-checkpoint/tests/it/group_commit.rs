@@ -2,7 +2,9 @@
 //! runs that queue while a flush is under way share the next transaction,
 //! and a commit refused by fencing in such a batch changes nothing while
 //! the rest of its batch commits. Submits and claims queued with them share
-//! it too, each undone alone if it fails.
+//! it too, each undone alone if it fails. A commit that finds the writer
+//! idle is written on the caller's thread, unless another connection holds
+//! the write lock or the runtime has one thread.
 
 use std::time::Duration;
 
@@ -203,5 +205,61 @@ async fn submits_and_claims_share_a_batch_and_a_failed_one_is_undone_alone() {
         after.shared_scripts - before.shared_scripts,
         3,
         "{before:?} → {after:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_writer_lets_the_caller_write_and_a_held_lock_sends_the_commit_to_the_thread() {
+    let db = TestDb::sqlite();
+    let path = db.dir().join("cairn.db");
+    let (store, shared) = open_store(&path).await;
+    let c = submitted_and_claimed(&shared, 3).await;
+    let (id, epoch) = (c.run.id, c.run.lease_epoch);
+    let before = store.group_stats();
+    shared.commit_step(&success(id, epoch, 0, 3)).await.unwrap();
+    let here = store.group_stats();
+    assert_eq!(here.here - before.here, 1, "{before:?} → {here:?}");
+    assert_eq!(here.commits - before.commits, 1, "{before:?} → {here:?}");
+
+    // Another connection holds the write lock: the caller does not wait
+    // for it on its own thread; the writer thread waits, then commits.
+    let mut blocker = write_locked(&path).await;
+    let commit = {
+        let store = shared.clone();
+        tokio::spawn(async move { store.commit_step(&success(id, epoch, 1, 3)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(
+        !commit.is_finished(),
+        "the commit did not wait for the lock"
+    );
+    blocker.execute("ROLLBACK").await.unwrap();
+    commit.await.unwrap().unwrap();
+    let after = store.group_stats();
+    assert_eq!(after.here, here.here, "{here:?} → {after:?}");
+    assert_eq!(after.commits - here.commits, 1, "{here:?} → {after:?}");
+    let (run, steps) = shared.load(id).await.unwrap();
+    assert_eq!(run.cursor, StepIdx(2), "{run:?}");
+    assert_eq!(steps[1].status, StepStatus::Succeeded);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_runtime_of_one_thread_sends_every_commit_to_the_writer_thread() {
+    let db = TestDb::sqlite();
+    let (store, shared) = open_store(&db.dir().join("cairn.db")).await;
+    let c = submitted_and_claimed(&shared, 2).await;
+    let before = store.group_stats();
+    for i in 0..2 {
+        shared
+            .commit_step(&success(c.run.id, c.run.lease_epoch, i, 2))
+            .await
+            .unwrap();
+    }
+    let after = store.group_stats();
+    assert_eq!(after.commits - before.commits, 2, "{before:?} → {after:?}");
+    assert_eq!(after.here, before.here, "{before:?} → {after:?}");
+    assert_eq!(
+        shared.get_run(c.run.id).await.unwrap().status,
+        RunStatus::Succeeded
     );
 }
