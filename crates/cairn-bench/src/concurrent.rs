@@ -1,7 +1,7 @@
 //! `cairn-bench --workers`, its SQLite part: one process, one SQLite file,
 //! one run at a time against 64 runs in flight (issue 12: ≥ 5× the step
 //! rate). A single run waits for one flush per step; runs in flight share
-//! flushes through the group commit (`cairn-checkpoint/src/sqlite/group.rs`),
+//! flushes through the group commit (`cairn-checkpoint/src/sqlite/writer.rs`),
 //! whose batches are counted here too.
 
 use std::sync::Arc;
