@@ -5,7 +5,9 @@
 //! interface on the same file (`docs/benchmarks.md`). Here one thread owns
 //! one `rusqlite` connection (the same SQLite build: rusqlite and sqlx link
 //! one `libsqlite3-sys`) with its statements prepared once, and a commit is
-//! one hop to it and one back.
+//! one hop to it and one back. A caller that finds the thread idle does
+//! without both hops: it writes in the thread's place, on its own thread,
+//! under the same turn lock (`Writer::write_here`).
 //!
 //! It is also the group commit: the thread takes every commit queued while
 //! it was flushing (up to [`MAX_BATCH`]) into one transaction, each in its
