@@ -263,3 +263,32 @@ async fn a_runtime_of_one_thread_sends_every_commit_to_the_writer_thread() {
         RunStatus::Succeeded
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_of_a_run_never_waits_for_the_writer() {
+    let db = TestDb::sqlite();
+    let path = db.dir().join("cairn.db");
+    let (_store, shared) = open_store(&path).await;
+    let c = submitted_and_claimed(&shared, 2).await;
+    let (id, epoch) = (c.run.id, c.run.lease_epoch);
+    // The writer thread takes the commit and waits for the write lock.
+    let mut blocker = write_locked(&path).await;
+    let commit = {
+        let store = shared.clone();
+        tokio::spawn(async move { store.commit_step(&success(id, epoch, 0, 2)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !commit.is_finished(),
+        "the commit did not wait for the lock"
+    );
+    let run = tokio::time::timeout(Duration::from_secs(5), shared.get_run(id))
+        .await
+        .expect("get_run waited for the writer")
+        .unwrap();
+    assert_eq!(run.cursor, StepIdx(0), "{run:?}");
+    blocker.execute("ROLLBACK").await.unwrap();
+    commit.await.unwrap().unwrap();
+    // The writer idle again: the read sees the commit.
+    assert_eq!(shared.get_run(id).await.unwrap().cursor, StepIdx(1));
+}
