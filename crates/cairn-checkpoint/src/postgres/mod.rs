@@ -21,7 +21,7 @@ use cairn_core::{Corruption, JournalEntry};
 use crate::plan::{check_holder, refused_commit};
 use crate::raw::{decode_journal, error_value};
 use crate::script::{ScriptHost, TxKind};
-use crate::sql::{query, Pool, Prepare, Query, PING_AFTER_IDLE, RUNNABLE};
+use crate::sql::{Pool, Prepare, Query, PING_AFTER_IDLE, RUNNABLE};
 use crate::{Error, JournalAppend, OpenOptions, Pooler, Result, StepCommit, Store};
 
 /// A Cairn store on a PostgreSQL server.
@@ -424,7 +424,7 @@ fn commit_query(c: &StepCommit) -> Result<Query> {
     let r = c.rows();
     let wait = r.open_wait;
     let (events, on_deadline) = events_and_deadline(c)?;
-    Ok(query(COMMIT_STEP)
+    Ok(Query::sized(COMMIT_STEP, 25)
         .bind("run", c.run_id)
         .bind("epoch", c.epoch.0)
         .bind("run_status", r.run_status.as_str())

@@ -3,23 +3,34 @@
 //! knows it. The dialect layer refuses any NUL it binds as a backstop; the
 //! backends' fast paths bind directly, so this is what guards them.
 
+use std::fmt::Display;
+
 use cairn_core::{Actor, NewEvent};
 
 use crate::raw::error_value;
 use crate::{ClaimRequest, NewRun, Result, StepCommit};
 
-pub(super) fn text_ok(what: &str, text: Option<&str>) -> Result<()> {
+/// `what` names the field in the error; it is formatted only then, as
+/// these checks run on every step commit.
+pub(super) fn text_ok(what: impl Display, text: Option<&str>) -> Result<()> {
     match text {
-        Some(t) => Ok(cairn_core::check_text(what, t)?),
-        None => Ok(()),
+        Some(t) if cairn_core::limits::has_nul(t) => Err(unstorable(what)),
+        _ => Ok(()),
     }
 }
 
-pub(super) fn json_ok(what: &str, value: Option<&serde_json::Value>) -> Result<()> {
+pub(super) fn json_ok(what: impl Display, value: Option<&serde_json::Value>) -> Result<()> {
     match value {
-        Some(v) => Ok(cairn_core::check_storable(what, v)?),
-        None => Ok(()),
+        Some(v) if cairn_core::json_has_nul(v) => Err(unstorable(what)),
+        _ => Ok(()),
     }
+}
+
+fn unstorable(what: impl Display) -> crate::Error {
+    cairn_core::Unstorable {
+        what: what.to_string(),
+    }
+    .into()
 }
 
 pub(super) fn actor_ok(actor: &Actor) -> Result<()> {
@@ -49,7 +60,7 @@ pub(super) fn claim_ok(req: &ClaimRequest) -> Result<()> {
 pub(super) fn events_ok(events: &[NewEvent]) -> Result<()> {
     for e in events {
         json_ok(
-            &format!("the data of a `{}` event", e.kind.as_str()),
+            format_args!("the data of a `{}` event", e.kind.as_str()),
             Some(&e.data),
         )?;
     }
@@ -60,9 +71,9 @@ pub(super) fn events_ok(events: &[NewEvent]) -> Result<()> {
 /// the step `unstorable` instead; this refuses whatever slips past).
 pub(super) fn commit_ok(c: &StepCommit) -> Result<()> {
     let (step, rows) = (c.idx, c.rows());
-    json_ok(&format!("step {step}'s output"), rows.output)?;
+    json_ok(format_args!("step {step}'s output"), rows.output)?;
     json_ok(
-        &format!("step {step}'s error"),
+        format_args!("step {step}'s error"),
         error_value(rows.error).as_ref(),
     )?;
     json_ok("the run's error", error_value(rows.run_error).as_ref())?;

@@ -161,22 +161,26 @@ pub struct Compiled {
     pub names: Vec<String>,
 }
 
-static CACHE: LazyLock<RwLock<HashMap<(Dialect, &'static str), &'static Compiled>>> =
+/// Compiled statements by dialect and the address and length of their
+/// text: a statement is a `&'static str`, so its address names it, and a
+/// lookup neither hashes nor compares the text (some are kilobytes long and
+/// run once a step).
+static CACHE: LazyLock<RwLock<HashMap<TextKey, &'static Compiled>>> =
     LazyLock::new(Default::default);
+
+/// A dialect, and a static text's address and length.
+type TextKey = (Dialect, usize, usize);
 
 /// `sql` in `dialect`, compiled once per process (statements are static, so
 /// the cache is bounded by the program's text).
 pub fn compiled(sql: &'static str, dialect: Dialect) -> Result<&'static Compiled> {
-    if let Some(c) = CACHE
-        .read()
-        .ok()
-        .and_then(|m| m.get(&(dialect, sql)).copied())
-    {
+    let key = (dialect, sql.as_ptr() as usize, sql.len());
+    if let Some(c) = CACHE.read().ok().and_then(|m| m.get(&key).copied()) {
         return Ok(c);
     }
     let c: &'static Compiled = Box::leak(Box::new(compile(sql, dialect)?));
     if let Ok(mut m) = CACHE.write() {
-        m.insert((dialect, sql), c);
+        m.insert(key, c);
     }
     Ok(c)
 }
@@ -326,6 +330,15 @@ pub fn query(sql: &'static str) -> Query {
 }
 
 impl Query {
+    /// Starts a statement with room for `n` parameters (a step commit binds
+    /// 25; growing the list from [`query`]'s eight reallocates twice).
+    pub fn sized(sql: &'static str, n: usize) -> Query {
+        Query {
+            sql,
+            params: Vec::with_capacity(n),
+        }
+    }
+
     pub fn bind(mut self, name: &'static str, value: impl Into<Param>) -> Query {
         self.params.push((name, value.into()));
         self
@@ -336,17 +349,20 @@ impl Query {
     /// parameter can never be bound to the wrong placeholder.
     pub fn prepare(&self, dialect: Dialect) -> Result<(&'static str, Vec<&Param>)> {
         let c = compiled(self.sql, dialect)?;
-        let values = c
-            .names
-            .iter()
-            .map(|n| {
-                self.params
-                    .iter()
-                    .find(|(name, _)| name == n)
-                    .map(|(_, v)| v)
-                    .ok_or_else(|| bad_statement(self.sql, &format!("`:{n}` is not bound")))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let mut used = vec![false; self.params.len()];
+        let mut values = Vec::with_capacity(c.names.len());
+        for n in &c.names {
+            let (i, (_, v)) = self
+                .params
+                .iter()
+                .enumerate()
+                .find(|(_, (name, _))| name == n)
+                .ok_or_else(|| bad_statement(self.sql, &format!("`:{n}` is not bound")))?;
+            if let Some(u) = used.get_mut(i) {
+                *u = true;
+            }
+            values.push(v);
+        }
         // One rule for both databases (PostgreSQL cannot store a NUL), so
         // SQLite refuses it too; the storage script names the field first.
         for (name, value) in &self.params {
@@ -362,11 +378,14 @@ impl Query {
                 .into());
             }
         }
-        if let Some((unused, _)) = self
+        // A parameter no placeholder took is refused unless its name is
+        // used (bound twice: the first binding counts, as before).
+        let unused = self
             .params
             .iter()
-            .find(|(name, _)| !c.names.iter().any(|n| n == name))
-        {
+            .zip(&used)
+            .find(|((name, _), used)| !**used && !c.names.iter().any(|n| n == name));
+        if let Some(((unused, _), _)) = unused {
             return Err(bad_statement(
                 self.sql,
                 &format!("`:{unused}` is bound but not used"),
@@ -434,6 +453,21 @@ mod tests {
         assert!(q.prepare(Dialect::Sqlite).is_err(), "c is not used");
         let q = query("SELECT :a").bind("a", 1i64);
         assert!(q.prepare(Dialect::Sqlite).is_ok());
+    }
+
+    #[test]
+    fn a_name_bound_twice_takes_its_first_value() {
+        let q = query("SELECT :a, :b")
+            .bind("b", 2i64)
+            .bind("a", 1i64)
+            .bind("a", 3i64);
+        let (_, values) = q
+            .prepare(Dialect::Postgres)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            values.as_slice(),
+            [Param::Int(Some(1)), Param::Int(Some(2))]
+        ));
     }
 
     #[test]
