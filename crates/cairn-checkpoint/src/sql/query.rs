@@ -323,10 +323,7 @@ pub struct Query {
 
 /// Starts a statement; bind its parameters with [`Query::bind`].
 pub fn query(sql: &'static str) -> Query {
-    Query {
-        sql,
-        params: Vec::with_capacity(8),
-    }
+    Query::sized(sql, 8)
 }
 
 impl Query {
