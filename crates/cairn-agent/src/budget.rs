@@ -28,7 +28,8 @@ pub(crate) async fn within_budget(
     let estimate = cairn_llm::estimate_request_tokens(request);
     let price = price(cx, provider, &request.model);
     let input_cost = price.map_or(Usd(0), |p| p.cost(tokens(provider, estimate, 0, 0, 0)));
-    let before = match cx.budget {
+    let budget = budget_now(journal, cx).await?;
+    let before = match budget {
         None => None,
         Some(budget) => {
             if let (Some(limit), None) = (budget.cost_usd, price) {
@@ -61,7 +62,23 @@ pub(crate) async fn within_budget(
         };
         held = tree_admits(journal, &ask).await?;
     }
-    Ok(Admitted { before, held })
+    Ok(Admitted {
+        before,
+        budget,
+        held,
+    })
+}
+
+/// The run's budget in force now: an operator's raise since the step
+/// began (`runs continue --budget` on a running run) is read here, before
+/// each model call and tool. Nothing is read for a run that began with no
+/// budget.
+async fn budget_now(journal: &JournalHandle, cx: &StepContext) -> Result<Option<Budget>, ErrorInfo> {
+    let Some(began) = cx.budget else {
+        return Ok(None);
+    };
+    let now = journal.budget().await.map_err(journal_failure)?;
+    Ok(Some(now.unwrap_or(began)))
 }
 
 /// What [`within_budget`] found: the run's spending before the call (for
@@ -69,6 +86,8 @@ pub(crate) async fn within_budget(
 /// ancestor's budget (to release after it, [`release_hold`]).
 pub(crate) struct Admitted {
     pub(crate) before: Option<Spent>,
+    /// The run's budget the call was admitted under.
+    pub(crate) budget: Option<Budget>,
     pub(crate) held: bool,
 }
 
@@ -146,10 +165,10 @@ pub(crate) async fn release_hold(journal: &JournalHandle, admitted: &Admitted) {
 pub(crate) async fn warn_crossed(
     journal: &JournalHandle,
     cx: &StepContext,
-    before: Spent,
-    after: Spent,
+    budget: Option<Budget>,
+    (before, after): (Spent, Spent),
 ) {
-    let Some(budget) = cx.budget else {
+    let Some(budget) = budget else {
         return;
     };
     for (limit, value, spent) in budget.crossed(before, after) {
@@ -182,7 +201,10 @@ pub(crate) async fn tool_budget_refuses(
             return Ok(Some(format!("thread `{thread}`: {why}")));
         }
     }
-    let Some(budget) = cx.budget.filter(|b| b.tool_calls.is_some()) else {
+    let Some(budget) = budget_now(journal, cx)
+        .await?
+        .filter(|b| b.tool_calls.is_some())
+    else {
         return Ok(None);
     };
     let spent = journal.spent().await.map_err(journal_failure)?;
@@ -193,7 +215,7 @@ pub(crate) async fn tool_budget_refuses(
         tool_calls: spent.tool_calls + 1,
         ..spent
     };
-    warn_crossed(journal, cx, spent, after).await;
+    warn_crossed(journal, cx, Some(budget), (spent, after)).await;
     Ok(None)
 }
 

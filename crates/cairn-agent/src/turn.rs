@@ -484,7 +484,7 @@ impl LlmAgent {
                         cost_usd: before.cost_usd.saturating_add(response.cost),
                         ..before
                     };
-                    warn_crossed(journal, cx, before, after).await;
+                    warn_crossed(journal, cx, admitted.budget, (before, after)).await;
                 }
                 return Ok(response);
             }

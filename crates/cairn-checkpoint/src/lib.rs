@@ -368,6 +368,21 @@ pub enum Action {
     Cancel,
 }
 
+/// What [`Store::raise_budget`] does once the budget is raised, in the
+/// same transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterRaise {
+    /// Nothing: the raise alone (a running holder reads it before its
+    /// next model call).
+    Stay,
+    /// Carries on what the budget stopped: an `interrupted` run is
+    /// continued, a waiting parent's interrupted descendants are; a
+    /// `queued` or `running` run only takes the raise (it is going
+    /// already). Any other run (failed, waiting for a person) is refused
+    /// with [`Error::WrongState`] and the raise is not written.
+    Continue,
+}
+
 /// A request to fork a run.
 #[derive(Debug, Clone)]
 pub struct ForkRequest {
@@ -725,12 +740,15 @@ pub trait Store: Registry + Send + Sync + 'static {
     async fn release_budget(&self, id: RunId) -> Result<()>;
 
     /// Raises the run's budget by `by` (its own limits, or its crew's where
-    /// it has none), recorded as a `budget_raised` event with who and why.
-    /// Refused for a finished run. The run as it stands after.
+    /// it has none), recorded as a `budget_raised` event with who and why,
+    /// then does what `then` says, all in one transaction: a refusal of
+    /// either part writes nothing. Refused for a finished run. The run as
+    /// it stands after.
     async fn raise_budget(
         &self,
         id: RunId,
         by: &cairn_core::Budget,
+        then: AfterRaise,
         actor: &Actor,
     ) -> Result<RunRecord>;
 

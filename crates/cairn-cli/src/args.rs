@@ -325,7 +325,7 @@ pub enum ThreadsCommand {
         thread_id: String,
         #[arg(long = "budget", value_name = "LIMIT=N", required = true)]
         budget: Vec<String>,
-        /// Who is setting it. Default: $USER.
+        /// Who is setting it. Default: $USER, or `cli` when it is unset.
         #[arg(long)]
         by: Option<String>,
         /// Why.
@@ -371,7 +371,7 @@ pub enum LimitsCommand {
         /// standing wins.
         #[arg(long = "for", value_name = "AGE")]
         wait: String,
-        /// Who pauses it (recorded). Default: $USER.
+        /// Who pauses it (recorded). Default: $USER, or `cli` when it is unset.
         #[arg(long)]
         by: Option<String>,
         /// Why (recorded).
@@ -442,7 +442,7 @@ pub enum WaitsCommand {
         /// Question: the answer (JSON, or @FILE).
         #[arg(long, group = "decision")]
         answer: Option<String>,
-        /// Who answers (recorded). Default: $USER.
+        /// Who answers (recorded). Default: $USER, or `cli` when it is unset.
         #[arg(long)]
         by: Option<String>,
         /// Why (recorded on the `wait_answered` event).
@@ -459,7 +459,7 @@ pub enum WaitsCommand {
 /// Who acts and why, and whether to execute afterwards.
 #[derive(clap::Args)]
 pub struct ActionArgs {
-    /// Who is acting (recorded in the event). Default: $USER.
+    /// Who is acting (recorded in the event). Default: $USER, or `cli` when it is unset.
     #[arg(long)]
     pub by: Option<String>,
     /// Why (recorded in the event).
@@ -472,11 +472,7 @@ pub struct ActionArgs {
 
 impl ActionArgs {
     pub fn actor(&self) -> Actor {
-        let by = self
-            .by
-            .clone()
-            .or_else(|| std::env::var("USER").ok())
-            .unwrap_or_else(|| "cli".to_owned());
+        let by = crate::input::answered_by(self.by.clone());
         Actor {
             by,
             reason: self.reason.clone(),
@@ -597,7 +593,7 @@ pub enum RunsCommand {
         /// overridden). Never a running or ended run.
         #[arg(long)]
         force: bool,
-        /// Who moves them (recorded). Default: $USER.
+        /// Who moves them (recorded). Default: $USER, or `cli` when it is unset.
         #[arg(long)]
         by: Option<String>,
         /// Why (recorded).
@@ -790,7 +786,7 @@ pub struct ResumeArgs {
     /// continued with it. Finished steps are untouched.
     #[arg(long, value_name = "JSON")]
     pub context: Option<String>,
-    /// Who adds the context (recorded in its event). Default: $USER.
+    /// Who adds the context (recorded in its event). Default: $USER, or `cli` when it is unset.
     #[arg(long, requires = "context")]
     pub by: Option<String>,
     /// Why (recorded in its event).

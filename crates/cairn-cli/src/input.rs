@@ -119,7 +119,8 @@ pub fn parse_answer(
     })
 }
 
-/// Who answers: `--by`, else `$USER`, else `cli`.
+/// Who acts or answers: `--by`, else `$USER`, else `cli` (as every
+/// `--by`'s help says).
 pub fn answered_by(by: Option<String>) -> String {
     by.or_else(|| std::env::var("USER").ok())
         .unwrap_or_else(|| "cli".to_owned())

@@ -302,24 +302,36 @@ fn fork_form(
     )
 }
 
+/// What the server lets a run's page offer.
+#[derive(Debug, Clone, Copy)]
+pub struct Offer<'a> {
+    /// The other versions of the run's crew the server offers, which the
+    /// fork form offers to run the fork on.
+    pub versions: &'a [String],
+    /// The server does not offer the run's crew and refuses to execute it
+    /// (no `--foreign-runs`): retry, continue, fork and a raise are not
+    /// offered, and the page says why.
+    pub foreign: bool,
+}
+
 /// The journals of a run's `llm` steps, by step index (every generation).
 pub type Journals = std::collections::BTreeMap<u32, Vec<JournalEntry>>;
 
 /// A run: its header, the timeline, the actions it allows, the live text of
 /// a streaming `llm` step, the steps with their outputs (and an `llm`
 /// step's journal as a conversation), the events. `waits`: the run's
-/// waits (any status), whose time its durations leave out. `versions`:
-/// the other versions of its crew the server offers, which its fork form
-/// offers to run the fork on.
+/// waits (any status), whose time its durations leave out. `offer`: what
+/// the server lets this page offer.
 pub fn run_page(
     view: &RunView,
     events: &[EventRecord],
     journals: &Journals,
     waits: &[WaitRecord],
-    versions: &[String],
+    offer: &Offer<'_>,
     csrf: &str,
     now: DateTime<Utc>,
 ) -> Markup {
+    let versions = offer.versions;
     let run = &view.run;
     let (tokens_in, tokens_out) = view.steps.iter().fold((0u64, 0u64), |(i, o), s| {
         (
@@ -393,8 +405,20 @@ pub fn run_page(
         }
         (children_table(&view.children))
         h2 { "Actions" }
+        @if offer.foreign && !run.status.is_finished() {
+            p.note.foreign {
+                "This server does not offer this run's crew (" code { (run.crew_fingerprint) }
+                "): it refuses to retry, continue, fork or raise it. Act where the run was \
+                 submitted, or start the server with " code { "cairn serve --foreign-runs" } "."
+            }
+        }
         div.actions {
             @let base = format!("/runs/{}", run.id);
+            @if offer.foreign {
+                @if !run.status.is_finished() {
+                    (action_form("cancel", "Cancel", &format!("{base}/cancel"), csrf, Look::Destructive, html! {}))
+                }
+            } @else {
             @if run.status == RunStatus::Failed {
                 (action_form("retry", "Retry the failed step", &format!("{base}/retry"), csrf, Look::Plain, html! {}))
             }
@@ -408,6 +432,7 @@ pub fn run_page(
                 (raise_form(run, &format!("{base}/budget"), csrf))
             }
             (fork_form(run, fork_from, versions, &format!("{base}/fork"), csrf))
+            }
         }
         @for step in view.steps.iter().filter(|s| s.status == StepStatus::Running) {
             @if let Some(journal) = journals.get(&step.idx.get()) {

@@ -170,6 +170,14 @@ pub trait Journal: Send + Sync {
         Ok(crate::Spent::default())
     }
 
+    /// The run's budget in force now (its own limits over its crew's),
+    /// which an operator may have raised since the step began; `None`:
+    /// the handle cannot tell (the step's context stands). A handle
+    /// without storage cannot tell.
+    async fn budget(&self) -> Result<Option<crate::Budget>, JournalError> {
+        Ok(None)
+    }
+
     /// How long calls on provider key `key` must still wait, if a provider
     /// paused it (shared by every process on the database; database
     /// clock). A handle without storage knows of no pause.

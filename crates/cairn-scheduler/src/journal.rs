@@ -91,6 +91,11 @@ impl Journal for StoreJournal {
         self.store.spent(self.run).await.map_err(journal_error)
     }
 
+    async fn budget(&self) -> Result<Option<cairn_core::Budget>, JournalError> {
+        let run = self.store.get_run(self.run).await.map_err(journal_error)?;
+        Ok(crate::budget_of(&run))
+    }
+
     async fn paused_for(&self, key: &str) -> Result<Option<Duration>, JournalError> {
         self.store.paused_for(key).await.map_err(journal_error)
     }

@@ -62,7 +62,7 @@ pub(crate) fn actor(by: Option<String>, reason: Option<String>) -> Actor {
 /// the caller picks), which must not become a way around the crews
 /// directory. The crew is matched by fingerprint, not name: a crew of the
 /// same name submitted elsewhere may run anything.
-async fn check_offered(state: &AppState, id: cairn::RunId) -> Result<(), ApiError> {
+pub(crate) async fn check_offered(state: &AppState, id: cairn::RunId) -> Result<(), ApiError> {
     if state.foreign_runs() {
         return Ok(());
     }
@@ -167,13 +167,53 @@ pub(crate) async fn retry(
     act(state, id, action, Some(body)).await
 }
 
-/// `POST /v1/runs/{id}/continue`: an `interrupted` run carries on.
+/// The optional body of a continue: an action's, and a raise of the
+/// run's budget made in the same transaction.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ContinueBody {
+    #[serde(default)]
+    by: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+    /// Added to the run's budget first: `{"tokens": N, …}`.
+    #[serde(default)]
+    raise: Option<cairn::Budget>,
+}
+
+/// `POST /v1/runs/{id}/continue`: an `interrupted` run carries on; with
+/// `raise`, its budget is raised first in the same transaction, so a
+/// refused continue writes no raise.
 pub(crate) async fn continue_run(
     State(state): State<AppState>,
     RunIdPath(id): RunIdPath,
-    OptionalJson(body): OptionalJson<ActionBody>,
+    OptionalJson(body): OptionalJson<ContinueBody>,
 ) -> Result<Json<RunView>, ApiError> {
-    act(state, id, RunAction::Continue, body).await
+    let body = body.unwrap_or_default();
+    let actor = actor(body.by, body.reason);
+    let run = match body.raise.filter(|r| !r.is_empty()) {
+        Some(raise) => continue_with_budget(&state, id, &raise, &actor).await?,
+        None => run_action(&state, id, RunAction::Continue, &actor).await?,
+    };
+    Ok(Json(state.engine().show(run.id).await?))
+}
+
+/// A raise and a continue in one transaction, as the API and the console
+/// take it: refused before anything is written for a run of a crew this
+/// server does not offer.
+pub(crate) async fn continue_with_budget(
+    state: &AppState,
+    id: cairn::RunId,
+    raise: &cairn::Budget,
+    actor: &Actor,
+) -> Result<cairn::RunRecord, ApiError> {
+    check_offered(state, id).await?;
+    let run = state.engine().continue_with_budget(id, raise, actor).await?;
+    tracing::info!(run = %id, by = %actor.by, budget = ?run.budget, status = %run.status, "budget raised, run continued");
+    if run.status == RunStatus::Queued {
+        state.wake_runner();
+    }
+    Ok(run)
 }
 
 /// `POST /v1/runs/{id}/cancel`: cancelled at once, or (a `running` run) a

@@ -272,12 +272,17 @@ async fn run(
         .filter(|d| d.name == view.run.crew && d.version != view.run.crew_version)
         .map(|d| d.version.clone())
         .collect();
+    let foreign = !state.foreign_runs() && !state.crews().offers(&view.run.crew_fingerprint);
+    let offer = cairn_console::Offer {
+        versions: &versions,
+        foreign,
+    };
     let body = cairn_console::run_page(
         &view,
         &events,
         &journals,
         &waits,
-        &versions,
+        &offer,
         viewer.csrf(),
         chrono::Utc::now(),
     );
@@ -523,9 +528,12 @@ async fn act(
 }
 
 /// `POST /runs/{id}/budget`: raises the run's budget (recorded with the
-/// form's reason), then carries on what the budget stopped: the run, if it
-/// is interrupted, or a waiting parent's interrupted children (as `cairn
-/// runs continue RUN --budget` does).
+/// form's reason) and carries on what the budget stopped, in one
+/// transaction: the run, if it is interrupted, or a waiting parent's
+/// interrupted children (as `cairn runs continue RUN --budget` does). A
+/// continue this server refuses (a crew it does not offer) is refused
+/// before anything is written; a run with nothing to carry on only takes
+/// the raise.
 async fn raise(state: &AppState, id: RunId, form: &ActionForm) -> Result<(), ApiError> {
     let text = form.raise.as_deref().unwrap_or_default();
     let flags = text.split([' ', ',']).filter(|f| !f.is_empty());
@@ -537,23 +545,19 @@ async fn raise(state: &AppState, id: RunId, form: &ActionForm) -> Result<(), Api
         ));
     }
     let actor = console_actor(&form.reason);
-    let run = state.engine().raise_budget(id, &by, &actor).await?;
-    let stopped_child = || async {
-        let view = state.engine().show(id).await?;
-        Ok::<_, ApiError>(
-            view.children
-                .iter()
-                .any(|c| c.status == RunStatus::Interrupted),
-        )
-    };
-    let carry_on = match run.status {
+    let view = state.engine().show(id).await?;
+    let carry_on = match view.run.status {
         RunStatus::Interrupted => true,
-        RunStatus::Waiting => stopped_child().await?,
+        RunStatus::Waiting => view
+            .children
+            .iter()
+            .any(|c| c.status == RunStatus::Interrupted),
         _ => false,
     };
     if carry_on {
-        let action = crate::actions::RunAction::Continue;
-        crate::actions::run_action(state, id, action, &actor).await?;
+        crate::actions::continue_with_budget(state, id, &by, &actor).await?;
+    } else {
+        state.engine().raise_budget(id, &by, &actor).await?;
     }
     Ok(())
 }

@@ -90,7 +90,7 @@ pub enum ApiError {
     TooManyStreams { limit: usize },
     /// Retry, continue or fork of a run whose crew this server does not
     /// offer (a run submitted elsewhere on a shared database).
-    #[error("run {run} belongs to crew `{crew}` ({fingerprint}), which this server does not offer (GET /v1/crews lists what it offers); act on it where it was submitted, or start the server with foreign runs allowed")]
+    #[error("run {run} belongs to crew `{crew}` ({fingerprint}), which this server does not offer (GET /v1/crews lists what it offers); act on it where it was submitted, or start the server with `cairn serve --foreign-runs` to allow actions on such runs")]
     CrewNotOffered {
         run: cairn::RunId,
         crew: String,

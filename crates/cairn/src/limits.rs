@@ -68,7 +68,24 @@ impl Engine {
         by: &cairn_core::Budget,
         actor: &Actor,
     ) -> Result<RunRecord> {
-        Ok(self.store().raise_budget(id, by, actor).await?)
+        let then = cairn_checkpoint::AfterRaise::Stay;
+        Ok(self.store().raise_budget(id, by, then, actor).await?)
+    }
+
+    /// [`Engine::raise_budget`], then what the budget stopped carries on
+    /// (`cairn runs continue RUN --budget …`): an interrupted run is
+    /// continued, a waiting parent's interrupted descendants are, a queued
+    /// or running run only takes the raise. Refused for any other run,
+    /// and then nothing is written: the raise and the continue are one
+    /// transaction.
+    pub async fn continue_with_budget(
+        &self,
+        id: RunId,
+        by: &cairn_core::Budget,
+        actor: &Actor,
+    ) -> Result<RunRecord> {
+        let then = cairn_checkpoint::AfterRaise::Continue;
+        Ok(self.store().raise_budget(id, by, then, actor).await?)
     }
 
     async fn key(&self, key: &str) -> Result<KeyState> {

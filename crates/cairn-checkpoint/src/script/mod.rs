@@ -703,9 +703,10 @@ impl<H: ScriptHost> Store for H {
         &self,
         id: RunId,
         by: &cairn_core::Budget,
+        then: crate::AfterRaise,
         actor: &Actor,
     ) -> Result<RunRecord> {
-        operator::raise_budget(self, id, by, actor).await
+        operator::raise_budget(self, id, by, then, actor).await
     }
 
     async fn upgrade_crew(&self, id: RunId, req: &crate::CrewUpgrade) -> Result<RunRecord> {

@@ -9,7 +9,7 @@ use cairn_core::{Actor, NewEvent, RunId, RunRecord, RunStatus};
 
 use crate::plan::{check_fork, fork_event, plan_action};
 use crate::sql::{query, Conn};
-use crate::{Action, Error, ForkRequest, Result};
+use crate::{Action, AfterRaise, Error, ForkRequest, Result};
 
 use super::runs::{append_events, fetch_run};
 use super::storable::json_ok;
@@ -243,13 +243,13 @@ pub(super) async fn fork_in(
 }
 
 /// `Store::raise_budget`: the run's own limits (its crew's where it has
-/// none) raised by `by`, and a `budget_raised` event with who, why, the
-/// raise and the budget that stands.
-/// `Store::raise_budget`.
+/// none) raised by `by`, a `budget_raised` event with who, why, the raise
+/// and the budget that stands, then what `then` asks, in one transaction.
 pub(super) async fn raise_budget<H: super::ScriptHost + ?Sized>(
     host: &H,
     id: RunId,
     by: &cairn_core::Budget,
+    then: AfterRaise,
     actor: &Actor,
 ) -> Result<RunRecord> {
     super::boundary::bounded("raise_budget", host.target(), Some(id), async {
@@ -257,7 +257,9 @@ pub(super) async fn raise_budget<H: super::ScriptHost + ?Sized>(
         let (by, actor) = (*by, actor.clone());
         host.tx(
             super::TxKind::Write,
-            Box::new(move |c| Box::pin(async move { raise_budget_in(c, id, &by, &actor).await })),
+            Box::new(move |c| {
+                Box::pin(async move { raise_budget_in(c, id, &by, then, &actor).await })
+            }),
         )
         .await
     })
@@ -268,6 +270,7 @@ async fn raise_budget_in(
     c: &mut Conn<'_>,
     id: RunId,
     by: &cairn_core::Budget,
+    then: AfterRaise,
     actor: &Actor,
 ) -> Result<RunRecord> {
     let run = fetch_run(c, id, true).await?;
@@ -294,7 +297,20 @@ async fn raise_budget_in(
         serde_json::json!({"by": actor.by, "reason": actor.reason, "raise": by, "budget": now}),
     );
     append_events(c, id, &[event]).await?;
-    fetch_run(c, id, false).await
+    match (then, run.status) {
+        (AfterRaise::Continue, RunStatus::Interrupted | RunStatus::Waiting) => {
+            // Refused (a wait for a person, a tree with nothing stopped):
+            // the transaction and its raise roll back.
+            act_in(c, id, Action::Continue, actor).await
+        }
+        (AfterRaise::Continue, RunStatus::Queued | RunStatus::Running)
+        | (AfterRaise::Stay, _) => fetch_run(c, id, false).await,
+        (AfterRaise::Continue, status) => Err(Error::WrongState {
+            run: id,
+            status,
+            action: "raise its budget and continue it",
+        }),
+    }
 }
 
 /// `Store::upgrade_crew`: the run's check, the move and its event in one

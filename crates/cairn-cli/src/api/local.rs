@@ -207,7 +207,8 @@ impl Api for Local {
             Act::Retry {
                 rerun_children: true,
             } => e.retry_rerunning_children(id, actor).await?,
-            Act::Continue => e.continue_run(id, actor).await?,
+            Act::Continue { raise: None } => e.continue_run(id, actor).await?,
+            Act::Continue { raise: Some(by) } => e.continue_with_budget(id, &by, actor).await?,
             Act::Cancel => e.cancel(id, actor).await?,
             Act::Fork(req) => e.fork(id, req, actor).await?,
         })
@@ -236,15 +237,6 @@ impl Api for Local {
 
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {
         Ok(self.engine.compact(policy).await?)
-    }
-
-    async fn raise_budget(
-        &self,
-        id: RunId,
-        by: &cairn::Budget,
-        actor: &Actor,
-    ) -> anyhow::Result<RunRecord> {
-        Ok(self.engine.raise_budget(id, by, actor).await?)
     }
 
     async fn workers(&self) -> anyhow::Result<Vec<cairn::ProcessRecord>> {

@@ -56,7 +56,11 @@ pub enum Act<'a> {
     Retry {
         rerun_children: bool,
     },
-    Continue,
+    /// `raise`: the run's budget raised first, in the same transaction
+    /// (`runs continue --budget`): a refused continue writes no raise.
+    Continue {
+        raise: Option<cairn::Budget>,
+    },
     Cancel,
     /// A new run from this one; the action returns the new run.
     Fork(&'a ForkRequest),
@@ -67,7 +71,7 @@ impl Act<'_> {
     pub fn name(&self) -> &'static str {
         match self {
             Act::Retry { .. } => "retry",
-            Act::Continue => "continue",
+            Act::Continue { .. } => "continue",
             Act::Cancel => "cancel",
             Act::Fork(_) => "fork",
         }
@@ -161,13 +165,6 @@ pub trait Api {
     ) -> anyhow::Result<cairn::ThreadBudget>;
 
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted>;
-    /// Raises the run's budget by `by`.
-    async fn raise_budget(
-        &self,
-        id: RunId,
-        by: &cairn::Budget,
-        actor: &Actor,
-    ) -> anyhow::Result<RunRecord>;
     /// Every provider key a pause ever named.
     async fn keys(&self) -> anyhow::Result<Vec<KeyState>>;
     /// Pauses `key` for every run for `wait`.

@@ -338,6 +338,9 @@ fn act_body(act: &Act<'_>, actor: &Actor) -> Value {
     {
         body["rerun_children"] = json!(true);
     }
+    if let Act::Continue { raise: Some(raise) } = act {
+        body["raise"] = json!(raise);
+    }
     if let Act::Fork(req) = act {
         body["from_step"] = json!(req.from_step.0);
         if let Some(input) = &req.input {
@@ -542,16 +545,6 @@ impl Api for Remote {
 
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {
         self.post("/v1/compact", &compact_body(policy)).await
-    }
-
-    async fn raise_budget(
-        &self,
-        id: RunId,
-        by: &cairn::Budget,
-        actor: &Actor,
-    ) -> anyhow::Result<RunRecord> {
-        let body = json!({"raise": by, "by": actor.by, "reason": actor.reason});
-        self.post(&format!("/v1/runs/{id}/budget"), &body).await
     }
 
     async fn workers(&self) -> anyhow::Result<Vec<cairn::ProcessRecord>> {

@@ -86,14 +86,13 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
             budget,
             action,
         } => {
-            if !budget.is_empty() {
-                let raise = cairn::Budget::parse(budget.iter().map(String::as_str), true)
-                    .map_err(|e| crate::input::usage(format!("--budget: {e}")))?;
-                let id = parse_run_id(&run_id)?;
-                let api = to.connect(false).await?;
-                api.raise_budget(id, &raise, &action.actor()).await?;
-            }
-            act(to, &run_id, Act::Continue, action, json).await
+            // The raise and the continue are one transaction: a refused
+            // continue writes no raise.
+            let raise = (!budget.is_empty())
+                .then(|| cairn::Budget::parse(budget.iter().map(String::as_str), true))
+                .transpose()
+                .map_err(|e| crate::input::usage(format!("--budget: {e}")))?;
+            act(to, &run_id, Act::Continue { raise }, action, json).await
         }
         RunsCommand::Cancel { run_id, action } => cancel(to, &run_id, action, json).await,
         RunsCommand::Upgrade {

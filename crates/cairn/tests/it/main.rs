@@ -27,6 +27,7 @@ mod keys;
 mod limits;
 mod operators;
 mod processes;
+mod raise;
 mod retry;
 mod rollup;
 mod threads;
