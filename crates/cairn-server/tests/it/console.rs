@@ -11,7 +11,7 @@ use crate::support::{Api, Reply};
 
 const TOKEN: &str = "tok-0123456789abcdef";
 
-fn form(body: &str) -> (Vec<(&'static str, &'static str)>, Option<Vec<u8>>) {
+pub(crate) fn form(body: &str) -> (Vec<(&'static str, &'static str)>, Option<Vec<u8>>) {
     (
         vec![("content-type", "application/x-www-form-urlencoded")],
         Some(body.as_bytes().to_vec()),
@@ -242,7 +242,7 @@ fn button_of<'a>(page: &'a str, action: &str) -> &'a str {
 }
 
 /// The CSRF token of a page's forms.
-fn csrf_of(page: &str) -> String {
+pub(crate) fn csrf_of(page: &str) -> String {
     page.split(r#"name="csrf" value=""#)
         .nth(1)
         .and_then(|rest| rest.split('"').next())
@@ -260,7 +260,7 @@ fn encode(v: &str) -> String {
 }
 
 /// Posts a form; `fields` are encoded.
-async fn post_form(api: &Api, uri: &str, fields: &[(&str, &str)]) -> Reply {
+pub(crate) async fn post_form(api: &Api, uri: &str, fields: &[(&str, &str)]) -> Reply {
     let body: Vec<String> = fields
         .iter()
         .map(|(k, v)| format!("{k}={}", encode(v)))

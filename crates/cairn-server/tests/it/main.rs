@@ -10,6 +10,7 @@ mod conformance;
 mod console;
 mod crews_dir;
 mod events;
+mod foreign;
 mod hardening;
 mod operators;
 mod runs;

@@ -155,7 +155,11 @@ async fn a_raise_on_a_running_run_reaches_its_holder_before_the_next_call(kind: 
     let run = engine.execute(submitted.run.id).await.unwrap().run;
     assert_eq!(run.status, RunStatus::Interrupted, "{:?}", run.error);
     assert!(
-        run.error.as_ref().unwrap().message.contains("4 model calls"),
+        run.error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("4 model calls"),
         "{:?}",
         run.error
     );
