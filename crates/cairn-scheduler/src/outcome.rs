@@ -467,6 +467,11 @@ fn delegation_plan(
 /// retried: a retry would list the same).
 fn spawn(step: &Dispatch<'_>, request: Spawn) -> Result<(SpawnCommit, Vec<NewEvent>), ErrorInfo> {
     let fail = |m: String| ErrorInfo::new(ErrorKind::Children, m, false);
+    if request.children.is_empty() {
+        // Agents decide a join over no child themselves; a spawn of none
+        // would wait for ever.
+        return Err(fail("a spawn with no child".into()));
+    }
     let plan = spawn_plan(step, &request).map_err(fail)?;
     let depth = step.depth + 1;
     if depth > plan.max_depth {

@@ -59,12 +59,36 @@ impl ChildrenAgent {
 #[async_trait]
 impl Agent for ChildrenAgent {
     async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+        if cx.children.is_some() {
+            return self.joined(cx).await;
+        }
+        let children = self.listed(cx)?;
+        if children.is_empty() {
+            // A join over no child is decided at once: the step goes on as
+            // if its children had returned, with none.
+            let cx = StepContext {
+                children: Some(none_listed(self.def.join, self.def.quorum)),
+                ..cx.clone()
+            };
+            return self.joined(&cx).await;
+        }
+        Err(Spawn {
+            children,
+            crews: vec![],
+        }
+        .into_error())
+    }
+}
+
+impl ChildrenAgent {
+    /// The step's output once its join is decided (`cx.children`).
+    async fn joined(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
         let Some(joined) = &cx.children else {
-            return Err(Spawn {
-                children: self.listed(cx)?,
-                crews: vec![],
-            }
-            .into_error());
+            return Err(ErrorInfo::new(
+                ErrorKind::Children,
+                "the step's join is not decided",
+                false,
+            ));
         };
         let joined = outcomes(joined)?;
         let output = match &self.template {
@@ -78,6 +102,24 @@ impl Agent for ChildrenAgent {
             output,
             usage: joined.usage,
         })
+    }
+}
+
+/// The join of a step that lists no child, decided at once: `all` and
+/// `all_ok` are met (the output is `[]`), `first_ok` and `quorum` are not
+/// (the step fails, kind `children`).
+pub(crate) fn none_listed(rule: JoinRule, quorum: Option<u32>) -> Joined {
+    let counts = cairn_core::JoinCounts {
+        rule,
+        quorum: quorum.unwrap_or(1),
+        total: 0,
+        settled: 0,
+        ok: 0,
+    };
+    Joined {
+        rule,
+        met: counts.state() == cairn_core::JoinState::Met,
+        children: vec![],
     }
 }
 
@@ -95,13 +137,13 @@ pub(crate) fn outcomes(joined: &Joined) -> Result<StepOutput, ErrorInfo> {
             .filter(|c| !c.status.is_live())
             .map(|c| format!("`{}` {}", c.key, c.status.as_str()))
             .collect();
+        let why = match settled.is_empty() {
+            true => "the step listed no child".to_owned(),
+            false => settled.join(", "),
+        };
         let error = ErrorInfo::new(
             ErrorKind::Children,
-            format!(
-                "the join rule `{}` cannot be met: {}",
-                joined.rule.as_str(),
-                settled.join(", ")
-            ),
+            format!("the join rule `{}` cannot be met: {why}", joined.rule.as_str()),
             false,
         );
         return Err(error.with_usage(usage));
@@ -133,8 +175,10 @@ struct RequestedChild {
 }
 
 /// The spawn a command's output asks for, if it asks for one; a request
-/// that does not parse, lists no child or repeats a key fails the step
-/// (kind `children`, not retried: the program would ask the same).
+/// that does not parse or repeats a key fails the step (kind `children`,
+/// not retried: the program would ask the same). A request that lists no
+/// child asks for an empty spawn, whose join the caller decides at once
+/// ([`none_listed`]), as a `children` step's.
 pub(crate) fn requested(output: &Value) -> Result<Option<Spawn>, ErrorInfo> {
     let Some(request) = output.get(SPAWN_KEY) else {
         return Ok(None);
@@ -142,9 +186,6 @@ pub(crate) fn requested(output: &Value) -> Result<Option<Spawn>, ErrorInfo> {
     let fail = |m: String| ErrorInfo::new(ErrorKind::Children, m, false);
     let request: SpawnRequest = serde_json::from_value(request.clone())
         .map_err(|e| fail(format!("the program's `{SPAWN_KEY}` does not parse: {e}")))?;
-    if request.children.is_empty() {
-        return Err(fail(format!("the program's `{SPAWN_KEY}` lists no child")));
-    }
     let mut keys = std::collections::HashSet::new();
     if let Some(c) = request
         .children

@@ -396,6 +396,10 @@ impl Agent for CommandAgent {
         let output = parse_output(&out.stdout);
         if self.spawns {
             if let Some(spawn) = crate::children::requested(&output)? {
+                if spawn.children.is_empty() {
+                    let none = crate::children::none_listed(cairn_core::JoinRule::All, None);
+                    return crate::children::outcomes(&none);
+                }
                 return Err(spawn.into_error());
             }
         }

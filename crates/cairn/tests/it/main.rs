@@ -21,6 +21,7 @@ use cairn_testkit::{both, Kind, TestDb};
 mod agents;
 mod children;
 mod context;
+mod fanout;
 mod cost;
 mod hardening;
 mod keys;

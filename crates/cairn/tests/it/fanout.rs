@@ -1,0 +1,90 @@
+//! Fan-outs at their edges, both backends: a join over no child is decided
+//! at once (a `children` step over an empty list, a command's `cairn_spawn`
+//! of none), never a wait nobody can answer.
+
+use serde_json::json;
+
+use cairn::{Crew, ErrorKind, RunStatus, SubmitOptions};
+use cairn_testkit::{both, Kind, TestDb};
+
+use crate::children::crews;
+
+both!(
+    a_join_over_no_child_is_decided_at_once,
+    a_command_that_spawns_no_child_succeeds_with_none,
+);
+
+const ECHO: &str = r#"[[agents]]
+role = "echo"
+kind = "template"
+template = "done {{ input.item }}"
+"#;
+
+/// `all` and `all_ok` succeed with `[]`; `first_ok` and `quorum` fail with
+/// kind `children`; none of them waits or starts a child.
+async fn a_join_over_no_child_is_decided_at_once(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = super::engine(&db).await;
+    let rules = [
+        ("", RunStatus::Succeeded),
+        ("join = \"all_ok\"", RunStatus::Succeeded),
+        ("join = \"first_ok\"", RunStatus::Failed),
+        ("join = \"quorum\"\nquorum = 1", RunStatus::Failed),
+    ];
+    for (extra, want) in rules {
+        let (_dir, crew) = crews(extra, ECHO);
+        let input = json!({"items": []});
+        let run = engine
+            .run(&crew, input, SubmitOptions::default())
+            .await
+            .unwrap()
+            .run;
+        assert_eq!(run.status, want, "{extra}: {:?}", run.error);
+        let view = engine.show(run.id).await.unwrap();
+        assert!(view.children.is_empty(), "{extra}: a child was started");
+        if want == RunStatus::Succeeded {
+            assert_eq!(view.steps[0].output, Some(json!([])), "{extra}");
+            assert_eq!(view.steps[1].output, Some(json!("0 children")), "{extra}");
+        } else {
+            let error = run.error.unwrap();
+            assert_eq!(error.kind, ErrorKind::Children, "{extra}");
+            assert!(
+                error.message.contains("no child") || error.message.contains("lists 0"),
+                "{extra}: {}",
+                error.message
+            );
+        }
+    }
+}
+
+/// A command step with `delegate` whose `cairn_spawn` lists no child: the
+/// step succeeds with `[]`, as a `children` step over an empty list does.
+async fn a_command_that_spawns_no_child_succeeds_with_none(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = super::engine(&db).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("child.toml"),
+        format!("name = \"child\"\nversion = \"1\"\n{ECHO}"),
+    )
+    .unwrap();
+    let parent = r#"name = "planner"
+version = "1"
+[[agents]]
+role = "plan"
+kind = "command"
+command = ["sh", "-c", "cat > /dev/null; echo '{\"cairn_spawn\": {\"children\": []}}'"]
+delegate = ["child.toml"]
+"#;
+    std::fs::write(dir.path().join("planner.toml"), parent).unwrap();
+    let crew = Crew::from_file(dir.path().join("planner.toml")).unwrap();
+    let run = engine
+        .run(&crew, json!({}), SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
+    let view = engine.show(run.id).await.unwrap();
+    assert_eq!(view.steps[0].output, Some(json!([])));
+    assert!(view.children.is_empty());
+}
