@@ -111,12 +111,27 @@ impl AgentDef {
         (!files.is_empty()).then_some((files.as_slice(), defs.as_slice()))
     }
 
+    /// For a step that may `delegate`: the most children it may start over
+    /// all its attempts (its `max_children`, default 1,000).
+    pub fn delegate_max_children(&self) -> Option<u32> {
+        self.delegates()?;
+        let set = match &self.kind {
+            AgentKind::Llm(llm) => llm.max_children,
+            AgentKind::Command { max_children, .. } => *max_children,
+            _ => None,
+        };
+        Some(set.unwrap_or(crate::children::DEFAULT_MAX_CHILDREN))
+    }
+
     /// What is wrong with its `delegate`, if anything: an empty file name,
     /// or (once loaded) two crews of one name, which a step picks by.
     pub fn delegate_problem(&self) -> Option<String> {
         let (files, defs) = self.delegates()?;
         if files.iter().any(|d| d.trim().is_empty()) {
             return Some("has an empty crew file in `delegate`".into());
+        }
+        if self.delegate_max_children() == Some(0) {
+            return Some("has `max_children` of 0".into());
         }
         let mut names = HashSet::new();
         let twice = defs.iter().find(|c| !names.insert(&c.name))?;
@@ -188,6 +203,9 @@ pub enum AgentKind {
         /// Their crews, loaded with this one (as `LlmDef::delegate_defs`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         delegate_defs: Vec<CrewDef>,
+        /// The most children it may start (as `LlmDef::max_children`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_children: Option<u32>,
         /// Labels (`"NAME=VALUE"`) naming a key whose limits the program
         /// runs under (`cairn limits set`): a permit is taken before it
         /// starts (the step waits, no attempt spent, while none is free)
@@ -627,6 +645,11 @@ impl CrewFile {
         };
         let mut agents = Vec::with_capacity(self.agents.len());
         for mut a in self.agents {
+            // `max_children` also caps what a `delegate` may start.
+            let delegated_max = match a.kind.as_str() {
+                "llm" | "command" if a.delegate.is_some() => a.max_children.take(),
+                _ => None,
+            };
             let llm_key = a.llm_key();
             let children_key = a.children_key();
             let children = (a.kind == "children").then(|| a.children_kind(llm_key));
@@ -696,6 +719,7 @@ impl CrewFile {
                         ask_human: a.ask_human.unwrap_or(false),
                         thread_history: a.thread_history,
                         delegate: a.delegate.unwrap_or_default(),
+                        max_children: delegated_max,
                         limit_key: a.limit_key.unwrap_or_default(),
                         limits: a.limits.map(LimitsFile::into_limits),
                         ..crate::llm::LlmDef::new(provider, model)
@@ -710,6 +734,7 @@ impl CrewFile {
                         permanent_exit_codes: a.permanent_exit_codes.unwrap_or_default(),
                         delegate: a.delegate.unwrap_or_default(),
                         delegate_defs: vec![],
+                        max_children: delegated_max,
                         limit_key: a.limit_key.unwrap_or_default(),
                         limits: a.limits.map(LimitsFile::into_limits),
                     }

@@ -82,6 +82,11 @@ pub struct LlmDef {
     /// covers them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub delegate_defs: Vec<crate::CrewDef>,
+    /// The most children its `delegate` calls may start, over every
+    /// attempt of the step (default
+    /// [`crate::children::DEFAULT_MAX_CHILDREN`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_children: Option<u32>,
     /// Narrows the step's provider key (its pauses and limits): `"model"`
     /// adds the model; `"tenant"`, `"thread"` and `"crew"` the run's
     /// tenant, thread and crew name (if it has one); `"NAME=VALUE"` a
@@ -145,6 +150,7 @@ impl LlmDef {
             thread_history: None,
             delegate: Vec::new(),
             delegate_defs: Vec::new(),
+            max_children: None,
             limit_key: Vec::new(),
             limits: None,
         }

@@ -362,6 +362,7 @@ fn kind() -> impl Strategy<Value = AgentKind> {
                     permanent_exit_codes: codes,
                     delegate: vec![],
                     delegate_defs: vec![],
+                    max_children: None,
                     limit_key: vec![],
                     limits: None,
                 }

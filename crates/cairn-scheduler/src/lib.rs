@@ -477,7 +477,44 @@ impl Executor {
         let result = outcome::size_checked(result, self.config.limits.max_output_bytes);
         let result = outcome::storable_checked(result);
         let decided = outcome::decide(step, result, started.elapsed());
+        let decided = self.within_max_children(step, decided).await?;
         Ok(outcome::commit(step, decided))
+    }
+
+    /// A `delegate` spawn (an `llm` agent's calls, a command's request)
+    /// past the step's `max_children`, counted over all its attempts, fails
+    /// the step (kind `children`) instead of starting them. A `children`
+    /// step checks its own list (`cairn_steps`).
+    async fn within_max_children(
+        &self,
+        step: &Dispatch<'_>,
+        decided: StepOutcome,
+    ) -> Result<StepOutcome> {
+        let (StepOutcome::Spawn { spawn }, Some(max)) =
+            (&decided, step.def.delegate_max_children())
+        else {
+            return Ok(decided);
+        };
+        let mut earlier = 0usize;
+        for attempt in 1..step.attempt.get() {
+            let attempt = cairn_core::Attempt(attempt);
+            if let Some(joined) = self.store.joined(step.run, step.idx, attempt).await? {
+                earlier += joined.children.len();
+            }
+        }
+        if earlier + spawn.children.len() <= max as usize {
+            return Ok(decided);
+        }
+        let message = format!(
+            "step `{}` asked for {} children ({earlier} started at its earlier attempts), \
+             over its `max_children` of {max}; nothing was started",
+            step.def.role,
+            spawn.children.len()
+        );
+        Ok(StepOutcome::Failed {
+            error: ErrorInfo::new(ErrorKind::Children, message, false),
+            duration_ms: 0,
+        })
     }
 
     /// What a step sees: the run's input, earlier outputs, what people said,

@@ -269,6 +269,7 @@ impl CrewBuilder {
                 permanent_exit_codes: vec![],
                 delegate: vec![],
                 delegate_defs: vec![],
+                max_children: None,
                 limit_key: vec![],
                 limits: None,
             },

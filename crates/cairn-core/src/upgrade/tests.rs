@@ -25,6 +25,7 @@ fn command(role: &str) -> AgentDef {
             permanent_exit_codes: vec![],
             delegate: vec![],
             delegate_defs: vec![],
+            max_children: None,
             limit_key: vec![],
             limits: None,
         },

@@ -12,6 +12,7 @@ use crate::children::crews;
 both!(
     a_join_over_no_child_is_decided_at_once,
     a_command_that_spawns_no_child_succeeds_with_none,
+    a_spawn_past_max_children_fails_and_starts_nothing,
 );
 
 const ECHO: &str = r#"[[agents]]
@@ -62,22 +63,7 @@ async fn a_join_over_no_child_is_decided_at_once(kind: Kind) {
 async fn a_command_that_spawns_no_child_succeeds_with_none(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = super::engine(&db).await;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("child.toml"),
-        format!("name = \"child\"\nversion = \"1\"\n{ECHO}"),
-    )
-    .unwrap();
-    let parent = r#"name = "planner"
-version = "1"
-[[agents]]
-role = "plan"
-kind = "command"
-command = ["sh", "-c", "cat > /dev/null; echo '{\"cairn_spawn\": {\"children\": []}}'"]
-delegate = ["child.toml"]
-"#;
-    std::fs::write(dir.path().join("planner.toml"), parent).unwrap();
-    let crew = Crew::from_file(dir.path().join("planner.toml")).unwrap();
+    let (_dir, crew) = planner("echo '{\"cairn_spawn\": {\"children\": []}}'", "");
     let run = engine
         .run(&crew, json!({}), SubmitOptions::default())
         .await
@@ -87,4 +73,71 @@ delegate = ["child.toml"]
     let view = engine.show(run.id).await.unwrap();
     assert_eq!(view.steps[0].output, Some(json!([])));
     assert!(view.children.is_empty());
+}
+
+/// A crew whose command step `plan` (with `delegate = ["child.toml"]` and
+/// `extra` settings) runs `script`, in a directory of its own.
+fn planner(script: &str, extra: &str) -> (tempfile::TempDir, Crew) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("child.toml"),
+        format!("name = \"child\"\nversion = \"1\"\n{ECHO}"),
+    )
+    .unwrap();
+    let script = format!("cat > /dev/null; {script}");
+    let parent = format!(
+        "name = \"planner\"\nversion = \"1\"\n[[agents]]\nrole = \"plan\"\nkind = \"command\"\n\
+         command = [\"sh\", \"-c\", {}]\ndelegate = [\"child.toml\"]\n{extra}\n",
+        toml_string(&script)
+    );
+    std::fs::write(dir.path().join("planner.toml"), parent).unwrap();
+    let crew = Crew::from_file(dir.path().join("planner.toml")).unwrap();
+    (dir, crew)
+}
+
+fn toml_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// A spawn request of `n` children of crew `child`.
+fn request(n: usize) -> String {
+    let children: Vec<_> = (0..n)
+        .map(|i| json!({"key": format!("k{i}"), "crew": "child", "input": {"item": i}}))
+        .collect();
+    json!({"cairn_spawn": {"children": children}}).to_string()
+}
+
+/// `delegate` spawns obey `max_children` (set on the agent, or the default
+/// of 1,000): one over fails the step, kind `children`, starting nothing.
+async fn a_spawn_past_max_children_fails_and_starts_nothing(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = super::engine(&db).await;
+    for (n, extra) in [(3, "max_children = 2"), (1001, "")] {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), request(n)).unwrap();
+        let script = format!("cat {}", file.path().display());
+        let (_dir, crew) = planner(&script, extra);
+        let run = engine
+            .run(&crew, json!({}), SubmitOptions::default())
+            .await
+            .unwrap()
+            .run;
+        assert_eq!(run.status, RunStatus::Failed, "{n}: {:?}", run.error);
+        let error = run.error.unwrap();
+        assert_eq!(error.kind, ErrorKind::Children);
+        assert!(error.message.contains("max_children"), "{}", error.message);
+        let view = engine.show(run.id).await.unwrap();
+        assert!(view.children.is_empty(), "{n}: children were started");
+    }
+    // Within the cap, they start.
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), request(2)).unwrap();
+    let script = format!("cat {}", file.path().display());
+    let (_dir, crew) = planner(&script, "max_children = 2");
+    let run = engine
+        .run(&crew, json!({}), SubmitOptions::default())
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
 }
