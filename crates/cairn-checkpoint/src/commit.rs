@@ -187,15 +187,18 @@ impl StepCommit {
 
     /// Whether the commit writes more than its rows, in the same
     /// transaction (`script::children::follow_up_in`): a spawn's children,
-    /// or a child's end settling its parent's join, or a cancel reaching
-    /// the run's own children, or a deferral naming its provider key.
+    /// or a child's end settling its parent's join, or a child's
+    /// interruption recorded on its parent, or a cancel reaching the run's
+    /// own children, or a deferral naming its provider key.
     pub fn follows_up(&self) -> bool {
         matches!(
             self.transition,
             StepTransition::Spawn(_)
                 | StepTransition::Cancelled { .. }
                 | StepTransition::Deferred { .. }
-        ) || (self.child && self.rows().finishes())
+        ) || (self.child
+            && (self.rows().finishes()
+                || matches!(self.transition, StepTransition::Interrupted { .. })))
     }
 }
 

@@ -9,8 +9,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use cairn::{
-    Compacted, EventRecord, RunRecord, RunView, StepRecord, StepStatus, ThreadSummary, ThreadView,
-    WaitId, WaitKind, WaitRecord, WaitStatus,
+    Compacted, EventRecord, RunRecord, RunStatus, RunView, StepRecord, StepStatus, ThreadSummary,
+    ThreadView, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
 
 /// An extra column of the step table: its header and a value per step.
@@ -310,6 +310,16 @@ pub fn print_run(view: &RunView, json: bool, text: &RunText<'_>) -> anyhow::Resu
     if let Some(e) = &r.error {
         writeln!(stdout, "error: {}", e.message)?;
     }
+    if let Some(wait) = view.children_wait() {
+        writeln!(stdout, "{}", wait.describe())?;
+        if let cairn::ChildrenWait::Stopped { .. } = wait {
+            writeln!(
+                stdout,
+                "carry them on: cairn runs continue {} (--budget LIMIT=+N to raise its budget first)",
+                r.id
+            )?;
+        }
+    }
     if let Some(b) = &r.blocked {
         writeln!(stdout, "blocked: {b}\n{BLOCKED_HINT}")?;
     }
@@ -372,6 +382,26 @@ pub fn print_thread_budget(b: &cairn::ThreadBudget, json: bool) -> anyhow::Resul
     Ok(())
 }
 
+/// A child that ended or stopped, as `cairn run` reports it while it
+/// follows the parent: `child a (RUN) succeeded`, or with why it did not.
+pub fn child_line(c: &cairn::ChildOutcome) -> String {
+    match (&c.error, c.status) {
+        (Some(e), RunStatus::Interrupted | RunStatus::Failed | RunStatus::Cancelled) => format!(
+            "child {} ({}) {}: {}",
+            cairn::text::printable_line(&c.key),
+            c.run_id,
+            c.status,
+            cairn::text::printable_line(&e.message)
+        ),
+        _ => format!(
+            "child {} ({}) {}",
+            cairn::text::printable_line(&c.key),
+            c.run_id,
+            c.status
+        ),
+    }
+}
+
 /// A child's parent, and a parent's children, one line each.
 fn write_family(out: &mut impl Write, view: &RunView) -> anyhow::Result<()> {
     if let Some(c) = &view.run.child {
@@ -384,7 +414,13 @@ fn write_family(out: &mut impl Write, view: &RunView) -> anyhow::Result<()> {
     if !view.children.is_empty() {
         writeln!(out, "children ({}):", view.children.len())?;
         for c in &view.children {
-            writeln!(out, "  {:<12} {}  {}", c.key, c.run_id, c.status)?;
+            match (&c.error, c.status) {
+                (Some(e), RunStatus::Interrupted | RunStatus::Failed | RunStatus::Cancelled) => {
+                    let why = cairn::text::printable_line(&e.message);
+                    writeln!(out, "  {:<12} {}  {}: {why}", c.key, c.run_id, c.status)?
+                }
+                _ => writeln!(out, "  {:<12} {}  {}", c.key, c.run_id, c.status)?,
+            }
         }
     }
     Ok(())

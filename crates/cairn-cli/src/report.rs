@@ -32,6 +32,22 @@ pub fn status_exit(status: RunStatus) -> u8 {
     }
 }
 
+/// The status a stopped run stands in for its exit code: its own, but
+/// `interrupted` for a run waiting for children that stopped interrupted
+/// (an operator must continue them, as an interrupted run's).
+pub fn stop_status(view: &cairn::RunView) -> RunStatus {
+    match view.children_wait() {
+        Some(cairn::ChildrenWait::Stopped { .. }) => RunStatus::Interrupted,
+        _ => view.run.status,
+    }
+}
+
+/// The exit code of a run that stopped as `view` shows it
+/// ([`stop_status`]).
+pub fn view_exit(view: &cairn::RunView) -> u8 {
+    status_exit(stop_status(view))
+}
+
 /// The exit code of an error: its class's (the one table in
 /// `cairn::ErrorClass`), whether the engine here or a server answered.
 pub fn error_exit(err: &anyhow::Error) -> u8 {

@@ -363,7 +363,12 @@ pub fn run_page(
         div #live data-live=[live] {
         h1 { "Run " code { (run.id) } }
         dl.header {
-            dt { "Status" } dd { (status_badge(run.status)) }
+            dt { "Status" } dd {
+                (status_badge(run.status))
+                @if let Some(wait) = view.children_wait() {
+                    " " span class=(children_badge(&wait)) { (wait.describe()) }
+                }
+            }
             dt { "Crew" } dd { (run.crew) " v" (run.crew_version) " " code.fp { (run.crew_fingerprint) } }
             @if let Some(tenant) = &run.tenant {
                 dt { "Tenant" } dd { (tenant) }
@@ -493,13 +498,18 @@ fn children_table(children: &[cairn::ChildOutcome]) -> Markup {
         @if !children.is_empty() {
             h2 { "Children" }
             table.children {
-                thead { tr { th { "Key" } th { "Run" } th { "Status" } th { "Tokens" } } }
+                thead { tr { th { "Key" } th { "Run" } th { "Status" } th { "Why" } th { "Tokens" } } }
                 tbody {
                     @for c in children {
                         tr {
                             td { code { (c.key) } }
                             td { a href=(format!("/runs/{}", c.run_id)) { code { (short_id(&c.run_id.to_string())) } } }
                             td { (status_badge(c.status)) }
+                            td.why {
+                                @if let (Some(e), false) = (&c.error, c.status == RunStatus::Succeeded) {
+                                    (e.message)
+                                }
+                            }
                             td { (c.tokens) }
                         }
                     }
@@ -602,6 +612,16 @@ fn step_row(step: &StepRecord, waited: Option<i64>, now: DateTime<Utc>) -> Marku
             }
             @if let Some(cost) = step.cost_usd { " · " (cost) }
         }
+    }
+}
+
+/// The class of the badge of a run waiting for its children: distinct
+/// from a wait for a person (`waiting`), and from stopped children.
+fn children_badge(wait: &cairn::ChildrenWait) -> &'static str {
+    match wait {
+        cairn::ChildrenWait::Working { .. } => "badge children-working",
+        cairn::ChildrenWait::Stopped { .. } => "badge children-stopped",
+        cairn::ChildrenWait::Person { .. } => "badge children-person",
     }
 }
 

@@ -99,6 +99,12 @@ pub enum EventKind {
     /// output_tokens), whether it succeeded or not: they count in the
     /// run's token budget.
     UsageReported,
+    /// A child of the run stopped `interrupted` (its budget or its tree's
+    /// spent, a turn limit), recorded on the parent that waits for it
+    /// (data: child, key, idx: the parent's step, kind, message): an
+    /// operator continues it (`runs continue PARENT`, with `--budget` to
+    /// raise the parent's first).
+    ChildInterrupted,
 }
 
 impl EventKind {
@@ -137,6 +143,7 @@ impl EventKind {
             EventKind::BudgetRaised => "budget_raised",
             EventKind::BudgetWarning => "budget_warning",
             EventKind::UsageReported => "usage_reported",
+            EventKind::ChildInterrupted => "child_interrupted",
         }
     }
 

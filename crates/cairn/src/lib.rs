@@ -35,6 +35,7 @@ mod limits;
 mod load;
 pub mod otel;
 mod retention;
+mod standing;
 mod thread;
 mod work;
 
@@ -81,6 +82,7 @@ pub use engine::{
 };
 pub use error::{Error, ErrorChain, ErrorClass};
 pub use retention::{parse_age, BadAge};
+pub use standing::ChildrenWait;
 pub use thread::{BadThreadId, ThreadId, ThreadTotals, ThreadView, MAX_THREAD_ID_BYTES};
 pub use work::{WakeUp, WorkHooks, WorkOptions};
 

@@ -30,6 +30,9 @@ pub(crate) async fn follow_up_in(c: &mut Conn<'_>, commit: &StepCommit) -> Resul
     if commit.rows().finishes() {
         ended_in(c, commit.run_id).await?;
     }
+    if let (true, StepTransition::Interrupted { error }) = (commit.child, &commit.transition) {
+        interrupted_in(c, commit.run_id, error).await?;
+    }
     if let StepTransition::Deferred {
         error,
         after,
@@ -218,6 +221,34 @@ async fn remember_crews_in<'s>(
 pub(crate) async fn ended_in(c: &mut Conn<'_>, run: RunId) -> Result<()> {
     settle_in(c, run).await?;
     cascade_in(c, run).await
+}
+
+/// A child stopped `interrupted` (its budget, its tree's, a turn limit):
+/// its parent, which waits for it, records why (`child_interrupted`), so
+/// whoever follows the parent learns that an operator must continue it.
+async fn interrupted_in(c: &mut Conn<'_>, run: RunId, error: &cairn_core::ErrorInfo) -> Result<()> {
+    let Some(row) = c
+        .fetch_optional(
+            query(
+                "SELECT parent_run_id, parent_step_idx, child_key FROM runs \
+                 WHERE id = :run AND child_key IS NOT NULL",
+            )
+            .bind("run", run),
+        )
+        .await?
+    else {
+        return Ok(());
+    };
+    let Some(parent) = row.opt_uuid("parent_run_id", run, "a child's parent")? else {
+        return Ok(());
+    };
+    let event = NewEvent::new(
+        EventKind::ChildInterrupted,
+        json!({"child": run, "key": row.text("child_key")?,
+               "idx": row.opt_int("parent_step_idx")?, "kind": error.kind,
+               "message": error.message}),
+    );
+    append_events(c, RunId::from_uuid(parent), &[event]).await
 }
 
 /// Counts a child's end against its parent's join, once; wakes the parent

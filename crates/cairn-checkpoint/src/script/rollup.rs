@@ -11,7 +11,8 @@
 //! so none can meet a cancel's or a commit's row locks in another order);
 //! SQLite's write transactions already exclude each other.
 
-use cairn_core::{BudgetAsk, LeaseEpoch, RunId, Spent, TreeAnswer, Usd};
+use cairn_core::{BudgetAsk, EventKind, LeaseEpoch, NewEvent, RunId, Spent, TreeAnswer, Usd};
+use serde_json::json;
 
 use crate::sql::{query, Conn, Dialect};
 use crate::Result;
@@ -74,6 +75,7 @@ async fn reserve_in(
             continue;
         };
         let spent = super::journal::spent_in(c, *ancestor).await?;
+        warn_in(c, *ancestor, &budget, spent, id).await?;
         let held = held_in(c, *ancestor, id).await?;
         let ours = |why: String| why.replacen("the run's budget", "its budget", 1);
         let answer = match budget.answer(spent, held, ask) {
@@ -106,6 +108,53 @@ async fn reserve_in(
     )
     .await?;
     Ok(TreeAnswer::Go)
+}
+
+/// A `budget_warning` on `ancestor` for each limit its tree's spending
+/// has reached 80 % of and no warning of it names yet (at that limit), so
+/// a parent that makes no call of its own while its children spend still
+/// warns; `child` is the run whose call found it.
+async fn warn_in(
+    c: &mut Conn<'_>,
+    ancestor: RunId,
+    budget: &cairn_core::Budget,
+    spent: Spent,
+    child: RunId,
+) -> Result<()> {
+    let crossed = budget.crossed(Spent::default(), spent);
+    if crossed.is_empty() {
+        return Ok(());
+    }
+    let rows = c
+        .fetch_all(
+            query("SELECT data FROM events WHERE run_id = :run AND kind = 'budget_warning'")
+                .bind("run", ancestor),
+        )
+        .await?;
+    let mut warned = Vec::with_capacity(rows.len());
+    for row in &rows {
+        if let Some(data) = row.opt_json("data", ancestor, "an event's data")? {
+            warned.push(data);
+        }
+    }
+    let events: Vec<NewEvent> = crossed
+        .into_iter()
+        .filter(|(limit, value, _)| {
+            !warned
+                .iter()
+                .any(|w| w["limit"] == *limit && w["budget"] == *value)
+        })
+        .map(|(limit, value, spent)| {
+            NewEvent::new(
+                EventKind::BudgetWarning,
+                json!({"limit": limit, "budget": value, "spent": spent, "child": child}),
+            )
+        })
+        .collect();
+    if events.is_empty() {
+        return Ok(());
+    }
+    super::runs::append_events(c, ancestor, &events).await
 }
 
 /// Whether an ancestor of run `id` has a budget in force.

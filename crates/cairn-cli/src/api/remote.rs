@@ -5,6 +5,7 @@
 //! the database (`resume`, `serve`, `worker`, `demo`, `doctor`, `waits
 //! expire`, `--crew` files) is refused by the command with the reason.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -409,16 +410,32 @@ impl Api for Remote {
         self.advance(submitted.run.id).await
     }
 
-    /// Waits until the server's workers stop the run (it is neither
-    /// `queued` nor `running`).
+    /// Waits until the server's workers stop the run: it is neither
+    /// `queued` nor `running`, nor waiting for children that still work
+    /// (a line on stderr for each child that ends or stops meanwhile).
     async fn advance(&self, id: RunId) -> Interruptible {
-        while matches!(
-            self.show(id).await?.run.status,
-            RunStatus::Queued | RunStatus::Running
-        ) {
+        // Children as first seen are not reported: only what changes.
+        let mut seen: Option<HashMap<RunId, RunStatus>> = None;
+        loop {
+            let view = self.show(id).await?;
+            let first = seen.is_none();
+            let seen = seen.get_or_insert_with(HashMap::new);
+            for c in &view.children {
+                let changed = seen.insert(c.run_id, c.status) != Some(c.status);
+                let moving = matches!(c.status, RunStatus::Queued | RunStatus::Running);
+                if changed && !moving && !first {
+                    eprintln!("{}", crate::output::child_line(c));
+                }
+            }
+            let working = matches!(
+                view.children_wait(),
+                Some(cairn::ChildrenWait::Working { .. })
+            );
+            if !working && !matches!(view.run.status, RunStatus::Queued | RunStatus::Running) {
+                return Ok(Some(()));
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        Ok(Some(()))
     }
 
     async fn show(&self, id: RunId) -> anyhow::Result<RunView> {

@@ -19,7 +19,7 @@ use crate::input::usage;
 use crate::output;
 use crate::report::{action_exit, exit};
 
-use cairn::{RunId, RunStatus};
+use cairn::RunId;
 
 /// Runs the command `cli` names. `db_given`: `--db` was typed (not the
 /// default or CAIRN_DATABASE_URL), which `demo` refuses rather than ignores.
@@ -86,7 +86,7 @@ async fn print_run(
     json: bool,
     outputs: bool,
     no_table: bool,
-) -> anyhow::Result<RunStatus> {
+) -> anyhow::Result<cairn::RunView> {
     let view = api.show(id).await?;
     let waits = match json {
         true => vec![],
@@ -99,7 +99,7 @@ async fn print_run(
         no_table,
     };
     output::print_run(&view, json, &text)?;
-    Ok(view.run.status)
+    Ok(view)
 }
 
 /// After an operator action or an answer: takes the run to its next stop
@@ -112,8 +112,8 @@ async fn finish_action(api: &impl Api, id: RunId, enqueue: bool, json: bool) -> 
     if !enqueue && api.advance(id).await?.is_none() {
         return Ok(exit::INTERRUPTED);
     }
-    let status = print_run(api, id, json, false, false).await?;
-    Ok(action_exit(status, enqueue))
+    let view = print_run(api, id, json, false, false).await?;
+    Ok(action_exit(crate::report::stop_status(&view), enqueue))
 }
 
 /// Records read per page by a list that prints every one (`runs list`

@@ -9,7 +9,7 @@ use super::{engine, print_run, Api, Connect};
 use crate::api::local::until_interrupted;
 use crate::args::{ActionArgs, ResumeArgs, SubmitArgs};
 use crate::input::{load_crew, parse_context, parse_input, parse_run_id, parse_thread};
-use crate::report::{exit, status_exit};
+use crate::report::{exit, view_exit};
 use crate::{output, progress};
 
 /// `cairn run`: submits, then takes the run to its next stop (executing
@@ -42,7 +42,7 @@ pub async fn run(
     if api.drive(submitted, lines).await?.is_none() {
         return Ok(exit::INTERRUPTED);
     }
-    Ok(status_exit(print_run(&api, id, json, false, lines).await?))
+    Ok(view_exit(&print_run(&api, id, json, false, lines).await?))
 }
 
 /// `cairn submit`: prints the run's id (`--json`: the run).
@@ -113,7 +113,7 @@ pub async fn resume(to: &impl Connect, args: ResumeArgs, json: bool) -> anyhow::
             );
         }
     }
-    Ok(status_exit(print_run(&api, id, json, false, false).await?))
+    Ok(view_exit(&print_run(&api, id, json, false, false).await?))
 }
 
 /// `doctor`: next to the database only.

@@ -12,7 +12,7 @@ use crate::api::Act;
 use crate::args::{ActionArgs, RunsCommand};
 use crate::input::{load_crew, parse_input, parse_run_id, parse_thread, usage};
 use crate::output;
-use crate::report::{exit, status_exit};
+use crate::report::{exit, status_exit, view_exit};
 
 pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow::Result<u8> {
     // What was typed is read first: a typo must not open (or migrate) a database.
@@ -225,7 +225,7 @@ async fn with_crew(
     };
     match ran {
         (_, None) => Ok(exit::INTERRUPTED),
-        (run, Some(())) => Ok(status_exit(print_run(&api, run, json, false, false).await?)),
+        (run, Some(())) => Ok(view_exit(&print_run(&api, run, json, false, false).await?)),
     }
 }
 

@@ -266,8 +266,10 @@ fn a_fixed_child_may_run_a_crew_of_its_own(kind: cairn_testkit::Kind) {
 both_backends!(a_parent_continued_with_a_raise_carries_its_stopped_child_on);
 
 /// `cairn run --budget model_calls=2` on a parent of three model-calling
-/// children (one at a time): the third is stopped at the parent's budget
-/// and the parent waits (exit 4); `runs continue PARENT --budget
+/// children (one at a time): the third is stopped at the parent's budget,
+/// and the parent waits for it: exit 5 (interrupted: an operator must act,
+/// as for a run stopped at its own budget), naming the stopped child, why,
+/// and the command that carries it on; `runs continue PARENT --budget
 /// model_calls=+1` raises it, carries the child on here, and the parent
 /// finishes (exit 0).
 fn a_parent_continued_with_a_raise_carries_its_stopped_child_on(kind: cairn_testkit::Kind) {
@@ -288,9 +290,17 @@ fn a_parent_continued_with_a_raise_carries_its_stopped_child_on(kind: cairn_test
          { key = \"b\", input = {} }, { key = \"c\", input = {} }]\n",
     );
     let parent = parent.to_str().unwrap();
-    case.cairn(&["run", parent, "--budget", "model_calls=2"])
-        .expect_code(4);
+    let out = case
+        .cairn(&["run", parent, "--budget", "model_calls=2"])
+        .expect_code(5);
     let id = parent_of(&case);
+    for said in [
+        "waiting for 3 children: 1 interrupted",
+        "interrupted: run ",
+        &format!("carry them on: cairn runs continue {id}"),
+    ] {
+        assert!(out.stdout.contains(said), "{said}: {}", out.stdout);
+    }
     let stopped = case
         .cairn(&[
             "runs",

@@ -69,6 +69,7 @@ mod crash;
 mod crash_blame;
 mod delegate;
 mod failures;
+mod fanout;
 mod first_hour;
 mod guides;
 mod limits;

@@ -17,6 +17,7 @@ use super::children::crews;
 both!(
     children_in_flight_hold_their_calls_against_their_parents_budget,
     a_child_stopped_at_its_parents_budget_carries_on_when_the_parent_is_continued,
+    a_parent_records_why_its_children_stopped_and_warns_at_80_percent_of_its_tree,
 );
 
 /// A child crew: one `llm` step on `model`, which may answer up to
@@ -146,4 +147,61 @@ async fn a_child_stopped_at_its_parents_budget_carries_on_when_the_parent_is_con
         .find(|e| e.kind == EventKind::RunContinued)
         .unwrap();
     assert_eq!(continued.data["by"], "ops");
+}
+
+/// A parent that makes no call of its own: its children's spending warns
+/// on it at 80 % of its budget, a child stopped at its budget is recorded
+/// on it (`child_interrupted`), and its view says its children stopped
+/// (what `cairn run` exits 5 on). One raise-and-continue carries the tree
+/// on.
+async fn a_parent_records_why_its_children_stopped_and_warns_at_80_percent_of_its_tree(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let engine = super::engine(&db).await;
+    let model = SlowModel::start(&["one", "two", "three"], Duration::from_millis(1)).unwrap();
+    model.release();
+    let (_dir, crew) = crews("concurrency = 1", &writer(&model, 10));
+    let items = json!({"items": ["a", "b", "c"]});
+    let run = engine
+        .run(&crew, items, budget("model_calls=2"))
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(run.status, RunStatus::Waiting, "{:?}", run.error);
+    let view = engine.show(run.id).await.unwrap();
+    assert_eq!(
+        view.children_wait(),
+        Some(cairn::ChildrenWait::Stopped {
+            interrupted: 1,
+            total: 3
+        })
+    );
+    let events = engine.events(run.id).await.unwrap();
+    let stopped: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::ChildInterrupted)
+        .collect();
+    assert_eq!(stopped.len(), 1, "{events:?}");
+    assert_eq!(stopped[0].data["key"], "2");
+    assert_eq!(stopped[0].data["kind"], "budget_exceeded");
+    assert_eq!(
+        stopped[0].data["child"],
+        json!(view.children[2].run_id.to_string())
+    );
+    let warnings: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::BudgetWarning)
+        .map(|e| (e.data["limit"].clone(), e.data["budget"].clone()))
+        .collect();
+    assert_eq!(warnings, [(json!("model_calls"), json!(2))], "once");
+
+    let ops = Actor::new("ops");
+    let raise = cairn::Budget::parse(["model_calls=+1"], true).unwrap();
+    let continued = engine
+        .continue_with_budget(run.id, &raise, &ops)
+        .await
+        .unwrap();
+    assert_eq!(continued.budget.and_then(|b| b.model_calls), Some(3));
+    let done = engine.execute(run.id).await.unwrap().run;
+    assert_eq!(done.status, RunStatus::Succeeded, "{:?}", done.error);
+    assert_eq!(engine.show(run.id).await.unwrap().children_wait(), None);
 }

@@ -1,0 +1,58 @@
+//! A fan-out followed from a client (`cairn run --server`): waiting for its
+//! own children is not a stop, so the command follows the parent until
+//! the children end, a line for each, and exits with the tree's outcome.
+
+use crate::support::{self, Case, Kind};
+
+const FAN: &str = r#"
+name = "fan"
+version = "1"
+[[agents]]
+role = "fan"
+kind = "children"
+crew = "slow"
+over = "input.items"
+"#;
+
+/// A child that takes a while: the parent waits for it.
+const SLOW: &str = r#"
+name = "slow"
+version = "1"
+[[agents]]
+role = "sleeper"
+kind = "command"
+command = ["sh", "-c", "cat > /dev/null; sleep 1; echo done"]
+"#;
+
+const TOKEN: &str = "s3cret-token-0123456789";
+
+#[test]
+fn a_client_run_of_a_fan_out_follows_its_children_to_the_end() {
+    let case = Case::new(Kind::Sqlite);
+    let crews = case.path("crews");
+    std::fs::create_dir_all(&crews).unwrap();
+    std::fs::write(crews.join("fan.toml"), FAN).unwrap();
+    std::fs::write(crews.join("slow.toml"), SLOW).unwrap();
+    let served = support::serve(
+        &case,
+        &["--crews", crews.to_str().unwrap()],
+        &[("CAIRN_API_TOKENS", TOKEN)],
+    );
+    let args = [
+        "run",
+        "fan",
+        "--input",
+        r#"{"items": ["a", "b"]}"#,
+        "--server",
+        &served.url,
+        "--token",
+        TOKEN,
+    ];
+    let out = case.raw(&args, &[]).expect_code(0);
+    assert!(out.stdout.contains("status succeeded"), "{}", out.stdout);
+    for key in ["child 0 (", "child 1 ("] {
+        let line = out.stderr.lines().find(|l| l.starts_with(key));
+        let line = line.unwrap_or_else(|| panic!("no line for {key}: {}", out.stderr));
+        assert!(line.ends_with("succeeded"), "{line}");
+    }
+}
