@@ -73,7 +73,10 @@ pub(crate) async fn within_budget(
 /// began (`runs continue --budget` on a running run) is read here, before
 /// each model call and tool. Nothing is read for a run that began with no
 /// budget.
-async fn budget_now(journal: &JournalHandle, cx: &StepContext) -> Result<Option<Budget>, ErrorInfo> {
+async fn budget_now(
+    journal: &JournalHandle,
+    cx: &StepContext,
+) -> Result<Option<Budget>, ErrorInfo> {
     let Some(began) = cx.budget else {
         return Ok(None);
     };

@@ -208,7 +208,10 @@ pub(crate) async fn continue_with_budget(
     actor: &Actor,
 ) -> Result<cairn::RunRecord, ApiError> {
     check_offered(state, id).await?;
-    let run = state.engine().continue_with_budget(id, raise, actor).await?;
+    let run = state
+        .engine()
+        .continue_with_budget(id, raise, actor)
+        .await?;
     tracing::info!(run = %id, by = %actor.by, budget = ?run.budget, status = %run.status, "budget raised, run continued");
     if run.status == RunStatus::Queued {
         state.wake_runner();

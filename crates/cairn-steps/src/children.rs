@@ -143,7 +143,10 @@ pub(crate) fn outcomes(joined: &Joined) -> Result<StepOutput, ErrorInfo> {
         };
         let error = ErrorInfo::new(
             ErrorKind::Children,
-            format!("the join rule `{}` cannot be met: {why}", joined.rule.as_str()),
+            format!(
+                "the join rule `{}` cannot be met: {why}",
+                joined.rule.as_str()
+            ),
             false,
         );
         return Err(error.with_usage(usage));

@@ -303,8 +303,9 @@ async fn raise_budget_in(
             // the transaction and its raise roll back.
             act_in(c, id, Action::Continue, actor).await
         }
-        (AfterRaise::Continue, RunStatus::Queued | RunStatus::Running)
-        | (AfterRaise::Stay, _) => fetch_run(c, id, false).await,
+        (AfterRaise::Continue, RunStatus::Queued | RunStatus::Running) | (AfterRaise::Stay, _) => {
+            fetch_run(c, id, false).await
+        }
         (AfterRaise::Continue, status) => Err(Error::WrongState {
             run: id,
             status,
