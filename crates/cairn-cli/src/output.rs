@@ -298,7 +298,17 @@ fn last_output(steps: &[StepRecord]) -> Option<(&StepRecord, &Value)> {
 
 pub fn print_run(view: &RunView, json: bool, text: &RunText<'_>) -> anyhow::Result<()> {
     if json {
-        return print_json(view);
+        let open: Vec<&WaitRecord> = text
+            .waits
+            .iter()
+            .filter(|w| w.status == WaitStatus::Open)
+            .collect();
+        if open.is_empty() {
+            return print_json(view);
+        }
+        let mut doc = serde_json::to_value(view)?;
+        doc["waits"] = serde_json::to_value(open)?;
+        return print_json(&doc);
     }
     let mut stdout = text_out();
     let r = &view.run;

@@ -151,9 +151,32 @@ pub enum ApiError {
     /// The database does not answer.
     #[error("the database does not answer")]
     NotReady,
+    /// An answer to a wait that is no longer open, with the open wait of
+    /// the same run, if it has one (the wait a person most likely meant:
+    /// a rejected review's re-run opens a new one): its body names it as
+    /// `error.open_wait`.
+    #[error("{source}; {}", open_wait_text(*.run, .open.as_deref()))]
+    WaitClosed {
+        source: cairn::Error,
+        run: cairn::RunId,
+        open: Option<Box<cairn::WaitRecord>>,
+    },
     /// The engine refused or failed.
     #[error(transparent)]
     Engine(#[from] cairn::Error),
+}
+
+/// `WaitClosed`'s pointer to the run's open wait.
+fn open_wait_text(run: cairn::RunId, open: Option<&cairn::WaitRecord>) -> String {
+    match open {
+        Some(w) => format!(
+            "run {run} waits on wait {} ({} of step {}): answer that one",
+            w.id,
+            w.kind.as_str(),
+            w.step_idx
+        ),
+        None => format!("run {run} has no open wait"),
+    }
 }
 
 impl ApiError {
@@ -183,6 +206,7 @@ impl ApiError {
             ApiError::NotReady
             | ApiError::TooManyStreams { .. }
             | ApiError::TooManyAttempts { .. } => ErrorClass::Unavailable,
+            ApiError::WaitClosed { .. } => ErrorClass::Conflict,
             ApiError::Engine(e) => e.class(),
         }
     }
@@ -211,6 +235,7 @@ impl ApiError {
             ApiError::TooManyAttempts { .. } => "too_many_attempts",
             ApiError::HostNotAllowed { .. } => "host_not_allowed",
             ApiError::NotReady => "not_ready",
+            ApiError::WaitClosed { .. } => "wait_closed",
             // A 500 names nothing internal, not even which error it was.
             ApiError::Engine(e) if e.class().http_status() == 500 => "internal",
             ApiError::Engine(e) => e.code(),
@@ -298,11 +323,15 @@ impl IntoResponse for ApiError {
             _ => None,
         };
         let (status, code, message) = self.public();
-        let mut response = (
-            status,
-            Json(json!({"error": {"code": code, "message": message}})),
-        )
-            .into_response();
+        let mut body = json!({"error": {"code": code, "message": message}});
+        if let ApiError::WaitClosed { run, open, .. } = &self {
+            body["error"]["run_id"] = json!(run);
+            body["error"]["open_wait"] = match open {
+                Some(w) => json!({"id": w.id, "kind": w.kind, "step_idx": w.step_idx}),
+                None => serde_json::Value::Null,
+            };
+        }
+        let mut response = (status, Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()

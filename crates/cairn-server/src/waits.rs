@@ -127,13 +127,34 @@ pub(crate) struct Answered {
 /// `POST /v1/waits/{id}/answer`: records the answer and returns the wait
 /// and where its run stands. The same answer again is a no-op that returns
 /// the wait as it is.
+/// A refused answer to a closed wait, naming the open wait of its run.
+async fn closed(state: &AppState, id: cairn::WaitId, source: cairn::Error) -> ApiError {
+    let Ok(mine) = state.engine().waits(&cairn::WaitFilter::default()).await else {
+        return source.into();
+    };
+    let Some(run) = mine.iter().find(|w| w.id == id).map(|w| w.run_id) else {
+        return source.into();
+    };
+    let open = mine
+        .into_iter()
+        .find(|w| w.run_id == run && w.status == cairn::WaitStatus::Open)
+        .map(Box::new);
+    ApiError::WaitClosed { source, run, open }
+}
+
 pub(crate) async fn answer(
     State(state): State<AppState>,
     WaitIdPath(id): WaitIdPath,
     ApiJson(body): ApiJson<AnswerBody>,
 ) -> Result<Json<Answered>, ApiError> {
     let actor = crate::actions::actor(body.by, body.reason);
-    let wait = state.engine().answer_as(id, &body.answer, &actor).await?;
+    let wait = match state.engine().answer_as(id, &body.answer, &actor).await {
+        Ok(wait) => wait,
+        Err(e @ cairn::Error::Store(cairn::StoreError::WaitClosed { .. })) => {
+            return Err(closed(&state, id, e).await)
+        }
+        Err(e) => return Err(e.into()),
+    };
     tracing::info!(wait = %id, run = %wait.run_id, by = %actor.by, "wait answered");
     // The run is usually queued again; when it is not (an approval
     // rejected, a repeated answer) the wake-up costs the runner one listing.

@@ -88,9 +88,11 @@ async fn print_run(
     no_table: bool,
 ) -> anyhow::Result<cairn::RunView> {
     let view = api.show(id).await?;
-    let waits = match json {
-        true => vec![],
-        false => crate::api::run_waits(api, id).await?,
+    // `--json` of a waiting run carries its open waits (`waits`), so a
+    // script needs no second call to answer them.
+    let waits = match (json, view.run.status) {
+        (true, cairn::RunStatus::Waiting) | (false, _) => crate::api::run_waits(api, id).await?,
+        (true, _) => vec![],
     };
     let text = output::RunText {
         waits: &waits,

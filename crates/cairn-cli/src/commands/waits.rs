@@ -77,7 +77,14 @@ async fn point_to_open_wait(api: &impl Api, id: WaitId, err: anyhow::Error) -> a
     let open = waits
         .iter()
         .find(|w| w.run_id == run && w.status == WaitStatus::Open);
+    let said = err.to_string();
     let hint = match open {
+        // A server names the open wait itself (`error.open_wait`): only
+        // the command that answers it is added.
+        Some(open) if said.contains(&open.id.to_string()) => {
+            output::answer_hint(open.id, open.kind)
+        }
+        None if said.contains("has no open wait") => return err,
         Some(open) => format!(
             "run {run} waits on wait {} ({} of step {}): {}",
             open.id,

@@ -83,12 +83,19 @@ fn wait_id(wait: &Value) -> String {
     wait["id"].as_str().expect("wait id").to_owned()
 }
 
-/// `cairn run CREW --json`, expecting it to stop waiting (exit 4).
+/// `cairn run CREW --json`, expecting it to stop waiting (exit 4), its
+/// document naming its open wait (`waits`).
 #[track_caller]
 fn run_waiting(case: &Case, crew: &str) -> (String, Value) {
     let run = case.cairn(&["run", crew, "--json"]).expect_code(4).json();
     assert_eq!(run["status"], "waiting", "{run:#}");
-    (run["id"].as_str().unwrap().to_owned(), run)
+    let id = run["id"].as_str().unwrap().to_owned();
+    // The document carries the open wait: no second call to answer it.
+    let open = open_wait(case, &id);
+    assert_eq!(run["waits"].as_array().map(Vec::len), Some(1), "{run:#}");
+    assert_eq!(run["waits"][0]["id"], open["id"], "{run:#}");
+    assert_eq!(run["waits"][0]["status"], "open", "{run:#}");
+    (id, run)
 }
 
 fn review_rejected_with_feedback_then_approved(kind: Kind) {

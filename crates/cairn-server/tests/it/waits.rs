@@ -283,3 +283,39 @@ async fn a_cancelled_runs_wait_is_closed() {
         .assert_error(StatusCode::CONFLICT, "wait_closed");
     assert!(message.contains("`cancelled`"), "{message}");
 }
+
+/// A rejected review runs its step again and opens a new wait: an answer
+/// to the old one is 409 `wait_closed`, and the body names the run's open
+/// wait (`error.open_wait`), so a client need not look it up.
+#[tokio::test]
+async fn a_closed_waits_conflict_names_the_runs_open_wait() {
+    let api = Api::sqlite().await;
+    let (id, old) = waiting_run(&api, "o").await;
+    let reply = api
+        .post_json(
+            &format!("/v1/waits/{old}/answer"),
+            &json!({"decision": "reject", "feedback": "again"}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    api.engine.execute(id).await.unwrap();
+    let waits = api.get(&format!("/v1/waits?run={id}&status=open")).await;
+    let new = waits.json()["waits"][0]["id"].as_str().unwrap().to_owned();
+    assert_ne!(new, old);
+
+    let reply = api
+        .post_json(
+            &format!("/v1/waits/{old}/answer"),
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    let message = reply.assert_error(StatusCode::CONFLICT, "wait_closed");
+    assert!(message.contains(&new), "{message}");
+    let error = &reply.json()["error"];
+    assert_eq!(error["open_wait"]["id"], json!(new), "{error}");
+    assert_eq!(error["open_wait"]["kind"], "review");
+    assert_eq!(error["run_id"], json!(id.to_string()));
+    // Nothing was answered: the new wait is still open.
+    let open = api.get(&format!("/v1/waits?run={id}&status=open")).await;
+    assert_eq!(open.json()["waits"][0]["id"], json!(new));
+}
