@@ -139,10 +139,10 @@ pub fn present(test: &str) -> bool {
     if std::env::var_os(REQUIRE).is_some() {
         panic!("{test}: {missing} ({REQUIRE} is set, so the browser tests must run)");
     }
-    let _ = writeln!(
-        std::io::stderr(),
-        "skipped {test}: {missing}; set {REQUIRE}=1 to make this a failure"
+    let why = format!(
+        "{missing} (apt-get install chromium chromium-driver; set {REQUIRE}=1 to make this a failure)"
     );
+    crate::skip(test, &why);
     false
 }
 

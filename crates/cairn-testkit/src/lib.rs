@@ -23,12 +23,14 @@ mod pgbouncer;
 mod proxy;
 mod rate_limited;
 pub mod schema;
+mod skipped;
 mod slow_model;
 pub use delegating_model::DelegatingModel;
 pub use pg_cluster::{pg_bin_dir, ClusterError, PgCluster};
 pub use pgbouncer::PgBouncer;
 pub use proxy::{Cut, CutProxy};
 pub use rate_limited::{RateLimitedModel, Seen};
+pub use skipped::{skip, skip_to, SKIP_LOG};
 pub use slow_model::SlowModel;
 
 use std::path::PathBuf;

@@ -21,7 +21,10 @@ fn bouncer(test: &str) -> Option<PgBouncer> {
             std::env::var_os("CAIRN_REQUIRE_PGBOUNCER").is_none(),
             "{test}: pgbouncer is not installed (apt-get install pgbouncer)"
         );
-        eprintln!("{test}: skipped, pgbouncer is not installed (apt-get install pgbouncer)");
+        cairn_testkit::skip(
+            test,
+            "pgbouncer is not installed (apt-get install pgbouncer)",
+        );
         return None;
     }
     Some(PgBouncer::start(2).unwrap_or_else(|e| panic!("{test}: {e}")))
