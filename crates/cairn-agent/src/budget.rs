@@ -222,6 +222,34 @@ pub(crate) async fn tool_budget_refuses(
     Ok(None)
 }
 
+/// Before a call of a run whose spending is limited (its budget, a
+/// thread's, an ancestor's): the call recorded as sent at its estimate
+/// (input estimated, plus `max_tokens`), so a process that dies mid-call
+/// leaves it counted. `None` for a run nothing limits (nothing written).
+pub(crate) async fn record_sent(
+    journal: &JournalHandle,
+    cx: &StepContext,
+    provider: &str,
+    request: &Request,
+) -> Result<Option<cairn_core::SentCall>, ErrorInfo> {
+    if cx.budget.is_none() && cx.thread_budget.is_none() && !cx.rolls_up {
+        return Ok(None);
+    }
+    let (input, output) = (
+        cairn_llm::estimate_request_tokens(request),
+        u64::from(request.max_tokens),
+    );
+    let cost = cut_cost(cx, provider, &request.model, input, output).map_or(0, |c| c.0);
+    let estimate = cairn_core::CallEstimate {
+        idx: cx.step.idx.get(),
+        turn: request.meta.turn,
+        input,
+        output,
+        cost_nanos: cost,
+    };
+    journal.sent(&estimate).await.map_err(journal_failure)
+}
+
 /// The rates of `provider`'s `model` in the process's price table.
 fn price<'a>(cx: &'a StepContext, provider: &str, model: &str) -> Option<&'a Price> {
     cx.prices.as_deref()?.of(provider, model)

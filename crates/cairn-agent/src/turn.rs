@@ -285,6 +285,19 @@ struct Response {
     received: usize,
     /// What the finished call cost (0 where the process prices nothing).
     cost: cairn_core::Usd,
+    /// The call as recorded sent (a run with a budget): each of its
+    /// `model_called` events says so, which resolves it.
+    sent: Option<cairn_core::SentCall>,
+}
+
+impl Response {
+    /// `event`, tagged as the result of the call recorded sent, if it was.
+    fn resolving(&self, mut event: NewEvent) -> NewEvent {
+        if let Some(sent) = &self.sent {
+            sent.tag(&mut event.data);
+        }
+        event
+    }
 }
 
 impl LlmAgent {
@@ -459,9 +472,19 @@ impl LlmAgent {
                 return Err(deferred);
             }
         };
+        let mut response = Response::default();
+        match crate::budget::record_sent(journal, cx, self.provider.name(), &request).await {
+            Ok(sent) => response.sent = sent,
+            Err(e) => {
+                if let Some(permit) = permit {
+                    let _ = journal.release(&permit, 0).await;
+                }
+                release_hold(journal, &admitted).await;
+                return Err(e);
+            }
+        }
         let started = Instant::now();
         let cap = Duration::from_millis(self.def.stream_timeout_ms());
-        let mut response = Response::default();
         let streamed = tokio::time::timeout(
             cap,
             self.stream_into(journal, cx, &request, &mut response, started),
@@ -520,9 +543,8 @@ impl LlmAgent {
                 data["cut_cost_nanos"] = json!(cost.0);
             }
         }
-        let _ = journal
-            .event(NewEvent::new(EventKind::ModelCalled, data))
-            .await;
+        let called = response.resolving(NewEvent::new(EventKind::ModelCalled, data));
+        let _ = journal.event(called).await;
         match failure.pause() {
             Some(wait) => Err(self.pause_for(&key, journal, &failure, wait).await),
             None => Err(provider_failure(&failure)),
@@ -638,7 +660,8 @@ impl LlmAgent {
                         // does not count as the step's (empty) answer.
                         let event =
                             called(self.model_called(cx, request.meta.turn, ms, usage, &stop));
-                        let _ = journal.event(with(event, "empty", json!(true))).await;
+                        let event = response.resolving(with(event, "empty", json!(true)));
+                        let _ = journal.event(event).await;
                         return Ok(());
                     }
                     let mut end = json!({"stop_reason": stop, "input_tokens": usage.input_tokens,
@@ -657,6 +680,7 @@ impl LlmAgent {
                             (json!(cost), json!(version));
                         response.cost = cost;
                     }
+                    let event = response.resolving(event);
                     append(NewJournalItem::new(JournalKind::TurnEnd, end).with_event(event))
                         .await?;
                     return Ok(());

@@ -105,6 +105,11 @@ pub enum EventKind {
     /// operator continues it (`runs continue PARENT`, with `--budget` to
     /// raise the parent's first).
     ChildInterrupted,
+    /// A model call of a run with a budget is about to be sent (data: idx,
+    /// turn, epoch, estimate_input, estimate_output, estimate_cost_nanos),
+    /// written before its request leaves: a call whose `model_called`
+    /// never follows (its process died mid-call) counts at its estimate.
+    ModelCallSent,
 }
 
 impl EventKind {
@@ -144,6 +149,7 @@ impl EventKind {
             EventKind::BudgetWarning => "budget_warning",
             EventKind::UsageReported => "usage_reported",
             EventKind::ChildInterrupted => "child_interrupted",
+            EventKind::ModelCallSent => "model_call_sent",
         }
     }
 
@@ -249,6 +255,8 @@ mod tests {
             EventKind::ChildrenJoined,
             EventKind::ChildrenReused,
             EventKind::UsageReported,
+            EventKind::ChildInterrupted,
+            EventKind::ModelCallSent,
         ] {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));
         }

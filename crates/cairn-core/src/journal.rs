@@ -122,6 +122,45 @@ impl NewJournalItem {
     }
 }
 
+/// What a model call is counted at if its result is lost: its input
+/// (estimated), its `max_tokens` and their price.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallEstimate {
+    /// The step's index and the call's turn, for people reading events.
+    pub idx: u32,
+    pub turn: u32,
+    pub input: u64,
+    pub output: u64,
+    pub cost_nanos: u64,
+}
+
+/// A call recorded as sent: the lease epoch it was sent under and its
+/// estimate, which its `model_called` event repeats (`sent_*` keys) so
+/// storage can tell calls that never got one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SentCall {
+    pub epoch: i64,
+    pub estimate: CallEstimate,
+}
+
+impl SentCall {
+    /// The keys a `model_called` event of this call carries.
+    pub fn tag(&self, data: &mut Value) {
+        data["sent_epoch"] = serde_json::json!(self.epoch);
+        data["sent_input"] = serde_json::json!(self.estimate.input);
+        data["sent_output"] = serde_json::json!(self.estimate.output);
+        data["sent_cost_nanos"] = serde_json::json!(self.estimate.cost_nanos);
+    }
+
+    /// The data of its `model_call_sent` event.
+    pub fn event_data(&self) -> Value {
+        serde_json::json!({"idx": self.estimate.idx, "turn": self.estimate.turn,
+            "epoch": self.epoch, "estimate_input": self.estimate.input,
+            "estimate_output": self.estimate.output,
+            "estimate_cost_nanos": self.estimate.cost_nanos})
+    }
+}
+
 /// Why a journal operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -168,6 +207,17 @@ pub trait Journal: Send + Sync {
     /// knows of none.
     async fn spent(&self) -> Result<crate::Spent, JournalError> {
         Ok(crate::Spent::default())
+    }
+
+    /// Records that a model call is about to be sent, at `estimate`
+    /// (`model_call_sent`), before its request leaves: if no result of it
+    /// is ever recorded (its process died mid-call), the run's spending
+    /// counts it at that estimate once its holder is gone
+    /// (`crate::budget`). The tag goes on the call's `model_called`
+    /// event ([`SentCall::tag`]), which resolves it. A handle without
+    /// storage records nothing.
+    async fn sent(&self, _estimate: &CallEstimate) -> Result<Option<SentCall>, JournalError> {
+        Ok(None)
     }
 
     /// The run's budget in force now (its own limits over its crew's),

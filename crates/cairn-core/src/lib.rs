@@ -46,7 +46,8 @@ pub use error::Corruption;
 pub use event::{Actor, EventKind, EventRecord, NewEvent};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 pub use journal::{
-    Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem, OutputDelta,
+    CallEstimate, Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem,
+    OutputDelta, SentCall,
 };
 pub use keys::{
     Admission, BadLimit, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyPause, KeyState, Permit,

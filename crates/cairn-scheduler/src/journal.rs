@@ -91,6 +91,19 @@ impl Journal for StoreJournal {
         self.store.spent(self.run).await.map_err(journal_error)
     }
 
+    async fn sent(
+        &self,
+        estimate: &cairn_core::CallEstimate,
+    ) -> Result<Option<cairn_core::SentCall>, JournalError> {
+        let sent = cairn_core::SentCall {
+            epoch: self.epoch.0,
+            estimate: *estimate,
+        };
+        let event = NewEvent::new(cairn_core::EventKind::ModelCallSent, sent.event_data());
+        self.event(event).await?;
+        Ok(Some(sent))
+    }
+
     async fn budget(&self) -> Result<Option<cairn_core::Budget>, JournalError> {
         let run = self.store.get_run(self.run).await.map_err(journal_error)?;
         Ok(crate::budget_of(&run))

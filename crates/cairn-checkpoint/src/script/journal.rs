@@ -100,11 +100,38 @@ macro_rules! tree_cte {
 }
 pub(super) use tree_cte;
 
+/// What the model calls of `tree` recorded sent but never resolved (no
+/// `model_called` of them: their process died mid-call) add, at their
+/// estimate: each `model_call_sent`'s `$sent` minus each resolving
+/// `model_called`'s `$resolved`, both leaving out the calls of a holder
+/// that still holds its lease (an ancestor's tree holds cover those).
+macro_rules! lost_of_tree {
+    ($sent:literal, $resolved:literal, $as:literal) => {
+        concat!(
+            "(SELECT CAST(COALESCE(SUM(CASE WHEN s.kind = 'model_call_sent' \
+               THEN CAST(s.data->>'",
+            $sent,
+            "' AS BIGINT) ELSE -CAST(s.data->>'",
+            $resolved,
+            "' AS BIGINT) END), 0) AS BIGINT) \
+             FROM events s JOIN runs r ON r.id = s.run_id \
+             WHERE s.run_id IN (SELECT id FROM tree) \
+             AND (s.kind = 'model_call_sent' OR (s.kind = 'model_called' \
+               AND s.data->>'sent_epoch' IS NOT NULL)) \
+             AND NOT (r.status = 'running' AND r.lease_expires_at > {now} AND r.lease_epoch = \
+               CAST(COALESCE(s.data->>'epoch', s.data->>'sent_epoch') AS BIGINT))) AS ",
+            $as,
+            ", "
+        )
+    };
+}
+
 /// What the runs of `tree` spent (after a [`tree_cte`]), and the age of
 /// run `:run`.
 macro_rules! spent_of_tree {
     () => {
-        "SELECT CAST(COALESCE(SUM(CAST(payload->>'input_tokens' AS BIGINT)), 0) AS BIGINT) \
+        concat!(
+            "SELECT CAST(COALESCE(SUM(CAST(payload->>'input_tokens' AS BIGINT)), 0) AS BIGINT) \
            AS input, \
            CAST(COALESCE(SUM(CAST(payload->>'output_tokens' AS BIGINT)), 0) AS BIGINT) \
            AS output, \
@@ -129,8 +156,21 @@ macro_rules! spent_of_tree {
            (SELECT CAST(COALESCE(SUM(CAST(data->>'output_tokens' AS BIGINT)), 0) AS BIGINT) \
              FROM events WHERE run_id IN (SELECT id FROM tree) \
              AND kind = 'usage_reported') AS reported_output, \
-           (SELECT {age_secs} FROM runs WHERE id = :run) AS age \
+           (SELECT {age_secs} FROM runs WHERE id = :run) AS age, ",
+            lost_of_tree!("estimate_input", "sent_input", "lost_input"),
+            lost_of_tree!("estimate_output", "sent_output", "lost_output"),
+            lost_of_tree!("estimate_cost_nanos", "sent_cost_nanos", "lost_cost"),
+            "(SELECT COUNT(*) FROM events s JOIN runs r ON r.id = s.run_id \
+             WHERE s.run_id IN (SELECT id FROM tree) AND s.kind = 'model_call_sent' \
+             AND NOT (r.status = 'running' AND r.lease_expires_at > {now} \
+               AND r.lease_epoch = CAST(s.data->>'epoch' AS BIGINT))) - \
+           (SELECT COUNT(*) FROM events s JOIN runs r ON r.id = s.run_id \
+             WHERE s.run_id IN (SELECT id FROM tree) AND s.kind = 'model_called' \
+             AND s.data->>'sent_epoch' IS NOT NULL \
+             AND NOT (r.status = 'running' AND r.lease_expires_at > {now} \
+               AND r.lease_epoch = CAST(s.data->>'sent_epoch' AS BIGINT))) AS lost_calls \
          FROM journal WHERE run_id IN (SELECT id FROM tree) AND kind = 'turn_end'"
+        )
     };
 }
 
@@ -166,18 +206,23 @@ async fn spent_of(c: &mut Conn<'_>, q: crate::sql::Query) -> Result<cairn_core::
         })
     };
     // A cut response's tokens count whole; its split, where its event has
-    // one (before, it counts as input).
+    // one (before, it counts as input). A call lost with its process
+    // counts at its estimate (negative sums cannot happen; `count` reads
+    // them as 0).
     let cut = count("cut")?;
-    let output = count("output")? + count("cut_output")? + count("reported_output")?;
-    let input =
-        count("input")? + cut.saturating_sub(count("cut_output")?) + count("reported_input")?;
+    let output =
+        count("output")? + count("cut_output")? + count("reported_output")? + count("lost_output")?;
+    let input = count("input")?
+        + cut.saturating_sub(count("cut_output")?)
+        + count("reported_input")?
+        + count("lost_input")?;
     Ok(cairn_core::Spent {
         tokens: input + output,
         input_tokens: input,
         output_tokens: output,
-        model_calls: count("calls")?,
+        model_calls: count("calls")? + count("lost_calls")?,
         tool_calls: count("tools")?,
         wall_time: count("age")?,
-        cost_usd: cairn_core::Usd(count("cost")? + count("cut_cost")?),
+        cost_usd: cairn_core::Usd(count("cost")? + count("cut_cost")? + count("lost_cost")?),
     })
 }

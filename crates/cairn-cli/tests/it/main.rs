@@ -75,6 +75,7 @@ mod guides;
 mod limits;
 mod live;
 mod lost_ack;
+mod lost_call;
 mod mismatch;
 mod operators;
 mod pooler;
