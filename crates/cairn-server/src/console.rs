@@ -33,7 +33,7 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::Router;
 
 use cairn::{RunFilter, RunId, RunStatus};
@@ -51,47 +51,46 @@ pub(crate) const MAX_SESSIONS: usize = 1000;
 /// Runs per page of the runs table.
 const PAGE: u32 = 50;
 
-/// The console's paths: the token check sends these here instead of
-/// asking for a bearer token.
-pub(crate) const PATHS: &[&str] = &[
-    "/",
-    "/runs/{id}",
-    "/runs/{id}/events",
-    "/runs/{id}/{action}",
-    "/runs/{id}/fork",
-    "/waits",
-    "/waits/{id}/answer",
-    "/threads",
-    "/threads/{id}",
-    "/crews",
-    "/login",
-    "/logout",
-    cairn_console::CSS_PATH,
-    cairn_console::JS_PATH,
-];
+/// The console's routes, the one list of its paths: the token check sends
+/// each of them to the session gate instead of asking for a bearer token
+/// ([`PATHS`]), so a page a link reaches never answers a signed-in
+/// browser with the API's JSON 401.
+fn table() -> Vec<(&'static str, MethodRouter<AppState>)> {
+    vec![
+        ("/", get(runs)),
+        ("/runs/{id}", get(run)),
+        ("/runs/{id}/events", get(crate::sse::console_events)),
+        ("/runs/{id}/{action}", post(act)),
+        ("/runs/{id}/fork", post(fork)),
+        ("/waits", get(waits)),
+        ("/threads", get(threads)),
+        ("/threads/{id}", get(thread)),
+        ("/crews", get(crews::page)),
+        ("/crews/{name}/{version}/upgrade", post(crews::upgrade)),
+        ("/crews/{name}/diff", get(crews::diff)),
+        ("/workers", get(crews::workers)),
+        ("/limits", get(limits)),
+        ("/waits/{id}/answer", post(answer)),
+        ("/login", get(login_form).post(login)),
+        ("/logout", post(logout)),
+        (cairn_console::CSS_PATH, get(css)),
+        (cairn_console::JS_PATH, get(js)),
+    ]
+}
+
+/// The console's paths (those of [`table`]).
+pub(crate) static PATHS: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(|| table().into_iter().map(|(path, _)| path).collect());
+
 /// Of those, the ones reachable without a session.
 const OPEN: &[&str] = &["/login", cairn_console::CSS_PATH, cairn_console::JS_PATH];
 
 pub(crate) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/", get(runs))
-        .route("/runs/{id}", get(run))
-        .route("/runs/{id}/events", get(crate::sse::console_events))
-        .route("/runs/{id}/{action}", post(act))
-        .route("/runs/{id}/fork", post(fork))
-        .route("/waits", get(waits))
-        .route("/threads", get(threads))
-        .route("/threads/{id}", get(thread))
-        .route("/crews", get(crews::page))
-        .route("/crews/{name}/{version}/upgrade", post(crews::upgrade))
-        .route("/crews/{name}/diff", get(crews::diff))
-        .route("/workers", get(crews::workers))
-        .route("/limits", get(limits))
-        .route("/waits/{id}/answer", post(answer))
-        .route("/login", get(login_form).post(login))
-        .route("/logout", post(logout))
-        .route(cairn_console::CSS_PATH, get(css))
-        .route(cairn_console::JS_PATH, get(js))
+    table()
+        .into_iter()
+        .fold(Router::new(), |router, (path, route)| {
+            router.route(path, route)
+        })
 }
 
 use form::ConsoleForm;

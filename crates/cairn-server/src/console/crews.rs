@@ -171,8 +171,8 @@ pub(super) async fn upgrade(
 /// The two versions of a diff page.
 #[derive(serde::Deserialize)]
 pub(super) struct DiffQuery {
-    from: String,
-    to: String,
+    from: Option<String>,
+    to: Option<String>,
 }
 
 /// `GET /crews/{name}/diff?from=&to=`: how `to` differs from `from`, and
@@ -185,8 +185,14 @@ pub(super) async fn diff(
 ) -> Response {
     let viewer = page_viewer(&state, &headers);
     let versions = async {
-        let from = crate::versions::version(&state, &name, &q.from).await?;
-        let to = crate::versions::version(&state, &name, &q.to).await?;
+        // A page, not axum's plain-text 400, when a version is not named.
+        let (Some(from), Some(to)) = (&q.from, &q.to) else {
+            return Err(crate::ApiError::BadQuery(
+                "name the two versions to compare: /crews/NAME/diff?from=V&to=V".into(),
+            ));
+        };
+        let from = crate::versions::version(&state, &name, from).await?;
+        let to = crate::versions::version(&state, &name, to).await?;
         Ok::<_, crate::ApiError>(state.engine().crew_diff(&from, &to).await?)
     };
     match versions.await {

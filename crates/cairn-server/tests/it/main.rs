@@ -14,6 +14,7 @@ mod foreign;
 mod hardening;
 mod operators;
 mod runs;
+mod sessions;
 mod socket;
 mod support;
 mod threads;
