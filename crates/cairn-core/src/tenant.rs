@@ -7,15 +7,16 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A tenant's name: 1 to [`Tenant::MAX_BYTES`] bytes, no control
-/// character, no `,` or `=` (it may be part of a provider key).
+/// A tenant's name: 1 to [`Tenant::MAX_BYTES`] bytes, no control or
+/// format character (invisible, or reordering text: two tenants must not
+/// look the same), no `,` or `=` (it may be part of a provider key).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Tenant(String);
 
 /// A tenant name that breaks the rule; nothing was stored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("tenant {name:?} {problem}: a tenant is 1 to {max} bytes with no control character, `,` or `=`", max = Tenant::MAX_BYTES)]
+#[error("tenant {name:?} {problem}: a tenant is 1 to {max} bytes with no control or format character, `,` or `=`", max = Tenant::MAX_BYTES)]
 pub struct BadTenant {
     pub name: String,
     pub problem: &'static str,
@@ -37,6 +38,9 @@ impl Tenant {
             Some("is too long")
         } else if name.chars().any(|c| c.is_control() || c == ',' || c == '=') {
             Some("holds a control character, `,` or `=`")
+        } else if name.chars().any(crate::text::is_format) {
+            // U+202E and U+200B make two tenants look the same.
+            Some("holds an invisible format character (such as U+200B or U+202E)")
         } else {
             None
         };
@@ -77,6 +81,14 @@ mod tests {
             ("a,b", "holds a control character, `,` or `=`"),
             ("a=b", "holds a control character, `,` or `=`"),
             ("a\u{0}", "holds a control character, `,` or `=`"),
+            (
+                "ac\u{200B}me",
+                "holds an invisible format character (such as U+200B or U+202E)",
+            ),
+            (
+                "\u{202E}emca",
+                "holds an invisible format character (such as U+200B or U+202E)",
+            ),
         ] {
             assert_eq!(
                 Tenant::new(bad).err().map(|e| e.problem),

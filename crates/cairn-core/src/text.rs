@@ -65,6 +65,38 @@ fn redact_query(url: &str) -> String {
     format!("{}?{}", &url[..q], params.join("&"))
 }
 
+/// Whether `c` is a Unicode format character (general category Cf: the
+/// zero-width space and joiners, bidirectional overrides and isolates,
+/// the soft hyphen, the byte-order mark, ...): invisible, or reordering
+/// what follows, so two names that differ by one look the same. The
+/// table is Unicode 15's Cf ranges.
+pub fn is_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0001}'
+            | '\u{E0020}'..='\u{E007F}'
+    )
+}
+
 /// `text` safe to print on a terminal: every control character other than
 /// `\n` and `\t` (ESC, BEL, CR, backspace, C1 controls, ...) is shown as a
 /// `\u{..}` escape instead of being sent, so printed text cannot move the

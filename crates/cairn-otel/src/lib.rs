@@ -22,7 +22,8 @@ use prost::Message;
 /// A collector that did not take a batch.
 #[derive(Debug, thiserror::Error)]
 pub enum SendError {
-    #[error("the collector at {endpoint} could not be reached: {source}")]
+    /// Its source carries no URL: the endpoint is said once.
+    #[error("the collector at {endpoint} could not be reached")]
     Unreachable {
         endpoint: String,
         #[source]
@@ -111,7 +112,7 @@ impl Exporter {
         }
         let resp = req.send().await.map_err(|source| SendError::Unreachable {
             endpoint: endpoint.clone(),
-            source,
+            source: source.without_url(),
         })?;
         let status = resp.status();
         if status.is_success() {
@@ -123,5 +124,38 @@ impl Exporter {
             status: status.as_u16(),
             body: body.chars().take(200).collect(),
         })
+    }
+}
+
+#[cfg(test)]
+mod unreachable_tests {
+    use super::*;
+
+    /// The error and its sources, as the logs print them.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut text = e.to_string();
+        let mut source = e.source();
+        while let Some(s) = source {
+            text = format!("{text}: {s}");
+            source = s.source();
+        }
+        text
+    }
+
+    /// A collector nobody listens on: the export error names its URL
+    /// once, not once per layer of the chain.
+    #[tokio::test]
+    async fn an_unreachable_collector_is_named_once() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+        drop(listener);
+        let var =
+            |name: &str| (name == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").then(|| endpoint.clone());
+        let config = Config::from_env(var).unwrap().expect("a traces endpoint");
+        let exporter = Exporter::new(config);
+        let err = exporter.post(endpoint.clone(), vec![]).await.unwrap_err();
+        let text = chain(&err);
+        assert_eq!(text.matches(&endpoint).count(), 1, "{text}");
+        assert!(matches!(err, SendError::Unreachable { .. }), "{text}");
     }
 }

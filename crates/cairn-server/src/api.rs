@@ -225,7 +225,7 @@ struct SubmitBody {
     /// Claim order, -1000 to 1000 (default 0): higher first, with ageing.
     #[serde(default, deserialize_with = "crate::extract::opt_priority")]
     priority: Option<cairn::Priority>,
-    /// Whose run it is (1 to 128 bytes, no control character, `,` or
+    /// Whose run it is (1 to 128 bytes, no control or format character, `,` or
     /// `=`): claims go round-robin across tenants within a priority.
     #[serde(default)]
     tenant: Option<String>,
