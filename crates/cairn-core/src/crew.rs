@@ -6,14 +6,15 @@
 //! of `CrewDef`, so the file format can grow without touching stored runs.
 
 use std::collections::HashSet;
-use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::ids::Role;
 use crate::retry::RetryPolicy;
 use crate::wait::{Answer, OnDeadline};
+
+mod fingerprint;
+pub use fingerprint::Fingerprint;
 
 /// A named, versioned, ordered list of agents.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,8 +26,10 @@ pub struct CrewDef {
     /// which their relative program paths resolve: the crew file's own
     /// directory (absolute) when the crew was loaded from a file. `None`
     /// (a crew built in Rust, or stored before this field existed): the
-    /// process's working directory. Not part of the fingerprint, so a crew
-    /// file that moves still resumes its runs.
+    /// process's working directory. Not part of the fingerprint (nor are
+    /// the directories of the crews its steps start), so a crew file that
+    /// moves still resumes its runs, and one loaded from two places is one
+    /// version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<String>,
     /// The `[budget]` table: its runs' default limits on model use
@@ -239,27 +242,6 @@ impl AgentKind {
     }
 }
 
-/// A crew's fingerprint: `sha256:` and the first 16 hex digits of the SHA-256
-/// of its stored JSON form.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Fingerprint(String);
-
-impl Fingerprint {
-    pub fn from_stored(s: impl Into<String>) -> Self {
-        Fingerprint(s.into())
-    }
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for Fingerprint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 /// Why a crew definition was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -372,21 +354,11 @@ impl CrewDef {
         Ok(())
     }
 
-    /// The stored JSON form: the input of the fingerprint.
+    /// The stored JSON form (the input of the fingerprint, without its
+    /// directories: `fingerprint.rs`).
     pub fn to_json(&self) -> serde_json::Value {
         // A struct of strings, vectors and enums always serializes.
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
-    }
-
-    pub fn fingerprint(&self) -> Fingerprint {
-        let mut json = self.to_json();
-        if let Some(fields) = json.as_object_mut() {
-            fields.remove("dir");
-        }
-        let canonical = json.to_string();
-        let digest = Sha256::digest(canonical.as_bytes());
-        let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        Fingerprint(format!("sha256:{hex}"))
     }
 
     pub fn step_count(&self) -> u32 {
