@@ -22,7 +22,7 @@
 //! `pause_before:OP:MS` before it begins (a cancel landing while a spawn is
 //! about to commit). And
 //! `pause_before_pdeathsig:MS` holds a forked step program before it asks
-//! for its parent-death signal (`cairn-steps`' command.rs).
+//! for its parent-death signal (`cairn-steps`' program.rs).
 //!
 //! `lose_ack:OP[#N]` makes that operation report a connection error after
 //! its commit landed: an acknowledgement lost on the way back, for the

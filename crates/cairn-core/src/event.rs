@@ -110,6 +110,13 @@ pub enum EventKind {
     /// written before its request leaves: a call whose `model_called`
     /// never follows (its process died mid-call) counts at its estimate.
     ModelCallSent,
+    /// A `command` step's program started, in a process group of its own
+    /// (data: idx, attempt, pgid, start: the program's start time in clock
+    /// ticks since boot, host, boot, pidns, engine_pid and engine_start:
+    /// the process that started it). Recorded before the program reads its
+    /// context, so a takeover on the same machine can end the group once
+    /// that process is gone (`cairn_steps::reap`). Linux only.
+    ProgramStarted,
 }
 
 impl EventKind {
@@ -150,6 +157,7 @@ impl EventKind {
             EventKind::UsageReported => "usage_reported",
             EventKind::ChildInterrupted => "child_interrupted",
             EventKind::ModelCallSent => "model_call_sent",
+            EventKind::ProgramStarted => "program_started",
         }
     }
 
@@ -257,6 +265,7 @@ mod tests {
             EventKind::UsageReported,
             EventKind::ChildInterrupted,
             EventKind::ModelCallSent,
+            EventKind::ProgramStarted,
         ] {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));
         }

@@ -75,6 +75,10 @@ impl Drive<'_> {
                 claimed => break claimed?,
             }
         };
+        if claimed.took_over {
+            // Before the step runs again, even if the claim ended the run.
+            exec.reap(run_id).await?;
+        }
         // Our own later claims are plain ones.
         self.request.takeover = Takeover::Never;
         self.request.context = None;

@@ -14,6 +14,7 @@ mod error;
 mod journal;
 mod lease;
 mod outcome;
+mod reap;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +34,7 @@ use outcome::{Dispatch, StepOutcome};
 
 pub use crew::Crew;
 pub use error::{Error, Kind};
+pub use reap::Reaper;
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -114,6 +116,8 @@ pub struct Executor {
     config: ExecutorConfig,
     /// The leases this executor holds, one beat for all of them.
     keeper: Arc<lease::Keeper>,
+    /// Ends what a dead holder left running, at each takeover (`reap.rs`).
+    reaper: Option<Arc<dyn Reaper>>,
 }
 
 impl Executor {
@@ -126,6 +130,7 @@ impl Executor {
             store,
             config,
             keeper,
+            reaper: None,
         }
     }
 

@@ -1,28 +1,25 @@
 //! The `command` agent. The program runs in its own process group, reads the
 //! step context as one JSON object on stdin and writes its output to stdout.
 //! When the step ends for any reason (exit, timeout, cancel: the future is
-//! dropped) the whole group is killed, so no orphan outlives its step.
-
-use std::process::Stdio;
+//! dropped) the whole group is killed, so no orphan outlives its step. If
+//! this process dies instead, the program dies with it (Linux), and the
+//! group, recorded before the program reads its context (`program_started`),
+//! is ended by the process that takes the run over (`crate::group`).
 
 use async_trait::async_trait;
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
 
 use cairn_core::{
     Agent, AgentDef, ErrorInfo, ErrorKind, EventKind, NewEvent, StepContext, StepOutput, Usage,
     BASE_ENV,
 };
 
+use crate::group::RUN_ID_VAR;
+use crate::program::{failure_message, Finished, Program};
+
 /// A stderr line starting with this, followed by
 /// `{"input_tokens":N,"output_tokens":M}`, reports the step's token usage.
 pub const USAGE_PREFIX: &str = "cairn-usage:";
-
-/// How much of stderr a failure keeps.
-const STDERR_TAIL: usize = 2000;
 
 /// Which of Cairn's own environment variables a program sees. A program
 /// starts from an empty environment: a step that prints its environment
@@ -136,88 +133,6 @@ impl CommandAgent {
     }
 }
 
-/// Asks the kernel to SIGKILL the program when the process that started it
-/// dies (Linux `PR_SET_PDEATHSIG`). The group kill below covers every normal
-/// end of a step; this covers the one it cannot: our own process being
-/// SIGKILLed, which would otherwise leave the program running beside its
-/// re-run. It reaches the program itself, not processes it forked.
-///
-/// A parent that dies between the fork and the `prctl` sends no signal: the
-/// child would run its side effect as an orphan while a takeover runs it
-/// again. So after setting the signal the child checks that its parent is
-/// still the process that spawned it, and does not exec if not.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn die_with_parent(cmd: &mut Command) {
-    let spawner = nix::unistd::getpid();
-    let pause = pause_before_pdeathsig();
-    // SAFETY: the closure runs in the forked child before exec and only
-    // calls prctl(2), getppid(2) and (in tests) nanosleep(2), which are
-    // async-signal-safe; the errors are made from an errno, without
-    // allocating.
-    unsafe {
-        cmd.pre_exec(move || {
-            if let Some(pause) = pause {
-                std::thread::sleep(pause);
-            }
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
-            if nix::unistd::getppid() != spawner {
-                return Err(std::io::Error::from(nix::errno::Errno::ESRCH));
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_cmd: &mut Command) {}
-
-/// Test-only: `pause_before_pdeathsig:MS` in `CAIRN_FAILPOINTS` holds the
-/// forked program that long before it asks for its parent-death signal, so
-/// a test can kill Cairn inside the window the parent check closes.
-#[cfg(all(target_os = "linux", feature = "failpoints"))]
-fn pause_before_pdeathsig() -> Option<std::time::Duration> {
-    let spec = std::env::var("CAIRN_FAILPOINTS").ok()?;
-    spec.split(',')
-        .find_map(|p| {
-            p.trim()
-                .strip_prefix("pause_before_pdeathsig:")?
-                .parse()
-                .ok()
-        })
-        .map(std::time::Duration::from_millis)
-}
-
-#[cfg(all(target_os = "linux", not(feature = "failpoints")))]
-fn pause_before_pdeathsig() -> Option<std::time::Duration> {
-    None
-}
-
-/// Kills a process group when dropped.
-struct GroupGuard(Option<i32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0 {
-            // ESRCH (already gone) is the normal case after a clean exit.
-            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-        }
-    }
-}
-
-fn tail(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let text = text.trim();
-    if text.len() <= STDERR_TAIL {
-        return text.to_owned();
-    }
-    let mut start = text.len() - STDERR_TAIL;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    format!("…{}", &text[start..])
-}
-
 /// The output a program printed: JSON if it parses, else the trimmed text.
 pub fn parse_output(stdout: &[u8]) -> Value {
     let text = String::from_utf8_lossy(stdout);
@@ -235,109 +150,29 @@ fn parse_usage(stderr: &[u8]) -> Option<Usage> {
         .reduce(|a, b| a + b)
 }
 
-/// What a finished program left behind.
-#[derive(Debug)]
-pub struct Finished {
-    pub status: std::process::ExitStatus,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-}
-
-/// Runs `argv` in its own process group with `stdin`, the variables `base`
-/// selects from Cairn's environment and the `extra` ones, and waits for it. The group is killed when the returned future is dropped
-/// (a timeout, a cancel), and the program dies with this process (Linux).
-/// Shared by `command` steps and `llm` agents' command tools.
-pub async fn run_program(
-    argv: &[String],
-    stdin: Vec<u8>,
-    base: &ProgramEnv,
-    extra: &[(&str, String)],
-) -> Result<Finished, ErrorInfo> {
-    let (program, args) = argv
-        .split_first()
-        .ok_or_else(|| ErrorInfo::new(ErrorKind::Crew, "the `command` is empty", false))?;
-    let mut cmd = match &base.dir {
-        Some(dir) => {
-            if !dir.is_dir() {
-                return Err(ErrorInfo::new(
-                    ErrorKind::Spawn,
-                    format!(
-                        "cannot start `{program}`: the crew's directory {} does not exist here \
-                         (commands run in the directory of the crew file they were loaded from)",
-                        dir.display()
-                    ),
-                    false,
-                ));
+impl CommandAgent {
+    /// Starts the program and records its process group in the run's
+    /// events (`program_started`) before it is given its context, so a
+    /// takeover on this machine can end what it forked if this process
+    /// dies (`crate::reap`); then feeds it the context and waits. The
+    /// record is best effort, like usage: a run whose lease is gone is
+    /// stopped anyway.
+    async fn execute(
+        &self,
+        cx: &StepContext,
+        payload: Vec<u8>,
+        env: &[(&str, String)],
+    ) -> Result<Finished, ErrorInfo> {
+        let program = Program::spawn(&self.argv, &self.env, env)?;
+        if let (Some(group), Some(journal)) = (program.group(), &cx.journal) {
+            let event = group.event(cx.step.idx, cx.step.attempt);
+            if let Err(e) = journal.event(event).await {
+                tracing::warn!(run = %cx.run_id, step = %cx.step.idx, error = %e,
+                    "could not record the program's process group");
             }
-            let path = std::path::Path::new(program);
-            let mut cmd = match path.is_relative() && program.contains('/') {
-                true => Command::new(dir.join(path)),
-                false => Command::new(program),
-            };
-            cmd.current_dir(dir);
-            cmd
         }
-        None => Command::new(program),
-    };
-    die_with_parent(&mut cmd);
-    cmd.args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    cmd.env_clear().envs(base.select(std::env::vars()));
-    for (k, v) in extra {
-        cmd.env(k, v);
+        program.finish(payload).await
     }
-    let mut child = cmd.spawn().map_err(|e| {
-        let retryable = e.kind() != std::io::ErrorKind::NotFound
-            && e.kind() != std::io::ErrorKind::PermissionDenied;
-        ErrorInfo::new(
-            ErrorKind::Spawn,
-            format!("cannot start `{program}`: {e}"),
-            retryable,
-        )
-    })?;
-    let _group = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
-    let pipe = child.stdin.take();
-    let write = async move {
-        if let Some(mut pipe) = pipe {
-            // A program that ignores stdin may exit first: EPIPE is fine.
-            let _ = pipe.write_all(&stdin).await;
-            let _ = pipe.shutdown().await;
-        }
-    };
-    let ((), out) = tokio::join!(write, child.wait_with_output());
-    let out = out.map_err(|e| {
-        ErrorInfo::new(
-            ErrorKind::Spawn,
-            format!("waiting for `{program}`: {e}"),
-            true,
-        )
-    })?;
-    Ok(Finished {
-        status: out.status,
-        stdout: out.stdout,
-        stderr: out.stderr,
-    })
-}
-
-/// How a program failed, with the tail of its stderr: `None` if it succeeded.
-pub fn failure_message(program: &str, out: &Finished) -> Option<String> {
-    if out.status.success() {
-        return None;
-    }
-    let how = match out.status.code() {
-        Some(code) => format!("exited with status {code}"),
-        None => "was killed by a signal".to_owned(),
-    };
-    let stderr = tail(&out.stderr);
-    Some(if stderr.is_empty() {
-        format!("`{program}` {how}")
-    } else {
-        format!("`{program}` {how}: {stderr}")
-    })
 }
 
 #[async_trait]
@@ -349,7 +184,7 @@ impl Agent for CommandAgent {
         let payload = serde_json::to_vec(cx)
             .map_err(|e| ErrorInfo::new(ErrorKind::Spawn, format!("context: {e}"), false))?;
         let mut env = vec![
-            ("CAIRN_RUN_ID", cx.run_id.to_string()),
+            (RUN_ID_VAR, cx.run_id.to_string()),
             ("CAIRN_STEP_IDX", cx.step.idx.to_string()),
             ("CAIRN_STEP_ROLE", cx.step.role.to_string()),
             ("CAIRN_ATTEMPT", cx.step.attempt.to_string()),
@@ -365,7 +200,7 @@ impl Agent for CommandAgent {
             }
             _ => None,
         };
-        let out = run_program(&self.argv, payload, &self.env, &env).await;
+        let out = self.execute(cx, payload, &env).await;
         if let (Some(permit), Some(journal)) = (permit, &cx.journal) {
             // Best effort: a permit not given back counts until the end of
             // the run's lease.

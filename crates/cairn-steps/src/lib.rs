@@ -4,7 +4,10 @@
 
 mod children;
 mod command;
+mod group;
 mod permit;
+pub mod procfs;
+mod program;
 mod template;
 
 use std::sync::Arc;
@@ -12,10 +15,9 @@ use std::sync::Arc;
 use cairn_core::{Agent, AgentDef, AgentKind, CrewError};
 
 pub use children::{ChildrenAgent, SPAWN_KEY};
-pub use command::{
-    failure_message, parse_output, run_program, CommandAgent, Finished, ProgramEnv, NEVER_PASSED,
-    USAGE_PREFIX,
-};
+pub use command::{parse_output, CommandAgent, ProgramEnv, NEVER_PASSED, USAGE_PREFIX};
+pub use group::{reap, ProgramGroup, RUN_ID_VAR};
+pub use program::{failure_message, run_program, Finished};
 pub use template::{TemplateAgent, TemplateError, FUEL, RENDER_CAP, VARIABLES};
 
 /// The built-in agent for `def`, or `None` for kinds the caller must supply

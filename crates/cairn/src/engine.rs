@@ -147,7 +147,7 @@ impl Engine {
 
     pub fn with_store(store: Arc<dyn Store>, config: ExecutorConfig) -> Engine {
         Engine {
-            executor: Executor::new(store, config),
+            executor: Executor::new(store, config).with_reaper(Arc::new(crate::holder::Programs)),
             crews: Arc::default(),
             presence: Arc::default(),
             sampler: None,

@@ -4,8 +4,10 @@
 //! (no such process, or the pid reused by another) from a live one without
 //! waiting for the lease to expire. Linux's `/proc` only; elsewhere no
 //! holder is ever proved dead, and a live lease still needs `--takeover`.
+//! The same proof, made of the process that started a `command` step's
+//! program, lets a takeover end what that program forked ([`Programs`]).
 
-use std::fs;
+use cairn_steps::procfs::{Machine, Stat};
 
 /// This process as a lease owner: `LABEL:PID [HOST BOOT START]`, where
 /// BOOT is the kernel's boot id and START the process's start time in
@@ -47,38 +49,24 @@ struct Identity {
 
 impl Identity {
     fn of(pid: u32) -> Option<Identity> {
-        let read = |p: &str| fs::read_to_string(p).ok().map(|s| s.trim().to_owned());
-        let host = read("/proc/sys/kernel/hostname")?;
-        let boot = read("/proc/sys/kernel/random/boot_id")?;
+        let here = Machine::here()?;
         let start = Stat::of(pid)?.start;
         // The owner is split on spaces: a name with one cannot be matched.
+        let (host, boot) = (here.host.clone(), here.boot.clone());
         (!host.contains(char::is_whitespace) && !boot.contains(char::is_whitespace))
             .then_some(Identity { host, boot, start })
     }
 }
 
-/// What `/proc/PID/stat` says of a process.
-struct Stat {
-    zombie: bool,
-    start: u64,
-}
+/// Ends, at each takeover, the process groups of `command` steps whose
+/// engine (this machine's process that started them) is gone
+/// ([`cairn_steps::reap`]).
+pub(crate) struct Programs;
 
-impl Stat {
-    fn of(pid: u32) -> Option<Stat> {
-        parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+impl cairn_scheduler::Reaper for Programs {
+    fn reap(&self, run: cairn_core::RunId, events: &[cairn_core::EventRecord]) {
+        cairn_steps::reap(run, events);
     }
-}
-
-/// The state (field 3) and start time (field 22) of a `/proc/PID/stat`
-/// line; the command name (field 2) may hold spaces and parentheses, so
-/// fields are counted after its last `)`.
-fn parse_stat(line: &str) -> Option<Stat> {
-    let rest = &line[line.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    Some(Stat {
-        zombie: matches!(*fields.first()?, "Z" | "X"),
-        start: fields.get(19)?.parse().ok()?,
-    })
 }
 
 /// The pid and identity an owner string records, if it has them.
@@ -117,16 +105,6 @@ mod tests {
         assert_eq!(parse("cairn-cli:7"), None, "an owner without one");
         assert_eq!(parse("cairn-cli:x [box b00t 42]"), None, "no pid");
         assert_eq!(parse("a:7 [box b00t 42 more]"), None, "extra fields");
-    }
-
-    #[test]
-    fn a_stat_line_with_spaces_and_parens_in_its_name_parses() {
-        let line = "12 (a (b) c) S 1 12 12 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 \
-                    98765 1000 100 18446744073709551615";
-        let stat = parse_stat(line).map(|s| (s.zombie, s.start));
-        assert_eq!(stat, Some((false, 98765)));
-        let zombie = "12 (x) Z 1 12 12 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 5 0 0";
-        assert_eq!(parse_stat(zombie).map(|s| s.zombie), Some(true));
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! a step's commit) and `cairn resume` finishes it; the steps' own execution
 //! log proves no finished step ran twice. Plus the crash-loop cap. Each
 //! also with `?durability=process`: a process's death loses nothing there.
+//! And what a killed engine's step program forked: ended by the process
+//! that takes the run over (a resume, a worker) before the step runs again.
 
 use std::time::Duration;
 
@@ -331,4 +333,127 @@ fn a_step_program_whose_engine_died_before_its_death_signal_never_runs(kind: Kin
     let id = case.only_run_id();
     case.cairn(&["resume", &id, "--takeover"]).expect_code(0);
     assert_eq!(std::fs::read_to_string(&effect).unwrap(), "charged\n");
+}
+
+both_backends!(
+    a_killed_engines_forked_work_is_ended_before_its_step_runs_again,
+    a_killed_workers_forked_work_is_ended_by_the_worker_taking_over,
+);
+
+/// Field `n` (counted from 1) of `/proc/PID/stat`, if the process exists.
+fn stat_field(pid: i32, n: usize) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(n - 3).map(str::to_owned)
+}
+
+/// A process a step program forked, with its start time and process
+/// group: SIGKILLed when dropped if still the same process, so a failing
+/// test leaves it behind no more than a passing one.
+struct Forked {
+    pid: i32,
+    start: Option<String>,
+    group: Option<String>,
+}
+
+impl Forked {
+    fn new(pid: i32) -> Forked {
+        Forked {
+            pid,
+            start: stat_field(pid, 22),
+            group: stat_field(pid, 5),
+        }
+    }
+}
+
+impl Drop for Forked {
+    fn drop(&mut self) {
+        if !is_dead(self.pid) && stat_field(self.pid, 22) == self.start {
+            let _ = kill(Pid::from_raw(self.pid), Signal::SIGKILL);
+        }
+    }
+}
+
+/// A crew of one step, `sh -c "prepare; work"`: its first run forks its
+/// work (a `sleep`, its pid in `work.pid`) and waits for it; a re-run finds
+/// the work started and succeeds at once. Each run appends to `ran.log`.
+fn forking_crew(case: &Case) -> std::path::PathBuf {
+    let (ran, work) = (case.path("ran.log"), case.path("work.pid"));
+    let (ran, work) = (ran.display(), work.display());
+    let script = format!(
+        "cat >/dev/null; echo ran >> {ran}; \
+         if [ ! -e {work} ]; then sleep 300 & echo $! > {work}.tmp; mv {work}.tmp {work}; wait; fi; \
+         echo '{{\"ok\": true}}'"
+    );
+    case.write(
+        "crew.toml",
+        &crew_toml("forks", &[agent_sh("work", &script)]),
+    )
+}
+
+/// Once `engine` started the step's work: SIGKILLs it, and checks that the
+/// work outlived it (the parent-death signal ended only `sh`).
+fn kill_engine_mid_work(case: &Case, mut engine: Spawned) -> Forked {
+    let work = case.path("work.pid");
+    wait_until("the step's forked work", Duration::from_secs(60), || {
+        work.exists()
+    });
+    let forked = Forked::new(read_pid(&work));
+    kill(engine.pid(), Signal::SIGKILL).unwrap();
+    engine.wait("the killed engine");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!is_dead(forked.pid), "the forked work died with its engine");
+    forked
+}
+
+/// The takeover ended the work, and the step ran once more and succeeded.
+#[track_caller]
+fn assert_ended_and_rerun(case: &Case, id: &str, forked: &Forked) {
+    wait_until(
+        "the forked work to be ended",
+        Duration::from_secs(5),
+        || is_dead(forked.pid),
+    );
+    let run = case.show(id);
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    assert_eq!(step(&run, 0)["takeovers"], 1, "{run:#}");
+    let ran = std::fs::read_to_string(case.path("ran.log")).unwrap();
+    assert_eq!(ran, "ran\nran\n", "the step ran once, then once again");
+    // The first run's record names the group the work ran in.
+    let started = case.events_of(id, "program_started");
+    assert_eq!(started.len(), 2, "{started:#?}");
+    let pgid = started[0]["data"]["pgid"].to_string();
+    assert_eq!(Some(pgid), forked.group, "{started:#?}");
+}
+
+/// Issue 46.7: a step program `sh -c "prepare; work"` whose `cairn run` is
+/// SIGKILLed. The parent-death signal ends `sh`, not the work it forked,
+/// which keeps running in the program's process group. A plain resume
+/// proves the holder dead, ends that group before the step runs again,
+/// and runs the step once more: nothing of the first run is left beside it.
+fn a_killed_engines_forked_work_is_ended_before_its_step_runs_again(kind: Kind) {
+    let case = Case::new(kind);
+    let crew = forking_crew(&case);
+    let engine = Spawned(case.spawn(&["run", crew.to_str().unwrap()], &[]));
+    let forked = kill_engine_mid_work(&case, engine);
+    let id = case.only_run_id();
+    let out = case.cairn(&["resume", &id]).expect_code(0);
+    out.expect_stderr(&["taken over"]);
+    assert_ended_and_rerun(&case, &id, &forked);
+}
+
+/// The same with workers: the one that takes the run over once its lease
+/// expired ends the killed worker's group before it runs the step again.
+fn a_killed_workers_forked_work_is_ended_by_the_worker_taking_over(kind: Kind) {
+    let case = Case::new(kind);
+    let id = case.submit(&forking_crew(&case));
+    let args = ["worker", "--lease-ms", "800", "--heartbeat-ms", "200"];
+    let args = [&args[..], &["--poll-ms", "50"]].concat();
+    let worker = Spawned(case.spawn(&args, &[]));
+    let forked = kill_engine_mid_work(&case, worker);
+    let _taker = Spawned(case.spawn(&args, &[]));
+    wait_until("the run to finish", Duration::from_secs(30), || {
+        case.show(&id)["status"] == "succeeded"
+    });
+    assert_ended_and_rerun(&case, &id, &forked);
 }
