@@ -186,7 +186,7 @@ pub enum Command {
         command: LimitsCommand,
     },
     /// Crew versions: every version a run was stored with, how two
-    /// differ, and which unfinished runs can move (local only).
+    /// differ, and which unfinished runs can move (with `--server` too).
     Crews {
         #[command(subcommand)]
         command: CrewsCommand,

@@ -166,12 +166,9 @@ pub fn waited_ms(s: &StepRecord, waits: &[WaitRecord]) -> i64 {
         .sum()
 }
 
+/// A duration, as the console prints it (`cairn::text::duration_ms`).
 fn ms(ms: i64) -> String {
-    if ms >= 10_000 {
-        format!("{:.1} s", ms as f64 / 1000.0)
-    } else {
-        format!("{ms} ms")
-    }
+    cairn::text::duration_ms(ms)
 }
 
 /// A step table; `extra` adds a column (header, value per step). A step's
@@ -218,10 +215,13 @@ pub fn step_table(
             duration
         ));
         if let Some(e) = &s.error {
-            let label = if s.status == StepStatus::Succeeded {
-                "an earlier attempt failed"
-            } else {
-                "error"
+            // A deferral (a provider's 429, a permit or a budget's room
+            // not free) spent no attempt: it is no failure.
+            let label = match (s.status, e.kind) {
+                (StepStatus::Succeeded, cairn::ErrorKind::RateLimited) => "it waited once",
+                (StepStatus::Succeeded, _) => "an earlier attempt failed",
+                (_, cairn::ErrorKind::RateLimited) => "waiting",
+                _ => "error",
             };
             out.push_str(&format!("      {label}: {}\n", e.message));
         }

@@ -65,6 +65,23 @@ fn redact_query(url: &str) -> String {
     format!("{}?{}", &url[..q], params.join("&"))
 }
 
+/// A duration as people read it, one rule for every place Cairn prints
+/// one (the CLI's tables, the console's pages): `12 ms`, `1.2 s`,
+/// `3 min 4 s`, `2 h 5 min`, `3 d 4 h`; a negative one reads as 0.
+pub fn duration_ms(ms: i64) -> String {
+    const MIN: i64 = 60_000;
+    const HOUR: i64 = 60 * MIN;
+    const DAY: i64 = 24 * HOUR;
+    let ms = ms.max(0);
+    match ms {
+        0..=999 => format!("{ms} ms"),
+        1_000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
+        _ if ms < HOUR => format!("{} min {} s", ms / MIN, (ms % MIN) / 1000),
+        _ if ms < DAY => format!("{} h {} min", ms / HOUR, (ms % HOUR) / MIN),
+        _ => format!("{} d {} h", ms / DAY, (ms % DAY) / HOUR),
+    }
+}
+
 /// Whether `c` is a Unicode format character (general category Cf: the
 /// zero-width space and joiners, bidirectional overrides and isolates,
 /// the soft hyphen, the byte-order mark, ...): invisible, or reordering

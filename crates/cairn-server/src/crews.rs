@@ -57,6 +57,9 @@ impl Crews {
             }
             if failed.len() == before {
                 let (path, source) = failed.swap_remove(0);
+                if !names_a_crew(&path) {
+                    return Err(Error::NotACrew { path });
+                }
                 return Err(Error::CrewFile {
                     path,
                     source: Box::new(source),
@@ -122,4 +125,15 @@ impl Crews {
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
     }
+}
+
+/// Whether a file of the crews directory sets a crew's `name` at its top
+/// (a line `name = …` before any table): a price table or a limits file
+/// does not.
+fn names_a_crew(path: &std::path::Path) -> bool {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with('['))
+        .any(|l| l.split('=').next().is_some_and(|k| k.trim() == "name"))
 }

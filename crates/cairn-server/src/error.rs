@@ -34,6 +34,10 @@ pub enum Error {
         #[source]
         source: Box<cairn::Error>,
     },
+    /// A file of the crews directory that is no crew at all (no `name`):
+    /// a price table or a limits file put there, most likely.
+    #[error("{} is not a crew file (it has no `name`): the crews directory holds crew files only; a price table goes in its own file named by CAIRN_PRICES, provider key limits in one named by CAIRN_LIMITS (docs/operations.md)", path.display())]
+    NotACrew { path: PathBuf },
     /// Two crew files define a crew of the same name.
     #[error("crew `{name}` version `{version}` is defined twice: in {} and in {}; each version of a crew must come from one file", first.display(), second.display())]
     DuplicateCrew {

@@ -48,11 +48,17 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
             let engine = crate::traces::traced(Engine::open_with(db, &opts, config).await?)?;
             crate::traces::export(&engine)?;
             // Installed before the first line (`cairn_server::shutdown_signal`).
-            let shutdown = cairn_server::shutdown_signal();
-            eprintln!(
-                "cairn worker {}: {concurrency} at once, lease {lease_ms} ms",
-                std::process::id()
-            );
+            let signal = cairn_server::shutdown_signal();
+            let pid = std::process::id();
+            eprintln!("cairn worker {pid}: {concurrency} at once, lease {lease_ms} ms");
+            // Said as `serve` says it: what a stop does, then that it ended.
+            let shutdown = async move {
+                signal.await;
+                eprintln!(
+                    "cairn worker {pid}: stopping: no new claims; runs in flight get up to \
+                     {grace_ms} ms to reach their next stop"
+                );
+            };
             let work = cairn::WorkOptions {
                 concurrency,
                 poll: Duration::from_millis(poll_ms),
@@ -63,6 +69,7 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
             let worked = engine.work(work, shutdown).await;
             crate::traces::finish().await;
             worked?;
+            eprintln!("cairn worker {pid}: stopped");
             Ok(exit::OK)
         }
         Command::Serve {

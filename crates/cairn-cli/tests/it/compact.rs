@@ -47,11 +47,12 @@ fn a_worker_told_to_stop_as_it_starts_stops_cleanly(kind: Kind) {
         });
         kill(worker.pid(), Signal::SIGTERM).unwrap();
         let status = worker.wait("worker");
-        assert_eq!(
-            status.code(),
-            Some(0),
-            "round {round}: {status}\n{}",
-            std::fs::read_to_string(&stderr).unwrap_or_default()
+        let said = std::fs::read_to_string(&stderr).unwrap_or_default();
+        assert_eq!(status.code(), Some(0), "round {round}: {status}\n{said}");
+        // It says that it stops, and that it stopped, as `serve` does.
+        assert!(
+            said.contains("stopping: no new claims") && said.contains("stopped"),
+            "round {round}: {said}"
         );
     }
 }

@@ -72,6 +72,7 @@ mod failures;
 mod fanout;
 mod first_hour;
 mod guides;
+mod help;
 mod limits;
 mod live;
 mod lost_ack;

@@ -66,3 +66,25 @@ async fn a_name_nothing_offers_stops_the_startup_naming_file_and_name() {
         "{text}"
     );
 }
+
+/// A price table put in the crews directory stops the startup saying it
+/// is no crew and where a price table goes (it used to say only that a
+/// field `openai` is unknown).
+#[test]
+fn a_price_table_in_the_crews_directory_says_where_it_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("greet.toml"), GREET).unwrap();
+    let prices = "[openai.\"gpt-4o\"]\ninput_per_mtok = 2.5\noutput_per_mtok = 10\n";
+    std::fs::write(dir.path().join("prices.toml"), prices).unwrap();
+    match Crews::load_dir(dir.path()) {
+        Err(e @ Error::NotACrew { .. }) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("prices.toml") && text.contains("CAIRN_PRICES"),
+                "{text}"
+            );
+        }
+        Err(other) => panic!("expected not_a_crew, got {other}"),
+        Ok(_) => panic!("a price table loaded as a crew"),
+    }
+}

@@ -10,6 +10,7 @@ mod conformance;
 mod console;
 mod crews_dir;
 mod events;
+mod guide;
 mod foreign;
 mod hardening;
 mod operators;
