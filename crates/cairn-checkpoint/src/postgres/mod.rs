@@ -393,6 +393,13 @@ async fn migrate(mut conn: PgConnection, create: bool, target: &str) -> Result<P
     let mut migrator = sqlx::migrate!("../../migrations/postgres");
     migrator.set_locking(false);
     migrator.run_direct(&mut *tx).await.map_err(failed)?;
+    // Crew versions stored under an earlier release's fingerprint, under
+    // the same lock (unnamed statements: the DEALLOCATE below is for sqlx's).
+    crate::script::refingerprint_in(&mut crate::sql::Conn::Postgres(
+        &mut tx,
+        crate::sql::Prepare::Unnamed,
+    ))
+    .await?;
     sqlx::query("DEALLOCATE ALL")
         .persistent(false)
         .execute(&mut *tx)

@@ -82,3 +82,85 @@ pub(super) async fn definition_in(
         })?;
     Ok(def)
 }
+
+/// Moves crew versions stored under a fingerprint an earlier release
+/// computed (one that counted the directories of the crews a step starts,
+/// issue 46) to the fingerprint their definition has now, with their runs
+/// and their offers: a stored run then matches its crew file wherever it
+/// lies, and a version stored twice is merged into one (its earliest
+/// `first_seen`). Called by each open after the migrations; it writes only
+/// when a version needs moving. A crew that starts no child crew never
+/// does: its fingerprint never changed.
+pub(crate) async fn refingerprint(db: &crate::sql::Pool) -> Result<()> {
+    let stale = {
+        let mut held = db.acquire().await?;
+        stale_in(&mut held.conn()?).await?
+    };
+    if stale.is_empty() {
+        return Ok(());
+    }
+    let mut tx = db.write().await?;
+    refingerprint_in(&mut tx.conn()).await?;
+    tx.commit().await
+}
+
+/// [`refingerprint`] in the caller's transaction (PostgreSQL's migration
+/// transaction, under its lock).
+pub(crate) async fn refingerprint_in(c: &mut Conn<'_>) -> Result<()> {
+    for (old, new) in stale_in(c).await? {
+        move_version_in(c, &old, &new).await?;
+    }
+    Ok(())
+}
+
+/// The stored versions whose fingerprint is not their definition's, as
+/// (stored, now). Only definitions that hold a child crew are read (the
+/// rest cannot differ); one that does not decode is left as it is.
+async fn stale_in(c: &mut Conn<'_>) -> Result<Vec<(String, Fingerprint)>> {
+    let rows = c
+        .fetch_all(query(
+            "SELECT fingerprint, definition FROM crews WHERE \
+             CAST(definition AS TEXT) LIKE '%\"crew_def\"%' \
+             OR CAST(definition AS TEXT) LIKE '%\"child_crews\"%' \
+             OR CAST(definition AS TEXT) LIKE '%\"delegate_defs\"%'",
+        ))
+        .await?;
+    let mut stale = Vec::new();
+    for row in &rows {
+        let decoded = row.json_text("definition", |t| serde_json::from_slice::<CrewDef>(t))?;
+        let Some(Ok(def)) = decoded else { continue };
+        let (stored, now) = (row.text("fingerprint")?, def.fingerprint());
+        if stored != now.as_str() {
+            stale.push((stored, now));
+        }
+    }
+    Ok(stale)
+}
+
+/// One version's move from fingerprint `old` to `new`.
+async fn move_version_in(c: &mut Conn<'_>, old: &str, new: &Fingerprint) -> Result<()> {
+    let new = new.as_str();
+    let statements = [
+        "INSERT INTO crews (fingerprint, name, version, definition, first_seen, needs_code) \
+         SELECT :new, name, version, definition, first_seen, needs_code FROM crews \
+         WHERE fingerprint = :old \
+         ON CONFLICT (fingerprint) DO UPDATE SET first_seen = CASE \
+         WHEN excluded.first_seen < crews.first_seen THEN excluded.first_seen \
+         ELSE crews.first_seen END",
+        "UPDATE runs SET crew_fingerprint = :new WHERE crew_fingerprint = :old",
+        "INSERT INTO process_crews (process, fingerprint) \
+         SELECT process, :new FROM process_crews WHERE fingerprint = :old \
+         ON CONFLICT (process, fingerprint) DO NOTHING",
+        "DELETE FROM process_crews WHERE fingerprint = :old",
+        "DELETE FROM crews WHERE fingerprint = :old",
+    ];
+    for sql in statements {
+        let q = query(sql).bind("old", old);
+        let q = match sql.contains(":new") {
+            true => q.bind("new", new),
+            false => q,
+        };
+        c.execute(q).await?;
+    }
+    Ok(())
+}

@@ -78,6 +78,7 @@ use crate::{
 use boundary::{bounded, placed, retried};
 use storable::{actor_ok, claim_ok, commit_ok, events_ok, json_ok, submit_ok, text_ok};
 
+pub(crate) use crews::{refingerprint, refingerprint_in};
 pub(crate) use retention::quick_check;
 pub(crate) use tx::pool_tx;
 

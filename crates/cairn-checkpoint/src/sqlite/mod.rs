@@ -164,6 +164,12 @@ impl SqliteStore {
                 return Err(e);
             }
         }
+        // Crew versions stored under an earlier release's fingerprint.
+        let db = Pool::Sqlite(pool.clone());
+        if let Err(e) = crate::script::refingerprint(&db).await {
+            pool.close().await;
+            return Err(e.placed(&target, None));
+        }
         let writer = match Writer::open(path, opts.durability, &target, true) {
             Ok(writer) => Arc::new(writer),
             Err(e) => {
@@ -172,7 +178,7 @@ impl SqliteStore {
             }
         };
         Ok(SqliteStore {
-            db: Pool::Sqlite(pool.clone()),
+            db,
             pool,
             path: path.to_owned(),
             target,
