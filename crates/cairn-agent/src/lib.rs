@@ -9,6 +9,7 @@
 //!   checks a call passes before anything runs.
 //! - [`build`]: an `llm` agent from its crew definition.
 
+mod ask;
 mod budget;
 mod delegate;
 mod tools;
@@ -20,8 +21,9 @@ use std::sync::Arc;
 use cairn_core::{Agent, AgentDef, AgentKind, CrewError, LlmDef, ProviderKind};
 use cairn_llm::Provider;
 
+pub use ask::ASK_TOOL;
 pub use tools::{BadSchema, Checked, CommandTool, Tool, ToolResult, Toolbox};
-pub use turn::{context_message, idempotency_key, LlmAgent, ASK_TOOL};
+pub use turn::{context_message, idempotency_key, LlmAgent};
 
 /// The agent for an `llm` definition, or `None` for other kinds.
 pub fn build(
@@ -46,7 +48,7 @@ pub fn build(
         })
         .collect();
     if llm.ask_human {
-        tools.push(Arc::new(turn::AskHuman::new()));
+        tools.push(Arc::new(ask::AskHuman::new()));
     }
     if !llm.delegate.is_empty() {
         tools.push(Arc::new(delegate::Delegate::new(&llm.delegate_defs)));

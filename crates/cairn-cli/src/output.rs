@@ -9,9 +9,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use cairn::{
-    Compacted, EventRecord, RunRecord, RunStatus, RunView, StepRecord, StepStatus, ThreadSummary,
-    ThreadView, WaitId, WaitKind, WaitRecord, WaitStatus,
+    Compacted, EventRecord, RunRecord, RunStatus, RunView, StepRecord, StepStatus, WaitId,
+    WaitKind, WaitRecord, WaitStatus,
 };
+
+mod threads;
+pub use threads::{print_thread, print_thread_budget, thread_header, thread_rows};
 
 /// An extra column of the step table: its header and a value per step.
 pub type ExtraColumn<'a> = (&'a str, &'a dyn Fn(&StepRecord) -> String);
@@ -376,22 +379,6 @@ fn write_budget(out: &mut impl Write, view: &RunView) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `threads budget`: the thread's budget as it stands.
-pub fn print_thread_budget(b: &cairn::ThreadBudget, json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(b);
-    }
-    let mut stdout = text_out();
-    writeln!(
-        stdout,
-        "thread {}  budget: {}  (set by {})",
-        cairn::text::printable_line(&b.thread_id),
-        b.budget.against(&b.spent),
-        cairn::text::printable_line(&b.set_by)
-    )?;
-    Ok(())
-}
-
 /// A child that ended or stopped, as `cairn run` reports it while it
 /// follows the parent: `child a (RUN) succeeded`, or with why it did not.
 pub fn child_line(c: &cairn::ChildOutcome) -> String {
@@ -577,33 +564,6 @@ pub fn print_compacted(c: &Compacted, dry_run: bool, json: bool) -> anyhow::Resu
     Ok(())
 }
 
-/// The header of `cairn threads list`'s table: one line per thread (the
-/// id last, as it may be long); `--json`: an array of `{thread_id, runs,
-/// input_tokens, output_tokens, last_run_at}`.
-pub fn thread_header(stdout: &mut impl Write) -> anyhow::Result<()> {
-    writeln!(
-        stdout,
-        "{:>6}  {:>15}  {:<24}  thread",
-        "runs", "tokens in/out", "last run"
-    )?;
-    Ok(())
-}
-
-/// Lines of the thread table.
-pub fn thread_rows(stdout: &mut impl Write, threads: &[ThreadSummary]) -> anyhow::Result<()> {
-    for t in threads {
-        writeln!(
-            stdout,
-            "{:>6}  {:>15}  {:<24}  {}",
-            t.runs,
-            format!("{}/{}", t.input_tokens, t.output_tokens),
-            t.last_run_at.to_rfc3339_opts(chrono_secs(), true),
-            cairn::text::printable_line(&t.thread_id)
-        )?;
-    }
-    Ok(())
-}
-
 /// Provider keys (`limits list`, or the one key a pause or resume left):
 /// JSON as stored, or a table with the pause's end, the queue, the count
 /// and the last reason.
@@ -681,54 +641,6 @@ impl JsonArray {
         writeln!(std::io::stdout(), "{}]", if self.first { "" } else { "\n" })?;
         Ok(())
     }
-}
-
-/// `cairn threads show`: the totals, then the run table of `runs list`; or
-/// `{thread_id, runs, totals: {runs, input_tokens, output_tokens}}`.
-pub fn print_thread(view: &ThreadView, json: bool, finals: &[Option<Value>]) -> anyhow::Result<()> {
-    if json {
-        return print_json(view);
-    }
-    let mut stdout = text_out();
-    let t = &view.totals;
-    let cost = match t.cost_usd.is_zero() {
-        true => String::new(),
-        false => format!("  cost {}", t.cost_usd),
-    };
-    writeln!(
-        stdout,
-        "thread {}  runs {}  tokens in/out {}/{}{cost}",
-        cairn::text::printable_line(&view.thread_id),
-        t.runs,
-        t.input_tokens,
-        t.output_tokens
-    )?;
-    if let Some(b) = &view.budget {
-        writeln!(stdout, "budget: {}", b.budget.against(&b.spent))?;
-    }
-    run_table(&mut stdout, &view.runs)?;
-    // The conversation, as the console shows it: each run's input and
-    // final output (cut when long), oldest first.
-    for (r, last) in view.runs.iter().zip(finals) {
-        writeln!(stdout, "\nrun {} ({})", r.id, r.status)?;
-        let (input, _) = cut(&render_value(&r.input));
-        writeln!(stdout, "  input:  {}", input.replace('\n', "\n          "))?;
-        match last {
-            Some(v) => {
-                let (text, more) = cut(&render_value(v));
-                writeln!(stdout, "  output: {}", text.replace('\n', "\n          "))?;
-                if more > 0 {
-                    writeln!(
-                        stdout,
-                        "          … ({more} more lines: runs show {} --outputs)",
-                        r.id
-                    )?;
-                }
-            }
-            None => writeln!(stdout, "  output: -")?,
-        }
-    }
-    Ok(())
 }
 
 /// A run's final output so far: its last step's output that exists.

@@ -101,8 +101,28 @@ pub fn line(e: &EventRecord, roles: &[String]) -> Option<String> {
                 kind.as_str()
             )
         }
+        EventKind::ChildEnded | EventKind::ChildInterrupted => child(e),
         _ => return None,
     })
+}
+
+/// A child's end (or stop) under its parent's step: `child a (RUN)
+/// succeeded`, or with why it did not.
+fn child(e: &EventRecord) -> String {
+    let d = &e.data;
+    let status = match e.kind {
+        EventKind::ChildInterrupted => "interrupted",
+        _ => d["status"].as_str().unwrap_or(""),
+    };
+    let key = cairn::text::printable_line(d["key"].as_str().unwrap_or(""));
+    let child = d["child"].as_str().unwrap_or("");
+    match d["message"].as_str() {
+        Some(why) => format!(
+            "      child {key} ({child}) {status}: {}",
+            cairn::text::printable_line(why)
+        ),
+        None => format!("      child {key} ({child}) {status}"),
+    }
 }
 
 /// Prints the lines of the events after `seq`; the last sequence seen. A

@@ -523,6 +523,16 @@ impl ToolFile {
 }
 
 impl AgentFile {
+    /// An `llm` or `command` agent with `delegate`: its `max_children`,
+    /// which caps what its delegations start (taken, so it is not read as
+    /// a `children` step's key).
+    fn take_delegated_max(&mut self) -> Option<u32> {
+        match self.kind.as_str() {
+            "llm" | "command" if self.delegate.is_some() => self.max_children.take(),
+            _ => None,
+        }
+    }
+
     /// The name of the first `llm`-only key this agent sets, if any.
     fn llm_key(&self) -> Option<&'static str> {
         [
@@ -607,6 +617,22 @@ enum OnDeadlineFile {
     Answer { answer: serde_json::Value },
 }
 
+impl OnDeadlineFile {
+    /// What it says, or the word that says nothing.
+    fn read(self) -> Result<OnDeadline, String> {
+        match self {
+            OnDeadlineFile::Word(w) if w == "fail" => Ok(OnDeadline::Fail),
+            OnDeadlineFile::Word(w) if w == "approve" => Ok(OnDeadline::Default {
+                answer: Answer::Approve,
+            }),
+            OnDeadlineFile::Answer { answer } => Ok(OnDeadline::Default {
+                answer: Answer::Answer { value: answer },
+            }),
+            OnDeadlineFile::Word(w) => Err(w),
+        }
+    }
+}
+
 impl CrewFile {
     fn into_def(self) -> Result<CrewDef, CrewError> {
         let version = self.version.into_text();
@@ -617,11 +643,7 @@ impl CrewFile {
         };
         let mut agents = Vec::with_capacity(self.agents.len());
         for mut a in self.agents {
-            // `max_children` also caps what a `delegate` may start.
-            let delegated_max = match a.kind.as_str() {
-                "llm" | "command" if a.delegate.is_some() => a.max_children.take(),
-                _ => None,
-            };
+            let delegated_max = a.take_delegated_max();
             let llm_key = a.llm_key();
             let children_key = a.children_key();
             let children = (a.kind == "children").then(|| a.children_kind(llm_key));
@@ -728,16 +750,9 @@ impl CrewFile {
                     )))
                 }
             };
-            let on_deadline = match a.on_deadline {
-                None => None,
-                Some(OnDeadlineFile::Word(w)) if w == "fail" => Some(OnDeadline::Fail),
-                Some(OnDeadlineFile::Word(w)) if w == "approve" => Some(OnDeadline::Default {
-                    answer: Answer::Approve,
-                }),
-                Some(OnDeadlineFile::Answer { answer }) => Some(OnDeadline::Default {
-                    answer: Answer::Answer { value: answer },
-                }),
-                Some(OnDeadlineFile::Word(w)) => {
+            let on_deadline = match a.on_deadline.map(OnDeadlineFile::read).transpose() {
+                Ok(on_deadline) => on_deadline,
+                Err(w) => {
                     return Err(invalid(format!(
                         "agent `{role}` has `on_deadline = \"{w}\"`; use \"fail\", \"approve\" or {{ answer = … }}"
                     )))

@@ -110,6 +110,11 @@ pub enum EventKind {
     /// written before its request leaves: a call whose `model_called`
     /// never follows (its process died mid-call) counts at its estimate.
     ModelCallSent,
+    /// A child of the run ended (succeeded, failed or cancelled) while its
+    /// join was open, recorded on the parent in the transaction that
+    /// counted it (data: child, key, idx: the parent's step, status, and
+    /// kind and message when it did not succeed).
+    ChildEnded,
     /// A `command` step's program started, in a process group of its own
     /// (data: idx, attempt, pgid, start: the program's start time in clock
     /// ticks since boot, host, boot, pidns, engine_pid and engine_start:
@@ -157,6 +162,7 @@ impl EventKind {
             EventKind::UsageReported => "usage_reported",
             EventKind::ChildInterrupted => "child_interrupted",
             EventKind::ModelCallSent => "model_call_sent",
+            EventKind::ChildEnded => "child_ended",
             EventKind::ProgramStarted => "program_started",
         }
     }
@@ -265,6 +271,7 @@ mod tests {
             EventKind::UsageReported,
             EventKind::ChildInterrupted,
             EventKind::ModelCallSent,
+            EventKind::ChildEnded,
             EventKind::ProgramStarted,
         ] {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));

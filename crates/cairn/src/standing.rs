@@ -76,7 +76,16 @@ impl RunView {
                 _ => {}
             }
         }
+        // Every child ended but the run still reads `waiting` at a step
+        // with no output (a review's would have one): the join was decided
+        // between this view's reads, and the run is queued already.
+        let step_output = self
+            .steps
+            .iter()
+            .find(|s| s.idx == run.cursor)
+            .is_some_and(|s| s.output.is_some());
         match (live, stopped, waiting) {
+            (0, 0, 0) if total > 0 && !step_output => Some(ChildrenWait::Working { live, total }),
             (0, 0, 0) => None,
             (0, 0, waiting) => Some(ChildrenWait::Person { waiting, total }),
             (0, interrupted, _) => Some(ChildrenWait::Stopped { interrupted, total }),

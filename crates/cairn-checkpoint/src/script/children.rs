@@ -259,7 +259,8 @@ async fn settle_in(c: &mut Conn<'_>, run: RunId) -> Result<()> {
             query(
                 "UPDATE runs SET join_settled = TRUE WHERE id = :run AND child_key IS NOT NULL \
                  AND NOT join_settled AND status IN ('succeeded', 'failed', 'cancelled') \
-                 RETURNING parent_run_id, parent_step_idx, parent_attempt, status",
+                 RETURNING parent_run_id, parent_step_idx, parent_attempt, status, child_key, \
+                 error",
             )
             .bind("run", run),
         )
@@ -289,11 +290,28 @@ async fn settle_in(c: &mut Conn<'_>, run: RunId) -> Result<()> {
     if row.text("status")? != "open" {
         return Ok(());
     }
+    ended_event_in(c, &parent, run, &child).await?;
     let counts = counts_of(parent.run, &row)?;
     match counts.state() {
         JoinState::Open => release_next(c, &parent).await,
         state => decide_in(c, &parent, counts, state, run).await,
     }
+}
+
+/// `child_ended` on the parent whose open join counted a child's end:
+/// whoever follows the parent (`runs watch`, `cairn run`) sees each child
+/// end while the parent waits.
+async fn ended_event_in(c: &mut Conn<'_>, parent: &JoinRef, child: RunId, row: &Row) -> Result<()> {
+    let error: Option<cairn_core::ErrorInfo> = row
+        .opt_json("error", child, "run error")?
+        .and_then(|e| serde_json::from_value(e).ok());
+    let mut data = json!({"child": child, "key": row.text("child_key")?,
+                          "idx": parent.idx, "status": row.text("status")?});
+    if let Some(e) = error {
+        (data["kind"], data["message"]) = (json!(e.kind), json!(e.message));
+    }
+    let event = NewEvent::new(EventKind::ChildEnded, data);
+    append_events(c, parent.run, &[event]).await
 }
 
 /// A parent's step and attempt, as a child's row names them.

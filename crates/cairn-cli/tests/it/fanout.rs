@@ -56,3 +56,28 @@ fn a_client_run_of_a_fan_out_follows_its_children_to_the_end() {
         assert!(line.ends_with("succeeded"), "{line}");
     }
 }
+
+/// Followed here (`--progress lines`), a fan-out prints a line for each
+/// child as it ends (its parent's `child_ended` events), not nothing
+/// until the join.
+#[test]
+fn a_local_run_of_a_fan_out_prints_a_line_per_child() {
+    let case = Case::new(Kind::Sqlite);
+    case.write("slow.toml", SLOW);
+    let fan = FAN.replace("crew = \"slow\"", "crew = \"slow.toml\"");
+    let fan = case.write("fan.toml", &fan);
+    let args = [
+        "run",
+        fan.to_str().unwrap(),
+        "--input",
+        r#"{"items": ["a", "b"]}"#,
+        "--progress",
+        "lines",
+    ];
+    let out = case.cairn(&args).expect_code(0);
+    for key in ["child 0 (", "child 1 ("] {
+        let line = out.stdout.lines().find(|l| l.trim_start().starts_with(key));
+        let line = line.unwrap_or_else(|| panic!("no line for {key}: {}", out.stdout));
+        assert!(line.ends_with("succeeded"), "{line}");
+    }
+}

@@ -193,6 +193,16 @@ async fn a_parent_records_why_its_children_stopped_and_warns_at_80_percent_of_it
         .map(|e| (e.data["limit"].clone(), e.data["budget"].clone()))
         .collect();
     assert_eq!(warnings, [(json!("model_calls"), json!(2))], "once");
+    // Each child that ended while the join was open is on the parent.
+    let ended = |events: &[cairn::EventRecord]| -> Vec<(String, String)> {
+        events
+            .iter()
+            .filter(|e| e.kind == EventKind::ChildEnded)
+            .map(|e| (e.data["key"].to_string(), e.data["status"].to_string()))
+            .collect()
+    };
+    let ok = |k: &str| (format!("\"{k}\""), "\"succeeded\"".to_owned());
+    assert_eq!(ended(&events), [ok("0"), ok("1")]);
 
     let ops = Actor::new("ops");
     let raise = cairn::Budget::parse(["model_calls=+1"], true).unwrap();
@@ -204,4 +214,6 @@ async fn a_parent_records_why_its_children_stopped_and_warns_at_80_percent_of_it
     let done = engine.execute(run.id).await.unwrap().run;
     assert_eq!(done.status, RunStatus::Succeeded, "{:?}", done.error);
     assert_eq!(engine.show(run.id).await.unwrap().children_wait(), None);
+    let events = engine.events(run.id).await.unwrap();
+    assert_eq!(ended(&events), [ok("0"), ok("1"), ok("2")]);
 }
