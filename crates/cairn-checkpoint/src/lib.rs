@@ -208,6 +208,17 @@ pub struct CrewUpgrade {
     pub actor: Actor,
 }
 
+/// What [`Store::upgrade_crew`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrewMove {
+    /// The run as it stands after.
+    pub run: RunRecord,
+    /// This call moved it; `false`: it was already on the version (another
+    /// move, in a transaction before this one, took it there), and nothing
+    /// was written.
+    pub moved: bool,
+}
+
 /// A stored crew version ([`Store::crews`]). The JSON of an entry of
 /// `cairn crews list --json`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -757,11 +768,12 @@ pub trait Store: Registry + Send + Sync + 'static {
     /// and why, at a step boundary: a run that is not running, or one the
     /// caller holds at `held` and has claimed at a boundary. Refused with
     /// [`Error::Incompatible`] when the version does not keep the steps the
-    /// run has started (`cairn_core::upgrade::check`) unless `force`
-    /// (recorded), and with [`Error::WrongState`] for a running run held by
-    /// another. A run already on the version is left as it is. The run as
-    /// it stands after.
-    async fn upgrade_crew(&self, id: RunId, req: &CrewUpgrade) -> Result<RunRecord>;
+    /// run has started (`cairn_core::upgrade::check`; with `force`, only
+    /// what `check_forced` refuses: a move that would leave the run
+    /// unreadable), and with [`Error::WrongState`] for a running run held
+    /// by another. A run already on the version is left as it is, and
+    /// [`CrewMove::moved`] says which happened.
+    async fn upgrade_crew(&self, id: RunId, req: &CrewUpgrade) -> Result<CrewMove>;
 
     /// Every crew version a run was stored with, by name then first seen,
     /// with its unfinished runs.

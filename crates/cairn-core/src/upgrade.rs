@@ -9,11 +9,16 @@
 //! own step when the run is inside it (waiting for a person, interrupted,
 //! failed, or running): its journal, wait or attempts belong to that role.
 //! A queued run at a step boundary has not started its cursor step.
+//! Nor may a move leave the cursor past the new version's last step.
+//!
+//! An operator's `--force` ([`check_forced`]) overrides only what leaves
+//! the run readable: the kind of a step it has finished.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::checkpoint::RunRecord;
-use crate::crew::CrewDef;
+use crate::crew::{AgentDef, CrewDef};
 use crate::status::RunStatus;
 
 /// Whether a run moves to a newer version of its crew (a crew file's
@@ -109,6 +114,10 @@ pub enum Incompatible {
     },
     #[error("the new version has {steps} steps; the run has started step {idx} (`{role}`)")]
     StepRemoved { idx: u32, role: String, steps: u32 },
+    /// The run is at a step boundary the new version does not have: its
+    /// cursor would be past the last step.
+    #[error("the run is at step {cursor}, past the new version's last step ({steps} steps)")]
+    CursorPast { cursor: u32, steps: u32 },
 }
 
 impl Incompatible {
@@ -117,7 +126,8 @@ impl Incompatible {
         match self {
             Incompatible::RoleDiffers { idx, .. }
             | Incompatible::KindDiffers { idx, .. }
-            | Incompatible::StepRemoved { idx, .. } => Some(*idx),
+            | Incompatible::StepRemoved { idx, .. }
+            | Incompatible::CursorPast { cursor: idx, .. } => Some(*idx),
             Incompatible::OtherCrew { .. } | Incompatible::Ended { .. } => None,
         }
     }
@@ -131,6 +141,41 @@ pub fn started(run: &RunRecord) -> u32 {
 
 /// `Ok` if `run` can move to `offered` (see the module's rule).
 pub fn check(run: &RunRecord, offered: &CrewDef) -> Result<(), Incompatible> {
+    match differences(run, offered)?.into_iter().next() {
+        Some(first) => Err(first),
+        None => Ok(()),
+    }
+}
+
+/// [`check`] as an operator's `--force` applies it: the first difference
+/// it overrides (to be recorded), if any, or the one it must not override.
+/// Only a difference that leaves the run readable is overridden: the kind
+/// of a step the run has finished (its output stays what it was). A started
+/// step renamed (its rows carry the role), the kind of the step the run is
+/// inside (its journal, wait or children belong to that kind), a started
+/// step removed, or a cursor past the new version's last step would leave
+/// a run every resume refuses as corrupt: refused, forced or not.
+pub fn check_forced(
+    run: &RunRecord,
+    offered: &CrewDef,
+) -> Result<Option<Incompatible>, Incompatible> {
+    let all = differences(run, offered)?;
+    match all.iter().find(|e| !e.forcible(run)) {
+        Some(refused) => Err(refused.clone()),
+        None => Ok(all.into_iter().next()),
+    }
+}
+
+impl Incompatible {
+    /// Whether `--force` may override it for `run` ([`check_forced`]).
+    pub fn forcible(&self, run: &RunRecord) -> bool {
+        matches!(self, Incompatible::KindDiffers { idx, .. } if *idx < run.cursor.get())
+    }
+}
+
+/// Every way `offered` breaks the rule for `run`, by step: `Err` when the
+/// run cannot move to it at all (another crew, an ended run).
+fn differences(run: &RunRecord, offered: &CrewDef) -> Result<Vec<Incompatible>, Incompatible> {
     if run.crew != offered.name {
         return Err(Incompatible::OtherCrew {
             run: run.crew.clone(),
@@ -140,27 +185,28 @@ pub fn check(run: &RunRecord, offered: &CrewDef) -> Result<(), Incompatible> {
     if run.status.is_finished() {
         return Err(Incompatible::Ended { status: run.status });
     }
+    let mut found = Vec::new();
     let old = &run.crew_definition.agents;
     for idx in 0..started(run) {
         let Some(was) = old.get(idx as usize) else {
             break;
         };
         let Some(now) = offered.agents.get(idx as usize) else {
-            return Err(Incompatible::StepRemoved {
+            found.push(Incompatible::StepRemoved {
                 idx,
                 role: was.role.as_str().to_owned(),
                 steps: offered.step_count(),
             });
+            return Ok(found);
         };
         if was.role != now.role {
-            return Err(Incompatible::RoleDiffers {
+            found.push(Incompatible::RoleDiffers {
                 idx,
                 run: was.role.as_str().to_owned(),
                 offered: now.role.as_str().to_owned(),
             });
-        }
-        if was.kind.name() != now.kind.name() {
-            return Err(Incompatible::KindDiffers {
+        } else if was.kind.name() != now.kind.name() {
+            found.push(Incompatible::KindDiffers {
                 idx,
                 role: was.role.as_str().to_owned(),
                 run: was.kind.name(),
@@ -168,7 +214,13 @@ pub fn check(run: &RunRecord, offered: &CrewDef) -> Result<(), Incompatible> {
             });
         }
     }
-    Ok(())
+    if run.cursor.get() >= offered.step_count() {
+        found.push(Incompatible::CursorPast {
+            cursor: run.cursor.get(),
+            steps: offered.step_count(),
+        });
+    }
+    Ok(found)
 }
 
 /// How one step differs between two versions ([`diff`]).
@@ -193,10 +245,17 @@ pub struct StepDiff {
     pub change: StepChange,
     pub from: Option<String>,
     pub to: Option<String>,
+    /// For a `changed` step: what differs, as paths into the agent's
+    /// stored JSON (`template`, `timeout_ms`, `crew_def.agents.0.template`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
 }
 
-/// Step by step, how `b` differs from `a`.
+/// Step by step, how `b` differs from `a`. Directories are no part of a
+/// version ([`CrewDef::without_dirs`]), so a child crew's file that lies
+/// elsewhere is no change.
 pub fn diff(a: &CrewDef, b: &CrewDef) -> Vec<StepDiff> {
+    let (a, b) = (a.without_dirs(), b.without_dirs());
     let n = a.agents.len().max(b.agents.len());
     (0..n)
         .map(|i| {
@@ -209,16 +268,48 @@ pub fn diff(a: &CrewDef, b: &CrewDef) -> Vec<StepDiff> {
                 (None, _) => StepChange::Added,
                 (_, None) => StepChange::Removed,
             };
-            let name =
-                |d: &crate::crew::AgentDef| format!("{} ({})", d.role.as_str(), d.kind.name());
+            let mut fields = Vec::new();
+            if let (StepChange::Changed, Some(x), Some(y)) = (change, x, y) {
+                let json = |d: &AgentDef| serde_json::to_value(d).unwrap_or_default();
+                differing("", &json(x), &json(y), &mut fields);
+            }
+            let name = |d: &AgentDef| format!("{} ({})", d.role.as_str(), d.kind.name());
             StepDiff {
                 idx: i as u32,
                 change,
                 from: x.map(name),
                 to: y.map(name),
+                fields,
             }
         })
         .collect()
+}
+
+/// The paths (dotted; array elements by index) at which `a` and `b`
+/// differ, into `out`: objects and arrays of one length are followed
+/// down, anything else that differs is named where it is.
+fn differing(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+    let at = |key: &str| match path {
+        "" => key.to_owned(),
+        _ => format!("{path}.{key}"),
+    };
+    match (a, b) {
+        _ if a == b => {}
+        (Value::Object(x), Value::Object(y)) => {
+            let added = y.keys().filter(|k| !x.contains_key(*k));
+            for key in x.keys().chain(added) {
+                let (v, w) = (x.get(key), y.get(key));
+                let null = Value::Null;
+                differing(&at(key), v.unwrap_or(&null), w.unwrap_or(&null), out);
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (v, w)) in x.iter().zip(y).enumerate() {
+                differing(&at(&i.to_string()), v, w, out);
+            }
+        }
+        _ => out.push(path.to_owned()),
+    }
 }
 
 #[cfg(test)]

@@ -62,13 +62,29 @@ pub enum Error {
         reason: String,
     },
     /// No stored version of the crew has this version (or fingerprint
-    /// start), or several have; nothing was changed.
+    /// start); nothing was changed.
     #[error("crew `{crew}` has no stored version `{version}` that names one version{}", known_versions(.known))]
     UnknownCrewVersion {
         crew: String,
         version: String,
         /// The versions stored, `version (fingerprint)`.
         known: Vec<String>,
+    },
+    /// Several stored versions of the crew have this version text (one
+    /// per fingerprint: the same version number given to different
+    /// definitions); nothing was changed. Its code is
+    /// `crew_version_not_found`'s, as it was.
+    #[error(
+        "crew `{crew}` has {} stored versions `{version}`, one per fingerprint; name one by its \
+         fingerprint (6 or more of its hex digits) instead of `{version}`: {}",
+        .fingerprints.len(),
+        .fingerprints.join(", ")
+    )]
+    AmbiguousCrewVersion {
+        crew: String,
+        version: String,
+        /// Each `fingerprint (first seen TIME)`.
+        fingerprints: Vec<String>,
     },
     /// A provider key's limit out of range; nothing was stored.
     #[error(transparent)]
@@ -283,7 +299,9 @@ impl Error {
             Error::BadLimit(_) => (ErrorClass::BadInput, "bad_limit"),
             Error::WrongThread { .. } => (ErrorClass::Conflict, "wrong_thread"),
             Error::CrewDoesNotFit { .. } => (ErrorClass::Conflict, "crew_mismatch"),
-            Error::UnknownCrewVersion { .. } => (ErrorClass::NotFound, "crew_version_not_found"),
+            Error::UnknownCrewVersion { .. } | Error::AmbiguousCrewVersion { .. } => {
+                (ErrorClass::NotFound, "crew_version_not_found")
+            }
         }
     }
 }

@@ -50,9 +50,9 @@ pub use cairn_checkpoint::DbFault;
 /// What storage refuses or fails with (inside [`Error::Store`]).
 pub use cairn_checkpoint::Error as StoreError;
 pub use cairn_checkpoint::{
-    Backend, BlockedRun, Claimed, CompactPolicy, Compacted, CrewUpgrade, CrewVersion, ForkRequest,
-    LiveHub, Offered, OnBusy, OpenOptions, Pooler, ProcessRecord, RunFilter, Started, Store,
-    StoreStats, Submitted, Takeover, ThreadBudget, ThreadPage, ThreadSummary, WaitFilter,
+    Backend, BlockedRun, Claimed, CompactPolicy, Compacted, CrewMove, CrewUpgrade, CrewVersion,
+    ForkRequest, LiveHub, Offered, OnBusy, OpenOptions, Pooler, ProcessRecord, RunFilter, Started,
+    Store, StoreStats, Submitted, Takeover, ThreadBudget, ThreadPage, ThreadSummary, WaitFilter,
     DEFAULT_MAX_CONNECTIONS as DEFAULT_DB_CONNECTIONS,
 };
 /// Server-Sent Events: an incremental decoder and a stream of events over a

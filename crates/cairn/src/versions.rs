@@ -5,7 +5,7 @@
 //! and the `compatible` policy at a claim ([`Engine::upgraded`]).
 
 use cairn_checkpoint::{Claimed, CrewUpgrade, CrewVersion, RunFilter};
-use cairn_core::upgrade::{check, diff, version_order, StepDiff, UpgradePolicy};
+use cairn_core::upgrade::{check, check_forced, diff, version_order, StepDiff, UpgradePolicy};
 use cairn_core::{Actor, CrewDef, RunId, RunRecord, RunStatus};
 use serde::{Deserialize, Serialize};
 
@@ -31,7 +31,20 @@ pub struct UpgradeVerdict {
     pub idx: Option<u32>,
     /// It moved (false on a dry run).
     pub moved: bool,
+    /// It was already on the version when its move came: another upgrade
+    /// moved it first, and this one wrote nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub already: bool,
+    /// For a run that cannot move: the step a fork onto the version would
+    /// run from (`runs fork RUN --from-step N`), copying the steps before
+    /// it, which the version keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_from: Option<u32>,
 }
+
+/// Why a forced move is refused all the same.
+const NOT_FORCIBLE: &str = "--force overrides only the kind of a step the run has finished; \
+    this move would leave a run that no resume can read";
 
 /// A version as a diff names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,6 +101,19 @@ impl Engine {
                 .collect(),
             false => exact,
         };
+        if found.len() > 1 {
+            return Err(Error::AmbiguousCrewVersion {
+                crew: name.to_owned(),
+                version: version.to_owned(),
+                fingerprints: found
+                    .iter()
+                    .map(|c| {
+                        let seen = c.first_seen.format("%Y-%m-%d %H:%M:%S");
+                        format!("{} (first seen {seen})", c.fingerprint)
+                    })
+                    .collect(),
+            });
+        }
         let [one] = found.as_slice() else {
             return Err(Error::UnknownCrewVersion {
                 crew: name.to_owned(),
@@ -175,15 +201,25 @@ impl Engine {
         to: &CrewDef,
         run: Option<RunId>,
     ) -> Result<Vec<UpgradeVerdict>> {
+        let runs = self.runs_to_move(name, to, run).await?;
+        Ok(runs.iter().map(|r| verdict(r, to)).collect())
+    }
+
+    /// The unfinished runs of crew `name` (or only `run`) not already on `to`.
+    async fn runs_to_move(
+        &self,
+        name: &str,
+        to: &CrewDef,
+        run: Option<RunId>,
+    ) -> Result<Vec<RunRecord>> {
         let runs = match run {
             Some(id) => vec![self.store().get_run(id).await?],
             None => self.unfinished_runs(name).await?,
         };
         let to_fingerprint = to.fingerprint();
         Ok(runs
-            .iter()
+            .into_iter()
             .filter(|r| r.crew_fingerprint != to_fingerprint)
-            .map(|r| verdict(r, to))
             .collect())
     }
 
@@ -211,10 +247,12 @@ impl Engine {
         Ok(out)
     }
 
-    /// Moves every run [`Engine::upgrade_plan`] finds movable to `to` (all
-    /// of them with `force`, but never a running or ended one), one
-    /// `crew_upgraded` event each by `actor`; with `dry_run` nothing. A run
-    /// that changed in the meantime is reported, not moved.
+    /// Moves every run [`Engine::upgrade_plan`] finds movable to `to` (with
+    /// `force`, also those whose only differences leave them readable:
+    /// `check_forced`; never a running or ended one), one `crew_upgraded`
+    /// event each by `actor`; with `dry_run` nothing. A run that changed in
+    /// the meantime is reported, not moved; one another upgrade moved
+    /// first is reported `already` there.
     pub async fn upgrade_runs(
         &self,
         to: &Crew,
@@ -224,28 +262,51 @@ impl Engine {
         actor: &Actor,
     ) -> Result<Vec<UpgradeVerdict>> {
         let def = to.def();
-        let mut verdicts = self.upgrade_plan(&def.name, def, run).await?;
+        let runs = self.runs_to_move(&def.name, def, run).await?;
+        let mut verdicts: Vec<UpgradeVerdict> = runs.iter().map(|r| verdict(r, def)).collect();
         if dry_run {
             return Ok(verdicts);
         }
         self.register(to);
-        for v in &mut verdicts {
-            let forcible = force && v.status != RunStatus::Running && v.idx.is_some();
-            if !(v.movable || forcible) {
+        for (run, v) in runs.iter().zip(&mut verdicts) {
+            if v.status == RunStatus::Running || !(v.movable || force) {
                 continue;
             }
-            let req = CrewUpgrade {
-                to: def.clone(),
-                force,
-                held: None,
-                actor: actor.clone(),
-            };
-            match self.store().upgrade_crew(v.run_id, &req).await {
-                Ok(_) => v.moved = true,
-                Err(e) => v.reason = Some(e.to_string()),
+            if !v.movable {
+                // Forced: only what leaves the run readable is overridden.
+                if let Err(refused) = check_forced(run, def) {
+                    if refused.idx().is_some() {
+                        v.reason = Some(format!("{refused}; {NOT_FORCIBLE}"));
+                        v.idx = refused.idx();
+                    }
+                    continue;
+                }
             }
+            self.move_one(def, force, actor, v).await;
         }
         Ok(verdicts)
+    }
+
+    /// One run's move for [`Engine::upgrade_runs`], told in its verdict.
+    async fn move_one(&self, to: &CrewDef, force: bool, actor: &Actor, v: &mut UpgradeVerdict) {
+        let req = CrewUpgrade {
+            to: to.clone(),
+            force,
+            held: None,
+            actor: actor.clone(),
+        };
+        match self.store().upgrade_crew(v.run_id, &req).await {
+            Ok(m) if m.moved => v.moved = true,
+            Ok(_) => {
+                v.already = true;
+                v.fork_from = None;
+                v.reason = Some(format!(
+                    "already on version {}: another upgrade moved it first",
+                    to.version
+                ));
+            }
+            Err(e) => v.reason = Some(e.to_string()),
+        }
     }
 
     /// A run claimed at a step boundary whose policy is `compatible`,
@@ -280,7 +341,7 @@ impl Engine {
         };
         match self.store().upgrade_crew(run.id, &req).await {
             Ok(moved) => {
-                claimed.run = moved;
+                claimed.run = moved.run;
                 Ok((claimed, newest))
             }
             // The run goes on where it is; the next claim tries again.
@@ -323,5 +384,8 @@ fn verdict(run: &RunRecord, to: &CrewDef) -> UpgradeVerdict {
         reason,
         idx,
         moved: false,
+        already: false,
+        // The steps before the first difference are the version's too.
+        fork_from: idx.map(|i| i.min(to.step_count())),
     }
 }

@@ -710,7 +710,7 @@ impl<H: ScriptHost> Store for H {
         operator::raise_budget(self, id, by, then, actor).await
     }
 
-    async fn upgrade_crew(&self, id: RunId, req: &crate::CrewUpgrade) -> Result<RunRecord> {
+    async fn upgrade_crew(&self, id: RunId, req: &crate::CrewUpgrade) -> Result<crate::CrewMove> {
         operator::upgrade_crew(self, id, req).await
     }
 

@@ -320,7 +320,7 @@ pub(super) async fn upgrade_crew<H: super::ScriptHost + ?Sized>(
     host: &H,
     id: RunId,
     req: &crate::CrewUpgrade,
-) -> Result<RunRecord> {
+) -> Result<crate::CrewMove> {
     super::boundary::bounded("upgrade_crew", host.target(), Some(id), async {
         super::storable::actor_ok(&req.actor)?;
         let req = req.clone();
@@ -337,13 +337,14 @@ async fn upgrade_crew_in(
     c: &mut Conn<'_>,
     id: RunId,
     req: &crate::CrewUpgrade,
-) -> Result<RunRecord> {
-    use cairn_core::upgrade::{check, Incompatible};
+) -> Result<crate::CrewMove> {
+    use cairn_core::upgrade::{check, check_forced};
     let (to, actor) = (&req.to, &req.actor);
     let run = fetch_run(c, id, true).await?;
     let fingerprint = to.fingerprint();
     if run.crew_fingerprint == fingerprint {
-        return Ok(run);
+        // Already there: moved by an earlier transaction, not this one.
+        return Ok(crate::CrewMove { run, moved: false });
     }
     if run.status == RunStatus::Running && req.held != Some(run.lease_epoch) {
         return Err(Error::WrongState {
@@ -352,14 +353,12 @@ async fn upgrade_crew_in(
             action: "move to another crew version while a step runs (wait for its boundary)",
         });
     }
-    let overridden = match check(&run, to) {
-        Ok(()) => None,
-        Err(e @ (Incompatible::OtherCrew { .. } | Incompatible::Ended { .. })) => {
-            return Err(Error::Incompatible { run: id, source: e })
-        }
-        Err(e) if req.force => Some(e.to_string()),
-        Err(e) => return Err(Error::Incompatible { run: id, source: e }),
-    };
+    // Forced, only what leaves the run readable is overridden.
+    let overridden = match req.force {
+        true => check_forced(&run, to).map(|o| o.map(|e| e.to_string())),
+        false => check(&run, to).map(|()| None),
+    }
+    .map_err(|source| Error::Incompatible { run: id, source })?;
     let json = to.to_json();
     super::crews::remember_in(c, to, &fingerprint, &json).await?;
     c.execute(
@@ -383,5 +382,6 @@ async fn upgrade_crew_in(
         }),
     );
     append_events(c, id, &[event]).await?;
-    fetch_run(c, id, false).await
+    let run = fetch_run(c, id, false).await?;
+    Ok(crate::CrewMove { run, moved: true })
 }

@@ -39,7 +39,7 @@ pub async fn main(to: &impl Connect, command: CrewsCommand, json: bool) -> anyho
                 .await?;
             match json {
                 true => output::write_json(&mut output::text_out(), &diff)?,
-                false => print_diff(&name, &diff)?,
+                false => print_diff(&name, &diff, &fork_onto(&want))?,
             }
         }
     }
@@ -130,7 +130,7 @@ fn print_list(crews: &[cairn::CrewVersion], json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_diff(name: &str, diff: &CrewDiff) -> anyhow::Result<()> {
+fn print_diff(name: &str, diff: &CrewDiff, onto: &str) -> anyhow::Result<()> {
     let mut out = output::text_out();
     let (a, b) = (&diff.from.version, &diff.to.version);
     writeln!(out, "crew {name} {a} -> {b}")?;
@@ -142,9 +142,14 @@ fn print_diff(name: &str, diff: &CrewDiff) -> anyhow::Result<()> {
     for s in &changed {
         let side = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
         let change = serde_json::to_value(s.change)?;
+        // What a `changed` step changed in: its fields.
+        let what = match s.fields.as_slice() {
+            [] => String::new(),
+            fields => format!(": {}", fields.join(", ")),
+        };
         writeln!(
             out,
-            "  step {:<3} {:<9} {} -> {}",
+            "  step {:<3} {:<9} {} -> {}{what}",
             s.idx,
             change.as_str().unwrap_or_default(),
             side(&s.from),
@@ -155,13 +160,21 @@ fn print_diff(name: &str, diff: &CrewDiff) -> anyhow::Result<()> {
         writeln!(out, "  no step differs")?;
     }
     writeln!(out, "unfinished runs of {a}: {}", diff.runs.len())?;
-    write_verdicts(&mut out, &diff.runs, "can move")
+    write_verdicts(&mut out, &diff.runs, "can move", onto)
 }
 
-fn write_verdicts(out: &mut impl Write, runs: &[UpgradeVerdict], yes: &str) -> anyhow::Result<()> {
+/// Each run's verdict; for one that cannot move, the fork onto the
+/// version (`onto`: how `runs fork` names it) that takes it there instead.
+fn write_verdicts(
+    out: &mut impl Write,
+    runs: &[UpgradeVerdict],
+    yes: &str,
+    onto: &str,
+) -> anyhow::Result<()> {
     for v in runs {
         let what = match (&v.reason, v.moved) {
             (_, true) => "moved".to_owned(),
+            (_, false) if v.already => "already there (another upgrade moved it)".to_owned(),
             (None, false) => yes.to_owned(),
             (Some(why), false) => format!("cannot move: {why}"),
         };
@@ -170,8 +183,23 @@ fn write_verdicts(out: &mut impl Write, runs: &[UpgradeVerdict], yes: &str) -> a
             "  {} {:<11} step {:<3} {what}",
             v.run_id, v.status, v.cursor
         )?;
+        if let Some(from) = v.fork_from {
+            writeln!(
+                out,
+                "    fork it onto the version instead: cairn runs fork {} --from-step {from} {onto}",
+                v.run_id
+            )?;
+        }
     }
     Ok(())
+}
+
+/// How `runs fork` names the version `to` (`--crew-version` or `--crew`).
+fn fork_onto(to: &VersionArg) -> String {
+    match to {
+        VersionArg::Named(v) => format!("--crew-version {v}"),
+        VersionArg::File(_, path) => format!("--crew {}", path.display()),
+    }
 }
 
 /// `runs upgrade`: moves the unfinished runs of `--crew` (or `--run`) that
@@ -187,8 +215,8 @@ pub async fn upgrade(
     let target = version_arg(to)?;
     let api = to_db.connect(false).await?;
     let verdicts = api.upgrade(crew, &target, &how).await?;
-    // Moved, or (on a dry run) would move.
-    let done = |v: &UpgradeVerdict| v.moved || (how.dry_run && v.movable);
+    // Moved (by this upgrade or another), or (on a dry run) would move.
+    let done = |v: &UpgradeVerdict| v.moved || v.already || (how.dry_run && v.movable);
     if json {
         output::write_json(&mut output::text_out(), &verdicts)?;
     } else {
@@ -200,7 +228,7 @@ pub async fn upgrade(
             "{verb} {n} of {} runs of {crew} to {to}",
             verdicts.len()
         )?;
-        write_verdicts(&mut out, &verdicts, "would move")?;
+        write_verdicts(&mut out, &verdicts, "would move", &fork_onto(&target))?;
     }
     Ok(match verdicts.iter().all(done) {
         true => exit::OK,

@@ -70,6 +70,7 @@ mod crash_blame;
 mod delegate;
 mod failures;
 mod fanout;
+mod fingerprints;
 mod first_hour;
 mod guides;
 mod help;

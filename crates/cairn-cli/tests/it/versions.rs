@@ -6,12 +6,15 @@
 //! the newer one at their next step boundary and leaves `pinned` ones
 //! where they are, executing nothing twice.
 
-use crate::support::{self, agent_template, q, step, wait_until, Case, Kind, Out, Served};
+use crate::support::{
+    self, agent_sh, agent_template, q, step, wait_until, Case, Kind, Out, Served,
+};
 
 both_backends!(
     an_operator_moves_the_runs_that_can_move_and_says_why_not,
     a_server_offering_two_versions_moves_compatible_runs_at_a_boundary,
     the_consoles_crews_page_moves_runs_to_the_newest_version,
+    a_forced_upgrade_never_leaves_a_run_no_resume_can_read,
 );
 
 /// Version `version` of crew `essay`: `plan`, `write` (reviewed), `done`;
@@ -573,4 +576,143 @@ fn the_consoles_crews_page_moves_runs_to_the_newest_version(kind: Kind) {
     let ev = case.events_of(&id, "crew_upgraded");
     assert_eq!(ev[0]["data"]["by"], "console");
     assert_eq!(ev[0]["data"]["reason"], "prompt fix");
+}
+
+/// Crew `essay` version `version` of these agents.
+fn essay_of(version: &str, agents: &[String]) -> String {
+    format!(
+        "name = \"essay\"\nversion = {}\n\n{}",
+        q(version),
+        agents.join("\n")
+    )
+}
+
+/// `runs upgrade --crew essay --to TO --run RUN ARGS` (`--json` with `json`).
+fn upgrade(case: &Case, to: &str, run: &str, args: &[&str], json: bool) -> Out {
+    let mut all = vec![
+        "runs", "upgrade", "--crew", "essay", "--to", to, "--run", run,
+    ];
+    all.extend(args);
+    if json {
+        all.push("--json");
+    }
+    case.cairn(&all)
+}
+
+/// Issue 47.6: `--force` overrides only what leaves the run readable (the
+/// kind of a step it finished). A renamed started step, a new kind for the
+/// step the run is inside, or a cursor past the new last step is refused,
+/// forced or not (exit 2, nothing written), offering the fork that takes
+/// the run onto the version instead; that fork runs.
+fn a_forced_upgrade_never_leaves_a_run_no_resume_can_read(kind: Kind) {
+    let case = Case::new(kind);
+    let file = |name: &str, text: String| {
+        let path = case.write(name, &text);
+        path.to_str().unwrap().to_owned()
+    };
+    let c1 = file("v1.toml", v1(""));
+    let renamed = file("v3.toml", v3());
+    let reviewed = |role: &str| agent_template(role, "w") + "review = true\n";
+    let write_rekinded = file(
+        "v5.toml",
+        essay_of(
+            "5",
+            &[
+                agent_template("plan", "p"),
+                agent_sh("write", "echo hi") + "review = true\n",
+                agent_template("done", "d"),
+            ],
+        ),
+    );
+    let plan_rekinded = file(
+        "v6.toml",
+        essay_of(
+            "6",
+            &[
+                agent_sh("plan", "echo planned"),
+                reviewed("write"),
+                agent_template("done", "done v6"),
+            ],
+        ),
+    );
+    let short = file(
+        "v7.toml",
+        essay_of("7", &[agent_template("plan", "p"), reviewed("write")]),
+    );
+    let (a, b, c) = (
+        run_to_review(&case, &c1),
+        run_to_review(&case, &c1),
+        run_to_review(&case, &c1),
+    );
+    // Queued at step 2 (its review answered, not yet executed).
+    let queued = run_to_review(&case, &c1);
+    let waits = case
+        .cairn(&["waits", "list", "--run", &queued, "--json"])
+        .json();
+    let wait = waits[0]["id"].as_str().unwrap();
+    case.cairn(&["waits", "answer", wait, "--approve", "--enqueue"])
+        .expect_code(0);
+    assert_eq!(case.show(&queued)["cursor"], 2);
+
+    for (run, to, idx, fork_from, forced) in [
+        (&a, &renamed, 0, 0, true),
+        (&b, &write_rekinded, 1, 1, true),
+        (&queued, &short, 2, 2, false),
+        (&queued, &short, 2, 2, true),
+    ] {
+        let before = case.show(run);
+        let force: &[&str] = if forced { &["--force"] } else { &[] };
+        let refused = upgrade(&case, to, run, force, true).expect_code(2).json();
+        let v = &refused[0];
+        assert_eq!(
+            (v["moved"].as_bool(), v["idx"].as_u64()),
+            (Some(false), Some(idx))
+        );
+        assert_eq!(v["fork_from"], fork_from, "{v:#}");
+        let reason = v["reason"].as_str().unwrap();
+        assert_eq!(
+            reason.contains("--force overrides only"),
+            forced,
+            "{reason}"
+        );
+        assert_eq!(case.show(run), before, "nothing written");
+        assert!(case.events_of(run, "crew_upgraded").is_empty());
+    }
+
+    // The text offers the fork; run as printed, it takes the run there.
+    let text = upgrade(&case, &renamed, &a, &["--force"], false).expect_code(2);
+    let offer = text
+        .stdout
+        .lines()
+        .find_map(|l| {
+            l.split_once("instead: cairn ")
+                .map(|(_, cmd)| cmd.to_owned())
+        })
+        .unwrap_or_else(|| panic!("no fork offered: {}", text.stdout));
+    assert!(
+        offer.ends_with(&format!("--from-step 0 --crew {renamed}")),
+        "{offer}"
+    );
+    let args: Vec<&str> = offer.split(' ').chain(["--json"]).collect();
+    let fork = case.cairn(&args).expect_code(4).json();
+    assert_eq!(fork["crew_version"], "3", "{fork:#}");
+
+    // A finished step's new kind is overridden, recorded; the run finishes.
+    let moved = upgrade(&case, &plan_rekinded, &c, &["--force"], true)
+        .expect_code(0)
+        .json();
+    assert_eq!(moved[0]["moved"], true, "{moved:#}");
+    let ev = case.events_of(&c, "crew_upgraded");
+    assert_eq!(ev[0]["data"]["forced"], true);
+    let overridden = ev[0]["data"]["overridden"].as_str().unwrap();
+    assert!(overridden.contains("step 0 (`plan`)"), "{overridden}");
+    let waits = case.cairn(&["waits", "list", "--run", &c, "--json"]).json();
+    let wait = waits[0]["id"].as_str().unwrap();
+    case.cairn(&["waits", "answer", wait, "--approve"])
+        .expect_code(0);
+    let done = case.show(&c);
+    assert_eq!(done["status"], "succeeded", "{done:#}");
+    assert_eq!(step(&done, 0)["output"], "plan for rivers");
+    assert_eq!(step(&done, 2)["output"], "done v6");
+    case.cairn(&["doctor"]).expect_code(0);
 }

@@ -204,3 +204,113 @@ fn a_diff_names_each_step_that_differs() {
         .iter()
         .all(|d| d.change == StepChange::Same));
 }
+
+#[test]
+fn a_changed_step_names_what_changed_and_a_directory_is_no_change() {
+    let mut v2 = v1();
+    v2.agents[0].timeout_ms = Some(5);
+    v2.agents[2] = AgentDef::new(
+        "check",
+        AgentKind::Template {
+            template: "stricter".into(),
+        },
+    );
+    let steps = diff(&v1(), &v2);
+    assert_eq!(steps[0].fields, ["timeout_ms"]);
+    assert!(steps[1].fields.is_empty());
+    assert_eq!(steps[2].fields, ["template"]);
+
+    // A command step that delegates to a crew: the child crew's directory
+    // is no change, its steps are, named by their path.
+    let delegating = |dir: &str, prompt: &str| {
+        let mut child = crew("1", vec![template("inner")]);
+        child.dir = Some(dir.into());
+        child.agents[0].kind = AgentKind::Template {
+            template: prompt.into(),
+        };
+        let mut step = command("write");
+        if let AgentKind::Command {
+            delegate,
+            delegate_defs,
+            ..
+        } = &mut step.kind
+        {
+            *delegate = vec!["inner.toml".into()];
+            *delegate_defs = vec![child];
+        }
+        crew("1", vec![template("plan"), step])
+    };
+    let (here, there) = (delegating("/a", "p"), delegating("/b", "p"));
+    assert!(diff(&here, &there)
+        .iter()
+        .all(|d| d.change == StepChange::Same));
+    assert_eq!(here.fingerprint(), there.fingerprint());
+    let steps = diff(&here, &delegating("/b", "q"));
+    assert_eq!(steps[1].change, StepChange::Changed);
+    assert_eq!(steps[1].fields, ["delegate_defs.0.agents.0.template"]);
+    let json = serde_json::to_value(&steps[1]).unwrap();
+    assert_eq!(json["fields"][0], "delegate_defs.0.agents.0.template");
+    assert!(serde_json::to_value(&steps[0])
+        .unwrap()
+        .get("fields")
+        .is_none());
+}
+
+#[test]
+fn a_cursor_past_the_new_last_step_cannot_move() {
+    let two = crew("2", vec![template("plan"), template("write")]);
+    // Queued at step 2 of 3, which the new version does not have.
+    assert_eq!(
+        check(&run(RunStatus::Queued, 2), &two),
+        Err(Incompatible::CursorPast {
+            cursor: 2,
+            steps: 2
+        })
+    );
+    assert_eq!(check(&run(RunStatus::Queued, 1), &two), Ok(()));
+    assert_eq!(
+        check(&run(RunStatus::Waiting, 2), &two),
+        Err(Incompatible::StepRemoved {
+            idx: 2,
+            role: "check".into(),
+            steps: 2
+        })
+    );
+}
+
+#[test]
+fn force_overrides_only_a_finished_steps_kind() {
+    // Waiting inside `write` (cursor 1): `plan` is finished.
+    let waiting = run(RunStatus::Waiting, 1);
+    let mut plan_rekinded = v1();
+    plan_rekinded.agents[0] = command("plan");
+    let overridden = check_forced(&waiting, &plan_rekinded).unwrap();
+    assert!(
+        matches!(overridden, Some(Incompatible::KindDiffers { idx: 0, .. })),
+        "{overridden:?}"
+    );
+    assert!(
+        check(&waiting, &plan_rekinded).is_err(),
+        "unforced, refused"
+    );
+    assert_eq!(check_forced(&waiting, &v1()), Ok(None));
+
+    // Never: the kind of the step it is inside, a renamed started step, a
+    // removed one, a cursor past the end; nor with a forcible one before.
+    let mut write_rekinded = plan_rekinded.clone();
+    write_rekinded.agents[1] = command("write");
+    let mut renamed = v1();
+    renamed.agents[0] = template("outline");
+    let one = crew("2", vec![template("plan")]);
+    let two = crew("2", vec![template("plan"), template("write")]);
+    for (run, to, idx) in [
+        (&waiting, &write_rekinded, 1),
+        (&waiting, &renamed, 0),
+        (&waiting, &one, 1),
+        (&run(RunStatus::Queued, 2), &two, 2),
+    ] {
+        let refused = check_forced(run, to).unwrap_err();
+        assert_eq!(refused.idx(), Some(idx), "{refused}");
+        assert!(!refused.forcible(run), "{refused}");
+    }
+}

@@ -33,6 +33,7 @@ mod retry;
 mod rollup;
 mod threads;
 mod tidy;
+mod versions;
 mod waits;
 
 /// Every execution of every step, as (idx, attempt).
