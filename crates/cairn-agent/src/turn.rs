@@ -130,12 +130,25 @@ impl LlmAgent {
         e: &LlmError,
         wait: Duration,
     ) -> ErrorInfo {
-        let reason = e.to_string();
-        let after = match journal.pause(key, wait, &reason).await {
-            Ok(stands) => stands,
-            // The deferral's commit records the pause anyway.
-            Err(_) => wait,
+        let asked = cairn_core::KeyPause {
+            key: key.to_owned(),
+            wait,
+            reason: e.to_string(),
+            by: cairn_core::KeyPause::PROVIDER.into(),
         };
+        let paused = match journal.pause(key, wait, &asked.reason).await {
+            Ok(stands) => stands,
+            // The deferral's commit records the pause anyway, held to the
+            // key's cap; the default cap holds it here.
+            Err(_) => {
+                let held = asked.capped(cairn_core::DEFAULT_MAX_PAUSE);
+                cairn_core::Paused {
+                    after: held.wait,
+                    reason: held.reason,
+                }
+            }
+        };
+        let (reason, after) = (paused.reason, paused.after);
         ErrorInfo::deferred(
             format!("{reason} (the key is paused for {} ms)", after.as_millis()),
             Deferral {

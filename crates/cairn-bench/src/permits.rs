@@ -66,6 +66,7 @@ async fn measure(target: &Target) -> Result<Numbers> {
         in_flight: Some(1000),
         rpm: Some(KeyLimits::MAX),
         tpm: Some(KeyLimits::MAX),
+        max_pause_ms: None,
     };
     store.set_limits(LIMITED, &limits).await?;
     let run = store.submit(new_run(&crew, json!({}))).await?.run;

@@ -178,6 +178,7 @@ async fn measure(schema: &PgSchema, limited: bool, secs: u64) -> Result<Found> {
             in_flight: None,
             rpm: Some(RPM as u32),
             tpm: Some(TPM as u32),
+            max_pause_ms: None,
         };
         engine.set_limits(&key, &limits).await?;
     }

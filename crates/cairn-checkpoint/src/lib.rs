@@ -682,8 +682,10 @@ pub trait Store: Registry + Send + Sync + 'static {
     async fn paused_for(&self, key: &str) -> Result<Option<Duration>>;
 
     /// Pauses a provider key for every run; a longer pause already standing
-    /// wins. Answers how long the pause that stands has left.
-    async fn pause_key(&self, pause: &KeyPause) -> Result<Duration>;
+    /// wins, and a provider's is held to the key's `max_pause_ms`
+    /// (`cairn_core::DEFAULT_MAX_PAUSE` without one). Answers how long the
+    /// pause that stands has left, and the reason recorded.
+    async fn pause_key(&self, pause: &KeyPause) -> Result<cairn_core::Paused>;
 
     /// Ends a key's pause, and makes the queued runs deferred on it
     /// claimable now. `KeyNotFound` if no pause ever named it.

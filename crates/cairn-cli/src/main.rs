@@ -10,6 +10,7 @@ mod commands;
 mod config;
 mod demo;
 mod input;
+mod log;
 mod output;
 mod progress;
 mod report;
@@ -60,6 +61,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // A client's text in a field (a key, a name) cannot forge a line.
+        .fmt_fields(log::fields())
         .with_writer(std::io::stderr)
         .init();
     let runtime = match tokio::runtime::Runtime::new() {

@@ -601,13 +601,17 @@ pub fn print_keys(keys: &[cairn::KeyState], json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A key's limits as `rpm=60 tpm=20000` (`-`: none).
+/// A key's limits as `rpm=60 tpm=20000 max_pause=30m` (`-`: none).
 fn limits_text(l: &cairn::KeyLimits) -> String {
     let named = [("in_flight", l.in_flight), ("rpm", l.rpm), ("tpm", l.tpm)];
-    let set: Vec<String> = named
+    let mut set: Vec<String> = named
         .iter()
         .filter_map(|(n, v)| v.map(|v| format!("{n}={v}")))
         .collect();
+    set.extend(
+        l.max_pause_ms
+            .map(|_| format!("max_pause={}", cairn::format_age(l.max_pause()))),
+    );
     match set.is_empty() {
         true => "-".to_owned(),
         false => set.join(" "),

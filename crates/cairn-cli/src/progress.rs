@@ -1,6 +1,7 @@
 //! Live progress of `cairn run` on a terminal: the run id at once, then one
-//! line per step as it finishes, fails or stops, and one per wait as it
-//! opens (with the command that answers it), read from the run's events as
+//! line per step as it finishes, fails, stops or is deferred (until when,
+//! and why: a paused provider key), and one per wait as it opens (with the
+//! command that answers it), read from the run's events as
 //! they are committed. Off with `--json` or when stdout is not a terminal
 //! (the single document of today), unless `--progress lines` (or
 //! `CAIRN_PROGRESS=lines`) asks for it, which is how the tests see it.
@@ -91,6 +92,7 @@ pub fn line(e: &EventRecord, roles: &[String]) -> Option<String> {
             format!("{}\n      stopped: {}", row("interrupted"), message(d))
         }
         EventKind::StepCancelled => row("cancelled"),
+        EventKind::StepDeferred => deferred(e, &row("deferred")),
         EventKind::WaitOpened => {
             let id: WaitId = serde_json::from_value(d["wait"].clone()).ok()?;
             let kind: WaitKind = serde_json::from_value(d["kind"].clone()).ok()?;
@@ -123,6 +125,23 @@ fn child(e: &EventRecord) -> String {
         ),
         None => format!("      child {key} ({child}) {status}"),
     }
+}
+
+/// A deferred step's lines: until when the run waits (the event's time
+/// plus its delay, database clock) and why: a paused provider key (and a
+/// `Retry-After` that was capped), or no permit free.
+fn deferred(e: &EventRecord, row: &str) -> String {
+    let d = &e.data;
+    let delay = chrono::Duration::milliseconds(d["delay_ms"].as_i64().unwrap_or(0));
+    let until = e.at.checked_add_signed(delay).map_or("-".to_owned(), |t| {
+        t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    });
+    let why = d["message"].as_str().unwrap_or("");
+    let key = cairn::text::printable_line(d["key"].as_str().unwrap_or(""));
+    format!(
+        "{row}\n      waits until {until} on key {key}: {}",
+        cairn::text::printable_line(why)
+    )
 }
 
 /// Prints the lines of the events after `seq`; the last sequence seen. A

@@ -158,7 +158,9 @@ impl AgentDef {
             return Some(format!("has a bad `limits`: {e}"));
         }
         if !limits.any() {
-            return Some("has `limits` that set none: give in_flight, rpm or tpm".into());
+            return Some(
+                "has `limits` that set none: give in_flight, rpm, tpm or max_pause_ms".into(),
+            );
         }
         (!keyed).then(|| {
             "has `limits` but no `limit_key`: a command's limits apply to the key it names".into()
@@ -475,13 +477,14 @@ struct AgentFile {
     on_parent_close: Option<crate::children::OnParentClose>,
 }
 
-/// An agent's `limits = { in_flight = N, rpm = N, tpm = N }`.
+/// An agent's `limits = { in_flight = N, rpm = N, tpm = N, max_pause_ms = N }`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LimitsFile {
     in_flight: Option<u32>,
     rpm: Option<u32>,
     tpm: Option<u32>,
+    max_pause_ms: Option<u64>,
 }
 
 impl LimitsFile {
@@ -490,6 +493,7 @@ impl LimitsFile {
             in_flight: self.in_flight,
             rpm: self.rpm,
             tpm: self.tpm,
+            max_pause_ms: self.max_pause_ms,
         }
     }
 }

@@ -54,10 +54,17 @@ pub struct Declared {
 impl Declared {
     /// What a step declares for `key`: its agent's own `limits`, else the
     /// process's table's entry for the key, else nothing.
+    /// An agent's limits without a `max_pause_ms` take the table's for
+    /// the key (its own, else the file's).
     pub fn of(agent: Option<&KeyLimits>, table: Option<&LimitTable>, key: &str) -> Option<Self> {
         match agent {
             Some(limits) => Some(Declared {
-                limits: *limits,
+                limits: KeyLimits {
+                    max_pause_ms: limits
+                        .max_pause_ms
+                        .or_else(|| table.and_then(|t| t.get(key)?.max_pause_ms)),
+                    ..*limits
+                },
                 from: LimitsFrom::Crew,
             }),
             None => table.and_then(|t| t.get(key)).map(|limits| Declared {
@@ -82,18 +89,23 @@ impl Declared {
     }
 }
 
-/// A process's limits per provider key, from a TOML file:
+/// A process's limits per provider key, from a TOML file, and the longest
+/// pause a provider's answer puts on any key without its own
+/// (`max_pause_ms` at the top; `crate::DEFAULT_MAX_PAUSE` without it):
 ///
 /// ```toml
+/// max_pause_ms = 600000
 /// [[key]]
 /// key = "provider=openai,url=https://api.openai.com/v1,key=OPENAI_API_KEY"
 /// in_flight = 16
 /// rpm = 500
 /// tpm = 200000
+/// max_pause_ms = 60000
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LimitTable {
     keys: BTreeMap<String, KeyLimits>,
+    max_pause_ms: Option<u64>,
 }
 
 /// A limits file that does not read.
@@ -106,6 +118,7 @@ pub struct BadLimitTable(pub String);
 struct File {
     #[serde(default)]
     key: Vec<Entry>,
+    max_pause_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -115,27 +128,37 @@ struct Entry {
     in_flight: Option<u32>,
     rpm: Option<u32>,
     tpm: Option<u32>,
+    max_pause_ms: Option<u64>,
 }
 
 impl LimitTable {
     pub fn parse(text: &str) -> Result<LimitTable, BadLimitTable> {
         let file: File = toml::from_str(text).map_err(|e| BadLimitTable(e.to_string()))?;
+        let default = KeyLimits {
+            max_pause_ms: file.max_pause_ms,
+            ..KeyLimits::default()
+        };
+        default
+            .check()
+            .map_err(|err| BadLimitTable(err.to_string()))?;
         let mut keys = BTreeMap::new();
         for e in file.key {
             let limits = KeyLimits {
                 in_flight: e.in_flight,
                 rpm: e.rpm,
                 tpm: e.tpm,
+                max_pause_ms: e.max_pause_ms,
             };
-            if e.key.trim().is_empty() || crate::limits::has_nul(&e.key) {
+            if e.key.trim().is_empty() {
                 return Err(BadLimitTable("has a `[[key]]` with an empty key".into()));
             }
+            crate::keys::check_key(&e.key).map_err(|err| BadLimitTable(err.to_string()))?;
             limits
                 .check()
                 .map_err(|err| BadLimitTable(format!("key {}: {err}", e.key)))?;
             if !limits.any() {
                 return Err(BadLimitTable(format!(
-                    "key {} sets no limit: give in_flight, rpm or tpm",
+                    "key {} sets no limit: give in_flight, rpm, tpm or max_pause_ms",
                     e.key
                 )));
             }
@@ -143,11 +166,26 @@ impl LimitTable {
                 return Err(BadLimitTable(format!("names key {} twice", e.key)));
             }
         }
-        Ok(LimitTable { keys })
+        Ok(LimitTable {
+            keys,
+            max_pause_ms: file.max_pause_ms,
+        })
     }
 
+    /// The limits the table declares for `key`: its `[[key]]` (with the
+    /// file's `max_pause_ms` when it has none), else only the file's
+    /// `max_pause_ms`, else none.
     pub fn get(&self, key: &str) -> Option<KeyLimits> {
-        self.keys.get(key).copied()
+        match self.keys.get(key) {
+            Some(limits) => Some(KeyLimits {
+                max_pause_ms: limits.max_pause_ms.or(self.max_pause_ms),
+                ..*limits
+            }),
+            None => self.max_pause_ms.map(|ms| KeyLimits {
+                max_pause_ms: Some(ms),
+                ..KeyLimits::default()
+            }),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -174,7 +212,8 @@ mod tests {
             Some(KeyLimits {
                 in_flight: None,
                 rpm: Some(60),
-                tpm: Some(20000)
+                tpm: Some(20000),
+                max_pause_ms: None,
             })
         );
         assert_eq!(table.get("other"), None);
@@ -193,6 +232,44 @@ mod tests {
                 "twice",
             ),
             ("[[key]]\nkey = \"\"\nrpm = 1\n".to_owned(), "empty key"),
+        ] {
+            let err = LimitTable::parse(&bad).err().map(|e| e.to_string());
+            assert!(
+                err.as_deref().is_some_and(|e| e.contains(says)),
+                "{bad}: {err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_limits_file_caps_pauses_for_every_key_or_one() {
+        let text = format!("max_pause_ms = 60000\n[[key]]\nkey = \"{KEY}\"\nrpm = 60\n");
+        let table = LimitTable::parse(&text).unwrap_or_default();
+        let cap = |key: &str| table.get(key).and_then(|l| l.max_pause_ms);
+        assert_eq!((cap(KEY), cap("other")), (Some(60_000), Some(60_000)));
+        let own = format!("[[key]]\nkey = \"{KEY}\"\nmax_pause_ms = 5000\n");
+        let table = LimitTable::parse(&own).unwrap_or_default();
+        assert_eq!(table.get(KEY).and_then(|l| l.max_pause_ms), Some(5000));
+        assert_eq!(table.get("other"), None);
+        let rpm = KeyLimits {
+            rpm: Some(1),
+            ..KeyLimits::default()
+        };
+        let crew = Declared::of(Some(&rpm), Some(&table), KEY).map(|d| d.limits.max_pause_ms);
+        assert_eq!(
+            crew,
+            Some(Some(5000)),
+            "an agent without a cap takes the file's"
+        );
+        for (bad, says) in [
+            (
+                "max_pause_ms = 10\n".to_owned(),
+                "max_pause_ms must be between 1000",
+            ),
+            (
+                "[[key]]\nkey = \"a\\nb\"\nrpm = 1\n".to_owned(),
+                "control character",
+            ),
         ] {
             let err = LimitTable::parse(&bad).err().map(|e| e.to_string());
             assert!(

@@ -281,16 +281,20 @@ pub trait Journal: Send + Sync {
     }
 
     /// Pauses `key` for every run for `wait` from now, at once (the step's
-    /// deferral commit records it again, atomically with the deferral). A
-    /// longer pause already recorded wins; the answer is the pause that
-    /// stands.
+    /// deferral commit records it again, atomically with the deferral),
+    /// held to the key's `max_pause_ms`. A longer pause already recorded
+    /// wins; the answer is the pause that stands and the reason recorded
+    /// (which says so when the wait was capped).
     async fn pause(
         &self,
         _key: &str,
         wait: std::time::Duration,
-        _reason: &str,
-    ) -> Result<std::time::Duration, JournalError> {
-        Ok(wait)
+        reason: &str,
+    ) -> Result<crate::Paused, JournalError> {
+        Ok(crate::Paused {
+            after: wait,
+            reason: reason.to_owned(),
+        })
     }
 }
 

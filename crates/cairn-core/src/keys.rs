@@ -58,6 +58,109 @@ pub struct KeyPause {
 impl KeyPause {
     /// Who a provider's own pause is recorded as.
     pub const PROVIDER: &'static str = "provider";
+
+    /// The pause held to `cap` when it is a provider's (an operator's is
+    /// never capped): one that asks for longer waits `cap`, and its
+    /// reason says what was asked and what was kept.
+    pub fn capped(mut self, cap: Duration) -> KeyPause {
+        if self.by == Self::PROVIDER && self.wait > cap {
+            self.reason = format!(
+                "{} (the provider asked for {}; capped at {}, the key's max_pause)",
+                self.reason,
+                format_age(self.wait),
+                format_age(cap)
+            );
+            self.wait = cap;
+        }
+        self
+    }
+
+    /// Refuses a pause longer than [`LONGEST_PAUSE`] (`bad_age`).
+    pub fn check(&self) -> Result<(), PauseTooLong> {
+        check_pause(self.wait)
+    }
+}
+
+/// A pause as it stands once one was recorded: how long it has left (a
+/// longer one already standing wins) and the reason recorded (a
+/// provider's capped one says so).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paused {
+    pub after: Duration,
+    pub reason: String,
+}
+
+/// The longest a provider's answer (`Retry-After`, reset headers) pauses
+/// a key whose limits set no `max_pause_ms`: a pause of years is a
+/// provider's mistake, and would stop every run on the key.
+pub const DEFAULT_MAX_PAUSE: Duration = Duration::from_secs(15 * 60);
+
+/// The longest pause stored at all, an operator's or a key's
+/// `max_pause_ms` (100 years, 36500d): a pause must end at a time both
+/// databases can store.
+pub const LONGEST_PAUSE: Duration = Duration::from_secs(36_500 * 86_400);
+
+/// A pause past [`LONGEST_PAUSE`] (`bad_age`); nothing was stored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a pause of {} is longer than the longest kept, {}; pause for at most that", format_age(self.wait), format_age(LONGEST_PAUSE))]
+pub struct PauseTooLong {
+    pub wait: Duration,
+}
+
+/// Refuses a pause of `wait` when it is longer than [`LONGEST_PAUSE`]
+/// (`bad_age`).
+pub fn check_pause(wait: Duration) -> Result<(), PauseTooLong> {
+    match wait > LONGEST_PAUSE {
+        true => Err(PauseTooLong { wait }),
+        false => Ok(()),
+    }
+}
+
+/// The longest provider key name taken from an operator, in bytes.
+pub const MAX_KEY_BYTES: usize = 1024;
+
+/// A provider key name an operator gave that is refused (`bad_key`):
+/// empty, longer than [`MAX_KEY_BYTES`], or with a control character.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad provider key: {0}")]
+pub struct BadKey(pub String);
+
+/// Refuses a key name that is empty, over [`MAX_KEY_BYTES`] bytes or holds
+/// a control character (a newline, a NUL, an escape): `cairn limits
+/// list` prints keys one a line, and the server logs them.
+pub fn check_key(key: &str) -> Result<(), BadKey> {
+    if key.trim().is_empty() {
+        return Err(BadKey("the key is empty".into()));
+    }
+    if key.len() > MAX_KEY_BYTES {
+        return Err(BadKey(format!(
+            "the key is {} bytes long, more than the {MAX_KEY_BYTES} a key may have",
+            key.len()
+        )));
+    }
+    match key.char_indices().find(|(_, c)| c.is_control()) {
+        Some((at, c)) => Err(BadKey(format!(
+            "the key has a control character (U+{:04X}) at byte {at}; a key is printable text",
+            u32::from(c)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A duration as the CLI's ages write it: `15m`, `36500d`, `90s`,
+/// `250ms`.
+pub fn format_age(d: Duration) -> String {
+    let ms = d.as_millis();
+    let units = [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1000, "s"),
+    ];
+    match units.iter().find(|(n, _)| ms > 0 && ms.is_multiple_of(*n)) {
+        Some((n, unit)) => format!("{}{unit}", ms / n),
+        None => format!("{ms}ms"),
+    }
 }
 
 /// Limits on a provider key, shared by every process on the database (set
@@ -76,14 +179,21 @@ pub struct KeyLimits {
     /// plus its `max_tokens`) and settles its real usage after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpm: Option<u32>,
+    /// The longest a provider's answer (`Retry-After`) may pause the key,
+    /// in milliseconds; [`DEFAULT_MAX_PAUSE`] when unset. Not a limit on
+    /// calls: a key with only this takes no permit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pause_ms: Option<u64>,
 }
 
-/// A limit out of range (`cairn limits set`): each is at least 1.
+/// A limit out of range (`cairn limits set`): each is at least 1
+/// (`max_pause_ms` at least 1000).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{name} must be between 1 and {max}, not {value}")]
+#[error("{name} must be between {min} and {max}, not {value}")]
 pub struct BadLimit {
     pub name: &'static str,
     pub value: u64,
+    pub min: u64,
     pub max: u64,
 }
 
@@ -95,24 +205,45 @@ impl KeyLimits {
     /// The largest value each limit takes.
     pub const MAX: u32 = 1_000_000_000;
 
-    /// Whether any limit is set (a key without one needs no permit).
+    /// Whether any limit is set, `max_pause_ms` included.
     pub fn any(&self) -> bool {
+        self.gates() || self.max_pause_ms.is_some()
+    }
+
+    /// Whether a limit on calls is set (a key without one needs no
+    /// permit).
+    pub fn gates(&self) -> bool {
         self.in_flight.is_some() || self.rpm.is_some() || self.tpm.is_some()
     }
 
-    /// Refuses a limit of 0 or past [`Self::MAX`].
+    /// The longest a provider's answer may pause the key.
+    pub fn max_pause(&self) -> Duration {
+        self.max_pause_ms
+            .map_or(DEFAULT_MAX_PAUSE, Duration::from_millis)
+    }
+
+    /// Refuses a limit of 0 or past [`Self::MAX`], and a `max_pause_ms`
+    /// under a second or past [`LONGEST_PAUSE`].
     pub fn check(&self) -> Result<(), BadLimit> {
+        let max = u64::from(Self::MAX);
         let named = [
-            ("in_flight", self.in_flight),
-            ("rpm", self.rpm),
-            ("tpm", self.tpm),
+            ("in_flight", self.in_flight.map(u64::from), 1, max),
+            ("rpm", self.rpm.map(u64::from), 1, max),
+            ("tpm", self.tpm.map(u64::from), 1, max),
+            (
+                "max_pause_ms",
+                self.max_pause_ms,
+                1000,
+                LONGEST_PAUSE.as_millis() as u64,
+            ),
         ];
-        for (name, value) in named {
-            if let Some(v) = value.filter(|v| *v == 0 || *v > Self::MAX) {
+        for (name, value, min, max) in named {
+            if let Some(value) = value.filter(|v| *v < min || *v > max) {
                 return Err(BadLimit {
                     name,
-                    value: u64::from(v),
-                    max: u64::from(Self::MAX),
+                    value,
+                    min,
+                    max,
                 });
             }
         }
@@ -266,6 +397,7 @@ mod tests {
             in_flight,
             rpm,
             tpm,
+            max_pause_ms: None,
         }
     }
 
@@ -409,11 +541,75 @@ mod tests {
     }
 
     #[test]
+    fn a_providers_pause_is_capped_and_says_so_and_an_operators_is_not() {
+        let pause = |by: &str, secs| KeyPause {
+            key: "k".into(),
+            wait: Duration::from_secs(secs),
+            reason: "HTTP 429".into(),
+            by: by.into(),
+        };
+        let capped = pause(KeyPause::PROVIDER, 999_999_999).capped(DEFAULT_MAX_PAUSE);
+        assert_eq!(capped.wait, Duration::from_secs(900));
+        assert_eq!(
+            capped.reason,
+            "HTTP 429 (the provider asked for 999999999s; capped at 15m, the key's max_pause)"
+        );
+        let short = pause(KeyPause::PROVIDER, 30).capped(DEFAULT_MAX_PAUSE);
+        assert_eq!(
+            (short.wait, short.reason.as_str()),
+            (Duration::from_secs(30), "HTTP 429")
+        );
+        let operator = pause("ops", 86_400).capped(DEFAULT_MAX_PAUSE);
+        assert_eq!(operator.wait, Duration::from_secs(86_400));
+        assert!(pause("ops", 36_500 * 86_400).check().is_ok());
+        let e = pause("ops", 3_000_000 * 86_400).check().unwrap_err();
+        assert!(
+            e.to_string().contains("3000000d") && e.to_string().contains("36500d"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn key_names_are_printable_and_at_most_a_kib() {
+        assert!(check_key("provider=openai,url=https://x/v1,key=K").is_ok());
+        assert!(check_key(&"é".repeat(512)).is_ok());
+        for bad in ["", " \t", "a\nb", "a\u{1b}[31m", "a\0b", &"k".repeat(1025)] {
+            assert!(check_key(bad).is_err(), "{bad:?}");
+        }
+        let e = check_key("a\nb").unwrap_err().to_string();
+        assert!(e.contains("(U+000A) at byte 1"), "{e}");
+    }
+
+    #[test]
+    fn ages_are_written_as_the_cli_reads_them() {
+        for (ms, text) in [
+            (900_000, "15m"),
+            (1_500, "1500ms"),
+            (2_000, "2s"),
+            (0, "0ms"),
+        ] {
+            assert_eq!(format_age(Duration::from_millis(ms)), text);
+        }
+        assert_eq!(format_age(LONGEST_PAUSE), "36500d");
+    }
+
+    #[test]
     fn limits_out_of_range_are_named() {
         assert!(limits(Some(1), Some(1), Some(1)).check().is_ok());
         let e = limits(None, Some(0), None).check().unwrap_err();
         assert_eq!(e.name, "rpm");
         assert!(limits(Some(KeyLimits::MAX + 1), None, None)
+            .check()
+            .is_err());
+        let max_pause = |ms| KeyLimits {
+            max_pause_ms: Some(ms),
+            ..KeyLimits::default()
+        };
+        assert!(max_pause(1000).check().is_ok() && max_pause(1000).any());
+        assert!(!max_pause(1000).gates(), "no permit for a cap alone");
+        let e = max_pause(999).check().unwrap_err();
+        assert_eq!((e.name, e.min), ("max_pause_ms", 1000));
+        assert!(max_pause(LONGEST_PAUSE.as_millis() as u64 + 1)
             .check()
             .is_err());
     }

@@ -50,7 +50,9 @@ pub use journal::{
     OutputDelta, SentCall,
 };
 pub use keys::{
-    Admission, BadLimit, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyPause, KeyState, Permit,
+    check_key, check_pause, format_age, Admission, BadKey, BadLimit, Buckets, Decision, Held,
+    KeyAsk, KeyLimits, KeyPause, KeyState, PauseTooLong, Paused, Permit, DEFAULT_MAX_PAUSE,
+    LONGEST_PAUSE, MAX_KEY_BYTES,
 };
 pub use limits::{
     check_size, check_storable, check_text, json_has_nul, Limits, TooLarge, Unstorable,

@@ -167,7 +167,7 @@ impl Journal for StoreJournal {
         key: &str,
         wait: Duration,
         reason: &str,
-    ) -> Result<Duration, JournalError> {
+    ) -> Result<cairn_core::Paused, JournalError> {
         let pause = KeyPause {
             key: key.to_owned(),
             wait,

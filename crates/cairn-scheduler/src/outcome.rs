@@ -312,18 +312,7 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
             deferral,
             duration_ms,
         } => {
-            let delay_ms = deferral.after.as_millis() as u64;
-            let mut data = base(duration_ms);
-            data["key"] = json!(deferral.key);
-            data["delay_ms"] = json!(delay_ms);
-            data["observed"] = json!(deferral.observed);
-            let mut events = vec![NewEvent::new(EventKind::StepDeferred, data)];
-            if deferral.observed {
-                events.push(NewEvent::new(
-                    EventKind::KeyPaused,
-                    json!({"key": deferral.key, "for_ms": delay_ms, "reason": error.message}),
-                ));
-            }
+            let events = deferred_events(base(duration_ms), &error, &deferral);
             let usage = error.usage;
             let transition = StepTransition::Deferred {
                 error,
@@ -547,6 +536,26 @@ fn no_next_step(
 }
 
 /// `step_failed`, saying whether another attempt follows.
+/// A deferral's events: `step_deferred` (`data` and the key, the delay,
+/// whether its own call was refused, and why it waits as people read it:
+/// a paused key, a capped `Retry-After`, no permit free), and with its own
+/// call refused, `key_paused`.
+fn deferred_events(mut data: Value, error: &ErrorInfo, deferral: &Deferral) -> Vec<NewEvent> {
+    let delay_ms = deferral.after.as_millis() as u64;
+    data["key"] = json!(deferral.key);
+    data["delay_ms"] = json!(delay_ms);
+    data["observed"] = json!(deferral.observed);
+    data["message"] = json!(error.message);
+    let mut events = vec![NewEvent::new(EventKind::StepDeferred, data)];
+    if deferral.observed {
+        events.push(NewEvent::new(
+            EventKind::KeyPaused,
+            json!({"key": deferral.key, "for_ms": delay_ms, "reason": error.message}),
+        ));
+    }
+    events
+}
+
 fn failed_events(mut data: Value, error: &ErrorInfo, will_retry: bool) -> Vec<NewEvent> {
     data["error"] = json!(error);
     data["will_retry"] = json!(will_retry);

@@ -4,7 +4,9 @@
 //! replaces a key's limits; `POST
 //! /v1/limits/pause` pauses one for a while (`for`, written as the CLI's
 //! ages: `10m`, `30s`, `250ms`); `POST /v1/limits/resume` ends a pause and
-//! wakes the runs deferred on the key.
+//! wakes the runs deferred on the key. Keys, operators and reasons are
+//! the client's text: they are logged escaped (`{:?}`), so a newline in
+//! one cannot forge a line of the log.
 
 use axum::extract::State;
 use axum::Json;
@@ -43,7 +45,7 @@ pub(crate) async fn pause(
     let wait = parse_age(&body.wait).map_err(|e| ApiError::InvalidBody(format!("for: {e}")))?;
     let actor = actor(body.by, body.reason);
     let key = state.engine().pause_key(&body.key, wait, &actor).await?;
-    tracing::info!(key = %key.key, by = %actor.by, ?wait, "provider key paused");
+    tracing::info!(key = ?key.key, by = ?actor.by, reason = ?actor.reason, ?wait, "provider key paused");
     Ok(Json(key))
 }
 
@@ -64,7 +66,7 @@ pub(crate) async fn resume(
 ) -> Result<Json<KeyState>, ApiError> {
     let actor = actor(body.by, None);
     let key = state.engine().resume_key(&body.key).await?;
-    tracing::info!(key = %key.key, by = %actor.by, "provider key resumed");
+    tracing::info!(key = ?key.key, by = ?actor.by, "provider key resumed");
     state.wake_runner();
     Ok(Json(key))
 }
@@ -77,7 +79,7 @@ pub(crate) async fn reset(
 ) -> Result<Json<KeyState>, ApiError> {
     let actor = actor(body.by, None);
     let key = state.engine().reset_limits(&body.key).await?;
-    tracing::info!(key = %key.key, by = %actor.by, "provider key limits reset");
+    tracing::info!(key = ?key.key, by = ?actor.by, "provider key limits reset");
     state.wake_runner();
     Ok(Json(key))
 }
@@ -94,6 +96,9 @@ pub(crate) struct SetBody {
     rpm: Option<u32>,
     #[serde(default)]
     tpm: Option<u32>,
+    /// The longest a provider's answer may pause the key, in ms.
+    #[serde(default)]
+    max_pause_ms: Option<u64>,
     #[serde(default)]
     by: Option<String>,
 }
@@ -109,9 +114,10 @@ pub(crate) async fn set(
         in_flight: body.in_flight,
         rpm: body.rpm,
         tpm: body.tpm,
+        max_pause_ms: body.max_pause_ms,
     };
     let key = state.engine().set_limits(&body.key, &limits).await?;
-    tracing::info!(key = %key.key, by = %actor.by, ?limits, "provider key limits set");
+    tracing::info!(key = ?key.key, by = ?actor.by, ?limits, "provider key limits set");
     state.wake_runner();
     Ok(Json(key))
 }

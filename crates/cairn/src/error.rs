@@ -89,6 +89,13 @@ pub enum Error {
     /// A provider key's limit out of range; nothing was stored.
     #[error(transparent)]
     BadLimit(#[from] cairn_core::BadLimit),
+    /// A provider key name an operator gave that is empty, too long or
+    /// holds a control character; nothing was stored.
+    #[error(transparent)]
+    BadKey(#[from] cairn_core::BadKey),
+    /// A pause longer than any kept; nothing was stored.
+    #[error(transparent)]
+    PauseTooLong(#[from] cairn_core::PauseTooLong),
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     ReadFile {
@@ -297,6 +304,8 @@ impl Error {
             Error::BadThreadId(_) => (ErrorClass::BadInput, "bad_thread_id"),
             Error::BadTenant(_) => (ErrorClass::BadInput, "bad_tenant"),
             Error::BadLimit(_) => (ErrorClass::BadInput, "bad_limit"),
+            Error::BadKey(_) => (ErrorClass::BadInput, "bad_key"),
+            Error::PauseTooLong(_) => (ErrorClass::BadInput, "bad_age"),
             Error::WrongThread { .. } => (ErrorClass::Conflict, "wrong_thread"),
             Error::CrewDoesNotFit { .. } => (ErrorClass::Conflict, "crew_mismatch"),
             Error::UnknownCrewVersion { .. } | Error::AmbiguousCrewVersion { .. } => {

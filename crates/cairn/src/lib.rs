@@ -62,6 +62,11 @@ pub use cairn_core::sse;
 pub use cairn_core::text;
 /// Crew versions: the compatibility rule, the upgrade policies, diffs.
 pub use cairn_core::upgrade;
+/// Provider keys' rules: the names operators give, the longest pauses.
+pub use cairn_core::{
+    check_key, check_pause, format_age, BadKey, PauseTooLong, DEFAULT_MAX_PAUSE, LONGEST_PAUSE,
+    MAX_KEY_BYTES,
+};
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Budget, ChildOf,
     ChildOutcome, ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord,

@@ -20,8 +20,11 @@ impl Engine {
 
     /// Pauses `key` for every run for `wait` from now, recorded with who
     /// and why. A longer pause already standing wins. Steps calling the key
-    /// wait for its end without calling (and spend no retry).
+    /// wait for its end without calling (and spend no retry). A key name
+    /// that breaks the rule is `bad_key`, a pause past
+    /// [`cairn_core::LONGEST_PAUSE`] `bad_age`; nothing is stored then.
     pub async fn pause_key(&self, key: &str, wait: Duration, actor: &Actor) -> Result<KeyState> {
+        cairn_core::check_key(key)?;
         let pause = KeyPause {
             key: key.to_owned(),
             wait,
@@ -31,6 +34,7 @@ impl Engine {
                 .unwrap_or_else(|| "paused by an operator".to_owned()),
             by: actor.by.clone(),
         };
+        pause.check()?;
         self.store().pause_key(&pause).await?;
         self.key(key).await
     }
@@ -45,8 +49,10 @@ impl Engine {
     /// minute), replacing any it had: a limit left out is removed, and
     /// none at all leaves the key unlimited. The key need not have been
     /// seen yet (limits may be set before the first call). Each limit is
-    /// at least 1 (`bad_limit` otherwise, nothing stored).
+    /// at least 1 (`bad_limit` otherwise, nothing stored); a key name that
+    /// breaks the rule is `bad_key`.
     pub async fn set_limits(&self, key: &str, limits: &KeyLimits) -> Result<KeyState> {
+        cairn_core::check_key(key)?;
         limits.check()?;
         Ok(self.store().set_limits(key, limits).await?)
     }

@@ -664,7 +664,7 @@ impl<H: ScriptHost> Store for H {
         placed(self.target(), None, read).await
     }
 
-    async fn pause_key(&self, pause: &KeyPause) -> Result<Duration> {
+    async fn pause_key(&self, pause: &KeyPause) -> Result<cairn_core::Paused> {
         bounded("pause_key", self.target(), None, async {
             text_ok("the provider key", Some(&pause.key))?;
             text_ok("the reason", Some(&pause.reason))?;

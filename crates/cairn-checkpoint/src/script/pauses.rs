@@ -1,12 +1,12 @@
 //! Provider keys' shared pauses (`cairn_core::keys`): recorded by a step
 //! whose call a provider refused with a time to wait (at once, and again in
-//! its deferral's commit), read before every model call, listed, and ended
-//! by an operator, which also makes the runs deferred on the key claimable
-//! at once.
+//! its deferral's commit; held to the key's `max_pause_ms`), read before
+//! every model call, listed, and ended by an operator, which also makes the
+//! runs deferred on the key claimable at once.
 
 use std::time::Duration;
 
-use cairn_core::{EventKind, KeyPause, KeyState, NewEvent, RunId};
+use cairn_core::{EventKind, KeyPause, KeyState, NewEvent, Paused, RunId};
 
 use crate::raw::nil_run;
 use crate::sql::{query, Conn, Row};
@@ -28,7 +28,15 @@ const PAUSE: &str = "INSERT INTO provider_keys (key, paused_until, reason, pause
      RETURNING {paused_ms} AS ms";
 
 /// `Store::pause_key`, and a deferral's commit that observed the refusal.
-pub(super) async fn pause_in(c: &mut Conn<'_>, pause: &KeyPause) -> Result<Duration> {
+/// A provider's pause is held to the key's `max_pause_ms` (the default
+/// without one), its reason saying so; no pause outlasts
+/// `cairn_core::LONGEST_PAUSE`.
+pub(super) async fn pause_in(c: &mut Conn<'_>, pause: &KeyPause) -> Result<Paused> {
+    let mut pause = match pause.by == KeyPause::PROVIDER {
+        true => pause.clone().capped(max_pause_in(c, &pause.key).await?),
+        false => pause.clone(),
+    };
+    pause.wait = pause.wait.min(cairn_core::LONGEST_PAUSE);
     let row = c
         .fetch_optional(
             query(PAUSE)
@@ -38,7 +46,27 @@ pub(super) async fn pause_in(c: &mut Conn<'_>, pause: &KeyPause) -> Result<Durat
                 .bind("by", pause.by.as_str()),
         )
         .await?;
-    Ok(row.map_or(pause.wait, |r| millis(&r)))
+    Ok(Paused {
+        after: row.map_or(pause.wait, |r| millis(&r)),
+        reason: pause.reason,
+    })
+}
+
+/// The longest a provider's answer may pause `key`: its `max_pause_ms`,
+/// else `cairn_core::DEFAULT_MAX_PAUSE`.
+async fn max_pause_in(c: &mut Conn<'_>, key: &str) -> Result<Duration> {
+    let row = c
+        .fetch_optional(
+            query("SELECT max_pause_ms FROM provider_keys WHERE key = :key").bind("key", key),
+        )
+        .await?;
+    let ms = match row {
+        Some(r) => r.opt_int("max_pause_ms")?,
+        None => None,
+    };
+    Ok(ms
+        .and_then(|ms| u64::try_from(ms).ok())
+        .map_or(cairn_core::DEFAULT_MAX_PAUSE, Duration::from_millis))
 }
 
 /// `Store::paused_for`: how long `key` stays paused, if it is.
@@ -129,7 +157,7 @@ pub(super) async fn keys_in(c: &mut Conn<'_>, only: Option<&str>) -> Result<Vec<
                    (SELECT count(*) FROM runs r WHERE r.deferred_key = k.key \
                       AND r.status = 'queued') AS deferred_runs, \
                    k.in_flight_limit AS in_flight_limit, k.rpm AS rpm, k.tpm AS tpm, \
-                   k.limits_from AS limits_from, \
+                   k.max_pause_ms AS max_pause_ms, k.limits_from AS limits_from, \
                    (SELECT count(*) FROM key_permits p JOIN runs r ON r.id = p.run_id \
                       WHERE p.key = k.key AND r.status = 'running' \
                       AND r.lease_epoch = p.epoch AND r.lease_expires_at > {now}) \

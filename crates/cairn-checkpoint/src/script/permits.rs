@@ -33,8 +33,8 @@ pub(super) async fn unlimited_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Optio
     let row = c
         .fetch_optional(
             query(
-                "SELECT {paused_ms} AS paused, in_flight_limit, rpm, tpm, limits_from \
-                 FROM provider_keys WHERE key = :key",
+                "SELECT {paused_ms} AS paused, in_flight_limit, rpm, tpm, max_pause_ms, \
+                 limits_from FROM provider_keys WHERE key = :key",
             )
             .bind("key", ask.key.as_str()),
         )
@@ -50,7 +50,7 @@ pub(super) async fn unlimited_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Optio
     if declared.is_some_and(|d| d.replaces(stored, from_of(&row))) {
         return Ok(None);
     }
-    Ok((!stored.any()).then_some(Admission::Go(None)))
+    Ok((!stored.gates()).then_some(Admission::Go(None)))
 }
 
 /// Who set a key row's limits (column `limits_from`).
@@ -71,15 +71,17 @@ fn declared(ask: &KeyAsk) -> Option<cairn_core::Declared> {
 async fn declare_in(c: &mut Conn<'_>, key: &str, d: cairn_core::Declared) -> Result<()> {
     c.execute(
         query(
-            "INSERT INTO provider_keys (key, in_flight_limit, rpm, tpm, limits_from) \
-             VALUES (:key, :in_flight, :rpm, :tpm, :from) \
+            "INSERT INTO provider_keys (key, in_flight_limit, rpm, tpm, max_pause_ms, \
+             limits_from) VALUES (:key, :in_flight, :rpm, :tpm, :max_pause, :from) \
              ON CONFLICT (key) DO UPDATE SET in_flight_limit = excluded.in_flight_limit, \
-             rpm = excluded.rpm, tpm = excluded.tpm, limits_from = excluded.limits_from",
+             rpm = excluded.rpm, tpm = excluded.tpm, max_pause_ms = excluded.max_pause_ms, \
+             limits_from = excluded.limits_from",
         )
         .bind("key", key)
         .bind("in_flight", d.limits.in_flight)
         .bind("rpm", d.limits.rpm)
         .bind("tpm", d.limits.tpm)
+        .bind("max_pause", max_pause_of(&d.limits))
         .bind("from", d.from.as_str()),
     )
     .await?;
@@ -90,8 +92,8 @@ async fn declare_in(c: &mut Conn<'_>, key: &str, d: cairn_core::Declared) -> Res
 async fn locked_key(c: &mut Conn<'_>, key: &str) -> Result<Option<Row>> {
     c.fetch_optional(
         query(
-            "SELECT {paused_ms} AS paused, in_flight_limit, rpm, tpm, limits_from, \
-             requests_milli, tokens_milli, {refilled_ms} AS since \
+            "SELECT {paused_ms} AS paused, in_flight_limit, rpm, tpm, max_pause_ms, \
+             limits_from, requests_milli, tokens_milli, {refilled_ms} AS since \
              FROM provider_keys WHERE key = :key {for_update}",
         )
         .bind("key", key),
@@ -181,7 +183,7 @@ pub(super) async fn reset_limits<H: super::ScriptHost + ?Sized>(
                     .execute(
                         query(
                             "UPDATE provider_keys SET in_flight_limit = NULL, rpm = NULL, \
-                             tpm = NULL, requests_milli = NULL, tokens_milli = NULL, \
+                             tpm = NULL, max_pause_ms = NULL, requests_milli = NULL, tokens_milli = NULL, \
                              refilled_at = NULL, limits_from = NULL WHERE key = :key",
                         )
                         .bind("key", key.as_str()),
@@ -218,7 +220,7 @@ pub(super) async fn admit_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Admission
         declare_in(c, &ask.key, d).await?;
         limits = d.limits;
     }
-    if !limits.any() {
+    if !limits.gates() {
         return Ok(Admission::Go(None));
     }
     // A run holds one permit at most: one it still holds (a call whose
@@ -344,16 +346,18 @@ pub(super) async fn set_limits_in(
 ) -> Result<KeyState> {
     c.execute(
         query(
-            "INSERT INTO provider_keys (key, in_flight_limit, rpm, tpm, limits_from) \
-             VALUES (:key, :in_flight, :rpm, :tpm, 'operator') \
+            "INSERT INTO provider_keys (key, in_flight_limit, rpm, tpm, max_pause_ms, \
+             limits_from) VALUES (:key, :in_flight, :rpm, :tpm, :max_pause, 'operator') \
              ON CONFLICT (key) DO UPDATE SET in_flight_limit = excluded.in_flight_limit, \
-             rpm = excluded.rpm, tpm = excluded.tpm, requests_milli = NULL, \
-             tokens_milli = NULL, refilled_at = NULL, limits_from = 'operator'",
+             rpm = excluded.rpm, tpm = excluded.tpm, max_pause_ms = excluded.max_pause_ms, \
+             requests_milli = NULL, tokens_milli = NULL, refilled_at = NULL, \
+             limits_from = 'operator'",
         )
         .bind("key", key)
         .bind("in_flight", limits.in_flight)
         .bind("rpm", limits.rpm)
-        .bind("tpm", limits.tpm),
+        .bind("tpm", limits.tpm)
+        .bind("max_pause", max_pause_of(limits)),
     )
     .await?;
     // More permits may be free now.
@@ -375,7 +379,8 @@ async fn live_permits(c: &mut Conn<'_>, key: &str, run: RunId) -> Result<u64> {
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
-/// A key row's limits (columns `in_flight_limit`, `rpm`, `tpm`).
+/// A key row's limits (columns `in_flight_limit`, `rpm`, `tpm`,
+/// `max_pause_ms`).
 pub(super) fn limits_of(row: &Row) -> Result<KeyLimits> {
     let limit = |col: &str| -> Result<Option<u32>> {
         Ok(row.opt_int(col)?.and_then(|n| u32::try_from(n).ok()))
@@ -384,7 +389,17 @@ pub(super) fn limits_of(row: &Row) -> Result<KeyLimits> {
         in_flight: limit("in_flight_limit")?,
         rpm: limit("rpm")?,
         tpm: limit("tpm")?,
+        max_pause_ms: row
+            .opt_int("max_pause_ms")?
+            .and_then(|n| u64::try_from(n).ok()),
     })
+}
+
+/// `max_pause_ms` as a column value (checked limits fit).
+fn max_pause_of(limits: &KeyLimits) -> Option<i64> {
+    limits
+        .max_pause_ms
+        .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX))
 }
 
 fn milli(stored: Option<i64>) -> Option<f64> {

@@ -54,6 +54,7 @@ fn limits(in_flight: Option<u32>, rpm: Option<u32>, tpm: Option<u32>) -> KeyLimi
         in_flight,
         rpm,
         tpm,
+        max_pause_ms: None,
     }
 }
 

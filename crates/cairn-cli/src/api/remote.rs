@@ -636,8 +636,13 @@ impl Api for Remote {
     }
 
     async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState> {
-        let body = json!({"key": key, "in_flight": limits.in_flight, "rpm": limits.rpm,
-                          "tpm": limits.tpm});
+        let mut body = json!({"key": key, "in_flight": limits.in_flight, "rpm": limits.rpm,
+                              "tpm": limits.tpm});
+        // Sent only when set: a server older than `max_pause_ms` refuses
+        // fields it does not know.
+        if let Some(ms) = limits.max_pause_ms {
+            body["max_pause_ms"] = json!(ms);
+        }
         self.post("/v1/limits/set", &body).await
     }
 }

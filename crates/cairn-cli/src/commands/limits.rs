@@ -8,55 +8,69 @@ use crate::output;
 use crate::report::exit;
 
 pub async fn main(to: &impl Connect, command: LimitsCommand, json: bool) -> anyhow::Result<u8> {
-    match command {
+    let key = match command {
         LimitsCommand::List => {
             let keys = to.connect(false).await?.keys().await?;
             output::print_keys(&keys, json)?;
+            return Ok(exit::OK);
         }
         LimitsCommand::Pause {
             key,
             wait,
             by,
             reason,
-        } => {
-            let wait = cairn::parse_age(&wait).map_err(|e| usage(format!("--for: {e}")))?;
-            let by = by
-                .or_else(|| std::env::var("USER").ok())
-                .unwrap_or_else(|| "cli".to_owned());
-            let actor = cairn::Actor { by, reason };
-            let key = to
-                .connect(false)
-                .await?
-                .pause_key(&key, wait, &actor)
-                .await?;
-            print_one(key, json)?;
-        }
-        LimitsCommand::Resume { key } => {
-            let key = to.connect(false).await?.resume_key(&key).await?;
-            print_one(key, json)?;
-        }
-        LimitsCommand::Reset { key } => {
-            let key = to.connect(false).await?.reset_limits(&key).await?;
-            print_one(key, json)?;
-        }
+        } => pause(to, &key, &wait, by, reason).await?,
+        LimitsCommand::Resume { key } => to.connect(false).await?.resume_key(&key).await?,
+        LimitsCommand::Reset { key } => to.connect(false).await?.reset_limits(&key).await?,
         LimitsCommand::Set {
             key,
             in_flight,
             rpm,
             tpm,
+            max_pause,
         } => {
+            let max_pause_ms = max_pause
+                .map(|age| {
+                    let d =
+                        cairn::parse_age(&age).map_err(|e| usage(format!("--max-pause: {e}")))?;
+                    Ok::<_, anyhow::Error>(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+                })
+                .transpose()?;
             let limits = cairn::KeyLimits {
                 in_flight,
                 rpm,
                 tpm,
+                max_pause_ms,
             };
+            cairn::check_key(&key).map_err(cairn::Error::from)?;
+            limits.check().map_err(cairn::Error::from)?;
             // Limits may be set before anything ran: the database is
             // created, as a submit would.
-            let key = to.connect(true).await?.set_limits(&key, &limits).await?;
-            print_one(key, json)?;
+            to.connect(true).await?.set_limits(&key, &limits).await?
         }
-    }
+    };
+    print_one(key, json)?;
     Ok(exit::OK)
+}
+
+/// `limits pause KEY --for AGE`: a key name or an age out of range is
+/// refused before anything is opened; as `limits set`, a key may be paused
+/// before anything ran, and the database is created for it.
+async fn pause(
+    to: &impl Connect,
+    key: &str,
+    wait: &str,
+    by: Option<String>,
+    reason: Option<String>,
+) -> anyhow::Result<cairn::KeyState> {
+    let wait = cairn::parse_age(wait).map_err(|e| usage(format!("--for: {e}")))?;
+    cairn::check_key(key).map_err(cairn::Error::from)?;
+    cairn::check_pause(wait).map_err(cairn::Error::from)?;
+    let by = by
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "cli".to_owned());
+    let actor = cairn::Actor { by, reason };
+    to.connect(true).await?.pause_key(key, wait, &actor).await
 }
 
 /// One key: a JSON object, or the table's header and row.

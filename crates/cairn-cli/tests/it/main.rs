@@ -75,6 +75,7 @@ mod first_hour;
 mod guides;
 mod help;
 mod limits;
+mod limits_guard;
 mod live;
 mod lost_ack;
 mod lost_call;

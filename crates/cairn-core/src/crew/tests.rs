@@ -404,6 +404,7 @@ fn limits_are_read_for_llm_and_keyed_command_agents_and_refused_saying_why() {
         in_flight: None,
         rpm: Some(60),
         tpm: Some(20000),
+        max_pause_ms: None,
     };
     assert!(matches!(&crew.agents[0].kind, AgentKind::Llm(l) if l.limits == Some(want)));
     for (bad, says) in [

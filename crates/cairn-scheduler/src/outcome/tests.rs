@@ -451,7 +451,8 @@ fn an_outcome_commits_its_rows_and_events() {
             vec![
                 (
                     EventKind::StepDeferred,
-                    merge(json!({"key": "k", "delay_ms": 2500, "observed": true})),
+                    merge(json!({"key": "k", "delay_ms": 2500, "observed": true,
+                                 "message": err(ErrorKind::RateLimited, true).message})),
                 ),
                 (
                     EventKind::KeyPaused,
@@ -474,7 +475,8 @@ fn an_outcome_commits_its_rows_and_events() {
             (StepStatus::Interrupted, RunStatus::Queued, 1),
             vec![(
                 EventKind::StepDeferred,
-                merge(json!({"key": "k", "delay_ms": 900, "observed": false})),
+                merge(json!({"key": "k", "delay_ms": 900, "observed": false,
+                             "message": err(ErrorKind::RateLimited, true).message})),
             )],
         ),
         (

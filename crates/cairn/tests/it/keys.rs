@@ -2,7 +2,9 @@
 //! a provider's 429 pauses only the model that was refused; a run calling
 //! another model with the same API key goes on at once (with `["tenant"]`,
 //! a run of another tenant). A command step's
-//! `limit_key` runs its program under a key's limits.
+//! `limit_key` runs its program under a key's limits. A `Retry-After` of
+//! years pauses a key no longer than its `max_pause_ms` (15 minutes by
+//! default), and the pause's reason says it was capped.
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +18,7 @@ both!(
     a_429_pauses_only_the_tenant_refused_when_keys_are_narrowed_by_tenant,
     a_command_step_runs_under_its_keys_in_flight_limit,
     a_crews_declared_limit_applies_to_its_key,
+    a_retry_after_of_years_pauses_a_key_no_longer_than_its_max_pause,
 );
 
 /// A one-step crew calling `model` on the local server, its key narrowed
@@ -158,4 +161,78 @@ async fn one_program_at_a_time(kind: Kind, declared: Option<&str>) {
         None => cairn::LimitsFrom::Operator,
     };
     assert_eq!((key.limits, key.limits_from), (one, Some(from)), "{key:?}");
+}
+
+/// A 429 with `Retry-After: 999999999` (31 years): the key is paused for
+/// the default 15 minutes, not until 2058, and its reason says what the
+/// provider asked and what was kept. A key whose `max_pause_ms` is 1 s is
+/// paused 1 s, and its run goes on by itself.
+async fn a_retry_after_of_years_pauses_a_key_no_longer_than_its_max_pause(kind: Kind) {
+    let server = SlowModel::start(&["fine"], Duration::from_millis(1)).unwrap();
+    server.release();
+    let db = TestDb::of(kind).await;
+    let engine = super::engine(&db).await;
+    let (default, short) = (
+        crew(&server, "default-1", r#"["model"]"#),
+        crew(&server, "short-1", r#"["model"]"#),
+    );
+    server.refuse_next(1, "999999999");
+    let stuck = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            engine
+                .run(&default, json!({}), SubmitOptions::default())
+                .await
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let paused = loop {
+        let keys = engine.keys().await.unwrap();
+        if let Some(k) = keys.into_iter().find(|k| k.paused_until.is_some()) {
+            break k;
+        }
+        assert!(Instant::now() < deadline, "no key was paused");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    stuck.abort();
+    let left = paused.paused_until.unwrap() - chrono::Utc::now();
+    assert!(
+        left <= chrono::Duration::minutes(15) && left > chrono::Duration::minutes(14),
+        "paused for {left:?}: {paused:?}"
+    );
+    let reason = paused.reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("429") && reason.contains("asked for 999999999s; capped at 15m"),
+        "{reason}"
+    );
+
+    let key = paused.key.replace("default-1", "short-1");
+    let one_second = cairn::KeyLimits {
+        max_pause_ms: Some(1000),
+        ..cairn::KeyLimits::default()
+    };
+    engine.set_limits(&key, &one_second).await.unwrap();
+    server.refuse_next(1, "999999999");
+    let started = Instant::now();
+    let run = engine
+        .run(&short, json!({}), SubmitOptions::default())
+        .await;
+    let run = run.unwrap().run;
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let events = engine.events(run.id).await.unwrap();
+    let deferred = events
+        .iter()
+        .find(|e| e.kind == cairn::EventKind::StepDeferred)
+        .expect("the step was deferred");
+    let delay = deferred.data["delay_ms"].as_u64().unwrap_or(0);
+    assert!((900..=1000).contains(&delay), "{:?}", deferred.data);
+    let short_key = engine.keys().await.unwrap();
+    let short_key = short_key.iter().find(|k| k.key == key).unwrap();
+    let reason = short_key.reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("capped at 1s"), "{reason}");
 }

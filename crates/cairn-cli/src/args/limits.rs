@@ -1,0 +1,62 @@
+//! `cairn limits …`'s arguments: provider keys' pauses and limits.
+
+use clap::Subcommand;
+
+#[derive(Subcommand)]
+pub enum LimitsCommand {
+    /// List every provider key a pause or a limit ever named: paused until
+    /// when, its limits and permits in use, the runs deferred on it, how
+    /// many pauses began, the last reason.
+    List,
+    /// Pause a key for every run: steps calling it wait for the pause's
+    /// end without calling, and spend no retry.
+    Pause {
+        /// The key, as `limits list` prints it.
+        key: String,
+        /// How long from now: 10m, 30s, 250ms; at most 36500d. A longer
+        /// pause already standing wins.
+        #[arg(long = "for", value_name = "AGE")]
+        wait: String,
+        /// Who pauses it (recorded). Default: $USER, or `cli` when it is unset.
+        #[arg(long)]
+        by: Option<String>,
+        /// Why (recorded).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// End a key's pause; the runs deferred on it are claimable at once.
+    Resume {
+        /// The key, as `limits list` prints it.
+        key: String,
+    },
+    /// Set a key's limits, shared by every process on the database,
+    /// replacing those it had (a limit left out is removed; none leaves
+    /// the key unlimited). A step that finds no permit free waits without
+    /// calling, holding nothing, and spends no retry.
+    Set {
+        /// The key, as `limits list` prints it (or as a step will build
+        /// it: provider=openai,url=…,key=OPENAI_API_KEY).
+        key: String,
+        /// Model calls executing at once on the key.
+        #[arg(long, value_name = "N")]
+        in_flight: Option<u32>,
+        /// Requests per minute.
+        #[arg(long, value_name = "N")]
+        rpm: Option<u32>,
+        /// Tokens per minute (a call reserves its estimate and settles its
+        /// real usage).
+        #[arg(long, value_name = "N")]
+        tpm: Option<u32>,
+        /// The longest a provider's answer (`Retry-After`) may pause the
+        /// key: 30m, 2h, 90s (default 15m; at least 1s, at most 36500d).
+        #[arg(long, value_name = "AGE")]
+        max_pause: Option<String>,
+    },
+    /// Drop a key's limits, an operator's included: its next call applies
+    /// what its crew (an agent's `limits`) or its process (`CAIRN_LIMITS`)
+    /// declares, if anything.
+    Reset {
+        /// The key, as `limits list` prints it.
+        key: String,
+    },
+}

@@ -1,0 +1,220 @@
+//! Provider keys guarded against what a provider or a client sends (issue
+//! 47): a `Retry-After` of years pauses a key no longer than its
+//! `max_pause` (an operator's `limits set --max-pause`, or `max_pause_ms`
+//! in `CAIRN_LIMITS`), the pause's reason says it was capped, and `cairn
+//! run` and `runs watch` say the run waits on the key and until when. Key
+//! names that are empty, over 1 KiB or hold a control character are
+//! refused (`bad_key`), as is a pause past 36500d (`bad_age`), locally and
+//! through `cairn serve`, with nothing stored; the server logs a client's
+//! text escaped; `limits pause` creates a missing SQLite file as `limits
+//! set` does.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use cairn_testkit::SlowModel;
+use serde_json::Value;
+
+use crate::support::{llm_crew, serve, Case, Kind, Out, Spawned};
+
+both_backends!(
+    a_retry_after_of_years_is_capped_and_cairn_run_says_the_run_waits_on_the_key,
+    bad_keys_and_ages_are_refused_both_ways_and_nothing_is_stored,
+);
+
+/// A `Retry-After` of 31 years.
+const YEARS: &str = "999999999";
+
+/// The model, answering at once, its crew file (one attempt: a 429 that
+/// spent one would fail the run) and its key.
+fn model_and_crew(case: &Case) -> (SlowModel, String, String) {
+    let model = SlowModel::start(&["fine"], Duration::from_millis(5)).unwrap();
+    model.release();
+    let crew = llm_crew(&model.base_url, "retry = { max_attempts = 1 }\n");
+    let crew = case.write("crew.toml", &crew);
+    let key = format!("provider=openai,url={},key=OPENAI_API_KEY", model.base_url);
+    (model, crew.to_str().unwrap().to_owned(), key)
+}
+
+/// `cairn ARGS` with `env`, which must succeed within 60 s (a pause of
+/// years would hold it): its stdout.
+fn run_within(case: &Case, args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut run = Spawned(case.spawn(args, env));
+    let status = run.wait("cairn run on a key paused by a 429");
+    let stdout = std::fs::read_to_string(case.path("bg.stdout")).unwrap();
+    assert!(status.success(), "{status:?}: {stdout}");
+    stdout
+}
+
+/// The one key `limits list --json` shows.
+fn only_key(case: &Case) -> Value {
+    let keys = case
+        .cairn(&["--json", "limits", "list"])
+        .expect_code(0)
+        .json();
+    assert_eq!(keys.as_array().unwrap().len(), 1, "{keys}");
+    keys[0].clone()
+}
+
+/// An operator's `--max-pause 2s`: a 429 asking for 31 years pauses the key
+/// 2 s; `cairn run` (progress lines) says the run waits on the key, until
+/// when and why, and finishes by itself; `runs watch` says the same. Then
+/// `CAIRN_LIMITS`'s `max_pause_ms = 1500` caps a key without an
+/// operator's limits.
+fn a_retry_after_of_years_is_capped_and_cairn_run_says_the_run_waits_on_the_key(kind: Kind) {
+    let case = Case::new(kind);
+    let (model, crew, key) = model_and_crew(&case);
+    let set = ["--json", "limits", "set", &key, "--max-pause", "2s"];
+    let set = case.cairn(&set).expect_code(0).json();
+    assert_eq!(set["limits"], serde_json::json!({"max_pause_ms": 2000}));
+    let listed = case.cairn(&["limits", "list"]).expect_code(0);
+    assert!(listed.stdout.contains("max_pause=2s"), "{}", listed.stdout);
+
+    model.refuse_next(1, YEARS);
+    let started = Instant::now();
+    let run = run_within(&case, &["run", &crew, "--progress", "lines"], &[]);
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(1900), "{took:?}");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    let says = [
+        "deferred",
+        "waits until ",
+        &format!("on key {key}: "),
+        "asked for 999999999s; capped at 2s",
+    ];
+    for said in says {
+        assert!(run.contains(said), "{said}: {run}");
+    }
+    let reason = only_key(&case)["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("capped at 2s"), "{reason}");
+
+    let id = case.only_run_id();
+    let watched = case.cairn(&["runs", "watch", &id]).expect_code(0);
+    assert!(
+        watched.stdout.contains("waits until ") && watched.stdout.contains("capped at 2s"),
+        "{}",
+        watched.stdout
+    );
+
+    // The process's file instead of an operator: its top-level cap.
+    case.cairn(&["limits", "reset", &key]).expect_code(0);
+    let file = case.write("limits.toml", "max_pause_ms = 1500\n");
+    let env = [("CAIRN_LIMITS", file.to_str().unwrap())];
+    model.refuse_next(1, YEARS);
+    let started = Instant::now();
+    run_within(&case, &["run", &crew, "--json"], &env);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let k = only_key(&case);
+    assert_eq!(
+        k["limits"],
+        serde_json::json!({"max_pause_ms": 1500}),
+        "{k}"
+    );
+    assert_eq!(k["limits_from"], "config", "{k}");
+    assert!(
+        k["reason"].as_str().unwrap().contains("capped at 1500ms"),
+        "{k}"
+    );
+}
+
+/// `POST PATH` of JSON `body` on a server that needs no token: the status
+/// line and the body.
+fn post_json(listen: &str, path: &str, body: &Value) -> (String, Value) {
+    use std::io::{Read, Write};
+    let body = body.to_string();
+    let mut s = std::net::TcpStream::connect(listen).expect("connect to the server");
+    write!(
+        s,
+        "POST {path} HTTP/1.0\r\nhost: 127.0.0.1\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send a POST");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read the answer");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.lines().next().unwrap_or_default().to_owned();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+/// `cairn ARGS`, with `--server URL` or else `--db`.
+fn cairn(case: &Case, server: Option<&str>, args: &[&str]) -> Out {
+    match server {
+        Some(url) => {
+            let mut all = args.to_vec();
+            all.extend(["--server", url]);
+            case.raw(&all, &[])
+        }
+        None => case.cairn(args),
+    }
+}
+
+fn bad_keys_and_ages_are_refused_both_ways_and_nothing_is_stored(kind: Kind) {
+    let case = Case::new(kind);
+    let key = "provider=openai,url=http://127.0.0.1:9/v1,key=OPENAI_API_KEY";
+    // On a database not yet created, a pause creates it, as a set would.
+    case.cairn(&["limits", "pause", key, "--for", "1h"])
+        .expect_code(0);
+    let served = serve(&case, &["--concurrency", "0"], &[]);
+    let long = "k".repeat(2000);
+    let bad_keys = ["", "  ", &long, "provider=a\nforged", "a\u{1b}[31mb"];
+    for server in [None, Some(served.url.as_str())] {
+        for bad in bad_keys {
+            cairn(&case, server, &["limits", "pause", bad, "--for", "1m"])
+                .expect_code(2)
+                .expect_stderr(&["bad provider key"]);
+            cairn(&case, server, &["limits", "set", bad, "--rpm", "1"])
+                .expect_code(2)
+                .expect_stderr(&["bad provider key"]);
+        }
+        cairn(
+            &case,
+            server,
+            &["limits", "pause", key, "--for", "3000000d"],
+        )
+        .expect_code(2)
+        .expect_stderr(&["3000000d", "36500d"]);
+        for age in ["3000000d", "0s", "500ms"] {
+            cairn(&case, server, &["limits", "set", key, "--max-pause", age])
+                .expect_code(2)
+                .expect_stderr(&["max_pause_ms must be between 1000 and"]);
+        }
+    }
+    let (status, body) = post_json(
+        &served.listen,
+        "/v1/limits/pause",
+        &serde_json::json!({"key": long, "for": "1m"}),
+    );
+    assert!(status.contains(" 400 "), "{status}");
+    assert_eq!(body["error"]["code"], "bad_key", "{body}");
+    let (status, body) = post_json(
+        &served.listen,
+        "/v1/limits/pause",
+        &serde_json::json!({"key": key, "for": "3000000d"}),
+    );
+    assert!(status.contains(" 400 "), "{status}");
+    assert_eq!(body["error"]["code"], "bad_age", "{body}");
+    let listed = crate::support::get_text(&served.listen, "/v1/limits");
+    assert!(listed.len() < 2000, "{} bytes: {listed}", listed.len());
+    let keys: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(keys.as_array().unwrap().len(), 1, "{keys}");
+    let until = keys[0]["paused_until"].as_str().unwrap();
+    let until = chrono::DateTime::parse_from_rfc3339(until).unwrap();
+    assert!(
+        until < chrono::Utc::now() + chrono::Duration::hours(2),
+        "{keys}"
+    );
+
+    // A client's newline is logged escaped, whatever logs it (a pause, a
+    // cancel): no forged line in the log.
+    let by = "ops\nFORGED cairn: provider key resumed";
+    let pause = ["limits", "pause", key, "--for", "1m", "--by", by];
+    cairn(&case, Some(&served.url), &pause).expect_code(0);
+    let id = case.submit(&case.counting_crew(1));
+    let cancel = ["runs", "cancel", &id, "--by", by];
+    cairn(&case, Some(&served.url), &cancel).expect_code(0);
+    let log = std::fs::read_to_string(case.path("serve.err")).unwrap();
+    assert_eq!(log.matches("ops\\nFORGED").count(), 2, "{log}");
+    assert!(!log.lines().any(|l| l.starts_with("FORGED")), "{log}");
+}
