@@ -76,7 +76,8 @@ pub enum EventKind {
     ChildrenReused,
     /// A step waits for its provider key's pause: the run is queued again
     /// at its end, the same attempt (data: idx, attempt, key, delay_ms,
-    /// observed: whether its own call was refused).
+    /// observed: whether its own call was refused, message: why, as
+    /// people read it: a paused key, a capped `Retry-After`, no permit).
     StepDeferred,
     /// A provider answered "too many requests", and the key is paused for
     /// every run on the database (data: key, for_ms, reason). Recorded in
