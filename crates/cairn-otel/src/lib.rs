@@ -128,6 +128,7 @@ impl Exporter {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod unreachable_tests {
     use super::*;
 

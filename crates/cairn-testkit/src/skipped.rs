@@ -36,6 +36,7 @@ pub fn skip_to(log: Option<&Path>, test: &str, why: &str) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -54,9 +54,22 @@ pub async fn workers(to: &impl Connect, json: bool) -> anyhow::Result<u8> {
         return Ok(exit::OK);
     }
     let mut out = output::text_out();
+    // Columns as wide as their longest value: a process id (host, pid
+    // and a random part) is longer than any fixed width kept.
+    let width = |f: &dyn Fn(&cairn::ProcessRecord) -> usize, head: &str| {
+        workers.iter().map(f).max().unwrap_or(0).max(head.len())
+    };
+    let id_w = width(
+        &|w| cairn::text::printable_line(&w.id).chars().count(),
+        "PROCESS",
+    );
+    let host_w = width(
+        &|w| cairn::text::printable_line(&w.host).chars().count(),
+        "HOST",
+    );
     writeln!(
         out,
-        "{:<40} {:<16} {:>7} {:<5} {:>5}  {:<20} OFFERS",
+        "{:<id_w$} {:<host_w$} {:>7} {:<5} {:>5}  {:<20} OFFERS",
         "PROCESS", "HOST", "PID", "LIVE", "HELD", "LAST BEAT"
     )?;
     for w in &workers {
@@ -74,7 +87,7 @@ pub async fn workers(to: &impl Connect, json: bool) -> anyhow::Result<u8> {
             .collect();
         writeln!(
             out,
-            "{:<40} {:<16} {:>7} {:<5} {:>5}  {:<20} {}",
+            "{:<id_w$} {:<host_w$} {:>7} {:<5} {:>5}  {:<20} {}",
             cairn::text::printable_line(&w.id),
             cairn::text::printable_line(&w.host),
             w.pid,

@@ -84,6 +84,7 @@ mod operators;
 mod pooler;
 mod soak;
 mod support;
+mod tables;
 mod terminal;
 mod threads;
 mod timeout;
