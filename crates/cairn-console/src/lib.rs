@@ -8,24 +8,35 @@
 //! **Invariant:** every text from a record is escaped (maud escapes
 //! `(expr)` splices); no token or secret is ever an argument of a page.
 
+mod actions;
+mod conversation;
+mod durations;
 mod fleet;
+mod notice;
 mod pages;
 mod timeline;
+mod waits;
 
 use chrono::{DateTime, Utc};
 use maud::{html, Markup, DOCTYPE};
 
 use cairn::{
     EventRecord, JournalEntry, JournalKind, KeyState, RunRecord, RunStatus, RunView, StepRecord,
-    StepStatus, ThreadSummary, WaitRecord, WaitStatus,
+    StepStatus, ThreadSummary, WaitRecord,
 };
 
+pub use actions::Offer;
+use actions::{run_actions, Look};
+use conversation::{conversation, live_text};
+pub use durations::StepTime;
+pub(crate) use durations::{duration, millis, run_time};
 pub use fleet::{diff_page, workers_page};
+pub use notice::Done;
 pub use pages::{
-    crews_page, limits_page, thread_page, threads_page, upgrade_page, waits_page, CrewStats,
-    RoleStats, WaitCard,
+    crews_page, limits_page, thread_page, threads_page, upgrade_page, CrewStats, RoleStats,
 };
-pub use timeline::{timeline_legend, timeline_svg};
+pub use timeline::{timeline_legend, timeline_svg, Timeline};
+pub use waits::{waits_page, WaitCard};
 
 /// The stylesheet, served by `cairn serve` at [`CSS_PATH`].
 pub const CSS: &str = include_str!("console.css");
@@ -134,12 +145,17 @@ pub struct RunsQuery {
     pub thread: Option<String>,
 }
 
+/// Where each listed run waiting for its children stands, by run.
+pub type Standing = std::collections::HashMap<cairn::RunId, cairn::ChildrenWait>;
+
 /// The runs table, newest first, with filters and a link to the next page
 /// (`next`: the id to continue after). `waits`: the listed runs' waits
-/// (any status), whose time a run's duration leaves out.
+/// (any status), whose time a run's duration leaves out; `standing`: the
+/// listed runs that wait for children, badged as such.
 pub fn runs_page(
     runs: &[RunRecord],
     waits: &[WaitRecord],
+    standing: &Standing,
     query: &RunsQuery,
     next: Option<&str>,
     first_page: bool,
@@ -195,7 +211,10 @@ pub fn runs_page(
                     tbody {
                         @for run in runs {
                             tr {
-                                td { (status_badge(run.status)) }
+                                td {
+                                    (status_badge(run.status))
+                                    @if let Some(wait) = standing.get(&run.id) { " " (children_badge(wait)) }
+                                }
                                 td { a href=(format!("/runs/{}", run.id)) { code { (short_id(&run.id.to_string())) } } }
                                 td { (run.crew) }
                                 td { @if let Some(t) = &run.thread_id { a href=(format!("/threads/{}", cairn::text::path_segment(t))) { (t) } } }
@@ -215,123 +234,129 @@ pub fn runs_page(
     }
 }
 
-/// What an action's button looks like: destructive actions (cancel,
-/// reject) stand out from the rest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Look {
-    Plain,
-    Destructive,
+/// The journals of a run's `llm` steps, by step index (every generation).
+pub type Journals = std::collections::BTreeMap<u32, Vec<JournalEntry>>;
+
+/// Everything a run's page is drawn from.
+#[derive(Debug, Clone, Copy)]
+pub struct RunPage<'a> {
+    pub view: &'a RunView,
+    pub events: &'a [EventRecord],
+    pub journals: &'a Journals,
+    /// The run's waits (any status), whose time its durations leave out.
+    pub waits: &'a [WaitRecord],
+    /// What the server lets this page offer.
+    pub offer: Offer<'a>,
+    pub csrf: &'a str,
+    /// What the form that led here did, confirmed in a line at the top.
+    pub done: Option<Done>,
+    pub now: DateTime<Utc>,
 }
 
-impl Look {
-    fn class(self) -> Option<&'static str> {
-        (self == Look::Destructive).then_some("danger")
-    }
-}
-
-/// A form that posts an operator action with a reason.
-fn action_form(
-    action: &str,
-    label: &str,
-    target: &str,
-    csrf: &str,
-    look: Look,
-    extra: Markup,
-) -> Markup {
+/// A run: a line confirming what the form that led here did, its header,
+/// the open waits with their answers, the timeline, the actions it allows,
+/// the live text of a streaming `llm` step, the steps with their outputs
+/// (and an `llm` step's journal as a conversation), the events.
+pub fn run_page(p: &RunPage<'_>) -> Markup {
+    let run = &p.view.run;
+    let steps = &p.view.steps;
+    let times: Vec<StepTime> = steps
+        .iter()
+        .map(|s| StepTime::of(s, p.events, p.waits, p.now))
+        .collect();
+    let any_wait = times.iter().any(|t| t.waited_ms > 0);
+    // While it can still change, the page follows the run's events.
+    let live = (!run.status.is_finished()).then(|| format!("/runs/{}/events", run.id));
+    let timeline = Timeline {
+        steps,
+        events: p.events,
+        waits: p.waits,
+        children: &p.view.children,
+        start: run.created_at,
+        end: run.finished_at.unwrap_or(p.now),
+    };
     html! {
-        form.action method="post" action=(target) {
-            input type="hidden" name="csrf" value=(csrf);
-            (extra)
-            label { "Reason " input type="text" name="reason" required placeholder=(format!("why {action}")); }
-            button type="submit" class=[look.class()] { (label) }
+        @if let Some(line) = p.done.and_then(|done| confirmation(p, done)) {
+            (notice::flash(html! { (line) }))
+        }
+        div #live data-live=[live] {
+        h1 { "Run " code { (run.id) } }
+        (run_header(p))
+        (waits::run_waits(run, p.waits, p.csrf, p.now))
+        (waits::children_waits(p.view))
+        (children_table(&p.view.children))
+        (run_actions(p))
+        @for step in steps.iter().filter(|s| s.status == StepStatus::Running) {
+            @if let Some(journal) = p.journals.get(&step.idx.get()) {
+                (live_text(step, journal))
+            }
+        }
+        h2 { "Timeline" }
+        div.scroll { (timeline_svg(&timeline)) }
+        (timeline_legend())
+        h2 { "Steps" }
+        div.scroll {
+            table.steps {
+                thead { tr {
+                    th { "#" } th { "Role" } th { "Status" } th { "Attempt" }
+                    th { "Duration" } @if any_wait { th { "Waited" } } th { "Tokens in/out" }
+                } }
+                tbody {
+                    @for (step, time) in steps.iter().zip(&times) {
+                        tr { (step_row(step, time, any_wait)) }
+                    }
+                }
+            }
+        }
+        @for step in steps {
+            details.output id=(format!("step-{}", step.idx.get())) {
+                summary { "Step " (step.idx.get()) " · " (step.role.as_str()) }
+                @if let Some(error) = &step.error {
+                    p.error { (error.message) }
+                }
+                (value_view(step.output.as_ref()))
+                @if let Some(journal) = p.journals.get(&step.idx.get()) {
+                    (conversation(journal))
+                }
+            }
+        }
+        h2 { "Events" }
+        ol.events {
+            @for e in p.events {
+                li {
+                    time datetime=(e.at.to_rfc3339()) { (e.at.format("%H:%M:%S%.3f")) }
+                    " " strong { (e.kind.as_str()) } " "
+                    code { (e.data.to_string()) }
+                }
+            }
+        }
         }
     }
 }
 
-/// A budgeted run's raise form: the raise (`tokens=+50000 cost_usd=+1`)
-/// and a reason; an interrupted run, or a waiting parent's stopped
-/// children, then carry on.
-fn raise_form(run: &RunRecord, target: &str, csrf: &str) -> Markup {
-    let label = match run.status {
-        RunStatus::Interrupted => "Raise the budget and continue",
-        _ => "Raise the budget",
-    };
-    action_form(
-        "the budget is raised",
-        label,
-        target,
-        csrf,
-        Look::Plain,
-        html! {
-            label { "Raise " input type="text" name="raise" required placeholder="tokens=+50000 cost_usd=+1"; }
-        },
-    )
+/// The line confirming what the form that led to a run's page did, from
+/// the run's stored waits and events.
+fn confirmation(p: &RunPage<'_>, done: Done) -> Option<String> {
+    match done {
+        Done::Answer(id) => {
+            let wait = p.waits.iter().find(|w| w.id == id)?;
+            let role = p
+                .view
+                .run
+                .crew_definition
+                .agents
+                .get(wait.step_idx.as_usize())
+                .map_or("", |a| a.role.as_str());
+            notice::answered(wait, role)
+        }
+        other => notice::run_action(other, p.events),
+    }
 }
 
-/// A run's fork form: from which step, a new input (from step 0 only),
-/// and, when the server offers other versions of its crew, on which.
-fn fork_form(
-    run: &RunRecord,
-    fork_from: u32,
-    versions: &[String],
-    target: &str,
-    csrf: &str,
-) -> Markup {
-    action_form(
-        "fork",
-        "Fork",
-        target,
-        csrf,
-        Look::Plain,
-        html! {
-            label { "From step "
-                input type="number" name="from_step" min="0" max=(run.step_count) value=(fork_from) required;
-            }
-            label { "New input (JSON, from step 0 only) "
-                input type="text" name="input" placeholder="{}";
-            }
-            @if !versions.is_empty() {
-                label { "On version "
-                    select name="crew_version" {
-                        option value="" { "v" (run.crew_version) " (its own)" }
-                        @for v in versions { option value=(v) { "v" (v) } }
-                    }
-                }
-            }
-        },
-    )
-}
-
-/// What the server lets a run's page offer.
-#[derive(Debug, Clone, Copy)]
-pub struct Offer<'a> {
-    /// The other versions of the run's crew the server offers, which the
-    /// fork form offers to run the fork on.
-    pub versions: &'a [String],
-    /// The server does not offer the run's crew and refuses to execute it
-    /// (no `--foreign-runs`): retry, continue, fork and a raise are not
-    /// offered, and the page says why.
-    pub foreign: bool,
-}
-
-/// The journals of a run's `llm` steps, by step index (every generation).
-pub type Journals = std::collections::BTreeMap<u32, Vec<JournalEntry>>;
-
-/// A run: its header, the timeline, the actions it allows, the live text of
-/// a streaming `llm` step, the steps with their outputs (and an `llm`
-/// step's journal as a conversation), the events. `waits`: the run's
-/// waits (any status), whose time its durations leave out. `offer`: what
-/// the server lets this page offer.
-pub fn run_page(
-    view: &RunView,
-    events: &[EventRecord],
-    journals: &Journals,
-    waits: &[WaitRecord],
-    offer: &Offer<'_>,
-    csrf: &str,
-    now: DateTime<Utc>,
-) -> Markup {
-    let versions = offer.versions;
+/// A run's header: status (and where a wait for children stands), crew,
+/// where it hangs, progress, attempts, tokens, budget, duration, errors.
+fn run_header(p: &RunPage<'_>) -> Markup {
+    let view = p.view;
     let run = &view.run;
     let (tokens_in, tokens_out) = view.steps.iter().fold((0u64, 0u64), |(i, o), s| {
         (
@@ -341,33 +366,11 @@ pub fn run_page(
     });
     let takeovers: u32 = view.steps.iter().map(|s| s.takeovers).sum();
     let attempts: u32 = view.steps.iter().map(|s| s.attempt.get()).sum();
-    let step_waits: Vec<i64> = view
-        .steps
-        .iter()
-        .map(|s| step_waited_ms(s, waits, now))
-        .collect();
-    let any_wait = step_waits.iter().any(|w| *w > 0);
-    // Fork from the failed step of a failed run, else from the last step
-    // there is: the new run re-runs it (and what follows).
-    let fork_from = view
-        .steps
-        .iter()
-        .rev()
-        .find(|s| run.status == RunStatus::Failed && s.status == StepStatus::Failed)
-        .or(view.steps.last())
-        .map_or(0, |s| s.idx.get())
-        .min(run.step_count);
-    // While it can still change, the page follows the run's events.
-    let live = (!run.status.is_finished()).then(|| format!("/runs/{}/events", run.id));
     html! {
-        div #live data-live=[live] {
-        h1 { "Run " code { (run.id) } }
         dl.header {
             dt { "Status" } dd {
                 (status_badge(run.status))
-                @if let Some(wait) = view.children_wait() {
-                    " " span class=(children_badge(&wait)) { (wait.describe()) }
-                }
+                @if let Some(wait) = view.children_wait() { " " (children_badge(&wait)) }
             }
             dt { "Crew" } dd { (run.crew) " v" (run.crew_version) " " code.fp { (run.crew_fingerprint) } }
             @if let Some(tenant) = &run.tenant {
@@ -397,7 +400,7 @@ pub fn run_page(
             @if let (Some(spent), Some(budget)) = (view.spent, cairn::Budget::in_force(run.budget, run.crew_definition.budget)) {
                 dt { "Budget" } dd.budget { (budget.against(&spent)) }
             }
-            dt { "Duration" } dd { (run_time(run, waits, now)) }
+            dt { "Duration" } dd { (run_time(run, p.waits, p.now)) }
             @if let Some(error) = &run.error {
                 dt { "Last error" } dd.error { (error.message) }
             }
@@ -408,109 +411,30 @@ pub fn run_page(
                 }
             }
         }
-        (children_table(&view.children))
-        h2 { "Actions" }
-        @if offer.foreign && !run.status.is_finished() {
-            p.note.foreign {
-                "This server does not offer this run's crew (" code { (run.crew_fingerprint) }
-                "): it refuses to retry, continue, fork or raise it. Act where the run was \
-                 submitted, or start the server with " code { "cairn serve --foreign-runs" } "."
-            }
-        }
-        div.actions {
-            @let base = format!("/runs/{}", run.id);
-            @if offer.foreign {
-                @if !run.status.is_finished() {
-                    (action_form("cancel", "Cancel", &format!("{base}/cancel"), csrf, Look::Destructive, html! {}))
-                }
-            } @else {
-            @if run.status == RunStatus::Failed {
-                (action_form("retry", "Retry the failed step", &format!("{base}/retry"), csrf, Look::Plain, html! {}))
-            }
-            @if run.status == RunStatus::Interrupted {
-                (action_form("continue", "Continue", &format!("{base}/continue"), csrf, Look::Plain, html! {}))
-            }
-            @if !run.status.is_finished() {
-                (action_form("cancel", "Cancel", &format!("{base}/cancel"), csrf, Look::Destructive, html! {}))
-            }
-            @if view.spent.is_some() && !run.status.is_finished() {
-                (raise_form(run, &format!("{base}/budget"), csrf))
-            }
-            (fork_form(run, fork_from, versions, &format!("{base}/fork"), csrf))
-            }
-        }
-        @for step in view.steps.iter().filter(|s| s.status == StepStatus::Running) {
-            @if let Some(journal) = journals.get(&step.idx.get()) {
-                (live_text(step, journal))
-            }
-        }
-        h2 { "Timeline" }
-        div.scroll { (timeline_svg(&view.steps, events, &view.children, run.created_at, run.finished_at.unwrap_or(now))) }
-        (timeline_legend())
-        h2 { "Steps" }
-        div.scroll {
-            table.steps {
-                thead { tr {
-                    th { "#" } th { "Role" } th { "Status" } th { "Attempt" }
-                    th { "Duration" } @if any_wait { th { "Waited" } } th { "Tokens in/out" }
-                } }
-                tbody {
-                    @for (step, waited) in view.steps.iter().zip(&step_waits) {
-                        tr { (step_row(step, any_wait.then_some(*waited), now)) }
-                    }
-                }
-            }
-        }
-        @for step in &view.steps {
-            details.output id=(format!("step-{}", step.idx.get())) {
-                summary { "Step " (step.idx.get()) " · " (step.role.as_str()) }
-                @if let Some(error) = &step.error {
-                    p.error { (error.message) }
-                }
-                pre { code { (pretty(step.output.as_ref())) } }
-                @if let Some(journal) = journals.get(&step.idx.get()) {
-                    (conversation(journal))
-                }
-            }
-        }
-        h2 { "Events" }
-        ol.events {
-            @for e in events {
-                li {
-                    time datetime=(e.at.to_rfc3339()) { (e.at.format("%H:%M:%S%.3f")) }
-                    " " strong { (e.kind.as_str()) } " "
-                    code { (e.data.to_string()) }
-                }
-            }
-        }
-        }
     }
 }
 
-/// Where a running `llm` step's text appears as it streams (`console.js`
-/// fills it from `output_delta` events). `data-seq` is the step's newest
-/// journal item shown on this page: pieces sent before it are already in
-/// the conversation, so the script shows only pieces with `after_seq` at or
-/// past it, and no text appears twice.
 /// A parent's children: key, run (linked), status, tokens.
 fn children_table(children: &[cairn::ChildOutcome]) -> Markup {
     html! {
         @if !children.is_empty() {
             h2 { "Children" }
-            table.children {
-                thead { tr { th { "Key" } th { "Run" } th { "Status" } th { "Why" } th { "Tokens" } } }
-                tbody {
-                    @for c in children {
-                        tr {
-                            td { code { (c.key) } }
-                            td { a href=(format!("/runs/{}", c.run_id)) { code { (short_id(&c.run_id.to_string())) } } }
-                            td { (status_badge(c.status)) }
-                            td.why {
-                                @if let (Some(e), false) = (&c.error, c.status == RunStatus::Succeeded) {
-                                    (e.message)
+            div.scroll {
+                table.children {
+                    thead { tr { th { "Key" } th { "Run" } th { "Status" } th { "Why" } th { "Tokens" } } }
+                    tbody {
+                        @for c in children {
+                            tr {
+                                td { code { (c.key) } }
+                                td { a href=(format!("/runs/{}", c.run_id)) { code { (short_id(&c.run_id.to_string())) } } }
+                                td { (status_badge(c.status)) }
+                                td.why {
+                                    @if let (Some(e), false) = (&c.error, c.status == RunStatus::Succeeded) {
+                                        (e.message)
+                                    }
                                 }
+                                td { (c.tokens) }
                             }
-                            td { (c.tokens) }
                         }
                     }
                 }
@@ -519,91 +443,18 @@ fn children_table(children: &[cairn::ChildOutcome]) -> Markup {
     }
 }
 
-fn live_text(step: &StepRecord, journal: &[JournalEntry]) -> Markup {
-    let newest = journal.iter().map(|e| e.seq).max().unwrap_or(0);
-    html! {
-        section.live-output {
-            h2 { "Live output · step " (step.idx.get()) " · " (step.role.as_str()) }
-            pre.live-text id=(format!("live-text-{}", step.idx.get()))
-                data-idx=(step.idx.get()) data-attempt=(step.attempt.get()) data-seq=(newest)
-                aria-live="polite" {}
-        }
-    }
-}
-
-/// An `llm` step's journal as a conversation: text, tool calls with their
-/// arguments, results, human answers, each repair marked with its kind, and
-/// where each response ended. A new generation (after a rejected review)
-/// starts under its own heading.
-fn conversation(journal: &[JournalEntry]) -> Markup {
-    // A heading where a generation after the first begins.
-    let headed: Vec<(Option<u32>, &JournalEntry)> = journal
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let previous = i.checked_sub(1).map(|p| journal[p].generation);
-            let starts = previous.map_or(e.generation > 0, |g| g != e.generation);
-            (starts.then_some(e.generation), e)
-        })
-        .collect();
-    html! {
-        ol.conversation {
-            @for (heading, e) in headed {
-                @if let Some(g) = heading {
-                    li.generation { "Journal " (g) " (after " (g) " rejected review" @if g != 1 { "s" } ")" }
-                }
-                (journal_item(e))
-            }
-        }
-    }
-}
-
-fn journal_item(e: &JournalEntry) -> Markup {
-    let p = &e.payload;
-    let text = |key: &str| p.get(key).and_then(|v| v.as_str()).unwrap_or("").to_owned();
-    let seq = html! { span.seq title=(format!("attempt {}", e.attempt.get())) { "#" (e.seq) } };
-    html! {
-        @match e.kind {
-            JournalKind::AssistantText => li.assistant { (seq) " " strong { "Assistant" } pre { (text("text")) } },
-            JournalKind::ToolCallStarted => li.tool-started { (seq) " " strong { "Tool call started" } " " code { (text("name")) } },
-            JournalKind::ToolCall => li.tool-call {
-                (seq) " " strong { "Tool call" } " " code { (text("name")) }
-                pre { (text("arguments")) }
-            },
-            JournalKind::ToolResult => li.tool-result.error[p.get("is_error").and_then(|v| v.as_bool()).unwrap_or(false)] {
-                (seq) " " strong { "Result" }
-                @if p.get("synthesized").and_then(|v| v.as_bool()).unwrap_or(false) { " " span.badge { "synthesized" } }
-                pre { (p.get("content").map(|c| c.as_str().map(str::to_owned).unwrap_or_else(|| c.to_string())).unwrap_or_default()) }
-            },
-            JournalKind::HumanAnswer => li.human { (seq) " " strong { "Human answer" } pre { (pretty(p.get("answer"))) } },
-            JournalKind::Repair => li.repair {
-                (seq) " " strong { "Repair" } " " span.badge.repair { (text("action")) }
-                " " code { (p.to_string()) }
-            },
-            JournalKind::TurnEnd => li.turn-end {
-                (seq) " end of response: " (text("stop_reason"))
-                " · " (p.get("input_tokens").and_then(|v| v.as_u64()).unwrap_or(0)) " in / "
-                (p.get("output_tokens").and_then(|v| v.as_u64()).unwrap_or(0)) " out · "
-                (p.get("ms").and_then(|v| v.as_u64()).unwrap_or(0)) " ms"
-            },
-            _ => li { (seq) " " (e.kind.as_str()) " " code { (p.to_string()) } },
-        }
-    }
-}
-
-/// A step's row; `waited`: the column of its time waiting for people, when
-/// the table has one (its duration leaves that time out either way).
-fn step_row(step: &StepRecord, waited: Option<i64>, now: DateTime<Utc>) -> Markup {
-    let wall = (step.finished_at.unwrap_or(now) - step.started_at).num_milliseconds();
-    let ran = wall - waited.unwrap_or(0);
+/// A step's row: its time by the console's one rule (see `durations.rs`),
+/// and, when the table has the column (`waits`), its time waiting for a
+/// person, which its duration leaves out either way.
+fn step_row(step: &StepRecord, time: &StepTime, waits: bool) -> Markup {
     html! {
         td { (step.idx.get()) }
         td { (step.role.as_str()) }
         td { span class=(format!("badge {}", step.status.as_str())) { (step.status.as_str()) } }
         td { (step.attempt.get()) }
-        td { (millis(ran)) }
-        @if let Some(waited) = waited {
-            td { @if waited > 0 { (millis(waited)) } @else { "–" } }
+        td { (millis(time.ran_ms())) }
+        @if waits {
+            td { @if time.waited_ms > 0 { (millis(time.waited_ms)) } @else { "–" } }
         }
         td {
             @match (step.input_tokens, step.output_tokens) {
@@ -615,14 +466,16 @@ fn step_row(step: &StepRecord, waited: Option<i64>, now: DateTime<Utc>) -> Marku
     }
 }
 
-/// The class of the badge of a run waiting for its children: distinct
-/// from a wait for a person (`waiting`), and from stopped children.
-fn children_badge(wait: &cairn::ChildrenWait) -> &'static str {
-    match wait {
+/// The badge of a run waiting for its children (`waiting for 3 children
+/// (2 still working)`): distinct from a wait for a person (`waiting`), and
+/// from stopped children.
+fn children_badge(wait: &cairn::ChildrenWait) -> Markup {
+    let class = match wait {
         cairn::ChildrenWait::Working { .. } => "badge children-working",
         cairn::ChildrenWait::Stopped { .. } => "badge children-stopped",
         cairn::ChildrenWait::Person { .. } => "badge children-person",
-    }
+    };
+    html! { span class=(class) { (wait.describe()) } }
 }
 
 fn status_badge(status: RunStatus) -> Markup {
@@ -640,23 +493,14 @@ fn pretty(value: Option<&serde_json::Value>) -> String {
     }
 }
 
-/// `12 ms`, `1.2 s`, `3 min 4 s`, `2 h 5 min`, `3 d 4 h`.
-pub(crate) fn duration(from: DateTime<Utc>, to: DateTime<Utc>) -> String {
-    millis((to - from).num_milliseconds())
-}
-
-/// [`duration`] of a number of milliseconds (negative: 0).
-pub(crate) fn millis(ms: i64) -> String {
-    const MIN: i64 = 60_000;
-    const HOUR: i64 = 60 * MIN;
-    const DAY: i64 = 24 * HOUR;
-    let ms = ms.max(0);
-    match ms {
-        0..=999 => format!("{ms} ms"),
-        1_000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
-        _ if ms < HOUR => format!("{} min {} s", ms / MIN, (ms % MIN) / 1000),
-        _ if ms < DAY => format!("{} h {} min", ms / HOUR, (ms % HOUR) / MIN),
-        _ => format!("{} d {} h", ms / DAY, (ms % DAY) / HOUR),
+/// An output as a person reads it: a string as its text (`pre.text`),
+/// anything else as pretty JSON.
+fn value_view(value: Option<&serde_json::Value>) -> Markup {
+    html! {
+        @match value {
+            Some(serde_json::Value::String(text)) => { pre.text { (text) } }
+            other => { pre { code { (pretty(other)) } } }
+        }
     }
 }
 
@@ -666,52 +510,6 @@ fn plural(n: usize, noun: &str) -> String {
         format!("1 {noun}")
     } else {
         format!("{n} {noun}s")
-    }
-}
-
-/// How long `waits` (of one run) kept it waiting for people within
-/// `from..to`: each from its opening to its answer (to `now` while open),
-/// clipped to the span. As `cairn runs show` computes a step's `waited`.
-fn waited_between<'a>(
-    waits: impl IntoIterator<Item = &'a WaitRecord>,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-    now: DateTime<Utc>,
-) -> i64 {
-    waits
-        .into_iter()
-        .map(|w| {
-            let end = match w.status {
-                WaitStatus::Open => now,
-                _ => w.answered_at.unwrap_or(w.created_at),
-            };
-            (end.min(to) - w.created_at.max(from))
-                .num_milliseconds()
-                .max(0)
-        })
-        .sum()
-}
-
-/// How long a step waited for people within its row's time (its current
-/// attempt): the waits of its index, clipped to the row's start and end.
-fn step_waited_ms(step: &StepRecord, waits: &[WaitRecord], now: DateTime<Utc>) -> i64 {
-    let end = step.finished_at.unwrap_or(now);
-    let own = waits.iter().filter(|w| w.step_idx == step.idx);
-    waited_between(own, step.started_at, end, now)
-}
-
-/// A run's duration without the time it waited for people: `2.0 s`, or
-/// `ran 2.0 s, waited 3 h 0 min` when it waited. `waits` may hold other
-/// runs' waits too.
-fn run_time(run: &RunRecord, waits: &[WaitRecord], now: DateTime<Utc>) -> String {
-    let end = run.finished_at.unwrap_or(now);
-    let own = waits.iter().filter(|w| w.run_id == run.id);
-    let wall = (end - run.created_at).num_milliseconds().max(0);
-    let waited = waited_between(own, run.created_at, end, now).min(wall);
-    if waited == 0 {
-        millis(wall)
-    } else {
-        format!("ran {}, waited {}", millis(wall - waited), millis(waited))
     }
 }
 

@@ -1,99 +1,8 @@
-//! The console's list pages: waits (a card per open wait), threads, one
-//! thread, and crews (with a chart per crew). Rendering only, as the rest
-//! of the crate; the helpers they share live in `lib.rs`.
+//! The console's list pages: threads, one thread, the provider keys, and
+//! crews (with a chart per crew; the waits are in `waits.rs`). Rendering
+//! only, as the rest of the crate; the helpers they share live in `lib.rs`.
 
 use super::*;
-
-/// An open wait with what its card names besides the wait itself: the
-/// crew of its run and the role of its step.
-#[derive(Debug, Clone)]
-pub struct WaitCard {
-    pub wait: WaitRecord,
-    pub crew: String,
-    pub crew_version: String,
-    pub role: String,
-    /// Where its run hangs, nearest parent first: empty for a run no
-    /// `children` step started.
-    pub parents: Vec<cairn::ChildOf>,
-}
-
-/// The open waits, each with its crew, role and how long it has waited,
-/// and the answers its kind takes.
-pub fn waits_page(cards: &[WaitCard], csrf: &str, now: DateTime<Utc>) -> Markup {
-    use cairn::WaitKind;
-    html! {
-        h1 { "Waits" }
-        @if cards.is_empty() {
-            p { "No open waits." }
-        }
-        @for card in cards {
-            @let w = &card.wait;
-            section.wait id=(format!("wait-{}", w.id)) {
-                h2 {
-                    (w.kind.as_str()) " for step " (w.step_idx.get()) " of run "
-                    a href=(format!("/runs/{}", w.run_id)) { code { (short_id(&w.run_id.to_string())) } }
-                }
-                dl.wait-facts {
-                    dt { "Crew" } dd.crew { (card.crew) " v" (card.crew_version) }
-                    dt { "Role" } dd.role { (card.role) }
-                    @if !card.parents.is_empty() {
-                        dt { "Child of" }
-                        dd.parents {
-                            @for (i, p) in card.parents.iter().enumerate() {
-                                @if i > 0 { " ← " }
-                                "key " code { (p.key) } " of run "
-                                a href=(format!("/runs/{}", p.parent_run_id)) { code { (short_id(&p.parent_run_id.to_string())) } }
-                            }
-                        }
-                    }
-                    dt { "Waiting" }
-                    dd.waited {
-                        (duration(w.created_at, now)) ", since "
-                        time datetime=(w.created_at.to_rfc3339()) { (w.created_at.format("%Y-%m-%d %H:%M:%S")) }
-                    }
-                    @if let Some(deadline) = w.deadline {
-                        dt { "Deadline" }
-                        dd { time datetime=(deadline.to_rfc3339()) { (deadline.format("%Y-%m-%d %H:%M:%S")) } }
-                    }
-                }
-                pre { code { (pretty(Some(&w.prompt))) } }
-                @let target = format!("/waits/{}/answer", w.id);
-                @let answer = |decision: &str, label: &str, extra: Markup| html! {
-                    form.action method="post" action=(target) {
-                        input type="hidden" name="csrf" value=(csrf);
-                        input type="hidden" name="decision" value=(decision);
-                        (extra)
-                        label { "Reason " input type="text" name="reason" required placeholder=(format!("why {decision}")); }
-                        @let look = if decision == "reject" { Look::Destructive } else { Look::Plain };
-                        button type="submit" class=[look.class()] { (label) }
-                    }
-                };
-                @match w.kind {
-                    WaitKind::Review => {
-                        (answer("approve", "Approve", html! {}))
-                        (answer("edit", "Commit this output instead", html! {
-                            label { "Output (JSON) " textarea name="output" rows="4" required { (pretty(Some(&w.prompt))) } }
-                        }))
-                        (answer("reject", "Reject and run again", html! {
-                            label { "Feedback " input type="text" name="feedback" required; }
-                        }))
-                    }
-                    WaitKind::Approval => {
-                        (answer("approve", "Approve", html! {}))
-                        (answer("reject", "Reject", html! {
-                            label { "Why " input type="text" name="feedback" required; }
-                        }))
-                    }
-                    _ => {
-                        (answer("answer", "Answer", html! {
-                            label { "Answer (text, or JSON) " input type="text" name="value" required; }
-                        }))
-                    }
-                }
-            }
-        }
-    }
-}
 
 /// A thread as a conversation: its runs oldest first, each with its input
 /// and its final output (`None`: not finished), and the totals.
@@ -118,7 +27,7 @@ pub fn thread_page(
                 pre { code { (pretty(Some(&run.input))) } }
                 p.role { "Output" }
                 @match output {
-                    Some(v) => { pre { code { (pretty(Some(v))) } } }
+                    Some(v) => { (value_view(Some(v))) }
                     None => { p { em { "(not finished)" } } }
                 }
             }

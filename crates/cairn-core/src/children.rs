@@ -294,6 +294,13 @@ pub struct ChildOutcome {
     /// The parent's step that started it.
     #[serde(skip)]
     pub step: Option<crate::StepIdx>,
+    /// When it was started (its spawn) and when it ended: the console
+    /// draws it on its parent's timeline. Not in the JSON (a step's output
+    /// of its children stays as it was).
+    #[serde(skip)]
+    pub created_at: Option<chrono::DateTime<chrono::Utc>>,
+    #[serde(skip)]
+    pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// A decided join, as the step that spawned it sees it when it runs again.

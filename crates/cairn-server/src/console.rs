@@ -22,9 +22,8 @@
 mod crews;
 mod form;
 mod sessions;
+mod waits;
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 use std::str::FromStr;
 
 use std::time::{Duration, Instant};
@@ -62,7 +61,7 @@ fn table() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/runs/{id}/events", get(crate::sse::console_events)),
         ("/runs/{id}/{action}", post(act)),
         ("/runs/{id}/fork", post(fork)),
-        ("/waits", get(waits)),
+        ("/waits", get(waits::page)),
         ("/threads", get(threads)),
         ("/threads/{id}", get(thread)),
         ("/crews", get(crews::page)),
@@ -70,7 +69,7 @@ fn table() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/crews/{name}/diff", get(crews::diff)),
         ("/workers", get(crews::workers)),
         ("/limits", get(limits)),
-        ("/waits/{id}/answer", post(answer)),
+        ("/waits/{id}/answer", post(waits::answer)),
         ("/login", get(login_form).post(login)),
         ("/logout", post(logout)),
         (cairn_console::CSS_PATH, get(css)),
@@ -217,7 +216,8 @@ async fn runs(
     let next = more
         .then(|| listed.last().map(|r| r.id.to_string()))
         .flatten();
-    // Their waits, whose time a run's duration leaves out.
+    // Their waits, whose time a run's duration leaves out, and where the
+    // ones waiting for children stand.
     let mut waits = vec![];
     for run in &listed {
         match run_waits(&state, run.id).await {
@@ -225,9 +225,14 @@ async fn runs(
             Err(e) => return error_page(&viewer, e.into()),
         }
     }
+    let standing = match standing(&state, &listed).await {
+        Ok(standing) => standing,
+        Err(e) => return error_page(&viewer, e.into()),
+    };
     let body = cairn_console::runs_page(
         &listed,
         &waits,
+        &standing,
         &query,
         next.as_deref(),
         after.is_none(),
@@ -236,11 +241,38 @@ async fn runs(
     html(StatusCode::OK, cairn_console::page("Runs", &viewer, body))
 }
 
-/// `GET /runs/{id}`: one run.
+/// Where each of `runs` that waits at a step that starts children stands
+/// (one read of each such run's children).
+async fn standing(
+    state: &AppState,
+    runs: &[cairn::RunRecord],
+) -> Result<cairn_console::Standing, cairn::Error> {
+    let mut standing = cairn_console::Standing::new();
+    for run in runs.iter().filter(|r| r.status == RunStatus::Waiting) {
+        let at = run.crew_definition.agents.get(run.cursor.get() as usize);
+        if at.is_some_and(|a| a.starts_children()) {
+            if let Some(wait) = state.engine().show(run.id).await?.children_wait() {
+                standing.insert(run.id, wait);
+            }
+        }
+    }
+    Ok(standing)
+}
+
+/// A run page's query: what the form that led here did.
+#[derive(serde::Deserialize, Default)]
+struct RunParams {
+    done: Option<String>,
+    wait: Option<String>,
+}
+
+/// `GET /runs/{id}`: one run (`?done=…`: with a line confirming what the
+/// form that led here did).
 async fn run(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
+    Query(params): Query<RunParams>,
 ) -> Response {
     let viewer = page_viewer(&state, &headers);
     let id = match run_id(&id) {
@@ -272,19 +304,19 @@ async fn run(
         .map(|d| d.version.clone())
         .collect();
     let foreign = !state.foreign_runs() && !state.crews().offers(&view.run.crew_fingerprint);
-    let offer = cairn_console::Offer {
-        versions: &versions,
-        foreign,
-    };
-    let body = cairn_console::run_page(
-        &view,
-        &events,
-        &journals,
-        &waits,
-        &offer,
-        viewer.csrf(),
-        chrono::Utc::now(),
-    );
+    let body = cairn_console::run_page(&cairn_console::RunPage {
+        view: &view,
+        events: &events,
+        journals: &journals,
+        waits: &waits,
+        offer: cairn_console::Offer {
+            versions: &versions,
+            foreign,
+        },
+        csrf: viewer.csrf(),
+        done: cairn_console::Done::parse(params.done.as_deref(), params.wait.as_deref()),
+        now: chrono::Utc::now(),
+    });
     html(
         StatusCode::OK,
         cairn_console::page(&format!("Run {id}"), &viewer, body),
@@ -496,7 +528,8 @@ fn run_form(
     }
 }
 
-/// `POST /runs/{id}/retry`, `/continue`, `/cancel`: back to the run's page.
+/// `POST /runs/{id}/retry`, `/continue`, `/cancel`, `/budget`: back to
+/// the run's page, with `?done=…` (a line confirming it).
 async fn act(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -508,20 +541,23 @@ async fn act(
         Ok(checked) => checked,
         Err(refused) => return *refused,
     };
-    let action = match action.as_str() {
-        "retry" => RunAction::Retry,
-        "continue" => RunAction::Continue,
-        "cancel" => RunAction::Cancel,
+    use cairn_console::Done;
+    // Back to the run's page, with a line saying what was done.
+    let done = |done: Done| Redirect::to(&format!("/runs/{id}?{}", done.query())).into_response();
+    let (action, did) = match action.as_str() {
+        "retry" => (RunAction::Retry, Done::Retry),
+        "continue" => (RunAction::Continue, Done::Continue),
+        "cancel" => (RunAction::Cancel, Done::Cancel),
         "budget" => {
             return match raise(&state, id, &form).await {
-                Ok(()) => Redirect::to(&format!("/runs/{id}")).into_response(),
+                Ok(()) => done(Done::Budget),
                 Err(e) => error_page(&viewer, e),
             }
         }
         other => return error_page(&viewer, ApiError::NoRoute(format!("/runs/{id}/{other}"))),
     };
     match crate::actions::run_action(&state, id, action, &console_actor(&form.reason)).await {
-        Ok(_) => Redirect::to(&format!("/runs/{id}")).into_response(),
+        Ok(_) => done(did),
         Err(e) => error_page(&viewer, e),
     }
 }
@@ -561,7 +597,7 @@ async fn raise(state: &AppState, id: RunId, form: &ActionForm) -> Result<(), Api
     Ok(())
 }
 
-/// `POST /runs/{id}/fork`: to the new run's page.
+/// `POST /runs/{id}/fork`: to the new run's page (`?done=fork`).
 async fn fork(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -617,123 +653,11 @@ async fn fork(
         rerun_children: false,
     };
     match crate::actions::fork_run(&state, id, &request, &console_actor(&form.reason)).await {
-        Ok(child) => Redirect::to(&format!("/runs/{}", child.id)).into_response(),
+        Ok(child) => {
+            let done = cairn_console::Done::Fork.query();
+            Redirect::to(&format!("/runs/{}?{done}", child.id)).into_response()
+        }
         Err(e) => error_page(&viewer, e),
-    }
-}
-
-/// `GET /waits`: the open waits, each with its run's crew and its step's
-/// role, and their answer forms.
-async fn waits(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let viewer = page_viewer(&state, &headers);
-    let filter = cairn::WaitFilter {
-        run: None,
-        step: None,
-        status: Some(cairn::WaitStatus::Open),
-    };
-    let waits = match state.engine().waits(&filter).await {
-        Ok(waits) => waits,
-        Err(e) => return error_page(&viewer, e.into()),
-    };
-    // One read per run, however many of its waits are open.
-    let mut runs: HashMap<RunId, cairn::RunRecord> = HashMap::new();
-    let mut cards = Vec::with_capacity(waits.len());
-    for wait in waits {
-        let run = match runs.entry(wait.run_id) {
-            Entry::Occupied(known) => known.into_mut(),
-            Entry::Vacant(new) => match state.engine().get_run(wait.run_id).await {
-                Ok(run) => new.insert(run),
-                Err(e) => return error_page(&viewer, e.into()),
-            },
-        };
-        let role = run
-            .crew_definition
-            .agents
-            .get(wait.step_idx.as_usize())
-            .map(|a| a.role.as_str().to_owned())
-            .unwrap_or_default();
-        cards.push(cairn_console::WaitCard {
-            crew: run.crew.clone(),
-            crew_version: run.crew_version.clone(),
-            role,
-            parents: wait.parents.clone(),
-            wait,
-        });
-    }
-    html(
-        StatusCode::OK,
-        cairn_console::page(
-            "Waits",
-            &viewer,
-            cairn_console::waits_page(&cards, viewer.csrf(), chrono::Utc::now()),
-        ),
-    )
-}
-
-#[derive(serde::Deserialize)]
-struct AnswerForm {
-    csrf: String,
-    decision: String,
-    output: Option<String>,
-    feedback: Option<String>,
-    value: Option<String>,
-    reason: Option<String>,
-}
-
-/// `POST /waits/{id}/answer`: the answer the form says, by `console`, with
-/// the form's reason.
-async fn answer(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    ConsoleForm(form): ConsoleForm<AnswerForm>,
-) -> Response {
-    if !csrf_ok(&state, &headers, &form.csrf) {
-        return forbidden();
-    }
-    let viewer = page_viewer(&state, &headers);
-    let Ok(id) = cairn::WaitId::from_str(&id) else {
-        return error_page(
-            &viewer,
-            ApiError::BadQuery(format!("`{id}` is not a wait id")),
-        );
-    };
-    let text = |t: Option<String>| t.unwrap_or_default().trim().to_owned();
-    let answer = match form.decision.as_str() {
-        "approve" => cairn::Answer::Approve,
-        "reject" => cairn::Answer::Reject {
-            feedback: text(form.feedback),
-        },
-        "edit" => match serde_json::from_str(&text(form.output)) {
-            Ok(output) => cairn::Answer::Edit { output },
-            Err(e) => {
-                return error_page(
-                    &viewer,
-                    ApiError::BadQuery(format!("output: not JSON ({e})")),
-                )
-            }
-        },
-        "answer" => {
-            // JSON if it reads as JSON, else the text itself.
-            let value = text(form.value);
-            cairn::Answer::Answer {
-                value: serde_json::from_str(&value).unwrap_or(serde_json::Value::String(value)),
-            }
-        }
-        other => {
-            return error_page(
-                &viewer,
-                ApiError::BadQuery(format!("`{other}` is not a decision")),
-            )
-        }
-    };
-    let actor = console_actor(form.reason.as_deref().unwrap_or(""));
-    match state.engine().answer_as(id, &answer, &actor).await {
-        Ok(_) => {
-            state.wake_runner();
-            Redirect::to("/waits").into_response()
-        }
-        Err(e) => error_page(&viewer, e.into()),
     }
 }
 

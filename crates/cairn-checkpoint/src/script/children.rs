@@ -575,7 +575,7 @@ pub(super) async fn children_in(
         .fetch_all(
             query(
                 "SELECT r.id, r.child_key, r.status, r.error, r.parent_step_idx, \
-                 CASE WHEN r.held THEN 1 ELSE 0 END AS held, \
+                 r.created_at, r.finished_at, CASE WHEN r.held THEN 1 ELSE 0 END AS held, \
                  (SELECT s.output FROM steps s WHERE s.run_id = r.id \
                    AND s.idx = r.step_count - 1 AND s.status = 'succeeded') AS output, \
                  (SELECT CAST(COALESCE(SUM(s.input_tokens), 0) AS BIGINT) FROM steps s \
@@ -625,5 +625,7 @@ fn child_outcome(parent: RunId, row: &Row) -> Result<ChildOutcome> {
         step: u32::try_from(row.opt_int("parent_step_idx")?.unwrap_or(-1))
             .ok()
             .map(StepIdx),
+        created_at: row.opt_time("created_at", id, "a child's start")?,
+        finished_at: row.opt_time("finished_at", id, "a child's end")?,
     })
 }

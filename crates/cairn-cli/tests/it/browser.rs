@@ -11,7 +11,13 @@
 //! naming its parent, approved from `/waits`, after which the parent goes
 //! on; and a reload after the
 //! run's worker was SIGKILLed and the run finished elsewhere, showing the
-//! stored progress and the time lost to the crash.
+//! stored progress and the time lost to the crash. `answers.rs`: a waiting
+//! run's page answering its wait, each answer confirmed by a line, text
+//! under review read as text; `fanout.rs`: a fan-out's badge while its
+//! children work, and its timeline from spawn to join.
+
+mod answers;
+mod fanout;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -380,7 +386,12 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
             .unwrap();
         b.click(&format!("{reject} button")).await.unwrap();
         // The writer runs again with the feedback: a new review, of a new draft.
-        reload_until(&b, "the review of the new draft", |t| t.contains("shorter")).await;
+        // (The line confirming the rejection names the feedback too: wait
+        // for the new draft's card.)
+        reload_until(&b, "the review of the new draft", |t| {
+            t.contains("rewritten after review")
+        })
+        .await;
         b.fill(&format!("{approve} input[name=reason]"), "good now")
             .await
             .unwrap();

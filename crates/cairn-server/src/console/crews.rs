@@ -1,6 +1,7 @@
 //! The console's crews page: every crew version this server loaded, which
 //! is the newest, its unfinished runs, and what the steps of its recent
-//! runs (of that exact definition) cost per role; its upgrade form, which
+//! runs (of that exact definition) cost per role (their mean durations by
+//! the run page's rule); its upgrade form, which
 //! moves the compatible unfinished runs of older versions to the newest
 //! (`POST /crews/{name}/{version}/upgrade`); a diff of two versions with
 //! which runs can move (`GET /crews/{name}/diff`); and the workers page
@@ -52,39 +53,13 @@ pub(super) async fn page(State(state): State<AppState>, headers: HeaderMap) -> R
             Ok(runs) => runs,
             Err(e) => return error_page(&viewer, e.into()),
         };
-        let mut sampled = 0;
-        let mut total_ms = vec![0f64; roles.len()];
-        for run in runs
+        let mine = runs
             .iter()
-            .filter(|r| &r.crew_fingerprint == crew.fingerprint())
-        {
-            sampled += 1;
-            let shown = match state.engine().show(run.id).await {
-                Ok(shown) => shown,
-                Err(e) => return error_page(&viewer, e.into()),
-            };
-            for step in shown.steps.iter().filter(|s| s.finished_at.is_some()) {
-                let (Some(role), Some(ms)) =
-                    (roles.get_mut(step.idx.get() as usize), step.duration_ms())
-                else {
-                    continue;
-                };
-                role.steps += 1;
-                role.input_tokens += step.input_tokens.unwrap_or(0);
-                role.output_tokens += step.output_tokens.unwrap_or(0);
-                role.cost_usd = role
-                    .cost_usd
-                    .saturating_add(step.cost_usd.unwrap_or_default());
-                total_ms[step.idx.get() as usize] += ms.max(0) as f64;
-            }
-        }
-        for (role, total) in roles.iter_mut().zip(total_ms) {
-            role.mean_ms = if role.steps == 0 {
-                0.0
-            } else {
-                total / f64::from(role.steps)
-            };
-        }
+            .filter(|r| &r.crew_fingerprint == crew.fingerprint());
+        let sampled = match sum_steps(&state, mine, &mut roles).await {
+            Ok(sampled) => sampled,
+            Err(e) => return error_page(&viewer, e.into()),
+        };
         out.push(cairn_console::CrewStats {
             name: def.name.clone(),
             version: def.version.clone(),
@@ -118,6 +93,52 @@ pub(super) async fn page(State(state): State<AppState>, headers: HeaderMap) -> R
             cairn_console::crews_page(&out, viewer.csrf()),
         ),
     )
+}
+
+/// Adds the finished steps of `runs` to their roles (count, tokens, cost)
+/// and sets each role's mean duration, by the run page's rule
+/// ([`cairn_console::StepTime`]: a children step's time runs from its
+/// spawn to its join, time waiting for a person is left out). How many
+/// runs it read.
+async fn sum_steps(
+    state: &AppState,
+    runs: impl Iterator<Item = &cairn::RunRecord>,
+    roles: &mut [cairn_console::RoleStats],
+) -> Result<usize, cairn::Error> {
+    let now = chrono::Utc::now();
+    let mut sampled = 0;
+    let mut total_ms = vec![0f64; roles.len()];
+    for run in runs {
+        sampled += 1;
+        let shown = state.engine().show(run.id).await?;
+        // Only a crew that starts children needs the events.
+        let events = match run.crew_definition.starts_children() {
+            true => state.engine().events(run.id).await?,
+            false => vec![],
+        };
+        let waits = super::run_waits(state, run.id).await?;
+        for step in shown.steps.iter().filter(|s| s.finished_at.is_some()) {
+            let Some(role) = roles.get_mut(step.idx.get() as usize) else {
+                continue;
+            };
+            let ms = cairn_console::StepTime::of(step, &events, &waits, now).ran_ms();
+            role.steps += 1;
+            role.input_tokens += step.input_tokens.unwrap_or(0);
+            role.output_tokens += step.output_tokens.unwrap_or(0);
+            role.cost_usd = role
+                .cost_usd
+                .saturating_add(step.cost_usd.unwrap_or_default());
+            total_ms[step.idx.get() as usize] += ms as f64;
+        }
+    }
+    for (role, total) in roles.iter_mut().zip(total_ms) {
+        role.mean_ms = if role.steps == 0 {
+            0.0
+        } else {
+            total / f64::from(role.steps)
+        };
+    }
+    Ok(sampled)
 }
 
 /// The upgrade form: its CSRF token and why.

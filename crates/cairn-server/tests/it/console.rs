@@ -4,6 +4,9 @@
 //! API never taking the cookie. (The browser tests are in
 //! `crates/cairn-cli/tests/it/browser.rs`.)
 
+mod answers;
+mod fanout;
+
 use axum::http::{header, Method, StatusCode};
 use serde_json::json;
 
@@ -399,7 +402,7 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
     )
     .await;
     assert_eq!(retried.status, StatusCode::SEE_OTHER, "{}", retried.text);
-    assert_eq!(location(&retried), format!("/runs/{flaky}"));
+    assert_eq!(location(&retried), format!("/runs/{flaky}?done=retry"));
     api.drive(flaky).await;
     assert_eq!(
         api.engine.get_run(flaky).await.unwrap().status,
@@ -441,6 +444,7 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
     assert_eq!(forked.status, StatusCode::SEE_OTHER, "{}", forked.text);
     let child: cairn::RunId = location(&forked)
         .trim_start_matches("/runs/")
+        .trim_end_matches("?done=fork")
         .parse()
         .unwrap();
     assert_ne!(child, flaky);
@@ -939,7 +943,7 @@ async fn a_runs_page_raises_its_budget_and_carries_it_on() {
     ];
     let raised = post_form(&api, &target, &fields).await;
     assert_eq!(raised.status, StatusCode::SEE_OTHER, "{}", raised.text);
-    assert_eq!(location(&raised), format!("/runs/{id}"));
+    assert_eq!(location(&raised), format!("/runs/{id}?done=budget"));
     api.drive(id).await;
     let done = api.engine.get_run(id).await.unwrap();
     assert_eq!(done.status, cairn::RunStatus::Succeeded, "{:?}", done.error);
