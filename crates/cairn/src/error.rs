@@ -63,7 +63,7 @@ pub enum Error {
     },
     /// No stored version of the crew has this version (or fingerprint
     /// start); nothing was changed.
-    #[error("crew `{crew}` has no stored version `{version}` that names one version{}", known_versions(.known))]
+    #[error("crew `{crew}` has no stored version `{version}` (name a version, or the start of a fingerprint){}", known_versions(.known))]
     UnknownCrewVersion {
         crew: String,
         version: String,
