@@ -8,7 +8,7 @@
 //! and pid namespace; the process that started it is gone; and the group is
 //! still the run's, not another's that reuses its number.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use nix::sys::signal::{killpg, Signal};
@@ -115,7 +115,11 @@ pub fn reap(run: RunId, events: &[EventRecord]) -> Vec<i32> {
         .filter(|g| g.leader().is_none())
         .map(|g| g.pgid)
         .collect();
-    let members = procfs::members(&orphans);
+    // No `/proc` pass at all when every group still has its program.
+    let members = match orphans.is_empty() {
+        true => HashMap::new(),
+        false => procfs::members(&orphans),
+    };
     let entry = format!("{RUN_ID_VAR}={run}");
     let runs = |g: &ProgramGroup| match g.leader() {
         Some(leader) => leader.start == g.start,

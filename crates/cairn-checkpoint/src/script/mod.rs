@@ -544,8 +544,10 @@ impl<H: ScriptHost> Store for H {
     }
 
     async fn events_after(&self, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
+        // One statement (no transaction) unless there is nothing after
+        // `after`, when a second one tells a quiet run from none.
         let read = self.tx(
-            TxKind::Read,
+            TxKind::Single,
             Box::new(move |c| Box::pin(runs::events_in(c, id, after))),
         );
         placed(self.target(), Some(id), read).await

@@ -202,7 +202,6 @@ pub(super) async fn stats_in(c: &mut Conn<'_>) -> Result<StoreStats> {
 /// `Store::events` and `Store::events_after`: from one snapshot, the run
 /// exists and these are its events.
 pub(super) async fn events_in(c: &mut Conn<'_>, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
-    check_exists(c, id).await?;
     let rows = c
         .fetch_all(
             query(
@@ -213,6 +212,10 @@ pub(super) async fn events_in(c: &mut Conn<'_>, id: RunId, after: i64) -> Result
             .bind("after", after),
         )
         .await?;
+    if rows.is_empty() {
+        // No event after `after`: a run with none yet, or no run at all.
+        check_exists(c, id).await?;
+    }
     rows.iter().map(|r| decode_event(id, r)).collect()
 }
 

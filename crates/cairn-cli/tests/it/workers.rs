@@ -1143,15 +1143,21 @@ fn a_worker_killed_holding_500_runs_is_taken_over_whole() {
     let killed = Instant::now();
     drop(first);
     let _second = Workers(vec![worker("second", "1")]);
+    // A takeover also ends what the dead worker's programs left running
+    // (a read of the run's events and a kill of its process group, before
+    // the step runs again: issue 46.7), which here is 500 live groups: on
+    // the 2-core machine 500 takeovers took 12.8 s without it and 19-23 s
+    // with it (a cost to bring down: docs/benchmarks.md), so the bound is
+    // four leases, not two.
     poll(
         "the second worker to take every run over",
-        Duration::from_millis(2 * LEASE_MS + 5_000),
+        Duration::from_millis(4 * LEASE_MS + 10_000),
         || starts().values().all(|n| *n == 2),
     );
     let took = killed.elapsed();
     eprintln!("500 runs taken over {took:?} after the kill (lease {LEASE_MS} ms)");
     assert!(
-        took <= Duration::from_millis(2 * LEASE_MS),
+        took <= Duration::from_millis(4 * LEASE_MS),
         "500 runs taken over {took:?} after the kill (lease {LEASE_MS} ms)"
     );
     poll("every run to succeed", Duration::from_secs(120), || {
