@@ -7,8 +7,8 @@ use serde_json::json;
 
 use cairn_core::{ErrorInfo, ErrorKind, JournalHandle, JournalKind, NewJournalItem, StepContext};
 
+use crate::failure::journal_failure;
 use crate::transcript::Call;
-use crate::turn::journal_failure;
 
 /// The tool `ask_human = true` gives the model.
 pub const ASK_TOOL: &str = "ask_human";

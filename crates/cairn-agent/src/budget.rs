@@ -11,7 +11,7 @@ use cairn_core::{
 };
 use cairn_llm::{Request, TokenUsage};
 
-use crate::turn::journal_failure;
+use crate::failure::journal_failure;
 
 /// Before a call: refused (`budget_exceeded`, which interrupts the run) if
 /// the run's budget is spent, or this call's input alone (estimated) would

@@ -196,7 +196,7 @@ impl crate::LlmAgent {
                 }
                 other => other,
             };
-            appended.map_err(crate::turn::journal_failure)?;
+            appended.map_err(crate::failure::journal_failure)?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@
 mod ask;
 mod budget;
 mod delegate;
+mod failure;
 mod tools;
 pub mod transcript;
 mod turn;

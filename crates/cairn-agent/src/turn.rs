@@ -25,6 +25,7 @@ use crate::ask::{question, ASK_TOOL};
 use crate::budget::{
     cost_of, cut_cost, release_hold, tool_budget_refuses, warn_crossed, within_budget,
 };
+use crate::failure::journal_failure;
 use crate::tools::{Checked, Toolbox};
 use crate::transcript::{self, Call, Next, Repair, Window};
 
@@ -187,23 +188,6 @@ pub fn context_message(cx: &StepContext) -> String {
         }
     }
     text
-}
-
-pub(crate) fn journal_failure(e: JournalError) -> ErrorInfo {
-    match e {
-        // Another process holds the run: this one must stop; its commit will
-        // be refused by the same fence.
-        JournalError::LeaseLost => ErrorInfo::new(ErrorKind::Agent, e.to_string(), true),
-        JournalError::Storage(_) => ErrorInfo::new(ErrorKind::Agent, e.to_string(), true),
-        // A model text or tool result with a NUL: named as such, not retried
-        // (the same turn would produce it again), as a step output's is.
-        JournalError::Unstorable(_) => ErrorInfo::new(ErrorKind::Unstorable, e.to_string(), false),
-        // A model text over the journal item cap (which is also the step
-        // output's by default): `too_large`, as a step output over its cap
-        // is, not a generic agent failure; not retried.
-        JournalError::TooLarge(_) => ErrorInfo::new(ErrorKind::TooLarge, e.to_string(), false),
-        other => ErrorInfo::new(ErrorKind::Agent, other.to_string(), false),
-    }
 }
 
 fn provider_failure(e: &LlmError) -> ErrorInfo {

@@ -16,19 +16,10 @@ pub(crate) fn duration(from: DateTime<Utc>, to: DateTime<Utc>) -> String {
     millis((to - from).num_milliseconds())
 }
 
-/// [`duration`] of a number of milliseconds (negative: 0).
+/// [`duration`] of a number of milliseconds (negative: 0): the one rule
+/// the CLI prints by too (`cairn::text::duration_ms`).
 pub(crate) fn millis(ms: i64) -> String {
-    const MIN: i64 = 60_000;
-    const HOUR: i64 = 60 * MIN;
-    const DAY: i64 = 24 * HOUR;
-    let ms = ms.max(0);
-    match ms {
-        0..=999 => format!("{ms} ms"),
-        1_000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
-        _ if ms < HOUR => format!("{} min {} s", ms / MIN, (ms % MIN) / 1000),
-        _ if ms < DAY => format!("{} h {} min", ms / HOUR, (ms % HOUR) / MIN),
-        _ => format!("{} d {} h", ms / DAY, (ms % DAY) / HOUR),
-    }
+    cairn::text::duration_ms(ms)
 }
 
 /// How long `waits` (of one run) kept it waiting for people within
