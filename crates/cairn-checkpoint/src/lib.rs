@@ -388,9 +388,9 @@ pub enum AfterRaise {
     Stay,
     /// Carries on what the budget stopped: an `interrupted` run is
     /// continued, a waiting parent's interrupted descendants are; a
-    /// `queued` or `running` run only takes the raise (it is going
-    /// already). Any other run (failed, waiting for a person) is refused
-    /// with [`Error::WrongState`] and the raise is not written.
+    /// `queued` or `running` run, or one waiting for a person, only takes
+    /// the raise (it goes on by itself, or at the answer). A finished or
+    /// failed run is refused with [`Error::WrongState`], nothing written.
     Continue,
 }
 

@@ -76,16 +76,18 @@ pub(super) async fn act_in(
     fetch_run(c, id, false).await
 }
 
+/// The interrupted descendants of run `:run`, oldest id first.
+const STOPPED: &str = concat!(
+    super::journal::tree_cte!(),
+    "SELECT id FROM runs WHERE id IN (SELECT id FROM tree) AND id <> :run \
+     AND status = 'interrupted' ORDER BY id"
+);
+
 /// A continue of a run waiting for its children: each interrupted
 /// descendant (a child stopped at the tree's budget, say) is continued,
 /// descendants locked first as a cancel locks them; with none, refused
 /// as a continue of a waiting run always was.
 async fn continue_tree_in(c: &mut Conn<'_>, id: RunId, actor: &Actor) -> Result<RunRecord> {
-    const STOPPED: &str = concat!(
-        super::journal::tree_cte!(),
-        "SELECT id FROM runs WHERE id IN (SELECT id FROM tree) AND id <> :run \
-         AND status = 'interrupted' ORDER BY id"
-    );
     super::children::lock_descendants(c, id).await?;
     let run = fetch_run(c, id, true).await?;
     if run.status != RunStatus::Waiting {
@@ -298,10 +300,17 @@ async fn raise_budget_in(
     );
     append_events(c, id, &[event]).await?;
     match (then, run.status) {
-        (AfterRaise::Continue, RunStatus::Interrupted | RunStatus::Waiting) => {
-            // Refused (a wait for a person, a tree with nothing stopped):
-            // the transaction and its raise roll back.
+        (AfterRaise::Continue, RunStatus::Interrupted) => {
             act_in(c, id, Action::Continue, actor).await
+        }
+        // A waiting parent's stopped descendants carry on; a run waiting
+        // for a person only takes the raise (its answer carries it on).
+        (AfterRaise::Continue, RunStatus::Waiting) => {
+            let stopped = c.fetch_all(query(STOPPED).bind("run", id)).await?;
+            match stopped.is_empty() {
+                true => fetch_run(c, id, false).await,
+                false => act_in(c, id, Action::Continue, actor).await,
+            }
         }
         (AfterRaise::Continue, RunStatus::Queued | RunStatus::Running) | (AfterRaise::Stay, _) => {
             fetch_run(c, id, false).await

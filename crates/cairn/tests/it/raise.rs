@@ -41,9 +41,9 @@ fn raises(events: &[cairn::EventRecord]) -> usize {
         .count()
 }
 
-/// A run waiting for a person is not continued by a raise: the continue is
-/// refused (`wrong_state`) and the raise, in the same transaction, is not
-/// written, so typing the command twice never raises twice.
+/// A run waiting for a person takes a raise with a continue as the raise
+/// alone (its answer carries it on), once; a finished run's is refused
+/// with nothing written, the raise included.
 async fn a_refused_continue_writes_no_raise(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = Engine::open(&db.url).await.unwrap();
@@ -60,26 +60,31 @@ async fn a_refused_continue_writes_no_raise(kind: Kind) {
     assert_eq!(run.status, RunStatus::Waiting);
 
     let ops = Actor::new("ops").because("more room");
+    let raised = engine
+        .continue_with_budget(run.id, &budget("tokens=+2000", true), &ops)
+        .await
+        .unwrap();
+    assert_eq!(
+        raised.status,
+        RunStatus::Waiting,
+        "still waits for a person"
+    );
+    assert_eq!(raised.budget.and_then(|b| b.tokens), Some(6000));
+    assert_eq!(raises(&engine.events(run.id).await.unwrap()), 1);
+
+    // Cancelled: refused, and nothing written.
+    engine.cancel(run.id, &ops).await.unwrap();
     let refused = engine
         .continue_with_budget(run.id, &budget("tokens=+2000", true), &ops)
         .await;
     match refused {
         Err(cairn::Error::Store(cairn::StoreError::WrongState { status, .. })) => {
-            assert_eq!(status, RunStatus::Waiting)
+            assert_eq!(status, RunStatus::Cancelled)
         }
         other => panic!("expected wrong_state, got {other:?}"),
     }
     let after = engine.get_run(run.id).await.unwrap();
-    assert_eq!(after.budget.and_then(|b| b.tokens), Some(4000), "no raise");
-    assert_eq!(after.status, RunStatus::Waiting);
-    assert_eq!(raises(&engine.events(run.id).await.unwrap()), 0);
-
-    // The raise alone is still taken, once.
-    let raised = engine
-        .raise_budget(run.id, &budget("tokens=+2000", true), &ops)
-        .await
-        .unwrap();
-    assert_eq!(raised.budget.and_then(|b| b.tokens), Some(6000));
+    assert_eq!(after.budget.and_then(|b| b.tokens), Some(6000), "no raise");
     assert_eq!(raises(&engine.events(run.id).await.unwrap()), 1);
 }
 
