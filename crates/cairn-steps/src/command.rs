@@ -151,19 +151,19 @@ fn parse_usage(stderr: &[u8]) -> Option<Usage> {
 }
 
 impl CommandAgent {
-    /// Starts the program and records its process group in the run's
-    /// events (`program_started`) before it is given its context, so a
-    /// takeover on this machine can end what it forked if this process
-    /// dies (`crate::reap`); then feeds it the context and waits. The
-    /// record is best effort, like usage: a run whose lease is gone is
-    /// stopped anyway.
+    /// Starts the program with its context (whole from the start: see
+    /// `program::Input`) and records its process group in the run's events
+    /// (`program_started`), so a takeover on this machine can end what it
+    /// forked if this process dies (`crate::reap`); then waits. The record
+    /// is best effort, like usage: a run whose lease is gone is stopped
+    /// anyway.
     async fn execute(
         &self,
         cx: &StepContext,
         payload: Vec<u8>,
         env: &[(&str, String)],
     ) -> Result<Finished, ErrorInfo> {
-        let program = Program::spawn(&self.argv, &self.env, env)?;
+        let program = Program::spawn(&self.argv, payload, &self.env, env)?;
         if let (Some(group), Some(journal)) = (program.group(), &cx.journal) {
             let event = group.event(cx.step.idx, cx.step.attempt);
             if let Err(e) = journal.event(event).await {
@@ -171,7 +171,7 @@ impl CommandAgent {
                     "could not record the program's process group");
             }
         }
-        program.finish(payload).await
+        program.finish().await
     }
 }
 

@@ -77,6 +77,106 @@ fn pause_before_pdeathsig() -> Option<std::time::Duration> {
     None
 }
 
+/// The program's stdin, which never shows a cut context as if whole. A
+/// pipe fed after the spawn would: a SIGKILL of this process closes it
+/// early, and the program (until its parent-death signal lands) and what
+/// it forked read the part written so far, then an end of file, and act
+/// on it. So on Linux the whole input is in the pipe before the spawn and
+/// its end comes only when [`Program::finish`] closes the write end, once
+/// the group is recorded (or when this process dies: the input is whole
+/// either way). An input larger than a pipe can hold goes in a memory file
+/// (`memfd_create(2)`), whole from the start. Elsewhere, a pipe fed after
+/// the spawn.
+enum Input {
+    /// The read end for the spawn, the write end held until `finish`.
+    #[cfg(target_os = "linux")]
+    Filled {
+        read: Option<std::os::fd::OwnedFd>,
+        _write: std::os::fd::OwnedFd,
+    },
+    #[cfg(target_os = "linux")]
+    File(std::fs::File),
+    Fed(Vec<u8>),
+}
+
+impl Input {
+    #[cfg(target_os = "linux")]
+    fn new(bytes: Vec<u8>) -> std::io::Result<Input> {
+        if let Some((read, write)) = filled_pipe(&bytes)? {
+            return Ok(Input::Filled {
+                read: Some(read),
+                _write: write,
+            });
+        }
+        memory_file(&bytes).map(Input::File)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn new(bytes: Vec<u8>) -> std::io::Result<Input> {
+        Ok(Input::Fed(bytes))
+    }
+
+    fn stdio(&mut self) -> std::io::Result<Stdio> {
+        match self {
+            #[cfg(target_os = "linux")]
+            Input::Filled { read, .. } => read
+                .take()
+                .map(Stdio::from)
+                .ok_or_else(|| std::io::Error::other("stdin given twice")),
+            #[cfg(target_os = "linux")]
+            Input::File(file) => Ok(Stdio::from(file.try_clone()?)),
+            Input::Fed(_) => Ok(Stdio::piped()),
+        }
+    }
+
+    /// What is left to write into the stdin pipe after the spawn; the
+    /// write end of a filled pipe closes with this.
+    fn rest(self) -> Vec<u8> {
+        match self {
+            Input::Fed(bytes) => bytes,
+            #[cfg(target_os = "linux")]
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A pipe (both ends close-on-exec) already holding `bytes`, or `None` if
+/// no pipe this process may make holds that much.
+#[cfg(target_os = "linux")]
+fn filled_pipe(
+    bytes: &[u8],
+) -> std::io::Result<Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>> {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    // Never smaller than the usual 64 KiB: a larger input asks for more.
+    let want = i32::try_from(bytes.len().max(1 << 16)).unwrap_or(i32::MAX);
+    let size = match fcntl(write.as_raw_fd(), FcntlArg::F_SETPIPE_SZ(want)) {
+        Ok(size) => size,
+        // Past the system's pipe-max-size (EPERM): a memory file instead.
+        Err(_) => return Ok(None),
+    };
+    if usize::try_from(size).unwrap_or(0) < bytes.len() {
+        return Ok(None);
+    }
+    let mut file = std::fs::File::from(write);
+    file.write_all(bytes)?;
+    Ok(Some((read, file.into())))
+}
+
+/// A memory file holding `bytes`, positioned at its start.
+#[cfg(target_os = "linux")]
+fn memory_file(bytes: &[u8]) -> std::io::Result<std::fs::File> {
+    use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
+    use std::io::{Seek, Write};
+    let fd = memfd_create(c"cairn-stdin", MemFdCreateFlag::MFD_CLOEXEC)?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(bytes)?;
+    file.rewind()?;
+    Ok(file)
+}
+
 /// Kills a process group when dropped.
 struct GroupGuard(Option<i32>);
 
@@ -121,14 +221,17 @@ pub async fn run_program(
     base: &ProgramEnv,
     extra: &[(&str, String)],
 ) -> Result<Finished, ErrorInfo> {
-    Program::spawn(argv, base, extra)?.finish(stdin).await
+    Program::spawn(argv, stdin, base, extra)?.finish().await
 }
 
-/// A program started in its own process group, not yet given its stdin.
-/// Dropping it kills the group.
+/// A program started in its own process group with its stdin. Dropping it
+/// kills the group.
 pub(crate) struct Program {
     child: tokio::process::Child,
     name: String,
+    /// Its stdin's write end, held until `finish` (Linux), or what is
+    /// still to be written into the pipe.
+    input: Input,
     _group: GroupGuard,
 }
 
@@ -136,6 +239,7 @@ impl Program {
     /// Starts `argv` as [`run_program`] does.
     pub(crate) fn spawn(
         argv: &[String],
+        stdin: Vec<u8>,
         base: &ProgramEnv,
         extra: &[(&str, String)],
     ) -> Result<Program, ErrorInfo> {
@@ -144,8 +248,18 @@ impl Program {
             .ok_or_else(|| ErrorInfo::new(ErrorKind::Crew, "the `command` is empty", false))?;
         let mut cmd = command_in(program, base.dir.as_deref())?;
         die_with_parent(&mut cmd);
+        let spawn_error = |e: std::io::Error| {
+            let retryable = e.kind() != std::io::ErrorKind::NotFound
+                && e.kind() != std::io::ErrorKind::PermissionDenied;
+            ErrorInfo::new(
+                ErrorKind::Spawn,
+                format!("cannot start `{program}`: {e}"),
+                retryable,
+            )
+        };
+        let mut input = Input::new(stdin).map_err(spawn_error)?;
         cmd.args(args)
-            .stdin(Stdio::piped())
+            .stdin(input.stdio().map_err(spawn_error)?)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
@@ -154,19 +268,12 @@ impl Program {
         for (k, v) in extra {
             cmd.env(k, v);
         }
-        let child = cmd.spawn().map_err(|e| {
-            let retryable = e.kind() != std::io::ErrorKind::NotFound
-                && e.kind() != std::io::ErrorKind::PermissionDenied;
-            ErrorInfo::new(
-                ErrorKind::Spawn,
-                format!("cannot start `{program}`: {e}"),
-                retryable,
-            )
-        })?;
+        let child = cmd.spawn().map_err(spawn_error)?;
         let group = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
         Ok(Program {
             child,
             name: program.clone(),
+            input,
             _group: group,
         })
     }
@@ -177,10 +284,12 @@ impl Program {
         self.child.id().and_then(ProgramGroup::of_spawned)
     }
 
-    /// Writes `stdin`, closes it and waits for the program; the group is
-    /// killed when this returns or is dropped.
-    pub(crate) async fn finish(mut self, stdin: Vec<u8>) -> Result<Finished, ErrorInfo> {
+    /// Writes what is left of its stdin into the pipe (if any), closes it
+    /// and waits for the program; the group is killed when this returns or
+    /// is dropped.
+    pub(crate) async fn finish(mut self) -> Result<Finished, ErrorInfo> {
         let pipe = self.child.stdin.take();
+        let stdin = std::mem::replace(&mut self.input, Input::Fed(Vec::new())).rest();
         let write = async move {
             if let Some(mut pipe) = pipe {
                 // A program that ignores stdin may exit first: EPIPE is fine.
@@ -246,4 +355,24 @@ pub fn failure_message(program: &str, out: &Finished) -> Option<String> {
     } else {
         format!("`{program}` {how}: {stderr}")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every size reaches the program whole: the usual pipe, a pipe made
+    /// larger, and past any pipe (a memory file on Linux).
+    #[tokio::test]
+    async fn a_programs_stdin_arrives_whole_at_every_size() {
+        let argv: Vec<String> = ["sh", "-c", "wc -c"].map(String::from).into();
+        for size in [0, 10, 200 << 10, 4 << 20] {
+            let input = vec![b'x'; size];
+            let out = run_program(&argv, input, &ProgramEnv::default(), &[])
+                .await
+                .expect("runs");
+            let counted = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            assert_eq!(counted, size.to_string(), "an input of {size} bytes");
+        }
+    }
 }

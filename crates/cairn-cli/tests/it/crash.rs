@@ -335,6 +335,50 @@ fn a_step_program_whose_engine_died_before_its_death_signal_never_runs(kind: Kin
     assert_eq!(std::fs::read_to_string(&effect).unwrap(), "charged\n");
 }
 
+both_backends!(a_step_program_whose_engine_died_reads_its_whole_context);
+
+/// Issue 47 (CI, 2026-11-29): a step program's stdin was a pipe fed after
+/// the spawn, so an engine SIGKILLed between the two closed it empty and
+/// whatever the program had forked read a cut context as if whole, and
+/// acted on it (a delegated child logged an empty topic). The kill here
+/// lands right after the program's group is recorded, before a pipe would
+/// have been fed; the program's forked reader, which outlives it, must
+/// read the whole context. A plain resume then finishes the run.
+fn a_step_program_whose_engine_died_reads_its_whole_context(kind: Kind) {
+    let case = Case::new(kind);
+    let got = case.path("got.json");
+    let got = got.display();
+    let script =
+        format!("exec 3<&0; (sleep 0.3; cat <&3 > {got}.tmp; mv {got}.tmp {got}) & wait; echo '{{\"ok\": true}}'");
+    let crew = case.write(
+        "crew.toml",
+        &crew_toml("reads", &[agent_sh("read", &script)]),
+    );
+    case.cairn_env(
+        &[
+            "run",
+            crew.to_str().unwrap(),
+            "--input",
+            r#"{"topic": "moss"}"#,
+        ],
+        &[("CAIRN_FAILPOINTS", "after:record_events")],
+    )
+    .expect_sigkill();
+    let got = case.path("got.json");
+    wait_until("the forked reader", Duration::from_secs(10), || {
+        got.exists()
+    });
+    let read = std::fs::read_to_string(&got).unwrap_or_default();
+    assert!(
+        read.contains("moss"),
+        "the reader got a cut context: {read:?}"
+    );
+
+    let id = case.only_run_id();
+    case.cairn(&["resume", &id]).expect_code(0);
+    assert_eq!(case.show(&id)["status"], "succeeded");
+}
+
 both_backends!(
     a_killed_engines_forked_work_is_ended_before_its_step_runs_again,
     a_killed_workers_forked_work_is_ended_by_the_worker_taking_over,
