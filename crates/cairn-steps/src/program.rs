@@ -370,7 +370,7 @@ mod tests {
             let input = vec![b'x'; size];
             let out = run_program(&argv, input, &ProgramEnv::default(), &[])
                 .await
-                .expect("runs");
+                .unwrap_or_else(|e| panic!("{e:?}"));
             let counted = String::from_utf8_lossy(&out.stdout).trim().to_owned();
             assert_eq!(counted, size.to_string(), "an input of {size} bytes");
         }
