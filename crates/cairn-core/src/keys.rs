@@ -12,6 +12,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+pub mod window;
+
 /// A provider key as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyState {
@@ -165,14 +167,17 @@ pub fn format_age(d: Duration) -> String {
 
 /// Limits on a provider key, shared by every process on the database (set
 /// with `cairn limits set`, stored on the key). A limit left out is no
-/// limit. Requests and tokens per minute are buckets holding at most a
-/// minute's worth, refilled continuously, full when first set.
+/// limit. Requests per minute are a sliding window: at most `rpm` in any
+/// 60 seconds ([`window`]). Tokens per minute are a bucket holding at most
+/// a minute's worth, refilled continuously, full when first set (so up to
+/// twice `tpm` may pass in the minute after it is set or after a quiet
+/// minute).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyLimits {
     /// Model calls executing at once on the key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<u32>,
-    /// Requests per minute.
+    /// Requests in any 60-second window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpm: Option<u32>,
     /// Tokens per minute: a call reserves its estimate (input estimated,
@@ -261,7 +266,6 @@ impl KeyLimits {
                 (held.unwrap_or(cap) + since.as_secs_f64() * cap / 60.0).min(cap)
             })
         };
-        let requests = refill(self.rpm, stored.requests);
         let held = refill(self.tpm, stored.tokens);
         // A call larger than a whole minute's tokens waits for a full bucket.
         let need = self.tpm.map(|cap| (tokens as f64).min(f64::from(cap)));
@@ -274,10 +278,8 @@ impl KeyLimits {
         if self.in_flight.is_some_and(|cap| in_use >= u64::from(cap)) {
             longer(IN_FLIGHT_RECHECK, Held::InFlight);
         }
-        if let (Some(cap), Some(have)) = (self.rpm, requests) {
-            if have < 1.0 {
-                longer(per_minute(1.0 - have, cap), Held::Requests);
-            }
+        if let (Some(_), Some(after)) = (self.rpm, stored.requests_full_for) {
+            longer(after, Held::Requests);
         }
         if let (Some(cap), Some(have), Some(need)) = (self.tpm, held, need) {
             if have < need {
@@ -286,10 +288,9 @@ impl KeyLimits {
         }
         match wait {
             Some((after, why)) => Decision::Wait { after, why },
-            None => Decision::Grant(Buckets {
-                requests: requests.map(|r| r - 1.0),
+            None => Decision::Grant {
                 tokens: held.zip(need).map(|(t, n)| t - n),
-            }),
+            },
         }
     }
 }
@@ -301,20 +302,23 @@ fn per_minute(missing: f64, cap: u32) -> Duration {
     Duration::from_secs_f64(secs.max(0.001))
 }
 
-/// A key's buckets as stored: what is left of a minute's requests and
-/// tokens (`None`: full, or no such limit). Tokens may go below zero when
-/// calls used more than they reserved.
+/// A key's state as the store read it under its lock: how long until its
+/// request window has room for one more (`None`: room, or no `rpm`;
+/// [`window::full_for`]), and what is left of its minute of tokens
+/// (`None`: full, or no `tpm`; below zero when calls used more than they
+/// reserved).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Buckets {
-    pub requests: Option<f64>,
+    pub requests_full_for: Option<Duration>,
     pub tokens: Option<f64>,
 }
 
 /// [`KeyLimits::decide`]'s answer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Decision {
-    /// Call now; the buckets after this call's reservation.
-    Grant(Buckets),
+    /// Call now (the store adds the request to the key's window); the
+    /// tokens left after this call's reservation.
+    Grant { tokens: Option<f64> },
     /// Do not call yet: look again after this long.
     Wait { after: Duration, why: Held },
 }
@@ -388,9 +392,10 @@ mod tests {
     use super::*;
 
     const NONE: Buckets = Buckets {
-        requests: None,
+        requests_full_for: None,
         tokens: None,
     };
+    const GRANT: Decision = Decision::Grant { tokens: None };
 
     fn limits(in_flight: Option<u32>, rpm: Option<u32>, tpm: Option<u32>) -> KeyLimits {
         KeyLimits {
@@ -414,7 +419,7 @@ mod tests {
                 zero,
                 0,
                 10,
-                Decision::Grant(NONE),
+                GRANT,
             ),
             (
                 "a permit free",
@@ -423,7 +428,7 @@ mod tests {
                 zero,
                 1,
                 10,
-                Decision::Grant(NONE),
+                GRANT,
             ),
             (
                 "every permit taken",
@@ -438,46 +443,40 @@ mod tests {
                 },
             ),
             (
-                "a full minute of requests",
+                "room in the request window",
                 limits(None, Some(60), None),
                 NONE,
                 zero,
                 0,
                 10,
-                Decision::Grant(Buckets {
-                    requests: Some(59.0),
-                    tokens: None,
-                }),
+                GRANT,
             ),
             (
-                "requests spent: one refills in a second at 60 a minute",
+                "the request window full for 15 s more",
                 limits(None, Some(60), None),
                 Buckets {
-                    requests: Some(0.0),
+                    requests_full_for: Some(secs(15)),
                     tokens: None,
                 },
                 zero,
                 0,
                 10,
                 Decision::Wait {
-                    after: secs(1),
+                    after: secs(15),
                     why: Held::Requests,
                 },
             ),
             (
-                "requests refilled by the time since",
-                limits(None, Some(60), None),
+                "a full window read for a key without rpm holds nothing",
+                limits(None, None, None),
                 Buckets {
-                    requests: Some(0.0),
+                    requests_full_for: Some(secs(15)),
                     tokens: None,
                 },
-                secs(2),
+                zero,
                 0,
                 10,
-                Decision::Grant(Buckets {
-                    requests: Some(1.0),
-                    tokens: None,
-                }),
+                GRANT,
             ),
             (
                 "tokens reserved",
@@ -486,16 +485,15 @@ mod tests {
                 zero,
                 0,
                 1000,
-                Decision::Grant(Buckets {
-                    requests: None,
+                Decision::Grant {
                     tokens: Some(5000.0),
-                }),
+                },
             ),
             (
                 "tokens short: the missing 500 refill in 5 s at 6,000 a minute",
                 limits(None, None, Some(6000)),
                 Buckets {
-                    requests: None,
+                    requests_full_for: None,
                     tokens: Some(500.0),
                 },
                 zero,
@@ -510,7 +508,7 @@ mod tests {
                 "the longest wait wins",
                 limits(Some(1), Some(60), Some(6000)),
                 Buckets {
-                    requests: Some(0.0),
+                    requests_full_for: Some(secs(1)),
                     tokens: Some(-59_000.0),
                 },
                 zero,
@@ -531,13 +529,7 @@ mod tests {
     fn a_call_larger_than_a_minute_waits_for_a_full_bucket_only() {
         let l = limits(None, None, Some(100));
         let got = l.decide(NONE, Duration::ZERO, 0, 5000);
-        assert_eq!(
-            got,
-            Decision::Grant(Buckets {
-                requests: None,
-                tokens: Some(0.0)
-            })
-        );
+        assert_eq!(got, Decision::Grant { tokens: Some(0.0) });
     }
 
     #[test]

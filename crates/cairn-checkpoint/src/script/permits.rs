@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use cairn_core::keys::window;
 use cairn_core::{
     Admission, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyState, LimitsFrom, Permit, RunId,
 };
@@ -93,7 +94,7 @@ async fn locked_key(c: &mut Conn<'_>, key: &str) -> Result<Option<Row>> {
     c.fetch_optional(
         query(
             "SELECT {paused_ms} AS paused, in_flight_limit, rpm, tpm, max_pause_ms, \
-             limits_from, requests_milli, tokens_milli, {refilled_ms} AS since \
+             limits_from, tokens_milli, {refilled_ms} AS since \
              FROM provider_keys WHERE key = :key {for_update}",
         )
         .bind("key", key),
@@ -230,32 +231,76 @@ pub(super) async fn admit_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Admission
         None => 0,
     };
     let stored = Buckets {
-        requests: milli(row.opt_int("requests_milli")?),
+        requests_full_for: match limits.rpm {
+            Some(rpm) => requests_full_for(c, &ask.key, rpm).await?,
+            None => None,
+        },
         tokens: milli(row.opt_int("tokens_milli")?),
     };
     let since =
         Duration::from_millis(u64::try_from(row.opt_int("since")?.unwrap_or(0)).unwrap_or(0));
     match limits.decide(stored, since, in_use, ask.tokens) {
         Decision::Wait { after, why } => Ok(Admission::Wait { after, why }),
-        Decision::Grant(left) => grant(c, ask, &limits, left).await,
+        Decision::Grant { tokens } => grant(c, ask, &limits, tokens).await,
     }
 }
 
-/// Writes a granted call's buckets back and its permit.
+/// How long until `key`'s request window has room for one more
+/// ([`window::full_for`], from the age of the `rpm`-th newest request it
+/// admitted within the last minute: `window::REQUEST_WINDOW`, the 60000
+/// below). Reads at most `rpm` index entries, newest first.
+async fn requests_full_for(c: &mut Conn<'_>, key: &str, rpm: u32) -> Result<Option<Duration>> {
+    let row = c
+        .fetch_optional(
+            query(
+                "SELECT {now_ms} - at_ms AS age FROM key_requests \
+                 WHERE key = :key AND at_ms > {now_ms} - 60000 \
+                 ORDER BY at_ms DESC LIMIT 1 OFFSET :skip",
+            )
+            .bind("key", key)
+            .bind("skip", i64::from(rpm) - 1),
+        )
+        .await?;
+    let age = match row {
+        Some(r) => Some(Duration::from_millis(
+            u64::try_from(r.int("age")?).unwrap_or(0),
+        )),
+        None => None,
+    };
+    Ok(window::full_for(age))
+}
+
+/// Adds a granted request to `key`'s window and drops those that left it.
+async fn admitted_request(c: &mut Conn<'_>, key: &str) -> Result<()> {
+    c.execute(
+        query("DELETE FROM key_requests WHERE key = :key AND at_ms <= {now_ms} - 60000")
+            .bind("key", key),
+    )
+    .await?;
+    c.execute(
+        query("INSERT INTO key_requests (key, at_ms) VALUES (:key, {now_ms})").bind("key", key),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Writes a granted call's request and tokens back, and its permit.
 async fn grant(
     c: &mut Conn<'_>,
     ask: &KeyAsk,
     limits: &KeyLimits,
-    left: Buckets,
+    tokens: Option<f64>,
 ) -> Result<Admission> {
-    if limits.rpm.is_some() || limits.tpm.is_some() {
+    if limits.rpm.is_some() {
+        admitted_request(c, &ask.key).await?;
+    }
+    if limits.tpm.is_some() {
         c.execute(
             query(
-                "UPDATE provider_keys SET requests_milli = :requests, tokens_milli = :tokens, \
-                 refilled_at = {now} WHERE key = :key",
+                "UPDATE provider_keys SET tokens_milli = :tokens, refilled_at = {now} \
+                 WHERE key = :key",
             )
-            .bind("requests", left.requests.map(to_milli))
-            .bind("tokens", left.tokens.map(to_milli))
+            .bind("tokens", tokens.map(to_milli))
             .bind("key", ask.key.as_str()),
         )
         .await?;
@@ -338,7 +383,9 @@ async fn wake_one(c: &mut Conn<'_>, key: &str) -> Result<()> {
     Ok(())
 }
 
-/// `Store::set_limits`: replaces the key's limits; its buckets start full.
+/// `Store::set_limits`: replaces the key's limits; its token bucket starts
+/// full, and its request window keeps the requests sent in the last minute
+/// (a lowered `rpm` holds at once).
 pub(super) async fn set_limits_in(
     c: &mut Conn<'_>,
     key: &str,

@@ -140,6 +140,9 @@ impl Dialect {
                  (-(:spacing + :head)) || ' seconds'), \
                  strftime('%Y-%m-%dT%H:%M:%fZ','now', (-:head) || ' seconds'))"
             }
+            // The database's clock in milliseconds since the Unix epoch.
+            (Postgres, "now_ms") => "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint",
+            (Sqlite, "now_ms") => "CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS INTEGER)",
             // Milliseconds since a provider key's buckets were refilled.
             (Postgres, "refilled_ms") => {
                 "FLOOR(EXTRACT(EPOCH FROM (clock_timestamp() - refilled_at)) * 1000)::bigint"

@@ -40,7 +40,7 @@ pub enum LimitsCommand {
         /// Model calls executing at once on the key.
         #[arg(long, value_name = "N")]
         in_flight: Option<u32>,
-        /// Requests per minute.
+        /// Requests per minute: at most N calls start in any 60 seconds.
         #[arg(long, value_name = "N")]
         rpm: Option<u32>,
         /// Tokens per minute (a call reserves its estimate and settles its
