@@ -13,6 +13,7 @@ use cairn::{
     WaitKind, WaitRecord, WaitStatus,
 };
 
+pub mod limits;
 mod threads;
 pub use threads::{print_thread, print_thread_budget, thread_header, thread_rows};
 
@@ -564,60 +565,6 @@ pub fn print_compacted(c: &Compacted, dry_run: bool, json: bool) -> anyhow::Resu
     Ok(())
 }
 
-/// Provider keys (`limits list`, or the one key a pause or resume left):
-/// JSON as stored, or a table with the pause's end, the queue, the count
-/// and the last reason.
-pub fn print_keys(keys: &[cairn::KeyState], json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(keys);
-    }
-    let mut out = text_out();
-    writeln!(
-        out,
-        "{:<24}  {:>8}  {:>6}  {:>7}  {:<22}  {:<48}  reason",
-        "paused until", "deferred", "pauses", "permits", "limits", "key"
-    )?;
-    for k in keys {
-        let until = k
-            .paused_until
-            .map_or("-".to_owned(), |t| t.to_rfc3339_opts(chrono_secs(), true));
-        let permits = match k.limits.in_flight {
-            Some(cap) => format!("{}/{cap}", k.permits_in_use),
-            None => k.permits_in_use.to_string(),
-        };
-        writeln!(
-            out,
-            "{until:<24}  {:>8}  {:>6}  {permits:>7}  {:<22}  {:<48}  {}",
-            k.deferred_runs,
-            k.pauses,
-            match k.limits_from.filter(|_| k.limits.any()) {
-                Some(from) => format!("{} [{}]", limits_text(&k.limits), from.as_str()),
-                None => limits_text(&k.limits),
-            },
-            cairn::text::printable_line(&k.key),
-            cairn::text::printable_line(k.reason.as_deref().unwrap_or("-"))
-        )?;
-    }
-    Ok(())
-}
-
-/// A key's limits as `rpm=60 tpm=20000 max_pause=30m` (`-`: none).
-fn limits_text(l: &cairn::KeyLimits) -> String {
-    let named = [("in_flight", l.in_flight), ("rpm", l.rpm), ("tpm", l.tpm)];
-    let mut set: Vec<String> = named
-        .iter()
-        .filter_map(|(n, v)| v.map(|v| format!("{n}={v}")))
-        .collect();
-    set.extend(
-        l.max_pause_ms
-            .map(|_| format!("max_pause={}", cairn::format_age(l.max_pause()))),
-    );
-    match set.is_empty() {
-        true => "-".to_owned(),
-        false => set.join(" "),
-    }
-}
-
 /// A JSON array written element by element, as pages of it are read, so
 /// a list of any length is never held whole: `[`, the elements (pretty,
 /// separated by `,` and a newline), `]`.
@@ -652,7 +599,7 @@ pub fn final_output(view: &RunView) -> Option<Value> {
     last_output(&view.steps).map(|(_, v)| v.clone())
 }
 
-fn chrono_secs() -> chrono::SecondsFormat {
+pub(crate) fn chrono_secs() -> chrono::SecondsFormat {
     chrono::SecondsFormat::Millis
 }
 

@@ -28,6 +28,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod crew_keys;
 mod engine;
 mod error;
 pub mod holder;

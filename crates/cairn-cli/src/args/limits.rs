@@ -8,6 +8,16 @@ pub enum LimitsCommand {
     /// when, its limits and permits in use, the runs deferred on it, how
     /// many pauses began, the last reason.
     List,
+    /// The provider key each agent of a stored crew calls under (an `llm`
+    /// agent's model calls, a `command` agent's `limit_key`), with the
+    /// limits set on it: the key to give `limits set`.
+    Keys {
+        /// The crew's name.
+        crew: String,
+        /// Its stored version (default: the newest).
+        #[arg(long)]
+        version: Option<String>,
+    },
     /// Pause a key for every run: steps calling it wait for the pause's
     /// end without calling, and spend no retry.
     Pause {

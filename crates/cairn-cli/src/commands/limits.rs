@@ -5,13 +5,34 @@ use crate::api::Api;
 use crate::args::LimitsCommand;
 use crate::input::usage;
 use crate::output;
+use crate::output::limits::{Built, Listed};
 use crate::report::exit;
 
 pub async fn main(to: &impl Connect, command: LimitsCommand, json: bool) -> anyhow::Result<u8> {
     let key = match command {
         LimitsCommand::List => {
-            let keys = to.connect(false).await?.keys().await?;
-            output::print_keys(&keys, json)?;
+            let api = to.connect(false).await?;
+            let keys = api.keys().await?;
+            let built = stored_keys(&api).await?;
+            let listed: Vec<Listed> = keys
+                .into_iter()
+                .map(|state| Listed::new(state, &built))
+                .collect();
+            output::limits::print_listed(&listed, !built.is_empty(), json)?;
+            return Ok(exit::OK);
+        }
+        LimitsCommand::Keys { crew, version } => {
+            let api = to.connect(false).await?;
+            let def = api.crew_definition(&crew, version.as_deref()).await?;
+            let keys = api.keys().await?;
+            let agents: Vec<output::limits::AgentKeyState> = cairn::crew_keys::agent_keys(&def)
+                .into_iter()
+                .map(|agent| {
+                    let state = keys.iter().find(|k| k.key == agent.key).cloned();
+                    output::limits::AgentKeyState { agent, state }
+                })
+                .collect();
+            output::limits::print_agent_keys(&def, &agents, json)?;
             return Ok(exit::OK);
         }
         LimitsCommand::Pause {
@@ -46,7 +67,13 @@ pub async fn main(to: &impl Connect, command: LimitsCommand, json: bool) -> anyh
             limits.check().map_err(cairn::Error::from)?;
             // Limits may be set before anything ran: the database is
             // created, as a submit would.
-            to.connect(true).await?.set_limits(&key, &limits).await?
+            let api = to.connect(true).await?;
+            let state = api.set_limits(&key, &limits).await?;
+            let built = stored_keys(&api).await?;
+            if !built.is_empty() && !built.iter().any(|b| b.agent.builds(&key)) {
+                output::limits::print_unbuilt_note(&key);
+            }
+            state
         }
     };
     print_one(key, json)?;
@@ -77,6 +104,22 @@ async fn pause(
 fn print_one(key: cairn::KeyState, json: bool) -> anyhow::Result<()> {
     match json {
         true => output::write_json(&mut std::io::stdout().lock(), &key),
-        false => output::print_keys(&[key], false),
+        false => output::limits::print_keys(&[key], false),
     }
+}
+
+/// Every agent key of every stored crew version (empty: no crew stored).
+async fn stored_keys(api: &impl Api) -> anyhow::Result<Vec<Built>> {
+    let mut built = vec![];
+    for v in api.crew_versions().await? {
+        let def = api.crew_definition(&v.name, Some(&v.version)).await?;
+        for agent in cairn::crew_keys::agent_keys(&def) {
+            built.push(Built {
+                crew: v.name.clone(),
+                version: v.version.clone(),
+                agent,
+            });
+        }
+    }
+    Ok(built)
 }

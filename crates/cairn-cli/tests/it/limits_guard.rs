@@ -7,7 +7,9 @@
 //! refused (`bad_key`), as is a pause past 36500d (`bad_age`), locally and
 //! through `cairn serve`, with nothing stored; the server logs a client's
 //! text escaped; `limits pause` creates a missing SQLite file as `limits
-//! set` does.
+//! set` does. And (issue 46.8) `limits keys CREW` prints the key each
+//! agent calls under, and a key no stored crew builds (a trailing `/`) is
+//! marked by `limits set` and `limits list`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,6 +23,7 @@ use crate::support::{llm_crew, serve, Case, Kind, Out, Spawned};
 both_backends!(
     a_retry_after_of_years_is_capped_and_cairn_run_says_the_run_waits_on_the_key,
     bad_keys_and_ages_are_refused_both_ways_and_nothing_is_stored,
+    limits_keys_names_each_agents_key_and_a_key_no_crew_builds_is_marked,
 );
 
 /// A `Retry-After` of 31 years.
@@ -217,4 +220,57 @@ fn bad_keys_and_ages_are_refused_both_ways_and_nothing_is_stored(kind: Kind) {
     let log = std::fs::read_to_string(case.path("serve.err")).unwrap();
     assert_eq!(log.matches("ops\\nFORGED").count(), 2, "{log}");
     assert!(!log.lines().any(|l| l.starts_with("FORGED")), "{log}");
+}
+
+/// Issue 46.8: a key had to be guessed, and a wrong guess (a trailing `/`
+/// in its URL) was stored silently, limiting nothing. `limits keys CREW`
+/// prints the key its `llm` agent calls under; `limits set` of the wrong
+/// one says no stored crew builds it (and stores it: a key may be set
+/// before its crew), of the right one says nothing; `limits list` marks
+/// the wrong one (`*`, and `built_by` empty in `--json`). The same
+/// through `cairn serve`.
+fn limits_keys_names_each_agents_key_and_a_key_no_crew_builds_is_marked(kind: Kind) {
+    let case = Case::new(kind);
+    let crew = case.write("crew.toml", &llm_crew("http://127.0.0.1:9/v1", ""));
+    case.submit(&crew);
+    let right = "provider=openai,url=http://127.0.0.1:9/v1,key=OPENAI_API_KEY";
+    let wrong = "provider=openai,url=http://127.0.0.1:9/v1/,key=OPENAI_API_KEY";
+    let served = serve(&case, &["--concurrency", "0"], &[]);
+    for server in [None, Some(served.url.as_str())] {
+        let keys = cairn(&case, server, &["--json", "limits", "keys", "slow"])
+            .expect_code(0)
+            .json();
+        assert_eq!(keys[0]["role"], "writer", "{keys}");
+        assert_eq!(keys[0]["kind"], "llm", "{keys}");
+        assert_eq!(keys[0]["key"], right, "{keys}");
+        let text = cairn(&case, server, &["limits", "keys", "slow"]).expect_code(0);
+        assert!(text.stdout.contains(right), "{}", text.stdout);
+
+        let set = cairn(&case, server, &["limits", "set", wrong, "--rpm", "5"]).expect_code(0);
+        set.expect_stderr(&["no stored crew builds the key", "limits keys CREW"]);
+        let set = cairn(&case, server, &["limits", "set", right, "--rpm", "5"]).expect_code(0);
+        assert!(!set.stderr.contains("no stored crew"), "{}", set.stderr);
+
+        let listed = cairn(&case, server, &["--json", "limits", "list"])
+            .expect_code(0)
+            .json();
+        let of = |key: &str| {
+            listed
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|k| k["key"] == key)
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(of(wrong)["built_by"], serde_json::json!([]), "{listed}");
+        assert_eq!(of(right)["built_by"][0]["role"], "writer", "{listed}");
+        assert_eq!(of(right)["limits"]["rpm"], 5, "{listed}");
+        let table = cairn(&case, server, &["limits", "list"])
+            .expect_code(0)
+            .stdout;
+        assert!(table.contains(&format!("{wrong}*")), "{table}");
+        assert!(!table.contains(&format!("{right}*")), "{table}");
+        assert!(table.contains("no stored crew builds this key"), "{table}");
+    }
 }
