@@ -12,12 +12,8 @@ use serde_json::Value;
 
 use cairn::{Actor, ForkRequest, RunStatus, RunView, StepIdx};
 
-use crate::extract::{ApiJson, OptionalJson, RunIdPath};
+use crate::extract::{actor, ApiJson, OptionalJson, RunIdPath};
 use crate::{ApiError, AppState};
-
-/// Who acts when the body does not say: the API has no per-token
-/// identities (tokens are anonymous digests), so every caller is `api`.
-pub(crate) const DEFAULT_ACTOR: &str = "api";
 
 /// The optional body of retry, continue and cancel.
 #[derive(Debug, Default, Deserialize)]
@@ -42,18 +38,6 @@ pub(crate) struct RetryBody {
     reason: Option<String>,
     #[serde(default)]
     rerun_children: Option<bool>,
-}
-
-/// The actor of an action: `by` unless blank, else [`DEFAULT_ACTOR`].
-pub(crate) fn actor(by: Option<String>, reason: Option<String>) -> Actor {
-    let by = by
-        .map(|b| b.trim().to_owned())
-        .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| DEFAULT_ACTOR.to_owned());
-    match reason.filter(|r| !r.trim().is_empty()) {
-        Some(reason) => Actor::new(by).because(reason),
-        None => Actor::new(by),
-    }
 }
 
 /// Refuses to act on a run whose crew this server does not offer, unless

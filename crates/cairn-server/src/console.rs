@@ -507,7 +507,7 @@ struct ActionForm {
 /// The actor of the console's actions: the API's tokens are anonymous, so
 /// it is `console`, with the reason the form gave.
 fn console_actor(reason: &str) -> cairn::Actor {
-    crate::actions::actor(Some("console".into()), Some(reason.to_owned()))
+    crate::extract::actor(Some("console".into()), Some(reason.to_owned()))
 }
 
 /// A run form's checks, in order: its CSRF token, then the run id in its

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use cairn::{parse_age, KeyLimits, KeyState};
 
-use crate::actions::actor;
+use crate::extract::actor;
 use crate::extract::ApiJson;
 use crate::{ApiError, AppState};
 

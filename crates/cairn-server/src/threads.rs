@@ -133,7 +133,7 @@ pub(crate) async fn budget(
             ))
         }
     };
-    let actor = crate::actions::actor(body.by, body.reason);
+    let actor = crate::extract::actor(body.by, body.reason);
     let budget = state
         .engine()
         .set_thread_budget(&id, &budget, raise, &actor)

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use cairn::{Crew, CrewDef, CrewDiff, CrewVersion, Fingerprint, UpgradeVerdict};
 
-use crate::actions::actor;
+use crate::extract::actor;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::{ApiError, AppState};
 

@@ -147,7 +147,7 @@ pub(crate) async fn answer(
     WaitIdPath(id): WaitIdPath,
     ApiJson(body): ApiJson<AnswerBody>,
 ) -> Result<Json<Answered>, ApiError> {
-    let actor = crate::actions::actor(body.by, body.reason);
+    let actor = crate::extract::actor(body.by, body.reason);
     let wait = match state.engine().answer_as(id, &body.answer, &actor).await {
         Ok(wait) => wait,
         Err(e @ cairn::Error::Store(cairn::StoreError::WaitClosed { .. })) => {

@@ -16,7 +16,7 @@ use crate::sql::query;
 use crate::{Action, DbFault, Error, JournalAppend, Result, StepCommit};
 
 use super::journal::newest_in;
-use super::runs::{fetch_run, fetch_step};
+use super::rows::{fetch_run, fetch_step};
 use super::{ScriptHost, TxKind};
 
 /// How long a write whose connection failed is tried again: well inside

@@ -1,25 +1,20 @@
 //! Child runs: the spawn a `children` step commits (its children and its
-//! join, in the step commit's transaction), the settling of a child's end
-//! against its parent's join (in the transaction of that end, whichever
-//! path ends it), the wake of the parent when the join is decided, the
-//! cancel of what is left, and the cascade of a parent's end to its
-//! unfinished children. What the counts mean is `JoinCounts::state`
-//! (cairn-core), pure.
-//!
-//! Cost: a child's end is a bounded number of statements (its flag, its
-//! join's counters, and on a decision the parent's row), so N children
-//! settling cost O(N) in all, never a scan of the siblings per child.
+//! join, in the step commit's transaction), what else a step commit writes
+//! (`follow_up_in`), and the reads of a join and of a run's children. A
+//! child's end settled against its parent's join, the parent's wake and
+//! the cancels that follow are `ends.rs`. What the counts mean is
+//! `JoinCounts::state` (cairn-core), pure.
 
 use cairn_core::{
-    Actor, Attempt, ChildOutcome, CrewDef, EventKind, Fingerprint, JoinCounts, JoinRule, JoinState,
-    Joined, KeyPause, NewEvent, Priority, RunId, RunStatus, StepIdx, Usage,
+    Attempt, ChildOutcome, CrewDef, EventKind, Fingerprint, JoinCounts, JoinRule, JoinState,
+    Joined, KeyPause, Priority, RunId, RunStatus, StepIdx, Usage,
 };
 use serde_json::json;
 
 use crate::sql::{query, Conn, Row};
-use crate::{Action, Error, NewChild, Result, SpawnCommit, StepCommit, StepTransition};
+use crate::{NewChild, Result, SpawnCommit, StepCommit, StepTransition};
 
-use super::runs::append_events;
+use super::ends::{decide_in, JoinRef};
 
 /// What a step commit writes beyond its rows, in its transaction
 /// (`StepCommit::follows_up`).
@@ -28,10 +23,10 @@ pub(crate) async fn follow_up_in(c: &mut Conn<'_>, commit: &StepCommit) -> Resul
         spawn_in(c, commit, spawn).await?;
     }
     if commit.rows().finishes() {
-        ended_in(c, commit.run_id).await?;
+        super::ends::ended_in(c, commit.run_id).await?;
     }
     if let (true, StepTransition::Interrupted { error }) = (commit.child, &commit.transition) {
-        interrupted_in(c, commit.run_id, error).await?;
+        super::ends::interrupted_in(c, commit.run_id, error).await?;
     }
     if let StepTransition::Deferred {
         error,
@@ -213,316 +208,6 @@ async fn remember_crews_in<'s>(
         crews.push((crew, fingerprint));
     }
     Ok(crews)
-}
-
-/// A run ended (succeeded, failed or cancelled), in the transaction that
-/// ended it: if it is a child, its parent's join counts it; its own
-/// unfinished children whose join says so are cancelled.
-pub(crate) async fn ended_in(c: &mut Conn<'_>, run: RunId) -> Result<()> {
-    settle_in(c, run).await?;
-    cascade_in(c, run).await
-}
-
-/// A child stopped `interrupted` (its budget, its tree's, a turn limit):
-/// its parent, which waits for it, records why (`child_interrupted`), so
-/// whoever follows the parent learns that an operator must continue it.
-async fn interrupted_in(c: &mut Conn<'_>, run: RunId, error: &cairn_core::ErrorInfo) -> Result<()> {
-    let Some(row) = c
-        .fetch_optional(
-            query(
-                "SELECT parent_run_id, parent_step_idx, child_key FROM runs \
-                 WHERE id = :run AND child_key IS NOT NULL",
-            )
-            .bind("run", run),
-        )
-        .await?
-    else {
-        return Ok(());
-    };
-    let Some(parent) = row.opt_uuid("parent_run_id", run, "a child's parent")? else {
-        return Ok(());
-    };
-    let event = NewEvent::new(
-        EventKind::ChildInterrupted,
-        json!({"child": run, "key": row.text("child_key")?,
-               "idx": row.opt_int("parent_step_idx")?, "kind": error.kind,
-               "message": error.message}),
-    );
-    append_events(c, RunId::from_uuid(parent), &[event]).await
-}
-
-/// Counts a child's end against its parent's join, once; wakes the parent
-/// if that decides the join, or releases the next held sibling if not.
-async fn settle_in(c: &mut Conn<'_>, run: RunId) -> Result<()> {
-    let Some(child) = c
-        .fetch_optional(
-            query(
-                "UPDATE runs SET join_settled = TRUE WHERE id = :run AND child_key IS NOT NULL \
-                 AND NOT join_settled AND status IN ('succeeded', 'failed', 'cancelled') \
-                 RETURNING parent_run_id, parent_step_idx, parent_attempt, status, child_key, \
-                 error",
-            )
-            .bind("run", run),
-        )
-        .await?
-    else {
-        return Ok(());
-    };
-    let parent = JoinRef::of(run, &child)?;
-    let ok = child.text("status")? == "succeeded";
-    let Some(row) = c
-        .fetch_optional(
-            query(
-                "UPDATE joins SET settled = settled + 1, ok = ok + :ok \
-                 WHERE run_id = :run AND step_idx = :idx AND attempt = :attempt \
-                 RETURNING rule, quorum, total, settled, ok, status",
-            )
-            .bind("ok", i64::from(ok))
-            .bind("run", parent.run)
-            .bind("idx", parent.idx.get())
-            .bind("attempt", parent.attempt.get()),
-        )
-        .await?
-    else {
-        // The parent is gone (retention removed it): nothing to wake.
-        return Ok(());
-    };
-    if row.text("status")? != "open" {
-        return Ok(());
-    }
-    ended_event_in(c, &parent, run, &child).await?;
-    let counts = counts_of(parent.run, &row)?;
-    match counts.state() {
-        JoinState::Open => release_next(c, &parent).await,
-        state => decide_in(c, &parent, counts, state, run).await,
-    }
-}
-
-/// `child_ended` on the parent whose open join counted a child's end:
-/// whoever follows the parent (`runs watch`, `cairn run`) sees each child
-/// end while the parent waits.
-async fn ended_event_in(c: &mut Conn<'_>, parent: &JoinRef, child: RunId, row: &Row) -> Result<()> {
-    let error: Option<cairn_core::ErrorInfo> = row
-        .opt_json("error", child, "run error")?
-        .and_then(|e| serde_json::from_value(e).ok());
-    let mut data = json!({"child": child, "key": row.text("child_key")?,
-                          "idx": parent.idx, "status": row.text("status")?});
-    if let Some(e) = error {
-        (data["kind"], data["message"]) = (json!(e.kind), json!(e.message));
-    }
-    let event = NewEvent::new(EventKind::ChildEnded, data);
-    append_events(c, parent.run, &[event]).await
-}
-
-/// A parent's step and attempt, as a child's row names them.
-struct JoinRef {
-    run: RunId,
-    idx: StepIdx,
-    attempt: Attempt,
-}
-
-impl JoinRef {
-    fn of(child: RunId, row: &Row) -> Result<JoinRef> {
-        let number = |col: &str| -> Result<u32> {
-            let n = row.int(col)?;
-            u32::try_from(n)
-                .map_err(|_| cairn_core::Corruption::new(child, format!("{col} is {n}")).into())
-        };
-        let parent = row
-            .opt_uuid("parent_run_id", child, "parent run id")?
-            .ok_or_else(|| cairn_core::Corruption::new(child, "a child run has no parent"))?;
-        Ok(JoinRef {
-            run: RunId::from_uuid(parent),
-            idx: StepIdx(number("parent_step_idx")?),
-            attempt: Attempt(number("parent_attempt")?),
-        })
-    }
-}
-
-fn counts_of(parent: RunId, row: &Row) -> Result<JoinCounts> {
-    let rule = row.text("rule")?;
-    let n = |col: &str| -> Result<u32> { Ok(u32::try_from(row.int(col)?).unwrap_or(0)) };
-    Ok(JoinCounts {
-        rule: JoinRule::parse(&rule).ok_or_else(|| {
-            cairn_core::Corruption::new(parent, format!("join rule `{rule}` is unknown"))
-        })?,
-        quorum: n("quorum")?,
-        total: n("total")?,
-        settled: n("settled")?,
-        ok: n("ok")?,
-    })
-}
-
-/// The next held child of the join (in listing order) becomes claimable;
-/// one locked by another transaction (being cancelled) is passed over.
-async fn release_next(c: &mut Conn<'_>, parent: &JoinRef) -> Result<()> {
-    let released = c
-        .fetch_optional(
-            query(
-                "UPDATE runs SET held = FALSE WHERE id = (SELECT id FROM runs \
-                 WHERE parent_run_id = :run AND parent_step_idx = :idx \
-                 AND parent_attempt = :attempt AND child_key IS NOT NULL AND held \
-                 AND status = 'queued' ORDER BY child_ord LIMIT 1 {skip_locked}) RETURNING id",
-            )
-            .bind("run", parent.run)
-            .bind("idx", parent.idx.get())
-            .bind("attempt", parent.attempt.get()),
-        )
-        .await?;
-    if let Some(row) = released {
-        let id = row
-            .opt_uuid("id", parent.run, "a child's id")?
-            .map(RunId::from_uuid);
-        if let Some(id) = id {
-            c.notify_runnable(id).await?;
-        }
-    }
-    Ok(())
-}
-
-/// The join is decided: recorded once, the parent queued (if it still
-/// waits at that step), and the children still unfinished cancelled.
-async fn decide_in(
-    c: &mut Conn<'_>,
-    parent: &JoinRef,
-    counts: JoinCounts,
-    state: JoinState,
-    by: RunId,
-) -> Result<()> {
-    let met = state == JoinState::Met;
-    c.execute(
-        query(
-            "UPDATE joins SET status = :status, decided_at = {now} \
-             WHERE run_id = :run AND step_idx = :idx AND attempt = :attempt AND status = 'open'",
-        )
-        .bind("status", if met { "met" } else { "failed" })
-        .bind("run", parent.run)
-        .bind("idx", parent.idx.get())
-        .bind("attempt", parent.attempt.get()),
-    )
-    .await?;
-    let woken = c
-        .execute(
-            query(
-                "UPDATE runs SET status = 'queued', updated_at = {now} WHERE id = :run \
-                 AND status = 'waiting' AND cursor = :idx AND EXISTS (SELECT 1 FROM steps \
-                 WHERE run_id = :run AND idx = :idx AND attempt = :attempt \
-                 AND status = 'waiting')",
-            )
-            .bind("run", parent.run)
-            .bind("idx", parent.idx.get())
-            .bind("attempt", parent.attempt.get()),
-        )
-        .await?;
-    let event = NewEvent::new(
-        EventKind::ChildrenJoined,
-        json!({"idx": parent.idx, "attempt": parent.attempt, "met": met,
-               "rule": counts.rule, "settled": counts.settled, "ok": counts.ok,
-               "total": counts.total, "by": by}),
-    );
-    append_events(c, parent.run, &[event]).await?;
-    if woken == 1 {
-        c.notify_runnable(parent.run).await?;
-    }
-    // The children still unfinished are cancelled by the parent when it
-    // runs again (`Store::close_join`), each in a transaction of its own:
-    // cancelling them here would lock sibling rows while holding the
-    // join's, against a sibling's own commit that holds its row and waits
-    // for the join's (a deadlock on PostgreSQL).
-    Ok(())
-}
-
-/// Cancels the unfinished children of one join that says
-/// `on_parent_close = "cancel"` (the parent's end, in its transaction):
-/// queued, held, waiting or interrupted at once, running by a cancel
-/// request their holder honours. Every child row is locked first, in id
-/// order, before any join row, the order a child's own commit keeps too.
-async fn cancel_children_in(c: &mut Conn<'_>, parent: &JoinRef) -> Result<()> {
-    let rows = c
-        .fetch_all(
-            query(
-                "SELECT r.id FROM runs r JOIN joins j ON j.run_id = r.parent_run_id \
-                 AND j.step_idx = r.parent_step_idx AND j.attempt = r.parent_attempt \
-                 WHERE r.parent_run_id = :run AND r.parent_step_idx = :idx \
-                 AND r.parent_attempt = :attempt AND r.child_key IS NOT NULL \
-                 AND r.status IN ('queued', 'running', 'waiting', 'interrupted') \
-                 AND r.cancel_requested_at IS NULL AND j.on_parent_close = 'cancel' \
-                 ORDER BY r.id {for_update}",
-            )
-            .bind("run", parent.run)
-            .bind("idx", parent.idx.get())
-            .bind("attempt", parent.attempt.get()),
-        )
-        .await?;
-    let actor = Actor::new("cairn").because(format!("parent run {} closed the join", parent.run));
-    for row in rows {
-        let Some(id) = row.opt_uuid("id", parent.run, "a child's id")? else {
-            continue;
-        };
-        // Boxed: a child's cancel may cascade to its own children.
-        let cancelled = Box::pin(super::operator::act_in(
-            c,
-            RunId::from_uuid(id),
-            Action::Cancel,
-            &actor,
-        ))
-        .await;
-        match cancelled {
-            Ok(_) | Err(Error::WrongState { .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// A run ended: the unfinished children of each of its joins that say
-/// `on_parent_close = "cancel"` are cancelled (a decided join's leftovers
-/// were already).
-async fn cascade_in(c: &mut Conn<'_>, run: RunId) -> Result<()> {
-    let joins = c
-        .fetch_all(
-            query(
-                "SELECT step_idx, attempt FROM joins WHERE run_id = :run \
-                 AND on_parent_close = 'cancel' AND status = 'open'",
-            )
-            .bind("run", run),
-        )
-        .await?;
-    for row in joins {
-        let parent = JoinRef {
-            run,
-            idx: StepIdx(u32::try_from(row.int("step_idx")?).unwrap_or(0)),
-            attempt: Attempt(u32::try_from(row.int("attempt")?).unwrap_or(0)),
-        };
-        cancel_children_in(c, &parent).await?;
-    }
-    Ok(())
-}
-
-/// Locks a run's unfinished descendants (its children, theirs, …), in id
-/// order, before a cancel locks the run itself: a descendant's own commit
-/// locks its row, then its parent's join, then (to wake it) its parent, so
-/// a cancel that held the parent first and then waited for a child could
-/// deadlock with it on PostgreSQL. SQLite's write lock already excludes
-/// every other writer.
-pub(super) async fn lock_descendants(c: &mut Conn<'_>, run: RunId) -> Result<()> {
-    if c.dialect() == crate::sql::Dialect::Sqlite {
-        return Ok(());
-    }
-    c.fetch_all(
-        query(
-            "WITH RECURSIVE sub(id) AS (SELECT id FROM runs WHERE parent_run_id = :run \
-               AND child_key IS NOT NULL \
-             UNION SELECT r.id FROM runs r JOIN sub ON r.parent_run_id = sub.id \
-               AND r.child_key IS NOT NULL) \
-             SELECT id FROM runs WHERE id IN (SELECT id FROM sub) \
-             AND status IN ('queued', 'running', 'waiting', 'interrupted') \
-             ORDER BY id {for_update}",
-        )
-        .bind("run", run),
-    )
-    .await?;
-    Ok(())
 }
 
 /// `Store::joined`: the decided join of a step's attempt, with every

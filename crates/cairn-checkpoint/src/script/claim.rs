@@ -19,10 +19,8 @@ use crate::sql::{query, Conn};
 use crate::{ClaimRequest, Claimed, Error, NewRun, Result, Started, Store, Takeover};
 
 use super::operator::write_context;
-use super::runs::{
-    fetch_run, fetch_run_again, fetch_run_known, fetch_step, insert_events, insert_run_in,
-    submit_in,
-};
+use super::rows::{fetch_run, fetch_run_again, fetch_run_known, fetch_step, insert_events};
+use super::runs::{insert_run_in, submit_in};
 use super::threads::busy_before;
 use super::waits::latest_wait;
 
@@ -396,7 +394,7 @@ async fn apply_step(
                 .bind("error", err),
             )
             .await?;
-            super::children::ended_in(c, id).await?;
+            super::ends::ended_in(c, id).await?;
             let run = fetch_run_again(c, id, run.crew_definition).await?;
             return Ok((run, fetch_step(c, id, cursor).await?));
         }

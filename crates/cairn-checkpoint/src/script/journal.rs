@@ -8,7 +8,7 @@ use crate::raw::decode_journal;
 use crate::sql::{query, Conn};
 use crate::{JournalAppend, Result};
 
-use super::runs::{append_events, check_held};
+use super::rows::{append_events, check_held};
 
 /// `Store::append_journal`'s transaction: fenced by the run's epoch, the
 /// item at the step's next `seq`, and its event.

@@ -38,6 +38,7 @@ mod boundary;
 pub(crate) mod children;
 mod claim;
 mod crews;
+mod ends;
 mod journal;
 mod operator;
 mod pauses;
@@ -46,6 +47,7 @@ mod processes;
 pub(crate) mod retention;
 mod reuse;
 mod rollup;
+mod rows;
 mod runs;
 mod storable;
 #[cfg(test)]
@@ -207,7 +209,7 @@ impl<H: ScriptHost> Store for H {
             let (run, rows) = self
                 .tx(
                     TxKind::HotRead,
-                    Box::new(move |c| Box::pin(runs::load_in(c, id))),
+                    Box::new(move |c| Box::pin(rows::load_in(c, id))),
                 )
                 .await?;
             let steps = rows
@@ -220,7 +222,7 @@ impl<H: ScriptHost> Store for H {
     }
 
     async fn get_run(&self, id: RunId) -> Result<RunRecord> {
-        let read = self.read_now(Box::new(move |c| Box::pin(runs::fetch_run(c, id, false))));
+        let read = self.read_now(Box::new(move |c| Box::pin(rows::fetch_run(c, id, false))));
         placed(self.target(), Some(id), read).await
     }
 
@@ -378,7 +380,7 @@ impl<H: ScriptHost> Store for H {
                 self.tx(
                     TxKind::Write,
                     Box::new(move |c| {
-                        Box::pin(async move { operator::act_in(c, id, action, &actor).await })
+                        Box::pin(async move { ends::act_in(c, id, action, &actor).await })
                     }),
                 )
             },
@@ -548,7 +550,7 @@ impl<H: ScriptHost> Store for H {
         // `after`, when a second one tells a quiet run from none.
         let read = self.tx(
             TxKind::Single,
-            Box::new(move |c| Box::pin(runs::events_in(c, id, after))),
+            Box::new(move |c| Box::pin(rows::events_in(c, id, after))),
         );
         placed(self.target(), Some(id), read).await
     }
@@ -586,7 +588,7 @@ impl<H: ScriptHost> Store for H {
             self.tx(
                 TxKind::Write,
                 Box::new(move |c| {
-                    Box::pin(async move { runs::record_events_in(c, id, epoch, &events).await })
+                    Box::pin(async move { rows::record_events_in(c, id, epoch, &events).await })
                 }),
             )
             .await

@@ -7,106 +7,13 @@
 
 use cairn_core::{Actor, NewEvent, RunId, RunRecord, RunStatus};
 
-use crate::plan::{check_fork, fork_event, plan_action};
+use crate::plan::{check_fork, fork_event};
 use crate::sql::{query, Conn};
 use crate::{Action, AfterRaise, Error, ForkRequest, Result};
 
-use super::runs::{append_events, fetch_run};
+use super::ends::{act_in, STOPPED};
+use super::rows::{append_events, fetch_run};
 use super::storable::json_ok;
-
-/// An operator action inside the caller's transaction (see `Store::act`).
-pub(super) async fn act_in(
-    c: &mut Conn<'_>,
-    id: RunId,
-    action: Action,
-    actor: &Actor,
-) -> Result<RunRecord> {
-    if action == Action::Cancel {
-        super::children::lock_descendants(c, id).await?;
-    }
-    if action == Action::Continue && fetch_run(c, id, false).await?.status == RunStatus::Waiting {
-        return continue_tree_in(c, id, actor).await;
-    }
-    let run = fetch_run(c, id, true).await?;
-    let plan = plan_action(&run, action, actor)?;
-    c.execute(
-        query(
-            "UPDATE runs SET status = :to, \
-             error = CASE WHEN :clear THEN NULL ELSE error END, \
-             not_before = CASE WHEN :clear THEN NULL ELSE not_before END, \
-             finished_at = CASE WHEN :finish THEN {now} ELSE finished_at END, \
-             cancel_requested_at = CASE WHEN :cancel THEN {now} ELSE cancel_requested_at END, \
-             lease_owner = CASE WHEN :to = 'running' THEN lease_owner END, \
-             lease_expires_at = CASE WHEN :to = 'running' THEN lease_expires_at END, \
-             updated_at = {now} WHERE id = :id",
-        )
-        .bind("id", id)
-        .bind("to", plan.to.as_str())
-        .bind("clear", plan.clears_error())
-        .bind("finish", plan.finishes())
-        .bind("cancel", plan.request_cancel),
-    )
-    .await?;
-    if plan.finishes() {
-        // A step paused at the cursor ends with its run.
-        c.execute(
-            query(
-                "UPDATE steps SET status = 'cancelled', finished_at = {now} \
-                 WHERE run_id = :run AND idx = :idx AND status IN ('waiting', 'interrupted')",
-            )
-            .bind("run", id)
-            .bind("idx", run.cursor.get()),
-        )
-        .await?;
-        c.execute(
-            query("UPDATE waits SET status = 'cancelled' WHERE run_id = :run AND status = 'open'")
-                .bind("run", id),
-        )
-        .await?;
-        super::children::ended_in(c, id).await?;
-    }
-    append_events(c, id, std::slice::from_ref(&plan.event)).await?;
-    if run.status.is_finished() && !plan.finishes() {
-        // An ended run sent on again: its spans are exported again.
-        super::traces::reopen_in(c, id).await?;
-    }
-    if plan.to == RunStatus::Queued {
-        c.notify_runnable(id).await?;
-    }
-    fetch_run(c, id, false).await
-}
-
-/// The interrupted descendants of run `:run`, oldest id first.
-const STOPPED: &str = concat!(
-    super::journal::tree_cte!(),
-    "SELECT id FROM runs WHERE id IN (SELECT id FROM tree) AND id <> :run \
-     AND status = 'interrupted' ORDER BY id"
-);
-
-/// A continue of a run waiting for its children: each interrupted
-/// descendant (a child stopped at the tree's budget, say) is continued,
-/// descendants locked first as a cancel locks them; with none, refused
-/// as a continue of a waiting run always was.
-async fn continue_tree_in(c: &mut Conn<'_>, id: RunId, actor: &Actor) -> Result<RunRecord> {
-    super::children::lock_descendants(c, id).await?;
-    let run = fetch_run(c, id, true).await?;
-    if run.status != RunStatus::Waiting {
-        // It moved on before the lock: an ordinary continue.
-        return Box::pin(act_in(c, id, Action::Continue, actor)).await;
-    }
-    let stopped = c.fetch_all(query(STOPPED).bind("run", id)).await?;
-    if stopped.is_empty() {
-        // Refused, as a continue of a waiting run is.
-        plan_action(&run, Action::Continue, actor)?;
-    }
-    for row in stopped {
-        if let Some(child) = row.opt_uuid("id", id, "a descendant's id")? {
-            // Boxed: a continue is an action like any other.
-            Box::pin(act_in(c, RunId::from_uuid(child), Action::Continue, actor)).await?;
-        }
-    }
-    fetch_run(c, id, false).await
-}
 
 /// `Store::add_context`'s transaction.
 pub(super) async fn add_context_in(

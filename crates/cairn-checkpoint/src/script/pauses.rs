@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use cairn_core::{EventKind, KeyPause, KeyState, NewEvent, Paused, RunId};
+use cairn_core::{EventKind, KeyLimits, KeyPause, KeyState, NewEvent, Paused, RunId};
 
 use crate::raw::nil_run;
 use crate::sql::{query, Conn, Row};
@@ -135,7 +135,7 @@ pub(super) async fn resume_in(c: &mut Conn<'_>, key: &str) -> Result<KeyState> {
             .map(RunId::from_uuid)
             .ok_or_else(|| cairn_core::Corruption::new(nil_run(), "a woken run has no id"))?;
         let event = NewEvent::new(EventKind::KeyResumed, serde_json::json!({"key": key}));
-        super::runs::append_events(c, run, &[event]).await?;
+        super::rows::append_events(c, run, &[event]).await?;
     }
     if !woken.is_empty() {
         c.notify_runnable(nil_run()).await?;
@@ -181,10 +181,26 @@ fn decode_key(row: &Row) -> Result<KeyState> {
         paused_at: row.opt_time("paused_at", nil_run(), what)?,
         pauses: count("pauses")?,
         deferred_runs: count("deferred_runs")?,
-        limits: super::permits::limits_of(row)?,
+        limits: limits_of(row)?,
         permits_in_use: count("permits_in_use")?,
         limits_from: row
             .opt_text("limits_from")?
             .and_then(|f| cairn_core::LimitsFrom::parse(&f)),
+    })
+}
+
+/// A key row's limits (columns `in_flight_limit`, `rpm`, `tpm`,
+/// `max_pause_ms`).
+pub(super) fn limits_of(row: &Row) -> Result<KeyLimits> {
+    let limit = |col: &str| -> Result<Option<u32>> {
+        Ok(row.opt_int(col)?.and_then(|n| u32::try_from(n).ok()))
+    };
+    Ok(KeyLimits {
+        in_flight: limit("in_flight_limit")?,
+        rpm: limit("rpm")?,
+        tpm: limit("tpm")?,
+        max_pause_ms: row
+            .opt_int("max_pause_ms")?
+            .and_then(|n| u64::try_from(n).ok()),
     })
 }

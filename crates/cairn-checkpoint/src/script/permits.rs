@@ -16,6 +16,7 @@ use cairn_core::{
     Admission, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyState, LimitsFrom, Permit, RunId,
 };
 
+use super::pauses::limits_of;
 use crate::raw::nil_run;
 use crate::sql::{query, Conn, Row};
 use crate::Result;
@@ -424,22 +425,6 @@ async fn live_permits(c: &mut Conn<'_>, key: &str, run: RunId) -> Result<u64> {
         None => 0,
     };
     Ok(u64::try_from(n).unwrap_or(0))
-}
-
-/// A key row's limits (columns `in_flight_limit`, `rpm`, `tpm`,
-/// `max_pause_ms`).
-pub(super) fn limits_of(row: &Row) -> Result<KeyLimits> {
-    let limit = |col: &str| -> Result<Option<u32>> {
-        Ok(row.opt_int(col)?.and_then(|n| u32::try_from(n).ok()))
-    };
-    Ok(KeyLimits {
-        in_flight: limit("in_flight_limit")?,
-        rpm: limit("rpm")?,
-        tpm: limit("tpm")?,
-        max_pause_ms: row
-            .opt_int("max_pause_ms")?
-            .and_then(|n| u64::try_from(n).ok()),
-    })
 }
 
 /// `max_pause_ms` as a column value (checked limits fit).

@@ -11,7 +11,7 @@ use crate::sql::{query, Conn};
 use crate::{BlockedRun, Offered, ProcessBeat, ProcessRecord, Registry, Result};
 
 use super::boundary::{bounded, placed};
-use super::{crews, runs, ScriptHost, TxKind};
+use super::{crews, ScriptHost, TxKind};
 
 /// The condition on crew `k` that no live process offers it.
 macro_rules! unoffered {
@@ -182,7 +182,8 @@ async fn sweep_in(c: &mut Conn<'_>) -> Result<Vec<BlockedRun>> {
             continue;
         }
         let data = serde_json::to_value(&run.blocked).unwrap_or_default();
-        runs::append_events(c, run.run, &[NewEvent::new(EventKind::RunBlocked, data)]).await?;
+        super::rows::append_events(c, run.run, &[NewEvent::new(EventKind::RunBlocked, data)])
+            .await?;
         newly.push(run);
     }
     Ok(newly)

@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::sql::{query, Conn};
 use crate::{NewChild, Result, SpawnCommit, StepCommit};
 
-use super::runs::append_events;
+use super::rows::append_events;
 
 /// How a listed child is kept.
 #[derive(Debug, Clone, Copy)]

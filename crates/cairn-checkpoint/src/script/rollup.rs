@@ -69,7 +69,7 @@ async fn reserve_in(
     }
     // The root first: the widest budget names the tree.
     for ancestor in chain.iter().rev() {
-        let run = super::runs::fetch_run(c, *ancestor, false).await?;
+        let run = super::rows::fetch_run(c, *ancestor, false).await?;
         let Some(budget) = cairn_core::Budget::in_force(run.budget, run.crew_definition.budget)
         else {
             continue;
@@ -154,13 +154,13 @@ async fn warn_in(
     if events.is_empty() {
         return Ok(());
     }
-    super::runs::append_events(c, ancestor, &events).await
+    super::rows::append_events(c, ancestor, &events).await
 }
 
 /// Whether an ancestor of run `id` has a budget in force.
 async fn budgeted_in(c: &mut Conn<'_>, id: RunId) -> Result<bool> {
     for ancestor in ancestors_in(c, id).await? {
-        let run = super::runs::fetch_run(c, ancestor, false).await?;
+        let run = super::rows::fetch_run(c, ancestor, false).await?;
         if cairn_core::Budget::in_force(run.budget, run.crew_definition.budget).is_some() {
             return Ok(true);
         }

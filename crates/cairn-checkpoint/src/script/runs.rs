@@ -1,37 +1,23 @@
-//! Runs and their steps and events: the reads every operation shares
-//! (`fetch_run`, `fetch_step`), the event log's one writer
-//! (`append_events`), fencing (`check_held`), and the operations on runs as
-//! a whole: submit, load, listing, stats, set-aside.
+//! The operations on runs as a whole: submit (and a thread's `on_busy`),
+//! listing, stats, set-aside, heartbeats. The reads and writes every
+//! operation shares (`fetch_run`, `append_events`, `check_held`, `load_in`)
+//! are `rows.rs`.
 
 use cairn_core::{
-    Actor, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord, Fingerprint,
-    LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord,
+    Actor, Corruption, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent, RunId, RunRecord,
+    RunStatus,
 };
 
-use crate::plan::check_holder;
 use crate::raw::{
-    check_same_submission, decode_event, decode_listed, decode_run, decode_run_with, decode_step,
-    error_json, run_cols, run_cols_but_def, stats_from, step_cols,
+    check_same_submission, decode_listed, decode_run, decode_run_with, error_json, run_cols,
+    run_cols_but_def, stats_from,
 };
 use crate::sql::{query, Conn};
 use crate::{Action, Error, NewRun, OnBusy, Result, RunFilter, StoreStats, Submitted};
 
-use super::operator::act_in;
+use super::ends::act_in;
+use super::rows::{append_events, check_exists, fetch_run, insert_events};
 use super::threads::{busy_before, lock_thread};
-
-const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = :id");
-const RUN_BY_ID_LOCKED: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    " FROM runs WHERE id = :id {for_update}"
-);
-const RUN_BUT_DEF_BY_ID_LOCKED: &str = concat!(
-    "SELECT ",
-    run_cols_but_def!(),
-    " FROM runs WHERE id = :id {for_update}"
-);
-const RUN_BUT_DEF_BY_ID: &str =
-    concat!("SELECT ", run_cols_but_def!(), " FROM runs WHERE id = :id");
 
 /// `list_runs`, each way: one keyset condition and order per direction.
 macro_rules! list_runs_sql {
@@ -54,98 +40,6 @@ macro_rules! list_runs_sql {
 }
 const LIST_OLDEST_FIRST: &str = list_runs_sql!(">", "created_at, id");
 const LIST_NEWEST_FIRST: &str = list_runs_sql!("<", "created_at DESC, id DESC");
-
-/// The run, locked against other writers until the transaction ends when
-/// `lock` (PostgreSQL; SQLite's write transaction already is).
-pub(crate) async fn fetch_run(c: &mut Conn<'_>, id: RunId, lock: bool) -> Result<RunRecord> {
-    let sql = if lock { RUN_BY_ID_LOCKED } else { RUN_BY_ID };
-    let row = c
-        .fetch_optional(query(sql).bind("id", id))
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
-    decode_run(&row)
-}
-
-/// The run read again in a transaction that already holds its crew
-/// definition (`def`), which is not read nor decoded again.
-pub(super) async fn fetch_run_again(
-    c: &mut Conn<'_>,
-    id: RunId,
-    def: CrewDef,
-) -> Result<RunRecord> {
-    let row = c
-        .fetch_optional(query(RUN_BUT_DEF_BY_ID).bind("id", id))
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
-    decode_run_with(&row, Some(def))
-}
-
-/// The run, locked, read without its crew definition when it is still
-/// stored under `fingerprint`, whose definition (`def`) the caller read
-/// with it; otherwise read whole.
-pub(super) async fn fetch_run_known(
-    c: &mut Conn<'_>,
-    id: RunId,
-    fingerprint: &Fingerprint,
-    def: &CrewDef,
-) -> Result<RunRecord> {
-    let row = c
-        .fetch_optional(query(RUN_BUT_DEF_BY_ID_LOCKED).bind("id", id))
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
-    match row.text("crew_fingerprint")? == fingerprint.as_str() {
-        true => decode_run_with(&row, Some(def.clone())),
-        false => fetch_run(c, id, true).await,
-    }
-}
-
-pub(super) async fn fetch_step(
-    c: &mut Conn<'_>,
-    id: RunId,
-    idx: StepIdx,
-) -> Result<Option<StepRecord>> {
-    let row = c
-        .fetch_optional(
-            query(concat!(
-                "SELECT ",
-                step_cols!(),
-                " FROM steps WHERE run_id = :run AND idx = :idx"
-            ))
-            .bind("run", id)
-            .bind("idx", idx.get()),
-        )
-        .await?;
-    row.map(|r| decode_step(id, &r)).transpose()
-}
-
-/// Fails with `RunNotFound` unless run `id` exists. Only that it exists: a
-/// corrupt run's events stay readable, and it pages like another.
-async fn check_exists(c: &mut Conn<'_>, id: RunId) -> Result<()> {
-    c.fetch_optional(query("SELECT 1 AS one FROM runs WHERE id = :id").bind("id", id))
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
-    Ok(())
-}
-
-/// `Store::load`'s read: the run and its step rows, undecoded (the caller
-/// decodes them after the transaction, off SQLite's writer thread).
-pub(super) async fn load_in(
-    c: &mut Conn<'_>,
-    id: RunId,
-) -> Result<(RunRecord, Vec<crate::sql::Row>)> {
-    let run = fetch_run(c, id, false).await?;
-    let rows = c
-        .fetch_all(
-            query(concat!(
-                "SELECT ",
-                step_cols!(),
-                " FROM steps WHERE run_id = :run ORDER BY idx"
-            ))
-            .bind("run", id),
-        )
-        .await?;
-    Ok((run, rows))
-}
 
 /// `Store::list_runs`.
 pub(super) async fn list_runs_in(c: &mut Conn<'_>, filter: &RunFilter) -> Result<Vec<RunRecord>> {
@@ -199,91 +93,6 @@ pub(super) async fn stats_in(c: &mut Conn<'_>) -> Result<StoreStats> {
     )?)
 }
 
-/// `Store::events` and `Store::events_after`: from one snapshot, the run
-/// exists and these are its events.
-pub(super) async fn events_in(c: &mut Conn<'_>, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
-    let rows = c
-        .fetch_all(
-            query(
-                "SELECT seq, at, kind, data FROM events WHERE run_id = :run AND seq > :after \
-                 ORDER BY seq",
-            )
-            .bind("run", id)
-            .bind("after", after),
-        )
-        .await?;
-    if rows.is_empty() {
-        // No event after `after`: a run with none yet, or no run at all.
-        check_exists(c, id).await?;
-    }
-    rows.iter().map(|r| decode_event(id, r)).collect()
-}
-
-/// Appends events at the run's next sequence numbers.
-pub(super) async fn append_events(c: &mut Conn<'_>, id: RunId, events: &[NewEvent]) -> Result<()> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let row = c
-        .fetch_optional(
-            query("UPDATE runs SET event_seq = event_seq + :n WHERE id = :id RETURNING event_seq")
-                .bind("id", id)
-                .bind("n", events.len() as i64),
-        )
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
-    insert_events(c, id, row.int("event_seq")?, events).await
-}
-
-/// Inserts `events` numbered so the last one is `last_seq`.
-pub(super) async fn insert_events(
-    c: &mut Conn<'_>,
-    id: RunId,
-    last_seq: i64,
-    events: &[NewEvent],
-) -> Result<()> {
-    let first = last_seq - events.len() as i64 + 1;
-    for (i, e) in events.iter().enumerate() {
-        c.execute(
-            query("INSERT INTO events (run_id, seq, at, kind, data) VALUES (:run, :seq, {now}, :kind, :data)")
-                .bind("run", id)
-                .bind("seq", first + i as i64)
-                .bind("kind", e.kind.as_str())
-                .bind("data", &e.data),
-        )
-        .await?;
-    }
-    Ok(())
-}
-
-/// Checks, inside a write transaction, that the run is `running` at `held`
-/// (and on PostgreSQL locks it against a concurrent claim).
-pub(super) async fn check_held(c: &mut Conn<'_>, id: RunId, held: LeaseEpoch) -> Result<()> {
-    let row = c
-        .fetch_optional(
-            query("SELECT lease_epoch, status FROM runs WHERE id = :id {for_update}")
-                .bind("id", id),
-        )
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
-    let status: RunStatus = row
-        .text("status")?
-        .parse()
-        .map_err(|e: String| Corruption::new(id, format!("run status: {e}")))?;
-    check_holder(id, status, LeaseEpoch(row.int("lease_epoch")?), held)
-}
-
-/// `Store::record_events`: fenced like a journal item.
-pub(super) async fn record_events_in(
-    c: &mut Conn<'_>,
-    id: RunId,
-    epoch: LeaseEpoch,
-    events: &[NewEvent],
-) -> Result<()> {
-    check_held(c, id, epoch).await?;
-    append_events(c, id, events).await
-}
-
 /// `Store::set_aside`, inside the caller's transaction: reads nothing it
 /// would have to decode.
 pub(super) async fn set_aside_in(
@@ -324,7 +133,7 @@ pub(super) async fn set_aside_in(
         serde_json::json!({"error": error, "set_aside": true}),
     );
     append_events(c, id, &[event]).await?;
-    super::children::ended_in(c, id).await?;
+    super::ends::ended_in(c, id).await?;
     Ok(true)
 }
 

@@ -7,7 +7,7 @@
 use cairn_core::RunId;
 
 use super::boundary::{bounded, placed};
-use super::runs::{events_in, fetch_run};
+use super::rows::{events_in, fetch_run};
 use super::{ScriptHost, TxKind};
 use crate::raw::nil_run;
 use crate::sql::{query, Conn};

@@ -10,7 +10,7 @@ use crate::raw::{decode_wait, error_json, wait_cols};
 use crate::sql::{query, Conn, Query};
 use crate::{Error, Result, WaitFilter};
 
-use super::runs::{append_events, fetch_run, fetch_step};
+use super::rows::{append_events, fetch_run, fetch_step};
 
 pub(super) async fn fetch_wait(c: &mut Conn<'_>, id: WaitId) -> Result<WaitRecord> {
     let row = c
@@ -118,7 +118,7 @@ pub(super) async fn answer_in(
     set_run_after_wait(c, run.id, run_to, cursor_to, run_error.as_ref()).await?;
     append_events(c, run.id, &events).await?;
     if run_to.is_finished() || run_to == RunStatus::Failed {
-        super::children::ended_in(c, run.id).await?;
+        super::ends::ended_in(c, run.id).await?;
     }
     fetch_wait(c, id).await
 }
@@ -140,7 +140,7 @@ pub(super) async fn expire_in(c: &mut Conn<'_>, id: WaitId) -> Result<WaitRecord
     )
     .await?;
     append_events(c, wait.run_id, &events).await?;
-    super::children::ended_in(c, wait.run_id).await?;
+    super::ends::ended_in(c, wait.run_id).await?;
     fetch_wait(c, id).await
 }
 

@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use super::messages::cut_str;
 use super::spans::{AttrValue, SpanRecord};
 use crate::journal::{JournalEntry, JournalKind};
 
@@ -82,17 +83,4 @@ fn as_text(v: &Value) -> String {
 
 fn cut(s: &str, limit: usize) -> AttrValue {
     AttrValue::Str(cut_str(s, limit))
-}
-
-/// `s` cut to at most `limit` bytes at a character boundary, `…` marking
-/// a cut.
-pub(super) fn cut_str(s: &str, limit: usize) -> String {
-    if s.len() <= limit {
-        return s.to_owned();
-    }
-    let mut end = limit;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
 }

@@ -162,13 +162,13 @@ fn append_text(m: &mut Value, part: &Value) {
 fn cut_part(part: &mut Value, limit: usize) {
     for key in ["content", "response"] {
         if let Some(s) = part[key].as_str() {
-            part[key] = json!(super::content::cut_str(s, limit));
+            part[key] = json!(cut_str(s, limit));
         }
     }
     if !part["arguments"].is_null() {
         let args = part["arguments"].to_string();
         if args.len() > limit {
-            part["arguments"] = json!(super::content::cut_str(&args, limit));
+            part["arguments"] = json!(cut_str(&args, limit));
         }
     }
 }
@@ -187,4 +187,17 @@ fn text(v: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     }
+}
+
+/// `s` cut to at most `limit` bytes at a character boundary, `…` marking
+/// a cut.
+pub(super) fn cut_str(s: &str, limit: usize) -> String {
+    if s.len() <= limit {
+        return s.to_owned();
+    }
+    let mut end = limit;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
 }

@@ -1,0 +1,211 @@
+//! The reads and writes every operation on runs shares, and nothing else:
+//! a run and a step by id (`fetch_run`, `fetch_step`), a run's events and
+//! the event log's one writer (`append_events`), and fencing
+//! (`check_held`). A leaf: it calls no other `script/` module, so every
+//! operation may call it without a cycle.
+
+use cairn_core::{
+    Corruption, CrewDef, EventRecord, Fingerprint, LeaseEpoch, NewEvent, RunId, RunRecord,
+    RunStatus, StepIdx, StepRecord,
+};
+
+use crate::plan::check_holder;
+use crate::raw::{
+    decode_event, decode_run, decode_run_with, decode_step, run_cols, run_cols_but_def, step_cols,
+};
+use crate::sql::{query, Conn};
+use crate::{Error, Result};
+
+const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = :id");
+
+const RUN_BY_ID_LOCKED: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE id = :id {for_update}"
+);
+
+const RUN_BUT_DEF_BY_ID_LOCKED: &str = concat!(
+    "SELECT ",
+    run_cols_but_def!(),
+    " FROM runs WHERE id = :id {for_update}"
+);
+
+const RUN_BUT_DEF_BY_ID: &str =
+    concat!("SELECT ", run_cols_but_def!(), " FROM runs WHERE id = :id");
+
+/// The run, locked against other writers until the transaction ends when
+/// `lock` (PostgreSQL; SQLite's write transaction already is).
+pub(crate) async fn fetch_run(c: &mut Conn<'_>, id: RunId, lock: bool) -> Result<RunRecord> {
+    let sql = if lock { RUN_BY_ID_LOCKED } else { RUN_BY_ID };
+    let row = c
+        .fetch_optional(query(sql).bind("id", id))
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    decode_run(&row)
+}
+
+/// The run read again in a transaction that already holds its crew
+/// definition (`def`), which is not read nor decoded again.
+pub(super) async fn fetch_run_again(
+    c: &mut Conn<'_>,
+    id: RunId,
+    def: CrewDef,
+) -> Result<RunRecord> {
+    let row = c
+        .fetch_optional(query(RUN_BUT_DEF_BY_ID).bind("id", id))
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    decode_run_with(&row, Some(def))
+}
+
+/// The run, locked, read without its crew definition when it is still
+/// stored under `fingerprint`, whose definition (`def`) the caller read
+/// with it; otherwise read whole.
+pub(super) async fn fetch_run_known(
+    c: &mut Conn<'_>,
+    id: RunId,
+    fingerprint: &Fingerprint,
+    def: &CrewDef,
+) -> Result<RunRecord> {
+    let row = c
+        .fetch_optional(query(RUN_BUT_DEF_BY_ID_LOCKED).bind("id", id))
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    match row.text("crew_fingerprint")? == fingerprint.as_str() {
+        true => decode_run_with(&row, Some(def.clone())),
+        false => fetch_run(c, id, true).await,
+    }
+}
+
+pub(super) async fn fetch_step(
+    c: &mut Conn<'_>,
+    id: RunId,
+    idx: StepIdx,
+) -> Result<Option<StepRecord>> {
+    let row = c
+        .fetch_optional(
+            query(concat!(
+                "SELECT ",
+                step_cols!(),
+                " FROM steps WHERE run_id = :run AND idx = :idx"
+            ))
+            .bind("run", id)
+            .bind("idx", idx.get()),
+        )
+        .await?;
+    row.map(|r| decode_step(id, &r)).transpose()
+}
+
+/// Fails with `RunNotFound` unless run `id` exists. Only that it exists: a
+/// corrupt run's events stay readable, and it pages like another.
+pub(super) async fn check_exists(c: &mut Conn<'_>, id: RunId) -> Result<()> {
+    c.fetch_optional(query("SELECT 1 AS one FROM runs WHERE id = :id").bind("id", id))
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    Ok(())
+}
+
+/// `Store::load`'s read: the run and its step rows, undecoded (the caller
+/// decodes them after the transaction, off SQLite's writer thread).
+pub(super) async fn load_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+) -> Result<(RunRecord, Vec<crate::sql::Row>)> {
+    let run = fetch_run(c, id, false).await?;
+    let rows = c
+        .fetch_all(
+            query(concat!(
+                "SELECT ",
+                step_cols!(),
+                " FROM steps WHERE run_id = :run ORDER BY idx"
+            ))
+            .bind("run", id),
+        )
+        .await?;
+    Ok((run, rows))
+}
+
+/// `Store::events` and `Store::events_after`: from one snapshot, the run
+/// exists and these are its events.
+pub(super) async fn events_in(c: &mut Conn<'_>, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
+    let rows = c
+        .fetch_all(
+            query(
+                "SELECT seq, at, kind, data FROM events WHERE run_id = :run AND seq > :after \
+                 ORDER BY seq",
+            )
+            .bind("run", id)
+            .bind("after", after),
+        )
+        .await?;
+    if rows.is_empty() {
+        // No event after `after`: a run with none yet, or no run at all.
+        check_exists(c, id).await?;
+    }
+    rows.iter().map(|r| decode_event(id, r)).collect()
+}
+
+/// Appends events at the run's next sequence numbers.
+pub(super) async fn append_events(c: &mut Conn<'_>, id: RunId, events: &[NewEvent]) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let row = c
+        .fetch_optional(
+            query("UPDATE runs SET event_seq = event_seq + :n WHERE id = :id RETURNING event_seq")
+                .bind("id", id)
+                .bind("n", events.len() as i64),
+        )
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    insert_events(c, id, row.int("event_seq")?, events).await
+}
+
+/// Inserts `events` numbered so the last one is `last_seq`.
+pub(super) async fn insert_events(
+    c: &mut Conn<'_>,
+    id: RunId,
+    last_seq: i64,
+    events: &[NewEvent],
+) -> Result<()> {
+    let first = last_seq - events.len() as i64 + 1;
+    for (i, e) in events.iter().enumerate() {
+        c.execute(
+            query("INSERT INTO events (run_id, seq, at, kind, data) VALUES (:run, :seq, {now}, :kind, :data)")
+                .bind("run", id)
+                .bind("seq", first + i as i64)
+                .bind("kind", e.kind.as_str())
+                .bind("data", &e.data),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Checks, inside a write transaction, that the run is `running` at `held`
+/// (and on PostgreSQL locks it against a concurrent claim).
+pub(super) async fn check_held(c: &mut Conn<'_>, id: RunId, held: LeaseEpoch) -> Result<()> {
+    let row = c
+        .fetch_optional(
+            query("SELECT lease_epoch, status FROM runs WHERE id = :id {for_update}")
+                .bind("id", id),
+        )
+        .await?
+        .ok_or(Error::RunNotFound(id))?;
+    let status: RunStatus = row
+        .text("status")?
+        .parse()
+        .map_err(|e: String| Corruption::new(id, format!("run status: {e}")))?;
+    check_holder(id, status, LeaseEpoch(row.int("lease_epoch")?), held)
+}
+
+/// `Store::record_events`: fenced like a journal item.
+pub(super) async fn record_events_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    epoch: LeaseEpoch,
+    events: &[NewEvent],
+) -> Result<()> {
+    check_held(c, id, epoch).await?;
+    append_events(c, id, events).await
+}
