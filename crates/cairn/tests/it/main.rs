@@ -20,6 +20,7 @@ use cairn_testkit::{both, Kind, TestDb};
 
 mod agents;
 mod children;
+mod codemap;
 mod context;
 mod cost;
 mod fanout;
