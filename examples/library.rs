@@ -3,14 +3,14 @@
 //!
 //! `cargo run -p cairn --example library`
 
-use cairn::{async_trait, Agent, Crew, Engine, ErrorInfo, ResumeOptions, StepContext, StepOutput};
+use cairn::{async_trait, Agent, Crew, Engine, ResumeOptions, StepContext, StepOutput, Stop};
 
 /// A Rust agent: a function of its context alone.
 struct Researcher;
 
 #[async_trait]
 impl Agent for Researcher {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         let topic = cx.input["topic"].as_str().unwrap_or("nothing");
         Ok(StepOutput::new(serde_json::json!({
             "facts": [format!("{topic} is durable"), format!("{topic} resumes")]

@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use cairn::{
-    async_trait, Agent, Crew, Engine, ErrorInfo, ResumeOptions, RunFilter, RunStatus, StepContext,
-    StepOutput, WorkOptions,
+    async_trait, Agent, Crew, Engine, ResumeOptions, RunFilter, RunStatus, StepContext, StepOutput,
+    Stop, WorkOptions,
 };
 
 /// A step that takes a while (a model call, say).
@@ -20,7 +20,7 @@ struct Slow;
 
 #[async_trait]
 impl Agent for Slow {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         tokio::time::sleep(Duration::from_secs(2)).await;
         Ok(StepOutput::new(format!("drafted {}", cx.input["topic"])))
     }

@@ -5,7 +5,8 @@
 use async_trait::async_trait;
 use serde_json::json;
 
-use cairn_core::{ErrorInfo, ErrorKind, JournalHandle, JournalKind, NewJournalItem, StepContext};
+use cairn_core::Stop;
+use cairn_core::{JournalHandle, JournalKind, NewJournalItem, StepContext};
 
 use crate::failure::journal_failure;
 use crate::transcript::Call;
@@ -41,23 +42,13 @@ impl crate::Tool for AskHuman {
     }
 }
 
-/// The error that makes the executor open a question wait for `call`.
-pub(crate) fn question(call: &Call) -> ErrorInfo {
+/// The stop that makes the executor open a question wait for `call`.
+pub(crate) fn question(call: &Call) -> Stop {
     let prompt = serde_json::from_str::<serde_json::Value>(&call.arguments)
         .ok()
         .and_then(|a| a["question"].as_str().map(str::to_owned))
         .unwrap_or_else(|| call.arguments.clone());
-    ErrorInfo {
-        question: Some(Box::new(cairn_core::Question {
-            id: call.call_id.clone(),
-            prompt,
-        })),
-        ..ErrorInfo::new(
-            ErrorKind::Agent,
-            format!("waiting for a person to answer `{}`", call.call_id),
-            false,
-        )
-    }
+    Stop::ask(call.call_id.clone(), prompt)
 }
 
 impl crate::LlmAgent {
@@ -68,7 +59,7 @@ impl crate::LlmAgent {
         journal: &JournalHandle,
         cx: &StepContext,
         call: &Call,
-    ) -> Result<(), ErrorInfo> {
+    ) -> Result<(), Stop> {
         let Some(answer) = cx.answers.get(&call.call_id) else {
             return Err(question(call));
         };
@@ -90,6 +81,6 @@ impl crate::LlmAgent {
             ))
             .await
             .map(drop)
-            .map_err(journal_failure)
+            .map_err(|e| Stop::from(journal_failure(e)))
     }
 }

@@ -5,6 +5,7 @@
 
 use serde_json::json;
 
+use cairn_core::Stop;
 use cairn_core::{
     Budget, BudgetAsk, CallTokens, Deferral, ErrorInfo, ErrorKind, EventKind, JournalHandle,
     NewEvent, Price, Spent, StepContext, TreeAnswer, Usd,
@@ -23,7 +24,7 @@ pub(crate) async fn within_budget(
     cx: &StepContext,
     provider: &str,
     request: &Request,
-) -> Result<Admitted, ErrorInfo> {
+) -> Result<Admitted, Stop> {
     let mut held = false;
     let estimate = cairn_llm::estimate_request_tokens(request);
     let price = price(cx, provider, &request.model);
@@ -38,11 +39,11 @@ pub(crate) async fn within_budget(
                      {provider} model `{}` (give it one in the price table, CAIRN_PRICES)",
                     request.model
                 );
-                return Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false));
+                return Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false).into());
             }
             let spent = journal.spent().await.map_err(journal_failure)?;
             if let Some(why) = budget.refuses(spent, estimate, input_cost) {
-                return Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false));
+                return Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false).into());
             }
             Some(spent)
         }
@@ -135,12 +136,14 @@ async fn thread_admits(
 /// estimate until [`release_hold`], or nothing when no ancestor has a
 /// budget: then `false`), deferred until a sibling's call ends (no attempt
 /// spent), or refused (`budget_exceeded`).
-async fn tree_admits(journal: &JournalHandle, ask: &BudgetAsk) -> Result<bool, ErrorInfo> {
+async fn tree_admits(journal: &JournalHandle, ask: &BudgetAsk) -> Result<bool, Stop> {
     match journal.reserve(ask).await.map_err(journal_failure)? {
         TreeAnswer::Free => Ok(false),
         TreeAnswer::Go => Ok(true),
-        TreeAnswer::Refused { why } => Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false)),
-        TreeAnswer::Wait { why, key } => Err(ErrorInfo::deferred(
+        TreeAnswer::Refused { why } => {
+            Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false).into())
+        }
+        TreeAnswer::Wait { why, key } => Err(Stop::deferred(
             format!("{why}; no call made, looking again when a call of the tree ends"),
             Deferral {
                 key,

@@ -16,8 +16,9 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use cairn_core::Stop;
 use cairn_core::{
-    ChildOutcome, CrewDef, ErrorInfo, FixedChild, Joined, JournalError, JournalHandle, JournalKind,
+    ChildOutcome, CrewDef, FixedChild, Joined, JournalError, JournalHandle, JournalKind,
     NewJournalItem, RunStatus, Spawn, StepContext, Usage, DELEGATE_TOOL,
 };
 
@@ -151,7 +152,7 @@ impl crate::LlmAgent {
         journal: &JournalHandle,
         cx: &StepContext,
         calls: &[&Call],
-    ) -> Result<(), ErrorInfo> {
+    ) -> Result<(), Stop> {
         let mut valid = Vec::new();
         for call in calls {
             match self.tools.check(&call.name, &call.arguments) {
@@ -169,12 +170,12 @@ impl crate::LlmAgent {
         journal: &JournalHandle,
         cx: &StepContext,
         calls: &[&Call],
-    ) -> Result<(), ErrorInfo> {
+    ) -> Result<(), Stop> {
         if calls.is_empty() {
             return Ok(());
         }
         let Some(joined) = &cx.children else {
-            return Err(spawn(calls).into_error());
+            return Err(spawn(calls).into_stop());
         };
         for call in calls {
             let (content, is_error) = result(joined, call);

@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use serde_json::json;
 
+use cairn_core::Stop;
 use cairn_core::{
     Admission, Agent, Deferral, ErrorInfo, ErrorKind, EventKind, Held, JournalEntry, JournalError,
     JournalHandle, JournalKind, LlmDef, NewEvent, NewJournalItem, Permit, Spent, StepContext,
@@ -91,7 +92,7 @@ impl LlmAgent {
         declared: Option<cairn_core::Declared>,
         journal: &JournalHandle,
         request: &Request,
-    ) -> Result<Option<Permit>, ErrorInfo> {
+    ) -> Result<Option<Permit>, Stop> {
         let tokens = cairn_llm::estimate_request_tokens(request) + u64::from(request.max_tokens);
         match journal
             .admit(key, tokens, declared)
@@ -99,7 +100,7 @@ impl LlmAgent {
             .map_err(journal_failure)?
         {
             Admission::Go(permit) => Ok(permit),
-            Admission::Wait { after, why } => Err(ErrorInfo::deferred(
+            Admission::Wait { after, why } => Err(Stop::deferred(
                 match why {
                     Held::Paused => format!(
                         "{} is paused for {} ms after a provider's rate limit; no call made",
@@ -130,7 +131,7 @@ impl LlmAgent {
         journal: &JournalHandle,
         e: &LlmError,
         wait: Duration,
-    ) -> ErrorInfo {
+    ) -> Stop {
         let asked = cairn_core::KeyPause {
             key: key.to_owned(),
             wait,
@@ -150,7 +151,7 @@ impl LlmAgent {
             }
         };
         let (reason, after) = (paused.reason, paused.after);
-        ErrorInfo::deferred(
+        Stop::deferred(
             format!("{reason} (the key is paused for {} ms)", after.as_millis()),
             Deferral {
                 key: key.to_owned(),
@@ -272,7 +273,7 @@ impl LlmAgent {
         journal: &JournalHandle,
         cx: &StepContext,
         call: &Call,
-    ) -> Result<(), ErrorInfo> {
+    ) -> Result<(), Stop> {
         if let Some(why) = tool_budget_refuses(journal, cx).await? {
             // The model reads on a continue why its call was not executed.
             journal
@@ -283,7 +284,11 @@ impl LlmAgent {
                 ))
                 .await
                 .map_err(journal_failure)?;
-            return Err(ErrorInfo::new(ErrorKind::BudgetExceeded, why, false));
+            return Err(Stop::from(ErrorInfo::new(
+                ErrorKind::BudgetExceeded,
+                why,
+                false,
+            )));
         }
         let started = Instant::now();
         let key = call
@@ -318,9 +323,9 @@ impl LlmAgent {
                     .append(item(note, true))
                     .await
                     .map(drop)
-                    .map_err(journal_failure)
+                    .map_err(|e| Stop::from(journal_failure(e)))
             }
-            other => other.map(drop).map_err(journal_failure),
+            other => other.map(drop).map_err(|e| Stop::from(journal_failure(e))),
         }
     }
 
@@ -331,7 +336,7 @@ impl LlmAgent {
         journal: &JournalHandle,
         cx: &StepContext,
         repair: &Repair,
-    ) -> Result<(), ErrorInfo> {
+    ) -> Result<(), Stop> {
         if let Repair::Synthesize(call) | Repair::ReExecute(call) = repair {
             if call.name == ASK_TOOL && self.def.ask_human {
                 return self.answer(journal, cx, call).await;
@@ -357,7 +362,7 @@ impl LlmAgent {
         cx: &StepContext,
         entries: &[JournalEntry],
         turn: u32,
-    ) -> Result<Response, ErrorInfo> {
+    ) -> Result<Response, Stop> {
         let request = Request {
             model: self.def.model.clone(),
             system: self.def.instructions.clone(),
@@ -396,7 +401,7 @@ impl LlmAgent {
                     let _ = journal.release(&permit, 0).await;
                 }
                 release_hold(journal, &admitted).await;
-                return Err(e);
+                return Err(Stop::from(e));
             }
         }
         let started = Instant::now();
@@ -427,7 +432,7 @@ impl LlmAgent {
                 }
                 return Ok(response);
             }
-            Ok(Err(Failure::Journal(e))) => return Err(e),
+            Ok(Err(Failure::Journal(e))) => return Err(Stop::from(e)),
             Ok(Err(Failure::Provider(e))) => e,
             Err(_) => LlmError::new(
                 self.provider.name(),
@@ -463,7 +468,7 @@ impl LlmAgent {
         let _ = journal.event(called).await;
         match failure.pause() {
             Some(wait) => Err(self.pause_for(&key, journal, &failure, wait).await),
-            None => Err(provider_failure(&failure)),
+            None => Err(Stop::from(provider_failure(&failure))),
         }
     }
 
@@ -624,7 +629,7 @@ fn with(mut event: NewEvent, key: &str, value: serde_json::Value) -> NewEvent {
 
 #[async_trait]
 impl Agent for LlmAgent {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         let journal = cx.journal.as_ref().ok_or_else(|| {
             ErrorInfo::new(
                 ErrorKind::Crew,
@@ -653,15 +658,17 @@ impl Agent for LlmAgent {
                 );
             }
             if calls >= max_turns {
-                return Err(ErrorInfo::new(
-                    ErrorKind::Interrupted,
-                    format!(
-                        "reached max_turns ({max_turns} model calls) without a final answer; \
+                return Err(Stop::from(
+                    ErrorInfo::new(
+                        ErrorKind::Interrupted,
+                        format!(
+                            "reached max_turns ({max_turns} model calls) without a final answer; \
                          `continue` carries on from the journal"
-                    ),
-                    false,
-                )
-                .with_usage(usage_of(&entries)));
+                        ),
+                        false,
+                    )
+                    .with_usage(usage_of(&entries)),
+                ));
             }
             calls += 1;
             let response = self
@@ -671,12 +678,12 @@ impl Agent for LlmAgent {
             if response.texts == 0 && response.calls.is_empty() {
                 empty += 1;
                 if empty >= MAX_EMPTY_RESPONSES {
-                    return Err(ErrorInfo::new(
+                    return Err(Stop::from(ErrorInfo::new(
                         ErrorKind::NoProgress,
                         format!("the model answered {empty} times in a row with nothing; stopped instead of asking again"),
                         false,
                     )
-                    .with_usage(usage_of(&entries)));
+                    .with_usage(usage_of(&entries))));
                 }
                 continue;
             }

@@ -36,8 +36,8 @@ use sqlx::{ConnectOptions, Connection};
 use tokio::sync::oneshot;
 
 use cairn::{
-    async_trait, Agent, Crew, Engine, ErrorInfo, EventKind, ExecutorConfig, ResumeOptions, RunId,
-    RunStatus, StepContext, StepIdx, StepOutput, StepStatus, Store, SubmitOptions,
+    async_trait, Agent, Crew, Engine, EventKind, ExecutorConfig, ResumeOptions, RunId, RunStatus,
+    StepContext, StepIdx, StepOutput, StepStatus, Stop, Store, SubmitOptions,
 };
 use cairn_checkpoint::{
     ClaimRequest, Durability, NewRun, Next, OpenOptions, PgStore, SqliteStore, StepCommit,
@@ -70,7 +70,7 @@ struct Noop;
 
 #[async_trait]
 impl Agent for Noop {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         Ok(StepOutput::new(json!({"ok": true, "step": cx.step.idx})))
     }
 }
@@ -94,7 +94,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 #[async_trait]
 impl Agent for Gate {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         let now = Instant::now();
         let park = lock(&self.0.park).take();
         if let Some(parked) = park {

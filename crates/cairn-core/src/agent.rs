@@ -6,8 +6,8 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::checkpoint::ErrorInfo;
 use crate::context::StepContext;
+use crate::stop::Stop;
 
 /// Tokens live with the checkpoint row they are summed into; named here too
 /// because a step's result carries them.
@@ -34,8 +34,11 @@ impl StepOutput {
 }
 
 /// Executes one step. A step must be a function of its context alone: the
-/// executor may run it again if its process died before the commit.
+/// executor may run it again if its process died before the commit. It
+/// ends with an output, or with a [`Stop`]: a failure (an `ErrorInfo`
+/// converts with `?`), a question, children to start, or a wait for its
+/// provider key.
 #[async_trait]
 pub trait Agent: Send + Sync {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo>;
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop>;
 }

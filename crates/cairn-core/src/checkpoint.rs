@@ -9,7 +9,6 @@ use serde_json::Value;
 use crate::crew::{CrewDef, Fingerprint};
 use crate::ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 use crate::status::{RunStatus, StepStatus};
-use crate::wait::Question;
 
 /// Tokens a step spent, and what its model calls cost, summed into its
 /// checkpoint row (`input_tokens`, `output_tokens`, `cost_nanos`). Here,
@@ -37,20 +36,14 @@ impl std::ops::Add for Usage {
     }
 }
 
-/// What went wrong in a step or run: one shape everywhere.
+/// What went wrong in a step or run: one shape everywhere. A step that
+/// stops for another reason (a question, children, a provider key) says
+/// so with [`crate::Stop`], not with an error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorInfo {
     pub kind: ErrorKind,
     pub message: String,
     pub retryable: bool,
-    /// A step that asks a person returns this (via `StepContext::ask`);
-    /// the executor turns it into a `question` wait. Not stored.
-    #[serde(skip)]
-    pub question: Option<Box<Question>>,
-    /// A `children` step returns this: the executor commits the spawn and
-    /// the step runs again once its join is decided. Not stored.
-    #[serde(skip)]
-    pub spawn: Option<Box<crate::children::Spawn>>,
     /// Tokens the failed or interrupted step spent, summed into its row.
     /// Not stored in the error itself.
     #[serde(skip)]
@@ -59,26 +52,6 @@ pub struct ErrorInfo {
     /// `retry-after`); the retry policy's back-off applies if longer.
     #[serde(skip)]
     pub retry_after: Option<std::time::Duration>,
-    /// A step that must wait for its provider key's pause returns this:
-    /// the executor re-queues the run at the pause's end, the same attempt
-    /// (no retry spent). Not stored.
-    #[serde(skip)]
-    pub defer: Option<Box<Deferral>>,
-}
-
-/// Why and how long a step waits for a paused provider key
-/// ([`ErrorInfo::defer`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Deferral {
-    /// The provider key (`cairn_agent::limit_key`): every step calling the
-    /// same provider with the same API key shares it.
-    pub key: String,
-    /// How long from now (database clock) the run waits.
-    pub after: std::time::Duration,
-    /// This step's own call was answered "too many requests" (so its
-    /// commit pauses the key for everyone); `false`: it found the key
-    /// already paused and made no call.
-    pub observed: bool,
 }
 
 impl ErrorInfo {
@@ -87,19 +60,8 @@ impl ErrorInfo {
             kind,
             message: message.into(),
             retryable,
-            question: None,
-            spawn: None,
             usage: None,
             retry_after: None,
-            defer: None,
-        }
-    }
-
-    /// A step deferred by its provider key's pause (kind `rate_limited`).
-    pub fn deferred(message: impl Into<String>, deferral: Deferral) -> Self {
-        ErrorInfo {
-            defer: Some(Box::new(deferral)),
-            ..ErrorInfo::new(ErrorKind::RateLimited, message, true)
         }
     }
 

@@ -201,8 +201,8 @@ impl OnParentClose {
     }
 }
 
-/// A step's request to start children (returned through
-/// [`ErrorInfo::spawn`], as a question is): the executor commits it as the
+/// A step's request to start children (returned as [`crate::Stop::Spawn`],
+/// as a question is): the executor commits it as the
 /// step's spawn, and the step runs again once the join is decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spawn {
@@ -214,17 +214,9 @@ pub struct Spawn {
 }
 
 impl Spawn {
-    /// The error value that carries this request to the executor.
-    pub fn into_error(self) -> ErrorInfo {
-        let n = self.children.len();
-        ErrorInfo {
-            spawn: Some(Box::new(self)),
-            ..ErrorInfo::new(
-                crate::ErrorKind::Children,
-                format!("starting {n} children"),
-                false,
-            )
-        }
+    /// The [`crate::Stop`] that carries this request to the executor.
+    pub fn into_stop(self) -> crate::Stop {
+        crate::Stop::Spawn(self)
     }
 }
 

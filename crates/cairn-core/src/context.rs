@@ -5,12 +5,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord};
+use crate::checkpoint::{RunRecord, StepRecord};
 use crate::error::Corruption;
 use crate::ids::{Attempt, Role, RunId, StepIdx};
 use crate::journal::JournalHandle;
 use crate::status::{RunStatus, StepStatus};
-use crate::wait::Question;
 
 /// Which step is executing: the `step` object of the context.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,24 +116,14 @@ pub struct StepContext {
 }
 
 impl StepContext {
-    /// The answer to question `id`, or an error that makes the executor ask
-    /// it: the step waits, and once a person answers, the step runs again
+    /// The answer to question `id`, or the [`crate::Stop::Ask`] that makes
+    /// the executor ask it: the step waits, and once a person answers, the step runs again
     /// from its start with the answer here. Use with `?`:
     /// `let budget = cx.ask("budget", "What is the budget?")?;`
-    pub fn ask(&self, id: &str, prompt: &str) -> Result<Value, ErrorInfo> {
+    pub fn ask(&self, id: &str, prompt: &str) -> Result<Value, crate::Stop> {
         match self.answers.get(id) {
             Some(answer) => Ok(answer.clone()),
-            None => Err(ErrorInfo {
-                question: Some(Box::new(Question {
-                    id: id.to_owned(),
-                    prompt: prompt.to_owned(),
-                })),
-                ..ErrorInfo::new(
-                    ErrorKind::Agent,
-                    format!("waiting for an answer to `{id}`"),
-                    false,
-                )
-            }),
+            None => Err(crate::Stop::ask(id, prompt)),
         }
     }
 

@@ -23,6 +23,7 @@ pub mod priority;
 pub mod retry;
 pub mod sse;
 pub mod status;
+pub mod stop;
 pub mod tenant;
 pub mod text;
 pub mod trace;
@@ -31,7 +32,7 @@ pub mod wait;
 
 pub use agent::{Agent, StepOutput};
 pub use budget::{budget_key, BadBudget, Budget, BudgetAsk, Spent, TreeAnswer};
-pub use checkpoint::{Deferral, ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
+pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
 pub use children::{
     child_id, ChildOf, ChildOutcome, ChildrenDef, FixedChild, JoinCounts, JoinRule, JoinState,
     Joined, OnParentClose, Spawn,
@@ -62,6 +63,7 @@ pub use price::{BadPrices, CallTokens, Price, PriceTable, Usd};
 pub use priority::{BadPriority, Priority};
 pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus, TransitionError};
+pub use stop::{Deferral, Stop};
 pub use tenant::{BadTenant, Tenant};
 pub use trace::{BadSampler, BadTraceparent, Sampler, SpanId, TraceContext, TraceId, Tracing};
 pub use wait::{Answer, NewWait, OnDeadline, Question, WaitId, WaitKind, WaitRecord, WaitStatus};

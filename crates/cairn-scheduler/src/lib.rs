@@ -467,7 +467,7 @@ impl Executor {
                     let role = &def.role;
                     let msg =
                         format!("step `{role}` ran past its timeout of {ms} ms and was cut off");
-                    Err(ErrorInfo::new(ErrorKind::Timeout, msg, true))
+                    Err(ErrorInfo::new(ErrorKind::Timeout, msg, true).into())
                 })
         };
         // Dropping `work` stops the step (a command's process group is killed).

@@ -12,7 +12,7 @@ use cairn_checkpoint::{NewChild, Next, SpawnCommit, StepCommit, StepTransition};
 use cairn_core::{
     AgentDef, AgentKind, ApprovalPoint, Attempt, CrewDef, Deferral, ErrorInfo, ErrorKind,
     EventKind, JoinRule, LeaseEpoch, NewEvent, NewWait, OnDeadline, OnParentClose, Role, RunId,
-    Spawn, StepIdx, StepOutput, Usage, WaitId, WaitKind,
+    Spawn, StepIdx, StepOutput, Stop, Usage, WaitId, WaitKind,
 };
 
 /// The step being decided: which run, which step and attempt, its agent.
@@ -64,7 +64,7 @@ pub(crate) enum StepOutcome {
     /// The step was interrupted (it carries on when the run is continued).
     Interrupted { error: ErrorInfo, duration_ms: u64 },
     /// The step waits for its provider key's pause: the run is queued
-    /// again at its end, the same attempt (`error.defer` says how long).
+    /// again at its end, the same attempt (`deferral` says how long).
     Deferred {
         error: ErrorInfo,
         deferral: Deferral,
@@ -91,13 +91,13 @@ pub(crate) fn gate(step: &Dispatch<'_>, approved: bool) -> Option<StepOutcome> {
 /// An output over `max_bytes` is never stored, not even in part: it fails
 /// the step, and a retry would only produce it again.
 pub(crate) fn size_checked(
-    result: Result<StepOutput, ErrorInfo>,
+    result: Result<StepOutput, Stop>,
     max_bytes: usize,
-) -> Result<StepOutput, ErrorInfo> {
+) -> Result<StepOutput, Stop> {
     result.and_then(|out| {
         cairn_core::check_size("the step's output", &out.output, max_bytes)
             .map(|()| out)
-            .map_err(|e| ErrorInfo::new(ErrorKind::TooLarge, e.to_string(), false))
+            .map_err(|e| ErrorInfo::new(ErrorKind::TooLarge, e.to_string(), false).into())
     })
 }
 
@@ -106,45 +106,43 @@ pub(crate) fn size_checked(
 /// on every takeover. A question with one fails it the same way. An error
 /// message is diagnostic text: a NUL in it becomes U+FFFD so the failure
 /// itself can be stored.
-pub(crate) fn storable_checked(
-    result: Result<StepOutput, ErrorInfo>,
-) -> Result<StepOutput, ErrorInfo> {
-    let refuse = |what: &str, usage| ErrorInfo {
-        usage,
-        ..ErrorInfo::new(
-            ErrorKind::Unstorable,
-            cairn_core::Unstorable {
-                what: what.to_owned(),
-            }
-            .to_string(),
-            false,
-        )
+pub(crate) fn storable_checked(result: Result<StepOutput, Stop>) -> Result<StepOutput, Stop> {
+    let refuse = |what: &str, usage| {
+        Stop::Failed(ErrorInfo {
+            usage,
+            ..ErrorInfo::new(
+                ErrorKind::Unstorable,
+                cairn_core::Unstorable {
+                    what: what.to_owned(),
+                }
+                .to_string(),
+                false,
+            )
+        })
     };
+    let has_nul = cairn_core::limits::has_nul;
     match result {
         Ok(out) if cairn_core::json_has_nul(&out.output) => {
             Err(refuse("the step's output", out.usage))
         }
-        Err(e)
-            if e.question.as_ref().is_some_and(|q| {
-                cairn_core::limits::has_nul(&q.prompt) || cairn_core::limits::has_nul(&q.id)
-            }) =>
-        {
-            Err(refuse("the step's question", e.usage))
+        Err(Stop::Ask(q)) if has_nul(&q.prompt) || has_nul(&q.id) => {
+            Err(refuse("the step's question", None))
         }
-        Err(mut e) => {
-            if cairn_core::limits::has_nul(&e.message) {
+        Err(Stop::Failed(mut e)) => {
+            if has_nul(&e.message) {
                 e.message = e.message.replace('\0', "\u{FFFD}");
             }
-            Err(e)
+            Err(Stop::Failed(e))
         }
-        ok => ok,
+        other => other,
     }
 }
 
-/// What a dispatched step's (size-checked) result means.
+/// What a dispatched step's (size-checked) result means: one match over
+/// how it ended.
 pub(crate) fn decide(
     step: &Dispatch<'_>,
-    result: Result<StepOutput, ErrorInfo>,
+    result: Result<StepOutput, Stop>,
     duration: Duration,
 ) -> StepOutcome {
     let duration_ms = duration.as_millis() as u64;
@@ -155,32 +153,25 @@ pub(crate) fn decide(
             prompt: out.output,
             question_id: None,
         },
-        Err(ErrorInfo {
-            spawn: Some(spawn), ..
-        }) => StepOutcome::Spawn { spawn: *spawn },
-        Err(ErrorInfo {
-            question: Some(q), ..
-        }) => StepOutcome::Wait {
-            kind: WaitKind::Question,
-            output: None,
-            prompt: json!({"question": q.prompt}),
-            question_id: Some(q.id),
-        },
         Ok(out) => StepOutcome::Succeeded {
             output: out.output,
             usage: out.usage,
             last: step.idx.get() + 1 == step.step_count,
             duration_ms,
         },
-        Err(mut error) if error.defer.is_some() => match error.defer.take() {
-            Some(deferral) => StepOutcome::Deferred {
-                error,
-                deferral: *deferral,
-                duration_ms,
-            },
-            None => StepOutcome::Failed { error, duration_ms },
+        Err(Stop::Spawn(spawn)) => StepOutcome::Spawn { spawn },
+        Err(Stop::Ask(q)) => StepOutcome::Wait {
+            kind: WaitKind::Question,
+            output: None,
+            prompt: json!({"question": q.prompt}),
+            question_id: Some(q.id),
         },
-        Err(error)
+        Err(Stop::Defer { error, deferral }) => StepOutcome::Deferred {
+            error,
+            deferral: *deferral,
+            duration_ms,
+        },
+        Err(Stop::Failed(error))
             if matches!(
                 error.kind,
                 ErrorKind::Interrupted | ErrorKind::BudgetExceeded
@@ -188,7 +179,7 @@ pub(crate) fn decide(
         {
             StepOutcome::Interrupted { error, duration_ms }
         }
-        Err(error) => match retry_delay(step, &error) {
+        Err(Stop::Failed(error)) => match retry_delay(step, &error) {
             Some(delay) => StepOutcome::Retry {
                 error,
                 delay,

@@ -8,6 +8,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
+use cairn_core::Stop;
 use cairn_core::{
     Agent, ChildrenDef, ErrorInfo, ErrorKind, FixedChild, JoinRule, Joined, Spawn, StepContext,
     StepOutput,
@@ -58,7 +59,7 @@ impl ChildrenAgent {
 
 #[async_trait]
 impl Agent for ChildrenAgent {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         if cx.children.is_some() {
             return self.joined(cx).await;
         }
@@ -76,19 +77,20 @@ impl Agent for ChildrenAgent {
             children,
             crews: vec![],
         }
-        .into_error())
+        .into_stop())
     }
 }
 
 impl ChildrenAgent {
     /// The step's output once its join is decided (`cx.children`).
-    async fn joined(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn joined(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         let Some(joined) = &cx.children else {
             return Err(ErrorInfo::new(
                 ErrorKind::Children,
                 "the step's join is not decided",
                 false,
-            ));
+            )
+            .into());
         };
         let joined = outcomes(joined)?;
         let output = match &self.template {
@@ -125,7 +127,7 @@ pub(crate) fn none_listed(rule: JoinRule, quorum: Option<u32>) -> Joined {
 
 /// A decided join as a step's output: the children's outcomes in listing
 /// order, their tokens as the step's; an error if its rule was not met.
-pub(crate) fn outcomes(joined: &Joined) -> Result<StepOutput, ErrorInfo> {
+pub(crate) fn outcomes(joined: &Joined) -> Result<StepOutput, Stop> {
     let usage = joined
         .children
         .iter()
@@ -149,7 +151,7 @@ pub(crate) fn outcomes(joined: &Joined) -> Result<StepOutput, ErrorInfo> {
             ),
             false,
         );
-        return Err(error.with_usage(usage));
+        return Err(error.with_usage(usage).into());
     }
     Ok(StepOutput {
         output: serde_json::to_value(&joined.children).unwrap_or(Value::Null),

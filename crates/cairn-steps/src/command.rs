@@ -9,6 +9,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
+use cairn_core::Stop;
 use cairn_core::{
     Agent, AgentDef, ErrorInfo, ErrorKind, EventKind, NewEvent, StepContext, StepOutput, Usage,
     BASE_ENV,
@@ -177,7 +178,7 @@ impl CommandAgent {
 
 #[async_trait]
 impl Agent for CommandAgent {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         if let (true, Some(joined)) = (self.spawns, &cx.children) {
             return crate::children::outcomes(joined);
         }
@@ -226,7 +227,7 @@ impl Agent for CommandAgent {
                 .status
                 .code()
                 .is_some_and(|c| self.permanent_exit_codes.contains(&c));
-            return Err(ErrorInfo::new(ErrorKind::ExitStatus, message, !permanent));
+            return Err(ErrorInfo::new(ErrorKind::ExitStatus, message, !permanent).into());
         }
         let output = parse_output(&out.stdout);
         if self.spawns {
@@ -235,7 +236,7 @@ impl Agent for CommandAgent {
                     let none = crate::children::none_listed(cairn_core::JoinRule::All, None);
                     return crate::children::outcomes(&none);
                 }
-                return Err(spawn.into_error());
+                return Err(spawn.into_stop());
             }
         }
         Ok(StepOutput { output, usage })
@@ -317,7 +318,11 @@ mod tests {
 
     #[tokio::test]
     async fn non_zero_exit_is_a_retryable_failure_with_stderr_tail() {
-        let err = sh("echo 'it broke' >&2; exit 3").run(&cx()).await.err();
+        let err = sh("echo 'it broke' >&2; exit 3")
+            .run(&cx())
+            .await
+            .err()
+            .and_then(Stop::into_failure);
         let err = err.unwrap_or_else(|| panic!("expected failure"));
         assert_eq!(err.kind, ErrorKind::ExitStatus);
         assert!(err.retryable);
@@ -335,6 +340,7 @@ mod tests {
             .run(&cx())
             .await
             .err()
+            .and_then(Stop::into_failure)
             .unwrap_or_else(|| panic!("expected failure"));
         assert!(!err.retryable);
         let other = sh("exit 65").permanent_exit_codes(vec![64]);
@@ -342,6 +348,7 @@ mod tests {
             .run(&cx())
             .await
             .err()
+            .and_then(Stop::into_failure)
             .unwrap_or_else(|| panic!("expected failure"));
         assert!(err.retryable);
     }
@@ -353,6 +360,7 @@ mod tests {
             .run(&cx())
             .await
             .err()
+            .and_then(Stop::into_failure)
             .unwrap_or_else(|| panic!("expected failure"));
         assert_eq!(err.kind, ErrorKind::Spawn);
         assert!(!err.retryable);

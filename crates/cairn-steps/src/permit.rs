@@ -4,6 +4,7 @@
 //! free the step is deferred at its attempt (`step_deferred`), holding
 //! nothing, and a freed permit wakes it.
 
+use cairn_core::Stop;
 use cairn_core::{Admission, Deferral, ErrorInfo, Held, JournalHandle, Permit};
 
 /// The permit for one run of the program, or why it must wait. A key
@@ -12,7 +13,7 @@ pub(crate) async fn take(
     journal: &JournalHandle,
     key: &str,
     declared: Option<cairn_core::Declared>,
-) -> Result<Option<Permit>, ErrorInfo> {
+) -> Result<Option<Permit>, Stop> {
     let admission = journal
         .admit(key, 0, declared)
         .await
@@ -24,7 +25,7 @@ pub(crate) async fn take(
                 Held::Paused => format!("{key} is paused"),
                 other => format!("{key}: {}", other.as_str()),
             };
-            Err(ErrorInfo::deferred(
+            Err(Stop::deferred(
                 format!(
                     "{said}; the program was not started, looking again in at most {} ms",
                     after.as_millis()

@@ -18,6 +18,7 @@ use minijinja::value::{Enumerator, Object, ObjectRepr, Value as JValue};
 use minijinja::{Environment, UndefinedBehavior};
 use serde_json::{Map, Value};
 
+use cairn_core::Stop;
 use cairn_core::{Agent, ErrorInfo, ErrorKind, StepContext, StepOutput};
 
 /// The names a template sees (see [`TemplateAgent::variables`]).
@@ -321,7 +322,7 @@ fn render(source: &str, vars: JValue, fuel: u64) -> Result<String, String> {
 
 #[async_trait]
 impl Agent for TemplateAgent {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         let (source, fuel) = (Arc::clone(&self.source), self.fuel);
         let vars = JValue::from_object(Vars(StepContext {
             journal: None,
@@ -519,6 +520,7 @@ mod tests {
             .run(&cx())
             .await
             .err()
+            .and_then(Stop::into_failure)
             .unwrap_or_else(|| panic!("expected failure"));
         assert_eq!(err.kind, ErrorKind::Template);
         assert!(!err.retryable);
@@ -533,6 +535,7 @@ mod tests {
             .run(&cx())
             .await
             .err()
+            .and_then(Stop::into_failure)
             .unwrap_or_else(|| panic!("expected failure"));
         assert_eq!(err.kind, ErrorKind::Template);
         assert!(!err.retryable);

@@ -5,13 +5,13 @@
 //! dies resumes at its first pending step through the same executor.
 //!
 //! ```no_run
-//! use cairn::{async_trait, Agent, Crew, Engine, ErrorInfo, StepContext, StepOutput};
+//! use cairn::{async_trait, Agent, Crew, Engine, StepContext, StepOutput, Stop};
 //!
 //! struct Shout;
 //!
 //! #[async_trait]
 //! impl Agent for Shout {
-//!     async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+//!     async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
 //!         let topic = cx.input["topic"].as_str().unwrap_or("nothing");
 //!         Ok(StepOutput::new(topic.to_uppercase()))
 //!     }
@@ -74,7 +74,7 @@ pub use cairn_core::{
     Fingerprint, JoinRule, JournalEntry, JournalKind, KeyLimits, KeyPause, KeyState, LimitTable,
     LimitsFrom, LlmDef, OnDeadline, OutputDelta, Price, PriceTable, Priority, ProviderKind,
     RetryPolicy, Role, RunId, RunRecord, RunStatus, Spent, StepContext, StepIdx, StepOutput,
-    StepRecord, StepStatus, Tenant, ToolDef, TraceContext, Usage, Usd, WaitId, WaitKind,
+    StepRecord, StepStatus, Stop, Tenant, ToolDef, TraceContext, Usage, Usd, WaitId, WaitKind,
     WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).

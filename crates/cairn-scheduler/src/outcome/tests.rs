@@ -4,7 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use cairn_core::{AgentKind, Question, RetryPolicy, RunStatus, StepStatus};
+use cairn_core::Stop;
+use cairn_core::{AgentKind, RetryPolicy, RunStatus, StepStatus};
 
 /// One case: the agent, where the step stands, and what it returned.
 struct Input {
@@ -13,7 +14,7 @@ struct Input {
     step_count: u32,
     attempt: u32,
     approved: bool,
-    result: Result<StepOutput, ErrorInfo>,
+    result: Result<StepOutput, Stop>,
 }
 
 /// What the case must decide. A retry's delay is checked against a floor
@@ -45,7 +46,7 @@ fn with(f: impl FnOnce(&mut AgentDef)) -> AgentDef {
 fn input(
     def: AgentDef,
     (idx, step_count, attempt): (u32, u32, u32),
-    r: Result<Value, ErrorInfo>,
+    r: Result<Value, Stop>,
 ) -> Input {
     Input {
         def,
@@ -121,13 +122,7 @@ fn a_result_decides_its_outcome() {
         retry_after: after,
         ..err(ErrorKind::Provider, true)
     };
-    let asked = ErrorInfo {
-        question: Some(Box::new(Question {
-            id: "q1".into(),
-            prompt: "which?".into(),
-        })),
-        ..err(ErrorKind::Agent, false)
-    };
+    let asked = Stop::ask("q1", "which?");
     let three_tries = |d: &mut AgentDef| {
         d.retry = Some(RetryPolicy {
             max_attempts: 3,
@@ -138,14 +133,12 @@ fn a_result_decides_its_outcome() {
         })
     };
     let too_large = json!("x".repeat(MAX_OUTPUT + 1));
-    let deferred = ErrorInfo::deferred(
-        "429",
-        cairn_core::Deferral {
-            key: "provider=scripted,script=s.toml".into(),
-            after: Duration::from_secs(7),
-            observed: true,
-        },
-    );
+    let deferral = cairn_core::Deferral {
+        key: "provider=scripted,script=s.toml".into(),
+        after: Duration::from_secs(7),
+        observed: true,
+    };
+    let deferred = Stop::deferred("429", deferral.clone());
     let cases: Vec<(&str, Input, Expected)> = vec![
         (
             "success mid-run",
@@ -234,7 +227,7 @@ fn a_result_decides_its_outcome() {
             input(
                 with(three_tries),
                 (0, 2, 2),
-                Err(err(ErrorKind::ExitStatus, true)),
+                Err(err(ErrorKind::ExitStatus, true).into()),
             ),
             Expected::RetryAtLeast(err(ErrorKind::ExitStatus, true), Duration::from_millis(100)),
         ),
@@ -243,7 +236,7 @@ fn a_result_decides_its_outcome() {
             input(
                 with(three_tries),
                 (0, 2, 1),
-                Err(provider(Some(Duration::from_secs(90)))),
+                Err(provider(Some(Duration::from_secs(90))).into()),
             ),
             Expected::RetryAtLeast(
                 provider(Some(Duration::from_secs(90))),
@@ -255,7 +248,7 @@ fn a_result_decides_its_outcome() {
             input(
                 with(three_tries),
                 (1, 2, 3),
-                Err(err(ErrorKind::Timeout, true)),
+                Err(err(ErrorKind::Timeout, true).into()),
             ),
             Expected::Is(StepOutcome::Failed {
                 error: err(ErrorKind::Timeout, true),
@@ -267,7 +260,7 @@ fn a_result_decides_its_outcome() {
             input(
                 with(three_tries),
                 (1, 2, 1),
-                Err(err(ErrorKind::Agent, false)),
+                Err(err(ErrorKind::Agent, false).into()),
             ),
             Expected::Is(StepOutcome::Failed {
                 error: err(ErrorKind::Agent, false),
@@ -279,7 +272,7 @@ fn a_result_decides_its_outcome() {
             input(
                 with(three_tries),
                 (0, 2, 1),
-                Err(err(ErrorKind::Interrupted, true)),
+                Err(err(ErrorKind::Interrupted, true).into()),
             ),
             Expected::Is(StepOutcome::Interrupted {
                 error: err(ErrorKind::Interrupted, true),
@@ -291,7 +284,9 @@ fn a_result_decides_its_outcome() {
             input(with(three_tries), (0, 2, 1), Ok(too_large.clone())),
             Expected::Is(StepOutcome::Failed {
                 error: super::size_checked(Ok(StepOutput::new(too_large.clone())), MAX_OUTPUT)
-                    .unwrap_err(),
+                    .unwrap_err()
+                    .into_failure()
+                    .unwrap(),
                 duration_ms: ms,
             }),
         ),
@@ -299,7 +294,10 @@ fn a_result_decides_its_outcome() {
             "too-large output of a reviewed step → failed, no wait",
             input(with(|d| d.review = true), (0, 2, 1), Ok(too_large.clone())),
             Expected::Is(StepOutcome::Failed {
-                error: super::size_checked(Ok(StepOutput::new(too_large)), MAX_OUTPUT).unwrap_err(),
+                error: super::size_checked(Ok(StepOutput::new(too_large)), MAX_OUTPUT)
+                    .unwrap_err()
+                    .into_failure()
+                    .unwrap(),
                 duration_ms: ms,
             }),
         ),
@@ -307,11 +305,8 @@ fn a_result_decides_its_outcome() {
             "a paused provider key on the last allowed attempt → deferred, no retry spent",
             input(agent(), (0, 2, 3), Err(deferred.clone())),
             Expected::Is(StepOutcome::Deferred {
-                error: ErrorInfo {
-                    defer: None,
-                    ..deferred.clone()
-                },
-                deferral: *deferred.defer.clone().unwrap(),
+                error: ErrorInfo::new(ErrorKind::RateLimited, "429", true),
+                deferral,
                 duration_ms: ms,
             }),
         ),
@@ -323,7 +318,10 @@ fn a_result_decides_its_outcome() {
 
 #[test]
 fn an_oversized_output_is_a_permanent_too_large_error() {
-    let e = super::size_checked(Ok(StepOutput::new(json!("x".repeat(100)))), 10).unwrap_err();
+    let e = super::size_checked(Ok(StepOutput::new(json!("x".repeat(100)))), 10)
+        .unwrap_err()
+        .into_failure()
+        .unwrap();
     assert_eq!((e.kind, e.retryable), (ErrorKind::TooLarge, false));
     assert!(super::size_checked(Ok(StepOutput::new(json!("ok"))), 10).is_ok());
 }

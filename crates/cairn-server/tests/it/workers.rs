@@ -7,7 +7,7 @@
 use axum::http::StatusCode;
 use serde_json::json;
 
-use cairn::{async_trait, Agent, Crew, ErrorInfo, StepContext, StepOutput, SubmitOptions};
+use cairn::{async_trait, Agent, Crew, StepContext, StepOutput, Stop, SubmitOptions};
 
 use crate::support::Api;
 
@@ -15,7 +15,7 @@ struct Echo;
 
 #[async_trait]
 impl Agent for Echo {
-    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, Stop> {
         Ok(StepOutput::new(json!("done")))
     }
 }

@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use cairn::{
-    async_trait, Agent, Crew, ErrorClass, ErrorInfo, ErrorKind, RunStatus, StepContext, StepOutput,
-    StepStatus, SubmitOptions,
+    async_trait, Agent, Crew, ErrorClass, ErrorKind, RunStatus, StepContext, StepOutput,
+    StepStatus, Stop, SubmitOptions,
 };
 use cairn_testkit::{both, Kind, TestDb};
 
@@ -33,7 +33,7 @@ struct Nul(Arc<AtomicUsize>);
 
 #[async_trait]
 impl Agent for Nul {
-    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, Stop> {
         self.0.fetch_add(1, Ordering::SeqCst);
         Ok(StepOutput::new(json!({"bytes": "a\u{0}b"})))
     }

@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 use cairn::{
     async_trait, Agent, Crew, Engine, Error, ErrorInfo, ErrorKind, EventKind, ExecutorConfig,
     OpenOptions, ResumeOptions, RunId, RunStatus, StepContext, StepIdx, StepOutput, StepStatus,
-    SubmitOptions,
+    Stop, SubmitOptions,
 };
 use cairn_testkit::{both, Kind, TestDb};
 
@@ -45,7 +45,7 @@ struct Recorder(Log);
 
 #[async_trait]
 impl Agent for Recorder {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         self.0
             .lock()
             .unwrap()
@@ -81,7 +81,7 @@ impl Gate {
 
 #[async_trait]
 impl Agent for Gate {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         self.log
             .lock()
             .unwrap()
@@ -96,8 +96,8 @@ struct Fail;
 
 #[async_trait]
 impl Agent for Fail {
-    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
-        Err(ErrorInfo::new(ErrorKind::Agent, "the model said no", true))
+    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, Stop> {
+        Err(ErrorInfo::new(ErrorKind::Agent, "the model said no", true).into())
     }
 }
 
@@ -105,7 +105,7 @@ struct Sleep;
 
 #[async_trait]
 impl Agent for Sleep {
-    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, Stop> {
         tokio::time::sleep(Duration::from_secs(30)).await;
         Ok(StepOutput::new("late"))
     }
@@ -136,7 +136,7 @@ struct Shared(Arc<dyn Agent>);
 
 #[async_trait]
 impl Agent for Shared {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         self.0.run(cx).await
     }
 }

@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use cairn::{
     async_trait, Actor, Agent, Crew, Engine, ErrorInfo, ErrorKind, EventKind, ForkRequest,
     ResumeOptions, RetryPolicy, RunId, RunStatus, StepContext, StepIdx, StepOutput, StepStatus,
-    SubmitOptions,
+    Stop, SubmitOptions,
 };
 use cairn_testkit::{both, Kind, TestDb};
 
@@ -25,10 +25,10 @@ struct Switch {
 
 #[async_trait]
 impl Agent for Switch {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.fail.load(Ordering::SeqCst) {
-            return Err(ErrorInfo::new(ErrorKind::Agent, "switched off", true));
+            return Err(ErrorInfo::new(ErrorKind::Agent, "switched off", true).into());
         }
         Ok(StepOutput::new(
             json!({"idx": cx.step.idx, "attempt": cx.step.attempt}),
@@ -45,7 +45,7 @@ struct Held {
 
 #[async_trait]
 impl Agent for Held {
-    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, Stop> {
         self.entered.notify_one();
         self.release.notified().await;
         Ok(StepOutput::new("late result"))
@@ -60,7 +60,7 @@ fn crew(agents: &[(&str, Arc<dyn Agent>)]) -> Crew {
     struct Shared(Arc<dyn Agent>);
     #[async_trait]
     impl Agent for Shared {
-        async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+        async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
             self.0.run(cx).await
         }
     }

@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use cairn::{
-    async_trait, Agent, Answer, Crew, Engine, ErrorInfo, EventKind, ExecutorConfig, OpenOptions,
-    RunFilter, RunId, RunStatus, StepContext, StepOutput, SubmitOptions, WaitFilter, WaitStatus,
+    async_trait, Agent, Answer, Crew, Engine, EventKind, ExecutorConfig, OpenOptions, RunFilter,
+    RunId, RunStatus, StepContext, StepOutput, Stop, SubmitOptions, WaitFilter, WaitStatus,
     WorkOptions,
 };
 use cairn_testkit::{both, Kind, TestDb};
@@ -33,7 +33,7 @@ struct Writer {
 
 #[async_trait]
 impl Agent for Writer {
-    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, Stop> {
         self.runs.fetch_add(1, Ordering::SeqCst);
         Ok(StepOutput::new(json!({"draft": "d", "by": self.by})))
     }

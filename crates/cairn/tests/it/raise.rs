@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use cairn::agent::{LlmAgent, Tool, ToolResult, Toolbox};
 use cairn::llm::{ScriptedProvider, ToolSpec};
 use cairn::{
-    async_trait, Actor, Agent, Budget, Crew, Engine, ErrorInfo, EventKind, LlmDef, ProviderKind,
-    RunId, RunStatus, StepContext, StepOutput, SubmitOptions,
+    async_trait, Actor, Agent, Budget, Crew, Engine, EventKind, LlmDef, ProviderKind, RunId,
+    RunStatus, StepContext, StepOutput, Stop, SubmitOptions,
 };
 use cairn_testkit::{both, Kind, TestDb};
 
@@ -25,7 +25,7 @@ struct Draft;
 
 #[async_trait]
 impl Agent for Draft {
-    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, _cx: &StepContext) -> Result<StepOutput, Stop> {
         Ok(StepOutput::new(json!({"draft": "v1"})))
     }
 }

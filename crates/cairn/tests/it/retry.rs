@@ -11,7 +11,7 @@ use serde_json::json;
 
 use cairn::{
     async_trait, Agent, Crew, ErrorInfo, ErrorKind, EventKind, ResumeOptions, RetryPolicy,
-    RunStatus, StepContext, StepOutput, StepStatus, SubmitOptions,
+    RunStatus, StepContext, StepOutput, StepStatus, Stop, SubmitOptions,
 };
 use cairn_testkit::{both, Kind, TestDb};
 
@@ -36,15 +36,13 @@ impl Flaky {
 
 #[async_trait]
 impl Agent for Flaky {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         self.at.lock().unwrap().push(Utc::now());
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         if n <= self.failures {
-            return Err(ErrorInfo::new(
-                ErrorKind::Agent,
-                format!("flake {n}"),
-                self.retryable,
-            ));
+            return Err(
+                ErrorInfo::new(ErrorKind::Agent, format!("flake {n}"), self.retryable).into(),
+            );
         }
         Ok(StepOutput::new(json!({"attempt": cx.step.attempt})))
     }
@@ -175,7 +173,7 @@ async fn a_timed_out_step_is_retried(kind: Kind) {
     struct SlowOnce(AtomicU32);
     #[async_trait]
     impl Agent for SlowOnce {
-        async fn run(&self, _cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+        async fn run(&self, _cx: &StepContext) -> Result<StepOutput, Stop> {
             if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
                 tokio::time::sleep(Duration::from_secs(30)).await;
             }

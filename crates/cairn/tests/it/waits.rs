@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use cairn::{
-    async_trait, Agent, Answer, Crew, Engine, ErrorInfo, ErrorKind, EventKind, OnDeadline, RunId,
-    RunStatus, StepContext, StepOutput, StepStatus, SubmitOptions, WaitFilter, WaitKind,
-    WaitRecord, WaitStatus,
+    async_trait, Agent, Answer, Crew, Engine, ErrorKind, EventKind, OnDeadline, RunId, RunStatus,
+    StepContext, StepOutput, StepStatus, Stop, SubmitOptions, WaitFilter, WaitKind, WaitRecord,
+    WaitStatus,
 };
 use cairn_testkit::{both, Kind, TestDb};
 
@@ -21,7 +21,7 @@ struct Writer(Arc<AtomicU32>);
 
 #[async_trait]
 impl Agent for Writer {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         self.0.fetch_add(1, Ordering::SeqCst);
         Ok(StepOutput::new(json!({
             "draft": format!("v{}", cx.step.attempt),
@@ -36,7 +36,7 @@ struct Planner(Arc<AtomicU32>);
 
 #[async_trait]
 impl Agent for Planner {
-    async fn run(&self, cx: &StepContext) -> Result<StepOutput, ErrorInfo> {
+    async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         self.0.fetch_add(1, Ordering::SeqCst);
         let budget = cx.ask("budget", "What is the budget?")?;
         Ok(StepOutput::new(json!({"plan": format!("spend {budget}")})))
