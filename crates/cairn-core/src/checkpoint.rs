@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::crew::{CrewDef, Fingerprint};
-use crate::ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
+use crate::ids::{Attempt, ChildOf, LeaseEpoch, Role, RunId, StepIdx};
 use crate::status::{RunStatus, StepStatus};
 
 /// Tokens a step spent, and what its model calls cost, summed into its
@@ -156,12 +156,12 @@ pub struct RunRecord {
     pub trace: Option<crate::TraceContext>,
     /// The run's own upgrade policy, over its crew's (`crate::upgrade`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upgrade: Option<crate::upgrade::UpgradePolicy>,
+    pub upgrade: Option<crate::crew::upgrade_policy::UpgradePolicy>,
     /// Set when the run is runnable but no live process can execute its
-    /// crew version (`crate::upgrade::Blocked`); filled by the engine's
+    /// crew version (`Blocked`); filled by the engine's
     /// reads (`runs list`, `runs show`), never stored on the row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blocked: Option<crate::upgrade::Blocked>,
+    pub blocked: Option<Blocked>,
     pub lease_epoch: LeaseEpoch,
     /// A queued run waits until this time (database clock): a durable
     /// back-off between attempts.
@@ -175,7 +175,7 @@ pub struct RunRecord {
     /// Set on a run a `children` step started: its parent, step, attempt,
     /// key and depth (`parent_run_id` names the same parent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub child: Option<crate::children::ChildOf>,
+    pub child: Option<ChildOf>,
     pub error: Option<ErrorInfo>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -209,5 +209,39 @@ impl StepRecord {
     pub fn duration_ms(&self) -> Option<i64> {
         self.finished_at
             .map(|f| (f - self.started_at).num_milliseconds())
+    }
+}
+
+/// Why a runnable run waits: its crew version has Rust agents (code), and
+/// no live process registered that version (`cairn workers`). Shown on the
+/// run (`RunRecord::blocked`) and evented once (`run_blocked`); it clears
+/// itself when a process offering the version starts and claims the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Blocked {
+    /// The crew and version no live process offers.
+    pub crew: String,
+    pub version: String,
+    pub fingerprint: crate::crew::Fingerprint,
+    /// The handlers of its Rust agents: what a process must register.
+    pub handlers: Vec<String>,
+}
+
+impl Blocked {
+    /// What a run of `def` waits for, when no live process offers it.
+    pub fn of(def: &CrewDef, fingerprint: crate::crew::Fingerprint) -> Blocked {
+        let handlers = def
+            .agents
+            .iter()
+            .filter_map(|a| match &a.kind {
+                crate::crew::AgentKind::Rust { handler } => Some(handler.clone()),
+                _ => None,
+            })
+            .collect();
+        Blocked {
+            crew: def.name.clone(),
+            version: def.version.clone(),
+            fingerprint,
+            handlers,
+        }
     }
 }

@@ -13,7 +13,9 @@ use crate::ids::Role;
 use crate::retry::RetryPolicy;
 use crate::wait::{Answer, OnDeadline};
 
+pub mod children;
 mod fingerprint;
+pub mod upgrade_policy;
 pub use fingerprint::Fingerprint;
 
 /// A named, versioned, ordered list of agents.
@@ -37,10 +39,10 @@ pub struct CrewDef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::Budget>,
     /// The top-level `upgrade`: whether its runs move to a newer version
-    /// (`crate::upgrade`); `None` is [`crate::upgrade::UpgradePolicy`]'s
+    /// (`crate::upgrade`); `None` is [`upgrade_policy::UpgradePolicy`]'s
     /// default, `pinned`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upgrade: Option<crate::upgrade::UpgradePolicy>,
+    pub upgrade: Option<upgrade_policy::UpgradePolicy>,
 }
 
 /// One agent of a crew. Optional fields are skipped when absent so that
@@ -123,7 +125,7 @@ impl AgentDef {
             AgentKind::Command { max_children, .. } => *max_children,
             _ => None,
         };
-        Some(set.unwrap_or(crate::children::DEFAULT_MAX_CHILDREN))
+        Some(set.unwrap_or(children::DEFAULT_MAX_CHILDREN))
     }
 
     /// What is wrong with its `delegate`, if anything: an empty file name,
@@ -229,7 +231,7 @@ pub enum AgentKind {
     /// An LLM agent: a turn loop of model calls and tool calls, journaled.
     Llm(Box<crate::llm::LlmDef>),
     /// Starts runs of another crew and waits for them (`children.rs`).
-    Children(Box<crate::children::ChildrenDef>),
+    Children(Box<children::ChildrenDef>),
 }
 
 impl AgentKind {
@@ -407,7 +409,7 @@ struct CrewFile {
     #[serde(default)]
     budget: Option<crate::Budget>,
     #[serde(default)]
-    upgrade: Option<crate::upgrade::UpgradePolicy>,
+    upgrade: Option<upgrade_policy::UpgradePolicy>,
 }
 
 /// `version = "1"` and `version = 1` both mean "1".
@@ -468,13 +470,13 @@ struct AgentFile {
     // kind = "children" (children.rs)
     crew: Option<String>,
     over: Option<String>,
-    children: Option<Vec<crate::children::FixedChild>>,
-    join: Option<crate::children::JoinRule>,
+    children: Option<Vec<children::FixedChild>>,
+    join: Option<children::JoinRule>,
     quorum: Option<u32>,
     concurrency: Option<u32>,
     max_children: Option<u32>,
     max_depth: Option<u32>,
-    on_parent_close: Option<crate::children::OnParentClose>,
+    on_parent_close: Option<children::OnParentClose>,
 }
 
 /// An agent's `limits = { in_flight = N, rpm = N, tpm = N, max_pause_ms = N }`.
@@ -570,22 +572,20 @@ impl AgentFile {
         if let Some(field) = other {
             return Err(FieldProblem::Unexpected(field));
         }
-        Ok(AgentKind::Children(Box::new(
-            crate::children::ChildrenDef {
-                crew: self.crew.take().ok_or(FieldProblem::Missing("crew"))?,
-                crew_def: None,
-                child_crews: Default::default(),
-                over: self.over.take(),
-                children: self.children.take().unwrap_or_default(),
-                join: self.join.unwrap_or_default(),
-                quorum: self.quorum,
-                concurrency: self.concurrency,
-                max_children: self.max_children,
-                max_depth: self.max_depth,
-                on_parent_close: self.on_parent_close.unwrap_or_default(),
-                template: self.template.take(),
-            },
-        )))
+        Ok(AgentKind::Children(Box::new(children::ChildrenDef {
+            crew: self.crew.take().ok_or(FieldProblem::Missing("crew"))?,
+            crew_def: None,
+            child_crews: Default::default(),
+            over: self.over.take(),
+            children: self.children.take().unwrap_or_default(),
+            join: self.join.unwrap_or_default(),
+            quorum: self.quorum,
+            concurrency: self.concurrency,
+            max_children: self.max_children,
+            max_depth: self.max_depth,
+            on_parent_close: self.on_parent_close.unwrap_or_default(),
+            template: self.template.take(),
+        })))
     }
 
     /// The name of the first `children`-only key this agent sets, if any.

@@ -1,6 +1,7 @@
 //! Typed identifiers. Each wraps its primitive so a step index can never be
 //! passed where an epoch is expected; serde and `Display`/`FromStr` are the
-//! only ways in and out at the edges.
+//! only ways in and out at the edges. And `ChildOf`, the ids that say where
+//! a child run hangs, which runs and waits both carry.
 
 use std::fmt;
 use std::str::FromStr;
@@ -151,4 +152,15 @@ mod tests {
         let b = RunId::new();
         assert!(a < b);
     }
+}
+
+/// A run started by another run's step: where it hangs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildOf {
+    pub parent_run_id: RunId,
+    pub step_idx: StepIdx,
+    pub attempt: Attempt,
+    pub key: String,
+    /// 1 for a child of a top-level run.
+    pub depth: u32,
 }

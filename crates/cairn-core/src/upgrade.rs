@@ -17,45 +17,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::checkpoint::Blocked;
 use crate::checkpoint::RunRecord;
+pub use crate::crew::upgrade_policy::UpgradePolicy;
 use crate::crew::{AgentDef, CrewDef};
 use crate::status::RunStatus;
-
-/// Whether a run moves to a newer version of its crew (a crew file's
-/// top-level `upgrade`, overridable per run at submit).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UpgradePolicy {
-    /// The run finishes on the version it started on. The default: a
-    /// deploy never changes what an unfinished run means unless someone
-    /// asked for it (here, or an operator's `cairn runs upgrade`).
-    #[default]
-    Pinned,
-    /// At its next claim at a step boundary the run moves to the newest
-    /// version the claiming process offers, if [`check`] allows it.
-    Compatible,
-    /// Only an operator moves it; as `pinned` otherwise.
-    Manual,
-}
-
-impl UpgradePolicy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UpgradePolicy::Pinned => "pinned",
-            UpgradePolicy::Compatible => "compatible",
-            UpgradePolicy::Manual => "manual",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<UpgradePolicy> {
-        match s {
-            "pinned" => Some(UpgradePolicy::Pinned),
-            "compatible" => Some(UpgradePolicy::Compatible),
-            "manual" => Some(UpgradePolicy::Manual),
-            _ => None,
-        }
-    }
-}
 
 /// Orders crew versions: numbers inside a version compare as numbers
 /// (`"2" < "10"`, `"1.9" < "1.10"`), the rest as text.
@@ -314,40 +280,6 @@ fn differing(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
 
 #[cfg(test)]
 mod tests;
-
-/// Why a runnable run waits: its crew version has Rust agents (code), and
-/// no live process registered that version (`cairn workers`). Shown on the
-/// run (`RunRecord::blocked`) and evented once (`run_blocked`); it clears
-/// itself when a process offering the version starts and claims the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Blocked {
-    /// The crew and version no live process offers.
-    pub crew: String,
-    pub version: String,
-    pub fingerprint: crate::crew::Fingerprint,
-    /// The handlers of its Rust agents: what a process must register.
-    pub handlers: Vec<String>,
-}
-
-impl Blocked {
-    /// What a run of `def` waits for, when no live process offers it.
-    pub fn of(def: &CrewDef, fingerprint: crate::crew::Fingerprint) -> Blocked {
-        let handlers = def
-            .agents
-            .iter()
-            .filter_map(|a| match &a.kind {
-                crate::crew::AgentKind::Rust { handler } => Some(handler.clone()),
-                _ => None,
-            })
-            .collect();
-        Blocked {
-            crew: def.name.clone(),
-            version: def.version.clone(),
-            fingerprint,
-            handlers,
-        }
-    }
-}
 
 impl std::fmt::Display for Blocked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

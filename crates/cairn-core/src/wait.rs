@@ -165,7 +165,7 @@ pub struct WaitRecord {
     /// up to the top-level run (filled by the engine's listing; empty
     /// otherwise, and left out of the JSON).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub parents: Vec<crate::children::ChildOf>,
+    pub parents: Vec<crate::ids::ChildOf>,
 }
 
 /// A question a step asks through its context (see `StepContext::ask`).
