@@ -3,15 +3,13 @@
 # `pip install rust-just` (CI: the pinned wheel of .ci/just.txt).
 # The tiers are in docs/dev/testing.md.
 
-# The quick loop: every crate's unit tests, then the SQLite half of the
-# integration suites (cairn-checkpoint's store conformance suite, and the
-# engine's, the server's and the CLI's tests on SQLite) without the SIGKILL
-# soak. PostgreSQL is used by a few unit tests only. Measured warm (the
-# build done): 51 and 53 s, two runs on the development machine.
-# Unit tests and the SQLite suites, in under a minute warm.
+# The quick loop (docs/dev/testing.md, "Tiers"): every test but the slow
+# group (.config/nextest.toml names it by convention: PostgreSQL halves,
+# the CLI's process tests, kills, restarts, clusters, browsers, soaks), so
+# the adapters, transcript rules, tidy rules and bad-input tests are in.
+# Needs cargo-nextest (`cargo install cargo-nextest --locked`).
 test-fast:
-    cargo test --workspace --lib --bins
-    cargo test --workspace --test it -- sqlite --skip postgres --skip soak
+    cargo nextest run --workspace --profile fast
 
 # Run the whole test suite (SQLite and PostgreSQL). The last line says
 # what was skipped and why (a tool this machine lacks), or that nothing was.
