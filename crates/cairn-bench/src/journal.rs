@@ -82,16 +82,7 @@ async fn measure(target: &Target, url: &str) -> Result<Numbers> {
     let claimed = store
         .claim(
             run.id,
-            &ClaimRequest {
-                owner: "bench".into(),
-                takeover: cairn_checkpoint::Takeover::Never,
-                lease: Duration::from_secs(600),
-                crash_loop_cap: 3,
-                events: vec![],
-                replace_crew: None,
-                context: None,
-                read_crew: None,
-            },
+            &ClaimRequest::new("bench", Duration::from_secs(600), 3),
         )
         .await?;
     let payload = json!({"call_id": "c", "content": "x".repeat(ROW_BYTES - 60), "is_error": false});

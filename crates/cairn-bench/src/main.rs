@@ -590,17 +590,11 @@ fn step_commit(crew: &Crew, run_id: RunId, epoch: LeaseEpoch, i: usize) -> StepC
 
 fn claim_request(takeover: bool) -> ClaimRequest {
     ClaimRequest {
-        owner: "cairn-bench".into(),
         takeover: match takeover {
             true => cairn_checkpoint::Takeover::Force,
             false => cairn_checkpoint::Takeover::Never,
         },
-        lease: Duration::from_secs(30),
-        crash_loop_cap: 3,
-        events: vec![],
-        replace_crew: None,
-        context: None,
-        read_crew: None,
+        ..ClaimRequest::new("cairn-bench", Duration::from_secs(30), 3)
     }
 }
 

@@ -318,6 +318,24 @@ pub struct ClaimRequest {
     pub read_crew: Option<(cairn_core::Fingerprint, std::sync::Arc<CrewDef>)>,
 }
 
+impl ClaimRequest {
+    /// A claim by `owner` for `lease`, with the crash-loop cap, of a run no
+    /// one else holds (`Takeover::Never`), recording nothing more, the
+    /// crew as stored. Callers set what else they need.
+    pub fn new(owner: impl Into<String>, lease: Duration, crash_loop_cap: u32) -> ClaimRequest {
+        ClaimRequest {
+            owner: owner.into(),
+            takeover: Takeover::Never,
+            lease,
+            crash_loop_cap,
+            events: vec![],
+            replace_crew: None,
+            context: None,
+            read_crew: None,
+        }
+    }
+}
+
 /// A claimed run: the run after the claim (new epoch, status `running`) and
 /// the checkpoint row at its cursor, which the claim marked `running`.
 #[derive(Debug, Clone)]

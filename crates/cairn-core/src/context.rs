@@ -116,6 +116,34 @@ pub struct StepContext {
 }
 
 impl StepContext {
+    /// The context of step `step` of run `run_id` with `input`, and
+    /// nothing else: no earlier outputs, thread, feedback, answers or
+    /// children, and none of the services the executor sets (journal,
+    /// budget, prices, limits, trace). A test of an agent starts from it
+    /// and sets what it needs.
+    pub fn new(run_id: RunId, input: Value, step: StepRef) -> StepContext {
+        StepContext {
+            run_id,
+            input,
+            step,
+            previous: Default::default(),
+            thread: vec![],
+            feedback: vec![],
+            answers: Default::default(),
+            children: None,
+            journal: None,
+            budget: None,
+            prices: None,
+            key_limits: None,
+            rolls_up: false,
+            tenant: None,
+            thread_id: None,
+            crew: None,
+            thread_budget: None,
+            traceparent: None,
+        }
+    }
+
     /// The answer to question `id`, or the [`crate::Stop::Ask`] that makes
     /// the executor ask it: the step waits, and once a person answers, the step runs again
     /// from its start with the answer here. Use with `?`:

@@ -200,17 +200,11 @@ mod tests {
 
     fn claim(takeover: bool) -> ClaimRequest {
         ClaimRequest {
-            owner: "lease-test".into(),
             takeover: match takeover {
                 true => cairn_checkpoint::Takeover::Force,
                 false => cairn_checkpoint::Takeover::Never,
             },
-            lease: Duration::from_secs(30),
-            crash_loop_cap: 3,
-            events: vec![],
-            replace_crew: None,
-            context: None,
-            read_crew: None,
+            ..ClaimRequest::new("lease-test", Duration::from_secs(30), 3)
         }
     }
 

@@ -227,15 +227,14 @@ impl Executor {
         // 2. Claim: epoch + 1, the cursor's step marked running. A retry
         // back-off brings the run back here: sleep, claim again, go on.
         let took_over = run.status == RunStatus::Running;
+        let config = &self.config;
         let request = ClaimRequest {
-            owner: self.config.owner.clone(),
             takeover: opts.takeover.clone(),
-            lease: self.config.lease,
-            crash_loop_cap: self.config.crash_loop_cap,
             events: claim_events,
             replace_crew,
             context: opts.context.as_ref().map(|(c, _)| c.clone()),
             read_crew,
+            ..ClaimRequest::new(config.owner.clone(), config.lease, config.crash_loop_cap)
         };
         let expected_cursor = run.cursor;
         let previous = Arc::new(rebuilt.previous);
@@ -293,16 +292,8 @@ impl Executor {
             self.store.load(run_id).await?
         };
         let previous = Arc::new(rebuild_owned(&run, steps)?.previous);
-        let request = ClaimRequest {
-            owner: self.config.owner.clone(),
-            takeover: Takeover::Never,
-            lease: self.config.lease,
-            crash_loop_cap: self.config.crash_loop_cap,
-            events: vec![],
-            replace_crew: None,
-            context: None,
-            read_crew: None,
-        };
+        let config = &self.config;
+        let request = ClaimRequest::new(config.owner.clone(), config.lease, config.crash_loop_cap);
         let took_over = claimed.took_over;
         self.run_loop(
             run_id,

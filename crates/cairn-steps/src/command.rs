@@ -250,34 +250,19 @@ mod tests {
     use serde_json::json;
 
     fn cx() -> StepContext {
+        let step = StepRef {
+            idx: StepIdx(1),
+            role: Role::new("writer"),
+            attempt: Attempt(1),
+        };
         StepContext {
-            journal: None,
-            budget: None,
-            prices: None,
-            rolls_up: false,
-            thread_budget: None,
-            tenant: None,
-            thread_id: None,
-            crew: None,
-            key_limits: None,
-            traceparent: None,
-            run_id: RunId::new(),
-            input: json!({"topic": "rust"}),
-            step: StepRef {
-                idx: StepIdx(1),
-                role: Role::new("writer"),
-                attempt: Attempt(1),
-            },
-            thread: vec![],
             previous: vec![PreviousOutput {
                 idx: StepIdx(0),
                 role: Role::new("researcher"),
                 output: json!("notes"),
             }]
             .into(),
-            feedback: vec![],
-            answers: Default::default(),
-            children: None,
+            ..StepContext::new(RunId::new(), json!({"topic": "rust"}), step)
         }
     }
 

@@ -603,16 +603,7 @@ impl Engine {
 
     fn claim_request(&self) -> ClaimRequest {
         let config = self.executor.config();
-        ClaimRequest {
-            owner: config.owner.clone(),
-            takeover: Takeover::Never,
-            lease: config.lease,
-            crash_loop_cap: config.crash_loop_cap,
-            events: vec![],
-            replace_crew: None,
-            context: None,
-            read_crew: None,
-        }
+        ClaimRequest::new(config.owner.clone(), config.lease, config.crash_loop_cap)
     }
 
     /// Drives a run [`Engine::claim_next`] claimed, keeping its lease, to
