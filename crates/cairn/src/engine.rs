@@ -69,6 +69,17 @@ pub struct ResumeOptions {
     pub context: Option<(Value, Actor)>,
 }
 
+impl ResumeOptions {
+    /// A resume that runs `crew` (registered for the run's version), and
+    /// otherwise as [`ResumeOptions::default`].
+    pub fn with_crew(crew: Crew) -> ResumeOptions {
+        ResumeOptions {
+            crew: Some(crew),
+            ..ResumeOptions::default()
+        }
+    }
+}
+
 /// A run with its checkpoint rows: the JSON of `cairn runs show --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct RunView {

@@ -170,20 +170,7 @@ pub(crate) async fn killed_during(engine: &Engine, n: u32, at: u32, log: &Log) -
     let id = submitted.run.id;
     let driver = {
         let engine = engine.clone();
-        tokio::spawn(async move {
-            engine
-                .resume(
-                    id,
-                    ResumeOptions {
-                        crew: Some(crew),
-                        force: false,
-                        thread_id: None,
-                        takeover: false,
-                        context: None,
-                    },
-                )
-                .await
-        })
+        tokio::spawn(async move { engine.resume(id, ResumeOptions::with_crew(crew)).await })
     };
     tokio::time::timeout(Duration::from_secs(30), entered.notified())
         .await
@@ -355,16 +342,7 @@ async fn a_changed_crew_is_refused_unless_forced(kind: Kind) {
     let changed = crew(3, &log, None);
     let before = engine.show(id).await.unwrap();
     let err = engine
-        .resume(
-            id,
-            ResumeOptions {
-                crew: Some(changed.clone()),
-                force: false,
-                thread_id: None,
-                takeover: false,
-                context: None,
-            },
-        )
+        .resume(id, ResumeOptions::with_crew(changed.clone()))
         .await
         .unwrap_err();
     let msg = err.to_string();
@@ -457,16 +435,7 @@ async fn a_zombie_cannot_commit_after_a_takeover(kind: Kind) {
         let zombie = zombie.clone();
         tokio::spawn(async move {
             zombie
-                .resume(
-                    id,
-                    ResumeOptions {
-                        crew: Some(zombie_crew),
-                        force: false,
-                        thread_id: None,
-                        takeover: false,
-                        context: None,
-                    },
-                )
+                .resume(id, ResumeOptions::with_crew(zombie_crew))
                 .await
         })
     };
@@ -525,20 +494,7 @@ async fn readers_never_see_a_cursor_that_disagrees_with_the_rows(kind: Kind) {
         .id;
     let writer = {
         let engine = engine.clone();
-        tokio::spawn(async move {
-            engine
-                .resume(
-                    id,
-                    ResumeOptions {
-                        crew: Some(crew),
-                        force: false,
-                        thread_id: None,
-                        takeover: false,
-                        context: None,
-                    },
-                )
-                .await
-        })
+        tokio::spawn(async move { engine.resume(id, ResumeOptions::with_crew(crew)).await })
     };
     let mut snapshots = 0;
     loop {

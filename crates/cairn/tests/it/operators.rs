@@ -227,20 +227,7 @@ async fn running_at_held_step(
         .id;
     let task = {
         let engine = engine.clone();
-        tokio::spawn(async move {
-            engine
-                .resume(
-                    id,
-                    ResumeOptions {
-                        crew: Some(c),
-                        force: false,
-                        thread_id: None,
-                        takeover: false,
-                        context: None,
-                    },
-                )
-                .await
-        })
+        tokio::spawn(async move { engine.resume(id, ResumeOptions::with_crew(c)).await })
     };
     tokio::time::timeout(Duration::from_secs(30), held.entered.notified())
         .await

@@ -215,20 +215,7 @@ async fn a_process_killed_during_the_back_off_keeps_the_schedule(kind: Kind) {
         .id;
     let driver = {
         let (engine, crew) = (engine.clone(), crew.clone());
-        tokio::spawn(async move {
-            engine
-                .resume(
-                    id,
-                    ResumeOptions {
-                        crew: Some(crew),
-                        force: false,
-                        thread_id: None,
-                        takeover: false,
-                        context: None,
-                    },
-                )
-                .await
-        })
+        tokio::spawn(async move { engine.resume(id, ResumeOptions::with_crew(crew)).await })
     };
     // Wait for the failed attempt's commit, then "kill" the process mid back-off.
     let queued = loop {
