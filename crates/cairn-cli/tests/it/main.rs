@@ -89,6 +89,8 @@ mod terminal;
 mod threads;
 mod timeout;
 mod traces;
+mod tree_soak;
+mod tree_soak_combined;
 mod upgrade;
 mod versions;
 mod waits;

@@ -1,0 +1,207 @@
+//! The combined tree campaign (issue 47, docs/reliability.md): `cairn
+//! serve` with its embedded runner plus three `cairn worker` processes run
+//! parents that fan out to children, each child one model call on a
+//! provider key an operator limited to 2 calls in flight (`cairn limits set
+//! KEY --in-flight 2`), each tree under a budget of tokens (`cairn submit
+//! --budget tokens=N`); the workers are SIGKILLed at seeded random moments
+//! and restarted. A call lost with its worker counts against its tree at
+//! its estimate, so kills spend budgets: a tree stopped at its budget (its
+//! children `interrupted`) is carried on by an operator's `runs continue
+//! PARENT --budget tokens=+N`, as the guide says.
+//!
+//! Checks, besides the children campaigns' lost and repeated (here a
+//! child's "runs" are its calls sent, `model_call_sent`): the model server
+//! never streamed more than 2 answers at once; every request it served was
+//! recorded sent before it left (none free); each tree's spending, when it
+//! stopped and at the end, is within its budget plus one call's estimate.
+//! Sizes as in `tree_soak.rs` (`CAIRN_SOAK_*`).
+
+use std::time::{Duration, Instant};
+
+use cairn_testkit::SlowModel;
+use serde_json::{json, Value};
+
+use crate::support::{agent_template, crew_toml, q, serve, Case, Kind};
+use crate::tree_soak::{word, Campaign, Size};
+
+both_backends!(a_limited_budgeted_tree_campaign_under_kills_keeps_its_bounds);
+
+/// What each call may answer, and so holds against its tree besides its
+/// input while it runs.
+const MAX_TOKENS: u64 = 200;
+/// Each tree's budget: two calls' holds fit beside each other, and a few
+/// calls lost to kills (each counted at its estimate) spend it.
+const BUDGET: u64 = 500;
+/// What an operator adds to a stopped tree's budget before continuing it.
+const RAISE: u64 = 1000;
+/// The key's in-flight limit.
+const IN_FLIGHT: usize = 2;
+
+/// The child crew `write` (a model call, then a template naming its item)
+/// and the parent: a `children` step over `input.items` (concurrency 2,
+/// `all_ok`) and a template joining the outputs.
+fn crews(case: &Case, model: &SlowModel) -> String {
+    let writer = format!(
+        "[[agents]]\nrole = \"writer\"\nkind = \"llm\"\nprovider = \"openai\"\nmodel = \"slow-1\"\n\
+         base_url = {}\nmax_tokens = {MAX_TOKENS}\n",
+        q(&model.base_url)
+    );
+    let name = agent_template("name", "{{ input.item }}: {{ outputs.writer }}");
+    case.write("child.toml", &crew_toml("write", &[writer, name]));
+    let fan = "[[agents]]\nrole = \"fan\"\nkind = \"children\"\ncrew = \"child.toml\"\n\
+               over = \"input.items\"\nconcurrency = 2\njoin = \"all_ok\"\n"
+        .to_owned();
+    let join = agent_template(
+        "join",
+        "{% for c in outputs.fan %}{{ c.output }}|{% endfor %}",
+    );
+    let crew = case.write("parent.toml", &crew_toml("parent", &[fan, join]));
+    crew.display().to_string()
+}
+
+/// A sent call's estimate (input plus `max_tokens`).
+fn estimate(sent: &Value) -> u64 {
+    sent["data"]["estimate_input"].as_u64().unwrap_or(0)
+        + sent["data"]["estimate_output"].as_u64().unwrap_or(0)
+}
+
+/// The estimates of every call the children of `parent` sent.
+fn sent_in_tree(c: &Campaign, parent: &str) -> Vec<u64> {
+    c.list(Some(parent))
+        .iter()
+        .filter_map(|ch| ch["id"].as_str())
+        .flat_map(|id| c.events_of(id, "model_call_sent"))
+        .map(|e| estimate(&e))
+        .collect()
+}
+
+/// What the combined campaign counted besides the tally.
+#[derive(Debug, Default)]
+struct Books {
+    budget_stops: u64,
+    over_budget: Vec<String>,
+    largest_estimate: u64,
+}
+
+/// Checks a tree's spending against its budget plus one call's estimate
+/// (`when` names the moment, for the message).
+fn within_budget(c: &Campaign, books: &mut Books, parent: &str, when: &str) {
+    let run = c.show(parent);
+    let budget = run["budget"]["tokens"].as_u64().unwrap_or(0);
+    let spent = run["spent"]["tokens"].as_u64().unwrap_or(u64::MAX);
+    let one = sent_in_tree(c, parent).into_iter().max().unwrap_or(0);
+    books.largest_estimate = books.largest_estimate.max(one);
+    if spent > budget + one {
+        books.over_budget.push(format!(
+            "tree {parent} {when}: spent {spent} tokens of {budget} (one call: {one})"
+        ));
+    }
+}
+
+/// The operator: a parent whose children none work and some stopped at
+/// the tree's budget is checked, then raised and continued.
+fn raise_stopped(c: &mut Campaign, books: &mut Books, parent: &str) {
+    let children = c.list(Some(parent));
+    let working = children
+        .iter()
+        .any(|ch| matches!(ch["status"].as_str(), Some("queued" | "running")));
+    let stopped = children.iter().any(|ch| ch["status"] == "interrupted");
+    if working || !stopped {
+        return;
+    }
+    within_budget(c, books, parent, "when it stopped");
+    books.budget_stops += 1;
+    let raise = format!("tokens=+{RAISE}");
+    let out = c.case.cairn(&[
+        "runs", "continue", parent, "--budget", &raise, "--by", "soak",
+    ]);
+    assert!(
+        matches!(out.code(), Some(0) | Some(5)),
+        "continue {parent}: {out:?}"
+    );
+}
+
+fn a_limited_budgeted_tree_campaign_under_kills_keeps_its_bounds(kind: Kind) {
+    let _load = crate::support::loads_the_machine();
+    let size = Size::from_env();
+    let model = SlowModel::start(&["one ", "two ", "three"], Duration::from_millis(80))
+        .expect("the model server");
+    model.release();
+    let case = Case::new(kind);
+    let crew = crews(&case, &model);
+    let key = format!("provider=openai,url={},key=OPENAI_API_KEY", model.base_url);
+    let limit = IN_FLIGHT.to_string();
+    case.cairn(&["limits", "set", &key, "--in-flight", &limit])
+        .expect_code(0);
+    let served = serve(&case, &["--concurrency", "2"], &[("CAIRN_LOG", "warn")]);
+    let listed = case
+        .raw(&["--json", "limits", "list", "--server", &served.url], &[])
+        .expect_code(0)
+        .json();
+    assert_eq!(
+        listed[0]["limits"],
+        json!({ "in_flight": IN_FLIGHT }),
+        "{listed}"
+    );
+    let items: Vec<String> = (0..size.children).map(word).collect();
+    let expected: String = items
+        .iter()
+        .map(|i| format!("{i}: one two three|"))
+        .collect();
+    let input = json!({ "items": items }).to_string();
+    let budget = format!("tokens={BUDGET}");
+    let submit = ["submit", &crew, "--input", &input, "--budget", &budget]
+        .map(str::to_owned)
+        .to_vec();
+    let mut c = Campaign::new(case, size, submit, "");
+    c.runs_are_calls = true;
+    c.top_up();
+    c.start_workers(3);
+    let started = Instant::now();
+    while c.tally.kills < size.kills {
+        c.kill_round(1500);
+    }
+    let mut books = Books::default();
+    c.drain(|c, parent| raise_stopped(c, &mut books, parent));
+    let mut sent = 0;
+    for parent in c.parents.clone() {
+        let run = c.show(&parent);
+        c.count_parent_takeovers(&parent);
+        if run["status"] != "succeeded" {
+            c.tally
+                .lost
+                .push(format!("parent {parent} ended {}", run["status"]));
+            continue;
+        }
+        c.tally.parents += 1;
+        if run["steps"][1]["output"] != Value::String(expected.clone()) {
+            c.tally.lost.push(format!(
+                "parent {parent} joined {}",
+                run["steps"][1]["output"]
+            ));
+        }
+        c.check_children(&parent, size.children);
+        within_budget(&c, &mut books, &parent, "at the end");
+        sent += sent_in_tree(&c, &parent).len();
+    }
+    let (requests, peak) = (model.requests(), model.peak());
+    let more = format!(
+        ", {requests} model requests ({sent} recorded sent), at most {peak} in flight \
+         (limit {IN_FLIGHT}), {} trees stopped at their budget and continued, {} over budget \
+         (one call's estimate: {} tokens)",
+        books.budget_stops,
+        books.over_budget.len(),
+        books.largest_estimate
+    );
+    drop(served);
+    assert!(
+        requests <= sent,
+        "{requests} requests served, only {sent} recorded sent: a call went free"
+    );
+    assert!(
+        (1..=IN_FLIGHT).contains(&peak),
+        "{peak} calls in flight at once at the provider, over the key's limit of {IN_FLIGHT}"
+    );
+    assert!(books.over_budget.is_empty(), "{:#?}", books.over_budget);
+    c.report("combined", kind, size, &more, started);
+}
