@@ -308,7 +308,7 @@ impl Campaign {
     /// Lets the workers (no more kills) finish every parent; `operator`
     /// looks at each parent that waits or stopped (for a budget, say).
     pub(crate) fn drain(&mut self, mut operator: impl FnMut(&mut Campaign, &str)) {
-        let deadline = Instant::now() + Duration::from_secs(240);
+        let deadline = Instant::now() + Duration::from_secs(180);
         loop {
             self.all_alive();
             self.retry_crash_loops();
@@ -326,7 +326,25 @@ impl Campaign {
             if open == 0 {
                 return;
             }
-            assert!(Instant::now() < deadline, "{open} parents never finished");
+            if Instant::now() > deadline {
+                let stuck = Value::Array(
+                    self.parents
+                        .iter()
+                        .map(|p| self.show(p))
+                        .filter(|r| !matches!(r["status"].as_str(), Some("succeeded" | "failed")))
+                        .map(|r| {
+                            let id = r["id"].as_str().unwrap_or_default();
+                            let children: Vec<Value> = self
+                                .list(Some(id))
+                                .iter()
+                                .map(|c| json!([c["id"], c["status"], c["error"], c["not_before"]]))
+                                .collect();
+                            json!({"parent": id, "status": r["status"], "children": children})
+                        })
+                        .collect(),
+                );
+                panic!("{open} parents never finished: {stuck:#}");
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     }

@@ -4,10 +4,12 @@
 //! provider key an operator limited to 2 calls in flight (`cairn limits set
 //! KEY --in-flight 2`), each tree under a budget of tokens (`cairn submit
 //! --budget tokens=N`); the workers are SIGKILLed at seeded random moments
-//! and restarted. A call lost with its worker counts against its tree at
-//! its estimate, so kills spend budgets: a tree stopped at its budget (its
-//! children `interrupted`) is carried on by an operator's `runs continue
-//! PARENT --budget tokens=+N`, as the guide says.
+//! and restarted. The budget is small on purpose: a tree's calls go one at
+//! a time and every tree of four children stops at it (its last child
+//! `interrupted`, `budget_exceeded`), sooner when calls lost with their
+//! worker count against it at their estimates; an operator raises and
+//! continues each stopped tree through the server (`cairn runs continue
+//! PARENT --budget tokens=+N --server URL`) while the kills go on.
 //!
 //! Checks, besides the children campaigns' lost and repeated (here a
 //! child's "runs" are its calls sent, `model_call_sent`): the model server
@@ -29,9 +31,13 @@ both_backends!(a_limited_budgeted_tree_campaign_under_kills_keeps_its_bounds);
 /// What each call may answer, and so holds against its tree besides its
 /// input while it runs.
 const MAX_TOKENS: u64 = 200;
-/// Each tree's budget: two calls' holds fit beside each other, and a few
-/// calls lost to kills (each counted at its estimate) spend it.
-const BUDGET: u64 = 500;
+/// Each tree's budget, in tokens. A call's hold (its input, about 20, plus
+/// `MAX_TOKENS`) leaves no room beside another's, so a tree's calls go one
+/// at a time; a served call spends 15 (12 in, 3 out), and a call is refused
+/// once the spent and its input pass the budget: the fourth child of an
+/// unkilled tree is stopped `interrupted`, and a call lost to a kill
+/// (counted at its estimate of about 220) stops its tree sooner.
+const BUDGET: u64 = 50;
 /// What an operator adds to a stopped tree's budget before continuing it.
 const RAISE: u64 = 1000;
 /// The key's in-flight limit.
@@ -78,6 +84,8 @@ fn sent_in_tree(c: &Campaign, parent: &str) -> Vec<u64> {
 /// What the combined campaign counted besides the tally.
 #[derive(Debug, Default)]
 struct Books {
+    /// The server's URL, for the operator's commands.
+    server: String,
     budget_stops: u64,
     over_budget: Vec<String>,
     largest_estimate: u64,
@@ -98,27 +106,34 @@ fn within_budget(c: &Campaign, books: &mut Books, parent: &str, when: &str) {
     }
 }
 
-/// The operator: a parent whose children none work and some stopped at
-/// the tree's budget is checked, then raised and continued.
+/// The operator: a parent some of whose children stopped at the tree's
+/// budget is checked, then raised and continued through the
+/// server (whose runner and the workers carry the children on).
 fn raise_stopped(c: &mut Campaign, books: &mut Books, parent: &str) {
+    if c.show(parent)["status"] != "waiting" {
+        return;
+    }
+    // Not only once every child stopped: a child beyond the step's
+    // concurrency is held until a sibling ends, and a stopped one has not.
     let children = c.list(Some(parent));
-    let working = children
-        .iter()
-        .any(|ch| matches!(ch["status"].as_str(), Some("queued" | "running")));
-    let stopped = children.iter().any(|ch| ch["status"] == "interrupted");
-    if working || !stopped {
+    if !children.iter().any(|ch| ch["status"] == "interrupted") {
         return;
     }
     within_budget(c, books, parent, "when it stopped");
     books.budget_stops += 1;
     let raise = format!("tokens=+{RAISE}");
-    let out = c.case.cairn(&[
-        "runs", "continue", parent, "--budget", &raise, "--by", "soak",
-    ]);
-    assert!(
-        matches!(out.code(), Some(0) | Some(5)),
-        "continue {parent}: {out:?}"
-    );
+    let args = [
+        "runs",
+        "continue",
+        parent,
+        "--budget",
+        &raise,
+        "--by",
+        "soak",
+        "--server",
+        &books.server,
+    ];
+    c.case.raw(&args, &[]).expect_code(0);
 }
 
 fn a_limited_budgeted_tree_campaign_under_kills_keeps_its_bounds(kind: Kind) {
@@ -133,7 +148,8 @@ fn a_limited_budgeted_tree_campaign_under_kills_keeps_its_bounds(kind: Kind) {
     let limit = IN_FLIGHT.to_string();
     case.cairn(&["limits", "set", &key, "--in-flight", &limit])
         .expect_code(0);
-    let served = serve(&case, &["--concurrency", "2"], &[("CAIRN_LOG", "warn")]);
+    let args = ["--concurrency", "2", "--foreign-runs"];
+    let served = serve(&case, &args, &[("CAIRN_LOG", "warn")]);
     let listed = case
         .raw(&["--json", "limits", "list", "--server", &served.url], &[])
         .expect_code(0)
@@ -158,10 +174,16 @@ fn a_limited_budgeted_tree_campaign_under_kills_keeps_its_bounds(kind: Kind) {
     c.top_up();
     c.start_workers(3);
     let started = Instant::now();
+    let mut books = Books {
+        server: served.url.clone(),
+        ..Books::default()
+    };
     while c.tally.kills < size.kills {
         c.kill_round(1500);
+        for parent in c.parents.clone() {
+            raise_stopped(&mut c, &mut books, &parent);
+        }
     }
-    let mut books = Books::default();
     c.drain(|c, parent| raise_stopped(c, &mut books, parent));
     let mut sent = 0;
     for parent in c.parents.clone() {
