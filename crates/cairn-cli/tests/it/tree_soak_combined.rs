@@ -209,13 +209,14 @@ fn a_limited_budgeted_tree_campaign_under_kills_keeps_its_bounds(kind: Kind) {
     let (requests, peak) = (model.requests(), model.peak());
     let more = format!(
         ", {requests} model requests ({sent} recorded sent), at most {peak} in flight \
-         (limit {IN_FLIGHT}), {} trees stopped at their budget and continued, {} over budget \
-         (one call's estimate: {} tokens)",
+         (limit {IN_FLIGHT}), {} stops at a tree's budget (each raised and continued), \
+         {} over budget (one call's estimate: {} tokens)",
         books.budget_stops,
         books.over_budget.len(),
         books.largest_estimate
     );
     drop(served);
+    c.report("combined", kind, size, &more, started);
     assert!(
         requests <= sent,
         "{requests} requests served, only {sent} recorded sent: a call went free"
@@ -225,5 +226,4 @@ fn a_limited_budgeted_tree_campaign_under_kills_keeps_its_bounds(kind: Kind) {
         "{peak} calls in flight at once at the provider, over the key's limit of {IN_FLIGHT}"
     );
     assert!(books.over_budget.is_empty(), "{:#?}", books.over_budget);
-    c.report("combined", kind, size, &more, started);
 }
