@@ -130,7 +130,7 @@ pub(crate) struct Campaign {
 }
 
 impl Campaign {
-    /// A campaign on `case` (its database created by a first command).
+    /// A campaign on `case`'s database, opened in this process for its reads.
     pub(crate) fn new(case: Case, size: Size, submit: Vec<String>, log: &str) -> Campaign {
         let (rt, engine) = crate::support::in_process(&case);
         Campaign {
@@ -160,7 +160,8 @@ impl Campaign {
         }
     }
 
-    /// Runs matching `filter` as JSON (`runs list --json`'s shape).
+    /// Every run, or the children of `parent`, as JSON (the runs and the
+    /// shape of `runs list [--parent P] --json`).
     pub(crate) fn list(&self, parent: Option<&str>) -> Vec<Value> {
         let filter = RunFilter {
             parent: parent.map(|p| p.parse::<RunId>().expect("a run id")),
