@@ -20,8 +20,10 @@ pub(crate) enum ClaimStep {
     Nothing,
     /// No row yet: insert it `running`, attempt 1.
     Insert { role: cairn_core::Role },
-    /// Set the row `running` with this attempt; add `takeovers_delta` to its
-    /// takeover count (0 resets it: a new attempt).
+    /// Set the row `running` with this attempt; add `takeovers_delta` (1 for
+    /// a takeover) to its takeover count. A new attempt starts its counts
+    /// (takeovers, shared deaths) again; the same attempt carried on after a
+    /// deferral, a continue, a join or an answer keeps them.
     Restart { attempt: u32, takeovers_delta: u32 },
     /// Too many takeovers of the same attempt: fail step and run.
     CrashLoop { error: ErrorInfo },

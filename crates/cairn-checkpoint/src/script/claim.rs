@@ -343,7 +343,8 @@ async fn apply_step(
                 .fetch_optional(
                     query(concat!(
                         "UPDATE steps SET status = 'running', attempt = :attempt, \
-                         takeovers = CASE WHEN :delta = 0 THEN 0 ELSE takeovers + :delta END, \
+                         takeovers = CASE WHEN attempt <> :attempt THEN 0 ELSE takeovers + :delta END, \
+                         shared_deaths = CASE WHEN attempt <> :attempt THEN 0 ELSE shared_deaths END, \
                          finished_at = NULL, started_at = {now} WHERE run_id = :run AND idx = :idx \
                          RETURNING ",
                         step_cols!()

@@ -5,26 +5,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cairn_checkpoint::StepTransition;
 use cairn_checkpoint::{Action, ClaimRequest, Lease};
-use cairn_core::{Actor, LeaseEpoch, RunStatus};
+use cairn_core::{Actor, ErrorInfo, ErrorKind, LeaseEpoch, RunStatus};
 use cairn_testkit::{both, Kind, TestDb};
 
-use crate::{new_run, store};
+use crate::{new_run, store, success};
 
 fn req(lease_ms: u64) -> ClaimRequest {
-    ClaimRequest {
-        owner: "worker".into(),
-        takeover: cairn_checkpoint::Takeover::Never,
-        lease: Duration::from_millis(lease_ms),
-        crash_loop_cap: 3,
-        events: vec![],
-        replace_crew: None,
-        context: None,
-        read_crew: None,
-    }
+    ClaimRequest::new("worker", Duration::from_millis(lease_ms), 3)
 }
 
 both!(
+    a_steps_takeovers_survive_a_restart_of_the_same_attempt,
     stats_count_runs_the_ready_queue_and_takeovers,
     claim_next_takes_runnable_runs_oldest_first,
     a_higher_priority_goes_first_and_an_older_run_ages_past_it,
@@ -417,4 +410,33 @@ async fn a_claim_batch_takes_runs_in_claim_order_and_two_batches_never_share_one
     want.sort();
     assert_eq!(rest, want, "every other run once, none twice");
     assert!(store.claim_batch(&req(30_000), 4).await.unwrap().is_empty());
+}
+
+/// Found by the combined tree campaign (issue 47): a step taken over, then
+/// stopped and carried on at the same attempt (a deferral, a budget stop
+/// continued, a decided join, an answer), came back with `takeovers` 0, as
+/// if a new attempt had begun: `runs show` under-reported its takeovers
+/// and the crash-loop cap started counting again. Only a new attempt
+/// starts the count again.
+async fn a_steps_takeovers_survive_a_restart_of_the_same_attempt(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let id = store.submit(new_run(2, None)).await.unwrap().run.id;
+    store.claim_next(&req(100)).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let taken = store.claim_next(&req(30_000)).await.unwrap().unwrap();
+    assert_eq!(taken.at_cursor.as_ref().unwrap().takeovers, 1);
+    let mut stop = success(id, taken.run.lease_epoch, 0, 2);
+    stop.transition = StepTransition::Interrupted {
+        error: ErrorInfo::new(ErrorKind::BudgetExceeded, "over budget", false),
+    };
+    store.commit_step(&stop).await.unwrap();
+    store
+        .act(id, Action::Continue, &Actor::new("ops"))
+        .await
+        .unwrap();
+    let again = store.claim_next(&req(30_000)).await.unwrap().unwrap();
+    let step = again.at_cursor.unwrap();
+    assert_eq!(step.attempt.get(), 1, "the same attempt");
+    assert_eq!(step.takeovers, 1, "its takeover still counted");
 }
