@@ -453,6 +453,31 @@ impl Campaign {
         self.tally.takeovers += self.takeover_claims(parent, None);
     }
 
+    /// A parent at the end of a campaign: its takeovers counted, and its
+    /// run if it succeeded (counted), else recorded as lost.
+    pub(crate) fn finished_parent(&mut self, parent: &str) -> Option<Value> {
+        let run = self.show(parent);
+        self.count_parent_takeovers(parent);
+        if run["status"] != "succeeded" {
+            self.tally
+                .lost
+                .push(format!("parent {parent} ended {}", run["status"]));
+            return None;
+        }
+        self.tally.parents += 1;
+        Some(run)
+    }
+
+    /// A parent whose join must read `expected`, as its uncrashed twin's.
+    pub(crate) fn check_join(&mut self, parent: &str, run: &Value, expected: &str) {
+        if run["steps"][1]["output"] != Value::String(expected.to_owned()) {
+            self.tally.lost.push(format!(
+                "parent {parent} joined {}",
+                run["steps"][1]["output"]
+            ));
+        }
+    }
+
     /// The summary line `scripts/soak` keeps, then the verdict.
     pub(crate) fn report(&self, what: &str, kind: Kind, size: Size, more: &str, started: Instant) {
         let t = &self.tally;
@@ -530,21 +555,10 @@ fn children_under_worker_kills_lose_and_repeat_nothing(kind: Kind) {
     }
     c.drain(|_, _| {});
     for parent in c.parents.clone() {
-        let run = c.show(&parent);
-        c.count_parent_takeovers(&parent);
-        if run["status"] != "succeeded" {
-            c.tally
-                .lost
-                .push(format!("parent {parent} ended {}", run["status"]));
+        let Some(run) = c.finished_parent(&parent) else {
             continue;
-        }
-        c.tally.parents += 1;
-        if run["steps"][1]["output"] != Value::String(expected.clone()) {
-            c.tally.lost.push(format!(
-                "parent {parent} joined {}",
-                run["steps"][1]["output"]
-            ));
-        }
+        };
+        c.check_join(&parent, &run, &expected);
         c.check_children(&parent, size.children);
     }
     c.report("children", kind, size, "", started);
@@ -627,15 +641,9 @@ fn delegated_children_under_worker_kills_lose_and_repeat_nothing(kind: Kind) {
     }
     c.drain(|_, _| {});
     for parent in c.parents.clone() {
-        let run = c.show(&parent);
-        c.count_parent_takeovers(&parent);
-        if run["status"] != "succeeded" {
-            c.tally
-                .lost
-                .push(format!("parent {parent} ended {}", run["status"]));
+        let Some(run) = c.finished_parent(&parent) else {
             continue;
-        }
-        c.tally.parents += 1;
+        };
         let children = c.check_children(&parent, size.children);
         let said = answer(&run, &children);
         if said != expected {

@@ -187,21 +187,10 @@ fn a_limited_budgeted_tree_campaign_under_kills_keeps_its_bounds(kind: Kind) {
     c.drain(|c, parent| raise_stopped(c, &mut books, parent));
     let mut sent = 0;
     for parent in c.parents.clone() {
-        let run = c.show(&parent);
-        c.count_parent_takeovers(&parent);
-        if run["status"] != "succeeded" {
-            c.tally
-                .lost
-                .push(format!("parent {parent} ended {}", run["status"]));
+        let Some(run) = c.finished_parent(&parent) else {
             continue;
-        }
-        c.tally.parents += 1;
-        if run["steps"][1]["output"] != Value::String(expected.clone()) {
-            c.tally.lost.push(format!(
-                "parent {parent} joined {}",
-                run["steps"][1]["output"]
-            ));
-        }
+        };
+        c.check_join(&parent, &run, &expected);
         c.check_children(&parent, size.children);
         within_budget(&c, &mut books, &parent, "at the end");
         sent += sent_in_tree(&c, &parent).len();
