@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::sync::OnceLock;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -149,42 +149,30 @@ pub fn tokens(input: Option<u64>, output: Option<u64>) -> String {
     }
 }
 
-/// How long a step waited for people (reviews, approvals, answers) within
-/// its row's time: the waits of its index, clipped to the row's start and
-/// end, so a step's duration can leave them out.
-pub fn waited_ms(s: &StepRecord, waits: &[WaitRecord]) -> i64 {
-    let now = Utc::now();
-    let end_of_step = s.finished_at.unwrap_or(now);
-    waits
-        .iter()
-        .filter(|w| w.step_idx == s.idx)
-        .map(|w| {
-            let end: DateTime<Utc> = match w.status {
-                WaitStatus::Open => now,
-                _ => w.answered_at.unwrap_or(w.created_at),
-            };
-            let from = w.created_at.max(s.started_at);
-            let to = end.min(end_of_step);
-            (to - from).num_milliseconds().max(0)
-        })
-        .sum()
-}
-
 /// A duration, as the console prints it (`cairn::text::duration_ms`).
 fn ms(ms: i64) -> String {
     cairn::text::duration_ms(ms)
 }
 
 /// A step table; `extra` adds a column (header, value per step). A step's
-/// duration leaves out the time it waited for people, shown on its own.
+/// duration is [`cairn::StepTime`]'s, as the console's: it leaves out the
+/// time it waited for people (shown on its own) and, for a `children`
+/// step, counts its children's time as its own (`events`: the run's; empty
+/// when no step started children).
 pub fn step_table(
     steps: &[StepRecord],
     waits: &[WaitRecord],
+    events: &[cairn::EventRecord],
     extra: Option<ExtraColumn<'_>>,
 ) -> String {
     let mut out = String::new();
     let extra_head = extra.map(|(h, _)| format!("  {h:>10}")).unwrap_or_default();
-    let any_wait = steps.iter().any(|s| waited_ms(s, waits) > 0);
+    let now = Utc::now();
+    let times: Vec<cairn::StepTime> = steps
+        .iter()
+        .map(|s| cairn::StepTime::of(s, events, waits, now))
+        .collect();
+    let any_wait = times.iter().any(|t| t.waited_ms > 0);
     let wait_head = if any_wait {
         format!("  {:>9}", "waited")
     } else {
@@ -194,12 +182,17 @@ pub fn step_table(
         "{:>4}  {:<14} {:<11} {:>7}  {:>13}  {:>9}{wait_head}{extra_head}\n",
         "idx", "role", "status", "attempt", "tokens in/out", "duration"
     ));
-    for s in steps {
+    for (s, time) in steps.iter().zip(&times) {
         let extra_val = extra
             .map(|(_, f)| format!("  {:>10}", f(s)))
             .unwrap_or_default();
-        let waited = waited_ms(s, waits);
-        let duration = dash(s.duration_ms().map(|d| ms((d - waited).max(0))));
+        let waited = time.waited_ms;
+        // A step still running has no duration yet; one waiting for its
+        // children has theirs so far.
+        let duration = match s.finished_at.is_some() || time.children_ms > 0 {
+            true => ms(time.ran_ms()),
+            false => "-".into(),
+        };
         let wait_val = match (any_wait, waited) {
             (false, _) => String::new(),
             (true, 0) => format!("  {:>9}", "-"),
@@ -218,6 +211,12 @@ pub fn step_table(
             tokens(s.input_tokens, s.output_tokens),
             duration
         ));
+        if time.children_ms > 0 {
+            out.push_str(&format!(
+                "      {} of it waiting for children\n",
+                ms(time.children_ms)
+            ));
+        }
         if let Some(e) = &s.error {
             // A deferral (a provider's 429, a permit or a budget's room
             // not free) spent no attempt: it is no failure.
@@ -284,6 +283,9 @@ pub struct RunText<'a> {
     /// The run's waits (any status): the time steps waited, and the open
     /// ones with the command that answers them.
     pub waits: &'a [WaitRecord],
+    /// The run's events when a step started children (their time is the
+    /// step's); empty otherwise.
+    pub events: &'a [cairn::EventRecord],
     /// Every step's output, not only the final one.
     pub outputs: bool,
     pub extra: Option<ExtraColumn<'a>>,
@@ -343,7 +345,7 @@ pub fn print_run(view: &RunView, json: bool, text: &RunText<'_>) -> anyhow::Resu
         write!(
             stdout,
             "{}",
-            step_table(&view.steps, text.waits, text.extra)
+            step_table(&view.steps, text.waits, text.events, text.extra)
         )?;
     }
     if text.outputs {
@@ -431,6 +433,7 @@ pub fn print_step(
     idx: u32,
     json: bool,
     waits: &[WaitRecord],
+    events: &[cairn::EventRecord],
 ) -> anyhow::Result<()> {
     let step = view
         .steps
@@ -450,7 +453,7 @@ pub fn print_step(
     write!(
         stdout,
         "{}",
-        step_table(std::slice::from_ref(step), waits, None)
+        step_table(std::slice::from_ref(step), waits, events, None)
     )?;
     match &step.output {
         Some(o) => {

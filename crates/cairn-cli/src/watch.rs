@@ -40,6 +40,8 @@ pub struct Watch {
     printed_seq: HashMap<u32, i64>,
     /// A closed stdout stops the printing, not the watch.
     printing: bool,
+    /// The stored events heard (a children step's time is read from them).
+    events: Vec<EventRecord>,
 }
 
 impl Watch {
@@ -57,6 +59,7 @@ impl Watch {
             live: HashMap::new(),
             printed_seq: HashMap::new(),
             printing: true,
+            events: Vec::new(),
         };
         if !json {
             watch.printing = progress::start(run).is_ok();
@@ -71,6 +74,9 @@ impl Watch {
         F: FnOnce(u32) -> Fut,
         Fut: std::future::Future<Output = Vec<StepJournalEntry>>,
     {
+        if let Heard::Event(e) = &heard {
+            self.events.push(e.clone());
+        }
         if !self.printing {
             return;
         }
@@ -191,7 +197,11 @@ impl Watch {
             let _ = writeln!(out);
         }
         let _ = writeln!(out, "\nrun {} {}", view.run.id, view.run.status.as_str());
-        let _ = write!(out, "{}", output::step_table(&view.steps, waits, None));
+        let _ = write!(
+            out,
+            "{}",
+            output::step_table(&view.steps, waits, &self.events, None)
+        );
         let _ = out.flush();
     }
 }

@@ -27,8 +27,8 @@ use cairn::{
 
 pub use actions::Offer;
 use actions::{run_actions, Look};
+pub use cairn::StepTime;
 use conversation::{conversation, live_text};
-pub use durations::StepTime;
 pub(crate) use durations::{duration, millis, run_time};
 pub use fleet::{diff_page, workers_page};
 pub use notice::Done;

@@ -17,7 +17,7 @@ use maud::{html, Markup};
 
 use cairn::{ChildOutcome, EventKind, EventRecord, StepRecord, WaitRecord};
 
-use crate::durations::{children_spans, StepTime};
+use cairn::step_time::{children_spans, StepTime};
 
 const WIDTH: f64 = 720.0;
 const LABEL: f64 = 160.0;

@@ -2,7 +2,8 @@
 //! Each event's `id` is its per-run `seq`, so a client that reconnects with
 //! `Last-Event-ID: N` gets exactly the events after N. The stream polls the
 //! store and ends once the run is succeeded, failed or cancelled and every
-//! event has been sent, or when the server stops.
+//! event has been sent, or when the server stops; with `?follow=false`, once
+//! the events stored when it was asked for have been sent.
 //!
 //! Between stored events come `output_delta` events: an `llm` step's text
 //! as it streams (`Engine::live_text`, from any process on PostgreSQL).
@@ -17,6 +18,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
+use serde::Deserialize;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::time::Instant;
@@ -24,7 +26,7 @@ use tokio::time::Instant;
 use cairn::{Engine, EventRecord, OutputDelta, RunId, RunStatus};
 
 use crate::error::ErrorChain;
-use crate::extract::RunIdPath;
+use crate::extract::{ApiQuery, RunIdPath};
 use crate::{ApiError, AppState};
 
 /// How often the store is polled for new events.
@@ -33,6 +35,13 @@ const POLL: Duration = Duration::from_millis(150);
 /// reconnects with `Last-Event-ID` and loses nothing).
 const MAX_FAILURES: u32 = 5;
 
+/// `?follow=false`: send the events stored now, then end (no live text).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EventsQuery {
+    follow: Option<bool>,
+}
+
 /// The handler. Refuses an unknown run (404) before the stream starts, and
 /// a stream beyond the server's cap (503 `too_many_streams`): each open
 /// stream polls the database, so their number is bounded. The stream holds
@@ -40,9 +49,10 @@ const MAX_FAILURES: u32 = 5;
 pub(crate) async fn events(
     State(state): State<AppState>,
     RunIdPath(id): RunIdPath,
+    ApiQuery(q): ApiQuery<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    stream(state, id, &headers, true).await
+    stream(state, id, &headers, true, q.follow.unwrap_or(true)).await
 }
 
 /// The console's copy (`/runs/{id}/events`, behind its session cookie):
@@ -53,7 +63,7 @@ pub(crate) async fn console_events(
     RunIdPath(id): RunIdPath,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    stream(state, id, &headers, false).await
+    stream(state, id, &headers, false, true).await
 }
 
 async fn stream(
@@ -61,6 +71,7 @@ async fn stream(
     id: RunId,
     headers: &HeaderMap,
     named: bool,
+    follow: bool,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
     let after = last_event_id(headers)?;
     let permit = state.streams().clone().try_acquire_owned().map_err(|_| {
@@ -74,7 +85,10 @@ async fn stream(
     })?;
     state.engine().get_run(id).await?;
     // Before the first read, so no piece between it and the stream is lost.
-    let live = Some(state.engine().live_text().await);
+    let live = match follow {
+        true => Some(state.engine().live_text().await),
+        false => None,
+    };
     let tail = Tail {
         live,
         next_poll: Instant::now(),
@@ -88,6 +102,7 @@ async fn stream(
         failures: 0,
         shutdown: state.shutdown_signal(),
         named,
+        follow,
     };
     let stream = futures_util::stream::unfold(tail, Tail::next);
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
@@ -131,6 +146,8 @@ struct Tail {
     live: Option<broadcast::Receiver<OutputDelta>>,
     /// When the store is read next.
     next_poll: Instant,
+    /// `false`: end after the first read, whatever the run's status.
+    follow: bool,
 }
 
 impl Tail {
@@ -183,10 +200,11 @@ impl Tail {
         // Only what has not been sent: a poll reads new rows, not the log.
         let events = self.engine.events_after(self.id, self.after).await?;
         self.pending.extend(events);
-        self.finished = matches!(
-            run.status,
-            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
-        );
+        self.finished = !self.follow
+            || matches!(
+                run.status,
+                RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+            );
         Ok(())
     }
 }

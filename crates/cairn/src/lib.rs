@@ -37,6 +37,7 @@ mod load;
 pub mod otel;
 mod retention;
 mod standing;
+pub mod step_time;
 mod thread;
 mod work;
 
@@ -89,6 +90,7 @@ pub use engine::{
 pub use error::{Error, ErrorChain, ErrorClass};
 pub use retention::{parse_age, BadAge};
 pub use standing::ChildrenWait;
+pub use step_time::StepTime;
 pub use thread::{BadThreadId, ThreadId, ThreadTotals, ThreadView, MAX_THREAD_ID_BYTES};
 pub use work::{WakeUp, WorkHooks, WorkOptions};
 

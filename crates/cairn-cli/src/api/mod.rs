@@ -134,8 +134,8 @@ pub trait Api {
         actor: &Actor,
     ) -> anyhow::Result<WaitRecord>;
 
-    /// The run's events, each given to `each` as it is read: the stored
-    /// ones (locally), or the server's event stream until the run ends.
+    /// The run's stored events, each given to `each` as it is read (over
+    /// HTTP, the event stream with `follow=false`: it ends after them).
     async fn events(
         &self,
         id: RunId,
@@ -235,4 +235,20 @@ pub async fn run_waits(api: &impl Api, id: RunId) -> anyhow::Result<Vec<WaitReco
         ..WaitFilter::default()
     })
     .await
+}
+
+/// The events of `view`'s run when one of its steps started children (the
+/// step's time runs from their spawn to their join); none otherwise, so a
+/// run without children costs no read.
+pub async fn children_events(api: &impl Api, view: &RunView) -> anyhow::Result<Vec<EventRecord>> {
+    if view.children.is_empty() {
+        return Ok(vec![]);
+    }
+    let mut events = vec![];
+    api.events(view.run.id, &mut |e| {
+        events.push(e);
+        Ok(())
+    })
+    .await?;
+    Ok(events)
 }

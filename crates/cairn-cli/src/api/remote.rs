@@ -236,12 +236,13 @@ fn compact_body(p: &CompactPolicy) -> Value {
 async fn event_stream(
     client: &Remote,
     id: RunId,
+    follow: bool,
 ) -> anyhow::Result<
     impl futures_util::Stream<Item = Result<cairn::sse::Event, cairn::sse::StreamError<reqwest::Error>>>,
 > {
     let events = client
         .http
-        .get(client.url(&format!("/v1/runs/{id}/events")));
+        .get(client.url(&format!("/v1/runs/{id}/events?follow={follow}")));
     let resp = client.respond(events).await?;
     Ok(cairn::sse::events(
         resp.bytes_stream(),
@@ -255,7 +256,7 @@ async fn watch(client: &Remote, id: RunId, json: bool) -> anyhow::Result<RunStat
     use crate::watch::{Heard, Watch};
     let view: RunView = client.get(&format!("/v1/runs/{id}")).await?;
     let mut watch = Watch::new(&view.run, json);
-    let mut stream = std::pin::pin!(event_stream(client, id).await?);
+    let mut stream = std::pin::pin!(event_stream(client, id, true).await?);
     while let Some(event) = stream.next().await {
         let event = event.map_err(|e| anyhow::anyhow!("the event stream broke: {e}"))?;
         if event.data.is_empty() {
@@ -494,7 +495,7 @@ impl Api for Remote {
         id: RunId,
         each: &mut dyn FnMut(EventRecord) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        let mut stream = std::pin::pin!(event_stream(self, id).await?);
+        let mut stream = std::pin::pin!(event_stream(self, id, false).await?);
         while let Some(event) = stream.next().await {
             let event = event.map_err(|e| anyhow::anyhow!("the event stream broke: {e}"))?;
             // Live text is not an event of the log.

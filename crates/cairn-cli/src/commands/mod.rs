@@ -94,8 +94,13 @@ async fn print_run(
         (true, cairn::RunStatus::Waiting) | (false, _) => crate::api::run_waits(api, id).await?,
         (true, _) => vec![],
     };
+    let events = match json {
+        true => vec![],
+        false => crate::api::children_events(api, &view).await?,
+    };
     let text = output::RunText {
         waits: &waits,
+        events: &events,
         outputs,
         extra: None,
         no_table,

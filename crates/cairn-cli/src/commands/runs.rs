@@ -46,7 +46,8 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
                 Some(n) => {
                     let view = api.show(id).await?;
                     let waits = crate::api::run_waits(&api, id).await?;
-                    output::print_step(&view, n, json, &waits)?;
+                    let events = crate::api::children_events(&api, &view).await?;
+                    output::print_step(&view, n, json, &waits, &events)?;
                 }
                 None => {
                     print_run(&api, id, json, outputs, false).await?;

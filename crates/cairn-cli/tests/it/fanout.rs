@@ -55,6 +55,37 @@ fn a_client_run_of_a_fan_out_follows_its_children_to_the_end() {
         let line = line.unwrap_or_else(|| panic!("no line for {key}: {}", out.stderr));
         assert!(line.ends_with("succeeded"), "{line}");
     }
+    // `runs show`, here and through the server, counts the children's
+    // second as the `children` step's own (as the console draws it), not
+    // the few milliseconds of its stored row.
+    let parent = out.stdout.split_whitespace().nth(1).unwrap_or_default();
+    let remote = [
+        "runs",
+        "show",
+        parent,
+        "--server",
+        &served.url,
+        "--token",
+        TOKEN,
+    ];
+    for shown in [
+        case.cairn(&["runs", "show", parent]).expect_code(0).stdout,
+        case.raw(&remote, &[]).expect_code(0).stdout,
+    ] {
+        let row = shown
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some("fan"));
+        let row = row.unwrap_or_else(|| panic!("no row of the fan step: {shown}"));
+        let seconds = row
+            .trim_end()
+            .strip_suffix(" s")
+            .and_then(|r| r.split_whitespace().last()?.parse::<f64>().ok());
+        assert!(
+            seconds.is_some_and(|s| s >= 1.0),
+            "the children's second: {row}"
+        );
+        assert!(shown.contains(" of it waiting for children"), "{shown}");
+    }
 }
 
 /// Followed here (`--progress lines`), a fan-out prints a line for each

@@ -146,3 +146,42 @@ async fn events_refuse_unknown_runs_and_bad_last_event_ids() {
         .assert_error(StatusCode::BAD_REQUEST, "bad_last_event_id");
     }
 }
+
+/// `?follow=false` sends what is stored and ends, though the run has not
+/// ended (a queued run would keep a following stream open): how a client
+/// reads a waiting run's log. `Last-Event-ID` still applies; a `follow`
+/// that is not a boolean is 400 `bad_query`.
+#[tokio::test]
+async fn follow_false_sends_the_stored_events_of_an_unfinished_run_and_ends() {
+    let api = Api::sqlite().await;
+    let id = api.submit("pipeline", json!({"name": "stored"})).await;
+    let stored = api.engine.events(id).await.unwrap();
+    assert!(!stored.is_empty(), "run_submitted at least");
+    let uri = format!("/v1/runs/{id}/events?follow=false");
+    let read = |last: Option<&'static str>| {
+        let headers: Vec<(&str, &str)> = last.map(|l| ("last-event-id", l)).into_iter().collect();
+        let api = &api;
+        let uri = uri.clone();
+        async move {
+            tokio::time::timeout(
+                Duration::from_secs(20),
+                api.call(Method::GET, &uri, &headers, None),
+            )
+            .await
+            .expect("a stream with follow=false ends though the run is queued")
+        }
+    };
+    let all = frames(&read(None).await);
+    assert_eq!(
+        all.iter().map(|f| f.id).collect::<Vec<_>>(),
+        stored.iter().map(|e| e.seq).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        api.engine.get_run(id).await.unwrap().status,
+        cairn::RunStatus::Queued
+    );
+    assert!(frames(&read(Some("1")).await).iter().all(|f| f.id > 1));
+    api.get(&format!("/v1/runs/{id}/events?follow=maybe"))
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "bad_query");
+}

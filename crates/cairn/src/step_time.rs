@@ -1,0 +1,156 @@
+//! How long a step took, by the one rule every reader uses (the console's
+//! pages, `cairn runs show`, the crews page's means): time waiting for a
+//! person is left out and shown on its own; time waiting for children is
+//! the step's own, since its children do its work. A step's time runs from
+//! the start of its current attempt (for a step that started children, of
+//! the attempt that started them: the stored row starts again when the
+//! join wakes the step) to its end, or now.
+
+use chrono::{DateTime, Utc};
+
+use crate::{EventKind, EventRecord, StepRecord, WaitRecord, WaitStatus};
+
+/// How long `waits` (of one run) kept it waiting for people within
+/// `from..to`: each from its opening to its answer (to `now` while open),
+/// clipped to the span. As `cairn runs show` computes a step's `waited`.
+pub fn waited_between<'a>(
+    waits: impl IntoIterator<Item = &'a WaitRecord>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> i64 {
+    waits
+        .into_iter()
+        .map(|w| {
+            let end = match w.status {
+                WaitStatus::Open => now,
+                _ => w.answered_at.unwrap_or(w.created_at),
+            };
+            (end.min(to) - w.created_at.max(from))
+                .num_milliseconds()
+                .max(0)
+        })
+        .sum()
+}
+
+/// A stretch of a step waiting for its children: from their spawn to their
+/// join (`joined`: `None` while it is not decided; `to` is then the end
+/// the caller gave).
+pub struct ChildrenSpan<'a> {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub spawned: &'a EventRecord,
+    pub joined: Option<&'a EventRecord>,
+}
+
+/// Step `idx`'s stretches waiting for children, of `attempt` (of every
+/// attempt when `None`), in order: each `children_spawned` to the
+/// `children_joined` of the same attempt that follows it, or to `end`.
+pub fn children_spans(
+    idx: u32,
+    attempt: Option<u32>,
+    events: &[EventRecord],
+    end: DateTime<Utc>,
+) -> Vec<ChildrenSpan<'_>> {
+    let of = |e: &EventRecord| {
+        e.data["idx"].as_u64() == Some(u64::from(idx))
+            && attempt.is_none_or(|a| e.data["attempt"].as_u64() == Some(u64::from(a)))
+    };
+    let mut spans: Vec<ChildrenSpan<'_>> = Vec::new();
+    for e in events.iter().filter(|e| of(e)) {
+        match e.kind {
+            EventKind::ChildrenSpawned => spans.push(ChildrenSpan {
+                from: e.at,
+                to: end.max(e.at),
+                spawned: e,
+                joined: None,
+            }),
+            EventKind::ChildrenJoined => {
+                let open = spans
+                    .iter_mut()
+                    .rev()
+                    .find(|s| s.joined.is_none() && s.spawned.data["attempt"] == e.data["attempt"]);
+                if let Some(open) = open {
+                    open.to = e.at;
+                    open.joined = Some(e);
+                }
+            }
+            _ => {}
+        }
+    }
+    spans
+}
+
+/// How long a step took, by the one rule (see the module): its
+/// stretch, and of it the time it waited for a person and for children.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepTime {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    /// Waiting for a person (reviews, approvals, answers): left out.
+    pub waited_ms: i64,
+    /// Waiting for its children, spawn to join: its own time.
+    pub children_ms: i64,
+}
+
+impl StepTime {
+    /// The time of `step`, from its run's `events` and `waits` (another
+    /// run's are ignored only by step index: pass one run's).
+    pub fn of(
+        step: &StepRecord,
+        events: &[EventRecord],
+        waits: &[WaitRecord],
+        now: DateTime<Utc>,
+    ) -> StepTime {
+        let to = step.finished_at.unwrap_or(now).max(step.started_at);
+        let spans = children_spans(step.idx.get(), Some(step.attempt.get()), events, to);
+        // The claim that started the attempt which spawned the children.
+        let from = spans.first().map_or(step.started_at, |first| {
+            let claimed = events
+                .iter()
+                .filter(|e| {
+                    e.kind == EventKind::RunClaimed
+                        && e.at <= first.from
+                        && e.data["cursor"].as_u64() == Some(u64::from(step.idx.get()))
+                })
+                .map(|e| e.at)
+                .next_back();
+            claimed.unwrap_or(first.from).min(step.started_at)
+        });
+        let children_ms = spans
+            .iter()
+            .map(|s| (s.to.min(to) - s.from.max(from)).num_milliseconds().max(0))
+            .sum();
+        let own = waits.iter().filter(|w| w.step_idx == step.idx);
+        StepTime {
+            from,
+            to,
+            waited_ms: waited_between(own, from, to, now),
+            children_ms,
+        }
+    }
+
+    /// Its time without the time it waited for a person.
+    pub fn ran_ms(&self) -> i64 {
+        ((self.to - self.from).num_milliseconds() - self.waited_ms).max(0)
+    }
+
+    /// `1.2 s`, `4.0 s, 3.9 s of it waiting for children`, with `, waited
+    /// 3 h 0 min for a person` when it did.
+    pub fn describe(&self) -> String {
+        let mut text = crate::text::duration_ms(self.ran_ms());
+        if self.children_ms > 0 {
+            text += &format!(
+                ", {} of it waiting for children",
+                crate::text::duration_ms(self.children_ms)
+            );
+        }
+        if self.waited_ms > 0 {
+            text += &format!(
+                ", waited {} for a person",
+                crate::text::duration_ms(self.waited_ms)
+            );
+        }
+        text
+    }
+}
