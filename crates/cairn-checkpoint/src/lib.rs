@@ -44,6 +44,12 @@ pub use commit::{NewChild, Next, SpawnCommit, StepCommit, StepRows, StepTransiti
 pub use error::{DbFault, Error, Kind};
 pub use live::LiveHub;
 pub use registry::{BlockedRun, Offered, ProcessBeat, ProcessRecord, Registry};
+
+/// The contract's traits, for callers of their methods: `use
+/// cairn_checkpoint::prelude::*;`.
+pub mod prelude {
+    pub use crate::{Registry, Store};
+}
 pub use script::retention::{CompactPolicy, Compacted, RunsByRule};
 
 pub use open::{
