@@ -272,12 +272,12 @@ async fn commits(target: &Target, label: &str) -> Result<()> {
     println!("{label}: one run of the {STEPS}-step no-op crew, {RUNS} runs");
     line("Engine::run, whole run", &runs);
     line("the same store calls without the executor", &direct);
-    line("  Store::start (submit and claim)", &start);
-    line(&format!("  Store::commit_step (x{STEPS})"), &commit);
-    line("  Store::get_run", &get_run);
+    line("  RunStore::start (submit and claim)", &start);
+    line(&format!("  LeaseStore::commit_step (x{STEPS})"), &commit);
+    line("  RunStore::get_run", &get_run);
     println!("{label}: one commit");
     line("raw commit (as the main table)", &raws);
-    line("Store::commit_step", &commit);
+    line("LeaseStore::commit_step", &commit);
     line(
         "raw commit on a held connection (no acquire ping)",
         &raw_commit_held(&raw).await?,
@@ -303,7 +303,7 @@ async fn commits(target: &Target, label: &str) -> Result<()> {
     let long = noop_crew("bench-long", RESUME_DONE + 1, None)?;
     let (_, long_wal, long_times) = wal_per_commit(&*store, &raw, &long).await?;
     line(
-        &format!("Store::commit_step, {}-step crew", RESUME_DONE + 1),
+        &format!("LeaseStore::commit_step, {}-step crew", RESUME_DONE + 1),
         &long_times,
     );
     println!(
@@ -387,16 +387,16 @@ async fn resume(target: &Target, label: &str) -> Result<()> {
         .map(|v| us(median(v)) / 1e3)
         .sum::<f64>();
     ms("Engine::stored_crew (get_run, registered crew)", &stored);
-    ms("Store::load", &load);
+    ms("RunStore::load", &load);
     ms("cairn_core::rebuild", &rebuild);
-    ms("Store::claim (takeover)", &claim);
+    ms("LeaseStore::claim (takeover)", &claim);
     println!(
         "  {:<52} {sum:>8.2} ms",
         "sum (the agent is entered after these)"
     );
     println!("  afterwards, with warm caches:");
-    ms("  Store::get_run", &get_run);
-    ms("  Store::load", &warm_load);
+    ms("  RunStore::get_run", &get_run);
+    ms("  RunStore::load", &warm_load);
     ms("  its step rows fetched without decoding", &fetch);
     ms("  only idx, role, status, output, not decoded", &narrow);
     ms("  one aggregated JSON row, fetched and parsed", &aggregated);
@@ -415,7 +415,7 @@ const STEP_COLS: &str =
     "idx, role, status, attempt, output, input_tokens, output_tokens, cost_nanos, \
                          started_at, finished_at, error, takeovers";
 
-/// Step rows of a run, fetched but not decoded (`Store::load` reads
+/// Step rows of a run, fetched but not decoded (`RunStore::load` reads
 /// `STEP_COLS`).
 async fn fetch_steps(raw: &Raw, id: RunId, cols: &str) -> Result<usize> {
     Ok(match raw {

@@ -1,5 +1,5 @@
 //! `--journal`: what durability inside an agent step costs. One journal
-//! item (`Store::append_journal`: a fenced, one-transaction insert) next to
+//! item (`JournalStore::append_journal`: a fenced, one-transaction insert) next to
 //! a raw commit of the same size on the same database, interleaved; and a
 //! whole `llm` step (scripted model, a no-op Rust tool) of 10 turns with 2
 //! tool calls each, so 82 journal items, through `Engine::run`.

@@ -5,7 +5,7 @@
 //! `breakdown.rs`) shows where the time goes instead. `--workers` (in
 //! `workers.rs`) measures `cairn worker` processes on PostgreSQL instead.
 //! `--journal` (in `journal.rs`) measures journal writes of agent steps.
-//! `--retention` (in `retention.rs`) measures `Store::compact`, step commits
+//! `--retention` (in `retention.rs`) measures `MaintenanceStore::compact`, step commits
 //! next to a million stored steps, and the bytes a row takes. `--floor`
 //! (in `floor.rs`) measures what the data model's writes cost at the least.
 
@@ -1003,7 +1003,7 @@ fn usage() -> String {
                      --traces     per step with tracing off, traced with the collector \
                      down, and traced with it up (OTLP export of every run's spans)\n\
                      --resume     only the resume of a 1,000-step run, both databases\n\
-                     --retention  Store::compact of 100,000 finished runs \
+                     --retention  MaintenanceStore::compact of 100,000 finished runs \
                      (CAIRN_BENCH_RETENTION_RUNS), commit_step with and without them, \
                      bytes per stored row"
     )

@@ -1,6 +1,6 @@
 //! `--permits`: what a provider key's admission adds to a model call,
 //! against the step commit it sits beside. Interleaved in rounds on one
-//! store: a run's step commits (`Store::commit_step`, as `Engine::run`
+//! store: a run's step commits (`LeaseStore::commit_step`, as `Engine::run`
 //! makes them), a model call's admission on a key without limits (one
 //! read: its pause), a permit on a limited key (`admit` then `release`:
 //! two write transactions, the key's row locked in the first), and the

@@ -9,9 +9,9 @@
 //! - "empty": nothing but what the measurements add.
 //!
 //! Measured: the bytes a run, step, event and journal item take (the journal
-//! from one real agent step, cloned on the empty store); `Store::commit_step`
+//! from one real agent step, cloned on the empty store); `LeaseStore::commit_step`
 //! on the empty store against the full one, interleaved in rounds; and
-//! `Store::compact` with `finished_older_than: Some(Duration::ZERO)` on the
+//! `MaintenanceStore::compact` with `finished_older_than: Some(Duration::ZERO)` on the
 //! full store, as rows deleted per second.
 
 use std::sync::Arc;
@@ -357,7 +357,7 @@ async fn fill_journal(store: &Arc<dyn Store>, raw: &Raw) -> Result<f64> {
     })
 }
 
-/// `Store::commit_step` on the empty and the full store, interleaved in
+/// `LeaseStore::commit_step` on the empty and the full store, interleaved in
 /// `ROUNDS` rounds of `COMMIT_RUNS_PER_ROUND` direct runs each.
 async fn commit_costs(
     empty: &dyn Store,

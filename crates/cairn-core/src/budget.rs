@@ -68,7 +68,7 @@ pub struct Spent {
 }
 
 /// What a child run's model call asks of its ancestors' budgets before it
-/// is made (`Store::reserve_budget`). A run's budget limits the run and
+/// is made (`BudgetStore::reserve_budget`). A run's budget limits the run and
 /// its descendants together: each call of a descendant holds its estimate
 /// (input and `max_tokens`) against every budgeted ancestor until it ends,
 /// so children in flight at once cannot pass the budget together.

@@ -69,7 +69,7 @@ pub struct Tally {
     series: BTreeMap<Series, Hist>,
 }
 
-/// The database's runs, now (`Store::stats`).
+/// The database's runs, now (`RunStore::stats`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Gauges {
     /// Runs by status.

@@ -1,5 +1,5 @@
 //! The leases an executor holds, kept by one beat for all of them: every
-//! `every`, one `Store::heartbeat_many` (fenced per run by its epoch)
+//! `every`, one `LeaseStore::heartbeat_many` (fenced per run by its epoch)
 //! extends each held run's lease and reports a cancel request or a lost
 //! lease, so a process's upkeep costs one statement per beat however many
 //! runs it holds. Each held run has a guard that publishes what the beats

@@ -49,7 +49,7 @@ pub struct ExecutorConfig {
     /// Takeovers of one in-flight attempt before the run fails `crash_loop`.
     pub crash_loop_cap: u32,
     /// How often the lease guard beats while this process holds a run:
-    /// one `Store::heartbeat` that extends the lease and reports a cancel
+    /// one `LeaseStore::heartbeat` that extends the lease and reports a cancel
     /// request, so the longest a running step runs on after a cancel
     /// request or a lost lease. 1 s: a beat is a write (about four reads'
     /// cost, measured by `lease::tests::lease_cost`), so beating every
@@ -249,10 +249,10 @@ impl Executor {
         .await
     }
 
-    /// Drives a run that `Store::claim_next` just claimed for this process
+    /// Drives a run that `LeaseStore::claim_next` just claimed for this process
     /// (a worker): the same loop as [`Executor::drive`], from after its claim.
     /// A run found corrupt is set aside at once (failed with kind
-    /// `corruption`, `Store::set_aside`) rather than left to expire and be
+    /// `corruption`, `LeaseStore::set_aside`) rather than left to expire and be
     /// taken over until the crash-loop cap calls it something else; the
     /// corruption is still returned.
     pub async fn drive_claimed(

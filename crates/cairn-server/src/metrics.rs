@@ -2,7 +2,7 @@
 //! process can count honestly lives here (requests it answered, steps its
 //! runner executed); what every process shares (runs by status, the
 //! claimable queue, lease takeovers by any worker) is read from the store
-//! per scrape by the `/metrics` handler (`Store::stats`, aggregates only).
+//! per scrape by the `/metrics` handler (`RunStore::stats`, aggregates only).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

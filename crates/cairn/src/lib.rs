@@ -48,6 +48,9 @@ pub use async_trait::async_trait;
 pub use cairn_agent as agent;
 /// Statements this process sent to its databases so far (`/metrics`).
 pub use cairn_checkpoint::counters::statements as store_statements;
+/// The storage contract's traits, for callers of [`Store`]'s methods:
+/// `use cairn::store_prelude::*;`.
+pub use cairn_checkpoint::prelude as store_prelude;
 pub use cairn_checkpoint::DbFault;
 /// What storage refuses or fails with (inside [`Error::Store`]).
 pub use cairn_checkpoint::Error as StoreError;

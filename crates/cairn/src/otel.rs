@@ -1,7 +1,7 @@
 //! Trace export (OpenTelemetry). A sampled run's spans are built from the
 //! events it stored (`cairn_core::trace::spans`) and sent by whichever
 //! process runs an exporter: one at a time across processes per interval
-//! (`Store::claim_task`), each run's export cursor moved only after the
+//! (`MaintenanceStore::claim_task`), each run's export cursor moved only after the
 //! collector took the batch. A process killed after a commit loses none of
 //! its spans; a collector that is down delays spans, never a run.
 

@@ -135,7 +135,7 @@ impl Engine {
     }
 
     /// Gives the space compaction freed back to the filesystem (SQLite: the
-    /// file shrinks) or to PostgreSQL's tables ([`Store::vacuum`]).
+    /// file shrinks) or to PostgreSQL's tables ([`MaintenanceStore::vacuum`]).
     pub async fn vacuum(&self) -> Result<()> {
         Ok(self.store().vacuum().await?)
     }

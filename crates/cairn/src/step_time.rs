@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::{EventKind, EventRecord, StepRecord, WaitRecord, WaitStatus};
+use crate::{EventKind, EventRecord, StepRecord, StepStatus, WaitRecord, WaitStatus};
 
 /// How long `waits` (of one run) kept it waiting for people within
 /// `from..to`: each from its opening to its answer (to `now` while open),
@@ -102,7 +102,13 @@ impl StepTime {
         waits: &[WaitRecord],
         now: DateTime<Utc>,
     ) -> StepTime {
-        let to = step.finished_at.unwrap_or(now).max(step.started_at);
+        // A step waiting for its children carries a finished time from
+        // its spawn; its time runs on to now until the join wakes it.
+        let to = match (step.status, step.finished_at) {
+            (StepStatus::Waiting | StepStatus::Running, _) | (_, None) => now,
+            (_, Some(at)) => at,
+        }
+        .max(step.started_at);
         let spans = children_spans(step.idx.get(), Some(step.attempt.get()), events, to);
         // The claim that started the attempt which spawned the children.
         let from = spans.first().map_or(step.started_at, |first| {

@@ -174,7 +174,7 @@ impl Engine {
 }
 
 /// Periodic retention: at most one pass at a time in this process, and
-/// one per interval across processes (`Store::claim_task`).
+/// one per interval across processes (`MaintenanceStore::claim_task`).
 struct Retention {
     every: Option<(crate::CompactPolicy, Duration)>,
     next: tokio::time::Instant,

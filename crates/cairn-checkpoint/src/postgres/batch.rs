@@ -194,10 +194,7 @@ async fn commit_many(store: &PgStore, batch: &[Queued]) -> Result<HashSet<RunId>
     let q = query(COMMIT_STEPS).bind("batch", Value::Array(rows));
     let first = batch.first().map(|q| q.commit.run_id);
     let rows = store
-        .tx(
-            TxKind::Single,
-            Box::new(move |conn| Box::pin(async move { conn.fetch_all(q).await })),
-        )
+        .tx(TxKind::Single, script!(|conn| conn.fetch_all(q).await))
         .await?;
     rows.iter()
         .map(|row| {

@@ -22,7 +22,7 @@ use crate::plan::{check_holder, refused_commit};
 use crate::raw::{decode_journal, error_value};
 use crate::script::{ScriptHost, TxKind};
 use crate::sql::{Pool, Prepare, Query, PING_AFTER_IDLE, RUNNABLE};
-use crate::{Error, JournalAppend, OpenOptions, Pooler, Result, StepCommit, Store};
+use crate::{Error, JournalAppend, OpenOptions, Pooler, Result, RunStore, StepCommit};
 
 /// A Cairn store on a PostgreSQL server.
 #[derive(Clone)]
@@ -168,18 +168,14 @@ impl PgStore {
         let counted = self
             .tx(
                 kind,
-                Box::new(move |conn| {
-                    Box::pin(async move {
-                        let runs = match conn.fetch_optional(commit).await? {
+                script!(|conn| let runs = match conn.fetch_optional(commit).await? {
                             Some(row) => row.int("runs")?,
                             None => 0,
                         };
                         if let (1, Some(c)) = (runs, follow_up) {
                             crate::script::children::follow_up_in(conn, &c).await?;
                         }
-                        Ok(runs)
-                    })
-                }),
+                        Ok(runs)),
             )
             .await;
         match counted {
@@ -203,7 +199,7 @@ impl PgStore {
 
     /// Why a commit that matched no run row was refused.
     async fn refused(&self, c: &StepCommit) -> Result<()> {
-        let run = Store::get_run(self, c.run_id).await?;
+        let run = RunStore::get_run(self, c.run_id).await?;
         Err(refused_commit(&run, c))
     }
 }
@@ -306,7 +302,7 @@ impl ScriptHost for PgStore {
             Some(row) => decode_journal(a.run_id, &crate::sql::Row::Postgres(row)),
             None => {
                 // Nothing written: say why.
-                let run = Store::get_run(self, a.run_id).await?;
+                let run = RunStore::get_run(self, a.run_id).await?;
                 check_holder(a.run_id, run.status, run.lease_epoch, a.epoch)?;
                 Err(Corruption::new(
                     a.run_id,

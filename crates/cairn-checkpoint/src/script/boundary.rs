@@ -8,14 +8,12 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use cairn_core::{Actor, EventKind, JournalEntry, RunId, RunRecord};
+use cairn_core::{Actor, EventKind, RunId, RunRecord};
 
-use crate::failpoint;
 use crate::raw::decode_event;
 use crate::sql::query;
-use crate::{Action, DbFault, Error, JournalAppend, Result, StepCommit};
+use crate::{failpoint, Action, DbFault, Error, Result, StepCommit};
 
-use super::journal::newest_in;
 use super::rows::{fetch_run, fetch_step};
 use super::{ScriptHost, TxKind};
 
@@ -120,14 +118,10 @@ pub(super) async fn commit_landed<H: ScriptHost + ?Sized>(
     let (run, row) = host
         .tx(
             TxKind::Read,
-            Box::new(move |c| {
-                Box::pin(async move {
-                    Ok((
-                        fetch_run(c, id, false).await?,
-                        fetch_step(c, id, idx).await?,
-                    ))
-                })
-            }),
+            script!(|c| Ok((
+                fetch_run(c, id, false).await?,
+                fetch_step(c, id, idx).await?,
+            ))),
         )
         .await?;
     let rows = commit.rows();
@@ -138,28 +132,6 @@ pub(super) async fn commit_landed<H: ScriptHost + ?Sized>(
                 && r.output.as_ref() == rows.output
         });
     Ok(ours.then_some(()))
-}
-
-/// Whether a journal item landed: the step's newest item is this one.
-/// (Two equal items in a row do not occur: tool calls and results carry
-/// their call ids, model calls their whole request.)
-pub(super) async fn journal_landed<H: ScriptHost + ?Sized>(
-    host: &H,
-    a: &JournalAppend,
-) -> Result<Option<JournalEntry>> {
-    let (id, idx) = (a.run_id, a.idx);
-    let newest = host
-        .tx(
-            TxKind::Single,
-            Box::new(move |c| Box::pin(async move { newest_in(c, id, idx).await })),
-        )
-        .await?;
-    let Some(last) = newest else { return Ok(None) };
-    let same = last.attempt == a.attempt
-        && last.generation == a.generation
-        && last.kind == a.kind
-        && last.payload == a.payload;
-    Ok(same.then_some(last))
 }
 
 /// Whether an operator action landed: the run's newest event is this
@@ -173,9 +145,7 @@ pub(super) async fn action_landed<H: ScriptHost + ?Sized>(
     let (run, newest) = host
         .tx(
             TxKind::Single,
-            Box::new(move |c| {
-                Box::pin(async move {
-                    let run = fetch_run(c, id, false).await?;
+            script!(|c| let run = fetch_run(c, id, false).await?;
                     let newest = c
                         .fetch_optional(
                             query(
@@ -188,9 +158,7 @@ pub(super) async fn action_landed<H: ScriptHost + ?Sized>(
                     newest
                         .map(|row| decode_event(id, &row))
                         .transpose()
-                        .map(|event| (run, event))
-                })
-            }),
+                        .map(|event| (run, event))),
         )
         .await?;
     let Some(event) = newest else { return Ok(None) };

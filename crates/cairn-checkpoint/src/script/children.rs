@@ -5,16 +5,20 @@
 //! the cancels that follow are `ends.rs`. What the counts mean is
 //! `JoinCounts::state` (cairn-core), pure.
 
+use async_trait::async_trait;
 use cairn_core::{
-    Attempt, ChildOutcome, CrewDef, EventKind, Fingerprint, JoinCounts, JoinRule, JoinState,
+    Actor, Attempt, ChildOutcome, CrewDef, EventKind, Fingerprint, JoinCounts, JoinRule, JoinState,
     Joined, KeyPause, Priority, RunId, RunStatus, StepIdx, Usage,
 };
 use serde_json::json;
 
+use crate::contract::{ChildStore, OperatorStore};
 use crate::sql::{query, Conn, Row};
-use crate::{NewChild, Result, SpawnCommit, StepCommit, StepTransition};
+use crate::{Action, Error, NewChild, Result, SpawnCommit, StepCommit, StepTransition};
 
+use super::boundary::placed;
 use super::ends::{decide_in, JoinRef};
+use super::{ScriptHost, TxKind};
 
 /// What a step commit writes beyond its rows, in its transaction
 /// (`StepCommit::follows_up`).
@@ -210,7 +214,7 @@ async fn remember_crews_in<'s>(
     Ok(crews)
 }
 
-/// `Store::joined`: the decided join of a step's attempt, with every
+/// `ChildStore::joined`: the decided join of a step's attempt, with every
 /// child's outcome in listing order; `None` while it is open or if the
 /// attempt spawned nothing.
 pub(super) async fn joined_in(
@@ -313,4 +317,51 @@ fn child_outcome(parent: RunId, row: &Row) -> Result<ChildOutcome> {
         created_at: row.opt_time("created_at", id, "a child's start")?,
         finished_at: row.opt_time("finished_at", id, "a child's end")?,
     })
+}
+
+// ------------------------------------------------------------- the contract
+
+#[async_trait]
+impl<H: ScriptHost> ChildStore for H {
+    async fn joined(
+        &self,
+        id: RunId,
+        idx: StepIdx,
+        attempt: cairn_core::Attempt,
+    ) -> Result<Option<cairn_core::Joined>> {
+        let read = self.tx(
+            TxKind::Read,
+            script!(|c| joined_in(c, id, idx, attempt).await),
+        );
+        placed(self.target(), Some(id), read).await
+    }
+
+    async fn close_join(
+        &self,
+        id: RunId,
+        idx: StepIdx,
+        attempt: cairn_core::Attempt,
+        actor: &Actor,
+    ) -> Result<()> {
+        let read = self.tx(
+            TxKind::Read,
+            script!(|c| children_in(c, id, Some((idx, attempt))).await),
+        );
+        let children = placed(self.target(), Some(id), read).await?;
+        for child in children {
+            if !child.status.is_live() {
+                continue;
+            }
+            match self.act(child.run_id, Action::Cancel, actor).await {
+                Ok(_) | Err(Error::WrongState { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    async fn children(&self, id: RunId) -> Result<Vec<cairn_core::ChildOutcome>> {
+        let read = self.tx(TxKind::Read, script!(|c| children_in(c, id, None).await));
+        placed(self.target(), Some(id), read).await
+    }
 }

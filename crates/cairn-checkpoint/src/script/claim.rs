@@ -1,4 +1,4 @@
-//! Claims: `Store::claim` takes one run's lease, `Store::claim_next` the
+//! Claims: `LeaseStore::claim` takes one run's lease, `LeaseStore::claim_next` the
 //! oldest runnable run's. What a claim does to the cursor's step is
 //! `plan_claim`'s (pure); this module reads what it needs and writes what
 //! it says, in four steps: is the run claimable (`claimable`), the plan,
@@ -7,24 +7,25 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairn_core::{Corruption, LeaseEpoch, NewEvent, RunId, RunRecord, StepIdx, StepRecord};
-use cairn_core::{RunStatus, StepStatus};
+use cairn_core::{
+    Corruption, LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepIdx, StepRecord, StepStatus,
+};
 
-use super::storable::claim_ok;
-use super::{ScriptHost, TxKind};
-use crate::failpoint;
+use crate::contract::LeaseStore;
 use crate::plan::{claim_events, judge_death, plan_claim, ClaimStep, Death, Waited};
 use crate::raw::{decode_run_with, decode_step, error_json, run_cols_but_def, step_cols};
 use crate::sql::{query, Conn};
-use crate::{ClaimRequest, Claimed, Error, NewRun, Result, Started, Store, Takeover};
+use crate::{failpoint, ClaimRequest, Claimed, Error, NewRun, Result, Started, Takeover};
 
 use super::operator::write_context;
 use super::rows::{fetch_run, fetch_run_again, fetch_run_known, fetch_step, insert_events};
 use super::runs::{insert_run_in, submit_in};
+use super::storable::claim_ok;
 use super::threads::busy_before;
 use super::waits::latest_wait;
+use super::{ScriptHost, TxKind};
 
-/// The claim of `Store::claim`, inside the caller's transaction.
+/// The claim of `LeaseStore::claim`, inside the caller's transaction.
 pub(super) async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) -> Result<Claimed> {
     let before = claimable(c, id, req).await?;
     let cursor = before.cursor;
@@ -64,7 +65,7 @@ pub(super) async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) ->
     })
 }
 
-/// `Store::start`'s transaction: the submit, then the claim of the run it
+/// `RunStore::start`'s transaction: the submit, then the claim of the run it
 /// created, unless it has a thread (whose earlier runs it may wait
 /// behind). The claim takes the definition the submit stored.
 pub(super) async fn start_in(
@@ -461,7 +462,7 @@ pub(super) fn as_claimer(req: &ClaimRequest) -> ClaimRequest {
     }
 }
 
-/// `Store::claim_batch`: up to `max` claims in one transaction; a batch
+/// `LeaseStore::claim_batch`: up to `max` claims in one transaction; a batch
 /// that meets an error falls back to one `claim_next` (which sets a
 /// corrupt run aside).
 pub(super) async fn claim_batch<H: ScriptHost>(
@@ -478,7 +479,7 @@ pub(super) async fn claim_batch<H: ScriptHost>(
     let batch = host
         .tx(
             TxKind::Write,
-            Box::new(move |c| Box::pin(async move { claim_batch_in(c, &batch_req, max).await })),
+            script!(|c| claim_batch_in(c, &batch_req, max).await),
         )
         .await;
     match batch {
@@ -491,7 +492,7 @@ pub(super) async fn claim_batch<H: ScriptHost>(
     }
 }
 
-/// `Store::claim_batch`'s transaction: up to `max` claims of
+/// `LeaseStore::claim_batch`'s transaction: up to `max` claims of
 /// [`claim_next_in`] in a row. Each pick sees the claims before it (they
 /// are this transaction's writes), so a run is never taken twice and a step
 /// that must run alone stops the batch after it.
@@ -510,7 +511,7 @@ pub(super) async fn claim_batch_in(
     Ok(claimed)
 }
 
-/// `Store::claim_next`'s transaction: the oldest runnable run, claimed. A
+/// `LeaseStore::claim_next`'s transaction: the oldest runnable run, claimed. A
 /// corruption names the run it is about (the one picked unless it names
 /// another), so the caller can set it aside after this transaction rolled
 /// back.

@@ -1,13 +1,19 @@
 //! Crew versions (`crews`): every definition a run was stored with, kept
 //! once by fingerprint ([`remember_in`], in the transaction that stores
-//! the run), and read back by [`Store::crews`](crate::Store::crews) and
-//! [`Store::crew_version`](crate::Store::crew_version).
+//! the run), and read back by [`CrewStore::crews`](crate::CrewStore::crews) and
+//! [`CrewStore::crew_version`](crate::CrewStore::crew_version).
 
-use cairn_core::{CrewDef, Fingerprint};
+use async_trait::async_trait;
+use cairn_core::{CrewDef, Fingerprint, RunId};
 
+use crate::contract::CrewStore;
 use crate::raw::nil_run;
 use crate::sql::{query, Conn};
 use crate::{CrewVersion, Error, Result};
+
+use super::boundary::placed;
+use super::rows::{append_events, fetch_run};
+use super::{ScriptHost, TxKind};
 
 /// Keeps `def` (as stored: `json`) among the crew versions, if it is new.
 pub(super) async fn remember_in(
@@ -163,4 +169,99 @@ async fn move_version_in(c: &mut Conn<'_>, old: &str, new: &Fingerprint) -> Resu
         c.execute(q).await?;
     }
     Ok(())
+}
+
+// ------------------------------------------------------------- the contract
+
+#[async_trait]
+impl<H: ScriptHost> CrewStore for H {
+    async fn upgrade_crew(&self, id: RunId, req: &crate::CrewUpgrade) -> Result<crate::CrewMove> {
+        upgrade_crew(self, id, req).await
+    }
+
+    async fn crews(&self) -> Result<Vec<crate::CrewVersion>> {
+        let read = self.tx(TxKind::Read, script!(|c| crews_in(c).await));
+        placed(self.target(), None, read).await
+    }
+
+    async fn crew_version(
+        &self,
+        fingerprint: &cairn_core::Fingerprint,
+    ) -> Result<Option<cairn_core::CrewDef>> {
+        let f = fingerprint.clone();
+        let read = self.tx(TxKind::Single, script!(|c| definition_in(c, &f).await));
+        placed(self.target(), None, read).await
+    }
+}
+
+/// `CrewStore::upgrade_crew`: the run's check, the move and its event in one
+/// write transaction, so the judgement holds for the row it changes.
+pub(super) async fn upgrade_crew<H: super::ScriptHost + ?Sized>(
+    host: &H,
+    id: RunId,
+    req: &crate::CrewUpgrade,
+) -> Result<crate::CrewMove> {
+    super::boundary::bounded("upgrade_crew", host.target(), Some(id), async {
+        super::storable::actor_ok(&req.actor)?;
+        let req = req.clone();
+        host.tx(
+            super::TxKind::Write,
+            script!(|c| upgrade_crew_in(c, id, &req).await),
+        )
+        .await
+    })
+    .await
+}
+
+pub(super) async fn upgrade_crew_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    req: &crate::CrewUpgrade,
+) -> Result<crate::CrewMove> {
+    use cairn_core::upgrade::{check, check_forced};
+    let (to, actor) = (&req.to, &req.actor);
+    let run = fetch_run(c, id, true).await?;
+    let fingerprint = to.fingerprint();
+    if run.crew_fingerprint == fingerprint {
+        // Already there: moved by an earlier transaction, not this one.
+        return Ok(crate::CrewMove { run, moved: false });
+    }
+    if run.status == cairn_core::RunStatus::Running && req.held != Some(run.lease_epoch) {
+        return Err(Error::WrongState {
+            run: id,
+            status: run.status,
+            action: "move to another crew version while a step runs (wait for its boundary)",
+        });
+    }
+    // Forced, only what leaves the run readable is overridden.
+    let overridden = match req.force {
+        true => check_forced(&run, to).map(|o| o.map(|e| e.to_string())),
+        false => check(&run, to).map(|()| None),
+    }
+    .map_err(|source| Error::Incompatible { run: id, source })?;
+    let json = to.to_json();
+    remember_in(c, to, &fingerprint, &json).await?;
+    c.execute(
+        query(
+            "UPDATE runs SET crew_version = :version, crew_fingerprint = :fingerprint, \
+             crew_def = 'null', step_count = :steps, updated_at = {now} WHERE id = :id",
+        )
+        .bind("id", id)
+        .bind("version", to.version.as_str())
+        .bind("fingerprint", fingerprint.as_str())
+        .bind("steps", to.step_count()),
+    )
+    .await?;
+    let event = cairn_core::NewEvent::new(
+        cairn_core::EventKind::CrewUpgraded,
+        serde_json::json!({
+            "from": {"version": run.crew_version, "fingerprint": run.crew_fingerprint},
+            "to": {"version": to.version, "fingerprint": fingerprint},
+            "by": actor.by, "reason": actor.reason,
+            "forced": overridden.is_some(), "overridden": overridden,
+        }),
+    );
+    append_events(c, id, &[event]).await?;
+    let run = fetch_run(c, id, false).await?;
+    Ok(crate::CrewMove { run, moved: true })
 }

@@ -239,7 +239,7 @@ pub(super) async fn decide_in(
         c.notify_runnable(parent.run).await?;
     }
     // The children still unfinished are cancelled by the parent when it
-    // runs again (`Store::close_join`), each in a transaction of its own:
+    // runs again (`ChildStore::close_join`), each in a transaction of its own:
     // cancelling them here would lock sibling rows while holding the
     // join's, against a sibling's own commit that holds its row and waits
     // for the join's (a deadlock on PostgreSQL).
@@ -339,7 +339,7 @@ pub(super) async fn lock_descendants(c: &mut Conn<'_>, run: RunId) -> Result<()>
     Ok(())
 }
 
-/// An operator action inside the caller's transaction (see `Store::act`).
+/// An operator action inside the caller's transaction (see `OperatorStore::act`).
 pub(super) async fn act_in(
     c: &mut Conn<'_>,
     id: RunId,

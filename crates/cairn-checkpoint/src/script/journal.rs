@@ -2,15 +2,20 @@
 //! statements; PostgreSQL has a one-statement fast path of its own,
 //! `postgres/mod.rs`) and its reads.
 
+use async_trait::async_trait;
 use cairn_core::{Corruption, JournalEntry, RunId, StepIdx};
 
+use crate::contract::JournalStore;
 use crate::raw::decode_journal;
 use crate::sql::{query, Conn};
 use crate::{JournalAppend, Result};
 
+use super::boundary::{placed, retried};
 use super::rows::{append_events, check_held};
+use super::storable::{events_ok, json_ok};
+use super::{ScriptHost, TxKind};
 
-/// `Store::append_journal`'s transaction: fenced by the run's epoch, the
+/// `JournalStore::append_journal`'s transaction: fenced by the run's epoch, the
 /// item at the step's next `seq`, and its event.
 pub(super) async fn append_in(c: &mut Conn<'_>, a: &JournalAppend) -> Result<JournalEntry> {
     check_held(c, a.run_id, a.epoch).await?;
@@ -39,7 +44,7 @@ pub(super) async fn append_in(c: &mut Conn<'_>, a: &JournalAppend) -> Result<Jou
     Ok(entry)
 }
 
-/// `Store::journal`: one generation of step `idx`, or all, by `seq`.
+/// `JournalStore::journal`: one generation of step `idx`, or all, by `seq`.
 pub(super) async fn journal_in(
     c: &mut Conn<'_>,
     id: RunId,
@@ -174,7 +179,7 @@ macro_rules! spent_of_tree {
     };
 }
 
-/// `Store::spent`: the tokens, model calls and cost of every finished
+/// `BudgetStore::spent`: the tokens, model calls and cost of every finished
 /// response of the run and its descendants (their `turn_end` items, any
 /// step, attempt or generation), what responses cut mid-stream cost, the
 /// tokens their `command` steps reported, their tool executions, and the
@@ -225,4 +230,58 @@ async fn spent_of(c: &mut Conn<'_>, q: crate::sql::Query) -> Result<cairn_core::
         wall_time: count("age")?,
         cost_usd: cairn_core::Usd(count("cost")? + count("cut_cost")? + count("lost_cost")?),
     })
+}
+
+// ------------------------------------------------------------- the contract
+
+#[async_trait]
+impl<H: ScriptHost> JournalStore for H {
+    fn live(&self) -> &crate::LiveHub {
+        ScriptHost::live(self)
+    }
+
+    async fn journal(
+        &self,
+        id: RunId,
+        idx: StepIdx,
+        generation: Option<u32>,
+    ) -> Result<Vec<JournalEntry>> {
+        let read = self.tx(
+            TxKind::Single,
+            script!(|c| journal_in(c, id, idx, generation).await),
+        );
+        placed(self.target(), Some(id), read).await
+    }
+
+    async fn append_journal(&self, item: &JournalAppend) -> Result<JournalEntry> {
+        json_ok("a journal item", Some(&item.payload))?;
+        events_ok(item.event.as_slice())?;
+        retried(
+            "append_journal",
+            self.target(),
+            Some(item.run_id),
+            || ScriptHost::append_journal(self, item),
+            || journal_landed(self, item),
+        )
+        .await
+    }
+}
+
+/// Whether a journal item landed: the step's newest item is this one.
+/// (Two equal items in a row do not occur: tool calls and results carry
+/// their call ids, model calls their whole request.)
+pub(super) async fn journal_landed<H: ScriptHost + ?Sized>(
+    host: &H,
+    a: &JournalAppend,
+) -> Result<Option<JournalEntry>> {
+    let (id, idx) = (a.run_id, a.idx);
+    let newest = host
+        .tx(TxKind::Single, script!(|c| newest_in(c, id, idx).await))
+        .await?;
+    let Some(last) = newest else { return Ok(None) };
+    let same = last.attempt == a.attempt
+        && last.generation == a.generation
+        && last.kind == a.kind
+        && last.payload == a.payload;
+    Ok(same.then_some(last))
 }

@@ -1,21 +1,25 @@
-//! What an operator does to a run: an action (`Store::act`: retry,
-//! continue, cancel), more context (`Store::add_context`), a fork
-//! (`Store::fork`), a raised budget (`Store::raise_budget`), a move to
-//! another crew version (`Store::upgrade_crew`). Whether each is allowed
+//! What an operator does to a run: an action (`OperatorStore::act`: retry,
+//! continue, cancel), more context (`OperatorStore::add_context`), a fork
+//! (`OperatorStore::fork`), a raised budget (`BudgetStore::raise_budget`), a move to
+//! another crew version (`CrewStore::upgrade_crew`). Whether each is allowed
 //! and what it records is `plan.rs`'s (`plan_action`, `check_fork`,
 //! `fork_event`) or, for a move, `cairn_core::upgrade`'s.
 
+use async_trait::async_trait;
 use cairn_core::{Actor, NewEvent, RunId, RunRecord, RunStatus};
 
+use crate::contract::OperatorStore;
 use crate::plan::{check_fork, fork_event};
 use crate::sql::{query, Conn};
 use crate::{Action, AfterRaise, Error, ForkRequest, Result};
 
+use super::boundary::{bounded, retried};
 use super::ends::{act_in, STOPPED};
 use super::rows::{append_events, fetch_run};
-use super::storable::json_ok;
+use super::storable::{actor_ok, json_ok, text_ok};
+use super::{ScriptHost, TxKind};
 
-/// `Store::add_context`'s transaction.
+/// `OperatorStore::add_context`'s transaction.
 pub(super) async fn add_context_in(
     c: &mut Conn<'_>,
     id: RunId,
@@ -43,7 +47,7 @@ pub(super) async fn add_context_in(
 }
 
 /// Stores run `id`'s `input` with `context` merged into it (the one write
-/// of a context, for a claim and for `Store::add_context`).
+/// of a context, for a claim and for `OperatorStore::add_context`).
 pub(super) async fn write_context(
     c: &mut Conn<'_>,
     id: RunId,
@@ -84,7 +88,7 @@ fn merged_input(
     Ok(serde_json::Value::Object(merged))
 }
 
-/// `Store::fork`'s transaction: the new run, copying the source's crew,
+/// `OperatorStore::fork`'s transaction: the new run, copying the source's crew,
 /// input and steps `0..from_step`.
 pub(super) async fn fork_in(
     c: &mut Conn<'_>,
@@ -141,7 +145,7 @@ pub(super) async fn fork_in(
             held: None,
             actor: actor.clone(),
         };
-        upgrade_crew_in(c, child, &upgrade).await?;
+        super::crews::upgrade_crew_in(c, child, &upgrade).await?;
     }
     if let Some(trace) = source.trace {
         // A fork is a new run: a trace of its own, sampled as its source.
@@ -151,7 +155,7 @@ pub(super) async fn fork_in(
     fetch_run(c, child, false).await
 }
 
-/// `Store::raise_budget`: the run's own limits (its crew's where it has
+/// `BudgetStore::raise_budget`: the run's own limits (its crew's where it has
 /// none) raised by `by`, a `budget_raised` event with who, why, the raise
 /// and the budget that stands, then what `then` asks, in one transaction.
 pub(super) async fn raise_budget<H: super::ScriptHost + ?Sized>(
@@ -166,9 +170,7 @@ pub(super) async fn raise_budget<H: super::ScriptHost + ?Sized>(
         let (by, actor) = (*by, actor.clone());
         host.tx(
             super::TxKind::Write,
-            Box::new(move |c| {
-                Box::pin(async move { raise_budget_in(c, id, &by, then, &actor).await })
-            }),
+            script!(|c| raise_budget_in(c, id, &by, then, &actor).await),
         )
         .await
     })
@@ -230,74 +232,59 @@ async fn raise_budget_in(
     }
 }
 
-/// `Store::upgrade_crew`: the run's check, the move and its event in one
-/// write transaction, so the judgement holds for the row it changes.
-pub(super) async fn upgrade_crew<H: super::ScriptHost + ?Sized>(
-    host: &H,
-    id: RunId,
-    req: &crate::CrewUpgrade,
-) -> Result<crate::CrewMove> {
-    super::boundary::bounded("upgrade_crew", host.target(), Some(id), async {
-        super::storable::actor_ok(&req.actor)?;
-        let req = req.clone();
-        host.tx(
-            super::TxKind::Write,
-            Box::new(move |c| Box::pin(async move { upgrade_crew_in(c, id, &req).await })),
+// ------------------------------------------------------------- the contract
+
+#[async_trait]
+impl<H: ScriptHost> OperatorStore for H {
+    async fn act(&self, id: RunId, action: Action, actor: &Actor) -> Result<RunRecord> {
+        actor_ok(actor)?;
+        retried(
+            "act",
+            self.target(),
+            Some(id),
+            || {
+                let actor = actor.clone();
+                self.tx(
+                    TxKind::Write,
+                    script!(|c| super::ends::act_in(c, id, action, &actor).await),
+                )
+            },
+            || super::boundary::action_landed(self, id, action, actor),
         )
         .await
-    })
-    .await
-}
+    }
 
-async fn upgrade_crew_in(
-    c: &mut Conn<'_>,
-    id: RunId,
-    req: &crate::CrewUpgrade,
-) -> Result<crate::CrewMove> {
-    use cairn_core::upgrade::{check, check_forced};
-    let (to, actor) = (&req.to, &req.actor);
-    let run = fetch_run(c, id, true).await?;
-    let fingerprint = to.fingerprint();
-    if run.crew_fingerprint == fingerprint {
-        // Already there: moved by an earlier transaction, not this one.
-        return Ok(crate::CrewMove { run, moved: false });
+    async fn add_context(
+        &self,
+        id: RunId,
+        context: &serde_json::Value,
+        actor: &Actor,
+    ) -> Result<RunRecord> {
+        bounded("add_context", self.target(), Some(id), async {
+            actor_ok(actor)?;
+            json_ok("the context", Some(context))?;
+            let (context, actor) = (context.clone(), actor.clone());
+            self.tx(
+                TxKind::Write,
+                script!(|c| add_context_in(c, id, &context, &actor).await),
+            )
+            .await
+        })
+        .await
     }
-    if run.status == RunStatus::Running && req.held != Some(run.lease_epoch) {
-        return Err(Error::WrongState {
-            run: id,
-            status: run.status,
-            action: "move to another crew version while a step runs (wait for its boundary)",
-        });
+
+    async fn fork(&self, id: RunId, req: &ForkRequest, actor: &Actor) -> Result<RunRecord> {
+        bounded("fork", self.target(), Some(id), async {
+            actor_ok(actor)?;
+            json_ok("the fork's input", req.input.as_ref())?;
+            text_ok("the thread id", req.thread_id.as_deref())?;
+            let (req, actor) = (req.clone(), actor.clone());
+            self.tx(
+                TxKind::Write,
+                script!(|c| fork_in(c, id, &req, &actor).await),
+            )
+            .await
+        })
+        .await
     }
-    // Forced, only what leaves the run readable is overridden.
-    let overridden = match req.force {
-        true => check_forced(&run, to).map(|o| o.map(|e| e.to_string())),
-        false => check(&run, to).map(|()| None),
-    }
-    .map_err(|source| Error::Incompatible { run: id, source })?;
-    let json = to.to_json();
-    super::crews::remember_in(c, to, &fingerprint, &json).await?;
-    c.execute(
-        query(
-            "UPDATE runs SET crew_version = :version, crew_fingerprint = :fingerprint, \
-             crew_def = 'null', step_count = :steps, updated_at = {now} WHERE id = :id",
-        )
-        .bind("id", id)
-        .bind("version", to.version.as_str())
-        .bind("fingerprint", fingerprint.as_str())
-        .bind("steps", to.step_count()),
-    )
-    .await?;
-    let event = NewEvent::new(
-        cairn_core::EventKind::CrewUpgraded,
-        serde_json::json!({
-            "from": {"version": run.crew_version, "fingerprint": run.crew_fingerprint},
-            "to": {"version": to.version, "fingerprint": fingerprint},
-            "by": actor.by, "reason": actor.reason,
-            "forced": overridden.is_some(), "overridden": overridden,
-        }),
-    );
-    append_events(c, id, &[event]).await?;
-    let run = fetch_run(c, id, false).await?;
-    Ok(crate::CrewMove { run, moved: true })
 }

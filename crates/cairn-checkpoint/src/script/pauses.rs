@@ -27,7 +27,7 @@ const PAUSE: &str = "INSERT INTO provider_keys (key, paused_until, reason, pause
          THEN 0 ELSE 1 END \
      RETURNING {paused_ms} AS ms";
 
-/// `Store::pause_key`, and a deferral's commit that observed the refusal.
+/// `KeyStore::pause_key`, and a deferral's commit that observed the refusal.
 /// A provider's pause is held to the key's `max_pause_ms` (the default
 /// without one), its reason saying so; no pause outlasts
 /// `cairn_core::LONGEST_PAUSE`.
@@ -69,7 +69,7 @@ async fn max_pause_in(c: &mut Conn<'_>, key: &str) -> Result<Duration> {
         .map_or(cairn_core::DEFAULT_MAX_PAUSE, Duration::from_millis))
 }
 
-/// `Store::paused_for`: how long `key` stays paused, if it is.
+/// `KeyStore::paused_for`: how long `key` stays paused, if it is.
 pub(super) async fn paused_for_in(c: &mut Conn<'_>, key: &str) -> Result<Option<Duration>> {
     let row = c
         .fetch_optional(
@@ -109,7 +109,7 @@ pub(crate) async fn deferred_in(
     Ok(())
 }
 
-/// `Store::resume_key`: ends `key`'s pause and makes the queued runs
+/// `KeyStore::resume_key`: ends `key`'s pause and makes the queued runs
 /// deferred on it claimable now. An unknown key is an error, not a no-op.
 pub(super) async fn resume_in(c: &mut Conn<'_>, key: &str) -> Result<KeyState> {
     let ended = c
@@ -144,7 +144,7 @@ pub(super) async fn resume_in(c: &mut Conn<'_>, key: &str) -> Result<KeyState> {
     keys.pop().ok_or_else(|| Error::KeyNotFound(key.to_owned()))
 }
 
-/// `Store::keys`: every key (or one), by name, with its limits, permits
+/// `KeyStore::keys`: every key (or one), by name, with its limits, permits
 /// in use and queue.
 pub(super) async fn keys_in(c: &mut Conn<'_>, only: Option<&str>) -> Result<Vec<KeyState>> {
     let rows = c

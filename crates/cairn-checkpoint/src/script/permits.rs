@@ -11,15 +11,22 @@
 
 use std::time::Duration;
 
+use async_trait::async_trait;
 use cairn_core::keys::window;
 use cairn_core::{
-    Admission, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyState, LimitsFrom, Permit, RunId,
+    Admission, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyPause, KeyState, LimitsFrom, Permit,
+    RunId,
 };
 
-use super::pauses::limits_of;
+use crate::contract::KeyStore;
 use crate::raw::nil_run;
 use crate::sql::{query, Conn, Row};
 use crate::Result;
+
+use super::boundary::{bounded, placed};
+use super::pauses::limits_of;
+use super::storable::text_ok;
+use super::{ScriptHost, TxKind};
 
 /// How many permits of `:key` other runs than `:run` hold: those whose run
 /// still holds the lease it took them under (`keys_in` counts the same per
@@ -28,7 +35,7 @@ const LIVE: &str = "SELECT count(*) AS n FROM key_permits p JOIN runs r ON r.id 
      WHERE p.key = :key AND r.status = 'running' AND r.lease_epoch = p.epoch \
      AND r.lease_expires_at > {now} AND p.run_id <> :run";
 
-/// `Store::admit`'s first look, without a transaction: the answer for a
+/// `KeyStore::admit`'s first look, without a transaction: the answer for a
 /// key that is paused or has no limits, `None` for a limited key (which
 /// [`admit_in`] decides under its row's lock).
 pub(super) async fn unlimited_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Option<Admission>> {
@@ -114,7 +121,7 @@ fn paused(row: &Row) -> Result<Option<Admission>> {
         }))
 }
 
-/// `Store::admit`: a key without limits costs one read (as a pause alone
+/// `KeyStore::admit`: a key without limits costs one read (as a pause alone
 /// needs); a limited key's admission is decided in a write transaction.
 pub(super) async fn admit<H: super::ScriptHost + ?Sized>(
     host: &H,
@@ -123,20 +130,17 @@ pub(super) async fn admit<H: super::ScriptHost + ?Sized>(
     let first = ask.clone();
     let read = host.tx(
         super::TxKind::Single,
-        Box::new(move |c| Box::pin(async move { unlimited_in(c, &first).await })),
+        script!(|c| unlimited_in(c, &first).await),
     );
     if let Some(answer) = super::boundary::placed(host.target(), None, read).await? {
         return Ok(answer);
     }
     let ask = ask.clone();
-    let write = host.tx(
-        super::TxKind::Write,
-        Box::new(move |c| Box::pin(async move { admit_in(c, &ask).await })),
-    );
+    let write = host.tx(super::TxKind::Write, script!(|c| admit_in(c, &ask).await));
     super::boundary::bounded("admit", host.target(), None, write).await
 }
 
-/// `Store::release`.
+/// `KeyStore::release`.
 pub(super) async fn release<H: super::ScriptHost + ?Sized>(
     host: &H,
     permit: &Permit,
@@ -145,12 +149,12 @@ pub(super) async fn release<H: super::ScriptHost + ?Sized>(
     let permit = permit.clone();
     let write = host.tx(
         super::TxKind::Write,
-        Box::new(move |c| Box::pin(async move { release_in(c, &permit, used).await })),
+        script!(|c| release_in(c, &permit, used).await),
     );
     super::boundary::bounded("release", host.target(), None, write).await
 }
 
-/// `Store::set_limits`.
+/// `KeyStore::set_limits`.
 pub(super) async fn set_limits<H: super::ScriptHost + ?Sized>(
     host: &H,
     key: &str,
@@ -161,14 +165,14 @@ pub(super) async fn set_limits<H: super::ScriptHost + ?Sized>(
         let (key, limits) = (key.to_owned(), *limits);
         host.tx(
             super::TxKind::Write,
-            Box::new(move |c| Box::pin(async move { set_limits_in(c, &key, &limits).await })),
+            script!(|c| set_limits_in(c, &key, &limits).await),
         )
         .await
     })
     .await
 }
 
-/// `Store::reset_limits`: drops the operator's limits (and any declared
+/// `KeyStore::reset_limits`: drops the operator's limits (and any declared
 /// ones), so the next admission applies what its crew or process
 /// declares. A key never named is [`crate::Error::KeyNotFound`].
 pub(super) async fn reset_limits<H: super::ScriptHost + ?Sized>(
@@ -179,9 +183,7 @@ pub(super) async fn reset_limits<H: super::ScriptHost + ?Sized>(
     let key = key.to_owned();
     let write = host.tx(
         super::TxKind::Write,
-        Box::new(move |c| {
-            Box::pin(async move {
-                let n = c
+        script!(|c| let n = c
                     .execute(
                         query(
                             "UPDATE provider_keys SET in_flight_limit = NULL, rpm = NULL, \
@@ -196,14 +198,12 @@ pub(super) async fn reset_limits<H: super::ScriptHost + ?Sized>(
                 }
                 wake_one(c, &key).await?;
                 let mut keys = super::pauses::keys_in(c, Some(&key)).await?;
-                keys.pop().ok_or(crate::Error::KeyNotFound(key))
-            })
-        }),
+                keys.pop().ok_or(crate::Error::KeyNotFound(key))),
     );
     super::boundary::bounded("reset_limits", host.target(), None, write).await
 }
 
-/// `Store::admit` for a limited key, in a write transaction.
+/// `KeyStore::admit` for a limited key, in a write transaction.
 pub(super) async fn admit_in(c: &mut Conn<'_>, ask: &KeyAsk) -> Result<Admission> {
     let declared = declared(ask);
     let mut row = locked_key(c, &ask.key).await?;
@@ -337,7 +337,7 @@ async fn grant(
     })))
 }
 
-/// `Store::release`.
+/// `KeyStore::release`.
 pub(super) async fn release_in(c: &mut Conn<'_>, permit: &Permit, used: u64) -> Result<()> {
     let gone = c
         .execute(query("DELETE FROM key_permits WHERE id = :id").bind("id", permit.id))
@@ -384,7 +384,7 @@ async fn wake_one(c: &mut Conn<'_>, key: &str) -> Result<()> {
     Ok(())
 }
 
-/// `Store::set_limits`: replaces the key's limits; its token bucket starts
+/// `KeyStore::set_limits`: replaces the key's limits; its token bucket starts
 /// full, and its request window keeps the requests sent in the last minute
 /// (a lowered `rpm` holds at once).
 pub(super) async fn set_limits_in(
@@ -440,4 +440,70 @@ fn milli(stored: Option<i64>) -> Option<f64> {
 
 fn to_milli(units: f64) -> i64 {
     (units * 1000.0).round() as i64
+}
+
+// ------------------------------------------------------------- the contract
+
+#[async_trait]
+impl<H: ScriptHost> KeyStore for H {
+    async fn paused_for(&self, key: &str) -> Result<Option<Duration>> {
+        let key = key.to_owned();
+        let read = self.tx(
+            TxKind::Single,
+            script!(|c| super::pauses::paused_for_in(c, &key).await),
+        );
+        placed(self.target(), None, read).await
+    }
+
+    async fn pause_key(&self, pause: &KeyPause) -> Result<cairn_core::Paused> {
+        bounded("pause_key", self.target(), None, async {
+            text_ok("the provider key", Some(&pause.key))?;
+            text_ok("the reason", Some(&pause.reason))?;
+            text_ok("the operator", Some(&pause.by))?;
+            let pause = pause.clone();
+            self.tx(
+                TxKind::Single,
+                script!(|c| super::pauses::pause_in(c, &pause).await),
+            )
+            .await
+        })
+        .await
+    }
+
+    async fn resume_key(&self, key: &str) -> Result<KeyState> {
+        bounded("resume_key", self.target(), None, async {
+            text_ok("the provider key", Some(key))?;
+            let key = key.to_owned();
+            self.tx(
+                TxKind::Write,
+                script!(|c| super::pauses::resume_in(c, &key).await),
+            )
+            .await
+        })
+        .await
+    }
+
+    async fn keys(&self) -> Result<Vec<KeyState>> {
+        let read = self.tx(
+            TxKind::Read,
+            script!(|c| super::pauses::keys_in(c, None).await),
+        );
+        placed(self.target(), None, read).await
+    }
+
+    async fn admit(&self, ask: &KeyAsk) -> Result<Admission> {
+        admit(self, ask).await
+    }
+
+    async fn release(&self, permit: &Permit, used: u64) -> Result<()> {
+        release(self, permit, used).await
+    }
+
+    async fn set_limits(&self, key: &str, limits: &KeyLimits) -> Result<KeyState> {
+        set_limits(self, key, limits).await
+    }
+
+    async fn reset_limits(&self, key: &str) -> Result<KeyState> {
+        reset_limits(self, key).await
+    }
 }

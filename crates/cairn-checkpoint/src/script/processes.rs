@@ -193,34 +193,28 @@ async fn sweep_in(c: &mut Conn<'_>) -> Result<Vec<BlockedRun>> {
 impl<H: ScriptHost> Registry for H {
     async fn beat_process(&self, beat: &ProcessBeat) -> Result<()> {
         let beat = beat.clone();
-        let write = self.tx(
-            TxKind::Write,
-            Box::new(move |c| Box::pin(async move { beat_in(c, &beat).await })),
-        );
+        let write = self.tx(TxKind::Write, script!(|c| beat_in(c, &beat).await));
         bounded("beat_process", self.target(), None, write).await
     }
 
     async fn leave(&self, id: &str) -> Result<bool> {
         let id = id.to_owned();
-        let write = self.tx(
-            TxKind::Write,
-            Box::new(move |c| Box::pin(async move { leave_in(c, &id).await })),
-        );
+        let write = self.tx(TxKind::Write, script!(|c| leave_in(c, &id).await));
         bounded("leave", self.target(), None, write).await
     }
 
     async fn processes(&self) -> Result<Vec<ProcessRecord>> {
-        let read = self.tx(TxKind::Read, Box::new(|c| Box::pin(processes_in(c))));
+        let read = self.tx(TxKind::Read, script!(|c| processes_in(c).await));
         placed(self.target(), None, read).await
     }
 
     async fn blocked(&self) -> Result<Vec<BlockedRun>> {
-        let read = self.tx(TxKind::Read, Box::new(|c| Box::pin(blocked_in(c))));
+        let read = self.tx(TxKind::Read, script!(|c| blocked_in(c).await));
         placed(self.target(), None, read).await
     }
 
     async fn sweep_blocked(&self) -> Result<Vec<BlockedRun>> {
-        let write = self.tx(TxKind::Write, Box::new(|c| Box::pin(sweep_in(c))));
+        let write = self.tx(TxKind::Write, script!(|c| sweep_in(c).await));
         bounded("sweep_blocked", self.target(), None, write).await
     }
 }

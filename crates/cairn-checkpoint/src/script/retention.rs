@@ -1,4 +1,4 @@
-//! Retention: `Store::compact`, written once over the dialect layer. It
+//! Retention: `MaintenanceStore::compact`, written once over the dialect layer. It
 //! removes what a policy names and never what an unfinished run needs:
 //! only succeeded and cancelled runs (and failed ones, by their own
 //! separate age) are removed whole, and only their journals are dropped.
@@ -9,11 +9,14 @@
 
 use std::time::Duration;
 
+use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::contract::MaintenanceStore;
 use crate::sql::{query, Conn, Dialect, Query, Row};
 use crate::{Error, Result};
 
+use super::boundary::{bounded, placed};
 use super::{ScriptHost, TxKind};
 
 /// What to remove. Every criterion is off unless set; a policy with none
@@ -239,7 +242,7 @@ async fn counts(c: &mut Conn<'_>, q: Query, rules: Query) -> Result<Compacted> {
     })
 }
 
-/// `Store::compact`: a dry run counts in one read transaction; a real
+/// `MaintenanceStore::compact`: a dry run counts in one read transaction; a real
 /// pass removes whole runs a batch at a time, then journals and events.
 pub(super) async fn compact<H: ScriptHost + ?Sized>(
     host: &H,
@@ -266,9 +269,7 @@ pub(super) async fn compact<H: ScriptHost + ?Sized>(
         return host
             .tx(
                 TxKind::Read,
-                Box::new(move |c| {
-                    Box::pin(async move {
-                        let mut total = counts(c, whole, rules).await?;
+                script!(|c| let mut total = counts(c, whole, rules).await?;
                         total.journal_items +=
                             count(c.fetch_optional(journal_items).await?.as_ref(), "n")?;
                         total.events += count(c.fetch_optional(old).await?.as_ref(), "n")?;
@@ -278,9 +279,7 @@ pub(super) async fn compact<H: ScriptHost + ?Sized>(
                                 total.run_ids.push(cairn_core::RunId::from_uuid(id));
                             }
                         }
-                        Ok(total)
-                    })
-                }),
+                        Ok(total)),
             )
             .await;
     }
@@ -302,7 +301,7 @@ pub(super) async fn compact<H: ScriptHost + ?Sized>(
         let removed = host
             .tx(
                 TxKind::Write,
-                Box::new(move |c| Box::pin(remove_runs_in(c, batch, keep))),
+                script!(|c| remove_runs_in(c, batch, keep).await),
             )
             .await?;
         match removed {
@@ -382,10 +381,7 @@ async fn delete_in_batches<H: ScriptHost + ?Sized>(
     loop {
         let delete = q();
         let n = host
-            .tx(
-                TxKind::Write,
-                Box::new(move |c| Box::pin(async move { c.execute(delete).await })),
-            )
+            .tx(TxKind::Write, script!(|c| c.execute(delete).await))
             .await?;
         deleted += n;
         if n == 0 {
@@ -394,7 +390,7 @@ async fn delete_in_batches<H: ScriptHost + ?Sized>(
     }
 }
 
-/// `Store::claim_task`: periodic `task` (a retention pass) for one process
+/// `MaintenanceStore::claim_task`: periodic `task` (a retention pass) for one process
 /// per interval (`maintenance` table).
 pub(super) async fn claim_task_in(
     c: &mut Conn<'_>,
@@ -424,7 +420,7 @@ pub(super) async fn claim_task_in(
     Ok(taken == 1)
 }
 
-/// `Store::vacuum`, outside any transaction (neither database vacuums
+/// `MaintenanceStore::vacuum`, outside any transaction (neither database vacuums
 /// inside one).
 pub(super) async fn vacuum_in(c: &mut Conn<'_>) -> Result<()> {
     let statements: &[&'static str] = match c.dialect() {
@@ -437,7 +433,7 @@ pub(super) async fn vacuum_in(c: &mut Conn<'_>) -> Result<()> {
     Ok(())
 }
 
-/// SQLite's `PRAGMA quick_check` (`Store::check`, and `SqliteStore::open`
+/// SQLite's `PRAGMA quick_check` (`MaintenanceStore::check`, and `SqliteStore::open`
 /// after an unclean close): the problems it reports, none for "ok".
 pub(crate) async fn quick_check(c: &mut Conn<'_>) -> Result<Vec<String>> {
     let rows = match c.fetch_all(query("PRAGMA quick_check")).await {
@@ -459,4 +455,41 @@ pub(crate) async fn quick_check(c: &mut Conn<'_>) -> Result<Vec<String>> {
         .map(|r| r.text("quick_check"))
         .collect::<Result<Vec<_>>>()?;
     Ok(lines.into_iter().filter(|l| l != "ok").collect())
+}
+
+// ------------------------------------------------------------- the contract
+
+#[async_trait]
+impl<H: ScriptHost> MaintenanceStore for H {
+    async fn compact(&self, policy: &crate::CompactPolicy) -> Result<crate::Compacted> {
+        let compaction = compact(self, policy);
+        bounded("compact", self.target(), None, compaction).await
+    }
+
+    async fn vacuum(&self) -> Result<()> {
+        let vacuum = self.tx(TxKind::Single, script!(|c| vacuum_in(c).await));
+        placed(self.target(), None, vacuum).await
+    }
+
+    async fn check(&self) -> Result<Vec<String>> {
+        // Unplaced, as it always was: `cairn doctor` prints the database's
+        // own message.
+        self.tx(
+            TxKind::Single,
+            script!(|c| match c.dialect() {
+                Dialect::Postgres => Ok(vec![]),
+                Dialect::Sqlite => quick_check(c).await,
+            }),
+        )
+        .await
+    }
+
+    async fn claim_task(&self, task: &str, every: Duration, owner: &str) -> Result<bool> {
+        let (task, owner) = (task.to_owned(), owner.to_owned());
+        let write = self.tx(
+            TxKind::Write,
+            script!(|c| claim_task_in(c, &task, every, &owner).await),
+        );
+        bounded("claim_task", self.target(), None, write).await
+    }
 }

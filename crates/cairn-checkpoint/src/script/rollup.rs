@@ -1,5 +1,5 @@
 //! Budgets over a run's tree: a run's budget limits the run and its
-//! descendants together (`Store::spent` counts them all), and a child's
+//! descendants together (`BudgetStore::spent` counts them all), and a child's
 //! model call holds its estimate against every budgeted ancestor while it
 //! runs (`budget_holds`), so children in flight at once cannot pass a
 //! budget together. A hold counts only while its run holds the lease it
@@ -11,15 +11,21 @@
 //! so none can meet a cancel's or a commit's row locks in another order);
 //! SQLite's write transactions already exclude each other.
 
-use cairn_core::{BudgetAsk, EventKind, LeaseEpoch, NewEvent, RunId, Spent, TreeAnswer, Usd};
+use async_trait::async_trait;
+use cairn_core::{
+    Actor, BudgetAsk, EventKind, LeaseEpoch, NewEvent, RunId, RunRecord, Spent, TreeAnswer, Usd,
+};
 use serde_json::json;
 
+use crate::contract::BudgetStore;
 use crate::sql::{query, Conn, Dialect};
 use crate::Result;
 
+use super::boundary::placed;
 use super::journal::tree_cte;
+use super::{ScriptHost, TxKind};
 
-/// `Store::reserve_budget`: a read when no ancestor has a budget (most
+/// `BudgetStore::reserve_budget`: a read when no ancestor has a budget (most
 /// trees), else one write transaction.
 pub(super) async fn reserve<H: super::ScriptHost + ?Sized>(
     host: &H,
@@ -27,26 +33,20 @@ pub(super) async fn reserve<H: super::ScriptHost + ?Sized>(
     epoch: LeaseEpoch,
     ask: BudgetAsk,
 ) -> Result<TreeAnswer> {
-    let read = host.tx(
-        super::TxKind::Read,
-        Box::new(move |c| Box::pin(async move { budgeted_in(c, id).await })),
-    );
+    let read = host.tx(super::TxKind::Read, script!(|c| budgeted_in(c, id).await));
     if !super::boundary::placed(host.target(), Some(id), read).await? {
         return Ok(TreeAnswer::Free);
     }
     let write = host.tx(
         super::TxKind::Write,
-        Box::new(move |c| Box::pin(async move { reserve_in(c, id, epoch, &ask).await })),
+        script!(|c| reserve_in(c, id, epoch, &ask).await),
     );
     super::boundary::bounded("reserve_budget", host.target(), Some(id), write).await
 }
 
-/// `Store::release_budget`.
+/// `BudgetStore::release_budget`.
 pub(super) async fn release<H: super::ScriptHost + ?Sized>(host: &H, id: RunId) -> Result<()> {
-    let write = host.tx(
-        super::TxKind::Write,
-        Box::new(move |c| Box::pin(async move { release_in(c, id).await })),
-    );
+    let write = host.tx(super::TxKind::Write, script!(|c| release_in(c, id).await));
     super::boundary::bounded("release_budget", host.target(), Some(id), write).await
 }
 
@@ -249,4 +249,40 @@ async fn release_in(c: &mut Conn<'_>, id: RunId) -> Result<()> {
         c.notify_runnable(crate::raw::nil_run()).await?;
     }
     Ok(())
+}
+
+// ------------------------------------------------------------- the contract
+
+#[async_trait]
+impl<H: ScriptHost> BudgetStore for H {
+    async fn spent(&self, id: RunId) -> Result<cairn_core::Spent> {
+        let read = self.tx(
+            TxKind::Single,
+            script!(|c| super::journal::spent_in(c, id).await),
+        );
+        placed(self.target(), Some(id), read).await
+    }
+
+    async fn reserve_budget(
+        &self,
+        id: RunId,
+        epoch: LeaseEpoch,
+        ask: &cairn_core::BudgetAsk,
+    ) -> Result<cairn_core::TreeAnswer> {
+        reserve(self, id, epoch, *ask).await
+    }
+
+    async fn release_budget(&self, id: RunId) -> Result<()> {
+        release(self, id).await
+    }
+
+    async fn raise_budget(
+        &self,
+        id: RunId,
+        by: &cairn_core::Budget,
+        then: crate::AfterRaise,
+        actor: &Actor,
+    ) -> Result<RunRecord> {
+        super::operator::raise_budget(self, id, by, then, actor).await
+    }
 }

@@ -105,7 +105,7 @@ pub(super) async fn check_exists(c: &mut Conn<'_>, id: RunId) -> Result<()> {
     Ok(())
 }
 
-/// `Store::load`'s read: the run and its step rows, undecoded (the caller
+/// `RunStore::load`'s read: the run and its step rows, undecoded (the caller
 /// decodes them after the transaction, off SQLite's writer thread).
 pub(super) async fn load_in(
     c: &mut Conn<'_>,
@@ -125,7 +125,7 @@ pub(super) async fn load_in(
     Ok((run, rows))
 }
 
-/// `Store::events` and `Store::events_after`: from one snapshot, the run
+/// `RunStore::events` and `RunStore::events_after`: from one snapshot, the run
 /// exists and these are its events.
 pub(super) async fn events_in(c: &mut Conn<'_>, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
     let rows = c
@@ -199,7 +199,7 @@ pub(super) async fn check_held(c: &mut Conn<'_>, id: RunId, held: LeaseEpoch) ->
     check_holder(id, status, LeaseEpoch(row.int("lease_epoch")?), held)
 }
 
-/// `Store::record_events`: fenced like a journal item.
+/// `RunStore::record_events`: fenced like a journal item.
 pub(super) async fn record_events_in(
     c: &mut Conn<'_>,
     id: RunId,

@@ -3,11 +3,13 @@
 //! operation shares (`fetch_run`, `append_events`, `check_held`, `load_in`)
 //! are `rows.rs`.
 
+use async_trait::async_trait;
 use cairn_core::{
-    Actor, Corruption, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent, RunId, RunRecord,
-    RunStatus,
+    Actor, Corruption, ErrorInfo, ErrorKind, EventKind, EventRecord, LeaseEpoch, NewEvent, RunId,
+    RunRecord, RunStatus, StepRecord,
 };
 
+use crate::contract::RunStore;
 use crate::raw::{
     check_same_submission, decode_listed, decode_run, decode_run_with, error_json, run_cols,
     run_cols_but_def, stats_from,
@@ -15,9 +17,12 @@ use crate::raw::{
 use crate::sql::{query, Conn};
 use crate::{Action, Error, NewRun, OnBusy, Result, RunFilter, StoreStats, Submitted};
 
+use super::boundary::{bounded, placed};
 use super::ends::act_in;
 use super::rows::{append_events, check_exists, fetch_run, insert_events};
+use super::storable::{events_ok, submit_ok, text_ok};
 use super::threads::{busy_before, lock_thread};
+use super::{ScriptHost, TxKind};
 
 /// `list_runs`, each way: one keyset condition and order per direction.
 macro_rules! list_runs_sql {
@@ -41,7 +46,7 @@ macro_rules! list_runs_sql {
 const LIST_OLDEST_FIRST: &str = list_runs_sql!(">", "created_at, id");
 const LIST_NEWEST_FIRST: &str = list_runs_sql!("<", "created_at DESC, id DESC");
 
-/// `Store::list_runs`.
+/// `RunStore::list_runs`.
 pub(super) async fn list_runs_in(c: &mut Conn<'_>, filter: &RunFilter) -> Result<Vec<RunRecord>> {
     if let Some(after) = filter.after {
         // The cursor must name a run, or the page would silently be empty.
@@ -66,7 +71,7 @@ pub(super) async fn list_runs_in(c: &mut Conn<'_>, filter: &RunFilter) -> Result
     rows.iter().map(decode_listed).collect()
 }
 
-/// `Store::stats`.
+/// `RunStore::stats`.
 pub(super) async fn stats_in(c: &mut Conn<'_>) -> Result<StoreStats> {
     let rows = c
         .fetch_all(query(
@@ -93,7 +98,7 @@ pub(super) async fn stats_in(c: &mut Conn<'_>) -> Result<StoreStats> {
     )?)
 }
 
-/// `Store::set_aside`, inside the caller's transaction: reads nothing it
+/// `LeaseStore::set_aside`, inside the caller's transaction: reads nothing it
 /// would have to decode.
 pub(super) async fn set_aside_in(
     c: &mut Conn<'_>,
@@ -154,7 +159,7 @@ async fn next_of_tenant(c: &mut Conn<'_>, tenant: &cairn_core::Tenant) -> Result
     Ok(())
 }
 
-/// `Store::submit`'s transaction; `def` is the crew definition as stored.
+/// `RunStore::submit`'s transaction; `def` is the crew definition as stored.
 /// A created run wakes the workers that listen.
 pub(super) async fn submit_in(
     c: &mut Conn<'_>,
@@ -168,7 +173,7 @@ pub(super) async fn submit_in(
     Ok(submitted)
 }
 
-/// The submit without the wake-up: `Store::start` claims the run itself.
+/// The submit without the wake-up: `RunStore::start` claims the run itself.
 pub(super) async fn insert_run_in(
     c: &mut Conn<'_>,
     new: NewRun,
@@ -293,9 +298,9 @@ async fn apply_on_busy(c: &mut Conn<'_>, thread: &str, id: RunId, on_busy: OnBus
     Ok(())
 }
 
-/// `Store::heartbeat`: the lease extended only at the holder's epoch, and
+/// `LeaseStore::heartbeat`: the lease extended only at the holder's epoch, and
 /// in the same statement whether a cancel was requested.
-/// `Store::heartbeat_many`: one statement for every run a process holds.
+/// `LeaseStore::heartbeat_many`: one statement for every run a process holds.
 /// The runs not in the answer were not extended (their lease is lost).
 /// Their rows are locked in id order, as a batch of step commits locks
 /// them (`postgres/batch.rs`), so the two never deadlock.
@@ -354,4 +359,90 @@ pub(super) async fn heartbeat_in(
     Ok(crate::Lease::from_beat(
         row.map(|r| r.int("cancel").map(|n| n != 0)).transpose()?,
     ))
+}
+
+// ------------------------------------------------------------- the contract
+
+#[async_trait]
+impl<H: ScriptHost> RunStore for H {
+    fn backend(&self) -> crate::Backend {
+        self.db().backend()
+    }
+
+    async fn submit(&self, new: NewRun) -> Result<Submitted> {
+        bounded("submit", self.target(), None, async {
+            let def = submit_ok(&new)?;
+            self.tx(TxKind::HotWrite, script!(|c| submit_in(c, new, def).await))
+                .await
+        })
+        .await
+    }
+
+    async fn load(&self, id: RunId) -> Result<(RunRecord, Vec<StepRecord>)> {
+        placed(self.target(), Some(id), async {
+            // One snapshot, so run and steps agree. The rows are decoded
+            // after it, off SQLite's writer thread.
+            let (run, rows) = self
+                .tx(
+                    TxKind::HotRead,
+                    script!(|c| super::rows::load_in(c, id).await),
+                )
+                .await?;
+            let steps = rows
+                .iter()
+                .map(|r| crate::raw::decode_step(id, r))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((run, steps))
+        })
+        .await
+    }
+
+    async fn get_run(&self, id: RunId) -> Result<RunRecord> {
+        let read = self.read_now(script!(|c| super::rows::fetch_run(c, id, false).await));
+        placed(self.target(), Some(id), read).await
+    }
+
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+        placed(self.target(), None, async {
+            text_ok("the crew filter", filter.crew.as_deref())?;
+            text_ok("the thread filter", filter.thread.as_deref())?;
+            text_ok("the tenant filter", filter.tenant.as_deref())?;
+            let filter = filter.clone();
+            self.tx(TxKind::Single, script!(|c| list_runs_in(c, &filter).await))
+                .await
+        })
+        .await
+    }
+
+    async fn stats(&self) -> Result<StoreStats> {
+        let read = self.tx(TxKind::Single, script!(|c| stats_in(c).await));
+        placed(self.target(), None, read).await
+    }
+
+    async fn events(&self, id: RunId) -> Result<Vec<EventRecord>> {
+        self.events_after(id, 0).await
+    }
+
+    async fn events_after(&self, id: RunId, after: i64) -> Result<Vec<EventRecord>> {
+        // One statement (no transaction) unless there is nothing after
+        // `after`, when a second one tells a quiet run from none.
+        let read = self.tx(
+            TxKind::Single,
+            script!(|c| super::rows::events_in(c, id, after).await),
+        );
+        placed(self.target(), Some(id), read).await
+    }
+
+    async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()> {
+        bounded("record_events", self.target(), Some(id), async {
+            events_ok(events)?;
+            let events = events.to_vec();
+            self.tx(
+                TxKind::Write,
+                script!(|c| super::rows::record_events_in(c, id, epoch, &events).await),
+            )
+            .await
+        })
+        .await
+    }
 }

@@ -4,6 +4,7 @@
 //! keeps nothing it wrote, on PostgreSQL as on SQLite's writer thread, so a
 //! script that breaks the rule fails every test that runs it, whichever
 //! database the test uses.
+
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cairn_testkit::{both, Kind, TestDb};
@@ -11,7 +12,7 @@ use cairn_testkit::{both, Kind, TestDb};
 use super::*;
 use crate::open::{parse_url, Target};
 use crate::sql::query;
-use crate::{OpenOptions, PgStore, SqliteStore};
+use crate::{Error, OpenOptions, PgStore, SqliteStore};
 
 const KINDS: [TxKind; 5] = [
     TxKind::Write,
@@ -24,9 +25,7 @@ const KINDS: [TxKind; 5] = [
 /// A script of `kind`: a statement (a write in a write transaction), then,
 /// if `foreign`, an await of something that is not the connection.
 fn script(kind: TxKind, foreign: bool) -> ScriptFn<u64> {
-    Box::new(move |c| {
-        Box::pin(async move {
-            let n = match kind {
+    script!(|c| let n = match kind {
                 TxKind::Write | TxKind::HotWrite => {
                     c.execute(
                         query(
@@ -46,9 +45,7 @@ fn script(kind: TxKind, foreign: bool) -> ScriptFn<u64> {
                 // a call to another store would do.
                 tokio::task::yield_now().await;
             }
-            Ok(n)
-        })
-    })
+            Ok(n))
 }
 
 async fn holds_the_rule<H: ScriptHost>(host: &H) {

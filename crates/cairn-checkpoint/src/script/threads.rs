@@ -1,13 +1,19 @@
-//! Threads: their summaries (`Store::threads`, `Store::thread`), the
-//! conversation a run continues (`Store::thread_history`), and the order
+//! Threads: their summaries (`ThreadStore::threads`, `ThreadStore::thread`), the
+//! conversation a run continues (`ThreadStore::thread_history`), and the order
 //! of a thread's runs (`busy_before`, which a claim and a submit's
 //! `on_busy` ask; `lock_thread`, which serialises a thread's submits).
 
-use cairn_core::{Corruption, RunId, RunRecord, RunStatus, ThreadTurn};
+use async_trait::async_trait;
+use cairn_core::{Actor, Corruption, RunId, RunRecord, RunStatus, ThreadTurn};
 
+use crate::contract::ThreadStore;
 use crate::raw::{decode_listed, decode_thread, run_cols, run_cols_but_def};
 use crate::sql::{query, Conn, Dialect};
 use crate::{Error, Result, ThreadPage, ThreadSummary};
+
+use super::boundary::placed;
+use super::storable::text_ok;
+use super::{ScriptHost, TxKind};
 
 /// Every thread's summary (or one thread's, given `:thread`): runs counted
 /// once each, tokens summed over their steps, the newest submit time; in
@@ -31,7 +37,7 @@ const BUSY_BEFORE: &str = "SELECT id, status FROM runs WHERE thread_id = :thread
      AND (created_at, id) < (SELECT created_at, id FROM runs WHERE id = :before) \
      ORDER BY created_at, id";
 
-/// `Store::threads`. A cursor thread with no run is not found (it was
+/// `ThreadStore::threads`. A cursor thread with no run is not found (it was
 /// compacted away, or never existed).
 pub(super) async fn threads_in(c: &mut Conn<'_>, page: &ThreadPage) -> Result<Vec<ThreadSummary>> {
     if let Some(after) = &page.after {
@@ -53,7 +59,7 @@ fn summaries(thread: Option<&str>, page: &ThreadPage) -> crate::sql::Query {
         .bind("limit", page.limit.map_or(i64::MAX, i64::from))
 }
 
-/// `Store::thread`: the summary and the runs (from the caller's snapshot).
+/// `ThreadStore::thread`: the summary and the runs (from the caller's snapshot).
 pub(super) async fn thread_in(
     c: &mut Conn<'_>,
     id: &str,
@@ -76,7 +82,7 @@ pub(super) async fn thread_in(
     Ok((decode_thread(&summary)?, runs))
 }
 
-/// `Store::thread_history`: the newest `max_runs` succeeded runs of
+/// `ThreadStore::thread_history`: the newest `max_runs` succeeded runs of
 /// `thread` before run `before`, oldest first, with their final outputs.
 pub(super) async fn history_in(
     c: &mut Conn<'_>,
@@ -165,7 +171,7 @@ pub(super) async fn busy_before(
         .collect()
 }
 
-/// `Store::set_thread_budget`: the check, the write and the read back in
+/// `ThreadStore::set_thread_budget`: the check, the write and the read back in
 /// one write transaction.
 pub(super) async fn set_budget<H: super::ScriptHost + ?Sized>(
     host: &H,
@@ -180,9 +186,7 @@ pub(super) async fn set_budget<H: super::ScriptHost + ?Sized>(
         let (thread, budget, actor) = (thread.to_owned(), *budget, actor.clone());
         host.tx(
             super::TxKind::Write,
-            Box::new(move |c| {
-                Box::pin(async move { set_budget_in(c, &thread, &budget, raise, &actor).await })
-            }),
+            script!(|c| set_budget_in(c, &thread, &budget, raise, &actor).await),
         )
         .await
     })
@@ -242,7 +246,7 @@ async fn set_budget_in(
     })
 }
 
-/// `Store::thread_budget`.
+/// `ThreadStore::thread_budget`.
 pub(super) async fn budget<H: super::ScriptHost + ?Sized>(
     host: &H,
     thread: &str,
@@ -250,7 +254,7 @@ pub(super) async fn budget<H: super::ScriptHost + ?Sized>(
     let thread = thread.to_owned();
     let read = host.tx(
         super::TxKind::Read,
-        Box::new(move |c| Box::pin(async move { budget_in(c, &thread).await })),
+        script!(|c| budget_in(c, &thread).await),
     );
     super::boundary::placed(host.target(), None, read).await
 }
@@ -281,4 +285,57 @@ pub(super) async fn budget_in(
         reason: row.opt_text("reason")?,
         set_at: row.time("set_at", nil, what)?,
     }))
+}
+
+// ------------------------------------------------------------- the contract
+
+#[async_trait]
+impl<H: ScriptHost> ThreadStore for H {
+    async fn thread_history(
+        &self,
+        thread: &str,
+        before: RunId,
+        max_runs: u32,
+    ) -> Result<Vec<ThreadTurn>> {
+        placed(self.target(), None, async {
+            text_ok("the thread id", Some(thread))?;
+            let thread = thread.to_owned();
+            self.tx(
+                TxKind::Single,
+                script!(|c| history_in(c, &thread, before, max_runs).await),
+            )
+            .await
+        })
+        .await
+    }
+
+    async fn threads(&self, page: &ThreadPage) -> Result<Vec<ThreadSummary>> {
+        let page = page.clone();
+        let read = self.tx(TxKind::Read, script!(|c| threads_in(c, &page).await));
+        placed(self.target(), None, read).await
+    }
+
+    async fn thread(&self, id: &str) -> Result<(ThreadSummary, Vec<RunRecord>)> {
+        placed(self.target(), None, async {
+            text_ok("the thread id", Some(id))?;
+            let id = id.to_owned();
+            self.tx(TxKind::Read, script!(|c| thread_in(c, &id).await))
+                .await
+        })
+        .await
+    }
+
+    async fn set_thread_budget(
+        &self,
+        thread: &str,
+        budget: &cairn_core::Budget,
+        raise: bool,
+        actor: &Actor,
+    ) -> Result<crate::ThreadBudget> {
+        set_budget(self, thread, budget, raise, actor).await
+    }
+
+    async fn thread_budget(&self, thread: &str) -> Result<Option<crate::ThreadBudget>> {
+        budget(self, thread).await
+    }
 }

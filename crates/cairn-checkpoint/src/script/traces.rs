@@ -4,14 +4,17 @@
 //! meanwhile. Spans are built from stored events, so a process killed after
 //! a commit loses none of them.
 
+use async_trait::async_trait;
 use cairn_core::RunId;
+
+use crate::contract::TraceStore;
+use crate::raw::nil_run;
+use crate::sql::{query, Conn};
+use crate::{Error, Result, TraceAdvance, TraceWork};
 
 use super::boundary::{bounded, placed};
 use super::rows::{events_in, fetch_run};
 use super::{ScriptHost, TxKind};
-use crate::raw::nil_run;
-use crate::sql::{query, Conn};
-use crate::{Error, Result, TraceAdvance, TraceWork};
 
 /// Starts run `id`'s export cursor (its submit's transaction).
 pub(super) async fn start_in(c: &mut Conn<'_>, id: RunId) -> Result<()> {
@@ -72,7 +75,7 @@ pub(super) async fn reopen_in(c: &mut Conn<'_>, id: RunId) -> Result<()> {
     Ok(())
 }
 
-/// `Store::trace_pending`: up to `limit` runs with events past their cursor.
+/// `TraceStore::trace_pending`: up to `limit` runs with events past their cursor.
 pub(super) async fn pending_in(c: &mut Conn<'_>, limit: usize) -> Result<Vec<TraceWork>> {
     let rows = c
         .fetch_all(
@@ -106,7 +109,7 @@ pub(super) async fn pending_in(c: &mut Conn<'_>, limit: usize) -> Result<Vec<Tra
     Ok(work)
 }
 
-/// `Store::trace_advance`: moves a run's cursor unless another exporter
+/// `TraceStore::trace_advance`: moves a run's cursor unless another exporter
 /// moved it first (then `false`). The cursor is done once the run has
 /// ended and its last event is exported.
 pub(super) async fn advance_in(c: &mut Conn<'_>, a: &TraceAdvance) -> Result<bool> {
@@ -128,21 +131,28 @@ pub(super) async fn advance_in(c: &mut Conn<'_>, a: &TraceAdvance) -> Result<boo
     Ok(moved == 1)
 }
 
-/// `Store::trace_pending` on any backend.
+/// `TraceStore::trace_pending` on any backend.
 pub(super) async fn pending<H: ScriptHost>(host: &H, limit: usize) -> Result<Vec<TraceWork>> {
-    let read = host.tx(
-        TxKind::Read,
-        Box::new(move |c| Box::pin(async move { pending_in(c, limit).await })),
-    );
+    let read = host.tx(TxKind::Read, script!(|c| pending_in(c, limit).await));
     placed(host.target(), None, read).await
 }
 
-/// `Store::trace_advance` on any backend.
+/// `TraceStore::trace_advance` on any backend.
 pub(super) async fn advance<H: ScriptHost>(host: &H, a: &TraceAdvance) -> Result<bool> {
     let (a, id) = (a.clone(), a.run);
-    let write = host.tx(
-        TxKind::Single,
-        Box::new(move |c| Box::pin(async move { advance_in(c, &a).await })),
-    );
+    let write = host.tx(TxKind::Single, script!(|c| advance_in(c, &a).await));
     bounded("trace_advance", host.target(), Some(id), write).await
+}
+
+// ------------------------------------------------------------- the contract
+
+#[async_trait]
+impl<H: ScriptHost> TraceStore for H {
+    async fn trace_pending(&self, limit: usize) -> Result<Vec<crate::TraceWork>> {
+        pending(self, limit).await
+    }
+
+    async fn trace_advance(&self, advance: &crate::TraceAdvance) -> Result<bool> {
+        self::advance(self, advance).await
+    }
 }

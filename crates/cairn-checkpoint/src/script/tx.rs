@@ -6,9 +6,10 @@ use std::task::Poll;
 
 use sqlx::Executor;
 
-use super::{BoxFuture, ScriptFn, TxKind};
 use crate::sql::{statement_pended, Conn, Lane, Pool, Prepare};
 use crate::{Error, Result};
+
+use super::{BoxFuture, ScriptFn, TxKind};
 
 /// [`ScriptHost::tx`] on the pool: every kind, the hot ones as their plain
 /// counterparts.

@@ -1,16 +1,21 @@
-//! Waits: a person's answer (`Store::answer_wait`) or a deadline
-//! (`Store::expire_wait`) closes one and moves its run on, in one
+//! Waits: a person's answer (`WaitStore::answer_wait`) or a deadline
+//! (`WaitStore::expire_wait`) closes one and moves its run on, in one
 //! transaction. (A wait is opened by the step commit that stops at it.)
 //! What an answer does is `plan_answer`'s (pure).
 
+use async_trait::async_trait;
 use cairn_core::{Actor, Answer, ErrorInfo, RunId, RunStatus, StepIdx, WaitId, WaitRecord};
 
+use crate::contract::WaitStore;
 use crate::plan::{plan_answer, plan_expire, AnswerPlan, StepChange};
 use crate::raw::{decode_wait, error_json, wait_cols};
 use crate::sql::{query, Conn, Query};
 use crate::{Error, Result, WaitFilter};
 
+use super::boundary::{bounded, placed, retried};
 use super::rows::{append_events, fetch_run, fetch_step};
+use super::storable::{json_ok, text_ok};
+use super::{ScriptHost, TxKind};
 
 pub(super) async fn fetch_wait(c: &mut Conn<'_>, id: WaitId) -> Result<WaitRecord> {
     let row = c
@@ -54,7 +59,7 @@ async fn waits_where(c: &mut Conn<'_>, q: Query) -> Result<Vec<WaitRecord>> {
     rows.iter().map(decode_wait).collect()
 }
 
-/// `Store::list_waits`.
+/// `WaitStore::list_waits`.
 pub(super) async fn list_waits_in(
     c: &mut Conn<'_>,
     filter: &WaitFilter,
@@ -72,7 +77,7 @@ pub(super) async fn list_waits_in(
     waits_where(c, q).await
 }
 
-/// `Store::due_waits`.
+/// `WaitStore::due_waits`.
 pub(super) async fn due_waits_in(c: &mut Conn<'_>) -> Result<Vec<WaitRecord>> {
     let q = query(concat!(
         "SELECT ",
@@ -83,7 +88,7 @@ pub(super) async fn due_waits_in(c: &mut Conn<'_>) -> Result<Vec<WaitRecord>> {
     waits_where(c, q).await
 }
 
-/// `Store::answer_wait`'s transaction. The same answer again is a no-op
+/// `WaitStore::answer_wait`'s transaction. The same answer again is a no-op
 /// that returns the wait (`plan_answer`).
 pub(super) async fn answer_in(
     c: &mut Conn<'_>,
@@ -123,7 +128,7 @@ pub(super) async fn answer_in(
     fetch_wait(c, id).await
 }
 
-/// `Store::expire_wait`'s transaction.
+/// `WaitStore::expire_wait`'s transaction.
 pub(super) async fn expire_in(c: &mut Conn<'_>, id: WaitId) -> Result<WaitRecord> {
     let wait = fetch_wait(c, id).await?;
     let (error, events) = plan_expire(&wait)?;
@@ -199,4 +204,47 @@ async fn set_run_after_wait(
         c.notify_runnable(run).await?;
     }
     Ok(())
+}
+
+// ------------------------------------------------------------- the contract
+
+#[async_trait]
+impl<H: ScriptHost> WaitStore for H {
+    async fn list_waits(&self, filter: &WaitFilter) -> Result<Vec<WaitRecord>> {
+        let filter = filter.clone();
+        let read = self.tx(TxKind::Single, script!(|c| list_waits_in(c, &filter).await));
+        placed(self.target(), None, read).await
+    }
+
+    async fn answer_wait(&self, id: WaitId, answer: &Answer, by: &Actor) -> Result<WaitRecord> {
+        text_ok("`by`", Some(&by.by))?;
+        text_ok("the reason", by.reason.as_deref())?;
+        json_ok("the answer", serde_json::to_value(answer).ok().as_ref())?;
+        // Sending the same answer again is a no-op that returns the wait
+        // (`plan_answer`), so a retry needs no separate check.
+        retried(
+            "answer_wait",
+            self.target(),
+            None,
+            || {
+                let (answer, by) = (answer.clone(), by.clone());
+                self.tx(
+                    TxKind::Write,
+                    script!(|c| answer_in(c, id, &answer, &by).await),
+                )
+            },
+            || async { Ok(None) },
+        )
+        .await
+    }
+
+    async fn due_waits(&self) -> Result<Vec<WaitRecord>> {
+        let read = self.tx(TxKind::Single, script!(|c| due_waits_in(c).await));
+        placed(self.target(), None, read).await
+    }
+
+    async fn expire_wait(&self, id: WaitId) -> Result<WaitRecord> {
+        let write = self.tx(TxKind::Write, script!(|c| expire_in(c, id).await));
+        bounded("expire_wait", self.target(), None, write).await
+    }
 }

@@ -23,7 +23,7 @@ use cairn_core::{Corruption, RunStatus};
 use crate::plan::refused_commit;
 use crate::script::{pool_tx, ScriptFn, ScriptHost, TxKind};
 use crate::sql::Pool;
-use crate::{Error, Result, StepCommit, Store};
+use crate::{Error, Result, RunStore, StepCommit};
 
 /// A Cairn store in one SQLite file.
 #[derive(Clone)]
@@ -272,7 +272,7 @@ impl SqliteStore {
     /// back) was refused: a stale epoch, a cancel or a finished run (read
     /// from the run as it is now), or, if the run matched, its step.
     pub(crate) async fn refusal(&self, c: &StepCommit) -> Error {
-        let run = match Store::get_run(self, c.run_id).await {
+        let run = match RunStore::get_run(self, c.run_id).await {
             Ok(run) => run,
             Err(e) => return e,
         };

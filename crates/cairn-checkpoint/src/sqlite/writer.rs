@@ -546,9 +546,7 @@ fn follow_up(conn: &Mutex<Connection>, target: &str, c: &StepCommit) -> Result<O
     poll_script(
         conn,
         target,
-        Box::new(move |conn| {
-            Box::pin(async move { crate::script::children::follow_up_in(conn, &c).await })
-        }),
+        script!(|conn| crate::script::children::follow_up_in(conn, &c).await),
     )
     .map(|()| Outcome::Committed)
 }

@@ -2,6 +2,7 @@
 //! sets what a commit waits for, on the store's own connections only, and a
 //! store opened either way reads and writes alike.
 
+use cairn_checkpoint::prelude::*;
 use std::str::FromStr;
 
 use cairn_checkpoint::{Durability, OpenOptions, PgStore, SqliteStore};

@@ -1,10 +1,11 @@
 //! Database failures: typed, naming the database and the run, said once;
-//! a corrupt SQLite file found by `Store::check` and refused when opened
+//! a corrupt SQLite file found by `MaintenanceStore::check` and refused when opened
 //! after an unclean close.
 
+use cairn_checkpoint::prelude::*;
 use std::time::Duration;
 
-use cairn_checkpoint::{open, DbFault, Error, OpenOptions, SqliteStore, Store};
+use cairn_checkpoint::{open, DbFault, Error, OpenOptions, SqliteStore};
 use cairn_core::StepIdx;
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;

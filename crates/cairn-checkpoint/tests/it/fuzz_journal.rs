@@ -1,5 +1,5 @@
 //! Fuzzing of the journal decoder (`raw::decode_journal` behind
-//! `Store::journal`), bounded and seeded so it runs in every `cargo test`:
+//! `JournalStore::journal`), bounded and seeded so it runs in every `cargo test`:
 //! random journal rows, some damaged in one column each (a payload that is
 //! not JSON, a time that is not a time, a negative or oversized attempt or
 //! generation, text in an integer column, an unknown kind), are written with

@@ -29,7 +29,7 @@ both!(
     a_start_claims_the_run_it_creates_and_only_submits_a_threads_or_a_repeated_one,
 );
 
-/// `Store::start`: a new run of no thread is submitted and claimed in one
+/// `RunStore::start`: a new run of no thread is submitted and claimed in one
 /// transaction (epoch 1, step 0 running, `run_submitted` then
 /// `run_claimed`), so no worker can take it in between; a run of a thread
 /// (which may wait behind an earlier one) and a repeated idempotency key

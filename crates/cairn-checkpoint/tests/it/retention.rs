@@ -1,4 +1,4 @@
-//! Retention: `Store::compact` removes what its policy names, counts
+//! Retention: `MaintenanceStore::compact` removes what its policy names, counts
 //! exactly what disappeared (a dry run counts the same and removes
 //! nothing), and never anything an unfinished run needs: after any
 //! compaction every queued, running, waiting, interrupted and failed run

@@ -173,7 +173,7 @@ fn submit(kind: Kind) {
     }
 }
 
-/// `cairn run` submits and claims in one transaction (`Store::start`):
+/// `cairn run` submits and claims in one transaction (`RunStore::start`):
 /// killed before it, nothing is stored and the command is simply typed
 /// again; after it, the run is `running` under the dead process's lease and
 /// a plain `cairn resume` (the holder is provably dead on this machine)

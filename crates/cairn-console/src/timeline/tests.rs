@@ -414,6 +414,23 @@ fn a_children_step_is_drawn_from_spawn_to_join_with_its_children_on_the_clock() 
     );
 }
 
+/// A step still waiting for its children: its stored row ended at the
+/// spawn, but its time runs on to now (found in `cairn run` of a fan-out
+/// stopped by its parent's budget, which printed `0 ms`).
+#[test]
+fn a_step_still_waiting_for_its_children_counts_their_time_to_now() {
+    let t0 = Utc::now();
+    let (_, mut events, _) = fan_out(t0);
+    events.truncate(2); // claimed, spawned: no join yet
+    let waiting = step(0, StepStatus::Waiting, 10, Some(10), t0);
+    let now = t0 + Duration::milliseconds(1000);
+    let time = StepTime::of(&waiting, &events, &[], now);
+    assert_eq!(
+        (time.ran_ms(), time.children_ms, time.waited_ms),
+        (1000, 990, 0)
+    );
+}
+
 #[test]
 fn an_answered_reviews_wait_is_drawn_over_the_attempt_in_the_legends_amber() {
     let t0 = Utc::now();

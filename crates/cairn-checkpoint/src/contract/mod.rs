@@ -1,0 +1,79 @@
+//! The durability contract, split by concern: one trait per part of what
+//! the executor may ask of storage, each implemented once over the storage
+//! script (`script/<concern>.rs`). [`Store`] is every part at once, with a
+//! blanket implementation, so a caller holds one `Arc<dyn Store>` and
+//! brings the parts' methods into scope with `use
+//! cairn_checkpoint::prelude::*`.
+//!
+//! Implementations must be safe to share between tasks and processes;
+//! every method is one transaction.
+
+mod budgets;
+mod children;
+mod crews;
+mod journal;
+mod keys;
+mod leases;
+mod maintenance;
+mod operator;
+mod runs;
+mod threads;
+mod traces;
+mod waits;
+
+pub use budgets::BudgetStore;
+pub use children::ChildStore;
+pub use crews::CrewStore;
+pub use journal::JournalStore;
+pub use keys::KeyStore;
+pub use leases::LeaseStore;
+pub use maintenance::MaintenanceStore;
+pub use operator::OperatorStore;
+pub use runs::RunStore;
+pub use threads::ThreadStore;
+pub use traces::TraceStore;
+pub use waits::WaitStore;
+
+use crate::Registry;
+
+/// The whole contract: every concern's trait and the process registry.
+/// Implemented for whatever implements them all (Cairn's two backends).
+pub trait Store:
+    RunStore
+    + LeaseStore
+    + WaitStore
+    + OperatorStore
+    + JournalStore
+    + ThreadStore
+    + ChildStore
+    + KeyStore
+    + BudgetStore
+    + CrewStore
+    + TraceStore
+    + MaintenanceStore
+    + Registry
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<T> Store for T where
+    T: RunStore
+        + LeaseStore
+        + WaitStore
+        + OperatorStore
+        + JournalStore
+        + ThreadStore
+        + ChildStore
+        + KeyStore
+        + BudgetStore
+        + CrewStore
+        + TraceStore
+        + MaintenanceStore
+        + Registry
+        + Send
+        + Sync
+        + 'static
+{
+}
