@@ -18,6 +18,7 @@ use cairn_core::{
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
+mod contract;
 mod differential;
 mod durability;
 mod faults;

@@ -1,0 +1,60 @@
+//! The contract's methods no other module of the suite calls, one concern
+//! a file, each asserting what the method returns and what is stored
+//! after it, on both databases. The traits come from
+//! `cairn_checkpoint::prelude`, however the contract is split.
+
+use std::time::Duration;
+
+use cairn_checkpoint::prelude::*;
+use cairn_checkpoint::ClaimRequest;
+use cairn_core::{Actor, AgentDef, AgentKind, CrewDef, EventKind};
+
+mod children;
+mod registry;
+
+/// An operator with a reason, as the CLI records one.
+fn operator(by: &str) -> Actor {
+    Actor::new(by).because("contract test")
+}
+
+/// A claim by `owner` for `lease` of a run no one holds.
+fn claim_by(owner: &str, lease: Duration) -> ClaimRequest {
+    ClaimRequest::new(owner, lease, 3)
+}
+
+/// A crew of one agent per `(role, kind)`: `template` or a Rust agent
+/// (`rust`, handler `h-ROLE`), the only ones these tests need.
+fn crew_of(name: &str, version: &str, agents: &[(&str, &str)]) -> CrewDef {
+    let agents = agents
+        .iter()
+        .map(|(role, kind)| {
+            let kind = match *kind {
+                "rust" => AgentKind::Rust {
+                    handler: format!("h-{role}"),
+                },
+                _ => AgentKind::Template {
+                    template: (*role).to_owned(),
+                },
+            };
+            AgentDef::new(*role, kind)
+        })
+        .collect();
+    CrewDef {
+        name: name.to_owned(),
+        version: version.to_owned(),
+        agents,
+        dir: None,
+        budget: None,
+        upgrade: None,
+    }
+}
+
+/// A store as `crate::store` opens it: the one place these tests name the
+/// contract's umbrella type (its methods come from the prelude).
+type Db = std::sync::Arc<dyn Store>;
+
+/// The kinds of a run's events, in order.
+async fn kinds(store: &Db, run: cairn_core::RunId) -> Vec<EventKind> {
+    let events = store.events(run).await.unwrap();
+    events.into_iter().map(|e| e.kind).collect()
+}
