@@ -10,6 +10,7 @@ use cairn_checkpoint::ClaimRequest;
 use cairn_core::{Actor, AgentDef, AgentKind, CrewDef, EventKind};
 
 mod children;
+mod crews;
 mod registry;
 
 /// An operator with a reason, as the CLI records one.
