@@ -11,6 +11,7 @@ use cairn_core::{Actor, AgentDef, AgentKind, CrewDef, EventKind};
 
 mod children;
 mod crews;
+mod keys;
 mod registry;
 
 /// An operator with a reason, as the CLI records one.
