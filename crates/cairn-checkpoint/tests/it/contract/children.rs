@@ -8,7 +8,7 @@ use std::time::Duration;
 
 #[allow(unused_imports)] // A `dyn Store`'s methods need none today; split traits may.
 use cairn_checkpoint::prelude::*;
-use cairn_checkpoint::{Lease, NewChild, SpawnCommit, StepCommit, StepTransition};
+use cairn_checkpoint::{Lease, NewChild, NewRun, SpawnCommit, StepCommit, StepTransition};
 use cairn_core::{
     child_id, Attempt, ErrorInfo, ErrorKind, EventKind, JoinRule, LeaseEpoch, NewEvent,
     OnParentClose, RunId, RunStatus, StepIdx,
@@ -17,7 +17,7 @@ use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
 use super::{kinds, operator, Db};
-use crate::{claim_req, crew, store, submitted_and_claimed, success};
+use crate::{claim_req, crew, new_run, store, success};
 
 both!(
     children_are_listed_in_order_and_joined_once_every_child_settled,
@@ -74,8 +74,19 @@ async fn spawned(
     rule: JoinRule,
     concurrency: Option<u32>,
 ) -> (RunId, Vec<RunId>) {
-    let c = submitted_and_claimed(store, 2).await;
-    let id = c.run.id;
+    spawned_under(store, new_run(2, None), keys, rule, concurrency).await
+}
+
+/// [`spawned`] of parent `run` (two steps or more).
+pub(super) async fn spawned_under(
+    store: &Db,
+    run: NewRun,
+    keys: &[&str],
+    rule: JoinRule,
+    concurrency: Option<u32>,
+) -> (RunId, Vec<RunId>) {
+    let id = store.submit(run).await.unwrap().run.id;
+    let c = store.claim(id, &claim_req(false)).await.unwrap();
     store
         .commit_step(&spawn(id, c.run.lease_epoch, keys, rule, concurrency))
         .await

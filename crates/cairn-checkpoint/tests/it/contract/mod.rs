@@ -9,6 +9,7 @@ use cairn_checkpoint::prelude::*;
 use cairn_checkpoint::ClaimRequest;
 use cairn_core::{Actor, AgentDef, AgentKind, CrewDef, EventKind};
 
+mod budgets;
 mod children;
 mod crews;
 mod keys;
