@@ -14,6 +14,8 @@ mod children;
 mod crews;
 mod keys;
 mod registry;
+mod traces;
+mod waits;
 
 /// An operator with a reason, as the CLI records one.
 fn operator(by: &str) -> Actor {
