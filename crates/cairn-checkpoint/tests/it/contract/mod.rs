@@ -11,8 +11,10 @@ use cairn_core::{Actor, AgentDef, AgentKind, CrewDef, EventKind};
 
 mod budgets;
 mod children;
+mod claims;
 mod crews;
 mod keys;
+mod operator;
 mod registry;
 mod traces;
 mod waits;
