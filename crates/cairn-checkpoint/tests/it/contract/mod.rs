@@ -14,6 +14,7 @@ mod children;
 mod claims;
 mod crews;
 mod keys;
+mod maintenance;
 mod operator;
 mod registry;
 mod traces;

@@ -1,0 +1,96 @@
+//! Maintenance: `vacuum` gives back the space a compaction freed (SQLite's
+//! file shrinks and its write-ahead log is truncated; PostgreSQL vacuums
+//! Cairn's tables), beside other work, and leaves every run as it was and
+//! the database healthy by its own `check`.
+
+use std::time::Duration;
+
+#[allow(unused_imports)] // A `dyn Store`'s methods need none today; split traits may.
+use cairn_checkpoint::prelude::*;
+use cairn_checkpoint::{Action, CompactPolicy};
+use cairn_testkit::{both, Kind, TestDb};
+use serde_json::json;
+
+use super::{operator, Db};
+use crate::{new_run, store};
+
+both!(vacuum_gives_back_what_compaction_freed_and_keeps_every_run);
+
+/// Bytes of the SQLite file and of its write-ahead log (0 when absent).
+fn sqlite_sizes(db: &TestDb) -> (u64, u64) {
+    let size = |name: &str| std::fs::metadata(db.dir().join(name)).map_or(0, |m| m.len());
+    (size("cairn.db"), size("cairn.db-wal"))
+}
+
+/// `n` cancelled runs with 30 KB inputs: what a compaction removes.
+async fn cancelled_bulk(store: &Db, n: usize) {
+    let bulk = "x".repeat(30_000);
+    for i in 0..n {
+        let mut run = new_run(1, None);
+        run.input = json!({"bulk": bulk, "i": i});
+        let id = store.submit(run).await.unwrap().run.id;
+        store
+            .act(id, Action::Cancel, &operator("ops"))
+            .await
+            .unwrap();
+    }
+}
+
+/// When PostgreSQL last vacuumed the schema's `runs` table, as text.
+async fn last_vacuum(db: &TestDb) -> Option<String> {
+    db.scalar(
+        "SELECT last_vacuum::text FROM pg_stat_user_tables \
+         WHERE relname = 'runs' AND schemaname = current_schema()",
+    )
+    .await
+}
+
+async fn vacuum_gives_back_what_compaction_freed_and_keeps_every_run(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let kept = store.submit(new_run(2, None)).await.unwrap().run.id;
+    cancelled_bulk(&store, 40).await;
+    let policy = CompactPolicy {
+        finished_older_than: Some(Duration::ZERO),
+        ..CompactPolicy::default()
+    };
+    assert_eq!(store.compact(&policy).await.unwrap().runs, 40);
+    let before = (
+        store.load(kept).await.unwrap(),
+        store.events(kept).await.unwrap(),
+    );
+    let (file, wal) = sqlite_sizes(&db);
+    if kind == Kind::Postgres {
+        assert_eq!(last_vacuum(&db).await, None, "a new schema");
+    }
+
+    // Beside a submit, which waits for it or goes first.
+    let (vacuumed, submitted) = tokio::join!(store.vacuum(), store.submit(new_run(1, None)));
+    vacuumed.unwrap();
+    submitted.unwrap();
+
+    match kind {
+        Kind::Sqlite => {
+            let (file_after, wal_after) = sqlite_sizes(&db);
+            assert!(
+                file_after * 2 < file + wal,
+                "shrunk: {file} + {wal} bytes, then {file_after} + {wal_after}"
+            );
+            assert!(wal_after < wal, "the log truncated: {wal} then {wal_after}");
+        }
+        Kind::Postgres => {
+            assert!(last_vacuum(&db).await.is_some(), "runs was vacuumed");
+        }
+    }
+    let after = (
+        store.load(kept).await.unwrap(),
+        store.events(kept).await.unwrap(),
+    );
+    assert_eq!(after, before, "the unfinished run is as it was");
+    assert_eq!(store.list_runs(&Default::default()).await.unwrap().len(), 2);
+    assert_eq!(
+        store.check().await.unwrap(),
+        Vec::<String>::new(),
+        "healthy"
+    );
+}
