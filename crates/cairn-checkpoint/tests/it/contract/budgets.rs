@@ -27,7 +27,8 @@ both!(
     a_release_wakes_a_sibling_deferred_for_room_and_a_spent_budget_refuses,
     a_raise_adds_to_the_runs_limits_and_continues_what_the_budget_stopped,
     a_raise_of_a_finished_run_is_refused_and_writes_nothing,
-    a_threads_budget_is_set_raised_and_counts_what_its_runs_spent,
+    a_threads_budget_is_set_and_raised_and_a_bad_one_writes_nothing,
+    a_threads_budget_counts_what_its_runs_and_their_children_spent,
 );
 
 fn tokens(n: u64) -> Budget {
@@ -290,7 +291,7 @@ async fn a_raise_of_a_finished_run_is_refused_and_writes_nothing(kind: Kind) {
     }
 }
 
-async fn a_threads_budget_is_set_raised_and_counts_what_its_runs_spent(kind: Kind) {
+async fn a_threads_budget_is_set_and_raised_and_a_bad_one_writes_nothing(kind: Kind) {
     let db = TestDb::of(kind).await;
     let store = store(&db).await;
     let by = operator("ops");
@@ -348,19 +349,34 @@ async fn a_threads_budget_is_set_raised_and_counts_what_its_runs_spent(kind: Kin
             "nothing written"
         );
     }
+}
 
+async fn a_threads_budget_counts_what_its_runs_and_their_children_spent(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    store
+        .set_thread_budget("t", &tokens(1_000), false, &operator("ops"))
+        .await
+        .unwrap();
     for thread in ["t", "u"] {
         let mut run = new_run(1, None);
         run.thread_id = Some(thread.into());
         let id = store.submit(run).await.unwrap().run.id;
         let c = store.claim(id, &claim_req(false)).await.unwrap();
         turn_end(&store, id, c.run.lease_epoch, 30, 10, 0).await;
+        // Ended, so the thread's next run may start.
+        let done = success(id, c.run.lease_epoch, 0, 1);
+        store.commit_step(&done).await.unwrap();
     }
     let counted = store.thread_budget("t").await.unwrap().unwrap();
-    assert_eq!(
-        (counted.spent.tokens, counted.spent.model_calls),
-        (40, 1),
-        "t's run only"
-    );
-    assert_eq!(counted.budget, raised.budget);
+    let spent = (counted.spent.tokens, counted.spent.model_calls);
+    assert_eq!(spent, (40, 1), "t's run only");
+    // A child of a run of the thread counts too.
+    let mut parent = new_run(2, None);
+    parent.thread_id = Some("t".into());
+    let (_, kids) = spawned_under(&store, parent, &["k"], cairn_core::JoinRule::All, None).await;
+    let c = store.claim(kids[0], &claim_req(false)).await.unwrap();
+    turn_end(&store, kids[0], c.run.lease_epoch, 5, 5, 0).await;
+    let counted = store.thread_budget("t").await.unwrap().unwrap();
+    assert_eq!((counted.spent.tokens, counted.budget), (50, tokens(1_000)));
 }

@@ -70,7 +70,7 @@ async fn a_first_beat_registers_a_process_and_its_offers_grow_until_it_leaves(ki
         fingerprint: v1.fingerprint(),
         needs_code: true,
     };
-    assert_eq!(first.offers, [offered_v1.clone()]);
+    assert_eq!(first.offers, std::slice::from_ref(&offered_v1));
     // The offered version is stored as a crew version, run or not.
     assert_eq!(
         store.crew_version(&v1.fingerprint()).await.unwrap(),
