@@ -145,7 +145,7 @@ async fn a_process_that_stops_beating_expires_and_is_forgotten_an_hour_later(kin
     let db = TestDb::of(kind).await;
     let store = store(&db).await;
     store
-        .beat_process(&beat("gone", Duration::from_millis(150), None))
+        .beat_process(&beat("gone", Duration::from_millis(400), None))
         .await
         .unwrap();
     store
@@ -153,7 +153,7 @@ async fn a_process_that_stops_beating_expires_and_is_forgotten_an_hour_later(kin
         .await
         .unwrap();
     assert!(process(&store, "gone").await.unwrap().live);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
     let gone = process(&store, "gone").await.expect("listed while expired");
     assert!(!gone.live, "{gone:?}");
     assert!(process(&store, "alive").await.unwrap().live);
@@ -256,11 +256,11 @@ async fn a_version_is_unblocked_only_while_a_process_offering_it_lives(kind: Kin
     );
 
     store
-        .beat_process(&offering(Duration::from_millis(150)))
+        .beat_process(&offering(Duration::from_millis(400)))
         .await
         .unwrap();
     assert!(store.blocked().await.unwrap().is_empty());
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(
         ids(store.blocked().await.unwrap()),
         [run],
@@ -271,7 +271,7 @@ async fn a_version_is_unblocked_only_while_a_process_offering_it_lives(kind: Kin
     // lapses and the offerer is gone, it is blocked again.
     store.beat_process(&offering(LONG)).await.unwrap();
     let held = store
-        .claim_next(&claim_by("w1", Duration::from_millis(400)))
+        .claim_next(&claim_by("w1", Duration::from_millis(500)))
         .await
         .unwrap()
         .unwrap();
@@ -281,6 +281,6 @@ async fn a_version_is_unblocked_only_while_a_process_offering_it_lives(kind: Kin
         store.blocked().await.unwrap().is_empty(),
         "its lease stands"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(ids(store.blocked().await.unwrap()), [run]);
 }
