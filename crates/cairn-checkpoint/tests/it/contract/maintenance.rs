@@ -36,13 +36,23 @@ async fn cancelled_bulk(store: &Db, n: usize) {
     }
 }
 
-/// When PostgreSQL last vacuumed the schema's `runs` table, as text.
-async fn last_vacuum(db: &TestDb) -> Option<String> {
-    db.scalar(
-        "SELECT last_vacuum::text FROM pg_stat_user_tables \
-         WHERE relname = 'runs' AND schemaname = current_schema()",
-    )
-    .await
+/// When PostgreSQL last vacuumed the schema's `runs` table, as text; with
+/// `settle`, waits up to 2 s for it (before version 15 the statistics
+/// arrive a moment after the vacuum).
+async fn last_vacuum(db: &TestDb, settle: bool) -> Option<String> {
+    for _ in 0..20 {
+        let at = db
+            .scalar(
+                "SELECT last_vacuum::text FROM pg_stat_user_tables \
+                 WHERE relname = 'runs' AND schemaname = current_schema()",
+            )
+            .await;
+        if at.is_some() || !settle {
+            return at;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
 }
 
 async fn vacuum_gives_back_what_compaction_freed_and_keeps_every_run(kind: Kind) {
@@ -61,7 +71,7 @@ async fn vacuum_gives_back_what_compaction_freed_and_keeps_every_run(kind: Kind)
     );
     let (file, wal) = sqlite_sizes(&db);
     if kind == Kind::Postgres {
-        assert_eq!(last_vacuum(&db).await, None, "a new schema");
+        assert_eq!(last_vacuum(&db, false).await, None, "a new schema");
     }
 
     // Beside a submit, which waits for it or goes first.
@@ -73,13 +83,13 @@ async fn vacuum_gives_back_what_compaction_freed_and_keeps_every_run(kind: Kind)
         Kind::Sqlite => {
             let (file_after, wal_after) = sqlite_sizes(&db);
             assert!(
-                file_after * 2 < file + wal,
+                (file_after + wal_after) * 4 < file + wal,
                 "shrunk: {file} + {wal} bytes, then {file_after} + {wal_after}"
             );
             assert!(wal_after < wal, "the log truncated: {wal} then {wal_after}");
         }
         Kind::Postgres => {
-            assert!(last_vacuum(&db).await.is_some(), "runs was vacuumed");
+            assert!(last_vacuum(&db, true).await.is_some(), "runs was vacuumed");
         }
     }
     let after = (
