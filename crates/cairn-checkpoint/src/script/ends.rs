@@ -391,7 +391,7 @@ pub(super) async fn act_in(
         super::ends::ended_in(c, id).await?;
     }
     append_events(c, id, std::slice::from_ref(&plan.event)).await?;
-    if run.status.is_finished() && !plan.finishes() {
+    if !run.status.is_live() && !plan.finishes() {
         // An ended run sent on again: its spans are exported again.
         super::traces::reopen_in(c, id).await?;
     }

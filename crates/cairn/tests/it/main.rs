@@ -22,6 +22,7 @@ mod agents;
 mod children;
 mod codemap;
 mod context;
+mod contract;
 mod cost;
 mod fanout;
 mod hardening;

@@ -7,8 +7,6 @@
 
 use std::time::Duration;
 
-#[allow(unused_imports)] // A `dyn Store`'s methods need none today; split traits may.
-use cairn_checkpoint::prelude::*;
 use cairn_checkpoint::{AfterRaise, Error, JournalAppend, StepTransition};
 use cairn_core::{
     budget_key, Attempt, Budget, BudgetAsk, ErrorInfo, ErrorKind, EventKind, JournalKind,

@@ -6,8 +6,6 @@
 
 use std::time::Duration;
 
-#[allow(unused_imports)] // A `dyn Store`'s methods need none today; split traits may.
-use cairn_checkpoint::prelude::*;
 use cairn_checkpoint::{Lease, NewChild, NewRun, SpawnCommit, StepCommit, StepTransition};
 use cairn_core::{
     child_id, Attempt, ErrorInfo, ErrorKind, EventKind, JoinRule, LeaseEpoch, NewEvent,

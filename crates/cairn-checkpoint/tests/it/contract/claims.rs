@@ -6,8 +6,6 @@
 
 use std::time::Duration;
 
-#[allow(unused_imports)] // A `dyn Store`'s methods need none today; split traits may.
-use cairn_checkpoint::prelude::*;
 use cairn_checkpoint::{Action, Lease, StepTransition};
 use cairn_core::{
     Corruption, ErrorKind, EventKind, LeaseEpoch, NewWait, RunId, RunStatus, StepStatus, WaitId,

@@ -6,8 +6,6 @@
 
 use std::time::Duration;
 
-#[allow(unused_imports)] // A `dyn Store`'s methods need none today; split traits may.
-use cairn_checkpoint::prelude::*;
 use cairn_checkpoint::{CrewUpgrade, Error, Next, StepCommit, StepTransition};
 use cairn_core::upgrade::Incompatible;
 use cairn_core::{CrewDef, EventKind, Fingerprint, LeaseEpoch, RunId, RunStatus};

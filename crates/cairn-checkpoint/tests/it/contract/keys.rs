@@ -5,8 +5,6 @@
 
 use std::time::Duration;
 
-#[allow(unused_imports)] // A `dyn Store`'s methods need none today; split traits may.
-use cairn_checkpoint::prelude::*;
 use cairn_checkpoint::{Error, StepTransition};
 use cairn_core::{
     ErrorInfo, ErrorKind, EventKind, KeyLimits, KeyPause, KeyState, NewEvent, RunStatus,

@@ -5,8 +5,6 @@
 
 use std::time::Duration;
 
-#[allow(unused_imports)] // A `dyn Store`'s methods need none today; split traits may.
-use cairn_checkpoint::prelude::*;
 use cairn_checkpoint::{Action, CompactPolicy};
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;

@@ -1,12 +1,12 @@
 //! The contract's methods no other module of the suite calls, one concern
 //! a file, each asserting what the method returns and what is stored
-//! after it, on both databases. The traits come from
-//! `cairn_checkpoint::prelude`, however the contract is split.
+//! after it, on both databases (`crates/cairn/tests/it/contract.rs` checks
+//! that the suite calls every method). A `dyn Store` reaches every concern
+//! trait's methods without importing them.
 
 use std::time::Duration;
 
-use cairn_checkpoint::prelude::*;
-use cairn_checkpoint::ClaimRequest;
+use cairn_checkpoint::{ClaimRequest, Store};
 use cairn_core::{Actor, AgentDef, AgentKind, CrewDef, EventKind};
 
 mod budgets;
@@ -57,8 +57,7 @@ fn crew_of(name: &str, version: &str, agents: &[(&str, &str)]) -> CrewDef {
     }
 }
 
-/// A store as `crate::store` opens it: the one place these tests name the
-/// contract's umbrella type (its methods come from the prelude).
+/// A store as `crate::store` opens it.
 type Db = std::sync::Arc<dyn Store>;
 
 /// The kinds of a run's events, in order.

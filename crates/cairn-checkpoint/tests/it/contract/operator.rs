@@ -4,8 +4,6 @@
 //! refused, with nothing written, for any other status or a context or
 //! input that is not an object.
 
-#[allow(unused_imports)] // A `dyn Store`'s methods need none today; split traits may.
-use cairn_checkpoint::prelude::*;
 use cairn_checkpoint::{Error, StepTransition};
 use cairn_core::{ErrorInfo, ErrorKind, EventKind, RunId, RunStatus};
 use cairn_testkit::{both, Kind, TestDb};

@@ -6,8 +6,6 @@
 
 use std::time::Duration;
 
-#[allow(unused_imports)] // A `dyn Store`'s methods need none today; split traits may.
-use cairn_checkpoint::prelude::*;
 use cairn_checkpoint::{Offered, ProcessBeat, ProcessRecord};
 use cairn_core::{EventKind, RunId, RunStatus};
 use cairn_testkit::{both, Kind, TestDb};

@@ -4,8 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-#[allow(unused_imports)] // A `dyn Store`'s methods need none today; split traits may.
-use cairn_checkpoint::prelude::*;
 use cairn_checkpoint::StepTransition;
 use cairn_core::{
     Answer, EventKind, NewEvent, NewWait, OnDeadline, RunStatus, WaitId, WaitKind, WaitRecord,
