@@ -33,7 +33,6 @@ mod open;
 mod plan;
 mod postgres;
 mod raw;
-mod registry;
 #[doc(hidden)]
 pub use raw::forget_decoded_crews;
 mod script;
@@ -48,20 +47,20 @@ use serde_json::Value;
 
 pub use claims::{ClaimRequest, Claimed, Lease, Takeover};
 pub use commit::{NewChild, Next, SpawnCommit, StepCommit, StepRows, StepTransition};
+pub use contract::{BlockedRun, Offered, ProcessBeat, ProcessRecord, WorkerStore};
 pub use contract::{
     BudgetStore, ChildStore, CrewStore, JournalStore, KeyStore, LeaseStore, MaintenanceStore,
     OperatorStore, RunStore, Store, ThreadStore, TraceStore, WaitStore,
 };
 pub use error::{DbFault, Error, Kind};
 pub use live::LiveHub;
-pub use registry::{BlockedRun, Offered, ProcessBeat, ProcessRecord, Registry};
 
 /// The contract's traits, for callers of their methods: `use
 /// cairn_checkpoint::prelude::*;`.
 pub mod prelude {
     pub use crate::{
         BudgetStore, ChildStore, CrewStore, JournalStore, KeyStore, LeaseStore, MaintenanceStore,
-        OperatorStore, Registry, RunStore, Store, ThreadStore, TraceStore, WaitStore,
+        OperatorStore, RunStore, Store, ThreadStore, TraceStore, WaitStore, WorkerStore,
     };
 }
 pub use script::retention::{CompactPolicy, Compacted, RunsByRule};
@@ -191,7 +190,7 @@ pub struct StoreStats {
     /// lease, or an operator's `cairn resume`), by every process. Events
     /// removed by retention no longer count.
     pub takeovers: u64,
-    /// Runnable runs no live process can execute (`Registry::blocked`);
+    /// Runnable runs no live process can execute (`WorkerStore::blocked`);
     /// filled by the engine's `stats`, 0 from `RunStore::stats`.
     pub blocked: u64,
 }

@@ -1,4 +1,4 @@
-//! This process in the registry (`cairn_checkpoint::Registry`): the crew
+//! This process in the registry (`cairn_checkpoint::WorkerStore`): the crew
 //! versions it can execute, written before it claims (so a claim takes a
 //! run with Rust agents only where they are registered), kept live by the
 //! worker loop's beat and removed when the loop stops. Also the reads of

@@ -20,6 +20,7 @@ mod runs;
 mod threads;
 mod traces;
 mod waits;
+mod workers;
 
 pub use budgets::BudgetStore;
 pub use children::ChildStore;
@@ -33,10 +34,9 @@ pub use runs::RunStore;
 pub use threads::ThreadStore;
 pub use traces::TraceStore;
 pub use waits::WaitStore;
+pub use workers::{BlockedRun, Offered, ProcessBeat, ProcessRecord, WorkerStore};
 
-use crate::Registry;
-
-/// The whole contract: every concern's trait and the process registry.
+/// The whole contract: every concern's trait, the workers' registry among them.
 /// Implemented for whatever implements them all (Cairn's two backends).
 pub trait Store:
     RunStore
@@ -51,7 +51,7 @@ pub trait Store:
     + CrewStore
     + TraceStore
     + MaintenanceStore
-    + Registry
+    + WorkerStore
     + Send
     + Sync
     + 'static
@@ -71,7 +71,7 @@ impl<T> Store for T where
         + CrewStore
         + TraceStore
         + MaintenanceStore
-        + Registry
+        + WorkerStore
         + Send
         + Sync
         + 'static

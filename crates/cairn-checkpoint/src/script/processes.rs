@@ -8,7 +8,7 @@ use cairn_core::{EventKind, Fingerprint, NewEvent, RunId};
 
 use crate::raw::nil_run;
 use crate::sql::{query, Conn};
-use crate::{BlockedRun, Offered, ProcessBeat, ProcessRecord, Registry, Result};
+use crate::{BlockedRun, Offered, ProcessBeat, ProcessRecord, Result, WorkerStore};
 
 use super::boundary::{bounded, placed};
 use super::{crews, ScriptHost, TxKind};
@@ -190,7 +190,7 @@ async fn sweep_in(c: &mut Conn<'_>) -> Result<Vec<BlockedRun>> {
 }
 
 #[async_trait]
-impl<H: ScriptHost> Registry for H {
+impl<H: ScriptHost> WorkerStore for H {
     async fn beat_process(&self, beat: &ProcessBeat) -> Result<()> {
         let beat = beat.clone();
         let write = self.tx(TxKind::Write, script!(|c| beat_in(c, &beat).await));

@@ -54,11 +54,9 @@ fn traits_of(text: &str) -> BTreeMap<String, Vec<String>> {
     traits
 }
 
-/// Every contract trait: those of `contract/` and the process registry.
+/// Every contract trait: those of `contract/`.
 fn contract() -> BTreeMap<String, Vec<String>> {
-    let src = root().join("crates/cairn-checkpoint/src");
-    let mut files = rust_files(&src.join("contract"));
-    files.push(src.join("registry.rs"));
+    let files = rust_files(&root().join("crates/cairn-checkpoint/src/contract"));
     let mut all = BTreeMap::new();
     for file in files {
         all.extend(traits_of(&std::fs::read_to_string(file).unwrap()));

@@ -1,4 +1,4 @@
-//! The process registry (`Registry`): a beat registers a process and adds
+//! The process registry (`WorkerStore`): a beat registers a process and adds
 //! to what it offers, a leave removes it, a process that stops beating
 //! expires and is forgotten an hour later; a runnable run whose crew
 //! version has Rust agents no live process offers is blocked, evented

@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 
 use crate::Result;
 
-/// One beat of a process ([`Registry::beat_process`]).
+/// One beat of a process ([`WorkerStore::beat_process`]).
 #[derive(Debug, Clone)]
 pub struct ProcessBeat {
     /// The process's lease owner (`ExecutorConfig::owner`).
@@ -68,7 +68,7 @@ pub struct BlockedRun {
 
 /// The registry's operations (a part of every [`crate::Store`]).
 #[async_trait]
-pub trait Registry: Send + Sync {
+pub trait WorkerStore: Send + Sync {
     /// Keeps process `beat.id` live for `beat.ttl` and adds `beat.offers`
     /// to what it can execute: the first beat registers it. Offers only
     /// grow while it lives (two engines sharing an owner offer the union).
