@@ -44,7 +44,7 @@ pub use context::{
 pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerprint, BASE_ENV};
 pub use declared::{BadLimitTable, Declared, LimitTable, LimitsFrom};
 pub use error::Corruption;
-pub use event::{Actor, EventKind, EventRecord, NewEvent};
+pub use event::{Actor, EventData, EventDecodeError, EventKind, EventRecord, NewEvent};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 pub use journal::{
     CallEstimate, Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem,

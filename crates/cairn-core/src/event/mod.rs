@@ -1,6 +1,6 @@
 //! Events: the append-only per-run log (state transitions, steps, operator
 //! actions). Written by the store in the same transaction as the change they
-//! describe.
+//! describe. Each kind's `data` is typed in [`payload`] ([`EventData`]).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -8,13 +8,19 @@ use serde_json::Value;
 
 use crate::ids::RunId;
 
-/// What an event records.
+pub mod payload;
+
+pub use payload::{EventData, EventDecodeError};
+
+/// What an event records. The fields named below are those of its
+/// payload type in [`payload`], which says which writer writes which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum EventKind {
     RunSubmitted,
-    /// A process claimed the run (data: owner, epoch, takeover).
+    /// A process claimed the run (data: owner, epoch, from_status,
+    /// took_over_step, cursor, and shared_death when true).
     RunClaimed,
     StepSucceeded,
     StepFailed,
@@ -32,7 +38,8 @@ pub enum EventKind {
     /// (its Rust agents): written once per stall by a worker's sweep (data:
     /// crew, version, fingerprint, handlers).
     RunBlocked,
-    /// An operator retried a failed run (data: by, reason, step).
+    /// An operator retried a failed run (data: by, reason, from_status,
+    /// step, and rerun_children when true).
     RunRetried,
     /// An operator continued an interrupted run.
     RunContinued,
@@ -40,11 +47,13 @@ pub enum EventKind {
     RunCancelRequested,
     StepCancelled,
     RunCancelled,
-    /// This run was forked from another (data: parent, from_step, by, reason).
+    /// This run was forked from another (data: parent, from_step,
+    /// input_changed, rerun_children, thread_id, by, reason).
     RunForked,
-    /// A step waits for a person (data: wait, kind, idx).
+    /// A step waits for a person (data: wait, kind, idx, attempt).
     WaitOpened,
-    /// A person answered (data: wait, kind, answer, by; `original` for an edit).
+    /// A person answered (data: wait, kind, idx, answer, by; `reason` when
+    /// given, `original` for an edit).
     WaitAnswered,
     /// A wait passed its deadline unanswered.
     WaitExpired,
@@ -55,18 +64,20 @@ pub enum EventKind {
     /// An agent step ran a tool (data: idx, call_id, tool, ms, is_error,
     /// idempotency_key).
     ToolExecuted,
-    /// A step stopped at a limit and waits for `continue` (data: idx, limit).
+    /// A step stopped at a limit and waits for `continue` (data: idx, role,
+    /// attempt, duration_ms, error: the limit).
     StepInterrupted,
-    /// Resume repaired an agent step's transcript (data: idx, action, …).
+    /// Resume repaired an agent step's transcript (data: action, and seqs
+    /// or call_id and tool; no idx).
     TranscriptRepaired,
     /// A resume merged more context into the run's input for the steps
     /// still to run (data: by, reason, context, replaced: the earlier
     /// values of the keys it overwrote).
     ContextAdded,
     /// A `children` step started its children (data: idx, attempt, join,
-    /// children: their count, ids).
+    /// quorum, children: their count, crew, crews, concurrency).
     ChildrenSpawned,
-    /// A `children` step's join was decided (data: idx, attempt, met,
+    /// A `children` step's join was decided (data: idx, attempt, met, rule,
     /// settled, ok, total, by: the child whose end decided it).
     ChildrenJoined,
     /// An operator's retry of a `children` step kept the children that
@@ -75,7 +86,8 @@ pub enum EventKind {
     /// run_id}`, with `copied_from` for a copy); only the others start.
     ChildrenReused,
     /// A step waits for its provider key's pause: the run is queued again
-    /// at its end, the same attempt (data: idx, attempt, key, delay_ms,
+    /// at its end, the same attempt (data: idx, role, attempt,
+    /// duration_ms, key, delay_ms,
     /// observed: whether its own call was refused, message: why, as
     /// people read it: a paused key, a capped `Retry-After`, no permit).
     StepDeferred,
@@ -91,9 +103,10 @@ pub enum EventKind {
     /// the limits that stand).
     BudgetRaised,
     /// A run's spending crossed 80 % of one of its budget's limits (data:
-    /// idx, limit: `tokens`, `model_calls`, `tool_calls` or `cost_usd`,
-    /// budget, spent). Emitted once per crossing; a raise that puts it
-    /// below again lets it cross again.
+    /// idx for the run's own call or child for its tree's, limit:
+    /// `tokens`, `input_tokens`, `output_tokens`, `model_calls`,
+    /// `tool_calls` or `cost_usd`, budget, spent). Emitted once per
+    /// crossing; a raise that puts it below again lets it cross again.
     BudgetWarning,
     /// A `command` step's program reported the tokens it spent
     /// (`cairn-usage:` on its stderr; data: idx, attempt, input_tokens,
@@ -126,6 +139,47 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [EventKind; 37] = [
+        EventKind::RunSubmitted,
+        EventKind::RunClaimed,
+        EventKind::StepSucceeded,
+        EventKind::StepFailed,
+        EventKind::StepRetryScheduled,
+        EventKind::RunSucceeded,
+        EventKind::RunFailed,
+        EventKind::CrewForced,
+        EventKind::CrewUpgraded,
+        EventKind::RunBlocked,
+        EventKind::RunRetried,
+        EventKind::RunContinued,
+        EventKind::RunCancelRequested,
+        EventKind::StepCancelled,
+        EventKind::RunCancelled,
+        EventKind::RunForked,
+        EventKind::WaitOpened,
+        EventKind::WaitAnswered,
+        EventKind::WaitExpired,
+        EventKind::ModelCalled,
+        EventKind::ToolExecuted,
+        EventKind::StepInterrupted,
+        EventKind::TranscriptRepaired,
+        EventKind::ContextAdded,
+        EventKind::ChildrenSpawned,
+        EventKind::ChildrenJoined,
+        EventKind::ChildrenReused,
+        EventKind::StepDeferred,
+        EventKind::KeyPaused,
+        EventKind::KeyResumed,
+        EventKind::BudgetRaised,
+        EventKind::BudgetWarning,
+        EventKind::UsageReported,
+        EventKind::ChildInterrupted,
+        EventKind::ModelCallSent,
+        EventKind::ChildEnded,
+        EventKind::ProgramStarted,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             EventKind::RunSubmitted => "run_submitted",
@@ -241,40 +295,7 @@ mod tests {
 
     #[test]
     fn kinds_round_trip_through_text() {
-        for k in [
-            EventKind::RunSubmitted,
-            EventKind::RunClaimed,
-            EventKind::StepSucceeded,
-            EventKind::StepFailed,
-            EventKind::StepRetryScheduled,
-            EventKind::RunSucceeded,
-            EventKind::RunFailed,
-            EventKind::CrewForced,
-            EventKind::CrewUpgraded,
-            EventKind::RunBlocked,
-            EventKind::RunRetried,
-            EventKind::RunContinued,
-            EventKind::RunCancelRequested,
-            EventKind::StepCancelled,
-            EventKind::RunCancelled,
-            EventKind::RunForked,
-            EventKind::WaitOpened,
-            EventKind::WaitAnswered,
-            EventKind::WaitExpired,
-            EventKind::ModelCalled,
-            EventKind::ToolExecuted,
-            EventKind::StepInterrupted,
-            EventKind::TranscriptRepaired,
-            EventKind::ContextAdded,
-            EventKind::ChildrenSpawned,
-            EventKind::ChildrenJoined,
-            EventKind::ChildrenReused,
-            EventKind::UsageReported,
-            EventKind::ChildInterrupted,
-            EventKind::ModelCallSent,
-            EventKind::ChildEnded,
-            EventKind::ProgramStarted,
-        ] {
+        for k in EventKind::ALL {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));
         }
         assert_eq!(EventKind::parse("nope"), None);
