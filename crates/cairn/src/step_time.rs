@@ -102,14 +102,19 @@ impl StepTime {
         waits: &[WaitRecord],
         now: DateTime<Utc>,
     ) -> StepTime {
+        let (idx, attempt) = (step.idx.get(), Some(step.attempt.get()));
         // A step waiting for its children carries a finished time from
         // its spawn; its time runs on to now until the join wakes it.
-        let to = match (step.status, step.finished_at) {
-            (StepStatus::Waiting | StepStatus::Running, _) | (_, None) => now,
-            (_, Some(at)) => at,
+        let waiting_for_children = step.status == StepStatus::Waiting
+            && children_spans(idx, attempt, events, now)
+                .last()
+                .is_some_and(|s| s.joined.is_none());
+        let to = match (waiting_for_children, step.finished_at) {
+            (true, _) | (_, None) => now,
+            (false, Some(at)) => at,
         }
         .max(step.started_at);
-        let spans = children_spans(step.idx.get(), Some(step.attempt.get()), events, to);
+        let spans = children_spans(idx, attempt, events, to);
         // The claim that started the attempt which spawned the children.
         let from = spans.first().map_or(step.started_at, |first| {
             let claimed = events

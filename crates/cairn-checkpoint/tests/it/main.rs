@@ -21,6 +21,7 @@ use serde_json::json;
 mod contract;
 mod differential;
 mod durability;
+mod event_fixtures;
 mod faults;
 mod fuzz_journal;
 mod group_commit;

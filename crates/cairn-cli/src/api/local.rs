@@ -185,6 +185,7 @@ impl Api for Local {
     async fn events(
         &self,
         id: RunId,
+        _follow: bool,
         each: &mut dyn FnMut(EventRecord) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         self.engine.events(id).await?.into_iter().try_for_each(each)

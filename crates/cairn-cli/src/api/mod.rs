@@ -134,11 +134,13 @@ pub trait Api {
         actor: &Actor,
     ) -> anyhow::Result<WaitRecord>;
 
-    /// The run's stored events, each given to `each` as it is read (over
-    /// HTTP, the event stream with `follow=false`: it ends after them).
+    /// The run's events, each given to `each` as it is read: the stored
+    /// ones (locally, or over HTTP with `follow` false: the event stream
+    /// with `follow=false`), or the server's stream until the run ends.
     async fn events(
         &self,
         id: RunId,
+        follow: bool,
         each: &mut dyn FnMut(EventRecord) -> anyhow::Result<()>,
     ) -> anyhow::Result<()>;
 
@@ -245,7 +247,7 @@ pub async fn children_events(api: &impl Api, view: &RunView) -> anyhow::Result<V
         return Ok(vec![]);
     }
     let mut events = vec![];
-    api.events(view.run.id, &mut |e| {
+    api.events(view.run.id, false, &mut |e| {
         events.push(e);
         Ok(())
     })

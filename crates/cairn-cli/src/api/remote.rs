@@ -493,9 +493,10 @@ impl Api for Remote {
     async fn events(
         &self,
         id: RunId,
+        follow: bool,
         each: &mut dyn FnMut(EventRecord) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        let mut stream = std::pin::pin!(event_stream(self, id, false).await?);
+        let mut stream = std::pin::pin!(event_stream(self, id, follow).await?);
         while let Some(event) = stream.next().await {
             let event = event.map_err(|e| anyhow::anyhow!("the event stream broke: {e}"))?;
             // Live text is not an event of the log.

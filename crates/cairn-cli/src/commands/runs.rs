@@ -234,7 +234,7 @@ async fn with_crew(
 /// arrives); `--json` one array at the end.
 async fn events(api: &impl Api, id: RunId, json: bool) -> anyhow::Result<u8> {
     let mut all = Vec::new();
-    api.events(id, &mut |event| {
+    api.events(id, true, &mut |event| {
         if json {
             all.push(event);
             return Ok(());

@@ -18,8 +18,8 @@
 //!
 //! Decoding ignores fields no type names, so a newer release's events
 //! still decode here; the round-trip tests (`payload/tests.rs`) and the
-//! upgrade fixtures' test (`tests/event_fixtures.rs`) prove that nothing a
-//! writer stores is dropped.
+//! upgrade fixtures' test (`crates/cairn-checkpoint/tests/it/
+//! event_fixtures.rs`) prove that nothing a writer stores is dropped.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;

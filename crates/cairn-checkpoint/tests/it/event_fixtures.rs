@@ -52,14 +52,10 @@ fn check(kind: &str, data: &str) -> Option<String> {
 /// The `(kind, data)` of every row of `cairn.db`'s events table, read from
 /// a copy of the file opened read-only.
 fn sqlite_events(dir: &Path) -> Vec<(String, String)> {
-    let name = dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("fixture");
-    let copy_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("event-fixtures")
-        .join(name);
-    std::fs::create_dir_all(&copy_dir).unwrap_or_else(|e| panic!("{}: {e}", copy_dir.display()));
+    // A copy in a directory dropped at the end: the fixture is never
+    // opened, and nothing is left behind.
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("a temporary directory: {e}"));
+    let copy_dir = tmp.path();
     let copy = copy_dir.join("cairn.db");
     for suffix in ["", "-wal", "-shm"] {
         let from = dir.join(format!("cairn.db{suffix}"));
