@@ -35,8 +35,9 @@ use sqlx::sqlite::SqlitePool;
 use sqlx::{ConnectOptions, Connection};
 use tokio::sync::oneshot;
 
+use cairn::event::payload::{RunSucceeded, StepSucceeded};
 use cairn::{
-    async_trait, Agent, Crew, Engine, EventKind, ExecutorConfig, ResumeOptions, RunId, RunStatus,
+    async_trait, Agent, Crew, Engine, EventData, ExecutorConfig, ResumeOptions, RunId, RunStatus,
     StepContext, StepIdx, StepOutput, StepStatus, Stop, Store, SubmitOptions,
 };
 use cairn_checkpoint::{
@@ -560,15 +561,20 @@ fn step_commit(crew: &Crew, run_id: RunId, epoch: LeaseEpoch, i: usize) -> StepC
     let idx = StepIdx(i as u32);
     let last = i + 1 == agents.len();
     let role = agents.get(i).map(|a| a.role.clone());
-    let mut events = vec![NewEvent::new(
-        EventKind::StepSucceeded,
-        json!({"idx": idx, "role": role, "attempt": 1, "duration_ms": 0}),
-    )];
+    let mut events = vec![NewEvent::typed(EventData::StepSucceeded(StepSucceeded {
+        idx,
+        attempt: Attempt::FIRST,
+        role,
+        duration_ms: Some(0),
+        input_tokens: None,
+        output_tokens: None,
+        reviewed_by: None,
+    }))];
     if last {
-        events.push(NewEvent::new(
-            EventKind::RunSucceeded,
-            json!({"steps": agents.len()}),
-        ));
+        events.push(NewEvent::typed(EventData::RunSucceeded(RunSucceeded {
+            steps: Some(agents.len() as u32),
+            copied_from: None,
+        })));
     }
     StepCommit {
         run_id,

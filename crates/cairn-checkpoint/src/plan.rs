@@ -2,12 +2,16 @@
 //! their SQL differs only in dialect, never in meaning.
 
 use cairn_core::{
-    Actor, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent, RunRecord,
-    RunStatus, StepRecord, StepStatus,
+    Actor, Corruption, CrewDef, ErrorInfo, ErrorKind, LeaseEpoch, NewEvent, RunRecord, RunStatus,
+    StepRecord, StepStatus,
 };
 
 use crate::{Action, ClaimRequest, Error, ForkRequest, Result, StepCommit};
-use cairn_core::{Answer, RunId, StepIdx, WaitKind, WaitRecord, WaitStatus};
+use cairn_core::event::payload::{
+    OperatorAction, RunCancelled, RunClaimed, RunFailed, RunForked, RunSucceeded, StepFailed,
+    StepSucceeded, WaitAnswered, WaitExpired,
+};
+use cairn_core::{Answer, EventData, RunId, StepIdx, WaitKind, WaitRecord, WaitStatus};
 
 /// What a claim does to the step at the cursor. Shared by both backends.
 pub(crate) struct ClaimPlan {
@@ -220,32 +224,24 @@ pub(crate) fn claim_events(
     before: &RunRecord,
     plan: &ClaimPlan,
 ) -> Vec<NewEvent> {
-    let mut events = vec![NewEvent::new(
-        EventKind::RunClaimed,
-        serde_json::json!({
-            "owner": req.owner,
-            "epoch": epoch,
-            "from_status": before.status,
-            "took_over_step": plan.took_over,
-            "cursor": before.cursor,
-        }),
-    )];
-    if let (ClaimStep::SharedDeath { .. }, Some(data)) =
-        (&plan.step, events[0].data.as_object_mut())
-    {
+    let mut events = vec![NewEvent::typed(EventData::RunClaimed(RunClaimed {
+        owner: req.owner.clone(),
+        epoch,
+        from_status: before.status,
+        took_over_step: plan.took_over,
+        cursor: before.cursor,
         // Not counted towards `crash_loop`: its holder died holding others.
-        data.insert("shared_death".into(), true.into());
-    }
+        shared_death: matches!(plan.step, ClaimStep::SharedDeath { .. }),
+    }))];
     events.extend(req.events.iter().cloned());
     if let ClaimStep::CrashLoop { error } = &plan.step {
-        events.push(NewEvent::new(
-            EventKind::StepFailed,
-            serde_json::json!({"idx": before.cursor, "error": error}),
-        ));
-        events.push(NewEvent::new(
-            EventKind::RunFailed,
-            serde_json::json!({"error": error}),
-        ));
+        events.push(step_failed(before.cursor, error));
+        events.push(NewEvent::typed(EventData::RunFailed(RunFailed {
+            error: error.clone(),
+            idx: None,
+            attempts: None,
+            set_aside: false,
+        })));
     }
     events
 }
@@ -320,49 +316,52 @@ impl ActionPlan {
 }
 
 pub(crate) fn plan_action(run: &RunRecord, action: Action, actor: &Actor) -> Result<ActionPlan> {
-    let mut data = serde_json::json!({
-        "by": actor.by,
-        "reason": actor.reason,
-        "from_status": run.status,
-        "step": run.cursor,
-    });
-    if action == Action::RetryRerunningChildren {
-        data["rerun_children"] = serde_json::json!(true);
-    }
+    let data = OperatorAction {
+        actor: actor.clone(),
+        from_status: run.status,
+        step: run.cursor,
+        rerun_children: action == Action::RetryRerunningChildren,
+    };
     let refuse = |action: &'static str| Error::WrongState {
         run: run.id,
         status: run.status,
         action,
     };
-    let (to, request_cancel, kind) = match (action, run.status) {
+    let (to, request_cancel, event) = match (action, run.status) {
         (Action::Retry | Action::RetryRerunningChildren, RunStatus::Failed) => {
-            (RunStatus::Queued, false, EventKind::RunRetried)
+            (RunStatus::Queued, false, EventData::RunRetried(data))
         }
         (Action::Retry | Action::RetryRerunningChildren, _) => {
             return Err(refuse("retry it (only a failed run can be retried)"))
         }
         (Action::Continue, RunStatus::Interrupted) => {
-            (RunStatus::Queued, false, EventKind::RunContinued)
+            (RunStatus::Queued, false, EventData::RunContinued(data))
         }
         (Action::Continue, _) => {
             return Err(refuse(
                 "continue it (only an interrupted run can be continued)",
             ))
         }
-        (Action::Cancel, RunStatus::Running) => {
-            (RunStatus::Running, true, EventKind::RunCancelRequested)
-        }
+        (Action::Cancel, RunStatus::Running) => (
+            RunStatus::Running,
+            true,
+            EventData::RunCancelRequested(data),
+        ),
         (
             Action::Cancel,
             RunStatus::Queued | RunStatus::Waiting | RunStatus::Interrupted | RunStatus::Failed,
-        ) => (RunStatus::Cancelled, false, EventKind::RunCancelled),
+        ) => (
+            RunStatus::Cancelled,
+            false,
+            EventData::RunCancelled(RunCancelled::ByOperator(data)),
+        ),
         (Action::Cancel, _) => return Err(refuse("cancel it (it has already finished)")),
     };
     run.status.check(to).map_err(|_| refuse("change it"))?;
     Ok(ActionPlan {
         to,
         request_cancel,
-        event: NewEvent::new(kind, data),
+        event: NewEvent::typed(event),
     })
 }
 
@@ -396,18 +395,14 @@ pub(crate) fn check_fork(run: &RunRecord, req: &ForkRequest) -> Result<()> {
 }
 
 pub(crate) fn fork_event(source: &RunRecord, req: &ForkRequest, actor: &Actor) -> NewEvent {
-    NewEvent::new(
-        EventKind::RunForked,
-        serde_json::json!({
-            "parent": source.id,
-            "from_step": req.from_step,
-            "input_changed": req.input.is_some(),
-            "rerun_children": req.rerun_children,
-            "thread_id": req.thread_id,
-            "by": actor.by,
-            "reason": actor.reason,
-        }),
-    )
+    NewEvent::typed(EventData::RunForked(RunForked {
+        parent: source.id,
+        from_step: req.from_step,
+        input_changed: req.input.is_some(),
+        rerun_children: Some(req.rerun_children),
+        thread_id: req.thread_id.clone(),
+        actor: actor.clone(),
+    }))
 }
 
 /// What answering a wait does. Short-lived, so its size does not matter.
@@ -474,12 +469,15 @@ pub(crate) fn plan_answer(
         )
         .into());
     };
-    let mut data = serde_json::json!({
-        "wait": wait.id, "kind": wait.kind, "idx": wait.step_idx, "answer": answer, "by": by,
-    });
-    if let Some(reason) = &actor.reason {
-        data["reason"] = reason.as_str().into();
-    }
+    let mut data = WaitAnswered {
+        wait: wait.id,
+        kind: wait.kind,
+        idx: wait.step_idx,
+        answer: answer.clone(),
+        by: by.to_owned(),
+        reason: actor.reason.clone(),
+        original: None,
+    };
     let next = wait.step_idx.next();
     let advance = |output: serde_json::Value| {
         let last = next.get() == run.step_count;
@@ -499,7 +497,7 @@ pub(crate) fn plan_answer(
             (r, c, s, None)
         }
         Answer::Edit { output } => {
-            data["original"] = step.output.clone().unwrap_or_default();
+            data.original = Some(step.output.clone().unwrap_or_default());
             let (r, c, s) = advance(output.clone());
             (r, c, s, None)
         }
@@ -523,19 +521,24 @@ pub(crate) fn plan_answer(
         status: run.status,
         action: "answer its wait",
     })?;
-    let mut events = vec![NewEvent::new(EventKind::WaitAnswered, data)];
+    let mut events = vec![NewEvent::typed(EventData::WaitAnswered(data))];
     let idx = wait.step_idx;
     match &change {
         StepChange::Succeed(_) => {
-            events.push(NewEvent::new(
-                EventKind::StepSucceeded,
-                serde_json::json!({"idx": idx, "attempt": wait.attempt, "reviewed_by": by}),
-            ));
+            events.push(NewEvent::typed(EventData::StepSucceeded(StepSucceeded {
+                idx,
+                attempt: wait.attempt,
+                role: None,
+                duration_ms: None,
+                input_tokens: None,
+                output_tokens: None,
+                reviewed_by: Some(by.to_owned()),
+            })));
             if run_to == RunStatus::Succeeded {
-                events.push(NewEvent::new(
-                    EventKind::RunSucceeded,
-                    serde_json::json!({"steps": run.step_count}),
-                ));
+                events.push(NewEvent::typed(EventData::RunSucceeded(RunSucceeded {
+                    steps: Some(run.step_count),
+                    copied_from: None,
+                })));
             }
         }
         StepChange::Fail(error) => events.extend(failure_events(idx, error)),
@@ -567,10 +570,12 @@ pub(crate) fn plan_expire(wait: &WaitRecord) -> Result<(ErrorInfo, Vec<NewEvent>
         ),
         false,
     );
-    let mut events = vec![NewEvent::new(
-        EventKind::WaitExpired,
-        serde_json::json!({"wait": wait.id, "kind": wait.kind, "idx": wait.step_idx, "error": error}),
-    )];
+    let mut events = vec![NewEvent::typed(EventData::WaitExpired(WaitExpired {
+        wait: wait.id,
+        kind: wait.kind,
+        idx: wait.step_idx,
+        error: error.clone(),
+    }))];
     events.extend(failure_events(wait.step_idx, &error));
     Ok((error, events))
 }
@@ -578,15 +583,27 @@ pub(crate) fn plan_expire(wait: &WaitRecord) -> Result<(ErrorInfo, Vec<NewEvent>
 /// The events of a step failure that ends its run.
 pub(crate) fn failure_events(idx: StepIdx, error: &ErrorInfo) -> [NewEvent; 2] {
     [
-        NewEvent::new(
-            EventKind::StepFailed,
-            serde_json::json!({"idx": idx, "error": error}),
-        ),
-        NewEvent::new(
-            EventKind::RunFailed,
-            serde_json::json!({"idx": idx, "error": error}),
-        ),
+        step_failed(idx, error),
+        NewEvent::typed(EventData::RunFailed(RunFailed {
+            error: error.clone(),
+            idx: Some(idx),
+            attempts: None,
+            set_aside: false,
+        })),
     ]
+}
+
+/// The `step_failed` of a step failed outside its attempt (a crash loop, a
+/// rejection, a deadline): its index and error alone.
+fn step_failed(idx: StepIdx, error: &ErrorInfo) -> NewEvent {
+    NewEvent::typed(EventData::StepFailed(StepFailed {
+        idx,
+        error: error.clone(),
+        role: None,
+        attempt: None,
+        duration_ms: None,
+        will_retry: None,
+    }))
 }
 
 #[cfg(test)]

@@ -19,11 +19,10 @@ mod reap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use cairn_checkpoint::{failpoint, ClaimRequest, Lease, Store, Takeover, WaitFilter};
+use cairn_core::event::payload::CrewForced;
 use cairn_core::{
-    rebuild, rebuild_owned, Agent, Answer, ErrorInfo, ErrorKind, EventKind, NewEvent,
+    rebuild, rebuild_owned, Agent, Answer, ErrorInfo, ErrorKind, EventData, NewEvent,
     PreviousOutput, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepRef, WaitKind,
     WaitStatus,
 };
@@ -197,10 +196,11 @@ impl Executor {
                     offered: offered.clone(),
                 });
             }
-            claim_events.push(NewEvent::new(
-                EventKind::CrewForced,
-                json!({"stored": run.crew_fingerprint, "offered": offered, "by": self.config.owner}),
-            ));
+            claim_events.push(NewEvent::typed(EventData::CrewForced(CrewForced {
+                stored: run.crew_fingerprint.clone(),
+                offered: offered.clone(),
+                by: self.config.owner.clone(),
+            })));
             replace_crew = Some(crew.def().clone());
         }
         if let Some((context, actor)) = &opts.context {

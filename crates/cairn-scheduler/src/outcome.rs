@@ -9,9 +9,13 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use cairn_checkpoint::{NewChild, Next, SpawnCommit, StepCommit, StepTransition};
+use cairn_core::event::payload::{
+    ChildrenSpawned, KeyPaused, RunCancelled, RunFailed, RunSucceeded, StepCancelled, StepDeferred,
+    StepFailed, StepInterrupted, StepRetryScheduled, StepSucceeded, WaitOpened,
+};
 use cairn_core::{
     AgentDef, AgentKind, ApprovalPoint, Attempt, CrewDef, Deferral, ErrorInfo, ErrorKind,
-    EventKind, JoinRule, LeaseEpoch, NewEvent, NewWait, OnDeadline, OnParentClose, Role, RunId,
+    EventData, JoinRule, LeaseEpoch, NewEvent, NewWait, OnDeadline, OnParentClose, Role, RunId,
     Spawn, StepIdx, StepOutput, Stop, Usage, WaitId, WaitKind,
 };
 
@@ -211,7 +215,7 @@ fn retry_delay(step: &Dispatch<'_>, error: &ErrorInfo) -> Option<Duration> {
 /// transition, `StepCommit::rows`).
 pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
     let (idx, attempt) = (step.idx, step.attempt);
-    let base = |duration_ms: u64| json!({"idx": idx, "role": step.def.role, "attempt": attempt, "duration_ms": duration_ms});
+    let role = &step.def.role;
     let (transition, usage, events) = match outcome {
         StepOutcome::Succeeded {
             output,
@@ -219,22 +223,25 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
             last,
             duration_ms,
         } => {
-            let mut data = base(duration_ms);
-            if let Some(u) = usage {
-                data["input_tokens"] = json!(u.input_tokens);
-                data["output_tokens"] = json!(u.output_tokens);
-            }
-            let mut events = vec![NewEvent::new(EventKind::StepSucceeded, data)];
+            let mut events = vec![NewEvent::typed(EventData::StepSucceeded(StepSucceeded {
+                idx,
+                attempt,
+                role: Some(role.clone()),
+                duration_ms: Some(duration_ms),
+                input_tokens: usage.map(|u| u.input_tokens),
+                output_tokens: usage.map(|u| u.output_tokens),
+                reviewed_by: None,
+            }))];
             let next = match (last, step.next.clone()) {
                 (true, _) => Next::RunSucceeded,
                 (false, Some(role)) => Next::Step(role),
                 (false, None) => return no_next_step(step, usage, events),
             };
             if next == Next::RunSucceeded {
-                events.push(NewEvent::new(
-                    EventKind::RunSucceeded,
-                    json!({"steps": step.step_count}),
-                ));
+                events.push(NewEvent::typed(EventData::RunSucceeded(RunSucceeded {
+                    steps: Some(step.step_count),
+                    copied_from: None,
+                })));
             }
             (StepTransition::Succeeded { output, next }, usage, events)
         }
@@ -243,11 +250,14 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
             delay,
             duration_ms,
         } => {
-            let mut events = failed_events(base(duration_ms), &error, true);
-            events.push(NewEvent::new(
-                EventKind::StepRetryScheduled,
-                json!({"idx": idx, "next_attempt": attempt.get() + 1, "delay_ms": delay.as_millis() as u64}),
-            ));
+            let mut events = vec![step_failed(step, duration_ms, &error, true)];
+            events.push(NewEvent::typed(EventData::StepRetryScheduled(
+                StepRetryScheduled {
+                    idx,
+                    next_attempt: Attempt(attempt.get() + 1),
+                    delay_ms: delay.as_millis() as u64,
+                },
+            )));
             let usage = error.usage;
             (
                 StepTransition::Retry {
@@ -259,11 +269,10 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
             )
         }
         StepOutcome::Failed { error, duration_ms } => {
-            let mut events = failed_events(base(duration_ms), &error, false);
-            events.push(NewEvent::new(
-                EventKind::RunFailed,
-                json!({"idx": idx, "attempts": attempt, "error": error}),
-            ));
+            let events = vec![
+                step_failed(step, duration_ms, &error, false),
+                run_failed(step, &error),
+            ];
             let usage = error.usage;
             (StepTransition::Failed { error }, usage, events)
         }
@@ -285,16 +294,24 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
                     .clone()
                     .or(step.def.wait_deadline_ms.map(|_| OnDeadline::Fail)),
             };
-            let events = vec![NewEvent::new(
-                EventKind::WaitOpened,
-                json!({"wait": wait.id, "kind": kind, "idx": idx, "attempt": attempt}),
-            )];
+            let events = vec![NewEvent::typed(EventData::WaitOpened(WaitOpened {
+                wait: wait.id,
+                kind,
+                idx,
+                attempt,
+            }))];
             (StepTransition::Waiting { output, wait }, None, events)
         }
         StepOutcome::Interrupted { error, duration_ms } => {
-            let mut data = base(duration_ms);
-            data["error"] = json!(error);
-            let events = vec![NewEvent::new(EventKind::StepInterrupted, data)];
+            let events = vec![NewEvent::typed(EventData::StepInterrupted(
+                StepInterrupted {
+                    idx,
+                    role: role.clone(),
+                    attempt,
+                    duration_ms,
+                    error: error.clone(),
+                },
+            ))];
             let usage = error.usage;
             (StepTransition::Interrupted { error }, usage, events)
         }
@@ -303,7 +320,7 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
             deferral,
             duration_ms,
         } => {
-            let events = deferred_events(base(duration_ms), &error, &deferral);
+            let events = deferred_events(step, duration_ms, &error, &deferral);
             let usage = error.usage;
             let transition = StepTransition::Deferred {
                 error,
@@ -316,11 +333,8 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
         StepOutcome::Cancelled => {
             let error = ErrorInfo::new(ErrorKind::Cancelled, "cancelled by an operator", false);
             let events = vec![
-                NewEvent::new(
-                    EventKind::StepCancelled,
-                    json!({"idx": idx, "attempt": attempt}),
-                ),
-                NewEvent::new(EventKind::RunCancelled, json!({"idx": idx})),
+                NewEvent::typed(EventData::StepCancelled(StepCancelled { idx, attempt })),
+                NewEvent::typed(EventData::RunCancelled(RunCancelled::AtStep { idx })),
             ];
             (StepTransition::Cancelled { error }, None, events)
         }
@@ -466,12 +480,16 @@ fn spawn(step: &Dispatch<'_>, request: Spawn) -> Result<(SpawnCommit, Vec<NewEve
             crews.push(own.name.as_str());
         }
     }
-    let event = NewEvent::new(
-        EventKind::ChildrenSpawned,
-        json!({"idx": step.idx, "attempt": step.attempt, "join": plan.rule,
-               "quorum": plan.quorum, "children": request.children.len(), "crew": plan.crew.name,
-               "crews": crews, "concurrency": plan.concurrency}),
-    );
+    let event = NewEvent::typed(EventData::ChildrenSpawned(ChildrenSpawned {
+        idx: step.idx,
+        attempt: step.attempt,
+        join: plan.rule,
+        quorum: plan.quorum,
+        children: request.children.len() as u32,
+        crew: plan.crew.name.clone(),
+        crews: crews.into_iter().map(str::to_owned).collect(),
+        concurrency: plan.concurrency,
+    }));
     let children = request
         .children
         .into_iter()
@@ -510,10 +528,7 @@ fn no_next_step(
         format!("the crew has no agent for step {}", step.idx.next()),
         false,
     );
-    events.push(NewEvent::new(
-        EventKind::RunFailed,
-        json!({"idx": step.idx, "attempts": step.attempt, "error": error}),
-    ));
+    events.push(run_failed(step, &error));
     StepCommit {
         run_id: step.run,
         epoch: step.epoch,
@@ -526,31 +541,62 @@ fn no_next_step(
     }
 }
 
-/// `step_failed`, saying whether another attempt follows.
 /// A deferral's events: `step_deferred` (`data` and the key, the delay,
 /// whether its own call was refused, and why it waits as people read it:
 /// a paused key, a capped `Retry-After`, no permit free), and with its own
 /// call refused, `key_paused`.
-fn deferred_events(mut data: Value, error: &ErrorInfo, deferral: &Deferral) -> Vec<NewEvent> {
+fn deferred_events(
+    step: &Dispatch<'_>,
+    duration_ms: u64,
+    error: &ErrorInfo,
+    deferral: &Deferral,
+) -> Vec<NewEvent> {
     let delay_ms = deferral.after.as_millis() as u64;
-    data["key"] = json!(deferral.key);
-    data["delay_ms"] = json!(delay_ms);
-    data["observed"] = json!(deferral.observed);
-    data["message"] = json!(error.message);
-    let mut events = vec![NewEvent::new(EventKind::StepDeferred, data)];
+    let mut events = vec![NewEvent::typed(EventData::StepDeferred(StepDeferred {
+        idx: step.idx,
+        role: step.def.role.clone(),
+        attempt: step.attempt,
+        duration_ms,
+        key: deferral.key.clone(),
+        delay_ms,
+        observed: deferral.observed,
+        message: Some(error.message.clone()),
+    }))];
     if deferral.observed {
-        events.push(NewEvent::new(
-            EventKind::KeyPaused,
-            json!({"key": deferral.key, "for_ms": delay_ms, "reason": error.message}),
-        ));
+        events.push(NewEvent::typed(EventData::KeyPaused(KeyPaused {
+            key: deferral.key.clone(),
+            for_ms: delay_ms,
+            reason: error.message.clone(),
+        })));
     }
     events
 }
 
-fn failed_events(mut data: Value, error: &ErrorInfo, will_retry: bool) -> Vec<NewEvent> {
-    data["error"] = json!(error);
-    data["will_retry"] = json!(will_retry);
-    vec![NewEvent::new(EventKind::StepFailed, data)]
+/// `step_failed` of a finished attempt, saying whether another follows.
+fn step_failed(
+    step: &Dispatch<'_>,
+    duration_ms: u64,
+    error: &ErrorInfo,
+    will_retry: bool,
+) -> NewEvent {
+    NewEvent::typed(EventData::StepFailed(StepFailed {
+        idx: step.idx,
+        error: error.clone(),
+        role: Some(step.def.role.clone()),
+        attempt: Some(step.attempt),
+        duration_ms: Some(duration_ms),
+        will_retry: Some(will_retry),
+    }))
+}
+
+/// `run_failed` by this step's last attempt.
+fn run_failed(step: &Dispatch<'_>, error: &ErrorInfo) -> NewEvent {
+    NewEvent::typed(EventData::RunFailed(RunFailed {
+        error: error.clone(),
+        idx: Some(step.idx),
+        attempts: Some(step.attempt.get()),
+        set_aside: false,
+    }))
 }
 
 #[cfg(test)]

@@ -9,9 +9,10 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
+use cairn_core::event::payload::UsageReported;
 use cairn_core::Stop;
 use cairn_core::{
-    Agent, AgentDef, ErrorInfo, ErrorKind, EventKind, NewEvent, StepContext, StepOutput, Usage,
+    Agent, AgentDef, ErrorInfo, ErrorKind, EventData, NewEvent, StepContext, StepOutput, Usage,
     BASE_ENV,
 };
 
@@ -213,12 +214,12 @@ impl Agent for CommandAgent {
             // What the program spent counts in the run's budget whether it
             // succeeded or not. Best effort: a run whose lease is gone
             // fails at its commit anyway.
-            let event = NewEvent::new(
-                EventKind::UsageReported,
-                serde_json::json!({"idx": cx.step.idx, "attempt": cx.step.attempt,
-                                   "input_tokens": u.input_tokens,
-                                   "output_tokens": u.output_tokens}),
-            );
+            let event = NewEvent::typed(EventData::UsageReported(UsageReported {
+                idx: cx.step.idx,
+                attempt: cx.step.attempt,
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+            }));
             let _ = journal.event(event).await;
         }
         let program = self.argv.first().map_or("", String::as_str);

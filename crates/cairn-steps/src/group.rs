@@ -14,9 +14,9 @@ use std::sync::OnceLock;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 
-use cairn_core::{Attempt, EventKind, EventRecord, NewEvent, RunId, StepIdx};
+use cairn_core::event::payload::ProgramStarted;
+use cairn_core::{Attempt, EventData, EventKind, EventRecord, NewEvent, RunId, StepIdx};
 
 use crate::procfs::{self, Machine, Stat};
 
@@ -57,13 +57,17 @@ impl ProgramGroup {
 
     /// Its `program_started` event, for attempt `attempt` of step `idx`.
     pub fn event(&self, idx: StepIdx, attempt: Attempt) -> NewEvent {
-        let mut data = json!({"idx": idx, "attempt": attempt});
-        if let (Some(data), Ok(Value::Object(group))) =
-            (data.as_object_mut(), serde_json::to_value(self))
-        {
-            data.extend(group);
-        }
-        NewEvent::new(EventKind::ProgramStarted, data)
+        NewEvent::typed(EventData::ProgramStarted(ProgramStarted {
+            idx,
+            attempt,
+            pgid: self.pgid,
+            start: self.start,
+            host: self.machine.host.clone(),
+            boot: self.machine.boot.clone(),
+            pidns: self.machine.pidns.clone(),
+            engine_pid: self.engine_pid,
+            engine_start: self.engine_start,
+        }))
     }
 
     /// The process that started it no longer exists: no process has its
@@ -219,7 +223,7 @@ mod tests {
             .zip(groups)
             .map(|(seq, g)| {
                 let data = g.event(StepIdx(0), Attempt(1)).data;
-                let e = json!({"run_id": run, "seq": seq, "at": at,
+                let e = serde_json::json!({"run_id": run, "seq": seq, "at": at,
                                "kind": "program_started", "data": data});
                 serde_json::from_value(e).unwrap_or_else(|e| panic!("{e}"))
             })

@@ -60,6 +60,9 @@ pub use cairn_checkpoint::{
     Store, StoreStats, Submitted, Takeover, ThreadBudget, ThreadPage, ThreadSummary, WaitFilter,
     DEFAULT_MAX_CONNECTIONS as DEFAULT_DB_CONNECTIONS,
 };
+/// The per-run event log's kinds and their typed payloads
+/// ([`event::payload`], one type per kind: [`EventData`]).
+pub use cairn_core::event;
 /// Server-Sent Events: an incremental decoder and a stream of events over a
 /// stream of byte chunks.
 pub use cairn_core::sse;
@@ -74,12 +77,12 @@ pub use cairn_core::{
 };
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Budget, ChildOf,
-    ChildOutcome, ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventKind, EventRecord,
-    Fingerprint, JoinRule, JournalEntry, JournalKind, KeyLimits, KeyPause, KeyState, LimitTable,
-    LimitsFrom, LlmDef, OnDeadline, OutputDelta, Price, PriceTable, Priority, ProviderKind,
-    RetryPolicy, Role, RunId, RunRecord, RunStatus, Spent, StepContext, StepIdx, StepOutput,
-    StepRecord, StepStatus, Stop, Tenant, ToolDef, TraceContext, Usage, Usd, WaitId, WaitKind,
-    WaitRecord, WaitStatus,
+    ChildOutcome, ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventData, EventKind,
+    EventRecord, Fingerprint, JoinRule, JournalEntry, JournalKind, KeyLimits, KeyPause, KeyState,
+    LimitTable, LimitsFrom, LlmDef, OnDeadline, OutputDelta, Price, PriceTable, Priority,
+    ProviderKind, RetryPolicy, Role, RunId, RunRecord, RunStatus, Spent, StepContext, StepIdx,
+    StepOutput, StepRecord, StepStatus, Stop, Tenant, ToolDef, TraceContext, Usage, Usd, WaitId,
+    WaitKind, WaitRecord, WaitStatus,
 };
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;

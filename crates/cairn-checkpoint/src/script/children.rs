@@ -6,6 +6,8 @@
 //! `JoinCounts::state` (cairn-core), pure.
 
 use async_trait::async_trait;
+use cairn_core::event::payload::{RunSubmitted, SubmittedChild};
+use cairn_core::EventData;
 use cairn_core::{
     Actor, Attempt, ChildOutcome, CrewDef, EventKind, Fingerprint, JoinCounts, JoinRule, JoinState,
     Joined, KeyPause, Priority, RunId, RunStatus, StepIdx, Usage,
@@ -114,13 +116,23 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         .map(|(rank, (ord, child))| {
             let crew = child.crew.as_deref().unwrap_or(&spawn.crew);
             let fingerprint = fingerprint(child);
+            let event = EventData::RunSubmitted(RunSubmitted {
+                crew: crew.name.clone(),
+                fingerprint: Fingerprint::from_stored(fingerprint.clone()),
+                idempotency_key: None,
+                thread_id: None,
+                parent: Some(SubmittedChild {
+                    run_id: run,
+                    idx,
+                    attempt,
+                    key: child.key.clone(),
+                }),
+                copied_from: None,
+            });
             let mut row = json!({"id": child.id, "key": child.key, "ord": ord, "rank": rank,
                    "input": child.input, "crew_name": crew.name,
                    "crew_version": crew.version, "fingerprint": fingerprint,
-                   "steps": crew.step_count(),
-                   "event": {"crew": crew.name, "fingerprint": fingerprint,
-                             "parent": {"run_id": run, "idx": idx, "attempt": attempt,
-                                        "key": child.key}}});
+                   "steps": crew.step_count(), "event": event.to_value()});
             let own = crew.budget.is_some_and(|b| b.wall_time.is_some());
             if let (Some(left), false) = (left, own) {
                 row["budget"] = json!({"wall_time": left});

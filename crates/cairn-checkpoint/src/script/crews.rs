@@ -4,6 +4,7 @@
 //! [`CrewStore::crew_version`](crate::CrewStore::crew_version).
 
 use async_trait::async_trait;
+use cairn_core::event::payload::{CrewAt, CrewUpgraded};
 use cairn_core::{CrewDef, Fingerprint, RunId};
 
 use crate::contract::CrewStore;
@@ -252,15 +253,19 @@ pub(super) async fn upgrade_crew_in(
         .bind("steps", to.step_count()),
     )
     .await?;
-    let event = cairn_core::NewEvent::new(
-        cairn_core::EventKind::CrewUpgraded,
-        serde_json::json!({
-            "from": {"version": run.crew_version, "fingerprint": run.crew_fingerprint},
-            "to": {"version": to.version, "fingerprint": fingerprint},
-            "by": actor.by, "reason": actor.reason,
-            "forced": overridden.is_some(), "overridden": overridden,
-        }),
-    );
+    let event = cairn_core::NewEvent::typed(cairn_core::EventData::CrewUpgraded(CrewUpgraded {
+        from: CrewAt {
+            version: run.crew_version.clone(),
+            fingerprint: run.crew_fingerprint.clone(),
+        },
+        to: CrewAt {
+            version: to.version.to_string(),
+            fingerprint: fingerprint.clone(),
+        },
+        actor: actor.clone(),
+        forced: overridden.is_some(),
+        overridden,
+    }));
     append_events(c, id, &[event]).await?;
     let run = fetch_run(c, id, false).await?;
     Ok(crate::CrewMove { run, moved: true })

@@ -13,11 +13,11 @@
 //! join's counters, and on a decision the parent's row), so N children
 //! settling cost O(N) in all, never a scan of the siblings per child.
 
+use cairn_core::event::payload::{ChildEnded, ChildInterrupted, ChildrenJoined};
 use cairn_core::{
-    Actor, Attempt, EventKind, JoinCounts, JoinRule, JoinState, NewEvent, RunId, RunRecord,
-    RunStatus, StepIdx,
+    Actor, Attempt, Corruption, EventData, JoinCounts, JoinRule, JoinState, NewEvent, RunId,
+    RunRecord, RunStatus, StepIdx,
 };
-use serde_json::json;
 
 use crate::plan::plan_action;
 use crate::sql::{query, Conn, Row};
@@ -56,12 +56,14 @@ pub(super) async fn interrupted_in(
     let Some(parent) = row.opt_uuid("parent_run_id", run, "a child's parent")? else {
         return Ok(());
     };
-    let event = NewEvent::new(
-        EventKind::ChildInterrupted,
-        json!({"child": run, "key": row.text("child_key")?,
-               "idx": row.opt_int("parent_step_idx")?, "kind": error.kind,
-               "message": error.message}),
-    );
+    let idx = row.opt_int("parent_step_idx")?;
+    let event = NewEvent::typed(EventData::ChildInterrupted(ChildInterrupted {
+        child: run,
+        key: row.text("child_key")?,
+        idx: idx.and_then(|i| u32::try_from(i).ok()).map(StepIdx),
+        kind: error.kind,
+        message: error.message.clone(),
+    }));
     append_events(c, RunId::from_uuid(parent), &[event]).await
 }
 
@@ -119,12 +121,18 @@ async fn ended_event_in(c: &mut Conn<'_>, parent: &JoinRef, child: RunId, row: &
     let error: Option<cairn_core::ErrorInfo> = row
         .opt_json("error", child, "run error")?
         .and_then(|e| serde_json::from_value(e).ok());
-    let mut data = json!({"child": child, "key": row.text("child_key")?,
-                          "idx": parent.idx, "status": row.text("status")?});
-    if let Some(e) = error {
-        (data["kind"], data["message"]) = (json!(e.kind), json!(e.message));
-    }
-    let event = NewEvent::new(EventKind::ChildEnded, data);
+    let status: RunStatus = row
+        .text("status")?
+        .parse()
+        .map_err(|e: String| Corruption::new(child, e))?;
+    let event = NewEvent::typed(EventData::ChildEnded(ChildEnded {
+        child,
+        key: row.text("child_key")?,
+        idx: parent.idx,
+        status,
+        kind: error.as_ref().map(|e| e.kind),
+        message: error.map(|e| e.message),
+    }));
     append_events(c, parent.run, &[event]).await
 }
 
@@ -228,12 +236,16 @@ pub(super) async fn decide_in(
             .bind("attempt", parent.attempt.get()),
         )
         .await?;
-    let event = NewEvent::new(
-        EventKind::ChildrenJoined,
-        json!({"idx": parent.idx, "attempt": parent.attempt, "met": met,
-               "rule": counts.rule, "settled": counts.settled, "ok": counts.ok,
-               "total": counts.total, "by": by}),
-    );
+    let event = NewEvent::typed(EventData::ChildrenJoined(ChildrenJoined {
+        idx: parent.idx,
+        attempt: parent.attempt,
+        met,
+        rule: counts.rule,
+        settled: counts.settled,
+        ok: counts.ok,
+        total: counts.total,
+        by,
+    }));
     append_events(c, parent.run, &[event]).await?;
     if woken == 1 {
         c.notify_runnable(parent.run).await?;

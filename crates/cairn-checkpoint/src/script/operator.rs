@@ -6,6 +6,7 @@
 //! `fork_event`) or, for a move, `cairn_core::upgrade`'s.
 
 use async_trait::async_trait;
+use cairn_core::event::payload::BudgetRaised;
 use cairn_core::{Actor, NewEvent, RunId, RunRecord, RunStatus};
 
 use crate::contract::OperatorStore;
@@ -203,10 +204,11 @@ async fn raise_budget_in(
             .bind("budget", serde_json::json!(now)),
     )
     .await?;
-    let event = NewEvent::new(
-        cairn_core::EventKind::BudgetRaised,
-        serde_json::json!({"by": actor.by, "reason": actor.reason, "raise": by, "budget": now}),
-    );
+    let event = NewEvent::typed(cairn_core::EventData::BudgetRaised(BudgetRaised {
+        actor: actor.clone(),
+        raise: *by,
+        budget: now,
+    }));
     append_events(c, id, &[event]).await?;
     match (then, run.status) {
         (AfterRaise::Continue, RunStatus::Interrupted) => {

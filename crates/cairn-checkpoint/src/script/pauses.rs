@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use cairn_core::{EventKind, KeyLimits, KeyPause, KeyState, NewEvent, Paused, RunId};
+use cairn_core::event::payload::KeyResumed;
+use cairn_core::{EventData, KeyLimits, KeyPause, KeyState, NewEvent, Paused, RunId};
 
 use crate::raw::nil_run;
 use crate::sql::{query, Conn, Row};
@@ -134,7 +135,9 @@ pub(super) async fn resume_in(c: &mut Conn<'_>, key: &str) -> Result<KeyState> {
             .opt_uuid("id", nil_run(), "a woken run's id")?
             .map(RunId::from_uuid)
             .ok_or_else(|| cairn_core::Corruption::new(nil_run(), "a woken run has no id"))?;
-        let event = NewEvent::new(EventKind::KeyResumed, serde_json::json!({"key": key}));
+        let event = NewEvent::typed(EventData::KeyResumed(KeyResumed {
+            key: key.to_owned(),
+        }));
         super::rows::append_events(c, run, &[event]).await?;
     }
     if !woken.is_empty() {

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use cairn_core::upgrade::Blocked;
-use cairn_core::{EventKind, Fingerprint, NewEvent, RunId};
+use cairn_core::{EventData, Fingerprint, NewEvent, RunId};
 
 use crate::raw::nil_run;
 use crate::sql::{query, Conn};
@@ -181,9 +181,8 @@ async fn sweep_in(c: &mut Conn<'_>) -> Result<Vec<BlockedRun>> {
         if marked == 0 {
             continue;
         }
-        let data = serde_json::to_value(&run.blocked).unwrap_or_default();
-        super::rows::append_events(c, run.run, &[NewEvent::new(EventKind::RunBlocked, data)])
-            .await?;
+        let event = NewEvent::typed(EventData::RunBlocked(run.blocked.clone()));
+        super::rows::append_events(c, run.run, &[event]).await?;
         newly.push(run);
     }
     Ok(newly)

@@ -9,7 +9,10 @@
 
 use std::collections::HashMap;
 
-use cairn_core::{EventKind, NewEvent, Priority, RunId};
+use cairn_core::event::payload::{
+    ChildrenReused, ReusedChild, RunSubmitted, RunSucceeded, SubmittedChild,
+};
+use cairn_core::{EventData, EventKind, Fingerprint, NewEvent, Priority, RunId};
 use serde_json::json;
 
 use crate::sql::{query, Conn};
@@ -193,17 +196,38 @@ pub(super) async fn keep_in(
                     .bind("id", *id),
                 )
                 .await?;
-                listed.push(json!({"key": child.key, "run_id": id}));
+                listed.push(ReusedChild {
+                    key: child.key.clone(),
+                    run_id: *id,
+                    copied_from: None,
+                });
             }
             Some(Kept::Copied { from, to }) => {
-                let parent = json!({"run_id": commit.run_id, "idx": commit.idx,
-                                    "attempt": commit.attempt, "key": child.key});
                 let crew = child.crew.as_deref().unwrap_or(&spawn.crew);
-                let event = json!({"crew": crew.name, "fingerprint": fingerprint(child),
-                                   "parent": parent, "copied_from": from});
-                copies.push(json!({"id": to, "from": from, "ord": ord, "event": event,
-                                   "done": {"copied_from": from}}));
-                listed.push(json!({"key": child.key, "run_id": to, "copied_from": from}));
+                let event = EventData::RunSubmitted(RunSubmitted {
+                    crew: crew.name.clone(),
+                    fingerprint: Fingerprint::from_stored(fingerprint(child)),
+                    idempotency_key: None,
+                    thread_id: None,
+                    parent: Some(SubmittedChild {
+                        run_id: commit.run_id,
+                        idx: commit.idx,
+                        attempt: commit.attempt,
+                        key: child.key.clone(),
+                    }),
+                    copied_from: Some(*from),
+                });
+                let done = EventData::RunSucceeded(RunSucceeded {
+                    steps: None,
+                    copied_from: Some(*from),
+                });
+                copies.push(json!({"id": to, "from": from, "ord": ord,
+                                   "event": event.to_value(), "done": done.to_value()}));
+                listed.push(ReusedChild {
+                    key: child.key.clone(),
+                    run_id: *to,
+                    copied_from: Some(*from),
+                });
             }
         }
     }
@@ -220,10 +244,11 @@ pub(super) async fn keep_in(
     if listed.is_empty() {
         return Ok(());
     }
-    let event = NewEvent::new(
-        EventKind::ChildrenReused,
-        json!({"idx": commit.idx, "attempt": commit.attempt, "reused": listed}),
-    );
+    let event = NewEvent::typed(EventData::ChildrenReused(ChildrenReused {
+        idx: commit.idx,
+        attempt: commit.attempt,
+        reused: listed,
+    }));
     append_events(c, commit.run_id, &[event]).await
 }
 

@@ -4,8 +4,9 @@
 //! are `rows.rs`.
 
 use async_trait::async_trait;
+use cairn_core::event::payload::{RunFailed, RunSubmitted};
 use cairn_core::{
-    Actor, Corruption, ErrorInfo, ErrorKind, EventKind, EventRecord, LeaseEpoch, NewEvent, RunId,
+    Actor, Corruption, ErrorInfo, ErrorKind, EventData, EventRecord, LeaseEpoch, NewEvent, RunId,
     RunRecord, RunStatus, StepRecord,
 };
 
@@ -133,10 +134,12 @@ pub(super) async fn set_aside_in(
         .bind("error", json),
     )
     .await?;
-    let event = NewEvent::new(
-        EventKind::RunFailed,
-        serde_json::json!({"error": error, "set_aside": true}),
-    );
+    let event = NewEvent::typed(EventData::RunFailed(RunFailed {
+        error,
+        idx: None,
+        attempts: None,
+        set_aside: true,
+    }));
     append_events(c, id, &[event]).await?;
     super::ends::ended_in(c, id).await?;
     Ok(true)
@@ -228,15 +231,14 @@ pub(super) async fn insert_run_in(
     if trace.is_some_and(|t| t.sampled) {
         super::traces::start_in(c, id).await?;
     }
-    let event = NewEvent::new(
-        EventKind::RunSubmitted,
-        serde_json::json!({
-            "crew": new.crew.name,
-            "fingerprint": fingerprint,
-            "idempotency_key": new.idempotency_key,
-            "thread_id": new.thread_id,
-        }),
-    );
+    let event = NewEvent::typed(EventData::RunSubmitted(RunSubmitted {
+        crew: new.crew.name.clone(),
+        fingerprint: fingerprint.clone(),
+        idempotency_key: Some(new.idempotency_key.clone()),
+        thread_id: Some(new.thread_id.clone()),
+        parent: None,
+        copied_from: None,
+    }));
     insert_events(c, id, 1, &[event]).await?;
     if let (Some(thread), OnBusy::Reject | OnBusy::Interrupt) = (&new.thread_id, new.on_busy) {
         apply_on_busy(c, thread, id, new.on_busy).await?;

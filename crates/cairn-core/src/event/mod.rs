@@ -237,11 +237,11 @@ impl NewEvent {
             .flatten()
             .filter_map(|(k, _)| Some((k.clone(), input.as_object()?.get(k)?.clone())))
             .collect();
-        NewEvent::new(
-            EventKind::ContextAdded,
-            serde_json::json!({"by": actor.by, "reason": actor.reason, "context": context,
-                               "replaced": replaced}),
-        )
+        NewEvent::typed(EventData::ContextAdded(payload::ContextAdded {
+            actor: actor.clone(),
+            context: context.clone(),
+            replaced,
+        }))
     }
 }
 

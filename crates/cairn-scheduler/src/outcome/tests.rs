@@ -5,7 +5,7 @@
 
 use super::*;
 use cairn_core::Stop;
-use cairn_core::{AgentKind, RetryPolicy, RunStatus, StepStatus};
+use cairn_core::{AgentKind, EventKind, RetryPolicy, RunStatus, StepStatus};
 
 /// One case: the agent, where the step stands, and what it returned.
 struct Input {

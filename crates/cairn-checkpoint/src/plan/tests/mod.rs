@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::*;
 use crate::Kind;
-use cairn_core::{AgentDef, AgentKind, Attempt, JournalKind, Role, WaitId};
+use cairn_core::{AgentDef, AgentKind, Attempt, EventKind, JournalKind, Role, WaitId};
 
 // ---------------------------------------------------------------- fixtures
 
