@@ -11,12 +11,13 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Duration, Utc};
-use serde_json::Value;
-
 use super::{SpanId, TraceContext, TraceId};
-use crate::event::{EventKind, EventRecord};
-use crate::ids::RunId;
+use crate::checkpoint::ErrorInfo;
+use crate::event::payload::{ModelCalled, ToolExecuted};
+use crate::event::{EventData, EventData as D, EventRecord};
+use crate::ids::{Attempt, Role, RunId, StepIdx};
+use crate::status::RunStatus;
+use chrono::{DateTime, Duration, Utc};
 
 /// What a run's spans need to know of the run itself.
 #[derive(Debug, Clone)]
@@ -100,15 +101,26 @@ pub struct SpanBatch {
 
 /// The spans of `events` (those after the cursor `after`, in order).
 pub fn spans(run: &TracedRun, after: i64, events: &[EventRecord]) -> SpanBatch {
-    let through = settled_through(after, events);
+    // Each event read once as its kind's payload; one that does not decode
+    // (a newer release's shape this one cannot read) makes no span.
+    let typed: Vec<Ev<'_>> = events
+        .iter()
+        .filter_map(|e| {
+            Some(Ev {
+                e,
+                d: e.payload().ok()?,
+            })
+        })
+        .collect();
+    let through = settled_through(after, &typed, events.last().map(|e| e.seq));
     let mut b = Builder {
         run,
         spans: Vec::new(),
         open: BTreeMap::new(),
         root_exported: run.root_exported,
     };
-    for e in events.iter().filter(|e| e.seq <= through) {
-        b.event(e);
+    for ev in typed.iter().filter(|ev| ev.e.seq <= through) {
+        b.event(ev);
     }
     SpanBatch {
         spans: b.spans,
@@ -117,19 +129,25 @@ pub fn spans(run: &TracedRun, after: i64, events: &[EventRecord]) -> SpanBatch {
     }
 }
 
+/// A stored event with its typed payload.
+struct Ev<'a> {
+    e: &'a EventRecord,
+    d: EventData,
+}
+
 /// The last event before the first one of a step attempt that has not
 /// ended yet: everything up to it can be exported whole.
-fn settled_through(after: i64, events: &[EventRecord]) -> i64 {
+fn settled_through(after: i64, events: &[Ev<'_>], last: Option<i64>) -> i64 {
     let mut open: BTreeMap<i64, i64> = BTreeMap::new(); // idx -> first seq
-    for e in events {
-        match role_of(e) {
+    for ev in events {
+        match part_of(&ev.d) {
             Some(Part::Opens(idx)) => {
                 // A claim of another step ends whatever was left open.
                 open.retain(|k, _| *k == idx);
-                open.entry(idx).or_insert(e.seq);
+                open.entry(idx).or_insert(ev.e.seq);
             }
             Some(Part::Inside(idx)) => {
-                open.entry(idx).or_insert(e.seq);
+                open.entry(idx).or_insert(ev.e.seq);
             }
             Some(Part::Ends(idx)) => {
                 open.remove(&idx);
@@ -140,7 +158,7 @@ fn settled_through(after: i64, events: &[EventRecord]) -> i64 {
     }
     match open.values().min() {
         Some(first) => first - 1,
-        None => events.last().map_or(after, |e| e.seq),
+        None => last.unwrap_or(after),
     }
 }
 
@@ -156,21 +174,20 @@ enum Part {
     EndsAll,
 }
 
-fn role_of(e: &EventRecord) -> Option<Part> {
-    let idx = || e.data["idx"].as_i64();
-    Some(match e.kind {
-        EventKind::RunClaimed => Part::Opens(e.data["cursor"].as_i64()?),
-        EventKind::ModelCalled | EventKind::ToolExecuted | EventKind::TranscriptRepaired => {
-            Part::Inside(idx()?)
-        }
-        EventKind::StepSucceeded
-        | EventKind::StepFailed
-        | EventKind::StepInterrupted
-        | EventKind::StepDeferred
-        | EventKind::StepCancelled
-        | EventKind::WaitOpened
-        | EventKind::ChildrenSpawned => Part::Ends(idx()?),
-        EventKind::RunSucceeded | EventKind::RunFailed | EventKind::RunCancelled => Part::EndsAll,
+fn part_of(d: &EventData) -> Option<Part> {
+    let i = |idx: StepIdx| i64::from(idx.get());
+    Some(match d {
+        D::RunClaimed(c) => Part::Opens(i(c.cursor)),
+        D::ModelCalled(m) => Part::Inside(i(m.idx)),
+        D::ToolExecuted(t) => Part::Inside(i(t.idx)),
+        D::StepSucceeded(s) => Part::Ends(i(s.idx)),
+        D::StepFailed(s) => Part::Ends(i(s.idx)),
+        D::StepInterrupted(s) => Part::Ends(i(s.idx)),
+        D::StepDeferred(s) => Part::Ends(i(s.idx)),
+        D::StepCancelled(s) => Part::Ends(i(s.idx)),
+        D::WaitOpened(w) => Part::Ends(i(w.idx)),
+        D::ChildrenSpawned(c) => Part::Ends(i(c.idx)),
+        D::RunSucceeded(_) | D::RunFailed(_) | D::RunCancelled(_) => Part::EndsAll,
         _ => return None,
     })
 }
@@ -181,7 +198,6 @@ struct Segment {
     epoch: Option<i64>,
     resumed: bool,
     takeovers: i64,
-    repairs: i64,
     calls: Vec<SpanRecord>,
 }
 
@@ -193,19 +209,19 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn event(&mut self, e: &EventRecord) {
-        match role_of(e) {
-            Some(Part::Opens(idx)) => self.claimed(idx, e),
-            Some(Part::Inside(idx)) => self.inside(idx, e),
-            Some(Part::Ends(idx)) => self.close(idx, e),
+    fn event(&mut self, ev: &Ev<'_>) {
+        match part_of(&ev.d) {
+            Some(Part::Opens(idx)) => self.claimed(idx, ev),
+            Some(Part::Inside(idx)) => self.inside(idx, ev),
+            Some(Part::Ends(idx)) => self.close(idx, ev),
             Some(Part::EndsAll) => {
                 let open: Vec<i64> = self.open.keys().copied().collect();
                 for idx in open {
-                    self.close(idx, e);
+                    self.close(idx, ev);
                 }
-                self.run_ended(e);
+                self.run_ended(ev);
             }
-            None => self.marker(e),
+            None => self.marker(ev),
         }
     }
 
@@ -215,36 +231,30 @@ impl Builder<'_> {
             epoch: None,
             resumed: false,
             takeovers: 0,
-            repairs: 0,
             calls: Vec::new(),
         })
     }
 
-    fn claimed(&mut self, idx: i64, e: &EventRecord) {
+    fn claimed(&mut self, idx: i64, ev: &Ev<'_>) {
         let others: Vec<i64> = self.open.keys().copied().filter(|k| *k != idx).collect();
         for other in others {
-            self.close(other, e);
+            self.close(other, ev);
         }
-        let seg = self.segment(idx, e.at);
-        seg.epoch = e.data["epoch"].as_i64();
-        let took_over = e.data["took_over_step"] == true;
-        seg.takeovers += i64::from(took_over);
+        let D::RunClaimed(c) = &ev.d else { return };
+        let seg = self.segment(idx, ev.e.at);
+        seg.epoch = Some(c.epoch.0);
+        seg.takeovers += i64::from(c.took_over_step);
         // Resumed: taken over, or claimed back from a wait or an interrupt.
-        seg.resumed |= took_over || e.data["from_status"] != "queued";
+        seg.resumed |= c.took_over_step || c.from_status != RunStatus::Queued;
     }
 
-    fn inside(&mut self, idx: i64, e: &EventRecord) {
-        let span = match e.kind {
-            EventKind::ModelCalled => Some(self.model_call(e)),
-            EventKind::ToolExecuted => Some(self.tool_call(e)),
-            _ => None,
+    fn inside(&mut self, idx: i64, ev: &Ev<'_>) {
+        let span = match &ev.d {
+            D::ModelCalled(m) => self.model_call(ev.e, m),
+            D::ToolExecuted(t) => self.tool_call(ev.e, t),
+            _ => return,
         };
-        let start = span.as_ref().map_or(e.at, |s| s.start);
-        let seg = self.segment(idx, start);
-        match span {
-            Some(s) => seg.calls.push(s),
-            None => seg.repairs += 1,
-        }
+        self.segment(idx, span.start).calls.push(span);
     }
 
     fn span(
@@ -267,138 +277,110 @@ impl Builder<'_> {
         }
     }
 
-    fn model_call(&self, e: &EventRecord) -> SpanRecord {
-        let d = &e.data;
-        let model = d["model"].as_str().unwrap_or_default();
-        let start = e.at - ms(&d["ms"]);
+    fn model_call(&self, e: &EventRecord, m: &ModelCalled) -> SpanRecord {
+        let start = e.at - ms(m.ms);
         let mut s = self.span(
             SpanId::of_event(self.run.id, e.seq),
-            format!("chat {model}"),
+            format!("chat {}", m.model),
             start,
             e.at,
         );
         s.kind = SpanKind::Client;
         s.attributes.extend([
             ("gen_ai.operation.name", str("chat")),
-            (
-                "cairn.step.idx",
-                AttrValue::Int(d["idx"].as_i64().unwrap_or(-1)),
-            ),
-            (
-                "gen_ai.provider.name",
-                str(d["provider"].as_str().unwrap_or_default()),
-            ),
-            ("gen_ai.request.model", str(model)),
+            ("cairn.step.idx", AttrValue::Int(i64::from(m.idx.get()))),
+            ("gen_ai.provider.name", str(&m.provider)),
+            ("gen_ai.request.model", str(&m.model)),
         ]);
-        for (attr, key) in [
-            ("gen_ai.usage.input_tokens", "input_tokens"),
-            ("gen_ai.usage.output_tokens", "output_tokens"),
-            ("gen_ai.usage.cache_read.input_tokens", "cache_read_tokens"),
+        let numbers = [
+            ("gen_ai.usage.input_tokens", m.input_tokens),
+            ("gen_ai.usage.output_tokens", m.output_tokens),
+            ("gen_ai.usage.cache_read.input_tokens", m.cache_read_tokens),
             (
                 "gen_ai.usage.cache_creation.input_tokens",
-                "cache_write_tokens",
+                m.cache_write_tokens,
             ),
-            ("cairn.model.turn", "turn"),
-            ("cairn.model.first_chunk_ms", "first_chunk_ms"),
-        ] {
-            if let Some(n) = d[key].as_i64() {
-                s.attributes.push((attr, AttrValue::Int(n)));
-            }
-        }
-        if let Some(stop) = d["stop_reason"].as_str() {
+            ("cairn.model.turn", Some(u64::from(m.turn))),
+            ("cairn.model.first_chunk_ms", m.first_chunk_ms),
+        ];
+        ints(&mut s, numbers);
+        if let Some(stop) = &m.stop_reason {
             s.attributes.push((
                 "gen_ai.response.finish_reasons",
-                AttrValue::StrList(vec![stop.into()]),
+                AttrValue::StrList(vec![stop.clone()]),
             ));
         }
-        if let Some(err) = d["error"].as_str() {
+        if let Some(err) = &m.error {
             s.attributes.push(("error.type", str("provider_error")));
-            s.status = SpanStatus::Error(err.into());
+            s.status = SpanStatus::Error(err.clone());
         }
         s
     }
 
-    fn tool_call(&self, e: &EventRecord) -> SpanRecord {
-        let d = &e.data;
-        let tool = d["tool"].as_str().unwrap_or_default();
-        let start = e.at - ms(&d["ms"]);
+    fn tool_call(&self, e: &EventRecord, t: &ToolExecuted) -> SpanRecord {
+        let start = e.at - ms(t.ms);
         let mut s = self.span(
             SpanId::of_event(self.run.id, e.seq),
-            format!("execute_tool {tool}"),
+            format!("execute_tool {}", t.tool),
             start,
             e.at,
         );
         s.attributes.extend([
             ("gen_ai.operation.name", str("execute_tool")),
-            (
-                "cairn.step.idx",
-                AttrValue::Int(d["idx"].as_i64().unwrap_or(-1)),
-            ),
-            ("gen_ai.tool.name", str(tool)),
-            (
-                "gen_ai.tool.call.id",
-                str(d["call_id"].as_str().unwrap_or_default()),
-            ),
+            ("cairn.step.idx", AttrValue::Int(i64::from(t.idx.get()))),
+            ("gen_ai.tool.name", str(&t.tool)),
+            ("gen_ai.tool.call.id", str(&t.call_id)),
+            ("cairn.tool.idempotency_key", str(&t.idempotency_key)),
         ]);
-        if let Some(key) = d["idempotency_key"].as_str() {
-            s.attributes.push(("cairn.tool.idempotency_key", str(key)));
-        }
-        if d["is_error"] == true {
+        if t.is_error {
             s.attributes.push(("error.type", str("tool_error")));
             s.status = SpanStatus::Error("the tool returned an error".into());
         }
         s
     }
 
-    /// The step attempt `idx` ended at `e`: its span, then its calls.
-    fn close(&mut self, idx: i64, e: &EventRecord) {
+    /// The step attempt `idx` ended at `ev`: its span, then its calls.
+    fn close(&mut self, idx: i64, ev: &Ev<'_>) {
+        let end = StepEnd::of(&ev.d);
         let seg = self.open.remove(&idx).unwrap_or(Segment {
-            start: e.at - ms(&e.data["duration_ms"]),
+            start: ev.e.at - ms(end.duration_ms),
             epoch: None,
             resumed: false,
             takeovers: 0,
-            repairs: 0,
             calls: Vec::new(),
         });
-        let role = e.data["role"]
-            .as_str()
-            .map(str::to_owned)
+        let role = end
+            .role
+            .clone()
             .or_else(|| {
                 usize::try_from(idx)
                     .ok()
                     .and_then(|i| self.run.roles.get(i).cloned())
             })
             .unwrap_or_default();
-        let id = SpanId::of_event(self.run.id, e.seq);
-        let mut s = self.span(id, format!("invoke_agent {role}"), seg.start, e.at);
+        let id = SpanId::of_event(self.run.id, ev.e.seq);
+        let mut s = self.span(id, format!("invoke_agent {role}"), seg.start, ev.e.at);
         s.attributes.extend([
             ("gen_ai.operation.name", str("invoke_agent")),
             ("gen_ai.agent.name", str(role)),
             ("cairn.step.idx", AttrValue::Int(idx)),
-            ("cairn.step.outcome", str(outcome(e))),
+            ("cairn.step.outcome", str(end.outcome)),
             ("cairn.step.resumed", AttrValue::Bool(seg.resumed)),
             ("cairn.step.takeovers", AttrValue::Int(seg.takeovers)),
-            ("cairn.step.repairs", AttrValue::Int(seg.repairs)),
+            // Transcript repairs name no step, so none is counted here.
+            ("cairn.step.repairs", AttrValue::Int(0)),
         ]);
         let numbers = [
-            ("cairn.step.attempt", e.data["attempt"].as_i64()),
-            ("cairn.lease.epoch", seg.epoch),
-            ("gen_ai.usage.input_tokens", e.data["input_tokens"].as_i64()),
+            ("cairn.step.attempt", end.attempt),
             (
-                "gen_ai.usage.output_tokens",
-                e.data["output_tokens"].as_i64(),
+                "cairn.lease.epoch",
+                seg.epoch.and_then(|n| n.try_into().ok()),
             ),
+            ("gen_ai.usage.input_tokens", end.input_tokens),
+            ("gen_ai.usage.output_tokens", end.output_tokens),
         ];
-        for (attr, n) in numbers {
-            if let Some(n) = n {
-                s.attributes.push((attr, AttrValue::Int(n)));
-            }
-        }
-        s.status = match e.kind {
-            EventKind::StepSucceeded => SpanStatus::Ok,
-            EventKind::StepFailed => SpanStatus::Error(error_message(&e.data["error"])),
-            _ => SpanStatus::Unset,
-        };
+        ints(&mut s, numbers);
+        s.status = end.status;
         self.spans.push(s);
         for mut call in seg.calls {
             call.parent = Some(id);
@@ -406,7 +388,7 @@ impl Builder<'_> {
         }
     }
 
-    fn run_ended(&mut self, e: &EventRecord) {
+    fn run_ended(&mut self, ev: &Ev<'_>) {
         if self.root_exported {
             return;
         }
@@ -416,7 +398,7 @@ impl Builder<'_> {
             SpanId::of_run(run.id),
             format!("invoke_workflow {}", run.crew),
             run.created_at,
-            e.at,
+            ev.e.at,
         );
         s.parent = run.trace.parent;
         s.attributes.extend([
@@ -425,7 +407,7 @@ impl Builder<'_> {
             ("cairn.crew.version", str(&run.version)),
             (
                 "cairn.run.status",
-                str(e.kind.as_str().trim_start_matches("run_")),
+                str(ev.e.kind.as_str().trim_start_matches("run_")),
             ),
         ]);
         if let Some(thread) = &run.thread {
@@ -435,9 +417,9 @@ impl Builder<'_> {
             s.attributes
                 .push(("cairn.parent_run.id", str(parent.to_string())));
         }
-        s.status = match e.kind {
-            EventKind::RunSucceeded => SpanStatus::Ok,
-            EventKind::RunFailed => SpanStatus::Error(error_message(&e.data["error"])),
+        s.status = match &ev.d {
+            D::RunSucceeded(_) => SpanStatus::Ok,
+            D::RunFailed(f) => SpanStatus::Error(error_message(&f.error)),
             _ => SpanStatus::Unset,
         };
         self.spans.push(s);
@@ -446,100 +428,156 @@ impl Builder<'_> {
     /// Moments between step attempts (a submit, an answer, a back-off, a
     /// pause): short spans under the run, with what they carry that is not
     /// content.
-    fn marker(&mut self, e: &EventRecord) {
-        let d = &e.data;
-        let (name, end, attrs): (&str, DateTime<Utc>, Vec<(&'static str, &Value)>) = match e.kind {
-            EventKind::RunSubmitted => ("cairn.run.submitted", e.at, vec![]),
-            EventKind::WaitAnswered => (
-                "cairn.wait.answered",
-                e.at,
-                vec![
-                    ("cairn.wait.id", &d["wait"]),
-                    ("cairn.wait.kind", &d["kind"]),
-                    ("cairn.actor", &d["by"]),
-                ],
-            ),
-            EventKind::WaitExpired => (
-                "cairn.wait.expired",
-                e.at,
-                vec![("cairn.wait.id", &d["wait"])],
-            ),
-            EventKind::StepRetryScheduled => (
-                "cairn.backoff",
-                e.at + ms(&d["delay_ms"]),
-                vec![
-                    ("cairn.step.idx", &d["idx"]),
-                    ("cairn.step.next_attempt", &d["next_attempt"]),
-                ],
-            ),
-            EventKind::KeyPaused => (
-                "cairn.key.paused",
-                e.at,
-                vec![
-                    ("cairn.provider_key", &d["key"]),
-                    ("cairn.pause_ms", &d["for_ms"]),
-                ],
-            ),
-            EventKind::RunCancelRequested => (
-                "cairn.run.cancel_requested",
-                e.at,
-                vec![("cairn.actor", &d["by"])],
-            ),
-            EventKind::RunRetried | EventKind::RunContinued => {
-                ("cairn.run.operator", e.at, vec![("cairn.actor", &d["by"])])
-            }
-            EventKind::ChildrenJoined => (
-                "cairn.children.joined",
-                e.at,
-                vec![
-                    ("cairn.step.idx", &d["idx"]),
-                    ("cairn.children.ok", &d["ok"]),
-                ],
-            ),
-            _ => return,
+    fn marker(&mut self, ev: &Ev<'_>) {
+        let Some((name, end, attrs)) = marker_of(ev) else {
+            return;
         };
+        let e = ev.e;
         let mut s = self.span(SpanId::of_event(self.run.id, e.seq), name.into(), e.at, end);
         s.attributes.push(("cairn.event", str(e.kind.as_str())));
-        for (k, v) in attrs {
-            match v {
-                Value::String(t) => s.attributes.push((k, str(t))),
-                Value::Number(n) => s
-                    .attributes
-                    .extend(n.as_i64().map(|n| (k, AttrValue::Int(n)))),
-                Value::Bool(b) => s.attributes.push((k, AttrValue::Bool(*b))),
-                _ => {}
-            }
-        }
+        s.attributes.extend(attrs);
         self.spans.push(s);
     }
 }
 
-fn outcome(e: &EventRecord) -> &'static str {
-    match e.kind {
-        EventKind::StepSucceeded => "succeeded",
-        EventKind::StepFailed if e.data["will_retry"] == true => "retry",
-        EventKind::StepFailed => "failed",
-        EventKind::StepInterrupted => "interrupted",
-        EventKind::StepDeferred => "deferred",
-        EventKind::StepCancelled => "cancelled",
-        EventKind::WaitOpened => "waiting",
-        EventKind::ChildrenSpawned => "children",
-        _ => "ended",
+type Attrs = Vec<(&'static str, AttrValue)>;
+
+/// A marker's name, end and attributes, for the events that make one.
+fn marker_of(ev: &Ev<'_>) -> Option<(&'static str, DateTime<Utc>, Attrs)> {
+    let at = ev.e.at;
+    let int = |n: u64| AttrValue::Int(n.try_into().unwrap_or(i64::MAX));
+    let step = |idx: StepIdx| AttrValue::Int(i64::from(idx.get()));
+    Some(match &ev.d {
+        D::RunSubmitted(_) => ("cairn.run.submitted", at, vec![]),
+        D::WaitAnswered(w) => (
+            "cairn.wait.answered",
+            at,
+            vec![
+                ("cairn.wait.id", str(w.wait.to_string())),
+                ("cairn.wait.kind", str(w.kind.as_str())),
+                ("cairn.actor", str(&w.by)),
+            ],
+        ),
+        D::WaitExpired(w) => (
+            "cairn.wait.expired",
+            at,
+            vec![("cairn.wait.id", str(w.wait.to_string()))],
+        ),
+        D::StepRetryScheduled(r) => (
+            "cairn.backoff",
+            at + ms(r.delay_ms),
+            vec![
+                ("cairn.step.idx", step(r.idx)),
+                (
+                    "cairn.step.next_attempt",
+                    int(u64::from(r.next_attempt.get())),
+                ),
+            ],
+        ),
+        D::KeyPaused(k) => (
+            "cairn.key.paused",
+            at,
+            vec![
+                ("cairn.provider_key", str(&k.key)),
+                ("cairn.pause_ms", int(k.for_ms)),
+            ],
+        ),
+        D::RunCancelRequested(a) => (
+            "cairn.run.cancel_requested",
+            at,
+            vec![("cairn.actor", str(&a.actor.by))],
+        ),
+        D::RunRetried(a) | D::RunContinued(a) => (
+            "cairn.run.operator",
+            at,
+            vec![("cairn.actor", str(&a.actor.by))],
+        ),
+        D::ChildrenJoined(j) => (
+            "cairn.children.joined",
+            at,
+            vec![
+                ("cairn.step.idx", step(j.idx)),
+                ("cairn.children.ok", int(u64::from(j.ok))),
+            ],
+        ),
+        _ => return None,
+    })
+}
+
+/// What the event that ended a step attempt says of it.
+struct StepEnd {
+    role: Option<String>,
+    attempt: Option<u64>,
+    duration_ms: u64,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    outcome: &'static str,
+    status: SpanStatus,
+}
+
+impl StepEnd {
+    fn of(d: &EventData) -> StepEnd {
+        let mut end = StepEnd {
+            role: None,
+            attempt: None,
+            duration_ms: 0,
+            input_tokens: None,
+            output_tokens: None,
+            outcome: "ended",
+            status: SpanStatus::Unset,
+        };
+        let role = |r: &Option<Role>| r.as_ref().map(Role::to_string);
+        let n = |a: Attempt| Some(u64::from(a.get()));
+        match d {
+            D::StepSucceeded(s) => {
+                (end.role, end.attempt) = (role(&s.role), n(s.attempt));
+                end.duration_ms = s.duration_ms.unwrap_or(0);
+                (end.input_tokens, end.output_tokens) = (s.input_tokens, s.output_tokens);
+                (end.outcome, end.status) = ("succeeded", SpanStatus::Ok);
+            }
+            D::StepFailed(s) => {
+                (end.role, end.attempt) = (role(&s.role), s.attempt.and_then(n));
+                end.duration_ms = s.duration_ms.unwrap_or(0);
+                end.outcome = match s.will_retry {
+                    Some(true) => "retry",
+                    _ => "failed",
+                };
+                end.status = SpanStatus::Error(error_message(&s.error));
+            }
+            D::StepInterrupted(s) => {
+                (end.role, end.attempt) = (Some(s.role.to_string()), n(s.attempt));
+                (end.duration_ms, end.outcome) = (s.duration_ms, "interrupted");
+            }
+            D::StepDeferred(s) => {
+                (end.role, end.attempt) = (Some(s.role.to_string()), n(s.attempt));
+                (end.duration_ms, end.outcome) = (s.duration_ms, "deferred");
+            }
+            D::StepCancelled(s) => (end.attempt, end.outcome) = (n(s.attempt), "cancelled"),
+            D::WaitOpened(w) => (end.attempt, end.outcome) = (n(w.attempt), "waiting"),
+            D::ChildrenSpawned(c) => (end.attempt, end.outcome) = (n(c.attempt), "children"),
+            _ => {}
+        }
+        end
     }
 }
 
-fn error_message(error: &Value) -> String {
-    error["message"]
-        .as_str()
-        .or_else(|| error["kind"].as_str())
-        .unwrap_or("failed")
-        .to_owned()
+/// Adds the integer attributes that have a value.
+fn ints<const N: usize>(s: &mut SpanRecord, numbers: [(&'static str, Option<u64>); N]) {
+    for (attr, n) in numbers {
+        if let Some(n) = n.and_then(|n| i64::try_from(n).ok()) {
+            s.attributes.push((attr, AttrValue::Int(n)));
+        }
+    }
+}
+
+fn error_message(error: &ErrorInfo) -> String {
+    error.message.clone()
 }
 
 fn str(s: impl Into<String>) -> AttrValue {
     AttrValue::Str(s.into())
 }
 
-fn ms(v: &Value) -> Duration {
-    Duration::milliseconds(v.as_i64().unwrap_or(0).max(0))
+fn ms(n: u64) -> Duration {
+    Duration::milliseconds(i64::try_from(n).unwrap_or(i64::MAX))
 }

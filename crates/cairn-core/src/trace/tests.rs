@@ -66,7 +66,12 @@ fn at(ms: i64) -> chrono::DateTime<Utc> {
     Utc.timestamp_millis_opt(1_700_000_000_000 + ms).unwrap()
 }
 
+/// An event as its writers store it: the data must decode as its kind's
+/// payload (a fixture of a shape no writer writes would test nothing).
 fn ev(seq: i64, ms: i64, kind: EventKind, data: serde_json::Value) -> EventRecord {
+    if let Err(e) = crate::event::EventData::decode(kind, &data) {
+        panic!("fixture {data}: {e}");
+    }
     EventRecord {
         run_id: RunId::new(),
         seq,
@@ -74,6 +79,10 @@ fn ev(seq: i64, ms: i64, kind: EventKind, data: serde_json::Value) -> EventRecor
         kind,
         data,
     }
+}
+
+fn submitted() -> serde_json::Value {
+    json!({"crew": "research", "fingerprint": "f1", "idempotency_key": null, "thread_id": null})
 }
 
 fn run() -> TracedRun {
@@ -96,7 +105,8 @@ fn claim(seq: i64, ms: i64, cursor: i64, took_over: bool) -> EventRecord {
         seq,
         ms,
         EventKind::RunClaimed,
-        json!({"cursor": cursor, "epoch": seq, "took_over_step": took_over, "from_status": "queued"}),
+        json!({"owner": "w", "cursor": cursor, "epoch": seq, "took_over_step": took_over,
+               "from_status": "queued"}),
     )
 }
 
@@ -128,14 +138,15 @@ fn named<'a>(b: &'a SpanBatch, name: &str) -> Vec<&'a SpanRecord> {
 fn a_finished_run_gives_a_tree_under_its_own_span() {
     let r = run();
     let events = vec![
-        ev(1, 0, EventKind::RunSubmitted, json!({})),
+        ev(1, 0, EventKind::RunSubmitted, submitted()),
         claim(2, 10, 0, false),
         model(3, 20, 0),
         ev(
             4,
             25,
             EventKind::ToolExecuted,
-            json!({"idx": 0, "call_id": "c1", "tool": "search", "ms": 2, "is_error": false}),
+            json!({"idx": 0, "call_id": "c1", "tool": "search", "ms": 2, "is_error": false,
+                   "idempotency_key": "k1"}),
         ),
         step_ok(5, 30, 0, "planner"),
         step_ok(6, 40, 1, "writer"),
@@ -188,7 +199,7 @@ fn a_finished_run_gives_a_tree_under_its_own_span() {
 fn a_running_step_stays_behind_the_cursor_and_a_takeover_joins_its_span() {
     let r = run();
     let before_kill = vec![
-        ev(1, 0, EventKind::RunSubmitted, json!({})),
+        ev(1, 0, EventKind::RunSubmitted, submitted()),
         claim(2, 10, 0, false),
         model(3, 20, 0),
     ];
@@ -233,7 +244,7 @@ fn the_runs_span_is_exported_once_and_a_caller_is_its_parent() {
         1,
         5,
         EventKind::RunFailed,
-        json!({"error": {"message": "boom"}}),
+        json!({"error": {"kind": "agent", "message": "boom", "retryable": false}}),
     )];
     let b = spans(&r, 0, &failed);
     let root = named(&b, "invoke_workflow research");
@@ -280,7 +291,8 @@ fn content_is_cut_at_a_character_boundary_and_matched_by_call_id() {
             2,
             5,
             EventKind::ToolExecuted,
-            json!({"idx": 0, "call_id": "c1", "tool": "t", "ms": 1, "is_error": false}),
+            json!({"idx": 0, "call_id": "c1", "tool": "t", "ms": 1, "is_error": false,
+                   "idempotency_key": "k1"}),
         ),
         step_ok(3, 10, 0, "planner"),
     ];
