@@ -13,7 +13,9 @@ use std::time::Instant;
 use anyhow::{ensure, Context, Result};
 use serde_json::{json, Value};
 
-use cairn::{Crew, Engine, EventKind, ExecutorConfig, OpenOptions, RunStatus, SubmitOptions};
+use cairn::{
+    Crew, Engine, EventData, EventKind, ExecutorConfig, OpenOptions, RunStatus, SubmitOptions,
+};
 
 use crate::{mean, round2, PgSchema};
 
@@ -79,7 +81,7 @@ async fn measure(url: &str, dir: &std::path::Path) -> Result<Numbers> {
         let joined = at(EventKind::ChildrenJoined)?;
         let stepped = events
             .iter()
-            .find(|e| e.kind == EventKind::StepSucceeded && e.data["idx"] == 0)
+            .find(|e| matches!(e.payload(), Ok(EventData::StepSucceeded(s)) if s.idx.get() == 0))
             .map(|e| e.at)
             .context("no step_succeeded for the children step")?;
         let us = [stored - spawned, joined - stored, stepped - joined]

@@ -9,8 +9,10 @@
 use std::io::Write;
 use std::time::Duration;
 
-use cairn::{Engine, EventKind, EventRecord, RunRecord, WaitId, WaitKind};
-use serde_json::Value;
+use cairn::event::payload::StepDeferred;
+use cairn::{
+    Attempt, Engine, EventData, EventData as D, EventRecord, Role, RunId, RunRecord, StepIdx,
+};
 
 use crate::output;
 
@@ -59,66 +61,107 @@ pub fn start(run: &RunRecord) -> std::io::Result<()> {
 /// The line an event adds to the live table, if it is one a person
 /// follows; `roles` names the steps whose events carry only an index.
 pub fn line(e: &EventRecord, roles: &[String]) -> Option<String> {
-    let d = &e.data;
-    let idx = d["idx"].as_u64()?;
-    let role = d["role"]
-        .as_str()
+    let data = e.payload().ok()?;
+    let cells = Cells::of(&data)?;
+    let idx = cells.idx.get();
+    let role = cells
+        .role
+        .map(Role::as_str)
         .or_else(|| roles.get(idx as usize).map(String::as_str))
         .unwrap_or("");
-    let attempt = d["attempt"]
-        .as_u64()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let duration = d["duration_ms"]
-        .as_u64()
+    let attempt = cells.attempt.map(|a| a.to_string()).unwrap_or_default();
+    let duration = cells
+        .duration_ms
         .map(|ms| format!("{ms} ms"))
         .unwrap_or_else(|| "-".to_owned());
-    let tokens = output::tokens(d["input_tokens"].as_u64(), d["output_tokens"].as_u64());
+    let tokens = output::tokens(cells.tokens.0, cells.tokens.1);
     let row = |status: &str| {
         format!("{idx:>4}  {role:<14} {status:<11} {attempt:>7}  {tokens:>13}  {duration:>9}")
     };
-    let message = |v: &Value| v["error"]["message"].as_str().unwrap_or("").to_owned();
-    Some(match e.kind {
-        EventKind::StepSucceeded => row("succeeded"),
-        EventKind::StepFailed => {
-            let next = if d["will_retry"] == true {
-                "; it will be retried"
-            } else {
-                ""
+    Some(match &data {
+        D::StepSucceeded(_) => row("succeeded"),
+        D::StepFailed(f) => {
+            let next = match f.will_retry {
+                Some(true) => "; it will be retried",
+                _ => "",
             };
-            format!("{}\n      error: {}{next}", row("failed"), message(d))
+            format!("{}\n      error: {}{next}", row("failed"), f.error.message)
         }
-        EventKind::StepInterrupted => {
-            format!("{}\n      stopped: {}", row("interrupted"), message(d))
+        D::StepInterrupted(i) => {
+            format!("{}\n      stopped: {}", row("interrupted"), i.error.message)
         }
-        EventKind::StepCancelled => row("cancelled"),
-        EventKind::StepDeferred => deferred(e, &row("deferred")),
-        EventKind::WaitOpened => {
-            let id: WaitId = serde_json::from_value(d["wait"].clone()).ok()?;
-            let kind: WaitKind = serde_json::from_value(d["kind"].clone()).ok()?;
-            let hint = output::answer_hint(id, kind);
+        D::StepCancelled(_) => row("cancelled"),
+        D::StepDeferred(d) => deferred(e, d, &row("deferred")),
+        D::WaitOpened(w) => {
+            let hint = output::answer_hint(w.wait, w.kind);
             format!(
-                "{idx:>4}  {role:<14} {:<11} {attempt:>7}  wait {id} ({})\n      answer: {hint}",
+                "{idx:>4}  {role:<14} {:<11} {attempt:>7}  wait {} ({})\n      answer: {hint}",
                 "waiting",
-                kind.as_str()
+                w.wait,
+                w.kind.as_str()
             )
         }
-        EventKind::ChildEnded | EventKind::ChildInterrupted => child(e),
+        D::ChildEnded(c) => child(&c.key, c.child, c.status.as_str(), c.message.as_deref()),
+        D::ChildInterrupted(c) => child(&c.key, c.child, "interrupted", Some(&c.message)),
         _ => return None,
     })
 }
 
+/// What a line of the table shows of a step's event (`None`: an event the
+/// table has no line for, or one that names no step).
+struct Cells<'a> {
+    idx: StepIdx,
+    role: Option<&'a Role>,
+    attempt: Option<Attempt>,
+    duration_ms: Option<u64>,
+    tokens: (Option<u64>, Option<u64>),
+}
+
+impl<'a> Cells<'a> {
+    fn of(data: &'a EventData) -> Option<Cells<'a>> {
+        let at = |idx, attempt| Cells {
+            idx,
+            role: None,
+            attempt,
+            duration_ms: None,
+            tokens: (None, None),
+        };
+        Some(match data {
+            D::StepSucceeded(s) => Cells {
+                role: s.role.as_ref(),
+                duration_ms: s.duration_ms,
+                tokens: (s.input_tokens, s.output_tokens),
+                ..at(s.idx, Some(s.attempt))
+            },
+            D::StepFailed(f) => Cells {
+                role: f.role.as_ref(),
+                duration_ms: f.duration_ms,
+                ..at(f.idx, f.attempt)
+            },
+            D::StepInterrupted(i) => Cells {
+                role: Some(&i.role),
+                duration_ms: Some(i.duration_ms),
+                ..at(i.idx, Some(i.attempt))
+            },
+            D::StepDeferred(d) => Cells {
+                role: Some(&d.role),
+                duration_ms: Some(d.duration_ms),
+                ..at(d.idx, Some(d.attempt))
+            },
+            D::StepCancelled(c) => at(c.idx, Some(c.attempt)),
+            D::WaitOpened(w) => at(w.idx, Some(w.attempt)),
+            D::ChildEnded(c) => at(c.idx, None),
+            D::ChildInterrupted(c) => at(c.idx?, None),
+            _ => return None,
+        })
+    }
+}
+
 /// A child's end (or stop) under its parent's step: `child a (RUN)
 /// succeeded`, or with why it did not.
-fn child(e: &EventRecord) -> String {
-    let d = &e.data;
-    let status = match e.kind {
-        EventKind::ChildInterrupted => "interrupted",
-        _ => d["status"].as_str().unwrap_or(""),
-    };
-    let key = cairn::text::printable_line(d["key"].as_str().unwrap_or(""));
-    let child = d["child"].as_str().unwrap_or("");
-    match d["message"].as_str() {
+fn child(key: &str, child: RunId, status: &str, why: Option<&str>) -> String {
+    let key = cairn::text::printable_line(key);
+    match why {
         Some(why) => format!(
             "      child {key} ({child}) {status}: {}",
             cairn::text::printable_line(why)
@@ -130,14 +173,13 @@ fn child(e: &EventRecord) -> String {
 /// A deferred step's lines: until when the run waits (the event's time
 /// plus its delay, database clock) and why: a paused provider key (and a
 /// `Retry-After` that was capped), or no permit free.
-fn deferred(e: &EventRecord, row: &str) -> String {
-    let d = &e.data;
-    let delay = chrono::Duration::milliseconds(d["delay_ms"].as_i64().unwrap_or(0));
+fn deferred(e: &EventRecord, d: &StepDeferred, row: &str) -> String {
+    let delay = chrono::Duration::milliseconds(i64::try_from(d.delay_ms).unwrap_or(i64::MAX));
     let until = e.at.checked_add_signed(delay).map_or("-".to_owned(), |t| {
         t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     });
-    let why = d["message"].as_str().unwrap_or("");
-    let key = cairn::text::printable_line(d["key"].as_str().unwrap_or(""));
+    let why = d.message.as_deref().unwrap_or("");
+    let key = cairn::text::printable_line(&d.key);
     format!(
         "{row}\n      waits until {until} on key {key}: {}",
         cairn::text::printable_line(why)

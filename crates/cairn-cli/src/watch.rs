@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use cairn::{EventKind, EventRecord, JournalKind, OutputDelta, RunRecord, StepJournalEntry};
+use cairn::{EventData, EventRecord, JournalKind, OutputDelta, RunRecord, StepJournalEntry};
 
 use crate::{output, progress};
 
@@ -148,7 +148,7 @@ impl Watch {
             writeln!(out)?;
         }
         for t in &text {
-            let idx = e.data["idx"].as_u64().unwrap_or(0) as u32;
+            let idx = called_by(e).unwrap_or(0);
             writeln!(out, "      {} (step {idx}) says: {t}", self.role(idx))?;
         }
         if let Some(line) = line {
@@ -159,10 +159,10 @@ impl Watch {
 
     /// The step whose response just ended (a `model_called` event).
     fn response_ended(&self, e: &EventRecord) -> Option<u32> {
-        if self.json || e.kind != EventKind::ModelCalled {
+        if self.json {
             return None;
         }
-        Some(e.data["idx"].as_u64()? as u32)
+        called_by(e)
     }
 
     /// The step's journaled texts not shown yet (from the journal or live).
@@ -287,6 +287,14 @@ pub async fn local(
 pub fn ended(status: cairn::RunStatus) -> bool {
     use cairn::RunStatus::{Cancelled, Failed, Succeeded};
     matches!(status, Succeeded | Failed | Cancelled)
+}
+
+/// The step whose model call `e` records (a `model_called` event).
+fn called_by(e: &EventRecord) -> Option<u32> {
+    match e.payload() {
+        Ok(EventData::ModelCalled(m)) => Some(m.idx.get()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@
 mod actions;
 mod conversation;
 mod durations;
+#[cfg(test)]
+mod fixtures;
 mod fleet;
 mod notice;
 mod pages;

@@ -8,7 +8,11 @@
 
 use maud::{html, Markup};
 
-use cairn::{Answer, EventKind, EventRecord, WaitId, WaitKind, WaitRecord, WaitStatus};
+use cairn::event::payload::RunCancelled;
+use cairn::{
+    Actor, Answer, EventData, EventData as D, EventKind, EventRecord, WaitId, WaitKind, WaitRecord,
+    WaitStatus,
+};
 
 /// What a console form did, as its redirect's query names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,26 +120,43 @@ pub(crate) fn run_action(done: Done, events: &[EventRecord]) -> Option<String> {
     };
     // A person's: the engine's own `run_cancelled` after a requested
     // cancel names nobody.
-    let e = events
+    let (e, data, actor) = events
         .iter()
         .rev()
-        .find(|e| kinds.contains(&e.kind) && e.data["by"].is_string())?;
-    let who = by(e.data["by"].as_str(), e.data["reason"].as_str());
+        .filter(|e| kinds.contains(&e.kind))
+        .find_map(|e| {
+            let data = e.payload().ok()?;
+            let actor = actor_of(&data)?.clone();
+            Some((e, data, actor))
+        })?;
+    let who = by(Some(&actor.by), actor.reason.as_deref());
     let at = e.at.format("%H:%M:%S");
-    Some(match e.kind {
-        EventKind::RunRetried => format!("Retried{who} at {at}: the failed step runs again."),
-        EventKind::RunContinued => format!("Continued{who} at {at}: the run carries on."),
-        EventKind::RunCancelled => format!("Cancelled{who} at {at}."),
-        EventKind::RunCancelRequested => format!(
+    Some(match &data {
+        D::RunRetried(_) => format!("Retried{who} at {at}: the failed step runs again."),
+        D::RunContinued(_) => format!("Continued{who} at {at}: the run carries on."),
+        D::RunCancelled(_) => format!("Cancelled{who} at {at}."),
+        D::RunCancelRequested(_) => format!(
             "Cancel requested{who} at {at}: the step in flight stops at its next check, then \
              the run ends cancelled."
         ),
-        EventKind::BudgetRaised => format!("Raised the budget{who} at {at}."),
-        _ => format!(
+        D::BudgetRaised(_) => format!("Raised the budget{who} at {at}."),
+        D::RunForked(f) => format!(
             "Forked{who} at {at} from run {} at step {}: this is the new run.",
-            e.data["parent"].as_str().unwrap_or("?"),
-            e.data["from_step"]
+            f.parent, f.from_step
         ),
+        _ => return None,
+    })
+}
+
+/// Who did an operator's action, from its event (`None`: the engine did,
+/// as its own `run_cancelled` after a requested cancel).
+fn actor_of(data: &EventData) -> Option<&Actor> {
+    Some(match data {
+        D::RunRetried(a) | D::RunContinued(a) | D::RunCancelRequested(a) => &a.actor,
+        D::RunCancelled(RunCancelled::ByOperator(a)) => &a.actor,
+        D::BudgetRaised(b) => &b.actor,
+        D::RunForked(f) => &f.actor,
+        _ => return None,
     })
 }
 
@@ -160,19 +181,14 @@ mod tests {
 
     #[test]
     fn a_run_action_is_confirmed_only_by_its_event() {
-        let event = |kind, data| EventRecord {
-            run_id: cairn::RunId::new(),
-            seq: 1,
-            at: chrono::Utc::now(),
-            kind,
-            data,
-        };
+        let event = |kind, data| crate::fixtures::event(1, kind, chrono::Utc::now(), data);
         assert_eq!(run_action(Done::Cancel, &[]), None, "nothing happened");
         let by_engine = event(EventKind::RunCancelled, serde_json::json!({"idx": 0}));
         assert_eq!(run_action(Done::Cancel, &[by_engine]), None);
         let cancelled = event(
             EventKind::RunCancelled,
-            serde_json::json!({"by": "console", "reason": "not needed"}),
+            serde_json::json!({"by": "console", "reason": "not needed",
+                               "from_status": "queued", "step": 0}),
         );
         let line = run_action(Done::Cancel, &[cancelled]).unwrap_or_default();
         assert!(

@@ -15,7 +15,9 @@
 use chrono::{DateTime, Duration, Utc};
 use maud::{html, Markup};
 
-use cairn::{ChildOutcome, EventKind, EventRecord, StepRecord, WaitRecord};
+use cairn::{
+    ChildOutcome, EventData as D, EventKind, EventRecord, StepIdx, StepRecord, WaitRecord,
+};
 
 use cairn::step_time::{children_spans, StepTime};
 
@@ -68,75 +70,49 @@ fn history(
     events: &[EventRecord],
     end: DateTime<Utc>,
 ) -> (Vec<Span>, Vec<DateTime<Utc>>) {
-    let of_step = |e: &EventRecord, key: &str| e.data[key].as_u64() == Some(u64::from(idx));
     let mut spans = Vec::new();
     let mut takeovers = Vec::new();
-    let mut open_wait: Option<(DateTime<Utc>, String)> = None;
+    let mut open_wait: Option<(DateTime<Utc>, &'static str)> = None;
     // The newest event of a process that held the run.
     let mut last_sign: Option<&EventRecord> = None;
+    let ours = |i: StepIdx| i.get() == idx;
     for e in events {
-        match e.kind {
-            EventKind::StepFailed if of_step(e, "idx") => {
-                let ms = e.data["duration_ms"].as_i64().unwrap_or(0);
-                let message = e.data["error"]["message"].as_str().unwrap_or("");
+        match e.payload() {
+            Ok(D::StepFailed(f)) if ours(f.idx) => {
+                let ms = f.duration_ms.unwrap_or(0);
                 spans.push(Span {
                     class: "failed",
-                    from: e.at - Duration::milliseconds(ms),
+                    from: e.at - millis(ms),
                     to: e.at,
                     title: format!(
-                        "attempt {} failed after {ms} ms: {message}",
-                        e.data["attempt"].as_u64().unwrap_or(0)
+                        "attempt {} failed after {ms} ms: {}",
+                        f.attempt.map_or(0, |a| a.get()),
+                        f.error.message
                     ),
                 });
             }
-            EventKind::StepRetryScheduled if of_step(e, "idx") => {
-                let ms = e.data["delay_ms"].as_i64().unwrap_or(0);
+            Ok(D::StepRetryScheduled(r)) if ours(r.idx) => {
                 spans.push(Span {
                     class: "backoff",
                     from: e.at,
-                    to: e.at + Duration::milliseconds(ms),
+                    to: e.at + millis(r.delay_ms),
                     title: format!(
-                        "back-off of {ms} ms before attempt {}",
-                        e.data["next_attempt"].as_u64().unwrap_or(0)
+                        "back-off of {} ms before attempt {}",
+                        r.delay_ms, r.next_attempt
                     ),
                 });
             }
-            EventKind::WaitOpened if of_step(e, "idx") => {
-                let kind = e.data["kind"].as_str().unwrap_or("wait").to_owned();
-                open_wait = Some((e.at, kind));
+            Ok(D::WaitOpened(w)) if ours(w.idx) => open_wait = Some((e.at, w.kind.as_str())),
+            Ok(D::WaitAnswered(w)) if ours(w.idx) => {
+                let how = format!("answered {} by {}", w.answer.decision(), w.by);
+                spans.extend(waited(open_wait.take(), e.at, how));
             }
-            EventKind::WaitAnswered | EventKind::WaitExpired if of_step(e, "idx") => {
-                if let Some((from, kind)) = open_wait.take() {
-                    let how = match e.kind {
-                        EventKind::WaitExpired => "expired".to_owned(),
-                        _ => format!(
-                            "answered {} by {}",
-                            e.data["answer"]["decision"].as_str().unwrap_or("?"),
-                            e.data["by"].as_str().unwrap_or("?")
-                        ),
-                    };
-                    spans.push(Span {
-                        class: "wait",
-                        from,
-                        to: e.at,
-                        title: format!("{kind}: {how}"),
-                    });
-                }
+            Ok(D::WaitExpired(w)) if ours(w.idx) => {
+                spans.extend(waited(open_wait.take(), e.at, "expired".into()));
             }
-            EventKind::RunClaimed if e.data["took_over_step"] == true && of_step(e, "cursor") => {
+            Ok(D::RunClaimed(c)) if c.took_over_step && ours(c.cursor) => {
                 if let Some(sign) = last_sign.filter(|s| s.at < e.at) {
-                    spans.push(Span {
-                        class: "lost",
-                        from: sign.at,
-                        to: e.at,
-                        title: format!(
-                            "lost to a crash: {} from the last sign of life of the process \
-                             that held the run ({} at {}) to the takeover",
-                            crate::duration(sign.at, e.at),
-                            sign.kind.as_str(),
-                            sign.at.format("%H:%M:%S%.3f")
-                        ),
-                    });
+                    spans.push(lost(sign, e.at));
                 }
                 takeovers.push(e.at);
             }
@@ -157,24 +133,52 @@ fn history(
     (spans, takeovers)
 }
 
+/// A wait's stretch, from its opening to `to`, ended as `how` says.
+fn waited(open: Option<(DateTime<Utc>, &str)>, to: DateTime<Utc>, how: String) -> Option<Span> {
+    let (from, kind) = open?;
+    Some(Span {
+        class: "wait",
+        from,
+        to,
+        title: format!("{kind}: {how}"),
+    })
+}
+
+/// The time lost to a crash: from the dead holder's last sign of life to
+/// the takeover at `to`.
+fn lost(sign: &EventRecord, to: DateTime<Utc>) -> Span {
+    Span {
+        class: "lost",
+        from: sign.at,
+        to,
+        title: format!(
+            "lost to a crash: {} from the last sign of life of the process \
+             that held the run ({} at {}) to the takeover",
+            crate::duration(sign.at, to),
+            sign.kind.as_str(),
+            sign.at.format("%H:%M:%S%.3f")
+        ),
+    }
+}
+
+fn millis(ms: u64) -> Duration {
+    Duration::milliseconds(i64::try_from(ms).unwrap_or(i64::MAX))
+}
+
 /// The stretches a step's children add to its row: each spawn to its join
 /// (to `end` while undecided), of every attempt.
 fn children_history(idx: u32, events: &[EventRecord], end: DateTime<Utc>) -> Vec<Span> {
     children_spans(idx, None, events, end)
         .into_iter()
         .map(|s| {
-            let count = s.spawned.data["children"].as_u64().unwrap_or(0);
+            let count = s.spawned.children;
             let how = match s.joined {
                 None => "not joined yet".to_owned(),
                 Some(j) => format!(
                     "joined ({}): {} of {} succeeded",
-                    if j.data["met"] == true {
-                        "met"
-                    } else {
-                        "failed"
-                    },
-                    j.data["ok"].as_u64().unwrap_or(0),
-                    j.data["total"].as_u64().unwrap_or(count)
+                    if j.met { "met" } else { "failed" },
+                    j.ok,
+                    j.total
                 ),
             };
             Span {

@@ -110,6 +110,16 @@ pub enum Answer {
 }
 
 impl Answer {
+    /// Its decision, as stored (`approve`, `edit`, `reject`, `answer`).
+    pub fn decision(&self) -> &'static str {
+        match self {
+            Answer::Approve => "approve",
+            Answer::Edit { .. } => "edit",
+            Answer::Reject { .. } => "reject",
+            Answer::Answer { .. } => "answer",
+        }
+    }
+
     /// Whether this answer fits a wait of `kind`.
     pub fn fits(&self, kind: WaitKind) -> bool {
         matches!(

@@ -39,6 +39,22 @@ pub struct ProgramGroup {
     pub engine_start: u64,
 }
 
+impl From<ProgramStarted> for ProgramGroup {
+    fn from(p: ProgramStarted) -> ProgramGroup {
+        ProgramGroup {
+            pgid: p.pgid,
+            start: p.start,
+            machine: Machine {
+                host: p.host,
+                boot: p.boot,
+                pidns: p.pidns,
+            },
+            engine_pid: p.engine_pid,
+            engine_start: p.engine_start,
+        }
+    }
+}
+
 impl ProgramGroup {
     /// The group of the program this process just started as `pid`, read
     /// before anything can reap it. `None` without `/proc`.
@@ -108,7 +124,10 @@ pub fn reap(run: RunId, events: &[EventRecord]) -> Vec<i32> {
     let mut left: Vec<ProgramGroup> = events
         .iter()
         .filter(|e| e.kind == EventKind::ProgramStarted)
-        .filter_map(|e| serde_json::from_value::<ProgramGroup>(e.data.clone()).ok())
+        .filter_map(|e| match e.payload() {
+            Ok(EventData::ProgramStarted(p)) => Some(ProgramGroup::from(p)),
+            _ => None,
+        })
         .filter(|g| g.machine == *here && g.engine_is_gone() && g.has_processes())
         .collect();
     left.dedup();

@@ -8,7 +8,11 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::{EventKind, EventRecord, StepRecord, StepStatus, WaitRecord, WaitStatus};
+use crate::event::payload::{ChildrenJoined, ChildrenSpawned};
+use crate::{
+    Attempt, EventData, EventKind, EventRecord, StepIdx, StepRecord, StepStatus, WaitRecord,
+    WaitStatus,
+};
 
 /// How long `waits` (of one run) kept it waiting for people within
 /// `from..to`: each from its opening to its answer (to `now` while open),
@@ -36,11 +40,11 @@ pub fn waited_between<'a>(
 /// A stretch of a step waiting for its children: from their spawn to their
 /// join (`joined`: `None` while it is not decided; `to` is then the end
 /// the caller gave).
-pub struct ChildrenSpan<'a> {
+pub struct ChildrenSpan {
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
-    pub spawned: &'a EventRecord,
-    pub joined: Option<&'a EventRecord>,
+    pub spawned: ChildrenSpawned,
+    pub joined: Option<ChildrenJoined>,
 }
 
 /// Step `idx`'s stretches waiting for children, of `attempt` (of every
@@ -51,28 +55,31 @@ pub fn children_spans(
     attempt: Option<u32>,
     events: &[EventRecord],
     end: DateTime<Utc>,
-) -> Vec<ChildrenSpan<'_>> {
-    let of = |e: &EventRecord| {
-        e.data["idx"].as_u64() == Some(u64::from(idx))
-            && attempt.is_none_or(|a| e.data["attempt"].as_u64() == Some(u64::from(a)))
-    };
-    let mut spans: Vec<ChildrenSpan<'_>> = Vec::new();
-    for e in events.iter().filter(|e| of(e)) {
-        match e.kind {
-            EventKind::ChildrenSpawned => spans.push(ChildrenSpan {
+) -> Vec<ChildrenSpan> {
+    let of = |i: StepIdx, a: Attempt| i.get() == idx && attempt.is_none_or(|want| a.get() == want);
+    let mut spans: Vec<ChildrenSpan> = Vec::new();
+    for e in events {
+        if !matches!(
+            e.kind,
+            EventKind::ChildrenSpawned | EventKind::ChildrenJoined
+        ) {
+            continue;
+        }
+        match e.payload() {
+            Ok(EventData::ChildrenSpawned(s)) if of(s.idx, s.attempt) => spans.push(ChildrenSpan {
                 from: e.at,
                 to: end.max(e.at),
-                spawned: e,
+                spawned: s,
                 joined: None,
             }),
-            EventKind::ChildrenJoined => {
+            Ok(EventData::ChildrenJoined(j)) if of(j.idx, j.attempt) => {
                 let open = spans
                     .iter_mut()
                     .rev()
-                    .find(|s| s.joined.is_none() && s.spawned.data["attempt"] == e.data["attempt"]);
+                    .find(|s| s.joined.is_none() && s.spawned.attempt == j.attempt);
                 if let Some(open) = open {
                     open.to = e.at;
-                    open.joined = Some(e);
+                    open.joined = Some(j);
                 }
             }
             _ => {}
@@ -119,11 +126,10 @@ impl StepTime {
         let from = spans.first().map_or(step.started_at, |first| {
             let claimed = events
                 .iter()
-                .filter(|e| {
-                    e.kind == EventKind::RunClaimed
-                        && e.at <= first.from
-                        && e.data["cursor"].as_u64() == Some(u64::from(step.idx.get()))
-                })
+                .filter(|e| e.kind == EventKind::RunClaimed && e.at <= first.from)
+                .filter(
+                    |e| matches!(e.payload(), Ok(EventData::RunClaimed(c)) if c.cursor == step.idx),
+                )
                 .map(|e| e.at)
                 .next_back();
             claimed.unwrap_or(first.from).min(step.started_at)

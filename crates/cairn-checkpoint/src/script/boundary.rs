@@ -8,7 +8,8 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use cairn_core::{Actor, EventKind, RunId, RunRecord};
+use cairn_core::event::payload::RunCancelled;
+use cairn_core::{Actor, EventData, EventKind, RunId, RunRecord};
 
 use crate::raw::decode_event;
 use crate::sql::query;
@@ -167,8 +168,12 @@ pub(super) async fn action_landed<H: ScriptHost + ?Sized>(
         Action::Continue => &[EventKind::RunContinued],
         Action::Cancel => &[EventKind::RunCancelRequested, EventKind::RunCancelled],
     };
-    let ours = kinds.contains(&event.kind)
-        && event.data["by"] == serde_json::json!(actor.by)
-        && event.data["reason"] == serde_json::json!(actor.reason);
+    let by = match event.payload() {
+        Ok(EventData::RunRetried(a) | EventData::RunContinued(a))
+        | Ok(EventData::RunCancelRequested(a))
+        | Ok(EventData::RunCancelled(RunCancelled::ByOperator(a))) => Some(a.actor),
+        _ => None,
+    };
+    let ours = kinds.contains(&event.kind) && by.as_ref() == Some(actor);
     Ok(ours.then_some(run))
 }

@@ -2,6 +2,7 @@
 //! children, the legend.
 
 use super::*;
+use crate::fixtures::event;
 use cairn::{Role, StepIdx, StepStatus};
 
 /// The timeline of `steps` with `events` and `children`, no waits.
@@ -69,16 +70,6 @@ fn bars_sit_on_the_runs_clock_and_text_is_escaped() {
     assert!(svg.contains("×2"), "{svg}");
     // Roles are escaped, never raw markup.
     assert!(svg.contains("r&lt;1&gt;") && !svg.contains("r<1>"), "{svg}");
-}
-
-fn event(seq: i64, kind: EventKind, at: DateTime<Utc>, data: serde_json::Value) -> EventRecord {
-    EventRecord {
-        run_id: cairn::RunId::new(),
-        seq,
-        at,
-        kind,
-        data,
-    }
 }
 
 #[test]
