@@ -11,12 +11,14 @@
 //! `PgBouncer` (in `pgbouncer.rs`) a transaction-mode pooler in front of a
 //! database of a test's own. A test's schema
 //! is dropped with its `TestDb`, and stale ones are swept (`schema.rs`).
+//! `events::complete` fills a hand-built event out to its writers' shape.
 //! `browser::Browser` drives a headless Chromium for the console's
 //! end-to-end tests.
 #![allow(clippy::expect_used)]
 
 pub mod browser;
 mod delegating_model;
+pub mod events;
 pub mod otlp;
 mod pg_cluster;
 mod pgbouncer;

@@ -20,7 +20,7 @@ use cairn_checkpoint::{
 };
 use cairn_core::{
     Actor, Answer, Attempt, ErrorInfo, ErrorKind, EventKind, JoinRule, JournalKind, LeaseEpoch,
-    NewEvent, NewWait, OnDeadline, OnParentClose, Role, RunId, StepIdx, Usage, WaitId, WaitKind,
+    NewWait, OnDeadline, OnParentClose, Role, RunId, StepIdx, Usage, WaitId, WaitKind,
 };
 use cairn_testkit::TestDb;
 use serde_json::{json, Value};
@@ -221,26 +221,26 @@ pub(crate) fn commit_for(
                     false => Next::Step(Role::new(format!("r{}", idx.next()))),
                 },
             },
-            vec![NewEvent::new(EventKind::StepSucceeded, json!({"idx": idx}))],
+            vec![crate::event(EventKind::StepSucceeded, json!({"idx": idx}))],
         ),
         Commit::Retry => (
             StepTransition::Retry {
                 error: error(true),
                 after: Duration::ZERO,
             },
-            vec![NewEvent::new(EventKind::StepFailed, json!({"idx": idx}))],
+            vec![crate::event(EventKind::StepFailed, json!({"idx": idx}))],
         ),
         Commit::Fail => (
             StepTransition::Failed {
                 error: error(false),
             },
-            vec![NewEvent::new(EventKind::RunFailed, json!({"idx": idx}))],
+            vec![crate::event(EventKind::RunFailed, json!({"idx": idx}))],
         ),
         Commit::Interrupt => (
             StepTransition::Interrupted {
                 error: ErrorInfo::new(ErrorKind::Interrupted, "max_turns", false),
             },
-            vec![NewEvent::new(
+            vec![crate::event(
                 EventKind::StepInterrupted,
                 json!({"idx": idx}),
             )],
@@ -263,7 +263,7 @@ pub(crate) fn commit_for(
                     .collect(),
                 wall_time: None,
             })),
-            vec![NewEvent::new(
+            vec![crate::event(
                 EventKind::ChildrenSpawned,
                 json!({"idx": idx, "children": n}),
             )],
@@ -280,7 +280,7 @@ pub(crate) fn commit_for(
                     on_deadline: due.then_some(OnDeadline::Fail),
                 },
             },
-            vec![NewEvent::new(EventKind::WaitOpened, json!({"wait": id}))],
+            vec![crate::event(EventKind::WaitOpened, json!({"wait": id}))],
         ),
     };
     cairn_checkpoint::StepCommit {
@@ -403,7 +403,7 @@ async fn apply(store: &Arc<dyn Store>, b: usize, op: &Op, made: &mut Made) -> St
                     kind: JournalKind::AssistantText,
                     // Every fourth run's items carry a NUL: refused alike.
                     payload: json!({"text": if *run % 4 == 3 { "h\u{0}" } else { "hi" }}),
-                    event: Some(NewEvent::new(EventKind::ModelCalled, json!({}))),
+                    event: Some(crate::event(EventKind::ModelCalled, json!({}))),
                 })
                 .await
                 .map(|e| format!("journaled {}", e.seq))

@@ -3,7 +3,7 @@
 //! journals of re-runs after a rejected review. Both backends.
 
 use cairn_checkpoint::{Error, JournalAppend};
-use cairn_core::{Attempt, EventKind, JournalKind, LeaseEpoch, NewEvent, RunId, StepIdx};
+use cairn_core::{Attempt, EventKind, JournalKind, LeaseEpoch, RunId, StepIdx};
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
@@ -44,10 +44,7 @@ async fn items_append_in_order_with_their_events(kind: Kind) {
         .await
         .unwrap();
     let mut call = item(id, epoch, 0, JournalKind::ToolCall, 2);
-    call.event = Some(NewEvent::new(
-        EventKind::TranscriptRepaired,
-        json!({"n": 2}),
-    ));
+    call.event = Some(crate::event(EventKind::TranscriptRepaired, json!({"n": 2})));
     let second = store.append_journal(&call).await.unwrap();
     assert_eq!((first.seq, second.seq), (1, 2));
     assert_eq!(second.kind, JournalKind::ToolCall);
@@ -99,7 +96,7 @@ async fn a_stale_epoch_cannot_journal(kind: Kind) {
     }
     assert!(matches!(
         store
-            .record_events(id, old, &[NewEvent::new(EventKind::ModelCalled, json!({}))])
+            .record_events(id, old, &[crate::event(EventKind::ModelCalled, json!({}))])
             .await,
         Err(Error::StaleEpoch { .. })
     ));

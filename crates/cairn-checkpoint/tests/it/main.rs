@@ -35,6 +35,13 @@ mod restart;
 mod retention;
 mod threads;
 
+/// An event of `kind` as its writers store it: `data` filled out to the
+/// kind's payload (`cairn_testkit::events`), as the store checks in a
+/// debug build.
+fn event(kind: EventKind, data: serde_json::Value) -> NewEvent {
+    NewEvent::new(kind, cairn_testkit::events::complete(kind.as_str(), data))
+}
+
 fn crew(steps: usize) -> CrewDef {
     let mut toml = String::from("name = \"conformance\"\nversion = \"1\"\n");
     for i in 0..steps {
@@ -93,7 +100,7 @@ pub(crate) fn success(run: RunId, epoch: LeaseEpoch, idx: u32, steps: u32) -> St
             output_tokens: 1,
             cost_usd: Default::default(),
         }),
-        events: vec![NewEvent::new(EventKind::StepSucceeded, json!({"idx": idx}))],
+        events: vec![event(EventKind::StepSucceeded, json!({"idx": idx}))],
         transition: StepTransition::Succeeded {
             output: json!({"out": idx}),
             next: match last {
@@ -334,7 +341,7 @@ async fn failed_step_keeps_error_and_earlier_steps(kind: Kind) {
             transition: StepTransition::Failed {
                 error: error.clone(),
             },
-            events: vec![NewEvent::new(EventKind::StepFailed, json!({}))],
+            events: vec![event(EventKind::StepFailed, json!({}))],
             ..success(id, epoch, 1, 3)
         })
         .await

@@ -10,7 +10,7 @@ use std::time::Duration;
 use cairn_checkpoint::{AfterRaise, Error, JournalAppend, StepTransition};
 use cairn_core::{
     budget_key, Attempt, Budget, BudgetAsk, ErrorInfo, ErrorKind, EventKind, JournalKind,
-    LeaseEpoch, NewEvent, RunId, RunStatus, StepIdx, TreeAnswer, Usd,
+    LeaseEpoch, RunId, RunStatus, StepIdx, TreeAnswer, Usd,
 };
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
@@ -88,7 +88,7 @@ async fn a_runs_spending_is_counted_from_its_journal_its_tools_and_its_children(
     assert_eq!(store.spent(id).await.unwrap().tokens, 0);
     turn_end(&store, id, epoch, 100, 20, 5_000).await;
     turn_end(&store, id, epoch, 50, 5, 0).await;
-    let tool = NewEvent::new(EventKind::ToolExecuted, json!({"name": "search"}));
+    let tool = crate::event(EventKind::ToolExecuted, json!({"name": "search"}));
     store.record_events(id, epoch, &[tool]).await.unwrap();
     let spent = store.spent(id).await.unwrap();
     assert_eq!(

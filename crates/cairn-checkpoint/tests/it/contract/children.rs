@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use cairn_checkpoint::{Lease, NewChild, NewRun, SpawnCommit, StepCommit, StepTransition};
 use cairn_core::{
-    child_id, Attempt, ErrorInfo, ErrorKind, EventKind, JoinRule, LeaseEpoch, NewEvent,
-    OnParentClose, RunId, RunStatus, StepIdx,
+    child_id, Attempt, ErrorInfo, ErrorKind, EventKind, JoinRule, LeaseEpoch, OnParentClose, RunId,
+    RunStatus, StepIdx,
 };
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
@@ -47,7 +47,7 @@ fn spawn(
         idx: StepIdx(0),
         attempt: Attempt(1),
         usage: None,
-        events: vec![NewEvent::new(
+        events: vec![crate::event(
             EventKind::ChildrenSpawned,
             json!({"idx": 0, "children": keys.len()}),
         )],

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use cairn_checkpoint::{Error, StepTransition};
 use cairn_core::{
-    ErrorInfo, ErrorKind, EventKind, KeyLimits, KeyPause, KeyState, NewEvent, RunStatus,
-    DEFAULT_MAX_PAUSE,
+    ErrorInfo, ErrorKind, EventKind, KeyLimits, KeyPause, KeyState, RunStatus, DEFAULT_MAX_PAUSE,
 };
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
@@ -125,7 +124,7 @@ async fn resuming_a_key_makes_the_runs_deferred_on_it_claimable_now(kind: Kind) 
     let id = store.submit(new_run(2, None)).await.unwrap().run.id;
     let c = store.claim(id, &crate::claim_req(false)).await.unwrap();
     let mut deferral = success(id, c.run.lease_epoch, 0, 2);
-    deferral.events = vec![NewEvent::new(EventKind::StepDeferred, json!({"key": KEY}))];
+    deferral.events = vec![crate::event(EventKind::StepDeferred, json!({"key": KEY}))];
     deferral.transition = StepTransition::Deferred {
         error: ErrorInfo::new(ErrorKind::RateLimited, "429: slow down", true),
         after: MINUTE,

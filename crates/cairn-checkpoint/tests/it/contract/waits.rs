@@ -6,8 +6,7 @@ use std::time::{Duration, Instant};
 
 use cairn_checkpoint::StepTransition;
 use cairn_core::{
-    Answer, EventKind, NewEvent, NewWait, OnDeadline, RunStatus, WaitId, WaitKind, WaitRecord,
-    WaitStatus,
+    Answer, EventKind, NewWait, OnDeadline, RunStatus, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
@@ -30,7 +29,7 @@ async fn waiting(store: &Db, deadline_ms: Option<u64>) -> WaitId {
     };
     let id = wait.id;
     let mut commit = success(c.run.id, c.run.lease_epoch, 0, 2);
-    commit.events = vec![NewEvent::new(EventKind::WaitOpened, json!({"wait": id}))];
+    commit.events = vec![crate::event(EventKind::WaitOpened, json!({"wait": id}))];
     commit.transition = StepTransition::Waiting { output: None, wait };
     store.commit_step(&commit).await.unwrap();
     id
