@@ -87,7 +87,7 @@ pub enum ApiError {
     #[error("the request body is larger than the server accepts ({limit} bytes)")]
     TooLarge { limit: usize },
     /// The body did not arrive within the server's body timeout.
-    #[error("the request body did not arrive within {}; send it whole, at once", crate::limits::human(*after))]
+    #[error("the request body did not arrive within {}; send it whole, at once", crate::bounds::human(*after))]
     BodyTimeout { after: std::time::Duration },
     /// As many event streams as the server allows are open.
     #[error("{limit} event streams are open, as many as this server allows; try again later")]

@@ -51,13 +51,13 @@
 mod actions;
 mod api;
 mod auth;
+mod bounds;
 mod browser;
 mod console;
 mod crews;
 mod error;
 mod extract;
 mod keys;
-mod limits;
 mod listen;
 mod metrics;
 mod retention;
@@ -307,7 +307,7 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(middleware::from_fn_with_state(
             state.clone(),
-            limits::read_body,
+            bounds::read_body,
         ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
