@@ -10,9 +10,9 @@
 //! - [`build`]: an `llm` agent from its crew definition.
 
 mod ask;
-mod budget;
 mod delegate;
 mod failure;
+mod meter;
 mod tools;
 pub mod transcript;
 mod turn;

@@ -14,19 +14,17 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use serde_json::json;
 
+use cairn_core::event::payload::{ModelCalled, ToolExecuted};
 use cairn_core::Stop;
 use cairn_core::{
-    Admission, Agent, Deferral, ErrorInfo, ErrorKind, EventKind, Held, JournalEntry, JournalError,
-    JournalHandle, JournalKind, LlmDef, NewEvent, NewJournalItem, Permit, Spent, StepContext,
-    StepOutput, Usage,
+    Agent, ErrorInfo, ErrorKind, EventData, JournalEntry, JournalError, JournalHandle, JournalKind,
+    LlmDef, NewEvent, NewJournalItem, Spent, StepContext, StepOutput, Usage,
 };
 use cairn_llm::{Item, LlmError, Provider, Request, RequestMeta, StopReason, StreamEvent};
 
 use crate::ask::{question, ASK_TOOL};
-use crate::budget::{
-    cost_of, cut_cost, release_hold, tool_budget_refuses, warn_crossed, within_budget,
-};
 use crate::failure::journal_failure;
+use crate::meter::{tool_refuses, CallGuard};
 use crate::tools::{Checked, Toolbox};
 use crate::transcript::{self, Call, Next, Repair, Window};
 
@@ -74,91 +72,13 @@ impl LlmAgent {
         if !self.def.key_varies() {
             return self.key.as_str().into();
         }
+        let meter = &cx.services.meter;
         let vars = cairn_core::KeyVars {
-            tenant: cx.tenant.as_ref().map(|t| t.as_str()),
-            thread: cx.thread_id.as_deref(),
-            crew: cx.crew.as_deref(),
+            tenant: meter.tenant.as_ref().map(|t| t.as_str()),
+            thread: meter.thread_id.as_deref(),
+            crew: meter.crew.as_deref(),
         };
         crate::limit_key_for(&self.def, vars).into()
-    }
-
-    /// Before a call: a step whose provider key is paused, or whose key's
-    /// limits have no permit free, makes no call and waits instead
-    /// (deferred, holding nothing). A limited key grants a permit, which
-    /// the caller releases after the call.
-    async fn admit(
-        &self,
-        key: &str,
-        declared: Option<cairn_core::Declared>,
-        journal: &JournalHandle,
-        request: &Request,
-    ) -> Result<Option<Permit>, Stop> {
-        let tokens = cairn_llm::estimate_request_tokens(request) + u64::from(request.max_tokens);
-        match journal
-            .admit(key, tokens, declared)
-            .await
-            .map_err(journal_failure)?
-        {
-            Admission::Go(permit) => Ok(permit),
-            Admission::Wait { after, why } => Err(Stop::deferred(
-                match why {
-                    Held::Paused => format!(
-                        "{} is paused for {} ms after a provider's rate limit; no call made",
-                        key,
-                        after.as_millis()
-                    ),
-                    other => format!(
-                        "{}: {}; no call made, looking again in at most {} ms",
-                        key,
-                        other.as_str(),
-                        after.as_millis()
-                    ),
-                },
-                Deferral {
-                    key: key.to_owned(),
-                    after,
-                    observed: false,
-                },
-            )),
-        }
-    }
-
-    /// After a refused call that said how long to stay away: pause the key
-    /// for everyone at once, and wait for the pause's end.
-    async fn pause_for(
-        &self,
-        key: &str,
-        journal: &JournalHandle,
-        e: &LlmError,
-        wait: Duration,
-    ) -> Stop {
-        let asked = cairn_core::KeyPause {
-            key: key.to_owned(),
-            wait,
-            reason: e.to_string(),
-            by: cairn_core::KeyPause::PROVIDER.into(),
-        };
-        let paused = match journal.pause(key, wait, &asked.reason).await {
-            Ok(stands) => stands,
-            // The deferral's commit records the pause anyway, held to the
-            // key's cap; the default cap holds it here.
-            Err(_) => {
-                let held = asked.capped(cairn_core::DEFAULT_MAX_PAUSE);
-                cairn_core::Paused {
-                    after: held.wait,
-                    reason: held.reason,
-                }
-            }
-        };
-        let (reason, after) = (paused.reason, paused.after);
-        Stop::deferred(
-            format!("{reason} (the key is paused for {} ms)", after.as_millis()),
-            Deferral {
-                key: key.to_owned(),
-                after,
-                observed: true,
-            },
-        )
     }
 }
 
@@ -240,12 +160,25 @@ struct Response {
 }
 
 impl Response {
-    /// `event`, tagged as the result of the call recorded sent, if it was.
-    fn resolving(&self, mut event: NewEvent) -> NewEvent {
+    /// The event of `called`, tagged as the result of the call recorded
+    /// sent, if it was.
+    fn resolving(&self, mut called: ModelCalled) -> NewEvent {
         if let Some(sent) = &self.sent {
-            sent.tag(&mut event.data);
+            sent.tag(&mut called);
         }
-        event
+        NewEvent::typed(EventData::ModelCalled(Box::new(called)))
+    }
+
+    /// What the call spent, as the run's budget counts it.
+    fn spent(&self) -> Spent {
+        Spent {
+            tokens: self.used,
+            input_tokens: self.input,
+            output_tokens: self.output,
+            model_calls: 1,
+            cost_usd: self.cost,
+            ..Spent::default()
+        }
     }
 }
 
@@ -274,7 +207,7 @@ impl LlmAgent {
         cx: &StepContext,
         call: &Call,
     ) -> Result<(), Stop> {
-        if let Some(why) = tool_budget_refuses(journal, cx).await? {
+        if let Some(why) = tool_refuses(journal, cx).await? {
             // The model reads on a continue why its call was not executed.
             journal
                 .append(NewJournalItem::new(
@@ -301,12 +234,14 @@ impl LlmAgent {
         };
         let is_error = outcome.is_err();
         let content = outcome.unwrap_or_else(|e| e);
-        let event = NewEvent::new(
-            EventKind::ToolExecuted,
-            json!({"idx": cx.step.idx, "call_id": call.call_id, "tool": call.name,
-                   "ms": started.elapsed().as_millis() as u64, "is_error": is_error,
-                   "idempotency_key": key}),
-        );
+        let event = NewEvent::typed(EventData::ToolExecuted(ToolExecuted {
+            idx: cx.step.idx,
+            call_id: call.call_id.clone(),
+            tool: call.name.clone(),
+            ms: started.elapsed().as_millis() as u64,
+            is_error,
+            idempotency_key: key,
+        }));
         let item = |content: String, is_error: bool| {
             NewJournalItem::new(
                 JournalKind::ToolResult,
@@ -382,60 +317,29 @@ impl LlmAgent {
                 turn,
             },
         };
-        let admitted = within_budget(journal, cx, self.provider.name(), &request).await?;
         let key = self.key_of(cx);
-        let declared =
-            cairn_core::Declared::of(self.def.limits.as_ref(), cx.key_limits.as_deref(), &key);
-        let permit = match self.admit(&key, declared, journal, &request).await {
-            Ok(permit) => permit,
-            Err(deferred) => {
-                release_hold(journal, &admitted).await;
-                return Err(deferred);
-            }
+        let provider = self.provider.name();
+        let guard = CallGuard::new(cx, journal, provider, key, self.def.limits.as_ref());
+        let admitted = guard.before(&request).await?;
+        let mut response = Response {
+            sent: admitted.sent,
+            ..Response::default()
         };
-        let mut response = Response::default();
-        match crate::budget::record_sent(journal, cx, self.provider.name(), &request).await {
-            Ok(sent) => response.sent = sent,
-            Err(e) => {
-                if let Some(permit) = permit {
-                    let _ = journal.release(&permit, 0).await;
-                }
-                release_hold(journal, &admitted).await;
-                return Err(Stop::from(e));
-            }
-        }
         let started = Instant::now();
         let cap = Duration::from_millis(self.def.stream_timeout_ms());
         let streamed = tokio::time::timeout(
             cap,
-            self.stream_into(journal, cx, &request, &mut response, started),
+            self.stream_into(&guard, journal, cx, &request, &mut response, started),
         )
         .await;
-        if let Some(permit) = permit {
-            // Best effort: a permit not released here counts until the
-            // run's next call or the end of its lease.
-            let _ = journal.release(&permit, response.used).await;
-        }
-        release_hold(journal, &admitted).await;
+        let finished = matches!(streamed, Ok(Ok(())));
+        guard.after(&admitted, response.spent(), finished).await;
         let failure = match streamed {
-            Ok(Ok(())) => {
-                if let Some(before) = admitted.before {
-                    let after = Spent {
-                        tokens: before.tokens + response.used,
-                        input_tokens: before.input_tokens + response.input,
-                        output_tokens: before.output_tokens + response.output,
-                        model_calls: before.model_calls + 1,
-                        cost_usd: before.cost_usd.saturating_add(response.cost),
-                        ..before
-                    };
-                    warn_crossed(journal, cx, admitted.budget, (before, after)).await;
-                }
-                return Ok(response);
-            }
+            Ok(Ok(())) => return Ok(response),
             Ok(Err(Failure::Journal(e))) => return Err(Stop::from(e)),
             Ok(Err(Failure::Provider(e))) => e,
             Err(_) => LlmError::new(
-                self.provider.name(),
+                provider,
                 cairn_llm::LlmErrorKind::Timeout,
                 format!(
                     "the response ran past the stream cap of {} ms",
@@ -446,9 +350,11 @@ impl LlmAgent {
         // The journal keeps whatever finished; the unfinished rest is
         // dropped by the next pass's repair. Best effort: the failure is
         // what matters.
-        let mut data = json!({"idx": cx.step.idx, "turn": turn, "provider": self.provider.name(),
-                   "model": self.def.model, "ms": started.elapsed().as_millis() as u64,
-                   "error": failure.to_string(), "retryable": failure.retryable()});
+        let mut called = ModelCalled {
+            error: Some(failure.to_string()),
+            retryable: Some(failure.retryable()),
+            ..self.called(cx, turn, started.elapsed().as_millis() as u64)
+        };
         if response.received > 0 {
             // Cut mid-way: the input was sent and part of the output came
             // back, so the run's token budget counts them (estimated, 4
@@ -457,18 +363,27 @@ impl LlmAgent {
                 cairn_llm::estimate_request_tokens(&request),
                 (response.received as u64).div_ceil(4),
             );
-            data["cut_tokens"] = json!(input + output);
-            (data["cut_input_tokens"], data["cut_output_tokens"]) = (json!(input), json!(output));
-            let (provider, model) = (self.provider.name(), &self.def.model);
-            if let Some(cost) = cut_cost(cx, provider, model, input, output) {
-                data["cut_cost_nanos"] = json!(cost.0);
-            }
+            called.cut_tokens = Some(input + output);
+            (called.cut_input_tokens, called.cut_output_tokens) = (Some(input), Some(output));
+            let cost = guard.cut_cost(&self.def.model, input, output);
+            called.cut_cost_nanos = cost.map(|c| c.0);
         }
-        let called = response.resolving(NewEvent::new(EventKind::ModelCalled, data));
-        let _ = journal.event(called).await;
+        let _ = journal.event(response.resolving(called)).await;
         match failure.pause() {
-            Some(wait) => Err(self.pause_for(&key, journal, &failure, wait).await),
+            Some(wait) => Err(guard.paused(&failure, wait).await),
             None => Err(Stop::from(provider_failure(&failure))),
+        }
+    }
+
+    /// The `model_called` event of a call: which, and how long it took.
+    fn called(&self, cx: &StepContext, turn: u32, ms: u64) -> ModelCalled {
+        ModelCalled {
+            idx: cx.step.idx,
+            turn,
+            provider: self.provider.name().to_owned(),
+            model: self.def.model.clone(),
+            ms,
+            ..ModelCalled::default()
         }
     }
 
@@ -480,24 +395,22 @@ impl LlmAgent {
         ms: u64,
         usage: cairn_llm::TokenUsage,
         stop: &str,
-    ) -> NewEvent {
-        let mut data = json!({"idx": cx.step.idx, "turn": turn, "provider": self.provider.name(),
-                   "model": self.def.model, "ms": ms, "input_tokens": usage.input_tokens,
-                   "output_tokens": usage.output_tokens, "stop_reason": stop});
+    ) -> ModelCalled {
         // Prompt caching, when the provider reported it.
-        for (key, n) in [
-            ("cache_read_tokens", usage.cache_read_tokens),
-            ("cache_write_tokens", usage.cache_write_tokens),
-        ] {
-            if n > 0 {
-                data[key] = json!(n);
-            }
+        let cached = |n: u64| (n > 0).then_some(n);
+        ModelCalled {
+            input_tokens: Some(usage.input_tokens),
+            output_tokens: Some(usage.output_tokens),
+            stop_reason: Some(stop.to_owned()),
+            cache_read_tokens: cached(usage.cache_read_tokens),
+            cache_write_tokens: cached(usage.cache_write_tokens),
+            ..self.called(cx, turn, ms)
         }
-        NewEvent::new(EventKind::ModelCalled, data)
     }
 
     async fn stream_into(
         &self,
+        guard: &CallGuard<'_>,
         journal: &JournalHandle,
         cx: &StepContext,
         request: &Request,
@@ -575,33 +488,28 @@ impl LlmAgent {
                     (response.input, response.output) = (usage.input_tokens, usage.output_tokens);
                     let ms = started.elapsed().as_millis() as u64;
                     let stop = stop_word(&stop_reason);
-                    let called = |event| with(event, "first_chunk_ms", json!(first_chunk_ms));
+                    let mut called = ModelCalled {
+                        first_chunk_ms,
+                        ..self.model_called(cx, request.meta.turn, ms, usage, &stop)
+                    };
                     if response.texts == 0 && response.calls.is_empty() {
                         // Nothing to keep: no turn_end, so this response
                         // does not count as the step's (empty) answer.
-                        let event =
-                            called(self.model_called(cx, request.meta.turn, ms, usage, &stop));
-                        let event = response.resolving(with(event, "empty", json!(true)));
-                        let _ = journal.event(event).await;
+                        called.empty = true;
+                        let _ = journal.event(response.resolving(called)).await;
                         return Ok(());
                     }
                     let mut end = json!({"stop_reason": stop, "input_tokens": usage.input_tokens,
                                          "output_tokens": usage.output_tokens, "ms": ms});
-                    let mut event = with(
-                        called(self.model_called(cx, request.meta.turn, ms, usage, &stop)),
-                        "tool_calls",
-                        json!(response.calls.len()),
-                    );
+                    called.tool_calls = Some(response.calls.len() as u64);
                     // Priced once, here, with the table's version: the
                     // journal's sum is the run's cost whatever prices later.
-                    let (provider, model) = (self.provider.name(), &self.def.model);
-                    if let Some((cost, version)) = cost_of(cx, provider, model, usage) {
+                    if let Some((cost, version)) = guard.cost(&self.def.model, usage) {
                         (end["cost_nanos"], end["prices"]) = (json!(cost.0), json!(version));
-                        (event.data["cost_usd"], event.data["prices"]) =
-                            (json!(cost), json!(version));
+                        (called.cost_usd, called.prices) = (Some(cost), Some(version));
                         response.cost = cost;
                     }
-                    let event = response.resolving(event);
+                    let event = response.resolving(called);
                     append(NewJournalItem::new(JournalKind::TurnEnd, end).with_event(event))
                         .await?;
                     return Ok(());
@@ -621,16 +529,10 @@ enum Failure {
     Journal(ErrorInfo),
 }
 
-/// `event` with one more field in its data.
-fn with(mut event: NewEvent, key: &str, value: serde_json::Value) -> NewEvent {
-    event.data[key] = value;
-    event
-}
-
 #[async_trait]
 impl Agent for LlmAgent {
     async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
-        let journal = cx.journal.as_ref().ok_or_else(|| {
+        let journal = cx.services.journal.as_ref().ok_or_else(|| {
             ErrorInfo::new(
                 ErrorKind::Crew,
                 "an `llm` agent needs a journal; run it through the engine",

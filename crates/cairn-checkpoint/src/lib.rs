@@ -86,7 +86,7 @@ pub struct NewRun {
     /// Claim order (`cairn_core::priority`).
     pub priority: cairn_core::Priority,
     /// Whose run it is: claims go round-robin across tenants within a
-    /// priority (`cairn_core::tenant`).
+    /// priority (`cairn_core::meter::tenant`).
     pub tenant: Option<cairn_core::Tenant>,
     /// The run's own limits on model use, over its crew's.
     pub budget: Option<cairn_core::Budget>,
@@ -203,7 +203,7 @@ pub struct RunFilter {
     pub crew: Option<String>,
     /// Runs of this thread.
     pub thread: Option<String>,
-    /// Runs of this tenant (`cairn_core::tenant`).
+    /// Runs of this tenant (`cairn_core::meter::tenant`).
     pub tenant: Option<String>,
     /// Children of this run (runs its `children` steps started).
     pub parent: Option<RunId>,

@@ -18,7 +18,7 @@ use crate::status::{RunStatus, StepStatus};
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
-    /// Its priced model calls' cost (`crate::price`); 0 when none was
+    /// Its priced model calls' cost (`crate::meter::price`); 0 when none was
     /// priced. In dollars in JSON, absent when 0.
     #[serde(default, skip_serializing_if = "crate::Usd::is_zero")]
     pub cost_usd: crate::Usd,
@@ -143,11 +143,11 @@ pub struct RunRecord {
     /// Claim order: higher first, with ageing (`crate::priority`).
     #[serde(default)]
     pub priority: crate::Priority,
-    /// Whose run it is (`crate::tenant`); children and forks inherit it.
+    /// Whose run it is (`crate::meter::tenant`); children and forks inherit it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<crate::Tenant>,
     /// The run's own limits on model use, over its crew's `[budget]`
-    /// (`crate::budget`); raised by an operator's continue.
+    /// (`crate::meter::budget`); raised by an operator's continue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::Budget>,
     /// The run's trace (`crate::trace`), when it is traced: its trace id

@@ -9,6 +9,7 @@ use crate::checkpoint::{RunRecord, StepRecord};
 use crate::error::Corruption;
 use crate::ids::{Attempt, Role, RunId, StepIdx};
 use crate::journal::JournalHandle;
+use crate::meter::StepMeter;
 use crate::status::{RunStatus, StepStatus};
 
 /// Which step is executing: the `step` object of the context.
@@ -75,43 +76,23 @@ pub struct StepContext {
     /// A `children` step's decided join (absent until its children settle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub children: Option<crate::children::Joined>,
+    /// What the executor gives the step besides what it reads: its
+    /// journal and its meter. Never serialized.
+    #[serde(skip)]
+    pub services: StepServices,
+}
+
+/// The services the executor hands a step, bound to its run, attempt and
+/// lease; absent (the default) in a context built by hand.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepServices {
     /// This step's journal (agent steps write their turn to it as it
-    /// happens). Set by the executor; absent in a context built by hand.
-    #[serde(skip)]
+    /// happens).
     pub journal: Option<JournalHandle>,
-    /// The run's limits on model use (its own over its crew's), which an
-    /// `llm` step checks before each call. Set by the executor.
-    #[serde(skip)]
-    pub budget: Option<crate::Budget>,
-    /// The price table of the process executing the step (`CAIRN_PRICES`),
-    /// which prices each model call as it finishes. Set by the executor.
-    #[serde(skip)]
-    pub prices: Option<std::sync::Arc<crate::PriceTable>>,
-    /// The limits per provider key of the process executing the step
-    /// (`CAIRN_LIMITS`), declared at each admission unless the agent
-    /// declares its own (`crate::declared`). Set by the executor.
-    #[serde(skip)]
-    pub key_limits: Option<std::sync::Arc<crate::LimitTable>>,
-    /// Whether the run is a child: its model calls also answer to its
-    /// ancestors' budgets ([`crate::BudgetAsk`]). Set by the executor.
-    #[serde(skip)]
-    pub rolls_up: bool,
-    /// The run's tenant (`crate::tenant`), thread and crew name, which a
-    /// `limit_key` of `"tenant"`, `"thread"` or `"crew"` narrows the
-    /// provider key by. Set by the executor.
-    #[serde(skip)]
-    pub tenant: Option<crate::Tenant>,
-    #[serde(skip)]
-    pub thread_id: Option<String>,
-    #[serde(skip)]
-    pub crew: Option<String>,
-    /// The run's thread and its budget, when the thread has one: each
-    /// model call answers to it too. Set by the executor.
-    #[serde(skip)]
-    pub thread_budget: Option<(String, crate::Budget)>,
+    /// What the step's model calls answer to: budgets, prices, key limits.
+    pub meter: StepMeter,
     /// The run's W3C `traceparent` (its trace, under the run's span) when
-    /// it is traced: a `command` step's `TRACEPARENT`. Set by the executor.
-    #[serde(skip)]
+    /// it is traced: a `command` step's `TRACEPARENT`.
     pub traceparent: Option<String>,
 }
 
@@ -131,16 +112,15 @@ impl StepContext {
             feedback: vec![],
             answers: Default::default(),
             children: None,
-            journal: None,
-            budget: None,
-            prices: None,
-            key_limits: None,
-            rolls_up: false,
-            tenant: None,
-            thread_id: None,
-            crew: None,
-            thread_budget: None,
-            traceparent: None,
+            services: StepServices::default(),
+        }
+    }
+
+    /// The same context without its services: what a step reads, alone.
+    pub fn data(&self) -> StepContext {
+        StepContext {
+            services: StepServices::default(),
+            ..self.clone()
         }
     }
 

@@ -35,7 +35,7 @@ pub struct CrewDef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<String>,
     /// The `[budget]` table: its runs' default limits on model use
-    /// (`crate::budget`); a submit may override each.
+    /// (`crate::meter::budget`); a submit may override each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::Budget>,
     /// The top-level `upgrade`: whether its runs move to a newer version
@@ -219,7 +219,7 @@ pub enum AgentKind {
         /// and given back when it ends. Empty: none.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         limit_key: Vec<String>,
-        /// The limits this crew declares for that key (`crate::declared`),
+        /// The limits this crew declares for that key (`crate::meter::declared`),
         /// unless an operator set the key's own.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limits: Option<crate::KeyLimits>,

@@ -2,8 +2,9 @@
 //! each committed the moment it exists (docs/DESIGN.md, "Inside an agent step").
 //!
 //! [`Journal`] is the contract an agent journals through; the executor hands
-//! one to each step (`StepContext::journal`), bound to the run, step, attempt
-//! and lease epoch, so agents never see storage and a zombie cannot write.
+//! one to each step (`StepServices::journal`), bound to the run, step,
+//! attempt and lease epoch, so agents never see storage and a zombie cannot
+//! write. What a step spends goes through its meter (`crate::meter`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -122,45 +123,6 @@ impl NewJournalItem {
     }
 }
 
-/// What a model call is counted at if its result is lost: its input
-/// (estimated), its `max_tokens` and their price.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CallEstimate {
-    /// The step's index and the call's turn, for people reading events.
-    pub idx: u32,
-    pub turn: u32,
-    pub input: u64,
-    pub output: u64,
-    pub cost_nanos: u64,
-}
-
-/// A call recorded as sent: the lease epoch it was sent under and its
-/// estimate, which its `model_called` event repeats (`sent_*` keys) so
-/// storage can tell calls that never got one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SentCall {
-    pub epoch: i64,
-    pub estimate: CallEstimate,
-}
-
-impl SentCall {
-    /// The keys a `model_called` event of this call carries.
-    pub fn tag(&self, data: &mut Value) {
-        data["sent_epoch"] = serde_json::json!(self.epoch);
-        data["sent_input"] = serde_json::json!(self.estimate.input);
-        data["sent_output"] = serde_json::json!(self.estimate.output);
-        data["sent_cost_nanos"] = serde_json::json!(self.estimate.cost_nanos);
-    }
-
-    /// The data of its `model_call_sent` event.
-    pub fn event_data(&self) -> Value {
-        serde_json::json!({"idx": self.estimate.idx, "turn": self.estimate.turn,
-            "epoch": self.epoch, "estimate_input": self.estimate.input,
-            "estimate_output": self.estimate.output,
-            "estimate_cost_nanos": self.estimate.cost_nanos})
-    }
-}
-
 /// Why a journal operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -201,101 +163,6 @@ pub trait Journal: Send + Sync {
     /// the run live (`output_delta`). Not stored and best effort: it never
     /// blocks and never fails the step; the finished block is journaled.
     fn live(&self, _text: &str) {}
-
-    /// What the run's model calls have spent so far (every finished
-    /// response of every step; `crate::budget`). A handle without storage
-    /// knows of none.
-    async fn spent(&self) -> Result<crate::Spent, JournalError> {
-        Ok(crate::Spent::default())
-    }
-
-    /// Records that a model call is about to be sent, at `estimate`
-    /// (`model_call_sent`), before its request leaves: if no result of it
-    /// is ever recorded (its process died mid-call), the run's spending
-    /// counts it at that estimate once its holder is gone
-    /// (`crate::budget`). The tag goes on the call's `model_called`
-    /// event ([`SentCall::tag`]), which resolves it. A handle without
-    /// storage records nothing.
-    async fn sent(&self, _estimate: &CallEstimate) -> Result<Option<SentCall>, JournalError> {
-        Ok(None)
-    }
-
-    /// The run's budget in force now (its own limits over its crew's),
-    /// which an operator may have raised since the step began; `None`:
-    /// the handle cannot tell (the step's context stands). A handle
-    /// without storage cannot tell.
-    async fn budget(&self) -> Result<Option<crate::Budget>, JournalError> {
-        Ok(None)
-    }
-
-    /// How long calls on provider key `key` must still wait, if a provider
-    /// paused it (shared by every process on the database; database
-    /// clock). A handle without storage knows of no pause.
-    async fn paused_for(&self, _key: &str) -> Result<Option<std::time::Duration>, JournalError> {
-        Ok(None)
-    }
-
-    /// Before a model call on `key` reserving `tokens`: call now (with a
-    /// permit when the key has limits), or wait (paused, or no permit
-    /// free). `declared`: the key's limits as the step's crew or process
-    /// declares them (`crate::declared`). A handle without storage knows
-    /// of pauses only.
-    async fn admit(
-        &self,
-        key: &str,
-        _tokens: u64,
-        _declared: Option<crate::Declared>,
-    ) -> Result<crate::Admission, JournalError> {
-        Ok(match self.paused_for(key).await? {
-            Some(after) => crate::Admission::Wait {
-                after,
-                why: crate::Held::Paused,
-            },
-            None => crate::Admission::Go(None),
-        })
-    }
-
-    /// Before a model call of a child run: what its budgeted ancestors say
-    /// ([`crate::TreeAnswer`]); a `Go` holds the call's estimate against
-    /// them until [`Journal::unreserve`] or the end of the run's lease. A
-    /// handle without storage knows of no ancestors.
-    async fn reserve(&self, _ask: &crate::BudgetAsk) -> Result<crate::TreeAnswer, JournalError> {
-        Ok(crate::TreeAnswer::Free)
-    }
-
-    /// What the runs of thread `thread` (and their children) spent, for
-    /// the thread's budget. A handle without storage knows of none.
-    async fn thread_spent(&self, _thread: &str) -> Result<crate::Spent, JournalError> {
-        Ok(crate::Spent::default())
-    }
-
-    /// After that call: drops what it held.
-    async fn unreserve(&self) -> Result<(), JournalError> {
-        Ok(())
-    }
-
-    /// After the call a permit was taken for: releases it and settles the
-    /// tokens it `used` against those it reserved.
-    async fn release(&self, _permit: &crate::Permit, _used: u64) -> Result<(), JournalError> {
-        Ok(())
-    }
-
-    /// Pauses `key` for every run for `wait` from now, at once (the step's
-    /// deferral commit records it again, atomically with the deferral),
-    /// held to the key's `max_pause_ms`. A longer pause already recorded
-    /// wins; the answer is the pause that stands and the reason recorded
-    /// (which says so when the wait was capped).
-    async fn pause(
-        &self,
-        _key: &str,
-        wait: std::time::Duration,
-        reason: &str,
-    ) -> Result<crate::Paused, JournalError> {
-        Ok(crate::Paused {
-            after: wait,
-            reason: reason.to_owned(),
-        })
-    }
 }
 
 /// A piece of an `llm` step's text as it streams (the `output_delta` event

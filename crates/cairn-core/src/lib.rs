@@ -5,33 +5,28 @@
 //! and the network live in other crates.
 
 pub mod agent;
-pub mod budget;
 pub mod checkpoint;
 pub mod children;
 pub mod context;
 pub mod crew;
-pub mod declared;
 pub mod error;
 pub mod event;
 pub mod ids;
 pub mod journal;
-pub mod keys;
 pub mod limits;
 pub mod llm;
-pub mod price;
+pub mod meter;
 pub mod priority;
 pub mod retry;
 pub mod sse;
 pub mod status;
 pub mod stop;
-pub mod tenant;
 pub mod text;
 pub mod trace;
 pub mod upgrade;
 pub mod wait;
 
 pub use agent::{Agent, StepOutput};
-pub use budget::{budget_key, BadBudget, Budget, BudgetAsk, Spent, TreeAnswer};
 pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
 pub use children::{
     child_id, ChildOf, ChildOutcome, ChildrenDef, FixedChild, JoinCounts, JoinRule, JoinState,
@@ -39,31 +34,32 @@ pub use children::{
 };
 pub use context::{
     newest_within, rebuild, rebuild_owned, PreviousOutput, Rebuilt, StepContext, StepRef,
-    ThreadTurn,
+    StepServices, ThreadTurn,
 };
 pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerprint, BASE_ENV};
-pub use declared::{BadLimitTable, Declared, LimitTable, LimitsFrom};
 pub use error::Corruption;
 pub use event::{Actor, EventData, EventDecodeError, EventKind, EventRecord, NewEvent};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 pub use journal::{
-    CallEstimate, Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem,
-    OutputDelta, SentCall,
-};
-pub use keys::{
-    check_key, check_pause, format_age, Admission, BadKey, BadLimit, Buckets, Decision, Held,
-    KeyAsk, KeyLimits, KeyPause, KeyState, PauseTooLong, Paused, Permit, DEFAULT_MAX_PAUSE,
-    LONGEST_PAUSE, MAX_KEY_BYTES,
+    Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem, OutputDelta,
 };
 pub use limits::{
     check_size, check_storable, check_text, json_has_nul, Limits, TooLarge, Unstorable,
 };
 pub use llm::{KeyVars, LlmDef, ProviderKind, ToolDef, DELEGATE_TOOL};
-pub use price::{BadPrices, CallTokens, Price, PriceTable, Usd};
+pub use meter::budget::{budget_key, BadBudget, Budget, BudgetAsk, Spent, TreeAnswer};
+pub use meter::declared::{BadLimitTable, Declared, LimitTable, LimitsFrom};
+pub use meter::keys::{
+    check_key, check_pause, format_age, Admission, BadKey, BadLimit, Buckets, Decision, Held,
+    KeyAsk, KeyLimits, KeyPause, KeyState, PauseTooLong, Paused, Permit, DEFAULT_MAX_PAUSE,
+    LONGEST_PAUSE, MAX_KEY_BYTES,
+};
+pub use meter::price::{BadPrices, CallTokens, Price, PriceTable, Usd};
+pub use meter::tenant::{BadTenant, Tenant};
+pub use meter::{CallEstimate, Meter, MeterHandle, SentCall, StepMeter};
 pub use priority::{BadPriority, Priority};
 pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus, TransitionError};
 pub use stop::{Deferral, Stop};
-pub use tenant::{BadTenant, Tenant};
 pub use trace::{BadSampler, BadTraceparent, Sampler, SpanId, TraceContext, TraceId, Tracing};
 pub use wait::{Answer, NewWait, OnDeadline, Question, WaitId, WaitKind, WaitRecord, WaitStatus};

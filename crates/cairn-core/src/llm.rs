@@ -94,7 +94,7 @@ pub struct LlmDef {
     /// give, shared by every model called with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limit_key: Vec<String>,
-    /// The limits this crew declares for its key (`crate::declared`),
+    /// The limits this crew declares for its key (`crate::meter::declared`),
     /// unless an operator set the key's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<crate::KeyLimits>,

@@ -1,5 +1,5 @@
-//! The journal handle the executor gives each step: `Store`'s journal
-//! methods bound to the run, step, attempt, generation and lease epoch that
+//! The journal and meter the executor gives each step: `Store`'s journal
+//! and meter methods bound to the run, step, attempt, generation and lease epoch that
 //! dispatched it, so an agent journals without knowing storage and a
 //! process that lost the run cannot write.
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use cairn_checkpoint::{failpoint, Error as StoreError, JournalAppend, Store};
 use cairn_core::{
-    Admission, Attempt, Journal, JournalEntry, JournalError, KeyAsk, KeyPause, LeaseEpoch,
+    Admission, Attempt, Journal, JournalEntry, JournalError, KeyAsk, KeyPause, LeaseEpoch, Meter,
     NewEvent, NewJournalItem, OutputDelta, Permit, RunId, StepIdx,
 };
 
@@ -87,6 +87,24 @@ impl Journal for StoreJournal {
             .map_err(journal_error)
     }
 
+    fn live(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.store.live().publish(OutputDelta {
+            run_id: self.run,
+            idx: self.idx,
+            attempt: self.attempt,
+            after_seq: self.newest.load(Ordering::Relaxed),
+            text: text.to_owned(),
+        });
+    }
+}
+
+/// The same handle is the step's meter: `Store`'s spending and key
+/// methods bound likewise.
+#[async_trait]
+impl Meter for StoreJournal {
     async fn spent(&self) -> Result<cairn_core::Spent, JournalError> {
         self.store.spent(self.run).await.map_err(journal_error)
     }
@@ -99,7 +117,7 @@ impl Journal for StoreJournal {
             epoch: self.epoch.0,
             estimate: *estimate,
         };
-        let event = NewEvent::new(cairn_core::EventKind::ModelCallSent, sent.event_data());
+        let event = NewEvent::typed(cairn_core::EventData::ModelCallSent(sent.event()));
         self.event(event).await?;
         Ok(Some(sent))
     }
@@ -175,18 +193,5 @@ impl Journal for StoreJournal {
             by: KeyPause::PROVIDER.into(),
         };
         self.store.pause_key(&pause).await.map_err(journal_error)
-    }
-
-    fn live(&self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        self.store.live().publish(OutputDelta {
-            run_id: self.run,
-            idx: self.idx,
-            attempt: self.attempt,
-            after_seq: self.newest.load(Ordering::Relaxed),
-            text: text.to_owned(),
-        });
     }
 }

@@ -59,10 +59,10 @@ pub struct ExecutorConfig {
     pub heartbeat: Duration,
     /// Size caps; a step output over its cap fails the step (not retryable).
     pub limits: cairn_core::Limits,
-    /// What this process's model calls cost (`cairn_core::price`); `None`:
+    /// What this process's model calls cost (`cairn_core::meter::price`); `None`:
     /// unpriced, so a run with a `cost_usd` budget makes no model call here.
     pub prices: Option<Arc<cairn_core::PriceTable>>,
-    /// This process's limits per provider key (`cairn_core::declared`),
+    /// This process's limits per provider key (`cairn_core::meter::declared`),
     /// declared at each admission on a key whose agent declares none.
     pub key_limits: Option<Arc<cairn_core::LimitTable>>,
 }
@@ -513,8 +513,9 @@ impl Executor {
         })
     }
 
-    /// What a step sees: the run's input, earlier outputs, what people said,
-    /// and a journal bound to this attempt and lease.
+    /// What a step sees: the run's input, earlier outputs, what people said;
+    /// and its services: a journal and a meter bound to this attempt and
+    /// lease.
     fn context(
         &self,
         step: &Dispatch<'_>,
@@ -522,17 +523,28 @@ impl Executor {
         previous: &Arc<Vec<PreviousOutput>>,
         extras: &StepExtras,
     ) -> StepContext {
+        let handle = Arc::new(journal::StoreJournal {
+            store: self.store.clone(),
+            run: run.id,
+            idx: step.idx,
+            attempt: step.attempt,
+            generation: extras.feedback.len() as u32,
+            epoch: step.epoch,
+            max_item_bytes: self.config.limits.max_journal_item_bytes,
+            newest: Default::default(),
+        });
+        let meter = cairn_core::StepMeter {
+            port: Some(cairn_core::MeterHandle(handle.clone())),
+            budget: budget_of(run),
+            thread_budget: extras.thread_budget.clone(),
+            rolls_up: run.child.is_some(),
+            prices: self.config.prices.clone(),
+            key_limits: self.config.key_limits.clone(),
+            tenant: run.tenant.clone(),
+            thread_id: run.thread_id.clone(),
+            crew: Some(run.crew.clone()),
+        };
         StepContext {
-            journal: Some(cairn_core::JournalHandle::new(journal::StoreJournal {
-                store: self.store.clone(),
-                run: run.id,
-                idx: step.idx,
-                attempt: step.attempt,
-                generation: extras.feedback.len() as u32,
-                epoch: step.epoch,
-                max_item_bytes: self.config.limits.max_journal_item_bytes,
-                newest: Default::default(),
-            })),
             run_id: run.id,
             input: run.input.clone(),
             step: StepRef {
@@ -545,17 +557,13 @@ impl Executor {
             feedback: extras.feedback.clone(),
             answers: extras.answers.clone(),
             children: extras.children.clone(),
-            budget: budget_of(run),
-            prices: self.config.prices.clone(),
-            key_limits: self.config.key_limits.clone(),
-            rolls_up: run.child.is_some(),
-            thread_budget: extras.thread_budget.clone(),
-            tenant: run.tenant.clone(),
-            thread_id: run.thread_id.clone(),
-            crew: Some(run.crew.clone()),
-            traceparent: run
-                .trace
-                .map(|t| t.traceparent(cairn_core::SpanId::of_run(run.id))),
+            services: cairn_core::StepServices {
+                journal: Some(cairn_core::JournalHandle(handle)),
+                meter,
+                traceparent: run
+                    .trace
+                    .map(|t| t.traceparent(cairn_core::SpanId::of_run(run.id))),
+            },
         }
     }
 }

@@ -166,7 +166,7 @@ impl CommandAgent {
         env: &[(&str, String)],
     ) -> Result<Finished, ErrorInfo> {
         let program = Program::spawn(&self.argv, payload, &self.env, env)?;
-        if let (Some(group), Some(journal)) = (program.group(), &cx.journal) {
+        if let (Some(group), Some(journal)) = (program.group(), &cx.services.journal) {
             let event = group.event(cx.step.idx, cx.step.attempt);
             if let Err(e) = journal.event(event).await {
                 tracing::warn!(run = %cx.run_id, step = %cx.step.idx, error = %e,
@@ -191,26 +191,26 @@ impl Agent for CommandAgent {
             ("CAIRN_STEP_ROLE", cx.step.role.to_string()),
             ("CAIRN_ATTEMPT", cx.step.attempt.to_string()),
         ];
-        if let Some(tp) = &cx.traceparent {
+        if let Some(tp) = &cx.services.traceparent {
             env.push(("TRACEPARENT", tp.clone()));
         }
-        let permit = match (&self.key, &cx.journal) {
-            (Some(key), Some(journal)) => {
-                let declared =
-                    cairn_core::Declared::of(self.limits.as_ref(), cx.key_limits.as_deref(), key);
-                crate::permit::take(journal, key, declared).await?
+        let meter = &cx.services.meter;
+        let permit = match (&self.key, &meter.port) {
+            (Some(key), Some(port)) => {
+                let declared = meter.declared(self.limits.as_ref(), key);
+                crate::permit::take(port, key, declared).await?
             }
             _ => None,
         };
         let out = self.execute(cx, payload, &env).await;
-        if let (Some(permit), Some(journal)) = (permit, &cx.journal) {
+        if let (Some(permit), Some(port)) = (permit, &meter.port) {
             // Best effort: a permit not given back counts until the end of
             // the run's lease.
-            let _ = journal.release(&permit, 0).await;
+            let _ = port.release(&permit, 0).await;
         }
         let out = out?;
         let usage = parse_usage(&out.stderr);
-        if let (Some(u), Some(journal)) = (usage, &cx.journal) {
+        if let (Some(u), Some(journal)) = (usage, &cx.services.journal) {
             // What the program spent counts in the run's budget whether it
             // succeeded or not. Best effort: a run whose lease is gone
             // fails at its commit anyway.

@@ -5,16 +5,16 @@
 //! nothing, and a freed permit wakes it.
 
 use cairn_core::Stop;
-use cairn_core::{Admission, Deferral, ErrorInfo, Held, JournalHandle, Permit};
+use cairn_core::{Admission, Deferral, ErrorInfo, Held, MeterHandle, Permit};
 
 /// The permit for one run of the program, or why it must wait. A key
 /// without limits gives none and costs a read.
 pub(crate) async fn take(
-    journal: &JournalHandle,
+    meter: &MeterHandle,
     key: &str,
     declared: Option<cairn_core::Declared>,
 ) -> Result<Option<Permit>, Stop> {
-    let admission = journal
+    let admission = meter
         .admit(key, 0, declared)
         .await
         .map_err(|e| ErrorInfo::new(cairn_core::ErrorKind::Agent, e.to_string(), true))?;

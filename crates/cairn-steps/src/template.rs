@@ -324,10 +324,7 @@ fn render(source: &str, vars: JValue, fuel: u64) -> Result<String, String> {
 impl Agent for TemplateAgent {
     async fn run(&self, cx: &StepContext) -> Result<StepOutput, Stop> {
         let (source, fuel) = (Arc::clone(&self.source), self.fuel);
-        let vars = JValue::from_object(Vars(StepContext {
-            journal: None,
-            ..cx.clone()
-        }));
+        let vars = JValue::from_object(Vars(cx.data()));
         // Off the async threads: a heavy render never stalls the server, and
         // the step's timeout can fire while it runs (fuel ends it later).
         let rendered = tokio::task::spawn_blocking(move || render(&source, vars, fuel))
@@ -436,12 +433,7 @@ mod tests {
             role: Role::new("analyst"),
             output: json!(["x", {"k": null}]),
         });
-        let lazy = || {
-            JValue::from_object(Vars(StepContext {
-                journal: None,
-                ..cx.clone()
-            }))
-        };
+        let lazy = || JValue::from_object(Vars(cx.data()));
         let eager = || JValue::from_serialize(TemplateAgent::variables(&cx));
         for source in [
             "{{ input.topic }} {{ run_id }} {{ step.idx }}/{{ step.role }}/{{ step.attempt }}",

@@ -3,7 +3,7 @@
 //! `GET /v1/limits`): every key a pause or a limit ever named, with its
 //! pause, limits, permits in use and queue; limits set by hand; a pause
 //! set by hand; a pause ended early. What a key is and how a
-//! step waits for it: `cairn_core::keys`, DESIGN.md "Provider keys".
+//! step waits for it: `cairn_core::meter::keys`, DESIGN.md "Provider keys".
 
 use std::time::Duration;
 

@@ -11,14 +11,14 @@ use crate::{AfterRaise, Result};
 #[async_trait]
 pub trait BudgetStore: Send + Sync + 'static {
     /// What the run's model calls have spent, from its journal
-    /// (`cairn_core::budget`).
+    /// (`cairn_core::meter::budget`).
     async fn spent(&self, id: RunId) -> Result<cairn_core::Spent>;
 
     /// Before a model call of child run `id` (held under `epoch`): each of
     /// its budgeted ancestors weighs what its tree spent and what the
     /// calls of its other runs hold now; `Go` holds this call's estimate
     /// until [`BudgetStore::release_budget`] or the end of the lease
-    /// (`cairn_core::budget`). One write transaction, serialized per tree.
+    /// (`cairn_core::meter::budget`). One write transaction, serialized per tree.
     async fn reserve_budget(
         &self,
         id: RunId,

@@ -11,7 +11,7 @@ use crate::Result;
 #[async_trait]
 pub trait KeyStore: Send + Sync + 'static {
     /// How long calls on provider key `key` must still wait, if it is
-    /// paused (database clock; `cairn_core::keys`).
+    /// paused (database clock; `cairn_core::meter::keys`).
     async fn paused_for(&self, key: &str) -> Result<Option<Duration>>;
 
     /// Pauses a provider key for every run; a longer pause already standing
@@ -32,7 +32,7 @@ pub trait KeyStore: Send + Sync + 'static {
     /// without limits needs one read (its pause); a key with limits locks
     /// its row, counts the permits held by live leases, refills and takes
     /// from its buckets, and grants a permit tied to the run's lease
-    /// (`cairn_core::keys`). A run holds at most one permit: asking again
+    /// (`cairn_core::meter::keys`). A run holds at most one permit: asking again
     /// drops any it still held.
     async fn admit(&self, ask: &KeyAsk) -> Result<Admission>;
 
@@ -47,6 +47,6 @@ pub trait KeyStore: Send + Sync + 'static {
 
     /// Drops `key`'s limits, an operator's included: its next admission
     /// applies the limits its crew or process declares, if any
-    /// (`cairn_core::declared`).
+    /// (`cairn_core::meter::declared`).
     async fn reset_limits(&self, key: &str) -> Result<KeyState>;
 }

@@ -1,4 +1,4 @@
-//! Provider keys' shared pauses (`cairn_core::keys`): recorded by a step
+//! Provider keys' shared pauses (`cairn_core::meter::keys`): recorded by a step
 //! whose call a provider refused with a time to wait (at once, and again in
 //! its deferral's commit; held to the key's `max_pause_ms`), read before
 //! every model call, listed, and ended by an operator, which also makes the

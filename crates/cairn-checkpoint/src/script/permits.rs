@@ -1,4 +1,4 @@
-//! Provider keys' limits and permits (`cairn_core::keys`): set by an
+//! Provider keys' limits and permits (`cairn_core::meter::keys`): set by an
 //! operator, asked before every model call, released after it. A key
 //! without limits costs a call one read (its pause, as before limits
 //! existed); a limited key's admission is one write transaction that locks
@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairn_core::keys::window;
+use cairn_core::meter::keys::window;
 use cairn_core::{
     Admission, Buckets, Decision, Held, KeyAsk, KeyLimits, KeyPause, KeyState, LimitsFrom, Permit,
     RunId,

@@ -145,7 +145,7 @@ pub(super) async fn set_aside_in(
     Ok(true)
 }
 
-/// Moves `tenant`'s claim-order clock on by one run (`cairn_core::tenant`),
+/// Moves `tenant`'s claim-order clock on by one run (`cairn_core::meter::tenant`),
 /// creating it at now; the submit's insert reads the slot it moved from.
 /// On PostgreSQL the upsert locks the tenant's row until the submit
 /// commits, so two submits of one tenant take two slots.

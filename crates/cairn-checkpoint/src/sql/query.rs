@@ -118,7 +118,7 @@ impl Dialect {
             }
             // A tenant's next claim-order time, as its submit moves it: the
             // later of its stored one and now, plus `:spacing` seconds
-            // (`cairn_core::tenant`).
+            // (`cairn_core::meter::tenant`).
             (Postgres, "tenant_next") => {
                 "GREATEST(tenants.next_at, clock_timestamp()) + make_interval(secs => :spacing)"
             }

@@ -3,10 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::budget::Budget;
 use crate::event::Actor;
 use crate::ids::{RunId, StepIdx};
-use crate::price::Usd;
+use crate::meter::budget::Budget;
+use crate::meter::price::Usd;
 
 /// `key_paused`: a provider answered "too many requests" and the key is
 /// paused for every run on the database; recorded in the run whose call

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{LeaseEpoch, StepIdx};
-use crate::price::Usd;
+use crate::meter::price::Usd;
 
 use super::is_false;
 
@@ -22,7 +22,7 @@ use super::is_false;
 /// Either carries `sent_epoch`, `sent_input`, `sent_output` and
 /// `sent_cost_nanos` when the call was recorded sent first (a run with a
 /// budget: `model_call_sent`), which resolves that record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelCalled {
     pub idx: StepIdx,
     /// The call's turn within the step.

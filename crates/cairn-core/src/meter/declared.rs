@@ -152,7 +152,7 @@ impl LimitTable {
             if e.key.trim().is_empty() {
                 return Err(BadLimitTable("has a `[[key]]` with an empty key".into()));
             }
-            crate::keys::check_key(&e.key).map_err(|err| BadLimitTable(err.to_string()))?;
+            crate::meter::keys::check_key(&e.key).map_err(|err| BadLimitTable(err.to_string()))?;
             limits
                 .check()
                 .map_err(|err| BadLimitTable(format!("key {}: {err}", e.key)))?;

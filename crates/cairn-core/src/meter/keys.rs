@@ -358,7 +358,7 @@ pub struct KeyAsk {
     pub epoch: crate::LeaseEpoch,
     pub tokens: u64,
     /// The key's limits as the step's crew or process declares them
-    /// (`crate::declared`): applied unless an operator set the key's.
+    /// (`crate::meter::declared`): applied unless an operator set the key's.
     pub declared: Option<crate::Declared>,
 }
 

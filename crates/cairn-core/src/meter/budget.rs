@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::Value;
 
-use crate::price::Usd;
+use crate::meter::price::Usd;
 
 /// Limits on a run's model use; an absent limit is no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,7 +40,7 @@ pub struct Budget {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_time: Option<u64>,
     /// Dollars of model calls, priced by the price table of the process
-    /// that made each call (`crate::price`). A run with this limit makes
+    /// that made each call (`crate::meter::price`). A run with this limit makes
     /// no call to a model the table does not price.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<Usd>,
