@@ -4,7 +4,9 @@
 //! - [`transcript`]: the transcript rules as pure functions (tail
 //!   classification, repair, projection, history window).
 //! - [`LlmAgent`]: the turn loop, which journals through
-//!   `cairn_core::Journal` and so knows no SQL.
+//!   `cairn_core::Journal` and meters each model call through
+//!   `cairn_core::Meter` (its guard, `meter::CallGuard`), and so knows no
+//!   SQL.
 //! - [`Tool`], [`CommandTool`], [`Toolbox`]: what the model may call, and the
 //!   checks a call passes before anything runs.
 //! - [`build`]: an `llm` agent from its crew definition.
