@@ -278,3 +278,47 @@ mod window_tests {
         assert_eq!(kept(35), Vec::<RunId>::new());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{Attempt, Role, StepIdx};
+    use crate::meter::budget::Budget;
+
+    #[test]
+    fn a_steps_services_never_reach_its_json() {
+        let step = StepRef {
+            idx: StepIdx(2),
+            role: Role::new("writer"),
+            attempt: Attempt(1),
+        };
+        let bare = StepContext::new(RunId::new(), serde_json::json!({"topic": "rust"}), step);
+        let served = StepContext {
+            services: StepServices {
+                meter: StepMeter {
+                    budget: Some(Budget {
+                        tokens: Some(10),
+                        ..Budget::default()
+                    }),
+                    rolls_up: true,
+                    thread_id: Some("t".into()),
+                    ..StepMeter::default()
+                },
+                traceparent: Some("00-01-02-01".into()),
+                ..StepServices::default()
+            },
+            ..bare.clone()
+        };
+        let json = |cx: &StepContext| serde_json::to_string(cx).unwrap_or_default();
+        assert_eq!(json(&served), json(&bare));
+        assert_eq!(served.data().services, StepServices::default());
+        let keys: Vec<String> = match serde_json::to_value(&served) {
+            Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+            other => panic!("{other:?}"),
+        };
+        let expected = [
+            "answers", "feedback", "input", "previous", "run_id", "step", "thread",
+        ];
+        assert_eq!(keys, expected);
+    }
+}
