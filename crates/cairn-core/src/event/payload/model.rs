@@ -85,7 +85,7 @@ pub struct ModelCalled {
 }
 
 /// `model_call_sent`: a model call of a run with a budget is about to be
-/// sent (`SentCall::event_data`); one whose `model_called` never follows
+/// sent (`SentCall::event`); one whose `model_called` never follows
 /// counts at its estimate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelCallSent {
