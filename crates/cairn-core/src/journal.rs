@@ -6,9 +6,6 @@
 //! attempt and lease epoch, so agents never see storage and a zombie cannot
 //! write. What a step spends goes through its meter (`crate::meter`).
 
-use std::fmt;
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -193,36 +190,49 @@ impl OutputDelta {
     }
 }
 
-/// A cheap-to-clone handle on a step's journal, carried in its context.
-#[derive(Clone)]
-pub struct JournalHandle(pub Arc<dyn Journal>);
+/// A cheap-to-clone handle on a service of a step (`$name` over `dyn
+/// $service`), carried in its context: `new`, `Deref` to the service, a
+/// `Debug` that names the handle, and equality that always holds (a
+/// context's identity is its data, not where its services write).
+macro_rules! service_handle {
+    ($(#[$doc:meta])* $name:ident, $service:ident) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $name(pub std::sync::Arc<dyn $service>);
 
-impl JournalHandle {
-    pub fn new(journal: impl Journal + 'static) -> Self {
-        JournalHandle(Arc::new(journal))
-    }
-}
+        impl $name {
+            pub fn new(service: impl $service + 'static) -> Self {
+                $name(std::sync::Arc::new(service))
+            }
+        }
 
-impl std::ops::Deref for JournalHandle {
-    type Target = dyn Journal;
-    fn deref(&self) -> &Self::Target {
-        &*self.0
-    }
-}
+        impl std::ops::Deref for $name {
+            type Target = dyn $service;
+            fn deref(&self) -> &Self::Target {
+                &*self.0
+            }
+        }
 
-impl fmt::Debug for JournalHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("JournalHandle")
-    }
-}
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(stringify!($name))
+            }
+        }
 
-/// Handles compare equal: a context's identity is its data, not where it
-/// journals to.
-impl PartialEq for JournalHandle {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
+        impl PartialEq for $name {
+            fn eq(&self, _: &Self) -> bool {
+                true
+            }
+        }
+    };
 }
+pub(crate) use service_handle;
+
+service_handle!(
+    /// A cheap-to-clone handle on a step's journal, carried in its context.
+    JournalHandle,
+    Journal
+);
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,6 @@
 //! the step's run, attempt and lease epoch), and what the executor tells a
 //! step about what its calls answer to ([`StepMeter`]).
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +16,7 @@ use super::price::{Price, PriceTable};
 use super::tenant::Tenant;
 use crate::event::payload::{ModelCallSent, ModelCalled};
 use crate::ids::{LeaseEpoch, StepIdx};
-use crate::journal::JournalError;
+use crate::journal::{service_handle, JournalError};
 
 /// What a model call is counted at if its result is lost: its input
 /// (estimated), its `max_tokens` and their price.
@@ -169,36 +168,11 @@ struct NoMeter;
 
 impl Meter for NoMeter {}
 
-/// A cheap-to-clone handle on a step's meter.
-#[derive(Clone)]
-pub struct MeterHandle(pub Arc<dyn Meter>);
-
-impl MeterHandle {
-    pub fn new(meter: impl Meter + 'static) -> Self {
-        MeterHandle(Arc::new(meter))
-    }
-}
-
-impl std::ops::Deref for MeterHandle {
-    type Target = dyn Meter;
-    fn deref(&self) -> &Self::Target {
-        &*self.0
-    }
-}
-
-impl fmt::Debug for MeterHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("MeterHandle")
-    }
-}
-
-/// Handles compare equal: a context's identity is its data, not where it
-/// meters to.
-impl PartialEq for MeterHandle {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
+service_handle!(
+    /// A cheap-to-clone handle on a step's meter, carried in its context.
+    MeterHandle,
+    Meter
+);
 
 /// What a step's model calls answer to, as the executor tells it: the
 /// port, the run's budgets, and the process's prices and key limits.
