@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use cairn_core::event::payload::{Amount, BudgetLimit, BudgetWarning};
+use cairn_core::event::payload::BudgetWarning;
 use cairn_core::Stop;
 use cairn_core::{
     Admission, Budget, BudgetAsk, CallTokens, Declared, Deferral, ErrorInfo, ErrorKind, EventData,
@@ -18,7 +18,6 @@ use cairn_core::{
     TreeAnswer, Usd,
 };
 use cairn_llm::{LlmError, Request, TokenUsage};
-use serde_json::Value;
 
 use crate::failure::journal_failure;
 
@@ -378,25 +377,16 @@ async fn warn_crossed(
     let Some(budget) = budget else {
         return;
     };
-    for (limit, value, spent) in budget.crossed(before, after) {
-        let Some(warning) = warning(cx, limit, value, spent) else {
-            continue;
-        };
+    for c in budget.crossed(before, after) {
+        let warning = EventData::BudgetWarning(BudgetWarning {
+            idx: Some(cx.step.idx),
+            child: None,
+            limit: c.limit,
+            budget: c.budget,
+            spent: c.spent,
+        });
         let _ = journal.event(NewEvent::typed(warning)).await;
     }
-}
-
-/// The `budget_warning` of step `cx` for one crossing of
-/// [`Budget::crossed`]; its names and amounts are always the payload's.
-fn warning(cx: &StepContext, limit: &str, budget: Value, spent: Value) -> Option<EventData> {
-    let amount = |v: Value| serde_json::from_value::<Amount>(v).ok();
-    Some(EventData::BudgetWarning(BudgetWarning {
-        idx: Some(cx.step.idx),
-        child: None,
-        limit: serde_json::from_value::<BudgetLimit>(Value::from(limit)).ok()?,
-        budget: amount(budget)?,
-        spent: amount(spent)?,
-    }))
 }
 
 /// Before a tool executes: why not, if the run's tool calls are spent (the

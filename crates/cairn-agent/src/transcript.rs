@@ -15,7 +15,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use cairn_core::{EventKind, JournalEntry, JournalKind, NewEvent, NewJournalItem};
+use cairn_core::event::payload::{RepairAction, TranscriptRepaired};
+use cairn_core::{EventData, JournalEntry, JournalKind, NewEvent, NewJournalItem, StepIdx};
 use cairn_llm::Item;
 use serde_json::{json, Value};
 
@@ -201,31 +202,44 @@ pub fn plan_repairs(a: &Analysis, idempotent: impl Fn(&str) -> bool) -> Vec<Repa
 }
 
 impl Repair {
-    /// The items to append for this repair, each repair marker with its
-    /// `transcript_repaired` event. A re-execution's result comes from
-    /// running the tool, so only its marker is here.
-    pub fn journal_items(&self) -> Vec<NewJournalItem> {
-        let marker = |payload: Value| {
-            NewJournalItem::new(JournalKind::Repair, payload.clone())
-                .with_event(NewEvent::new(EventKind::TranscriptRepaired, payload))
+    /// The items to append for this repair of step `idx`, each repair
+    /// marker with its `transcript_repaired` event (the marker's payload
+    /// is the event's action; the event names the step too). A
+    /// re-execution's result comes from running the tool, so only its
+    /// marker is here.
+    pub fn journal_items(&self, idx: StepIdx) -> Vec<NewJournalItem> {
+        let marker = |repair: RepairAction| {
+            let event = TranscriptRepaired {
+                idx: Some(idx),
+                repair,
+            };
+            let payload = EventData::TranscriptRepaired(TranscriptRepaired {
+                idx: None,
+                ..event.clone()
+            });
+            NewJournalItem::new(JournalKind::Repair, payload.to_value())
+                .with_event(NewEvent::typed(EventData::TranscriptRepaired(event)))
         };
+        let call = |c: &Call| (c.call_id.clone(), c.name.clone());
         match self {
             Repair::DropUnfinished { seqs } => {
-                vec![marker(json!({"action": "drop_unfinished", "seqs": seqs}))]
+                vec![marker(RepairAction::DropUnfinished { seqs: seqs.clone() })]
             }
-            Repair::Synthesize(call) => vec![
-                marker(
-                    json!({"action": "synthesized_result", "call_id": call.call_id, "tool": call.name}),
-                ),
+            Repair::Synthesize(c) => vec![
+                marker({
+                    let (call_id, tool) = call(c);
+                    RepairAction::SynthesizedResult { call_id, tool }
+                }),
                 NewJournalItem::new(
                     JournalKind::ToolResult,
-                    json!({"call_id": call.call_id, "content": INTERRUPTED,
+                    json!({"call_id": c.call_id, "content": INTERRUPTED,
                            "is_error": true, "synthesized": true}),
                 ),
             ],
-            Repair::ReExecute(call) => vec![marker(
-                json!({"action": "reexecuted", "call_id": call.call_id, "tool": call.name}),
-            )],
+            Repair::ReExecute(c) => vec![marker({
+                let (call_id, tool) = call(c);
+                RepairAction::Reexecuted { call_id, tool }
+            })],
         }
     }
 }

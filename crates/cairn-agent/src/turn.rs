@@ -278,10 +278,7 @@ impl LlmAgent {
             }
         }
         tracing::info!(run = %cx.run_id, step = %cx.step.idx, ?repair, "repairing the transcript");
-        for mut item in repair.journal_items() {
-            if let Some(event) = &mut item.event {
-                event.data["idx"] = json!(cx.step.idx);
-            }
+        for item in repair.journal_items(cx.step.idx) {
             journal.append(item).await.map_err(journal_failure)?;
         }
         if let Repair::ReExecute(call) = repair {

@@ -267,7 +267,7 @@ fn repaired_request(j: &str, idempotent: &str) -> Vec<Item> {
             let seq = entries.len() as i64 + 1;
             entries.push(crate::entry(seq, kind, payload));
         };
-        for item in r.journal_items() {
+        for item in r.journal_items(cairn_core::StepIdx(0)) {
             push(item.kind, item.payload);
         }
         if let Repair::ReExecute(call) = &r {

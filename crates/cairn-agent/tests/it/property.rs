@@ -85,7 +85,7 @@ fn repair(journal: &mut Vec<JournalEntry>, idempotent: &dyn Fn(&str) -> bool) {
             return;
         }
         for r in &repairs {
-            for item in r.journal_items() {
+            for item in r.journal_items(cairn_core::StepIdx(0)) {
                 let seq = journal.len() as i64 + 1;
                 journal.push(entry(seq, item.kind, item.payload));
             }

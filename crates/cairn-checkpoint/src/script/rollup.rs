@@ -12,10 +12,11 @@
 //! SQLite's write transactions already exclude each other.
 
 use async_trait::async_trait;
+use cairn_core::event::payload::BudgetWarning;
 use cairn_core::{
-    Actor, BudgetAsk, EventKind, LeaseEpoch, NewEvent, RunId, RunRecord, Spent, TreeAnswer, Usd,
+    Actor, BudgetAsk, EventData, EventKind, LeaseEpoch, NewEvent, RunId, RunRecord, Spent,
+    TreeAnswer, Usd,
 };
-use serde_json::json;
 
 use crate::contract::BudgetStore;
 use crate::sql::{query, Conn, Dialect};
@@ -133,22 +134,24 @@ async fn warn_in(
         .await?;
     let mut warned = Vec::with_capacity(rows.len());
     for row in &rows {
-        if let Some(data) = row.opt_json("data", ancestor, "an event's data")? {
-            warned.push(data);
+        let data = row.opt_json("data", ancestor, "an event's data")?;
+        if let Some(Ok(EventData::BudgetWarning(w))) =
+            data.map(|d| EventData::decode(EventKind::BudgetWarning, &d))
+        {
+            warned.push((w.limit, w.budget));
         }
     }
     let events: Vec<NewEvent> = crossed
         .into_iter()
-        .filter(|(limit, value, _)| {
-            !warned
-                .iter()
-                .any(|w| w["limit"] == *limit && w["budget"] == *value)
-        })
-        .map(|(limit, value, spent)| {
-            NewEvent::new(
-                EventKind::BudgetWarning,
-                json!({"limit": limit, "budget": value, "spent": spent, "child": child}),
-            )
+        .filter(|c| !warned.contains(&(c.limit, c.budget)))
+        .map(|c| {
+            NewEvent::typed(EventData::BudgetWarning(BudgetWarning {
+                idx: None,
+                child: Some(child),
+                limit: c.limit,
+                budget: c.budget,
+                spent: c.spent,
+            }))
         })
         .collect();
     if events.is_empty() {

@@ -58,12 +58,13 @@ pub(super) fn claim_ok(req: &ClaimRequest) -> Result<()> {
 }
 
 /// The events a caller asks to append. Writers build them from their typed
-/// payloads (`NewEvent::typed`), so each decodes as its kind's; a debug
-/// build checks it, which every test run does for every event it writes.
+/// payloads (`NewEvent::typed`), so each decodes as its kind's and encodes
+/// back to the same JSON (no field its type lacks); a debug build checks
+/// it, which every test run does for every event it writes.
 pub(super) fn events_ok(events: &[NewEvent]) -> Result<()> {
     for e in events {
         debug_assert!(
-            e.payload().is_ok(),
+            e.payload().is_ok_and(|p| p.to_value() == e.data),
             "a `{}` event whose data is not its kind's payload: {}",
             e.kind.as_str(),
             e.data

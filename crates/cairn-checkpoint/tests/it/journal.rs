@@ -44,7 +44,10 @@ async fn items_append_in_order_with_their_events(kind: Kind) {
         .await
         .unwrap();
     let mut call = item(id, epoch, 0, JournalKind::ToolCall, 2);
-    call.event = Some(crate::event(EventKind::TranscriptRepaired, json!({"n": 2})));
+    call.event = Some(crate::event(
+        EventKind::TranscriptRepaired,
+        json!({"seqs": [2]}),
+    ));
     let second = store.append_journal(&call).await.unwrap();
     assert_eq!((first.seq, second.seq), (1, 2));
     assert_eq!(second.kind, JournalKind::ToolCall);

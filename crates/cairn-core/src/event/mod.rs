@@ -67,8 +67,8 @@ pub enum EventKind {
     /// A step stopped at a limit and waits for `continue` (data: idx, role,
     /// attempt, duration_ms, error: the limit).
     StepInterrupted,
-    /// Resume repaired an agent step's transcript (data: action, and seqs
-    /// or call_id and tool; no idx).
+    /// Resume repaired an agent step's transcript (data: idx, action, and
+    /// seqs or call_id and tool).
     TranscriptRepaired,
     /// A resume merged more context into the run's input for the steps
     /// still to run (data: by, reason, context, replaced: the earlier

@@ -41,7 +41,7 @@ pub use budgets::{Amount, BudgetLimit, BudgetRaised, BudgetWarning, KeyPaused, K
 pub use children::{
     ChildEnded, ChildInterrupted, ChildrenJoined, ChildrenReused, ChildrenSpawned, ReusedChild,
 };
-pub use model::{ModelCallSent, ModelCalled, ToolExecuted, TranscriptRepaired};
+pub use model::{ModelCallSent, ModelCalled, RepairAction, ToolExecuted, TranscriptRepaired};
 pub use operator::{
     ContextAdded, CrewAt, CrewForced, CrewUpgraded, OperatorAction, RunCancelled, RunForked,
 };

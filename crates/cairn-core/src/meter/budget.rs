@@ -10,8 +10,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use serde_json::Value;
-
 use crate::meter::price::Usd;
 
 /// Limits on a run's model use; an absent limit is no limit.
@@ -213,38 +211,39 @@ impl Budget {
     }
 
     /// The limits `before` was under 80 % of and `after` reaches (a soft
-    /// threshold: `budget_warning`), each as (name, limit, spent after),
-    /// counts as whole numbers and `cost_usd` in dollars.
-    pub fn crossed(&self, before: Spent, after: Spent) -> Vec<(&'static str, Value, Value)> {
+    /// threshold: `budget_warning`), each with its value and what is spent
+    /// after: counts as whole numbers, `cost_usd` in dollars.
+    pub fn crossed(&self, before: Spent, after: Spent) -> Vec<Crossing> {
+        use BudgetLimit as L;
         let cost = |usd: Usd| usd.0;
         let limits = [
-            ("tokens", self.tokens, before.tokens, after.tokens),
+            (L::Tokens, self.tokens, before.tokens, after.tokens),
             (
-                "input_tokens",
+                L::InputTokens,
                 self.input_tokens,
                 before.input_tokens,
                 after.input_tokens,
             ),
             (
-                "output_tokens",
+                L::OutputTokens,
                 self.output_tokens,
                 before.output_tokens,
                 after.output_tokens,
             ),
             (
-                "model_calls",
+                L::ModelCalls,
                 self.model_calls,
                 before.model_calls,
                 after.model_calls,
             ),
             (
-                "tool_calls",
+                L::ToolCalls,
                 self.tool_calls,
                 before.tool_calls,
                 after.tool_calls,
             ),
             (
-                "cost_usd",
+                L::CostUsd,
                 self.cost_usd.map(cost),
                 cost(before.cost_usd),
                 cost(after.cost_usd),
@@ -252,15 +251,19 @@ impl Budget {
         ];
         limits
             .into_iter()
-            .filter_map(|(name, limit, was, now)| {
-                let limit = limit?;
+            .filter_map(|(limit, value, was, now)| {
+                let value = value?;
                 // 80 %, in whole units: was below it, now at or past it.
-                let soft = limit.saturating_mul(4).div_ceil(5);
-                let shown = |n: u64| match name {
-                    "cost_usd" => serde_json::json!(Usd(n)),
-                    _ => serde_json::json!(n),
+                let soft = value.saturating_mul(4).div_ceil(5);
+                let amount = |n: u64| match limit {
+                    L::CostUsd => Amount::Dollars(Usd(n)),
+                    _ => Amount::Count(n),
                 };
-                (was < soft && now >= soft).then(|| (name, shown(limit), shown(now)))
+                (was < soft && now >= soft).then(|| Crossing {
+                    limit,
+                    budget: amount(value),
+                    spent: amount(now),
+                })
             })
             .collect()
     }
@@ -422,6 +425,37 @@ fn seconds(text: &str) -> Option<u64> {
     n.checked_mul(per)
 }
 
+/// A soft threshold a run's spending crossed ([`Budget::crossed`]): what a
+/// `budget_warning` records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Crossing {
+    pub limit: BudgetLimit,
+    /// The limit's value, and what is spent of it now.
+    pub budget: Amount,
+    pub spent: Amount,
+}
+
+/// A limit a `budget_warning` names (`Budget::crossed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetLimit {
+    Tokens,
+    InputTokens,
+    OutputTokens,
+    ModelCalls,
+    ToolCalls,
+    CostUsd,
+}
+
+/// An amount of a limit: a whole count, or dollars for `cost_usd`
+/// (written as a JSON float, which is how it is told apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Amount {
+    Count(u64),
+    Dollars(Usd),
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -565,7 +599,11 @@ mod tests {
         assert!(why.contains("$2.500000"), "{why}");
         assert_eq!(
             b.crossed(spent(1.0), spent(2.0)),
-            vec![("cost_usd", serde_json::json!(2.5), serde_json::json!(2.0))]
+            vec![crossing(
+                BudgetLimit::CostUsd,
+                Amount::Dollars(Usd::parse("2.5").unwrap()),
+                Amount::Dollars(Usd::parse("2").unwrap())
+            )]
         );
     }
 
@@ -592,7 +630,7 @@ mod tests {
         assert_eq!(raised.output_tokens, Some(150));
         assert_eq!(
             b.crossed(at(0, 0), at(0, 80)),
-            vec![("output_tokens", 100.into(), 80.into())]
+            vec![counted(BudgetLimit::OutputTokens, 100, 80)]
         );
     }
 
@@ -651,15 +689,27 @@ mod tests {
         assert!(b.crossed(at(0, 0), at(799, 1)).is_empty());
         assert_eq!(
             b.crossed(at(700, 1), at(800, 2)),
-            vec![("tokens", 1000.into(), 800.into())]
+            vec![counted(BudgetLimit::Tokens, 1000, 800)]
         );
         assert!(b.crossed(at(800, 2), at(900, 3)).is_empty(), "already past");
         assert_eq!(
             b.crossed(at(100, 3), at(200, 4)),
-            vec![("model_calls", 5.into(), 4.into())]
+            vec![counted(BudgetLimit::ModelCalls, 5, 4)]
         );
         assert!(Budget::default()
             .crossed(at(0, 0), at(u64::MAX, u64::MAX))
             .is_empty());
+    }
+
+    fn crossing(limit: BudgetLimit, budget: Amount, spent: Amount) -> Crossing {
+        Crossing {
+            limit,
+            budget,
+            spent,
+        }
+    }
+
+    fn counted(limit: BudgetLimit, budget: u64, spent: u64) -> Crossing {
+        crossing(limit, Amount::Count(budget), Amount::Count(spent))
     }
 }

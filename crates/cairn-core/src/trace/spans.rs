@@ -180,6 +180,7 @@ fn part_of(d: &EventData) -> Option<Part> {
         D::RunClaimed(c) => Part::Opens(i(c.cursor)),
         D::ModelCalled(m) => Part::Inside(i(m.idx)),
         D::ToolExecuted(t) => Part::Inside(i(t.idx)),
+        D::TranscriptRepaired(t) => Part::Inside(i(t.idx?)),
         D::StepSucceeded(s) => Part::Ends(i(s.idx)),
         D::StepFailed(s) => Part::Ends(i(s.idx)),
         D::StepInterrupted(s) => Part::Ends(i(s.idx)),
@@ -198,6 +199,7 @@ struct Segment {
     epoch: Option<i64>,
     resumed: bool,
     takeovers: i64,
+    repairs: i64,
     calls: Vec<SpanRecord>,
 }
 
@@ -231,6 +233,7 @@ impl Builder<'_> {
             epoch: None,
             resumed: false,
             takeovers: 0,
+            repairs: 0,
             calls: Vec::new(),
         })
     }
@@ -252,7 +255,10 @@ impl Builder<'_> {
         let span = match &ev.d {
             D::ModelCalled(m) => self.model_call(ev.e, m),
             D::ToolExecuted(t) => self.tool_call(ev.e, t),
-            _ => return,
+            _ => {
+                self.segment(idx, ev.e.at).repairs += 1;
+                return;
+            }
         };
         self.segment(idx, span.start).calls.push(span);
     }
@@ -347,6 +353,7 @@ impl Builder<'_> {
             epoch: None,
             resumed: false,
             takeovers: 0,
+            repairs: 0,
             calls: Vec::new(),
         });
         let role = end
@@ -367,8 +374,7 @@ impl Builder<'_> {
             ("cairn.step.outcome", str(end.outcome)),
             ("cairn.step.resumed", AttrValue::Bool(seg.resumed)),
             ("cairn.step.takeovers", AttrValue::Int(seg.takeovers)),
-            // Transcript repairs name no step, so none is counted here.
-            ("cairn.step.repairs", AttrValue::Int(0)),
+            ("cairn.step.repairs", AttrValue::Int(seg.repairs)),
         ]);
         let numbers = [
             ("cairn.step.attempt", end.attempt),

@@ -423,3 +423,26 @@ fn two_turns() -> Vec<crate::journal::JournalEntry> {
     .map(|(i, (kind, payload))| item(i as i64 + 1, kind, payload))
     .collect()
 }
+
+#[test]
+fn a_resumed_steps_span_counts_the_repairs_of_its_transcript() {
+    let r = run();
+    let repaired = |seq, action: serde_json::Value| {
+        let mut data = action;
+        data["idx"] = json!(0);
+        ev(seq, 12, EventKind::TranscriptRepaired, data)
+    };
+    let events = vec![
+        claim(1, 10, 0, true),
+        repaired(2, json!({"action": "drop_unfinished", "seqs": [4]})),
+        repaired(
+            3,
+            json!({"action": "synthesized_result", "call_id": "c1", "tool": "mail"}),
+        ),
+        step_ok(4, 30, 0, "planner"),
+    ];
+    let b = spans(&r, 0, &events);
+    let planner = named(&b, "invoke_agent planner");
+    assert_eq!(planner[0].int("cairn.step.repairs"), Some(2));
+    assert_eq!(planner[0].int("cairn.step.takeovers"), Some(1));
+}

@@ -88,7 +88,7 @@ async fn a_runs_spending_is_counted_from_its_journal_its_tools_and_its_children(
     assert_eq!(store.spent(id).await.unwrap().tokens, 0);
     turn_end(&store, id, epoch, 100, 20, 5_000).await;
     turn_end(&store, id, epoch, 50, 5, 0).await;
-    let tool = crate::event(EventKind::ToolExecuted, json!({"name": "search"}));
+    let tool = crate::event(EventKind::ToolExecuted, json!({"tool": "search"}));
     store.record_events(id, epoch, &[tool]).await.unwrap();
     let spent = store.spent(id).await.unwrap();
     assert_eq!(

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::event::Actor;
 use crate::ids::{RunId, StepIdx};
 use crate::meter::budget::Budget;
-use crate::meter::price::Usd;
+/// A limit a `budget_warning` names, and an amount of it: the meter's.
+pub use crate::meter::budget::{Amount, BudgetLimit};
 
 /// `key_paused`: a provider answered "too many requests" and the key is
 /// paused for every run on the database; recorded in the run whose call
@@ -58,25 +59,4 @@ pub struct BudgetWarning {
     /// The limit's value, and what is spent of it now.
     pub budget: Amount,
     pub spent: Amount,
-}
-
-/// A limit a `budget_warning` names (`Budget::crossed`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BudgetLimit {
-    Tokens,
-    InputTokens,
-    OutputTokens,
-    ModelCalls,
-    ToolCalls,
-    CostUsd,
-}
-
-/// An amount of a limit: a whole count, or dollars for `cost_usd`
-/// (written as a JSON float, which is how it is told apart).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Amount {
-    Count(u64),
-    Dollars(Usd),
 }

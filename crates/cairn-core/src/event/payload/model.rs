@@ -115,12 +115,23 @@ pub struct ToolExecuted {
 }
 
 /// `transcript_repaired`: a resume repaired an agent step's transcript
-/// (`cairn_agent::transcript::Repair`), by `action`. The step is not
-/// named (no `idx`, though `EventKind`'s comment said so): the event
-/// follows the step's own claim.
+/// (`cairn_agent::transcript::Repair`), by `action`. The `llm` agent's
+/// turn writes the step's `idx` beside the action; the round-trip
+/// samples of `payload/tests.rs` have both shapes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TranscriptRepaired {
+    /// The step repaired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idx: Option<StepIdx>,
+    /// What was done, with its `action`.
+    #[serde(flatten)]
+    pub repair: RepairAction,
+}
+
+/// A repair of a transcript, by its `action`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
-pub enum TranscriptRepaired {
+pub enum RepairAction {
     /// An unfinished response's journal items were dropped.
     DropUnfinished {
         /// Their journal sequence numbers.

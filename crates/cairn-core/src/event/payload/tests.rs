@@ -136,6 +136,18 @@ fn samples() -> Vec<(EventKind, Value)> {
     ];
     s.extend(operator_samples());
     s.extend(later_samples());
+    // Repairs as the `llm` agent's turn writes them: with the step.
+    s.extend([
+        (
+            EventKind::TranscriptRepaired,
+            json!({"action": "drop_unfinished", "seqs": [7], "idx": 2}),
+        ),
+        (
+            EventKind::TranscriptRepaired,
+            json!({"action": "synthesized_result", "idx": 0,
+            "call_id": "toolu_02", "tool": "send_mail"}),
+        ),
+    ]);
     s
 }
 
