@@ -5,56 +5,39 @@
 
 use crate::support::{self, Case, Kind, Out, Served};
 
-const GREET: &str = r#"
-name = "greet"
-version = "1"
-[[agents]]
-role = "greeter"
-kind = "template"
-template = "Hello {{ input.name }}"
-[[agents]]
-role = "echo"
-kind = "command"
-command = ["sh", "-c", "cat > /dev/null; echo said-hello"]
-"#;
-
-const FAIL: &str = r#"
-name = "fail"
-version = "1"
-[[agents]]
-role = "breaker"
-kind = "command"
-command = ["sh", "-c", "cat > /dev/null; echo 'broken on purpose' >&2; exit 7"]
-retry = { max_attempts = 1 }
-"#;
-
 const TOKEN: &str = "both-ways-token-0123456789";
 
+/// `greet` (a template step, then a command step) and `fail`.
+fn greet() -> String {
+    support::crew_toml(
+        "greet",
+        &[
+            support::agent_template("greeter", "Hello {{ input.name }}"),
+            support::agent_sh("echo", "cat > /dev/null; echo said-hello"),
+        ],
+    )
+}
+
 fn serve(case: &Case) -> Served {
-    let crews = case.path("crews");
-    std::fs::create_dir_all(&crews).unwrap();
-    std::fs::write(crews.join("greet.toml"), GREET).unwrap();
-    std::fs::write(crews.join("fail.toml"), FAIL).unwrap();
-    let review =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/review.toml");
-    std::fs::copy(review, crews.join("review.toml")).unwrap();
-    let fanout = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/fanout");
+    let crews = support::crews_dir(
+        case,
+        &[
+            ("greet.toml", &greet()),
+            ("fail.toml", &support::fail_crew()),
+        ],
+    );
+    std::fs::copy(support::example("review.toml"), crews.join("review.toml")).unwrap();
+    let fanout = support::example("fanout");
     for name in ["fanout.toml", "review.toml"] {
         let to = crews.join("fanout");
         std::fs::create_dir_all(&to).unwrap();
         std::fs::copy(fanout.join(name), to.join(name)).unwrap();
     }
-    support::serve(
-        case,
-        &["--crews", crews.to_str().unwrap()],
-        &[("CAIRN_API_TOKENS", TOKEN)],
-    )
+    support::serve_crews(case, &crews, TOKEN)
 }
 
 fn remote(case: &Case, served: &Served, args: &[&str]) -> Out {
-    let mut all = args.to_vec();
-    all.extend(["--server", &served.url, "--token", TOKEN]);
-    case.raw(&all, &[])
+    support::remote(case, served, TOKEN, args)
 }
 
 /// `text` with run and wait ids, times and durations masked, and runs of

@@ -16,7 +16,9 @@ use std::time::Duration;
 use nix::sys::signal::{kill, Signal};
 use serde_json::Value;
 
-use crate::support::{agent_sh, crew_toml, q, step, wait_until, Case, Kind, Spawned};
+use crate::support::{
+    agent_scripted, agent_sh, crew_toml, q, step, tool_block, wait_until, Case, Kind, Spawned,
+};
 use crate::waits::{review_crew, writer_runs};
 
 both_backends!(
@@ -592,26 +594,9 @@ fn llm_crew(case: &Case) -> String {
         "cat > /dev/null; echo \"$CAIRN_IDEMPOTENCY_KEY\" >> {}; echo '{{\"ok\": true}}'",
         log.display()
     );
-    let text = format!(
-        r#"name = "clerk"
-version = "1"
-
-[[agents]]
-role = "clerk"
-kind = "llm"
-provider = "scripted"
-script = {model}
-instructions = "Look the order up."
-
-[[agents.tools]]
-name = "lookup"
-parameters = {{ type = "object" }}
-idempotent = true
-command = ["sh", "-c", {tool}]
-"#,
-        model = q(&model.display().to_string()),
-        tool = q(&tool),
-    );
+    let clerk = agent_scripted("clerk", &model, "Look the order up.")
+        + &tool_block("lookup", &["sh", "-c", &tool], true);
+    let text = crew_toml("clerk", &[clerk]);
     case.write("crew.toml", &text).to_str().unwrap().to_owned()
 }
 

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::support::{agent_sh, agent_template, crew_toml, Case};
+use crate::support::{agent_sh, crew_toml, fan_join_crew, Case};
 
 both_backends!(a_killed_tree_resumes_and_runs_each_child_once);
 
@@ -23,14 +23,11 @@ fn crews(case: &Case) -> std::path::PathBuf {
         ),
     );
     case.write("child.toml", &crew_toml("shout", &[child]));
-    let fan = "[[agents]]\nrole = \"fan\"\nkind = \"children\"\ncrew = \"child.toml\"\n\
-               over = \"input.items\"\nconcurrency = 1\n"
-        .to_owned();
-    let join = agent_template(
-        "join",
+    fan_join_crew(
+        case,
+        "concurrency = 1\n",
         "{% for c in outputs.fan %}{{ c.output }} {% endfor %}",
-    );
-    case.write("parent.toml", &crew_toml("parent", &[fan, join]))
+    )
 }
 
 const INPUT: &str = r#"{"items": ["ash", "elm", "oak"]}"#;
@@ -64,14 +61,7 @@ fn a_killed_tree_resumes_and_runs_each_child_once(kind: cairn_testkit::Kind) {
         )
         .expect_sigkill();
         let parent = parent_of(&case);
-        let resumed = case.cairn(&["resume", &parent]);
-        assert_eq!(
-            resumed.code(),
-            Some(0),
-            "{point}: {}{}",
-            resumed.stdout,
-            resumed.stderr
-        );
+        resume_ok(&case, &parent, point);
         assert_eq!(result(&case, &parent), expected, "{point}");
         let children = case
             .cairn(&["runs", "list", "--parent", &parent, "--json"])
@@ -103,6 +93,18 @@ pub(crate) fn parent_of(case: &Case) -> String {
         .and_then(|r| r["id"].as_str())
         .expect("a parent run")
         .to_owned()
+}
+
+/// `cairn resume PARENT` after the kill at `point`: it exits 0.
+pub(crate) fn resume_ok(case: &Case, parent: &str, point: &str) {
+    let resumed = case.cairn(&["resume", parent]);
+    assert_eq!(
+        resumed.code(),
+        Some(0),
+        "{point}: {}{}",
+        resumed.stdout,
+        resumed.stderr
+    );
 }
 
 /// The parent's final output (after a success).
@@ -313,16 +315,7 @@ fn a_parent_continued_with_a_raise_carries_its_stopped_child_on(kind: cairn_test
         ])
         .json();
     assert_eq!(stopped.as_array().map(Vec::len), Some(1), "{stopped}");
-    let more = [
-        "runs",
-        "continue",
-        &id,
-        "--budget",
-        "model_calls=+1",
-        "--by",
-        "ops",
-    ];
-    case.cairn(&more).expect_code(0);
+    case.continue_one_more_call(&id, &[]).expect_code(0);
     let shown = case.show(&id);
     assert_eq!(shown["status"], "succeeded", "{shown}");
     assert_eq!(shown["spent"]["model_calls"], 3, "{shown}");

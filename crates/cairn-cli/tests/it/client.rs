@@ -8,51 +8,30 @@ use serde_json::Value;
 
 use crate::support::{self, wait_until, Case, Kind, Out, Served};
 
-const GREET: &str = r#"
-name = "greet"
-version = "1"
-[[agents]]
-role = "greeter"
-kind = "template"
-template = "Hello {{ input.name }}"
-"#;
-
-/// A crew whose only step fails, with no retry.
-const FAIL: &str = r#"
-name = "fail"
-version = "1"
-[[agents]]
-role = "breaker"
-kind = "command"
-command = ["sh", "-c", "cat > /dev/null; echo 'broken on purpose' >&2; exit 7"]
-retry = { max_attempts = 1 }
-"#;
+const TOKEN: &str = "s3cret-token-0123456789";
 
 fn serve(case: &Case) -> Served {
-    let crews = case.path("crews");
-    std::fs::create_dir_all(&crews).unwrap();
-    std::fs::write(crews.join("greet.toml"), GREET).unwrap();
-    std::fs::write(crews.join("fail.toml"), FAIL).unwrap();
-    let review =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/review.toml");
-    std::fs::copy(review, crews.join("review.toml")).unwrap();
-    support::serve(
+    let crews = support::crews_dir(
         case,
-        &["--crews", crews.to_str().unwrap()],
-        &[("CAIRN_API_TOKENS", "s3cret-token-0123456789")],
-    )
+        &[
+            ("greet.toml", &support::greet_crew()),
+            ("fail.toml", &support::fail_crew()),
+        ],
+    );
+    std::fs::copy(support::example("review.toml"), crews.join("review.toml")).unwrap();
+    support::serve_crews(case, &crews, TOKEN)
 }
 
 /// `cairn ARGS --server URL --token s3cret-token-0123456789` (no --db: it must not be needed).
 fn remote(case: &Case, served: &Served, args: &[&str]) -> Out {
-    let mut all = args.to_vec();
-    all.extend([
-        "--server",
-        &served.url,
-        "--token",
-        "s3cret-token-0123456789",
-    ]);
-    case.raw(&all, &[])
+    support::remote(case, served, TOKEN, args)
+}
+
+/// The id of `run`'s first open wait, listed through the server.
+fn open_wait(case: &Case, served: &Served, run: &str) -> String {
+    let args = ["waits", "list", "--run", run, "--status", "open", "--json"];
+    let waits = remote(case, served, &args).expect_code(0).json();
+    waits[0]["id"].as_str().unwrap().to_owned()
 }
 
 #[test]
@@ -117,32 +96,14 @@ fn the_cli_works_against_a_server() {
     )
     .expect_code(4);
     let review = out.json()["id"].as_str().unwrap().to_owned();
-    let waits = remote(
-        &case,
-        &served,
-        &[
-            "waits", "list", "--run", &review, "--status", "open", "--json",
-        ],
-    )
-    .expect_code(0)
-    .json();
-    let wait = waits[0]["id"].as_str().unwrap().to_owned();
+    let wait = open_wait(&case, &served, &review);
     remote(
         &case,
         &served,
         &["waits", "answer", &wait, "--approve", "--by", "ann"],
     )
     .expect_code(4);
-    let waits = remote(
-        &case,
-        &served,
-        &[
-            "waits", "list", "--run", &review, "--status", "open", "--json",
-        ],
-    )
-    .expect_code(0)
-    .json();
-    let wait = waits[0]["id"].as_str().unwrap().to_owned();
+    let wait = open_wait(&case, &served, &review);
     let out = remote(
         &case,
         &served,
@@ -253,10 +214,9 @@ fn scenario(mode: &Mode) -> Vec<(&'static str, Option<i32>)> {
 #[test]
 fn local_and_remote_commands_exit_alike() {
     let local = Case::new(Kind::Sqlite);
-    local.write("greet.toml", GREET);
-    local.write("fail.toml", FAIL);
-    let review =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/review.toml");
+    local.write("greet.toml", &support::greet_crew());
+    local.write("fail.toml", &support::fail_crew());
+    let review = support::example("review.toml");
     local.write("review.toml", &std::fs::read_to_string(review).unwrap());
     let server_case = Case::new(Kind::Sqlite);
     let served = serve(&server_case);
@@ -425,7 +385,7 @@ fn runs_events_streams_as_events_arrive() {
             "--server",
             &served.url,
             "--token",
-            "s3cret-token-0123456789",
+            TOKEN,
         ])
         .stdout(std::fs::File::create(&events_out).unwrap())
         .spawn()
@@ -449,7 +409,10 @@ fn runs_events_streams_as_events_arrive() {
 fn a_local_crew_file_that_differs_from_the_servers_is_refused() {
     let case = Case::new(Kind::Sqlite);
     let served = serve(&case);
-    let changed = case.write("greet.toml", &GREET.replace("Hello", "Goodbye"));
+    let changed = case.write(
+        "greet.toml",
+        &support::greet_crew().replace("Hello", "Goodbye"),
+    );
     let out = remote(
         &case,
         &served,
@@ -458,7 +421,7 @@ fn a_local_crew_file_that_differs_from_the_servers_is_refused() {
     .expect_code(2);
     out.expect_one_line_error(&["fingerprint", "the server's crew `greet`"]);
     // The same file as the server's runs.
-    let same = case.write("same.toml", GREET);
+    let same = case.write("same.toml", &support::greet_crew());
     let out = remote(
         &case,
         &served,
@@ -482,9 +445,7 @@ fn a_local_crew_file_that_differs_from_the_servers_is_refused() {
 fn serve_flags_set_the_connection_limits() {
     use std::io::{Read, Write};
     let case = Case::new(Kind::Sqlite);
-    let crews = case.path("crews");
-    std::fs::create_dir_all(&crews).unwrap();
-    std::fs::write(crews.join("greet.toml"), GREET).unwrap();
+    let crews = support::crews_dir(&case, &[("greet.toml", &support::greet_crew())]);
     case.raw(
         &[
             "serve",

@@ -9,8 +9,8 @@
 
 use serde_json::{json, Value};
 
-use crate::children::parent_of;
-use crate::support::{agent_sh, agent_template, crew_toml, q, Case};
+use crate::children::{parent_of, resume_ok};
+use crate::support::{agent_sh, agent_template, crew_toml, Case};
 
 both_backends!(
     a_delegating_agent_killed_anywhere_resumes_and_each_child_ran_once,
@@ -24,21 +24,10 @@ const TASKS: [&str; 2] = ["moss", "fern"];
 /// `llm` lead that delegates to it, then a template that wraps its answer.
 fn crews(case: &Case, model: &cairn_testkit::DelegatingModel) -> String {
     let log = case.path("children.log").display().to_string();
-    let child = agent_sh(
-        "dig",
-        &format!(
-            r#"t=$(grep -o '"topic":"[a-z]*"' | cut -d'"' -f4); echo $t >> {log}; echo "{{\"found\": \"$(echo $t | tr a-z A-Z)\"}}""#
-        ),
+    let script = format!(
+        r#"t=$(grep -o '"topic":"[a-z]*"' | cut -d'"' -f4); echo $t >> {log}; echo "{{\"found\": \"$(echo $t | tr a-z A-Z)\"}}""#
     );
-    case.write("child.toml", &crew_toml("researcher", &[child]));
-    let lead = format!(
-        "[[agents]]\nrole = \"lead\"\nkind = \"llm\"\nprovider = \"openai\"\nmodel = \"lead-1\"\n\
-         base_url = {}\ndelegate = [\"child.toml\"]\n",
-        q(&model.base_url)
-    );
-    let wrap = agent_template("wrap", "done: {{ outputs.lead }}");
-    let crew = case.write("parent.toml", &crew_toml("parent", &[lead, wrap]));
-    crew.display().to_string()
+    crate::support::delegate_crews(case, &model.base_url, &script)
 }
 
 fn model() -> cairn_testkit::DelegatingModel {
@@ -88,14 +77,7 @@ fn a_delegating_agent_killed_anywhere_resumes_and_each_child_ran_once(kind: cair
         if point.contains("append_journal") || point == "before:commit_step#1" {
             assert_eq!(case.list().len(), 1, "{point}: killed before the spawn");
         }
-        let resumed = case.cairn(&["resume", &parent]);
-        assert_eq!(
-            resumed.code(),
-            Some(0),
-            "{point}: {}{}",
-            resumed.stdout,
-            resumed.stderr
-        );
+        resume_ok(&case, &parent, point);
         let run = case.show(&parent);
         assert_eq!(run["status"], "succeeded", "{point}: {run:#}");
         assert_eq!(answer(&case, &parent), expected, "{point}");

@@ -2,42 +2,29 @@
 //! own children is not a stop, so the command follows the parent until
 //! the children end, a line for each, and exits with the tree's outcome.
 
-use crate::support::{self, Case, Kind};
-
-const FAN: &str = r#"
-name = "fan"
-version = "1"
-[[agents]]
-role = "fan"
-kind = "children"
-crew = "slow"
-over = "input.items"
-"#;
-
-/// A child that takes a while: the parent waits for it.
-const SLOW: &str = r#"
-name = "slow"
-version = "1"
-[[agents]]
-role = "sleeper"
-kind = "command"
-command = ["sh", "-c", "cat > /dev/null; sleep 1; echo done"]
-"#;
+use crate::support::{self, agent_children, agent_sh, crew_toml, Case, Kind};
 
 const TOKEN: &str = "s3cret-token-0123456789";
+
+/// A fan-out over `input.items` of the crew `child`.
+fn fan(child: &str) -> String {
+    crew_toml(
+        "fan",
+        &[agent_children("fan", child, "over = \"input.items\"\n")],
+    )
+}
+
+/// A child that takes a while: the parent waits for it.
+fn slow() -> String {
+    let sleeper = agent_sh("sleeper", "cat > /dev/null; sleep 1; echo done");
+    crew_toml("slow", &[sleeper])
+}
 
 #[test]
 fn a_client_run_of_a_fan_out_follows_its_children_to_the_end() {
     let case = Case::new(Kind::Sqlite);
-    let crews = case.path("crews");
-    std::fs::create_dir_all(&crews).unwrap();
-    std::fs::write(crews.join("fan.toml"), FAN).unwrap();
-    std::fs::write(crews.join("slow.toml"), SLOW).unwrap();
-    let served = support::serve(
-        &case,
-        &["--crews", crews.to_str().unwrap()],
-        &[("CAIRN_API_TOKENS", TOKEN)],
-    );
+    let crews = support::crews_dir(&case, &[("fan.toml", &fan("slow")), ("slow.toml", &slow())]);
+    let served = support::serve_crews(&case, &crews, TOKEN);
     let args = [
         "run",
         "fan",
@@ -94,9 +81,8 @@ fn a_client_run_of_a_fan_out_follows_its_children_to_the_end() {
 #[test]
 fn a_local_run_of_a_fan_out_prints_a_line_per_child() {
     let case = Case::new(Kind::Sqlite);
-    case.write("slow.toml", SLOW);
-    let fan = FAN.replace("crew = \"slow\"", "crew = \"slow.toml\"");
-    let fan = case.write("fan.toml", &fan);
+    case.write("slow.toml", &slow());
+    let fan = case.write("fan.toml", &fan("slow.toml"));
     let args = [
         "run",
         fan.to_str().unwrap(),

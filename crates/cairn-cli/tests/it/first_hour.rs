@@ -631,16 +631,7 @@ fn a_fork_runs_with_a_fixed_crew(kind: Kind) {
     case.cairn(&["run", &broken]).expect_code(3);
     let id = case.only_run_id();
     let out = case
-        .cairn(&[
-            "runs",
-            "fork",
-            &id,
-            "--from-step",
-            "1",
-            "--crew",
-            &fixed,
-            "--json",
-        ])
+        .fork(&id, "1", &["--crew", &fixed, "--json"])
         .expect_code(0);
     let fork = out.json();
     assert_eq!(fork["status"], "succeeded", "{fork:#}");

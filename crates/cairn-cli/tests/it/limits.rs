@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use cairn_testkit::{RateLimitedModel, SlowModel};
 use serde_json::Value;
 
-use crate::support::{llm_crew, serve, step, wait_until, Case, Kind, Spawned};
+use crate::support::{llm_crew, model_and_crew, serve, step, wait_until, Case, Kind, Spawned};
 
 both_backends!(
     a_rate_limited_provider_shared_by_two_workers_fails_no_run_and_spends_no_retry,
@@ -31,15 +31,6 @@ both_backends!(
 /// One attempt only: a 429 that spent one would fail the run.
 const ONE_ATTEMPT: &str = "retry = { max_attempts = 1 }\n";
 
-/// The model, answering at once, and its crew file.
-fn model_and_crew(case: &Case) -> (SlowModel, String, String) {
-    let model = SlowModel::start(&["fine"], Duration::from_millis(5)).unwrap();
-    model.release();
-    let crew = case.write("crew.toml", &llm_crew(&model.base_url, ONE_ATTEMPT));
-    let key = format!("provider=openai,url={},key=OPENAI_API_KEY", model.base_url);
-    (model, crew.to_str().unwrap().to_owned(), key)
-}
-
 fn submit(case: &Case, crew: &str) -> String {
     let out = case.cairn(&["--json", "submit", crew]).expect_code(0);
     out.json()["id"].as_str().unwrap().to_owned()
@@ -47,14 +38,7 @@ fn submit(case: &Case, crew: &str) -> String {
 
 /// `cairn ARGS`, with `--server URL` or else `--db`.
 fn cairn(case: &Case, server: Option<&str>, args: &[&str]) -> crate::support::Out {
-    match server {
-        Some(url) => {
-            let mut all = args.to_vec();
-            all.extend(["--server", url]);
-            case.raw(&all, &[])
-        }
-        None => case.cairn(args),
-    }
+    case.cairn_at(server, args)
 }
 
 fn keys(case: &Case, server: Option<&str>) -> Vec<Value> {
@@ -292,17 +276,10 @@ fn a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways(kin
     let id = run["id"].as_str().unwrap().to_owned();
     assert_eq!(run["error"]["kind"], "budget_exceeded", "{run}");
     assert_eq!(calls(&id), 2);
-    let more = [
-        "runs",
-        "continue",
-        &id,
-        "--budget",
-        "model_calls=+1",
-        "--by",
-        "ops",
-        "--json",
-    ];
-    let after = case.cairn(&more).expect_code(5).json();
+    let after = case
+        .continue_one_more_call(&id, &["--json"])
+        .expect_code(5)
+        .json();
     assert_eq!(after["budget"]["model_calls"], 3, "{after}");
     assert_eq!(calls(&id), 3);
 

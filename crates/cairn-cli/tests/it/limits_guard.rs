@@ -15,10 +15,9 @@
 
 use std::time::{Duration, Instant};
 
-use cairn_testkit::SlowModel;
 use serde_json::Value;
 
-use crate::support::{llm_crew, serve, Case, Kind, Out, Spawned};
+use crate::support::{llm_crew, model_and_crew, serve, Case, Kind, Out, Spawned};
 
 both_backends!(
     a_retry_after_of_years_is_capped_and_cairn_run_says_the_run_waits_on_the_key,
@@ -28,17 +27,6 @@ both_backends!(
 
 /// A `Retry-After` of 31 years.
 const YEARS: &str = "999999999";
-
-/// The model, answering at once, its crew file (one attempt: a 429 that
-/// spent one would fail the run) and its key.
-fn model_and_crew(case: &Case) -> (SlowModel, String, String) {
-    let model = SlowModel::start(&["fine"], Duration::from_millis(5)).unwrap();
-    model.release();
-    let crew = llm_crew(&model.base_url, "retry = { max_attempts = 1 }\n");
-    let crew = case.write("crew.toml", &crew);
-    let key = format!("provider=openai,url={},key=OPENAI_API_KEY", model.base_url);
-    (model, crew.to_str().unwrap().to_owned(), key)
-}
 
 /// `cairn ARGS` with `env`, which must succeed within 60 s (a pause of
 /// years would hold it): its stdout.
@@ -124,33 +112,13 @@ fn a_retry_after_of_years_is_capped_and_cairn_run_says_the_run_waits_on_the_key(
 /// `POST PATH` of JSON `body` on a server that needs no token: the status
 /// line and the body.
 fn post_json(listen: &str, path: &str, body: &Value) -> (String, Value) {
-    use std::io::{Read, Write};
-    let body = body.to_string();
-    let mut s = std::net::TcpStream::connect(listen).expect("connect to the server");
-    write!(
-        s,
-        "POST {path} HTTP/1.0\r\nhost: 127.0.0.1\r\n\
-         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("send a POST");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("read the answer");
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.lines().next().unwrap_or_default().to_owned();
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    let (status, body) = crate::support::post(listen, path, "application/json", &body.to_string());
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
 /// `cairn ARGS`, with `--server URL` or else `--db`.
 fn cairn(case: &Case, server: Option<&str>, args: &[&str]) -> Out {
-    match server {
-        Some(url) => {
-            let mut all = args.to_vec();
-            all.extend(["--server", url]);
-            case.raw(&all, &[])
-        }
-        None => case.cairn(args),
-    }
+    case.cairn_at(server, args)
 }
 
 fn bad_keys_and_ages_are_refused_both_ways_and_nothing_is_stored(kind: Kind) {

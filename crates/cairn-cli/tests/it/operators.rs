@@ -122,17 +122,7 @@ fn fork_copies_the_steps_before_it_without_running_them(kind: Kind) {
     let source_events = case.events(&id);
 
     let out = case
-        .cairn(&[
-            "runs",
-            "fork",
-            &id,
-            "--from-step",
-            "1",
-            "--by",
-            "erin",
-            "--reason",
-            "try again",
-        ])
+        .fork(&id, "1", &["--by", "erin", "--reason", "try again"])
         .expect_code(0);
     out.expect_stderr(&["forked", &id]);
     let runs = case.list();
@@ -192,15 +182,7 @@ fn fork_with_a_new_input_after_step_zero_is_refused(kind: Kind) {
     let case = Case::new(kind);
     let (id, _) = succeeded_run(&case);
     let out = case
-        .cairn(&[
-            "runs",
-            "fork",
-            &id,
-            "--from-step",
-            "1",
-            "--input",
-            r#"{"n": 2}"#,
-        ])
+        .fork(&id, "1", &["--input", r#"{"n": 2}"#])
         .expect_code(2);
     out.expect_stderr(&[&id, "--from-step 0"]);
     assert!(out.stdout.is_empty(), "{}", out.stdout);
@@ -209,16 +191,7 @@ fn fork_with_a_new_input_after_step_zero_is_refused(kind: Kind) {
 
     // From step 0 a new input is fine.
     let run = case
-        .cairn(&[
-            "runs",
-            "fork",
-            &id,
-            "--from-step",
-            "0",
-            "--input",
-            r#"{"n": 2}"#,
-            "--json",
-        ])
+        .fork(&id, "0", &["--input", r#"{"n": 2}"#, "--json"])
         .expect_code(0)
         .json();
     assert_eq!(run["input"]["n"], 2, "{run:#}");
@@ -229,15 +202,7 @@ fn cancel_of_a_queued_fork(kind: Kind) {
     let case = Case::new(kind);
     let (id, _) = succeeded_run(&case);
     let queued = case
-        .cairn(&[
-            "runs",
-            "fork",
-            &id,
-            "--from-step",
-            "1",
-            "--enqueue",
-            "--json",
-        ])
+        .fork(&id, "1", &["--enqueue", "--json"])
         .expect_code(0)
         .json();
     assert_eq!(queued["status"], "queued", "{queued:#}");

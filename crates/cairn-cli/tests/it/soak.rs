@@ -33,7 +33,10 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{env_u64, q, Case, Kind, Setup};
+use crate::support::{
+    agent_command, agent_scripted, agent_template, crew_toml, env_u64, tool_block, Case, Kind, Rng,
+    Setup,
+};
 
 both_backends!(random_kills_of_command_and_llm_steps_lose_and_repeat_nothing);
 
@@ -99,64 +102,21 @@ enum Proc {
 fn crew(case: &Case) -> String {
     case.write("step.sh", STEP);
     case.write("tool.sh", TOOL);
-    let step = q(&case.path("step.sh").display().to_string());
-    let tool = q(&case.path("tool.sh").display().to_string());
-    let model = q(&case.write("model.toml", MODEL).display().to_string());
-    let text = format!(
-        r#"name = "soak"
-version = "1"
-
-[[agents]]
-role = "prepare"
-kind = "command"
-command = ["sh", {step}]
-
-[[agents]]
-role = "clerk"
-kind = "llm"
-provider = "scripted"
-script = {model}
-instructions = "Charge the order once."
-
-[[agents.tools]]
-name = "lookup"
-parameters = {{ type = "object" }}
-idempotent = true
-command = ["sh", {tool}, "lookup", "idempotent"]
-
-[[agents.tools]]
-name = "charge"
-parameters = {{ type = "object" }}
-command = ["sh", {tool}, "charge", "once"]
-
-[[agents]]
-role = "ship"
-kind = "command"
-command = ["sh", {step}]
-
-[[agents]]
-role = "receipt"
-kind = "template"
-template = "receipt: {{{{ outputs.clerk }}}}"
-"#
-    );
-    case.write("crew.toml", &text).display().to_string()
-}
-
-/// splitmix64, seeded: the soak's decisions.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
+    let step = case.path("step.sh").display().to_string();
+    let tool = case.path("tool.sh").display().to_string();
+    let model = case.write("model.toml", MODEL);
+    let clerk = agent_scripted("clerk", &model, "Charge the order once.")
+        + &tool_block("lookup", &["sh", &tool, "lookup", "idempotent"], true)
+        + &tool_block("charge", &["sh", &tool, "charge", "once"], false);
+    let agents = [
+        agent_command("prepare", &["sh", &step]),
+        clerk,
+        agent_command("ship", &["sh", &step]),
+        agent_template("receipt", "receipt: {{ outputs.clerk }}"),
+    ];
+    case.write("crew.toml", &crew_toml("soak", &agents))
+        .display()
+        .to_string()
 }
 
 /// What the soak counted.

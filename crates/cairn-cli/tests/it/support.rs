@@ -292,6 +292,40 @@ impl Case {
         runs[0]["id"].as_str().expect("run id").to_owned()
     }
 
+    /// `cairn runs fork ID --from-step STEP EXTRA`.
+    pub fn fork(&self, id: &str, step: &str, extra: &[&str]) -> Out {
+        let mut args = vec!["runs", "fork", id, "--from-step", step];
+        args.extend(extra);
+        self.cairn(&args)
+    }
+
+    /// `cairn runs continue ID --budget model_calls=+1 --by ops EXTRA`.
+    pub fn continue_one_more_call(&self, id: &str, extra: &[&str]) -> Out {
+        let mut args = vec![
+            "runs",
+            "continue",
+            id,
+            "--budget",
+            "model_calls=+1",
+            "--by",
+            "ops",
+        ];
+        args.extend(extra);
+        self.cairn(&args)
+    }
+
+    /// `cairn ARGS`, with `--server URL` or else `--db`.
+    pub fn cairn_at(&self, server: Option<&str>, args: &[&str]) -> Out {
+        match server {
+            Some(url) => {
+                let mut all = args.to_vec();
+                all.extend(["--server", url]);
+                self.raw(&all, &[])
+            }
+            None => self.cairn(args),
+        }
+    }
+
     /// Writes a file in the case's directory and returns its path.
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
         let path = self.path(name);
@@ -383,6 +417,93 @@ pub fn agent_template(role: &str, template: &str) -> String {
         q(role),
         q(template)
     )
+}
+
+/// An `[[agents]]` block of kind `llm` on the scripted provider, its
+/// script the file at `script`.
+pub fn agent_scripted(role: &str, script: &Path, instructions: &str) -> String {
+    format!(
+        "[[agents]]\nrole = {}\nkind = \"llm\"\nprovider = \"scripted\"\nscript = {}\n\
+         instructions = {}\n",
+        q(role),
+        q(&script.display().to_string()),
+        q(instructions)
+    )
+}
+
+/// An `[[agents.tools]]` block: `name` runs `argv`, its parameters any
+/// object; `idempotent` or not.
+pub fn tool_block(name: &str, argv: &[&str], idempotent: bool) -> String {
+    let argv: Vec<String> = argv.iter().map(|a| q(a)).collect();
+    format!(
+        "\n[[agents.tools]]\nname = {}\nparameters = {{ type = \"object\" }}\n{}command = [{}]\n",
+        q(name),
+        if idempotent {
+            "idempotent = true\n"
+        } else {
+            ""
+        },
+        argv.join(", ")
+    )
+}
+
+/// An `[[agents]]` block of kind `children` running `crew`, with `more`
+/// (TOML lines: `over`, `concurrency`, …).
+pub fn agent_children(role: &str, crew: &str, more: &str) -> String {
+    format!(
+        "[[agents]]\nrole = {}\nkind = \"children\"\ncrew = {}\n{more}",
+        q(role),
+        q(crew)
+    )
+}
+
+/// Writes `parent.toml`: a step `fan` over `input.items` running
+/// `child.toml` (with `more` TOML lines), then a template step `join`.
+pub fn fan_join_crew(case: &Case, more: &str, join: &str) -> PathBuf {
+    let fan = agent_children(
+        "fan",
+        "child.toml",
+        &format!("over = \"input.items\"\n{more}"),
+    );
+    let join = agent_template("join", join);
+    case.write("parent.toml", &crew_toml("parent", &[fan, join]))
+}
+
+/// A worker's quick lease, heartbeat and poll (ms), for tests that kill.
+pub const QUICK_LEASE: [&str; 6] = [
+    "--lease-ms",
+    "800",
+    "--heartbeat-ms",
+    "200",
+    "--poll-ms",
+    "50",
+];
+
+/// splitmix64, seeded: a soak's decisions (which process is killed, and
+/// when).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// How many of `events` (a JSON array) are of `kind`.
+pub fn count_kind(events: &Value, kind: &str) -> usize {
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .count()
 }
 
 /// Waits until `cond` holds, panicking with `what` after `limit`.
@@ -492,6 +613,86 @@ pub fn serve(case: &Case, args: &[&str], env: &[(&str, &str)]) -> Served {
     }
 }
 
+/// The model, answering at once, its crew file `crew.toml` (one attempt:
+/// a 429 that spent one would fail the run) and its key.
+pub fn model_and_crew(case: &Case) -> (cairn_testkit::SlowModel, String, String) {
+    let model = cairn_testkit::SlowModel::start(&["fine"], Duration::from_millis(5)).unwrap();
+    model.release();
+    let crew = llm_crew(&model.base_url, "retry = { max_attempts = 1 }\n");
+    let crew = case.write("crew.toml", &crew);
+    let key = format!("provider=openai,url={},key=OPENAI_API_KEY", model.base_url);
+    (model, crew.to_str().unwrap().to_owned(), key)
+}
+
+/// The child crew `researcher` (its step `dig` runs `script`) and the
+/// parent: an `llm` lead on the model at `base_url` that may delegate to
+/// it, then a template wrapping the lead's answer; the parent's path.
+pub fn delegate_crews(case: &Case, base_url: &str, script: &str) -> String {
+    case.write(
+        "child.toml",
+        &crew_toml("researcher", &[agent_sh("dig", script)]),
+    );
+    let lead = format!(
+        "[[agents]]\nrole = \"lead\"\nkind = \"llm\"\nprovider = \"openai\"\nmodel = \"lead-1\"\n\
+         base_url = {}\ndelegate = [\"child.toml\"]\n",
+        q(base_url)
+    );
+    let wrap = agent_template("wrap", "done: {{ outputs.lead }}");
+    let crew = case.write("parent.toml", &crew_toml("parent", &[lead, wrap]));
+    crew.display().to_string()
+}
+
+/// Writes each `(file, TOML)` of `files` under `CASE/crews` and returns
+/// that directory.
+pub fn crews_dir(case: &Case, files: &[(&str, &str)]) -> PathBuf {
+    let crews = case.path("crews");
+    std::fs::create_dir_all(&crews).unwrap();
+    for (file, text) in files {
+        std::fs::write(crews.join(file), text).unwrap();
+    }
+    crews
+}
+
+/// [`serve`] of the crews in `crews` with `token` its one API token.
+pub fn serve_crews(case: &Case, crews: &Path, token: &str) -> Served {
+    serve(
+        case,
+        &["--crews", crews.to_str().unwrap()],
+        &[("CAIRN_API_TOKENS", token)],
+    )
+}
+
+/// `cairn ARGS --server URL --token TOKEN` (no --db: it must not be needed).
+pub fn remote(case: &Case, served: &Served, token: &str, args: &[&str]) -> Out {
+    let mut all = args.to_vec();
+    all.extend(["--server", &served.url, "--token", token]);
+    case.raw(&all, &[])
+}
+
+/// The path of `examples/NAME` in the repository.
+pub fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+/// The crew `greet`: one template step greeting `input.name`.
+pub fn greet_crew() -> String {
+    crew_toml(
+        "greet",
+        &[agent_template("greeter", "Hello {{ input.name }}")],
+    )
+}
+
+/// The crew `fail`: its only step exits 7 ("broken on purpose"), no retry.
+pub fn fail_crew() -> String {
+    let breaker = agent_sh(
+        "breaker",
+        "cat > /dev/null; echo 'broken on purpose' >&2; exit 7",
+    );
+    crew_toml("fail", &[breaker + "retry = { max_attempts = 1 }\n"])
+}
+
 /// A crew whose first step is an `llm` agent (role `writer`) on an
 /// OpenAI-speaking server at `base_url`, followed by `more` (TOML).
 pub fn llm_crew(base_url: &str, more: &str) -> String {
@@ -534,12 +735,18 @@ pub fn get_text(listen: &str, path: &str) -> String {
 /// `POST PATH` of a URL-encoded form `body` on a server that needs no
 /// token (the console's forms): the status line and the body.
 pub fn post_form(listen: &str, path: &str, body: &str) -> (String, String) {
+    post(listen, path, "application/x-www-form-urlencoded", body)
+}
+
+/// `POST PATH` of `body` (of `content_type`) on a server that needs no
+/// token: the status line and the body.
+pub fn post(listen: &str, path: &str, content_type: &str, body: &str) -> (String, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(listen).expect("connect to the server");
     write!(
         s,
         "POST {path} HTTP/1.0\r\nhost: 127.0.0.1\r\n\
-         content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{body}",
+         content-type: {content_type}\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     )
     .expect("send a POST");

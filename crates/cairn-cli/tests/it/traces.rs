@@ -147,12 +147,7 @@ fn trace_of(id: &str) -> String {
 }
 
 fn count(events: &Value, kind: &str) -> usize {
-    events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == kind)
-        .count()
+    crate::support::count_kind(events, kind)
 }
 
 fn a_run_is_one_trace_of_genai_spans(kind: Kind) {

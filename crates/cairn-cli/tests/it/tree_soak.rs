@@ -37,28 +37,12 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 
-use crate::support::{agent_sh, agent_template, crew_toml, env_u64, q, Case, Kind, Spawned};
+use crate::support::{agent_sh, crew_toml, env_u64, fan_join_crew, Case, Kind, Rng, Spawned};
 
 both_backends!(
     children_under_worker_kills_lose_and_repeat_nothing,
     delegated_children_under_worker_kills_lose_and_repeat_nothing,
 );
-
-/// splitmix64, seeded: which worker is killed, and when.
-pub(crate) struct Rng(pub u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// The campaign's size, from the environment.
 #[derive(Debug, Clone, Copy)]
@@ -140,18 +124,11 @@ impl Campaign {
             engine,
             rng: Rng(size.seed),
             workers: Vec::new(),
-            worker_args: [
-                "--concurrency",
-                "4",
-                "--lease-ms",
-                "800",
-                "--heartbeat-ms",
-                "200",
-                "--poll-ms",
-                "50",
-            ]
-            .map(str::to_owned)
-            .to_vec(),
+            worker_args: ["--concurrency", "4"]
+                .iter()
+                .chain(&crate::support::QUICK_LEASE)
+                .map(|a| a.to_string())
+                .collect(),
             submit,
             parents: Vec::new(),
             in_flight: size.in_flight,
@@ -520,14 +497,11 @@ fn fan_crews(case: &Case) -> String {
         ),
     );
     case.write("child.toml", &crew_toml("shout", &[child]));
-    let fan = "[[agents]]\nrole = \"fan\"\nkind = \"children\"\ncrew = \"child.toml\"\n\
-               over = \"input.items\"\nconcurrency = 2\njoin = \"all_ok\"\n"
-        .to_owned();
-    let join = agent_template(
-        "join",
+    let crew = fan_join_crew(
+        case,
+        "concurrency = 2\njoin = \"all_ok\"\n",
         "{% for c in outputs.fan %}{{ c.output }} {% endfor %}",
     );
-    let crew = case.write("parent.toml", &crew_toml("parent", &[fan, join]));
     crew.display().to_string()
 }
 
@@ -569,21 +543,10 @@ fn children_under_worker_kills_lose_and_repeat_nothing(kind: Kind) {
 /// an `llm` lead on `model` that may delegate to it, then a template.
 fn delegate_crews(case: &Case, model: &cairn_testkit::DelegatingModel) -> String {
     let log = case.path("children.log").display().to_string();
-    let child = agent_sh(
-        "dig",
-        &format!(
-            r#"t=$(grep -o '"topic":"[a-z]*"' | cut -d'"' -f4); echo "$CAIRN_RUN_ID $t" >> {log}; sleep 0.2; echo "{{\"found\": \"$(echo $t | tr a-z A-Z)\"}}""#
-        ),
+    let script = format!(
+        r#"t=$(grep -o '"topic":"[a-z]*"' | cut -d'"' -f4); echo "$CAIRN_RUN_ID $t" >> {log}; sleep 0.2; echo "{{\"found\": \"$(echo $t | tr a-z A-Z)\"}}""#
     );
-    case.write("child.toml", &crew_toml("researcher", &[child]));
-    let lead = format!(
-        "[[agents]]\nrole = \"lead\"\nkind = \"llm\"\nprovider = \"openai\"\nmodel = \"lead-1\"\n\
-         base_url = {}\ndelegate = [\"child.toml\"]\n",
-        q(&model.base_url)
-    );
-    let wrap = agent_template("wrap", "done: {{ outputs.lead }}");
-    let crew = case.write("parent.toml", &crew_toml("parent", &[lead, wrap]));
-    crew.display().to_string()
+    crate::support::delegate_crews(case, &model.base_url, &script)
 }
 
 /// A parent's answer with every child's run id in it replaced by `CHILD`

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use cairn_testkit::SlowModel;
 use serde_json::{json, Value};
 
-use crate::support::{agent_template, crew_toml, q, serve, Case, Kind};
+use crate::support::{agent_template, crew_toml, fan_join_crew, q, serve, Case, Kind};
 use crate::tree_soak::{word, Campaign, Size};
 
 both_backends!(a_limited_budgeted_tree_campaign_under_kills_keeps_its_bounds);
@@ -54,14 +54,11 @@ fn crews(case: &Case, model: &SlowModel) -> String {
     );
     let name = agent_template("name", "{{ input.item }}: {{ outputs.writer }}");
     case.write("child.toml", &crew_toml("write", &[writer, name]));
-    let fan = "[[agents]]\nrole = \"fan\"\nkind = \"children\"\ncrew = \"child.toml\"\n\
-               over = \"input.items\"\nconcurrency = 2\njoin = \"all_ok\"\n"
-        .to_owned();
-    let join = agent_template(
-        "join",
+    let crew = fan_join_crew(
+        case,
+        "concurrency = 2\njoin = \"all_ok\"\n",
         "{% for c in outputs.fan %}{{ c.output }}|{% endfor %}",
     );
-    let crew = case.write("parent.toml", &crew_toml("parent", &[fan, join]));
     crew.display().to_string()
 }
 

@@ -12,7 +12,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{agent_sh, agent_template, crew_toml, step, Case, Kind};
+use crate::support::{agent_children, agent_sh, agent_template, crew_toml, step, Case, Kind};
 
 /// Worker processes, killed (and reaped) on drop so a failing test leaves
 /// nothing running.
@@ -318,17 +318,11 @@ fn a_zombie_worker_cannot_commit_after_its_lease_expired() {
     );
     let id = case.submit(&crew);
     let args = [
-        "--concurrency",
-        "1",
-        "--lease-ms",
-        "800",
-        "--heartbeat-ms",
-        "200",
-        "--poll-ms",
-        "50",
-        "--grace-ms",
-        "1000",
-    ];
+        &["--concurrency", "1"][..],
+        &crate::support::QUICK_LEASE,
+        &["--grace-ms", "1000"],
+    ]
+    .concat();
     let names = ["a", "b"];
     let step_pids = || -> Vec<i32> {
         read(&case, "starts.log")
@@ -892,9 +886,7 @@ fn cairn_run_beside_two_workers_exits_with_the_runs_outcome() {
         "child.toml",
         &crew_toml("quick", &[agent_template("echo", "{{ input.item }}")]),
     );
-    let fan = "[[agents]]\nrole = \"fan\"\nkind = \"children\"\ncrew = \"child.toml\"\n\
-               over = \"input.items\"\n"
-        .to_owned();
+    let fan = agent_children("fan", "child.toml", "over = \"input.items\"\n");
     let parent = case.write("parent.toml", &crew_toml("fan", &[fan]));
     let parent = parent.to_str().unwrap();
     let input = serde_json::json!({"items": (0..12).collect::<Vec<_>>()}).to_string();
@@ -926,9 +918,7 @@ fn a_thousand_children_join_once_under_three_workers() {
         "child.toml",
         &crew_toml("child", &[agent_template("echo", "{{ input.item }}")]),
     );
-    let fan = "[[agents]]\nrole = \"fan\"\nkind = \"children\"\ncrew = \"child.toml\"\n\
-               over = \"input.items\"\n"
-        .to_owned();
+    let fan = agent_children("fan", "child.toml", "over = \"input.items\"\n");
     let count = agent_template("count", "{{ outputs.fan | length }}");
     let crew = case.write("parent.toml", &crew_toml("parent", &[fan, count]));
     let items: Vec<usize> = (0..CHILDREN).collect();
@@ -978,14 +968,7 @@ fn a_thousand_children_join_once_under_three_workers() {
     assert_eq!(children.len(), CHILDREN);
     assert!(children.iter().all(|c| c["status"] == "succeeded"));
     let events = case.events(&id);
-    let kinds = |kind: &str| {
-        events
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["kind"] == kind)
-            .count()
-    };
+    let kinds = |kind: &str| crate::support::count_kind(&events, kind);
     assert_eq!(kinds("children_joined"), 1, "one wake-up for the join");
     assert_eq!(kinds("run_claimed"), 2, "claimed to spawn, then once woken");
 }
