@@ -20,7 +20,7 @@ async fn without_a_right_token_every_api_route_is_401() {
     let id = api
         .engine
         .submit(
-            &cairn::Crew::from_toml(crate::support::GREET).unwrap(),
+            &cairn::Crew::from_toml(&crate::support::greet()).unwrap(),
             json!({"name": "hidden"}),
             Default::default(),
         )
@@ -145,7 +145,7 @@ async fn every_guarded_route_in_the_table_needs_a_token() {
     let id = api
         .engine
         .submit(
-            &cairn::Crew::from_toml(crate::support::GREET).unwrap(),
+            &cairn::Crew::from_toml(&crate::support::greet()).unwrap(),
             json!({"name": "x"}),
             Default::default(),
         )

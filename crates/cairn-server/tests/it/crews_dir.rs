@@ -8,30 +8,27 @@ use cairn_server::{Crews, Error};
 use cairn_testkit::{Kind, TestDb};
 use serde_json::json;
 
-use crate::support::GREET;
+use crate::support::{agent, crew, greet, template};
 
 /// `afan.toml` sorts before `greet.toml`: its name resolves on a later pass.
-const FAN: &str = r#"
-name = "fan"
-version = "1"
-
-[[agents]]
-role = "hellos"
-kind = "children"
-crew = "greet"
-children = [{ key = "a", input = { name = "Ann" } }, { key = "b", input = { name = "Bo" } }]
-
-[[agents]]
-role = "join"
-kind = "template"
-template = "{% for c in outputs.hellos %}{{ c.output }}; {% endfor %}"
-"#;
+fn fan() -> String {
+    let children = "crew = \"greet\"\nchildren = [{ key = \"a\", input = { name = \"Ann\" } }, \
+                    { key = \"b\", input = { name = \"Bo\" } }]\n";
+    let join = "{% for c in outputs.hellos %}{{ c.output }}; {% endfor %}";
+    crew(
+        "fan",
+        &[
+            agent("hellos", "children", children),
+            template("join", join, ""),
+        ],
+    )
+}
 
 #[tokio::test]
 async fn a_children_step_starts_an_offered_crew_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("afan.toml"), FAN).unwrap();
-    std::fs::write(dir.path().join("greet.toml"), GREET).unwrap();
+    std::fs::write(dir.path().join("afan.toml"), fan()).unwrap();
+    std::fs::write(dir.path().join("greet.toml"), greet()).unwrap();
     let crews = Crews::load_dir(dir.path()).unwrap();
     let fan = crews.get("fan").expect("fan loaded");
     let db = TestDb::of(Kind::Sqlite).await;
@@ -54,7 +51,7 @@ async fn a_children_step_starts_an_offered_crew_by_name() {
 #[tokio::test]
 async fn a_name_nothing_offers_stops_the_startup_naming_file_and_name() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("afan.toml"), FAN).unwrap();
+    std::fs::write(dir.path().join("afan.toml"), fan()).unwrap();
     let err = Crews::load_dir(dir.path()).unwrap_err();
     let Error::CrewFile { path, source } = &err else {
         panic!("not a crew file error: {err:?}");
@@ -73,7 +70,7 @@ async fn a_name_nothing_offers_stops_the_startup_naming_file_and_name() {
 #[test]
 fn a_price_table_in_the_crews_directory_says_where_it_goes() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("greet.toml"), GREET).unwrap();
+    std::fs::write(dir.path().join("greet.toml"), greet()).unwrap();
     let prices = "[openai.\"gpt-4o\"]\ninput_per_mtok = 2.5\noutput_per_mtok = 10\n";
     std::fs::write(dir.path().join("prices.toml"), prices).unwrap();
     match Crews::load_dir(dir.path()) {

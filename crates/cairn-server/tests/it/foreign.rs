@@ -17,19 +17,20 @@ both!(a_foreign_runs_raise_is_refused_before_anything_is_written);
 
 /// The `greet` crew's name with another command: not the crew the server
 /// offers, by fingerprint.
-const FOREIGN: &str = r#"
-name = "greet"
-version = "1"
-
-[[agents]]
-role = "greeter"
-kind = "command"
-command = ["sh", "-c", "cat > /dev/null; echo elsewhere"]
-"#;
+fn foreign() -> String {
+    crate::support::crew(
+        "greet",
+        &[crate::support::sh(
+            "greeter",
+            "cat > /dev/null; echo elsewhere",
+            "",
+        )],
+    )
+}
 
 /// A foreign run interrupted at its wall-time budget.
 async fn stopped_foreign_run(api: &Api) -> RunId {
-    let crew = Crew::from_toml(FOREIGN).unwrap();
+    let crew = Crew::from_toml(&foreign()).unwrap();
     let opts = SubmitOptions {
         budget: Some(Budget::parse(["wall_time=1s"], false).unwrap()),
         ..SubmitOptions::default()

@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tower::ServiceExt;
 
-use crate::support::{serve_socket, write_crews, Api, Running, GREET};
+use crate::support::{crew, greet, serve_socket, sh, write_crews, Api, Running};
 
 const TOKEN: &str = "tok-0123456789abcdef";
 
@@ -103,33 +103,25 @@ async fn wrong_methods_and_unknown_routes_answer_401_before_405_or_404() {
 
 /// A crew named like one the server offers, but another definition (a
 /// `command` step): what a CLI user of a shared database could submit.
-const IMPOSTOR: &str = r#"
-name = "greet"
-version = "1"
-
-[[agents]]
-role = "greeter"
-kind = "command"
-command = ["sh", "-c", "cat > /dev/null; echo ran"]
-"#;
+fn impostor() -> String {
+    crew("greet", &[sh("greeter", "cat > /dev/null; echo ran", "")])
+}
 
 /// Fails its only step permanently: a failed run an operator could retry.
-const FOREIGN_BROKEN: &str = r#"
-name = "elsewhere"
-version = "1"
-
-[[agents]]
-role = "fails"
-kind = "command"
-command = ["sh", "-c", "cat > /dev/null; exit 2"]
-permanent_exit_codes = [2]
-"#;
+fn foreign_broken() -> String {
+    let fails = sh(
+        "fails",
+        "cat > /dev/null; exit 2",
+        "permanent_exit_codes = [2]\n",
+    );
+    crew("elsewhere", &[fails])
+}
 
 async fn retry_continue_and_fork_refuse_runs_of_crews_the_server_does_not_offer(kind: Kind) {
     let api = Api::with(kind, |s| s).await;
     // A run of the impostor, finished, and a failed run of a crew the
     // server never loaded, both stored by another process.
-    let impostor = Crew::from_toml(IMPOSTOR).unwrap();
+    let impostor = Crew::from_toml(&impostor()).unwrap();
     let done = api
         .engine
         .submit(&impostor, json!({"name": "x"}), Default::default())
@@ -138,7 +130,7 @@ async fn retry_continue_and_fork_refuse_runs_of_crews_the_server_does_not_offer(
         .run
         .id;
     api.drive(done).await;
-    let broken = Crew::from_toml(FOREIGN_BROKEN).unwrap();
+    let broken = Crew::from_toml(&foreign_broken()).unwrap();
     let failed = api
         .engine
         .submit(&broken, json!({}), Default::default())
@@ -421,8 +413,8 @@ async fn postgres_sslmode_require_uses_tls_and_says_so_when_the_server_has_none(
 /// The crew the impostor pretends to be is loaded under the same name.
 #[test]
 fn the_impostor_differs_from_the_offered_crew() {
-    let offered = Crew::from_toml(GREET).unwrap();
-    let impostor = Crew::from_toml(IMPOSTOR).unwrap();
+    let offered = Crew::from_toml(&greet()).unwrap();
+    let impostor = Crew::from_toml(&impostor()).unwrap();
     assert_eq!(offered.def().name, impostor.def().name);
     assert_ne!(offered.fingerprint(), impostor.fingerprint());
 }

@@ -350,7 +350,7 @@ async fn startup_refuses_an_open_api_on_the_network_and_bad_crews() {
     std::fs::remove_file(crews.path().join("zz-bad.toml")).unwrap();
 
     // Two files with the same crew name.
-    std::fs::write(crews.path().join("again.toml"), crate::support::GREET).unwrap();
+    std::fs::write(crews.path().join("again.toml"), crate::support::greet()).unwrap();
     let err = Server::bind(opts("127.0.0.1:0", &[])).await.err().unwrap();
     let message = err.to_string();
     assert!(

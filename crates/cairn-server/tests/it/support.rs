@@ -12,145 +12,139 @@ use cairn_testkit::{Kind, TestDb};
 use serde_json::Value;
 use tower::ServiceExt;
 
+/// A crew file's text: `name`, version 1, then `agents` (TOML blocks).
+pub fn crew(name: &str, agents: &[String]) -> String {
+    let mut toml = format!("name = {name:?}\nversion = \"1\"\n");
+    for a in agents {
+        toml.push('\n');
+        toml.push_str(a);
+    }
+    toml
+}
+
+/// An `[[agents]]` block: `role` of `kind`, then `more` (TOML lines).
+pub fn agent(role: &str, kind: &str, more: &str) -> String {
+    format!("[[agents]]\nrole = {role:?}\nkind = {kind:?}\n{more}")
+}
+
+/// A `command` agent running `sh -c SCRIPT`, then `more`.
+pub fn sh(role: &str, script: &str, more: &str) -> String {
+    agent(
+        role,
+        "command",
+        &format!("command = [\"sh\", \"-c\", {script:?}]\n{more}"),
+    )
+}
+
+/// A `template` agent, then `more`.
+pub fn template(role: &str, template: &str, more: &str) -> String {
+    agent(
+        role,
+        "template",
+        &format!("template = {template:?}\n{more}"),
+    )
+}
+
 /// A template crew: one step.
-pub const GREET: &str = r#"
-name = "greet"
-version = "1"
+pub fn greet() -> String {
+    crew(
+        "greet",
+        &[template("greeter", "Hello {{ input.name }}", "")],
+    )
+}
 
-[[agents]]
-role = "greeter"
-kind = "template"
-template = "Hello {{ input.name }}"
-"#;
-
-/// A command step, then a template step reading its output.
-pub const PIPELINE: &str = r#"
-name = "pipeline"
-version = "1"
-
-[[agents]]
-role = "counter"
-kind = "command"
-command = ["sh", "-c", 'cat > /dev/null; echo "{\"n\": 1}"']
-
-[[agents]]
-role = "writer"
-kind = "template"
-template = "n={{ outputs.counter.n }} for {{ input.name }}"
-"#;
-
-/// A command that fails permanently: the run ends `failed`.
-pub const BROKEN: &str = r#"
-name = "broken"
-version = "1"
-
-[[agents]]
-role = "fails"
-kind = "command"
-command = ["sh", "-c", "cat > /dev/null; echo nope >&2; exit 2"]
-permanent_exit_codes = [2]
-"#;
-
-/// A command that takes a while: for concurrency tests.
-pub const SLOW: &str = r#"
-name = "slow"
-version = "1"
-
-[[agents]]
-role = "sleeper"
-kind = "command"
-command = ["sh", "-c", "cat > /dev/null; sleep 0.4; echo done"]
-"#;
-
-/// Fails permanently on its first attempt, succeeds on later ones: a
-/// failed run that an operator's retry brings through.
-pub const FLAKY: &str = r#"
-name = "flaky"
-version = "1"
-
-[[agents]]
-role = "first"
-kind = "template"
-template = "first for {{ input.name }}"
-
-[[agents]]
-role = "shaky"
-kind = "command"
-command = ["sh", "-c", 'cat > /dev/null; [ "$CAIRN_ATTEMPT" -ge 2 ] || { echo "attempt 1 fails" >&2; exit 2; }; echo "{\"attempt\": $CAIRN_ATTEMPT}"']
-permanent_exit_codes = [2]
-"#;
-
-/// A template step a person reviews, then one that uses the reviewed
-/// output: the run waits after step 0.
-pub const REVIEW: &str = r#"
-name = "review"
-version = "1"
-
-[[agents]]
-role = "writer"
-kind = "template"
-template = "Draft on {{ input.topic }}{% for f in feedback %} [{{ f }}]{% endfor %}"
-review = true
-
-[[agents]]
-role = "publisher"
-kind = "template"
-template = "PUBLISHED {{ outputs.writer }}"
-"#;
-
-/// A review whose wait is approved by its deadline (100 ms) if nobody answers.
-pub const DEADLINE: &str = r#"
-name = "deadline"
-version = "1"
-
-[[agents]]
-role = "writer"
-kind = "template"
-template = "Draft on {{ input.topic }}"
-review = true
-wait_deadline_ms = 100
-on_deadline = "approve"
-"#;
-
-/// An `llm` agent on the scripted provider (its script in `scripts/`).
-pub const AGENT: &str = r#"
-name = "agent"
-version = "1"
-
-[[agents]]
-role = "clerk"
-kind = "llm"
-provider = "scripted"
-script = "scripts/clerk.toml"
-
-[[agents.tools]]
-name = "echo"
-parameters = { type = "object" }
-command = ["sh", "-c", "cat"]
-"#;
-
-const CLERK_SCRIPT: &str = r#"
-[[responses]]
-text = "Echoing."
-tool_calls = [{ id = "e1", name = "echo", arguments = { word = "hi" } }]
-
-[[responses]]
-text = "Done."
-"#;
+/// The crews every test server offers, by file name (plus the scripted
+/// model of `agent`):
+/// - `pipeline`: a command step, then a template step reading its output;
+/// - `broken`: a command that fails permanently (the run ends `failed`);
+/// - `slow`: a command that takes a while, for concurrency tests;
+/// - `flaky`: fails permanently on its first attempt, succeeds on later
+///   ones (a failed run that an operator's retry brings through);
+/// - `review`: a template step a person reviews, then one that uses the
+///   reviewed output (the run waits after step 0);
+/// - `deadline`: a review whose wait is approved by its deadline (100 ms)
+///   if nobody answers;
+/// - `agent`: an `llm` agent on the scripted provider (its script in
+///   `scripts/`).
+fn crews() -> Vec<(&'static str, String)> {
+    let permanent = "permanent_exit_codes = [2]\n";
+    let counter = sh("counter", r#"cat > /dev/null; echo "{\"n\": 1}""#, "");
+    let writer = template(
+        "writer",
+        "n={{ outputs.counter.n }} for {{ input.name }}",
+        "",
+    );
+    let shaky = r#"cat > /dev/null; [ "$CAIRN_ATTEMPT" -ge 2 ] || { echo "attempt 1 fails" >&2; exit 2; }; echo "{\"attempt\": $CAIRN_ATTEMPT}""#;
+    let draft = "Draft on {{ input.topic }}{% for f in feedback %} [{{ f }}]{% endfor %}";
+    let deadline = "review = true\nwait_deadline_ms = 100\non_deadline = \"approve\"\n";
+    let clerk = "provider = \"scripted\"\nscript = \"scripts/clerk.toml\"\n\n\
+                 [[agents.tools]]\nname = \"echo\"\nparameters = { type = \"object\" }\n\
+                 command = [\"sh\", \"-c\", \"cat\"]\n";
+    vec![
+        ("greet.toml", greet()),
+        ("pipeline.toml", crew("pipeline", &[counter, writer])),
+        (
+            "broken.toml",
+            crew(
+                "broken",
+                &[sh(
+                    "fails",
+                    "cat > /dev/null; echo nope >&2; exit 2",
+                    permanent,
+                )],
+            ),
+        ),
+        (
+            "slow.toml",
+            crew(
+                "slow",
+                &[sh("sleeper", "cat > /dev/null; sleep 0.4; echo done", "")],
+            ),
+        ),
+        (
+            "flaky.toml",
+            crew(
+                "flaky",
+                &[
+                    template("first", "first for {{ input.name }}", ""),
+                    sh("shaky", shaky, permanent),
+                ],
+            ),
+        ),
+        (
+            "review.toml",
+            crew(
+                "review",
+                &[
+                    template("writer", draft, "review = true\n"),
+                    template("publisher", "PUBLISHED {{ outputs.writer }}", ""),
+                ],
+            ),
+        ),
+        (
+            "deadline.toml",
+            crew(
+                "deadline",
+                &[template("writer", "Draft on {{ input.topic }}", deadline)],
+            ),
+        ),
+        ("agent.toml", crew("agent", &[agent("clerk", "llm", clerk)])),
+        (
+            "scripts/clerk.toml",
+            "[[responses]]\ntext = \"Echoing.\"\n\
+             tool_calls = [{ id = \"e1\", name = \"echo\", arguments = { word = \"hi\" } }]\n\n\
+             [[responses]]\ntext = \"Done.\"\n"
+                .to_owned(),
+        ),
+    ]
+}
 
 /// Writes the test crews into `dir` (plus a file that is not a crew).
 pub fn write_crews(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("greet.toml"), GREET).unwrap();
-    std::fs::write(dir.join("pipeline.toml"), PIPELINE).unwrap();
-    std::fs::write(dir.join("broken.toml"), BROKEN).unwrap();
-    std::fs::write(dir.join("slow.toml"), SLOW).unwrap();
-    std::fs::write(dir.join("flaky.toml"), FLAKY).unwrap();
-    std::fs::write(dir.join("review.toml"), REVIEW).unwrap();
-    std::fs::write(dir.join("deadline.toml"), DEADLINE).unwrap();
-    std::fs::write(dir.join("agent.toml"), AGENT).unwrap();
     std::fs::create_dir_all(dir.join("scripts")).unwrap();
-    std::fs::write(dir.join("scripts/clerk.toml"), CLERK_SCRIPT).unwrap();
+    for (file, text) in crews() {
+        std::fs::write(dir.join(file), text).unwrap();
+    }
     std::fs::write(dir.join("README.md"), "not a crew").unwrap();
 }
 
