@@ -99,10 +99,7 @@ text = "one count ran"
 "#,
         tool,
     );
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
+    let done = crate::ran(&engine, &crew, json!({})).await;
     assert_eq!(done.run.status, RunStatus::Succeeded);
     assert_eq!(runs.load(Ordering::SeqCst), 1, "only the valid call ran");
     assert_eq!(
@@ -158,12 +155,7 @@ async fn a_model_that_answers_nothing_stops_with_no_progress(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = Engine::open(&db.url).await.unwrap();
     let crew = clerk("[[responses]]\ntext = \"\"\n", Count::new());
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
-    assert_eq!(done.run.status, RunStatus::Failed);
-    let view = engine.show(done.run.id).await.unwrap();
+    let view = crate::ran_to_failure(&engine, &crew).await;
     let step = &view.steps[0];
     assert_eq!(step.status, StepStatus::Failed);
     let error = step.error.as_ref().unwrap();
@@ -171,7 +163,7 @@ async fn a_model_that_answers_nothing_stops_with_no_progress(kind: Kind) {
     assert!(!error.retryable);
     // Three tries, no more; none of them counts as an answer.
     let calls = engine
-        .events(done.run.id)
+        .events(view.run.id)
         .await
         .unwrap()
         .into_iter()
@@ -179,7 +171,7 @@ async fn a_model_that_answers_nothing_stops_with_no_progress(kind: Kind) {
         .count();
     assert_eq!(calls, 3);
     assert!(engine
-        .journal(done.run.id, Some(0))
+        .journal(view.run.id, Some(0))
         .await
         .unwrap()
         .is_empty());
@@ -248,10 +240,7 @@ command = ["sh", "-c", "cat"]
 "#
     ))
     .unwrap();
-    let done = engine
-        .run(&crew, json!({"goal": 3}), SubmitOptions::default())
-        .await
-        .unwrap();
+    let done = crate::ran(&engine, &crew, json!({"goal": 3})).await;
     let view = engine.show(done.run.id).await.unwrap();
     assert_eq!(done.run.status, RunStatus::Succeeded, "{:?}", view.steps);
     let step = &view.steps[0];
@@ -301,12 +290,7 @@ async fn a_stream_past_its_cap_is_a_retryable_provider_failure(kind: Kind) {
         .agent_named("talker", "talker-v1", agent)
         .build()
         .unwrap();
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
-    assert_eq!(done.run.status, RunStatus::Failed);
-    let view = engine.show(done.run.id).await.unwrap();
+    let view = crate::ran_to_failure(&engine, &crew).await;
     let step = &view.steps[0];
     // Retried by the default policy (3 attempts), then parked.
     assert_eq!(step.attempt.get(), 3);
@@ -335,10 +319,7 @@ fail = { kind = "rate_limited", message = "slow down", calls = 1, retry_after_ms
 "#,
         Count::new(),
     );
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
+    let done = crate::ran(&engine, &crew, json!({})).await;
     assert_eq!(done.run.status, RunStatus::Succeeded);
     let view = engine.show(done.run.id).await.unwrap();
     assert_eq!(view.steps[0].attempt.get(), 1, "no retry was spent");
@@ -393,10 +374,7 @@ fail = { kind = "rate_limited", message = "slow down", on_attempts = [1] }
 "#,
         Count::new(),
     );
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
+    let done = crate::ran(&engine, &crew, json!({})).await;
     assert_eq!(done.run.status, RunStatus::Succeeded);
     let view = engine.show(done.run.id).await.unwrap();
     assert_eq!(view.steps[0].attempt.get(), 2);
@@ -540,10 +518,7 @@ template = "{{ thread | length }} before:{% for t in thread %} {{ t.input.n }}{%
     assert_eq!(thread[1]["output"], json!("1 before: 0"));
     assert_eq!(view.steps[1].output, Some(json!("2 before: 0 1")));
     // A run without a thread gets an empty one.
-    let alone = engine
-        .run(&crew, json!({"n": 7}), SubmitOptions::default())
-        .await
-        .unwrap();
+    let alone = crate::ran(&engine, &crew, json!({"n": 7})).await;
     let view = engine.show(alone.run.id).await.unwrap();
     assert_eq!(view.steps[0].output.as_ref().unwrap()["thread"], json!([]));
 }
@@ -564,10 +539,7 @@ async fn a_model_text_over_the_item_cap_is_journaled_in_pieces(kind: Kind) {
         long
     );
     let crew = clerk(&script, Count::new());
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
+    let done = crate::ran(&engine, &crew, json!({})).await;
     assert_eq!(
         done.run.status,
         RunStatus::Succeeded,

@@ -95,10 +95,7 @@ async fn a_template_reduces_the_outcomes_to_the_steps_output(kind: Kind) {
         ),
     ] {
         let (_dir, crew) = crews(template, ECHO);
-        let driven = engine
-            .run(&crew, input.clone(), SubmitOptions::default())
-            .await
-            .unwrap();
+        let driven = crate::ran(&engine, &crew, input.clone()).await;
         assert_eq!(
             driven.run.status,
             RunStatus::Succeeded,
@@ -135,10 +132,7 @@ async fn a_map_runs_one_child_per_item_and_joins_once(kind: Kind) {
     let engine = engine(&db).await;
     let (_dir, crew) = crews("concurrency = 2", ECHO);
     let input = json!({"items": ["a", "b", "c", "d", "e"]});
-    let driven = engine
-        .run(&crew, input, SubmitOptions::default())
-        .await
-        .unwrap();
+    let driven = crate::ran(&engine, &crew, input).await;
     let run = driven.run;
     assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
     let view = engine.show(run.id).await.unwrap();
@@ -170,11 +164,7 @@ async fn all_ok_fails_fast_and_cancels_the_rest(kind: Kind) {
     let engine = engine(&db).await;
     let (_dir, crew) = crews("join = \"all_ok\"\nconcurrency = 1", PICKY);
     let input = json!({"items": ["good", "bad", "late", "later"]});
-    let run = engine
-        .run(&crew, input, SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let run = crate::ran(&engine, &crew, input).await.run;
     assert_eq!(run.status, RunStatus::Failed);
     let error = run.error.unwrap();
     assert_eq!(error.kind, cairn::ErrorKind::Children);
@@ -199,11 +189,7 @@ async fn first_ok_and_quorum_decide_early(kind: Kind) {
     let engine = engine(&db).await;
     let (_d1, first) = crews("join = \"first_ok\"\nconcurrency = 1", PICKY);
     let input = json!({"items": ["bad", "good", "never"]});
-    let run = engine
-        .run(&first, input, SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let run = crate::ran(&engine, &first, input).await.run;
     assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
     let statuses = statuses(&engine, run.id).await;
     assert_eq!(
@@ -217,11 +203,7 @@ async fn first_ok_and_quorum_decide_early(kind: Kind) {
 
     let (_d2, quorum) = crews("join = \"quorum\"\nquorum = 2", PICKY);
     let input = json!({"items": ["bad", "bad", "good"]});
-    let run = engine
-        .run(&quorum, input, SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let run = crate::ran(&engine, &quorum, input).await.run;
     assert_eq!(run.status, RunStatus::Failed, "2 of 3 cannot succeed");
     assert_eq!(run.error.unwrap().kind, cairn::ErrorKind::Children);
 }
@@ -233,11 +215,7 @@ async fn a_cancel_reaches_children_that_wait_for_a_person(kind: Kind) {
     let reviewed = format!("{ECHO}review = true\n");
     let (_dir, crew) = crews("", &reviewed);
     let input = json!({"items": ["a", "b", "c"]});
-    let run = engine
-        .run(&crew, input, SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let run = crate::ran(&engine, &crew, input).await.run;
     assert_eq!(run.status, RunStatus::Waiting);
     let children = children_of(&engine, run.id).await;
     assert!(children.iter().all(|c| c.status == RunStatus::Waiting));
@@ -267,11 +245,7 @@ async fn answering_the_last_child_continues_the_parent(kind: Kind) {
     let reviewed = format!("{ECHO}review = true\n");
     let (_dir, crew) = crews("", &reviewed);
     let input = json!({"items": ["a", "b"]});
-    let run = engine
-        .run(&crew, input, SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let run = crate::ran(&engine, &crew, input).await.run;
     let waits = engine.waits(&Default::default()).await.unwrap();
     for w in &waits {
         engine
@@ -300,12 +274,7 @@ async fn a_cancel_stops_fifty_running_children(kind: Kind) {
                    command = [\"sh\", \"-c\", \"cat > /dev/null; sleep 60\"]\n";
     let (_dir, crew) = crews("", sleeper);
     let items: Vec<usize> = (0..CHILDREN).collect();
-    let parent = engine
-        .submit(&crew, json!({ "items": items }), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let parent = crate::submitted(&engine, &crew, json!({ "items": items })).await;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let worker = {
         let engine = engine.clone();
@@ -435,11 +404,7 @@ async fn a_retried_parent_keeps_its_succeeded_children_unless_told_to_rerun_them
 
     // a and c succeed, b fails: the parent fails.
     let input = json!({"items": ["a", "c", "b"]});
-    let run = engine
-        .run(&crew, input, SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let run = crate::ran(&engine, &crew, input).await.run;
     assert_eq!(run.status, RunStatus::Failed);
     let before = engine.show(run.id).await.unwrap().children;
     std::fs::write(&fixed, "").unwrap();
@@ -468,11 +433,7 @@ async fn a_retried_parent_keeps_its_succeeded_children_unless_told_to_rerun_them
     // With `--rerun-children`, every child starts again.
     std::fs::remove_file(&fixed).unwrap();
     let input = json!({"items": ["p", "q", "b"]});
-    let run = engine
-        .run(&crew, input, SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let run = crate::ran(&engine, &crew, input).await.run;
     assert_eq!(run.status, RunStatus::Failed);
     std::fs::write(&fixed, "").unwrap();
     engine.retry_rerunning_children(run.id, &ops).await.unwrap();
@@ -519,11 +480,7 @@ async fn a_fork_keeps_its_sources_succeeded_children_of_the_same_input_unless_to
 
     // a and c succeed, b fails: the source fails.
     let input = json!({"items": ["a", "c", "b"]});
-    let source = engine
-        .run(&crew, input, SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let source = crate::ran(&engine, &crew, input).await.run;
     assert_eq!(source.status, RunStatus::Failed);
     let before = engine.show(source.id).await.unwrap().children;
     std::fs::write(&fixed, "").unwrap();

@@ -96,11 +96,7 @@ async fn a_finished_run_or_a_context_that_is_not_an_object_is_refused(kind: Kind
         json!({"topic": "t"})
     );
     // A finished run: refused, nothing written.
-    let done = engine
-        .run(&crew, json!({"topic": "t"}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let done = crate::ran(&engine, &crew, json!({"topic": "t"})).await.run;
     let before = engine.events(done.id).await.unwrap();
     let err = engine
         .resume(done.id, with_context(json!({"more": 1})))

@@ -179,11 +179,7 @@ async fn tokens_a_program_reports_count_and_a_spent_budget_starts_no_program(kin
         program("third", 0, scratch.path())
     ))
     .unwrap();
-    let run = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let run = crate::ran(&engine, &crew, json!({})).await.run;
     // first 50, second 50 + 50 (it ran twice): 150 of 120, so the third
     // program does not start.
     assert_eq!(run.status, RunStatus::Interrupted, "{:?}", run.error);
@@ -277,11 +273,7 @@ async fn a_threads_budget_stops_its_runs_together_and_a_raise_carries_them_on(ki
         error.message
     );
     // A run outside the thread is not limited by it.
-    let free = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let free = crate::ran(&engine, &crew, json!({})).await.run;
     assert_eq!(free.status, RunStatus::Succeeded);
 
     // Raising a limit the thread lacks is refused, nothing written.

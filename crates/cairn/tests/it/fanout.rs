@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use cairn::{Crew, ErrorKind, RunStatus, SubmitOptions};
+use cairn::{Crew, ErrorKind, RunStatus};
 use cairn_testkit::{both, Kind, TestDb};
 
 use crate::children::crews;
@@ -35,11 +35,7 @@ async fn a_join_over_no_child_is_decided_at_once(kind: Kind) {
     for (extra, want) in rules {
         let (_dir, crew) = crews(extra, ECHO);
         let input = json!({"items": []});
-        let run = engine
-            .run(&crew, input, SubmitOptions::default())
-            .await
-            .unwrap()
-            .run;
+        let run = crate::ran(&engine, &crew, input).await.run;
         assert_eq!(run.status, want, "{extra}: {:?}", run.error);
         let view = engine.show(run.id).await.unwrap();
         assert!(view.children.is_empty(), "{extra}: a child was started");
@@ -64,11 +60,7 @@ async fn a_command_that_spawns_no_child_succeeds_with_none(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = super::engine(&db).await;
     let (_dir, crew) = planner("echo '{\"cairn_spawn\": {\"children\": []}}'", "");
-    let run = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let run = crate::ran(&engine, &crew, json!({})).await.run;
     assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
     let view = engine.show(run.id).await.unwrap();
     assert_eq!(view.steps[0].output, Some(json!([])));
@@ -117,11 +109,7 @@ async fn a_spawn_past_max_children_fails_and_starts_nothing(kind: Kind) {
         std::fs::write(file.path(), request(n)).unwrap();
         let script = format!("cat {}", file.path().display());
         let (_dir, crew) = planner(&script, extra);
-        let run = engine
-            .run(&crew, json!({}), SubmitOptions::default())
-            .await
-            .unwrap()
-            .run;
+        let run = crate::ran(&engine, &crew, json!({})).await.run;
         assert_eq!(run.status, RunStatus::Failed, "{n}: {:?}", run.error);
         let error = run.error.unwrap();
         assert_eq!(error.kind, ErrorKind::Children);
@@ -134,10 +122,6 @@ async fn a_spawn_past_max_children_fails_and_starts_nothing(kind: Kind) {
     std::fs::write(file.path(), request(2)).unwrap();
     let script = format!("cat {}", file.path().display());
     let (_dir, crew) = planner(&script, "max_children = 2");
-    let run = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let run = crate::ran(&engine, &crew, json!({})).await.run;
     assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
 }

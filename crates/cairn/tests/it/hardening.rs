@@ -75,12 +75,7 @@ async fn a_step_output_with_a_nul_fails_the_step_once_and_for_all(kind: Kind) {
         .template("after", "never")
         .build()
         .unwrap();
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
-    assert_eq!(done.run.status, RunStatus::Failed);
-    let view = engine.show(done.run.id).await.unwrap();
+    let view = crate::ran_to_failure(&engine, &crew).await;
     let step = &view.steps[0];
     assert_eq!(step.status, StepStatus::Failed);
     assert_eq!(step.output, None);
@@ -132,18 +127,8 @@ async fn a_corrupt_run_is_set_aside_and_never_blocks_the_queue_or_listing(kind: 
     let engine = engine(&db).await;
     let log = Log::default();
     let crew = crew(2, &log, None);
-    let bad = engine
-        .submit(&crew, json!({"n": 1}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run
-        .id;
-    let good = engine
-        .submit(&crew, json!({"n": 2}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let bad = crate::submitted(&engine, &crew, json!({"n": 1})).await;
+    let good = crate::submitted(&engine, &crew, json!({"n": 2})).await;
     db.exec(&format!(
         r#"UPDATE runs SET crew_def = '{{"not": "a crew"}}' WHERE id = '{bad}'"#
     ))
@@ -321,10 +306,8 @@ async fn doctor_names_every_corrupt_run(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = engine(&db).await;
     let log = Log::default();
-    let done = engine
-        .run(&crew(3, &log, None), json!({}), SubmitOptions::default())
+    let done = crate::ran(&engine, &crew(3, &log, None), json!({}))
         .await
-        .unwrap()
         .run
         .id;
     let checkup = engine.doctor().await.unwrap();

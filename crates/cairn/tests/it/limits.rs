@@ -4,8 +4,8 @@
 use serde_json::json;
 
 use cairn::{
-    Answer, Crew, Engine, ErrorKind, ExecutorConfig, OpenOptions, RunFilter, RunStatus, StepStatus,
-    SubmitOptions, WaitFilter, WaitStatus,
+    Answer, Crew, Engine, ErrorKind, ExecutorConfig, OpenOptions, RunFilter, StepStatus,
+    SubmitOptions, WaitStatus,
 };
 use cairn_core::Limits;
 use cairn_testkit::{both, Kind, TestDb};
@@ -60,12 +60,7 @@ async fn a_model_answer_over_the_journal_cap_fails_as_too_large(kind: Kind) {
         .agent_named("talker", "talker-v1", agent)
         .build()
         .unwrap();
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
-    assert_eq!(done.run.status, RunStatus::Failed);
-    let view = engine.show(done.run.id).await.unwrap();
+    let view = crate::ran_to_failure(&engine, &crew).await;
     let error = view.steps[0].error.as_ref().unwrap();
     assert_eq!(error.kind, ErrorKind::TooLarge, "{error:?}");
     assert!(!error.retryable);
@@ -145,12 +140,7 @@ async fn an_output_over_its_cap_fails_the_step_without_storing_it(kind: Kind) {
         .template("big", "{% for i in range(100) %}x{% endfor %}")
         .build()
         .unwrap();
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
-    assert_eq!(done.run.status, RunStatus::Failed);
-    let view = engine.show(done.run.id).await.unwrap();
+    let view = crate::ran_to_failure(&engine, &crew).await;
     let step = &view.steps[0];
     assert_eq!(step.status, StepStatus::Failed);
     assert_eq!(step.output, None, "nothing partial is stored");
@@ -173,32 +163,13 @@ async fn an_answer_over_its_cap_is_refused_and_the_wait_stays_open(kind: Kind) {
         .review()
         .build()
         .unwrap();
-    let id = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run
-        .id;
-    let wait = engine
-        .waits(&WaitFilter {
-            run: Some(id),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .remove(0);
+    let id = crate::ran(&engine, &crew, json!({})).await.run.id;
+    let wait = crate::waits_of(&engine, id).await.remove(0);
     let edit = Answer::Edit {
         output: json!("y".repeat(100)),
     };
     let err = engine.answer(wait.id, &edit, "alice").await.unwrap_err();
     assert!(err.to_string().contains("the answer is"), "{err}");
-    let after = engine
-        .waits(&WaitFilter {
-            run: Some(id),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .remove(0);
+    let after = crate::waits_of(&engine, id).await.remove(0);
     assert_eq!(after.status, WaitStatus::Open);
 }

@@ -112,6 +112,40 @@ impl Agent for Sleep {
     }
 }
 
+/// `engine.run(crew, input)` with the default options, which must not err.
+pub(crate) async fn ran(engine: &Engine, crew: &Crew, input: Value) -> cairn::Driven {
+    engine
+        .run(crew, input, SubmitOptions::default())
+        .await
+        .unwrap()
+}
+
+/// `engine.submit(crew, input)` with the default options: the run's id.
+pub(crate) async fn submitted(engine: &Engine, crew: &Crew, input: Value) -> RunId {
+    engine
+        .submit(crew, input, SubmitOptions::default())
+        .await
+        .unwrap()
+        .run
+        .id
+}
+
+/// The waits of run `id`.
+pub(crate) async fn waits_of(engine: &Engine, id: RunId) -> Vec<cairn::WaitRecord> {
+    let filter = cairn::WaitFilter {
+        run: Some(id),
+        ..Default::default()
+    };
+    engine.waits(&filter).await.unwrap()
+}
+
+/// Runs `crew` on `{}`; the run fails: its view.
+pub(crate) async fn ran_to_failure(engine: &Engine, crew: &Crew) -> cairn::RunView {
+    let done = ran(engine, crew, json!({})).await;
+    assert_eq!(done.run.status, RunStatus::Failed);
+    engine.show(done.run.id).await.unwrap()
+}
+
 pub(crate) async fn engine(db: &TestDb) -> Engine {
     Engine::open_with(&db.url, &OpenOptions::default(), ExecutorConfig::default())
         .await
@@ -226,12 +260,7 @@ async fn a_failed_step_parks_the_run_and_resume_refuses_it(kind: Kind) {
     let engine = engine(&db).await;
     let log = Log::default();
     let crew = crew(4, &log, Some((2, Arc::new(Fail) as Arc<dyn Agent>)));
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
-    assert_eq!(done.run.status, RunStatus::Failed);
-    let view = engine.show(done.run.id).await.unwrap();
+    let view = ran_to_failure(&engine, &crew).await;
     assert_eq!(view.steps.len(), 3, "step 3 never ran, so it has no row");
     assert!(view.steps[..2]
         .iter()
@@ -240,14 +269,14 @@ async fn a_failed_step_parks_the_run_and_resume_refuses_it(kind: Kind) {
     assert_eq!(failed.status, StepStatus::Failed);
     assert_eq!(failed.attempt.get(), 3, "the default policy: 3 attempts");
     assert_eq!(failed.error.as_ref().unwrap().message, "the model said no");
-    match engine.resume(done.run.id, ResumeOptions::default()).await {
+    match engine.resume(view.run.id, ResumeOptions::default()).await {
         Err(Error::Executor(cairn_scheduler::Error::RunFailed { run, .. })) => {
-            assert_eq!(run, done.run.id)
+            assert_eq!(run, view.run.id)
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
     assert_eq!(
-        engine.show(done.run.id).await.unwrap().steps,
+        engine.show(view.run.id).await.unwrap().steps,
         view.steps,
         "untouched"
     );
@@ -257,10 +286,7 @@ async fn resume_of_a_finished_run_executes_nothing(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = engine(&db).await;
     let log = Log::default();
-    let done = engine
-        .run(&crew(3, &log, None), json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
+    let done = ran(&engine, &crew(3, &log, None), json!({})).await;
     let events = engine.store().events(done.run.id).await.unwrap();
     let again = engine
         .resume(done.run.id, ResumeOptions::default())
@@ -334,12 +360,7 @@ async fn a_changed_crew_is_refused_unless_forced(kind: Kind) {
     let engine = engine(&db).await;
     let log = Log::default();
     let original = crew(2, &log, None);
-    let id = engine
-        .submit(&original, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let id = submitted(&engine, &original, json!({})).await;
     let changed = crew(3, &log, None);
     let before = engine.show(id).await.unwrap();
     let err = engine
@@ -426,12 +447,7 @@ async fn a_zombie_cannot_commit_after_a_takeover(kind: Kind) {
     let (gate, entered, release) = Gate::agent(&log);
     let zombie_crew = crew(3, &log, Some((1, gate)));
     let zombie = engine(&db).await;
-    let id = zombie
-        .submit(&zombie_crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let id = submitted(&zombie, &zombie_crew, json!({})).await;
     let zombie_task = {
         let zombie = zombie.clone();
         tokio::spawn(async move {
@@ -487,12 +503,7 @@ async fn readers_never_see_a_cursor_that_disagrees_with_the_rows(kind: Kind) {
     let engine = engine(&db).await;
     let log = Log::default();
     let crew = crew(30, &log, None);
-    let id = engine
-        .submit(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let id = submitted(&engine, &crew, json!({})).await;
     let writer = {
         let engine = engine.clone();
         tokio::spawn(async move { engine.resume(id, ResumeOptions::with_crew(crew)).await })
@@ -528,10 +539,7 @@ async fn a_step_past_its_timeout_fails_retryably(kind: Kind) {
         .timeout(Duration::from_millis(100))
         .build()
         .unwrap();
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
+    let done = ran(&engine, &crew, json!({})).await;
     assert_eq!(done.run.status, RunStatus::Failed);
     let err = done.run.error.unwrap();
     assert_eq!(err.kind, ErrorKind::Timeout);

@@ -81,10 +81,7 @@ async fn failed_run(engine: &Engine, switch: &Switch) -> RunId {
         ("b", Arc::new(switch.clone())),
         ("c", Arc::new(Switch::default())),
     ]);
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
+    let done = crate::ran(engine, &crew, json!({})).await;
     assert_eq!(done.run.status, RunStatus::Failed);
     done.run.id
 }
@@ -195,12 +192,7 @@ async fn cancel_of_a_queued_run_is_immediate(kind: Kind) {
     let engine = super::engine(&db).await;
     let switch = Switch::default();
     let c = crew(&[("a", Arc::new(switch.clone()))]);
-    let id = engine
-        .submit(&c, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let id = crate::submitted(&engine, &c, json!({})).await;
     let cancelled = engine.cancel(id, &ops()).await.unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
     assert!(cancelled.finished_at.is_some());
@@ -219,12 +211,7 @@ async fn running_at_held_step(
         ("b", Arc::new(held.clone())),
         ("c", Arc::new(Switch::default())),
     ]);
-    let id = engine
-        .submit(&c, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let id = crate::submitted(engine, &c, json!({})).await;
     let task = {
         let engine = engine.clone();
         tokio::spawn(async move { engine.resume(id, ResumeOptions::with_crew(c)).await })

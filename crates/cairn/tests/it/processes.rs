@@ -135,12 +135,7 @@ async fn a_run_only_a_stopped_process_could_execute_is_blocked_until_one_starts(
     };
     let crew_a = reviewed("1", writer("a"));
     let a = process(&db, "process-a", &[&crew_a]).await;
-    let id = a
-        .submit(&crew_a, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let id = crate::submitted(&a, &crew_a, json!({})).await;
     let worker_a = working(&a);
     status_of(&a, id, RunStatus::Waiting).await;
     stop(worker_a).await;

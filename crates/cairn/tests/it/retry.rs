@@ -188,10 +188,7 @@ async fn a_timed_out_step_is_retried(kind: Kind) {
         .retry(policy(2, 10))
         .build()
         .unwrap();
-    let done = engine
-        .run(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
+    let done = crate::ran(&engine, &crew, json!({})).await;
     assert_eq!(done.run.status, RunStatus::Succeeded);
     let view = engine.show(done.run.id).await.unwrap();
     assert_eq!(view.steps[0].attempt.get(), 2);
@@ -207,12 +204,7 @@ async fn a_process_killed_during_the_back_off_keeps_the_schedule(kind: Kind) {
     let flaky = Flaky::new(1, true);
     let (calls, at) = (flaky.calls.clone(), flaky.at.clone());
     let crew = crew_with(flaky, policy(3, 1500));
-    let id = engine
-        .submit(&crew, json!({}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let id = crate::submitted(&engine, &crew, json!({})).await;
     let driver = {
         let (engine, crew) = (engine.clone(), crew.clone());
         tokio::spawn(async move { engine.resume(id, ResumeOptions::with_crew(crew)).await })

@@ -53,11 +53,7 @@ async fn children_in_flight_hold_their_calls_against_their_parents_budget(kind: 
     let free = SlowModel::start(&["one", "two", "three"], Duration::from_millis(150)).unwrap();
     free.release();
     let (_dir, crew) = crews("", &writer(&free, 1000));
-    let run = engine
-        .run(&crew, items.clone(), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run;
+    let run = crate::ran(&engine, &crew, items.clone()).await.run;
     assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
     assert!(free.peak() >= 2, "calls overlapped: {}", free.peak());
 

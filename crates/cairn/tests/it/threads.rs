@@ -86,12 +86,7 @@ async fn resume_refuses_a_run_of_another_thread_before_writing(kind: Kind) {
         .unwrap()
         .run
         .id;
-    let loose = engine
-        .submit(&crew, json!({"text": "hi"}), SubmitOptions::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let loose = crate::submitted(&engine, &crew, json!({"text": "hi"})).await;
     let resume = |thread: &str| ResumeOptions {
         thread_id: Some(thread.to_owned()),
         ..ResumeOptions::default()

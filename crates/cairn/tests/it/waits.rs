@@ -10,8 +10,7 @@ use serde_json::json;
 
 use cairn::{
     async_trait, Agent, Answer, Crew, Engine, ErrorKind, EventKind, OnDeadline, RunId, RunStatus,
-    StepContext, StepOutput, StepStatus, Stop, SubmitOptions, WaitFilter, WaitKind, WaitRecord,
-    WaitStatus,
+    StepContext, StepOutput, StepStatus, Stop, WaitFilter, WaitKind, WaitRecord, WaitStatus,
 };
 use cairn_testkit::{both, Kind, TestDb};
 
@@ -106,10 +105,7 @@ async fn review_approve_commits_the_output_and_advances(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = super::engine(&db).await;
     let writer = Writer::default();
-    let done = engine
-        .run(&reviewed(&writer), json!({}), SubmitOptions::default())
-        .await
-        .unwrap();
+    let done = crate::ran(&engine, &reviewed(&writer), json!({})).await;
     assert_eq!(done.run.status, RunStatus::Waiting);
     let view = engine.show(done.run.id).await.unwrap();
     assert_eq!(view.steps[0].status, StepStatus::Waiting);
@@ -142,10 +138,8 @@ async fn review_edit_commits_the_edited_output_and_keeps_the_original_in_the_eve
     let db = TestDb::of(kind).await;
     let engine = super::engine(&db).await;
     let writer = Writer::default();
-    let id = engine
-        .run(&reviewed(&writer), json!({}), SubmitOptions::default())
+    let id = crate::ran(&engine, &reviewed(&writer), json!({}))
         .await
-        .unwrap()
         .run
         .id;
     let wait = open_wait(&engine, id).await;
@@ -177,10 +171,8 @@ async fn review_reject_runs_the_step_again_with_the_feedback(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = super::engine(&db).await;
     let writer = Writer::default();
-    let id = engine
-        .run(&reviewed(&writer), json!({}), SubmitOptions::default())
+    let id = crate::ran(&engine, &reviewed(&writer), json!({}))
         .await
-        .unwrap()
         .run
         .id;
     let first = open_wait(&engine, id).await;
@@ -204,13 +196,7 @@ async fn review_reject_runs_the_step_again_with_the_feedback(kind: Kind) {
         second.prompt,
         json!({"draft": "v2", "feedback": ["shorter, please"]})
     );
-    let closed = engine
-        .waits(&WaitFilter {
-            run: Some(id),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let closed = crate::waits_of(&engine, id).await;
     assert_eq!(closed[0].status, WaitStatus::Answered);
     assert_eq!(writer.0.load(Ordering::SeqCst), 2);
 }
@@ -234,12 +220,7 @@ async fn approval_before_waits_then_runs_or_fails_the_run(kind: Kind) {
         ),
     ] {
         let calls = writer.0.load(Ordering::SeqCst);
-        let id = engine
-            .run(&crew, json!({}), SubmitOptions::default())
-            .await
-            .unwrap()
-            .run
-            .id;
+        let id = crate::ran(&engine, &crew, json!({})).await.run.id;
         assert_eq!(
             writer.0.load(Ordering::SeqCst),
             calls,
@@ -270,10 +251,7 @@ async fn a_question_is_answered_and_the_step_resumes_in_another_process(kind: Ki
     let id = {
         // The first process runs until the question, then goes away.
         let engine = super::engine(&db).await;
-        let done = engine
-            .run(&crew, json!({}), SubmitOptions::default())
-            .await
-            .unwrap();
+        let done = crate::ran(&engine, &crew, json!({})).await;
         assert_eq!(done.run.status, RunStatus::Waiting);
         done.run.id
     };
@@ -303,10 +281,8 @@ async fn answering_twice_is_a_no_op_and_a_closed_wait_refuses(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = super::engine(&db).await;
     let writer = Writer::default();
-    let id = engine
-        .run(&reviewed(&writer), json!({}), SubmitOptions::default())
+    let id = crate::ran(&engine, &reviewed(&writer), json!({}))
         .await
-        .unwrap()
         .run
         .id;
     let wait = open_wait(&engine, id).await;
@@ -361,12 +337,7 @@ async fn deadlines_fail_the_run_or_apply_the_default(kind: Kind) {
         def.agents[0].on_deadline = Some(outcome.clone());
         def.version = format!("{outcome:?}");
         let crew = crew_from(def, &writer);
-        let id = engine
-            .run(&crew, json!({}), SubmitOptions::default())
-            .await
-            .unwrap()
-            .run
-            .id;
+        let id = crate::ran(&engine, &crew, json!({})).await.run.id;
         assert!(
             engine.expire_due_waits().await.unwrap().is_empty(),
             "not due yet"
