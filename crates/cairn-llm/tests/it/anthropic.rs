@@ -4,11 +4,13 @@ use std::time::Duration;
 
 use cairn_llm::{
     AnthropicConfig, AnthropicProvider, HttpTimeouts, Item, LlmErrorKind, Provider, StopReason,
-    StreamEvent, TokenUsage,
+    StreamEvent,
 };
 use serde_json::{json, Value};
 
-use crate::{collect, exchange, ok_events, request, serve, sse, Reply};
+use crate::{
+    collect, exchange, hello_then_finished, ok_events, request, serve, sse, tokens, Reply,
+};
 
 fn provider(base: &str) -> AnthropicProvider {
     AnthropicProvider::new(AnthropicConfig {
@@ -42,6 +44,11 @@ fn stop(reason: &str, output: u64) -> Vec<(Option<&'static str>, Value)> {
     ]
 }
 
+/// What the provider says to a server answering `reply`: an error.
+async fn refused(reply: Reply) -> cairn_llm::LlmError {
+    crate::refused(reply, provider).await
+}
+
 #[tokio::test]
 async fn streamed_text_with_usage_and_the_request_it_sent() {
     let mut events = vec![
@@ -69,23 +76,7 @@ async fn streamed_text_with_usage_and_the_request_it_sent() {
     events.extend(stop("end_turn", 7));
     let server = serve(Reply::sse(sse(&events))).await;
     let got = ok_events(&collect(provider(&server.base).stream(&request(exchange())).await).await);
-    assert_eq!(
-        got,
-        vec![
-            StreamEvent::TextDelta("Hel".into()),
-            StreamEvent::TextDelta("lo".into()),
-            StreamEvent::TextDone("Hello".into()),
-            StreamEvent::Finished {
-                stop_reason: StopReason::EndTurn,
-                usage: TokenUsage {
-                    input_tokens: 25,
-                    output_tokens: 7,
-                    cache_read_tokens: 100,
-                    cache_write_tokens: 20,
-                },
-            },
-        ]
-    );
+    assert_eq!(got, hello_then_finished(tokens(25, 7, 100, 20)));
     let seen = server.seen.lock().unwrap()[0].clone();
     assert_eq!(seen.path, "/v1/messages");
     assert_eq!(seen.headers["x-api-key"], "ak-test");
@@ -167,37 +158,22 @@ async fn statuses_and_error_events_are_classified() {
         r#"{"type": "error", "error": {"type": "rate_limit_error", "message": "too fast"}}"#,
     );
     limited.headers.push(("retry-after", "3".into()));
-    let server = serve(limited).await;
-    let e = provider(&server.base)
-        .stream(&request(exchange()))
-        .await
-        .err()
-        .unwrap();
+    let e = refused(limited).await;
     assert_eq!(
         (e.kind, e.retry_after),
         (LlmErrorKind::RateLimited, Some(Duration::from_secs(3)))
     );
     assert!(e.message.contains("too fast"), "{e}");
 
-    let server = serve(Reply::status(
+    let e = refused(Reply::status(
         529,
         r#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#,
     ))
     .await;
-    let e = provider(&server.base)
-        .stream(&request(exchange()))
-        .await
-        .err()
-        .unwrap();
     assert_eq!(e.kind, LlmErrorKind::Server);
     assert!(e.retryable());
 
-    let server = serve(Reply::status(401, r#"{"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}"#)).await;
-    let e = provider(&server.base)
-        .stream(&request(exchange()))
-        .await
-        .err()
-        .unwrap();
+    let e = refused(Reply::status(401, r#"{"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}"#)).await;
     assert_eq!(e.kind, LlmErrorKind::Client);
     assert!(!e.retryable());
 

@@ -161,6 +161,44 @@ pub fn exchange() -> Vec<Item> {
     ]
 }
 
+/// A streamed "Hel" + "lo", its text done, then the end of the turn
+/// with `usage`.
+pub fn hello_then_finished(usage: cairn_llm::TokenUsage) -> Vec<StreamEvent> {
+    vec![
+        StreamEvent::TextDelta("Hel".into()),
+        StreamEvent::TextDelta("lo".into()),
+        StreamEvent::TextDone("Hello".into()),
+        StreamEvent::Finished {
+            stop_reason: cairn_llm::StopReason::EndTurn,
+            usage,
+        },
+    ]
+}
+
+/// Token counts: input, output, read from and written to a cache.
+pub fn tokens(input: u64, output: u64, read: u64, written: u64) -> cairn_llm::TokenUsage {
+    cairn_llm::TokenUsage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_tokens: read,
+        cache_write_tokens: written,
+    }
+}
+
+/// What the provider `make` builds for a server's base URL says to a
+/// server answering `reply`: an error.
+pub async fn refused<P: cairn_llm::Provider>(
+    reply: Reply,
+    make: impl FnOnce(&str) -> P,
+) -> LlmError {
+    let server = serve(reply).await;
+    make(&server.base)
+        .stream(&request(exchange()))
+        .await
+        .err()
+        .unwrap()
+}
+
 /// Every event of a stream, errors included.
 pub async fn collect(stream: Result<EventStream, LlmError>) -> Vec<Result<StreamEvent, LlmError>> {
     match stream {

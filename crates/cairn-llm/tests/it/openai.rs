@@ -4,11 +4,13 @@ use std::time::Duration;
 
 use cairn_llm::{
     HttpTimeouts, Item, LlmErrorKind, OpenAiConfig, OpenAiProvider, Provider, StopReason,
-    StreamEvent, TokenUsage,
+    StreamEvent,
 };
 use serde_json::json;
 
-use crate::{collect, exchange, ok_events, request, serve, sse, Reply};
+use crate::{
+    collect, exchange, hello_then_finished, ok_events, request, serve, sse, tokens, Reply,
+};
 
 fn provider(base: &str, key: Option<&str>) -> OpenAiProvider {
     OpenAiProvider::new(OpenAiConfig {
@@ -45,6 +47,11 @@ fn done() -> String {
     "data: [DONE]\n\n".into()
 }
 
+/// What the provider (no key) says to a server answering `reply`: an error.
+async fn refused(reply: Reply) -> cairn_llm::LlmError {
+    crate::refused(reply, |base| provider(base, None)).await
+}
+
 #[tokio::test]
 async fn streamed_text_with_usage_and_the_request_it_sent() {
     let mut chunks = sse(&[
@@ -67,23 +74,7 @@ async fn streamed_text_with_usage_and_the_request_it_sent() {
             .await,
     )
     .await;
-    assert_eq!(
-        ok_events(&events),
-        vec![
-            StreamEvent::TextDelta("Hel".into()),
-            StreamEvent::TextDelta("lo".into()),
-            StreamEvent::TextDone("Hello".into()),
-            StreamEvent::Finished {
-                stop_reason: StopReason::EndTurn,
-                usage: TokenUsage {
-                    input_tokens: 12,
-                    output_tokens: 3,
-                    cache_read_tokens: 8,
-                    cache_write_tokens: 0,
-                },
-            },
-        ]
-    );
+    assert_eq!(ok_events(&events), hello_then_finished(tokens(12, 3, 8, 0)));
     let seen = server.seen.lock().unwrap()[0].clone();
     assert_eq!(seen.path, "/v1/chat/completions");
     assert_eq!(seen.headers["authorization"], "Bearer sk-test");
@@ -183,12 +174,7 @@ async fn parallel_tool_calls_with_split_arguments() {
 async fn rate_limits_server_errors_and_client_errors_are_classified() {
     let mut limited = Reply::status(429, r#"{"error": {"message": "slow down"}}"#);
     limited.headers.push(("retry-after", "7".into()));
-    let server = serve(limited).await;
-    let e = provider(&server.base, None)
-        .stream(&request(exchange()))
-        .await
-        .err()
-        .unwrap();
+    let e = refused(limited).await;
     assert_eq!(e.kind, LlmErrorKind::RateLimited);
     assert!(e.retryable());
     assert_eq!(e.retry_after, Some(Duration::from_secs(7)));
@@ -206,34 +192,19 @@ async fn rate_limits_server_errors_and_client_errors_are_classified() {
     limited
         .headers
         .extend(resets.map(|(n, v)| (n, v.to_owned())));
-    let server = serve(limited).await;
-    let e = provider(&server.base, None)
-        .stream(&request(exchange()))
-        .await
-        .err()
-        .unwrap();
+    let e = refused(limited).await;
     assert_eq!(e.pause(), Some(Duration::from_millis(2500)));
 
     let mut failed = Reply::status(500, "upstream exploded");
     failed
         .headers
         .extend(resets.map(|(n, v)| (n, v.to_owned())));
-    let server = serve(failed).await;
-    let e = provider(&server.base, None)
-        .stream(&request(exchange()))
-        .await
-        .err()
-        .unwrap();
+    let e = refused(failed).await;
     assert_eq!(e.kind, LlmErrorKind::Server);
     assert!(e.retryable() && e.message.contains("500"), "{e}");
     assert_eq!(e.pause(), None, "a 500's reset headers pause nothing");
 
-    let server = serve(Reply::status(400, r#"{"error": {"message": "bad model"}}"#)).await;
-    let e = provider(&server.base, None)
-        .stream(&request(exchange()))
-        .await
-        .err()
-        .unwrap();
+    let e = refused(Reply::status(400, r#"{"error": {"message": "bad model"}}"#)).await;
     assert_eq!(e.kind, LlmErrorKind::Client);
     assert!(!e.retryable() && e.message.contains("bad model"), "{e}");
 }
