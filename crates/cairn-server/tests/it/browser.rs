@@ -16,23 +16,12 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
-use crate::support::{serve_socket, write_crews, Reply, Running};
+use crate::support::{start, write_crews, Reply};
 
 const TOKEN: &str = "tok-0123456789abcdef";
 const FORM: &str = "application/x-www-form-urlencoded";
 const ALICE: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
 const BOB: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
-
-/// A server on 127.0.0.1:0 (SQLite, no runner) with these options.
-async fn start(configure: impl FnOnce(ServeOptions) -> ServeOptions) -> Running {
-    serve_socket(TestDb::sqlite(), |o| {
-        configure(ServeOptions {
-            concurrency: 0,
-            ..o
-        })
-    })
-    .await
-}
 
 fn with_tokens(o: ServeOptions) -> ServeOptions {
     ServeOptions {

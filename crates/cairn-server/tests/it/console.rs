@@ -286,7 +286,7 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
     assert_eq!(waits.status, StatusCode::OK, "{}", waits.text);
     assert!(waits.text.contains("Draft on cairns"), "{}", waits.text);
     let csrf = csrf_of(&waits.text);
-    let wait = api.engine.waits(&Default::default()).await.unwrap()[0].id;
+    let wait = api.waits().await[0].id;
     let target = format!("/waits/{wait}/answer");
     // The card names the crew, the step's role and how long it has waited.
     let card = &waits.text[waits.text.find(&format!(r#"id="wait-{wait}""#)).unwrap()..];
@@ -350,10 +350,8 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
         waits.text
     );
     let wait = api
-        .engine
-        .waits(&Default::default())
+        .waits()
         .await
-        .unwrap()
         .into_iter()
         .find(|w| w.status == cairn::WaitStatus::Open)
         .unwrap()
@@ -372,7 +370,7 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
         done.steps[1].output,
         Some(json!("PUBLISHED Draft on cairns [shorter]"))
     );
-    let answered = api.engine.waits(&Default::default()).await.unwrap();
+    let answered = api.waits().await;
     assert!(
         answered
             .iter()
@@ -612,7 +610,7 @@ async fn a_waiting_runs_duration_leaves_its_wait_out() {
     let runs = api.get("/").await;
     assert!(runs.text.contains(", waited 1."), "{}", runs.text);
 
-    let wait = api.engine.waits(&Default::default()).await.unwrap()[0].id;
+    let wait = api.waits().await[0].id;
     api.engine
         .answer(wait, &cairn::Answer::Approve, "ann")
         .await
@@ -760,7 +758,7 @@ async fn a_childs_wait_names_its_parent_and_its_answer_continues_the_parent() {
         .unwrap()
         .run;
     assert_eq!(parent.status, cairn::RunStatus::Waiting);
-    let wait = api.engine.waits(&Default::default()).await.unwrap()[0].clone();
+    let wait = api.waits().await[0].clone();
     let waits = api.get("/waits").await;
     let card = &waits.text[waits
         .text

@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tower::ServiceExt;
 
-use crate::support::{crew, greet, serve_socket, sh, write_crews, Api, Running};
+use crate::support::{crew, greet, sh, start, write_crews, Api};
 
 const TOKEN: &str = "tok-0123456789abcdef";
 
@@ -240,12 +240,7 @@ async fn a_body_that_stalls_is_408_and_the_connection_closes() {
         .unwrap();
     let body: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(body["error"]["code"], "request_timeout", "{body}");
-    assert!(api
-        .engine
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(api.runs().await.is_empty());
     // A body sent whole is unaffected.
     api.submit("greet", json!({"name": "whole"})).await;
 }
@@ -274,17 +269,6 @@ async fn event_streams_beyond_the_cap_are_503_until_one_ends() {
     drop(first);
     let again = open(uri).await;
     assert_eq!(again.status(), StatusCode::OK);
-}
-
-/// A server on 127.0.0.1:0 (SQLite, no runner) with these options.
-async fn start(configure: impl FnOnce(ServeOptions) -> ServeOptions) -> Running {
-    serve_socket(TestDb::sqlite(), |o| {
-        configure(ServeOptions {
-            concurrency: 0,
-            ..o
-        })
-    })
-    .await
 }
 
 /// Everything the server sends until it closes the connection.

@@ -142,12 +142,7 @@ async fn body_mistakes_are_4xx_with_json_errors_and_write_nothing() {
         .assert_error(StatusCode::NOT_FOUND, "unknown_crew");
     assert!(m.contains("nope"), "{m}");
 
-    assert!(api
-        .engine
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(api.runs().await.is_empty());
     // A JSON content type with parameters is fine.
     let ok = post(
         "{\"crew\": \"greet\", \"input\": null}",

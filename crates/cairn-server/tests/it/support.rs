@@ -248,6 +248,16 @@ impl Api {
         reply.json()["id"].as_str().unwrap().parse().unwrap()
     }
 
+    /// Every wait, of any run.
+    pub async fn waits(&self) -> Vec<cairn::WaitRecord> {
+        self.engine.waits(&Default::default()).await.unwrap()
+    }
+
+    /// Every run.
+    pub async fn runs(&self) -> Vec<cairn::RunRecord> {
+        self.engine.list(&Default::default()).await.unwrap()
+    }
+
     /// Executes a run to its end, as the runner would.
     pub async fn drive(&self, id: RunId) {
         self.engine
@@ -333,6 +343,19 @@ pub async fn serve_socket(
         db,
         crews,
     }
+}
+
+/// A server on 127.0.0.1:0 (SQLite, no runner) with these options.
+pub async fn start(
+    configure: impl FnOnce(cairn_server::ServeOptions) -> cairn_server::ServeOptions,
+) -> Running {
+    serve_socket(TestDb::sqlite(), |o| {
+        configure(cairn_server::ServeOptions {
+            concurrency: 0,
+            ..o
+        })
+    })
+    .await
 }
 
 impl Running {

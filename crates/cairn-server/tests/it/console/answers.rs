@@ -29,7 +29,7 @@ async fn a_waiting_runs_page_answers_its_wait_and_says_what_happened() {
         .submit("review", json!({"topic": "cairns\nand \"stones\""}))
         .await;
     api.drive(id).await;
-    let wait = api.engine.waits(&Default::default()).await.unwrap()[0].id;
+    let wait = api.waits().await[0].id;
     let page = api.get(&format!("/runs/{id}")).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.text);
     // The open wait, its text as text (no JSON quotes or escapes), and
@@ -82,10 +82,8 @@ async fn the_waits_page_confirms_an_answer_and_edits_text_as_text() {
     api.drive(gated).await;
     let waits = api.get("/waits").await;
     let wait = api
-        .engine
-        .waits(&Default::default())
+        .waits()
         .await
-        .unwrap()
         .into_iter()
         .find(|w| w.run_id == id)
         .unwrap();

@@ -155,7 +155,7 @@ async fn the_crews_pages_means_leave_peoples_waiting_out() {
     let id = api.submit("review", json!({"topic": "cairns"})).await;
     api.drive(id).await;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    let wait = api.engine.waits(&Default::default()).await.unwrap()[0].id;
+    let wait = api.waits().await[0].id;
     api.engine
         .answer(wait, &cairn::Answer::Approve, "ann")
         .await
