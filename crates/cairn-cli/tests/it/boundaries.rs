@@ -17,7 +17,8 @@ use nix::sys::signal::{kill, Signal};
 use serde_json::Value;
 
 use crate::support::{
-    agent_scripted, agent_sh, crew_toml, q, step, tool_block, wait_until, Case, Kind, Spawned,
+    agent_scripted, agent_sh, crew_toml, one_call_script, q, step, tool_block, wait_until, Case,
+    Kind, Spawned,
 };
 use crate::waits::{review_crew, writer_runs};
 
@@ -578,17 +579,13 @@ fn fork(kind: Kind) {
 }
 
 /// The scripted model calls a tool once, then answers.
-const MODEL: &str = r#"
-[[responses]]
-text = "Looking it up."
-tool_calls = [{ id = "c_1", name = "lookup", arguments = { order = "A-1" } }]
-
-[[responses]]
-text = "Done."
-"#;
+fn model() -> String {
+    let call = r#"{ id = "c_1", name = "lookup", arguments = { order = "A-1" } }"#;
+    one_call_script("Looking it up.", call, "Done.")
+}
 
 fn llm_crew(case: &Case) -> String {
-    let model = case.write("model.toml", MODEL);
+    let model = case.write("model.toml", &model());
     let log = case.path("tool.log");
     let tool = format!(
         "cat > /dev/null; echo \"$CAIRN_IDEMPOTENCY_KEY\" >> {}; echo '{{\"ok\": true}}'",

@@ -279,26 +279,12 @@ fn a_priority_and_a_tenant_are_stored_both_ways_and_bad_ones_are_refused(kind: K
         (&json!(7), &json!("acme")),
         "{local}"
     );
-    let served = serve(
-        &case,
-        &["--crews", crews.to_str().unwrap(), "--concurrency", "0"],
-        &[],
-    );
+    let crews = crews.to_str().unwrap();
+    let served = serve(&case, &["--crews", crews, "--concurrency", "0"], &[]);
+    let url = Some(served.url.as_str());
+    let args = ["submit", "hello", "--priority", "-3", "--tenant", "globex"];
     let remote = case
-        .raw(
-            &[
-                "submit",
-                "hello",
-                "--priority",
-                "-3",
-                "--tenant",
-                "globex",
-                "--json",
-                "--server",
-                &served.url,
-            ],
-            &[],
-        )
+        .cairn_at(url, &[&args[..], &["--json"]].concat())
         .expect_code(0)
         .json();
     assert_eq!(
@@ -319,18 +305,7 @@ fn a_priority_and_a_tenant_are_stored_both_ways_and_bad_ones_are_refused(kind: K
     assert_eq!(acme.as_array().map(Vec::len), Some(1), "{acme}");
     assert_eq!(acme[0]["id"], local["id"]);
     let globex = case
-        .raw(
-            &[
-                "runs",
-                "list",
-                "--tenant",
-                "globex",
-                "--json",
-                "--server",
-                &served.url,
-            ],
-            &[],
-        )
+        .cairn_at(url, &["runs", "list", "--tenant", "globex", "--json"])
         .expect_code(0)
         .json();
     assert_eq!(globex.as_array().map(Vec::len), Some(1), "{globex}");

@@ -293,11 +293,8 @@ fn a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways(kin
         "the submit's budget overrides the crew's"
     );
 
-    let served = serve(
-        &case,
-        &["--crews", crews.to_str().unwrap(), "--concurrency", "2"],
-        &[],
-    );
+    let crews = crews.to_str().unwrap();
+    let served = serve(&case, &["--crews", crews, "--concurrency", "2"], &[]);
     let server = Some(served.url.as_str());
     let there = cairn(&case, server, &["submit", "looper", "--json"])
         .expect_code(0)

@@ -431,6 +431,16 @@ pub fn agent_scripted(role: &str, script: &Path, instructions: &str) -> String {
     )
 }
 
+/// A scripted model's script: one tool call (`call`, an inline TOML
+/// table) said with `text`, then the answer `answer`.
+pub fn one_call_script(text: &str, call: &str, answer: &str) -> String {
+    format!(
+        "[[responses]]\ntext = {}\ntool_calls = [{call}]\n\n[[responses]]\ntext = {}\n",
+        q(text),
+        q(answer)
+    )
+}
+
 /// An `[[agents.tools]]` block: `name` runs `argv`, its parameters any
 /// object; `idempotent` or not.
 pub fn tool_block(name: &str, argv: &[&str], idempotent: bool) -> String {

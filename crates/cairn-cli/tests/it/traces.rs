@@ -31,14 +31,10 @@ both_backends!(
 );
 
 /// The model asks for the lookup tool, then answers.
-const SCRIPT: &str = r#"
-[[responses]]
-text = "Looking it up."
-tool_calls = [{ id = "c_lookup", name = "lookup", arguments = { order = "A-1" } }]
-
-[[responses]]
-text = "Found it."
-"#;
+fn script() -> String {
+    let call = r#"{ id = "c_lookup", name = "lookup", arguments = { order = "A-1" } }"#;
+    crate::support::one_call_script("Looking it up.", call, "Found it.")
+}
 
 /// The lookup tool; with `TEST_PAUSE=lookup` it writes its pid to
 /// `paused.pid` and sleeps, so a kill lands inside it.
@@ -53,7 +49,7 @@ echo '{"found": true}'
 fn crew(case: &Case) -> String {
     std::fs::write(case.path("tool.sh"), TOOL).unwrap();
     let tool = case.path("tool.sh").display().to_string();
-    let script = case.write("model.toml", SCRIPT).display().to_string();
+    let script = case.write("model.toml", &script()).display().to_string();
     let clerk = format!(
         "[[agents]]\nrole = \"clerk\"\nkind = \"llm\"\nprovider = \"scripted\"\nmodel = \"script-1\"\n\
          script = {}\ninstructions = \"Look the order up.\"\nenv = [\"TEST_PAUSE\"]\n\n\

@@ -244,6 +244,19 @@ impl Campaign {
     /// One kill: a random worker after a random delay (up to `max_ms`),
     /// SIGKILLed by its pid, reaped and restarted; then crash loops retried
     /// and the parents topped up.
+    /// Tops the runs up, starts two workers, kills one every 1.5 s at the
+    /// most until `kills`, then drains: when the kills began.
+    fn kill_and_drain(&mut self, kills: u64) -> Instant {
+        self.top_up();
+        self.start_workers(2);
+        let started = Instant::now();
+        while self.tally.kills < kills {
+            self.kill_round(1500);
+        }
+        self.drain(|_, _| {});
+        started
+    }
+
     pub(crate) fn kill_round(&mut self, max_ms: u64) {
         let slot = self.rng.below(self.workers.len() as u64) as usize;
         let delay = Duration::from_millis(100 + self.rng.below(max_ms));
@@ -521,13 +534,7 @@ fn children_under_worker_kills_lose_and_repeat_nothing(kind: Kind) {
         .map(str::to_owned)
         .to_vec();
     let mut c = Campaign::new(case, size, submit, &log);
-    c.top_up();
-    c.start_workers(2);
-    let started = Instant::now();
-    while c.tally.kills < size.kills {
-        c.kill_round(1500);
-    }
-    c.drain(|_, _| {});
+    let started = c.kill_and_drain(size.kills);
     for parent in c.parents.clone() {
         let Some(run) = c.finished_parent(&parent) else {
             continue;
@@ -596,13 +603,7 @@ fn delegated_children_under_worker_kills_lose_and_repeat_nothing(kind: Kind) {
         "the twin's lead read every child's result: {expected}"
     );
     c.parents.push(twin_id);
-    c.top_up();
-    c.start_workers(2);
-    let started = Instant::now();
-    while c.tally.kills < size.kills {
-        c.kill_round(1500);
-    }
-    c.drain(|_, _| {});
+    let started = c.kill_and_drain(size.kills);
     for parent in c.parents.clone() {
         let Some(run) = c.finished_parent(&parent) else {
             continue;

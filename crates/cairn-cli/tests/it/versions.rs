@@ -70,14 +70,10 @@ fn clerk(version: &str) -> String {
     )
 }
 
-const CLERK_SCRIPT: &str = r#"
-[[responses]]
-text = "Echoing."
-tool_calls = [{ id = "e1", name = "echo", arguments = { word = "hi" } }]
-
-[[responses]]
-text = "Done."
-"#;
+fn clerk_script() -> String {
+    let call = r#"{ id = "e1", name = "echo", arguments = { word = "hi" } }"#;
+    crate::support::one_call_script("Echoing.", call, "Done.")
+}
 
 /// `cairn run CREW --json`, stopped at the review (exit 4); the run id.
 fn run_to_review(case: &Case, crew: &str) -> String {
@@ -148,17 +144,9 @@ fn an_operator_moves_the_runs_that_can_move_and_says_why_not(kind: Kind) {
 
     // v2 keeps the started steps: a dry run says all three would move and
     // moves none; then one run is moved, with who and why.
+    let to_c2 = ["runs", "upgrade", "--crew", "essay", "--to", c2];
     let dry = case
-        .cairn(&[
-            "runs",
-            "upgrade",
-            "--crew",
-            "essay",
-            "--to",
-            c2,
-            "--dry-run",
-            "--json",
-        ])
+        .cairn(&[&to_c2[..], &["--dry-run", "--json"]].concat())
         .expect_code(0)
         .json();
     let dry = dry.as_array().unwrap();
@@ -167,22 +155,9 @@ fn an_operator_moves_the_runs_that_can_move_and_says_why_not(kind: Kind) {
         .iter()
         .all(|v| v["movable"] == true && v["moved"] == false));
     assert_eq!(case.show(&runs[0])["crew_version"], "1");
+    let who = ["--by", "ops", "--reason", "prompt fix", "--json"];
     let moved = case
-        .cairn(&[
-            "runs",
-            "upgrade",
-            "--crew",
-            "essay",
-            "--to",
-            c2,
-            "--run",
-            &runs[0],
-            "--by",
-            "ops",
-            "--reason",
-            "prompt fix",
-            "--json",
-        ])
+        .cairn(&[&to_c2[..], &["--run", &runs[0]], &who].concat())
         .expect_code(0)
         .json();
     assert_eq!(moved[0]["moved"], true, "{moved:#}");
@@ -307,7 +282,7 @@ fn a_server_offering_two_versions_moves_compatible_runs_at_a_boundary(kind: Kind
     std::fs::write(dir.join("essay-1.toml"), v1(top)).unwrap();
     // An `llm` crew stopped by `max_turns`: a run for `runs continue`.
     std::fs::create_dir_all(dir.join("scripts")).unwrap();
-    std::fs::write(dir.join("scripts/clerk.toml"), CLERK_SCRIPT).unwrap();
+    std::fs::write(dir.join("scripts/clerk.toml"), clerk_script()).unwrap();
     std::fs::write(dir.join("clerk-1.toml"), clerk("1")).unwrap();
     let first = serve(&case);
     let submit = |extra: &[&str]| -> String {
