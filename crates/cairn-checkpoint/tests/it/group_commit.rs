@@ -85,21 +85,14 @@ async fn a_stale_commit_in_a_batch_is_refused_and_the_rest_of_its_batch_commits(
         t.await
             .unwrap()
             .unwrap_or_else(|e| panic!("run {}: {e}", c.run.id));
-        let (run, steps) = shared.load(c.run.id).await.unwrap();
-        assert_eq!(run.cursor, StepIdx(1), "{run:?}");
-        assert_eq!(steps[0].status, StepStatus::Succeeded);
-        assert_eq!(steps[1].status, StepStatus::Running);
+        step_0_committed(&shared, c.run.id).await;
     }
     match stale.await.unwrap() {
         Err(Error::StaleEpoch { run, .. }) => assert_eq!(run, zombie.run.id),
         other => panic!("the stale commit was not refused as stale: {other:?}"),
     }
     // The refused commit wrote nothing: the run is as the takeover left it.
-    let (run, steps) = shared.load(zombie.run.id).await.unwrap();
-    assert_eq!(run.cursor, StepIdx(0));
-    assert_eq!(run.lease_epoch, taken.run.lease_epoch);
-    assert_eq!(steps.len(), 1);
-    assert_eq!(steps[0].status, StepStatus::Running);
+    as_taken_over(&shared, zombie.run.id, taken.run.lease_epoch).await;
     let events = shared.events(zombie.run.id).await.unwrap();
     assert!(
         events.iter().all(|e| e.kind != EventKind::StepSucceeded),
@@ -108,10 +101,7 @@ async fn a_stale_commit_in_a_batch_is_refused_and_the_rest_of_its_batch_commits(
 
     // Two transactions: the first leader's commit alone, then the other
     // nine with the stale one.
-    let after = store.group_stats();
-    assert_eq!(after.batches - before.batches, 2, "{before:?} → {after:?}");
-    assert_eq!(after.commits - before.commits, 11, "{before:?} → {after:?}");
-    assert_eq!(after.largest, 10, "{after:?}");
+    grouped(&before, &store.group_stats(), 2, 11, 10);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

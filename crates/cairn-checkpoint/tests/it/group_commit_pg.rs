@@ -84,27 +84,17 @@ async fn postgres_a_stale_commit_in_a_batch_is_refused_alone_and_the_rest_commit
     for (i, c) in claimed.iter().enumerate() {
         let answer = &answers[if i < 3 { i } else { i + 1 }];
         assert!(answer.is_ok(), "run {}: {answer:?}", c.run.id);
-        let (run, steps) = shared.load(c.run.id).await.unwrap();
-        assert_eq!(run.cursor, StepIdx(1), "{run:?}");
-        assert_eq!(steps[0].status, StepStatus::Succeeded);
+        let steps = step_0_committed(&shared, c.run.id).await;
         assert_eq!(steps[0].output, Some(json!({"out": 0})));
-        assert_eq!(steps[1].status, StepStatus::Running);
     }
     match &answers[3] {
         Err(Error::StaleEpoch { run, .. }) => assert_eq!(*run, zombie.run.id),
         other => panic!("the stale commit was not refused as stale: {other:?}"),
     }
-    let (run, steps) = shared.load(zombie.run.id).await.unwrap();
-    assert_eq!(run.cursor, StepIdx(0));
-    assert_eq!(run.lease_epoch, taken.run.lease_epoch);
-    assert_eq!(steps.len(), 1);
-    assert_eq!(steps[0].status, StepStatus::Running);
+    as_taken_over(&shared, zombie.run.id, taken.run.lease_epoch).await;
 
     // The leader alone, then the seven queued in one statement.
-    let after = store.group_stats();
-    assert_eq!(after.batches - before.batches, 2, "{before:?} → {after:?}");
-    assert_eq!(after.commits - before.commits, 8, "{before:?} → {after:?}");
-    assert_eq!(after.largest, 7, "{after:?}");
+    grouped(&before, &store.group_stats(), 2, 8, 7);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,7 +13,7 @@ use cairn_checkpoint::{
 };
 use cairn_core::{
     Attempt, CrewDef, ErrorInfo, ErrorKind, EventKind, LeaseEpoch, NewEvent, RunId, RunStatus,
-    StepIdx, StepStatus, Usage,
+    StepIdx, StepRecord, StepStatus, Usage,
 };
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
@@ -110,6 +110,49 @@ pub(crate) fn success(run: RunId, epoch: LeaseEpoch, idx: u32, steps: u32) -> St
         },
         child: false,
     }
+}
+
+/// Since `before`, `batches` flushes carried `commits` step commits, the
+/// most in one `largest`.
+#[track_caller]
+pub(crate) fn grouped(
+    before: &cairn_checkpoint::GroupStats,
+    after: &cairn_checkpoint::GroupStats,
+    batches: u64,
+    commits: u64,
+    largest: usize,
+) {
+    assert_eq!(
+        after.batches - before.batches,
+        batches,
+        "{before:?} → {after:?}"
+    );
+    assert_eq!(
+        after.commits - before.commits,
+        commits,
+        "{before:?} → {after:?}"
+    );
+    assert_eq!(after.largest, largest, "{after:?}");
+}
+
+/// Run `id` after its step 0 committed: cursor 1, step 0 succeeded, step
+/// 1 running. Its steps.
+pub(crate) async fn step_0_committed(store: &Arc<dyn Store>, id: RunId) -> Vec<StepRecord> {
+    let (run, steps) = store.load(id).await.unwrap();
+    assert_eq!(run.cursor, StepIdx(1), "{run:?}");
+    assert_eq!(steps[0].status, StepStatus::Succeeded);
+    assert_eq!(steps[1].status, StepStatus::Running);
+    steps
+}
+
+/// Run `id` as a takeover at `epoch` left it (a stale commit wrote
+/// nothing): cursor 0, one running step.
+pub(crate) async fn as_taken_over(store: &Arc<dyn Store>, id: RunId, epoch: LeaseEpoch) {
+    let (run, steps) = store.load(id).await.unwrap();
+    assert_eq!(run.cursor, StepIdx(0));
+    assert_eq!(run.lease_epoch, epoch);
+    assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0].status, StepStatus::Running);
 }
 
 pub(crate) async fn submitted_and_claimed(store: &Arc<dyn Store>, steps: usize) -> Claimed {
