@@ -342,11 +342,7 @@ fn failpoints_around_the_first_journal_item_lose_and_repeat_nothing(kind: Kind) 
     for (point, kept) in [("before_journal:0", 0), ("after_journal:0", 1)] {
         let case = Case::new(kind);
         let crew = case.agent_crew(&fast, "");
-        case.cairn_env(
-            &["run", &crew, "--input", "{}"],
-            &[("CAIRN_FAILPOINTS", point)],
-        )
-        .expect_sigkill();
+        case.killed_at(&["run", &crew, "--input", "{}"], point);
         let id = case.only_run_id();
         assert_eq!(case.journal(&id).len(), kept, "{point}");
         assert!(case.lines("charge.effects").is_empty(), "{point}");
@@ -529,19 +525,11 @@ fn the_demos_pass() {
             &[],
         )
         .expect_code(0);
-    assert!(
-        out.stdout.contains("OK: steps 0-2 ran exactly once"),
-        "{}",
-        out.stdout
-    );
+    crate::support::assert_contains(&out.stdout, "OK: steps 0-2 ran exactly once");
     let out = case
         .raw(&["demo", "--agent", "--dir", "agent"], &[])
         .expect_code(0);
-    assert!(
-        out.stdout.contains("OK: the card was charged once"),
-        "{}",
-        out.stdout
-    );
+    crate::support::assert_contains(&out.stdout, "OK: the card was charged once");
     assert!(out.stdout.contains("synthesized_result"), "{}", out.stdout);
     let charges = std::fs::read_to_string(case.path("agent/charges.log")).unwrap();
     assert_eq!(charges.lines().count(), 1);

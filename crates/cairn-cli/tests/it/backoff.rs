@@ -39,8 +39,7 @@ fn times(case: &Case) -> Vec<DateTime<Utc>> {
 fn killed_during_a_back_off_the_retry_waits_for_not_before(kind: Kind) {
     let case = Case::new(kind);
     let crew = flaky_crew(&case);
-    case.cairn_env(&["run", &crew], &[("CAIRN_FAILPOINTS", "during_backoff:1")])
-        .expect_sigkill();
+    case.killed_at(&["run", &crew], "during_backoff:1");
     let id = case.only_run_id();
     let stopped = case.show(&id);
     assert_eq!(stopped["status"], "queued", "{stopped:#}");

@@ -43,8 +43,7 @@ const PHASES: [&str; 2] = ["before", "after"];
 /// SIGKILLed at `point` (the failpoint must be reached).
 #[track_caller]
 fn killed_at(case: &Case, args: &[&str], point: &str) {
-    case.cairn_env(args, &[("CAIRN_FAILPOINTS", point)])
-        .expect_sigkill();
+    case.killed_at(args, point);
 }
 
 /// Every invariant of every run in the database, read through the CLI.
@@ -730,12 +729,7 @@ fn lost_acknowledgements_are_recognised(kind: Kind) {
     let id = case.only_run_id();
     succeeded(&case, &id, point);
     let journal = case.cairn(&["runs", "journal", &id, "--json"]).json();
-    let kinds: Vec<&str> = journal
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
+    let kinds = crate::support::strs(&journal, "kind");
     assert!(!kinds.contains(&"repair"), "{point}: {kinds:?}");
     let content: Vec<String> = journal
         .as_array()

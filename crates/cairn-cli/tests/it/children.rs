@@ -55,11 +55,7 @@ fn a_killed_tree_resumes_and_runs_each_child_once(kind: cairn_testkit::Kind) {
     for (point, may_repeat) in POINTS {
         let case = Case::new(kind);
         let crew = crews(&case);
-        case.cairn_env(
-            &["run", crew.to_str().unwrap(), "--input", INPUT],
-            &[("CAIRN_FAILPOINTS", point)],
-        )
-        .expect_sigkill();
+        case.killed_at(&["run", crew.to_str().unwrap(), "--input", INPUT], point);
         let parent = parent_of(&case);
         resume_ok(&case, &parent, point);
         assert_eq!(result(&case, &parent), expected, "{point}");

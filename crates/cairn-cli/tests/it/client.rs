@@ -69,12 +69,7 @@ fn the_cli_works_against_a_server() {
     let list = remote(&case, &served, &["runs", "list", "--json"])
         .expect_code(0)
         .json();
-    let ids: Vec<&str> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["id"].as_str().unwrap())
-        .collect();
+    let ids = support::strs(&list, "id");
     assert!(
         ids.contains(&id) && ids.contains(&second.as_str()),
         "{ids:?}"

@@ -141,11 +141,7 @@ pub(crate) fn sigkill_mid_step_reruns_only_that_step(case: Case) {
 fn failpoint_after_commit_resumes_at_the_next_step(setup: Setup) {
     let case = Case::new(setup);
     let crew = case.counting_crew(STEPS);
-    case.cairn_env(
-        &["run", crew.to_str().unwrap()],
-        &[("CAIRN_FAILPOINTS", "after_commit:18")],
-    )
-    .expect_sigkill();
+    case.killed_at(&["run", crew.to_str().unwrap()], "after_commit:18");
     let id = case.only_run_id();
     // Step 18's commit is durable and step 19 was marked running with it.
     let stopped = case.show(&id);
@@ -175,8 +171,7 @@ fn failpoints_around_the_first_claim_lose_and_repeat_nothing(setup: Setup) {
         let case = Case::new(setup);
         let crew = case.counting_crew(STEPS);
         let id = case.submit(&crew);
-        case.cairn_env(&["resume", &id], &[("CAIRN_FAILPOINTS", point)])
-            .expect_sigkill();
+        case.killed_at(&["resume", &id], point);
         let stopped = case.show(&id);
         if point.starts_with("before") {
             assert_eq!(stopped["status"], "queued", "{point}: {stopped:#}");
@@ -198,11 +193,7 @@ fn failpoints_around_the_first_claim_lose_and_repeat_nothing(setup: Setup) {
 fn failpoint_before_commit_reruns_the_uncommitted_step(setup: Setup) {
     let case = Case::new(setup);
     let crew = case.counting_crew(STEPS);
-    case.cairn_env(
-        &["run", crew.to_str().unwrap()],
-        &[("CAIRN_FAILPOINTS", "before_commit:18")],
-    )
-    .expect_sigkill();
+    case.killed_at(&["run", crew.to_str().unwrap()], "before_commit:18");
     let id = case.only_run_id();
     // Step 18 ran, but nothing of it was committed.
     let stopped = case.show(&id);

@@ -68,11 +68,7 @@ fn a_delegating_agent_killed_anywhere_resumes_and_each_child_ran_once(kind: cair
     for point in POINTS {
         let case = Case::new(kind);
         let crew = crews(&case, &model);
-        case.cairn_env(
-            &["run", &crew, "--input", "{}"],
-            &[("CAIRN_FAILPOINTS", point)],
-        )
-        .expect_sigkill();
+        case.killed_at(&["run", &crew, "--input", "{}"], point);
         let parent = parent_of(&case);
         if point.contains("append_journal") || point == "before:commit_step#1" {
             assert_eq!(case.list().len(), 1, "{point}: killed before the spawn");

@@ -76,11 +76,7 @@ fn failing_step_exits_3_and_records_the_error(kind: Kind) {
     // The text table shows the error too.
     let id = run["id"].as_str().unwrap();
     let text = case.cairn(&["runs", "show", id]).expect_code(0);
-    assert!(
-        text.stdout.contains("boom: step 1 is on fire"),
-        "{}",
-        text.stdout
-    );
+    crate::support::assert_contains(&text.stdout, "boom: step 1 is on fire");
 }
 
 fn resume_of_a_failed_run_is_refused(kind: Kind) {
@@ -104,10 +100,7 @@ fn resume_of_a_failed_run_is_refused(kind: Kind) {
 fn resume_of_a_succeeded_run_executes_nothing(kind: Kind) {
     let case = Case::new(kind);
     let crew = case.counting_crew(3);
-    let run = case
-        .cairn(&["run", crew.to_str().unwrap(), "--json"])
-        .expect_code(0)
-        .json();
+    let run = case.run_json(&crew, 0);
     let id = run["id"].as_str().unwrap();
     assert_eq!(case.executions(), vec![0, 1, 2]);
     let events = case.events(id);

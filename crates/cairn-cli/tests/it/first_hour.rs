@@ -245,11 +245,7 @@ fn a_waiting_run_says_what_to_do() {
         .json();
     let first = waits[0]["id"].as_str().unwrap().to_owned();
     let answer = format!("cairn --db {} waits answer {first} --approve", case.url());
-    assert!(
-        out.stdout.contains(&format!("wait {first} (review)")),
-        "{}",
-        out.stdout
-    );
+    crate::support::assert_contains(&out.stdout, &format!("wait {first} (review)"));
     assert!(out.stdout.contains(&answer), "{}", out.stdout);
 
     // Let the review take a while, then approve: the publisher's approval opens.
@@ -837,10 +833,7 @@ fn command_steps_run_in_their_crew_files_directory() {
     ];
     let crew = case.write("crews/crew.toml", &crew_toml("dirs", &agents));
     // Run from the case directory, not the crew's.
-    let run = case
-        .cairn(&["run", crew.to_str().unwrap(), "--json"])
-        .expect_code(0)
-        .json();
+    let run = case.run_json(&crew, 0);
     assert_eq!(run["steps"][0]["output"]["from"], "data", "{run:#}");
     assert_eq!(run["steps"][1]["output"], "tool", "{run:#}");
 }

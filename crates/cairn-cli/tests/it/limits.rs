@@ -332,11 +332,7 @@ fn a_crew_budget_interrupts_a_looping_agent_and_continue_raises_it_both_ways(kin
         assert_eq!(shown["spent"]["model_calls"], 4, "{shown}");
         assert_eq!(shown["spent"]["tokens"], 60, "{shown}");
         let text = cairn(&case, server, &["runs", "show", &id]).expect_code(0);
-        assert!(
-            text.stdout.contains("budget: model calls 4 of 4"),
-            "{}",
-            text.stdout
-        );
+        crate::support::assert_contains(&text.stdout, "budget: model calls 4 of 4");
     }
     let own_run = cairn(&case, None, &["runs", "show", &own_id(&own), "--json"]);
     assert_eq!(own_run.expect_code(0).json()["spent"]["model_calls"], 3);
@@ -641,11 +637,7 @@ fn a_limits_file_declares_a_keys_limits_until_an_operator_sets_them(kind: Kind) 
     run();
     assert_eq!(limits(&key_state(&case)), from_file);
     let listed = case.cairn(&["limits", "list"]).expect_code(0);
-    assert!(
-        listed.stdout.contains("in_flight=3 rpm=600 [config]"),
-        "{}",
-        listed.stdout
-    );
+    crate::support::assert_contains(&listed.stdout, "in_flight=3 rpm=600 [config]");
 
     case.cairn(&["limits", "set", &key, "--rpm", "5"])
         .expect_code(0);

@@ -2,8 +2,6 @@
 //! fingerprint is refused (exit 2, both fingerprints named, nothing executed
 //! or written); with `--force` it proceeds and records a `crew_forced` event.
 
-use serde_json::Value;
-
 use crate::support::{crew_toml, Case, Kind};
 
 both_backends!(resume_with_another_crew_is_refused_unless_forced);
@@ -24,11 +22,7 @@ fn resume_with_another_crew_is_refused_unless_forced(kind: Kind) {
     let case = Case::new(kind);
     let crew = case.counting_crew(3);
     // Leave the run unfinished: killed right after step 0's commit.
-    case.cairn_env(
-        &["run", crew.to_str().unwrap()],
-        &[("CAIRN_FAILPOINTS", "after_commit:0")],
-    )
-    .expect_sigkill();
+    case.killed_at(&["run", crew.to_str().unwrap()], "after_commit:0");
     let id = case.only_run_id();
     let before = case.show(&id);
     assert_eq!(before["status"], "running");
@@ -73,12 +67,7 @@ fn resume_with_another_crew_is_refused_unless_forced(kind: Kind) {
     assert_eq!(run["crew_fingerprint"], offered.as_str(), "{run:#}");
     assert_eq!(case.executions(), vec![0, 1, 2]);
     let events = case.events(&id);
-    let forced: Vec<&Value> = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "crew_forced")
-        .collect();
+    let forced = case.events_of(&id, "crew_forced");
     assert_eq!(forced.len(), 1, "one crew_forced event: {events:#}");
     assert_eq!(forced[0]["data"]["stored"], stored, "{events:#}");
     assert_eq!(forced[0]["data"]["offered"], offered.as_str(), "{events:#}");

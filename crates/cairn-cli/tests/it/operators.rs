@@ -84,10 +84,7 @@ fn retry_runs_the_failed_step_again_after_the_fix(kind: Kind) {
 fn retry_of_a_succeeded_run_is_refused(kind: Kind) {
     let case = Case::new(kind);
     let crew = case.counting_crew(2);
-    let run = case
-        .cairn(&["run", crew.to_str().unwrap(), "--json"])
-        .expect_code(0)
-        .json();
+    let run = case.run_json(&crew, 0);
     let id = run["id"].as_str().unwrap();
     let events = case.events(id);
 

@@ -261,6 +261,22 @@ impl Case {
             .collect()
     }
 
+    /// `cairn ARGS` with the failpoint `point`, which kills it.
+    #[track_caller]
+    pub fn killed_at(&self, args: &[&str], point: &str) {
+        self.cairn_env(args, &[("CAIRN_FAILPOINTS", point)])
+            .expect_sigkill();
+    }
+
+    /// `cairn run CREW --json`, which exits `code`: the run document.
+    #[track_caller]
+    pub fn run_json(&self, crew: &Path, code: i32) -> Value {
+        let crew = crew.to_str().expect("a UTF-8 path");
+        self.cairn(&["run", crew, "--json"])
+            .expect_code(code)
+            .json()
+    }
+
     /// `cairn runs list --json`.
     #[track_caller]
     pub fn list(&self) -> Vec<Value> {
@@ -504,6 +520,21 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+}
+
+/// The string `field` of each element of the JSON array `v`.
+pub fn strs<'a>(v: &'a Value, field: &str) -> Vec<&'a str> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[field].as_str().unwrap())
+        .collect()
+}
+
+/// Asserts that `text` contains `part`, printing `text` if not.
+#[track_caller]
+pub fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "{}", text);
 }
 
 /// How many of `events` (a JSON array) are of `kind`.

@@ -21,11 +21,7 @@ fn a_step_output_cannot_drive_the_terminal() {
             out.stdout
         );
     }
-    assert!(
-        out.stdout.contains(r"\u{1b}]0;owned\u{7}"),
-        "{}",
-        out.stdout
-    );
+    crate::support::assert_contains(&out.stdout, r"\u{1b}]0;owned\u{7}");
     let id = case.only_run_id();
     let json = case.show(&id);
     assert_eq!(
@@ -60,11 +56,7 @@ fn client_mode_does_not_print_the_urls_password() {
     ] {
         let out = case.raw(&["--server", server, "runs", "list"], &[]);
         assert_ne!(out.code(), Some(0));
-        assert!(
-            out.stderr.contains("cannot reach the server"),
-            "{}",
-            out.stderr
-        );
+        crate::support::assert_contains(&out.stderr, "cannot reach the server");
         assert!(
             !out.stderr.contains("s3cr3t") && !out.stderr.contains("cr3t"),
             "{}",

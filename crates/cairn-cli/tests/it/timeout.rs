@@ -31,10 +31,7 @@ fn timed_out_step_fails_and_its_process_group_is_killed(kind: Kind) {
     let crew = case.write("crew.toml", &crew_toml("sleepy", &[agent]));
 
     let started = Instant::now();
-    let run = case
-        .cairn(&["run", crew.to_str().unwrap(), "--json"])
-        .expect_code(3)
-        .json();
+    let run = case.run_json(&crew, 3);
     // Not a speed check: a step that was not cut off would have slept 60 s.
     let took = started.elapsed();
     assert!(

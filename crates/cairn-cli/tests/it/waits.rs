@@ -196,12 +196,7 @@ fn review_edit_commits_the_edited_output_and_keeps_the_original(kind: Kind) {
     assert_eq!(writer_runs(&case), 1, "an edit does not re-run the step");
 
     let events = case.events(&id);
-    let answered: Vec<&Value> = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "wait_answered")
-        .collect();
+    let answered = case.events_of(&id, "wait_answered");
     assert_eq!(answered.len(), 1, "{events:#}");
     let data = &answered[0]["data"];
     assert_eq!(data["wait"], wait.as_str(), "{data:#}");
