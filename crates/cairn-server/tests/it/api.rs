@@ -33,11 +33,7 @@ async fn readyz_is_503_when_the_database_does_not_answer_and_healthz_stays_200()
     assert_eq!(api.get("/healthz").await.status, StatusCode::OK);
     let metrics = api.get("/metrics").await;
     assert_eq!(metrics.status, StatusCode::OK);
-    assert!(
-        metrics.text.contains("cairn_store_up 0\n"),
-        "{}",
-        metrics.text
-    );
+    crate::support::assert_contains(&metrics.text, "cairn_store_up 0\n");
     assert!(!metrics.text.contains("cairn_runs{"));
     // A store failure on an API route is a 500 that leaks nothing.
     let message = api
@@ -53,12 +49,7 @@ async fn crews_lists_the_loaded_crews_by_name() {
     let reply = api.get("/v1/crews").await;
     assert_eq!(reply.status, StatusCode::OK);
     let crews = reply.json();
-    let names: Vec<&str> = crews
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let names = crate::support::strs(&crews, "name");
     assert_eq!(
         names,
         ["agent", "broken", "deadline", "flaky", "greet", "pipeline", "review", "slow"]

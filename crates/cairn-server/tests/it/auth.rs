@@ -14,20 +14,16 @@ async fn guarded() -> Api {
     .await
 }
 
+/// A run of `greet` for `name`, submitted through the engine (no token).
+async fn greeted(api: &Api, name: &str) -> cairn::RunId {
+    let greet = cairn::Crew::from_toml(&crate::support::greet()).unwrap();
+    api.submit_crew(&greet, json!({ "name": name })).await
+}
+
 #[tokio::test]
 async fn without_a_right_token_every_api_route_is_401() {
     let api = guarded().await;
-    let id = api
-        .engine
-        .submit(
-            &cairn::Crew::from_toml(&crate::support::greet()).unwrap(),
-            json!({"name": "hidden"}),
-            Default::default(),
-        )
-        .await
-        .unwrap()
-        .run
-        .id;
+    let id = greeted(&api, "hidden").await;
     let run_uri = format!("/v1/runs/{id}");
     let events_uri = format!("/v1/runs/{id}/events");
     let uris = [
@@ -70,7 +66,7 @@ async fn without_a_right_token_every_api_route_is_401() {
         )
         .await;
     reply.assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
-    assert_eq!(api.engine.list(&Default::default()).await.unwrap().len(), 1);
+    assert_eq!(api.runs().await.len(), 1);
 }
 
 #[tokio::test]
@@ -142,17 +138,7 @@ async fn no_tokens_means_an_open_api() {
 #[tokio::test]
 async fn every_guarded_route_in_the_table_needs_a_token() {
     let api = guarded().await;
-    let id = api
-        .engine
-        .submit(
-            &cairn::Crew::from_toml(&crate::support::greet()).unwrap(),
-            json!({"name": "x"}),
-            Default::default(),
-        )
-        .await
-        .unwrap()
-        .run
-        .id;
+    let id = greeted(&api, "x").await;
     let events = api.engine.events(id).await.unwrap();
     for (path, methods) in cairn_server::route_table() {
         let uri = path.replace("{id}", &id.to_string());
@@ -173,5 +159,5 @@ async fn every_guarded_route_in_the_table_needs_a_token() {
         }
     }
     assert_eq!(api.engine.events(id).await.unwrap(), events);
-    assert_eq!(api.engine.list(&Default::default()).await.unwrap().len(), 1);
+    assert_eq!(api.runs().await.len(), 1);
 }

@@ -148,11 +148,7 @@ async fn sign_in_takes_a_token_once_and_keeps_only_a_strict_cookie() {
     let wrong = api.call(Method::POST, "/login", &h, b).await;
     assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
     assert!(wrong.headers.get(header::SET_COOKIE).is_none());
-    assert!(
-        wrong.text.contains("not one this server accepts"),
-        "{}",
-        wrong.text
-    );
+    crate::support::assert_contains(&wrong.text, "not one this server accepts");
     assert!(!wrong.text.contains("not-the-token-at-all"));
 
     let (h, b) = form(&format!("token={TOKEN}"));
@@ -344,11 +340,7 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
     assert_eq!(answered.data["reason"], "too long for the page");
     api.drive(review).await;
     let waits = api.get("/waits").await;
-    assert!(
-        waits.text.contains("Draft on cairns [shorter]"),
-        "{}",
-        waits.text
-    );
+    crate::support::assert_contains(&waits.text, "Draft on cairns [shorter]");
     let wait = api
         .waits()
         .await
@@ -421,11 +413,7 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
     )
     .await;
     assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.text);
-    assert!(
-        again.text.contains("only a failed run can be retried"),
-        "{}",
-        again.text
-    );
+    crate::support::assert_contains(&again.text, "only a failed run can be retried");
 
     // A fork from step 1 copies step 0 and runs step 1 only.
     let forked = post_form(
@@ -503,11 +491,7 @@ async fn a_thread_reads_as_a_conversation() {
         ids.push(id);
     }
     let runs = api.get("/").await;
-    assert!(
-        runs.text.contains(r#"href="/threads/chat%201""#),
-        "{}",
-        runs.text
-    );
+    crate::support::assert_contains(&runs.text, r#"href="/threads/chat%201""#);
     let page = api.get("/threads/chat%201").await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.text);
     let (ada, grace) = (
@@ -601,20 +585,12 @@ async fn a_waiting_runs_duration_leaves_its_wait_out() {
         "{duration}: {}",
         page.text
     );
-    assert!(
-        page.text.contains("1 attempt over 1 step<"),
-        "{}",
-        page.text
-    );
+    crate::support::assert_contains(&page.text, "1 attempt over 1 step<");
     // The runs table says the same.
     let runs = api.get("/").await;
     assert!(runs.text.contains(", waited 1."), "{}", runs.text);
 
-    let wait = api.waits().await[0].id;
-    api.engine
-        .answer(wait, &cairn::Answer::Approve, "ann")
-        .await
-        .unwrap();
+    api.approve_first_wait("ann").await;
     api.drive(review).await;
     let page = api.get(&format!("/runs/{review}")).await;
     let duration = duration_of(&page.text);
@@ -623,11 +599,7 @@ async fn a_waiting_runs_duration_leaves_its_wait_out() {
         "{duration}: {}",
         page.text
     );
-    assert!(
-        page.text.contains("2 attempts over 2 steps<"),
-        "{}",
-        page.text
-    );
+    crate::support::assert_contains(&page.text, "2 attempts over 2 steps<");
     // The steps table: the writer's own time, then its wait.
     let steps = &page.text[page.text.find(r#"<table class="steps">"#).unwrap()..];
     let steps = &steps[..steps.find("</table>").unwrap()];
@@ -719,11 +691,7 @@ async fn a_form_that_does_not_parse_gets_a_console_page() {
         .await;
     assert!(reply.status.is_client_error(), "{reply:?}");
     assert!(reply.content_type().starts_with("text/html"), "{reply:?}");
-    assert!(
-        reply.text.contains("The form was not accepted"),
-        "{}",
-        reply.text
-    );
+    crate::support::assert_contains(&reply.text, "The form was not accepted");
     assert!(
         reply.text.contains("csrf"),
         "the reason names the field: {}",
@@ -893,11 +861,7 @@ async fn run_and_crews_pages_show_what_priced_calls_cost() {
     assert!(page.text.contains(&format!(" · {cost}")), "{}", page.text);
     let crews = api.get("/crews").await;
     assert_eq!(crews.status, StatusCode::OK, "{}", crews.text);
-    assert!(
-        crews.text.contains(&format!("which cost {cost}")),
-        "{}",
-        crews.text
-    );
+    crate::support::assert_contains(&crews.text, &format!("which cost {cost}"));
 }
 
 /// An agent stopped at its budget (one model call) is raised and carried
@@ -915,11 +879,7 @@ async fn a_runs_page_raises_its_budget_and_carries_it_on() {
     assert_eq!(run.status, cairn::RunStatus::Interrupted, "{:?}", run.error);
     let page = api.get(&format!("/runs/{id}")).await;
     let target = format!("/runs/{id}/budget");
-    assert!(
-        page.text.contains("Raise the budget and continue"),
-        "{}",
-        page.text
-    );
+    crate::support::assert_contains(&page.text, "Raise the budget and continue");
     let csrf = csrf_of(&page.text);
     let wrong = [
         ("csrf", csrf.as_str()),

@@ -68,11 +68,7 @@ async fn a_foreign_runs_raise_is_refused_before_anything_is_written(kind: Kind) 
     // Its page says why it offers no continue, and names the flag.
     let page = api.get(&format!("/runs/{id}")).await;
     assert_eq!(page.status, StatusCode::OK);
-    assert!(
-        page.text.contains("cairn serve --foreign-runs"),
-        "{}",
-        page.text
-    );
+    crate::support::assert_contains(&page.text, "cairn serve --foreign-runs");
     for refused in ["/continue\"", "/retry\"", "/fork\"", "/budget\""] {
         assert!(
             !page.text.contains(refused),

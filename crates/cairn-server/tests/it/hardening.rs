@@ -122,28 +122,16 @@ async fn retry_continue_and_fork_refuse_runs_of_crews_the_server_does_not_offer(
     // A run of the impostor, finished, and a failed run of a crew the
     // server never loaded, both stored by another process.
     let impostor = Crew::from_toml(&impostor()).unwrap();
-    let done = api
-        .engine
-        .submit(&impostor, json!({"name": "x"}), Default::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let done = api.submit_crew(&impostor, json!({"name": "x"})).await;
     api.drive(done).await;
     let broken = Crew::from_toml(&foreign_broken()).unwrap();
-    let failed = api
-        .engine
-        .submit(&broken, json!({}), Default::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let failed = api.submit_crew(&broken, json!({})).await;
     let _ = api.engine.resume(failed, ResumeOptions::default()).await;
     assert_eq!(
         api.engine.get_run(failed).await.unwrap().status.as_str(),
         "failed"
     );
-    let runs_before = api.engine.list(&Default::default()).await.unwrap().len();
+    let runs_before = api.runs().await.len();
 
     let reply = api
         .post_json(
@@ -165,10 +153,7 @@ async fn retry_continue_and_fork_refuse_runs_of_crews_the_server_does_not_offer(
         .await;
     reply.assert_error(StatusCode::NOT_FOUND, "crew_not_offered");
     // Nothing was stored or changed.
-    assert_eq!(
-        api.engine.list(&Default::default()).await.unwrap().len(),
-        runs_before
-    );
+    assert_eq!(api.runs().await.len(), runs_before);
     assert_eq!(
         api.engine.get_run(failed).await.unwrap().status.as_str(),
         "failed"
@@ -189,13 +174,7 @@ async fn retry_continue_and_fork_refuse_runs_of_crews_the_server_does_not_offer(
 
     // The explicit setting lets the API act on any run.
     let open = Api::with(kind, |s| s.with_foreign_runs(true)).await;
-    let elsewhere = open
-        .engine
-        .submit(&impostor, json!({"name": "y"}), Default::default())
-        .await
-        .unwrap()
-        .run
-        .id;
+    let elsewhere = open.submit_crew(&impostor, json!({"name": "y"})).await;
     open.drive(elsewhere).await;
     let reply = open
         .post_json(

@@ -330,7 +330,7 @@ async fn refused_forks_are_409_fork_refused_and_body_mistakes_400() {
         .await
         .assert_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
     // Only the source run exists.
-    assert_eq!(api.engine.list(&Default::default()).await.unwrap().len(), 1);
+    assert_eq!(api.runs().await.len(), 1);
 }
 
 /// `POST /v1/runs/{id}/context`: a queued run's input takes the context

@@ -72,7 +72,7 @@ async fn a_repeated_idempotency_key_returns_the_same_run_with_200() {
     api.post_json("/v1/runs", &other_crew)
         .await
         .assert_error(StatusCode::CONFLICT, "idempotency_conflict");
-    assert_eq!(api.engine.list(&Default::default()).await.unwrap().len(), 1);
+    assert_eq!(api.runs().await.len(), 1);
 }
 
 #[tokio::test]
@@ -194,7 +194,7 @@ async fn bodies_over_the_limit_are_413() {
         api.post_json("/v1/runs", &small).await.status,
         StatusCode::CREATED
     );
-    assert_eq!(api.engine.list(&Default::default()).await.unwrap().len(), 1);
+    assert_eq!(api.runs().await.len(), 1);
 }
 
 #[tokio::test]

@@ -253,6 +253,21 @@ impl Api {
         self.engine.waits(&Default::default()).await.unwrap()
     }
 
+    /// Approves the first wait (of any run) as `by`.
+    pub async fn approve_first_wait(&self, by: &str) {
+        let wait = self.waits().await[0].id;
+        self.engine
+            .answer(wait, &cairn::Answer::Approve, by)
+            .await
+            .unwrap();
+    }
+
+    /// Submits a run of `crew` through the engine (not the API): its id.
+    pub async fn submit_crew(&self, crew: &cairn::Crew, input: Value) -> RunId {
+        let opts = Default::default();
+        self.engine.submit(crew, input, opts).await.unwrap().run.id
+    }
+
     /// Every run.
     pub async fn runs(&self) -> Vec<cairn::RunRecord> {
         self.engine.list(&Default::default()).await.unwrap()
@@ -265,6 +280,18 @@ impl Api {
             .await
             .unwrap();
     }
+}
+
+/// The string `field` of each element of the JSON array `v`.
+pub fn strs<'a>(v: &'a Value, field: &str) -> Vec<&'a str> {
+    let each = v.as_array().unwrap().iter();
+    each.map(|e| e[field].as_str().unwrap()).collect()
+}
+
+/// Asserts that `text` contains `part`, printing `text` if not.
+#[track_caller]
+pub fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "{}", text);
 }
 
 /// A response, its body read whole.

@@ -23,6 +23,16 @@ fn segment(text: &str) -> String {
         .collect()
 }
 
+/// [`submit_in`], driven to its end: the run's id.
+async fn driven_in(api: &Api, thread: &str, name: &str) -> String {
+    let id = submit_in(api, thread, name).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    api.drive(id.parse().unwrap()).await;
+    id
+}
+
 async fn submit_in(api: &Api, thread: &str, name: &str) -> Value {
     let body = json!({"crew": "greet", "input": {"name": name}, "thread_id": thread});
     let reply = api.post_json("/v1/runs", &body).await;
@@ -49,12 +59,7 @@ async fn threads_are_listed_and_shown_as_the_engine_sees_them() {
             listed,
             serde_json::to_value(api.engine.threads().await.unwrap()).unwrap()
         );
-        let names: Vec<&str> = listed
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["thread_id"].as_str().unwrap())
-            .collect();
+        let names = crate::support::strs(&listed, "thread_id");
         assert_eq!(names, ["other", odd]);
         assert_eq!(listed[1]["runs"], 2);
         for key in ["input_tokens", "output_tokens", "last_run_at"] {
@@ -134,9 +139,7 @@ async fn an_unknown_or_malformed_thread_is_404_or_400() {
 async fn a_bad_thread_id_is_400_and_stores_nothing() {
     for kind in [Kind::Sqlite, Kind::Postgres] {
         let api = Api::with(kind, |s| s).await;
-        let source = submit_in(&api, "t", "Ada").await;
-        let source = source["id"].as_str().unwrap();
-        api.drive(source.parse().unwrap()).await;
+        let source = driven_in(&api, "t", "Ada").await;
         for (bad, problem) in [
             (json!(""), "is empty"),
             (json!("x".repeat(257)), "257 bytes"),
@@ -162,9 +165,7 @@ async fn a_bad_thread_id_is_400_and_stores_nothing() {
 async fn a_fork_keeps_its_thread_unless_the_body_names_another() {
     for kind in [Kind::Sqlite, Kind::Postgres] {
         let api = Api::with(kind, |s| s).await;
-        let source = submit_in(&api, "t", "Ada").await;
-        let source = source["id"].as_str().unwrap();
-        api.drive(source.parse().unwrap()).await;
+        let source = driven_in(&api, "t", "Ada").await;
         let uri = format!("/v1/runs/{source}/fork");
         let kept = api.post_json(&uri, &json!({"from_step": 1})).await;
         assert_eq!(kept.status, StatusCode::CREATED, "{}", kept.text);

@@ -41,23 +41,11 @@ async fn a_run_no_live_process_can_execute_is_blocked_on_every_surface() {
     assert_eq!(shown["blocked"]["version"], "3");
     assert_eq!(shown["blocked"]["handlers"], json!(["echo"]));
     let page = api.get(&format!("/runs/{id}")).await;
-    assert!(
-        page.text.contains("no live process offers crew"),
-        "{}",
-        page.text
-    );
+    crate::support::assert_contains(&page.text, "no live process offers crew");
     let workers = api.get("/workers").await;
     assert_eq!(workers.status, StatusCode::OK);
-    assert!(
-        workers.text.contains(&id.to_string()[..13]),
-        "{}",
-        workers.text
-    );
-    assert!(
-        workers.text.contains("No process has worked"),
-        "{}",
-        workers.text
-    );
+    crate::support::assert_contains(&workers.text, &id.to_string()[..13]);
+    crate::support::assert_contains(&workers.text, "No process has worked");
     let metrics = api.get("/metrics").await.text;
     assert!(metrics.contains("\ncairn_runs_blocked 1\n"), "{metrics}");
     assert_eq!(api.get("/v1/workers").await.json(), json!([]));

@@ -34,11 +34,7 @@ async fn a_waiting_runs_page_answers_its_wait_and_says_what_happened() {
     assert_eq!(page.status, StatusCode::OK, "{}", page.text);
     // The open wait, its text as text (no JSON quotes or escapes), and
     // its answers, which come back here.
-    assert!(
-        page.text.contains(r#"class="wait run-wait""#),
-        "{}",
-        page.text
-    );
+    crate::support::assert_contains(&page.text, r#"class="wait run-wait""#);
     assert!(
         page.text
             .contains("<pre class=\"prompt text\">Draft on cairns\nand &quot;stones&quot;</pre>"),

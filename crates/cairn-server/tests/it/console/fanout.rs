@@ -80,16 +80,8 @@ async fn a_children_steps_time_runs_from_spawn_to_join_on_every_page() {
     assert_eq!(cells[1], "spread", "{cells:?}");
     assert!(ms_of(&cells[4]) >= 300.0, "the children step: {cells:?}");
     // The timeline draws the wait for the children, with its title.
-    assert!(
-        page.text.contains(r#"<g class="bar children">"#),
-        "{}",
-        page.text
-    );
-    assert!(
-        page.text.contains("waiting for 2 children"),
-        "{}",
-        page.text
-    );
+    crate::support::assert_contains(&page.text, r#"<g class="bar children">"#);
+    crate::support::assert_contains(&page.text, "waiting for 2 children");
     let svg = &page.text[page.text.find("<svg").unwrap()..page.text.find("</svg>").unwrap()];
     assert_eq!(
         svg.matches(r#"class="bar child succeeded""#).count(),
@@ -155,11 +147,7 @@ async fn the_crews_pages_means_leave_peoples_waiting_out() {
     let id = api.submit("review", json!({"topic": "cairns"})).await;
     api.drive(id).await;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    let wait = api.waits().await[0].id;
-    api.engine
-        .answer(wait, &cairn::Answer::Approve, "ann")
-        .await
-        .unwrap();
+    api.approve_first_wait("ann").await;
     api.drive(id).await;
     let crews = api.get("/crews").await;
     let review = &crews.text[crews.text.find("review v1").expect("the review crew")..];
