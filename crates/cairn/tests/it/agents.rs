@@ -297,11 +297,7 @@ async fn a_stream_past_its_cap_is_a_retryable_provider_failure(kind: Kind) {
     let error = step.error.as_ref().unwrap();
     assert_eq!(error.kind, ErrorKind::Provider);
     assert!(error.retryable);
-    assert!(
-        error.message.contains("stream cap of 150 ms"),
-        "{}",
-        error.message
-    );
+    crate::assert_contains(&error.message, "stream cap of 150 ms");
 }
 
 /// A rate limit that says how long (`retry-after`) pauses the provider key
@@ -485,21 +481,12 @@ async fn a_thread_reaches_the_model_as_conversation(kind: Kind) {
 async fn command_and_template_steps_see_their_thread(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = Engine::open(&db.url).await.unwrap();
-    let crew = Crew::from_toml(
-        r#"
-name = "echoes"
-version = "1"
-[[agents]]
-role = "stdin"
-kind = "command"
-command = ["sh", "-c", "cat"]
-[[agents]]
-role = "render"
-kind = "template"
-template = "{{ thread | length }} before:{% for t in thread %} {{ t.input.n }}{% endfor %}"
-"#,
-    )
-    .unwrap();
+    let render = "{{ thread | length }} before:{% for t in thread %} {{ t.input.n }}{% endfor %}";
+    let crew = Crew::builder("echoes", "1")
+        .command("stdin", ["sh", "-c", "cat"])
+        .template("render", render)
+        .build()
+        .unwrap();
     let opts = || SubmitOptions {
         thread_id: Some("t".into()),
         ..SubmitOptions::default()

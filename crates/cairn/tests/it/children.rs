@@ -422,10 +422,7 @@ async fn a_retried_parent_keeps_its_succeeded_children_unless_told_to_rerun_them
     }
     assert_ne!(outcomes[2]["run_id"], json!(before[2].run_id), "b anew");
     let events = engine.events(run.id).await.unwrap();
-    let reused: Vec<_> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::ChildrenReused)
-        .collect();
+    let reused = crate::of_kind(&events, EventKind::ChildrenReused);
     assert_eq!(reused.len(), 1, "{events:?}");
     assert_eq!(reused[0].data["reused"].as_array().unwrap().len(), 2);
     assert_eq!(joins(&engine, run.id).await, 2, "one join per attempt");
@@ -503,10 +500,7 @@ async fn a_fork_keeps_its_sources_succeeded_children_of_the_same_input_unless_to
         assert_eq!(copy.steps.len(), 1, "its checkpoint copied");
     }
     let events = engine.events(fork.id).await.unwrap();
-    let reused: Vec<_> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::ChildrenReused)
-        .collect();
+    let reused = crate::of_kind(&events, EventKind::ChildrenReused);
     assert_eq!(reused.len(), 1, "{events:?}");
     let listed = reused[0].data["reused"].as_array().unwrap();
     let from: Vec<_> = listed.iter().map(|r| r["copied_from"].clone()).collect();

@@ -9,7 +9,7 @@ use serde_json::json;
 use cairn::{Actor, ErrorClass, EventKind, ResumeOptions, RunStatus, SubmitOptions};
 use cairn_testkit::{both, Kind, TestDb};
 
-use crate::{crew, engine, killed_during, Log};
+use crate::{crew, engine, Log};
 
 both!(
     the_remaining_steps_see_the_context_and_finished_steps_keep_theirs,
@@ -33,10 +33,8 @@ fn with_context(context: serde_json::Value) -> ResumeOptions {
 async fn the_remaining_steps_see_the_context_and_finished_steps_keep_theirs(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = engine(&db).await;
-    let log = Log::default();
     // Killed during step 1 of 3: step 0 saw {"topic": "t"}.
-    let id = killed_during(&engine, 3, 1, &log).await;
-    engine.register(&crew(3, &log, None));
+    let (_log, id) = crate::killed_and_registered(&engine, 3, 1).await;
     let context = json!({"tier": "gold", "topic": "t2"});
     let done = engine
         .resume(id, with_context(context.clone()))
@@ -58,10 +56,7 @@ async fn the_remaining_steps_see_the_context_and_finished_steps_keep_theirs(kind
         "the run's input as the steps saw it"
     );
     let events = engine.events(id).await.unwrap();
-    let added: Vec<_> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::ContextAdded)
-        .collect();
+    let added = crate::of_kind(&events, EventKind::ContextAdded);
     assert_eq!(added.len(), 1, "{events:#?}");
     assert_eq!(added[0].data["by"], "ops");
     assert_eq!(added[0].data["reason"], "the customer's tier");

@@ -89,10 +89,7 @@ async fn a_cost_budget_stops_a_looping_agent_at_the_hand_computed_cost_and_a_rai
     assert_eq!((spent.model_calls, spent.cost_usd), (3, Usd(3 * 340_000)));
     assert_eq!(runs.load(Ordering::SeqCst), 3);
     let events = engine.events(run.id).await.unwrap();
-    let called: Vec<_> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::ModelCalled)
-        .collect();
+    let called = crate::of_kind(&events, EventKind::ModelCalled);
     assert_eq!(called.len(), 3);
     for e in &called {
         assert_eq!(
@@ -262,16 +259,8 @@ async fn a_threads_budget_stops_its_runs_together_and_a_raise_carries_them_on(ki
     assert_eq!(second.status, RunStatus::Interrupted);
     let error = second.error.clone().unwrap();
     assert_eq!(error.kind, ErrorKind::BudgetExceeded);
-    assert!(
-        error.message.contains("thread `chat-1`"),
-        "{}",
-        error.message
-    );
-    assert!(
-        error.message.contains("cairn threads budget chat-1"),
-        "{}",
-        error.message
-    );
+    crate::assert_contains(&error.message, "thread `chat-1`");
+    crate::assert_contains(&error.message, "cairn threads budget chat-1");
     // A run outside the thread is not limited by it.
     let free = crate::ran(&engine, &crew, json!({})).await.run;
     assert_eq!(free.status, RunStatus::Succeeded);

@@ -15,7 +15,7 @@ use cairn::{
 };
 use cairn_testkit::{both, Kind, TestDb};
 
-use super::{after_kill, crew, engine, executions, killed_during, Gate, Log};
+use super::{after_kill, crew, engine, executions, Gate, Log};
 
 both!(
     a_nul_in_the_input_is_bad_input_and_stores_nothing,
@@ -42,10 +42,7 @@ impl Agent for Nul {
 async fn a_nul_in_the_input_is_bad_input_and_stores_nothing(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = engine(&db).await;
-    let crew = Crew::builder("nul", "1")
-        .template("t", "ok")
-        .build()
-        .unwrap();
+    let crew = crate::template_crew("nul", "t", "ok");
     let err = engine
         .run(&crew, json!({"text": "\u{0}"}), SubmitOptions::default())
         .await
@@ -82,11 +79,7 @@ async fn a_step_output_with_a_nul_fails_the_step_once_and_for_all(kind: Kind) {
     let error = step.error.as_ref().unwrap();
     assert_eq!(error.kind, ErrorKind::Unstorable);
     assert!(!error.retryable);
-    assert!(
-        error.message.contains("the step's output contains a NUL"),
-        "{}",
-        error.message
-    );
+    crate::assert_contains(&error.message, "the step's output contains a NUL");
     assert_eq!(runs.load(Ordering::SeqCst), 1, "executed once, not retried");
     assert_eq!(
         view.run.error.as_ref().map(|e| e.kind),
@@ -97,9 +90,7 @@ async fn a_step_output_with_a_nul_fails_the_step_once_and_for_all(kind: Kind) {
 async fn a_run_marked_succeeded_halfway_is_corruption(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = engine(&db).await;
-    let log = Log::default();
-    let id = killed_during(&engine, 6, 3, &log).await;
-    engine.register(&crew(6, &log, None));
+    let (log, id) = crate::killed_and_registered(&engine, 6, 3).await;
     // Hand-edited: the status alone, then the cursor too.
     for edit in [
         "UPDATE runs SET status = 'succeeded'",
@@ -152,11 +143,7 @@ async fn a_corrupt_run_is_set_aside_and_never_blocks_the_queue_or_listing(kind: 
     assert_eq!(corrupt.status, RunStatus::Failed);
     let error = corrupt.error.as_ref().unwrap();
     assert_eq!(error.kind, ErrorKind::Corruption);
-    assert!(
-        error.message.contains("crew definition"),
-        "{}",
-        error.message
-    );
+    crate::assert_contains(&error.message, "crew definition");
     // The setting aside is an event, readable although the run does not decode.
     let events = engine.events(bad).await.unwrap();
     let last = events.last().unwrap();
@@ -170,9 +157,7 @@ async fn a_corrupt_run_is_set_aside_and_never_blocks_the_queue_or_listing(kind: 
 async fn a_worker_fails_a_corrupt_claimed_run_as_corruption_at_once(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = engine(&db).await;
-    let log = Log::default();
-    let id = killed_during(&engine, 4, 2, &log).await;
-    engine.register(&crew(4, &log, None));
+    let (log, id) = crate::killed_and_registered(&engine, 4, 2).await;
     // A missing checkpoint, and a lease that expired: a worker takes it over.
     db.exec("DELETE FROM steps WHERE idx = 1").await;
     db.exec("UPDATE runs SET lease_expires_at = '2000-01-01T00:00:00Z'")
@@ -187,11 +172,7 @@ async fn a_worker_fails_a_corrupt_claimed_run_as_corruption_at_once(kind: Kind) 
     );
     let error = run.error.unwrap();
     assert_eq!(error.kind, ErrorKind::Corruption);
-    assert!(
-        error.message.contains("step 1 is missing"),
-        "{}",
-        error.message
-    );
+    crate::assert_contains(&error.message, "step 1 is missing");
     assert!(
         engine.work_one().await.unwrap().is_none(),
         "never claimed again"
@@ -202,9 +183,7 @@ async fn a_worker_fails_a_corrupt_claimed_run_as_corruption_at_once(kind: Kind) 
 async fn resume_refuses_a_live_lease_unless_told_to_take_it_over(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = engine(&db).await;
-    let log = Log::default();
-    let id = killed_during(&engine, 3, 1, &log).await;
-    engine.register(&crew(3, &log, None));
+    let (log, id) = crate::killed_and_registered(&engine, 3, 1).await;
     let events = engine.events(id).await.unwrap();
     // Its lease is live: a plain resume is refused, naming holder and expiry.
     let err = engine.resume(id, Default::default()).await.unwrap_err();

@@ -79,10 +79,11 @@ async fn a_threads_history_is_windowed_by_runs_and_bytes(kind: Kind) {
         };
         engine_with(&db.url, limits)
     };
-    let crew = Crew::builder("history", "1")
-        .template("t", "{% for t in thread %}{{ t.input.n }} {% endfor %}")
-        .build()
-        .unwrap();
+    let crew = crate::template_crew(
+        "history",
+        "t",
+        "{% for t in thread %}{{ t.input.n }} {% endfor %}",
+    );
     let run = |engine: Engine, n: u32| {
         let crew = crew.clone();
         async move {
@@ -117,10 +118,7 @@ async fn a_threads_history_is_windowed_by_runs_and_bytes(kind: Kind) {
 async fn an_input_over_its_cap_is_refused_and_nothing_is_stored(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = small_engine(&db).await;
-    let crew = Crew::builder("caps", "1")
-        .template("t", "ok")
-        .build()
-        .unwrap();
+    let crew = crate::template_crew("caps", "t", "ok");
     let big = json!({"text": "x".repeat(100)});
     let err = engine
         .run(&crew, big, SubmitOptions::default())
@@ -136,10 +134,7 @@ async fn an_input_over_its_cap_is_refused_and_nothing_is_stored(kind: Kind) {
 async fn an_output_over_its_cap_fails_the_step_without_storing_it(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = small_engine(&db).await;
-    let crew = Crew::builder("caps", "1")
-        .template("big", "{% for i in range(100) %}x{% endfor %}")
-        .build()
-        .unwrap();
+    let crew = crate::template_crew("caps", "big", "{% for i in range(100) %}x{% endfor %}");
     let view = crate::ran_to_failure(&engine, &crew).await;
     let step = &view.steps[0];
     assert_eq!(step.status, StepStatus::Failed);
@@ -147,11 +142,7 @@ async fn an_output_over_its_cap_fails_the_step_without_storing_it(kind: Kind) {
     let error = step.error.as_ref().unwrap();
     assert_eq!(error.kind, ErrorKind::TooLarge);
     assert!(!error.retryable);
-    assert!(
-        error.message.contains("over the cap of 64 bytes"),
-        "{}",
-        error.message
-    );
+    crate::assert_contains(&error.message, "over the cap of 64 bytes");
     assert_eq!(step.attempt.get(), 1, "an oversized output is not retried");
 }
 

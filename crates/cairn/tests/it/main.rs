@@ -112,6 +112,17 @@ impl Agent for Sleep {
     }
 }
 
+/// Asserts that `text` contains `part`, printing `text` if not.
+#[track_caller]
+pub(crate) fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "{}", text);
+}
+
+/// The events of `kind` among `events`.
+pub(crate) fn of_kind(events: &[cairn::EventRecord], kind: EventKind) -> Vec<&cairn::EventRecord> {
+    events.iter().filter(|e| e.kind == kind).collect()
+}
+
 /// `engine.run(crew, input)` with the default options, which must not err.
 pub(crate) async fn ran(engine: &Engine, crew: &Crew, input: Value) -> cairn::Driven {
     engine
@@ -137,6 +148,33 @@ pub(crate) async fn waits_of(engine: &Engine, id: RunId) -> Vec<cairn::WaitRecor
         ..Default::default()
     };
     engine.waits(&filter).await.unwrap()
+}
+
+/// The open waits of run `id`.
+pub(crate) async fn open_waits(engine: &Engine, id: RunId) -> Vec<cairn::WaitRecord> {
+    let filter = cairn::WaitFilter {
+        run: Some(id),
+        step: None,
+        status: Some(cairn::WaitStatus::Open),
+    };
+    engine.waits(&filter).await.unwrap()
+}
+
+/// A crew `name` of one template step.
+pub(crate) fn template_crew(name: &str, role: &str, template: &str) -> Crew {
+    Crew::builder(name, "1")
+        .template(role, template)
+        .build()
+        .unwrap()
+}
+
+/// [`killed_during`] a run of `n` steps at step `at`, its crew registered
+/// again (as the next process would): the log and the run.
+pub(crate) async fn killed_and_registered(engine: &Engine, n: u32, at: u32) -> (Log, RunId) {
+    let log = Log::default();
+    let id = killed_during(engine, n, at, &log).await;
+    engine.register(&crew(n, &log, None));
+    (log, id)
 }
 
 /// Runs `crew` on `{}`; the run fails: its view.

@@ -12,8 +12,7 @@ use serde_json::json;
 
 use cairn::{
     async_trait, Agent, Answer, Crew, Engine, EventKind, ExecutorConfig, OpenOptions, RunFilter,
-    RunId, RunStatus, StepContext, StepOutput, Stop, SubmitOptions, WaitFilter, WaitStatus,
-    WorkOptions,
+    RunId, RunStatus, StepContext, StepOutput, Stop, SubmitOptions, WaitStatus, WorkOptions,
 };
 use cairn_testkit::{both, Kind, TestDb};
 
@@ -120,10 +119,7 @@ async fn status_of(engine: &Engine, id: RunId, want: RunStatus) -> cairn::RunVie
 
 async fn blocked_events(engine: &Engine, id: RunId) -> usize {
     let events = engine.events(id).await.unwrap();
-    events
-        .iter()
-        .filter(|e| e.kind == EventKind::RunBlocked)
-        .count()
+    crate::of_kind(&events, EventKind::RunBlocked).len()
 }
 
 async fn a_run_only_a_stopped_process_could_execute_is_blocked_until_one_starts(kind: Kind) {
@@ -145,15 +141,7 @@ async fn a_run_only_a_stopped_process_could_execute_is_blocked_until_one_starts(
     // run, runnable now, is blocked at once and evented by its sweep.
     let b = process(&db, "process-b", &[]).await;
     let worker_b = working(&b);
-    let wait = b
-        .waits(&WaitFilter {
-            run: Some(id),
-            step: None,
-            status: Some(WaitStatus::Open),
-        })
-        .await
-        .unwrap()
-        .remove(0);
+    let wait = crate::open_waits(&b, id).await.remove(0);
     let answered = b.answer(wait.id, &Answer::Approve, "alice").await.unwrap();
     assert_eq!(answered.status, WaitStatus::Answered);
     let view = b.show(id).await.unwrap();

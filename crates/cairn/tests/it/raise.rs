@@ -35,10 +35,7 @@ fn budget(flag: &str, raise: bool) -> Budget {
 }
 
 fn raises(events: &[cairn::EventRecord]) -> usize {
-    events
-        .iter()
-        .filter(|e| e.kind == EventKind::BudgetRaised)
-        .count()
+    crate::of_kind(events, EventKind::BudgetRaised).len()
 }
 
 /// A run waiting for a person takes a raise with a continue as the raise

@@ -102,10 +102,7 @@ async fn a_flaky_step_is_retried_after_its_back_off_until_it_succeeds(kind: Kind
 
     // Each back-off is an event, and the next claim came no earlier than it allowed.
     let events = engine.events(done.run.id).await.unwrap();
-    let scheduled: Vec<_> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::StepRetryScheduled)
-        .collect();
+    let scheduled = crate::of_kind(&events, EventKind::StepRetryScheduled);
     assert_eq!(scheduled.len(), 2);
     let failed = events
         .iter()

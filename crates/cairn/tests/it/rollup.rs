@@ -116,16 +116,8 @@ async fn a_child_stopped_at_its_parents_budget_carries_on_when_the_parent_is_con
     );
     let error = children[2].error.clone().unwrap();
     assert_eq!(error.kind, ErrorKind::BudgetExceeded);
-    assert!(
-        error.message.contains(&run.id.to_string()),
-        "{}",
-        error.message
-    );
-    assert!(
-        error.message.contains("cairn runs continue"),
-        "{}",
-        error.message
-    );
+    crate::assert_contains(&error.message, &run.id.to_string());
+    crate::assert_contains(&error.message, "cairn runs continue");
     assert_eq!(model.requests(), 2, "no call past the budget");
 
     // Raised and continued at the parent: the stopped child carries on,
@@ -172,10 +164,7 @@ async fn a_parent_records_why_its_children_stopped_and_warns_at_80_percent_of_it
         })
     );
     let events = engine.events(run.id).await.unwrap();
-    let stopped: Vec<_> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::ChildInterrupted)
-        .collect();
+    let stopped = crate::of_kind(&events, EventKind::ChildInterrupted);
     assert_eq!(stopped.len(), 1, "{events:?}");
     assert_eq!(stopped[0].data["key"], "2");
     assert_eq!(stopped[0].data["kind"], "budget_exceeded");

@@ -20,10 +20,7 @@ both!(
 );
 
 fn crew() -> Crew {
-    Crew::builder("threads", "1")
-        .template("echo", "{{ input.text }}")
-        .build()
-        .unwrap()
+    crate::template_crew("threads", "echo", "{{ input.text }}")
 }
 
 fn in_thread(thread: &str) -> SubmitOptions {

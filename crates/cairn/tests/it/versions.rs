@@ -34,10 +34,7 @@ fn actor(by: &str) -> Actor {
 /// The run's `crew_upgraded` events.
 async fn upgrades(engine: &Engine, id: RunId) -> usize {
     let events = engine.store().events(id).await.unwrap();
-    events
-        .iter()
-        .filter(|e| e.kind == EventKind::CrewUpgraded)
-        .count()
+    crate::of_kind(&events, EventKind::CrewUpgraded).len()
 }
 
 async fn concurrent_upgrades_report_each_run_moved_once(kind: Kind) {

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use cairn::{
     async_trait, Agent, Answer, Crew, Engine, ErrorKind, EventKind, OnDeadline, RunId, RunStatus,
-    StepContext, StepOutput, StepStatus, Stop, WaitFilter, WaitKind, WaitRecord, WaitStatus,
+    StepContext, StepOutput, StepStatus, Stop, WaitKind, WaitRecord, WaitStatus,
 };
 use cairn_testkit::{both, Kind, TestDb};
 
@@ -79,14 +79,7 @@ fn crew_from(def: cairn::CrewDef, writer: &Writer) -> Crew {
 }
 
 async fn open_wait(engine: &Engine, run: RunId) -> WaitRecord {
-    let open = engine
-        .waits(&WaitFilter {
-            run: Some(run),
-            step: None,
-            status: Some(WaitStatus::Open),
-        })
-        .await
-        .unwrap();
+    let open = crate::open_waits(engine, run).await;
     assert_eq!(open.len(), 1, "{open:?}");
     open.into_iter().next().unwrap()
 }
