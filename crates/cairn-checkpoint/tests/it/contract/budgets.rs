@@ -267,10 +267,7 @@ async fn a_raise_of_a_finished_run_is_refused_and_writes_nothing(kind: Kind) {
     let mut fail = success(id, c.run.lease_epoch, 0, 1);
     fail.transition = StepTransition::Failed { error };
     store.commit_step(&fail).await.unwrap();
-    let before = (
-        store.load(id).await.unwrap(),
-        store.events(id).await.unwrap(),
-    );
+    let before = super::stored(&store, id).await;
     for then in [AfterRaise::Stay, AfterRaise::Continue] {
         match store
             .raise_budget(id, &tokens(5), then, &operator("ops"))
@@ -281,10 +278,7 @@ async fn a_raise_of_a_finished_run_is_refused_and_writes_nothing(kind: Kind) {
             }
             other => panic!("{then:?}: expected WrongState, got {other:?}"),
         }
-        let after = (
-            store.load(id).await.unwrap(),
-            store.events(id).await.unwrap(),
-        );
+        let after = super::stored(&store, id).await;
         assert_eq!(after, before, "{then:?}: nothing written");
     }
 }

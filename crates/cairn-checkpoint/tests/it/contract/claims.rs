@@ -98,19 +98,13 @@ async fn set_aside_fails_a_held_corrupt_run_once_and_only_for_its_holder(kind: K
     let c = submitted_and_claimed(&store, 2).await;
     let (id, epoch) = (c.run.id, c.run.lease_epoch);
     let corrupt = Corruption::new(id, "step 1 output does not decode");
-    let before = (
-        store.load(id).await.unwrap(),
-        store.events(id).await.unwrap(),
-    );
+    let before = super::stored(&store, id).await;
     let stale = Some(LeaseEpoch(epoch.0 - 1));
     assert!(
         !store.set_aside(&corrupt, stale).await.unwrap(),
         "not its holder"
     );
-    let after = (
-        store.load(id).await.unwrap(),
-        store.events(id).await.unwrap(),
-    );
+    let after = super::stored(&store, id).await;
     assert_eq!(after, before, "nothing written");
 
     assert!(store.set_aside(&corrupt, Some(epoch)).await.unwrap());

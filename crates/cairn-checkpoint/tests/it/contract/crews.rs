@@ -154,10 +154,7 @@ async fn an_incompatible_version_is_refused_unless_forced_past_a_finished_steps_
         .commit_step(&done(id, c.run.lease_epoch, 0, &v1))
         .await
         .unwrap();
-    let before = (
-        store.load(id).await.unwrap(),
-        store.events(id).await.unwrap(),
-    );
+    let before = super::stored(&store, id).await;
     let renamed = crew_of("alpha", "3", &[("x", "template"), ("b", "template")]);
     let rekinded = crew_of("alpha", "4", &[("a", "rust"), ("b", "template")]);
     let other = crew_of("beta", "1", &[("a", "template"), ("b", "template")]);
@@ -175,10 +172,7 @@ async fn an_incompatible_version_is_refused_unless_forced_past_a_finished_steps_
             }
             other => panic!("{why}: expected a refusal, got {other:?}"),
         }
-        let after = (
-            store.load(id).await.unwrap(),
-            store.events(id).await.unwrap(),
-        );
+        let after = super::stored(&store, id).await;
         assert_eq!(after, before, "{why}: nothing written");
     }
     let forced = store
@@ -205,10 +199,7 @@ async fn a_running_run_moves_only_for_the_holder_of_its_lease(kind: Kind) {
     let id = submit_of(&store, &v1).await;
     let c = store.claim(id, &claim_req(false)).await.unwrap();
     let epoch = c.run.lease_epoch;
-    let before = (
-        store.load(id).await.unwrap(),
-        store.events(id).await.unwrap(),
-    );
+    let before = super::stored(&store, id).await;
     for held in [None, Some(LeaseEpoch(epoch.0 - 1))] {
         match store.upgrade_crew(id, &to(&v2, false, held)).await {
             Err(Error::WrongState { run, status, .. }) => {
@@ -216,10 +207,7 @@ async fn a_running_run_moves_only_for_the_holder_of_its_lease(kind: Kind) {
             }
             other => panic!("held {held:?}: expected WrongState, got {other:?}"),
         }
-        let after = (
-            store.load(id).await.unwrap(),
-            store.events(id).await.unwrap(),
-        );
+        let after = super::stored(&store, id).await;
         assert_eq!(after, before, "held {held:?}: nothing written");
     }
     let moved = store

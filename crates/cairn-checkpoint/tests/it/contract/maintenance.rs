@@ -63,10 +63,7 @@ async fn vacuum_gives_back_what_compaction_freed_and_keeps_every_run(kind: Kind)
         ..CompactPolicy::default()
     };
     assert_eq!(store.compact(&policy).await.unwrap().runs, 40);
-    let before = (
-        store.load(kept).await.unwrap(),
-        store.events(kept).await.unwrap(),
-    );
+    let before = super::stored(&store, kept).await;
     let (file, wal) = sqlite_sizes(&db);
     if kind == Kind::Postgres {
         assert_eq!(last_vacuum(&db, false).await, None, "a new schema");
@@ -90,10 +87,7 @@ async fn vacuum_gives_back_what_compaction_freed_and_keeps_every_run(kind: Kind)
             assert!(last_vacuum(&db, true).await.is_some(), "runs was vacuumed");
         }
     }
-    let after = (
-        store.load(kept).await.unwrap(),
-        store.events(kept).await.unwrap(),
-    );
+    let after = super::stored(&store, kept).await;
     assert_eq!(after, before, "the unfinished run is as it was");
     assert_eq!(store.list_runs(&Default::default()).await.unwrap().len(), 2);
     assert_eq!(

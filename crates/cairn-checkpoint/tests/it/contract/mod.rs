@@ -25,6 +25,21 @@ fn operator(by: &str) -> Actor {
     Actor::new(by).because("contract test")
 }
 
+/// What is stored of run `id`: its row and steps, then its events (the
+/// same before and after a call shows that the call wrote nothing).
+async fn stored(
+    store: &std::sync::Arc<dyn Store>,
+    id: cairn_core::RunId,
+) -> (
+    (cairn_core::RunRecord, Vec<cairn_core::StepRecord>),
+    Vec<cairn_core::EventRecord>,
+) {
+    (
+        store.load(id).await.unwrap(),
+        store.events(id).await.unwrap(),
+    )
+}
+
 /// A claim by `owner` for `lease` of a run no one holds.
 fn claim_by(owner: &str, lease: Duration) -> ClaimRequest {
     ClaimRequest::new(owner, lease, 3)

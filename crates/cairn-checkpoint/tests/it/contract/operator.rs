@@ -107,20 +107,14 @@ async fn context_is_refused_for_other_statuses_and_non_objects_and_writes_nothin
         (text, good, "BadContext"),
     ];
     for (id, context, want) in cases {
-        let before = (
-            store.load(id).await.unwrap(),
-            store.events(id).await.unwrap(),
-        );
+        let before = super::stored(&store, id).await;
         let got = store.add_context(id, &context, &operator("ann")).await;
         match (&got, want) {
             (Err(Error::WrongState { run, .. }), "WrongState") => assert_eq!(*run, id),
             (Err(Error::BadContext { run, .. }), "BadContext") => assert_eq!(*run, id),
             _ => panic!("{context}: expected {want}, got {got:?}"),
         }
-        let after = (
-            store.load(id).await.unwrap(),
-            store.events(id).await.unwrap(),
-        );
+        let after = super::stored(&store, id).await;
         assert_eq!(
             after, before,
             "{context}: nothing written, not even a continue"
