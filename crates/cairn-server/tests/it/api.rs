@@ -206,13 +206,11 @@ async fn openapi_document_matches_the_router() {
 #[tokio::test]
 async fn unknown_routes_and_methods_are_json_errors() {
     let api = Api::sqlite().await;
-    api.get("/v2/runs")
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    api.get_error("/v2/runs", StatusCode::NOT_FOUND, "not_found")
+        .await;
     // (`/` is the console's runs page, `console.rs`.)
-    api.get("/nope")
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "not_found");
+    api.get_error("/nope", StatusCode::NOT_FOUND, "not_found")
+        .await;
     api.call(Method::DELETE, "/v1/runs", &[], None)
         .await
         .assert_error(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");

@@ -128,12 +128,14 @@ async fn a_live_stream_follows_the_run_until_it_ends() {
 #[tokio::test]
 async fn events_refuse_unknown_runs_and_bad_last_event_ids() {
     let api = Api::sqlite().await;
-    api.get(&format!("/v1/runs/{}/events", RunId::new()))
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "run_not_found");
-    api.get("/v1/runs/xyz/events")
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "bad_run_id");
+    api.get_error(
+        &format!("/v1/runs/{}/events", RunId::new()),
+        StatusCode::NOT_FOUND,
+        "run_not_found",
+    )
+    .await;
+    api.get_error("/v1/runs/xyz/events", StatusCode::BAD_REQUEST, "bad_run_id")
+        .await;
     let id = api.submit("greet", json!({})).await;
     for bad in ["abc", "-1", "1.5"] {
         api.call(
@@ -181,7 +183,10 @@ async fn follow_false_sends_the_stored_events_of_an_unfinished_run_and_ends() {
         cairn::RunStatus::Queued
     );
     assert!(frames(&read(Some("1")).await).iter().all(|f| f.id > 1));
-    api.get(&format!("/v1/runs/{id}/events?follow=maybe"))
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "bad_query");
+    api.get_error(
+        &format!("/v1/runs/{id}/events?follow=maybe"),
+        StatusCode::BAD_REQUEST,
+        "bad_query",
+    )
+    .await;
 }

@@ -223,9 +223,12 @@ async fn actions_on_unknown_or_malformed_runs_are_404_and_400() {
         post_empty(&api, &format!("/v1/runs/nope/{action}"))
             .await
             .assert_error(StatusCode::BAD_REQUEST, "bad_run_id");
-        api.get(&format!("/v1/runs/{unknown}/{action}"))
-            .await
-            .assert_error(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+        api.get_error(
+            &format!("/v1/runs/{unknown}/{action}"),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+        )
+        .await;
     }
     api.post_json(
         &format!("/v1/runs/{unknown}/fork"),

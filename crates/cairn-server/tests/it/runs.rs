@@ -359,9 +359,12 @@ async fn list_refuses_bad_query_parameters() {
         .assert_error(StatusCode::BAD_REQUEST, "bad_query");
     assert!(m.contains("status") && m.contains("queued"), "{m}");
     let unknown = RunId::new();
-    api.get(&format!("/v1/runs?cursor={unknown}"))
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "bad_cursor");
+    api.get_error(
+        &format!("/v1/runs?cursor={unknown}"),
+        StatusCode::BAD_REQUEST,
+        "bad_cursor",
+    )
+    .await;
 }
 
 /// `GET /v1/runs/{id}/journal`: an `llm` step's transcript as journaled,
@@ -405,13 +408,22 @@ async fn the_journal_of_an_agent_step() {
             .json()["items"],
         json!([])
     );
-    api.get(&format!("/v1/runs/{id}/journal?step=x"))
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "bad_query");
-    api.get(&format!("/v1/runs/{}/journal", RunId::new()))
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "run_not_found");
-    api.get("/v1/runs/nope/journal")
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "bad_run_id");
+    api.get_error(
+        &format!("/v1/runs/{id}/journal?step=x"),
+        StatusCode::BAD_REQUEST,
+        "bad_query",
+    )
+    .await;
+    api.get_error(
+        &format!("/v1/runs/{}/journal", RunId::new()),
+        StatusCode::NOT_FOUND,
+        "run_not_found",
+    )
+    .await;
+    api.get_error(
+        "/v1/runs/nope/journal",
+        StatusCode::BAD_REQUEST,
+        "bad_run_id",
+    )
+    .await;
 }

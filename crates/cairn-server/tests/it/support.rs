@@ -180,6 +180,12 @@ impl Api {
         self.call(Method::GET, uri, &[], None).await
     }
 
+    /// `GET uri`, which must answer the error `code` with `status`: its
+    /// message (see [`Reply::assert_error`]).
+    pub async fn get_error(&self, uri: &str, status: StatusCode, code: &str) -> String {
+        self.get(uri).await.assert_error(status, code)
+    }
+
     pub async fn post_json(&self, uri: &str, body: &Value) -> Reply {
         self.call(
             Method::POST,

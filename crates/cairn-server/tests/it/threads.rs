@@ -115,9 +115,12 @@ async fn threads_are_listed_and_shown_as_the_engine_sees_them() {
 async fn an_unknown_or_malformed_thread_is_404_or_400() {
     let api = Api::sqlite().await;
     submit_in(&api, "known", "Ada").await;
-    api.get("/v1/threads/unknown")
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "thread_not_found");
+    api.get_error(
+        "/v1/threads/unknown",
+        StatusCode::NOT_FOUND,
+        "thread_not_found",
+    )
+    .await;
     let long = "x".repeat(257);
     let msg = api
         .get(&format!("/v1/threads/{long}"))
@@ -127,12 +130,14 @@ async fn an_unknown_or_malformed_thread_is_404_or_400() {
         msg.contains("thread_id") && msg.contains("257 bytes"),
         "{msg}"
     );
-    api.get("/v1/threads/a%00b")
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "bad_thread_id");
-    api.get("/v1/threads/%FF")
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "bad_thread_id");
+    api.get_error(
+        "/v1/threads/a%00b",
+        StatusCode::BAD_REQUEST,
+        "bad_thread_id",
+    )
+    .await;
+    api.get_error("/v1/threads/%FF", StatusCode::BAD_REQUEST, "bad_thread_id")
+        .await;
 }
 
 #[tokio::test]
