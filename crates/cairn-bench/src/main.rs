@@ -541,18 +541,7 @@ async fn direct_run(store: &dyn Store, crew: &Crew) -> Result<Phases> {
 
 /// A run of `crew` as a plain submit makes it.
 fn new_run(crew: &Crew, input: Value) -> NewRun {
-    NewRun {
-        crew: crew.def().clone(),
-        input,
-        idempotency_key: None,
-        thread_id: None,
-        on_busy: Default::default(),
-        priority: Default::default(),
-        tenant: None,
-        budget: None,
-        trace: None,
-        upgrade: None,
-    }
+    NewRun::new(crew.def().clone(), input)
 }
 
 /// The commit `Executor::drive` makes when step `i` of `crew` succeeds.

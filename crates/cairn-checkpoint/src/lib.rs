@@ -97,6 +97,26 @@ pub struct NewRun {
     pub upgrade: Option<cairn_core::upgrade::UpgradePolicy>,
 }
 
+impl NewRun {
+    /// A run of `crew` on `input` as a plain submit makes it: no key, no
+    /// thread, default priority, no tenant, budget, trace or policy of its
+    /// own. Set the others with struct update syntax.
+    pub fn new(crew: CrewDef, input: Value) -> NewRun {
+        NewRun {
+            crew,
+            input,
+            idempotency_key: None,
+            thread_id: None,
+            on_busy: OnBusy::default(),
+            priority: cairn_core::Priority::default(),
+            tenant: None,
+            budget: None,
+            trace: None,
+            upgrade: None,
+        }
+    }
+}
+
 /// A traced run whose events went past its export cursor: what its spans
 /// are built from (`cairn_core::trace::spans`).
 #[derive(Debug, Clone)]

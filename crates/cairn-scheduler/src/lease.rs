@@ -181,18 +181,10 @@ mod tests {
     async fn held_in(store: &Arc<dyn Store>) -> (Arc<dyn Store>, RunId, LeaseEpoch) {
         let store = store.clone();
         let toml = "name = \"c\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"template\"\ntemplate = \"x\"\n";
-        let run = NewRun {
-            crew: CrewDef::from_toml(toml).unwrap(),
-            input: serde_json::json!({"topic": "lease"}),
-            idempotency_key: None,
-            thread_id: None,
-            on_busy: Default::default(),
-            priority: Default::default(),
-            tenant: None,
-            budget: None,
-            trace: None,
-            upgrade: None,
-        };
+        let run = NewRun::new(
+            CrewDef::from_toml(toml).unwrap(),
+            serde_json::json!({"topic": "lease"}),
+        );
         let id = store.submit(run).await.unwrap().run.id;
         let claimed = store.claim(id, &claim(false)).await.unwrap();
         (store, id, claimed.run.lease_epoch)

@@ -247,24 +247,10 @@ impl Agent for CommandAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cairn_core::{Attempt, PreviousOutput, Role, RunId, StepIdx, StepRef};
     use serde_json::json;
 
     fn cx() -> StepContext {
-        let step = StepRef {
-            idx: StepIdx(1),
-            role: Role::new("writer"),
-            attempt: Attempt(1),
-        };
-        StepContext {
-            previous: vec![PreviousOutput {
-                idx: StepIdx(0),
-                role: Role::new("researcher"),
-                output: json!("notes"),
-            }]
-            .into(),
-            ..StepContext::new(RunId::new(), json!({"topic": "rust"}), step)
-        }
+        crate::fixtures::writer_after_researcher(json!("notes"))
     }
 
     fn sh(script: &str) -> CommandAgent {

@@ -4,6 +4,8 @@
 
 mod children;
 mod command;
+#[cfg(test)]
+mod fixtures;
 mod group;
 mod permit;
 pub mod procfs;

@@ -344,24 +344,11 @@ impl Agent for TemplateAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cairn_core::{Attempt, PreviousOutput, Role, RunId, StepIdx, StepRef};
+    use cairn_core::{PreviousOutput, Role, StepIdx};
     use serde_json::json;
 
     fn cx() -> StepContext {
-        let step = StepRef {
-            idx: StepIdx(1),
-            role: Role::new("writer"),
-            attempt: Attempt(1),
-        };
-        StepContext {
-            previous: vec![PreviousOutput {
-                idx: StepIdx(0),
-                role: Role::new("researcher"),
-                output: json!({"facts": ["a", "b"]}),
-            }]
-            .into(),
-            ..StepContext::new(RunId::new(), json!({"topic": "rust"}), step)
-        }
+        crate::fixtures::writer_after_researcher(json!({"facts": ["a", "b"]}))
     }
 
     #[tokio::test]

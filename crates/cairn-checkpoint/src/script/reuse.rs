@@ -294,16 +294,7 @@ async fn copy_in(
         .bind("copies", copies.clone()),
     )
     .await?;
-    c.execute(
-        query(
-            "INSERT INTO events (run_id, seq, at, kind, data) \
-             SELECT (j.value->>'id'){uuid}, 1, {now}, :kind, j.value->'event' \
-             FROM {rows:copies}",
-        )
-        .bind("kind", EventKind::RunSubmitted.as_str())
-        .bind("copies", copies.clone()),
-    )
-    .await?;
+    super::children::submitted_in(c, copies).await?;
     // The source's own `run_succeeded` data (a copy succeeded as it did).
     c.execute(
         query(

@@ -58,32 +58,18 @@ pub(crate) async fn store(db: &TestDb) -> Arc<dyn Store> {
 
 pub(crate) fn new_run(steps: usize, key: Option<&str>) -> NewRun {
     NewRun {
-        crew: crew(steps),
-        input: json!({"topic": "conformance"}),
         idempotency_key: key.map(str::to_owned),
-        thread_id: None,
-        on_busy: Default::default(),
-        priority: Default::default(),
-        tenant: None,
-        budget: None,
-        trace: None,
-        upgrade: None,
+        ..NewRun::new(crew(steps), json!({"topic": "conformance"}))
     }
 }
 
 pub(crate) fn claim_req(takeover: bool) -> ClaimRequest {
     ClaimRequest {
-        owner: "test".into(),
         takeover: match takeover {
             true => cairn_checkpoint::Takeover::Force,
             false => cairn_checkpoint::Takeover::Never,
         },
-        lease: Duration::from_secs(30),
-        crash_loop_cap: 3,
-        events: vec![],
-        replace_crew: None,
-        context: None,
-        read_crew: None,
+        ..ClaimRequest::new("test", Duration::from_secs(30), 3)
     }
 }
 

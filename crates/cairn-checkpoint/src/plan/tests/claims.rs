@@ -37,14 +37,8 @@ fn claim(run: RunStatus, cursor: u32, row: Option<StepRecord>) -> ClaimCase {
 
 fn request(cap: u32) -> ClaimRequest {
     ClaimRequest {
-        owner: "worker-1".into(),
         takeover: crate::Takeover::IfExpired,
-        lease: std::time::Duration::from_secs(30),
-        crash_loop_cap: cap,
-        events: vec![],
-        replace_crew: None,
-        context: None,
-        read_crew: None,
+        ..ClaimRequest::new("worker-1", std::time::Duration::from_secs(30), cap)
     }
 }
 
