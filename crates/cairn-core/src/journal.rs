@@ -130,11 +130,11 @@ pub enum JournalError {
     LeaseLost,
     /// The item is over the journal item cap; nothing was written.
     #[error("{0}")]
-    TooLarge(#[from] crate::limits::TooLarge),
+    TooLarge(#[from] crate::caps::TooLarge),
     /// The item holds a NUL character, which storage refuses; nothing was
     /// written (a retry would produce it again).
     #[error(transparent)]
-    Unstorable(#[from] crate::limits::Unstorable),
+    Unstorable(#[from] crate::caps::Unstorable),
     /// A stored item does not decode.
     #[error("journal is corrupt: {0}")]
     Corrupt(String),

@@ -5,6 +5,7 @@
 //! and the network live in other crates.
 
 pub mod agent;
+pub mod caps;
 pub mod checkpoint;
 pub mod children;
 pub mod context;
@@ -13,7 +14,6 @@ pub mod error;
 pub mod event;
 pub mod ids;
 pub mod journal;
-pub mod limits;
 pub mod llm;
 pub mod meter;
 pub mod priority;
@@ -27,6 +27,9 @@ pub mod upgrade;
 pub mod wait;
 
 pub use agent::{Agent, StepOutput};
+pub use caps::{
+    check_size, check_storable, check_text, json_has_nul, Limits, TooLarge, Unstorable,
+};
 pub use checkpoint::{ErrorInfo, ErrorKind, RunRecord, StepRecord, Usage};
 pub use children::{
     child_id, ChildOf, ChildOutcome, ChildrenDef, FixedChild, JoinCounts, JoinRule, JoinState,
@@ -42,9 +45,6 @@ pub use event::{Actor, EventData, EventDecodeError, EventKind, EventRecord, NewE
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 pub use journal::{
     Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem, OutputDelta,
-};
-pub use limits::{
-    check_size, check_storable, check_text, json_has_nul, Limits, TooLarge, Unstorable,
 };
 pub use llm::{KeyVars, LlmDef, ProviderKind, ToolDef, DELEGATE_TOOL};
 pub use meter::budget::{budget_key, BadBudget, Budget, BudgetAsk, Spent, TreeAnswer};

@@ -124,7 +124,7 @@ pub(crate) fn storable_checked(result: Result<StepOutput, Stop>) -> Result<StepO
             )
         })
     };
-    let has_nul = cairn_core::limits::has_nul;
+    let has_nul = cairn_core::caps::has_nul;
     match result {
         Ok(out) if cairn_core::json_has_nul(&out.output) => {
             Err(refuse("the step's output", out.usage))

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use cairn_core::event::payload::{RunSubmitted, SubmittedChild};
 use cairn_core::EventData;
 use cairn_core::{
-    Actor, Attempt, ChildOutcome, CrewDef, EventKind, Fingerprint, JoinCounts, JoinRule, JoinState,
-    Joined, KeyPause, Priority, RunId, RunStatus, StepIdx, Usage,
+    Actor, Attempt, ChildOutcome, CrewDef, Fingerprint, JoinCounts, JoinRule, JoinState, Joined,
+    KeyPause, Priority, RunId, RunStatus, StepIdx, Usage,
 };
 use serde_json::json;
 
@@ -166,7 +166,7 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
         .bind("children", rows.clone()),
     )
     .await?;
-    submitted_in(c, &rows).await?;
+    super::rows::submitted_in(c, &rows).await?;
     if trace.is_some_and(|t| t.sampled) {
         super::traces::start_children_in(c, &rows).await?;
     }
@@ -323,22 +323,6 @@ fn child_outcome(parent: RunId, row: &Row) -> Result<ChildOutcome> {
 }
 
 // ------------------------------------------------------------- the contract
-
-/// The first event, `run_submitted`, of each run in `rows` (its `id` and
-/// its `event`): children started, or copies of children kept.
-pub(super) async fn submitted_in(c: &mut Conn<'_>, rows: &serde_json::Value) -> Result<()> {
-    c.execute(
-        query(
-            "INSERT INTO events (run_id, seq, at, kind, data) \
-             SELECT (j.value->>'id'){uuid}, 1, {now}, :kind, j.value->'event' \
-             FROM {rows:rows}",
-        )
-        .bind("kind", EventKind::RunSubmitted.as_str())
-        .bind("rows", rows.clone()),
-    )
-    .await?;
-    Ok(())
-}
 
 #[async_trait]
 impl<H: ScriptHost> ChildStore for H {

@@ -294,7 +294,7 @@ async fn copy_in(
         .bind("copies", copies.clone()),
     )
     .await?;
-    super::children::submitted_in(c, copies).await?;
+    super::rows::submitted_in(c, copies).await?;
     // The source's own `run_succeeded` data (a copy succeeded as it did).
     c.execute(
         query(

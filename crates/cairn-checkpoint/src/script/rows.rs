@@ -161,6 +161,22 @@ pub(super) async fn append_events(c: &mut Conn<'_>, id: RunId, events: &[NewEven
     insert_events(c, id, row.int("event_seq")?, events).await
 }
 
+/// The first event, `run_submitted`, of each run in `rows` (its `id` and
+/// its `event`): children started, or copies of children kept.
+pub(super) async fn submitted_in(c: &mut Conn<'_>, rows: &serde_json::Value) -> Result<()> {
+    c.execute(
+        query(
+            "INSERT INTO events (run_id, seq, at, kind, data) \
+             SELECT (j.value->>'id'){uuid}, 1, {now}, :kind, j.value->'event' \
+             FROM {rows:rows}",
+        )
+        .bind("kind", cairn_core::EventKind::RunSubmitted.as_str())
+        .bind("rows", rows.clone()),
+    )
+    .await?;
+    Ok(())
+}
+
 /// Inserts `events` numbered so the last one is `last_seq`.
 pub(super) async fn insert_events(
     c: &mut Conn<'_>,

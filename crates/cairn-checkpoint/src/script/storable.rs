@@ -14,7 +14,7 @@ use crate::{ClaimRequest, NewRun, Result, StepCommit};
 /// these checks run on every step commit.
 pub(super) fn text_ok(what: impl Display, text: Option<&str>) -> Result<()> {
     match text {
-        Some(t) if cairn_core::limits::has_nul(t) => Err(unstorable(what)),
+        Some(t) if cairn_core::caps::has_nul(t) => Err(unstorable(what)),
         _ => Ok(()),
     }
 }

@@ -367,7 +367,7 @@ impl Query {
         // SQLite refuses it too; the storage script names the field first.
         for (name, value) in &self.params {
             let nul = match value {
-                Param::Text(Some(t)) => cairn_core::limits::has_nul(t),
+                Param::Text(Some(t)) => cairn_core::caps::has_nul(t),
                 Param::Json(Some(j)) => cairn_core::json_has_nul(j),
                 _ => false,
             };
