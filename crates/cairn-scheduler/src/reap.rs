@@ -22,7 +22,12 @@ impl Executor {
         let Some(reaper) = self.reaper.clone() else {
             return Ok(());
         };
-        let events = self.store.events(run).await?;
+        // Only what the reaper reads: a 1,000-step run has thousands of
+        // other events.
+        let events = self
+            .store
+            .events_of_kind(run, cairn_core::EventKind::ProgramStarted)
+            .await?;
         let reaped = tokio::task::spawn_blocking(move || reaper.reap(run, &events)).await;
         if let Err(e) = reaped {
             tracing::warn!(run = %run, error = %e, "ending what a dead holder left running failed");

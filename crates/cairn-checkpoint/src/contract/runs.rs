@@ -2,7 +2,7 @@
 //! a lease.
 
 use async_trait::async_trait;
-use cairn_core::{EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord, StepRecord};
+use cairn_core::{EventKind, EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord, StepRecord};
 
 use crate::{Backend, NewRun, Result, RunFilter, StoreStats, Submitted};
 
@@ -36,6 +36,11 @@ pub trait RunStore: Send + Sync + 'static {
     /// The events of a run whose sequence number is greater than `after`
     /// (what a live stream has not sent yet), by sequence.
     async fn events_after(&self, id: RunId, after: i64) -> Result<Vec<EventRecord>>;
+
+    /// The events of a run of one kind, by sequence: what a reader of one
+    /// kind needs of a long run without reading every event (a takeover's
+    /// reap reads its `program_started`).
+    async fn events_of_kind(&self, id: RunId, kind: EventKind) -> Result<Vec<EventRecord>>;
 
     /// Appends events to a run held at `epoch` (fenced like a journal item).
     async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()>;

@@ -145,6 +145,30 @@ pub(super) async fn events_in(c: &mut Conn<'_>, id: RunId, after: i64) -> Result
     rows.iter().map(|r| decode_event(id, r)).collect()
 }
 
+/// The run's events of `kind`, by sequence (the run must exist). One
+/// statement unless it finds none.
+pub(super) async fn events_of_kind_in(
+    c: &mut Conn<'_>,
+    id: RunId,
+    kind: cairn_core::EventKind,
+) -> Result<Vec<EventRecord>> {
+    let rows = c
+        .fetch_all(
+            query(
+                "SELECT seq, at, kind, data FROM events WHERE run_id = :run AND kind = :kind \
+                 ORDER BY seq",
+            )
+            .bind("run", id)
+            .bind("kind", kind.as_str()),
+        )
+        .await?;
+    if rows.is_empty() {
+        // None of that kind: a run without one, or no run at all.
+        check_exists(c, id).await?;
+    }
+    rows.iter().map(|r| decode_event(id, r)).collect()
+}
+
 /// Appends events at the run's next sequence numbers.
 pub(super) async fn append_events(c: &mut Conn<'_>, id: RunId, events: &[NewEvent]) -> Result<()> {
     if events.is_empty() {

@@ -6,8 +6,8 @@
 use async_trait::async_trait;
 use cairn_core::event::payload::{RunFailed, RunSubmitted};
 use cairn_core::{
-    Actor, Corruption, ErrorInfo, ErrorKind, EventData, EventRecord, LeaseEpoch, NewEvent, RunId,
-    RunRecord, RunStatus, StepRecord,
+    Actor, Corruption, ErrorInfo, ErrorKind, EventData, EventKind, EventRecord, LeaseEpoch,
+    NewEvent, RunId, RunRecord, RunStatus, StepRecord,
 };
 
 use crate::contract::RunStore;
@@ -431,6 +431,14 @@ impl<H: ScriptHost> RunStore for H {
         let read = self.tx(
             TxKind::Single,
             script!(|c| super::rows::events_in(c, id, after).await),
+        );
+        placed(self.target(), Some(id), read).await
+    }
+
+    async fn events_of_kind(&self, id: RunId, kind: EventKind) -> Result<Vec<EventRecord>> {
+        let read = self.tx(
+            TxKind::Single,
+            script!(|c| super::rows::events_of_kind_in(c, id, kind).await),
         );
         placed(self.target(), Some(id), read).await
     }

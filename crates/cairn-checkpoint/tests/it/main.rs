@@ -160,6 +160,7 @@ both!(
     list_is_oldest_first_and_filters,
     list_pages_by_keyset_with_crew_and_thread_filters,
     events_after_returns_only_newer_events,
+    events_of_kind_returns_that_kind_alone,
     unknown_run_is_not_found,
     undecodable_crew_definition_is_corruption,
     committed_steps_survive_closing_and_reopening,
@@ -617,6 +618,36 @@ async fn events_after_returns_only_newer_events(kind: Kind) {
     assert!(store.events_after(c.run.id, last).await.unwrap().is_empty());
     assert!(matches!(
         store.events_after(RunId::new(), 0).await,
+        Err(Error::RunNotFound(_))
+    ));
+}
+
+async fn events_of_kind_returns_that_kind_alone(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let c = submitted_and_claimed(&store, 2).await;
+    store
+        .commit_step(&success(c.run.id, c.run.lease_epoch, 0, 2))
+        .await
+        .unwrap();
+    let all = store.events(c.run.id).await.unwrap();
+    let claims = store
+        .events_of_kind(c.run.id, EventKind::RunClaimed)
+        .await
+        .unwrap();
+    let want: Vec<i64> = all
+        .iter()
+        .filter(|e| e.kind == EventKind::RunClaimed)
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(claims.iter().map(|e| e.seq).collect::<Vec<_>>(), want);
+    assert!(!want.is_empty() && want.len() < all.len(), "{all:?}");
+    let none = store.events_of_kind(c.run.id, EventKind::KeyPaused).await;
+    assert!(none.unwrap().is_empty());
+    assert!(matches!(
+        store
+            .events_of_kind(RunId::new(), EventKind::RunClaimed)
+            .await,
         Err(Error::RunNotFound(_))
     ));
 }
