@@ -599,23 +599,28 @@ async fn list_pages_by_keyset_with_crew_and_thread_filters(kind: Kind) {
     ));
 }
 
-async fn events_after_returns_only_newer_events(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
-    let c = submitted_and_claimed(&store, 2).await;
+/// A run of two steps whose first committed, and its events.
+async fn first_step_committed(store: &Arc<dyn Store>) -> (RunId, Vec<cairn_core::EventRecord>) {
+    let c = submitted_and_claimed(store, 2).await;
     store
         .commit_step(&success(c.run.id, c.run.lease_epoch, 0, 2))
         .await
         .unwrap();
-    let all = store.events(c.run.id).await.unwrap();
+    (c.run.id, store.events(c.run.id).await.unwrap())
+}
+
+async fn events_after_returns_only_newer_events(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let (id, all) = first_step_committed(&store).await;
     assert!(all.len() >= 3, "{all:?}");
-    let newer = store.events_after(c.run.id, all[0].seq).await.unwrap();
+    let newer = store.events_after(id, all[0].seq).await.unwrap();
     assert_eq!(
         newer.iter().map(|e| e.seq).collect::<Vec<_>>(),
         all[1..].iter().map(|e| e.seq).collect::<Vec<_>>()
     );
     let last = all.last().map_or(0, |e| e.seq);
-    assert!(store.events_after(c.run.id, last).await.unwrap().is_empty());
+    assert!(store.events_after(id, last).await.unwrap().is_empty());
     assert!(matches!(
         store.events_after(RunId::new(), 0).await,
         Err(Error::RunNotFound(_))
@@ -625,14 +630,9 @@ async fn events_after_returns_only_newer_events(kind: Kind) {
 async fn events_of_kind_returns_that_kind_alone(kind: Kind) {
     let db = TestDb::of(kind).await;
     let store = store(&db).await;
-    let c = submitted_and_claimed(&store, 2).await;
-    store
-        .commit_step(&success(c.run.id, c.run.lease_epoch, 0, 2))
-        .await
-        .unwrap();
-    let all = store.events(c.run.id).await.unwrap();
+    let (id, all) = first_step_committed(&store).await;
     let claims = store
-        .events_of_kind(c.run.id, EventKind::RunClaimed)
+        .events_of_kind(id, EventKind::RunClaimed)
         .await
         .unwrap();
     let want: Vec<i64> = all
@@ -642,7 +642,7 @@ async fn events_of_kind_returns_that_kind_alone(kind: Kind) {
         .collect();
     assert_eq!(claims.iter().map(|e| e.seq).collect::<Vec<_>>(), want);
     assert!(!want.is_empty() && want.len() < all.len(), "{all:?}");
-    let none = store.events_of_kind(c.run.id, EventKind::KeyPaused).await;
+    let none = store.events_of_kind(id, EventKind::KeyPaused).await;
     assert!(none.unwrap().is_empty());
     assert!(matches!(
         store
