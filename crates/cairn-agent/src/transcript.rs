@@ -209,16 +209,12 @@ impl Repair {
     /// marker is here.
     pub fn journal_items(&self, idx: StepIdx) -> Vec<NewJournalItem> {
         let marker = |repair: RepairAction| {
-            let event = TranscriptRepaired {
-                idx: Some(idx),
-                repair,
-            };
-            let payload = EventData::TranscriptRepaired(TranscriptRepaired {
-                idx: None,
-                ..event.clone()
-            });
-            NewJournalItem::new(JournalKind::Repair, payload.to_value())
-                .with_event(NewEvent::typed(EventData::TranscriptRepaired(event)))
+            // The marker is the action alone; its event names the step too.
+            let mut repaired = TranscriptRepaired { idx: None, repair };
+            let payload = EventData::TranscriptRepaired(repaired.clone()).to_value();
+            repaired.idx = Some(idx);
+            NewJournalItem::new(JournalKind::Repair, payload)
+                .with_event(NewEvent::typed(EventData::TranscriptRepaired(repaired)))
         };
         let call = |c: &Call| (c.call_id.clone(), c.name.clone());
         match self {
