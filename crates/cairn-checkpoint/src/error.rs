@@ -75,6 +75,12 @@ pub enum Error {
     /// No provider key has this name (none was ever paused).
     #[error("provider key `{0}` not found (it was never paused)")]
     KeyNotFound(String),
+    /// No principal has this name.
+    #[error("principal `{0}` not found")]
+    PrincipalNotFound(String),
+    /// A principal of this name exists already; nothing was stored.
+    #[error("principal `{0}` exists already; nothing was stored")]
+    PrincipalExists(String),
     /// No wait has this id.
     #[error("wait {0} not found")]
     WaitNotFound(cairn_core::WaitId),
@@ -277,6 +283,8 @@ pub enum Kind {
     WaitNotFound,
     ThreadNotFound,
     KeyNotFound,
+    PrincipalNotFound,
+    PrincipalExists,
     IdempotencyConflict,
     WrongState,
     /// A run that cannot move to a crew version.
@@ -310,6 +318,8 @@ impl Error {
             Error::WaitNotFound(_) => Kind::WaitNotFound,
             Error::ThreadNotFound(_) => Kind::ThreadNotFound,
             Error::KeyNotFound(_) => Kind::KeyNotFound,
+            Error::PrincipalNotFound(_) => Kind::PrincipalNotFound,
+            Error::PrincipalExists(_) => Kind::PrincipalExists,
             Error::IdempotencyConflict { .. } => Kind::IdempotencyConflict,
             Error::WrongState { .. } => Kind::WrongState,
             Error::Incompatible { .. } => Kind::Incompatible,

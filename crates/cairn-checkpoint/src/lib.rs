@@ -47,11 +47,13 @@ use serde_json::Value;
 
 pub use claims::{ClaimRequest, Claimed, Lease, Takeover};
 pub use commit::{NewChild, Next, SpawnCommit, StepCommit, StepRows, StepTransition};
-pub use contract::{BlockedRun, Offered, ProcessBeat, ProcessRecord, WorkerStore};
 pub use contract::{
-    BudgetStore, ChildStore, CrewStore, JournalStore, KeyStore, LeaseStore, MaintenanceStore,
-    OperatorStore, RunStore, Store, ThreadStore, TraceStore, WaitStore,
+    AuditStore, BudgetStore, ChildStore, CrewStore, JournalStore, KeyStore, LeaseStore,
+    MaintenanceStore, OperatorStore, PeopleStore, RunStore, Store, ThreadStore, TraceStore,
+    WaitStore,
 };
+pub use contract::{BlockedRun, Offered, ProcessBeat, ProcessRecord, WorkerStore};
+pub use contract::{Credential, NewSession, SessionRecord, TokenDigest};
 pub use error::{DbFault, Error, Kind};
 pub use live::LiveHub;
 
@@ -59,8 +61,9 @@ pub use live::LiveHub;
 /// cairn_checkpoint::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        BudgetStore, ChildStore, CrewStore, JournalStore, KeyStore, LeaseStore, MaintenanceStore,
-        OperatorStore, RunStore, Store, ThreadStore, TraceStore, WaitStore, WorkerStore,
+        AuditStore, BudgetStore, ChildStore, CrewStore, JournalStore, KeyStore, LeaseStore,
+        MaintenanceStore, OperatorStore, PeopleStore, RunStore, Store, ThreadStore, TraceStore,
+        WaitStore, WorkerStore,
     };
 }
 pub use script::retention::{CompactPolicy, Compacted, RunsByRule};

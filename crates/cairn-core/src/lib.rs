@@ -16,6 +16,7 @@ pub mod ids;
 pub mod journal;
 pub mod llm;
 pub mod meter;
+pub mod people;
 pub mod priority;
 pub mod retry;
 pub mod sse;
@@ -57,6 +58,9 @@ pub use meter::keys::{
 pub use meter::price::{BadPrices, CallTokens, Price, PriceTable, Usd};
 pub use meter::tenant::{BadTenant, Tenant};
 pub use meter::{CallEstimate, Meter, MeterHandle, SentCall, StepMeter};
+pub use people::{
+    Access, AuditEntry, AuditFilter, BadPrincipal, NewPrincipal, Origin, Principal, Via,
+};
 pub use priority::{BadPriority, Priority};
 pub use retry::RetryPolicy;
 pub use status::{RunStatus, StepStatus, TransitionError};

@@ -330,6 +330,8 @@ fn store_class(kind: cairn_checkpoint::Kind) -> (ErrorClass, &'static str) {
         S::WaitNotFound => (ErrorClass::NotFound, "wait_not_found"),
         S::ThreadNotFound => (ErrorClass::NotFound, "thread_not_found"),
         S::KeyNotFound => (ErrorClass::NotFound, "key_not_found"),
+        S::PrincipalNotFound => (ErrorClass::NotFound, "principal_not_found"),
+        S::PrincipalExists => (ErrorClass::Conflict, "principal_exists"),
         S::IdempotencyConflict => (ErrorClass::Conflict, "idempotency_conflict"),
         S::WrongState => (ErrorClass::Conflict, "wrong_state"),
         S::Incompatible => (ErrorClass::Conflict, "crew_incompatible"),

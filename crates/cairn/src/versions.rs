@@ -334,10 +334,8 @@ impl Engine {
             to: newest.def().clone(),
             force: false,
             held: Some(run.lease_epoch),
-            actor: Actor {
-                by: self.executor.config().owner.clone(),
-                reason: Some("upgrade policy `compatible`".into()),
-            },
+            actor: Actor::new(self.executor.config().owner.clone())
+                .because("upgrade policy `compatible`"),
         };
         match self.store().upgrade_crew(run.id, &req).await {
             Ok(moved) => {

@@ -8,6 +8,7 @@
 //! Implementations must be safe to share between tasks and processes;
 //! every method is one transaction.
 
+mod audit;
 mod budgets;
 mod children;
 mod crews;
@@ -16,12 +17,14 @@ mod keys;
 mod leases;
 mod maintenance;
 mod operator;
+mod people;
 mod runs;
 mod threads;
 mod traces;
 mod waits;
 mod workers;
 
+pub use audit::AuditStore;
 pub use budgets::BudgetStore;
 pub use children::ChildStore;
 pub use crews::CrewStore;
@@ -30,6 +33,7 @@ pub use keys::KeyStore;
 pub use leases::LeaseStore;
 pub use maintenance::MaintenanceStore;
 pub use operator::OperatorStore;
+pub use people::{Credential, NewSession, PeopleStore, SessionRecord, TokenDigest};
 pub use runs::RunStore;
 pub use threads::ThreadStore;
 pub use traces::TraceStore;
@@ -52,6 +56,8 @@ pub trait Store:
     + TraceStore
     + MaintenanceStore
     + WorkerStore
+    + PeopleStore
+    + AuditStore
     + Send
     + Sync
     + 'static
@@ -72,6 +78,8 @@ impl<T> Store for T where
         + TraceStore
         + MaintenanceStore
         + WorkerStore
+        + PeopleStore
+        + AuditStore
         + Send
         + Sync
         + 'static

@@ -34,6 +34,7 @@
 //! alike), and `tests.rs` holds each transaction kind of both backends to
 //! it.
 
+mod audit;
 mod boundary;
 pub(crate) mod children;
 mod claim;
@@ -43,6 +44,7 @@ mod journal;
 mod leases;
 mod operator;
 mod pauses;
+mod people;
 mod permits;
 mod processes;
 pub(crate) mod retention;

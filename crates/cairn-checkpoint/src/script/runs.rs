@@ -291,10 +291,8 @@ async fn apply_on_busy(c: &mut Conn<'_>, thread: &str, id: RunId, on_busy: OnBus
         ) {
             continue;
         }
-        let actor = Actor {
-            by: "on_busy=interrupt".into(),
-            reason: Some(format!("run {id} was submitted to thread `{thread}`")),
-        };
+        let actor = Actor::new("on_busy=interrupt")
+            .because(format!("run {id} was submitted to thread `{thread}`"));
         act_in(c, busy, Action::Cancel, &actor).await?;
     }
     Ok(())

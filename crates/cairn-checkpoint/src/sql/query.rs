@@ -21,7 +21,7 @@ pub enum Dialect {
 
 /// The tokens that name a parameter (`{ago:NAME}`): (prefix, PostgreSQL,
 /// SQLite), `@` standing for `:NAME`.
-const PARAM_TOKENS: [(&str, &str, &str); 6] = [
+const PARAM_TOKENS: [(&str, &str, &str); 7] = [
     // The database's now less `:NAME` seconds, either sign (a run's
     // `claim_at`: now less its priority's head start).
     (
@@ -42,6 +42,12 @@ const PARAM_TOKENS: [(&str, &str, &str); 6] = [
         "ago",
         "clock_timestamp() - make_interval(secs => @)",
         "strftime('%Y-%m-%dT%H:%M:%fZ','now', '-' || @ || ' seconds')",
+    ),
+    // The time in the RFC 3339 text `:NAME` (an audit's `--since`).
+    (
+        "time",
+        "CAST(@ AS timestamptz)",
+        "strftime('%Y-%m-%dT%H:%M:%fZ', @)",
     ),
     // The ids in the JSON array `:NAME`, as a subquery.
     (

@@ -54,15 +54,9 @@ async fn a_nul_in_an_action_or_fork_is_refused_by_field(kind: Kind) {
     let db = TestDb::of(kind).await;
     let store = store(&db).await;
     let id = store.submit(new_run(2, None)).await.unwrap().run.id;
-    let by = Actor {
-        by: "ali\u{0}ce".into(),
-        reason: None,
-    };
+    let by = Actor::new("ali\u{0}ce");
     refused(store.act(id, Action::Cancel, &by).await, "`by`");
-    let reason = Actor {
-        by: "alice".into(),
-        reason: Some("because\u{0}".into()),
-    };
+    let reason = Actor::new("alice").because("because\u{0}");
     refused(store.act(id, Action::Cancel, &reason).await, "`reason`");
     let fork = ForkRequest {
         from_step: StepIdx(0),
@@ -71,10 +65,7 @@ async fn a_nul_in_an_action_or_fork_is_refused_by_field(kind: Kind) {
         crew: None,
         rerun_children: false,
     };
-    let alice = Actor {
-        by: "alice".into(),
-        reason: None,
-    };
+    let alice = Actor::new("alice");
     refused(store.fork(id, &fork, &alice).await, "the fork's input");
     let run = store.get_run(id).await.unwrap();
     assert_eq!(run.status, cairn_core::RunStatus::Queued, "nothing changed");

@@ -250,6 +250,9 @@ impl NewEvent {
 pub struct Actor {
     pub by: String,
     pub reason: Option<String>,
+    /// Where the action came from (each part written only when known).
+    #[serde(flatten)]
+    pub origin: crate::people::Origin,
 }
 
 impl Actor {
@@ -257,7 +260,14 @@ impl Actor {
         Actor {
             by: by.into(),
             reason: None,
+            origin: crate::people::Origin::default(),
         }
+    }
+
+    /// The same actor, recorded as having come through `origin`.
+    pub fn from(mut self, origin: crate::people::Origin) -> Self {
+        self.origin = origin;
+        self
     }
 
     pub fn because(mut self, reason: impl Into<String>) -> Self {

@@ -19,13 +19,7 @@ both!(
 fn with_context(context: serde_json::Value) -> ResumeOptions {
     ResumeOptions {
         takeover: true,
-        context: Some((
-            context,
-            Actor {
-                by: "ops".into(),
-                reason: Some("the customer's tier".into()),
-            },
-        )),
+        context: Some((context, Actor::new("ops").because("the customer's tier"))),
         ..ResumeOptions::default()
     }
 }

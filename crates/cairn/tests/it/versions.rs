@@ -25,10 +25,7 @@ fn essay(version: &str) -> Crew {
 }
 
 fn actor(by: &str) -> Actor {
-    Actor {
-        by: by.into(),
-        reason: None,
-    }
+    Actor::new(by)
 }
 
 /// The run's `crew_upgraded` events.

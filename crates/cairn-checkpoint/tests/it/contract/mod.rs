@@ -16,6 +16,7 @@ mod crews;
 mod keys;
 mod maintenance;
 mod operator;
+mod people;
 mod registry;
 mod traces;
 mod waits;
