@@ -98,6 +98,9 @@ pub struct NewRun {
     pub trace: Option<cairn_core::Tracing>,
     /// The run's own upgrade policy (`None`: its crew's).
     pub upgrade: Option<cairn_core::upgrade::UpgradePolicy>,
+    /// Who submits it (recorded on `run_submitted`; audited when it names
+    /// a channel).
+    pub by: Option<Actor>,
 }
 
 impl NewRun {
@@ -116,6 +119,7 @@ impl NewRun {
             budget: None,
             trace: None,
             upgrade: None,
+            by: None,
         }
     }
 }

@@ -421,9 +421,9 @@ pub struct ActionArgs {
 impl ActionArgs {
     pub fn actor(&self) -> Actor {
         let by = crate::input::answered_by(self.by.clone());
-        Actor {
-            by,
-            reason: self.reason.clone(),
+        match &self.reason {
+            Some(reason) => Actor::new(by).because(reason.clone()),
+            None => Actor::new(by),
         }
     }
 }
@@ -664,6 +664,7 @@ impl SubmitArgs {
                 ),
             },
             traceparent: self.traceparent()?,
+            by: None,
             upgrade: self
                 .upgrade
                 .as_deref()

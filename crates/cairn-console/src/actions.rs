@@ -28,12 +28,13 @@ fn action_form(
     extra: Markup,
 ) -> Markup {
     html! {
-        form.action method="post" action=(target) {
+        // No form token: a viewer who may not act gets no form.
+        @if !csrf.is_empty() { form.action method="post" action=(target) {
             input type="hidden" name="csrf" value=(csrf);
             (extra)
             label { "Reason " input type="text" name="reason" required placeholder=(format!("why {action}")); }
             button type="submit" class=[look.class()] { (label) }
-        }
+        } }
     }
 }
 

@@ -55,14 +55,31 @@ pub enum Viewer {
     /// No API tokens are configured (loopback only): no sign-in; the
     /// server's own token guards the forms.
     Development { csrf: String },
-    /// Signed in; the session's token.
-    SignedIn { csrf: String },
+    /// Signed in as `name`; the session's token, and whether the
+    /// principal may act (an operator or an admin): a viewer's pages carry
+    /// no forms (the server refuses them anyway).
+    SignedIn {
+        csrf: String,
+        name: String,
+        operator: bool,
+    },
 }
 
 impl Viewer {
     pub fn csrf(&self) -> &str {
         match self {
-            Viewer::Development { csrf } | Viewer::SignedIn { csrf } => csrf,
+            Viewer::Development { csrf } | Viewer::SignedIn { csrf, .. } => csrf,
+        }
+    }
+
+    /// The token the page's forms carry: none (`""`) for a viewer who may
+    /// not act, and then the pages render no action forms.
+    pub fn form_csrf(&self) -> &str {
+        match self {
+            Viewer::SignedIn {
+                operator: false, ..
+            } => "",
+            v => v.csrf(),
         }
     }
 }
@@ -102,8 +119,9 @@ pub fn page(title: &str, viewer: &Viewer, body: Markup) -> Markup {
                                 "Development mode: no API tokens are configured, so there is no sign-in (the server listens on loopback only)."
                             }
                         }
-                        Viewer::SignedIn { csrf } => {
+                        Viewer::SignedIn { csrf, name, .. } => {
                             form.signout method="post" action="/logout" {
+                                span.who { "Signed in as " strong { (name) } " " }
                                 input type="hidden" name="csrf" value=(csrf);
                                 button type="submit" { "Sign out" }
                             }

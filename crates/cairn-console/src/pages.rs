@@ -175,7 +175,7 @@ pub fn crews_page(crews: &[CrewStats], csrf: &str) -> Markup {
                         }
                     }
                 }
-                @if crew.newest && crew.older_unfinished > 0 {
+                @if crew.newest && crew.older_unfinished > 0 && !csrf.is_empty() {
                     form.upgrade method="post" action={ "/crews/" (crew.name) "/" (crew.version) "/upgrade" } {
                         input type="hidden" name="csrf" value=(csrf);
                         input type="text" name="reason" placeholder="why (recorded)";

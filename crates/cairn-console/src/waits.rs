@@ -188,6 +188,10 @@ fn asks(w: &WaitRecord, role: &str) -> Markup {
 
 /// The answers a wait's kind takes, each a form with a reason.
 fn answer_forms(w: &WaitRecord, csrf: &str, back: Back) -> Markup {
+    if csrf.is_empty() {
+        // No form token: a viewer who may not answer gets no form.
+        return html! {};
+    }
     let target = format!("/waits/{}/answer", w.id);
     let answer = |decision: &str, label: &str, extra: Markup| {
         html! {

@@ -251,6 +251,7 @@ pub struct AuditFilter {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

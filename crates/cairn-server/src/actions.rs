@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use cairn::{Actor, ForkRequest, RunStatus, RunView, StepIdx};
 
-use crate::extract::{actor, ApiJson, OptionalJson, RunIdPath};
+use crate::extract::{ApiJson, OptionalJson, RunIdPath};
 use crate::{ApiError, AppState};
 
 /// The optional body of retry, continue and cancel.
@@ -124,18 +124,20 @@ pub(crate) async fn fork_run(
 /// An action's answer: the run as it now stands.
 async fn act(
     state: AppState,
+    caller: crate::people::Caller,
     id: cairn::RunId,
     action: RunAction,
     body: Option<ActionBody>,
 ) -> Result<Json<RunView>, ApiError> {
     let body = body.unwrap_or_default();
-    let run = run_action(&state, id, action, &actor(body.by, body.reason)).await?;
+    let run = run_action(&state, id, action, &caller.actor(body.by, body.reason)).await?;
     Ok(Json(state.engine().show(run.id).await?))
 }
 
 /// `POST /v1/runs/{id}/retry`: a `failed` run's failed step will run again.
 pub(crate) async fn retry(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     RunIdPath(id): RunIdPath,
     OptionalJson(body): OptionalJson<RetryBody>,
 ) -> Result<Json<RunView>, ApiError> {
@@ -148,7 +150,7 @@ pub(crate) async fn retry(
         by: body.by,
         reason: body.reason,
     };
-    act(state, id, action, Some(body)).await
+    act(state, caller, id, action, Some(body)).await
 }
 
 /// The optional body of a continue: an action's, and a raise of the
@@ -170,11 +172,12 @@ pub(crate) struct ContinueBody {
 /// refused continue writes no raise.
 pub(crate) async fn continue_run(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     RunIdPath(id): RunIdPath,
     OptionalJson(body): OptionalJson<ContinueBody>,
 ) -> Result<Json<RunView>, ApiError> {
     let body = body.unwrap_or_default();
-    let actor = actor(body.by, body.reason);
+    let actor = caller.actor(body.by, body.reason);
     let run = match body.raise.filter(|r| !r.is_empty()) {
         Some(raise) => continue_with_budget(&state, id, &raise, &actor).await?,
         None => run_action(&state, id, RunAction::Continue, &actor).await?,
@@ -207,10 +210,11 @@ pub(crate) async fn continue_with_budget(
 /// cancel request its executor honours within moments.
 pub(crate) async fn cancel(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     RunIdPath(id): RunIdPath,
     OptionalJson(body): OptionalJson<ActionBody>,
 ) -> Result<Json<RunView>, ApiError> {
-    act(state, id, RunAction::Cancel, body).await
+    act(state, caller, id, RunAction::Cancel, body).await
 }
 
 /// The body of `POST /v1/runs/{id}/context`.
@@ -232,11 +236,12 @@ pub(crate) struct ContextBody {
 /// status, 422 `bad_context` unless the context and the input are objects.
 pub(crate) async fn add_context(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     RunIdPath(id): RunIdPath,
     ApiJson(body): ApiJson<ContextBody>,
 ) -> Result<Json<RunView>, ApiError> {
     check_offered(&state, id).await?;
-    let actor = actor(body.by, body.reason);
+    let actor = caller.actor(body.by, body.reason);
     let run = state
         .engine()
         .add_context(id, &body.context, &actor)
@@ -266,10 +271,11 @@ pub(crate) struct BudgetBody {
 /// `continue` follows.
 pub(crate) async fn raise_budget(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     RunIdPath(id): RunIdPath,
     ApiJson(body): ApiJson<BudgetBody>,
 ) -> Result<Json<RunView>, ApiError> {
-    let actor = actor(body.by, body.reason);
+    let actor = caller.actor(body.by, body.reason);
     let run = state.engine().raise_budget(id, &body.raise, &actor).await?;
     tracing::info!(run = %id, by = %actor.by, budget = ?run.budget, "budget raised");
     Ok(Json(state.engine().show(run.id).await?))
@@ -307,10 +313,11 @@ pub(crate) struct ForkBody {
 /// `from_step` checkpoints (201, `Location` of the new run).
 pub(crate) async fn fork(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     RunIdPath(id): RunIdPath,
     ApiJson(body): ApiJson<ForkBody>,
 ) -> Result<Response, ApiError> {
-    let actor = actor(body.by, body.reason);
+    let actor = caller.actor(body.by, body.reason);
     let crew = match &body.crew_version {
         Some(version) => {
             let name = state.engine().get_run(id).await?.crew;

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use cairn::{ErrorClass, OnBusy, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions};
 
 use crate::extract::{ApiJson, ApiQuery, RunIdPath};
-use crate::{actions, keys, retention, sse, threads, versions, waits, ApiError, AppState};
+use crate::{actions, keys, people, retention, sse, threads, versions, waits, ApiError, AppState};
 
 /// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
@@ -138,6 +138,25 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
         route("/v1/limits/resume", &["POST"], false, post(keys::resume)),
         route("/v1/limits/set", &["POST"], false, post(keys::set)),
         route("/v1/limits/reset", &["POST"], false, post(keys::reset)),
+        route(
+            "/v1/principals",
+            &["GET", "POST"],
+            false,
+            get(people::list).post(people::add),
+        ),
+        route(
+            "/v1/principals/{name}/disable",
+            &["POST"],
+            false,
+            post(people::disable),
+        ),
+        route(
+            "/v1/principals/{name}/rotate",
+            &["POST"],
+            false,
+            post(people::rotate),
+        ),
+        route("/v1/audit", &["GET"], false, get(people::audit)),
     ]
 }
 
@@ -265,6 +284,7 @@ fn traceparent(
 /// earlier submit with the same idempotency key created (200).
 async fn submit(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<SubmitBody>,
 ) -> Result<Response, ApiError> {
@@ -317,10 +337,11 @@ async fn submit(
                 thread_id: body.thread_id,
                 on_busy,
                 priority,
-                tenant: body.tenant,
+                tenant: caller.tenant(body.tenant)?,
                 budget: body.budget,
                 traceparent,
                 upgrade,
+                by: Some(caller.actor(None, None)),
             },
         )
         .await?;

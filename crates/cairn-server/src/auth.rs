@@ -1,6 +1,10 @@
-//! Bearer-token authentication. Tokens are kept as SHA-256 digests and a
-//! presented token is compared against every one in constant time, so
-//! neither its content nor which token matched shows in the timing.
+//! Bearer-token authentication. A token is one of `CAIRN_API_TOKENS`
+//! (kept as SHA-256 digests and compared against every one in constant
+//! time, so neither its content nor which token matched shows in the
+//! timing; its holder is the admin `api`) or a principal's
+//! (`cairn::Engine::authenticate`). The caller found is put in the
+//! request for the handlers (`people::Caller`) once its role covers what
+//! the route needs (`people::needed`; 403 `forbidden` otherwise).
 //! Wrong tokens are counted per client address (`throttle.rs`): past a
 //! small budget, a request presenting a token is 429 `too_many_attempts`
 //! (with `Retry-After`) before its token is looked at.
@@ -12,6 +16,9 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use cairn::Via;
+
+use crate::people::Caller;
 use crate::{ApiError, AppState};
 
 /// The shortest API token `Server::bind` accepts, in bytes: a token is
@@ -51,14 +58,15 @@ impl Tokens {
             .filter(|len| *len < MIN_TOKEN_LEN)
     }
 
-    /// Whether `presented` is one of the tokens; looks at all of them.
-    pub(crate) fn accepts(&self, presented: &str) -> bool {
+    /// Which token `presented` is (counting from 1), if any; looks at all.
+    pub(crate) fn position(&self, presented: &str) -> Option<usize> {
         let presented = digest(presented);
-        let mut any = subtle::Choice::from(0);
-        for token in &self.0 {
-            any |= token.ct_eq(&presented);
+        let mut found = 0u64;
+        for (i, token) in self.0.iter().enumerate() {
+            let hit = u64::from(token.ct_eq(&presented).unwrap_u8());
+            found |= hit * (i as u64 + 1);
         }
-        any.into()
+        usize::try_from(found).ok().filter(|i| *i > 0)
     }
 }
 
@@ -66,16 +74,17 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-/// Middleware: with tokens configured, requires `Authorization: Bearer
-/// <token>` on every request but those of the open routes (health checks):
-/// unknown paths and wrong methods too, so they answer 401, not 404 or 405.
-/// A client address out of tries is 429 whatever token it presents.
+/// Middleware: with tokens configured (or principals stored), requires
+/// `Authorization: Bearer <token>` on every request but those of the open
+/// routes (health checks): unknown paths and wrong methods too, so they
+/// answer 401, not 404 or 405. A client address out of tries is 429
+/// whatever token it presents.
 pub(crate) async fn require_token(
     State(state): State<AppState>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    let tokens = state.tokens();
+    state.closed().refresh(&state).await;
     let matched = request
         .extensions()
         .get::<MatchedPath>()
@@ -90,30 +99,49 @@ pub(crate) async fn require_token(
     let open_route = matched
         .as_deref()
         .is_some_and(|p| crate::api::OPEN_PATHS.contains(&p));
-    if tokens.is_empty() || open_route {
+    if !state.requires_token() || open_route {
         return next.run(request).await;
     }
-    let presented = request
-        .headers()
+    let client = crate::throttle::client_ip(request.extensions());
+    let caller = match caller(&state, request.headers(), client).await {
+        Ok(caller) => caller,
+        Err(e) => return e.into_response(),
+    };
+    let needed = crate::people::needed(request.method(), matched.as_deref());
+    if let Err(e) = caller.require(needed) {
+        return e.into_response();
+    }
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}
+
+/// The caller a request's bearer token names: 401 without one or with a
+/// wrong one (counted against the client's address), 429 for an address
+/// out of tries.
+async fn caller(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+    client: Option<std::net::IpAddr>,
+) -> Result<Caller, ApiError> {
+    let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| {
             let (scheme, token) = v.trim().split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-        });
-    let Some(token) = presented else {
-        return ApiError::Unauthorized.into_response();
-    };
-    let client = crate::throttle::client_ip(request.extensions());
+        })
+        .ok_or(ApiError::Unauthorized)?;
     let now = std::time::Instant::now();
     if let Some(retry_after) = state.throttle().wait(client, now) {
-        return ApiError::TooManyAttempts { retry_after }.into_response();
+        return Err(ApiError::TooManyAttempts { retry_after });
     }
-    if tokens.accepts(token) {
-        return next.run(request).await;
+    match crate::people::principal(state, presented, Via::Api, client).await? {
+        Some(caller) => Ok(caller),
+        None => {
+            state.throttle().failed(client, now);
+            Err(ApiError::Unauthorized)
+        }
     }
-    state.throttle().failed(client, now);
-    ApiError::Unauthorized.into_response()
 }
 
 #[cfg(test)]
@@ -124,11 +152,14 @@ mod tests {
     fn accepts_only_configured_nonblank_tokens() {
         let tokens = Tokens::new(["alpha", " beta ", "", "  "]);
         assert!(!tokens.is_empty());
-        assert!(tokens.accepts("alpha"));
-        assert!(tokens.accepts("beta"));
-        assert!(!tokens.accepts(""));
-        assert!(!tokens.accepts("alph"));
-        assert!(!tokens.accepts("alphaa"));
+        assert!(tokens.position("alpha").is_some());
+        assert!(tokens.position("beta").is_some());
+        assert_eq!(tokens.position("alpha"), Some(1));
+        assert_eq!(tokens.position("beta"), Some(2));
+        assert_eq!(tokens.position("gamma"), None);
+        assert!(tokens.position("").is_none());
+        assert!(tokens.position("alph").is_none());
+        assert!(tokens.position("alphaa").is_none());
         assert!(Tokens::new([""]).is_empty());
     }
 

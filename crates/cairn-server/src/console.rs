@@ -1,7 +1,10 @@
 //! The web console's routes (pages rendered by `cairn-console`) and its
-//! sign-in. With API tokens configured, `GET /login` asks for one; a valid
-//! token gets a session cookie (`HttpOnly`, `SameSite=Strict`, random,
-//! kept only as a digest in this process), and every page needs it. The
+//! sign-in. With API tokens or principals configured, `GET /login` asks
+//! for a token; a valid one (a principal's, or one of `CAIRN_API_TOKENS`,
+//! whose holder is `api`) gets a session cookie (`HttpOnly`,
+//! `SameSite=Strict`, random, kept only as a digest in the database, so
+//! several servers share sessions), and every page needs it; the forms
+//! record the signed-in principal as the actor (`sessions.rs`). The
 //! token itself never reaches a URL, a cookie or a page. Every
 //! state-changing form (actions, answers, sign-out) carries a CSRF token
 //! besides the cookie: the session's, or without tokens (development,
@@ -11,8 +14,8 @@
 //! The API under `/v1` takes bearer tokens only, never the cookie, so a
 //! cross-site page cannot drive it through a signed-in browser.
 //!
-//! At most [`MAX_SESSIONS`] sessions are kept: signing in beyond that ends
-//! the oldest. The cookie is `Secure` when the configured public URL is
+//! Expired sessions are dropped at each sign-in; disabling a principal or
+//! rotating its token ends its sessions. The cookie is `Secure` when the configured public URL is
 //! `https` (the server itself speaks plain HTTP, and `X-Forwarded-Proto`
 //! is not trusted: the server has no notion of a trusted proxy, and any
 //! client could send it). Wrong tokens at sign-in count against the
@@ -28,14 +31,13 @@ use std::str::FromStr;
 
 use std::time::{Duration, Instant};
 
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post, MethodRouter};
 use axum::Router;
 
-use cairn::{RunFilter, RunId, RunStatus};
+use cairn::{RunFilter, RunId, RunStatus, Via};
 use cairn_console::{RunsQuery, Viewer};
 
 use crate::throttle::ClientIp;
@@ -45,8 +47,6 @@ use crate::{ApiError, AppState};
 pub(crate) const COOKIE: &str = "cairn_session";
 /// How long a session lasts without signing in again.
 const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
-/// Sessions kept at once; signing in beyond ends the oldest.
-pub(crate) const MAX_SESSIONS: usize = 1000;
 /// Runs per page of the runs table.
 const PAGE: u32 = 50;
 
@@ -93,7 +93,7 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 use form::ConsoleForm;
-pub(crate) use sessions::Sessions;
+pub(crate) use sessions::{gate, Seat, Sessions};
 
 /// The session cookie's value, if the request carries one.
 fn cookie(headers: &HeaderMap) -> Option<String> {
@@ -107,38 +107,9 @@ fn cookie(headers: &HeaderMap) -> Option<String> {
         .map(|(_, value)| value.to_owned())
 }
 
-/// Who is asking: `None` when a session is needed and missing.
-fn viewer(state: &AppState, headers: &HeaderMap) -> Option<Viewer> {
-    if !state.requires_token() {
-        return Some(Viewer::Development {
-            csrf: state.sessions().dev_csrf.clone(),
-        });
-    }
-    let session = state.sessions().find(&cookie(headers)?)?;
-    Some(Viewer::SignedIn { csrf: session.csrf })
-}
-
-/// The viewer of a page the gate let through (in development mode, or
-/// signed in; an empty token otherwise, which no form check accepts).
-fn page_viewer(state: &AppState, headers: &HeaderMap) -> Viewer {
-    viewer(state, headers).unwrap_or_else(|| Viewer::Development {
-        csrf: String::new(),
-    })
-}
-
 /// A run id from a path, or why it is not one.
 fn run_id(id: &str) -> Result<RunId, ApiError> {
     RunId::from_str(id).map_err(|_| ApiError::BadQuery(format!("`{id}` is not a run id")))
-}
-
-/// Middleware for the console's paths (called by the token check): a page
-/// without a session goes to the sign-in page.
-pub(crate) async fn gate(state: &AppState, path: &str, request: Request, next: Next) -> Response {
-    if !state.requires_token() || OPEN.contains(&path) || viewer(state, request.headers()).is_some()
-    {
-        return next.run(request).await;
-    }
-    Redirect::to("/login").into_response()
 }
 
 fn html(status: StatusCode, markup: maud::Markup) -> Response {
@@ -179,10 +150,10 @@ pub(crate) struct RunsParams {
 /// `GET /`: the runs table, newest first.
 async fn runs(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    seat: Seat,
     Query(params): Query<RunsParams>,
 ) -> Response {
-    let viewer = page_viewer(&state, &headers);
+    let viewer = seat.viewer.clone();
     let given = |p: Option<String>| p.filter(|v| !v.is_empty());
     let query = RunsQuery {
         status: given(params.status),
@@ -270,11 +241,11 @@ struct RunParams {
 /// form that led here did).
 async fn run(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    seat: Seat,
     Path(id): Path<String>,
     Query(params): Query<RunParams>,
 ) -> Response {
-    let viewer = page_viewer(&state, &headers);
+    let viewer = seat.viewer.clone();
     let id = match run_id(&id) {
         Ok(id) => id,
         Err(e) => return error_page(&viewer, e),
@@ -313,7 +284,7 @@ async fn run(
             versions: &versions,
             foreign,
         },
-        csrf: viewer.csrf(),
+        csrf: viewer.form_csrf(),
         done: cairn_console::Done::parse(params.done.as_deref(), params.wait.as_deref()),
         now: chrono::Utc::now(),
     });
@@ -384,15 +355,42 @@ async fn login(
     if let Some(wait) = state.throttle().wait(client, now) {
         return throttled(wait);
     }
-    if !state.tokens().accepts(form.token.trim()) {
-        state.throttle().failed(client, now);
-        return html(
-            StatusCode::UNAUTHORIZED,
-            cairn_console::login_page(Some("That token is not one this server accepts.")),
-        );
-    }
-    let id = state.sessions().open();
-    let cookie = session_cookie(&id, SESSION_TTL.as_secs(), state.secure_cookies());
+    let caller =
+        match crate::people::principal(&state, form.token.trim(), Via::Console, client).await {
+            Ok(Some(caller)) => caller,
+            Ok(None) => {
+                state.throttle().failed(client, now);
+                return html(
+                    StatusCode::UNAUTHORIZED,
+                    cairn_console::login_page(Some("That token is not one this server accepts.")),
+                );
+            }
+            Err(e) => {
+                return error_page(
+                    &Viewer::Development {
+                        csrf: String::new(),
+                    },
+                    e,
+                )
+            }
+        };
+    let opened = match state.engine().open_session(&caller.name, SESSION_TTL).await {
+        Ok(opened) => opened,
+        Err(e) => {
+            return error_page(
+                &Viewer::Development {
+                    csrf: String::new(),
+                },
+                e.into(),
+            )
+        }
+    };
+    tracing::info!(principal = ?caller.name, "signed in to the console");
+    let cookie = session_cookie(
+        &opened.cookie,
+        SESSION_TTL.as_secs(),
+        state.secure_cookies(),
+    );
     let mut response = Redirect::to("/").into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
@@ -426,17 +424,19 @@ struct LogoutForm {
 /// `POST /logout`: ends the session, if the form carries its CSRF token.
 async fn logout(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    seat: Seat,
     ConsoleForm(form): ConsoleForm<LogoutForm>,
 ) -> Response {
-    let Some(id) = cookie(&headers) else {
+    let Some(id) = seat.cookie.as_deref() else {
         return Redirect::to("/login").into_response();
     };
-    // The token check finds the session the cookie names, or fails.
-    if !csrf_ok(&state, &headers, &form.csrf) {
+    // The gate found the session the cookie names, or there is no cookie.
+    if !seat.csrf_ok(&form.csrf) {
         return forbidden();
     }
-    state.sessions().close(&id);
+    if let Err(e) = state.engine().close_session(id).await {
+        return error_page(&seat.viewer, e.into());
+    }
     let mut response = Redirect::to("/login").into_response();
     if let Ok(value) = HeaderValue::from_str(&session_cookie("", 0, state.secure_cookies())) {
         response.headers_mut().insert(header::SET_COOKIE, value);
@@ -469,18 +469,6 @@ async fn js() -> Response {
     asset("text/javascript; charset=utf-8", cairn_console::JS)
 }
 
-/// Whether a form's CSRF token is the viewer's (in constant time).
-fn csrf_ok(state: &AppState, headers: &HeaderMap, presented: &str) -> bool {
-    use subtle::ConstantTimeEq;
-    match viewer(state, headers) {
-        Some(v) => {
-            let expected = v.csrf().as_bytes();
-            !expected.is_empty() && bool::from(expected.ct_eq(presented.as_bytes()))
-        }
-        None => false,
-    }
-}
-
 fn forbidden() -> Response {
     (
         StatusCode::FORBIDDEN,
@@ -504,24 +492,13 @@ struct ActionForm {
     raise: Option<String>,
 }
 
-/// The actor of the console's actions: the API's tokens are anonymous, so
-/// it is `console`, with the reason the form gave.
-fn console_actor(reason: &str) -> cairn::Actor {
-    crate::extract::actor(Some("console".into()), Some(reason.to_owned()))
-}
-
 /// A run form's checks, in order: its CSRF token, then the run id in its
 /// path. The viewer and the run, or the page that refuses it.
-fn run_form(
-    state: &AppState,
-    headers: &HeaderMap,
-    csrf: &str,
-    id: &str,
-) -> Result<(Viewer, RunId), Box<Response>> {
-    if !csrf_ok(state, headers, csrf) {
+fn run_form(seat: &Seat, csrf: &str, id: &str) -> Result<(Viewer, RunId), Box<Response>> {
+    if !seat.csrf_ok(csrf) {
         return Err(Box::new(forbidden()));
     }
-    let viewer = page_viewer(state, headers);
+    let viewer = seat.viewer.clone();
     match run_id(id) {
         Ok(id) => Ok((viewer, id)),
         Err(e) => Err(Box::new(error_page(&viewer, e))),
@@ -532,12 +509,12 @@ fn run_form(
 /// the run's page, with `?done=…` (a line confirming it).
 async fn act(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    seat: Seat,
     Path((id, action)): Path<(String, String)>,
     ConsoleForm(form): ConsoleForm<ActionForm>,
 ) -> Response {
     use crate::actions::RunAction;
-    let (viewer, id) = match run_form(&state, &headers, &form.csrf, &id) {
+    let (viewer, id) = match run_form(&seat, &form.csrf, &id) {
         Ok(checked) => checked,
         Err(refused) => return *refused,
     };
@@ -549,14 +526,14 @@ async fn act(
         "continue" => (RunAction::Continue, Done::Continue),
         "cancel" => (RunAction::Cancel, Done::Cancel),
         "budget" => {
-            return match raise(&state, id, &form).await {
+            return match raise(&state, &seat, id, &form).await {
                 Ok(()) => done(Done::Budget),
                 Err(e) => error_page(&viewer, e),
             }
         }
         other => return error_page(&viewer, ApiError::NoRoute(format!("/runs/{id}/{other}"))),
     };
-    match crate::actions::run_action(&state, id, action, &console_actor(&form.reason)).await {
+    match crate::actions::run_action(&state, id, action, &seat.actor(&form.reason)).await {
         Ok(_) => done(did),
         Err(e) => error_page(&viewer, e),
     }
@@ -569,7 +546,12 @@ async fn act(
 /// continue this server refuses (a crew it does not offer) is refused
 /// before anything is written; a run with nothing to carry on only takes
 /// the raise.
-async fn raise(state: &AppState, id: RunId, form: &ActionForm) -> Result<(), ApiError> {
+async fn raise(
+    state: &AppState,
+    seat: &Seat,
+    id: RunId,
+    form: &ActionForm,
+) -> Result<(), ApiError> {
     let text = form.raise.as_deref().unwrap_or_default();
     let flags = text.split([' ', ',']).filter(|f| !f.is_empty());
     let by =
@@ -579,7 +561,7 @@ async fn raise(state: &AppState, id: RunId, form: &ActionForm) -> Result<(), Api
             "raise: name a limit and its raise, such as tokens=+50000".into(),
         ));
     }
-    let actor = console_actor(&form.reason);
+    let actor = seat.actor(&form.reason);
     let view = state.engine().show(id).await?;
     let carry_on = match view.run.status {
         RunStatus::Interrupted => true,
@@ -600,11 +582,11 @@ async fn raise(state: &AppState, id: RunId, form: &ActionForm) -> Result<(), Api
 /// `POST /runs/{id}/fork`: to the new run's page (`?done=fork`).
 async fn fork(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    seat: Seat,
     Path(id): Path<String>,
     ConsoleForm(form): ConsoleForm<ActionForm>,
 ) -> Response {
-    let (viewer, id) = match run_form(&state, &headers, &form.csrf, &id) {
+    let (viewer, id) = match run_form(&seat, &form.csrf, &id) {
         Ok(checked) => checked,
         Err(refused) => return *refused,
     };
@@ -652,7 +634,7 @@ async fn fork(
         crew,
         rerun_children: false,
     };
-    match crate::actions::fork_run(&state, id, &request, &console_actor(&form.reason)).await {
+    match crate::actions::fork_run(&state, id, &request, &seat.actor(&form.reason)).await {
         Ok(child) => {
             let done = cairn_console::Done::Fork.query();
             Redirect::to(&format!("/runs/{}?{done}", child.id)).into_response()
@@ -665,8 +647,8 @@ async fn fork(
 const THREAD_TURNS: usize = 50;
 
 /// `GET /threads`: every thread, the one with the newest run first.
-async fn threads(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let viewer = page_viewer(&state, &headers);
+async fn threads(State(state): State<AppState>, seat: Seat) -> Response {
+    let viewer = seat.viewer.clone();
     let mut threads = match state.engine().threads().await {
         Ok(threads) => threads,
         Err(e) => return error_page(&viewer, e.into()),
@@ -680,8 +662,8 @@ async fn threads(State(state): State<AppState>, headers: HeaderMap) -> Response 
 }
 
 /// `GET /limits`: the provider keys and their pauses.
-async fn limits(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let viewer = page_viewer(&state, &headers);
+async fn limits(State(state): State<AppState>, seat: Seat) -> Response {
+    let viewer = seat.viewer.clone();
     match state.engine().keys().await {
         Ok(keys) => html(
             StatusCode::OK,
@@ -692,12 +674,8 @@ async fn limits(State(state): State<AppState>, headers: HeaderMap) -> Response {
 }
 
 /// `GET /threads/{id}`: the thread as a conversation.
-async fn thread(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    let viewer = page_viewer(&state, &headers);
+async fn thread(State(state): State<AppState>, seat: Seat, Path(id): Path<String>) -> Response {
+    let viewer = seat.viewer.clone();
     let view = match state.engine().thread(&id).await {
         Ok(view) => view,
         Err(e) => return error_page(&viewer, e.into()),

@@ -18,7 +18,7 @@ use serde_json::json;
 pub enum Error {
     /// No API tokens were given and the listen address is not a loopback
     /// address: the API would be open to the network.
-    #[error("refusing to listen on {listen} without API tokens: anyone who reaches it could submit runs, and `command` agents run programs; set CAIRN_API_TOKENS (comma-separated) or listen on a loopback address such as 127.0.0.1:8080")]
+    #[error("refusing to listen on {listen} without API tokens: anyone who reaches it could submit runs, and `command` agents run programs; add a principal (`cairn principals add NAME --role admin`), set CAIRN_API_TOKENS (comma-separated) or listen on a loopback address such as 127.0.0.1:8080")]
     OpenOnNetwork { listen: SocketAddr },
     /// The crews directory could not be read.
     #[error("cannot read the crews directory {}: {source}", path.display())]
@@ -141,6 +141,10 @@ pub enum ApiError {
     /// Missing or wrong bearer token.
     #[error("a valid `Authorization: Bearer <token>` header is required")]
     Unauthorized,
+    /// A valid token whose principal may not do this (its role, or the
+    /// tenants it is bound to); nothing was stored.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     /// Too many wrong tokens (bearer or sign-in) from this client's
     /// address: 429 with `Retry-After`.
     #[error("too many wrong API tokens from your address; try again in {} s", retry_after_secs(*retry_after))]
@@ -207,6 +211,7 @@ impl ApiError {
             | ApiError::NoRoute(_) => ErrorClass::NotFound,
             ApiError::MethodNotAllowed => ErrorClass::MethodNotAllowed,
             ApiError::Unauthorized => ErrorClass::Unauthorized,
+            ApiError::Forbidden(_) => ErrorClass::Forbidden,
             ApiError::NotReady
             | ApiError::TooManyStreams { .. }
             | ApiError::TooManyAttempts { .. } => ErrorClass::Unavailable,
@@ -236,6 +241,7 @@ impl ApiError {
             ApiError::NoRoute(_) => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::Unauthorized => "unauthorized",
+            ApiError::Forbidden(_) => "forbidden",
             ApiError::TooManyAttempts { .. } => "too_many_attempts",
             ApiError::HostNotAllowed { .. } => "host_not_allowed",
             ApiError::NotReady => "not_ready",

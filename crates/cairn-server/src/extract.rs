@@ -1,8 +1,8 @@
 //! The request extractors every handler module shares: JSON bodies,
 //! optional JSON bodies, query strings and id path segments whose
 //! rejections are `ApiError`s (the same JSON error document as every other
-//! failure) instead of axum's plain text, and the actor a body names
-//! (`actor`). They depend on nothing but the
+//! failure) instead of axum's plain text. (Who acts is the token's
+//! principal: `people::Caller`.) They depend on nothing but the
 //! state and the error, so the handler modules (`api`, `actions`, `waits`,
 //! `sse`) import them without importing each other.
 
@@ -15,7 +15,7 @@ use axum::Json;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use cairn::{Actor, RunId, WaitId};
+use cairn::{RunId, WaitId};
 
 use crate::{ApiError, AppState};
 
@@ -184,20 +184,4 @@ fn integer_u32(n: &serde_json::Number) -> Option<u32> {
     }
     let f = n.as_f64()?;
     (f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f)).then_some(f as u32)
-}
-
-/// Who acts when the body does not say: the API has no per-token
-/// identities (tokens are anonymous digests), so every caller is `api`.
-pub(crate) const DEFAULT_ACTOR: &str = "api";
-
-/// The actor of an action: `by` unless blank, else [`DEFAULT_ACTOR`].
-pub(crate) fn actor(by: Option<String>, reason: Option<String>) -> Actor {
-    let by = by
-        .map(|b| b.trim().to_owned())
-        .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| DEFAULT_ACTOR.to_owned());
-    match reason.filter(|r| !r.trim().is_empty()) {
-        Some(reason) => Actor::new(by).because(reason),
-        None => Actor::new(by),
-    }
 }

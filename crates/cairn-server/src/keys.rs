@@ -14,7 +14,6 @@ use serde::Deserialize;
 
 use cairn::{parse_age, KeyLimits, KeyState};
 
-use crate::extract::actor;
 use crate::extract::ApiJson;
 use crate::{ApiError, AppState};
 
@@ -40,10 +39,11 @@ pub(crate) struct PauseBody {
 /// `POST /v1/limits/pause`: the key as it stands after the pause.
 pub(crate) async fn pause(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     ApiJson(body): ApiJson<PauseBody>,
 ) -> Result<Json<KeyState>, ApiError> {
     let wait = parse_age(&body.wait).map_err(|e| ApiError::InvalidBody(format!("for: {e}")))?;
-    let actor = actor(body.by, body.reason);
+    let actor = caller.actor(body.by, body.reason);
     let key = state.engine().pause_key(&body.key, wait, &actor).await?;
     tracing::info!(key = ?key.key, by = ?actor.by, reason = ?actor.reason, ?wait, "provider key paused");
     Ok(Json(key))
@@ -62,9 +62,10 @@ pub(crate) struct ResumeBody {
 /// are claimable at once, and the runner is woken for them.
 pub(crate) async fn resume(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     ApiJson(body): ApiJson<ResumeBody>,
 ) -> Result<Json<KeyState>, ApiError> {
-    let actor = actor(body.by, None);
+    let actor = caller.actor(body.by, None);
     let key = state.engine().resume_key(&body.key).await?;
     tracing::info!(key = ?key.key, by = ?actor.by, "provider key resumed");
     state.wake_runner();
@@ -75,9 +76,10 @@ pub(crate) async fn resume(
 /// what its crew or process declares, if anything.
 pub(crate) async fn reset(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     ApiJson(body): ApiJson<ResumeBody>,
 ) -> Result<Json<KeyState>, ApiError> {
-    let actor = actor(body.by, None);
+    let actor = caller.actor(body.by, None);
     let key = state.engine().reset_limits(&body.key).await?;
     tracing::info!(key = ?key.key, by = ?actor.by, "provider key limits reset");
     state.wake_runner();
@@ -107,9 +109,10 @@ pub(crate) struct SetBody {
 /// for a permit may be claimable at once.
 pub(crate) async fn set(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     ApiJson(body): ApiJson<SetBody>,
 ) -> Result<Json<KeyState>, ApiError> {
-    let actor = actor(body.by, None);
+    let actor = caller.actor(body.by, None);
     let limits = KeyLimits {
         in_flight: body.in_flight,
         rpm: body.rpm,

@@ -60,6 +60,7 @@ mod extract;
 mod keys;
 mod listen;
 mod metrics;
+mod people;
 mod retention;
 mod runner;
 mod serve;
@@ -118,8 +119,10 @@ pub struct AppState {
     max_event_streams: usize,
     /// Retry, continue and fork runs of crews this server does not offer.
     foreign_runs: bool,
-    /// The console's signed-in sessions.
+    /// The console's development-mode form token.
     sessions: Arc<console::Sessions>,
+    /// Whether requests need a token (`CAIRN_API_TOKENS` or principals).
+    closed: Arc<people::Closed>,
     /// Wrong tokens per client address.
     throttle: Arc<throttle::Throttle>,
     /// The address browsers use to reach the server, if configured.
@@ -142,6 +145,7 @@ impl AppState {
             max_event_streams: DEFAULT_MAX_EVENT_STREAMS,
             foreign_runs: false,
             sessions: Arc::default(),
+            closed: Arc::default(),
             throttle: Arc::default(),
             public_url: None,
         }
@@ -210,9 +214,14 @@ impl AppState {
         self.body_limit
     }
 
-    /// Whether requests need a token.
+    /// Whether requests need a token: `CAIRN_API_TOKENS` were given, or
+    /// the database holds a principal (as last seen: `people::Closed`).
     pub fn requires_token(&self) -> bool {
-        !self.tokens.is_empty()
+        !self.tokens.is_empty() || self.closed.get()
+    }
+
+    pub(crate) fn closed(&self) -> &people::Closed {
+        &self.closed
     }
 
     pub(crate) fn body_timeout(&self) -> Duration {

@@ -232,11 +232,6 @@ impl Server {
             check_public_url(url)?;
         }
         let state_tokens = crate::auth::Tokens::new(&opts.tokens);
-        if state_tokens.is_empty() && !opts.listen.ip().is_loopback() {
-            return Err(Error::OpenOnNetwork {
-                listen: opts.listen,
-            });
-        }
         let crews = match opts.crews_dir.as_os_str().is_empty() {
             true => Crews::default(),
             false => Crews::load_dir(&opts.crews_dir)?,
@@ -264,6 +259,18 @@ impl Server {
         // moves it to the newest at a claim.
         for crew in crews.iter() {
             engine.register(crew);
+        }
+        // Without tokens, only principals stored in the database close the API.
+        if state_tokens.is_empty() && !opts.listen.ip().is_loopback() {
+            let principals = engine
+                .principals()
+                .await
+                .map_err(|e| Error::Open(Box::new(e)))?;
+            if principals.is_empty() {
+                return Err(Error::OpenOnNetwork {
+                    listen: opts.listen,
+                });
+            }
         }
         let listener = tokio::net::TcpListener::bind(opts.listen)
             .await

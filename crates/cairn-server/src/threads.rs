@@ -115,6 +115,7 @@ pub(crate) struct ThreadBudgetBody {
 /// one it lacks). The thread need not have a run yet.
 pub(crate) async fn budget(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     id: Result<Path<String>, PathRejection>,
     ApiJson(body): ApiJson<ThreadBudgetBody>,
 ) -> Result<Json<ThreadBudget>, ApiError> {
@@ -133,7 +134,7 @@ pub(crate) async fn budget(
             ))
         }
     };
-    let actor = crate::extract::actor(body.by, body.reason);
+    let actor = caller.actor(body.by, body.reason);
     let budget = state
         .engine()
         .set_thread_budget(&id, &budget, raise, &actor)

@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use cairn::{Crew, CrewDef, CrewDiff, CrewVersion, Fingerprint, UpgradeVerdict};
 
-use crate::extract::actor;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::{ApiError, AppState};
 
@@ -150,6 +149,7 @@ pub(crate) struct UpgradeBody {
 /// --json`. Moved runs are woken for the runner.
 pub(crate) async fn upgrade(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     Path(name): Path<String>,
     ApiJson(body): ApiJson<UpgradeBody>,
 ) -> Result<Json<Vec<UpgradeVerdict>>, ApiError> {
@@ -167,7 +167,7 @@ pub(crate) async fn upgrade(
                 .map(|c| c.def().version.clone())
                 .collect(),
         })?;
-    let actor = actor(body.by, body.reason);
+    let actor = caller.actor(body.by, body.reason);
     let verdicts = state
         .engine()
         .upgrade_runs(&to, body.run, body.dry_run, body.force, &actor)

@@ -144,10 +144,11 @@ async fn closed(state: &AppState, id: cairn::WaitId, source: cairn::Error) -> Ap
 
 pub(crate) async fn answer(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     WaitIdPath(id): WaitIdPath,
     ApiJson(body): ApiJson<AnswerBody>,
 ) -> Result<Json<Answered>, ApiError> {
-    let actor = crate::extract::actor(body.by, body.reason);
+    let actor = caller.actor(body.by, body.reason);
     let wait = match state.engine().answer_as(id, &body.answer, &actor).await {
         Ok(wait) => wait,
         Err(e @ cairn::Error::Store(cairn::StoreError::WaitClosed { .. })) => {

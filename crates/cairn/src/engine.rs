@@ -43,6 +43,9 @@ pub struct SubmitOptions {
     pub traceparent: Option<cairn_core::TraceContext>,
     /// The run's own upgrade policy, over its crew's (`crate::upgrade`).
     pub upgrade: Option<cairn_core::upgrade::UpgradePolicy>,
+    /// Who submits (recorded on `run_submitted`, and in the audit when it
+    /// names a channel).
+    pub by: Option<cairn_core::Actor>,
 }
 
 /// Options of a resume.
@@ -251,6 +254,7 @@ impl Engine {
             budget: opts.budget.filter(|b| !b.is_empty()),
             trace: self.tracing(opts.traceparent),
             upgrade: opts.upgrade,
+            by: opts.by,
         })
     }
 

@@ -42,6 +42,10 @@ pub enum Error {
     /// nothing was stored.
     #[error(transparent)]
     BadTenant(#[from] cairn_core::BadTenant),
+    /// A principal's or a group's name, or a role, that breaks the rule;
+    /// nothing was stored.
+    #[error(transparent)]
+    BadPrincipal(#[from] cairn_core::BadPrincipal),
     /// A resume named a thread the run does not belong to; nothing was
     /// written.
     #[error("run {run} does not belong to thread `{thread}` ({}); nothing was resumed", match .actual {
@@ -137,6 +141,10 @@ pub enum ErrorClass {
     BadInput,
     /// No valid credentials (HTTP API only).
     Unauthorized,
+    /// Valid credentials whose principal may not do this: its role is
+    /// below what the route needs, a wait's policy does not name it, or it
+    /// is bound to other tenants. Nothing was stored.
+    Forbidden,
     /// No run, wait, crew or route by that name.
     NotFound,
     /// The method is not served on that route (HTTP API only).
@@ -174,9 +182,10 @@ pub enum ErrorClass {
 impl ErrorClass {
     /// Every class, in the table's order (a status's first class is the
     /// one [`ErrorClass::from_http_status`] returns).
-    pub const ALL: [ErrorClass; 16] = [
+    pub const ALL: [ErrorClass; 17] = [
         ErrorClass::BadInput,
         ErrorClass::Unauthorized,
+        ErrorClass::Forbidden,
         ErrorClass::NotFound,
         ErrorClass::MethodNotAllowed,
         ErrorClass::Conflict,
@@ -198,6 +207,7 @@ impl ErrorClass {
         match self {
             ErrorClass::BadInput => (400, 2),
             ErrorClass::Unauthorized => (401, 1),
+            ErrorClass::Forbidden => (403, 1),
             ErrorClass::NotFound => (404, 2),
             ErrorClass::MethodNotAllowed => (405, 1),
             ErrorClass::Conflict => (409, 2),
@@ -303,6 +313,7 @@ impl Error {
             Error::TooLarge(_) => (ErrorClass::TooLarge, "too_large"),
             Error::BadThreadId(_) => (ErrorClass::BadInput, "bad_thread_id"),
             Error::BadTenant(_) => (ErrorClass::BadInput, "bad_tenant"),
+            Error::BadPrincipal(_) => (ErrorClass::BadInput, "bad_principal"),
             Error::BadLimit(_) => (ErrorClass::BadInput, "bad_limit"),
             Error::BadKey(_) => (ErrorClass::BadInput, "bad_key"),
             Error::PauseTooLong(_) => (ErrorClass::BadInput, "bad_age"),
@@ -384,7 +395,7 @@ mod tests {
         for status in [400, 404, 409, 413, 422] {
             assert_eq!(ErrorClass::from_http_status(status).exit_code(), 2);
         }
-        for status in [401, 405, 415, 500, 502, 503] {
+        for status in [401, 403, 405, 415, 500, 502, 503] {
             assert_eq!(ErrorClass::from_http_status(status).exit_code(), 1);
         }
         for class in ErrorClass::ALL {

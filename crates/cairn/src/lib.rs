@@ -35,6 +35,7 @@ pub mod holder;
 mod limits;
 mod load;
 pub mod otel;
+pub mod people;
 mod retention;
 mod standing;
 pub mod step_time;
@@ -75,6 +76,10 @@ pub use cairn_core::{
     check_key, check_pause, format_age, BadKey, PauseTooLong, DEFAULT_MAX_PAUSE, LONGEST_PAUSE,
     MAX_KEY_BYTES,
 };
+/// People: principals, the channels actions come through, the audit.
+pub use cairn_core::{
+    Access, AuditEntry, AuditFilter, BadPrincipal, NewPrincipal, Origin, Principal, Via,
+};
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Budget, ChildOf,
     ChildOutcome, ChildrenDef, Corruption, CrewDef, ErrorInfo, ErrorKind, EventData, EventKind,
@@ -94,6 +99,7 @@ pub use engine::{
     VersionRef,
 };
 pub use error::{Error, ErrorChain, ErrorClass};
+pub use people::{local_actor, Issued, OpenedSession, Session};
 pub use retention::{parse_age, BadAge};
 pub use standing::ChildrenWait;
 pub use step_time::StepTime;

@@ -59,6 +59,9 @@ pub trait PeopleStore: Send + Sync + 'static {
     /// Every principal, by name, disabled ones too.
     async fn principals(&self) -> Result<Vec<Principal>>;
 
+    /// The principal of this name, if there is one.
+    async fn principal(&self, name: &str) -> Result<Option<Principal>>;
+
     /// The principal whose current token has this id, if any (disabled too:
     /// the caller refuses it).
     async fn credential(&self, token_id: &str) -> Result<Option<Credential>>;

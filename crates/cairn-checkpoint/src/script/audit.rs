@@ -1,10 +1,8 @@
-//! The audit (`AuditStore`): entries written in the transaction of what
-//! they record, from three writers: a run event whose actor names a
-//! channel ([`events_in`], called for every appended event), a change to a
-//! principal (`people.rs`), and a refusal ([`AuditStore::record`]).
+//! The audit (`AuditStore`): its reads, and a refusal's entry. Entries
+//! are written in the transaction of what they record (`audited.rs`).
 
 use async_trait::async_trait;
-use cairn_core::{AuditEntry, AuditFilter, NewEvent, RunId, Via, WaitId};
+use cairn_core::{AuditEntry, AuditFilter, RunId, WaitId};
 use serde_json::Value;
 
 use crate::contract::AuditStore;
@@ -15,59 +13,6 @@ use crate::{Error, Result};
 use super::boundary::{bounded, placed};
 use super::storable::{json_ok, text_ok};
 use super::{ScriptHost, TxKind};
-
-const INSERT: &str = "INSERT INTO audit \
-     (at, principal, via, token_id, client, action, run_id, wait_id, detail) \
-     VALUES ({now}, :principal, :via, :token, :client, :action, :run, :wait, :detail)";
-
-/// Stores `entry` (its `id` and `at` are the store's).
-pub(super) async fn record_in(c: &mut Conn<'_>, entry: &AuditEntry) -> Result<()> {
-    c.execute(
-        query(INSERT)
-            .bind("principal", entry.principal.as_str())
-            .bind("via", entry.via.as_str())
-            .bind("token", entry.token.as_deref())
-            .bind("client", entry.client.as_deref())
-            .bind("action", entry.action.as_str())
-            .bind("run", entry.run_id)
-            .bind("wait", entry.wait_id)
-            .bind("detail", &entry.detail),
-    )
-    .await?;
-    Ok(())
-}
-
-/// The audit entries of run `run`'s new events: those whose actor names
-/// the channel it came through (`Origin::via`); others are the engine's.
-pub(super) async fn events_in(c: &mut Conn<'_>, run: RunId, events: &[NewEvent]) -> Result<()> {
-    for event in events {
-        let Some(entry) = entry_of(run, event) else {
-            continue;
-        };
-        record_in(c, &entry).await?;
-    }
-    Ok(())
-}
-
-/// An event as an audit entry, if its payload names a channel.
-fn entry_of(run: RunId, event: &NewEvent) -> Option<AuditEntry> {
-    let data = &event.data;
-    let via: Via = serde_json::from_value(data.get("via")?.clone()).ok()?;
-    let text = |k: &str| data.get(k).and_then(Value::as_str).map(str::to_owned);
-    let wait_id = text("wait").and_then(|w| w.parse::<WaitId>().ok());
-    Some(AuditEntry {
-        id: 0,
-        at: chrono::Utc::now(),
-        principal: text("by").unwrap_or_default(),
-        via,
-        token: text("token"),
-        client: text("client"),
-        action: event.kind.as_str().to_owned(),
-        run_id: Some(run),
-        wait_id,
-        detail: data.clone(),
-    })
-}
 
 /// `AuditStore::audit`.
 async fn audit_in(c: &mut Conn<'_>, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
@@ -124,7 +69,10 @@ impl<H: ScriptHost> AuditStore for H {
         text_ok("the client", entry.client.as_deref())?;
         json_ok("the detail", Some(&entry.detail))?;
         let (run, entry) = (entry.run_id, entry.clone());
-        let write = self.tx(TxKind::Single, script!(|c| record_in(c, &entry).await));
+        let write = self.tx(
+            TxKind::Single,
+            script!(|c| super::audited::record_in(c, &entry).await),
+        );
         bounded("record_audit", self.target(), run, write).await
     }
 

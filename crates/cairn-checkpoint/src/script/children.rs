@@ -128,6 +128,7 @@ async fn spawn_in(c: &mut Conn<'_>, commit: &StepCommit, spawn: &SpawnCommit) ->
                     key: child.key.clone(),
                 }),
                 copied_from: None,
+                submitted_by: None,
             });
             let mut row = json!({"id": child.id, "key": child.key, "ord": ord, "rank": rank,
                    "input": child.input, "crew_name": crew.name,

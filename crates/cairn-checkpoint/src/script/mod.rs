@@ -35,6 +35,7 @@
 //! it.
 
 mod audit;
+mod audited;
 mod boundary;
 pub(crate) mod children;
 mod claim;

@@ -76,7 +76,7 @@ async fn audited(c: &mut Conn<'_>, by: &Actor, action: &str, detail: Value) -> R
         wait_id: None,
         detail,
     };
-    super::audit::record_in(c, &entry).await
+    super::audited::record_in(c, &entry).await
 }
 
 async fn add_in(
@@ -240,6 +240,18 @@ impl<H: ScriptHost> PeopleStore for H {
 
     async fn principals(&self) -> Result<Vec<Principal>> {
         let read = self.tx(TxKind::Single, script!(|c| principals_in(c).await));
+        placed(self.target(), None, read).await
+    }
+
+    async fn principal(&self, name: &str) -> Result<Option<Principal>> {
+        let name = name.to_owned();
+        let read = self.tx(
+            TxKind::Single,
+            script!(|c| match find_in(c, &name).await {
+                Err(Error::PrincipalNotFound(_)) => Ok(None),
+                found => found.map(Some),
+            }),
+        );
         placed(self.target(), None, read).await
     }
 

@@ -216,6 +216,7 @@ pub(super) async fn keep_in(
                         key: child.key.clone(),
                     }),
                     copied_from: Some(*from),
+                    submitted_by: None,
                 });
                 let done = EventData::RunSucceeded(RunSucceeded {
                     steps: None,

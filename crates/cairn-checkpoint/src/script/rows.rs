@@ -208,7 +208,7 @@ pub(super) async fn insert_events(
     last_seq: i64,
     events: &[NewEvent],
 ) -> Result<()> {
-    super::audit::events_in(c, id, events).await?;
+    super::audited::events_in(c, id, events).await?;
     let first = last_seq - events.len() as i64 + 1;
     for (i, e) in events.iter().enumerate() {
         c.execute(

@@ -238,6 +238,7 @@ pub(super) async fn insert_run_in(
         thread_id: Some(new.thread_id.clone()),
         parent: None,
         copied_from: None,
+        submitted_by: new.by.clone(),
     }));
     insert_events(c, id, 1, &[event]).await?;
     if let (Some(thread), OnBusy::Reject | OnBusy::Interrupt) = (&new.thread_id, new.on_busy) {

@@ -95,6 +95,10 @@ impl Api for Local {
         opts: SubmitOptions,
     ) -> anyhow::Result<Submission> {
         let crew = file_crew(crew)?;
+        let opts = SubmitOptions {
+            by: Some(cairn::local_actor(None, None)),
+            ..opts
+        };
         let submitted = self.engine.submit(&crew, input, opts).await?;
         let started = Started {
             submitted,
@@ -110,6 +114,10 @@ impl Api for Local {
         opts: SubmitOptions,
     ) -> anyhow::Result<Submission> {
         let crew = file_crew(crew)?;
+        let opts = SubmitOptions {
+            by: Some(cairn::local_actor(None, None)),
+            ..opts
+        };
         let started = self.engine.start(&crew, input, opts).await?;
         Ok(submission(crew, started))
     }
@@ -179,7 +187,7 @@ impl Api for Local {
         answer: &Answer,
         actor: &Actor,
     ) -> anyhow::Result<WaitRecord> {
-        Ok(self.engine.answer_as(id, answer, actor).await?)
+        Ok(self.engine.answer_as(id, answer, &local(actor)).await?)
     }
 
     async fn events(
@@ -200,6 +208,7 @@ impl Api for Local {
     }
 
     async fn act(&self, id: RunId, act: Act<'_>, actor: &Actor) -> anyhow::Result<RunRecord> {
+        let actor = &local(actor);
         let e = &self.engine;
         Ok(match act {
             Act::Retry {
@@ -232,7 +241,7 @@ impl Api for Local {
     ) -> anyhow::Result<cairn::ThreadBudget> {
         Ok(self
             .engine
-            .set_thread_budget(id, budget, raise, actor)
+            .set_thread_budget(id, budget, raise, &local(actor))
             .await?)
     }
 
@@ -276,7 +285,7 @@ impl Api for Local {
         let to = self.version(name, to).await?;
         Ok(self
             .engine
-            .upgrade_runs(&to, how.run, how.dry_run, how.force, &how.actor)
+            .upgrade_runs(&to, how.run, how.dry_run, how.force, &local(&how.actor))
             .await?)
     }
 
@@ -290,7 +299,7 @@ impl Api for Local {
         wait: Duration,
         actor: &Actor,
     ) -> anyhow::Result<KeyState> {
-        Ok(self.engine.pause_key(key, wait, actor).await?)
+        Ok(self.engine.pause_key(key, wait, &local(actor)).await?)
     }
 
     async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState> {
@@ -338,4 +347,11 @@ fn submission(crew: cairn::Crew, started: Started) -> Submission {
         crew: Some(crew),
         claimed: started.claimed,
     }
+}
+
+/// An action's actor in local mode: direct database access passes every
+/// policy, so the operating system's user is recorded (`via: local`), and
+/// what `--by` said is kept as a note (`cairn::local_actor`).
+fn local(actor: &Actor) -> Actor {
+    cairn::local_actor(Some(actor.by.clone()), actor.reason.clone())
 }

@@ -96,7 +96,10 @@ async fn pause(
     let by = by
         .or_else(|| std::env::var("USER").ok())
         .unwrap_or_else(|| "cli".to_owned());
-    let actor = cairn::Actor { by, reason };
+    let actor = match reason {
+        Some(reason) => cairn::Actor::new(by).because(reason),
+        None => cairn::Actor::new(by),
+    };
     to.connect(true).await?.pause_key(key, wait, &actor).await
 }
 

@@ -8,13 +8,13 @@
 //! (`GET /workers`: the process registry and the blocked runs).
 
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 
 use cairn::RunFilter;
 
 use super::form::ConsoleForm;
-use super::{console_actor, csrf_ok, error_page, forbidden, html, page_viewer};
+use super::{error_page, forbidden, html, Seat};
 use crate::AppState;
 
 /// Runs per crew whose steps the crews page sums (the newest).
@@ -22,8 +22,8 @@ const CREW_SAMPLE: u32 = 20;
 
 /// `GET /crews`: the crews this server offers, each with what the steps of
 /// its recent runs (of this exact definition) cost per role.
-pub(super) async fn page(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let viewer = page_viewer(&state, &headers);
+pub(super) async fn page(State(state): State<AppState>, seat: Seat) -> Response {
+    let viewer = seat.viewer.clone();
     let stored = match state.engine().crews().await {
         Ok(stored) => stored,
         Err(e) => return error_page(&viewer, e.into()),
@@ -90,7 +90,7 @@ pub(super) async fn page(State(state): State<AppState>, headers: HeaderMap) -> R
         cairn_console::page(
             "Crews",
             &viewer,
-            cairn_console::crews_page(&out, viewer.csrf()),
+            cairn_console::crews_page(&out, viewer.form_csrf()),
         ),
     )
 }
@@ -153,14 +153,14 @@ pub(super) struct UpgradeForm {
 /// the crew that can move to that loaded version; a page of what moved.
 pub(super) async fn upgrade(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    seat: Seat,
     Path((name, version)): Path<(String, String)>,
     ConsoleForm(form): ConsoleForm<UpgradeForm>,
 ) -> Response {
-    if !csrf_ok(&state, &headers, &form.csrf) {
+    if !seat.csrf_ok(&form.csrf) {
         return forbidden();
     }
-    let viewer = page_viewer(&state, &headers);
+    let viewer = seat.viewer.clone();
     let Some(to) = state.crews().get_version(&name, &version).cloned() else {
         let e = crate::ApiError::UnknownCrewVersion {
             crew: name,
@@ -169,7 +169,7 @@ pub(super) async fn upgrade(
         };
         return error_page(&viewer, e);
     };
-    let actor = console_actor(&form.reason);
+    let actor = seat.actor(&form.reason);
     match state
         .engine()
         .upgrade_runs(&to, None, false, false, &actor)
@@ -200,11 +200,11 @@ pub(super) struct DiffQuery {
 /// which unfinished runs of `from` can move (as `cairn crews diff`).
 pub(super) async fn diff(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    seat: Seat,
     Path(name): Path<String>,
     Query(q): Query<DiffQuery>,
 ) -> Response {
-    let viewer = page_viewer(&state, &headers);
+    let viewer = seat.viewer.clone();
     let versions = async {
         // A page, not axum's plain-text 400, when a version is not named.
         let (Some(from), Some(to)) = (&q.from, &q.to) else {
@@ -226,8 +226,8 @@ pub(super) async fn diff(
 }
 
 /// `GET /workers`: the processes in the registry and the blocked runs.
-pub(super) async fn workers(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let viewer = page_viewer(&state, &headers);
+pub(super) async fn workers(State(state): State<AppState>, seat: Seat) -> Response {
+    let viewer = seat.viewer.clone();
     let found = async {
         let workers = state.engine().workers().await?;
         let blocked = state.engine().blocked().await?;

@@ -6,7 +6,7 @@ use axum::extract::Request;
 use axum::response::Response;
 use axum::Form;
 
-use super::{html, page_viewer};
+use super::{html, Seat};
 use crate::AppState;
 
 /// A form body, or (when it does not parse) a console page saying what is
@@ -20,7 +20,12 @@ where
     type Rejection = Response;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Response> {
-        let viewer = page_viewer(state, req.headers());
+        let viewer = match req.extensions().get::<Seat>() {
+            Some(seat) => seat.viewer.clone(),
+            None => cairn_console::Viewer::Development {
+                csrf: String::new(),
+            },
+        };
         match Form::<T>::from_request(req, state).await {
             Ok(Form(value)) => Ok(ConsoleForm(value)),
             Err(rejection) => {

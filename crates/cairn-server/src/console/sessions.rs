@@ -1,97 +1,173 @@
-//! The console's signed-in sessions: kept in memory by the digest of
-//! their cookie value (never the value itself), each with its form token,
-//! expiring after a fixed time, at most `MAX_SESSIONS` at once.
+//! Who is at the console: the session gate resolves a request's cookie to
+//! a signed-in principal (sessions are stored in the database, by the
+//! digest of their cookie, so every server behind one name knows them)
+//! and puts a [`Seat`] in the request: the page's viewer, the caller whose
+//! actions the forms record, and the form token. Without tokens
+//! (development mode) the seat is the development one.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Instant;
+use std::net::IpAddr;
 
-use sha2::{Digest, Sha256};
+use axum::extract::{FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use cairn::{Access, Via};
+use cairn_console::Viewer;
 
-use super::{MAX_SESSIONS, SESSION_TTL};
+use super::{cookie, OPEN};
+use crate::people::{Caller, API_PRINCIPAL};
+use crate::AppState;
 
-/// Signed-in sessions, by the digest of their cookie value, and the
-/// development mode's form token.
+/// The development mode's form token (no sessions then).
 pub(crate) struct Sessions {
-    open: Mutex<HashMap<[u8; 32], Session>>,
     pub(super) dev_csrf: String,
 }
 
 impl Default for Sessions {
     fn default() -> Self {
         Sessions {
-            open: Mutex::default(),
-            dev_csrf: secret(),
+            dev_csrf: cairn::people::secret(),
         }
     }
 }
 
-#[derive(Clone)]
-pub(super) struct Session {
-    pub(super) expires: Instant,
-    pub(super) csrf: String,
+/// The person at the console, for one request.
+#[derive(Debug, Clone)]
+pub(crate) struct Seat {
+    pub viewer: Viewer,
+    /// Whose actions the forms record (`via: console`).
+    pub caller: Caller,
+    /// The session cookie's value, when signed in.
+    pub cookie: Option<String>,
 }
 
-impl Sessions {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Session>> {
-        self.open.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A new session: its cookie value (returned once, kept as a digest).
-    /// Expired sessions are dropped, and the oldest beyond the cap.
-    pub(super) fn open(&self) -> String {
-        let id = secret();
-        let now = Instant::now();
-        let mut sessions = self.lock();
-        sessions.retain(|_, s| s.expires > now);
-        while sessions.len() >= MAX_SESSIONS {
-            // Every session lasts as long: the first to expire is the oldest.
-            let oldest = sessions
-                .iter()
-                .min_by_key(|(_, s)| s.expires)
-                .map(|(k, _)| *k);
-            match oldest {
-                Some(key) => sessions.remove(&key),
-                None => break,
-            };
-        }
-        sessions.insert(
-            digest(&id),
-            Session {
-                expires: now + SESSION_TTL,
-                csrf: secret(),
+impl Seat {
+    fn development(state: &AppState, client: Option<IpAddr>) -> Seat {
+        Seat {
+            viewer: Viewer::Development {
+                csrf: state.sessions().dev_csrf.clone(),
             },
-        );
-        id
-    }
-
-    pub(super) fn find(&self, id: &str) -> Option<Session> {
-        let mut sessions = self.lock();
-        let key = digest(id);
-        match sessions.get(&key) {
-            Some(s) if s.expires > Instant::now() => Some(s.clone()),
-            Some(_) => {
-                sessions.remove(&key);
-                None
-            }
-            None => None,
+            caller: Caller {
+                name: "console".to_owned(),
+                via: Via::Console,
+                ..Caller::api(None, client)
+            },
+            cookie: None,
         }
     }
 
-    pub(super) fn close(&self, id: &str) {
-        self.lock().remove(&digest(id));
+    /// Not signed in, on an open page: no form token any check accepts.
+    fn nobody(client: Option<IpAddr>) -> Seat {
+        Seat {
+            viewer: Viewer::Development {
+                csrf: String::new(),
+            },
+            caller: Caller {
+                name: "nobody".to_owned(),
+                access: Access::Viewer,
+                via: Via::Console,
+                ..Caller::api(None, client)
+            },
+            cookie: None,
+        }
+    }
+
+    /// Whether a form's CSRF token is the seat's (in constant time).
+    pub fn csrf_ok(&self, presented: &str) -> bool {
+        use subtle::ConstantTimeEq;
+        let expected = self.viewer.csrf().as_bytes();
+        !expected.is_empty() && bool::from(expected.ct_eq(presented.as_bytes()))
+    }
+
+    /// The actor of a form's action: the signed-in principal, with the
+    /// form's reason.
+    pub fn actor(&self, reason: &str) -> cairn::Actor {
+        self.caller.actor(None, Some(reason.to_owned()))
     }
 }
 
-/// 244 random bits (two UUID v4s), hex.
-pub(super) fn secret() -> String {
-    format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    )
+impl FromRequestParts<AppState> for Seat {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Self::Rejection> {
+        let client = crate::throttle::client_ip(&parts.extensions);
+        Ok(parts
+            .extensions
+            .get::<Seat>()
+            .cloned()
+            .unwrap_or_else(|| Seat::nobody(client)))
+    }
 }
 
-fn digest(id: &str) -> [u8; 32] {
-    Sha256::digest(id.as_bytes()).into()
+/// The seat of a signed-in request, if its cookie names an open session
+/// of an enabled principal (or of `CAIRN_API_TOKENS`' admin).
+async fn signed_in(state: &AppState, headers: &HeaderMap, client: Option<IpAddr>) -> Option<Seat> {
+    let cookie = cookie(headers)?;
+    let session = match state.engine().session(&cookie).await {
+        Ok(s) => s?,
+        Err(e) => {
+            tracing::warn!(error = %cairn::ErrorChain(&e), "could not read a console session");
+            return None;
+        }
+    };
+    let caller = match state.engine().principal(&session.principal).await {
+        Ok(Some(p)) if !p.is_disabled() => Caller::of(p, Via::Console, client),
+        Ok(None) if session.principal == API_PRINCIPAL && !state.tokens().is_empty() => Caller {
+            via: Via::Console,
+            ..Caller::api(None, client)
+        },
+        _ => return None,
+    };
+    Some(Seat {
+        viewer: Viewer::SignedIn {
+            csrf: session.csrf,
+            name: caller.name.clone(),
+            operator: caller.access.covers(Access::Operator),
+        },
+        caller,
+        cookie: Some(cookie),
+    })
+}
+
+/// What a console form needs: upgrading a crew's runs an admin, any other
+/// form (but signing in and out) an operator; pages a viewer.
+fn needed(method: &Method, path: &str) -> Access {
+    match (method, path) {
+        (_, "/login" | "/logout") => Access::Viewer,
+        (&Method::POST, "/crews/{name}/{version}/upgrade") => Access::Admin,
+        (&Method::POST, _) => Access::Operator,
+        _ => Access::Viewer,
+    }
+}
+
+/// Middleware for the console's paths (called by the token check): a page
+/// without a session goes to the sign-in page; a form the principal's
+/// role does not allow is refused (403) before it is read.
+pub(crate) async fn gate(
+    state: &AppState,
+    path: &str,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let client = crate::throttle::client_ip(request.extensions());
+    if !state.requires_token() {
+        request
+            .extensions_mut()
+            .insert(Seat::development(state, client));
+        return next.run(request).await;
+    }
+    match signed_in(state, request.headers(), client).await {
+        Some(seat) => {
+            let needed = needed(request.method(), path);
+            if let Err(e) = seat.caller.require(needed) {
+                let page = super::error_page(&seat.viewer, e);
+                return page;
+            }
+            request.extensions_mut().insert(seat);
+            next.run(request).await
+        }
+        None if OPEN.contains(&path) => next.run(request).await,
+        None => Redirect::to("/login").into_response(),
+    }
 }

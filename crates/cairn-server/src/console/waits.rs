@@ -9,14 +9,14 @@ use std::collections::HashMap;
 use std::str::FromStr;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
 use cairn::{RunId, WaitRecord};
 use cairn_console::Done;
 
 use super::form::ConsoleForm;
-use super::{console_actor, csrf_ok, error_page, forbidden, html, page_viewer};
+use super::{error_page, forbidden, html, Seat};
 use crate::{ApiError, AppState};
 
 /// The waits page's query: what the form that led here did.
@@ -84,10 +84,10 @@ async fn answered(
 /// role, and their answer forms; a line naming the wait just answered.
 pub(super) async fn page(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    seat: Seat,
     Query(params): Query<WaitsParams>,
 ) -> Response {
-    let viewer = page_viewer(&state, &headers);
+    let viewer = seat.viewer.clone();
     let filter = cairn::WaitFilter {
         run: None,
         step: None,
@@ -107,7 +107,12 @@ pub(super) async fn page(
         Ok(found) => found,
         Err(e) => return error_page(&viewer, e.into()),
     };
-    let body = cairn_console::waits_page(&cards, done.as_ref(), viewer.csrf(), chrono::Utc::now());
+    let body = cairn_console::waits_page(
+        &cards,
+        done.as_ref(),
+        viewer.form_csrf(),
+        chrono::Utc::now(),
+    );
     html(StatusCode::OK, cairn_console::page("Waits", &viewer, body))
 }
 
@@ -158,21 +163,21 @@ fn answer_of(form: AnswerForm) -> Result<cairn::Answer, ApiError> {
 /// the form's reason; then back where the form was, saying it was done.
 pub(super) async fn answer(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    seat: Seat,
     Path(id): Path<String>,
     ConsoleForm(form): ConsoleForm<AnswerForm>,
 ) -> Response {
-    if !csrf_ok(&state, &headers, &form.csrf) {
+    if !seat.csrf_ok(&form.csrf) {
         return forbidden();
     }
-    let viewer = page_viewer(&state, &headers);
+    let viewer = seat.viewer.clone();
     let Ok(id) = cairn::WaitId::from_str(&id) else {
         return error_page(
             &viewer,
             ApiError::BadQuery(format!("`{id}` is not a wait id")),
         );
     };
-    let actor = console_actor(form.reason.as_deref().unwrap_or(""));
+    let actor = seat.actor(form.reason.as_deref().unwrap_or(""));
     let to_run = form.back.as_deref() == Some("run");
     let answer = match answer_of(form) {
         Ok(answer) => answer,

@@ -589,7 +589,7 @@ fn every_error_code_is_documented() {
 
 /// The refusals that come before any handler answer every operation that
 /// needs a token, with the status the server gives them: `unauthorized`
-/// (401), `host_not_allowed` (400, development mode) and
+/// (401), `forbidden` (403: the role check), `host_not_allowed` (400, development mode) and
 /// `too_many_attempts` (429 with `Retry-After`). Each such operation
 /// documents each of them.
 #[tokio::test]
@@ -599,6 +599,7 @@ async fn refusals_before_the_handler_are_documented_on_every_operation() {
     let doc = doc();
     let refusals = [
         ApiError::Unauthorized,
+        ApiError::Forbidden("a viewer".to_owned()),
         ApiError::HostNotAllowed {
             host: "rebind.example".to_owned(),
             public_host: None,
@@ -638,5 +639,5 @@ async fn refusals_before_the_handler_are_documented_on_every_operation() {
             }
         }
     }
-    assert!(checked >= 3 * 15, "{checked}");
+    assert!(checked >= 4 * 15, "{checked}");
 }

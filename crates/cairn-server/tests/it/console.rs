@@ -787,7 +787,7 @@ async fn the_limits_page_lists_paused_provider_keys() {
         "{table}"
     );
     assert!(table.contains("<time datetime="), "paused until: {table}");
-    assert!(table.contains("incident &lt;42&gt; (ops)"), "{table}");
+    assert!(table.contains("incident &lt;42&gt; (api)"), "{table}");
     assert!(table.contains("<td>none</td>"), "no limits yet: {table}");
 
     // Limits set through the API show on the page, with the permits in use.

@@ -55,7 +55,12 @@ async fn retry_queues_a_failed_run_without_executing_it() {
     assert_eq!(run["steps"][1]["status"], "failed");
     assert_eq!(run["steps"][1]["attempt"], 1);
     let event = last_event(&api, id, EventKind::RunRetried).await;
-    assert_eq!(event["by"], "ops@example");
+    // The caller acts (the open API's `api`); the body's `by` is a note.
+    assert_eq!(event["by"], "api");
+    assert_eq!(
+        (&event["note"], &event["via"]),
+        (&json!("ops@example"), &json!("api"))
+    );
     assert_eq!(event["reason"], "fixed the script");
     assert_eq!(event["step"], 1);
 
@@ -163,8 +168,8 @@ async fn continue_queues_an_interrupted_run() {
     assert_eq!(reply.json()["status"], "queued");
     let event = last_event(&api, id, EventKind::RunContinued).await;
     assert_eq!(
-        (&event["by"], &event["reason"]),
-        (&json!("ops"), &json!("limit raised"))
+        (&event["by"], &event["note"], &event["reason"]),
+        (&json!("api"), &json!("ops"), &json!("limit raised"))
     );
 }
 
@@ -270,7 +275,10 @@ async fn fork_creates_a_queued_run_copying_the_steps_before_it() {
     assert_eq!(fork["steps"].as_array().unwrap().len(), 1);
     assert_eq!(fork["steps"][0], before["steps"][0], "copied verbatim");
     let event = last_event(&api, fork_id.parse().unwrap(), EventKind::RunForked).await;
-    assert_eq!(event["by"], "ops");
+    assert_eq!(
+        (&event["by"], &event["note"]),
+        (&json!("api"), &json!("ops"))
+    );
     assert_eq!(event["parent"], source.to_string());
     // The source is untouched.
     assert_eq!(api.get(&format!("/v1/runs/{source}")).await.json(), before);
@@ -364,7 +372,10 @@ async fn context_is_merged_into_a_queued_runs_input_and_recorded() {
     assert_eq!(run["status"], "queued", "recorded, not executed");
     assert_eq!(run["input"], json!({"name": "Ada"}));
     let event = last_event(&api, id, EventKind::ContextAdded).await;
-    assert_eq!(event["by"], "ops");
+    assert_eq!(
+        (&event["by"], &event["note"]),
+        (&json!("api"), &json!("ops"))
+    );
     assert_eq!(event["reason"], "the real name");
     assert_eq!(event["replaced"], json!({"name": "?"}));
     api.engine.execute(id).await.unwrap();

@@ -71,15 +71,20 @@ async fn a_principal_is_stored_once_found_by_its_token_and_audited(kind: Kind) {
     }
     assert_eq!(
         store.principals().await.unwrap(),
-        [added.clone()],
+        std::slice::from_ref(&added),
         "unchanged"
     );
     let found = store.credential("t1").await.unwrap().expect("found by id");
     assert_eq!(
-        (found.principal, found.hash.as_str()),
-        (added, "hash-of-t1")
+        (&found.principal, found.hash.as_str()),
+        (&added, "hash-of-t1")
     );
     assert_eq!(store.credential("t2").await.unwrap(), None);
+    assert_eq!(
+        store.principal("ana").await.unwrap(),
+        Some(found.principal.clone())
+    );
+    assert_eq!(store.principal("bob").await.unwrap(), None);
 
     let audit = store.audit(&AuditFilter::default()).await.unwrap();
     assert_eq!(audit.len(), 1, "{audit:?}");

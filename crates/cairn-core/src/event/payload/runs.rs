@@ -47,6 +47,10 @@ pub struct RunSubmitted {
     /// A copy's: the child of an earlier run it copies (which succeeded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copied_from: Option<RunId>,
+    /// Who submitted it (`by`, `reason` and where from, flattened), when
+    /// the submit said: the server's principal, or local mode's user.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub submitted_by: Option<crate::event::Actor>,
 }
 
 /// Where a child run hangs, as its `run_submitted` names it.
