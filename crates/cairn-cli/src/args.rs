@@ -15,7 +15,9 @@ use crate::input::{parse_thread, usage};
 use crate::progress;
 
 mod limits;
+mod people;
 pub use limits::LimitsCommand;
+pub use people::{AuditArgs, PrincipalsCommand};
 
 /// The database when none is named: relative to the working directory.
 pub const DEFAULT_DB: &str = "sqlite://cairn.db";
@@ -188,6 +190,15 @@ pub enum Command {
         #[command(subcommand)]
         command: LimitsCommand,
     },
+    /// People and services who use the server: their roles, groups,
+    /// tenants and tokens (admins; locally, database access is admin).
+    Principals {
+        #[command(subcommand)]
+        command: PrincipalsCommand,
+    },
+    /// Every decision, refusal and change a principal made, oldest first,
+    /// with the channel it came through (api, console, link, cli, local).
+    Audit(AuditArgs),
     /// Crew versions: every version a run was stored with, how two
     /// differ, and which unfinished runs can move (with `--server` too).
     Crews {

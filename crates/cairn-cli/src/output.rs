@@ -14,6 +14,7 @@ use cairn::{
 };
 
 pub mod limits;
+pub mod people;
 mod threads;
 pub use threads::{print_thread, print_thread_budget, thread_header, thread_rows};
 

@@ -99,14 +99,10 @@ impl Caller {
         match self.access.covers(needed) {
             true => Ok(()),
             false => Err(ApiError::Forbidden(format!(
-                "`{}` is a{} {}; this needs {needed}",
+                "`{}` is {}; this needs {}",
                 self.name,
-                if self.access == Access::Admin {
-                    "n"
-                } else {
-                    ""
-                },
-                self.access,
+                with_article(self.access),
+                with_article(needed),
             ))),
         }
     }
@@ -152,6 +148,14 @@ impl Caller {
                 other.map_or("none".to_owned(), |t| format!("`{t}`")),
             ))),
         }
+    }
+}
+
+/// `a viewer`, `an operator`, `an admin`.
+fn with_article(access: Access) -> String {
+    match access {
+        Access::Viewer => "a viewer".to_owned(),
+        a => format!("an {a}"),
     }
 }
 

@@ -316,10 +316,11 @@ impl Server {
             opts,
         } = self;
         let addr = listener.local_addr().unwrap_or(opts.listen);
+        state.closed().refresh(&state).await;
         if state.requires_token() {
             tracing::info!(%addr, crews = state.crews().len(), "cairn API listening (bearer tokens required)");
         } else {
-            tracing::warn!(%addr, crews = state.crews().len(), "cairn API listening in DEVELOPMENT MODE: no API tokens, anyone who can reach {addr} can submit runs; set CAIRN_API_TOKENS to require a token");
+            tracing::warn!(%addr, crews = state.crews().len(), "cairn API listening in DEVELOPMENT MODE: no API tokens or principals, anyone who can reach {addr} can submit runs; add a principal (`cairn principals add NAME --role admin`) or set CAIRN_API_TOKENS to require a token");
         }
         let traces = opts
             .otel

@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use cairn_checkpoint::{NewSession, TokenDigest};
 use cairn_core::{Actor, AuditEntry, AuditFilter, NewPrincipal, Origin, Principal, Via};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::{Engine, Result};
 
 /// A principal with a token just issued: the only time the token is shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Issued {
     #[serde(flatten)]
     pub principal: Principal,

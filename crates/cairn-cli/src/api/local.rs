@@ -313,6 +313,29 @@ impl Api for Local {
     async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState> {
         Ok(self.engine.set_limits(key, limits).await?)
     }
+
+    async fn principals(&self) -> anyhow::Result<Vec<cairn::Principal>> {
+        Ok(self.engine.principals().await?)
+    }
+
+    async fn add_principal(&self, new: &cairn::NewPrincipal) -> anyhow::Result<cairn::Issued> {
+        let by = cairn::local_actor(None, None);
+        Ok(self.engine.add_principal(new.clone(), &by).await?)
+    }
+
+    async fn disable_principal(&self, name: &str) -> anyhow::Result<cairn::Principal> {
+        let by = cairn::local_actor(None, None);
+        Ok(self.engine.disable_principal(name, &by).await?)
+    }
+
+    async fn rotate_token(&self, name: &str) -> anyhow::Result<cairn::Issued> {
+        let by = cairn::local_actor(None, None);
+        Ok(self.engine.rotate_token(name, &by).await?)
+    }
+
+    async fn audit(&self, filter: &cairn::AuditFilter) -> anyhow::Result<Vec<cairn::AuditEntry>> {
+        Ok(self.engine.audit(filter).await?)
+    }
 }
 
 impl Local {

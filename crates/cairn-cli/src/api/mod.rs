@@ -182,6 +182,16 @@ pub trait Api {
     async fn reset_limits(&self, key: &str) -> anyhow::Result<KeyState>;
     /// Replaces `key`'s limits.
     async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState>;
+    /// Principals, by name (never a token).
+    async fn principals(&self) -> anyhow::Result<Vec<cairn::Principal>>;
+    /// Adds a principal and issues its token.
+    async fn add_principal(&self, new: &cairn::NewPrincipal) -> anyhow::Result<cairn::Issued>;
+    /// Disables a principal.
+    async fn disable_principal(&self, name: &str) -> anyhow::Result<cairn::Principal>;
+    /// Issues a principal a new token.
+    async fn rotate_token(&self, name: &str) -> anyhow::Result<cairn::Issued>;
+    /// Audit entries, oldest first.
+    async fn audit(&self, filter: &cairn::AuditFilter) -> anyhow::Result<Vec<cairn::AuditEntry>>;
     /// The processes in the registry, with what each offers.
     async fn workers(&self) -> anyhow::Result<Vec<cairn::ProcessRecord>>;
     /// Every crew version a run was stored with.

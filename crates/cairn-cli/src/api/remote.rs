@@ -647,4 +647,37 @@ impl Api for Remote {
         }
         self.post("/v1/limits/set", &body).await
     }
+
+    async fn principals(&self) -> anyhow::Result<Vec<cairn::Principal>> {
+        self.get("/v1/principals").await
+    }
+
+    async fn add_principal(&self, new: &cairn::NewPrincipal) -> anyhow::Result<cairn::Issued> {
+        self.post("/v1/principals", &json!(new)).await
+    }
+
+    async fn disable_principal(&self, name: &str) -> anyhow::Result<cairn::Principal> {
+        let path = format!("/v1/principals/{}/disable", cairn::text::path_segment(name));
+        self.post(&path, &json!({})).await
+    }
+
+    async fn rotate_token(&self, name: &str) -> anyhow::Result<cairn::Issued> {
+        let path = format!("/v1/principals/{}/rotate", cairn::text::path_segment(name));
+        self.post(&path, &json!({})).await
+    }
+
+    async fn audit(&self, filter: &cairn::AuditFilter) -> anyhow::Result<Vec<cairn::AuditEntry>> {
+        let mut query = Vec::new();
+        if let Some(p) = &filter.principal {
+            query.push(format!("principal={}", cairn::text::path_segment(p)));
+        }
+        if let Some(t) = filter.since {
+            let t = t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            query.push(format!("since={t}"));
+        }
+        if let Some(n) = filter.limit {
+            query.push(format!("limit={n}"));
+        }
+        self.get(&format!("/v1/audit?{}", query.join("&"))).await
+    }
 }

@@ -5,6 +5,7 @@
 
 mod crews;
 mod limits;
+mod people;
 mod run;
 mod runs;
 mod serve;
@@ -58,6 +59,8 @@ async fn dispatch(to: &impl Connect, command: Command, json: bool) -> anyhow::Re
         } => threads::compact(to, policy, thread, vacuum, json).await,
         Command::Threads { command } => threads::main(to, command, json).await,
         Command::Limits { command } => limits::main(to, command, json).await,
+        Command::Principals { command } => people::principals(to, command, json).await,
+        Command::Audit(args) => people::audit(to, args, json).await,
         Command::Crews { command } => crews::main(to, command, json).await,
         Command::Workers => crews::workers(to, json).await,
         Command::Serve { .. } | Command::Worker { .. } | Command::Demo { .. } => Err(local_only(

@@ -14,6 +14,7 @@ mod foreign;
 mod guide;
 mod hardening;
 mod operators;
+mod people;
 mod runs;
 mod sessions;
 mod socket;
