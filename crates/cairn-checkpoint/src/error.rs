@@ -75,6 +75,13 @@ pub enum Error {
     /// No provider key has this name (none was ever paused).
     #[error("provider key `{0}` not found (it was never paused)")]
     KeyNotFound(String),
+    /// The principal may not answer this wait (its approver policy), or
+    /// voted on it already; nothing was stored.
+    #[error("wait {wait}: {why}")]
+    Ineligible {
+        wait: cairn_core::WaitId,
+        why: cairn_core::Ineligible,
+    },
     /// No principal has this name.
     #[error("principal `{0}` not found")]
     PrincipalNotFound(String),
@@ -285,6 +292,10 @@ pub enum Kind {
     KeyNotFound,
     PrincipalNotFound,
     PrincipalExists,
+    /// Not among a wait's approvers, or the run's own and the policy says no.
+    NotAnApprover,
+    /// A second, different vote by one principal on one wait.
+    AlreadyVoted,
     IdempotencyConflict,
     WrongState,
     /// A run that cannot move to a crew version.
@@ -320,6 +331,12 @@ impl Error {
             Error::KeyNotFound(_) => Kind::KeyNotFound,
             Error::PrincipalNotFound(_) => Kind::PrincipalNotFound,
             Error::PrincipalExists(_) => Kind::PrincipalExists,
+            Error::Ineligible { why, .. } => match why {
+                cairn_core::Ineligible::AlreadyVoted(_) => Kind::AlreadyVoted,
+                cairn_core::Ineligible::NotAllowed(_) | cairn_core::Ineligible::OwnRun(_) => {
+                    Kind::NotAnApprover
+                }
+            },
             Error::IdempotencyConflict { .. } => Kind::IdempotencyConflict,
             Error::WrongState { .. } => Kind::WrongState,
             Error::Incompatible { .. } => Kind::Incompatible,

@@ -477,6 +477,8 @@ pub(crate) fn plan_answer(
         by: by.to_owned(),
         reason: actor.reason.clone(),
         original: None,
+        origin: actor.origin.clone(),
+        votes: vec![],
     };
     let next = wait.step_idx.next();
     let advance = |output: serde_json::Value| {

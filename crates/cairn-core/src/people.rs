@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::meter::tenant::Tenant;
 
+pub mod approvers;
+
 /// What a principal may do. Each level includes the ones below it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

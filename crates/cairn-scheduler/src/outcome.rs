@@ -299,6 +299,7 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
                 kind,
                 idx,
                 attempt,
+                approvers: step.def.approvers.clone(),
             }))];
             (StepTransition::Waiting { output, wait }, None, events)
         }

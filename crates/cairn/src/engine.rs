@@ -557,7 +557,18 @@ impl Engine {
     ) -> Result<WaitRecord> {
         let json = serde_json::to_value(answer).unwrap_or_default();
         cairn_core::check_size("the answer", &json, self.limits().max_answer_bytes)?;
-        Ok(self.store().answer_wait(wait, answer, actor).await?)
+        match self.store().answer_wait(wait, answer, actor).await {
+            Err(e @ cairn_checkpoint::Error::Ineligible { .. }) => {
+                self.audit_refusal(wait, answer, actor, &e).await;
+                Err(e.into())
+            }
+            answered => Ok(answered?),
+        }
+    }
+
+    /// A wait's approver policy and the votes cast on it so far.
+    pub async fn ballot(&self, wait: WaitId) -> Result<cairn_core::Ballot> {
+        Ok(self.store().ballot(wait).await?)
     }
 
     /// Applies the deadline outcome of every open wait past its deadline:

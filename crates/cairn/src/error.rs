@@ -343,6 +343,8 @@ fn store_class(kind: cairn_checkpoint::Kind) -> (ErrorClass, &'static str) {
         S::KeyNotFound => (ErrorClass::NotFound, "key_not_found"),
         S::PrincipalNotFound => (ErrorClass::NotFound, "principal_not_found"),
         S::PrincipalExists => (ErrorClass::Conflict, "principal_exists"),
+        S::NotAnApprover => (ErrorClass::Forbidden, "not_an_approver"),
+        S::AlreadyVoted => (ErrorClass::Conflict, "already_voted"),
         S::IdempotencyConflict => (ErrorClass::Conflict, "idempotency_conflict"),
         S::WrongState => (ErrorClass::Conflict, "wrong_state"),
         S::Incompatible => (ErrorClass::Conflict, "crew_incompatible"),

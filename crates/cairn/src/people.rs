@@ -182,6 +182,32 @@ impl Engine {
         Ok(self.store().audit(filter).await?)
     }
 
+    /// Audits a refused answer (nothing else was stored); a failure to
+    /// record it is logged, never in place of the refusal.
+    pub(crate) async fn audit_refusal(
+        &self,
+        wait: cairn_core::WaitId,
+        answer: &cairn_core::Answer,
+        by: &Actor,
+        why: &cairn_checkpoint::Error,
+    ) {
+        let entry = AuditEntry {
+            id: 0,
+            at: chrono::Utc::now(),
+            principal: by.by.clone(),
+            via: by.origin.via.unwrap_or(Via::Local),
+            token: by.origin.token.clone(),
+            client: by.origin.client.clone(),
+            action: "refused".to_owned(),
+            run_id: None,
+            wait_id: Some(wait),
+            detail: serde_json::json!({"decision": answer.decision(), "why": why.to_string()}),
+        };
+        if let Err(e) = self.store().record(&entry).await {
+            tracing::warn!(%wait, error = %crate::ErrorChain(&e), "could not audit a refused answer");
+        }
+    }
+
     /// Records an audit entry that changes nothing else (a refusal).
     pub async fn record_audit(&self, entry: &AuditEntry) -> Result<()> {
         Ok(self.store().record(entry).await?)

@@ -59,6 +59,7 @@ mod tests;
 mod threads;
 mod traces;
 mod tx;
+mod votes;
 mod waits;
 
 use std::future::Future;

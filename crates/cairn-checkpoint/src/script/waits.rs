@@ -4,7 +4,11 @@
 //! What an answer does is `plan_answer`'s (pure).
 
 use async_trait::async_trait;
-use cairn_core::{Actor, Answer, ErrorInfo, RunId, RunStatus, StepIdx, WaitId, WaitRecord};
+use cairn_core::event::payload::CastVote;
+use cairn_core::{
+    Actor, Answer, Ballot, ErrorInfo, EventData, NewEvent, RunId, RunStatus, StepIdx, Via, WaitId,
+    WaitRecord, WaitStatus,
+};
 
 use crate::contract::WaitStore;
 use crate::plan::{plan_answer, plan_expire, AnswerPlan, StepChange};
@@ -15,18 +19,32 @@ use crate::{Error, Result, WaitFilter};
 use super::boundary::{bounded, placed, retried};
 use super::rows::{append_events, fetch_run, fetch_step};
 use super::storable::{json_ok, text_ok};
+use super::votes::{cast_in, policy_in, Cast};
 use super::{ScriptHost, TxKind};
 
+/// Wait `id`, its row locked for the write transaction it is read in.
 pub(super) async fn fetch_wait(c: &mut Conn<'_>, id: WaitId) -> Result<WaitRecord> {
+    let q = query(concat!(
+        "SELECT ",
+        wait_cols!(),
+        " FROM waits WHERE id = :id {for_update}"
+    ));
+    one_wait(c, id, q).await
+}
+
+/// Wait `id`, read without a lock (in a read-only transaction).
+async fn read_wait(c: &mut Conn<'_>, id: WaitId) -> Result<WaitRecord> {
+    let q = query(concat!(
+        "SELECT ",
+        wait_cols!(),
+        " FROM waits WHERE id = :id"
+    ));
+    one_wait(c, id, q).await
+}
+
+async fn one_wait(c: &mut Conn<'_>, id: WaitId, q: Query) -> Result<WaitRecord> {
     let row = c
-        .fetch_optional(
-            query(concat!(
-                "SELECT ",
-                wait_cols!(),
-                " FROM waits WHERE id = :id {for_update}"
-            ))
-            .bind("id", id),
-        )
+        .fetch_optional(q.bind("id", id))
         .await?
         .ok_or(Error::WaitNotFound(id))?;
     decode_wait(&row)
@@ -89,7 +107,9 @@ pub(super) async fn due_waits_in(c: &mut Conn<'_>) -> Result<Vec<WaitRecord>> {
 }
 
 /// `WaitStore::answer_wait`'s transaction. The same answer again is a no-op
-/// that returns the wait (`plan_answer`).
+/// that returns the wait (`plan_answer`). A wait with an approver policy
+/// takes the answer as a vote (`votes.rs`): only the vote that meets the
+/// rule answers it, with the votes in its `wait_answered`.
 pub(super) async fn answer_in(
     c: &mut Conn<'_>,
     id: WaitId,
@@ -97,6 +117,29 @@ pub(super) async fn answer_in(
     by: &Actor,
 ) -> Result<WaitRecord> {
     let wait = fetch_wait(c, id).await?;
+    let mut votes = vec![];
+    let mut answer = answer;
+    let decided;
+    // Database access (no channel, or `local`) passes every policy.
+    let through = by.origin.via.is_some_and(|v| v != Via::Local);
+    if through && wait.status == WaitStatus::Open && answer.fits(wait.kind) {
+        if let Some(policy) = policy_in(c, &wait).await? {
+            match cast_in(c, &wait, &policy, answer, by).await? {
+                Cast::Repeat => return Ok(wait),
+                Cast::Open(event) => {
+                    append_events(c, wait.run_id, &[event]).await?;
+                    return fetch_wait(c, id).await;
+                }
+                Cast::Decided {
+                    answer: a,
+                    votes: v,
+                } => {
+                    (decided, votes) = (a, v);
+                    answer = &decided;
+                }
+            }
+        }
+    }
     let run = fetch_run(c, wait.run_id, true).await?;
     let step = fetch_step(c, run.id, run.cursor).await?;
     let AnswerPlan::Apply {
@@ -109,6 +152,7 @@ pub(super) async fn answer_in(
     else {
         return Ok(wait);
     };
+    let events = with_votes(events, votes);
     c.execute(
         query(
             "UPDATE waits SET status = 'answered', answer = :answer, answered_by = :by, \
@@ -126,6 +170,21 @@ pub(super) async fn answer_in(
         super::ends::ended_in(c, run.id).await?;
     }
     fetch_wait(c, id).await
+}
+
+/// The answer's events, its `wait_answered` listing the votes that decided it.
+fn with_votes(mut events: Vec<NewEvent>, votes: Vec<CastVote>) -> Vec<NewEvent> {
+    if votes.is_empty() {
+        return events;
+    }
+    for event in &mut events {
+        if let Ok(EventData::WaitAnswered(mut answered)) = event.payload() {
+            answered.votes = votes;
+            *event = NewEvent::typed(EventData::WaitAnswered(answered));
+            break;
+        }
+    }
+    events
 }
 
 /// `WaitStore::expire_wait`'s transaction.
@@ -236,6 +295,17 @@ impl<H: ScriptHost> WaitStore for H {
             || async { Ok(None) },
         )
         .await
+    }
+
+    async fn ballot(&self, id: WaitId) -> Result<Ballot> {
+        let read = self.tx(
+            TxKind::Read,
+            script!(|c| {
+                let wait = read_wait(c, id).await?;
+                super::votes::ballot_in(c, &wait).await
+            }),
+        );
+        placed(self.target(), None, read).await
     }
 
     async fn due_waits(&self) -> Result<Vec<WaitRecord>> {

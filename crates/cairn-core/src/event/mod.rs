@@ -57,6 +57,9 @@ pub enum EventKind {
     WaitAnswered,
     /// A wait passed its deadline unanswered.
     WaitExpired,
+    /// A principal voted on a wait whose approver policy needs more votes
+    /// (data: wait, kind, idx, decision, by, approvals, rejects, required).
+    WaitVoted,
     /// An agent step called its model (data: idx, turn, provider, model,
     /// ms, input_tokens, output_tokens, stop_reason or error; when known,
     /// cache_read_tokens, cache_write_tokens and first_chunk_ms).
@@ -140,7 +143,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 37] = [
+    pub const ALL: [EventKind; 38] = [
         EventKind::RunSubmitted,
         EventKind::RunClaimed,
         EventKind::StepSucceeded,
@@ -160,6 +163,7 @@ impl EventKind {
         EventKind::WaitOpened,
         EventKind::WaitAnswered,
         EventKind::WaitExpired,
+        EventKind::WaitVoted,
         EventKind::ModelCalled,
         EventKind::ToolExecuted,
         EventKind::StepInterrupted,
@@ -201,6 +205,7 @@ impl EventKind {
             EventKind::WaitOpened => "wait_opened",
             EventKind::WaitAnswered => "wait_answered",
             EventKind::WaitExpired => "wait_expired",
+            EventKind::WaitVoted => "wait_voted",
             EventKind::ModelCalled => "model_called",
             EventKind::ToolExecuted => "tool_executed",
             EventKind::StepInterrupted => "step_interrupted",

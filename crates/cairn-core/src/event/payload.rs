@@ -50,7 +50,7 @@ pub use steps::{
     ProgramStarted, StepCancelled, StepDeferred, StepFailed, StepInterrupted, StepRetryScheduled,
     StepSucceeded, UsageReported,
 };
-pub use waits::{WaitAnswered, WaitExpired, WaitOpened};
+pub use waits::{CastVote, WaitAnswered, WaitExpired, WaitOpened, WaitVoted};
 
 /// A stored event's `data` that does not decode as its kind's payload.
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +121,7 @@ event_data! {
     WaitOpened(WaitOpened),
     WaitAnswered(WaitAnswered),
     WaitExpired(WaitExpired),
+    WaitVoted(WaitVoted),
     ModelCalled(Box<ModelCalled>),
     ToolExecuted(ToolExecuted),
     StepInterrupted(StepInterrupted),

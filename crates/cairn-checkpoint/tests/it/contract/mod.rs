@@ -19,6 +19,7 @@ mod operator;
 mod people;
 mod registry;
 mod traces;
+mod votes;
 mod waits;
 
 /// An operator with a reason, as the CLI records one.

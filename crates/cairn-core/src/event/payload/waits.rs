@@ -4,7 +4,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::checkpoint::ErrorInfo;
+use crate::event::Actor;
 use crate::ids::{Attempt, StepIdx};
+use crate::people::approvers::Approvers;
+use crate::people::{Origin, Via};
 use crate::wait::{Answer, WaitId, WaitKind};
 
 use super::present;
@@ -17,6 +20,41 @@ pub struct WaitOpened {
     pub kind: WaitKind,
     pub idx: StepIdx,
     pub attempt: Attempt,
+    /// The agent's approver policy, copied when the wait opened (so an
+    /// upgrade of the crew never changes who may answer); written only
+    /// when the agent has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<Approvers>,
+}
+
+/// One principal's vote on a wait (`wait_votes`), as `wait_voted` and the
+/// deciding `wait_answered` list them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CastVote {
+    pub by: String,
+    /// `approve`, `reject`, `edit` or `answer`.
+    pub decision: String,
+    /// The channel it came through, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
+}
+
+/// `wait_voted`: an eligible principal voted on a wait whose policy needs
+/// more votes; the wait stays open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitVoted {
+    pub wait: WaitId,
+    pub kind: WaitKind,
+    pub idx: StepIdx,
+    /// `approve` or `reject`.
+    pub decision: String,
+    /// Who voted, why and where from (flattened: `by`, `reason`, `via`…).
+    #[serde(flatten)]
+    pub actor: Actor,
+    /// Approvals so far, rejects so far, and the approvals the policy needs.
+    pub approvals: u32,
+    pub rejects: u32,
+    pub required: u32,
 }
 
 /// `wait_answered`: a person answered (`plan::plan_answer`).
@@ -39,6 +77,13 @@ pub struct WaitAnswered {
         deserialize_with = "present"
     )]
     pub original: Option<Value>,
+    /// Where the answer came from (`via`, `token`, `client`, `note`),
+    /// flattened; written only when known.
+    #[serde(flatten)]
+    pub origin: Origin,
+    /// The votes that decided it, when the wait had an approver policy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub votes: Vec<CastVote>,
 }
 
 /// `wait_expired`: a wait passed its deadline unanswered, with the outcome
