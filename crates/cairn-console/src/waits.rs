@@ -20,6 +20,8 @@ pub struct WaitCard {
     /// Where its run hangs, nearest parent first: empty for a run no
     /// `children` step started.
     pub parents: Vec<cairn::ChildOf>,
+    /// Its approver policy and the votes so far (no policy: any operator).
+    pub ballot: cairn::Ballot,
 }
 
 /// Which page an answer form came from, and so where its answer lands.
@@ -92,6 +94,30 @@ fn wait_facts(card: &WaitCard, now: DateTime<Utc>) -> Markup {
                 dt { "Deadline" }
                 dd { time datetime=(deadline.to_rfc3339()) { (deadline.format("%Y-%m-%d %H:%M:%S")) } }
             }
+            @if let Some(policy) = &card.ballot.approvers {
+                (approvals(policy, &card.ballot.votes))
+            }
+        }
+    }
+}
+
+/// A policy's line: who may answer, and "1 of 2 approvals: ana".
+fn approvals(policy: &cairn::Approvers, votes: &[cairn::event::payload::CastVote]) -> Markup {
+    let approved: Vec<&str> = votes
+        .iter()
+        .filter(|v| v.decision == "approve")
+        .map(|v| v.by.as_str())
+        .collect();
+    html! {
+        dt { "Approvers" }
+        dd.approvers {
+            @if policy.allow.is_empty() { "any operator" } @else { (policy.allow.join(", ")) }
+            @if !policy.self_approval { " (not the run's own people)" }
+        }
+        dt { "Approvals" }
+        dd.approvals {
+            (approved.len()) " of " (policy.required) " approvals"
+            @if !approved.is_empty() { ": " (approved.join(", ")) }
         }
     }
 }

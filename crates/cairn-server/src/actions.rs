@@ -97,7 +97,7 @@ pub(crate) async fn run_action(
         }
         RunAction::Cancel => engine.cancel(id, actor).await?,
     };
-    tracing::info!(run = %id, ?action, by = %actor.by, status = %run.status, "run action recorded");
+    tracing::info!(run = %id, ?action, by = %actor.by, note = ?actor.origin.note, status = %run.status, "run action recorded");
     if run.status == RunStatus::Queued {
         state.wake_runner();
     }

@@ -96,6 +96,7 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
             false,
             post(actions::add_context),
         ),
+        route("/v1/waits/{id}/ballot", &["GET"], false, get(waits::ballot)),
         route("/v1/waits", &["GET"], false, get(waits::list)),
         route(
             "/v1/waits/{id}/answer",

@@ -45,7 +45,7 @@ pub(crate) async fn pause(
     let wait = parse_age(&body.wait).map_err(|e| ApiError::InvalidBody(format!("for: {e}")))?;
     let actor = caller.actor(body.by, body.reason);
     let key = state.engine().pause_key(&body.key, wait, &actor).await?;
-    tracing::info!(key = ?key.key, by = ?actor.by, reason = ?actor.reason, ?wait, "provider key paused");
+    tracing::info!(key = ?key.key, by = ?actor.by, note = ?actor.origin.note, reason = ?actor.reason, ?wait, "provider key paused");
     Ok(Json(key))
 }
 

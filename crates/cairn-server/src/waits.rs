@@ -124,9 +124,6 @@ pub(crate) struct Answered {
     run: cairn::RunRecord,
 }
 
-/// `POST /v1/waits/{id}/answer`: records the answer and returns the wait
-/// and where its run stands. The same answer again is a no-op that returns
-/// the wait as it is.
 /// A refused answer to a closed wait, naming the open wait of its run.
 async fn closed(state: &AppState, id: cairn::WaitId, source: cairn::Error) -> ApiError {
     let Ok(mine) = state.engine().waits(&cairn::WaitFilter::default()).await else {
@@ -142,6 +139,10 @@ async fn closed(state: &AppState, id: cairn::WaitId, source: cairn::Error) -> Ap
     ApiError::WaitClosed { source, run, open }
 }
 
+/// `POST /v1/waits/{id}/answer`: records the answer (the caller's vote,
+/// on a wait with an approver policy) and returns the wait and where its
+/// run stands. The same answer again is a no-op that returns the wait as
+/// it is.
 pub(crate) async fn answer(
     State(state): State<AppState>,
     caller: crate::people::Caller,
@@ -162,4 +163,13 @@ pub(crate) async fn answer(
     state.wake_runner();
     let run = state.engine().get_run(wait.run_id).await?;
     Ok(Json(Answered { wait, run }))
+}
+
+/// `GET /v1/waits/{id}/ballot`: the wait's approver policy (as copied when
+/// it opened) and the votes cast on it so far.
+pub(crate) async fn ballot(
+    State(state): State<AppState>,
+    WaitIdPath(id): WaitIdPath,
+) -> Result<Json<cairn::Ballot>, ApiError> {
+    Ok(Json(state.engine().ballot(id).await?))
 }

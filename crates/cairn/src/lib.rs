@@ -78,7 +78,8 @@ pub use cairn_core::{
 };
 /// People: principals, the channels actions come through, the audit.
 pub use cairn_core::{
-    Access, AuditEntry, AuditFilter, BadPrincipal, NewPrincipal, Origin, Principal, Via,
+    Access, Approvers, AuditEntry, AuditFilter, BadPrincipal, Ballot, NewPrincipal, Origin,
+    Principal, Via,
 };
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Budget, ChildOf,

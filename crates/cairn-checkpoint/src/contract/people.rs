@@ -74,7 +74,8 @@ pub trait PeopleStore: Send + Sync + 'static {
     /// and ends its console sessions.
     async fn rotate_token(&self, name: &str, token: &TokenDigest, by: &Actor) -> Result<Principal>;
 
-    /// Opens a console session; expired sessions are dropped.
+    /// Opens a console session; expired sessions are dropped, and a
+    /// principal keeps at most 1,000 (a sign-in beyond ends its oldest).
     async fn open_session(&self, session: &NewSession) -> Result<()>;
 
     /// The session with this cookie digest, unless it expired (database clock).

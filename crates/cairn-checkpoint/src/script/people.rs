@@ -177,6 +177,9 @@ async fn credential_in(c: &mut Conn<'_>, token_id: &str) -> Result<Option<Creden
     row.as_ref().map(decode).transpose()
 }
 
+/// Sessions one principal keeps at once: a sign-in beyond ends its oldest.
+const MAX_SESSIONS: i64 = 1000;
+
 async fn open_session_in(c: &mut Conn<'_>, s: &NewSession) -> Result<()> {
     c.execute(query(
         "DELETE FROM console_sessions WHERE expires_at < {now}",
@@ -193,6 +196,32 @@ async fn open_session_in(c: &mut Conn<'_>, s: &NewSession) -> Result<()> {
         .bind("secs", s.ttl.as_secs_f64()),
     )
     .await?;
+    // The newest beyond the cap, if any: it and older ones end.
+    let cut = c
+        .fetch_optional(
+            query(
+                "SELECT created_at FROM console_sessions WHERE principal = :principal \
+                 ORDER BY created_at DESC LIMIT 1 OFFSET :keep",
+            )
+            .bind("principal", s.principal.as_str())
+            .bind("keep", MAX_SESSIONS),
+        )
+        .await?;
+    if let Some(row) = cut {
+        let at = row.time("created_at", nil_run(), "a session's start")?;
+        c.execute(
+            query(
+                "DELETE FROM console_sessions WHERE principal = :principal \
+                 AND created_at <= {time:at}",
+            )
+            .bind("principal", s.principal.as_str())
+            .bind(
+                "at",
+                at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            ),
+        )
+        .await?;
+    }
     Ok(())
 }
 

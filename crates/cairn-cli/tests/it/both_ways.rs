@@ -85,7 +85,9 @@ fn masked(text: &str) -> String {
 /// Runs `args` both ways; asserts the same exit code and stdout (exact,
 /// or `masked` when the two sides act on different but alike runs).
 fn same(case: &Case, served: &Served, args: &[&str], remote_args: &[&str], mask: bool) -> Out {
-    let here = case.cairn(args);
+    // Locally the operating system's user acts; the server's token holder
+    // is `api`: the same name, so the two print the same.
+    let here = case.cairn_env(args, &[("USER", "api")]);
     let there = remote(case, served, remote_args);
     assert_eq!(
         here.code(),

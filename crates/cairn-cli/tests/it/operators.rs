@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::{agent_sh, crew_toml, is_dead, read_pid, step, wait_until, Case, Kind};
 
@@ -76,7 +76,13 @@ fn retry_runs_the_failed_step_again_after_the_fix(kind: Kind) {
     let retried = case.events_of(&id, "run_retried");
     assert_eq!(retried.len(), 1, "{retried:#?}");
     let data = &retried[0]["data"];
-    assert_eq!(data["by"], "alice", "{data:#}");
+    // Locally the operating system's user acts; `--by` is kept as a note.
+    assert_eq!(
+        (&data["note"], &data["via"]),
+        (&json!("alice"), &json!("local")),
+        "{data:#}"
+    );
+    assert_ne!(data["by"], "alice", "{data:#}");
     assert_eq!(data["reason"], "flag created", "{data:#}");
     assert_eq!(data["step"], 1, "{data:#}");
 }
@@ -156,7 +162,11 @@ fn fork_copies_the_steps_before_it_without_running_them(kind: Kind) {
     let data = &forked[0]["data"];
     assert_eq!(data["parent"], id.as_str(), "{data:#}");
     assert_eq!(data["from_step"], 1, "{data:#}");
-    assert_eq!(data["by"], "erin", "{data:#}");
+    assert_eq!(
+        (&data["note"], &data["via"]),
+        (&json!("erin"), &json!("local")),
+        "{data:#}"
+    );
     assert_eq!(data["reason"], "try again", "{data:#}");
 
     // The source is left alone.
@@ -223,7 +233,10 @@ fn cancel_of_a_queued_fork(kind: Kind) {
     assert!(run["finished_at"].is_string(), "{run:#}");
     let cancelled = case.events_of(child, "run_cancelled");
     assert_eq!(cancelled.len(), 1, "{cancelled:#?}");
-    assert_eq!(cancelled[0]["data"]["by"], "bob");
+    assert_eq!(
+        cancelled[0]["data"]["note"], "bob",
+        "`--by` is a note locally"
+    );
     assert_eq!(cancelled[0]["data"]["reason"], "not needed");
 
     // A cancelled run is finished: resume executes nothing.
@@ -310,7 +323,10 @@ fn cancel_of_a_running_run_stops_its_step(kind: Kind) {
 
     let requested = case.events_of(&id, "run_cancel_requested");
     assert_eq!(requested.len(), 1, "{:#}", case.events(&id));
-    assert_eq!(requested[0]["data"]["by"], "carol");
+    assert_eq!(
+        requested[0]["data"]["note"], "carol",
+        "`--by` is a note locally"
+    );
     assert_eq!(requested[0]["data"]["reason"], "too slow");
     assert_eq!(case.events_of(&id, "run_cancelled").len(), 1);
 }

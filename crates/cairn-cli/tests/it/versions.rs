@@ -168,7 +168,7 @@ fn an_operator_moves_the_runs_that_can_move_and_says_why_not(kind: Kind) {
     assert_eq!(ev.len(), 1, "{ev:#?}");
     assert_eq!(ev[0]["data"]["from"]["fingerprint"], f1.as_str());
     assert_eq!(ev[0]["data"]["to"]["fingerprint"], run["crew_fingerprint"]);
-    assert_eq!(ev[0]["data"]["by"], "ops");
+    assert_eq!(ev[0]["data"]["note"], "ops", "`--by` is a note locally");
     assert_eq!(ev[0]["data"]["reason"], "prompt fix");
     let crews = case.cairn(&["crews", "list", "--json"]).json();
     let unfinished: Vec<(String, u64)> = crews

@@ -200,7 +200,7 @@ fn review_edit_commits_the_edited_output_and_keeps_the_original(kind: Kind) {
     assert_eq!(answered.len(), 1, "{events:#}");
     let data = &answered[0]["data"];
     assert_eq!(data["wait"], wait.as_str(), "{data:#}");
-    assert_eq!(data["by"], "bob", "{data:#}");
+    assert_eq!(data["note"], "bob", "locally `--by` is a note: {data:#}");
     assert_eq!(data["answer"]["decision"], "edit", "{data:#}");
     assert_eq!(
         data["answer"]["output"],

@@ -46,7 +46,9 @@ async fn card(
         .get(wait.step_idx.as_usize())
         .map(|a| a.role.as_str().to_owned())
         .unwrap_or_default();
+    let ballot = state.engine().ballot(wait.id).await?;
     Ok(cairn_console::WaitCard {
+        ballot,
         crew: run.crew.clone(),
         crew_version: run.crew_version.clone(),
         role,

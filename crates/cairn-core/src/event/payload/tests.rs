@@ -221,6 +221,25 @@ fn operator_samples() -> Vec<(EventKind, Value)> {
             "answer": {"decision": "reject", "feedback": "too long"}, "by": "ana"}),
         ),
         (
+            EventKind::WaitAnswered,
+            json!({"wait": WAIT, "kind": "approval", "idx": 0,
+            "answer": {"decision": "approve"}, "by": "bob", "reason": null,
+            "via": "api", "token": "a1b2c3d4e5f6", "client": "10.0.0.7", "note": "bobby",
+            "votes": [{"by": "ana", "decision": "approve", "via": "console"},
+                      {"by": "bob", "decision": "approve", "via": "api"}]}),
+        ),
+        (
+            EventKind::WaitVoted,
+            json!({"wait": WAIT, "kind": "approval", "idx": 0, "decision": "approve",
+            "by": "ana", "reason": "checked", "via": "console", "token": "a1b2c3d4e5f6",
+            "approvals": 1, "rejects": 0, "required": 2}),
+        ),
+        (
+            EventKind::WaitOpened,
+            json!({"wait": WAIT, "kind": "approval", "idx": 0, "attempt": 1,
+            "approvers": {"allow": ["group:finance"], "required": 2, "self_approval": false}}),
+        ),
+        (
             EventKind::WaitExpired,
             json!({"wait": WAIT, "kind": "review", "idx": 1,
             "error": {"kind": "deadline", "retryable": false,
