@@ -18,6 +18,7 @@ CREATE TABLE principals (
 CREATE TABLE console_sessions (
     id_hash     TEXT PRIMARY KEY,
     principal   TEXT NOT NULL,
+    token_id    TEXT,
     csrf        TEXT NOT NULL,
     created_at  TIMESTAMPTZ NOT NULL,
     expires_at  TIMESTAMPTZ NOT NULL

@@ -13,6 +13,7 @@ CREATE TABLE principals (
 CREATE TABLE console_sessions (
     id_hash     TEXT PRIMARY KEY NOT NULL,
     principal   TEXT NOT NULL,
+    token_id    TEXT,
     csrf        TEXT NOT NULL,
     created_at  TEXT NOT NULL,
     expires_at  TEXT NOT NULL

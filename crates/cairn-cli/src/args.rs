@@ -339,7 +339,7 @@ pub enum ThreadsCommand {
         thread_id: String,
         #[arg(long = "budget", value_name = "LIMIT=N", required = true)]
         budget: Vec<String>,
-        /// Who is setting it. Default: $USER, or `cli` when it is unset.
+        /// A note kept on the event: the actor recorded is you (the operating system's user locally, the token's principal through --server).
         #[arg(long)]
         by: Option<String>,
         /// Why.
@@ -401,7 +401,7 @@ pub enum WaitsCommand {
         /// Question: the answer (JSON, or @FILE).
         #[arg(long, group = "decision")]
         answer: Option<String>,
-        /// Who answers (recorded). Default: $USER, or `cli` when it is unset.
+        /// A note kept on the event: the actor recorded is you (the operating system's user locally, the token's principal through --server).
         #[arg(long)]
         by: Option<String>,
         /// Why (recorded on the `wait_answered` event).
@@ -418,7 +418,7 @@ pub enum WaitsCommand {
 /// Who acts and why, and whether to execute afterwards.
 #[derive(clap::Args)]
 pub struct ActionArgs {
-    /// Who is acting (recorded in the event). Default: $USER, or `cli` when it is unset.
+    /// A note kept on the event: the actor recorded is you (the operating system's user locally, the token's principal through --server).
     #[arg(long)]
     pub by: Option<String>,
     /// Why (recorded in the event).
@@ -552,7 +552,7 @@ pub enum RunsCommand {
         /// overridden). Never a running or ended run.
         #[arg(long)]
         force: bool,
-        /// Who moves them (recorded). Default: $USER, or `cli` when it is unset.
+        /// A note kept on the event: the actor recorded is you (the operating system's user locally, the token's principal through --server).
         #[arg(long)]
         by: Option<String>,
         /// Why (recorded).
@@ -746,7 +746,7 @@ pub struct ResumeArgs {
     /// continued with it. Finished steps are untouched.
     #[arg(long, value_name = "JSON")]
     pub context: Option<String>,
-    /// Who adds the context (recorded in its event). Default: $USER, or `cli` when it is unset.
+    /// A note kept on the event: the actor recorded is you (the operating system's user locally, the token's principal through --server).
     #[arg(long, requires = "context")]
     pub by: Option<String>,
     /// Why (recorded in its event).

@@ -62,6 +62,8 @@ pub enum Viewer {
         csrf: String,
         name: String,
         operator: bool,
+        /// An admin also gets the admin's forms (a crew upgrade).
+        admin: bool,
     },
 }
 
@@ -79,6 +81,15 @@ impl Viewer {
             Viewer::SignedIn {
                 operator: false, ..
             } => "",
+            v => v.csrf(),
+        }
+    }
+
+    /// The token of an admin's forms (a crew upgrade): none (`""`) for
+    /// anyone else, who then gets no such form.
+    pub fn admin_csrf(&self) -> &str {
+        match self {
+            Viewer::SignedIn { admin: false, .. } => "",
             v => v.csrf(),
         }
     }

@@ -192,6 +192,14 @@ impl AgentDef {
     }
 
     /// The retry policy in force.
+    /// Whether its steps can wait for a person: a review, an approval, or
+    /// an `llm` agent's `ask_human` questions.
+    pub fn opens_waits(&self) -> bool {
+        self.review
+            || self.approval.is_some()
+            || matches!(&self.kind, AgentKind::Llm(llm) if llm.ask_human)
+    }
+
     pub fn retry_policy(&self) -> RetryPolicy {
         self.retry.unwrap_or_default()
     }
@@ -337,6 +345,12 @@ impl CrewDef {
             if let Some(problem) = agent.approvers.as_ref().and_then(|p| p.check().err()) {
                 return Err(invalid(format!(
                     "agent `{}` approvers: {problem}",
+                    agent.role
+                )));
+            }
+            if agent.approvers.is_some() && !agent.opens_waits() {
+                return Err(invalid(format!(
+                    "agent `{}` has [agents.approvers] but never waits for a person: add `review = true`, `approval = \"before\"` or (an llm agent) `ask_human = true`",
                     agent.role
                 )));
             }

@@ -316,6 +316,14 @@ async fn submit(
         .map_err(|e| ApiError::InvalidBody(format!("on_busy: {e}")))?
         .unwrap_or_default();
     let priority = body.priority.unwrap_or_default();
+    let tenant = match caller.tenant(body.tenant) {
+        Ok(tenant) => tenant,
+        Err(e) => {
+            let detail = json!({"method": "POST", "path": "/v1/runs", "why": e.to_string()});
+            crate::people::audit_refusal(&state, &caller, detail).await;
+            return Err(e);
+        }
+    };
     let traceparent = traceparent(&headers, body.traceparent.as_deref())?;
     let upgrade = body
         .upgrade
@@ -338,7 +346,7 @@ async fn submit(
                 thread_id: body.thread_id,
                 on_busy,
                 priority,
-                tenant: caller.tenant(body.tenant)?,
+                tenant,
                 budget: body.budget,
                 traceparent,
                 upgrade,

@@ -58,16 +58,29 @@ impl Tokens {
             .filter(|len| *len < MIN_TOKEN_LEN)
     }
 
-    /// Which token `presented` is (counting from 1), if any; looks at all.
-    pub(crate) fn position(&self, presented: &str) -> Option<usize> {
+    /// The public id of the token `presented` is, if it is one: `env-`
+    /// and the first 8 hex digits of its digest (stable however the list
+    /// is reordered). Looks at every token, in constant time each.
+    pub(crate) fn id_of(&self, presented: &str) -> Option<String> {
         let presented = digest(presented);
-        let mut found = 0u64;
-        for (i, token) in self.0.iter().enumerate() {
-            let hit = u64::from(token.ct_eq(&presented).unwrap_u8());
-            found |= hit * (i as u64 + 1);
+        let mut found = None;
+        for token in &self.0 {
+            if bool::from(token.ct_eq(&presented)) {
+                found = Some(public_id(token));
+            }
         }
-        usize::try_from(found).ok().filter(|i| *i > 0)
+        found
     }
+
+    /// Whether a token of this public id is still configured.
+    pub(crate) fn has_id(&self, id: &str) -> bool {
+        self.0.iter().any(|t| public_id(t) == id)
+    }
+}
+
+fn public_id(digest: &[u8; 32]) -> String {
+    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    format!("env-{hex}")
 }
 
 fn digest(token: &str) -> [u8; 32] {
@@ -109,6 +122,9 @@ pub(crate) async fn require_token(
     };
     let needed = crate::people::needed(request.method(), matched.as_deref());
     if let Err(e) = caller.require(needed) {
+        let detail = serde_json::json!({"method": request.method().as_str(),
+            "path": request.uri().path(), "needed": needed, "why": e.to_string()});
+        crate::people::audit_refusal(&state, &caller, detail).await;
         return e.into_response();
     }
     request.extensions_mut().insert(caller);
@@ -145,6 +161,7 @@ async fn caller(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -152,14 +169,14 @@ mod tests {
     fn accepts_only_configured_nonblank_tokens() {
         let tokens = Tokens::new(["alpha", " beta ", "", "  "]);
         assert!(!tokens.is_empty());
-        assert!(tokens.position("alpha").is_some());
-        assert!(tokens.position("beta").is_some());
-        assert_eq!(tokens.position("alpha"), Some(1));
-        assert_eq!(tokens.position("beta"), Some(2));
-        assert_eq!(tokens.position("gamma"), None);
-        assert!(tokens.position("").is_none());
-        assert!(tokens.position("alph").is_none());
-        assert!(tokens.position("alphaa").is_none());
+        let alpha = tokens.id_of("alpha").unwrap();
+        assert!(alpha.starts_with("env-") && alpha.len() == 12, "{alpha}");
+        assert_ne!(tokens.id_of("beta"), Some(alpha.clone()));
+        assert!(tokens.has_id(&alpha));
+        assert!(tokens.id_of("").is_none());
+        assert!(tokens.id_of("alph").is_none());
+        assert!(tokens.id_of("alphaa").is_none());
+        assert!(!Tokens::new(["beta"]).has_id(&alpha), "a token removed");
         assert!(Tokens::new([""]).is_empty());
     }
 

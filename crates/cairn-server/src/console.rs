@@ -374,7 +374,11 @@ async fn login(
                 )
             }
         };
-    let opened = match state.engine().open_session(&caller.name, SESSION_TTL).await {
+    let opened = match state
+        .engine()
+        .open_session(&caller.name, caller.token.as_deref(), SESSION_TTL)
+        .await
+    {
         Ok(opened) => opened,
         Err(e) => {
             return error_page(

@@ -70,8 +70,8 @@ pub(crate) struct Caller {
 }
 
 impl Caller {
-    /// A `CAIRN_API_TOKENS` token's holder (`token`: its place in the
-    /// list, `env-1` for the first), or the open API's caller.
+    /// A `CAIRN_API_TOKENS` token's holder (`token`: its public id,
+    /// `env-` and 8 hex digits of its digest), or the open API's caller.
     pub fn api(token: Option<String>, client: Option<IpAddr>) -> Caller {
         Caller {
             name: API_PRINCIPAL.to_owned(),
@@ -151,6 +151,27 @@ impl Caller {
     }
 }
 
+/// Audits a refusal of `caller` (its role, its tenants) as `refused`, with
+/// what was asked; a failure to record it is logged, never in its place.
+pub(crate) async fn audit_refusal(state: &AppState, caller: &Caller, detail: serde_json::Value) {
+    let origin = caller.origin(None);
+    let entry = AuditEntry {
+        id: 0,
+        at: Utc::now(),
+        principal: caller.name.clone(),
+        via: caller.via,
+        token: origin.token,
+        client: origin.client,
+        action: "refused".to_owned(),
+        run_id: None,
+        wait_id: None,
+        detail,
+    };
+    if let Err(e) = state.engine().record_audit(&entry).await {
+        tracing::warn!(error = %cairn::ErrorChain(&e), "could not audit a refusal");
+    }
+}
+
 /// `a viewer`, `an operator`, `an admin`.
 fn with_article(access: Access) -> String {
     match access {
@@ -221,8 +242,8 @@ pub(crate) async fn principal(
     via: Via,
     client: Option<std::net::IpAddr>,
 ) -> Result<Option<Caller>, ApiError> {
-    if let Some(i) = state.tokens().position(token) {
-        let caller = Caller::api(Some(format!("env-{i}")), client);
+    if let Some(id) = state.tokens().id_of(token) {
+        let caller = Caller::api(Some(id), client);
         return Ok(Some(Caller { via, ..caller }));
     }
     let found = state.engine().authenticate(token).await?;

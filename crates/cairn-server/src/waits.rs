@@ -157,7 +157,7 @@ pub(crate) async fn answer(
         }
         Err(e) => return Err(e.into()),
     };
-    tracing::info!(wait = %id, run = %wait.run_id, by = %actor.by, "wait answered");
+    tracing::info!(wait = %id, run = %wait.run_id, by = %actor.by, status = %wait.status, "answer recorded");
     // The run is usually queued again; when it is not (an approval
     // rejected, a repeated answer) the wake-up costs the runner one listing.
     state.wake_runner();

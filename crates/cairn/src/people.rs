@@ -32,10 +32,12 @@ pub struct OpenedSession {
     pub csrf: String,
 }
 
-/// A console session found by its cookie: whose, and its form token.
+/// A console session found by its cookie: whose, the token it was opened
+/// with, and its form token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Session {
     pub principal: String,
+    pub token_id: Option<String>,
     pub csrf: String,
 }
 
@@ -150,12 +152,19 @@ impl Engine {
         Ok((same && !found.principal.is_disabled()).then_some(found.principal))
     }
 
-    /// Opens a console session for `principal`, lasting `ttl`.
-    pub async fn open_session(&self, principal: &str, ttl: Duration) -> Result<OpenedSession> {
+    /// Opens a console session for `principal`, signed in with the token
+    /// of id `token_id`, lasting `ttl`.
+    pub async fn open_session(
+        &self,
+        principal: &str,
+        token_id: Option<&str>,
+        ttl: Duration,
+    ) -> Result<OpenedSession> {
         let (cookie, csrf) = (secret(), secret());
         let session = NewSession {
             id_hash: digest(&cookie),
             principal: principal.to_owned(),
+            token_id: token_id.map(str::to_owned),
             csrf: csrf.clone(),
             ttl,
         };
@@ -168,6 +177,7 @@ impl Engine {
         let found = self.store().session(&digest(cookie)).await?;
         Ok(found.map(|s| Session {
             principal: s.principal,
+            token_id: s.token_id,
             csrf: s.csrf,
         }))
     }

@@ -29,6 +29,8 @@ pub struct Credential {
 pub struct NewSession {
     pub id_hash: String,
     pub principal: String,
+    /// The id of the token signed in with: the session ends with it.
+    pub token_id: Option<String>,
     pub csrf: String,
     pub ttl: Duration,
 }
@@ -37,6 +39,7 @@ pub struct NewSession {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRecord {
     pub principal: String,
+    pub token_id: Option<String>,
     pub csrf: String,
     pub expires_at: DateTime<Utc>,
 }

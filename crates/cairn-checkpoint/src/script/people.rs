@@ -187,10 +187,11 @@ async fn open_session_in(c: &mut Conn<'_>, s: &NewSession) -> Result<()> {
     .await?;
     c.execute(
         query(
-            "INSERT INTO console_sessions (id_hash, principal, csrf, created_at, expires_at) \
-             VALUES (:id, :principal, :csrf, {now}, {later:secs})",
+            "INSERT INTO console_sessions (id_hash, principal, token_id, csrf, created_at, \
+             expires_at) VALUES (:id, :principal, :token, :csrf, {now}, {later:secs})",
         )
         .bind("id", s.id_hash.as_str())
+        .bind("token", s.token_id.as_deref())
         .bind("principal", s.principal.as_str())
         .bind("csrf", s.csrf.as_str())
         .bind("secs", s.ttl.as_secs_f64()),
@@ -229,7 +230,7 @@ async fn session_in(c: &mut Conn<'_>, id_hash: &str) -> Result<Option<SessionRec
     let row = c
         .fetch_optional(
             query(
-                "SELECT principal, csrf, expires_at FROM console_sessions \
+                "SELECT principal, token_id, csrf, expires_at FROM console_sessions \
                  WHERE id_hash = :id AND expires_at > {now}",
             )
             .bind("id", id_hash),
@@ -238,6 +239,7 @@ async fn session_in(c: &mut Conn<'_>, id_hash: &str) -> Result<Option<SessionRec
     row.map(|r| {
         Ok(SessionRecord {
             principal: r.text("principal")?,
+            token_id: r.opt_text("token_id")?,
             csrf: r.text("csrf")?,
             expires_at: r.time("expires_at", nil_run(), "a session's expiry")?,
         })

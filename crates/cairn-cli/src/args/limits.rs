@@ -27,7 +27,7 @@ pub enum LimitsCommand {
         /// pause already standing wins.
         #[arg(long = "for", value_name = "AGE")]
         wait: String,
-        /// Who pauses it (recorded). Default: $USER, or `cli` when it is unset.
+        /// A note kept on the event: the actor recorded is you (the operating system's user locally, the token's principal through --server).
         #[arg(long)]
         by: Option<String>,
         /// Why (recorded).

@@ -433,3 +433,50 @@ fn limits_are_read_for_llm_and_keyed_command_agents_and_refused_saying_why() {
     let plain = CrewDef::from_toml(GOOD).unwrap_or_else(|e| panic!("{e}"));
     assert!(!plain.to_json().to_string().contains("limits"));
 }
+
+#[test]
+fn approvers_parse_are_checked_and_absent_change_no_fingerprint() {
+    let pay = |extra: &str| {
+        format!(
+            "name = \"pay\"\nversion = \"1\"\n[[agents]]\nrole = \"pay\"\nkind = \"template\"\n\
+             template = \"x\"\n{extra}"
+        )
+    };
+    let policy = "approval = \"before\"\n[agents.approvers]\nallow = [\"group:finance\", \
+                  \"user:cto\"]\nrequired = 2\nself_approval = false\n";
+    let crew = CrewDef::from_toml(&pay(policy)).unwrap_or_else(|e| panic!("{e}"));
+    let want = crate::Approvers {
+        allow: vec!["group:finance".into(), "user:cto".into()],
+        required: 2,
+        self_approval: false,
+        one_reject_decides: true,
+    };
+    assert_eq!(crew.agents[0].approvers, Some(want));
+    for (bad, says) in [
+        (
+            "approval = \"before\"\n[agents.approvers]\nallow = [\"finance\"]\n",
+            "neither group:NAME",
+        ),
+        (
+            "approval = \"before\"\n[agents.approvers]\nrequired = 0\n",
+            "at least 1",
+        ),
+        (
+            "approval = \"before\"\n[agents.approvers]\nquorum = 2\n",
+            "quorum",
+        ),
+        (
+            "[agents.approvers]\nrequired = 2\n",
+            "never waits for a person",
+        ),
+    ] {
+        let e = err(&pay(bad));
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+    let plain =
+        CrewDef::from_toml(&pay("approval = \"before\"\n")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !plain.to_json().to_string().contains("approvers"),
+        "absent: not stored"
+    );
+}

@@ -90,7 +90,7 @@ pub(super) async fn page(State(state): State<AppState>, seat: Seat) -> Response 
         cairn_console::page(
             "Crews",
             &viewer,
-            cairn_console::crews_page(&out, viewer.form_csrf()),
+            cairn_console::crews_page(&out, viewer.admin_csrf()),
         ),
     )
 }

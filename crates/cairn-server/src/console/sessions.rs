@@ -111,11 +111,15 @@ async fn signed_in(state: &AppState, headers: &HeaderMap, client: Option<IpAddr>
             return None;
         }
     };
+    // A session lasts only as long as the token it was opened with.
+    let token = session.token_id.as_deref().unwrap_or_default();
     let caller = match state.engine().principal(&session.principal).await {
-        Ok(Some(p)) if !p.is_disabled() => Caller::of(p, Via::Console, client),
-        Ok(None) if session.principal == API_PRINCIPAL && !state.tokens().is_empty() => Caller {
+        Ok(Some(p)) if !p.is_disabled() && p.token_id == token => {
+            Caller::of(p, Via::Console, client)
+        }
+        Ok(None) if session.principal == API_PRINCIPAL && state.tokens().has_id(token) => Caller {
             via: Via::Console,
-            ..Caller::api(None, client)
+            ..Caller::api(Some(token.to_owned()), client)
         },
         _ => return None,
     };
@@ -124,6 +128,7 @@ async fn signed_in(state: &AppState, headers: &HeaderMap, client: Option<IpAddr>
             csrf: session.csrf,
             name: caller.name.clone(),
             operator: caller.access.covers(Access::Operator),
+            admin: caller.access.covers(Access::Admin),
         },
         caller,
         cookie: Some(cookie),

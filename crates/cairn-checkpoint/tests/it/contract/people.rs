@@ -104,6 +104,7 @@ async fn open(store: &Db, id: &str, ttl: Duration) {
     let session = NewSession {
         id_hash: id.to_owned(),
         principal: "ana".into(),
+        token_id: Some("t1".into()),
         csrf: format!("csrf-{id}"),
         ttl,
     };
@@ -125,6 +126,7 @@ async fn disabling_or_rotating_ends_sessions_and_old_tokens(kind: Kind) {
         (s1.principal.as_str(), s1.csrf.as_str()),
         ("ana", "csrf-s1")
     );
+    assert_eq!(s1.token_id.as_deref(), Some("t1"));
     assert_eq!(session_for(&store, "gone").await, None, "expired");
     store.close_session("s1").await.unwrap();
     assert_eq!(session_for(&store, "s1").await, None, "closed");
