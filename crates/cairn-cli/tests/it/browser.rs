@@ -17,6 +17,7 @@
 //! children work, and its timeline from spawn to join.
 
 mod answers;
+mod approvals;
 mod fanout;
 
 use std::path::{Path, PathBuf};
