@@ -16,6 +16,7 @@ mod journal;
 mod keys;
 mod leases;
 mod maintenance;
+mod notices;
 mod operator;
 mod people;
 mod runs;
@@ -32,6 +33,7 @@ pub use journal::JournalStore;
 pub use keys::KeyStore;
 pub use leases::LeaseStore;
 pub use maintenance::MaintenanceStore;
+pub use notices::{LinkRecord, NewLink, NoticeAttempt, NoticeStore};
 pub use operator::OperatorStore;
 pub use people::{Credential, NewSession, PeopleStore, SessionRecord, TokenDigest};
 pub use runs::RunStore;
@@ -58,6 +60,7 @@ pub trait Store:
     + WorkerStore
     + PeopleStore
     + AuditStore
+    + NoticeStore
     + Send
     + Sync
     + 'static
@@ -80,6 +83,7 @@ impl<T> Store for T where
         + WorkerStore
         + PeopleStore
         + AuditStore
+        + NoticeStore
         + Send
         + Sync
         + 'static

@@ -43,6 +43,7 @@ mod crews;
 mod ends;
 mod journal;
 mod leases;
+mod notices;
 mod operator;
 mod pauses;
 mod people;

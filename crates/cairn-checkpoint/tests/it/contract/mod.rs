@@ -15,6 +15,7 @@ mod claims;
 mod crews;
 mod keys;
 mod maintenance;
+mod notices;
 mod operator;
 mod people;
 mod registry;

@@ -52,7 +52,7 @@ async fn principal(store: &Db, name: &str, groups: &[&str]) {
 
 /// A two-step run submitted by `submitter`, waiting at step 0 for an
 /// approval under `policy`.
-async fn waiting(store: &Db, submitter: &str, policy: Approvers) -> WaitId {
+pub(super) async fn waiting(store: &Db, submitter: &str, policy: Approvers) -> WaitId {
     let submit = cairn_checkpoint::NewRun {
         by: Some(via_api(submitter)),
         ..new_run(2, None)
@@ -81,7 +81,7 @@ async fn waiting(store: &Db, submitter: &str, policy: Approvers) -> WaitId {
     id
 }
 
-fn finance_two() -> Approvers {
+pub(super) fn finance_two() -> Approvers {
     Approvers {
         allow: vec!["group:finance".into()],
         required: 2,

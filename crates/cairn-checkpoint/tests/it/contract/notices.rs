@@ -1,0 +1,129 @@
+//! Notices and links: an open wait's notice is due until one attempt is
+//! delivered (a failed one is due again after its retry time), and never
+//! once the wait closed; a link is found by its digest, used once, and not
+//! at all once expired.
+
+use std::time::Duration;
+
+use cairn_checkpoint::{NewLink, NoticeAttempt};
+use cairn_core::{Actor, Answer, Origin, Via, WaitId};
+use cairn_testkit::{both, Kind, TestDb};
+
+use super::votes::{finance_two, waiting};
+use super::Db;
+use crate::store;
+
+both!(
+    a_notice_is_due_until_delivered_and_not_once_its_wait_closed,
+    a_link_is_used_once_and_not_after_it_expired,
+);
+
+fn attempt(wait: WaitId, delivered: bool, retry_in: Duration) -> NoticeAttempt {
+    NoticeAttempt {
+        wait,
+        delivered,
+        status: Some(if delivered { 204 } else { 503 }),
+        error: (!delivered).then(|| "the receiver is down".to_owned()),
+        retry_in,
+    }
+}
+
+async fn due(store: &Db) -> Vec<WaitId> {
+    store
+        .due_notices(10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|w| w.id)
+        .collect()
+}
+
+async fn a_notice_is_due_until_delivered_and_not_once_its_wait_closed(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let (a, b) = (
+        waiting(&store, "sam", finance_two()).await,
+        waiting(&store, "sam", finance_two()).await,
+    );
+    assert_eq!(due(&store).await, [a, b], "oldest first");
+    store
+        .record_notice(&attempt(a, false, Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    assert_eq!(
+        due(&store).await,
+        [b],
+        "a failed notice waits for its retry"
+    );
+    store
+        .record_notice(&attempt(b, false, Duration::ZERO))
+        .await
+        .unwrap();
+    assert_eq!(due(&store).await, [b], "due again at its retry time");
+    store
+        .record_notice(&attempt(b, true, Duration::ZERO))
+        .await
+        .unwrap();
+    assert!(due(&store).await.is_empty(), "delivered");
+
+    let c = waiting(&store, "sam", finance_two()).await;
+    let local = Actor::new("root").from(Origin {
+        via: Some(Via::Local),
+        ..Origin::default()
+    });
+    store
+        .answer_wait(c, &Answer::Approve, &local)
+        .await
+        .unwrap();
+    assert!(
+        due(&store).await.is_empty(),
+        "a closed wait needs no notice"
+    );
+}
+
+async fn a_link_is_used_once_and_not_after_it_expired(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let wait = waiting(&store, "sam", finance_two()).await;
+    let link = |hash: &str, ttl| NewLink {
+        hash: hash.to_owned(),
+        principal: "ana".into(),
+        wait,
+        ttl,
+    };
+    let day = Duration::from_secs(86_400);
+    store
+        .issue_links(&[link("h1", day), link("h2", Duration::from_millis(1))])
+        .await
+        .unwrap();
+    store
+        .issue_links(&[link("h1", Duration::from_millis(1))])
+        .await
+        .unwrap();
+    let found = store.link("h1").await.unwrap().expect("issued");
+    assert_eq!((found.principal.as_str(), found.wait), ("ana", wait));
+    assert!(
+        !found.expired && found.consumed_at.is_none(),
+        "issued again: kept its expiry"
+    );
+    assert_eq!(store.link("nope").await.unwrap(), None);
+
+    let used = store.consume_link("h1").await.unwrap().expect("first use");
+    assert_eq!(used.principal, "ana");
+    assert_eq!(store.consume_link("h1").await.unwrap(), None, "single use");
+    assert!(store
+        .link("h1")
+        .await
+        .unwrap()
+        .unwrap()
+        .consumed_at
+        .is_some());
+
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.consume_link("h2").await.unwrap(), None, "expired");
+    let expired = store.link("h2").await.unwrap().unwrap();
+    assert!(
+        expired.expired && expired.consumed_at.is_none(),
+        "{expired:?}"
+    );
+}
