@@ -24,6 +24,35 @@ pub fn key_limits() -> anyhow::Result<Option<Arc<LimitTable>>> {
     })
 }
 
+/// Notices of open waits (`cairn serve`): `CAIRN_NOTIFY_URL`, the
+/// receiver, and `CAIRN_NOTIFY_SECRET`, its Standard Webhooks secret
+/// (`whsec_` and base64); both or neither. `CAIRN_NOTIFY_LINK_TTL` (an
+/// age, default 3d): how long a link answers.
+pub fn notify() -> anyhow::Result<Option<cairn_server::NotifyOptions>> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let (url, secret) =
+        match (var("CAIRN_NOTIFY_URL"), var("CAIRN_NOTIFY_SECRET")) {
+            (None, None) => return Ok(None),
+            (Some(url), Some(secret)) => (url, secret),
+            _ => return Err(usage(
+                "set both CAIRN_NOTIFY_URL and CAIRN_NOTIFY_SECRET (whsec_ and base64), or neither",
+            )),
+        };
+    let url =
+        reqwest::Url::parse(url.trim()).map_err(|e| usage(format!("CAIRN_NOTIFY_URL: {e}")))?;
+    let link_ttl = match var("CAIRN_NOTIFY_LINK_TTL") {
+        Some(age) => {
+            cairn::parse_age(&age).map_err(|e| usage(format!("CAIRN_NOTIFY_LINK_TTL: {e}")))?
+        }
+        None => std::time::Duration::from_secs(3 * 86_400),
+    };
+    Ok(Some(cairn_server::NotifyOptions {
+        url,
+        secret: secret.trim().to_owned(),
+        link_ttl,
+    }))
+}
+
 /// The file environment variable `var` names, parsed; `None` when it is
 /// unset or empty.
 fn from_env<T>(

@@ -145,6 +145,20 @@ pub fn page(title: &str, viewer: &Viewer, body: Markup) -> Markup {
     }
 }
 
+/// A page reached by a notice's link: no navigation, no session (the
+/// link is the credential), `body` as given.
+pub fn link_page(title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head(title, false))
+            body {
+                main.login.link { (body) }
+            }
+        }
+    }
+}
+
 /// The sign-in page; `error` says why the last try failed.
 pub fn login_page(error: Option<&str>) -> Markup {
     html! {

@@ -24,6 +24,7 @@
 
 mod crews;
 mod form;
+mod links;
 mod sessions;
 mod waits;
 
@@ -70,6 +71,7 @@ fn table() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/workers", get(crews::workers)),
         ("/limits", get(limits)),
         ("/waits/{id}/answer", post(waits::answer)),
+        ("/links/{token}", get(links::confirm).post(links::answer)),
         ("/login", get(login_form).post(login)),
         ("/logout", post(logout)),
         (cairn_console::CSS_PATH, get(css)),
@@ -82,7 +84,13 @@ pub(crate) static PATHS: std::sync::LazyLock<Vec<&'static str>> =
     std::sync::LazyLock::new(|| table().into_iter().map(|(path, _)| path).collect());
 
 /// Of those, the ones reachable without a session.
-const OPEN: &[&str] = &["/login", cairn_console::CSS_PATH, cairn_console::JS_PATH];
+/// (A notice's link is its own credential: `links.rs`.)
+const OPEN: &[&str] = &[
+    "/login",
+    "/links/{token}",
+    cairn_console::CSS_PATH,
+    cairn_console::JS_PATH,
+];
 
 pub(crate) fn routes() -> Router<AppState> {
     table()

@@ -65,6 +65,9 @@ pub enum Error {
     /// The public URL is not an `http` or `https` URL with a host.
     #[error("the public URL `{url}` {reason}; give the address browsers use to reach this server, such as https://cairn.example.com")]
     PublicUrl { url: String, reason: &'static str },
+    /// The notices' settings do not work (their secret).
+    #[error("{0}")]
+    Notify(String),
 }
 
 /// An API failure: a status, a stable `code` and a message for the client.

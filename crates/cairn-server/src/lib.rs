@@ -60,6 +60,7 @@ mod extract;
 mod keys;
 mod listen;
 mod metrics;
+mod notify;
 mod people;
 mod retention;
 mod runner;
@@ -85,6 +86,7 @@ pub use api::OPENAPI_JSON;
 pub use auth::MIN_TOKEN_LEN;
 pub use crews::Crews;
 pub use error::{ApiError, Error};
+pub use notify::NotifyOptions;
 pub use serve::{
     serve, shutdown_signal, ServeOptions, Server, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
 };

@@ -131,6 +131,9 @@ pub struct ServeOptions {
     /// ([`cairn::LimitTable`], `CAIRN_LIMITS`), applied to a key no crew
     /// and no operator set limits for. Default none.
     pub key_limits: Option<std::sync::Arc<cairn::LimitTable>>,
+    /// Notices of open waits: a signed webhook per wait, with a link per
+    /// principal who may answer (`notify.rs`). Default none.
+    pub notify: Option<crate::notify::NotifyOptions>,
 }
 
 /// Tokens and the database password are left out, so options can be logged.
@@ -192,6 +195,7 @@ impl Default for ServeOptions {
             otel: None,
             prices: None,
             key_limits: None,
+            notify: None,
         }
     }
 }
@@ -227,6 +231,9 @@ impl Server {
                 len,
                 min: MIN_TOKEN_LEN,
             });
+        }
+        if let Some(notify) = &opts.notify {
+            crate::notify::Notifier::new(notify.clone(), String::new()).map_err(Error::Notify)?;
         }
         if let Some(url) = &opts.public_url {
             check_public_url(url)?;
@@ -326,6 +333,18 @@ impl Server {
             .otel
             .clone()
             .map(|c| cairn::otel::TraceExporter::start(state.engine(), c));
+        if let Some(notify) = opts.notify.clone() {
+            let base = match &opts.public_url {
+                Some(url) => url.to_string(),
+                None => format!("http://{addr}"),
+            };
+            match crate::notify::Notifier::new(notify, base) {
+                Ok(n) => {
+                    tokio::spawn(n.run(state.clone(), state.shutdown_signal()));
+                }
+                Err(e) => tracing::error!(error = %e, "notices are off"),
+            }
+        }
         let runner = (opts.concurrency > 0).then(|| {
             Runner::start(
                 state.engine().clone(),

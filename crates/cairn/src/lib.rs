@@ -34,6 +34,7 @@ mod error;
 pub mod holder;
 mod limits;
 mod load;
+mod notify;
 pub mod otel;
 pub mod people;
 mod retention;
@@ -61,6 +62,7 @@ pub use cairn_checkpoint::{
     Store, StoreStats, Submitted, Takeover, ThreadBudget, ThreadPage, ThreadSummary, WaitFilter,
     DEFAULT_MAX_CONNECTIONS as DEFAULT_DB_CONNECTIONS,
 };
+pub use cairn_checkpoint::{LinkRecord, NewLink, NoticeAttempt};
 /// The per-run event log's kinds and their typed payloads
 /// ([`event::payload`], one type per kind: [`EventData`]).
 pub use cairn_core::event;
@@ -100,6 +102,7 @@ pub use engine::{
     VersionRef,
 };
 pub use error::{Error, ErrorChain, ErrorClass};
+pub use notify::LinkUse;
 pub use people::{local_actor, Issued, OpenedSession, Session};
 pub use retention::{parse_age, BadAge};
 pub use standing::ChildrenWait;

@@ -119,6 +119,7 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
                 otel: crate::traces::config()?,
                 prices: crate::config::prices()?,
                 key_limits: crate::config::key_limits()?,
+                notify: crate::config::notify()?,
                 ..Default::default()
             })
             .await?;

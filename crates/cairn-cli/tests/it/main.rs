@@ -80,6 +80,7 @@ mod live;
 mod lost_ack;
 mod lost_call;
 mod mismatch;
+mod notices;
 mod operators;
 mod pooler;
 mod soak;

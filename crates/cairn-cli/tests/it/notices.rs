@@ -1,0 +1,181 @@
+//! Notices of open waits, between real processes: `cairn serve` opens a
+//! two-person wait while the webhook receiver is down, fails to deliver,
+//! and is SIGKILLed; the receiver comes back (verifying every signature
+//! with the Standard Webhooks library), the server restarts, and the
+//! notice arrives once, with the id it had before the kill and a link per
+//! approver. Opening a link changes nothing; its confirmation votes, once.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::Value;
+
+use crate::support::{post_form, serve, wait_until, Case, Kind, Served};
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const TOKEN: &str = "notices-token-0123456789";
+const PAY: &str = "name = \"pay\"\nversion = \"1\"\n[[agents]]\nrole = \"pay\"\n\
+    kind = \"template\"\ntemplate = \"paid {{ input.amount }}\"\napproval = \"before\"\n\
+    [agents.approvers]\nallow = [\"group:finance\"]\nrequired = 2\n";
+
+both_backends!(a_notice_survives_a_down_receiver_and_a_killed_server_and_its_link_votes_once);
+
+/// What the receiver got: each verified notice's id and body, and how
+/// many it refused.
+#[derive(Default)]
+struct Received {
+    notices: Vec<(String, Value)>,
+    refused: usize,
+}
+
+/// A receiver on `port` that verifies each POST with the spec's library.
+fn receiver(port: u16, got: Arc<Mutex<Received>>) -> tokio::runtime::Runtime {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.spawn(async move {
+        let hook = move |headers: HeaderMap, body: Bytes| {
+            let got = Arc::clone(&got);
+            async move {
+                let webhook = standardwebhooks::Webhook::new(SECRET).unwrap();
+                let mut got = got.lock().unwrap();
+                if webhook.verify(&body, &headers).is_err() {
+                    got.refused += 1;
+                    return StatusCode::BAD_REQUEST;
+                }
+                let id = headers["webhook-id"].to_str().unwrap().to_owned();
+                got.notices
+                    .push((id, serde_json::from_slice(&body).unwrap()));
+                StatusCode::NO_CONTENT
+            }
+        };
+        let app = axum::Router::new().route("/hook", axum::routing::post(hook));
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
+        axum::serve(listener, app).await.unwrap();
+    });
+    rt
+}
+
+fn serve_notifying(case: &Case, port: u16) -> Served {
+    let crews = crate::support::crews_dir(case, &[("pay.toml", PAY)]);
+    let hook = format!("http://127.0.0.1:{port}/hook");
+    let env = [
+        ("CAIRN_API_TOKENS", TOKEN),
+        ("CAIRN_NOTIFY_URL", hook.as_str()),
+        ("CAIRN_NOTIFY_SECRET", SECRET),
+    ];
+    serve(case, &["--crews", crews.to_str().unwrap()], &env)
+}
+
+fn a_notice_survives_a_down_receiver_and_a_killed_server_and_its_link_votes_once(kind: Kind) {
+    let case = Case::new(kind);
+    for name in ["ana", "bob"] {
+        let add = [
+            "principals",
+            "add",
+            name,
+            "--role",
+            "operator",
+            "--group",
+            "finance",
+        ];
+        case.cairn(&add).expect_code(0);
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let served = serve_notifying(&case, port);
+    let submit = [
+        "submit",
+        "pay",
+        "--input",
+        r#"{"amount": 9}"#,
+        "--server",
+        &served.url,
+    ];
+    case.raw(&[&submit[..], &["--token", TOKEN]].concat(), &[])
+        .expect_code(0);
+    let err = case.path("serve.err");
+    wait_until("a failed delivery", Duration::from_secs(30), || {
+        std::fs::read_to_string(&err)
+            .unwrap_or_default()
+            .contains("notice not delivered")
+    });
+    let waits = case
+        .cairn(&["waits", "list", "--json"])
+        .expect_code(0)
+        .json();
+    let wait = waits[0]["id"].as_str().unwrap().to_owned();
+    drop(served); // SIGKILL, between the wait's commit and any delivery
+
+    let got = Arc::new(Mutex::new(Received::default()));
+    let _receiver = receiver(port, Arc::clone(&got));
+    let served = serve_notifying(&case, port);
+    wait_until("the notice", Duration::from_secs(30), || {
+        !got.lock().unwrap().notices.is_empty()
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let (id, body) = {
+        let got = got.lock().unwrap();
+        assert_eq!(got.refused, 0, "every signature verifies");
+        assert_eq!(got.notices.len(), 1, "once: {:?}", got.notices);
+        got.notices[0].clone()
+    };
+    assert_eq!(
+        id,
+        format!("msg_{}", wait.replace('-', "")),
+        "the id it had before the kill"
+    );
+    assert_eq!(body["type"], "wait.opened");
+    assert_eq!(body["data"]["wait_id"], wait.as_str());
+    let links = body["data"]["links"].as_array().unwrap();
+    let people: Vec<&str> = links
+        .iter()
+        .map(|l| l["principal"].as_str().unwrap())
+        .collect();
+    assert_eq!(people, ["ana", "bob"]);
+
+    // Opening the link shows a confirmation and records nothing.
+    let url = links[0]["url"].as_str().unwrap();
+    let path = url
+        .strip_prefix(&served.url)
+        .expect("a link to this server");
+    let page = crate::support::get_text(&served.listen, path);
+    assert!(
+        page.contains("Answer as ana") && page.contains("Nothing is recorded"),
+        "{page}"
+    );
+    let audit = |action: &str| {
+        let all = case.cairn(&["audit", "--json"]).expect_code(0).json();
+        all.as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["action"] == action)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert!(audit("wait_voted").is_empty(), "a GET votes nothing");
+
+    let (status, page) = post_form(&served.listen, path, "decision=approve&reason=fine");
+    assert!(status.contains(" 200 "), "{status}: {page}");
+    assert!(
+        page.contains("Your approve was recorded. The wait is open."),
+        "{page}"
+    );
+    let voted = audit("wait_voted");
+    assert_eq!(voted.len(), 1, "{voted:?}");
+    assert_eq!(
+        (&voted[0]["principal"], &voted[0]["via"]),
+        (&Value::from("ana"), &Value::from("link"))
+    );
+    let (again, page) = post_form(&served.listen, path, "decision=approve");
+    assert!(
+        again.contains(" 410 ") && page.contains("used already"),
+        "{again}: {page}"
+    );
+    drop(served);
+}

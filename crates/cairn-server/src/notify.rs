@@ -1,0 +1,188 @@
+//! Notices of open waits, delivered by the server: a webhook POST per
+//! wait, signed as the Standard Webhooks specification says (`webhook-id`,
+//! `webhook-timestamp`, `webhook-signature`; receivers verify with the
+//! spec's libraries), carrying a signed link per principal who may answer.
+//! The waits table is the outbox (`cairn::Engine::due_notices`): a notice
+//! is due until a receiver acknowledges it (a 2xx), retried with a delay
+//! that grows with the wait's age, every attempt recorded; its id
+//! (`msg_<wait id>`) and body are the same on every attempt, in every
+//! process, so a receiver drops repeats by id. Chat tools are reached
+//! through the webhook. E-mail is not sent (not built).
+//!
+//! A link token is `cl_` and the HMAC-SHA256 of the wait and the principal
+//! under the webhook secret: the same on every attempt, never stored (its
+//! digest is). `GET /links/{token}` shows what it answers and changes
+//! nothing (mail scanners fetch links); only the confirmation's `POST`
+//! votes, once.
+
+use std::time::Duration;
+
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
+use sha2::Sha256;
+use tokio::sync::watch;
+
+use cairn::{NewLink, NoticeAttempt, WaitRecord};
+
+use crate::AppState;
+
+/// Where notices go and how they are signed.
+#[derive(Clone)]
+pub struct NotifyOptions {
+    /// The receiver's URL (`CAIRN_NOTIFY_URL`).
+    pub url: url::Url,
+    /// The signing secret, `whsec_` and base64 (`CAIRN_NOTIFY_SECRET`).
+    pub secret: String,
+    /// How long a link stays usable. Default 3 days.
+    pub link_ttl: Duration,
+}
+
+impl std::fmt::Debug for NotifyOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotifyOptions")
+            .field("url", &cairn::text::redact_url(self.url.as_str()))
+            .field("link_ttl", &self.link_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The longest wait between two attempts.
+const MAX_RETRY: Duration = Duration::from_secs(300);
+/// Notices delivered per pass.
+const BATCH: u32 = 32;
+
+/// Delivers due notices until the server shuts down.
+pub(crate) struct Notifier {
+    opts: NotifyOptions,
+    webhook: standardwebhooks::Webhook,
+    http: reqwest::Client,
+    /// The address links and the console are reached at.
+    base: String,
+}
+
+impl Notifier {
+    /// A notifier, or why its secret is not one.
+    pub fn new(opts: NotifyOptions, base: String) -> Result<Notifier, String> {
+        let webhook = standardwebhooks::Webhook::new(&opts.secret)
+            .map_err(|e| format!("CAIRN_NOTIFY_SECRET is not `whsec_` and base64: {e}"))?;
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| format!("cannot build the notifier's HTTP client: {e}"))?;
+        Ok(Notifier {
+            opts,
+            webhook,
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+        })
+    }
+
+    /// Delivers due notices every second until `shutdown`.
+    pub async fn run(self, state: AppState, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            if let Err(e) = self.pass(&state).await {
+                tracing::warn!(error = %cairn::ErrorChain(&e), "notices: a pass failed; trying again");
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = shutdown.wait_for(|stop| *stop) => return,
+            }
+        }
+    }
+
+    async fn pass(&self, state: &AppState) -> cairn::Result<()> {
+        for wait in state.engine().due_notices(BATCH).await? {
+            let attempt = self.deliver(state, &wait).await?;
+            if attempt.delivered {
+                tracing::info!(wait = %wait.id, "notice delivered");
+            } else {
+                tracing::warn!(wait = %wait.id, status = ?attempt.status, error = ?attempt.error, "notice not delivered; will retry");
+            }
+            state.engine().record_notice(&attempt).await?;
+        }
+        Ok(())
+    }
+
+    /// One attempt at wait `w`'s notice.
+    async fn deliver(&self, state: &AppState, w: &WaitRecord) -> cairn::Result<NoticeAttempt> {
+        let body = self.body(state, w).await?.to_string();
+        let id = format!("msg_{}", w.id.as_uuid().simple());
+        let now = chrono::Utc::now();
+        let age = (now - w.created_at).to_std().unwrap_or_default();
+        let mut attempt = NoticeAttempt {
+            wait: w.id,
+            delivered: false,
+            status: None,
+            error: None,
+            retry_in: (age / 4).clamp(Duration::from_secs(1), MAX_RETRY),
+        };
+        let signature = match self.webhook.sign(&id, now.timestamp(), body.as_bytes()) {
+            Ok(s) => s,
+            Err(e) => {
+                attempt.error = Some(format!("cannot sign: {e}"));
+                return Ok(attempt);
+            }
+        };
+        let sent = self
+            .http
+            .post(self.opts.url.clone())
+            .header("content-type", "application/json")
+            .header(standardwebhooks::HEADER_WEBHOOK_ID, &id)
+            .header(standardwebhooks::HEADER_WEBHOOK_TIMESTAMP, now.timestamp())
+            .header(standardwebhooks::HEADER_WEBHOOK_SIGNATURE, signature)
+            .body(body)
+            .send()
+            .await;
+        match sent {
+            Ok(r) => {
+                attempt.status = Some(r.status().as_u16());
+                attempt.delivered = r.status().is_success();
+                if !attempt.delivered {
+                    attempt.error = Some(format!("the receiver answered {}", r.status()));
+                }
+            }
+            Err(e) => attempt.error = Some(cairn::text::redact_url(&e.to_string())),
+        }
+        Ok(attempt)
+    }
+
+    /// The notice's body: what is asked, of whom, and a link per person.
+    async fn body(&self, state: &AppState, w: &WaitRecord) -> cairn::Result<Value> {
+        let ballot = state.engine().ballot(w.id).await?;
+        let people = state.engine().eligible(w.id).await?;
+        let mut links = Vec::with_capacity(people.len());
+        let mut issued = Vec::with_capacity(people.len());
+        for p in &people {
+            let token = self.link_token(w, &p.name);
+            issued.push(NewLink {
+                hash: cairn::people::digest(&token),
+                principal: p.name.clone(),
+                wait: w.id,
+                ttl: self.opts.link_ttl,
+            });
+            links.push(json!({"principal": p.name, "url": format!("{}/links/{token}", self.base)}));
+        }
+        state.engine().issue_links(&issued).await?;
+        Ok(json!({
+            "type": "wait.opened",
+            "timestamp": w.created_at,
+            "data": {
+                "wait_id": w.id, "run_id": w.run_id, "kind": w.kind, "step": w.step_idx,
+                "prompt": w.prompt, "deadline": w.deadline, "approvers": ballot.approvers,
+                "links": links, "console_url": format!("{}/waits", self.base),
+            }
+        }))
+    }
+
+    /// `cl_` and the hex HMAC-SHA256 of `wait:principal` under the secret.
+    fn link_token(&self, w: &WaitRecord, principal: &str) -> String {
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(self.opts.secret.as_bytes()) else {
+            // HMAC takes a key of any length; this arm is never taken.
+            return format!("cl_{}", cairn::people::secret());
+        };
+        mac.update(format!("{}:{principal}", w.id).as_bytes());
+        let bytes = mac.finalize().into_bytes();
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        format!("cl_{hex}")
+    }
+}
