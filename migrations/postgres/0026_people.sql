@@ -6,6 +6,7 @@ CREATE TABLE principals (
     name        TEXT PRIMARY KEY,
     role        TEXT NOT NULL CHECK (role IN ('viewer','operator','admin')),
     groups      JSONB NOT NULL,
+    email       TEXT,
     tenants     JSONB NOT NULL,
     token_id    TEXT NOT NULL UNIQUE,
     token_hash  TEXT NOT NULL,

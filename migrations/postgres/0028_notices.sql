@@ -1,14 +1,17 @@
 -- Notices of open waits (a webhook POST per wait, signed as Standard
 -- Webhooks say) and the signed links they carry. The wait's row, written
 -- in the transaction that opened it, is the outbox: a wait with no
--- delivered notice is due; `notices` records each wait's attempts.
+-- delivered notice on a channel (`webhook`, `mail`) is due; `notices`
+-- records each wait's attempts per channel.
 CREATE TABLE notices (
-    wait_id      UUID PRIMARY KEY REFERENCES waits (id) ON DELETE CASCADE,
+    wait_id      UUID NOT NULL REFERENCES waits (id) ON DELETE CASCADE,
+    channel      TEXT NOT NULL,
     attempts     INTEGER NOT NULL,
     next_at      TIMESTAMPTZ NOT NULL,
     delivered_at TIMESTAMPTZ,
     last_status  INTEGER,
-    last_error   TEXT
+    last_error   TEXT,
+    PRIMARY KEY (wait_id, channel)
 );
 -- A link lets one principal answer one wait once, until it expires; only
 -- the SHA-256 of its token is kept.

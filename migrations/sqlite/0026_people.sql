@@ -3,6 +3,7 @@ CREATE TABLE principals (
     name        TEXT PRIMARY KEY NOT NULL,
     role        TEXT NOT NULL CHECK (role IN ('viewer','operator','admin')),
     groups      TEXT NOT NULL,
+    email       TEXT,
     tenants     TEXT NOT NULL,
     token_id    TEXT NOT NULL UNIQUE,
     token_hash  TEXT NOT NULL,

@@ -1,11 +1,13 @@
 -- As PostgreSQL's: notices of open waits and their signed links.
 CREATE TABLE notices (
-    wait_id      TEXT PRIMARY KEY NOT NULL REFERENCES waits (id) ON DELETE CASCADE,
+    wait_id      TEXT NOT NULL REFERENCES waits (id) ON DELETE CASCADE,
+    channel      TEXT NOT NULL,
     attempts     INTEGER NOT NULL,
     next_at      TEXT NOT NULL,
     delivered_at TEXT,
     last_status  INTEGER,
-    last_error   TEXT
+    last_error   TEXT,
+    PRIMARY KEY (wait_id, channel)
 );
 CREATE TABLE links (
     hash         TEXT PRIMARY KEY NOT NULL,

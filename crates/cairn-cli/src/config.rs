@@ -24,22 +24,34 @@ pub fn key_limits() -> anyhow::Result<Option<Arc<LimitTable>>> {
     })
 }
 
-/// Notices of open waits (`cairn serve`): `CAIRN_NOTIFY_URL`, the
-/// receiver, and `CAIRN_NOTIFY_SECRET`, its Standard Webhooks secret
-/// (`whsec_` and base64); both or neither. `CAIRN_NOTIFY_LINK_TTL` (an
-/// age, default 3d): how long a link answers.
+/// Notices of open waits (`cairn serve`): `CAIRN_NOTIFY_URL`, a webhook
+/// receiver, and/or `CAIRN_SMTP_URL` (`smtp://HOST:PORT`, a relay) with
+/// `CAIRN_SMTP_FROM`; `CAIRN_NOTIFY_SECRET` (`whsec_` and base64) signs
+/// the webhooks and the links, and is needed with either.
+/// `CAIRN_NOTIFY_LINK_TTL` (an age, default 3d): how long a link answers.
 pub fn notify() -> anyhow::Result<Option<cairn_server::NotifyOptions>> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    let (url, secret) =
-        match (var("CAIRN_NOTIFY_URL"), var("CAIRN_NOTIFY_SECRET")) {
-            (None, None) => return Ok(None),
-            (Some(url), Some(secret)) => (url, secret),
-            _ => return Err(usage(
-                "set both CAIRN_NOTIFY_URL and CAIRN_NOTIFY_SECRET (whsec_ and base64), or neither",
+    let (url, smtp) = (var("CAIRN_NOTIFY_URL"), var("CAIRN_SMTP_URL"));
+    let secret = var("CAIRN_NOTIFY_SECRET");
+    if url.is_none() && smtp.is_none() {
+        return match secret {
+            Some(_) => Err(usage(
+                "CAIRN_NOTIFY_SECRET is set but neither CAIRN_NOTIFY_URL nor CAIRN_SMTP_URL: \
+                 set where notices go, or unset the secret",
             )),
+            None => Ok(None),
         };
-    let url =
-        reqwest::Url::parse(url.trim()).map_err(|e| usage(format!("CAIRN_NOTIFY_URL: {e}")))?;
+    }
+    let secret = secret.ok_or_else(|| {
+        usage("set CAIRN_NOTIFY_SECRET (whsec_ and base64): it signs the notices and their links")
+    })?;
+    let url = url
+        .map(|u| reqwest::Url::parse(u.trim()).map_err(|e| usage(format!("CAIRN_NOTIFY_URL: {e}"))))
+        .transpose()?;
+    let from = var("CAIRN_SMTP_FROM").unwrap_or_else(|| "cairn@localhost".to_owned());
+    let mail = smtp
+        .map(|s| cairn_server::MailOptions::parse(s.trim(), from.trim()).map_err(usage))
+        .transpose()?;
     let link_ttl = match var("CAIRN_NOTIFY_LINK_TTL") {
         Some(age) => {
             cairn::parse_age(&age).map_err(|e| usage(format!("CAIRN_NOTIFY_LINK_TTL: {e}")))?
@@ -48,6 +60,7 @@ pub fn notify() -> anyhow::Result<Option<cairn_server::NotifyOptions>> {
     };
     Ok(Some(cairn_server::NotifyOptions {
         url,
+        mail,
         secret: secret.trim().to_owned(),
         link_ttl,
     }))

@@ -108,6 +108,31 @@ pub struct NewPrincipal {
     pub groups: Vec<String>,
     #[serde(default)]
     pub tenants: Vec<Tenant>,
+    /// Where its notices are mailed (with `CAIRN_SMTP_URL`), if anywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+}
+
+/// The longest e-mail address, in bytes.
+pub const MAX_EMAIL_BYTES: usize = 254;
+
+/// Checks an e-mail address as far as a mail relay needs: one `@` with
+/// text on both sides, no space, control character or angle bracket, at
+/// most [`MAX_EMAIL_BYTES`] bytes (the relay says whether it exists).
+pub fn check_email(email: &str) -> Result<(), BadPrincipal> {
+    let shape = email.split_once('@').is_some_and(|(local, domain)| {
+        !local.is_empty() && domain.contains('.') && !domain.contains('@')
+    });
+    let clean = !email
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || "<>\",;".contains(c));
+    match shape && clean && email.len() <= MAX_EMAIL_BYTES {
+        true => Ok(()),
+        false => Err(BadPrincipal::new(
+            email,
+            "is not an e-mail address: one `@`, a domain with a dot, no space, `<`, `>`, `,` or `;`",
+        )),
+    }
 }
 
 impl NewPrincipal {
@@ -116,6 +141,9 @@ impl NewPrincipal {
         check_name(&self.name)?;
         for group in &self.groups {
             check_name(group)?;
+        }
+        if let Some(email) = &self.email {
+            check_email(email)?;
         }
         self.groups.sort();
         self.groups.dedup();
@@ -133,6 +161,9 @@ pub struct Principal {
     pub groups: Vec<String>,
     /// The tenants it may submit as; empty: any.
     pub tenants: Vec<Tenant>,
+    /// Where its notices are mailed, if anywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
     /// The public part of its current token (`cairn_<token_id>_…`), which
     /// the audit names; the token's secret is stored only as a digest.
     pub token_id: String,
@@ -286,6 +317,7 @@ mod tests {
             role: Access::Operator,
             groups: vec![],
             tenants: vec![],
+            email: None,
             token_id: "t".into(),
             created_at: Utc::now(),
             created_by: "root".into(),
@@ -296,6 +328,23 @@ mod tests {
         assert!(p.may_submit_as(Some(&acme)));
         assert!(!p.may_submit_as(Some(&other)));
         assert!(!p.may_submit_as(None));
+    }
+
+    #[test]
+    fn an_email_is_checked_as_far_as_a_relay_needs() {
+        for ok in ["ana@example.com", "a.b+c@mail.example.org"] {
+            assert_eq!(check_email(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "ana",
+            "@example.com",
+            "ana@localhost",
+            "a b@x.io",
+            "a@x.io>",
+            "a@b@c.io",
+        ] {
+            assert!(check_email(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub use api::OPENAPI_JSON;
 pub use auth::MIN_TOKEN_LEN;
 pub use crews::Crews;
 pub use error::{ApiError, Error};
-pub use notify::NotifyOptions;
+pub use notify::{MailOptions, NotifyOptions};
 pub use serve::{
     serve, shutdown_signal, ServeOptions, Server, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
 };

@@ -7,7 +7,8 @@
 //! that grows with the wait's age, every attempt recorded; its id
 //! (`msg_<wait id>`) and body are the same on every attempt, in every
 //! process, so a receiver drops repeats by id. Chat tools are reached
-//! through the webhook. E-mail is not sent (not built).
+//! through the webhook. With an SMTP relay, each principal who may answer
+//! and has an address is mailed its link too (`mail.rs`).
 //!
 //! A link token is `cl_` and the HMAC-SHA256 of the wait and the principal
 //! under the webhook secret: the same on every attempt, never stored (its
@@ -22,15 +23,20 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 use tokio::sync::watch;
 
-use cairn::{NewLink, NoticeAttempt, WaitRecord};
+use cairn::{NewLink, NoticeAttempt, Principal, WaitRecord};
 
 use crate::AppState;
+
+mod mail;
+pub use mail::MailOptions;
 
 /// Where notices go and how they are signed.
 #[derive(Clone)]
 pub struct NotifyOptions {
-    /// The receiver's URL (`CAIRN_NOTIFY_URL`).
-    pub url: url::Url,
+    /// The receiver's URL (`CAIRN_NOTIFY_URL`); none: no webhook.
+    pub url: Option<url::Url>,
+    /// The SMTP relay notices are mailed through; none: no mail.
+    pub mail: Option<MailOptions>,
     /// The signing secret, `whsec_` and base64 (`CAIRN_NOTIFY_SECRET`).
     pub secret: String,
     /// How long a link stays usable. Default 3 days.
@@ -40,7 +46,14 @@ pub struct NotifyOptions {
 impl std::fmt::Debug for NotifyOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NotifyOptions")
-            .field("url", &cairn::text::redact_url(self.url.as_str()))
+            .field(
+                "url",
+                &self
+                    .url
+                    .as_ref()
+                    .map(|u| cairn::text::redact_url(u.as_str())),
+            )
+            .field("mail", &self.mail)
             .field("link_ttl", &self.link_ttl)
             .finish_non_exhaustive()
     }
@@ -91,30 +104,46 @@ impl Notifier {
     }
 
     async fn pass(&self, state: &AppState) -> cairn::Result<()> {
-        for wait in state.engine().due_notices(BATCH).await? {
-            let attempt = self.deliver(state, &wait).await?;
-            if attempt.delivered {
-                tracing::info!(wait = %wait.id, "notice delivered");
-            } else {
-                tracing::warn!(wait = %wait.id, status = ?attempt.status, error = ?attempt.error, "notice not delivered; will retry");
+        if let Some(url) = &self.opts.url {
+            self.webhooks(state, url).await?;
+        }
+        if let Some(mail) = &self.opts.mail {
+            for wait in state.engine().due_notices("mail", BATCH).await? {
+                let people = self.links(state, &wait).await?;
+                let attempt = mail::send(mail, &wait, &people, retry_in(&wait)).await;
+                log(&attempt);
+                state.engine().record_notice(&attempt).await?;
             }
+        }
+        Ok(())
+    }
+
+    async fn webhooks(&self, state: &AppState, url: &url::Url) -> cairn::Result<()> {
+        for wait in state.engine().due_notices("webhook", BATCH).await? {
+            let attempt = self.deliver(state, url, &wait).await?;
+            log(&attempt);
             state.engine().record_notice(&attempt).await?;
         }
         Ok(())
     }
 
-    /// One attempt at wait `w`'s notice.
-    async fn deliver(&self, state: &AppState, w: &WaitRecord) -> cairn::Result<NoticeAttempt> {
+    /// One attempt at wait `w`'s webhook.
+    async fn deliver(
+        &self,
+        state: &AppState,
+        url: &url::Url,
+        w: &WaitRecord,
+    ) -> cairn::Result<NoticeAttempt> {
         let body = self.body(state, w).await?.to_string();
         let id = format!("msg_{}", w.id.as_uuid().simple());
         let now = chrono::Utc::now();
-        let age = (now - w.created_at).to_std().unwrap_or_default();
         let mut attempt = NoticeAttempt {
             wait: w.id,
+            channel: "webhook",
             delivered: false,
             status: None,
             error: None,
-            retry_in: (age / 4).clamp(Duration::from_secs(1), MAX_RETRY),
+            retry_in: retry_in(w),
         };
         let signature = match self.webhook.sign(&id, now.timestamp(), body.as_bytes()) {
             Ok(s) => s,
@@ -125,7 +154,7 @@ impl Notifier {
         };
         let sent = self
             .http
-            .post(self.opts.url.clone())
+            .post(url.clone())
             .header("content-type", "application/json")
             .header(standardwebhooks::HEADER_WEBHOOK_ID, &id)
             .header(standardwebhooks::HEADER_WEBHOOK_TIMESTAMP, now.timestamp())
@@ -146,13 +175,17 @@ impl Notifier {
         Ok(attempt)
     }
 
-    /// The notice's body: what is asked, of whom, and a link per person.
-    async fn body(&self, state: &AppState, w: &WaitRecord) -> cairn::Result<Value> {
-        let ballot = state.engine().ballot(w.id).await?;
+    /// The people who may answer `w`, each with their link (issued: the
+    /// same link on every channel and attempt).
+    async fn links(
+        &self,
+        state: &AppState,
+        w: &WaitRecord,
+    ) -> cairn::Result<Vec<(Principal, String)>> {
         let people = state.engine().eligible(w.id).await?;
-        let mut links = Vec::with_capacity(people.len());
         let mut issued = Vec::with_capacity(people.len());
-        for p in &people {
+        let mut links = Vec::with_capacity(people.len());
+        for p in people {
             let token = self.link_token(w, &p.name);
             issued.push(NewLink {
                 hash: cairn::people::digest(&token),
@@ -160,9 +193,21 @@ impl Notifier {
                 wait: w.id,
                 ttl: self.opts.link_ttl,
             });
-            links.push(json!({"principal": p.name, "url": format!("{}/links/{token}", self.base)}));
+            links.push((p, format!("{}/links/{token}", self.base)));
         }
         state.engine().issue_links(&issued).await?;
+        Ok(links)
+    }
+
+    /// The notice's body: what is asked, of whom, and a link per person.
+    async fn body(&self, state: &AppState, w: &WaitRecord) -> cairn::Result<Value> {
+        let ballot = state.engine().ballot(w.id).await?;
+        let links: Vec<Value> = self
+            .links(state, w)
+            .await?
+            .into_iter()
+            .map(|(p, url)| json!({"principal": p.name, "url": url}))
+            .collect();
         Ok(json!({
             "type": "wait.opened",
             "timestamp": w.created_at,
@@ -184,5 +229,23 @@ impl Notifier {
         let bytes = mac.finalize().into_bytes();
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         format!("cl_{hex}")
+    }
+}
+
+/// When to try a wait's notice again: a quarter of the wait's age, from
+/// 1 s to [`MAX_RETRY`] (a fresh wait is retried soon, an old one rarely).
+fn retry_in(w: &WaitRecord) -> Duration {
+    let age = (chrono::Utc::now() - w.created_at)
+        .to_std()
+        .unwrap_or_default();
+    (age / 4).clamp(Duration::from_secs(1), MAX_RETRY)
+}
+
+fn log(attempt: &NoticeAttempt) {
+    let (wait, channel) = (attempt.wait, attempt.channel);
+    if attempt.delivered {
+        tracing::info!(%wait, channel, "notice delivered");
+    } else {
+        tracing::warn!(%wait, channel, status = ?attempt.status, error = ?attempt.error, "notice not delivered; will retry");
     }
 }

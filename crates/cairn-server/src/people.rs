@@ -267,6 +267,9 @@ pub(crate) struct AddBody {
     groups: Vec<String>,
     #[serde(default)]
     tenants: Vec<String>,
+    /// Where its notices are mailed.
+    #[serde(default)]
+    email: Option<String>,
 }
 
 /// `POST /v1/principals` (admins): 201 with the principal and its token,
@@ -291,6 +294,7 @@ pub(crate) async fn add(
         role,
         groups: body.groups,
         tenants,
+        email: body.email,
     };
     let issued = state
         .engine()

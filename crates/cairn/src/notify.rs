@@ -27,9 +27,10 @@ pub enum LinkUse {
 }
 
 impl Engine {
-    /// Open waits whose notice is due, oldest first.
-    pub async fn due_notices(&self, limit: u32) -> Result<Vec<WaitRecord>> {
-        Ok(self.store().due_notices(limit).await?)
+    /// Open waits whose notice on `channel` (`webhook`, `mail`) is due,
+    /// oldest first.
+    pub async fn due_notices(&self, channel: &str, limit: u32) -> Result<Vec<WaitRecord>> {
+        Ok(self.store().due_notices(channel, limit).await?)
     }
 
     /// Records an attempt to deliver a wait's notice.

@@ -13,6 +13,8 @@ use crate::Result;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoticeAttempt {
     pub wait: WaitId,
+    /// `webhook` or `mail`.
+    pub channel: &'static str,
     /// The receiver acknowledged it (a 2xx).
     pub delivered: bool,
     /// Its HTTP status, if it answered.
@@ -46,9 +48,9 @@ pub struct LinkRecord {
 /// Notices and links.
 #[async_trait]
 pub trait NoticeStore: Send + Sync + 'static {
-    /// Open waits whose notice was not delivered and is due (never tried,
-    /// or its retry time passed), oldest first, at most `limit`.
-    async fn due_notices(&self, limit: u32) -> Result<Vec<WaitRecord>>;
+    /// Open waits whose notice on `channel` was not delivered and is due
+    /// (never tried, or its retry time passed), oldest first, at most `limit`.
+    async fn due_notices(&self, channel: &str, limit: u32) -> Result<Vec<WaitRecord>>;
 
     /// Records an attempt to deliver a wait's notice.
     async fn record_notice(&self, attempt: &NoticeAttempt) -> Result<()>;

@@ -15,17 +15,19 @@ use super::boundary::{bounded, placed};
 use super::storable::text_ok;
 use super::{ScriptHost, TxKind};
 
-async fn due_in(c: &mut Conn<'_>, limit: u32) -> Result<Vec<WaitRecord>> {
+async fn due_in(c: &mut Conn<'_>, channel: &str, limit: u32) -> Result<Vec<WaitRecord>> {
     let rows = c
         .fetch_all(
             query(concat!(
                 "SELECT ",
                 wait_cols!(),
                 " FROM waits WHERE status = 'open' AND NOT EXISTS (SELECT 1 FROM notices n \
-                 WHERE n.wait_id = waits.id AND (n.delivered_at IS NOT NULL \
+                 WHERE n.wait_id = waits.id AND n.channel = :channel \
+                 AND (n.delivered_at IS NOT NULL \
                  OR n.next_at > {now})) ORDER BY created_at, id LIMIT :limit"
             ))
-            .bind("limit", limit),
+            .bind("limit", limit)
+            .bind("channel", channel),
         )
         .await?;
     rows.iter().map(decode_wait).collect()
@@ -34,14 +36,15 @@ async fn due_in(c: &mut Conn<'_>, limit: u32) -> Result<Vec<WaitRecord>> {
 async fn record_in(c: &mut Conn<'_>, a: &NoticeAttempt) -> Result<()> {
     c.execute(
         query(
-            "INSERT INTO notices (wait_id, attempts, next_at, delivered_at, last_status, \
-             last_error) VALUES (:wait, 1, {later:secs}, \
+            "INSERT INTO notices (wait_id, channel, attempts, next_at, delivered_at, \
+             last_status, last_error) VALUES (:wait, :channel, 1, {later:secs}, \
              CASE WHEN :delivered THEN {now} ELSE NULL END, :status, :error) \
-             ON CONFLICT (wait_id) DO UPDATE SET attempts = notices.attempts + 1, \
+             ON CONFLICT (wait_id, channel) DO UPDATE SET attempts = notices.attempts + 1, \
              next_at = excluded.next_at, delivered_at = excluded.delivered_at, \
              last_status = excluded.last_status, last_error = excluded.last_error",
         )
         .bind("wait", a.wait)
+        .bind("channel", a.channel)
         .bind("secs", a.retry_in.as_secs_f64())
         .bind("delivered", a.delivered)
         .bind("status", a.status.map(i64::from))
@@ -113,8 +116,12 @@ async fn consume_in(c: &mut Conn<'_>, hash: &str) -> Result<Option<LinkRecord>> 
 
 #[async_trait]
 impl<H: ScriptHost> NoticeStore for H {
-    async fn due_notices(&self, limit: u32) -> Result<Vec<WaitRecord>> {
-        let read = self.tx(TxKind::Single, script!(|c| due_in(c, limit).await));
+    async fn due_notices(&self, channel: &str, limit: u32) -> Result<Vec<WaitRecord>> {
+        let channel = channel.to_owned();
+        let read = self.tx(
+            TxKind::Single,
+            script!(|c| due_in(c, &channel, limit).await),
+        );
         placed(self.target(), None, read).await
     }
 

@@ -17,7 +17,8 @@ use super::{ScriptHost, TxKind};
 /// The columns [`decode`] reads.
 macro_rules! cols {
     () => {
-        "name, role, groups, tenants, token_id, token_hash, created_at, created_by, disabled_at"
+        "name, role, groups, tenants, email, token_id, token_hash, created_at, created_by, \
+         disabled_at"
     };
 }
 
@@ -42,6 +43,7 @@ fn decode(row: &Row) -> Result<Credential> {
         principal: Principal {
             groups: list("groups")?,
             tenants,
+            email: row.opt_text("email")?,
             role,
             token_id: row.text("token_id")?,
             created_at: row.time("created_at", nil, "a principal's creation")?,
@@ -88,14 +90,15 @@ async fn add_in(
     let inserted = c
         .execute(
             query(
-                "INSERT INTO principals (name, role, groups, tenants, token_id, token_hash, \
-                 created_at, created_by) VALUES (:name, :role, :groups, :tenants, :token_id, \
-                 :hash, {now}, :by) ON CONFLICT (name) DO NOTHING",
+                "INSERT INTO principals (name, role, groups, tenants, email, token_id, \
+                 token_hash, created_at, created_by) VALUES (:name, :role, :groups, :tenants, \
+                 :email, :token_id, :hash, {now}, :by) ON CONFLICT (name) DO NOTHING",
             )
             .bind("name", new.name.as_str())
             .bind("role", new.role.as_str())
             .bind("groups", json!(new.groups))
             .bind("tenants", json!(new.tenants))
+            .bind("email", new.email.as_deref())
             .bind("token_id", token.id.as_str())
             .bind("hash", token.hash.as_str())
             .bind("by", by.by.as_str()),

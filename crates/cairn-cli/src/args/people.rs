@@ -20,6 +20,9 @@ pub enum PrincipalsCommand {
         /// A tenant it may submit as (repeatable; none: any).
         #[arg(long = "tenant", value_name = "T")]
         tenants: Vec<String>,
+        /// Where its notices are mailed (with CAIRN_SMTP_URL).
+        #[arg(long)]
+        email: Option<String>,
     },
     /// List principals (never a token).
     List,

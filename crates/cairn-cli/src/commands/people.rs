@@ -22,8 +22,10 @@ pub async fn principals(
             role,
             groups,
             tenants,
+            email,
         } => {
             let new = new_principal(name, &role, groups, tenants)?;
+            let new = NewPrincipal { email, ..new };
             // A principal may be added before anything ran: the database
             // is created, as a submit would.
             let issued = to.connect(true).await?.add_principal(&new).await?;
@@ -66,6 +68,7 @@ fn new_principal(
         role,
         groups,
         tenants,
+        email: None,
     })
 }
 

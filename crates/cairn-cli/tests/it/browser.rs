@@ -19,6 +19,7 @@
 mod answers;
 mod approvals;
 mod fanout;
+mod mail;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -38,6 +38,7 @@ async fn token(api: &Api, name: &str) -> String {
         role: Access::Operator,
         groups: vec!["finance".into()],
         tenants: vec![],
+        email: None,
     };
     let issued = api.engine.add_principal(new, &Actor::new("test")).await;
     issued.unwrap().token

@@ -32,6 +32,7 @@ async fn add(api: &Api, name: &str, role: Access, tenants: &[&str]) -> String {
         role,
         groups: vec![],
         tenants: tenants.iter().map(|t| Tenant::new(*t).unwrap()).collect(),
+        email: None,
     };
     let issued = api.engine.add_principal(new, &Actor::new("test")).await;
     issued.unwrap().token

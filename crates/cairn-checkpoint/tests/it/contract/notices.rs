@@ -21,6 +21,7 @@ both!(
 fn attempt(wait: WaitId, delivered: bool, retry_in: Duration) -> NoticeAttempt {
     NoticeAttempt {
         wait,
+        channel: "webhook",
         delivered,
         status: Some(if delivered { 204 } else { 503 }),
         error: (!delivered).then(|| "the receiver is down".to_owned()),
@@ -30,7 +31,7 @@ fn attempt(wait: WaitId, delivered: bool, retry_in: Duration) -> NoticeAttempt {
 
 async fn due(store: &Db) -> Vec<WaitId> {
     store
-        .due_notices(10)
+        .due_notices("webhook", 10)
         .await
         .unwrap()
         .iter()
@@ -65,6 +66,8 @@ async fn a_notice_is_due_until_delivered_and_not_once_its_wait_closed(kind: Kind
         .await
         .unwrap();
     assert!(due(&store).await.is_empty(), "delivered");
+    let mail = store.due_notices("mail", 10).await.unwrap();
+    assert_eq!(mail.len(), 2, "each channel is its own: {mail:?}");
 
     let c = waiting(&store, "sam", finance_two()).await;
     let local = Actor::new("root").from(Origin {

@@ -42,6 +42,7 @@ fn ana() -> NewPrincipal {
         role: Access::Operator,
         groups: vec!["finance".into()],
         tenants: vec![Tenant::new("acme").unwrap()],
+        email: Some("ana@example.com".into()),
     }
 }
 
@@ -54,6 +55,7 @@ async fn a_principal_is_stored_once_found_by_its_token_and_audited(kind: Kind) {
         .unwrap();
     assert_eq!((added.name.as_str(), added.role), ("ana", Access::Operator));
     assert_eq!(added.groups, ["finance"]);
+    assert_eq!(added.email.as_deref(), Some("ana@example.com"));
     assert_eq!(added.tenants, [Tenant::new("acme").unwrap()]);
     assert_eq!(
         (added.token_id.as_str(), added.created_by.as_str()),

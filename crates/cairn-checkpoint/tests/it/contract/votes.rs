@@ -39,6 +39,7 @@ async fn principal(store: &Db, name: &str, groups: &[&str]) {
         role: Access::Operator,
         groups: groups.iter().map(|g| (*g).to_owned()).collect(),
         tenants: vec![],
+        email: None,
     };
     let token = cairn_checkpoint::TokenDigest {
         id: format!("id-{name}"),
