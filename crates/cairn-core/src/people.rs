@@ -273,6 +273,26 @@ pub struct AuditEntry {
     pub detail: serde_json::Value,
 }
 
+impl AuditEntry {
+    /// An entry of `action` by `by`, from where its origin says (`local`
+    /// when it does not), about nothing in particular yet: set `run_id` or
+    /// `wait_id` with struct update. Its `id` and `at` are the store's.
+    pub fn of(by: &crate::Actor, action: &str, detail: serde_json::Value) -> AuditEntry {
+        AuditEntry {
+            id: 0,
+            at: Utc::now(),
+            principal: by.by.clone(),
+            via: by.origin.via.unwrap_or(Via::Local),
+            token: by.origin.token.clone(),
+            client: by.origin.client.clone(),
+            action: action.to_owned(),
+            run_id: None,
+            wait_id: None,
+            detail,
+        }
+    }
+}
+
 /// Which audit entries to list, oldest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuditFilter {

@@ -154,21 +154,20 @@ impl Caller {
 /// Audits a refusal of `caller` (its role, its tenants) as `refused`, with
 /// what was asked; a failure to record it is logged, never in its place.
 pub(crate) async fn audit_refusal(state: &AppState, caller: &Caller, detail: serde_json::Value) {
-    let origin = caller.origin(None);
-    let entry = AuditEntry {
-        id: 0,
-        at: Utc::now(),
-        principal: caller.name.clone(),
-        via: caller.via,
-        token: origin.token,
-        client: origin.client,
-        action: "refused".to_owned(),
-        run_id: None,
-        wait_id: None,
-        detail,
-    };
+    record(state, &caller.actor(None, None), "refused", detail).await;
+}
+
+/// Audits `action` by `actor` that no run event records (a provider key's
+/// pause or limits), right after it: a failure to record it is logged.
+pub(crate) async fn record(
+    state: &AppState,
+    actor: &Actor,
+    action: &str,
+    detail: serde_json::Value,
+) {
+    let entry = AuditEntry::of(actor, action, detail);
     if let Err(e) = state.engine().record_audit(&entry).await {
-        tracing::warn!(error = %cairn::ErrorChain(&e), "could not audit a refusal");
+        tracing::warn!(error = %cairn::ErrorChain(&e), action, "could not audit");
     }
 }
 

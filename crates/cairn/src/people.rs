@@ -201,17 +201,10 @@ impl Engine {
         by: &Actor,
         why: &cairn_checkpoint::Error,
     ) {
+        let detail = serde_json::json!({"decision": answer.decision(), "why": why.to_string()});
         let entry = AuditEntry {
-            id: 0,
-            at: chrono::Utc::now(),
-            principal: by.by.clone(),
-            via: by.origin.via.unwrap_or(Via::Local),
-            token: by.origin.token.clone(),
-            client: by.origin.client.clone(),
-            action: "refused".to_owned(),
-            run_id: None,
             wait_id: Some(wait),
-            detail: serde_json::json!({"decision": answer.decision(), "why": why.to_string()}),
+            ..AuditEntry::of(by, "refused", detail)
         };
         if let Err(e) = self.store().record(&entry).await {
             tracing::warn!(%wait, error = %crate::ErrorChain(&e), "could not audit a refused answer");

@@ -2,7 +2,7 @@
 //! principal writes its audit entry in its own transaction.
 
 use async_trait::async_trait;
-use cairn_core::{Access, Actor, AuditEntry, NewPrincipal, Principal, Tenant, Via};
+use cairn_core::{Access, Actor, AuditEntry, NewPrincipal, Principal, Tenant};
 use serde_json::{json, Value};
 
 use crate::contract::{Credential, NewSession, PeopleStore, SessionRecord, TokenDigest};
@@ -66,19 +66,7 @@ async fn find_in(c: &mut Conn<'_>, name: &str) -> Result<Principal> {
 
 /// The audit entry of a change to principal `name` by `by`.
 async fn audited(c: &mut Conn<'_>, by: &Actor, action: &str, detail: Value) -> Result<()> {
-    let entry = AuditEntry {
-        id: 0,
-        at: chrono::Utc::now(),
-        principal: by.by.clone(),
-        via: by.origin.via.unwrap_or(Via::Local),
-        token: by.origin.token.clone(),
-        client: by.origin.client.clone(),
-        action: action.to_owned(),
-        run_id: None,
-        wait_id: None,
-        detail,
-    };
-    super::audited::record_in(c, &entry).await
+    super::audited::record_in(c, &AuditEntry::of(by, action, detail)).await
 }
 
 async fn add_in(

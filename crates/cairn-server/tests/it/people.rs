@@ -211,4 +211,22 @@ async fn principals_and_the_audit_are_admin_routes(kind: Kind) {
     assert_eq!(entry["detail"]["name"], "fin");
     let as_fin = call(&api, token, Method::GET, "/v1/audit", None).await;
     as_fin.assert_error(StatusCode::FORBIDDEN, "forbidden");
+
+    // A provider key's pause is audited too (no run event records it).
+    let pause = json!({"key": "provider=openai,url=http://x/v1,key=K", "for": "1m"});
+    let paused = call(
+        &api,
+        ENV_TOKEN,
+        Method::POST,
+        "/v1/limits/pause",
+        Some(pause),
+    )
+    .await;
+    assert_eq!(paused.status, StatusCode::OK, "{}", paused.text);
+    let all = api.engine.audit(&AuditFilter::default()).await.unwrap();
+    let last = all.last().unwrap();
+    assert_eq!(
+        (last.action.as_str(), last.principal.as_str()),
+        ("key_paused", "api")
+    );
 }

@@ -223,7 +223,7 @@ fn operator_samples() -> Vec<(EventKind, Value)> {
         (
             EventKind::WaitAnswered,
             json!({"wait": WAIT, "kind": "approval", "idx": 0,
-            "answer": {"decision": "approve"}, "by": "bob", "reason": null,
+            "answer": {"decision": "approve"}, "by": "bob",
             "via": "api", "token": "a1b2c3d4e5f6", "client": "10.0.0.7", "note": "bobby",
             "votes": [{"by": "ana", "decision": "approve", "via": "console"},
                       {"by": "bob", "decision": "approve", "via": "api"}]}),
