@@ -290,6 +290,9 @@ pub struct RunPage<'a> {
     pub journals: &'a Journals,
     /// The run's waits (any status), whose time its durations leave out.
     pub waits: &'a [WaitRecord],
+    /// The open waits whose policy does not admit the viewer: shown,
+    /// without answer forms.
+    pub not_theirs: &'a [cairn::WaitId],
     /// What the server lets this page offer.
     pub offer: Offer<'a>,
     pub csrf: &'a str,
@@ -327,7 +330,7 @@ pub fn run_page(p: &RunPage<'_>) -> Markup {
         div #live data-live=[live] {
         h1 { "Run " code { (run.id) } }
         (run_header(p))
-        (waits::run_waits(run, p.waits, p.csrf, p.now))
+        (waits::run_waits(run, p.waits, p.not_theirs, p.csrf, p.now))
         (waits::children_waits(p.view))
         (children_table(&p.view.children))
         (run_actions(p))

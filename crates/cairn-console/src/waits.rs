@@ -22,6 +22,9 @@ pub struct WaitCard {
     pub parents: Vec<cairn::ChildOf>,
     /// Its approver policy and the votes so far (no policy: any operator).
     pub ballot: cairn::Ballot,
+    /// Whether the viewer's answer would count (else no answer form: the
+    /// server refuses it anyway).
+    pub theirs: bool,
 }
 
 /// Which page an answer form came from, and so where its answer lands.
@@ -62,7 +65,7 @@ pub fn waits_page(
                 }
                 (wait_facts(card, now))
                 (asks(w, &card.role))
-                (answer_forms(w, csrf, Back::Waits))
+                (answer_forms(w, if card.theirs { csrf } else { "" }, Back::Waits))
             }
         }
     }
@@ -127,6 +130,7 @@ fn approvals(policy: &cairn::Approvers, votes: &[cairn::event::payload::CastVote
 pub(crate) fn run_waits(
     run: &RunRecord,
     waits: &[WaitRecord],
+    not_theirs: &[cairn::WaitId],
     csrf: &str,
     now: DateTime<Utc>,
 ) -> Markup {
@@ -148,7 +152,7 @@ pub(crate) fn run_waits(
                     time datetime=(w.created_at.to_rfc3339()) { (w.created_at.format("%Y-%m-%d %H:%M:%S")) }
                 }
                 (asks(w, &role(w)))
-                (answer_forms(w, csrf, Back::Run))
+                (answer_forms(w, if not_theirs.contains(&w.id) { "" } else { csrf }, Back::Run))
             }
         }
     }

@@ -283,11 +283,24 @@ async fn run(
         .map(|d| d.version.clone())
         .collect();
     let foreign = !state.foreign_runs() && !state.crews().offers(&view.run.crew_fingerprint);
+    let mut not_theirs = vec![];
+    for w in waits.iter().filter(|w| w.status == cairn::WaitStatus::Open) {
+        let policy = state
+            .engine()
+            .ballot(w.id)
+            .await
+            .ok()
+            .and_then(|b| b.approvers);
+        if !seat.caller.may_answer(policy.as_ref()) {
+            not_theirs.push(w.id);
+        }
+    }
     let body = cairn_console::run_page(&cairn_console::RunPage {
         view: &view,
         events: &events,
         journals: &journals,
         waits: &waits,
+        not_theirs: &not_theirs,
         offer: cairn_console::Offer {
             versions: &versions,
             foreign,

@@ -63,6 +63,7 @@ pub(crate) fn needed(method: &Method, path: Option<&str>) -> Access {
 pub(crate) struct Caller {
     pub name: String,
     pub access: Access,
+    pub groups: Vec<String>,
     pub tenants: Vec<Tenant>,
     pub token: Option<String>,
     pub via: Via,
@@ -76,6 +77,7 @@ impl Caller {
         Caller {
             name: API_PRINCIPAL.to_owned(),
             access: Access::Admin,
+            groups: vec![],
             tenants: vec![],
             token,
             via: Via::Api,
@@ -87,6 +89,7 @@ impl Caller {
         Caller {
             name: principal.name,
             access: principal.role,
+            groups: principal.groups,
             tenants: principal.tenants,
             token: Some(principal.token_id),
             via,
@@ -127,6 +130,19 @@ impl Caller {
             Some(reason) => actor.because(reason),
             None => actor,
         }
+    }
+
+    /// Whether a wait under `policy` would take this caller's answer (the
+    /// policy's allow list; the rule on a run's own people is the
+    /// server's to apply when the answer comes).
+    pub fn may_answer(&self, policy: Option<&cairn::Approvers>) -> bool {
+        let voter = cairn::Voter {
+            name: &self.name,
+            groups: &self.groups,
+            is_own: false,
+            local: false,
+        };
+        self.access.covers(Access::Operator) && policy.is_none_or(|p| p.admits(&voter).is_ok())
     }
 
     /// The tenant a submit runs as: the one named, if the caller may

@@ -81,7 +81,7 @@ pub use cairn_core::{
 /// People: principals, the channels actions come through, the audit.
 pub use cairn_core::{
     Access, Approvers, AuditEntry, AuditFilter, BadPrincipal, Ballot, NewPrincipal, Origin,
-    Principal, Via,
+    Principal, Via, Voter,
 };
 pub use cairn_core::{
     Actor, Agent, AgentDef, AgentKind, Answer, ApprovalPoint, Attempt, Budget, ChildOf,

@@ -33,6 +33,7 @@ type Runs = HashMap<RunId, cairn::RunRecord>;
 /// `wait`'s card: its run's crew and its step's role (its run read once).
 async fn card(
     state: &AppState,
+    seat: &Seat,
     runs: &mut Runs,
     wait: WaitRecord,
 ) -> Result<cairn_console::WaitCard, cairn::Error> {
@@ -48,6 +49,7 @@ async fn card(
         .unwrap_or_default();
     let ballot = state.engine().ballot(wait.id).await?;
     Ok(cairn_console::WaitCard {
+        theirs: seat.caller.may_answer(ballot.approvers.as_ref()),
         ballot,
         crew: run.crew.clone(),
         crew_version: run.crew_version.clone(),
@@ -61,6 +63,7 @@ async fn card(
 /// any other query, or a wait that is not that run's.
 async fn answered(
     state: &AppState,
+    seat: &Seat,
     runs: &mut Runs,
     params: &WaitsParams,
 ) -> Result<Option<cairn_console::WaitCard>, cairn::Error> {
@@ -77,7 +80,7 @@ async fn answered(
     };
     let found = state.engine().waits(&filter).await?;
     match found.into_iter().find(|w| w.id == id) {
-        Some(wait) => Ok(Some(card(state, runs, wait).await?)),
+        Some(wait) => Ok(Some(card(state, seat, runs, wait).await?)),
         None => Ok(None),
     }
 }
@@ -98,10 +101,10 @@ pub(super) async fn page(
     let cards = async {
         let waits = state.engine().waits(&filter).await?;
         let mut runs = Runs::new();
-        let done = answered(&state, &mut runs, &params).await?;
+        let done = answered(&state, &seat, &mut runs, &params).await?;
         let mut cards = Vec::with_capacity(waits.len());
         for wait in waits {
-            cards.push(card(&state, &mut runs, wait).await?);
+            cards.push(card(&state, &seat, &mut runs, wait).await?);
         }
         Ok::<_, cairn::Error>((cards, done))
     };

@@ -85,6 +85,20 @@ async fn ballot(api: &Api, wait: WaitId) -> Value {
     reply.json()
 }
 
+/// `/waits` as the console shows it to the holder of `token`.
+async fn waits_page(api: &Api, token: &str) -> String {
+    let (h, b) = crate::console::form(&format!("token={token}"));
+    let signed = api.call(Method::POST, "/login", &h, b).await;
+    assert_eq!(signed.status, StatusCode::SEE_OTHER, "{}", signed.text);
+    let set = signed.headers["set-cookie"].to_str().unwrap();
+    let cookie = set.split(';').next().unwrap().to_owned();
+    let page = api
+        .call(Method::GET, "/waits", &[("cookie", &cookie)], None)
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    page.text
+}
+
 async fn a_two_person_approval_survives_an_upgrade_and_refuses_the_submitter(kind: Kind) {
     let api = Api::with(kind, |s| s.with_tokens([ENV_TOKEN])).await;
     let (sam, ana, bob) = (
@@ -133,6 +147,13 @@ async fn a_two_person_approval_survives_an_upgrade_and_refuses_the_submitter(kin
         one["votes"],
         json!([{"by": "ana", "decision": "approve", "via": "api"}])
     );
+
+    // The console offers the answer forms only to those the policy admits.
+    for (token, forms) in [(ENV_TOKEN, false), (bob.as_str(), true)] {
+        let page = waits_page(&api, token).await;
+        assert!(page.contains("1 of 2 approvals: ana"), "{page}");
+        assert_eq!(page.contains("name=\"decision\""), forms, "{page}");
+    }
 
     let decided = answer(&api, &bob, wait).await;
     assert_eq!(decided.status, StatusCode::OK, "{}", decided.text);
