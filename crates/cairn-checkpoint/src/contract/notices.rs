@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairn_core::{WaitId, WaitRecord};
+use cairn_core::{RunId, WaitId, WaitRecord};
 use chrono::{DateTime, Utc};
 
 use crate::Result;
@@ -39,6 +39,8 @@ pub struct NewLink {
 pub struct LinkRecord {
     pub principal: String,
     pub wait: WaitId,
+    /// The wait's run.
+    pub run: RunId,
     pub expires_at: DateTime<Utc>,
     pub consumed_at: Option<DateTime<Utc>>,
     /// Whether it expired, by the database clock.

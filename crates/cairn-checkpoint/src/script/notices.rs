@@ -77,9 +77,14 @@ fn decode_link(row: &Row) -> Result<LinkRecord> {
         .opt_uuid("wait_id", nil, "a link's wait")?
         .map(WaitId::from_uuid)
         .ok_or_else(|| cairn_core::Corruption::new(nil, "a link names no wait"))?;
+    let run = row
+        .opt_uuid("run_id", nil, "a link's run")?
+        .map(cairn_core::RunId::from_uuid)
+        .ok_or_else(|| cairn_core::Corruption::new(nil, "a link's wait has no run"))?;
     Ok(LinkRecord {
         principal: row.text("principal")?,
         wait,
+        run,
         expires_at: row.time("expires_at", nil, "a link's expiry")?,
         consumed_at: row.opt_time("consumed_at", nil, "a link's use")?,
         expired: row.int("expired")? != 0,
@@ -90,9 +95,9 @@ async fn link_in(c: &mut Conn<'_>, hash: &str) -> Result<Option<LinkRecord>> {
     let row = c
         .fetch_optional(
             query(
-                "SELECT principal, wait_id, expires_at, consumed_at, \
-                 CASE WHEN expires_at <= {now} THEN 1 ELSE 0 END AS expired \
-                 FROM links WHERE hash = :hash",
+                "SELECT l.principal, l.wait_id, w.run_id, l.expires_at, l.consumed_at, \
+                 CASE WHEN l.expires_at <= {now} THEN 1 ELSE 0 END AS expired \
+                 FROM links l JOIN waits w ON w.id = l.wait_id WHERE l.hash = :hash",
             )
             .bind("hash", hash),
         )
@@ -106,7 +111,9 @@ async fn consume_in(c: &mut Conn<'_>, hash: &str) -> Result<Option<LinkRecord>> 
             query(
                 "UPDATE links SET consumed_at = {now} WHERE hash = :hash \
                  AND consumed_at IS NULL AND expires_at > {now} \
-                 RETURNING principal, wait_id, expires_at, consumed_at, 0 AS expired",
+                 RETURNING principal, wait_id, \
+                 (SELECT run_id FROM waits WHERE waits.id = links.wait_id) AS run_id, \
+                 expires_at, consumed_at, 0 AS expired",
             )
             .bind("hash", hash),
         )

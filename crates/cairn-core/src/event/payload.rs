@@ -37,6 +37,7 @@ mod waits;
 #[cfg(test)]
 mod tests;
 
+pub use crate::people::approvers::CastVote;
 pub use budgets::{Amount, BudgetLimit, BudgetRaised, BudgetWarning, KeyPaused, KeyResumed};
 pub use children::{
     ChildEnded, ChildInterrupted, ChildrenJoined, ChildrenReused, ChildrenSpawned, ReusedChild,
@@ -50,7 +51,7 @@ pub use steps::{
     ProgramStarted, StepCancelled, StepDeferred, StepFailed, StepInterrupted, StepRetryScheduled,
     StepSucceeded, UsageReported,
 };
-pub use waits::{CastVote, WaitAnswered, WaitExpired, WaitOpened, WaitVoted};
+pub use waits::{WaitAnswered, WaitExpired, WaitOpened, WaitVoted};
 
 /// A stored event's `data` that does not decode as its kind's payload.
 #[derive(Debug, thiserror::Error)]

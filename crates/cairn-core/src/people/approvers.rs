@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::people::Via;
 use crate::wait::Answer;
 
 /// Who may answer a wait, and how many must agree.
@@ -117,13 +118,25 @@ impl Approvers {
     }
 }
 
+/// One principal's vote on a wait (`wait_votes`), as `wait_voted` and the
+/// deciding `wait_answered` list them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CastVote {
+    pub by: String,
+    /// `approve`, `reject`, `edit` or `answer`.
+    pub decision: String,
+    /// The channel it came through, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
+}
+
 /// A wait's policy (copied when it opened) and the votes cast so far, as
 /// the console shows them ("1 of 2 approvals: ana").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ballot {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvers: Option<Approvers>,
-    pub votes: Vec<crate::event::payload::CastVote>,
+    pub votes: Vec<CastVote>,
 }
 
 /// Where a wait stands after its votes.

@@ -52,7 +52,11 @@ pub(super) async fn confirm(State(state): State<AppState>, Path(token): Path<Str
             "This link expired; answer in the console instead.",
         );
     }
-    let waits = state.engine().waits(&WaitFilter::default()).await;
+    let of_run = WaitFilter {
+        run: Some(link.run),
+        ..WaitFilter::default()
+    };
+    let waits = state.engine().waits(&of_run).await;
     let Some(wait) = waits
         .ok()
         .and_then(|w| w.into_iter().find(|w| w.id == link.wait))

@@ -105,6 +105,8 @@ async fn a_link_is_used_once_and_not_after_it_expired(kind: Kind) {
         .unwrap();
     let found = store.link("h1").await.unwrap().expect("issued");
     assert_eq!((found.principal.as_str(), found.wait), ("ana", wait));
+    let run = store.list_waits(&Default::default()).await.unwrap()[0].run_id;
+    assert_eq!(found.run, run, "the wait's run");
     assert!(
         !found.expired && found.consumed_at.is_none(),
         "issued again: kept its expiry"

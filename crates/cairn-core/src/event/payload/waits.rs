@@ -6,8 +6,8 @@ use serde_json::Value;
 use crate::checkpoint::ErrorInfo;
 use crate::event::Actor;
 use crate::ids::{Attempt, StepIdx};
-use crate::people::approvers::Approvers;
-use crate::people::{Origin, Via};
+use crate::people::approvers::{Approvers, CastVote};
+use crate::people::Origin;
 use crate::wait::{Answer, WaitId, WaitKind};
 
 use super::present;
@@ -25,18 +25,6 @@ pub struct WaitOpened {
     /// when the agent has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvers: Option<Approvers>,
-}
-
-/// One principal's vote on a wait (`wait_votes`), as `wait_voted` and the
-/// deciding `wait_answered` list them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CastVote {
-    pub by: String,
-    /// `approve`, `reject`, `edit` or `answer`.
-    pub decision: String,
-    /// The channel it came through, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub via: Option<Via>,
 }
 
 /// `wait_voted`: an eligible principal voted on a wait whose policy needs
