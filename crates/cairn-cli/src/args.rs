@@ -407,6 +407,10 @@ pub enum WaitsCommand {
         /// Why (recorded on the `wait_answered` event).
         #[arg(long)]
         reason: Option<String>,
+        /// The digest of what you were shown (a notice's `digest`, or
+        /// `GET /v1/waits/{id}/ballot`): refused if the wait asks about something else.
+        #[arg(long)]
+        digest: Option<String>,
         /// Only record the answer; leave the run to a worker or server.
         #[arg(long)]
         enqueue: bool,

@@ -29,6 +29,8 @@ pub fn key_limits() -> anyhow::Result<Option<Arc<LimitTable>>> {
 /// `CAIRN_SMTP_FROM`; `CAIRN_NOTIFY_SECRET` (`whsec_` and base64) signs
 /// the webhooks and the links, and is needed with either.
 /// `CAIRN_NOTIFY_LINK_TTL` (an age, default 3d): how long a link answers.
+/// `CAIRN_NOTIFY_REMIND` (an age, default 1h; `off`): how long before an
+/// open wait's deadline a reminder goes out.
 pub fn notify() -> anyhow::Result<Option<cairn_server::NotifyOptions>> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     let (url, smtp) = (var("CAIRN_NOTIFY_URL"), var("CAIRN_SMTP_URL"));
@@ -58,11 +60,20 @@ pub fn notify() -> anyhow::Result<Option<cairn_server::NotifyOptions>> {
         }
         None => std::time::Duration::from_secs(3 * 86_400),
     };
+    let remind = match var("CAIRN_NOTIFY_REMIND").as_deref().map(str::trim) {
+        Some("off") => None,
+        Some(age) => Some(
+            cairn::parse_age(age)
+                .map_err(|e| usage(format!("CAIRN_NOTIFY_REMIND: {e} (or `off`)")))?,
+        ),
+        None => Some(std::time::Duration::from_secs(3_600)),
+    };
     Ok(Some(cairn_server::NotifyOptions {
         url,
         mail,
         secret: secret.trim().to_owned(),
         link_ttl,
+        remind,
     }))
 }
 

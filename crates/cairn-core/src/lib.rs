@@ -58,7 +58,9 @@ pub use meter::keys::{
 pub use meter::price::{BadPrices, CallTokens, Price, PriceTable, Usd};
 pub use meter::tenant::{BadTenant, Tenant};
 pub use meter::{CallEstimate, Meter, MeterHandle, SentCall, StepMeter};
-pub use people::approvers::{tally, Approvers, Ballot, Ineligible, Tally, Voter};
+pub use people::approvers::{
+    digest as wait_digest, tally, Approvers, Ballot, Ineligible, Tally, Voter,
+};
 pub use people::{
     Access, AuditEntry, AuditFilter, BadPrincipal, NewPrincipal, Origin, Principal, Via,
 };

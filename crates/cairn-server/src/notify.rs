@@ -41,6 +41,37 @@ pub struct NotifyOptions {
     pub secret: String,
     /// How long a link stays usable. Default 3 days.
     pub link_ttl: Duration,
+    /// How long before an open wait's deadline a reminder goes out
+    /// (`CAIRN_NOTIFY_REMIND`, default 1 hour); none: no reminders.
+    pub remind: Option<Duration>,
+}
+
+/// Which notice of a wait: the one when it opens, or the reminder before
+/// its deadline. Each is delivered once per channel, on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Notice {
+    Opened,
+    Reminder,
+}
+
+impl Notice {
+    /// The channel its attempts are recorded under.
+    fn channel(self, mail: bool) -> &'static str {
+        match (self, mail) {
+            (Notice::Opened, false) => "webhook",
+            (Notice::Opened, true) => "mail",
+            (Notice::Reminder, false) => "webhook-reminder",
+            (Notice::Reminder, true) => "mail-reminder",
+        }
+    }
+
+    /// Its `type` in the webhook's body.
+    fn kind(self) -> &'static str {
+        match self {
+            Notice::Opened => "wait.opened",
+            Notice::Reminder => "wait.reminder",
+        }
+    }
 }
 
 impl std::fmt::Debug for NotifyOptions {
@@ -55,6 +86,7 @@ impl std::fmt::Debug for NotifyOptions {
             )
             .field("mail", &self.mail)
             .field("link_ttl", &self.link_ttl)
+            .field("remind", &self.remind)
             .finish_non_exhaustive()
     }
 }
@@ -104,27 +136,42 @@ impl Notifier {
     }
 
     async fn pass(&self, state: &AppState) -> cairn::Result<()> {
-        if let Some(url) = &self.opts.url {
-            self.webhooks(state, url).await?;
-        }
-        if let Some(mail) = &self.opts.mail {
-            for wait in state.engine().due_notices("mail", BATCH).await? {
-                let people = self.links(state, &wait).await?;
-                let attempt = mail::send(mail, &wait, &people, retry_in(&wait)).await;
-                log(&attempt);
-                state.engine().record_notice(&attempt).await?;
+        for notice in [Notice::Opened, Notice::Reminder] {
+            if let Some(url) = &self.opts.url {
+                for wait in self.due(state, notice, false).await? {
+                    let attempt = self.deliver(state, url, &wait, notice).await?;
+                    log(&attempt);
+                    state.engine().record_notice(&attempt).await?;
+                }
+            }
+            if let Some(mail) = &self.opts.mail {
+                for wait in self.due(state, notice, true).await? {
+                    let people = self.links(state, &wait).await?;
+                    let retry = retry_in(&wait);
+                    let attempt = mail::send(mail, &wait, &people, notice, retry).await;
+                    log(&attempt);
+                    state.engine().record_notice(&attempt).await?;
+                }
             }
         }
         Ok(())
     }
 
-    async fn webhooks(&self, state: &AppState, url: &url::Url) -> cairn::Result<()> {
-        for wait in state.engine().due_notices("webhook", BATCH).await? {
-            let attempt = self.deliver(state, url, &wait).await?;
-            log(&attempt);
-            state.engine().record_notice(&attempt).await?;
+    /// The waits whose `notice` is due on the webhook or by mail.
+    async fn due(
+        &self,
+        state: &AppState,
+        notice: Notice,
+        mail: bool,
+    ) -> cairn::Result<Vec<WaitRecord>> {
+        let channel = notice.channel(mail);
+        match (notice, self.opts.remind) {
+            (Notice::Opened, _) => state.engine().due_notices(channel, BATCH).await,
+            (Notice::Reminder, Some(lead)) => {
+                state.engine().due_reminders(channel, lead, BATCH).await
+            }
+            (Notice::Reminder, None) => Ok(vec![]),
         }
-        Ok(())
     }
 
     /// One attempt at wait `w`'s webhook.
@@ -133,13 +180,17 @@ impl Notifier {
         state: &AppState,
         url: &url::Url,
         w: &WaitRecord,
+        notice: Notice,
     ) -> cairn::Result<NoticeAttempt> {
-        let body = self.body(state, w).await?.to_string();
-        let id = format!("msg_{}", w.id.as_uuid().simple());
+        let body = self.body(state, w, notice).await?.to_string();
+        let id = match notice {
+            Notice::Opened => format!("msg_{}", w.id.as_uuid().simple()),
+            Notice::Reminder => format!("msg_{}_reminder", w.id.as_uuid().simple()),
+        };
         let now = chrono::Utc::now();
         let mut attempt = NoticeAttempt {
             wait: w.id,
-            channel: "webhook",
+            channel: notice.channel(false),
             delivered: false,
             status: None,
             error: None,
@@ -200,7 +251,7 @@ impl Notifier {
     }
 
     /// The notice's body: what is asked, of whom, and a link per person.
-    async fn body(&self, state: &AppState, w: &WaitRecord) -> cairn::Result<Value> {
+    async fn body(&self, state: &AppState, w: &WaitRecord, notice: Notice) -> cairn::Result<Value> {
         let ballot = state.engine().ballot(w.id).await?;
         let links: Vec<Value> = self
             .links(state, w)
@@ -209,12 +260,12 @@ impl Notifier {
             .map(|(p, url)| json!({"principal": p.name, "url": url}))
             .collect();
         Ok(json!({
-            "type": "wait.opened",
+            "type": notice.kind(),
             "timestamp": w.created_at,
             "data": {
                 "wait_id": w.id, "run_id": w.run_id, "kind": w.kind, "step": w.step_idx,
                 "prompt": w.prompt, "deadline": w.deadline, "approvers": ballot.approvers,
-                "links": links, "console_url": format!("{}/waits", self.base),
+                "digest": ballot.digest, "links": links, "console_url": format!("{}/waits", self.base),
             }
         }))
     }

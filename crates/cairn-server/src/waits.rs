@@ -62,13 +62,15 @@ pub(crate) async fn list(
 }
 
 /// The body of `POST /v1/waits/{id}/answer`: an `Answer` (tagged by
-/// `decision`) plus an optional `by`. Read as a map so that a field the
+/// `decision`) plus an optional `by`, `reason` and `digest` (the ballot's,
+/// of what the person was shown). Read as a map so that a field the
 /// decision does not take (`{"decision": "approve", "output": …}`) is
 /// refused instead of silently dropped.
 pub(crate) struct AnswerBody {
     answer: Answer,
     by: Option<String>,
     reason: Option<String>,
+    digest: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for AnswerBody {
@@ -84,6 +86,7 @@ impl<'de> Deserialize<'de> for AnswerBody {
         };
         let by = text("by")?;
         let reason = text("reason")?;
+        let digest = text("digest")?;
         let given: Vec<String> = fields.keys().cloned().collect();
         let answer: Answer = serde_json::from_value(Value::Object(fields))
             .map_err(|e| D::Error::custom(answer_shape(&e.to_string())))?;
@@ -101,12 +104,17 @@ impl<'de> Deserialize<'de> for AnswerBody {
                 ANSWER_FORMS
             )));
         }
-        Ok(AnswerBody { answer, by, reason })
+        Ok(AnswerBody {
+            answer,
+            by,
+            reason,
+            digest,
+        })
     }
 }
 
 /// The four forms of an answer, for error messages.
-const ANSWER_FORMS: &str = "send one of {\"decision\": \"approve\"}, {\"decision\": \"edit\", \"output\": …}, {\"decision\": \"reject\", \"feedback\": \"…\"}, {\"decision\": \"answer\", \"value\": …}, with an optional \"by\" and \"reason\"";
+const ANSWER_FORMS: &str = "send one of {\"decision\": \"approve\"}, {\"decision\": \"edit\", \"output\": …}, {\"decision\": \"reject\", \"feedback\": \"…\"}, {\"decision\": \"answer\", \"value\": …}, with an optional \"by\", \"reason\" and \"digest\"";
 
 /// serde's message about the answer, with the forms it could have taken.
 fn answer_shape(serde_message: &str) -> String {
@@ -141,7 +149,8 @@ async fn closed(state: &AppState, id: cairn::WaitId, source: cairn::Error) -> Ap
 
 /// `POST /v1/waits/{id}/answer`: records the answer (the caller's vote,
 /// on a wait with an approver policy) and returns the wait and where its
-/// run stands. The same answer again is a no-op that returns the wait as
+/// run stands; 409 `stale_digest` when it quotes another `digest` than
+/// the wait's. The same answer again is a no-op that returns the wait as
 /// it is.
 pub(crate) async fn answer(
     State(state): State<AppState>,
@@ -150,7 +159,12 @@ pub(crate) async fn answer(
     ApiJson(body): ApiJson<AnswerBody>,
 ) -> Result<Json<Answered>, ApiError> {
     let actor = caller.actor(body.by, body.reason);
-    let wait = match state.engine().answer_as(id, &body.answer, &actor).await {
+    let quoted = body.digest.as_deref();
+    let wait = match state
+        .engine()
+        .answer_quoting(id, &body.answer, &actor, quoted)
+        .await
+    {
         Ok(wait) => wait,
         Err(e @ cairn::Error::Store(cairn::StoreError::WaitClosed { .. })) => {
             return Err(closed(&state, id, e).await)

@@ -100,6 +100,15 @@ pub enum Error {
     /// A pause longer than any kept; nothing was stored.
     #[error(transparent)]
     PauseTooLong(#[from] cairn_core::PauseTooLong),
+    /// An answer quoted the digest of something other than what the wait
+    /// asks about now (see [`cairn_core::wait_digest`]); nothing was
+    /// stored.
+    #[error("wait {wait} asks about something other than what the answer was given for (it quotes {quoted}, the wait's digest is {current}); look at the wait again and answer that")]
+    StaleDigest {
+        wait: cairn_core::WaitId,
+        quoted: String,
+        current: String,
+    },
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     ReadFile {
@@ -318,6 +327,7 @@ impl Error {
             Error::BadKey(_) => (ErrorClass::BadInput, "bad_key"),
             Error::PauseTooLong(_) => (ErrorClass::BadInput, "bad_age"),
             Error::WrongThread { .. } => (ErrorClass::Conflict, "wrong_thread"),
+            Error::StaleDigest { .. } => (ErrorClass::Conflict, "stale_digest"),
             Error::CrewDoesNotFit { .. } => (ErrorClass::Conflict, "crew_mismatch"),
             Error::UnknownCrewVersion { .. } | Error::AmbiguousCrewVersion { .. } => {
                 (ErrorClass::NotFound, "crew_version_not_found")

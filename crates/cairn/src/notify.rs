@@ -33,19 +33,33 @@ impl Engine {
         Ok(self.store().due_notices(channel, limit).await?)
     }
 
+    /// Open waits whose deadline is within `lead` and whose reminder on
+    /// `channel` (`webhook-reminder`, `mail-reminder`) is due.
+    pub async fn due_reminders(
+        &self,
+        channel: &str,
+        lead: std::time::Duration,
+        limit: u32,
+    ) -> Result<Vec<WaitRecord>> {
+        Ok(self.store().due_reminders(channel, lead, limit).await?)
+    }
+
     /// Records an attempt to deliver a wait's notice.
     pub async fn record_notice(&self, attempt: &NoticeAttempt) -> Result<()> {
         Ok(self.store().record_notice(attempt).await?)
     }
 
-    /// Who may answer `wait`: the enabled operators and admins its policy
-    /// admits (all of them without one), by name.
+    /// Who may answer `wait` and has not yet: the enabled operators and
+    /// admins its policy admits (all of them without one), by name.
     pub async fn eligible(&self, wait: WaitId) -> Result<Vec<Principal>> {
-        let policy = self.store().ballot(wait).await?.approvers;
+        let ballot = self.store().ballot(wait).await?;
+        let policy = ballot.approvers;
+        let voted = |name: &str| ballot.votes.iter().any(|v| v.by == name);
         let principals = self.store().principals().await?;
         Ok(principals
             .into_iter()
             .filter(|p| !p.is_disabled() && p.role.covers(Access::Operator))
+            .filter(|p| !voted(&p.name))
             .filter(|p| {
                 let voter = cairn_core::Voter {
                     name: &p.name,

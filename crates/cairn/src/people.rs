@@ -199,7 +199,7 @@ impl Engine {
         wait: cairn_core::WaitId,
         answer: &cairn_core::Answer,
         by: &Actor,
-        why: &cairn_checkpoint::Error,
+        why: &(dyn std::fmt::Display + Sync),
     ) {
         let detail = serde_json::json!({"decision": answer.decision(), "why": why.to_string()});
         let entry = AuditEntry {
@@ -209,6 +209,33 @@ impl Engine {
         if let Err(e) = self.store().record(&entry).await {
             tracing::warn!(%wait, error = %crate::ErrorChain(&e), "could not audit a refused answer");
         }
+    }
+
+    /// [`Engine::answer_as`] for a person who was shown the wait whose
+    /// digest they quote ([`cairn_core::wait_digest`]): an answer quoting
+    /// another digest is refused (audited) and nothing is stored. The
+    /// prompt never changes once the wait opened, so checking first is as
+    /// good as checking in the answer's transaction.
+    pub async fn answer_quoting(
+        &self,
+        wait: cairn_core::WaitId,
+        answer: &cairn_core::Answer,
+        actor: &Actor,
+        quoted: Option<&str>,
+    ) -> Result<cairn_core::WaitRecord> {
+        if let Some(quoted) = quoted {
+            let current = self.store().ballot(wait).await?.digest;
+            if quoted != current {
+                let e = crate::Error::StaleDigest {
+                    wait,
+                    quoted: quoted.to_owned(),
+                    current,
+                };
+                self.audit_refusal(wait, answer, actor, &e).await;
+                return Err(e);
+            }
+        }
+        self.answer_as(wait, answer, actor).await
     }
 
     /// Records an audit entry that changes nothing else (a refusal).

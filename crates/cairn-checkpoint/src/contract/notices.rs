@@ -54,6 +54,17 @@ pub trait NoticeStore: Send + Sync + 'static {
     /// (never tried, or its retry time passed), oldest first, at most `limit`.
     async fn due_notices(&self, channel: &str, limit: u32) -> Result<Vec<WaitRecord>>;
 
+    /// Open waits whose deadline is within `lead` and whose reminder on
+    /// `channel` (`webhook-reminder`, `mail-reminder`) is due, soonest
+    /// deadline first, at most `limit`. A wait opened less than `lead` ago
+    /// gets none.
+    async fn due_reminders(
+        &self,
+        channel: &str,
+        lead: Duration,
+        limit: u32,
+    ) -> Result<Vec<WaitRecord>>;
+
     /// Records an attempt to deliver a wait's notice.
     async fn record_notice(&self, attempt: &NoticeAttempt) -> Result<()>;
 

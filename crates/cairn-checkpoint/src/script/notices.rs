@@ -3,6 +3,8 @@
 //! notice can never be lost between the commit and its delivery; `notices`
 //! records each wait's attempts until one is acknowledged.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use cairn_core::{WaitId, WaitRecord};
 
@@ -27,6 +29,35 @@ async fn due_in(c: &mut Conn<'_>, channel: &str, limit: u32) -> Result<Vec<WaitR
                  OR n.next_at > {now})) ORDER BY created_at, id LIMIT :limit"
             ))
             .bind("limit", limit)
+            .bind("channel", channel),
+        )
+        .await?;
+    rows.iter().map(decode_wait).collect()
+}
+
+/// Open waits with a deadline within `lead` whose reminder on `channel`
+/// was not delivered and is due, opened at least `lead` ago (a wait
+/// shorter than its lead gets none: its first notice is recent enough).
+async fn reminders_in(
+    c: &mut Conn<'_>,
+    channel: &str,
+    lead: f64,
+    limit: u32,
+) -> Result<Vec<WaitRecord>> {
+    let rows = c
+        .fetch_all(
+            query(concat!(
+                "SELECT ",
+                wait_cols!(),
+                " FROM waits WHERE status = 'open' AND deadline IS NOT NULL \
+                 AND deadline > {now} AND deadline <= {later:lead} AND created_at <= {ago:lead} \
+                 AND NOT EXISTS (SELECT 1 FROM notices n \
+                 WHERE n.wait_id = waits.id AND n.channel = :channel \
+                 AND (n.delivered_at IS NOT NULL \
+                 OR n.next_at > {now})) ORDER BY deadline, id LIMIT :limit"
+            ))
+            .bind("limit", limit)
+            .bind("lead", lead)
             .bind("channel", channel),
         )
         .await?;
@@ -128,6 +159,21 @@ impl<H: ScriptHost> NoticeStore for H {
         let read = self.tx(
             TxKind::Single,
             script!(|c| due_in(c, &channel, limit).await),
+        );
+        placed(self.target(), None, read).await
+    }
+
+    async fn due_reminders(
+        &self,
+        channel: &str,
+        lead: Duration,
+        limit: u32,
+    ) -> Result<Vec<WaitRecord>> {
+        let channel = channel.to_owned();
+        let lead = lead.as_secs_f64();
+        let read = self.tx(
+            TxKind::Single,
+            script!(|c| reminders_in(c, &channel, lead, limit).await),
         );
         placed(self.target(), None, read).await
     }

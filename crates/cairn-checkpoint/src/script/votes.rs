@@ -192,5 +192,6 @@ pub(super) async fn ballot_in(c: &mut Conn<'_>, w: &WaitRecord) -> Result<Ballot
     Ok(Ballot {
         approvers: policy_in(c, w).await?,
         votes: votes_in(c, w).await?.into_iter().map(|(v, _)| v).collect(),
+        digest: cairn_core::wait_digest(&w.prompt),
     })
 }

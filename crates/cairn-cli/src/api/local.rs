@@ -186,8 +186,13 @@ impl Api for Local {
         id: WaitId,
         answer: &Answer,
         actor: &Actor,
+        digest: Option<&str>,
     ) -> anyhow::Result<WaitRecord> {
-        Ok(self.engine.answer_as(id, answer, &local(actor)).await?)
+        let actor = local(actor);
+        Ok(self
+            .engine
+            .answer_quoting(id, answer, &actor, digest)
+            .await?)
     }
 
     async fn events(

@@ -127,11 +127,14 @@ pub trait Api {
 
     async fn waits(&self, filter: &WaitFilter) -> anyhow::Result<Vec<WaitRecord>>;
 
+    /// Answers wait `id`; with `digest`, only if the wait asks about
+    /// what that digest names.
     async fn answer(
         &self,
         id: WaitId,
         answer: &Answer,
         actor: &Actor,
+        digest: Option<&str>,
     ) -> anyhow::Result<WaitRecord>;
 
     /// The run's events, each given to `each` as it is read: the stored

@@ -481,11 +481,15 @@ impl Api for Remote {
         id: WaitId,
         answer: &Answer,
         actor: &Actor,
+        digest: Option<&str>,
     ) -> anyhow::Result<WaitRecord> {
         let mut body = serde_json::to_value(answer)?;
         body["by"] = json!(actor.by);
         if let Some(reason) = &actor.reason {
             body["reason"] = json!(reason);
+        }
+        if let Some(digest) = digest {
+            body["digest"] = json!(digest);
         }
         self.post(&format!("/v1/waits/{id}/answer"), &body).await
     }

@@ -32,6 +32,7 @@ pub async fn main(to: &impl Connect, command: WaitsCommand, json: bool) -> anyho
             answer,
             by,
             reason,
+            digest,
             enqueue,
         } => {
             let id = parse_wait_id(&wait_id)?;
@@ -43,7 +44,7 @@ pub async fn main(to: &impl Connect, command: WaitsCommand, json: bool) -> anyho
             }
             .actor();
             let api = to.connect(false).await?;
-            let wait = match api.answer(id, &answer, &actor).await {
+            let wait = match api.answer(id, &answer, &actor, digest.as_deref()).await {
                 Ok(wait) => wait,
                 Err(e) => return Err(point_to_open_wait(&api, id, e).await),
             };

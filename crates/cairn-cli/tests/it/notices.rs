@@ -12,7 +12,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
-use crate::support::{post_form, serve, wait_until, Case, Kind, Served};
+use crate::support::{assert_contains, post_form, serve, wait_until, Case, Kind, Served};
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const TOKEN: &str = "notices-token-0123456789";
@@ -20,7 +20,10 @@ const PAY: &str = "name = \"pay\"\nversion = \"1\"\n[[agents]]\nrole = \"pay\"\n
     kind = \"template\"\ntemplate = \"paid {{ input.amount }}\"\napproval = \"before\"\n\
     [agents.approvers]\nallow = [\"group:finance\"]\nrequired = 2\n";
 
-both_backends!(a_notice_survives_a_down_receiver_and_a_killed_server_and_its_link_votes_once);
+both_backends!(
+    a_notice_survives_a_down_receiver_and_a_killed_server_and_its_link_votes_once,
+    a_reminder_goes_before_the_deadline_to_those_who_have_not_voted,
+);
 
 /// What the receiver got: each verified notice's id and body, and how
 /// many it refused.
@@ -59,14 +62,46 @@ fn receiver(port: u16, got: Arc<Mutex<Received>>) -> tokio::runtime::Runtime {
 }
 
 fn serve_notifying(case: &Case, port: u16) -> Served {
-    let crews = crate::support::crews_dir(case, &[("pay.toml", PAY)]);
+    serve_with(case, port, PAY, &[])
+}
+
+fn serve_with(case: &Case, port: u16, crew: &str, more: &[(&str, &str)]) -> Served {
+    let crews = crate::support::crews_dir(case, &[("pay.toml", crew)]);
     let hook = format!("http://127.0.0.1:{port}/hook");
     let env = [
         ("CAIRN_API_TOKENS", TOKEN),
         ("CAIRN_NOTIFY_URL", hook.as_str()),
         ("CAIRN_NOTIFY_SECRET", SECRET),
     ];
-    serve(case, &["--crews", crews.to_str().unwrap()], &env)
+    serve(
+        case,
+        &["--crews", crews.to_str().unwrap()],
+        &[&env, more].concat(),
+    )
+}
+
+/// Adds the finance operators `names`; their tokens.
+fn finance(case: &Case, names: &[&str]) -> Vec<String> {
+    let add = |name: &str| {
+        let args = [
+            "principals",
+            "add",
+            name,
+            "--role",
+            "operator",
+            "--group",
+            "finance",
+            "--json",
+        ];
+        let out = case.cairn(&args).expect_code(0).json();
+        out["token"].as_str().unwrap().to_owned()
+    };
+    names.iter().map(|n| add(n)).collect()
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
 }
 
 fn a_notice_survives_a_down_receiver_and_a_killed_server_and_its_link_votes_once(kind: Kind) {
@@ -177,5 +212,77 @@ fn a_notice_survives_a_down_receiver_and_a_killed_server_and_its_link_votes_once
         again.contains(" 410 ") && page.contains("used already"),
         "{again}: {page}"
     );
+    drop(served);
+}
+
+/// A reminder goes out once, within `CAIRN_NOTIFY_REMIND` of the wait's
+/// deadline, with links only for those who have not voted; an answer that
+/// quotes another digest than the notice's is refused with nothing stored.
+fn a_reminder_goes_before_the_deadline_to_those_who_have_not_voted(kind: Kind) {
+    let case = Case::new(kind);
+    let tokens = finance(&case, &["ana", "bob"]);
+    let port = free_port();
+    let got = Arc::new(Mutex::new(Received::default()));
+    let _receiver = receiver(port, Arc::clone(&got));
+    let crew = PAY.replace("approval", "wait_deadline_ms = 12000\napproval");
+    let served = serve_with(&case, port, &crew, &[("CAIRN_NOTIFY_REMIND", "6s")]);
+    let remote = |token: &str, args: &[&str]| {
+        let to = ["--server", served.url.as_str(), "--token", token];
+        case.raw(&[args, &to[..]].concat(), &[])
+    };
+    let submitted = remote(TOKEN, &["submit", "pay", "--input", r#"{"amount": 9}"#]);
+    assert!(
+        matches!(submitted.code(), Some(0 | 4)),
+        "queued or waiting: {submitted:?}"
+    );
+    wait_until("the notice", Duration::from_secs(30), || {
+        !got.lock().unwrap().notices.is_empty()
+    });
+    let opened = got.lock().unwrap().notices[0].1.clone();
+    let wait = opened["data"]["wait_id"].as_str().unwrap().to_owned();
+    let digest = opened["data"]["digest"].as_str().unwrap().to_owned();
+    assert!(digest.starts_with("sha256:"), "{opened}");
+
+    let answer = [
+        "waits",
+        "answer",
+        &wait,
+        "--approve",
+        "--enqueue",
+        "--digest",
+    ];
+    let stale = remote(&tokens[0], &[&answer[..], &["sha256:0"]].concat()).expect_code(2);
+    assert_contains(&stale.stderr, "asks about something other than");
+    let ballot = case.cairn(&["audit", "--json"]).expect_code(0).json();
+    let voted = ballot
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "wait_voted");
+    assert_eq!(voted.count(), 0, "a stale digest stores no vote");
+    // Recorded: the run still waits for a second approval (exit code 4).
+    remote(&tokens[0], &[&answer[..], &[digest.as_str()]].concat()).expect_code(4);
+
+    wait_until("the reminder", Duration::from_secs(30), || {
+        got.lock().unwrap().notices.len() >= 2
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let got = got.lock().unwrap();
+    assert_eq!(
+        got.notices.len(),
+        2,
+        "one notice, one reminder: {:?}",
+        got.notices
+    );
+    let (id, reminder) = &got.notices[1];
+    assert_eq!(id, &format!("msg_{}_reminder", wait.replace('-', "")));
+    assert_eq!(reminder["type"], "wait.reminder");
+    let people: Vec<&str> = reminder["data"]["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["principal"].as_str().unwrap())
+        .collect();
+    assert_eq!(people, ["bob"], "ana voted already");
     drop(served);
 }

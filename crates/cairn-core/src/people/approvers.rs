@@ -137,6 +137,23 @@ pub struct Ballot {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvers: Option<Approvers>,
     pub votes: Vec<CastVote>,
+    /// The [`digest`] of what the wait asks about: an answer may quote it,
+    /// and one that quotes another is refused.
+    #[serde(default)]
+    pub digest: String,
+}
+
+/// The digest of what a wait asks about (its prompt, fixed when it
+/// opened): `sha256:` and 64 hex digits of the prompt's JSON. A person's
+/// answer quotes the digest of what they were shown, so an answer to
+/// something other than what is open (a newer draft under the same
+/// question, say) is refused instead of approving unseen work.
+pub fn digest(prompt: &serde_json::Value) -> String {
+    use sha2::{Digest as _, Sha256};
+    let bytes = serde_json::to_vec(prompt).unwrap_or_default();
+    let hash = Sha256::digest(&bytes);
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 /// Where a wait stands after its votes.
@@ -189,6 +206,14 @@ pub fn tally(policy: &Approvers, answers: &[Answer]) -> Tally {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_digest_names_its_prompt_and_changes_with_it() {
+        let one = digest(&serde_json::json!({"draft": "a"}));
+        assert!(one.starts_with("sha256:") && one.len() == 7 + 64, "{one}");
+        assert_eq!(one, digest(&serde_json::json!({"draft": "a"})));
+        assert_ne!(one, digest(&serde_json::json!({"draft": "b"})));
+    }
 
     fn voter<'a>(name: &'a str, groups: &'a [String], is_own: bool) -> Voter<'a> {
         Voter {

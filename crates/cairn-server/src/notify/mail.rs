@@ -48,11 +48,12 @@ pub(super) async fn send(
     opts: &MailOptions,
     w: &WaitRecord,
     people: &[(Principal, String)],
+    notice: super::Notice,
     retry_in: Duration,
 ) -> NoticeAttempt {
     let mut attempt = NoticeAttempt {
         wait: w.id,
-        channel: "mail",
+        channel: notice.channel(true),
         delivered: true,
         status: None,
         error: None,
@@ -64,7 +65,7 @@ pub(super) async fn send(
         .build();
     for (p, link) in people {
         let Some(to) = &p.email else { continue };
-        let sent = match message(opts, w, to, &p.name, link) {
+        let sent = match message(opts, w, (to, &p.name), link, notice) {
             Ok(m) => relay.send(m).await.map(|_| ()).map_err(|e| e.to_string()),
             Err(e) => Err(e),
         };
@@ -79,16 +80,26 @@ pub(super) async fn send(
 fn message(
     opts: &MailOptions,
     w: &WaitRecord,
-    to: &str,
-    name: &str,
+    (to, name): (&str, &str),
     link: &str,
+    notice: super::Notice,
 ) -> Result<Message, String> {
     let prompt = match &w.prompt {
         serde_json::Value::String(text) => text.clone(),
         other => serde_json::to_string_pretty(other).unwrap_or_default(),
     };
+    let (subject, deadline) = match (notice, w.deadline) {
+        (super::Notice::Reminder, Some(at)) => (
+            format!("Cairn: reminder, a {} waits for you", w.kind.as_str()),
+            format!(" Its deadline is {}.", at.to_rfc3339()),
+        ),
+        _ => (
+            format!("Cairn: a {} waits for you", w.kind.as_str()),
+            String::new(),
+        ),
+    };
     let body = format!(
-        "{name},\n\nThe {kind} of step {step} of run {run} waits for you:\n\n{prompt}\n\n\
+        "{name},\n\nThe {kind} of step {step} of run {run} waits for you.{deadline}\n\n{prompt}\n\n\
          Open this link to answer (it shows what you answer first, and works once):\n{link}\n",
         kind = w.kind.as_str(),
         step = w.step_idx.get(),
@@ -99,7 +110,7 @@ fn message(
         .to(to
             .parse()
             .map_err(|e| format!("the address of {name}: {e}"))?)
-        .subject(format!("Cairn: a {} waits for you", w.kind.as_str()))
+        .subject(subject)
         .body(body)
         .map_err(|e| e.to_string())
 }

@@ -9,13 +9,14 @@ use cairn_checkpoint::{NewLink, NoticeAttempt};
 use cairn_core::{Actor, Answer, Origin, Via, WaitId};
 use cairn_testkit::{both, Kind, TestDb};
 
-use super::votes::{finance_two, waiting};
+use super::votes::{finance_two, waiting, waiting_until};
 use super::Db;
 use crate::store;
 
 both!(
     a_notice_is_due_until_delivered_and_not_once_its_wait_closed,
     a_link_is_used_once_and_not_after_it_expired,
+    a_reminder_is_due_within_its_lead_of_the_deadline_once,
 );
 
 fn attempt(wait: WaitId, delivered: bool, retry_in: Duration) -> NoticeAttempt {
@@ -131,4 +132,37 @@ async fn a_link_is_used_once_and_not_after_it_expired(kind: Kind) {
         expired.expired && expired.consumed_at.is_none(),
         "{expired:?}"
     );
+}
+
+async fn a_reminder_is_due_within_its_lead_of_the_deadline_once(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let lead = Duration::from_secs(2);
+    let reminders = || async {
+        let due = store.due_reminders("webhook-reminder", lead, 10).await;
+        due.unwrap().iter().map(|w| w.id).collect::<Vec<_>>()
+    };
+    let soon = waiting_until(&store, "sam", finance_two(), Some(4_000)).await;
+    let later = waiting_until(&store, "sam", finance_two(), Some(3_600_000)).await;
+    waiting(&store, "sam", finance_two()).await;
+    assert!(
+        reminders().await.is_empty(),
+        "opened less than its lead ago: none yet"
+    );
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    assert_eq!(
+        reminders().await,
+        [soon],
+        "within its lead of the deadline; the hour-long wait and the one without a deadline are not"
+    );
+    let mut sent = attempt(soon, true, Duration::ZERO);
+    sent.channel = "webhook-reminder";
+    store.record_notice(&sent).await.unwrap();
+    assert!(reminders().await.is_empty(), "delivered once");
+    assert_eq!(
+        due(&store).await.len(),
+        3,
+        "a reminder is not the wait's first notice"
+    );
+    assert!(!reminders().await.contains(&later));
 }

@@ -54,6 +54,16 @@ async fn principal(store: &Db, name: &str, groups: &[&str]) {
 /// A two-step run submitted by `submitter`, waiting at step 0 for an
 /// approval under `policy`.
 pub(super) async fn waiting(store: &Db, submitter: &str, policy: Approvers) -> WaitId {
+    waiting_until(store, submitter, policy, None).await
+}
+
+/// [`waiting`], with a deadline `deadline_ms` after it opens.
+pub(super) async fn waiting_until(
+    store: &Db,
+    submitter: &str,
+    policy: Approvers,
+    deadline_ms: Option<u64>,
+) -> WaitId {
     let submit = cairn_checkpoint::NewRun {
         by: Some(via_api(submitter)),
         ..new_run(2, None)
@@ -65,7 +75,7 @@ pub(super) async fn waiting(store: &Db, submitter: &str, policy: Approvers) -> W
         kind: WaitKind::Approval,
         prompt: json!({"approve": "the payment"}),
         question_id: None,
-        deadline_ms: None,
+        deadline_ms,
         on_deadline: None,
     };
     let id = wait.id;
