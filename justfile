@@ -1,5 +1,5 @@
 # Cairn's developer front door, and CI's: .ci/run runs `lint`, `deny`,
-# `test`, `api-fuzz 30` and `openapi-client-check`. Install just with
+# `test`, `api-fuzz 30`, `openapi-client-check` and `clients`. Install just with
 # `pip install rust-just` (CI: the pinned wheel of .ci/just.txt).
 # The tiers are in docs/dev/testing.md.
 
@@ -48,6 +48,11 @@ fuzz cases="5000":
 # A client generated from docs/openapi.json answers a real run's waits.
 openapi-client-check:
     scripts/openapi-client-check
+
+# The first-party clients (clients/*) against a real `cairn serve`.
+clients:
+    cargo build -q -p cairn-cli
+    clients/typescript/check
 
 # `just api-fuzz 30` is CI's run (default: CAIRN_API_FUZZ_SECONDS, or 60).
 # The OpenAPI document against a real `cairn serve` (schemathesis).
