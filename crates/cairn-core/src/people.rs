@@ -200,8 +200,8 @@ pub enum Via {
     Console,
     /// A signed link from a notification.
     Link,
-    /// The CLI through a server (`--server`): recorded as `api` by the
-    /// server, which cannot tell; kept for clients that say so.
+    /// The CLI through a server (`--server`), as its `User-Agent` says
+    /// (`cairn-cli/VERSION`): a channel for the audit, not a credential.
     Cli,
     /// Direct database access (`cairn` without `--server`): the operating
     /// system's user, which no policy binds.

@@ -16,8 +16,6 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use cairn::Via;
-
 use crate::people::Caller;
 use crate::{ApiError, AppState};
 
@@ -151,7 +149,8 @@ async fn caller(
     if let Some(retry_after) = state.throttle().wait(client, now) {
         return Err(ApiError::TooManyAttempts { retry_after });
     }
-    match crate::people::principal(state, presented, Via::Api, client).await? {
+    let via = crate::people::via_of(headers);
+    match crate::people::principal(state, presented, via, client).await? {
         Some(caller) => Ok(caller),
         None => {
             state.throttle().failed(client, now);

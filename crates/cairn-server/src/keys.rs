@@ -46,8 +46,7 @@ pub(crate) async fn pause(
     let actor = caller.actor(body.by, body.reason);
     let key = state.engine().pause_key(&body.key, wait, &actor).await?;
     tracing::info!(key = ?key.key, by = ?actor.by, note = ?actor.origin.note, reason = ?actor.reason, ?wait, "provider key paused");
-    let detail =
-        serde_json::json!({"key": key.key, "limits": key.limits, "paused_until": key.paused_until});
+    let detail = cairn::people::key_detail(&key);
     crate::people::record(&state, &actor, "key_paused", detail).await;
     Ok(Json(key))
 }
@@ -71,8 +70,7 @@ pub(crate) async fn resume(
     let actor = caller.actor(body.by, None);
     let key = state.engine().resume_key(&body.key).await?;
     tracing::info!(key = ?key.key, by = ?actor.by, "provider key resumed");
-    let detail =
-        serde_json::json!({"key": key.key, "limits": key.limits, "paused_until": key.paused_until});
+    let detail = cairn::people::key_detail(&key);
     crate::people::record(&state, &actor, "key_resumed", detail).await;
     state.wake_runner();
     Ok(Json(key))
@@ -88,8 +86,7 @@ pub(crate) async fn reset(
     let actor = caller.actor(body.by, None);
     let key = state.engine().reset_limits(&body.key).await?;
     tracing::info!(key = ?key.key, by = ?actor.by, "provider key limits reset");
-    let detail =
-        serde_json::json!({"key": key.key, "limits": key.limits, "paused_until": key.paused_until});
+    let detail = cairn::people::key_detail(&key);
     crate::people::record(&state, &actor, "key_limits_reset", detail).await;
     state.wake_runner();
     Ok(Json(key))
@@ -130,8 +127,7 @@ pub(crate) async fn set(
     };
     let key = state.engine().set_limits(&body.key, &limits).await?;
     tracing::info!(key = ?key.key, by = ?actor.by, ?limits, "provider key limits set");
-    let detail =
-        serde_json::json!({"key": key.key, "limits": key.limits, "paused_until": key.paused_until});
+    let detail = cairn::people::key_detail(&key);
     crate::people::record(&state, &actor, "key_limits_set", detail).await;
     state.wake_runner();
     Ok(Json(key))

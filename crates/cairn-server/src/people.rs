@@ -174,17 +174,15 @@ pub(crate) async fn audit_refusal(state: &AppState, caller: &Caller, detail: ser
 }
 
 /// Audits `action` by `actor` that no run event records (a provider key's
-/// pause or limits), right after it: a failure to record it is logged.
+/// pause or limits, a thread's budget, a compaction), right after it: a
+/// failure to record it is logged.
 pub(crate) async fn record(
     state: &AppState,
     actor: &Actor,
     action: &str,
     detail: serde_json::Value,
 ) {
-    let entry = AuditEntry::of(actor, action, detail);
-    if let Err(e) = state.engine().record_audit(&entry).await {
-        tracing::warn!(error = %cairn::ErrorChain(&e), action, "could not audit");
-    }
+    state.engine().audit_change(actor, action, detail).await;
 }
 
 /// `a viewer`, `an operator`, `an admin`.
@@ -206,9 +204,26 @@ impl FromRequestParts<AppState> for Caller {
             .extensions
             .get::<Caller>()
             .cloned()
-            .unwrap_or_else(|| Caller::api(None, client)))
+            .unwrap_or_else(|| Caller {
+                via: via_of(&parts.headers),
+                ..Caller::api(None, client)
+            }))
     }
 }
+
+/// The channel a request to the API came through: `cli` when its
+/// `User-Agent` is the CLI's (`cairn-cli/VERSION`), else `api`. It names
+/// the channel in the audit and binds nothing: the token decides.
+pub(crate) fn via_of(headers: &axum::http::HeaderMap) -> Via {
+    let agent = headers.get(axum::http::header::USER_AGENT);
+    match agent.and_then(|v| v.to_str().ok()) {
+        Some(a) if a.starts_with(CLI_AGENT) => Via::Cli,
+        _ => Via::Api,
+    }
+}
+
+/// The start of the CLI's `User-Agent`.
+const CLI_AGENT: &str = "cairn-cli/";
 
 /// Whether the API is closed: `CAIRN_API_TOKENS` or any stored principal.
 /// Once closed it stays closed; while open, the database is asked again
@@ -415,6 +430,18 @@ mod tests {
             .tenant(Some("beta".into()))
             .unwrap();
         assert_eq!(beta.as_deref(), Some("beta"));
+    }
+
+    #[test]
+    fn the_cli_is_named_by_its_agent_and_anything_else_is_api() {
+        let with = |agent: &str| {
+            let mut headers = axum::http::HeaderMap::new();
+            headers.insert(axum::http::header::USER_AGENT, agent.parse().unwrap());
+            via_of(&headers)
+        };
+        assert_eq!(with("cairn-cli/0.1.0"), Via::Cli);
+        assert_eq!(with("curl/8.5.0"), Via::Api);
+        assert_eq!(via_of(&axum::http::HeaderMap::new()), Via::Api);
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub(crate) struct CompactBody {
 
 pub(crate) async fn compact(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     ApiJson(body): ApiJson<CompactBody>,
 ) -> Result<Json<Compacted>, ApiError> {
     let age = |field: &str, v: Option<String>| {
@@ -58,5 +59,10 @@ pub(crate) async fn compact(
     }
     let removed = state.engine().compact(&policy).await?;
     tracing::info!(?policy, ?removed, "compacted");
+    if !policy.dry_run {
+        let detail = serde_json::json!({"policy": format!("{policy:?}"), "removed": removed});
+        let actor = caller.actor(None, None);
+        crate::people::record(&state, &actor, "compacted", detail).await;
+    }
     Ok(Json(removed))
 }

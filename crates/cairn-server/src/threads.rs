@@ -140,5 +140,12 @@ pub(crate) async fn budget(
         .set_thread_budget(&id, &budget, raise, &actor)
         .await?;
     tracing::info!(thread = %id, by = %actor.by, budget = ?budget.budget, "thread budget set");
+    let action = if raise {
+        "thread_budget_raised"
+    } else {
+        "thread_budget_set"
+    };
+    let detail = serde_json::json!({"thread": id, "budget": budget.budget, "reason": actor.reason});
+    crate::people::record(&state, &actor, action, detail).await;
     Ok(Json(budget))
 }

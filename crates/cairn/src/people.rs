@@ -238,10 +238,26 @@ impl Engine {
         self.answer_as(wait, answer, actor).await
     }
 
+    /// Audits `action` by `actor` that no run event records (a provider
+    /// key's pause or limits, a thread's budget, a compaction), right
+    /// after it; a failure to record it is logged, never in its place.
+    pub async fn audit_change(&self, actor: &Actor, action: &str, detail: serde_json::Value) {
+        let entry = AuditEntry::of(actor, action, detail);
+        if let Err(e) = self.store().record(&entry).await {
+            tracing::warn!(error = %crate::ErrorChain(&e), action, "could not audit");
+        }
+    }
+
     /// Records an audit entry that changes nothing else (a refusal).
     pub async fn record_audit(&self, entry: &AuditEntry) -> Result<()> {
         Ok(self.store().record(entry).await?)
     }
+}
+
+/// What the audit says of a change to a provider key: the key as it
+/// now stands.
+pub fn key_detail(key: &crate::KeyState) -> serde_json::Value {
+    serde_json::json!({"key": key.key, "limits": key.limits, "paused_until": key.paused_until})
 }
 
 #[cfg(test)]

@@ -68,7 +68,8 @@ pub trait NoticeStore: Send + Sync + 'static {
     /// Records an attempt to deliver a wait's notice.
     async fn record_notice(&self, attempt: &NoticeAttempt) -> Result<()>;
 
-    /// Stores links; a link already issued keeps its expiry.
+    /// Stores links; a link already issued keeps its expiry. Each new one
+    /// is audited (`link_issued`, by its principal, `via: link`).
     async fn issue_links(&self, links: &[NewLink]) -> Result<()>;
 
     /// The link whose token has this digest, if any (nothing changes).

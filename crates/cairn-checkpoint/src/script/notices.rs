@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairn_core::{WaitId, WaitRecord};
+use cairn_core::{Actor, AuditEntry, Origin, Via, WaitId, WaitRecord};
 
 use crate::contract::{LinkRecord, NewLink, NoticeAttempt, NoticeStore};
 use crate::raw::{decode_wait, nil_run, wait_cols};
@@ -85,19 +85,34 @@ async fn record_in(c: &mut Conn<'_>, a: &NoticeAttempt) -> Result<()> {
     Ok(())
 }
 
+/// Stores the links not stored yet, each audited as `link_issued` (by its
+/// principal, `via: link`) in the same transaction.
 async fn issue_in(c: &mut Conn<'_>, links: &[NewLink]) -> Result<()> {
     for link in links {
-        c.execute(
-            query(
-                "INSERT INTO links (hash, principal, wait_id, expires_at) \
+        let stored = c
+            .execute(
+                query(
+                    "INSERT INTO links (hash, principal, wait_id, expires_at) \
                  VALUES (:hash, :principal, :wait, {later:secs}) ON CONFLICT (hash) DO NOTHING",
+                )
+                .bind("hash", link.hash.as_str())
+                .bind("principal", link.principal.as_str())
+                .bind("wait", link.wait)
+                .bind("secs", link.ttl.as_secs_f64()),
             )
-            .bind("hash", link.hash.as_str())
-            .bind("principal", link.principal.as_str())
-            .bind("wait", link.wait)
-            .bind("secs", link.ttl.as_secs_f64()),
-        )
-        .await?;
+            .await?;
+        if stored > 0 {
+            let by = Actor::new(&link.principal).from(Origin {
+                via: Some(Via::Link),
+                ..Origin::default()
+            });
+            let detail = serde_json::json!({"expires_in_secs": link.ttl.as_secs()});
+            let entry = AuditEntry {
+                wait_id: Some(link.wait),
+                ..AuditEntry::of(&by, "link_issued", detail)
+            };
+            super::audited::record_in(c, &entry).await?;
+        }
     }
     Ok(())
 }

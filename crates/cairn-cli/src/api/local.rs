@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use cairn::{
     Actor, Answer, CompactPolicy, Compacted, Engine, EventRecord, ExecutorConfig, KeyState,
@@ -22,6 +22,19 @@ pub struct Local {
 }
 
 impl Local {
+    /// `key` after a change by `actor`, audited as `action` (the server
+    /// audits the same changes made through it).
+    async fn key_audited(
+        &self,
+        actor: &Actor,
+        action: &str,
+        key: KeyState,
+    ) -> anyhow::Result<KeyState> {
+        let detail = cairn::people::key_detail(&key);
+        self.engine.audit_change(actor, action, detail).await;
+        Ok(key)
+    }
+
     /// Opens `db` for a one-shot command (creating it only for `run` and
     /// `submit`: a typo'd path must not leave an empty database behind).
     pub async fn open(db: &str, create: bool) -> anyhow::Result<Local> {
@@ -244,14 +257,29 @@ impl Api for Local {
         raise: bool,
         actor: &Actor,
     ) -> anyhow::Result<cairn::ThreadBudget> {
-        Ok(self
+        let actor = local(actor);
+        let set = self
             .engine
-            .set_thread_budget(id, budget, raise, &local(actor))
-            .await?)
+            .set_thread_budget(id, budget, raise, &actor)
+            .await?;
+        let action = if raise {
+            "thread_budget_raised"
+        } else {
+            "thread_budget_set"
+        };
+        let detail = json!({"thread": id, "budget": set.budget, "reason": actor.reason});
+        self.engine.audit_change(&actor, action, detail).await;
+        Ok(set)
     }
 
     async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {
-        Ok(self.engine.compact(policy).await?)
+        let removed = self.engine.compact(policy).await?;
+        if !policy.dry_run {
+            let detail = json!({"policy": format!("{policy:?}"), "removed": removed});
+            let actor = cairn::local_actor(None, None);
+            self.engine.audit_change(&actor, "compacted", detail).await;
+        }
+        Ok(removed)
     }
 
     async fn workers(&self) -> anyhow::Result<Vec<cairn::ProcessRecord>> {
@@ -304,19 +332,27 @@ impl Api for Local {
         wait: Duration,
         actor: &Actor,
     ) -> anyhow::Result<KeyState> {
-        Ok(self.engine.pause_key(key, wait, &local(actor)).await?)
+        let actor = local(actor);
+        let key = self.engine.pause_key(key, wait, &actor).await?;
+        self.key_audited(&actor, "key_paused", key).await
     }
 
     async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState> {
-        Ok(self.engine.resume_key(key).await?)
+        let key = self.engine.resume_key(key).await?;
+        let actor = cairn::local_actor(None, None);
+        self.key_audited(&actor, "key_resumed", key).await
     }
 
     async fn reset_limits(&self, key: &str) -> anyhow::Result<KeyState> {
-        Ok(self.engine.reset_limits(key).await?)
+        let key = self.engine.reset_limits(key).await?;
+        let actor = cairn::local_actor(None, None);
+        self.key_audited(&actor, "key_limits_reset", key).await
     }
 
     async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState> {
-        Ok(self.engine.set_limits(key, limits).await?)
+        let key = self.engine.set_limits(key, limits).await?;
+        let actor = cairn::local_actor(None, None);
+        self.key_audited(&actor, "key_limits_set", key).await
     }
 
     async fn principals(&self) -> anyhow::Result<Vec<cairn::Principal>> {

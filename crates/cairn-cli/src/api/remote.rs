@@ -79,7 +79,9 @@ pub struct Remote {
 
 impl Remote {
     pub fn new(base: String, token: Option<String>) -> anyhow::Result<Remote> {
+        // The server records `via: cli` for this agent (audit only).
         let http = reqwest::Client::builder()
+            .user_agent(concat!("cairn-cli/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(Duration::from_secs(3))
             .build()?;
         Ok(Remote { base, token, http })

@@ -127,6 +127,17 @@ fn bad_keys_and_ages_are_refused_both_ways_and_nothing_is_stored(kind: Kind) {
     // On a database not yet created, a pause creates it, as a set would.
     case.cairn(&["limits", "pause", key, "--for", "1h"])
         .expect_code(0);
+    // Locally too, the change is audited, by the operating system's user.
+    let audit = case.cairn(&["audit", "--json"]).expect_code(0).json();
+    let paused = &audit.as_array().unwrap()[0];
+    assert_eq!(
+        (&paused["action"], &paused["via"], &paused["detail"]["key"]),
+        (
+            &Value::from("key_paused"),
+            &Value::from("local"),
+            &Value::from(key)
+        )
+    );
     let served = serve(&case, &["--concurrency", "0"], &[]);
     let long = "k".repeat(2000);
     let bad_keys = ["", "  ", &long, "provider=a\nforged", "a\u{1b}[31mb"];

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::{assert_contains, post_form, serve, wait_until, Case, Kind, Served};
 
@@ -262,6 +262,17 @@ fn a_reminder_goes_before_the_deadline_to_those_who_have_not_voted(kind: Kind) {
     assert_eq!(voted.count(), 0, "a stale digest stores no vote");
     // Recorded: the run still waits for a second approval (exit code 4).
     remote(&tokens[0], &[&answer[..], &[digest.as_str()]].concat()).expect_code(4);
+    let audit = case.cairn(&["audit", "--json"]).expect_code(0).json();
+    let vote = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "wait_voted");
+    let vote = vote.expect("ana's vote is audited");
+    assert_eq!(
+        (&vote["principal"], &vote["via"]),
+        (&json!("ana"), &json!("cli"))
+    );
 
     wait_until("the reminder", Duration::from_secs(30), || {
         got.lock().unwrap().notices.len() >= 2

@@ -229,4 +229,31 @@ async fn principals_and_the_audit_are_admin_routes(kind: Kind) {
         (last.action.as_str(), last.principal.as_str()),
         ("key_paused", "api")
     );
+
+    // So are a thread's budget and a compaction (a dry run changes nothing
+    // and is not audited).
+    let budget = json!({"set": {"tokens": 1000}, "reason": "cap"});
+    let set = call(
+        &api,
+        ENV_TOKEN,
+        Method::POST,
+        "/v1/threads/t1/budget",
+        Some(budget),
+    )
+    .await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+    for dry_run in [true, false] {
+        let body = json!({"events_older_than": "30d", "dry_run": dry_run});
+        let done = call(&api, ENV_TOKEN, Method::POST, "/v1/compact", Some(body)).await;
+        assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+    }
+    let all = api.engine.audit(&AuditFilter::default()).await.unwrap();
+    let actions: Vec<&str> = all
+        .iter()
+        .rev()
+        .take(2)
+        .map(|e| e.action.as_str())
+        .collect();
+    assert_eq!(actions, ["compacted", "thread_budget_set"]);
+    assert_eq!(all.last().unwrap().principal, "api");
 }

@@ -104,6 +104,21 @@ async fn a_link_is_used_once_and_not_after_it_expired(kind: Kind) {
         .issue_links(&[link("h1", Duration::from_millis(1))])
         .await
         .unwrap();
+    let audit = store.audit(&Default::default()).await.unwrap();
+    let issued: Vec<_> = audit.iter().filter(|e| e.action == "link_issued").collect();
+    assert_eq!(
+        issued.len(),
+        2,
+        "each link audited once, not again: {issued:?}"
+    );
+    assert_eq!(
+        (
+            issued[0].principal.as_str(),
+            issued[0].via,
+            issued[0].wait_id
+        ),
+        ("ana", Via::Link, Some(wait))
+    );
     let found = store.link("h1").await.unwrap().expect("issued");
     assert_eq!((found.principal.as_str(), found.wait), ("ana", wait));
     let run = store.list_waits(&Default::default()).await.unwrap()[0].run_id;
