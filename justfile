@@ -53,6 +53,7 @@ openapi-client-check:
 clients:
     cargo build -q -p cairn-cli
     clients/typescript/check
+    clients/python/check
 
 # `just api-fuzz 30` is CI's run (default: CAIRN_API_FUZZ_SECONDS, or 60).
 # The OpenAPI document against a real `cairn serve` (schemathesis).

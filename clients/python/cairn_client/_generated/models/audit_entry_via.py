@@ -1,0 +1,12 @@
+from enum import StrEnum
+
+
+class AuditEntryVia(StrEnum):
+    API = "api"
+    CLI = "cli"
+    CONSOLE = "console"
+    LINK = "link"
+    LOCAL = "local"
+
+    def __str__(self) -> str:
+        return str(self.value)
