@@ -23,6 +23,7 @@ const PAY: &str = "name = \"pay\"\nversion = \"1\"\n[[agents]]\nrole = \"pay\"\n
 both_backends!(
     a_notice_survives_a_down_receiver_and_a_killed_server_and_its_link_votes_once,
     a_reminder_goes_before_the_deadline_to_those_who_have_not_voted,
+    an_expired_link_shows_and_votes_nothing,
 );
 
 /// What the receiver got: each verified notice's id and body, and how
@@ -295,5 +296,46 @@ fn a_reminder_goes_before_the_deadline_to_those_who_have_not_voted(kind: Kind) {
         .map(|l| l["principal"].as_str().unwrap())
         .collect();
     assert_eq!(people, ["bob"], "ana voted already");
+    drop(served);
+}
+
+/// A link past `CAIRN_NOTIFY_LINK_TTL` is refused when opened and when
+/// confirmed (410), and no vote is stored.
+fn an_expired_link_shows_and_votes_nothing(kind: Kind) {
+    let case = Case::new(kind);
+    finance(&case, &["ana"]);
+    let port = free_port();
+    let got = Arc::new(Mutex::new(Received::default()));
+    let _receiver = receiver(port, Arc::clone(&got));
+    let served = serve_with(&case, port, PAY, &[("CAIRN_NOTIFY_LINK_TTL", "1s")]);
+    let to = ["--server", served.url.as_str(), "--token", TOKEN];
+    let submit = ["submit", "pay", "--input", r#"{"amount": 9}"#];
+    let submitted = case.raw(&[&submit[..], &to[..]].concat(), &[]);
+    assert!(matches!(submitted.code(), Some(0 | 4)), "{submitted:?}");
+    wait_until("the notice", Duration::from_secs(30), || {
+        !got.lock().unwrap().notices.is_empty()
+    });
+    let url = got.lock().unwrap().notices[0].1["data"]["links"][0]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = url
+        .strip_prefix(&served.url)
+        .expect("a link to this server");
+    std::thread::sleep(Duration::from_millis(1_500));
+    let page = crate::support::get_text(&served.listen, path);
+    assert_contains(&page, "This link expired");
+    let (status, page) = post_form(&served.listen, path, "decision=approve");
+    assert!(
+        status.contains(" 410 ") && page.contains("expired"),
+        "{status}: {page}"
+    );
+    let audit = case.cairn(&["audit", "--json"]).expect_code(0).json();
+    let votes = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "wait_voted");
+    assert_eq!(votes.count(), 0, "an expired link votes nothing");
     drop(served);
 }
