@@ -82,6 +82,15 @@ pub enum Error {
         wait: cairn_core::WaitId,
         why: cairn_core::Ineligible,
     },
+    /// No schedule has this name.
+    #[error("schedule `{0}` not found")]
+    ScheduleNotFound(String),
+    /// A schedule of this name exists already; nothing was stored.
+    #[error("schedule `{0}` exists already; nothing was stored (delete it first to change it)")]
+    ScheduleExists(String),
+    /// A schedule's definition that cannot fire; nothing was stored.
+    #[error("schedule: {0}")]
+    BadSchedule(String),
     /// No principal has this name.
     #[error("principal `{0}` not found")]
     PrincipalNotFound(String),
@@ -292,6 +301,9 @@ pub enum Kind {
     KeyNotFound,
     PrincipalNotFound,
     PrincipalExists,
+    ScheduleNotFound,
+    ScheduleExists,
+    BadSchedule,
     /// Not among a wait's approvers, or the run's own and the policy says no.
     NotAnApprover,
     /// A second, different vote by one principal on one wait.
@@ -330,6 +342,9 @@ impl Error {
             Error::ThreadNotFound(_) => Kind::ThreadNotFound,
             Error::KeyNotFound(_) => Kind::KeyNotFound,
             Error::PrincipalNotFound(_) => Kind::PrincipalNotFound,
+            Error::ScheduleNotFound(_) => Kind::ScheduleNotFound,
+            Error::ScheduleExists(_) => Kind::ScheduleExists,
+            Error::BadSchedule(_) => Kind::BadSchedule,
             Error::PrincipalExists(_) => Kind::PrincipalExists,
             Error::Ineligible { why, .. } => match why {
                 cairn_core::Ineligible::AlreadyVoted(_) => Kind::AlreadyVoted,

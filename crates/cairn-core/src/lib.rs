@@ -19,6 +19,7 @@ pub mod meter;
 pub mod people;
 pub mod priority;
 pub mod retry;
+pub mod schedule;
 pub mod sse;
 pub mod status;
 pub mod stop;
@@ -66,6 +67,7 @@ pub use people::{
 };
 pub use priority::{BadPriority, Priority};
 pub use retry::RetryPolicy;
+pub use schedule::{BadSchedule, Cadence, CatchUp, Overlap, Schedule, SlotOutcome};
 pub use status::{RunStatus, StepStatus, TransitionError};
 pub use stop::{Deferral, Stop};
 pub use trace::{BadSampler, BadTraceparent, Sampler, SpanId, TraceContext, TraceId, Tracing};

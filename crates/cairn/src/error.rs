@@ -109,6 +109,9 @@ pub enum Error {
         quoted: String,
         current: String,
     },
+    /// A schedule's definition was refused; nothing was stored.
+    #[error(transparent)]
+    BadSchedule(#[from] cairn_core::BadSchedule),
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     ReadFile {
@@ -328,6 +331,7 @@ impl Error {
             Error::PauseTooLong(_) => (ErrorClass::BadInput, "bad_age"),
             Error::WrongThread { .. } => (ErrorClass::Conflict, "wrong_thread"),
             Error::StaleDigest { .. } => (ErrorClass::Conflict, "stale_digest"),
+            Error::BadSchedule(_) => (ErrorClass::BadInput, "bad_schedule"),
             Error::CrewDoesNotFit { .. } => (ErrorClass::Conflict, "crew_mismatch"),
             Error::UnknownCrewVersion { .. } | Error::AmbiguousCrewVersion { .. } => {
                 (ErrorClass::NotFound, "crew_version_not_found")
@@ -353,6 +357,9 @@ fn store_class(kind: cairn_checkpoint::Kind) -> (ErrorClass, &'static str) {
         S::KeyNotFound => (ErrorClass::NotFound, "key_not_found"),
         S::PrincipalNotFound => (ErrorClass::NotFound, "principal_not_found"),
         S::PrincipalExists => (ErrorClass::Conflict, "principal_exists"),
+        S::ScheduleNotFound => (ErrorClass::NotFound, "schedule_not_found"),
+        S::ScheduleExists => (ErrorClass::Conflict, "schedule_exists"),
+        S::BadSchedule => (ErrorClass::BadInput, "bad_schedule"),
         S::NotAnApprover => (ErrorClass::Forbidden, "not_an_approver"),
         S::AlreadyVoted => (ErrorClass::Conflict, "already_voted"),
         S::IdempotencyConflict => (ErrorClass::Conflict, "idempotency_conflict"),

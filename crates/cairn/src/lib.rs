@@ -38,6 +38,7 @@ mod notify;
 pub mod otel;
 pub mod people;
 mod retention;
+mod schedules;
 mod standing;
 pub mod step_time;
 mod thread;
@@ -63,6 +64,10 @@ pub use cairn_checkpoint::{
     DEFAULT_MAX_CONNECTIONS as DEFAULT_DB_CONNECTIONS,
 };
 pub use cairn_checkpoint::{LinkRecord, NewLink, NoticeAttempt};
+pub use cairn_checkpoint::{NewSchedule, Slot};
+/// Schedules: cadences in time zones, overlap and catch-up policies.
+pub use cairn_core::schedule;
+pub use cairn_core::{Cadence, CatchUp, Overlap, Schedule, SlotOutcome};
 /// The per-run event log's kinds and their typed payloads
 /// ([`event::payload`], one type per kind: [`EventData`]).
 pub use cairn_core::event;

@@ -57,7 +57,10 @@ impl Engine {
                     result?;
                 }
                 let run = engine.get_run(id).await?;
-                if run.status == RunStatus::Queued {
+                // Woken by its join: driven here, or, if a worker claimed
+                // it first, followed to its next stop (never reported as
+                // `running`).
+                if matches!(run.status, RunStatus::Queued | RunStatus::Running) {
                     let crew = engine.stored_crew(id).await?;
                     let again = engine.drive_or_follow(id, &crew, None).await?;
                     driven.executed.extend(again.executed);

@@ -146,6 +146,7 @@ impl Engine {
             }
             if tokio::time::Instant::now() >= next_expiry {
                 worker.expire_waits().await;
+                worker.fire_schedules().await;
                 next_expiry = tokio::time::Instant::now() + opts.poll;
             }
             // Out of runs, or every slot busy: either way nothing more can
@@ -282,6 +283,20 @@ impl Worker {
                     tracing::warn!(error = %ErrorChain(&e), "worker: cannot apply wait deadlines; retrying");
                     self.expire_failing = true;
                 }
+            }
+        }
+    }
+
+    /// Fires the due schedules (their runs are queued: claimed below).
+    async fn fire_schedules(&mut self) {
+        match self.engine.fire_schedules().await {
+            Ok(decided) => {
+                for slot in decided {
+                    tracing::info!(schedule = %slot.schedule, slot = %slot.slot, outcome = slot.outcome.as_str(), run = ?slot.run_id, "worker: schedule slot");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %ErrorChain(&e), "worker: cannot fire schedules; retrying at the next poll");
             }
         }
     }

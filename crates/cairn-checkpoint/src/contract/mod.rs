@@ -20,6 +20,7 @@ mod notices;
 mod operator;
 mod people;
 mod runs;
+mod schedules;
 mod threads;
 mod traces;
 mod waits;
@@ -37,6 +38,7 @@ pub use notices::{LinkRecord, NewLink, NoticeAttempt, NoticeStore};
 pub use operator::OperatorStore;
 pub use people::{Credential, NewSession, PeopleStore, SessionRecord, TokenDigest};
 pub use runs::RunStore;
+pub use schedules::{NewSchedule, ScheduleStore, Slot};
 pub use threads::ThreadStore;
 pub use traces::TraceStore;
 pub use waits::WaitStore;
@@ -61,6 +63,7 @@ pub trait Store:
     + PeopleStore
     + AuditStore
     + NoticeStore
+    + ScheduleStore
     + Send
     + Sync
     + 'static
@@ -84,6 +87,7 @@ impl<T> Store for T where
         + PeopleStore
         + AuditStore
         + NoticeStore
+        + ScheduleStore
         + Send
         + Sync
         + 'static

@@ -54,6 +54,7 @@ mod reuse;
 mod rollup;
 mod rows;
 mod runs;
+mod schedules;
 mod storable;
 #[cfg(test)]
 mod tests;

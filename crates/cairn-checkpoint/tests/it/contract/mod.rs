@@ -19,6 +19,7 @@ mod notices;
 mod operator;
 mod people;
 mod registry;
+mod schedules;
 mod traces;
 mod votes;
 mod waits;
