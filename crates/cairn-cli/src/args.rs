@@ -16,8 +16,10 @@ use crate::progress;
 
 mod limits;
 mod people;
+mod schedules;
 pub use limits::LimitsCommand;
 pub use people::{AuditArgs, PrincipalsCommand};
+pub use schedules::SchedulesCommand;
 
 /// The database when none is named: relative to the working directory.
 pub const DEFAULT_DB: &str = "sqlite://cairn.db";
@@ -189,6 +191,12 @@ pub enum Command {
     Limits {
         #[command(subcommand)]
         command: LimitsCommand,
+    },
+    /// Schedules: runs started by the clock (cron in a time zone, or an
+    /// interval), each slot exactly once across every worker.
+    Schedules {
+        #[command(subcommand)]
+        command: SchedulesCommand,
     },
     /// People and services who use the server: their roles, groups,
     /// tenants and tokens (admins; locally, database access is admin).

@@ -269,7 +269,28 @@ impl CatchUp {
     }
 }
 
+impl std::fmt::Display for CatchUp {
+    /// `latest`, `one` or `all:N`, as [`CatchUp::parse`] reads it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CatchUp::Latest => f.write_str("latest"),
+            CatchUp::One => f.write_str("one"),
+            CatchUp::All(n) => write!(f, "all:{n}"),
+        }
+    }
+}
+
 impl Overlap {
+    /// `skip`, `buffer`, `allow` or `cancel`, as [`Overlap::parse`] reads it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Overlap::Skip => "skip",
+            Overlap::Buffer => "buffer",
+            Overlap::Allow => "allow",
+            Overlap::Cancel => "cancel",
+        }
+    }
+
     pub fn parse(text: &str) -> Result<Overlap, BadSchedule> {
         Ok(match text.trim() {
             "skip" => Overlap::Skip,

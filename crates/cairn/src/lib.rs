@@ -65,12 +65,11 @@ pub use cairn_checkpoint::{
 };
 pub use cairn_checkpoint::{LinkRecord, NewLink, NoticeAttempt};
 pub use cairn_checkpoint::{NewSchedule, Slot};
-/// Schedules: cadences in time zones, overlap and catch-up policies.
-pub use cairn_core::schedule;
-pub use cairn_core::{Cadence, CatchUp, Overlap, Schedule, SlotOutcome};
 /// The per-run event log's kinds and their typed payloads
 /// ([`event::payload`], one type per kind: [`EventData`]).
 pub use cairn_core::event;
+/// Schedules: cadences in time zones, overlap and catch-up policies.
+pub use cairn_core::schedule;
 /// Server-Sent Events: an incremental decoder and a stream of events over a
 /// stream of byte chunks.
 pub use cairn_core::sse;
@@ -97,6 +96,7 @@ pub use cairn_core::{
     StepOutput, StepRecord, StepStatus, Stop, Tenant, ToolDef, TraceContext, Usage, Usd, WaitId,
     WaitKind, WaitRecord, WaitStatus,
 };
+pub use cairn_core::{Cadence, CatchUp, Overlap, Schedule, SlotOutcome};
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;
 /// What the executor refuses or fails with (inside [`Error::Executor`]).

@@ -56,24 +56,6 @@ fn decode(r: &Row) -> Result<Schedule> {
     })
 }
 
-/// `latest`, `one`, `all:N`: as stored and as `CatchUp::parse` reads.
-fn catch_up_text(c: CatchUp) -> String {
-    match c {
-        CatchUp::Latest => "latest".into(),
-        CatchUp::One => "one".into(),
-        CatchUp::All(n) => format!("all:{n}"),
-    }
-}
-
-fn overlap_text(o: Overlap) -> &'static str {
-    match o {
-        Overlap::Skip => "skip",
-        Overlap::Buffer => "buffer",
-        Overlap::Allow => "allow",
-        Overlap::Cancel => "cancel",
-    }
-}
-
 async fn db_now(c: &mut Conn<'_>) -> Result<DateTime<Utc>> {
     let row = c.fetch_optional(query("SELECT {now} AS now")).await?;
     let row = row.ok_or_else(|| corrupt("`SELECT now` returned no row".into()))?;
@@ -120,8 +102,8 @@ async fn create_in(
             .bind("fingerprint", fingerprint.as_str())
             .bind("input", &new.input)
             .bind("cadence", cadence)
-            .bind("overlap", overlap_text(new.overlap))
-            .bind("catch_up", catch_up_text(new.catch_up))
+            .bind("overlap", new.overlap.as_str())
+            .bind("catch_up", new.catch_up.to_string())
             .bind("thread", &new.thread)
             .bind("priority", i64::from(new.priority.get()))
             .bind("tenant", new.tenant.as_ref().map(|t| t.as_str()))

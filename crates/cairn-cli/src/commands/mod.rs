@@ -8,6 +8,7 @@ mod limits;
 mod people;
 mod run;
 mod runs;
+mod schedules;
 mod serve;
 mod threads;
 mod waits;
@@ -60,6 +61,7 @@ async fn dispatch(to: &impl Connect, command: Command, json: bool) -> anyhow::Re
         Command::Threads { command } => threads::main(to, command, json).await,
         Command::Limits { command } => limits::main(to, command, json).await,
         Command::Principals { command } => people::principals(to, command, json).await,
+        Command::Schedules { command } => schedules::main(to, command, json).await,
         Command::Audit(args) => people::audit(to, args, json).await,
         Command::Crews { command } => crews::main(to, command, json).await,
         Command::Workers => crews::workers(to, json).await,

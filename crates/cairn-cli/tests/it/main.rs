@@ -83,6 +83,7 @@ mod mismatch;
 mod notices;
 mod operators;
 mod pooler;
+mod schedules;
 mod soak;
 mod support;
 mod tables;

@@ -1,3 +1,6 @@
+//! The schedule rule: the daylight-saving table, intervals, due slots,
+//! catch-up, bad input, slot keys and the input template.
+
 use chrono::TimeZone;
 
 use super::*;
