@@ -729,6 +729,134 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List schedules
+         * @description Every schedule, by name.
+         */
+        get: operations["listSchedules"];
+        put?: never;
+        /**
+         * Create a schedule
+         * @description Stores a schedule of a crew the server loaded; its first slot is the first after now. Every server and worker of the database fires due schedules at each poll; each slot's run is submitted once (key `schedule:NAME:SLOT`) in the transaction that moves the next slot forward.
+         */
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Show a schedule
+         * @description The schedule, its next three fire times and its newest 20 slots.
+         */
+        get: operations["getSchedule"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a schedule
+         * @description Deletes it and its slots; its runs stay.
+         */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{name}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a schedule
+         * @description It stops firing; slots while it is paused never run.
+         */
+        post: operations["pauseSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{name}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a schedule
+         * @description It fires again from the first slot after now.
+         */
+        post: operations["resumeSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{name}/trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a schedule now
+         * @description A run now, outside its cadence (slot: the database's now, to the second).
+         */
+        post: operations["triggerSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{name}/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Backfill a schedule
+         * @description Runs every slot from `from` to `to` (both included, at most 1,000); a slot that ran keeps its run.
+         */
+        post: operations["backfillSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -743,7 +871,7 @@ export interface components {
          */
         ErrorResponse: {
             error: {
-                /** @description Stable: bad_json, invalid_body, bad_body, unsupported_media_type, too_large, request_timeout, bad_query, bad_cursor, bad_last_event_id, bad_run_id, bad_wait_id, bad_thread_id, bad_tenant, bad_limit, bad_key, bad_age, bad_principal, host_not_allowed, unstorable, unknown_crew, crew_not_offered, crew_version_not_found, run_not_found, wait_not_found, thread_not_found, key_not_found, principal_not_found, not_found, method_not_allowed, unauthorized, forbidden, not_an_approver, too_many_attempts, idempotency_conflict, principal_exists, already_voted, stale_digest, thread_busy, wrong_state, crew_mismatch, fork_refused, wait_closed, bad_answer, bad_context, bad_budget, not_ready, unavailable, too_many_streams, too_many_connections, internal. Every other 5xx than 503 is `internal` (what failed is in the server's log). The engine's codes `queued_behind` and `wrong_thread` (`cairn resume`) belong to the command line, and `crew_incompatible` to the library (`runs upgrade` and `POST /v1/crews/{name}/upgrade` report it per run, in `reason`); no route returns them. */
+                /** @description Stable: bad_json, invalid_body, bad_body, unsupported_media_type, too_large, request_timeout, bad_query, bad_cursor, bad_last_event_id, bad_run_id, bad_wait_id, bad_thread_id, bad_tenant, bad_limit, bad_key, bad_age, bad_principal, host_not_allowed, unstorable, unknown_crew, crew_not_offered, crew_version_not_found, run_not_found, wait_not_found, thread_not_found, key_not_found, principal_not_found, not_found, method_not_allowed, unauthorized, forbidden, not_an_approver, too_many_attempts, idempotency_conflict, principal_exists, already_voted, stale_digest, schedule_not_found, schedule_exists, bad_schedule, thread_busy, wrong_state, crew_mismatch, fork_refused, wait_closed, bad_answer, bad_context, bad_budget, not_ready, unavailable, too_many_streams, too_many_connections, internal. Every other 5xx than 503 is `internal` (what failed is in the server's log). The engine's codes `queued_behind` and `wrong_thread` (`cairn resume`) belong to the command line, and `crew_incompatible` to the library (`runs upgrade` and `POST /v1/crews/{name}/upgrade` report it per run, in `reason`); no route returns them. */
                 code: string;
                 /** @description For people; may change. */
                 message: string;
@@ -1619,6 +1747,99 @@ export interface components {
             }[];
             /** @description `sha256:` and 64 hex digits of the wait's prompt (fixed when it opened): what an answer quotes to say what it answers. */
             digest?: string;
+        };
+        /** @description How often it fires: `{"every": {"secs": N}}` (from its creation) or `{"cron": {"expr", "tz"}}` (an IANA zone). */
+        Cadence: components["schemas"]["CadenceEvery"] | components["schemas"]["CadenceCron"];
+        /** @description A schedule: runs of a stored crew version started by the clock, each slot at most once (its run's idempotency key is `schedule:NAME:SLOT`). */
+        Schedule: {
+            name: string;
+            crew: string;
+            /** @description The stored crew version its runs use. */
+            fingerprint: string;
+            /** @description The input template: `{{ scheduled_for }}` and `{{ fired_at }}` in its strings become those times (RFC 3339 UTC). */
+            input: unknown;
+            cadence: components["schemas"]["Cadence"];
+            /**
+             * @description While the previous run is unfinished: the slot is skipped, buffered (one; it runs when the previous ends), runs beside it, or cancels it.
+             * @enum {string}
+             */
+            overlap: "skip" | "buffer" | "allow" | "cancel";
+            /** @description Which of the slots due at once (after downtime) run: `latest` (the newest), `one` (the oldest) or `all:N` (the newest N); the others are recorded `missed`. */
+            catch_up: string;
+            thread?: string;
+            priority: number;
+            tenant?: string;
+            paused: boolean;
+            /**
+             * Format: date-time
+             * @description The next slot; it only moves forward.
+             */
+            next_at: string;
+            /** Format: date-time */
+            created_at: string;
+            created_by?: string;
+        };
+        Slot: {
+            schedule: string;
+            /** Format: date-time */
+            slot: string;
+            /** @enum {string} */
+            outcome: "fired" | "skipped" | "buffered" | "missed";
+            /** Format: uuid */
+            run_id?: string;
+            /**
+             * Format: date-time
+             * @description When it was decided.
+             */
+            at: string;
+        };
+        ScheduleView: components["schemas"]["Schedule"] & {
+            /** @description Its next three fire times. */
+            next: string[];
+            /** @description Its newest slots, newest first (empty after create, pause, resume). */
+            slots: components["schemas"]["Slot"][];
+        };
+        /** @description Exactly one of `every` and `cron`. */
+        CreateScheduleRequest: {
+            /** @description 1 to 64 letters, digits, `-`, `_` or `.`. */
+            name: string;
+            /** @description A crew the server loaded. */
+            crew: string;
+            crew_version?: string | null;
+            /** @description The input template (default `{}`). */
+            input?: unknown;
+            /** @description An interval: `30s`, `5m`, `1h`. */
+            every?: string | null;
+            /** @description 5 fields, or 6 with seconds first. */
+            cron?: string | null;
+            /** @description The cron expression's IANA zone (default UTC). */
+            tz?: string | null;
+            /** @description skip (default), buffer, allow, cancel. */
+            overlap?: string | null;
+            /** @description latest (default), one, all:N. */
+            catch_up?: string | null;
+            thread?: string | null;
+            priority?: number | null;
+            tenant?: string | null;
+        };
+        BackfillRequest: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+        };
+        Every: {
+            secs: number;
+        };
+        CronSpec: {
+            expr: string;
+            tz: string;
+        };
+        CadenceEvery: {
+            every: components["schemas"]["Every"];
+        };
+        CadenceCron: {
+            cron: components["schemas"]["CronSpec"];
         };
     };
     responses: {
@@ -3655,6 +3876,320 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             /** @description `wait_not_found`: no wait has this id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedules. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        schedules: components["schemas"]["Schedule"][];
+                    };
+                };
+            };
+            400: components["responses"]["HostNotAllowed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description The schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"];
+                };
+            };
+            /** @description `bad_json`, `invalid_body`: the body is not JSON, or a field is unknown, missing or of the wrong type (or a cadence, overlap, catch-up or priority that does not read); `bad_schedule`: a name, cron expression or time zone that breaks the rule; `bad_tenant`: a tenant that breaks the rule or one the caller may not schedule as; `host_not_allowed`: the server runs without API tokens (development mode) and the request's `Host` is not a loopback name nor the host of the server's public URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `unknown_crew`: the server loaded no crew (or version) of this name. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `schedule_exists`: a schedule of this name exists; nothing was stored. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    getSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"];
+                };
+            };
+            400: components["responses"]["HostNotAllowed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `schedule_not_found`: no schedule has this name. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deleted: string;
+                    };
+                };
+            };
+            400: components["responses"]["HostNotAllowed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `schedule_not_found`: no schedule has this name. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    pauseSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"];
+                };
+            };
+            400: components["responses"]["HostNotAllowed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `schedule_not_found`: no schedule has this name. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    resumeSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"];
+                };
+            };
+            400: components["responses"]["HostNotAllowed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `schedule_not_found`: no schedule has this name. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    triggerSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The slot. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Slot"];
+                };
+            };
+            400: components["responses"]["HostNotAllowed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `schedule_not_found`: no schedule has this name. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    backfillSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackfillRequest"];
+            };
+        };
+        responses: {
+            /** @description The slots. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        slots: components["schemas"]["Slot"][];
+                    };
+                };
+            };
+            /** @description `bad_json`, `invalid_body`: the body is not JSON, or `from`/`to` is missing or not an RFC 3339 time. `host_not_allowed`: the server runs without API tokens (development mode) and the request's `Host` is not a loopback name nor the host of the server's public URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `schedule_not_found`: no schedule has this name. */
             404: {
                 headers: {
                     [name: string]: unknown;

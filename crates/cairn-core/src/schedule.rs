@@ -333,6 +333,17 @@ impl Schedule {
         Ok(())
     }
 
+    /// Its next `n` fire times from its next slot on.
+    pub fn upcoming(&self, n: usize) -> Vec<DateTime<Utc>> {
+        let mut at = Some(self.next_at);
+        let mut out = Vec::with_capacity(n);
+        while let Some(t) = at.filter(|_| out.len() < n) {
+            out.push(t);
+            at = self.cadence.next_after(self.created_at, t).ok().flatten();
+        }
+        out
+    }
+
     /// The run input of `slot`, fired at `fired_at`.
     pub fn input_of(&self, slot: DateTime<Utc>, fired_at: DateTime<Utc>) -> Value {
         render(&self.input, &rfc3339(slot), &rfc3339(fired_at))

@@ -16,7 +16,9 @@ use serde_json::{json, Value};
 use cairn::{ErrorClass, OnBusy, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions};
 
 use crate::extract::{ApiJson, ApiQuery, RunIdPath};
-use crate::{actions, keys, people, retention, sse, threads, versions, waits, ApiError, AppState};
+use crate::{
+    actions, keys, people, retention, schedules, sse, threads, versions, waits, ApiError, AppState,
+};
 
 /// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
@@ -158,6 +160,50 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
             post(people::rotate),
         ),
         route("/v1/audit", &["GET"], false, get(people::audit)),
+    ]
+    .into_iter()
+    .chain(schedule_routes())
+    .collect()
+}
+
+/// `/v1/schedules` and its actions.
+fn schedule_routes() -> Vec<ApiRoute> {
+    let route = |path: &'static str, methods, handlers| ApiRoute {
+        path,
+        methods,
+        handlers,
+    };
+    vec![
+        route(
+            "/v1/schedules",
+            &["GET", "POST"],
+            get(schedules::list).post(schedules::create),
+        ),
+        route(
+            "/v1/schedules/{name}",
+            &["GET", "DELETE"],
+            get(schedules::show).delete(schedules::delete),
+        ),
+        route(
+            "/v1/schedules/{name}/pause",
+            &["POST"],
+            post(schedules::pause),
+        ),
+        route(
+            "/v1/schedules/{name}/resume",
+            &["POST"],
+            post(schedules::resume),
+        ),
+        route(
+            "/v1/schedules/{name}/trigger",
+            &["POST"],
+            post(schedules::trigger),
+        ),
+        route(
+            "/v1/schedules/{name}/backfill",
+            &["POST"],
+            post(schedules::backfill),
+        ),
     ]
 }
 

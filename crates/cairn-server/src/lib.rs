@@ -64,6 +64,7 @@ mod notify;
 mod people;
 mod retention;
 mod runner;
+mod schedules;
 mod serve;
 mod sse;
 mod threads;

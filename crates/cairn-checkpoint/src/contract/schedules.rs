@@ -25,12 +25,12 @@ pub struct NewSchedule {
 }
 
 /// What became of one slot of a schedule.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Slot {
     pub schedule: String,
     pub slot: DateTime<Utc>,
     pub outcome: SlotOutcome,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<RunId>,
     /// When it was decided.
     pub at: DateTime<Utc>,

@@ -355,6 +355,21 @@ impl Api for Local {
         self.key_audited(&actor, "key_limits_set", key).await
     }
 
+    async fn schedules(
+        &self,
+        act: super::schedules::ScheduleAct,
+    ) -> anyhow::Result<super::schedules::ScheduleOut> {
+        super::schedules::local(&self.engine, act).await
+    }
+
+    async fn create_schedule(
+        &self,
+        crew: CrewRef,
+        spec: super::schedules::ScheduleSpec,
+    ) -> anyhow::Result<cairn::Schedule> {
+        super::schedules::local_create(&self.engine, crew, spec).await
+    }
+
     async fn principals(&self) -> anyhow::Result<Vec<cairn::Principal>> {
         Ok(self.engine.principals().await?)
     }

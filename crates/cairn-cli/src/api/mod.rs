@@ -11,6 +11,7 @@
 
 pub mod local;
 pub mod remote;
+pub mod schedules;
 
 use std::path::Path;
 
@@ -185,6 +186,17 @@ pub trait Api {
     async fn reset_limits(&self, key: &str) -> anyhow::Result<KeyState>;
     /// Replaces `key`'s limits.
     async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState>;
+    /// A schedule action (`cairn schedules`, but `create`).
+    async fn schedules(
+        &self,
+        act: schedules::ScheduleAct,
+    ) -> anyhow::Result<schedules::ScheduleOut>;
+    /// Creates a schedule of `crew`.
+    async fn create_schedule(
+        &self,
+        crew: CrewRef,
+        spec: schedules::ScheduleSpec,
+    ) -> anyhow::Result<cairn::Schedule>;
     /// Principals, by name (never a token).
     async fn principals(&self) -> anyhow::Result<Vec<cairn::Principal>>;
     /// Adds a principal and issues its token.

@@ -19,7 +19,9 @@ use cairn::{
     RunRecord, RunStatus, RunView, StepJournalEntry, SubmitOptions, ThreadPage, ThreadSummary,
     ThreadView, WaitFilter, WaitId, WaitRecord,
 };
+use cairn::{Cadence, Schedule, Slot};
 
+use super::schedules::{ScheduleAct, ScheduleOut, ScheduleSpec};
 use super::{Act, Api, CrewRef, Interruptible, Submission, Upgrade, VersionArg};
 use crate::input::usage;
 
@@ -132,11 +134,19 @@ impl Remote {
         serde_json::from_str(&text).context("the server's answer is not the expected JSON")
     }
 
-    async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+    pub(super) async fn delete<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        self.send(self.http.delete(self.url(path))).await
+    }
+
+    pub(super) async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
         self.send(self.http.get(self.url(path))).await
     }
 
-    async fn post<T: DeserializeOwned>(&self, path: &str, body: &Value) -> anyhow::Result<T> {
+    pub(super) async fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Value,
+    ) -> anyhow::Result<T> {
         self.send(self.http.post(self.url(path)).json(body)).await
     }
 }
@@ -146,7 +156,10 @@ impl Remote {
 /// the server loaded. The server runs its own crew files, so a local file
 /// that is none of the versions it loaded (another fingerprint) is refused
 /// rather than silently not run.
-async fn crew_name(client: &Remote, crew: CrewRef) -> anyhow::Result<(String, Option<String>)> {
+pub(super) async fn crew_name(
+    client: &Remote,
+    crew: CrewRef,
+) -> anyhow::Result<(String, Option<String>)> {
     let (crew, file) = match crew {
         CrewRef::Named(name, version) => return Ok((name, version)),
         CrewRef::File(crew, file) => (crew, file),
@@ -654,6 +667,21 @@ impl Api for Remote {
         self.post("/v1/limits/set", &body).await
     }
 
+    async fn schedules(
+        &self,
+        act: super::schedules::ScheduleAct,
+    ) -> anyhow::Result<super::schedules::ScheduleOut> {
+        schedules_remote(self, act).await
+    }
+
+    async fn create_schedule(
+        &self,
+        crew: CrewRef,
+        spec: super::schedules::ScheduleSpec,
+    ) -> anyhow::Result<cairn::Schedule> {
+        schedules_remote_create(self, crew, spec).await
+    }
+
     async fn principals(&self) -> anyhow::Result<Vec<cairn::Principal>> {
         self.get("/v1/principals").await
     }
@@ -686,4 +714,75 @@ impl Api for Remote {
         }
         self.get(&format!("/v1/audit?{}", query.join("&"))).await
     }
+}
+
+// ------------------------------------------------------------ schedules
+
+/// A schedule's view from the server: the schedule and its slots.
+fn schedule_view(view: Value) -> anyhow::Result<ScheduleOut> {
+    let slots: Vec<Slot> = serde_json::from_value(view["slots"].clone())?;
+    Ok(ScheduleOut::One(
+        Box::new(serde_json::from_value(view)?),
+        slots,
+    ))
+}
+
+fn schedule_path(name: &str, action: &str) -> String {
+    format!("/v1/schedules/{}{action}", cairn::text::path_segment(name))
+}
+
+async fn schedules_remote(client: &Remote, act: ScheduleAct) -> anyhow::Result<ScheduleOut> {
+    let none = json!({});
+    Ok(match act {
+        ScheduleAct::List => {
+            let list: Value = client.get("/v1/schedules").await?;
+            ScheduleOut::List(serde_json::from_value(list["schedules"].clone())?)
+        }
+        ScheduleAct::Show(name) => schedule_view(client.get(&schedule_path(&name, "")).await?)?,
+        ScheduleAct::Pause(name) => {
+            schedule_view(client.post(&schedule_path(&name, "/pause"), &none).await?)?
+        }
+        ScheduleAct::Resume(name) => {
+            schedule_view(client.post(&schedule_path(&name, "/resume"), &none).await?)?
+        }
+        ScheduleAct::Trigger(name) => ScheduleOut::Slots(vec![
+            client
+                .post(&schedule_path(&name, "/trigger"), &none)
+                .await?,
+        ]),
+        ScheduleAct::Backfill(name, from, to) => {
+            let body = json!({"from": from, "to": to});
+            let slots: Value = client
+                .post(&schedule_path(&name, "/backfill"), &body)
+                .await?;
+            ScheduleOut::Slots(serde_json::from_value(slots["slots"].clone())?)
+        }
+        ScheduleAct::Delete(name) => {
+            let _: Value = client.delete(&schedule_path(&name, "")).await?;
+            ScheduleOut::Deleted(name)
+        }
+    })
+}
+
+async fn schedules_remote_create(
+    client: &Remote,
+    crew: CrewRef,
+    spec: ScheduleSpec,
+) -> anyhow::Result<Schedule> {
+    let (crew, version) = crew_name(client, crew).await?;
+    let mut body = json!({
+        "name": spec.name, "crew": crew, "crew_version": version, "input": spec.input,
+        "overlap": spec.overlap.as_str(), "catch_up": spec.catch_up.to_string(),
+        "thread": spec.thread, "priority": spec.priority.get(),
+        "tenant": spec.tenant.as_ref().map(cairn::Tenant::as_str),
+    });
+    match spec.cadence {
+        Cadence::Every { secs } => body["every"] = json!(format!("{secs}s")),
+        Cadence::Cron { expr, tz } => {
+            body["cron"] = json!(expr);
+            body["tz"] = json!(tz);
+        }
+    }
+    let view: Value = client.post("/v1/schedules", &body).await?;
+    Ok(serde_json::from_value(view)?)
 }

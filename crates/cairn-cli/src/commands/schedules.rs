@@ -1,70 +1,43 @@
-//! `cairn schedules …`: runs started by the clock. They act on the
-//! database (`--db`); through `--server` they are not built yet (the
-//! server fires the schedules of its database all the same).
+//! `cairn schedules …`: runs started by the clock, on the database or
+//! through `--server` alike (`api/schedules.rs`).
 
 use cairn::schedule::{BadSchedule, CatchUp, Overlap};
-use cairn::{Cadence, Engine, NewSchedule};
+use cairn::Cadence;
 
-use super::{engine, Connect};
-use crate::api::CrewRef;
+use super::Connect;
+use crate::api::schedules::{ScheduleAct, ScheduleOut, ScheduleSpec};
+use crate::api::Api;
 use crate::args::SchedulesCommand;
 use crate::input::{parse_input, usage};
 use crate::output::schedules::{print_deleted, print_schedule, print_schedules, print_slots};
 use crate::report::exit;
 
-/// Slots `schedules show` lists.
-const SHOWN_SLOTS: u32 = 20;
-
 pub async fn main(to: &impl Connect, command: SchedulesCommand, json: bool) -> anyhow::Result<u8> {
-    let why = "schedules are managed on the database (--db) for now; any server or worker of it fires them";
-    if let SchedulesCommand::Create { .. } = &command {
-        let new = new_schedule(to, &command)?;
-        let api = to.connect(true).await?;
-        let made = engine(&api, "schedules create", why)?
-            .create_schedule(&new)
-            .await?;
-        print_schedule(&made, &[], json)?;
-        return Ok(exit::OK);
-    }
-    let api = to.connect(false).await?;
-    let engine = engine(&api, "schedules", why)?;
-    act(engine, command, json).await?;
-    Ok(exit::OK)
-}
-
-async fn act(engine: &Engine, command: SchedulesCommand, json: bool) -> anyhow::Result<()> {
-    match command {
-        SchedulesCommand::Create { .. } => unreachable_create(),
-        SchedulesCommand::List => print_schedules(&engine.schedules().await?, json),
-        SchedulesCommand::Show { name } => {
-            let (schedule, slots) = engine.schedule(&name, SHOWN_SLOTS).await?;
-            print_schedule(&schedule, &slots, json)
+    let act = match command {
+        SchedulesCommand::Create { .. } => {
+            let (crew, spec) = spec(to, command)?;
+            let api = to.connect(true).await?;
+            let made = api.create_schedule(crew, spec).await?;
+            print_schedule(&made, &[], json)?;
+            return Ok(exit::OK);
         }
-        SchedulesCommand::Pause { name } => {
-            print_schedule(&engine.pause_schedule(&name, true).await?, &[], json)
-        }
-        SchedulesCommand::Resume { name } => {
-            print_schedule(&engine.pause_schedule(&name, false).await?, &[], json)
-        }
-        SchedulesCommand::Trigger { name } => {
-            print_slots(&[engine.trigger_schedule(&name).await?], json)
-        }
+        SchedulesCommand::List => ScheduleAct::List,
+        SchedulesCommand::Show { name } => ScheduleAct::Show(name),
+        SchedulesCommand::Pause { name } => ScheduleAct::Pause(name),
+        SchedulesCommand::Resume { name } => ScheduleAct::Resume(name),
+        SchedulesCommand::Trigger { name } => ScheduleAct::Trigger(name),
         SchedulesCommand::Backfill { name, from, to } => {
-            let (from, to) = (time("--from", &from)?, time("--to", &to)?);
-            print_slots(&engine.backfill_schedule(&name, from, to).await?, json)
+            ScheduleAct::Backfill(name, time("--from", &from)?, time("--to", &to)?)
         }
-        SchedulesCommand::Delete { name } => {
-            engine.delete_schedule(&name).await?;
-            print_deleted(&name, json)
-        }
+        SchedulesCommand::Delete { name } => ScheduleAct::Delete(name),
+    };
+    match to.connect(false).await?.schedules(act).await? {
+        ScheduleOut::List(list) => print_schedules(&list, json)?,
+        ScheduleOut::One(schedule, slots) => print_schedule(&schedule, &slots, json)?,
+        ScheduleOut::Slots(slots) => print_slots(&slots, json)?,
+        ScheduleOut::Deleted(name) => print_deleted(&name, json)?,
     }
-}
-
-/// `create` is handled before `act`; reaching here is a bug, not input.
-fn unreachable_create() -> anyhow::Result<()> {
-    Err(anyhow::anyhow!(
-        "schedules create is handled before the others"
-    ))
+    Ok(exit::OK)
 }
 
 fn time(flag: &str, text: &str) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
@@ -73,9 +46,12 @@ fn time(flag: &str, text: &str) -> anyhow::Result<chrono::DateTime<chrono::Utc>>
         .map_err(|e| usage(format!("{flag}: `{text}` is not an RFC 3339 time ({e})")))
 }
 
-/// The schedule `create`'s flags describe; a flag that does not read is a
-/// usage error naming it, and nothing is stored.
-fn new_schedule(to: &impl Connect, command: &SchedulesCommand) -> anyhow::Result<NewSchedule> {
+/// The crew and schedule `create`'s flags describe; a flag that does not
+/// read is a usage error naming it, and nothing is stored.
+fn spec(
+    to: &impl Connect,
+    command: SchedulesCommand,
+) -> anyhow::Result<(crate::api::CrewRef, ScheduleSpec)> {
     let SchedulesCommand::Create {
         name,
         crew,
@@ -90,37 +66,28 @@ fn new_schedule(to: &impl Connect, command: &SchedulesCommand) -> anyhow::Result
         tenant,
     } = command
     else {
-        return Err(anyhow::anyhow!("not a create"));
+        return Err(anyhow::anyhow!("`schedules create` only"));
     };
     let bad = |e: BadSchedule| usage(e.to_string());
     let cadence = match (every, cron) {
         (Some(every), _) => {
-            let age = cairn::parse_age(every).map_err(|e| usage(format!("--every: {e}")))?;
+            let age = cairn::parse_age(&every).map_err(|e| usage(format!("--every: {e}")))?;
             Cadence::every(age).map_err(bad)?
         }
-        (None, Some(cron)) => Cadence::cron(cron, tz.as_deref()).map_err(bad)?,
+        (None, Some(cron)) => Cadence::cron(&cron, tz.as_deref()).map_err(bad)?,
         (None, None) => return Err(usage("give --every AGE or --cron EXPR")),
     };
-    let CrewRef::File(crew, _) = to.read_crew(crew)? else {
-        return Err(usage("--crew: give a crew file"));
-    };
-    let priority =
-        cairn::Priority::new(*priority).map_err(|e| usage(format!("--priority: {e}")))?;
-    let tenant = tenant
-        .clone()
-        .map(cairn::Tenant::new)
-        .transpose()
-        .map_err(|e| usage(format!("--tenant: {e}")))?;
-    Ok(NewSchedule {
-        name: name.clone(),
-        crew: crew.def().clone(),
-        input: parse_input(input)?,
+    let priority = cairn::Priority::new(priority).map_err(|e| usage(format!("--priority: {e}")))?;
+    let tenant = tenant.map(cairn::Tenant::new).transpose();
+    let spec = ScheduleSpec {
+        name,
+        input: parse_input(&input)?,
         cadence,
-        overlap: Overlap::parse(overlap).map_err(bad)?,
-        catch_up: CatchUp::parse(catch_up).map_err(bad)?,
-        thread: thread.clone(),
+        overlap: Overlap::parse(&overlap).map_err(bad)?,
+        catch_up: CatchUp::parse(&catch_up).map_err(bad)?,
+        thread,
         priority,
-        tenant,
-        by: Some(cairn::local_actor(None, None).by),
-    })
+        tenant: tenant.map_err(|e| usage(format!("--tenant: {e}")))?,
+    };
+    Ok((to.read_crew(&crew)?, spec))
 }

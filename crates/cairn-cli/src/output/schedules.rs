@@ -19,13 +19,7 @@ fn cadence(s: &Schedule) -> String {
 
 /// The next fire times from its next slot on.
 fn ahead(s: &Schedule) -> Vec<String> {
-    let mut at = Some(s.next_at);
-    let mut out = vec![];
-    while let Some(t) = at.filter(|_| out.len() < AHEAD) {
-        out.push(rfc3339(t));
-        at = s.cadence.next_after(s.created_at, t).ok().flatten();
-    }
-    out
+    s.upcoming(AHEAD).into_iter().map(rfc3339).collect()
 }
 
 pub fn print_schedules(list: &[Schedule], json: bool) -> anyhow::Result<()> {

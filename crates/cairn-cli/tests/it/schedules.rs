@@ -11,9 +11,12 @@ use std::time::Duration;
 
 use cairn::{RunFilter, Schedule, SlotOutcome};
 
-use crate::support::{env_u64, in_process, Case, Kind, Spawned};
+use crate::support::{crews_dir, env_u64, in_process, remote, serve_crews, Case, Kind, Spawned};
 
-both_backends!(each_slot_runs_once_across_killed_workers_and_catch_up_decides_after_an_outage);
+both_backends!(
+    each_slot_runs_once_across_killed_workers_and_catch_up_decides_after_an_outage,
+    a_schedule_made_through_a_server_is_fired_by_it,
+);
 
 const CREW: &str = "name = \"tick\"\nversion = \"1\"\n[[agents]]\nrole = \"say\"\n\
     kind = \"template\"\ntemplate = \"tick {{ input.slot }}\"\n";
@@ -131,4 +134,62 @@ fn each_slot_runs_once_across_killed_workers_and_catch_up_decides_after_an_outag
         SlotOutcome::Fired,
         "latest: the newest due slot runs"
     );
+}
+
+/// `cairn schedules` through `--server`: the crew is one the server
+/// loaded, by name; the server fires the schedule and runs its slots;
+/// show, trigger, pause and delete answer as they do on the database.
+fn a_schedule_made_through_a_server_is_fired_by_it(kind: Kind) {
+    let case = Case::new(kind);
+    let token = "schedules-token-0123456789";
+    let served = serve_crews(&case, &crews_dir(&case, &[("tick.toml", CREW)]), token);
+    let cairn = |args: &[&str]| remote(&case, &served, token, args);
+    let create = [
+        "schedules",
+        "create",
+        "every",
+        "--crew",
+        "tick",
+        "--every",
+        "1s",
+        "--input",
+        r#"{"slot": "{{ scheduled_for }}"}"#,
+        "--json",
+    ];
+    let made = cairn(&create).expect_code(0).json();
+    assert_eq!(
+        (made["crew"].as_str(), made["next"].as_array().map(Vec::len)),
+        (Some("tick"), Some(3))
+    );
+    cairn(&create)
+        .expect_code(2)
+        .expect_stderr(&["exists already"]);
+    crate::support::wait_until("two slots fired and ran", Duration::from_secs(30), || {
+        let shown = cairn(&["schedules", "show", "every", "--json"])
+            .expect_code(0)
+            .json();
+        let ids: Vec<String> = shown["slots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["run_id"].as_str().map(str::to_owned))
+            .collect();
+        ids.len() >= 2 && ids.iter().all(|id| case.show(id)["status"] == "succeeded")
+    });
+    let slot = cairn(&["schedules", "trigger", "every", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(slot[0]["outcome"], "fired", "{slot}");
+    let paused = cairn(&["schedules", "pause", "every", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(paused["paused"], true);
+    let listed = cairn(&["schedules", "list", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    cairn(&["schedules", "delete", "every"]).expect_code(0);
+    cairn(&["schedules", "show", "every"])
+        .expect_code(2)
+        .expect_stderr(&["not found"]);
 }

@@ -174,6 +174,8 @@ async fn openapi_document_matches_the_router() {
                 "crew_version_not_found"
             } else if path.starts_with("/v1/principals/") {
                 "principal_not_found"
+            } else if path.starts_with("/v1/schedules/") {
+                "schedule_not_found"
             } else {
                 "run_not_found"
             };

@@ -13,11 +13,15 @@ from .answered import Answered
 from .approvers import Approvers
 from .audit_entry import AuditEntry
 from .audit_entry_via import AuditEntryVia
+from .backfill_request import BackfillRequest
+from .backfill_schedule_response_200 import BackfillScheduleResponse200
 from .ballot import Ballot
 from .ballot_votes_item import BallotVotesItem
 from .blocked import Blocked
 from .budget import Budget
 from .budget_raise_request import BudgetRaiseRequest
+from .cadence_cron import CadenceCron
+from .cadence_every import CadenceEvery
 from .child_of import ChildOf
 from .child_outcome import ChildOutcome
 from .compact_request import CompactRequest
@@ -26,6 +30,7 @@ from .compacted_rules import CompactedRules
 from .context_request import ContextRequest
 from .context_request_context import ContextRequestContext
 from .continue_request import ContinueRequest
+from .create_schedule_request import CreateScheduleRequest
 from .crew_diff import CrewDiff
 from .crew_diff_from import CrewDiffFrom
 from .crew_diff_steps_item import CrewDiffStepsItem
@@ -35,11 +40,14 @@ from .crew_summary import CrewSummary
 from .crew_summary_agents_item import CrewSummaryAgentsItem
 from .crew_upgrade_request import CrewUpgradeRequest
 from .crew_version import CrewVersion
+from .cron_spec import CronSpec
+from .delete_schedule_response_200 import DeleteScheduleResponse200
 from .error_info import ErrorInfo
 from .error_response import ErrorResponse
 from .error_response_error import ErrorResponseError
 from .error_response_error_open_wait_type_0 import ErrorResponseErrorOpenWaitType0
 from .event import Event
+from .every import Every
 from .fork_request import ForkRequest
 from .get_crew_version_response_200 import GetCrewVersionResponse200
 from .get_crew_version_response_200_agents_item import (
@@ -56,6 +64,7 @@ from .key_resume_request import KeyResumeRequest
 from .key_state import KeyState
 from .key_state_limits_from import KeyStateLimitsFrom
 from .list_runs_order import ListRunsOrder
+from .list_schedules_response_200 import ListSchedulesResponse200
 from .offered_crew import OfferedCrew
 from .on_busy import OnBusy
 from .on_deadline_default import OnDeadlineDefault
@@ -74,6 +83,11 @@ from .run_trace import RunTrace
 from .run_upgrade import RunUpgrade
 from .run_view import RunView
 from .run_view_spent import RunViewSpent
+from .schedule import Schedule
+from .schedule_overlap import ScheduleOverlap
+from .schedule_view import ScheduleView
+from .slot import Slot
+from .slot_outcome import SlotOutcome
 from .spent import Spent
 from .status import Status
 from .step import Step
@@ -109,11 +123,15 @@ __all__ = (
     "Approvers",
     "AuditEntry",
     "AuditEntryVia",
+    "BackfillRequest",
+    "BackfillScheduleResponse200",
     "Ballot",
     "BallotVotesItem",
     "Blocked",
     "Budget",
     "BudgetRaiseRequest",
+    "CadenceCron",
+    "CadenceEvery",
     "ChildOf",
     "ChildOutcome",
     "CompactRequest",
@@ -122,6 +140,7 @@ __all__ = (
     "ContextRequest",
     "ContextRequestContext",
     "ContinueRequest",
+    "CreateScheduleRequest",
     "CrewDiff",
     "CrewDiffFrom",
     "CrewDiffStepsItem",
@@ -131,11 +150,14 @@ __all__ = (
     "CrewSummaryAgentsItem",
     "CrewUpgradeRequest",
     "CrewVersion",
+    "CronSpec",
+    "DeleteScheduleResponse200",
     "ErrorInfo",
     "ErrorResponse",
     "ErrorResponseError",
     "ErrorResponseErrorOpenWaitType0",
     "Event",
+    "Every",
     "ForkRequest",
     "GetCrewVersionResponse200",
     "GetCrewVersionResponse200AgentsItem",
@@ -150,6 +172,7 @@ __all__ = (
     "KeyState",
     "KeyStateLimitsFrom",
     "ListRunsOrder",
+    "ListSchedulesResponse200",
     "OfferedCrew",
     "OnBusy",
     "OnDeadlineDefault",
@@ -168,6 +191,11 @@ __all__ = (
     "RunUpgrade",
     "RunView",
     "RunViewSpent",
+    "Schedule",
+    "ScheduleOverlap",
+    "ScheduleView",
+    "Slot",
+    "SlotOutcome",
     "Spent",
     "Status",
     "Step",
