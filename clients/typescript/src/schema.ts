@@ -1002,6 +1002,13 @@ export interface components {
             /** @description The crew definition the run executes with: {name, version, agents: [...]}. */
             crew_definition: Record<string, never>;
             blocked?: components["schemas"]["Blocked"];
+            /** @description The schedule that started the run (its idempotency key is `schedule:NAME:SLOT`); absent otherwise. */
+            schedule?: string;
+            /**
+             * Format: date-time
+             * @description The slot it ran for (RFC 3339 UTC), with `schedule`.
+             */
+            scheduled_for?: string;
         };
         /** @description A checkpoint row. */
         Step: {

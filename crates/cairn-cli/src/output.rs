@@ -477,7 +477,8 @@ pub fn print_step(
 
 pub fn print_list(runs: &[RunRecord], json: bool) -> anyhow::Result<()> {
     if json {
-        return print_json(runs);
+        let listed: Vec<cairn::Listed> = runs.iter().map(cairn::Listed::of).collect();
+        return print_json(&listed);
     }
     let mut stdout = text_out();
     run_table(&mut stdout, runs)?;

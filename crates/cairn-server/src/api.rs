@@ -13,7 +13,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use cairn::{ErrorClass, OnBusy, RunFilter, RunId, RunRecord, RunStatus, SubmitOptions};
+use cairn::{ErrorClass, OnBusy, RunFilter, RunId, RunStatus, SubmitOptions};
 
 use crate::extract::{ApiJson, ApiQuery, RunIdPath};
 use crate::{
@@ -411,6 +411,7 @@ async fn submit(
             steps: vec![],
             children: vec![],
             spent: None,
+            scheduled: cairn::Scheduled::of(&submitted.run),
         }
     } else {
         state.engine().show(id).await?
@@ -450,7 +451,9 @@ struct ListQuery {
 /// A page of runs.
 #[derive(Debug, Serialize)]
 struct RunPage {
-    runs: Vec<RunRecord>,
+    /// Each run's record, and `schedule`/`scheduled_for` when a schedule
+    /// started it.
+    runs: Vec<Value>,
     /// Pass as `cursor` for the next page; `null` on the last page.
     next_cursor: Option<String>,
 }
@@ -538,10 +541,8 @@ async fn list_runs(
     } else {
         None
     };
-    Ok(Json(RunPage {
-        runs: page,
-        next_cursor,
-    }))
+    let runs = page.iter().map(|r| json!(cairn::Listed::of(r))).collect();
+    Ok(Json(RunPage { runs, next_cursor }))
 }
 
 /// `GET /v1/runs/{id}`: the run with its steps (`cairn runs show --json`).

@@ -97,6 +97,9 @@ pub struct RunView {
     /// run without a budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spent: Option<cairn_core::Spent>,
+    /// The schedule that started it and the slot, if one did.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub scheduled: Option<crate::schedules::Scheduled>,
 }
 
 /// What [`Engine::doctor`] found: the JSON of `cairn doctor --json`.

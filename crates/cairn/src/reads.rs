@@ -36,6 +36,7 @@ impl Engine {
             None => None,
         };
         Ok(RunView {
+            scheduled: crate::schedules::Scheduled::of(&run),
             run,
             steps,
             children,

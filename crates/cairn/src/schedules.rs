@@ -10,6 +10,45 @@ use cairn_core::Schedule;
 
 use crate::{Engine, Result};
 
+/// The schedule that started a run and the slot it ran for, as its
+/// idempotency key names them (`schedule:NAME:SLOT`): in `runs show
+/// --json`, `runs list --json` and `GET /v1/runs/{id}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Scheduled {
+    pub schedule: String,
+    pub scheduled_for: DateTime<Utc>,
+}
+
+impl Scheduled {
+    /// What `run`'s idempotency key says, if a schedule submitted it.
+    pub fn of(run: &cairn_core::RunRecord) -> Option<Scheduled> {
+        let (name, slot) = Schedule::of_key(run.idempotency_key.as_deref()?)?;
+        Some(Scheduled {
+            schedule: name.to_owned(),
+            scheduled_for: slot,
+        })
+    }
+}
+
+/// A run as `runs list --json` prints it: the record, and what schedule
+/// started it, if one did.
+#[derive(Debug, serde::Serialize)]
+pub struct Listed<'a> {
+    #[serde(flatten)]
+    pub run: &'a cairn_core::RunRecord,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub scheduled: Option<Scheduled>,
+}
+
+impl<'a> Listed<'a> {
+    pub fn of(run: &'a cairn_core::RunRecord) -> Listed<'a> {
+        Listed {
+            run,
+            scheduled: Scheduled::of(run),
+        }
+    }
+}
+
 /// Schedules one pass fires at most (the rest wait for the next pass).
 const FIRE_BATCH: u32 = 32;
 

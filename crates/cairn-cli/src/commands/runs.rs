@@ -317,7 +317,10 @@ async fn list_all(
         };
         let page = api.list(&filter).await?;
         match &mut array {
-            Some(array) => array.push_all(&page)?,
+            Some(array) => {
+                let listed: Vec<cairn::Listed> = page.iter().map(cairn::Listed::of).collect();
+                array.push_all(&listed)?
+            }
             None => output::run_rows(&mut output::text_out(), &page)?,
         }
         match page.last() {

@@ -176,6 +176,16 @@ fn a_schedule_made_through_a_server_is_fired_by_it(kind: Kind) {
             .collect();
         ids.len() >= 2 && ids.iter().all(|id| case.show(id)["status"] == "succeeded")
     });
+    // A run a schedule started says so, both ways.
+    let listed = cairn(&["runs", "list", "--json"]).expect_code(0).json();
+    let first = &listed.as_array().unwrap()[0];
+    assert_eq!(first["schedule"], "every", "{first}");
+    let id = first["id"].as_str().unwrap();
+    let shown = case.show(id);
+    assert_eq!(
+        (&shown["schedule"], &shown["scheduled_for"]),
+        (&first["schedule"], &first["scheduled_for"])
+    );
     let slot = cairn(&["schedules", "trigger", "every", "--json"])
         .expect_code(0)
         .json();

@@ -65,6 +65,9 @@ class Run:
         finished_at (datetime.datetime | None | Unset):
         blocked (Blocked | Unset): Why a runnable run waits: its crew version has Rust agents and no live process offers
             it. Cleared when a process offering it claims the run.
+        schedule (str | Unset): The schedule that started the run (its idempotency key is `schedule:NAME:SLOT`); absent
+            otherwise.
+        scheduled_for (datetime.datetime | Unset): The slot it ran for (RFC 3339 UTC), with `schedule`.
     """
 
     id: UUID
@@ -94,6 +97,8 @@ class Run:
     error: ErrorInfo | None | Unset = UNSET
     finished_at: datetime.datetime | None | Unset = UNSET
     blocked: Blocked | Unset = UNSET
+    schedule: str | Unset = UNSET
+    scheduled_for: datetime.datetime | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -210,6 +215,12 @@ class Run:
         if not isinstance(self.blocked, Unset):
             blocked = self.blocked.to_dict()
 
+        schedule = self.schedule
+
+        scheduled_for: str | Unset = UNSET
+        if not isinstance(self.scheduled_for, Unset):
+            scheduled_for = self.scheduled_for.isoformat()
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -258,6 +269,10 @@ class Run:
             field_dict["finished_at"] = finished_at
         if blocked is not UNSET:
             field_dict["blocked"] = blocked
+        if schedule is not UNSET:
+            field_dict["schedule"] = schedule
+        if scheduled_for is not UNSET:
+            field_dict["scheduled_for"] = scheduled_for
 
         return field_dict
 
@@ -466,6 +481,15 @@ class Run:
         else:
             blocked = Blocked.from_dict(_blocked)
 
+        schedule = d.pop("schedule", UNSET)
+
+        _scheduled_for = d.pop("scheduled_for", UNSET)
+        scheduled_for: datetime.datetime | Unset
+        if isinstance(_scheduled_for, Unset):
+            scheduled_for = UNSET
+        else:
+            scheduled_for = datetime.datetime.fromisoformat(_scheduled_for)
+
         run = cls(
             id=id,
             crew=crew,
@@ -494,6 +518,8 @@ class Run:
             error=error,
             finished_at=finished_at,
             blocked=blocked,
+            schedule=schedule,
+            scheduled_for=scheduled_for,
         )
 
         run.additional_properties = d

@@ -69,6 +69,9 @@ class RunView:
         finished_at (datetime.datetime | None | Unset):
         blocked (Blocked | Unset): Why a runnable run waits: its crew version has Rust agents and no live process offers
             it. Cleared when a process offering it claims the run.
+        schedule (str | Unset): The schedule that started the run (its idempotency key is `schedule:NAME:SLOT`); absent
+            otherwise.
+        scheduled_for (datetime.datetime | Unset): The slot it ran for (RFC 3339 UTC), with `schedule`.
         children (list[ChildOutcome] | Unset): The runs this run's `children` steps started, in step and listing order
             (absent when there are none).
         spent (RunViewSpent | Unset): What the run has spent, counted as its budget counts: tokens and model calls from
@@ -104,6 +107,8 @@ class RunView:
     error: ErrorInfo | None | Unset = UNSET
     finished_at: datetime.datetime | None | Unset = UNSET
     blocked: Blocked | Unset = UNSET
+    schedule: str | Unset = UNSET
+    scheduled_for: datetime.datetime | Unset = UNSET
     children: list[ChildOutcome] | Unset = UNSET
     spent: RunViewSpent | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -227,6 +232,12 @@ class RunView:
         if not isinstance(self.blocked, Unset):
             blocked = self.blocked.to_dict()
 
+        schedule = self.schedule
+
+        scheduled_for: str | Unset = UNSET
+        if not isinstance(self.scheduled_for, Unset):
+            scheduled_for = self.scheduled_for.isoformat()
+
         children: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.children, Unset):
             children = []
@@ -287,6 +298,10 @@ class RunView:
             field_dict["finished_at"] = finished_at
         if blocked is not UNSET:
             field_dict["blocked"] = blocked
+        if schedule is not UNSET:
+            field_dict["schedule"] = schedule
+        if scheduled_for is not UNSET:
+            field_dict["scheduled_for"] = scheduled_for
         if children is not UNSET:
             field_dict["children"] = children
         if spent is not UNSET:
@@ -509,6 +524,15 @@ class RunView:
         else:
             blocked = Blocked.from_dict(_blocked)
 
+        schedule = d.pop("schedule", UNSET)
+
+        _scheduled_for = d.pop("scheduled_for", UNSET)
+        scheduled_for: datetime.datetime | Unset
+        if isinstance(_scheduled_for, Unset):
+            scheduled_for = UNSET
+        else:
+            scheduled_for = datetime.datetime.fromisoformat(_scheduled_for)
+
         _children = d.pop("children", UNSET)
         children: list[ChildOutcome] | Unset = UNSET
         if _children is not UNSET:
@@ -554,6 +578,8 @@ class RunView:
             error=error,
             finished_at=finished_at,
             blocked=blocked,
+            schedule=schedule,
+            scheduled_for=scheduled_for,
             children=children,
             spent=spent,
         )
