@@ -104,6 +104,9 @@ pub trait WorkHooks: Send + Sync {
     fn compacted(&self, _removed: &crate::Compacted) {}
 }
 
+/// How often a process fires due schedules.
+const FIRE_EVERY: Duration = Duration::from_secs(1);
+
 impl Engine {
     /// A worker: applies wait deadlines, then claims runnable runs and
     /// drives up to `opts.concurrency` of them at once, looking again when
@@ -132,6 +135,7 @@ impl Engine {
         let mut retention = Retention::new(opts.compact.clone());
         let mut next_expiry = tokio::time::Instant::now();
         let mut next_beat = tokio::time::Instant::now();
+        let mut next_fire = tokio::time::Instant::now();
         loop {
             retention.tick(self, &worker.hooks);
             // Deadlines once per poll interval, however often the loop
@@ -144,9 +148,14 @@ impl Engine {
                 worker.sweep_blocked().await;
                 next_beat = tokio::time::Instant::now() + self.beat_every();
             }
+            // Schedules once a second, whatever the poll: slots are whole
+            // seconds, and an idle fleet pays one read a second for them.
+            if tokio::time::Instant::now() >= next_fire {
+                worker.fire_schedules().await;
+                next_fire = tokio::time::Instant::now() + FIRE_EVERY;
+            }
             if tokio::time::Instant::now() >= next_expiry {
                 worker.expire_waits().await;
-                worker.fire_schedules().await;
                 next_expiry = tokio::time::Instant::now() + opts.poll;
             }
             // Out of runs, or every slot busy: either way nothing more can

@@ -107,23 +107,8 @@ fn free_port() -> u16 {
 
 fn a_notice_survives_a_down_receiver_and_a_killed_server_and_its_link_votes_once(kind: Kind) {
     let case = Case::new(kind);
-    for name in ["ana", "bob"] {
-        let add = [
-            "principals",
-            "add",
-            name,
-            "--role",
-            "operator",
-            "--group",
-            "finance",
-        ];
-        case.cairn(&add).expect_code(0);
-    }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    finance(&case, &["ana", "bob"]);
+    let port = free_port();
     let served = serve_notifying(&case, port);
     let submit = [
         "submit",
