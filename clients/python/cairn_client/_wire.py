@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from . import errors
 from ._ops import Call, Op
 from ._retry import retry_after
+
+T = TypeVar("T")
 
 
 class BearerToken(httpx.Auth):
@@ -43,7 +45,7 @@ def api_error(response: httpx.Response, operation: str) -> errors.ApiError:
                retry_after=retry_after(response))
 
 
-def read_success(call: Call[Any], response: httpx.Response) -> Any:
+def read_success(call: Call[T], response: httpx.Response) -> T:
     """The model of a success answer, or `ResponseNotUnderstood`."""
     try:
         return call.read(response)

@@ -7,6 +7,7 @@ and results; `watch()` is an async iterator; `runs.list()` and
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import time
@@ -240,10 +241,11 @@ class AsyncRuns:
                                                   parent=parent, order=order, limit=limit,
                                                   cursor=cursor))
 
-    async def journal(self, run_id: Any, step: int | None = None) -> list[m.JournalEntry]:
+    async def journal(self, run_id: Any,
+                      step: int | None = None) -> builtins.list[m.JournalEntry]:
         return await self._c._send(_ops.journal(run_id, step))
 
-    async def events(self, run_id: Any) -> list[RunEvent]:
+    async def events(self, run_id: Any) -> builtins.list[RunEvent]:
         return [e async for e in self._c.watch(run_id, follow=False)]
 
     async def retry(self, run_id: Any, *, by: str | None = None, reason: str | None = None,

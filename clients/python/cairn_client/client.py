@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import time
@@ -276,11 +277,12 @@ class Runs:
                                             parent=parent, order=order, limit=limit,
                                             cursor=cursor))
 
-    def journal(self, run_id: Any, step: int | None = None) -> list[m.JournalEntry]:
+    def journal(self, run_id: Any,
+                step: int | None = None) -> builtins.list[m.JournalEntry]:
         """The run's journal items (model text, tool calls and results, answers)."""
         return self._c._send(_ops.journal(run_id, step))
 
-    def events(self, run_id: Any) -> list[RunEvent]:
+    def events(self, run_id: Any) -> builtins.list[RunEvent]:
         """The run's events stored now (the stream with `follow=false`)."""
         return list(self._c.watch(run_id, follow=False))
 
