@@ -1,7 +1,8 @@
 /**
  * The five-minute example of clients/typescript/README.md: submit a run of
  * the article crew, follow the model's text as it streams, answer the
- * draft's review, wait for the end.
+ * draft's review, wait for the end. The code below is the README's block,
+ * character for character (the client's tests compare them).
  *
  *   cairn serve --crews examples/typescript-service/crews      # another terminal
  *   node dist/quickstart.js "durable workflows"

@@ -1,16 +1,9 @@
 /** Typed errors, the token kept out of them, retries, and a server older than the client. */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { inspect } from "node:util";
 import { CairnError, Client, UnsupportedByServer } from "@cairn/client";
-import { freePort, json, startCairn, stub, type CairnServer } from "./harness.js";
-
-let server: CairnServer;
-
-before(async () => {
-  server = await startCairn();
-});
-after(() => server?.stop());
+import { eachBackend, freePort, json, stub } from "./harness.js";
 
 /** The error `promise` rejects with, which must be a CairnError. */
 async function failure(promise: Promise<unknown>): Promise<CairnError> {
@@ -24,40 +17,43 @@ async function failure(promise: Promise<unknown>): Promise<CairnError> {
 
 const RUN = { id: "01a2278a-8648-729a-bb37-f49daf2f9fbd", status: "queued", steps: [] };
 
-describe("errors from a real server", () => {
-  test("an unknown crew is unknown_crew (404)", async () => {
-    const cairn = new Client({ url: server.url, token: server.token });
-    const error = await failure(cairn.submit("no-such-crew", {}));
-    assert.equal(error.status, 404);
-    assert.equal(error.code, "unknown_crew");
-    assert.equal(error.operation.id, "submitRun");
-    assert.match(error.message, /^submitRun \(POST \/v1\/runs\): 404 unknown_crew: no crew named `no-such-crew`/);
-    assert.ok(!(error instanceof UnsupportedByServer));
-  });
+// On SQLite and on PostgreSQL.
+eachBackend((server) => {
+  describe("errors from a real server", () => {
+    test("an unknown crew is unknown_crew (404)", async () => {
+      const cairn = new Client({ url: server.url, token: server.token });
+      const error = await failure(cairn.submit("no-such-crew", {}));
+      assert.equal(error.status, 404);
+      assert.equal(error.code, "unknown_crew");
+      assert.equal(error.operation.id, "submitRun");
+      assert.match(error.message, /^submitRun \(POST \/v1\/runs\): 404 unknown_crew: no crew named `no-such-crew`/);
+      assert.ok(!(error instanceof UnsupportedByServer));
+    });
 
-  test("a bad body is invalid_body (400)", async () => {
-    const cairn = new Client({ url: server.url, token: server.token });
-    const error = await failure(cairn.submit("review", {}, { priority: 5000 }));
-    assert.equal(error.status, 400);
-    assert.equal(error.code, "invalid_body");
-  });
+    test("a bad body is invalid_body (400)", async () => {
+      const cairn = new Client({ url: server.url, token: server.token });
+      const error = await failure(cairn.submit("review", {}, { priority: 5000 }));
+      assert.equal(error.status, 400);
+      assert.equal(error.code, "invalid_body");
+    });
 
-  test("an unknown run is run_not_found (404), not a missing route", async () => {
-    const cairn = new Client({ url: server.url, token: server.token });
-    const error = await failure(cairn.runs.get("01a2278a-0000-7000-8000-000000000000"));
-    assert.equal(error.status, 404);
-    assert.equal(error.code, "run_not_found");
-  });
+    test("an unknown run is run_not_found (404), not a missing route", async () => {
+      const cairn = new Client({ url: server.url, token: server.token });
+      const error = await failure(cairn.runs.get("01a2278a-0000-7000-8000-000000000000"));
+      assert.equal(error.status, 404);
+      assert.equal(error.code, "run_not_found");
+    });
 
-  test("a wrong token is unauthorized (401), and the token shows nowhere", async () => {
-    const token = "not-the-token-but-a-secret-0123456789";
-    const cairn = new Client({ url: server.url, token });
-    const error = await failure(cairn.waits.list());
-    assert.equal(error.status, 401);
-    assert.equal(error.code, "unauthorized");
-    for (const text of [error.message, String(error.stack), JSON.stringify(error), inspect(error, { depth: 9 }), inspect(cairn, { depth: 9 })]) {
-      assert.ok(!text.includes(token), `the token shows in: ${text}`);
-    }
+    test("a wrong token is unauthorized (401), and the token shows nowhere", async () => {
+      const token = "not-the-token-but-a-secret-0123456789";
+      const cairn = new Client({ url: server.url, token });
+      const error = await failure(cairn.waits.list());
+      assert.equal(error.status, 401);
+      assert.equal(error.code, "unauthorized");
+      for (const text of [error.message, String(error.stack), JSON.stringify(error), inspect(error, { depth: 9 }), inspect(cairn, { depth: 9 })]) {
+        assert.ok(!text.includes(token), `the token shows in: ${text}`);
+      }
+    });
   });
 });
 

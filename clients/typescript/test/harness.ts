@@ -1,8 +1,10 @@
 /**
- * Test helpers: a real `cairn serve` on a free loopback port with a
- * temporary SQLite database, stopped by its own pid; tiny local HTTP stubs.
+ * Test helpers: a real `cairn serve` on a free loopback port, on a
+ * temporary SQLite database or a fresh PostgreSQL schema, stopped by its own
+ * pid (the schema dropped); {@link eachBackend} runs a file's suite on both;
+ * tiny local HTTP stubs.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, rm } from "node:fs/promises";
@@ -10,12 +12,58 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { after, before, describe } from "node:test";
 
 /** The repository's root: the check runs the tests from clients/typescript. */
 export const ROOT = process.env.CAIRN_REPO_ROOT ?? path.resolve(process.cwd(), "../..");
 const BIN = process.env.CAIRN_BIN ?? path.join(ROOT, "target/debug/cairn");
 
+/** The databases the server-backed tests run on. */
+export type Backend = "sqlite" | "postgres";
+
+/**
+ * Both, unless `CAIRN_CLIENT_SKIP_POSTGRES=1`: without it a PostgreSQL that
+ * does not answer fails the tests (it is never skipped silently).
+ */
+export const BACKENDS: readonly Backend[] = process.env.CAIRN_CLIENT_SKIP_POSTGRES === "1" ? ["sqlite"] : ["sqlite", "postgres"];
+
+/** The PostgreSQL server (trust auth): `CAIRN_TEST_DATABASE_URL`, as CI exports it, or the local default. */
+export const PG_URL = process.env.CAIRN_TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
+
+/** The URL without its password, for messages. */
+const shownPgUrl = PG_URL.replace(/^(\w+:\/\/[^:/@]*):[^@/]*@/, "$1:***@");
+
+const psqlArgs = (sql: string) => ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", PG_URL, "-c", sql];
+const psqlEnv = () => ({ ...process.env, PGCONNECT_TIMEOUT: "5", PGOPTIONS: "-c client_min_messages=warning" });
+
+/** Runs `sql` with psql; a failure (PostgreSQL not answering, say) says so plainly. */
+function psql(sql: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile("psql", psqlArgs(sql), { env: psqlEnv(), timeout: 20_000 }, (error, _stdout, stderr) => {
+      if (!error) return resolve();
+      const why = String(stderr).trim() || error.message;
+      reject(
+        new Error(
+          `PostgreSQL at ${shownPgUrl} (CAIRN_TEST_DATABASE_URL) refused \`${sql}\`: ${why}\n` +
+            "Start one (.ci/start-postgres), point CAIRN_TEST_DATABASE_URL at one, " +
+            "or set CAIRN_CLIENT_SKIP_POSTGRES=1 to run the tests on SQLite only.",
+        ),
+      );
+    });
+  });
+}
+
+/**
+ * A fresh schema's name: `cairn_ts_` and, under the check, its run's tag
+ * (`CAIRN_TS_SCHEMA_TAG`, so it can tell that none was left), then random.
+ */
+function schemaName(): string {
+  const tag = (process.env.CAIRN_TS_SCHEMA_TAG ?? "").replace(/[^a-z0-9]/g, "");
+  return `cairn_ts_${tag ? `${tag}_` : ""}${randomBytes(6).toString("hex")}`;
+}
+
 export interface CairnServer {
+  backend: Backend;
   url: string;
   token: string;
   dir: string;
@@ -70,33 +118,72 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-/** Starts `cairn serve` (API token, SQLite in a temporary directory, both crews). */
-export async function startCairn(): Promise<CairnServer> {
+/**
+ * Starts `cairn serve` (API token, the review, agents and article crews) on
+ * `backend`: SQLite in a temporary directory, or a schema of its own
+ * created in PostgreSQL (`search_path`), dropped by `stop` (and, should the
+ * test process exit without stopping it, by an exit hook).
+ */
+export async function startCairn(backend: Backend = "sqlite"): Promise<CairnServer> {
   if (!existsSync(BIN)) throw new Error(`no cairn binary at ${BIN} (set CAIRN_BIN)`);
-  const dir = await mkdtemp(path.join(tmpdir(), "cairn-ts-client-"));
-  const port = await freePort();
-  const token = randomBytes(24).toString("hex");
-  const url = `http://127.0.0.1:${port}`;
-  const log = path.join(dir, "serve.log");
-  const out = openSync(log, "w");
-  const args = ["--db", `sqlite://${dir}/api.db`, "serve", "--crews", await crews(dir), "--listen", `127.0.0.1:${port}`];
-  const env = { ...process.env, CAIRN_API_TOKENS: token, CAIRN_NOTES_LOG: path.join(dir, "notes.log") };
-  const child = spawn(BIN, args, { env, stdio: ["ignore", out, out] });
-  closeSync(out);
-  const killOnExit = () => child.pid !== undefined && child.exitCode === null && process.kill(child.pid, "SIGKILL");
-  process.once("exit", killOnExit);
+  const schema = backend === "postgres" ? schemaName() : undefined;
+  if (schema) await psql(`CREATE SCHEMA ${schema}`);
+  let dir: string | undefined;
+  let child: ChildProcess | undefined;
+  // A process that exits without `stop` (a crash, process.exit) still ends the server and drops its schema.
+  const onExit = () => {
+    if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) process.kill(child.pid, "SIGKILL");
+    if (schema) spawnSync("psql", psqlArgs(`DROP SCHEMA IF EXISTS ${schema} CASCADE`), { env: psqlEnv(), timeout: 20_000 });
+  };
+  process.once("exit", onExit);
   const stop = async () => {
-    process.off("exit", killOnExit);
-    await stopChild(child);
-    await rm(dir, { recursive: true, force: true });
+    process.off("exit", onExit);
+    try {
+      if (child) await stopChild(child);
+      if (schema) await psql(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    } finally {
+      if (dir) await rm(dir, { recursive: true, force: true });
+    }
   };
   try {
+    dir = await mkdtemp(path.join(tmpdir(), "cairn-ts-client-"));
+    const db = schema ? `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}options[search_path]=${schema}` : `sqlite://${dir}/api.db`;
+    const port = await freePort();
+    const token = randomBytes(24).toString("hex");
+    const url = `http://127.0.0.1:${port}`;
+    const log = path.join(dir, "serve.log");
+    const args = ["--db", db, "serve", "--crews", await crews(dir), "--listen", `127.0.0.1:${port}`];
+    const env = { ...process.env, CAIRN_API_TOKENS: token, CAIRN_NOTES_LOG: path.join(dir, "notes.log") };
+    const out = openSync(log, "w");
+    child = spawn(BIN, args, { env, stdio: ["ignore", out, out] });
+    closeSync(out);
     await healthy(url, child, log);
+    return { backend, url, token, dir, stop };
   } catch (error) {
     await stop();
     throw error;
   }
-  return { url, token, dir, stop };
+}
+
+/**
+ * Declares the file's server-backed suite once per backend (a `describe`
+ * named after it), each with a `cairn serve` of its own started before its
+ * tests and stopped after them. `server` is filled in before the first
+ * test: read its fields inside hooks and tests.
+ */
+export function eachBackend(suite: (server: CairnServer) => void): void {
+  for (const backend of BACKENDS) {
+    describe(backend, () => {
+      const server = { backend } as CairnServer;
+      let started: CairnServer | undefined;
+      before(async () => {
+        started = await startCairn(backend);
+        Object.assign(server, started);
+      });
+      after(() => started?.stop());
+      suite(server);
+    });
+  }
 }
 
 /** A local HTTP server answering with `handle`; it records each request. */
