@@ -101,7 +101,7 @@ impl TraceExporter {
         let last = async {
             let _ = self.task.await;
             report(shared.pass().await);
-            if let Err(e) = shared.metrics().await {
+            if let Err(e) = shared.metrics(true).await {
                 tracing::warn!(error = %ErrorChain(&e), "metrics: the last export failed");
             }
         };
@@ -127,7 +127,7 @@ async fn passes(shared: Arc<Shared>, mut stopped: tokio::sync::watch::Receiver<b
         tokio::select! {
             _ = tick.tick() => {}
             _ = metrics_tick.tick() => {
-                if let Err(e) = shared.metrics().await {
+                if let Err(e) = shared.metrics(false).await {
                     tracing::warn!(error = %ErrorChain(&e), "metrics: export failed");
                 }
                 continue;
@@ -232,18 +232,21 @@ impl Shared {
     }
 
     /// Sends the histograms counted since the last export and, in one
-    /// process per interval, the database's gauges. Best effort: a failed
-    /// send drops that interval's histograms.
-    async fn metrics(&self) -> Result<(), ExportError> {
+    /// process per interval, the database's gauges; a process's `last`
+    /// export sends them whatever the interval (a snapshot sent once more
+    /// is harmless, and a `cairn run` that ends then shows its run's end).
+    /// Best effort: a failed send drops that interval's histograms.
+    async fn metrics(&self, last: bool) -> Result<(), ExportError> {
         let config = self.exporter.config();
         if config.metrics_endpoint.is_none() {
             return Ok(());
         }
         let every = config.metrics_interval;
-        let gauges = match self
-            .store
-            .claim_task("metric_gauges", every, &self.owner)
-            .await?
+        let gauges = match last
+            || self
+                .store
+                .claim_task("metric_gauges", every, &self.owner)
+                .await?
         {
             true => Some(gauges(&self.store.stats().await?)),
             false => None,
