@@ -3708,8 +3708,27 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             /** @description `principal_exists`: the name is taken; nothing was stored. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `too_large`: the body exceeds the server's limit (default 1 MiB), or the input exceeds the engine's run input cap (1 MiB of compact JSON by default). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `unsupported_media_type`: the body was not sent as `application/json`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3964,8 +3983,27 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description `schedule_exists`: a schedule of this name exists; nothing was stored. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `too_large`: the body exceeds the server's limit (default 1 MiB), or the input exceeds the engine's run input cap (1 MiB of compact JSON by default). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `unsupported_media_type`: the body was not sent as `application/json`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4198,6 +4236,25 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             /** @description `schedule_not_found`: no schedule has this name. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description `too_large`: the body exceeds the server's limit (default 1 MiB), or the input exceeds the engine's run input cap (1 MiB of compact JSON by default). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `unsupported_media_type`: the body was not sent as `application/json`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

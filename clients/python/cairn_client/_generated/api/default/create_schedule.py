@@ -58,10 +58,25 @@ def _parse_response(
 
         return response_404
 
+    if response.status_code == 408:
+        response_408 = ErrorResponse.from_dict(response.json())
+
+        return response_408
+
     if response.status_code == 409:
         response_409 = ErrorResponse.from_dict(response.json())
 
         return response_409
+
+    if response.status_code == 413:
+        response_413 = ErrorResponse.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = ErrorResponse.from_dict(response.json())
+
+        return response_415
 
     if response.status_code == 429:
         response_429 = ErrorResponse.from_dict(response.json())
