@@ -1,6 +1,6 @@
 //! Schedules: runs started by the clock (`cairn_core::schedule` is the
 //! rule, `ScheduleStore` applies it). Every worker and server fires due
-//! schedules once a poll (`work.rs`); each slot runs at most once however
+//! schedules once a second (`work.rs`); each slot runs at most once however
 //! many do.
 
 use chrono::{DateTime, Utc};
