@@ -177,41 +177,66 @@ async fn record_in(
     })
 }
 
-/// Submits `slot`'s run (its key makes a second submit find the first).
-async fn submit_slot(c: &mut Conn<'_>, s: &Schedule, slot: DateTime<Utc>) -> Result<RunId> {
-    let fingerprint = Fingerprint::from_stored(s.fingerprint.clone());
-    let crew = super::crews::definition_in(c, &fingerprint)
-        .await?
-        .ok_or_else(|| {
-            corrupt(format!(
-                "schedule `{}`: its crew version {fingerprint} is not stored",
-                s.name
-            ))
-        })?;
-    let fired_at = db_now(c).await?;
-    let tenant = s.tenant.as_deref().map(cairn_core::Tenant::new).transpose();
-    let new = NewRun {
-        input: s.input_of(slot, fired_at),
-        idempotency_key: Some(Schedule::key(&s.name, slot)),
-        thread_id: s.thread.clone(),
-        on_busy: OnBusy::Queue,
-        priority: cairn_core::Priority::new(i64::from(s.priority)).unwrap_or_default(),
-        tenant: tenant.map_err(|e| corrupt(e.to_string()))?,
-        by: Some(Actor::new(format!("schedule:{}", s.name))),
-        ..NewRun::new(crew, serde_json::Value::Null)
-    };
-    let def = super::storable::submit_ok(&new)?;
-    Ok(super::runs::submit_in(c, new, def).await?.run.id)
+/// Submits a schedule's slots within one transaction: its crew version is
+/// read once, at the first slot that runs, and every run records the same
+/// firing time (the transaction's clock).
+struct Submitter<'s> {
+    s: &'s Schedule,
+    fired_at: DateTime<Utc>,
+    crew: Option<cairn_core::CrewDef>,
+}
+
+impl<'s> Submitter<'s> {
+    fn new(s: &'s Schedule, fired_at: DateTime<Utc>) -> Submitter<'s> {
+        Submitter {
+            s,
+            fired_at,
+            crew: None,
+        }
+    }
+
+    /// Submits `slot`'s run (its key makes a second submit find the first).
+    async fn submit(&mut self, c: &mut Conn<'_>, slot: DateTime<Utc>) -> Result<RunId> {
+        let s = self.s;
+        let crew = match self.crew.take() {
+            Some(crew) => crew,
+            None => {
+                let fingerprint = Fingerprint::from_stored(s.fingerprint.clone());
+                let found = super::crews::definition_in(c, &fingerprint).await?;
+                found.ok_or_else(|| {
+                    corrupt(format!(
+                        "schedule `{}`: its crew version {fingerprint} is not stored",
+                        s.name
+                    ))
+                })?
+            }
+        };
+        self.crew = Some(crew.clone());
+        let tenant = s.tenant.as_deref().map(cairn_core::Tenant::new).transpose();
+        let new = NewRun {
+            input: s.input_of(slot, self.fired_at),
+            idempotency_key: Some(Schedule::key(&s.name, slot)),
+            thread_id: s.thread.clone(),
+            on_busy: OnBusy::Queue,
+            priority: cairn_core::Priority::new(i64::from(s.priority)).unwrap_or_default(),
+            tenant: tenant.map_err(|e| corrupt(e.to_string()))?,
+            by: Some(Actor::new(format!("schedule:{}", s.name))),
+            ..NewRun::new(crew, serde_json::Value::Null)
+        };
+        let def = super::storable::submit_ok(&new)?;
+        Ok(super::runs::submit_in(c, new, def).await?.run.id)
+    }
 }
 
 /// One slot under the overlap policy, given the schedule's unfinished run.
 async fn place_slot(
     c: &mut Conn<'_>,
-    s: &Schedule,
+    runs: &mut Submitter<'_>,
     slot: DateTime<Utc>,
     busy: &mut Option<RunId>,
     buffered: &mut bool,
 ) -> Result<Slot> {
+    let s = runs.s;
     let outcome = match (s.overlap, *busy) {
         (Overlap::Skip, Some(_)) => SlotOutcome::Skipped,
         (Overlap::Buffer, Some(_)) if *buffered => SlotOutcome::Skipped,
@@ -228,7 +253,7 @@ async fn place_slot(
     };
     let run = match outcome {
         SlotOutcome::Fired => {
-            let id = submit_slot(c, s, slot).await?;
+            let id = runs.submit(c, slot).await?;
             *busy = Some(id);
             Some(id)
         }
@@ -241,9 +266,10 @@ async fn place_slot(
 /// one still waits.
 async fn release_buffered(
     c: &mut Conn<'_>,
-    s: &Schedule,
+    runs: &mut Submitter<'_>,
     busy: Option<RunId>,
 ) -> Result<(Option<Slot>, bool)> {
+    let s = runs.s;
     let row = c
         .fetch_optional(
             query(
@@ -257,7 +283,7 @@ async fn release_buffered(
         (Some(_), Some(_)) => Ok((None, true)),
         (Some(row), None) => {
             let slot = row.time("slot", nil_run(), "a buffered slot")?;
-            let run = submit_slot(c, s, slot).await?;
+            let run = runs.submit(c, slot).await?;
             let fired = record_in(c, &s.name, slot, SlotOutcome::Fired, Some(run)).await?;
             Ok((Some(fired), false))
         }
@@ -276,8 +302,9 @@ async fn fire_in(c: &mut Conn<'_>, name: &str) -> Result<Vec<Slot>> {
     };
     let s = decode(&row)?;
     let now = db_now(c).await?;
+    let mut runs = Submitter::new(&s, now);
     let mut busy = unfinished_in(c, name).await?;
-    let (released, mut buffered) = release_buffered(c, &s, busy).await?;
+    let (released, mut buffered) = release_buffered(c, &mut runs, busy).await?;
     let mut decided: Vec<Slot> = released.into_iter().collect();
     if let Some(slot) = decided.first() {
         busy = slot.run_id;
@@ -292,7 +319,7 @@ async fn fire_in(c: &mut Conn<'_>, name: &str) -> Result<Vec<Slot>> {
     let run = s.catch_up.pick(&due);
     for slot in due {
         let slot = match run.contains(&slot) {
-            true => place_slot(c, &s, slot, &mut busy, &mut buffered).await?,
+            true => place_slot(c, &mut runs, slot, &mut busy, &mut buffered).await?,
             false => record_in(c, name, slot, SlotOutcome::Missed, None).await?,
         };
         decided.push(slot);
@@ -362,9 +389,10 @@ async fn backfill_in(
         .cadence
         .due(s.created_at, first, to)
         .map_err(bad_cadence)?;
+    let mut runs = Submitter::new(&s, db_now(c).await?);
     let mut done = Vec::with_capacity(slots.len());
     for slot in slots {
-        let run = submit_slot(c, &s, slot).await?;
+        let run = runs.submit(c, slot).await?;
         done.push(record_in(c, name, slot, SlotOutcome::Fired, Some(run)).await?);
     }
     Ok(done)
@@ -374,7 +402,7 @@ async fn trigger_in(c: &mut Conn<'_>, name: &str) -> Result<Slot> {
     let s = find_in(c, name, true).await?;
     let now = db_now(c).await?;
     let slot = whole_seconds(now);
-    let run = submit_slot(c, &s, slot).await?;
+    let run = Submitter::new(&s, now).submit(c, slot).await?;
     record_in(c, name, slot, SlotOutcome::Fired, Some(run)).await
 }
 
