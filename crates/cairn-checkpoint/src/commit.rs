@@ -70,6 +70,21 @@ pub enum StepTransition {
     /// nothing: step and run are `waiting`, and the children (`queued`)
     /// and the join are written in the same transaction.
     Spawn(Box<SpawnCommit>),
+    /// A `signal` step succeeded with the signal `signal`, which the same
+    /// transaction consumes (`script::signals`): otherwise as `Succeeded`.
+    Consumed {
+        output: Value,
+        next: Next,
+        signal: String,
+    },
+    /// A `signal` step waits for one of `names`: step and run are
+    /// `waiting`, and its signal wait opens in the same transaction (its
+    /// deadline `timeout` from the first time it opened at this attempt);
+    /// a signal buffered meanwhile wakes the run at once.
+    Listening {
+        names: Vec<String>,
+        timeout: Option<Duration>,
+    },
 }
 
 /// What a `children` step's commit starts.
@@ -140,7 +155,8 @@ impl StepCommit {
         let idx = self.idx;
         let stays = |status, run_status, error| stays(idx, status, run_status, error);
         match &self.transition {
-            StepTransition::Succeeded { output, next } => StepRows {
+            StepTransition::Succeeded { output, next }
+            | StepTransition::Consumed { output, next, .. } => StepRows {
                 status: StepStatus::Succeeded,
                 output: Some(output),
                 error: None,
@@ -159,7 +175,7 @@ impl StepCommit {
             },
             StepTransition::Waiting { output, wait } => waits(idx, output.as_ref(), Some(wait)),
             // Waits too, for its children's join (no wait of a person).
-            StepTransition::Spawn(_) => waits(idx, None, None),
+            StepTransition::Spawn(_) | StepTransition::Listening { .. } => waits(idx, None, None),
             StepTransition::Retry { error, after } => StepRows {
                 run_error: None,
                 retry_after: Some(*after),
@@ -189,13 +205,16 @@ impl StepCommit {
     /// transaction (`script::children::follow_up_in`): a spawn's children,
     /// or a child's end settling its parent's join, or a child's
     /// interruption recorded on its parent, or a cancel reaching the run's
-    /// own children, or a deferral naming its provider key.
+    /// own children, or a deferral naming its provider key, or a signal
+    /// consumed or waited for.
     pub fn follows_up(&self) -> bool {
         matches!(
             self.transition,
             StepTransition::Spawn(_)
                 | StepTransition::Cancelled { .. }
                 | StepTransition::Deferred { .. }
+                | StepTransition::Consumed { .. }
+                | StepTransition::Listening { .. }
         ) || (self.child
             && (self.rows().finishes()
                 || matches!(self.transition, StepTransition::Interrupted { .. })))
@@ -315,6 +334,21 @@ mod tests {
                     next: Next::RunSucceeded,
                 },
                 (S::Succeeded, R::Succeeded, 2, None, None, (false, false)),
+            ),
+            (
+                StepTransition::Consumed {
+                    output: json!({"paid": 3}),
+                    next: Next::RunSucceeded,
+                    signal: "evt-1".into(),
+                },
+                (S::Succeeded, R::Succeeded, 2, None, None, (false, false)),
+            ),
+            (
+                StepTransition::Listening {
+                    names: vec!["paid".into()],
+                    timeout: Some(second),
+                },
+                (S::Waiting, R::Waiting, 1, None, None, (false, false)),
             ),
             (
                 StepTransition::Waiting {

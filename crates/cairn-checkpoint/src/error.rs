@@ -91,6 +91,20 @@ pub enum Error {
     /// A schedule's definition that cannot fire; nothing was stored.
     #[error("schedule: {0}")]
     BadSchedule(String),
+    /// A signal's target resolves to no unfinished run; nothing stored.
+    #[error("no unfinished run for `{target}`: {why}; nothing was stored")]
+    NoSignalTarget { target: String, why: String },
+    /// A signal's target resolves to several unfinished runs; nothing
+    /// stored (a signal never goes to the first match).
+    #[error("`{target}` names {} unfinished runs ({}); send to one run id instead; nothing was stored", .runs.len(), .runs.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", "))]
+    AmbiguousSignalTarget {
+        target: String,
+        runs: Vec<cairn_core::RunId>,
+    },
+    /// A signal that cannot be stored as sent (a bad name or id, too many
+    /// buffered for its run); nothing stored.
+    #[error("signal: {0}; nothing was stored")]
+    BadSignal(String),
     /// No principal has this name.
     #[error("principal `{0}` not found")]
     PrincipalNotFound(String),
@@ -304,6 +318,9 @@ pub enum Kind {
     ScheduleNotFound,
     ScheduleExists,
     BadSchedule,
+    NoSignalTarget,
+    AmbiguousSignalTarget,
+    BadSignal,
     /// Not among a wait's approvers, or the run's own and the policy says no.
     NotAnApprover,
     /// A second, different vote by one principal on one wait.
@@ -345,6 +362,9 @@ impl Error {
             Error::ScheduleNotFound(_) => Kind::ScheduleNotFound,
             Error::ScheduleExists(_) => Kind::ScheduleExists,
             Error::BadSchedule(_) => Kind::BadSchedule,
+            Error::NoSignalTarget { .. } => Kind::NoSignalTarget,
+            Error::AmbiguousSignalTarget { .. } => Kind::AmbiguousSignalTarget,
+            Error::BadSignal(_) => Kind::BadSignal,
             Error::PrincipalExists(_) => Kind::PrincipalExists,
             Error::Ineligible { why, .. } => match why {
                 cairn_core::Ineligible::AlreadyVoted(_) => Kind::AlreadyVoted,

@@ -55,6 +55,7 @@ pub use contract::{
 pub use contract::{BlockedRun, Offered, ProcessBeat, ProcessRecord, WorkerStore};
 pub use contract::{Credential, NewSession, SessionRecord, TokenDigest};
 pub use contract::{LinkRecord, NewLink, NoticeAttempt, NoticeStore};
+pub use contract::{Listening, NewSignal, Sent, SignalStore, StartWith};
 pub use contract::{NewSchedule, ScheduleStore, Slot};
 pub use error::{DbFault, Error, Kind};
 pub use live::LiveHub;
@@ -64,8 +65,8 @@ pub use live::LiveHub;
 pub mod prelude {
     pub use crate::{
         AuditStore, BudgetStore, ChildStore, CrewStore, JournalStore, KeyStore, LeaseStore,
-        MaintenanceStore, NoticeStore, OperatorStore, PeopleStore, RunStore, ScheduleStore, Store,
-        ThreadStore, TraceStore, WaitStore, WorkerStore,
+        MaintenanceStore, NoticeStore, OperatorStore, PeopleStore, RunStore, ScheduleStore,
+        SignalStore, Store, ThreadStore, TraceStore, WaitStore, WorkerStore,
     };
 }
 pub use script::retention::{CompactPolicy, Compacted, RunsByRule};

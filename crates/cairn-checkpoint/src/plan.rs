@@ -111,6 +111,8 @@ pub(crate) enum Waited {
     Wait(Box<WaitRecord>),
     /// Its attempt's children, whose join is decided.
     Join,
+    /// Its attempt's signal wait, heard or timed out.
+    Signal,
     Nothing,
 }
 
@@ -178,11 +180,14 @@ pub(crate) fn plan_claim(
         },
         // A step that waited for a person carries on as the answer says.
         // A step whose children's join is decided runs again, the same
-        // attempt, and reads the join.
-        StepStatus::Waiting if matches!(waited, Waited::Join) => ClaimStep::Restart {
-            attempt: row.attempt.get(),
-            takeovers_delta: 0,
-        },
+        // attempt, and reads the join; a `signal` step woken by a signal
+        // or its timeout runs again and reads what it heard.
+        StepStatus::Waiting if matches!(waited, Waited::Join | Waited::Signal) => {
+            ClaimStep::Restart {
+                attempt: row.attempt.get(),
+                takeovers_delta: 0,
+            }
+        }
         StepStatus::Waiting => match waited.wait().map(|w| (w.status, w.kind, &w.answer)) {
             Some((WaitStatus::Answered, WaitKind::Review, Some(Answer::Reject { .. }))) => {
                 ClaimStep::Restart {

@@ -17,9 +17,11 @@ use crate::progress;
 mod limits;
 mod people;
 mod schedules;
+mod signals;
 pub use limits::LimitsCommand;
 pub use people::{AuditArgs, PrincipalsCommand};
 pub use schedules::SchedulesCommand;
+pub use signals::SignalCommand;
 
 /// The database when none is named: relative to the working directory.
 pub const DEFAULT_DB: &str = "sqlite://cairn.db";
@@ -197,6 +199,12 @@ pub enum Command {
     Schedules {
         #[command(subcommand)]
         command: SchedulesCommand,
+    },
+    /// Signals: named messages that wake a run's `signal` step (buffered
+    /// until one waits), by run id, idempotency key or thread.
+    Signal {
+        #[command(subcommand)]
+        command: SignalCommand,
     },
     /// People and services who use the server: their roles, groups,
     /// tenants and tokens (admins; locally, database access is admin).

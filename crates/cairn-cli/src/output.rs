@@ -16,6 +16,7 @@ use cairn::{
 pub mod limits;
 pub mod people;
 pub mod schedules;
+pub mod signals;
 mod threads;
 pub use threads::{print_thread, print_thread_budget, thread_header, thread_rows};
 

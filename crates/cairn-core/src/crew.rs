@@ -246,6 +246,8 @@ pub enum AgentKind {
     Llm(Box<crate::llm::LlmDef>),
     /// Starts runs of another crew and waits for them (`children.rs`).
     Children(Box<children::ChildrenDef>),
+    /// Waits for a signal by name (`crate::signal`).
+    Signal(Box<crate::signal::SignalDef>),
 }
 
 impl AgentKind {
@@ -256,6 +258,7 @@ impl AgentKind {
             AgentKind::Rust { .. } => "rust",
             AgentKind::Llm(_) => "llm",
             AgentKind::Children(_) => "children",
+            AgentKind::Signal(_) => "signal",
         }
     }
 }
@@ -338,6 +341,10 @@ impl CrewDef {
             if let Some(problem) = match &agent.kind {
                 AgentKind::Llm(llm) => llm.problem(),
                 AgentKind::Children(c) => c.problem(),
+                AgentKind::Signal(s) if agent.review => {
+                    Some("waits for a signal, so it takes no `review`".into())
+                }
+                AgentKind::Signal(s) => s.problem(),
                 _ => None,
             } {
                 return Err(invalid(format!("agent `{}` {problem}", agent.role)));
@@ -363,7 +370,7 @@ impl CrewDef {
             if (!agent.env.is_empty() || agent.inherit_env)
                 && matches!(
                     agent.kind,
-                    AgentKind::Template { .. } | AgentKind::Children(_)
+                    AgentKind::Template { .. } | AgentKind::Children(_) | AgentKind::Signal(_)
                 )
             {
                 return Err(invalid(format!(

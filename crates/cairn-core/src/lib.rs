@@ -20,6 +20,7 @@ pub mod people;
 pub mod priority;
 pub mod retry;
 pub mod schedule;
+pub mod signal;
 pub mod sse;
 pub mod status;
 pub mod stop;
@@ -68,6 +69,7 @@ pub use people::{
 pub use priority::{BadPriority, Priority};
 pub use retry::RetryPolicy;
 pub use schedule::{BadSchedule, Cadence, CatchUp, Overlap, Schedule, SlotOutcome};
+pub use signal::{Heard, Listen, Signal, SignalDef, Target};
 pub use status::{RunStatus, StepStatus, TransitionError};
 pub use stop::{Deferral, Stop};
 pub use trace::{BadSampler, BadTraceparent, Sampler, SpanId, TraceContext, TraceId, Tracing};

@@ -23,6 +23,11 @@ pub enum Stop {
     /// It starts children (a `children` step, `delegate` calls): the spawn
     /// is committed and the step runs again once their join is decided.
     Spawn(Spawn),
+    /// It waits for a signal by name (a `signal` step): the executor
+    /// commits the oldest buffered one as the step's output, or the step
+    /// waits until one is sent or its timeout passes
+    /// (`crate::signal`).
+    Listen(crate::signal::Listen),
     /// It waits for its provider key (a pause, no permit free, a tree's
     /// budget held by siblings): the run is queued again at the end of the
     /// wait, the same attempt, no retry spent. `error` (kind
@@ -106,6 +111,7 @@ impl std::fmt::Display for Stop {
             Stop::Failed(e) | Stop::Defer { error: e, .. } => write!(f, "{}", e.message),
             Stop::Ask(q) => write!(f, "waiting for an answer to `{}`", q.id),
             Stop::Spawn(s) => write!(f, "starting {} children", s.children.len()),
+            Stop::Listen(l) => write!(f, "waiting for signal `{}`", l.names.join("` or `")),
         }
     }
 }

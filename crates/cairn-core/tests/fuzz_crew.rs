@@ -106,8 +106,9 @@ fn write_toml(crew: &CrewDef) -> Option<String> {
             AgentKind::Template { template } => {
                 t.insert("template".into(), template.clone().into());
             }
-            // Not generated: a children step names a crew file.
-            AgentKind::Rust { .. } | AgentKind::Children(_) => return None,
+            // Not generated: a children step names a crew file; signal
+            // steps have their own parse tests (`crew/tests.rs`).
+            AgentKind::Rust { .. } | AgentKind::Children(_) | AgentKind::Signal(_) => return None,
             AgentKind::Llm(l) => write_llm(l, &mut t)?,
         }
         if let Some(ms) = a.timeout_ms {

@@ -230,7 +230,8 @@ impl Drive<'_> {
             attempt = rows.start_next.map(|_| Attempt::FIRST);
             // The step's context is gone by now, so nothing is copied.
             let output = match commit.transition {
-                cairn_checkpoint::StepTransition::Succeeded { output, .. } => output,
+                cairn_checkpoint::StepTransition::Succeeded { output, .. }
+                | cairn_checkpoint::StepTransition::Consumed { output, .. } => output,
                 _ => serde_json::Value::Null,
             };
             Arc::make_mut(&mut self.previous).push(PreviousOutput {

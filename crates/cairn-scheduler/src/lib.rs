@@ -23,7 +23,7 @@ use cairn_checkpoint::{failpoint, ClaimRequest, Lease, Store, Takeover, WaitFilt
 use cairn_core::event::payload::CrewForced;
 use cairn_core::{
     rebuild, rebuild_owned, Agent, Answer, ErrorInfo, ErrorKind, EventData, NewEvent,
-    PreviousOutput, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepRef, WaitKind,
+    PreviousOutput, RunId, RunRecord, RunStatus, StepContext, StepIdx, StepRef, Stop, WaitKind,
     WaitStatus,
 };
 
@@ -470,10 +470,49 @@ impl Executor {
             },
             result = work => result,
         };
+        let result = match result {
+            Err(Stop::Listen(listen)) => return self.listened(step, listen).await,
+            other => other,
+        };
         let result = outcome::size_checked(result, self.config.limits.max_output_bytes);
         let result = outcome::storable_checked(result);
         let decided = outcome::decide(step, result, started.elapsed());
         let decided = self.within_max_children(step, decided).await?;
+        Ok(outcome::commit(step, decided))
+    }
+
+    /// A `signal` step's end, from what storage holds for it: the oldest
+    /// buffered signal of its names (a payload over the output limit
+    /// fails the step and stays buffered), its timeout, or a wait.
+    async fn listened(
+        &self,
+        step: &Dispatch<'_>,
+        listen: cairn_core::Listen,
+    ) -> Result<cairn_checkpoint::StepCommit> {
+        let heard = self
+            .store
+            .heard(step.run, step.idx, step.attempt, &listen.names)
+            .await?;
+        let decided = match outcome::heard(step, listen, heard) {
+            StepOutcome::Consumed { output, .. }
+                if cairn_core::check_size(
+                    "the signal's payload",
+                    &output,
+                    self.config.limits.max_output_bytes,
+                )
+                .is_err() =>
+            {
+                let message = format!(
+                    "the signal for step `{}` is over the output limit of {} bytes",
+                    step.def.role, self.config.limits.max_output_bytes
+                );
+                StepOutcome::Failed {
+                    error: ErrorInfo::new(ErrorKind::TooLarge, message, false),
+                    duration_ms: 0,
+                }
+            }
+            decided => decided,
+        };
         Ok(outcome::commit(step, decided))
     }
 

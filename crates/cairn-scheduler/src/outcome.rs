@@ -10,13 +10,14 @@ use serde_json::{json, Value};
 
 use cairn_checkpoint::{NewChild, Next, SpawnCommit, StepCommit, StepTransition};
 use cairn_core::event::payload::{
-    ChildrenSpawned, KeyPaused, RunCancelled, RunFailed, RunSucceeded, StepCancelled, StepDeferred,
-    StepFailed, StepInterrupted, StepRetryScheduled, StepSucceeded, WaitOpened,
+    ChildrenSpawned, KeyPaused, RunCancelled, RunFailed, RunSucceeded, SignalConsumed,
+    SignalWaitOpened, StepCancelled, StepDeferred, StepFailed, StepInterrupted, StepRetryScheduled,
+    StepSucceeded, WaitOpened,
 };
 use cairn_core::{
     AgentDef, AgentKind, ApprovalPoint, Attempt, CrewDef, Deferral, ErrorInfo, ErrorKind,
-    EventData, JoinRule, LeaseEpoch, NewEvent, NewWait, OnDeadline, OnParentClose, Role, RunId,
-    Spawn, StepIdx, StepOutput, Stop, Usage, WaitId, WaitKind,
+    EventData, Heard, JoinRule, LeaseEpoch, Listen, NewEvent, NewWait, OnDeadline, OnParentClose,
+    Role, RunId, Spawn, StepIdx, StepOutput, Stop, Usage, WaitId, WaitKind,
 };
 
 /// The step being decided: which run, which step and attempt, its agent.
@@ -79,6 +80,58 @@ pub(crate) enum StepOutcome {
     /// A `children` step (or an `llm` agent's `delegate` calls) starts
     /// these children and waits for their join.
     Spawn { spawn: Spawn },
+    /// A `signal` step heard `signal`: its output commits, and the commit
+    /// consumes the signal.
+    Consumed {
+        output: Value,
+        signal: String,
+        name: String,
+        last: bool,
+    },
+    /// A `signal` step heard nothing yet: it waits for `names`.
+    Listening {
+        names: Vec<String>,
+        timeout: Option<Duration>,
+    },
+}
+
+/// What a `signal` step's wait (`listen`) means, given what storage holds
+/// for it (`SignalStore::heard`): the signal to consume, its default or
+/// its failure at the timeout, or a wait.
+pub(crate) fn heard(step: &Dispatch<'_>, listen: Listen, heard: Heard) -> StepOutcome {
+    let last = step.idx.get() + 1 == step.step_count;
+    match heard {
+        Heard::Signal(s) => StepOutcome::Consumed {
+            output: listen.output(&s),
+            signal: s.id,
+            name: s.name,
+            last,
+        },
+        Heard::TimedOut => match listen.default {
+            Some(output) => StepOutcome::Succeeded {
+                output,
+                usage: None,
+                last,
+                duration_ms: 0,
+            },
+            None => {
+                let waited = listen.timeout.map_or(0, |t| t.as_millis());
+                let message = format!(
+                    "step `{}` waited {waited} ms for signal `{}` and none came",
+                    step.def.role,
+                    listen.names.join("` or `")
+                );
+                StepOutcome::Failed {
+                    error: ErrorInfo::new(ErrorKind::Deadline, message, false),
+                    duration_ms: 0,
+                }
+            }
+        },
+        Heard::Nothing => StepOutcome::Listening {
+            names: listen.names,
+            timeout: listen.timeout,
+        },
+    }
 }
 
 /// Before dispatch: a step that needs approval first and has none waits
@@ -164,6 +217,9 @@ pub(crate) fn decide(
             duration_ms,
         },
         Err(Stop::Spawn(spawn)) => StepOutcome::Spawn { spawn },
+        // The executor reads what a listening step heard first
+        // (`Executor::listened`); decided without that read, it waits.
+        Err(Stop::Listen(listen)) => heard(step, listen, Heard::Nothing),
         Err(Stop::Ask(q)) => StepOutcome::Wait {
             kind: WaitKind::Question,
             output: None,
@@ -339,6 +395,23 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
             ];
             (StepTransition::Cancelled { error }, None, events)
         }
+        StepOutcome::Consumed {
+            output,
+            signal,
+            name,
+            last,
+        } => return consumed(step, output, signal, name, last),
+        StepOutcome::Listening { names, timeout } => {
+            let events = vec![NewEvent::typed(EventData::SignalWaitOpened(
+                SignalWaitOpened {
+                    idx,
+                    attempt,
+                    names: names.clone(),
+                    timeout_ms: timeout.map(|t| t.as_millis() as u64),
+                },
+            ))];
+            (StepTransition::Listening { names, timeout }, None, events)
+        }
         StepOutcome::Spawn { spawn: request } => match spawn(step, request) {
             Ok((spawn, events)) => (StepTransition::Spawn(Box::new(spawn)), None, events),
             Err(error) => {
@@ -362,6 +435,41 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
         transition,
         child: step.child,
     }
+}
+
+/// A success that consumes `signal`: as any success, its transition
+/// naming the signal so the commit consumes it, after `signal_consumed`.
+fn consumed(
+    step: &Dispatch<'_>,
+    output: Value,
+    signal: String,
+    name: String,
+    last: bool,
+) -> StepCommit {
+    let success = StepOutcome::Succeeded {
+        output,
+        usage: None,
+        last,
+        duration_ms: 0,
+    };
+    let mut c = commit(step, success);
+    if let StepTransition::Succeeded { output, next } = c.transition {
+        c.events.insert(
+            0,
+            NewEvent::typed(EventData::SignalConsumed(SignalConsumed {
+                idx: step.idx,
+                attempt: step.attempt,
+                id: signal.clone(),
+                name,
+            })),
+        );
+        c.transition = StepTransition::Consumed {
+            output,
+            next,
+            signal,
+        };
+    }
+    c
 }
 
 /// How a step's children join, and which crew each runs.

@@ -17,7 +17,8 @@ use cairn::{ErrorClass, OnBusy, RunFilter, RunId, RunStatus, SubmitOptions};
 
 use crate::extract::{ApiJson, ApiQuery, RunIdPath};
 use crate::{
-    actions, keys, people, retention, schedules, sse, threads, versions, waits, ApiError, AppState,
+    actions, keys, people, retention, schedules, signals, sse, threads, versions, waits, ApiError,
+    AppState,
 };
 
 /// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
@@ -163,7 +164,24 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
     ]
     .into_iter()
     .chain(schedule_routes())
+    .chain(signal_routes())
     .collect()
+}
+
+/// `/v1/signals` and a run's signals.
+fn signal_routes() -> Vec<ApiRoute> {
+    vec![
+        ApiRoute {
+            path: "/v1/signals",
+            methods: &["POST"],
+            handlers: post(signals::send),
+        },
+        ApiRoute {
+            path: "/v1/runs/{id}/signals",
+            methods: &["GET"],
+            handlers: get(signals::of_run),
+        },
+    ]
 }
 
 /// `/v1/schedules` and its actions.

@@ -66,6 +66,7 @@ mod retention;
 mod runner;
 mod schedules;
 mod serve;
+mod signals;
 mod sse;
 mod threads;
 mod throttle;

@@ -10,6 +10,7 @@ mod group;
 mod permit;
 pub mod procfs;
 mod program;
+mod signal;
 mod template;
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ pub use children::{ChildrenAgent, SPAWN_KEY};
 pub use command::{parse_output, CommandAgent, ProgramEnv, NEVER_PASSED, USAGE_PREFIX};
 pub use group::{reap, ProgramGroup, RUN_ID_VAR};
 pub use program::{failure_message, run_program, Finished};
+pub use signal::SignalAgent;
 pub use template::{TemplateAgent, TemplateError, FUEL, RENDER_CAP, VARIABLES};
 
 /// The built-in agent for `def`, or `None` for kinds the caller must supply
@@ -58,6 +60,7 @@ pub fn builtin(
                 detail: format!("template of agent `{}` {e}", def.role),
             },
         )?)),
+        AgentKind::Signal(s) => Some(Arc::new(SignalAgent::new(s, def.timeout_ms))),
         AgentKind::Rust { .. } | AgentKind::Llm(_) => None,
     })
 }

@@ -39,6 +39,7 @@ pub mod otel;
 pub mod people;
 mod retention;
 pub mod schedules;
+pub mod signals;
 mod standing;
 pub mod step_time;
 mod thread;
@@ -64,7 +65,7 @@ pub use cairn_checkpoint::{
     DEFAULT_MAX_CONNECTIONS as DEFAULT_DB_CONNECTIONS,
 };
 pub use cairn_checkpoint::{LinkRecord, NewLink, NoticeAttempt};
-pub use cairn_checkpoint::{NewSchedule, Slot};
+pub use cairn_checkpoint::{Listening, NewSchedule, Sent, Slot};
 /// The per-run event log's kinds and their typed payloads
 /// ([`event::payload`], one type per kind: [`EventData`]).
 pub use cairn_core::event;
@@ -97,6 +98,7 @@ pub use cairn_core::{
     WaitKind, WaitRecord, WaitStatus,
 };
 pub use cairn_core::{Cadence, CatchUp, Overlap, Schedule, SlotOutcome};
+pub use cairn_core::{Signal, Target};
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;
 /// What the executor refuses or fails with (inside [`Error::Executor`]).
@@ -111,6 +113,7 @@ pub use notify::LinkUse;
 pub use people::{local_actor, Issued, OpenedSession, Session};
 pub use retention::{parse_age, BadAge};
 pub use schedules::{Listed, Scheduled};
+pub use signals::{RunSignals, SignalRequest, StartRequest};
 pub use standing::ChildrenWait;
 pub use step_time::StepTime;
 pub use thread::{BadThreadId, ThreadId, ThreadTotals, ThreadView, MAX_THREAD_ID_BYTES};

@@ -107,6 +107,9 @@ pub trait WorkHooks: Send + Sync {
 /// How often a process fires due schedules.
 const FIRE_EVERY: Duration = Duration::from_secs(1);
 
+/// How often a worker deletes signals nobody consumed in time.
+const PRUNE_EVERY: Duration = Duration::from_secs(600);
+
 impl Engine {
     /// A worker: applies wait deadlines, then claims runnable runs and
     /// drives up to `opts.concurrency` of them at once, looking again when
@@ -129,6 +132,7 @@ impl Engine {
             driving: HashMap::new(),
             claim_failing: false,
             expire_failing: false,
+            next_prune: tokio::time::Instant::now() + PRUNE_EVERY,
             beat_failing: false,
         };
         let wake = opts.wake.clone().unwrap_or_default();
@@ -152,6 +156,7 @@ impl Engine {
             // seconds, and an idle fleet pays one read a second for them.
             if tokio::time::Instant::now() >= next_fire {
                 worker.fire_schedules().await;
+                worker.time_out_signal_waits().await;
                 next_fire = tokio::time::Instant::now() + FIRE_EVERY;
             }
             if tokio::time::Instant::now() >= next_expiry {
@@ -271,6 +276,7 @@ struct Worker {
     driving: HashMap<tokio::task::Id, RunId>,
     claim_failing: bool,
     expire_failing: bool,
+    next_prune: tokio::time::Instant,
     beat_failing: bool,
 }
 
@@ -306,6 +312,27 @@ impl Worker {
             }
             Err(e) => {
                 tracing::warn!(error = %ErrorChain(&e), "worker: cannot fire schedules; retrying at the next poll");
+            }
+        }
+    }
+
+    /// Times out due signal waits (their runs are queued: claimed below),
+    /// and now and then deletes signals nobody consumed in time.
+    async fn time_out_signal_waits(&mut self) {
+        match self.engine.time_out_signal_waits().await {
+            Ok(woken) => {
+                for run in woken {
+                    tracing::info!(run = %run, "worker: a signal wait timed out");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %ErrorChain(&e), "worker: cannot time out signal waits; retrying in a second");
+            }
+        }
+        if tokio::time::Instant::now() >= self.next_prune {
+            self.next_prune = tokio::time::Instant::now() + PRUNE_EVERY;
+            if let Err(e) = self.engine.prune_signals().await {
+                tracing::warn!(error = %ErrorChain(&e), "worker: cannot delete expired signals");
             }
         }
     }

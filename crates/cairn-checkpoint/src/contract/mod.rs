@@ -21,6 +21,7 @@ mod operator;
 mod people;
 mod runs;
 mod schedules;
+mod signals;
 mod threads;
 mod traces;
 mod waits;
@@ -39,6 +40,7 @@ pub use operator::OperatorStore;
 pub use people::{Credential, NewSession, PeopleStore, SessionRecord, TokenDigest};
 pub use runs::RunStore;
 pub use schedules::{NewSchedule, ScheduleStore, Slot};
+pub use signals::{Listening, NewSignal, Sent, SignalStore, StartWith};
 pub use threads::ThreadStore;
 pub use traces::TraceStore;
 pub use waits::WaitStore;
@@ -64,6 +66,7 @@ pub trait Store:
     + AuditStore
     + NoticeStore
     + ScheduleStore
+    + SignalStore
     + Send
     + Sync
     + 'static
@@ -88,6 +91,7 @@ impl<T> Store for T where
         + AuditStore
         + NoticeStore
         + ScheduleStore
+        + SignalStore
         + Send
         + Sync
         + 'static

@@ -49,6 +49,7 @@ pub(crate) async fn follow_up_in(c: &mut Conn<'_>, commit: &StepCommit) -> Resul
         });
         super::pauses::deferred_in(c, commit.run_id, key, pause).await?;
     }
+    super::signals::follow_up_in(c, commit).await?;
     Ok(())
 }
 

@@ -33,6 +33,7 @@ pub(super) async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) ->
     let waited = match &row {
         Some(r) if r.status == StepStatus::Waiting => match joined(c, id, r).await? {
             true => Waited::Join,
+            false if super::signals::woken_in(c, id, r.idx, r.attempt).await? => Waited::Signal,
             false => latest_wait(c, id, r.idx)
                 .await?
                 .map_or(Waited::Nothing, |w| Waited::Wait(Box::new(w))),

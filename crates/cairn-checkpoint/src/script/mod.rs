@@ -55,6 +55,7 @@ mod rollup;
 mod rows;
 mod runs;
 mod schedules;
+mod signals;
 mod storable;
 #[cfg(test)]
 mod tests;

@@ -362,6 +362,13 @@ impl Api for Local {
         super::schedules::local(&self.engine, act).await
     }
 
+    async fn signals(
+        &self,
+        act: super::signals::SignalAct,
+    ) -> anyhow::Result<super::signals::SignalOut> {
+        super::signals::local(&self.engine, act).await
+    }
+
     async fn create_schedule(
         &self,
         crew: CrewRef,

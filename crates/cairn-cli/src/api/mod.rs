@@ -12,6 +12,7 @@
 pub mod local;
 pub mod remote;
 pub mod schedules;
+pub mod signals;
 
 use std::path::Path;
 
@@ -197,6 +198,8 @@ pub trait Api {
         crew: CrewRef,
         spec: schedules::ScheduleSpec,
     ) -> anyhow::Result<cairn::Schedule>;
+    /// A signal action (`cairn signal`).
+    async fn signals(&self, act: signals::SignalAct) -> anyhow::Result<signals::SignalOut>;
     /// Principals, by name (never a token).
     async fn principals(&self) -> anyhow::Result<Vec<cairn::Principal>>;
     /// Adds a principal and issues its token.

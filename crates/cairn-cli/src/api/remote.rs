@@ -674,6 +674,13 @@ impl Api for Remote {
         schedules_remote(self, act).await
     }
 
+    async fn signals(
+        &self,
+        act: super::signals::SignalAct,
+    ) -> anyhow::Result<super::signals::SignalOut> {
+        super::signals::remote(self, act).await
+    }
+
     async fn create_schedule(
         &self,
         crew: CrewRef,

@@ -10,6 +10,7 @@ mod run;
 mod runs;
 mod schedules;
 mod serve;
+mod signals;
 mod threads;
 mod waits;
 
@@ -62,6 +63,7 @@ async fn dispatch(to: &impl Connect, command: Command, json: bool) -> anyhow::Re
         Command::Limits { command } => limits::main(to, command, json).await,
         Command::Principals { command } => people::principals(to, command, json).await,
         Command::Schedules { command } => schedules::main(to, command, json).await,
+        Command::Signal { command } => signals::main(to, command, json).await,
         Command::Audit(args) => people::audit(to, args, json).await,
         Command::Crews { command } => crews::main(to, command, json).await,
         Command::Workers => crews::workers(to, json).await,

@@ -105,6 +105,10 @@ struct AgentFile {
     max_children: Option<u32>,
     max_depth: Option<u32>,
     on_parent_close: Option<children::OnParentClose>,
+    // kind = "signal" (crate::signal)
+    signal: Option<String>,
+    any_of: Option<Vec<String>>,
+    default: Option<serde_json::Value>,
 }
 
 /// An agent's `limits = { in_flight = N, rpm = N, tpm = N, max_pause_ms = N }`.
@@ -216,6 +220,41 @@ impl AgentFile {
         })))
     }
 
+    /// The name of the first `signal`-only key this agent sets, if any.
+    fn signal_key(&self) -> Option<&'static str> {
+        [
+            ("signal", self.signal.is_some()),
+            ("any_of", self.any_of.is_some()),
+            ("default", self.default.is_some()),
+        ]
+        .into_iter()
+        .find(|(_, set)| *set)
+        .map(|(k, _)| k)
+    }
+
+    /// `kind = "signal"`: its keys, and none that runs something.
+    fn signal_kind(&mut self, llm_key: Option<&'static str>) -> Result<AgentKind, FieldProblem> {
+        let other = llm_key
+            .or(self.children_key())
+            .or(self.command.as_ref().map(|_| "command"))
+            .or(self.template.as_ref().map(|_| "template"))
+            .or(self
+                .permanent_exit_codes
+                .as_ref()
+                .map(|_| "permanent_exit_codes"))
+            .or(self.delegate.as_ref().map(|_| "delegate"))
+            .or(self.limit_key.as_ref().map(|_| "limit_key"))
+            .or(self.limits.as_ref().map(|_| "limits"));
+        if let Some(field) = other {
+            return Err(FieldProblem::Unexpected(field));
+        }
+        Ok(AgentKind::Signal(Box::new(crate::signal::SignalDef {
+            signal: self.signal.take(),
+            any_of: self.any_of.take().unwrap_or_default(),
+            default: self.default.take(),
+        })))
+    }
+
     /// The name of the first `children`-only key this agent sets, if any.
     fn children_key(&self) -> Option<&'static str> {
         [
@@ -279,6 +318,8 @@ impl CrewFile {
             let llm_key = a.llm_key();
             let children_key = a.children_key();
             let children = (a.kind == "children").then(|| a.children_kind(llm_key));
+            let signal = (a.kind == "signal").then(|| a.signal_kind(llm_key));
+            let signal_key = a.signal_key();
             let role = a.role;
             let unexpected = |field: &str| {
                 invalid(format!(
@@ -306,7 +347,10 @@ impl CrewFile {
                 "command" | "template" | "llm" if children_key.is_some() => {
                     return Err(unexpected(children_key.unwrap_or_default()));
                 }
-                "children" => match children {
+                "command" | "template" | "llm" | "children" if signal_key.is_some() => {
+                    return Err(unexpected(signal_key.unwrap_or_default()));
+                }
+                "children" | "signal" => match children.or(signal) {
                     Some(Ok(kind)) => kind,
                     None => return Err(missing("crew")),
                     Some(Err(FieldProblem::Unexpected(field))) => return Err(unexpected(field)),
@@ -378,7 +422,7 @@ impl CrewFile {
                 }
                 other => {
                     return Err(invalid(format!(
-                        "agent `{role}` has unknown kind `{other}` (known: command, template, llm, children)"
+                        "agent `{role}` has unknown kind `{other}` (known: command, template, llm, children, signal)"
                     )))
                 }
             };

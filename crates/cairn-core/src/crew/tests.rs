@@ -480,3 +480,53 @@ fn approvers_parse_are_checked_and_absent_change_no_fingerprint() {
         "absent: not stored"
     );
 }
+
+#[test]
+fn signal_steps_parse_and_are_checked() {
+    let one = CrewDef::from_toml(
+        r#"
+name = "pay"
+version = 1
+[[agents]]
+role = "paid"
+kind = "signal"
+signal = "payment"
+timeout_ms = 5000
+default = { status = "unpaid" }
+"#,
+    )
+    .unwrap();
+    let AgentKind::Signal(s) = &one.agents[0].kind else {
+        panic!("not a signal step: {:?}", one.agents[0].kind)
+    };
+    assert_eq!(s.names(), ["payment"]);
+    assert_eq!(s.default, Some(serde_json::json!({"status": "unpaid"})));
+    let listen = s.listen(one.agents[0].timeout_ms);
+    assert_eq!(listen.timeout, Some(std::time::Duration::from_secs(5)));
+    let any = CrewDef::from_toml(
+        "name = \"c\"\nversion = 1\n[[agents]]\nrole = \"r\"\nkind = \"signal\"\nany_of = [\"a\", \"b\"]\n",
+    )
+    .unwrap();
+    assert_eq!(any.agents[0].kind.name(), "signal");
+    let head = "name = \"c\"\nversion = 1\n[[agents]]\nrole = \"r\"\n";
+    for (body, says) in [
+        ("kind = \"signal\"\n", "needs `signal` or `any_of`"),
+        (
+            "kind = \"signal\"\nsignal = \"a\"\nany_of = [\"b\"]\n",
+            "not both",
+        ),
+        ("kind = \"signal\"\nsignal = \"\"\n", "a signal name must be 1 to 256 bytes"),
+        (
+            "kind = \"signal\"\nsignal = \"a\"\ncommand = [\"true\"]\n",
+            "does not take `command`",
+        ),
+        ("kind = \"signal\"\nsignal = \"a\"\nreview = true\n", "takes no `review`"),
+        (
+            "kind = \"template\"\ntemplate = \"x\"\nsignal = \"a\"\n",
+            "does not take `signal`",
+        ),
+    ] {
+        let e = err(&format!("{head}{body}"));
+        assert!(e.contains(says), "{body}: {e}");
+    }
+}

@@ -139,11 +139,19 @@ pub enum EventKind {
     /// context, so a takeover on the same machine can end the group once
     /// that process is gone (`cairn_steps::reap`). Linux only.
     ProgramStarted,
+    /// A signal for the run was stored (data: id, name, by…, woke).
+    SignalReceived,
+    /// A `signal` step waits (data: idx, attempt, names, timeout_ms).
+    SignalWaitOpened,
+    /// A step's commit consumed a signal (data: idx, attempt, id, name).
+    SignalConsumed,
+    /// A `signal` step's wait timed out (data: idx, attempt, names).
+    SignalTimedOut,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 38] = [
+    pub const ALL: [EventKind; 42] = [
         EventKind::RunSubmitted,
         EventKind::RunClaimed,
         EventKind::StepSucceeded,
@@ -182,6 +190,10 @@ impl EventKind {
         EventKind::ModelCallSent,
         EventKind::ChildEnded,
         EventKind::ProgramStarted,
+        EventKind::SignalReceived,
+        EventKind::SignalWaitOpened,
+        EventKind::SignalConsumed,
+        EventKind::SignalTimedOut,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -224,6 +236,10 @@ impl EventKind {
             EventKind::ModelCallSent => "model_call_sent",
             EventKind::ChildEnded => "child_ended",
             EventKind::ProgramStarted => "program_started",
+            EventKind::SignalReceived => "signal_received",
+            EventKind::SignalWaitOpened => "signal_wait_opened",
+            EventKind::SignalConsumed => "signal_consumed",
+            EventKind::SignalTimedOut => "signal_timed_out",
         }
     }
 

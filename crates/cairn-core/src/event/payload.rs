@@ -31,6 +31,7 @@ mod children;
 mod model;
 mod operator;
 mod runs;
+mod signals;
 mod steps;
 mod waits;
 
@@ -47,6 +48,7 @@ pub use operator::{
     ContextAdded, CrewAt, CrewForced, CrewUpgraded, OperatorAction, RunCancelled, RunForked,
 };
 pub use runs::{RunClaimed, RunFailed, RunSubmitted, RunSucceeded, SubmittedChild};
+pub use signals::{SignalConsumed, SignalReceived, SignalTimedOut, SignalWaitOpened};
 pub use steps::{
     ProgramStarted, StepCancelled, StepDeferred, StepFailed, StepInterrupted, StepRetryScheduled,
     StepSucceeded, UsageReported,
@@ -141,6 +143,10 @@ event_data! {
     ModelCallSent(ModelCallSent),
     ChildEnded(ChildEnded),
     ProgramStarted(ProgramStarted),
+    SignalReceived(SignalReceived),
+    SignalWaitOpened(SignalWaitOpened),
+    SignalConsumed(SignalConsumed),
+    SignalTimedOut(SignalTimedOut),
 }
 
 fn parse<T: serde::de::DeserializeOwned>(

@@ -1,0 +1,54 @@
+//! `cairn signal` both ways: on the database (the engine) and through a
+//! server (`POST /v1/signals`, `GET /v1/runs/{id}/signals`). One action
+//! type, one answer type, so the command and its printing are written once.
+
+use cairn::{Engine, RunId, RunSignals, Sent, SignalRequest};
+use serde_json::json;
+
+use super::remote::{crew_name, Remote};
+use super::CrewRef;
+
+/// What `cairn signal` does.
+pub enum SignalAct {
+    /// A send, and the crew a signal-with-submit starts.
+    Send(Box<SignalRequest>, Option<CrewRef>),
+    List(RunId),
+}
+
+/// What it answers.
+pub enum SignalOut {
+    Sent(Box<Sent>),
+    Listed(RunSignals),
+}
+
+pub async fn local(engine: &Engine, act: SignalAct) -> anyhow::Result<SignalOut> {
+    Ok(match act {
+        SignalAct::Send(req, crew) => {
+            let crew = match crew {
+                Some(CrewRef::File(crew, _)) => Some(*crew),
+                _ => None,
+            };
+            let by = cairn::local_actor(None, None);
+            let sent = engine.send_signal(&req, crew.as_ref(), &by).await?;
+            SignalOut::Sent(Box::new(sent))
+        }
+        SignalAct::List(run) => SignalOut::Listed(engine.run_signals(run).await?),
+    })
+}
+
+pub async fn remote(client: &Remote, act: SignalAct) -> anyhow::Result<SignalOut> {
+    Ok(match act {
+        SignalAct::Send(mut req, crew) => {
+            if let (Some(start), Some(crew)) = (req.start.as_mut(), crew) {
+                let (name, version) = crew_name(client, crew).await?;
+                start.crew = name;
+                start.version = version;
+            }
+            let sent = client.post("/v1/signals", &json!(req)).await?;
+            SignalOut::Sent(Box::new(sent))
+        }
+        SignalAct::List(run) => {
+            SignalOut::Listed(client.get(&format!("/v1/runs/{run}/signals")).await?)
+        }
+    })
+}

@@ -1,0 +1,63 @@
+//! What `cairn signal` prints.
+
+use std::io::Write;
+
+use cairn::schedule::rfc3339;
+use cairn::{RunSignals, Sent};
+
+use super::{print_json, text_out};
+
+pub fn print_sent(sent: &Sent, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(sent);
+    }
+    let s = &sent.signal;
+    let what = match (sent.duplicate, sent.started, sent.woke) {
+        (true, _, _) => "already sent (this id): nothing stored",
+        (_, true, _) => "sent to a run it started",
+        (_, _, true) => "sent; it woke the run",
+        _ => "sent; buffered until a step waits for it",
+    };
+    let mut out = text_out();
+    writeln!(
+        out,
+        "signal `{}` ({}) to run {}: {what}",
+        s.name, s.id, s.run_id
+    )?;
+    Ok(())
+}
+
+pub fn print_signals(listed: &RunSignals, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(listed);
+    }
+    let mut out = text_out();
+    match &listed.listening {
+        Some(l) => {
+            let until = l.deadline.map(|d| format!(" until {}", rfc3339(d)));
+            writeln!(
+                out,
+                "waiting at step {} for `{}`{}",
+                l.idx,
+                l.names.join("` or `"),
+                until.unwrap_or_default()
+            )?;
+        }
+        None => writeln!(out, "not waiting for a signal")?,
+    }
+    writeln!(out, "{:<22}  {:<16}  {:<12}  id", "sent", "name", "state")?;
+    for s in &listed.signals {
+        let state = match s.consumed_by {
+            Some((idx, attempt)) => format!("step {idx}/{attempt}"),
+            None => "buffered".to_owned(),
+        };
+        writeln!(
+            out,
+            "{:<22}  {:<16}  {state:<12}  {}",
+            rfc3339(s.sent_at),
+            s.name,
+            s.id
+        )?;
+    }
+    Ok(())
+}
