@@ -360,6 +360,8 @@ async fn remove_runs_in(
     for sql in [
         "DELETE FROM journal WHERE run_id IN ({ids:ids})",
         "DELETE FROM waits WHERE run_id IN ({ids:ids})",
+        "DELETE FROM signals WHERE run_id IN ({ids:ids})",
+        "DELETE FROM signal_waits WHERE run_id IN ({ids:ids})",
         "DELETE FROM trace_exports WHERE run_id IN ({ids:ids})",
         "DELETE FROM budget_holds WHERE run_id IN ({ids:ids})",
         "DELETE FROM events WHERE run_id IN ({ids:ids})",

@@ -515,12 +515,18 @@ default = { status = "unpaid" }
             "kind = \"signal\"\nsignal = \"a\"\nany_of = [\"b\"]\n",
             "not both",
         ),
-        ("kind = \"signal\"\nsignal = \"\"\n", "a signal name must be 1 to 256 bytes"),
+        (
+            "kind = \"signal\"\nsignal = \"\"\n",
+            "a signal name must be 1 to 256 bytes",
+        ),
         (
             "kind = \"signal\"\nsignal = \"a\"\ncommand = [\"true\"]\n",
             "does not take `command`",
         ),
-        ("kind = \"signal\"\nsignal = \"a\"\nreview = true\n", "takes no `review`"),
+        (
+            "kind = \"signal\"\nsignal = \"a\"\nreview = true\n",
+            "takes no `review`",
+        ),
         (
             "kind = \"template\"\ntemplate = \"x\"\nsignal = \"a\"\n",
             "does not take `signal`",

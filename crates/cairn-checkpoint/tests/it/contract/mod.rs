@@ -20,6 +20,7 @@ mod operator;
 mod people;
 mod registry;
 mod schedules;
+mod signals;
 mod traces;
 mod votes;
 mod waits;
