@@ -337,28 +337,7 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
             output,
             prompt,
             question_id,
-        } => {
-            let wait = NewWait {
-                id: WaitId::new(),
-                kind,
-                prompt,
-                question_id,
-                deadline_ms: step.def.wait_deadline_ms,
-                on_deadline: step
-                    .def
-                    .on_deadline
-                    .clone()
-                    .or(step.def.wait_deadline_ms.map(|_| OnDeadline::Fail)),
-            };
-            let events = vec![NewEvent::typed(EventData::WaitOpened(WaitOpened {
-                wait: wait.id,
-                kind,
-                idx,
-                attempt,
-                approvers: step.def.approvers.clone(),
-            }))];
-            (StepTransition::Waiting { output, wait }, None, events)
-        }
+        } => waiting(step, kind, output, prompt, question_id),
         StepOutcome::Interrupted { error, duration_ms } => {
             let events = vec![NewEvent::typed(EventData::StepInterrupted(
                 StepInterrupted {
@@ -401,17 +380,7 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
             name,
             last,
         } => return consumed(step, output, signal, name, last),
-        StepOutcome::Listening { names, timeout } => {
-            let events = vec![NewEvent::typed(EventData::SignalWaitOpened(
-                SignalWaitOpened {
-                    idx,
-                    attempt,
-                    names: names.clone(),
-                    timeout_ms: timeout.map(|t| t.as_millis() as u64),
-                },
-            ))];
-            (StepTransition::Listening { names, timeout }, None, events)
-        }
+        StepOutcome::Listening { names, timeout } => listening(step, names, timeout),
         StepOutcome::Spawn { spawn: request } => match spawn(step, request) {
             Ok((spawn, events)) => (StepTransition::Spawn(Box::new(spawn)), None, events),
             Err(error) => {
@@ -435,6 +404,53 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
         transition,
         child: step.child,
     }
+}
+
+/// The transition and event of a step that waits for a person.
+fn waiting(
+    step: &Dispatch<'_>,
+    kind: WaitKind,
+    output: Option<Value>,
+    prompt: Value,
+    question_id: Option<String>,
+) -> (StepTransition, Option<Usage>, Vec<NewEvent>) {
+    let wait = NewWait {
+        id: WaitId::new(),
+        kind,
+        prompt,
+        question_id,
+        deadline_ms: step.def.wait_deadline_ms,
+        on_deadline: step
+            .def
+            .on_deadline
+            .clone()
+            .or(step.def.wait_deadline_ms.map(|_| OnDeadline::Fail)),
+    };
+    let events = vec![NewEvent::typed(EventData::WaitOpened(WaitOpened {
+        wait: wait.id,
+        kind,
+        idx: step.idx,
+        attempt: step.attempt,
+        approvers: step.def.approvers.clone(),
+    }))];
+    (StepTransition::Waiting { output, wait }, None, events)
+}
+
+/// The transition and event of a `signal` step that waits for `names`.
+fn listening(
+    step: &Dispatch<'_>,
+    names: Vec<String>,
+    timeout: Option<Duration>,
+) -> (StepTransition, Option<Usage>, Vec<NewEvent>) {
+    let events = vec![NewEvent::typed(EventData::SignalWaitOpened(
+        SignalWaitOpened {
+            idx: step.idx,
+            attempt: step.attempt,
+            names: names.clone(),
+            timeout_ms: timeout.map(|t| t.as_millis() as u64),
+        },
+    ))];
+    (StepTransition::Listening { names, timeout }, None, events)
 }
 
 /// A success that consumes `signal`: as any success, its transition

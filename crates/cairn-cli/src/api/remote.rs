@@ -25,6 +25,8 @@ use super::schedules::{ScheduleAct, ScheduleOut, ScheduleSpec};
 use super::{Act, Api, CrewRef, Interruptible, Submission, Upgrade, VersionArg};
 use crate::input::usage;
 
+mod signals;
+
 /// An error the server answered with: `{"error": {"code", "message"}}`.
 #[derive(Debug)]
 pub struct ApiError {
@@ -678,7 +680,7 @@ impl Api for Remote {
         &self,
         act: super::signals::SignalAct,
     ) -> anyhow::Result<super::signals::SignalOut> {
-        super::signals::remote(self, act).await
+        signals::remote(self, act).await
     }
 
     async fn create_schedule(

@@ -1,11 +1,10 @@
 //! `cairn signal` both ways: on the database (the engine) and through a
-//! server (`POST /v1/signals`, `GET /v1/runs/{id}/signals`). One action
-//! type, one answer type, so the command and its printing are written once.
+//! server (`POST /v1/signals`, `GET /v1/runs/{id}/signals`:
+//! `remote/signals.rs`). One action type, one answer type, so the command
+//! and its printing are written once.
 
 use cairn::{Engine, RunId, RunSignals, Sent, SignalRequest};
-use serde_json::json;
 
-use super::remote::{crew_name, Remote};
 use super::CrewRef;
 
 /// What `cairn signal` does.
@@ -33,22 +32,5 @@ pub async fn local(engine: &Engine, act: SignalAct) -> anyhow::Result<SignalOut>
             SignalOut::Sent(Box::new(sent))
         }
         SignalAct::List(run) => SignalOut::Listed(engine.run_signals(run).await?),
-    })
-}
-
-pub async fn remote(client: &Remote, act: SignalAct) -> anyhow::Result<SignalOut> {
-    Ok(match act {
-        SignalAct::Send(mut req, crew) => {
-            if let (Some(start), Some(crew)) = (req.start.as_mut(), crew) {
-                let (name, version) = crew_name(client, crew).await?;
-                start.crew = name;
-                start.version = version;
-            }
-            let sent = client.post("/v1/signals", &json!(req)).await?;
-            SignalOut::Sent(Box::new(sent))
-        }
-        SignalAct::List(run) => {
-            SignalOut::Listed(client.get(&format!("/v1/runs/{run}/signals")).await?)
-        }
     })
 }

@@ -186,6 +186,8 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
         vec!["threads", "list", "--json"],
         vec!["threads", "show", "t1"],
         vec!["threads", "show", "t1", "--json"],
+        vec!["signal", "list", &ok],
+        vec!["signal", "list", &ok, "--json"],
         vec!["compact", "--finished-older-than", "30d", "--dry-run"],
         vec!["compact", "--journals", "--dry-run", "--json"],
         vec!["limits", "list"],
@@ -215,10 +217,20 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
         vec!["limits", "pause", "provider=x", "--for", "soon"],
         vec!["crews", "show", "greet", "9"],
         vec!["crews", "diff", "greet", "1", "9"],
+        vec!["signal", "send", "key:nobody-has-it", "paid"],
+        vec!["signal", "send", &ok, "paid"],
+        vec!["signal", "send", &waiting, ""],
+        vec!["signal", "list", "not-a-run-id"],
     ];
     for args in &reads {
         same(&case, &served, args, args, false);
     }
+    // A signal sent both ways: buffered alike (its ids and times masked).
+    let send = ["signal", "send", &waiting, "paid", "--payload", "{\"n\": 1}"];
+    let sent = same(&case, &served, &send, &send, true);
+    assert!(sent.stdout.contains("buffered"), "{}", sent.stdout);
+    let listed = case.cairn(&["signal", "list", &waiting, "--json"]).expect_code(0).json();
+    assert_eq!(listed["signals"].as_array().unwrap().len(), 2, "{listed}");
     // The process registry: the server's own process, its beats masked.
     for args in [&["workers"][..], &["workers", "--json"]] {
         same(&case, &served, args, args, true);

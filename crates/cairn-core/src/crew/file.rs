@@ -220,6 +220,47 @@ impl AgentFile {
         })))
     }
 
+    /// `kind = "llm"`: its keys (none that runs a program).
+    fn llm_kind(&mut self, delegated_max: Option<u32>) -> Result<AgentKind, FieldProblem> {
+        let other = (self.command.as_ref().map(|_| "command"))
+            .or(self.template.as_ref().map(|_| "template"))
+            .or(self
+                .permanent_exit_codes
+                .as_ref()
+                .map(|_| "permanent_exit_codes"));
+        if let Some(field) = other {
+            return Err(FieldProblem::Unexpected(field));
+        }
+        let provider = self.provider.ok_or(FieldProblem::Missing("provider"))?;
+        let model = match (self.model.take(), provider) {
+            (Some(m), _) => m,
+            (None, crate::llm::ProviderKind::Scripted) => "scripted".to_owned(),
+            (None, _) => return Err(FieldProblem::Missing("model")),
+        };
+        let tools = self.tools.take().unwrap_or_default();
+        let tools = tools.into_iter().map(ToolFile::into_def).collect();
+        Ok(AgentKind::Llm(Box::new(crate::llm::LlmDef {
+            instructions: self.instructions.take(),
+            max_turns: self.max_turns,
+            base_url: self.base_url.take(),
+            api_key_env: self.api_key_env.take(),
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            window_items: self.window_items,
+            window_tokens: self.window_tokens,
+            stream_timeout_ms: self.stream_timeout_ms,
+            script: self.script.take(),
+            tools,
+            ask_human: self.ask_human.unwrap_or(false),
+            thread_history: self.thread_history,
+            delegate: self.delegate.take().unwrap_or_default(),
+            max_children: delegated_max,
+            limit_key: self.limit_key.take().unwrap_or_default(),
+            limits: self.limits.take().map(LimitsFile::into_limits),
+            ..crate::llm::LlmDef::new(provider, model)
+        })))
+    }
+
     /// The name of the first `signal`-only key this agent sets, if any.
     fn signal_key(&self) -> Option<&'static str> {
         [
@@ -319,6 +360,7 @@ impl CrewFile {
             let children_key = a.children_key();
             let children = (a.kind == "children").then(|| a.children_kind(llm_key));
             let signal = (a.kind == "signal").then(|| a.signal_kind(llm_key));
+            let llm = (a.kind == "llm").then(|| a.llm_kind(delegated_max));
             let signal_key = a.signal_key();
             let role = a.role;
             let unexpected = |field: &str| {
@@ -350,51 +392,12 @@ impl CrewFile {
                 "command" | "template" | "llm" | "children" if signal_key.is_some() => {
                     return Err(unexpected(signal_key.unwrap_or_default()));
                 }
-                "children" | "signal" => match children.or(signal) {
+                "children" | "signal" | "llm" => match children.or(signal).or(llm) {
                     Some(Ok(kind)) => kind,
                     None => return Err(missing("crew")),
                     Some(Err(FieldProblem::Unexpected(field))) => return Err(unexpected(field)),
                     Some(Err(FieldProblem::Missing(field))) => return Err(missing(field)),
                 },
-                "llm" => {
-                    if a.command.is_some() {
-                        return Err(unexpected("command"));
-                    }
-                    if a.template.is_some() {
-                        return Err(unexpected("template"));
-                    }
-                    if a.permanent_exit_codes.is_some() {
-                        return Err(unexpected("permanent_exit_codes"));
-                    }
-                    let provider = a.provider.ok_or_else(|| missing("provider"))?;
-                    let model = match (a.model, provider) {
-                        (Some(m), _) => m,
-                        (None, crate::llm::ProviderKind::Scripted) => "scripted".to_owned(),
-                        (None, _) => return Err(missing("model")),
-                    };
-                    let tools = a.tools.unwrap_or_default();
-                    let tools = tools.into_iter().map(ToolFile::into_def).collect();
-                    AgentKind::Llm(Box::new(crate::llm::LlmDef {
-                        instructions: a.instructions,
-                        max_turns: a.max_turns,
-                        base_url: a.base_url,
-                        api_key_env: a.api_key_env,
-                        max_tokens: a.max_tokens,
-                        temperature: a.temperature,
-                        window_items: a.window_items,
-                        window_tokens: a.window_tokens,
-                        stream_timeout_ms: a.stream_timeout_ms,
-                        script: a.script,
-                        tools,
-                        ask_human: a.ask_human.unwrap_or(false),
-                        thread_history: a.thread_history,
-                        delegate: a.delegate.unwrap_or_default(),
-                        max_children: delegated_max,
-                        limit_key: a.limit_key.unwrap_or_default(),
-                        limits: a.limits.map(LimitsFile::into_limits),
-                        ..crate::llm::LlmDef::new(provider, model)
-                    }))
-                }
                 "command" => {
                     if a.template.is_some() {
                         return Err(unexpected("template"));

@@ -136,6 +136,7 @@ fn samples() -> Vec<(EventKind, Value)> {
     ];
     s.extend(operator_samples());
     s.extend(later_samples());
+    s.extend(signal_samples());
     // Repairs as the `llm` agent's turn writes them: with the step.
     s.extend([
         (
@@ -404,27 +405,6 @@ fn later_samples() -> Vec<(EventKind, Value)> {
             "start": 4455120, "host": "build-7", "boot": "5c0f0c8e-2f0a-4bb4-a4b7-0d5d0c3b9e55",
             "pidns": "pid:[4026531836]", "engine_pid": 27224, "engine_start": 4455001}),
         ),
-        (
-            EventKind::SignalReceived,
-            json!({"id": "evt_29", "name": "payment", "by": "ops", "reason": null,
-            "via": "api", "woke": true}),
-        ),
-        (
-            EventKind::SignalReceived,
-            json!({"id": "0193", "name": "ci", "by": "hook:github", "reason": null}),
-        ),
-        (
-            EventKind::SignalWaitOpened,
-            json!({"idx": 1, "attempt": 1, "names": ["paid", "refused"], "timeout_ms": 60000}),
-        ),
-        (
-            EventKind::SignalConsumed,
-            json!({"idx": 1, "attempt": 1, "id": "evt_29", "name": "paid"}),
-        ),
-        (
-            EventKind::SignalTimedOut,
-            json!({"idx": 1, "attempt": 2, "names": ["paid"]}),
-        ),
     ]
 }
 
@@ -510,4 +490,31 @@ fn context_added_is_typed_as_it_is_built() {
         panic!("not context_added")
     };
     assert_eq!(added.replaced.get("topic"), Some(&json!("rivers")));
+}
+
+/// What a signal send, a `signal` step's wait and its commit write.
+fn signal_samples() -> Vec<(EventKind, Value)> {
+    vec![
+        (
+            EventKind::SignalReceived,
+            json!({"id": "evt_29", "name": "payment", "by": "ops", "reason": null,
+            "via": "api", "woke": true}),
+        ),
+        (
+            EventKind::SignalReceived,
+            json!({"id": "0193", "name": "ci", "by": "hook:github", "reason": null}),
+        ),
+        (
+            EventKind::SignalWaitOpened,
+            json!({"idx": 1, "attempt": 1, "names": ["paid", "refused"], "timeout_ms": 60000}),
+        ),
+        (
+            EventKind::SignalConsumed,
+            json!({"idx": 1, "attempt": 1, "id": "evt_29", "name": "paid"}),
+        ),
+        (
+            EventKind::SignalTimedOut,
+            json!({"idx": 1, "attempt": 2, "names": ["paid"]}),
+        ),
+    ]
 }
