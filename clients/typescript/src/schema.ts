@@ -857,6 +857,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/signals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a signal to a run
+         * @description Stores a named signal for the one unfinished run `target` names: a run id, `key:K` (the run submitted with idempotency key K) or `thread:T` (the one unfinished run of thread T). A `signal` step waiting for its name consumes it, now or once it waits (until then it is buffered, at most 7 days and 1,000 per run); per run and name, oldest first. A second send with the same `id` stores nothing and answers the first (`duplicate`). With `start`, a target with no run starts one of that crew (signal-with-submit). Recorded on the run as `signal_received`, with the caller.
+         */
+        post: operations["sendSignal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{id}/signals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Show a run's signals
+         * @description The run's signals, buffered and consumed, oldest first, and its open signal wait (`listening`, null when it waits for none).
+         */
+        get: operations["getRunSignals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -871,7 +911,7 @@ export interface components {
          */
         ErrorResponse: {
             error: {
-                /** @description Stable: bad_json, invalid_body, bad_body, unsupported_media_type, too_large, request_timeout, bad_query, bad_cursor, bad_last_event_id, bad_run_id, bad_wait_id, bad_thread_id, bad_tenant, bad_limit, bad_key, bad_age, bad_principal, host_not_allowed, unstorable, unknown_crew, crew_not_offered, crew_version_not_found, run_not_found, wait_not_found, thread_not_found, key_not_found, principal_not_found, not_found, method_not_allowed, unauthorized, forbidden, not_an_approver, too_many_attempts, idempotency_conflict, principal_exists, already_voted, stale_digest, schedule_not_found, schedule_exists, bad_schedule, thread_busy, wrong_state, crew_mismatch, fork_refused, wait_closed, bad_answer, bad_context, bad_budget, not_ready, unavailable, too_many_streams, too_many_connections, internal. Every other 5xx than 503 is `internal` (what failed is in the server's log). The engine's codes `queued_behind` and `wrong_thread` (`cairn resume`) belong to the command line, and `crew_incompatible` to the library (`runs upgrade` and `POST /v1/crews/{name}/upgrade` report it per run, in `reason`); no route returns them. */
+                /** @description Stable: bad_json, invalid_body, bad_body, unsupported_media_type, too_large, request_timeout, bad_query, bad_cursor, bad_last_event_id, bad_run_id, bad_wait_id, bad_thread_id, bad_tenant, bad_limit, bad_key, bad_age, bad_principal, host_not_allowed, unstorable, unknown_crew, crew_not_offered, crew_version_not_found, run_not_found, wait_not_found, thread_not_found, key_not_found, principal_not_found, not_found, method_not_allowed, unauthorized, forbidden, not_an_approver, too_many_attempts, idempotency_conflict, principal_exists, already_voted, stale_digest, schedule_not_found, schedule_exists, bad_schedule, no_signal_target, ambiguous_target, bad_signal, thread_busy, wrong_state, crew_mismatch, fork_refused, wait_closed, bad_answer, bad_context, bad_budget, not_ready, unavailable, too_many_streams, too_many_connections, internal. Every other 5xx than 503 is `internal` (what failed is in the server's log). The engine's codes `queued_behind` and `wrong_thread` (`cairn resume`) belong to the command line, and `crew_incompatible` to the library (`runs upgrade` and `POST /v1/crews/{name}/upgrade` report it per run, in `reason`); no route returns them. */
                 code: string;
                 /** @description For people; may change. */
                 message: string;
@@ -1847,6 +1887,71 @@ export interface components {
         };
         CadenceCron: {
             cron: components["schemas"]["CronSpec"];
+        };
+        SignalRequest: {
+            /** @description A run id, `key:IDEMPOTENCY_KEY` or `thread:ID`. */
+            target: string;
+            /** @description The signal's name (1 to 256 bytes). */
+            name: string;
+            /** @description Any JSON (default null): the waiting step's output. */
+            payload?: unknown;
+            /** @description An idempotency id (1 to 256 bytes): a second send of it is a no-op that answers the first. Default: one the server makes. */
+            id?: string;
+            start?: components["schemas"]["SignalStart"];
+        };
+        /** @description Signal-with-submit: with no unfinished run at a `key:` or `thread:` target, start a run of this crew (under that key, or on that thread) and give it the signal. */
+        SignalStart: {
+            /** @description A crew this server loaded, by name. */
+            crew: string;
+            /** @description Its version (default: the newest loaded). */
+            version?: string;
+            /** @description The run's input (default: the signal's payload). */
+            input?: unknown;
+        };
+        Signal: {
+            id: string;
+            /** Format: uuid */
+            run_id: string;
+            name: string;
+            /** @description Any JSON. */
+            payload: unknown;
+            /** Format: date-time */
+            sent_at: string;
+            sent_by?: string;
+            /**
+             * Format: date-time
+             * @description When a step's commit consumed it; absent while buffered.
+             */
+            consumed_at?: string;
+            /** @description The step and attempt that consumed it. */
+            consumed_by?: number[];
+        };
+        Sent: {
+            signal: components["schemas"]["Signal"];
+            /** @description Its id was sent before: nothing was stored; `signal` is the first. */
+            duplicate: boolean;
+            /** @description It woke the run, which was waiting for it. */
+            woke: boolean;
+            /** @description This send started the run (`start`). */
+            started: boolean;
+        };
+        Listening: {
+            /** Format: uuid */
+            run_id: string;
+            idx: number;
+            attempt: number;
+            names: string[];
+            /** Format: date-time */
+            opened_at: string;
+            /**
+             * Format: date-time
+             * @description Its timeout; absent: none.
+             */
+            deadline?: string;
+        };
+        RunSignals: {
+            signals: components["schemas"]["Signal"][];
+            listening?: components["schemas"]["Listening"] | null;
         };
     };
     responses: {
@@ -4255,6 +4360,125 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: the body was not sent as `application/json`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    sendSignal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignalRequest"];
+            };
+        };
+        responses: {
+            /** @description The signal stored (or the first of its `id`), and what the send did. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Sent"];
+                };
+            };
+            /** @description `bad_json`, `invalid_body`: the body is not JSON or misses `target` or `name`; `bad_signal`: the target, name or id is empty, over 256 bytes or holds a NUL character, or the run holds 1,000 signals nobody consumed; nothing was stored. `unstorable`: the payload holds a NUL character. `host_not_allowed`: the server runs without API tokens (development mode) and the request's `Host` is not a loopback name nor the host of the server's public URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `run_not_found`: no run has this id; `no_signal_target`: no unfinished run has this key or thread (or the key's run finished), and no `start` was given; `unknown_crew`: `start` names a crew this server did not load. Nothing was stored. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description `ambiguous_target`: the thread has several unfinished runs (a signal never goes to the first match); send to a run id. Nothing was stored. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `too_large`: the body exceeds the server's limit (default 1 MiB). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `unsupported_media_type`: the body was not sent as `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    getRunSignals: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The run's id (a UUID v7). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its signals. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunSignals"];
+                };
+            };
+            /** @description `bad_run_id`: the id is not a UUID. `host_not_allowed`: the server runs without API tokens (development mode) and the request's `Host` is not a loopback name nor the host of the server's public URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `run_not_found`: no run has this id. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

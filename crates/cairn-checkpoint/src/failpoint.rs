@@ -12,7 +12,7 @@
 //!   `claim`, `claim_next`, `heartbeat`, `set_aside`, `commit_step`, `act`,
 //!   `fork`, `answer_wait`, `expire_wait`, `append_journal`,
 //!   `record_events`, `compact`, `claim_task`), or `open_wait` for a step
-//!   commit that opens a wait. "before" is before its transaction begins,
+//!   commit that opens a wait, `listen` for one that waits for a signal. "before" is before its transaction begins,
 //!   "after" once it returned without error (`claim_next`: only when it
 //!   took a run). A retried write passes its points on every try.
 //!

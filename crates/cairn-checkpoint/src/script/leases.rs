@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use cairn_core::{Corruption, LeaseEpoch, RunId};
 
 use crate::contract::LeaseStore;
-use crate::{ClaimRequest, Claimed, Error, Lease, NewRun, Result, Started, StepCommit};
+use crate::{
+    ClaimRequest, Claimed, Error, Lease, NewRun, Result, Started, StepCommit, StepTransition,
+};
 
 use super::boundary::{bounded, placed, retried};
 use super::storable::{claim_ok, commit_ok, submit_ok};
@@ -134,10 +136,12 @@ impl<H: ScriptHost> LeaseStore for H {
 
     async fn commit_step(&self, commit: &StepCommit) -> Result<()> {
         commit_ok(commit).map_err(|e| e.placed(self.target(), Some(commit.run_id)))?;
-        // A commit that opens a wait is its own crash point.
-        let op = match commit.opens_wait() {
-            true => "open_wait",
-            false => "commit_step",
+        // A commit that opens a wait (of a person, or for a signal) is its
+        // own crash point.
+        let op = match &commit.transition {
+            StepTransition::Waiting { .. } => "open_wait",
+            StepTransition::Listening { .. } => "listen",
+            _ => "commit_step",
         };
         retried(
             op,

@@ -226,10 +226,20 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
         same(&case, &served, args, args, false);
     }
     // A signal sent both ways: buffered alike (its ids and times masked).
-    let send = ["signal", "send", &waiting, "paid", "--payload", "{\"n\": 1}"];
+    let send = [
+        "signal",
+        "send",
+        &waiting,
+        "paid",
+        "--payload",
+        "{\"n\": 1}",
+    ];
     let sent = same(&case, &served, &send, &send, true);
     assert!(sent.stdout.contains("buffered"), "{}", sent.stdout);
-    let listed = case.cairn(&["signal", "list", &waiting, "--json"]).expect_code(0).json();
+    let listed = case
+        .cairn(&["signal", "list", &waiting, "--json"])
+        .expect_code(0)
+        .json();
     assert_eq!(listed["signals"].as_array().unwrap().len(), 2, "{listed}");
     // The process registry: the server's own process, its beats masked.
     for args in [&["workers"][..], &["workers", "--json"]] {

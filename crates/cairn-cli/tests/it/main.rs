@@ -84,6 +84,7 @@ mod notices;
 mod operators;
 mod pooler;
 mod schedules;
+mod signals;
 mod soak;
 mod support;
 mod tables;

@@ -495,7 +495,7 @@ timeout_ms = 5000
 default = { status = "unpaid" }
 "#,
     )
-    .unwrap();
+    .unwrap_or_else(|e| panic!("{e}"));
     let AgentKind::Signal(s) = &one.agents[0].kind else {
         panic!("not a signal step: {:?}", one.agents[0].kind)
     };
@@ -506,7 +506,7 @@ default = { status = "unpaid" }
     let any = CrewDef::from_toml(
         "name = \"c\"\nversion = 1\n[[agents]]\nrole = \"r\"\nkind = \"signal\"\nany_of = [\"a\", \"b\"]\n",
     )
-    .unwrap();
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(any.agents[0].kind.name(), "signal");
     let head = "name = \"c\"\nversion = 1\n[[agents]]\nrole = \"r\"\n";
     for (body, says) in [

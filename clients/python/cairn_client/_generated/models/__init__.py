@@ -65,6 +65,7 @@ from .key_state import KeyState
 from .key_state_limits_from import KeyStateLimitsFrom
 from .list_runs_order import ListRunsOrder
 from .list_schedules_response_200 import ListSchedulesResponse200
+from .listening import Listening
 from .offered_crew import OfferedCrew
 from .on_busy import OnBusy
 from .on_deadline_default import OnDeadlineDefault
@@ -78,6 +79,7 @@ from .retry_request import RetryRequest
 from .run import Run
 from .run_crew_definition import RunCrewDefinition
 from .run_page import RunPage
+from .run_signals import RunSignals
 from .run_status import RunStatus
 from .run_trace import RunTrace
 from .run_upgrade import RunUpgrade
@@ -86,6 +88,10 @@ from .run_view_spent import RunViewSpent
 from .schedule import Schedule
 from .schedule_overlap import ScheduleOverlap
 from .schedule_view import ScheduleView
+from .sent import Sent
+from .signal import Signal
+from .signal_request import SignalRequest
+from .signal_start import SignalStart
 from .slot import Slot
 from .slot_outcome import SlotOutcome
 from .spent import Spent
@@ -173,6 +179,7 @@ __all__ = (
     "KeyStateLimitsFrom",
     "ListRunsOrder",
     "ListSchedulesResponse200",
+    "Listening",
     "OfferedCrew",
     "OnBusy",
     "OnDeadlineDefault",
@@ -186,6 +193,7 @@ __all__ = (
     "Run",
     "RunCrewDefinition",
     "RunPage",
+    "RunSignals",
     "RunStatus",
     "RunTrace",
     "RunUpgrade",
@@ -194,6 +202,10 @@ __all__ = (
     "Schedule",
     "ScheduleOverlap",
     "ScheduleView",
+    "Sent",
+    "Signal",
+    "SignalRequest",
+    "SignalStart",
     "Slot",
     "SlotOutcome",
     "Spent",
