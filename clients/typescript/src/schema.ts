@@ -897,6 +897,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/hooks/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver to an inbound webhook
+         * @description Needs no API token: the hook checks its caller by its scheme (`cairn hooks create`): `token`, `Authorization: Bearer ch_…`; `standard` (Standard Webhooks), `webhook-id`, `webhook-timestamp` (within 5 minutes) and `webhook-signature: v1,…`; `github`, `X-Hub-Signature-256: sha256=…` over the raw body. A verified body (JSON) is mapped to a signal by the hook's templates and sent as `POST /v1/signals` would (by `hook:NAME`, `via: hook`, audited); its idempotency id is the hook's `id` template, else the scheme's delivery header (`idempotency-key`, `webhook-id`, `X-GitHub-Delivery`), so a delivery sent again is a no-op.
+         */
+        post: operations["deliverHook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -911,7 +931,7 @@ export interface components {
          */
         ErrorResponse: {
             error: {
-                /** @description Stable: bad_json, invalid_body, bad_body, unsupported_media_type, too_large, request_timeout, bad_query, bad_cursor, bad_last_event_id, bad_run_id, bad_wait_id, bad_thread_id, bad_tenant, bad_limit, bad_key, bad_age, bad_principal, host_not_allowed, unstorable, unknown_crew, crew_not_offered, crew_version_not_found, run_not_found, wait_not_found, thread_not_found, key_not_found, principal_not_found, not_found, method_not_allowed, unauthorized, forbidden, not_an_approver, too_many_attempts, idempotency_conflict, principal_exists, already_voted, stale_digest, schedule_not_found, schedule_exists, bad_schedule, no_signal_target, ambiguous_target, bad_signal, thread_busy, wrong_state, crew_mismatch, fork_refused, wait_closed, bad_answer, bad_context, bad_budget, not_ready, unavailable, too_many_streams, too_many_connections, internal. Every other 5xx than 503 is `internal` (what failed is in the server's log). The engine's codes `queued_behind` and `wrong_thread` (`cairn resume`) belong to the command line, and `crew_incompatible` to the library (`runs upgrade` and `POST /v1/crews/{name}/upgrade` report it per run, in `reason`); no route returns them. */
+                /** @description Stable: bad_json, invalid_body, bad_body, unsupported_media_type, too_large, request_timeout, bad_query, bad_cursor, bad_last_event_id, bad_run_id, bad_wait_id, bad_thread_id, bad_tenant, bad_limit, bad_key, bad_age, bad_principal, host_not_allowed, unstorable, unknown_crew, crew_not_offered, crew_version_not_found, run_not_found, wait_not_found, thread_not_found, key_not_found, principal_not_found, not_found, method_not_allowed, unauthorized, forbidden, not_an_approver, too_many_attempts, idempotency_conflict, principal_exists, already_voted, stale_digest, schedule_not_found, schedule_exists, bad_schedule, no_signal_target, ambiguous_target, bad_signal, hook_not_found, hook_unauthorized, bad_delivery, thread_busy, wrong_state, crew_mismatch, fork_refused, wait_closed, bad_answer, bad_context, bad_budget, not_ready, unavailable, too_many_streams, too_many_connections, internal. Every other 5xx than 503 is `internal` (what failed is in the server's log). The engine's codes `queued_behind` and `wrong_thread` (`cairn resume`) belong to the command line, and `crew_incompatible` to the library (`runs upgrade` and `POST /v1/crews/{name}/upgrade` report it per run, in `reason`); no route returns them. */
                 code: string;
                 /** @description For people; may change. */
                 message: string;
@@ -1761,7 +1781,7 @@ export interface components {
              * @description The channel: `local` is direct database access, which no policy binds.
              * @enum {string}
              */
-            via: "api" | "console" | "link" | "cli" | "local";
+            via: "api" | "console" | "link" | "cli" | "local" | "hook";
             /** @description The token's public id (`env-N` for the N-th of `CAIRN_API_TOKENS`). */
             token?: string;
             /** @description The client's address as the server saw it. */
@@ -4479,6 +4499,80 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             /** @description `run_not_found`: no run has this id. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    deliverHook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The hook's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description The signal stored (or the first of its id), naming the run that took it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Sent"];
+                };
+            };
+            /** @description `bad_delivery`: the body is not JSON, or a template of the hook fails on it; `bad_signal`: it maps to an empty or too long name, target or id. Nothing was stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `hook_unauthorized`: the token or signature is missing or wrong, or the timestamp is stale. Nothing was stored. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `hook_not_found`: no hook has this name; `no_signal_target`, `run_not_found`: the target names no unfinished run; `crew_version_not_found`: the hook's `start` crew is not stored. Nothing was stored. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `ambiguous_target`: the thread has several unfinished runs (a signal never goes to the first match); send to a run id. Nothing was stored. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `too_large`: the body exceeds the server's limit (default 1 MiB). */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

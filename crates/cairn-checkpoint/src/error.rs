@@ -105,6 +105,15 @@ pub enum Error {
     /// buffered for its run); nothing stored.
     #[error("signal: {0}; nothing was stored")]
     BadSignal(String),
+    /// No hook has this name.
+    #[error("hook `{0}` not found")]
+    HookNotFound(String),
+    /// A hook of this name exists already; nothing was stored.
+    #[error("hook `{0}` exists already; nothing was stored (delete it first to change it)")]
+    HookExists(String),
+    /// A hook's definition that cannot be used; nothing was stored.
+    #[error("hook: {0}; nothing was stored")]
+    BadHook(String),
     /// No principal has this name.
     #[error("principal `{0}` not found")]
     PrincipalNotFound(String),
@@ -321,6 +330,9 @@ pub enum Kind {
     NoSignalTarget,
     AmbiguousSignalTarget,
     BadSignal,
+    HookNotFound,
+    HookExists,
+    BadHook,
     /// Not among a wait's approvers, or the run's own and the policy says no.
     NotAnApprover,
     /// A second, different vote by one principal on one wait.
@@ -365,6 +377,9 @@ impl Error {
             Error::NoSignalTarget { .. } => Kind::NoSignalTarget,
             Error::AmbiguousSignalTarget { .. } => Kind::AmbiguousSignalTarget,
             Error::BadSignal(_) => Kind::BadSignal,
+            Error::HookNotFound(_) => Kind::HookNotFound,
+            Error::HookExists(_) => Kind::HookExists,
+            Error::BadHook(_) => Kind::BadHook,
             Error::PrincipalExists(_) => Kind::PrincipalExists,
             Error::Ineligible { why, .. } => match why {
                 cairn_core::Ineligible::AlreadyVoted(_) => Kind::AlreadyVoted,

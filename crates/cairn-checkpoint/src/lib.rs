@@ -54,6 +54,7 @@ pub use contract::{
 };
 pub use contract::{BlockedRun, Offered, ProcessBeat, ProcessRecord, WorkerStore};
 pub use contract::{Credential, NewSession, SessionRecord, TokenDigest};
+pub use contract::{HookStore, NewHook};
 pub use contract::{LinkRecord, NewLink, NoticeAttempt, NoticeStore};
 pub use contract::{Listening, NewSignal, Sent, SignalStore, StartWith};
 pub use contract::{NewSchedule, ScheduleStore, Slot};

@@ -14,10 +14,12 @@ use cairn::{parse_age, Actor, CompactPolicy, OnBusy, SubmitOptions};
 use crate::input::{parse_thread, usage};
 use crate::progress;
 
+mod hooks;
 mod limits;
 mod people;
 mod schedules;
 mod signals;
+pub use hooks::HooksCommand;
 pub use limits::LimitsCommand;
 pub use people::{AuditArgs, PrincipalsCommand};
 pub use schedules::SchedulesCommand;
@@ -205,6 +207,12 @@ pub enum Command {
     Signal {
         #[command(subcommand)]
         command: SignalCommand,
+    },
+    /// Inbound webhooks: POST /v1/hooks/NAME, checked by a token or a
+    /// signature, mapped to a signal (local only: a hook holds a secret).
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
     },
     /// People and services who use the server: their roles, groups,
     /// tenants and tokens (admins; locally, database access is admin).

@@ -13,6 +13,7 @@ use cairn::{
     WaitKind, WaitRecord, WaitStatus,
 };
 
+pub mod hooks;
 pub mod limits;
 pub mod people;
 pub mod schedules;

@@ -12,6 +12,7 @@ pub mod context;
 pub mod crew;
 pub mod error;
 pub mod event;
+pub mod hook;
 pub mod ids;
 pub mod journal;
 pub mod llm;
@@ -45,6 +46,7 @@ pub use context::{
 pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerprint, BASE_ENV};
 pub use error::Corruption;
 pub use event::{Actor, EventData, EventDecodeError, EventKind, EventRecord, NewEvent};
+pub use hook::{BadHook, Hook, Scheme};
 pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
 pub use journal::{
     Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem, OutputDelta,

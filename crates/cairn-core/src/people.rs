@@ -206,6 +206,9 @@ pub enum Via {
     /// Direct database access (`cairn` without `--server`): the operating
     /// system's user, which no policy binds.
     Local,
+    /// An inbound webhook (`POST /v1/hooks/NAME`), checked by its own
+    /// token or signature.
+    Hook,
 }
 
 impl Via {
@@ -216,6 +219,7 @@ impl Via {
             Via::Link => "link",
             Via::Cli => "cli",
             Via::Local => "local",
+            Via::Hook => "hook",
         }
     }
 }

@@ -17,8 +17,8 @@ use cairn::{ErrorClass, OnBusy, RunFilter, RunId, RunStatus, SubmitOptions};
 
 use crate::extract::{ApiJson, ApiQuery, RunIdPath};
 use crate::{
-    actions, keys, people, retention, schedules, signals, sse, threads, versions, waits, ApiError,
-    AppState,
+    actions, hooks, keys, people, retention, schedules, signals, sse, threads, versions, waits,
+    ApiError, AppState,
 };
 
 /// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
@@ -31,8 +31,9 @@ const STORE_TIMEOUT: Duration = Duration::from_secs(3);
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 1000;
 
-/// The routes reachable without a token (health checks).
-pub(crate) const OPEN_PATHS: &[&str] = &["/healthz", "/readyz"];
+/// The routes reachable without a token: health checks, and hooks (each
+/// checks its own token or signature).
+pub(crate) const OPEN_PATHS: &[&str] = &["/healthz", "/readyz", "/v1/hooks/{name}"];
 
 /// One route: its path, its methods, whether it needs a token, and its handlers.
 pub(crate) struct ApiRoute {
@@ -180,6 +181,11 @@ fn signal_routes() -> Vec<ApiRoute> {
             path: "/v1/runs/{id}/signals",
             methods: &["GET"],
             handlers: get(signals::of_run),
+        },
+        ApiRoute {
+            path: "/v1/hooks/{name}",
+            methods: &["POST"],
+            handlers: post(hooks::deliver),
         },
     ]
 }

@@ -57,6 +57,7 @@ mod console;
 mod crews;
 mod error;
 mod extract;
+mod hooks;
 mod keys;
 mod listen;
 mod metrics;

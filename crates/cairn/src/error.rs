@@ -112,6 +112,15 @@ pub enum Error {
     /// A schedule's definition was refused; nothing was stored.
     #[error(transparent)]
     BadSchedule(#[from] cairn_core::BadSchedule),
+
+    /// A delivery to a hook failed its scheme's check; nothing stored.
+    #[error("the delivery is refused: {0}; nothing was stored")]
+    HookRefused(cairn_core::hook::Unverified),
+
+    /// A verified delivery that does not map to a signal (its body is not
+    /// JSON, a template fails on it); nothing stored.
+    #[error("{0}; nothing was stored")]
+    BadDelivery(String),
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     ReadFile {
@@ -332,6 +341,8 @@ impl Error {
             Error::WrongThread { .. } => (ErrorClass::Conflict, "wrong_thread"),
             Error::StaleDigest { .. } => (ErrorClass::Conflict, "stale_digest"),
             Error::BadSchedule(_) => (ErrorClass::BadInput, "bad_schedule"),
+            Error::HookRefused(_) => (ErrorClass::Unauthorized, "hook_unauthorized"),
+            Error::BadDelivery(_) => (ErrorClass::BadInput, "bad_delivery"),
             Error::CrewDoesNotFit { .. } => (ErrorClass::Conflict, "crew_mismatch"),
             Error::UnknownCrewVersion { .. } | Error::AmbiguousCrewVersion { .. } => {
                 (ErrorClass::NotFound, "crew_version_not_found")
@@ -363,6 +374,9 @@ fn store_class(kind: cairn_checkpoint::Kind) -> (ErrorClass, &'static str) {
         S::NoSignalTarget => (ErrorClass::NotFound, "no_signal_target"),
         S::AmbiguousSignalTarget => (ErrorClass::Conflict, "ambiguous_target"),
         S::BadSignal => (ErrorClass::BadInput, "bad_signal"),
+        S::HookNotFound => (ErrorClass::NotFound, "hook_not_found"),
+        S::HookExists => (ErrorClass::Conflict, "hook_exists"),
+        S::BadHook => (ErrorClass::BadInput, "bad_hook"),
         S::NotAnApprover => (ErrorClass::Forbidden, "not_an_approver"),
         S::AlreadyVoted => (ErrorClass::Conflict, "already_voted"),
         S::IdempotencyConflict => (ErrorClass::Conflict, "idempotency_conflict"),

@@ -32,6 +32,7 @@ pub mod crew_keys;
 mod engine;
 mod error;
 pub mod holder;
+pub mod hooks;
 mod limits;
 mod load;
 mod notify;
@@ -97,6 +98,7 @@ pub use cairn_core::{
     StepOutput, StepRecord, StepStatus, Stop, Tenant, ToolDef, TraceContext, Usage, Usd, WaitId,
     WaitKind, WaitRecord, WaitStatus,
 };
+pub use cairn_core::{BadHook, Hook, Scheme};
 pub use cairn_core::{Cadence, CatchUp, Overlap, Schedule, SlotOutcome};
 pub use cairn_core::{Signal, Target};
 /// Model providers (`cairn-llm`).
@@ -109,6 +111,7 @@ pub use engine::{
     VersionRef,
 };
 pub use error::{Error, ErrorChain, ErrorClass};
+pub use hooks::{Delivery, HookIssued, HookSpec};
 pub use notify::LinkUse;
 pub use people::{local_actor, Issued, OpenedSession, Session};
 pub use retention::{parse_age, BadAge};

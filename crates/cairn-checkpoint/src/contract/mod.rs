@@ -12,6 +12,7 @@ mod audit;
 mod budgets;
 mod children;
 mod crews;
+mod hooks;
 mod journal;
 mod keys;
 mod leases;
@@ -31,6 +32,7 @@ pub use audit::AuditStore;
 pub use budgets::BudgetStore;
 pub use children::ChildStore;
 pub use crews::CrewStore;
+pub use hooks::{HookStore, NewHook};
 pub use journal::JournalStore;
 pub use keys::KeyStore;
 pub use leases::LeaseStore;
@@ -67,6 +69,7 @@ pub trait Store:
     + NoticeStore
     + ScheduleStore
     + SignalStore
+    + HookStore
     + Send
     + Sync
     + 'static
@@ -92,6 +95,7 @@ impl<T> Store for T where
         + NoticeStore
         + ScheduleStore
         + SignalStore
+        + HookStore
         + Send
         + Sync
         + 'static

@@ -41,6 +41,7 @@ pub(crate) mod children;
 mod claim;
 mod crews;
 mod ends;
+mod hooks;
 mod journal;
 mod leases;
 mod notices;

@@ -4,6 +4,7 @@
 //! what needs the database itself is refused with a server, saying why.
 
 mod crews;
+mod hooks;
 mod limits;
 mod people;
 mod run;
@@ -64,6 +65,7 @@ async fn dispatch(to: &impl Connect, command: Command, json: bool) -> anyhow::Re
         Command::Principals { command } => people::principals(to, command, json).await,
         Command::Schedules { command } => schedules::main(to, command, json).await,
         Command::Signal { command } => signals::main(to, command, json).await,
+        Command::Hooks { command } => hooks::main(to, command, json).await,
         Command::Audit(args) => people::audit(to, args, json).await,
         Command::Crews { command } => crews::main(to, command, json).await,
         Command::Workers => crews::workers(to, json).await,

@@ -74,6 +74,7 @@ mod fingerprints;
 mod first_hour;
 mod guides;
 mod help;
+mod hooks;
 mod limits;
 mod limits_guard;
 mod live;

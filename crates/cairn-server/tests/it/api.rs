@@ -176,6 +176,8 @@ async fn openapi_document_matches_the_router() {
                 "principal_not_found"
             } else if path.starts_with("/v1/schedules/") {
                 "schedule_not_found"
+            } else if path.starts_with("/v1/hooks/") {
+                "hook_not_found"
             } else {
                 "run_not_found"
             };

@@ -5,6 +5,7 @@ class AuditEntryVia(StrEnum):
     API = "api"
     CLI = "cli"
     CONSOLE = "console"
+    HOOK = "hook"
     LINK = "link"
     LOCAL = "local"
 

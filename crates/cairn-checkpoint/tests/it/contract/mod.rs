@@ -13,6 +13,7 @@ mod budgets;
 mod children;
 mod claims;
 mod crews;
+mod hooks;
 mod keys;
 mod maintenance;
 mod notices;

@@ -1,0 +1,45 @@
+//! What `cairn hooks` prints.
+
+use std::io::Write;
+
+use cairn::{Hook, HookIssued};
+
+use super::{print_json, text_out};
+
+pub fn print_issued(issued: &HookIssued, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(issued);
+    }
+    let h = &issued.hook;
+    let mut out = text_out();
+    writeln!(
+        out,
+        "hook `{}` ({}): POST /v1/hooks/{}",
+        h.name, h.scheme, h.name
+    )?;
+    writeln!(out, "secret (shown once): {}", issued.secret)?;
+    Ok(())
+}
+
+pub fn print_hooks(hooks: &[Hook], json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(hooks);
+    }
+    let mut out = text_out();
+    writeln!(out, "{:<24}  {:<8}  signal / target", "name", "scheme")?;
+    for h in hooks {
+        writeln!(
+            out,
+            "{:<24}  {:<8}  {} / {}",
+            h.name, h.scheme, h.signal, h.target
+        )?;
+    }
+    Ok(())
+}
+
+pub fn print_deleted(name: &str, json: bool) -> anyhow::Result<()> {
+    match json {
+        true => print_json(&serde_json::json!({ "deleted": name })),
+        false => Ok(writeln!(text_out(), "deleted hook `{name}`")?),
+    }
+}
