@@ -20,6 +20,7 @@ mod permits;
 mod rate_limit;
 mod resume_floor;
 mod retention;
+mod signals;
 mod traces;
 mod workers;
 
@@ -972,7 +973,7 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
 /// `cairn-bench --help`.
 fn usage() -> String {
     format!(
-        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight | --permits | --rate-limit | --traces | --resume]\n\nMeasures per-step cost \
+        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight | --permits | --rate-limit | --traces | --resume | --signals]\n\nMeasures per-step cost \
                      against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
                      --breakdown  where the time goes instead (store calls, statements, WAL)\n\
@@ -998,6 +999,9 @@ fn usage() -> String {
                      --traces     per step with tracing off, traced with the collector \
                      down, and traced with it up (OTLP export of every run's spans)\n\
                      --resume     only the resume of a 1,000-step run, both databases\n\
+                     --signals    an idle `cairn serve`'s statements/s with 1,000 schedules \
+                     not due against none, and a signal's delivery (send to the consuming \
+                     commit) at p50 and p99 (needs `cargo build --release -p cairn-cli`)\n\
                      --retention  MaintenanceStore::compact of 100,000 finished runs \
                      (CAIRN_BENCH_RETENTION_RUNS), commit_step with and without them, \
                      bytes per stored row"
@@ -1057,6 +1061,7 @@ async fn run_alone(mode: &str, pg_url: &str) -> Result<()> {
         "--permits" => permits::run(pg_url).await,
         "--rate-limit" => rate_limit::run(pg_url).await,
         "--traces" => traces::run(pg_url).await,
+        "--signals" => signals::run(pg_url).await,
         "--resume" => resume_only(pg_url).await,
         other => anyhow::bail!("no mode {other}"),
     }
@@ -1075,7 +1080,7 @@ async fn main() -> Result<()> {
             "--journal" => journal = true,
             "--retention" => retention = true,
             "--console" | "--floor" | "--children" | "--in-flight" | "--permits"
-            | "--rate-limit" | "--traces" | "--resume" => alone = Some(arg),
+            | "--rate-limit" | "--traces" | "--resume" | "--signals" => alone = Some(arg),
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {
