@@ -1106,6 +1106,9 @@ export interface components {
                 /** @description US dollars of the run's priced model calls (0 where no process priced them). */
                 cost_usd?: number;
             };
+            /** @description A run of a crew with a `signal` step: its signals, oldest first (absent when none). */
+            signals?: components["schemas"]["Signal"][];
+            listening?: components["schemas"]["Listening"];
         };
         RunPage: {
             runs: components["schemas"]["Run"][];

@@ -343,6 +343,7 @@ pub fn print_run(view: &RunView, json: bool, text: &RunText<'_>) -> anyhow::Resu
     if let Some(b) = &r.blocked {
         writeln!(stdout, "blocked: {b}\n{BLOCKED_HINT}")?;
     }
+    signals::write_signal_wait(&mut stdout, view)?;
     write_budget(&mut stdout, view)?;
     write_family(&mut stdout, view)?;
     if !text.no_table {

@@ -400,6 +400,14 @@ impl CrewDef {
         self.agents.len() as u32
     }
 
+    /// Whether a step of this crew waits for signals: only its runs are
+    /// worth looking up for them.
+    pub fn listens(&self) -> bool {
+        self.agents
+            .iter()
+            .any(|a| matches!(a.kind, AgentKind::Signal(_)))
+    }
+
     /// Whether a step of this crew starts children: only its runs can have
     /// any, so only theirs are worth looking up.
     pub fn starts_children(&self) -> bool {

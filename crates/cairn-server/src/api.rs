@@ -272,21 +272,32 @@ async fn metrics(State(state): State<AppState>) -> Response {
             None
         }
     };
-    // Provider keys only when the store answered the counts in time.
-    let keys = match snapshot {
-        Some(_) => tokio::time::timeout(STORE_TIMEOUT, state.engine().keys())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default(),
-        None => vec![],
+    // Provider keys, missed slots and buffered signals only when the store
+    // answered the counts in time.
+    let (keys, outside) = match snapshot {
+        Some(_) => {
+            let engine = state.engine();
+            let keys = tokio::time::timeout(STORE_TIMEOUT, engine.keys()).await;
+            let counts = async {
+                Ok::<_, cairn::Error>((
+                    engine.missed_slots().await?,
+                    engine.buffered_signals().await?,
+                ))
+            };
+            let counts = tokio::time::timeout(STORE_TIMEOUT, counts).await;
+            (
+                keys.ok().and_then(Result::ok).unwrap_or_default(),
+                counts.ok().and_then(Result::ok),
+            )
+        }
+        None => (vec![], None),
     };
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics().render(snapshot.as_ref(), &keys),
+        state.metrics().render(snapshot.as_ref(), &keys, outside),
     )
         .into_response()
 }
@@ -436,6 +447,8 @@ async fn submit(
             children: vec![],
             spent: None,
             scheduled: cairn::Scheduled::of(&submitted.run),
+            signals: vec![],
+            listening: None,
         }
     } else {
         state.engine().show(id).await?

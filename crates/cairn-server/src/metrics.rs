@@ -146,10 +146,32 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition (format 0.0.4).
-    pub fn render(&self, store: Option<&StoreStats>, keys: &[KeyState]) -> String {
+    /// `outside`: missed schedule slots and buffered signals, if read.
+    pub fn render(
+        &self,
+        store: Option<&StoreStats>,
+        keys: &[KeyState],
+        outside: Option<(u64, u64)>,
+    ) -> String {
         let mut out = String::new();
         let o = &mut out;
         render_keys(o, keys);
+        if let Some((missed, buffered)) = outside {
+            header(
+                o,
+                "cairn_schedule_missed_slots_total",
+                "counter",
+                "Schedule slots recorded missed (every process down past them, and the catch-up policy ran others), over every stored schedule.",
+            );
+            let _ = writeln!(o, "cairn_schedule_missed_slots_total {missed}");
+            header(
+                o,
+                "cairn_signals_buffered",
+                "gauge",
+                "Signals sent and not yet consumed by a step, within their retention.",
+            );
+            let _ = writeln!(o, "cairn_signals_buffered {buffered}");
+        }
         header(
             o,
             "cairn_store_up",
@@ -460,8 +482,8 @@ mod tests {
             limits_from: None,
         };
         let m = Metrics::default();
-        assert!(!m.render(None, &[]).contains("cairn_provider_key"));
-        let text = m.render(None, &[key("a\"b", true, 7), key("c", false, 0)]);
+        assert!(!m.render(None, &[], None).contains("cairn_provider_key"));
+        let text = m.render(None, &[key("a\"b", true, 7), key("c", false, 0)], None);
         for line in [
             "cairn_provider_key_paused{key=\"a\\\"b\"} 1\n",
             "cairn_provider_key_paused{key=\"c\"} 0\n",
@@ -480,7 +502,7 @@ mod tests {
         m.step_duration.observe(Duration::from_millis(5));
         m.step_duration.observe(Duration::from_millis(700));
         m.step_duration.observe(Duration::from_secs(7200));
-        let text = m.render(None, &[]);
+        let text = m.render(None, &[], None);
         assert!(text.contains("cairn_step_duration_seconds_bucket{le=\"0.01\"} 1\n"));
         assert!(text.contains("cairn_step_duration_seconds_bucket{le=\"1\"} 2\n"));
         assert!(text.contains("cairn_step_duration_seconds_bucket{le=\"3600\"} 2\n"));
@@ -490,7 +512,7 @@ mod tests {
         assert!(text.contains("cairn_lease_takeovers_total 0\n"));
         m.record_takeover();
         assert!(m
-            .render(None, &[])
+            .render(None, &[], None)
             .contains("cairn_lease_takeovers_total 1\n"));
     }
 

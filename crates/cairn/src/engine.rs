@@ -100,6 +100,12 @@ pub struct RunView {
     /// The schedule that started it and the slot, if one did.
     #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
     pub scheduled: Option<crate::schedules::Scheduled>,
+    /// A run of a crew with a `signal` step: its signals, oldest first
+    /// (absent when none), and the wait of the step waiting for one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signals: Vec<cairn_core::Signal>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listening: Option<cairn_checkpoint::Listening>,
 }
 
 /// What [`Engine::doctor`] found: the JSON of `cairn doctor --json`.

@@ -35,12 +35,19 @@ impl Engine {
             Some(_) => Some(self.store().spent(id).await?),
             None => None,
         };
+        // Only a run of a crew with a `signal` step waits for signals.
+        let signals = match run.crew_definition.listens() {
+            true => self.run_signals(id).await?,
+            false => crate::RunSignals::default(),
+        };
         Ok(RunView {
             scheduled: crate::schedules::Scheduled::of(&run),
             run,
             steps,
             children,
             spent,
+            signals: signals.signals,
+            listening: signals.listening,
         })
     }
 

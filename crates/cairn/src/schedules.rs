@@ -97,6 +97,11 @@ impl Engine {
         Ok(self.store().backfill_schedule(name, from, to).await?)
     }
 
+    /// Slots recorded `missed`, over every stored schedule.
+    pub async fn missed_slots(&self) -> Result<u64> {
+        Ok(self.store().missed_slots().await?)
+    }
+
     /// One firing pass over the due schedules: the slots decided.
     pub async fn fire_schedules(&self) -> Result<Vec<Slot>> {
         Ok(self.store().fire_schedules(FIRE_BATCH).await?)

@@ -50,7 +50,7 @@ pub struct StartRequest {
 }
 
 /// A run's signals, and what it waits for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSignals {
     pub signals: Vec<Signal>,
     pub listening: Option<Listening>,
@@ -102,6 +102,11 @@ impl Engine {
     /// Times out due signal waits; the runs woken.
     pub async fn time_out_signal_waits(&self) -> Result<Vec<RunId>> {
         Ok(self.store().time_out_signal_waits(TIME_OUT_BATCH).await?)
+    }
+
+    /// Signals buffered now, on every run.
+    pub async fn buffered_signals(&self) -> Result<u64> {
+        Ok(self.store().buffered_signals().await?)
     }
 
     /// Deletes signals nobody consumed within their retention.

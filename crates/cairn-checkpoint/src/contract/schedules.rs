@@ -80,4 +80,8 @@ pub trait ScheduleStore: Send + Sync + 'static {
 
     /// The newest `limit` slots of `name`, newest first.
     async fn schedule_slots(&self, name: &str, limit: u32) -> Result<Vec<Slot>>;
+
+    /// Slots recorded `missed`, over every schedule still stored (a
+    /// deleted schedule's go with it).
+    async fn missed_slots(&self) -> Result<u64>;
 }

@@ -86,6 +86,9 @@ pub trait SignalStore: Send + Sync + 'static {
     /// The run's open signal wait, if it waits for one.
     async fn listening(&self, run: RunId) -> Result<Option<Listening>>;
 
+    /// Signals buffered now: not consumed, not past their retention.
+    async fn buffered_signals(&self) -> Result<u64>;
+
     /// Deletes up to `limit` signals nobody consumed whose retention
     /// (`cairn_core::signal::SIGNAL_RETENTION`) passed; how many.
     async fn prune_signals(&self, limit: u32) -> Result<u64>;

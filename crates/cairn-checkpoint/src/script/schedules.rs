@@ -528,4 +528,16 @@ impl<H: ScriptHost> ScheduleStore for H {
         let read = self.tx(TxKind::Single, script!(|c| slots_in(c, &name, limit).await));
         placed(self.target(), None, read).await
     }
+
+    async fn missed_slots(&self) -> Result<u64> {
+        let read = self.tx(
+            TxKind::Single,
+            script!(|c| {
+                let sql = "SELECT COUNT(*) AS n FROM schedule_slots WHERE outcome = 'missed'";
+                let row = c.fetch_optional(query(sql)).await?;
+                Ok(row.map_or(Ok(0), |r| r.int("n"))?.max(0) as u64)
+            }),
+        );
+        placed(self.target(), None, read).await
+    }
 }

@@ -519,6 +519,19 @@ impl<H: ScriptHost> SignalStore for H {
         placed(self.target(), Some(run), read).await
     }
 
+    async fn buffered_signals(&self) -> Result<u64> {
+        let read = self.tx(
+            TxKind::Single,
+            script!(|c| {
+                let sql = "SELECT COUNT(*) AS n FROM signals WHERE consumed_at IS NULL \
+                           AND expires_at > {now}";
+                let row = c.fetch_optional(query(sql)).await?;
+                Ok(row.map_or(Ok(0), |r| r.int("n"))?.max(0) as u64)
+            }),
+        );
+        placed(self.target(), None, read).await
+    }
+
     async fn prune_signals(&self, limit: u32) -> Result<u64> {
         let write = self.tx(
             TxKind::Write,

@@ -61,3 +61,34 @@ pub fn print_signals(listed: &RunSignals, json: bool) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `runs show`: the signal the run waits for, how to send it, and how
+/// many wait buffered.
+pub fn write_signal_wait(out: &mut impl Write, view: &cairn::RunView) -> anyhow::Result<()> {
+    let buffered = view
+        .signals
+        .iter()
+        .filter(|s| s.consumed_at.is_none())
+        .count();
+    if let Some(l) = &view.listening {
+        let until = l.deadline.map(|d| format!(" until {}", rfc3339(d)));
+        writeln!(
+            out,
+            "waiting at step {} for signal `{}`{}; send it: {} signal send {} {} --payload JSON",
+            l.idx,
+            l.names.join("` or `"),
+            until.unwrap_or_default(),
+            super::cairn_command(),
+            view.run.id,
+            l.names[0]
+        )?;
+    }
+    if buffered > 0 {
+        writeln!(
+            out,
+            "{buffered} signal(s) buffered: cairn signal list {}",
+            view.run.id
+        )?;
+    }
+    Ok(())
+}

@@ -18,9 +18,11 @@ if TYPE_CHECKING:
     from ..models.child_of import ChildOf
     from ..models.child_outcome import ChildOutcome
     from ..models.error_info import ErrorInfo
+    from ..models.listening import Listening
     from ..models.run_crew_definition import RunCrewDefinition
     from ..models.run_trace import RunTrace
     from ..models.run_view_spent import RunViewSpent
+    from ..models.signal import Signal
     from ..models.step import Step
 
 
@@ -77,6 +79,9 @@ class RunView:
         spent (RunViewSpent | Unset): What the run has spent, counted as its budget counts: tokens and model calls from
             its finished responses, tool calls from its executed tools. Absent for a run without a budget (its own or its
             crew's).
+        signals (list[Signal] | Unset): A run of a crew with a `signal` step: its signals, oldest first (absent when
+            none).
+        listening (Listening | Unset):
     """
 
     id: UUID
@@ -111,6 +116,8 @@ class RunView:
     scheduled_for: datetime.datetime | Unset = UNSET
     children: list[ChildOutcome] | Unset = UNSET
     spent: RunViewSpent | Unset = UNSET
+    signals: list[Signal] | Unset = UNSET
+    listening: Listening | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -249,6 +256,17 @@ class RunView:
         if not isinstance(self.spent, Unset):
             spent = self.spent.to_dict()
 
+        signals: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.signals, Unset):
+            signals = []
+            for signals_item_data in self.signals:
+                signals_item = signals_item_data.to_dict()
+                signals.append(signals_item)
+
+        listening: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.listening, Unset):
+            listening = self.listening.to_dict()
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -306,6 +324,10 @@ class RunView:
             field_dict["children"] = children
         if spent is not UNSET:
             field_dict["spent"] = spent
+        if signals is not UNSET:
+            field_dict["signals"] = signals
+        if listening is not UNSET:
+            field_dict["listening"] = listening
 
         return field_dict
 
@@ -316,9 +338,11 @@ class RunView:
         from ..models.child_of import ChildOf
         from ..models.child_outcome import ChildOutcome
         from ..models.error_info import ErrorInfo
+        from ..models.listening import Listening
         from ..models.run_crew_definition import RunCrewDefinition
         from ..models.run_trace import RunTrace
         from ..models.run_view_spent import RunViewSpent
+        from ..models.signal import Signal
         from ..models.step import Step
 
         d = dict(src_dict)
@@ -549,6 +573,22 @@ class RunView:
         else:
             spent = RunViewSpent.from_dict(_spent)
 
+        _signals = d.pop("signals", UNSET)
+        signals: list[Signal] | Unset = UNSET
+        if _signals is not UNSET:
+            signals = []
+            for signals_item_data in _signals:
+                signals_item = Signal.from_dict(signals_item_data)
+
+                signals.append(signals_item)
+
+        _listening = d.pop("listening", UNSET)
+        listening: Listening | Unset
+        if isinstance(_listening, Unset):
+            listening = UNSET
+        else:
+            listening = Listening.from_dict(_listening)
+
         run_view = cls(
             id=id,
             crew=crew,
@@ -582,6 +622,8 @@ class RunView:
             scheduled_for=scheduled_for,
             children=children,
             spent=spent,
+            signals=signals,
+            listening=listening,
         )
 
         run_view.additional_properties = d

@@ -101,7 +101,15 @@ async fn catch_up_decides_which_missed_slots_run(kind: Kind) {
     }
     // Nothing fires for over three seconds: an outage of every process.
     tokio::time::sleep(Duration::from_millis(3_400)).await;
+    assert_eq!(store.missed_slots().await.unwrap(), 0);
     let decided = store.fire_schedules(10).await.unwrap();
+    let missed = of(&decided, SlotOutcome::Missed).len() as u64;
+    assert!(missed >= 5, "{decided:?}");
+    assert_eq!(
+        store.missed_slots().await.unwrap(),
+        missed,
+        "every missed slot counted"
+    );
     for (name, runs) in [("latest", 1), ("one", 1), ("two", 2)] {
         let mine: Vec<Slot> = decided
             .iter()

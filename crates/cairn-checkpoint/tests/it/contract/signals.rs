@@ -180,6 +180,11 @@ async fn a_send_wakes_a_run_that_waits_for_its_name_and_a_wait_times_out(kind: K
         0,
         "nothing expired yet"
     );
+    assert_eq!(
+        store.buffered_signals().await.unwrap(),
+        2,
+        "b1 (read, not yet consumed by a commit) and c1"
+    );
     assert_eq!(store.signals(run).await.unwrap().len(), 2);
 }
 
