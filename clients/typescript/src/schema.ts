@@ -917,6 +917,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{id}/values": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Show the values a run published
+         * @description The newest value of each key the run's steps published for its callers (a Rust agent's `StepContext::publish`, a program's `cairn-publish:` stderr line). Each is also a `value_published` event in the run's stream (`/v1/runs/{id}/events`).
+         */
+        get: operations["listRunValues"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{id}/values/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Show one value a run published
+         * @description The newest value the run published under `key`.
+         */
+        get: operations["getRunValue"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -931,7 +971,7 @@ export interface components {
          */
         ErrorResponse: {
             error: {
-                /** @description Stable: bad_json, invalid_body, bad_body, unsupported_media_type, too_large, request_timeout, bad_query, bad_cursor, bad_last_event_id, bad_run_id, bad_wait_id, bad_thread_id, bad_tenant, bad_limit, bad_key, bad_age, bad_principal, host_not_allowed, unstorable, unknown_crew, crew_not_offered, crew_version_not_found, run_not_found, wait_not_found, thread_not_found, key_not_found, principal_not_found, not_found, method_not_allowed, unauthorized, forbidden, not_an_approver, too_many_attempts, idempotency_conflict, principal_exists, already_voted, stale_digest, schedule_not_found, schedule_exists, bad_schedule, no_signal_target, ambiguous_target, bad_signal, hook_not_found, hook_unauthorized, bad_delivery, thread_busy, wrong_state, crew_mismatch, fork_refused, wait_closed, bad_answer, bad_context, bad_budget, not_ready, unavailable, too_many_streams, too_many_connections, internal. Every other 5xx than 503 is `internal` (what failed is in the server's log). The engine's codes `queued_behind` and `wrong_thread` (`cairn resume`) belong to the command line, and `crew_incompatible` to the library (`runs upgrade` and `POST /v1/crews/{name}/upgrade` report it per run, in `reason`); no route returns them. */
+                /** @description Stable: bad_json, invalid_body, bad_body, unsupported_media_type, too_large, request_timeout, bad_query, bad_cursor, bad_last_event_id, bad_run_id, bad_wait_id, bad_thread_id, bad_tenant, bad_limit, bad_key, bad_age, bad_principal, host_not_allowed, unstorable, unknown_crew, crew_not_offered, crew_version_not_found, run_not_found, wait_not_found, thread_not_found, key_not_found, principal_not_found, not_found, method_not_allowed, unauthorized, forbidden, not_an_approver, too_many_attempts, idempotency_conflict, principal_exists, already_voted, stale_digest, schedule_not_found, schedule_exists, bad_schedule, no_signal_target, ambiguous_target, bad_signal, hook_not_found, hook_unauthorized, bad_delivery, value_not_found, thread_busy, wrong_state, crew_mismatch, fork_refused, wait_closed, bad_answer, bad_context, bad_budget, not_ready, unavailable, too_many_streams, too_many_connections, internal. Every other 5xx than 503 is `internal` (what failed is in the server's log). The engine's codes `queued_behind` and `wrong_thread` (`cairn resume`) belong to the command line, and `crew_incompatible` to the library (`runs upgrade` and `POST /v1/crews/{name}/upgrade` report it per run, in `reason`); no route returns them. */
                 code: string;
                 /** @description For people; may change. */
                 message: string;
@@ -1975,6 +2015,16 @@ export interface components {
         RunSignals: {
             signals: components["schemas"]["Signal"][];
             listening?: components["schemas"]["Listening"] | null;
+        };
+        Published: {
+            key: string;
+            /** @description Any JSON. */
+            value: unknown;
+            /** @description The step that published it. */
+            idx: number;
+            attempt: number;
+            /** Format: date-time */
+            at: string;
         };
     };
     responses: {
@@ -4576,6 +4626,99 @@ export interface operations {
             };
             /** @description `too_large`: the body exceeds the server's limit (default 1 MiB). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    listRunValues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The run's id (a UUID v7). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The newest value of each key, by key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        values: components["schemas"]["Published"][];
+                    };
+                };
+            };
+            /** @description `bad_run_id`: the id is not a UUID. `host_not_allowed`: the server runs without API tokens (development mode) and the request's `Host` is not a loopback name nor the host of the server's public URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `run_not_found`: no run has this id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            429: components["responses"]["TooManyAttempts"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    getRunValue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The run's id (a UUID v7). */
+                id: string;
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The newest value of the key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Published"];
+                };
+            };
+            /** @description `bad_run_id`: the id is not a UUID. `host_not_allowed`: the server runs without API tokens (development mode) and the request's `Host` is not a loopback name nor the host of the server's public URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `run_not_found`: no run has this id; `value_not_found`: the run published nothing under this key (yet). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -514,6 +514,9 @@ pub enum RunsCommand {
         /// The run to watch.
         run_id: String,
     },
+    /// The values a run's steps published for its callers (the newest of
+    /// each key), or the one of KEY.
+    Values { run_id: String, key: Option<String> },
     /// Show the journal of a run's agent steps (every generation).
     Journal {
         /// The run whose journal to show.

@@ -135,6 +135,27 @@ impl StepContext {
         }
     }
 
+    /// Publishes `value` under `key` for the run's callers
+    /// (`crate::published`): recorded at once in the run's events, fenced
+    /// by this attempt's lease.
+    pub async fn publish(
+        &self,
+        key: &str,
+        value: Value,
+    ) -> Result<(), crate::published::PublishError> {
+        crate::published::check(key, &value)?;
+        let journal = self.services.journal.as_ref();
+        let journal = journal.ok_or(crate::published::PublishError::NoJournal)?;
+        let event = crate::event::payload::ValuePublished {
+            key: key.to_owned(),
+            value,
+            idx: self.step.idx,
+            attempt: self.step.attempt,
+        };
+        let event = crate::NewEvent::typed(crate::EventData::ValuePublished(event));
+        Ok(journal.event(event).await?)
+    }
+
     /// The output of the earlier step with this role, if any.
     pub fn output_of(&self, role: &str) -> Option<&Value> {
         self.previous

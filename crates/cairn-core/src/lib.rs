@@ -19,6 +19,7 @@ pub mod llm;
 pub mod meter;
 pub mod people;
 pub mod priority;
+pub mod published;
 pub mod retry;
 pub mod schedule;
 pub mod signal;
@@ -69,6 +70,7 @@ pub use people::{
     Access, AuditEntry, AuditFilter, BadPrincipal, NewPrincipal, Origin, Principal, Via,
 };
 pub use priority::{BadPriority, Priority};
+pub use published::{BadPublish, PublishError, Published};
 pub use retry::RetryPolicy;
 pub use schedule::{BadSchedule, Cadence, CatchUp, Overlap, Schedule, SlotOutcome};
 pub use signal::{Heard, Listen, Signal, SignalDef, Target};

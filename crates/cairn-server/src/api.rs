@@ -17,8 +17,8 @@ use cairn::{ErrorClass, OnBusy, RunFilter, RunId, RunStatus, SubmitOptions};
 
 use crate::extract::{ApiJson, ApiQuery, RunIdPath};
 use crate::{
-    actions, hooks, keys, people, retention, schedules, signals, sse, threads, versions, waits,
-    ApiError, AppState,
+    actions, hooks, keys, people, published, retention, schedules, signals, sse, threads, versions,
+    waits, ApiError, AppState,
 };
 
 /// The OpenAPI 3.1 document of this API (also `docs/openapi.json`).
@@ -169,7 +169,7 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
     .collect()
 }
 
-/// `/v1/signals` and a run's signals.
+/// `/v1/signals`, a run's signals and published values, and hooks.
 fn signal_routes() -> Vec<ApiRoute> {
     vec![
         ApiRoute {
@@ -181,6 +181,16 @@ fn signal_routes() -> Vec<ApiRoute> {
             path: "/v1/runs/{id}/signals",
             methods: &["GET"],
             handlers: get(signals::of_run),
+        },
+        ApiRoute {
+            path: "/v1/runs/{id}/values",
+            methods: &["GET"],
+            handlers: get(published::list),
+        },
+        ApiRoute {
+            path: "/v1/runs/{id}/values/{key}",
+            methods: &["GET"],
+            handlers: get(published::one),
         },
         ApiRoute {
             path: "/v1/hooks/{name}",

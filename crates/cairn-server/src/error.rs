@@ -119,6 +119,9 @@ pub enum ApiError {
     /// A crew name this server does not know.
     #[error("no crew named `{0}` is loaded on this server (GET /v1/crews lists them)")]
     UnknownCrew(String),
+    /// The run published no value under this key (yet).
+    #[error("run {run} has published no value under `{key}` (yet); GET /v1/runs/{run}/values lists what it published")]
+    ValueNotFound { run: cairn::RunId, key: String },
     /// A crew this server loads, but not in the version asked for.
     #[error("crew `{crew}` has no version `{version}` loaded on this server (loaded: {}; GET /v1/crews lists them)", .loaded.join(", "))]
     UnknownCrewVersion {
@@ -211,6 +214,7 @@ impl ApiError {
             | ApiError::UnknownCrewVersion { .. }
             | ApiError::CrewNotOffered { .. }
             | ApiError::RunNotFound(_)
+            | ApiError::ValueNotFound { .. }
             | ApiError::NoRoute(_) => ErrorClass::NotFound,
             ApiError::MethodNotAllowed => ErrorClass::MethodNotAllowed,
             ApiError::Unauthorized => ErrorClass::Unauthorized,
@@ -240,6 +244,7 @@ impl ApiError {
             ApiError::UnknownCrew(_) | ApiError::UnknownCrewVersion { .. } => "unknown_crew",
             ApiError::BadRunId(_) => "bad_run_id",
             ApiError::RunNotFound(_) => "run_not_found",
+            ApiError::ValueNotFound { .. } => "value_not_found",
             ApiError::BadWaitId(_) => "bad_wait_id",
             ApiError::NoRoute(_) => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",

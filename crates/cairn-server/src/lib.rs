@@ -63,6 +63,7 @@ mod listen;
 mod metrics;
 mod notify;
 mod people;
+mod published;
 mod retention;
 mod runner;
 mod schedules;

@@ -173,7 +173,27 @@ impl CommandAgent {
                     "could not record the program's process group");
             }
         }
-        program.finish().await
+        // `cairn-publish:` lines are recorded as they are read, in order.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let watch = program.finish_watching(move |line| {
+            if let Some(found) = cairn_core::published::parse_line(line) {
+                let _ = tx.send(found);
+            }
+        });
+        let record = async {
+            while let Some(found) = rx.recv().await {
+                let stored = match found {
+                    Ok((key, value)) => cx.publish(&key, value).await.map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                if let Err(e) = stored {
+                    tracing::warn!(run = %cx.run_id, step = %cx.step.idx, error = %e,
+                        "a value the program published was not recorded");
+                }
+            }
+        };
+        let (finished, ()) = tokio::join!(watch, record);
+        finished
     }
 }
 

@@ -287,7 +287,18 @@ impl Program {
     /// Writes what is left of its stdin into the pipe (if any), closes it
     /// and waits for the program; the group is killed when this returns or
     /// is dropped.
-    pub(crate) async fn finish(mut self) -> Result<Finished, ErrorInfo> {
+    pub(crate) async fn finish(self) -> Result<Finished, ErrorInfo> {
+        self.finish_watching(|_| {}).await
+    }
+
+    /// [`Program::finish`], handing each stderr line to `on_line` as it is
+    /// read (a program's `cairn-publish:` lines are recorded while it
+    /// runs); stderr is kept whole all the same.
+    pub(crate) async fn finish_watching(
+        mut self,
+        mut on_line: impl FnMut(&str) + Send,
+    ) -> Result<Finished, ErrorInfo> {
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt};
         let pipe = self.child.stdin.take();
         let stdin = std::mem::replace(&mut self.input, Input::Fed(Vec::new())).rest();
         let write = async move {
@@ -297,19 +308,40 @@ impl Program {
                 let _ = pipe.shutdown().await;
             }
         };
+        let (out_pipe, err_pipe) = (self.child.stdout.take(), self.child.stderr.take());
+        let read_out = async move {
+            let mut out = Vec::new();
+            if let Some(mut p) = out_pipe {
+                p.read_to_end(&mut out).await?;
+            }
+            Ok::<_, std::io::Error>(out)
+        };
+        let read_err = async {
+            let mut all = Vec::new();
+            if let Some(p) = err_pipe {
+                let mut lines = tokio::io::BufReader::new(p);
+                let mut line = Vec::new();
+                while lines.read_until(b'\n', &mut line).await? > 0 {
+                    on_line(&String::from_utf8_lossy(&line));
+                    all.append(&mut line);
+                }
+            }
+            Ok::<_, std::io::Error>(all)
+        };
         let program = self.name;
-        let ((), out) = tokio::join!(write, self.child.wait_with_output());
-        let out = out.map_err(|e| {
+        let (_, stdout, stderr, status) =
+            tokio::join!(write, read_out, read_err, self.child.wait());
+        let failed = |e: std::io::Error| {
             ErrorInfo::new(
                 ErrorKind::Spawn,
                 format!("waiting for `{program}`: {e}"),
                 true,
             )
-        })?;
+        };
         Ok(Finished {
-            status: out.status,
-            stdout: out.stdout,
-            stderr: out.stderr,
+            status: status.map_err(failed)?,
+            stdout: stdout.map_err(failed)?,
+            stderr: stderr.map_err(failed)?,
         })
     }
 }

@@ -38,6 +38,7 @@ mod load;
 mod notify;
 pub mod otel;
 pub mod people;
+mod published;
 mod retention;
 pub mod schedules;
 pub mod signals;
@@ -100,7 +101,7 @@ pub use cairn_core::{
 };
 pub use cairn_core::{BadHook, Hook, Scheme};
 pub use cairn_core::{Cadence, CatchUp, Overlap, Schedule, SlotOutcome};
-pub use cairn_core::{Signal, Target};
+pub use cairn_core::{PublishError, Published, Signal, Target};
 /// Model providers (`cairn-llm`).
 pub use cairn_llm as llm;
 /// What the executor refuses or fails with (inside [`Error::Executor`]).

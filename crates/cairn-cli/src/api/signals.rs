@@ -12,12 +12,15 @@ pub enum SignalAct {
     /// A send, and the crew a signal-with-submit starts.
     Send(Box<SignalRequest>, Option<CrewRef>),
     List(RunId),
+    /// `runs values`: what the run published (only KEY's, if given).
+    Values(RunId, Option<String>),
 }
 
 /// What it answers.
 pub enum SignalOut {
     Sent(Box<Sent>),
     Listed(RunSignals),
+    Values(Vec<cairn::Published>),
 }
 
 pub async fn local(engine: &Engine, act: SignalAct) -> anyhow::Result<SignalOut> {
@@ -32,5 +35,10 @@ pub async fn local(engine: &Engine, act: SignalAct) -> anyhow::Result<SignalOut>
             SignalOut::Sent(Box::new(sent))
         }
         SignalAct::List(run) => SignalOut::Listed(engine.run_signals(run).await?),
+        SignalAct::Values(run, None) => SignalOut::Values(engine.published(run).await?),
+        SignalAct::Values(run, Some(key)) => {
+            let one = engine.published_value(run, &key).await?;
+            SignalOut::Values(one.into_iter().collect())
+        }
     })
 }

@@ -64,6 +64,10 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
             let id = parse_run_id(&run_id)?;
             events(&to.connect(false).await?, id, json).await
         }
+        RunsCommand::Values { run_id, key } => {
+            let act = crate::api::signals::SignalAct::Values(parse_run_id(&run_id)?, key);
+            super::signals::print(to.connect(false).await?.signals(act).await?, json)
+        }
         RunsCommand::Journal { run_id, step } => {
             let id = parse_run_id(&run_id)?;
             let journal = to.connect(false).await?.journal(id, step).await?;

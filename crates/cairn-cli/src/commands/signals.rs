@@ -8,7 +8,7 @@ use crate::api::signals::{SignalAct, SignalOut};
 use crate::api::Api;
 use crate::args::SignalCommand;
 use crate::input::{parse_input, usage};
-use crate::output::signals::{print_sent, print_signals};
+use crate::output::signals::{print_sent, print_signals, print_values};
 use crate::report::exit;
 
 pub async fn main(to: &impl Connect, command: SignalCommand, json: bool) -> anyhow::Result<u8> {
@@ -49,9 +49,15 @@ pub async fn main(to: &impl Connect, command: SignalCommand, json: bool) -> anyh
             SignalAct::List(run)
         }
     };
-    match to.connect(false).await?.signals(act).await? {
+    print(to.connect(false).await?.signals(act).await?, json)
+}
+
+/// Prints what a signal action (or `runs values`) answered.
+pub(super) fn print(out: SignalOut, json: bool) -> anyhow::Result<u8> {
+    match out {
         SignalOut::Sent(sent) => print_sent(&sent, json)?,
         SignalOut::Listed(listed) => print_signals(&listed, json)?,
+        SignalOut::Values(values) => print_values(&values, json)?,
     }
     Ok(exit::OK)
 }

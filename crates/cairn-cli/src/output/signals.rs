@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use cairn::schedule::rfc3339;
-use cairn::{RunSignals, Sent};
+use cairn::{Published, RunSignals, Sent};
 
 use super::{print_json, text_out};
 
@@ -88,6 +88,28 @@ pub fn write_signal_wait(out: &mut impl Write, view: &cairn::RunView) -> anyhow:
             out,
             "{buffered} signal(s) buffered: cairn signal list {}",
             view.run.id
+        )?;
+    }
+    Ok(())
+}
+
+/// `runs values`: each key's newest value, with the step that set it.
+pub fn print_values(values: &[Published], json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(values);
+    }
+    let mut out = text_out();
+    if values.is_empty() {
+        writeln!(out, "no value published")?;
+    }
+    for p in values {
+        writeln!(
+            out,
+            "{} = {}  (step {}, {})",
+            p.key,
+            p.value,
+            p.idx,
+            rfc3339(p.at)
         )?;
     }
     Ok(())

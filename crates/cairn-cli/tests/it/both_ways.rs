@@ -188,6 +188,8 @@ fn every_command_prints_the_same_locally_and_against_a_server() {
         vec!["threads", "show", "t1", "--json"],
         vec!["signal", "list", &ok],
         vec!["signal", "list", &ok, "--json"],
+        vec!["runs", "values", &ok],
+        vec!["runs", "values", &ok, "draft", "--json"],
         vec!["compact", "--finished-older-than", "30d", "--dry-run"],
         vec!["compact", "--journals", "--dry-run", "--json"],
         vec!["limits", "list"],

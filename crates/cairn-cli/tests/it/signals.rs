@@ -3,7 +3,8 @@
 //! wait is consumed (the wait's commit finds it); a process killed before
 //! the commit that consumes a signal leaves it buffered, and the resume
 //! consumes it once; 16 concurrent sends of one id store one; a worker
-//! times a wait out (its default, or a `deadline` failure).
+//! times a wait out (its default, or a `deadline` failure); a program's
+//! published values are readable while it still runs.
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ both_backends!(
     a_kill_before_the_commit_leaves_the_signal_for_the_resume,
     concurrent_sends_of_one_id_store_one_signal,
     a_worker_times_a_wait_out_to_its_default_or_fails_it,
+    a_program_publishes_values_its_callers_read_while_it_runs,
 );
 
 /// Crew `name`: `order` (a template), a `paid` signal step with `extra`
@@ -263,4 +265,67 @@ fn a_worker_times_a_wait_out_to_its_default_or_fails_it(kind: Kind) {
     for id in [&a, &b] {
         assert!(event_kinds(&case, id).contains(&"signal_timed_out".to_owned()));
     }
+}
+
+fn a_program_publishes_values_its_callers_read_while_it_runs(kind: Kind) {
+    let case = Case::new(kind);
+    let gate = case.path("go-on");
+    let script = format!(
+        r#"cat > /dev/null; echo 'cairn-publish: {{"key": "draft", "value": 1}}' >&2;
+           while [ ! -e {gate} ]; do sleep 0.05; done;
+           echo 'cairn-publish: {{"key": "draft", "value": 2}}' >&2;
+           echo 'cairn-publish: not json' >&2;
+           echo 'cairn-publish: {{"key": "final", "value": "x"}}' >&2; echo '{{}}'"#,
+        gate = gate.display()
+    );
+    let crew = case.write(
+        "publish.toml",
+        &crew_toml("publish", &[crate::support::agent_sh("writer", &script)]),
+    );
+    let id = case
+        .cairn(&["submit", crew.to_str().unwrap(), "--json"])
+        .expect_code(0)
+        .json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let _worker = Spawned(case.spawn(&["worker", "--poll-ms", "30"], &[]));
+    let draft = |case: &Case| {
+        case.cairn(&["runs", "values", &id, "draft", "--json"])
+            .expect_code(0)
+            .json()
+    };
+    wait_until("the first draft", Duration::from_secs(30), || {
+        draft(&case).as_array().is_some_and(|v| !v.is_empty())
+    });
+    assert_eq!(
+        draft(&case)[0]["value"],
+        json!(1),
+        "read while the step runs"
+    );
+    assert_eq!(case.show(&id)["status"], "running");
+    std::fs::write(&gate, "").unwrap();
+    wait_until("the run to succeed", Duration::from_secs(30), || {
+        case.show(&id)["status"] == "succeeded"
+    });
+    let all = case
+        .cairn(&["runs", "values", &id, "--json"])
+        .expect_code(0)
+        .json();
+    let pairs: Vec<(String, Value)> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["key"].as_str().unwrap().to_owned(), p["value"].clone()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("draft".to_owned(), json!(2)),
+            ("final".to_owned(), json!("x"))
+        ],
+        "the newest of each key; the bad line skipped"
+    );
+    let kinds = event_kinds(&case, &id);
+    assert_eq!(kinds.iter().filter(|k| *k == "value_published").count(), 3);
 }

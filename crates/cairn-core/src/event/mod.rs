@@ -147,11 +147,14 @@ pub enum EventKind {
     SignalConsumed,
     /// A `signal` step's wait timed out (data: idx, attempt, names).
     SignalTimedOut,
+    /// A step published a value for the run's callers (data: key, value,
+    /// idx, attempt); the newest of a key is its value.
+    ValuePublished,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 42] = [
+    pub const ALL: [EventKind; 43] = [
         EventKind::RunSubmitted,
         EventKind::RunClaimed,
         EventKind::StepSucceeded,
@@ -194,6 +197,7 @@ impl EventKind {
         EventKind::SignalWaitOpened,
         EventKind::SignalConsumed,
         EventKind::SignalTimedOut,
+        EventKind::ValuePublished,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -240,6 +244,7 @@ impl EventKind {
             EventKind::SignalWaitOpened => "signal_wait_opened",
             EventKind::SignalConsumed => "signal_consumed",
             EventKind::SignalTimedOut => "signal_timed_out",
+            EventKind::ValuePublished => "value_published",
         }
     }
 

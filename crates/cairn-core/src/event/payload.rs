@@ -48,7 +48,9 @@ pub use operator::{
     ContextAdded, CrewAt, CrewForced, CrewUpgraded, OperatorAction, RunCancelled, RunForked,
 };
 pub use runs::{RunClaimed, RunFailed, RunSubmitted, RunSucceeded, SubmittedChild};
-pub use signals::{SignalConsumed, SignalReceived, SignalTimedOut, SignalWaitOpened};
+pub use signals::{
+    SignalConsumed, SignalReceived, SignalTimedOut, SignalWaitOpened, ValuePublished,
+};
 pub use steps::{
     ProgramStarted, StepCancelled, StepDeferred, StepFailed, StepInterrupted, StepRetryScheduled,
     StepSucceeded, UsageReported,
@@ -147,6 +149,7 @@ event_data! {
     SignalWaitOpened(SignalWaitOpened),
     SignalConsumed(SignalConsumed),
     SignalTimedOut(SignalTimedOut),
+    ValuePublished(ValuePublished),
 }
 
 fn parse<T: serde::de::DeserializeOwned>(

@@ -30,6 +30,7 @@ mod keys;
 mod limits;
 mod operators;
 mod processes;
+mod published;
 mod raise;
 mod retry;
 mod rollup;

@@ -63,6 +63,7 @@ from .key_pause_request import KeyPauseRequest
 from .key_resume_request import KeyResumeRequest
 from .key_state import KeyState
 from .key_state_limits_from import KeyStateLimitsFrom
+from .list_run_values_response_200 import ListRunValuesResponse200
 from .list_runs_order import ListRunsOrder
 from .list_schedules_response_200 import ListSchedulesResponse200
 from .listening import Listening
@@ -75,6 +76,7 @@ from .principal_issued import PrincipalIssued
 from .principal_request import PrincipalRequest
 from .principal_request_role import PrincipalRequestRole
 from .principal_role import PrincipalRole
+from .published import Published
 from .retry_request import RetryRequest
 from .run import Run
 from .run_crew_definition import RunCrewDefinition
@@ -177,6 +179,7 @@ __all__ = (
     "KeyResumeRequest",
     "KeyState",
     "KeyStateLimitsFrom",
+    "ListRunValuesResponse200",
     "ListRunsOrder",
     "ListSchedulesResponse200",
     "Listening",
@@ -189,6 +192,7 @@ __all__ = (
     "PrincipalRequest",
     "PrincipalRequestRole",
     "PrincipalRole",
+    "Published",
     "RetryRequest",
     "Run",
     "RunCrewDefinition",

@@ -29,10 +29,10 @@ class ErrorResponseError:
             not_found, method_not_allowed, unauthorized, forbidden, not_an_approver, too_many_attempts,
             idempotency_conflict, principal_exists, already_voted, stale_digest, schedule_not_found, schedule_exists,
             bad_schedule, no_signal_target, ambiguous_target, bad_signal, hook_not_found, hook_unauthorized, bad_delivery,
-            thread_busy, wrong_state, crew_mismatch, fork_refused, wait_closed, bad_answer, bad_context, bad_budget,
-            not_ready, unavailable, too_many_streams, too_many_connections, internal. Every other 5xx than 503 is `internal`
-            (what failed is in the server's log). The engine's codes `queued_behind` and `wrong_thread` (`cairn resume`)
-            belong to the command line, and `crew_incompatible` to the library (`runs upgrade` and `POST
+            value_not_found, thread_busy, wrong_state, crew_mismatch, fork_refused, wait_closed, bad_answer, bad_context,
+            bad_budget, not_ready, unavailable, too_many_streams, too_many_connections, internal. Every other 5xx than 503
+            is `internal` (what failed is in the server's log). The engine's codes `queued_behind` and `wrong_thread`
+            (`cairn resume`) belong to the command line, and `crew_incompatible` to the library (`runs upgrade` and `POST
             /v1/crews/{name}/upgrade` report it per run, in `reason`); no route returns them.
         message (str): For people; may change.
         run_id (UUID | Unset): `wait_closed` only: the run of the closed wait.

@@ -17,6 +17,15 @@ pub async fn remote(client: &Remote, act: SignalAct) -> anyhow::Result<SignalOut
             let sent = client.post("/v1/signals", &json!(req)).await?;
             SignalOut::Sent(Box::new(sent))
         }
+        SignalAct::Values(run, key) => {
+            let all: serde_json::Value = client.get(&format!("/v1/runs/{run}/values")).await?;
+            let all: Vec<cairn::Published> = serde_json::from_value(all["values"].clone())?;
+            SignalOut::Values(
+                all.into_iter()
+                    .filter(|p| key.as_ref().is_none_or(|k| *k == p.key))
+                    .collect(),
+            )
+        }
         SignalAct::List(run) => {
             SignalOut::Listed(client.get(&format!("/v1/runs/{run}/signals")).await?)
         }

@@ -1,5 +1,6 @@
 //! The payloads of signals (`crate::signal`): received by a run, a step
-//! waiting for one, one consumed, a wait that timed out.
+//! waiting for one, one consumed, a wait that timed out; and of a value a
+//! run published for its callers (`crate::published`).
 
 use serde::{Deserialize, Serialize};
 
@@ -48,4 +49,13 @@ pub struct SignalTimedOut {
     pub idx: StepIdx,
     pub attempt: Attempt,
     pub names: Vec<String>,
+}
+
+/// `value_published`: a step set `key` to `value` for the run's callers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValuePublished {
+    pub key: String,
+    pub value: serde_json::Value,
+    pub idx: StepIdx,
+    pub attempt: Attempt,
 }

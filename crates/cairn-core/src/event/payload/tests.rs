@@ -516,5 +516,9 @@ fn signal_samples() -> Vec<(EventKind, Value)> {
             EventKind::SignalTimedOut,
             json!({"idx": 1, "attempt": 2, "names": ["paid"]}),
         ),
+        (
+            EventKind::ValuePublished,
+            json!({"key": "draft", "value": {"title": "Lakes"}, "idx": 0, "attempt": 1}),
+        ),
     ]
 }
