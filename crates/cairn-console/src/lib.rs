@@ -16,6 +16,7 @@ mod fixtures;
 mod fleet;
 mod notice;
 mod pages;
+mod signals;
 mod timeline;
 mod waits;
 
@@ -37,6 +38,7 @@ pub use notice::Done;
 pub use pages::{
     crews_page, limits_page, thread_page, threads_page, upgrade_page, CrewStats, RoleStats,
 };
+pub use signals::schedules_page;
 pub use timeline::{timeline_legend, timeline_svg, Timeline};
 pub use waits::{waits_page, WaitCard};
 
@@ -122,7 +124,8 @@ pub fn page(title: &str, viewer: &Viewer, body: Markup) -> Markup {
                     nav {
                         a href="/" { "Runs" } " " a href="/waits" { "Waits" } " "
                         a href="/threads" { "Threads" } " " a href="/crews" { "Crews" } " "
-                        a href="/limits" { "Limits" } " " a href="/workers" { "Workers" }
+                        a href="/limits" { "Limits" } " " a href="/workers" { "Workers" } " "
+                        a href="/schedules" { "Schedules" }
                     }
                     @match viewer {
                         Viewer::Development { .. } => {
@@ -333,6 +336,7 @@ pub fn run_page(p: &RunPage<'_>) -> Markup {
         (waits::run_waits(run, p.waits, p.not_theirs, p.csrf, p.now))
         (waits::children_waits(p.view))
         (children_table(&p.view.children))
+        (signals::run_signals(p.view, p.csrf))
         (run_actions(p))
         @for step in steps.iter().filter(|s| s.status == StepStatus::Running) {
             @if let Some(journal) = p.journals.get(&step.idx.get()) {

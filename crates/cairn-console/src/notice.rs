@@ -26,6 +26,8 @@ pub enum Done {
     Budget,
     /// The run was forked: the new run's page says so.
     Fork,
+    /// A signal was sent to the run.
+    Signal,
 }
 
 impl Done {
@@ -39,6 +41,7 @@ impl Done {
             "cancel" => Some(Done::Cancel),
             "budget" => Some(Done::Budget),
             "fork" => Some(Done::Fork),
+            "signal" => Some(Done::Signal),
             _ => None,
         }
     }
@@ -52,6 +55,7 @@ impl Done {
             Done::Cancel => "cancel",
             Done::Budget => "budget",
             Done::Fork => "fork",
+            Done::Signal => "signal",
         };
         format!("done={name}")
     }
@@ -117,6 +121,7 @@ pub(crate) fn run_action(done: Done, events: &[EventRecord]) -> Option<String> {
         Done::Cancel => &[EventKind::RunCancelled, EventKind::RunCancelRequested],
         Done::Budget => &[EventKind::BudgetRaised],
         Done::Fork => &[EventKind::RunForked],
+        Done::Signal => &[EventKind::SignalReceived],
     };
     // A person's: the engine's own `run_cancelled` after a requested
     // cancel names nobody.
@@ -144,6 +149,13 @@ pub(crate) fn run_action(done: Done, events: &[EventRecord]) -> Option<String> {
             "Forked{who} at {at} from run {} at step {}: this is the new run.",
             f.parent, f.from_step
         ),
+        D::SignalReceived(s) => match s.woke {
+            true => format!("Sent signal `{}`{who} at {at}: it woke the run.", s.name),
+            false => format!(
+                "Sent signal `{}`{who} at {at}: buffered until a step waits for it.",
+                s.name
+            ),
+        },
         _ => return None,
     })
 }
@@ -156,6 +168,7 @@ fn actor_of(data: &EventData) -> Option<&Actor> {
         D::RunCancelled(RunCancelled::ByOperator(a)) => &a.actor,
         D::BudgetRaised(b) => &b.actor,
         D::RunForked(f) => &f.actor,
+        D::SignalReceived(s) => &s.actor,
         _ => return None,
     })
 }
@@ -167,7 +180,13 @@ mod tests {
     #[test]
     fn a_done_reads_back_what_it_wrote_and_nothing_else() {
         let wait = WaitId::new();
-        for done in [Done::Answer(wait), Done::Retry, Done::Cancel, Done::Fork] {
+        for done in [
+            Done::Answer(wait),
+            Done::Retry,
+            Done::Cancel,
+            Done::Fork,
+            Done::Signal,
+        ] {
             let query = done.query();
             let mut parts = query
                 .split('&')

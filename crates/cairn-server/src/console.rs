@@ -69,6 +69,7 @@ fn table() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/crews/{name}/{version}/upgrade", post(crews::upgrade)),
         ("/crews/{name}/diff", get(crews::diff)),
         ("/workers", get(crews::workers)),
+        ("/schedules", get(crews::schedules)),
         ("/limits", get(limits)),
         ("/waits/{id}/answer", post(waits::answer)),
         ("/links/{token}", get(links::confirm).post(links::answer)),
@@ -515,6 +516,9 @@ struct ActionForm {
     crew_version: Option<String>,
     /// A budget raise: `tokens=+50000 cost_usd=+1` (spaces or commas).
     raise: Option<String>,
+    /// A signal sent by hand: its name and payload (JSON).
+    signal: Option<String>,
+    payload: Option<String>,
 }
 
 /// A run form's checks, in order: its CSRF token, then the run id in its
@@ -530,7 +534,7 @@ fn run_form(seat: &Seat, csrf: &str, id: &str) -> Result<(Viewer, RunId), Box<Re
     }
 }
 
-/// `POST /runs/{id}/retry`, `/continue`, `/cancel`, `/budget`: back to
+/// `POST /runs/{id}/retry`, `/continue`, `/cancel`, `/budget`, `/signal`: back to
 /// the run's page, with `?done=…` (a line confirming it).
 async fn act(
     State(state): State<AppState>,
@@ -556,12 +560,48 @@ async fn act(
                 Err(e) => error_page(&viewer, e),
             }
         }
+        "signal" => {
+            return match signal(&state, &seat, id, &form).await {
+                Ok(()) => done(Done::Signal),
+                Err(e) => error_page(&viewer, e),
+            }
+        }
         other => return error_page(&viewer, ApiError::NoRoute(format!("/runs/{id}/{other}"))),
     };
     match crate::actions::run_action(&state, id, action, &seat.actor(&form.reason)).await {
         Ok(_) => done(did),
         Err(e) => error_page(&viewer, e),
     }
+}
+
+/// `POST /runs/{id}/signal`: sends the form's signal to the run, by the
+/// signed-in operator (`via: console`, with the form's reason).
+async fn signal(
+    state: &AppState,
+    seat: &Seat,
+    id: RunId,
+    form: &ActionForm,
+) -> Result<(), ApiError> {
+    let payload = match form.payload.as_deref().map(str::trim) {
+        None | Some("") => serde_json::Value::Null,
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| ApiError::InvalidBody(format!("the payload is not JSON: {e}")))?,
+    };
+    let req = cairn::SignalRequest {
+        target: id.to_string(),
+        name: form.signal.clone().unwrap_or_default(),
+        payload,
+        id: None,
+        start: None,
+    };
+    let sent = state
+        .engine()
+        .send_signal(&req, None, &seat.actor(&form.reason))
+        .await?;
+    if sent.woke {
+        state.wake_runner();
+    }
+    Ok(())
 }
 
 /// `POST /runs/{id}/budget`: raises the run's budget (recorded with the

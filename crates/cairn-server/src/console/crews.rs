@@ -5,7 +5,8 @@
 //! moves the compatible unfinished runs of older versions to the newest
 //! (`POST /crews/{name}/{version}/upgrade`); a diff of two versions with
 //! which runs can move (`GET /crews/{name}/diff`); and the workers page
-//! (`GET /workers`: the process registry and the blocked runs).
+//! (`GET /workers`: the process registry and the blocked runs); the
+//! schedules page (`GET /schedules`).
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -240,6 +241,33 @@ pub(super) async fn workers(State(state): State<AppState>, seat: Seat) -> Respon
                 "Workers",
                 &viewer,
                 cairn_console::workers_page(&workers, &blocked),
+            ),
+        ),
+        Err(e) => error_page(&viewer, e.into()),
+    }
+}
+
+/// Slots the schedules page shows per schedule (the newest).
+const SHOWN_SLOTS: u32 = 10;
+
+/// `GET /schedules`: every schedule with its next fire times and newest
+/// slots.
+pub(super) async fn schedules(State(state): State<AppState>, seat: Seat) -> Response {
+    let viewer = seat.viewer.clone();
+    let found = async {
+        let mut out = vec![];
+        for s in state.engine().schedules().await? {
+            out.push(state.engine().schedule(&s.name, SHOWN_SLOTS).await?);
+        }
+        Ok::<_, cairn::Error>(out)
+    };
+    match found.await {
+        Ok(schedules) => html(
+            StatusCode::OK,
+            cairn_console::page(
+                "Schedules",
+                &viewer,
+                cairn_console::schedules_page(&schedules),
             ),
         ),
         Err(e) => error_page(&viewer, e.into()),

@@ -6,6 +6,7 @@
 
 mod answers;
 mod fanout;
+mod signals;
 
 use axum::http::{header, Method, StatusCode};
 use serde_json::json;
