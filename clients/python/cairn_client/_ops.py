@@ -49,10 +49,13 @@ ANSWER = Op("answerWait", "POST", "/v1/waits/{id}/answer")
 LIST_THREADS = Op("listThreads", "GET", "/v1/threads")
 GET_THREAD = Op("getThread", "GET", "/v1/threads/{id}")
 LIST_CREWS = Op("listCrews", "GET", "/v1/crews")
+SEND_SIGNAL = Op("sendSignal", "POST", "/v1/signals")
+RUN_SIGNALS = Op("getRunSignals", "GET", "/v1/runs/{id}/signals")
 OPENAPI = Op("getOpenApi", "GET", "/v1/openapi.json")
 
 ALL = (SUBMIT, LIST_RUNS, GET_RUN, EVENTS, JOURNAL, RETRY, CONTINUE, CANCEL, FORK, CONTEXT,
-       LIST_WAITS, ANSWER, LIST_THREADS, GET_THREAD, LIST_CREWS, OPENAPI)
+       LIST_WAITS, ANSWER, LIST_THREADS, GET_THREAD, LIST_CREWS, SEND_SIGNAL, RUN_SIGNALS,
+       OPENAPI)
 
 
 @dataclass
@@ -229,6 +232,21 @@ def threads_page(*, limit: int | None = None,
 
 def get_thread(thread_id: str) -> Call[m.ThreadView]:
     return Call(GET_THREAD, _json(m.ThreadView), ident=thread_id)
+
+
+def send_signal(target: str, name: str, *, payload: Any = None, id: str | None = None,
+                start: m.SignalStart | Mapping[str, Any] | None = None) -> Call[m.Sent]:
+    """A signal for the one unfinished run `target` names (a run id, `key:K`, `thread:T`);
+    with `start` (`{"crew", "version"?, "input"?}`), a target with no run starts one."""
+    req = m.SignalRequest(target=target, name=name, payload=_opt(payload), id=_opt(id))
+    body = req.to_dict()
+    if start is not None:
+        body["start"] = start.to_dict() if isinstance(start, m.SignalStart) else dict(start)
+    return Call(SEND_SIGNAL, _json(m.Sent), body=body)
+
+
+def run_signals(run_id: Any) -> Call[m.RunSignals]:
+    return Call(RUN_SIGNALS, _json(m.RunSignals), ident=str(run_id))
 
 
 def list_crews() -> Call[list[m.CrewSummary]]:

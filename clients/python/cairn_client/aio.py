@@ -52,6 +52,7 @@ class AsyncClient:
         self.runs = AsyncRuns(self)
         self.waits = AsyncWaits(self)
         self.threads = AsyncThreads(self)
+        self.signals = AsyncSignals(self)
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> AsyncClient:
@@ -310,4 +311,21 @@ class AsyncThreads:
         return await self._c._send(_ops.get_thread(thread_id))
 
 
-__all__ = ["AsyncClient", "AsyncRuns", "AsyncThreads", "AsyncWaits"]
+class AsyncSignals:
+    """`client.signals`; see `Signals`."""
+
+    def __init__(self, client: AsyncClient):
+        self._c = client
+
+    async def send(self, target: str, name: str, payload: Any = None, id: str | None = None,
+                   start: m.SignalStart | Mapping[str, Any] | None = None) -> m.Sent:
+        """Sends a signal to the run `target` names; see `Signals.send`."""
+        return await self._c._send(_ops.send_signal(target, name, payload=payload, id=id,
+                                                    start=start))
+
+    async def list(self, run_id: Any) -> m.RunSignals:
+        """The run's signals and what it waits for; see `Signals.list`."""
+        return await self._c._send(_ops.run_signals(run_id))
+
+
+__all__ = ["AsyncClient", "AsyncRuns", "AsyncSignals", "AsyncThreads", "AsyncWaits"]

@@ -45,7 +45,7 @@ class Client:
     errors. 429 and 503 answers are retried as `retry` says (bounded,
     honouring `Retry-After`). Use it as a context manager, or `close()` it.
 
-    `runs`, `waits` and `threads` group the other operations; `raw` is the
+    `runs`, `waits`, `threads` and `signals` group the other operations; `raw` is the
     generated client (every operation of docs/openapi.json) on the same
     connection pool.
     """
@@ -64,6 +64,7 @@ class Client:
         self.runs = Runs(self)
         self.waits = Waits(self)
         self.threads = Threads(self)
+        self.signals = Signals(self)
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> Client:
@@ -358,4 +359,34 @@ class Threads:
         return self._c._send(_ops.get_thread(thread_id))
 
 
-__all__ = ["Client", "Runs", "Threads", "Waits"]
+class Signals:
+    """Signals: named messages to runs, which their `signal` steps wait for (`client.signals`)."""
+
+    def __init__(self, client: Client):
+        self._c = client
+
+    def send(self, target: str, name: str, payload: Any = None, id: str | None = None,
+             start: m.SignalStart | Mapping[str, Any] | None = None) -> m.Sent:
+        """Sends the signal `name` (with `payload`, any JSON) to the one unfinished run
+        `target` names: a run id, `key:K` (the run submitted with idempotency key K) or
+        `thread:T` (the thread's one unfinished run). Returns the `Sent` answer: the
+        `signal` stored, and whether the send was a `duplicate`, `woke` the run or
+        `started` it.
+
+        id: an idempotency id: the same id again stores nothing and answers the first
+        signal (`duplicate` true). start: signal-with-submit, `{"crew": NAME,
+        "version"?: V, "input"?: JSON}` (or a `SignalStart`): a `key:` or `thread:`
+        target without an unfinished run starts a run of that crew and gives it the
+        signal. No such run is `NotFound` (`no_signal_target`), several `Conflict`
+        (`ambiguous_target`), a bad name, target or id `BadRequest` (`bad_signal`).
+        """
+        return self._c._send(_ops.send_signal(target, name, payload=payload, id=id,
+                                              start=start))
+
+    def list(self, run_id: Any) -> m.RunSignals:
+        """The run's signals, buffered and consumed, oldest first (`signals`), and what
+        its open `signal` step waits for (`listening`: its `names`; None when none)."""
+        return self._c._send(_ops.run_signals(run_id))
+
+
+__all__ = ["Client", "Runs", "Signals", "Threads", "Waits"]

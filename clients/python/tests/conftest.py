@@ -6,9 +6,10 @@ directory) and once against one on PostgreSQL (a schema of its own,
 `cairn_py_<time>_<random>`, on `CAIRN_TEST_DATABASE_URL`, default
 postgres://postgres@127.0.0.1:5432/test). One server per database for the
 whole session: the binary of `CAIRN_BIN` (default target/debug/cairn of the
-repository), API tokens, the review crew (examples/review.toml) and the
-agents crew (examples/agents, a scripted model: live text, no network), on
-a free loopback port. At the end it is stopped by its own pid, the schema
+repository), API tokens, the review crew (examples/review.toml), the
+agents crew (examples/agents, a scripted model: live text, no network) and
+the payment crew (tests/crews/payment.toml, a `signal` step), on a free
+loopback port. At the end it is stopped by its own pid, the schema
 dropped and the directory removed, also when a test fails.
 
 A PostgreSQL that does not answer fails the session, saying so;
@@ -38,6 +39,7 @@ import pytest
 from cairn_client import Client
 
 REPO = Path(__file__).resolve().parents[3]
+TEST_CREWS = Path(__file__).resolve().parent / "crews"
 SERVE_LOG_TAIL = 40
 DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/test"
 SCHEMA_PREFIX = "cairn_py_"
@@ -75,6 +77,7 @@ def lay_out_crews(crews: Path) -> None:
     shutil.copy(REPO / "examples" / "review.toml", crews / "review.toml")
     shutil.copy(REPO / "examples" / "agents" / "crew.toml", crews / "agents.toml")
     shutil.copytree(REPO / "examples" / "agents" / "scripts", crews / "scripts")
+    shutil.copy(TEST_CREWS / "payment.toml", crews / "payment.toml")
 
 
 def pg_url() -> str:

@@ -17,9 +17,12 @@ DOC = json.loads((REPO / "docs" / "openapi.json").read_text())
 
 
 def older_doc() -> dict:
-    """The API document of a server without fork, submit's `budget` or listRuns' `parent`."""
+    """The API document of a server without fork, signals, submit's `budget` or
+    listRuns' `parent`."""
     doc = copy.deepcopy(DOC)
     del doc["paths"]["/v1/runs/{id}/fork"]
+    del doc["paths"]["/v1/signals"]
+    del doc["paths"]["/v1/runs/{id}/signals"]
     del doc["components"]["schemas"]["SubmitRequest"]["properties"]["budget"]
     params = doc["paths"]["/v1/runs"]["get"]["parameters"]
     doc["paths"]["/v1/runs"]["get"]["parameters"] = [p for p in params if p["name"] != "parent"]
@@ -30,7 +33,7 @@ def older_server(seen):
     """Answers as that older server would."""
     if seen.path == "/v1/openapi.json":
         return 200, {}, older_doc()
-    if seen.path.endswith("/fork"):
+    if seen.path.endswith(("/fork", "/signals")):
         return error(404, "not_found")
     if seen.method == "POST" and seen.path == "/v1/runs":
         return error(400, "invalid_body")
@@ -69,6 +72,54 @@ def test_a_parameter_the_server_lacks_is_unsupported_by_server(old):
     assert caught.value.missing == "the query parameter `parent`"
 
 
+def test_signals_on_a_server_without_them_are_unsupported_by_server(old):
+    with Client(old.url, "t" * 20) as client:
+        with pytest.raises(UnsupportedByServer) as sent:
+            client.signals.send("key:order-1", "paid", {"amount": 1}, id="evt-1",
+                                start={"crew": "payment"})
+        with pytest.raises(UnsupportedByServer) as listed:
+            client.signals.list("01a2278b-359e-7099-b9e6-a8b344a52fc9")
+    assert (sent.value.operation, sent.value.missing) == ("sendSignal",
+                                                          "the route POST /v1/signals")
+    assert isinstance(sent.value.__cause__, NotFound)
+    assert (listed.value.operation, listed.value.missing) == (
+        "getRunSignals", "the route GET /v1/runs/{id}/signals")
+
+
+def test_a_field_of_send_the_server_lacks_is_unsupported_by_server():
+    """A server with signals but without signal-with-submit refuses `start`."""
+    doc = copy.deepcopy(DOC)
+    del doc["components"]["schemas"]["SignalRequest"]["properties"]["start"]
+
+    def answer(seen):
+        if seen.path == "/v1/openapi.json":
+            return 200, {}, doc
+        return error(400, "invalid_body")
+
+    server = FakeServer(answer)
+    try:
+        with Client(server.url) as client:
+            with pytest.raises(UnsupportedByServer) as caught:
+                client.signals.send("thread:t-1", "paid", start={"crew": "payment"})
+            with pytest.raises(BadRequest):  # the document knows `id`: a plain 400
+                client.signals.send("thread:t-1", "paid", id="evt-1")
+    finally:
+        server.close()
+    assert (caught.value.operation, caught.value.missing) == ("sendSignal", "the field `start`")
+
+
+def test_no_signal_target_is_not_found_without_asking_for_the_document():
+    server = FakeServer(lambda seen: error(404, "no_signal_target"))
+    try:
+        with Client(server.url) as client:
+            with pytest.raises(NotFound) as caught:
+                client.signals.send("key:nobody", "paid")
+    finally:
+        server.close()
+    assert (caught.value.code, caught.value.operation) == ("no_signal_target", "sendSignal")
+    assert [s.path for s in server.seen] == ["/v1/signals"]
+
+
 def test_a_plain_404_of_a_route_the_server_has_stays_not_found(old):
     with Client(old.url, "t" * 20) as client:
         with pytest.raises(NotFound) as caught:
@@ -90,7 +141,11 @@ async def test_the_async_client_says_unsupported_too(old):
     async with AsyncClient(old.url, "t" * 20) as client:
         with pytest.raises(UnsupportedByServer):
             await client.runs.fork("01a2278b-359e-7099-b9e6-a8b344a52fc9", 1)
-        assert await client.unsupported_operations() == ["forkRun"]
+        with pytest.raises(UnsupportedByServer) as caught:
+            await client.signals.send("key:order-1", "paid")
+        assert caught.value.operation == "sendSignal"
+        assert await client.unsupported_operations() == ["forkRun", "sendSignal",
+                                                         "getRunSignals"]
 
 
 def test_the_real_server_supports_every_operation_of_the_client(cairn):

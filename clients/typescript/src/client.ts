@@ -1,6 +1,6 @@
 /**
- * The hand-written layer: {@link Client} and its `runs`, `waits` and
- * `threads`.
+ * The hand-written layer: {@link Client} and its `runs`, `waits`,
+ * `threads` and `signals`.
  *
  * @module
  */
@@ -14,8 +14,11 @@ import type {
   JournalEntry,
   ListRunsQuery,
   Run,
+  RunSignals,
   RunStatus,
   RunView,
+  Sent,
+  SignalRequest,
   SubmitRequest,
   ThreadSummary,
   ThreadView,
@@ -42,6 +45,8 @@ export const OPERATIONS = {
   answerWait: op("answerWait", "POST /v1/waits/{id}/answer"),
   listThreads: op("listThreads", "GET /v1/threads"),
   getThread: op("getThread", "GET /v1/threads/{id}"),
+  sendSignal: op("sendSignal", "POST /v1/signals"),
+  getRunSignals: op("getRunSignals", "GET /v1/runs/{id}/signals"),
 } as const;
 
 /** Options of {@link Client.submit}; each maps to a field of `POST /v1/runs`. */
@@ -247,6 +252,51 @@ export class Threads {
   }
 }
 
+/** Signals: named messages to runs, which their `signal` steps wait for (docs/signals.md). */
+export class Signals {
+  readonly #core: Core;
+
+  /** @internal Made by {@link Client}. */
+  constructor(core: Core) {
+    this.#core = core;
+  }
+
+  /**
+   * Sends the signal `name` (with `payload`, any JSON) to the one unfinished
+   * run `target` names: a run id, `key:K` (the run submitted with idempotency
+   * key K) or `thread:T` (the thread's one unfinished run). A signal sent
+   * before the run's step waits is kept until it does.
+   *
+   * `id` is an idempotency id: the same id again stores nothing and answers
+   * the first signal (`duplicate: true`). `start: {crew, version?, input?}`
+   * (signal-with-submit): a `key:` or `thread:` target without an unfinished
+   * run starts a run of that crew and gives it the signal (`started: true`).
+   * No such run is `no_signal_target` (404), several `ambiguous_target`
+   * (409), a bad name, target or id `bad_signal` (400); nothing is stored.
+   */
+  send(request: SignalRequest): Promise<Sent> {
+    const body: SignalRequest = {
+      target: request.target,
+      name: request.name,
+      payload: request.payload,
+      id: request.id,
+      start: request.start,
+    };
+    return this.#core.call(OPERATIONS.sendSignal, () => this.#core.api.POST("/v1/signals", { body }));
+  }
+
+  /**
+   * The run's signals, buffered and consumed, oldest first (`signals`), and
+   * its open signal wait (`listening`: the `names` it waits for; `null` when
+   * it waits for none).
+   */
+  list(runId: string): Promise<RunSignals> {
+    return this.#core.call(OPERATIONS.getRunSignals, () =>
+      this.#core.api.GET("/v1/runs/{id}/signals", { params: { path: { id: runId } } }),
+    );
+  }
+}
+
 /**
  * A client of one Cairn server.
  *
@@ -266,6 +316,7 @@ export class Client {
   readonly runs: Runs;
   readonly waits: Waits;
   readonly threads: Threads;
+  readonly signals: Signals;
   readonly #core: Core;
 
   constructor(options: ClientOptions) {
@@ -275,6 +326,7 @@ export class Client {
     this.runs = new Runs(this.#core);
     this.waits = new Waits(this.#core);
     this.threads = new Threads(this.#core);
+    this.signals = new Signals(this.#core);
   }
 
   /** Submits a run of `crew` with `input`; with the same `key` again, the same run. */

@@ -3,7 +3,7 @@
  *
  * @packageDocumentation
  */
-export { Client, Runs, Threads, Waits, OPERATIONS } from "./client.js";
+export { Client, Runs, Signals, Threads, Waits, OPERATIONS } from "./client.js";
 export type { ActionOptions, ForkOptions, RunFilter, SubmitOptions, WaitOptions } from "./client.js";
 export type { Api, ClientOptions } from "./core.js";
 export { CairnError, UnsupportedByServer, WaitTimeout } from "./errors.js";

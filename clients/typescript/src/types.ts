@@ -37,6 +37,18 @@ export type Budget = Schemas["Budget"];
 export type SubmitRequest = Schemas["SubmitRequest"];
 /** The server's error document. */
 export type ErrorResponse = Schemas["ErrorResponse"];
+/** The body of `POST /v1/signals`: `{target, name, payload?, id?, start?}`. */
+export type SignalRequest = Schemas["SignalRequest"];
+/** Signal-with-submit: `{crew, version?, input?}`, the run a target without one starts. */
+export type SignalStart = Schemas["SignalStart"];
+/** A signal as stored: buffered, or consumed by a step (`consumed_at`, `consumed_by`). */
+export type Signal = Schemas["Signal"];
+/** What a send did: the `signal` stored (or the first of its `id`), `duplicate`, `woke`, `started`. */
+export type Sent = Schemas["Sent"];
+/** A run's open signal wait: the `names` its `signal` step waits for, and its `deadline`. */
+export type Listening = Schemas["Listening"];
+/** A run's signals and what it waits for (`GET /v1/runs/{id}/signals`). */
+export type RunSignals = Schemas["RunSignals"];
 /** The query of `GET /v1/runs`. */
 export type ListRunsQuery = NonNullable<operations["listRuns"]["parameters"]["query"]>;
 

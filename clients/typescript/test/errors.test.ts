@@ -170,6 +170,43 @@ describe("a server older than the client", () => {
     }
   });
 
+  test("signals on a server without them are UnsupportedByServer, both operations", async () => {
+    const server = await stub((req, res) => {
+      if (req.url === "/v1/openapi.json") return json(res, 200, doc);
+      json(res, 404, { error: { code: "not_found", message: `no such route: ${req.url}` } });
+    });
+    try {
+      const cairn = new Client({ url: server.url });
+      const sent = await failure(
+        cairn.signals.send({ target: "key:order-1", name: "paid", payload: { amount: 1 }, id: "evt-1", start: { crew: "payment" } }),
+      );
+      assert.ok(sent instanceof UnsupportedByServer);
+      assert.equal(sent.operation.id, "sendSignal");
+      assert.match(sent.message, /POST \/v1\/signals/);
+      const listed = await failure(cairn.signals.list(RUN.id));
+      assert.ok(listed instanceof UnsupportedByServer);
+      assert.equal(listed.operation.id, "getRunSignals");
+      assert.match(listed.message, /GET \/v1\/runs\/\{id\}\/signals/);
+      assert.equal(server.requests.filter((r) => r.url === "/v1/openapi.json").length, 1, "the document is read once");
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("a no_signal_target 404 is the server's error, without asking for the document", async () => {
+    const server = await stub((_req, res) => json(res, 404, { error: { code: "no_signal_target", message: "no run" } }));
+    try {
+      const error = await failure(new Client({ url: server.url }).signals.send({ target: "key:nobody", name: "paid" }));
+      assert.ok(!(error instanceof UnsupportedByServer));
+      assert.equal(error.status, 404);
+      assert.equal(error.code, "no_signal_target");
+      assert.deepEqual(server.requests.map((r) => r.url), ["/v1/signals"]);
+      assert.deepEqual(JSON.parse(server.requests[0]!.body), { target: "key:nobody", name: "paid" });
+    } finally {
+      await server.close();
+    }
+  });
+
   test("a server without /v1/openapi.json lacks the route too", async () => {
     const server = await stub((_req, res) => json(res, 404, { error: { code: "not_found", message: "no" } }));
     try {

@@ -79,7 +79,10 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** A crews directory: the review crew, the agents crew and examples/typescript-service's article crew. */
+/**
+ * A crews directory: the review crew, the agents crew, examples/typescript-service's
+ * article crew and the tests' own payment crew (test/crews/payment.toml, a `signal` step).
+ */
 async function crews(dir: string): Promise<string> {
   const crewsDir = path.join(dir, "crews");
   await mkdir(crewsDir);
@@ -89,6 +92,7 @@ async function crews(dir: string): Promise<string> {
   const article = path.join(ROOT, "examples/typescript-service/crews");
   await cp(path.join(article, "article.toml"), path.join(crewsDir, "article.toml"));
   await cp(path.join(article, "scripts"), path.join(crewsDir, "scripts"), { recursive: true });
+  await cp(path.join(ROOT, "clients/typescript/test/crews/payment.toml"), path.join(crewsDir, "payment.toml"));
   return crewsDir;
 }
 
@@ -119,7 +123,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /**
- * Starts `cairn serve` (API token, the review, agents and article crews) on
+ * Starts `cairn serve` (API token, the review, agents, article and payment crews) on
  * `backend`: SQLite in a temporary directory, or a schema of its own
  * created in PostgreSQL (`search_path`), dropped by `stop` (and, should the
  * test process exit without stopping it, by an exit hook).
