@@ -33,16 +33,7 @@ pub fn print_signals(listed: &RunSignals, json: bool) -> anyhow::Result<()> {
     }
     let mut out = text_out();
     match &listed.listening {
-        Some(l) => {
-            let until = l.deadline.map(|d| format!(" until {}", rfc3339(d)));
-            writeln!(
-                out,
-                "waiting at step {} for `{}`{}",
-                l.idx,
-                l.names.join("` or `"),
-                until.unwrap_or_default()
-            )?;
-        }
+        Some(l) => writeln!(out, "{}", waiting_for(l))?,
         None => writeln!(out, "not waiting for a signal")?,
     }
     writeln!(out, "{:<22}  {:<16}  {:<12}  id", "sent", "name", "state")?;
@@ -71,13 +62,10 @@ pub fn write_signal_wait(out: &mut impl Write, view: &cairn::RunView) -> anyhow:
         .filter(|s| s.consumed_at.is_none())
         .count();
     if let Some(l) = &view.listening {
-        let until = l.deadline.map(|d| format!(" until {}", rfc3339(d)));
         writeln!(
             out,
-            "waiting at step {} for signal `{}`{}; send it: {} signal send {} {} --payload JSON",
-            l.idx,
-            l.names.join("` or `"),
-            until.unwrap_or_default(),
+            "{}; send it: {} signal send {} {} --payload JSON",
+            waiting_for(l),
             super::cairn_command(),
             view.run.id,
             l.names[0]
@@ -113,4 +101,15 @@ pub fn print_values(values: &[Published], json: bool) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// `waiting at step 1 for signal `paid` or `refused` until T`.
+fn waiting_for(l: &cairn::Listening) -> String {
+    let until = l.deadline.map(|d| format!(" until {}", rfc3339(d)));
+    format!(
+        "waiting at step {} for signal `{}`{}",
+        l.idx,
+        l.names.join("` or `"),
+        until.unwrap_or_default()
+    )
 }

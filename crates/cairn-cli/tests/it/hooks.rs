@@ -49,6 +49,15 @@ fn payment(case: &Case) -> std::path::PathBuf {
     crews
 }
 
+/// `cairn hooks create` with `args` and `more`: the secret it prints.
+fn hook(case: &Case, args: &[&str], more: &[&str]) -> String {
+    let mut all = vec!["hooks", "create"];
+    all.extend(args.iter().chain(more).copied());
+    all.push("--json");
+    let made = case.cairn(&all).expect_code(0).json();
+    made["secret"].as_str().unwrap().to_owned()
+}
+
 fn signals(case: &Case, id: &str) -> Vec<Value> {
     let listed = case
         .cairn(&["signal", "list", id, "--json"])
@@ -60,25 +69,17 @@ fn signals(case: &Case, id: &str) -> Vec<Value> {
 fn a_signed_delivery_wakes_the_run_once_and_a_wrong_one_stores_nothing(kind: Kind) {
     let case = Case::new(kind);
     let crews = payment(&case);
-    let made = case
-        .cairn(&[
-            "hooks",
-            "create",
-            "pay",
-            "--scheme",
-            "standard",
-            "--signal",
-            "{{ body.type }}",
+    let secret = hook(
+        &case,
+        &["pay", "--scheme", "standard", "--signal", "{{ body.type }}"],
+        &[
             "--target",
             "key:order-{{ body.order }}",
             "--payload",
             "body.data",
-            "--json",
-        ])
-        .expect_code(0)
-        .json();
-    let secret = made["secret"].as_str().unwrap().to_owned();
-    assert!(secret.starts_with("whsec_"), "{made}");
+        ],
+    );
+    assert!(secret.starts_with("whsec_"), "{secret}");
     let crew = crews.join("payment.toml");
     let run = case
         .cairn(&[
@@ -184,22 +185,17 @@ fn a_signed_delivery_wakes_the_run_once_and_a_wrong_one_stores_nothing(kind: Kin
 fn a_token_hook_starts_a_run_on_a_thread_that_has_none(kind: Kind) {
     let case = Case::new(kind);
     let crews = payment(&case);
-    let made = case
-        .cairn(&[
-            "hooks",
-            "create",
+    let token = hook(
+        &case,
+        &[
             "chat",
             "--signal",
             "paid",
             "--target",
             "thread:{{ body.conversation }}",
-            "--start",
-            "payment",
-            "--json",
-        ])
-        .expect_code(0)
-        .json();
-    let token = made["secret"].as_str().unwrap().to_owned();
+        ],
+        &["--start", "payment"],
+    );
     let listed = case
         .cairn(&["hooks", "list", "--json"])
         .expect_code(0)

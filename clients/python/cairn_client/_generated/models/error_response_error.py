@@ -33,7 +33,8 @@ class ErrorResponseError:
             bad_budget, not_ready, unavailable, too_many_streams, too_many_connections, internal. Every other 5xx than 503
             is `internal` (what failed is in the server's log). The engine's codes `queued_behind` and `wrong_thread`
             (`cairn resume`) belong to the command line, and `crew_incompatible` to the library (`runs upgrade` and `POST
-            /v1/crews/{name}/upgrade` report it per run, in `reason`); no route returns them.
+            /v1/crews/{name}/upgrade` report it per run, in `reason`); no route returns them; nor `hook_exists` and
+            `bad_hook`, which `cairn hooks create` (on the database only) reports.
         message (str): For people; may change.
         run_id (UUID | Unset): `wait_closed` only: the run of the closed wait.
         open_wait (ErrorResponseErrorOpenWaitType0 | None | Unset): `wait_closed` only: the open wait of the same run
