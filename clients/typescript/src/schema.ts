@@ -1961,6 +1961,8 @@ export interface components {
             /** @description An idempotency id (1 to 256 bytes): a second send of it is a no-op that answers the first. Default: one the server makes. */
             id?: string;
             start?: components["schemas"]["SignalStart"];
+            /** @description The sender's W3C `traceparent`; without one, the request's `traceparent` header. The run's trace links the sender's span (its `cairn.signal.received` span). */
+            traceparent?: string;
         };
         /** @description Signal-with-submit: with no unfinished run at a `key:` or `thread:` target, start a run of this crew (under that key, or on that thread) and give it the signal. */
         SignalStart: {

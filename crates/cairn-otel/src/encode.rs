@@ -75,6 +75,15 @@ fn span(s: &SpanRecord) -> Span {
         start_time_unix_nano: nanos(s.start),
         end_time_unix_nano: nanos(s.end),
         attributes: s.attributes.iter().map(|(k, v)| kv(k, v.clone())).collect(),
+        links: s
+            .links
+            .iter()
+            .map(|(trace, span)| span::Link {
+                trace_id: trace.0.to_vec(),
+                span_id: span.0.to_vec(),
+                ..Default::default()
+            })
+            .collect(),
         status: Some(Status {
             message,
             code: code as i32,

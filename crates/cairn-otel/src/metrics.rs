@@ -271,6 +271,7 @@ mod tests {
             end: start + chrono::Duration::milliseconds(ms),
             status: SpanStatus::Unset,
             attributes: attrs,
+            links: vec![],
         }
     }
 

@@ -593,6 +593,7 @@ async fn signal(
         payload,
         id: None,
         start: None,
+        traceparent: None,
     };
     let sent = state
         .engine()

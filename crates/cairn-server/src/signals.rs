@@ -17,8 +17,13 @@ use crate::{ApiError, AppState};
 pub(crate) async fn send(
     State(state): State<AppState>,
     caller: Caller,
-    ApiJson(body): ApiJson<SignalRequest>,
+    headers: axum::http::HeaderMap,
+    ApiJson(mut body): ApiJson<SignalRequest>,
 ) -> Result<Json<Sent>, ApiError> {
+    if body.traceparent.is_none() {
+        let header = headers.get("traceparent").and_then(|v| v.to_str().ok());
+        body.traceparent = header.map(str::to_owned);
+    }
     let crew = match &body.start {
         None => None,
         Some(start) => Some(

@@ -220,5 +220,6 @@ fn mapped(hook: &Hook, delivery: Delivery<'_>) -> Result<SignalRequest> {
             version: None,
             input: None,
         }),
+        traceparent: delivery.header("traceparent"),
     })
 }

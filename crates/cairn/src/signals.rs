@@ -35,6 +35,10 @@ pub struct SignalRequest {
     /// With no unfinished run at the target, start one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<StartRequest>,
+    /// The sender's W3C `traceparent` (the server reads the header when
+    /// the body has none): the run's trace links the sender's span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// The run a signal-with-submit starts: the newest stored version of
@@ -87,6 +91,7 @@ impl Engine {
             id: req.id.clone(),
             by: by.clone(),
             start,
+            traceparent: req.traceparent.clone(),
         };
         Ok(self.store().send_signal(&new).await?)
     }

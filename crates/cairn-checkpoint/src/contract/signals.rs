@@ -18,6 +18,9 @@ pub struct NewSignal {
     /// The sender's idempotency id (`None`: Cairn makes one).
     pub id: Option<String>,
     pub by: Actor,
+    /// The sender's W3C `traceparent`, recorded on `signal_received` (the
+    /// run's trace links the sender's span).
+    pub traceparent: Option<String>,
     /// Signal-with-submit: with no unfinished run at a `key:` or
     /// `thread:` target, start a run of this crew (under that key or on
     /// that thread) and give it the signal, in one transaction.

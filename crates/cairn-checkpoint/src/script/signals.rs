@@ -182,6 +182,7 @@ async fn send_in(c: &mut Conn<'_>, new: &NewSignal, id: &str) -> Result<Sent> {
         name: new.name.clone(),
         actor: new.by.clone(),
         woke,
+        traceparent: new.traceparent.clone(),
     }));
     super::rows::append_events(c, run, &[event]).await?;
     Ok(Sent {

@@ -36,6 +36,8 @@ pub async fn main(to: &impl Connect, command: SignalCommand, json: bool) -> anyh
                 payload: parse_input(&payload)?,
                 id,
                 start,
+                // The CLI passes on the trace it runs in, as its steps do.
+                traceparent: std::env::var("TRACEPARENT").ok(),
             };
             if let (Some(s), Some(input)) = (req.start.as_mut(), start_input) {
                 s.input = Some(parse_input(&input)?);

@@ -16,6 +16,9 @@ both_backends!(
     a_token_hook_starts_a_run_on_a_thread_that_has_none,
 );
 
+/// A sender's trace, as its `traceparent` header carries it.
+const SENDER: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
 /// `POST PATH` with `headers` and a JSON `body`: the status code and the
 /// answer.
 fn post(listen: &str, path: &str, headers: &[(&str, String)], body: &str) -> (u16, Value) {
@@ -133,7 +136,11 @@ fn a_signed_delivery_wakes_the_run_once_and_a_wrong_one_stores_nothing(kind: Kin
     let (code, sent) = post(
         &served.listen,
         "/v1/hooks/pay",
-        &signed("msg_1", &secret),
+        &[
+            signed("msg_1", &secret),
+            vec![("traceparent", SENDER.to_owned())],
+        ]
+        .concat(),
         &body,
     );
     assert_eq!(code, 200, "{sent}");
@@ -161,6 +168,21 @@ fn a_signed_delivery_wakes_the_run_once_and_a_wrong_one_stores_nothing(kind: Kin
         "the server to finish the run",
         Duration::from_secs(60),
         || case.show(&id)["status"] == "succeeded",
+    );
+    // The sender's trace is kept, for the run's trace to link.
+    let events = case
+        .cairn(&["runs", "events", &id, "--json"])
+        .expect_code(0)
+        .json();
+    let received = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "signal_received" && e["data"]["id"] == "msg_1");
+    assert_eq!(
+        received.unwrap()["data"]["traceparent"],
+        SENDER,
+        "{events:#}"
     );
     let shown = case.show(&id);
     assert_eq!(

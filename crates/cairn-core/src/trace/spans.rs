@@ -69,6 +69,8 @@ pub struct SpanRecord {
     pub end: DateTime<Utc>,
     pub status: SpanStatus,
     pub attributes: Vec<(&'static str, AttrValue)>,
+    /// Spans of other traces this one follows from (a signal's sender).
+    pub links: Vec<(TraceId, SpanId)>,
 }
 
 impl SpanRecord {
@@ -280,6 +282,7 @@ impl Builder<'_> {
             end: end.max(start),
             status: SpanStatus::Unset,
             attributes: vec![("cairn.run.id", str(self.run.id.to_string()))],
+            links: vec![],
         }
     }
 
@@ -442,6 +445,21 @@ impl Builder<'_> {
         let mut s = self.span(SpanId::of_event(self.run.id, e.seq), name.into(), e.at, end);
         s.attributes.push(("cairn.event", str(e.kind.as_str())));
         s.attributes.extend(attrs);
+        // A signal links the span of its sender, when it sent its trace.
+        if let D::SignalReceived(r) = &ev.d {
+            let sender = r
+                .traceparent
+                .as_deref()
+                .map(crate::TraceContext::parse_traceparent);
+            if let Some(Ok(crate::TraceContext {
+                trace_id,
+                parent: Some(span),
+                ..
+            })) = sender
+            {
+                s.links.push((trace_id, span));
+            }
+        }
         self.spans.push(s);
     }
 }
@@ -497,6 +515,29 @@ fn marker_of(ev: &Ev<'_>) -> Option<(&'static str, DateTime<Utc>, Attrs)> {
             "cairn.run.operator",
             at,
             vec![("cairn.actor", str(&a.actor.by))],
+        ),
+        D::SignalReceived(r) => (
+            "cairn.signal.received",
+            at,
+            vec![
+                ("cairn.signal.name", str(&r.name)),
+                ("cairn.signal.id", str(&r.id)),
+                ("cairn.actor", str(&r.actor.by)),
+            ],
+        ),
+        D::SignalConsumed(c) => (
+            "cairn.signal.consumed",
+            at,
+            vec![
+                ("cairn.step.idx", step(c.idx)),
+                ("cairn.signal.name", str(&c.name)),
+                ("cairn.signal.id", str(&c.id)),
+            ],
+        ),
+        D::SignalTimedOut(t) => (
+            "cairn.signal.timed_out",
+            at,
+            vec![("cairn.step.idx", step(t.idx))],
         ),
         D::ChildrenJoined(j) => (
             "cairn.children.joined",

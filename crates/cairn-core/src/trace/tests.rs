@@ -446,3 +446,52 @@ fn a_resumed_steps_span_counts_the_repairs_of_its_transcript() {
     assert_eq!(planner[0].int("cairn.step.repairs"), Some(2));
     assert_eq!(planner[0].int("cairn.step.takeovers"), Some(1));
 }
+
+#[test]
+fn a_signal_links_its_senders_span() {
+    let r = run();
+    let sender = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let events = vec![
+        ev(1, 0, EventKind::RunSubmitted, submitted()),
+        ev(
+            2,
+            5,
+            EventKind::SignalReceived,
+            json!({"id": "evt-1", "name": "paid", "by": "hook:pay", "reason": null,
+                   "traceparent": sender}),
+        ),
+        ev(
+            3,
+            6,
+            EventKind::SignalReceived,
+            json!({"id": "evt-2", "name": "paid", "by": "ops", "reason": null}),
+        ),
+        claim(4, 10, 0, false),
+        ev(
+            5,
+            12,
+            EventKind::SignalConsumed,
+            json!({"idx": 0, "attempt": 1, "id": "evt-1", "name": "paid"}),
+        ),
+        step_ok(6, 12, 0, "planner"),
+    ];
+    let b = spans(&r, 0, &events);
+    let received = named(&b, "cairn.signal.received");
+    assert_eq!(received.len(), 2);
+    let linked = TraceContext::parse_traceparent(sender).unwrap();
+    assert_eq!(
+        received[0].links,
+        [(linked.trace_id, linked.parent.unwrap())],
+        "the sender's span"
+    );
+    assert_eq!(
+        received[0].text("cairn.signal.name").as_deref(),
+        Some("paid")
+    );
+    assert!(received[1].links.is_empty(), "no traceparent, no link");
+    let consumed = named(&b, "cairn.signal.consumed");
+    assert_eq!(
+        consumed[0].text("cairn.signal.id").as_deref(),
+        Some("evt-1")
+    );
+}

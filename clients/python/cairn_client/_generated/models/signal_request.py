@@ -25,6 +25,8 @@ class SignalRequest:
             Default: one the server makes.
         start (SignalStart | Unset): Signal-with-submit: with no unfinished run at a `key:` or `thread:` target, start a
             run of this crew (under that key, or on that thread) and give it the signal.
+        traceparent (str | Unset): The sender's W3C `traceparent`; without one, the request's `traceparent` header. The
+            run's trace links the sender's span (its `cairn.signal.received` span).
     """
 
     target: str
@@ -32,6 +34,7 @@ class SignalRequest:
     payload: Any | Unset = UNSET
     id: str | Unset = UNSET
     start: SignalStart | Unset = UNSET
+    traceparent: str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         target = self.target
@@ -45,6 +48,8 @@ class SignalRequest:
         start: dict[str, Any] | Unset = UNSET
         if not isinstance(self.start, Unset):
             start = self.start.to_dict()
+
+        traceparent = self.traceparent
 
         field_dict: dict[str, Any] = {}
 
@@ -60,6 +65,8 @@ class SignalRequest:
             field_dict["id"] = id
         if start is not UNSET:
             field_dict["start"] = start
+        if traceparent is not UNSET:
+            field_dict["traceparent"] = traceparent
 
         return field_dict
 
@@ -83,12 +90,15 @@ class SignalRequest:
         else:
             start = SignalStart.from_dict(_start)
 
+        traceparent = d.pop("traceparent", UNSET)
+
         signal_request = cls(
             target=target,
             name=name,
             payload=payload,
             id=id,
             start=start,
+            traceparent=traceparent,
         )
 
         return signal_request

@@ -31,6 +31,7 @@ fn signal(target: Target, name: &str, payload: Value, id: Option<&str>) -> NewSi
         id: id.map(str::to_owned),
         by: Actor::new("hook"),
         start: None,
+        traceparent: None,
     }
 }
 

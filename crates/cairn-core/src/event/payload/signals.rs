@@ -20,6 +20,10 @@ pub struct SignalReceived {
     /// It woke the run, which was waiting for it.
     #[serde(default, skip_serializing_if = "super::is_false")]
     pub woke: bool,
+    /// The sender's W3C `traceparent`, when it sent one: the run's trace
+    /// links its span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// `signal_wait_opened`: a `signal` step waits for one of `names`.

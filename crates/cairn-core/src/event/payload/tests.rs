@@ -502,7 +502,8 @@ fn signal_samples() -> Vec<(EventKind, Value)> {
         ),
         (
             EventKind::SignalReceived,
-            json!({"id": "0193", "name": "ci", "by": "hook:github", "reason": null}),
+            json!({"id": "0193", "name": "ci", "by": "hook:github", "reason": null,
+            "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}),
         ),
         (
             EventKind::SignalWaitOpened,
