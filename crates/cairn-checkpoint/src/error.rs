@@ -101,6 +101,10 @@ pub enum Error {
         target: String,
         runs: Vec<cairn_core::RunId>,
     },
+    /// The sender may not signal that run (another tenant's); nothing
+    /// stored.
+    #[error("signal refused: {0}; nothing was stored")]
+    SignalForbidden(String),
     /// A signal that cannot be stored as sent (a bad name or id, too many
     /// buffered for its run); nothing stored.
     #[error("signal: {0}; nothing was stored")]
@@ -330,6 +334,7 @@ pub enum Kind {
     NoSignalTarget,
     AmbiguousSignalTarget,
     BadSignal,
+    SignalForbidden,
     HookNotFound,
     HookExists,
     BadHook,
@@ -377,6 +382,7 @@ impl Error {
             Error::NoSignalTarget { .. } => Kind::NoSignalTarget,
             Error::AmbiguousSignalTarget { .. } => Kind::AmbiguousSignalTarget,
             Error::BadSignal(_) => Kind::BadSignal,
+            Error::SignalForbidden(_) => Kind::SignalForbidden,
             Error::HookNotFound(_) => Kind::HookNotFound,
             Error::HookExists(_) => Kind::HookExists,
             Error::BadHook(_) => Kind::BadHook,

@@ -595,9 +595,10 @@ async fn signal(
         start: None,
         traceparent: None,
     };
+    let by = seat.actor(&form.reason);
     let sent = state
         .engine()
-        .send_signal(&req, None, &seat.actor(&form.reason))
+        .send_signal_as(&req, None, &by, &seat.caller.tenants)
         .await?;
     if sent.woke {
         state.wake_runner();

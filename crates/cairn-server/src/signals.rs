@@ -35,7 +35,10 @@ pub(crate) async fn send(
         ),
     };
     let by = caller.actor(None, None);
-    let sent = state.engine().send_signal(&body, crew, &by).await?;
+    let engine = state.engine();
+    let sent = engine
+        .send_signal_as(&body, crew, &by, &caller.tenants)
+        .await?;
     if sent.woke || sent.started {
         state.wake_runner();
     }

@@ -374,6 +374,7 @@ fn store_class(kind: cairn_checkpoint::Kind) -> (ErrorClass, &'static str) {
         S::NoSignalTarget => (ErrorClass::NotFound, "no_signal_target"),
         S::AmbiguousSignalTarget => (ErrorClass::Conflict, "ambiguous_target"),
         S::BadSignal => (ErrorClass::BadInput, "bad_signal"),
+        S::SignalForbidden => (ErrorClass::Forbidden, "forbidden"),
         S::HookNotFound => (ErrorClass::NotFound, "hook_not_found"),
         S::HookExists => (ErrorClass::Conflict, "hook_exists"),
         S::BadHook => (ErrorClass::BadInput, "bad_hook"),

@@ -70,6 +70,18 @@ impl Engine {
         crew: Option<&crate::Crew>,
         by: &Actor,
     ) -> Result<Sent> {
+        self.send_signal_as(req, crew, by, &[]).await
+    }
+
+    /// [`Engine::send_signal`] by a sender bound to `tenants` (none: any):
+    /// a run of another tenant is refused (`forbidden`), nothing stored.
+    pub async fn send_signal_as(
+        &self,
+        req: &SignalRequest,
+        crew: Option<&crate::Crew>,
+        by: &Actor,
+        tenants: &[cairn_core::Tenant],
+    ) -> Result<Sent> {
         let target =
             Target::parse(&req.target).map_err(|e| cairn_checkpoint::Error::BadSignal(e.0))?;
         let start = match (&req.start, crew) {
@@ -92,6 +104,7 @@ impl Engine {
             by: by.clone(),
             start,
             traceparent: req.traceparent.clone(),
+            tenants: tenants.iter().map(|t| t.as_str().to_owned()).collect(),
         };
         Ok(self.store().send_signal(&new).await?)
     }

@@ -18,6 +18,11 @@ pub struct NewSignal {
     /// The sender's idempotency id (`None`: Cairn makes one).
     pub id: Option<String>,
     pub by: Actor,
+    /// The tenants the sender may signal (a principal bound to tenants);
+    /// empty: any. A run of another tenant, or none, is refused
+    /// (`SignalForbidden`) with nothing stored; a run it starts is its
+    /// one tenant's.
+    pub tenants: Vec<String>,
     /// The sender's W3C `traceparent`, recorded on `signal_received` (the
     /// run's trace links the sender's span).
     pub traceparent: Option<String>,

@@ -50,19 +50,22 @@ async fn by_id_in(c: &mut Conn<'_>, id: &str) -> Result<Option<Signal>> {
     row.as_ref().map(decode).transpose()
 }
 
+/// A run a target names: its id, status and tenant.
+type Found = (RunId, RunStatus, Option<String>);
+
 /// The unfinished runs `target` names (a run id or key names at most one).
-async fn resolve_in(c: &mut Conn<'_>, target: &Target) -> Result<Vec<(RunId, RunStatus)>> {
+async fn resolve_in(c: &mut Conn<'_>, target: &Target) -> Result<Vec<Found>> {
     let rows = match target {
         Target::Run(id) => {
-            let sql = "SELECT id, status FROM runs WHERE id = :v";
+            let sql = "SELECT id, status, tenant FROM runs WHERE id = :v";
             c.fetch_all(query(sql).bind("v", *id)).await?
         }
         Target::Key(k) => {
-            let sql = "SELECT id, status FROM runs WHERE idempotency_key = :v";
+            let sql = "SELECT id, status, tenant FROM runs WHERE idempotency_key = :v";
             c.fetch_all(query(sql).bind("v", k.as_str())).await?
         }
         Target::Thread(t) => {
-            let sql = "SELECT id, status FROM runs WHERE thread_id = :v \
+            let sql = "SELECT id, status, tenant FROM runs WHERE thread_id = :v \
                        AND status IN ('queued', 'running', 'waiting', 'interrupted') \
                        ORDER BY created_at";
             c.fetch_all(query(sql).bind("v", t.as_str())).await?
@@ -75,7 +78,7 @@ async fn resolve_in(c: &mut Conn<'_>, target: &Target) -> Result<Vec<(RunId, Run
                 .text("status")?
                 .parse()
                 .map_err(|e: String| Error::Corruption(cairn_core::Corruption::new(id, e)))?;
-            Ok((id, status))
+            Ok((id, status, r.opt_text("tenant")?))
         })
         .collect()
 }
@@ -88,14 +91,19 @@ async fn recipient_in(c: &mut Conn<'_>, new: &NewSignal) -> Result<(RunId, bool)
         why,
     };
     let found = resolve_in(c, &new.target).await?;
-    let live: Vec<RunId> = found
-        .iter()
-        .filter(|(_, s)| !is_finished(*s))
-        .map(|(id, _)| *id)
-        .collect();
+    let live: Vec<&Found> = found.iter().filter(|(_, s, _)| !is_finished(*s)).collect();
     match (live.as_slice(), found.first()) {
-        ([one], _) => Ok((*one, false)),
-        ([], Some((id, status))) => Err(none(format!("run {id} is `{status}`"))),
+        ([(one, _, tenant)], _) => {
+            let theirs = tenant.as_ref().is_some_and(|t| new.tenants.contains(t));
+            match new.tenants.is_empty() || theirs {
+                true => Ok((*one, false)),
+                false => Err(Error::SignalForbidden(format!(
+                    "run {one} is not a run of the sender's tenants ({})",
+                    new.tenants.join(", ")
+                ))),
+            }
+        }
+        ([], Some((id, status, _))) => Err(none(format!("run {id} is `{status}`"))),
         ([], None) => match (&new.target, &new.start) {
             (Target::Run(id), _) => Err(Error::RunNotFound(*id)),
             (_, None) => Err(none("no run has it (give `start` to start one)".into())),
@@ -103,7 +111,7 @@ async fn recipient_in(c: &mut Conn<'_>, new: &NewSignal) -> Result<(RunId, bool)
         },
         (several, _) => Err(Error::AmbiguousSignalTarget {
             target,
-            runs: several.to_vec(),
+            runs: several.iter().map(|(id, _, _)| *id).collect(),
         }),
     }
 }
@@ -123,10 +131,23 @@ async fn start_in(c: &mut Conn<'_>, new: &NewSignal, start: &crate::StartWith) -
         Target::Thread(t) => (None, Some(t.clone())),
         Target::Run(id) => return Err(Error::RunNotFound(*id)),
     };
+    let tenant = match new.tenants.as_slice() {
+        [] => None,
+        [one] => Some(
+            cairn_core::Tenant::new(one.clone()).map_err(|e| Error::BadSignal(e.to_string()))?,
+        ),
+        _ => {
+            return Err(Error::SignalForbidden(
+                "a sender bound to several tenants cannot start a run: it would not know whose"
+                    .into(),
+            ))
+        }
+    };
     let run = NewRun {
         idempotency_key: key,
         thread_id: thread,
         on_busy: OnBusy::Queue,
+        tenant,
         by: Some(new.by.clone()),
         ..NewRun::new(start.crew.clone(), start.input.clone())
     };

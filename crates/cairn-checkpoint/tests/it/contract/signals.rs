@@ -3,7 +3,8 @@
 //! commit finds a signal sent before it; a send wakes a run whose open
 //! wait names it and leaves the others buffered; a due wait times out;
 //! a target with no or several unfinished runs stores nothing; a
-//! signal-with-submit starts one run under its key.
+//! signal-with-submit starts one run under its key; a sender bound to
+//! tenants signals only their runs.
 
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ both!(
     concurrent_sends_of_one_id_store_one_signal,
     a_target_with_no_or_several_unfinished_runs_stores_nothing,
     a_signal_with_start_starts_one_run_under_its_key,
+    a_sender_bound_to_tenants_signals_only_their_runs,
 );
 
 fn signal(target: Target, name: &str, payload: Value, id: Option<&str>) -> NewSignal {
@@ -32,6 +34,7 @@ fn signal(target: Target, name: &str, payload: Value, id: Option<&str>) -> NewSi
         by: Actor::new("hook"),
         start: None,
         traceparent: None,
+        tenants: vec![],
     }
 }
 
@@ -293,4 +296,49 @@ async fn a_signal_with_start_starts_one_run_under_its_key(kind: Kind) {
     assert!(!second.started, "the key's run is unfinished: it takes it");
     assert_eq!(second.signal.run_id, run.id);
     assert_eq!(store.signals(run.id).await.unwrap().len(), 2);
+}
+
+async fn a_sender_bound_to_tenants_signals_only_their_runs(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let of = |tenant: &str, key: &str| cairn_checkpoint::NewRun {
+        tenant: Some(cairn_core::Tenant::new(tenant).unwrap()),
+        ..new_run(2, Some(key))
+    };
+    let acme = store.submit(of("acme", "a-1")).await.unwrap().run.id;
+    let globex = store.submit(of("globex", "g-1")).await.unwrap().run.id;
+    let by_acme = |target: Target| NewSignal {
+        tenants: vec!["acme".into()],
+        ..signal(target, "paid", json!(1), None)
+    };
+    let refused = store.send_signal(&by_acme(Target::Run(globex))).await;
+    assert!(
+        matches!(refused, Err(Error::SignalForbidden(_))),
+        "{refused:?}"
+    );
+    let refused = store.send_signal(&by_acme(Target::Key("g-1".into()))).await;
+    assert!(
+        matches!(refused, Err(Error::SignalForbidden(_))),
+        "{refused:?}"
+    );
+    assert!(
+        store.signals(globex).await.unwrap().is_empty(),
+        "nothing stored"
+    );
+    let sent = store
+        .send_signal(&by_acme(Target::Run(acme)))
+        .await
+        .unwrap();
+    assert_eq!(sent.signal.run_id, acme);
+    // A run it starts is its tenant's.
+    let start = NewSignal {
+        start: Some(StartWith {
+            crew: new_run(2, None).crew,
+            input: json!({}),
+        }),
+        ..by_acme(Target::Key("a-2".into()))
+    };
+    let started = store.send_signal(&start).await.unwrap();
+    let run = store.get_run(started.signal.run_id).await.unwrap();
+    assert_eq!(run.tenant.as_ref().map(|t| t.as_str()), Some("acme"));
 }
