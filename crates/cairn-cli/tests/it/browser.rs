@@ -20,6 +20,7 @@ mod answers;
 mod approvals;
 mod fanout;
 mod mail;
+mod signals;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
