@@ -65,6 +65,9 @@ async fn resolve_in(c: &mut Conn<'_>, target: &Target) -> Result<Vec<Found>> {
             c.fetch_all(query(sql).bind("v", k.as_str())).await?
         }
         Target::Thread(t) => {
+            // As a submit to the thread does: two sends that would each
+            // start its run see each other, and start one.
+            super::threads::lock_thread(c, t).await?;
             let sql = "SELECT id, status, tenant FROM runs WHERE thread_id = :v \
                        AND status IN ('queued', 'running', 'waiting', 'interrupted') \
                        ORDER BY created_at";

@@ -23,6 +23,7 @@ both!(
     a_target_with_no_or_several_unfinished_runs_stores_nothing,
     a_signal_with_start_starts_one_run_under_its_key,
     a_sender_bound_to_tenants_signals_only_their_runs,
+    concurrent_sends_that_start_a_threads_run_start_one,
 );
 
 fn signal(target: Target, name: &str, payload: Value, id: Option<&str>) -> NewSignal {
@@ -341,4 +342,33 @@ async fn a_sender_bound_to_tenants_signals_only_their_runs(kind: Kind) {
     let started = store.send_signal(&start).await.unwrap();
     let run = store.get_run(started.signal.run_id).await.unwrap();
     assert_eq!(run.tenant.as_ref().map(|t| t.as_str()), Some("acme"));
+}
+
+async fn concurrent_sends_that_start_a_threads_run_start_one(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let mut sends = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let store = store.clone();
+        sends.spawn(async move {
+            let new = NewSignal {
+                start: Some(StartWith {
+                    crew: new_run(2, None).crew,
+                    input: json!({}),
+                }),
+                ..signal(Target::Thread("chat-1".into()), "msg", json!(i), None)
+            };
+            store.send_signal(&new).await.unwrap()
+        });
+    }
+    let sent = sends.join_all().await;
+    let runs: std::collections::BTreeSet<RunId> = sent.iter().map(|s| s.signal.run_id).collect();
+    assert_eq!(runs.len(), 1, "one run for the thread: {sent:?}");
+    assert_eq!(sent.iter().filter(|s| s.started).count(), 1);
+    let run = *runs.iter().next().unwrap();
+    assert_eq!(
+        store.signals(run).await.unwrap().len(),
+        8,
+        "every signal on it"
+    );
 }
