@@ -303,12 +303,16 @@ fn decode_wait(r: &Row) -> Result<Listening> {
     })
 }
 
+/// The run's open signal wait, while the run waits (a run cancelled while
+/// it waited leaves its wait open, and waits for nothing).
 async fn open_wait_in(c: &mut Conn<'_>, run: RunId) -> Result<Option<Listening>> {
     let row = c
         .fetch_optional(
             query(
-                "SELECT run_id, step_idx, attempt, names, opened_at, deadline FROM signal_waits \
-                 WHERE run_id = :run AND status = 'open' ORDER BY step_idx DESC LIMIT 1",
+                "SELECT w.run_id, w.step_idx, w.attempt, w.names, w.opened_at, w.deadline \
+                 FROM signal_waits w JOIN runs r ON r.id = w.run_id \
+                 WHERE w.run_id = :run AND w.status = 'open' AND r.status = 'waiting' \
+                 ORDER BY w.step_idx DESC LIMIT 1",
             )
             .bind("run", run),
         )

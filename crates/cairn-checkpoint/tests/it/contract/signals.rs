@@ -24,6 +24,7 @@ both!(
     a_signal_with_start_starts_one_run_under_its_key,
     a_sender_bound_to_tenants_signals_only_their_runs,
     concurrent_sends_that_start_a_threads_run_start_one,
+    a_cancelled_run_waits_for_no_signal,
 );
 
 fn signal(target: Target, name: &str, payload: Value, id: Option<&str>) -> NewSignal {
@@ -370,5 +371,26 @@ async fn concurrent_sends_that_start_a_threads_run_start_one(kind: Kind) {
         store.signals(run).await.unwrap().len(),
         8,
         "every signal on it"
+    );
+}
+
+async fn a_cancelled_run_waits_for_no_signal(kind: Kind) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    let c = submitted_and_claimed(&store, 2).await;
+    listen(&store, c.run.id, c.run.lease_epoch, &["paid"], None).await;
+    assert!(store.listening(c.run.id).await.unwrap().is_some());
+    let by = Actor::new("ops");
+    store
+        .act(c.run.id, cairn_checkpoint::Action::Cancel, &by)
+        .await
+        .unwrap();
+    assert_eq!(store.listening(c.run.id).await.unwrap(), None);
+    let refused = store
+        .send_signal(&signal(Target::Run(c.run.id), "paid", json!(1), None))
+        .await;
+    assert!(
+        matches!(refused, Err(Error::NoSignalTarget { .. })),
+        "{refused:?}"
     );
 }
