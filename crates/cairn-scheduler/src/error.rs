@@ -19,7 +19,7 @@ pub enum Error {
         error: Option<Box<ErrorInfo>>,
     },
     /// The run waits for something other than a resume.
-    #[error("run {run} is `{status}`: it needs an answer or an explicit continue, not a resume")]
+    #[error("run {run} is `{status}`: it waits for an answer, a signal or its children, or for an explicit continue, not a resume")]
     NotResumable { run: RunId, status: RunStatus },
     /// The run is running under another process's lease.
     #[error("run {run} is running under another lease; take it over explicitly")]

@@ -100,9 +100,28 @@ fn finance(case: &Case, names: &[&str]) -> Vec<String> {
     names.iter().map(|n| add(n)).collect()
 }
 
+/// A port free now, for a receiver that starts seconds later, taken below
+/// the kernel's ephemeral range (`ip_local_port_range`, 32768 and up
+/// here): a port the kernel hands out (`bind(0)`) could go to another
+/// test's process in between, and the receiver would find it in use.
 fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+    let (lo, hi) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| {
+            let mut it = r.split_whitespace().map(|p| p.parse::<u16>().ok());
+            Some((it.next()??, it.next()??))
+        })
+        .unwrap_or((32768, 60999));
+    let range = match lo > 11_000 {
+        true => 10_000..lo,
+        false => hi.saturating_add(1)..u16::MAX,
+    };
+    let start = std::process::id() as usize;
+    let span = range.len().max(1);
+    (0..span)
+        .map(|i| range.start + ((start * 7919 + i) % span) as u16)
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port outside the ephemeral range")
 }
 
 fn a_notice_survives_a_down_receiver_and_a_killed_server_and_its_link_votes_once(kind: Kind) {
