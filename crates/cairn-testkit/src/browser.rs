@@ -279,21 +279,50 @@ impl Browser {
         Ok(())
     }
 
+    /// Clicks the element. On a live page that swapped its parts between
+    /// the lookup and the click (stale), the element is found again, a
+    /// few times.
     pub async fn click(&self, css: &str) -> Result<()> {
         let what = format!("click `{css}`");
-        let el = self.find(css, &what).await?;
-        self.post(&format!("{el}/click"), json!({}), &what).await?;
-        Ok(())
+        let what = what.as_str();
+        self.on_fresh(css, what, |el| async move {
+            self.post(&format!("{el}/click"), json!({}), what).await
+        })
+        .await
     }
 
-    /// Clears the field, then types `text` into it as keystrokes.
+    /// Clears the field, then types `text` into it as keystrokes; looked
+    /// up again if a live page swapped it meanwhile (stale), a few times.
     pub async fn fill(&self, css: &str, text: &str) -> Result<()> {
         let what = format!("fill `{css}`");
-        let el = self.find(css, &what).await?;
-        self.post(&format!("{el}/clear"), json!({}), &what).await?;
-        self.post(&format!("{el}/value"), json!({"text": text}), &what)
-            .await?;
-        Ok(())
+        let what = what.as_str();
+        self.on_fresh(css, what, |el| async move {
+            self.post(&format!("{el}/clear"), json!({}), what).await?;
+            self.post(&format!("{el}/value"), json!({"text": text}), what)
+                .await
+        })
+        .await
+    }
+
+    /// `act` on the element at `css`, found again when it went stale.
+    async fn on_fresh<F, Fut>(&self, css: &str, what: &str, act: F) -> Result<()>
+    where
+        F: Fn(String) -> Fut,
+        Fut: std::future::Future<Output = Result<Value>>,
+    {
+        let mut tries = 0;
+        loop {
+            let el = self.find(css, what).await?;
+            match act(el).await {
+                Ok(_) => return Ok(()),
+                Err(BrowserError::WebDriver { ref error, .. })
+                    if error == "stale element reference" && tries < 5 =>
+                {
+                    tries += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Submits the form at `css` as a person would (validation, submit handlers).
