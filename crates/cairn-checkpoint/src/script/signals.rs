@@ -166,14 +166,7 @@ async fn send_in(c: &mut Conn<'_>, new: &NewSignal, id: &str) -> Result<Sent> {
     // The run's row lock: a step starting to wait holds it in its commit.
     c.fetch_optional(query("SELECT id FROM runs WHERE id = :run {for_update}").bind("run", run))
         .await?;
-    let buffered = c
-        .fetch_optional(
-            query("SELECT COALESCE(MAX(seq), 0) AS top FROM signals WHERE run_id = :run")
-                .bind("run", run),
-        )
-        .await?;
-    let top = buffered.map_or(Ok(0), |r| r.int("top"))?;
-    let waiting = count_buffered_in(c, run).await?;
+    let (top, waiting) = seq_and_buffered_in(c, run).await?;
     if waiting >= i64::from(MAX_BUFFERED_PER_RUN) {
         return Err(Error::BadSignal(format!(
             "run {run} holds {waiting} signals nobody consumed, the most it keeps"
@@ -230,17 +223,23 @@ fn corrupt(run: RunId, what: String) -> Error {
     Error::Corruption(cairn_core::Corruption::new(run, what))
 }
 
-async fn count_buffered_in(c: &mut Conn<'_>, run: RunId) -> Result<i64> {
+/// The run's newest signal's `seq`, and how many of its signals wait
+/// unconsumed within their retention: one read of its rows.
+async fn seq_and_buffered_in(c: &mut Conn<'_>, run: RunId) -> Result<(i64, i64)> {
     let row = c
         .fetch_optional(
             query(
-                "SELECT COUNT(*) AS n FROM signals WHERE run_id = :run AND consumed_at IS NULL \
-                 AND expires_at > {now}",
+                "SELECT COALESCE(MAX(seq), 0) AS top, COALESCE(SUM(CASE WHEN consumed_at IS NULL \
+                 AND expires_at > {now} THEN 1 ELSE 0 END), 0) AS n FROM signals \
+                 WHERE run_id = :run",
             )
             .bind("run", run),
         )
         .await?;
-    row.map_or(Ok(0), |r| r.int("n"))
+    match row {
+        Some(r) => Ok((r.int("top")?, r.int("n")?)),
+        None => Ok((0, 0)),
+    }
 }
 
 /// Wakes `run` if its open wait names `name` (or, with no name, any
