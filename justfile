@@ -1,5 +1,6 @@
-# Cairn's developer front door, and CI's: .ci/run runs `lint`, `deny`,
-# `test`, `api-fuzz 30`, `openapi-client-check` and `clients`. Install just with
+# Cairn's developer front door, and CI's: .ci/run runs `lint`, `deny` and
+# `test`, and beside `test` the scripts of `api-fuzz 30`,
+# `openapi-client-check` and `clients`. Install just with
 # `pip install rust-just` (CI: the pinned wheel of .ci/just.txt).
 # The tiers are in docs/dev/testing.md.
 
