@@ -207,6 +207,12 @@ async fn click_and_land(b: &Browser, button: &str, what: &str) {
     panic!("{what} never answered");
 }
 
+/// The case a browser test runs in, or `None` (the test passes, having
+/// said what is missing) where the browser or its driver is absent.
+fn browser_case(test: &str, kind: Kind) -> Option<Case> {
+    cairn_testkit::browser::present(test).then(|| Case::new(kind))
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -217,12 +223,12 @@ fn runtime() -> tokio::runtime::Runtime {
 
 #[test]
 fn sign_in_refuses_a_wrong_token_and_opens_a_session_for_a_right_one() {
-    if !cairn_testkit::browser::present(
+    let Some(case) = browser_case(
         "sign_in_refuses_a_wrong_token_and_opens_a_session_for_a_right_one",
-    ) {
+        Kind::Sqlite,
+    ) else {
         return;
-    }
-    let case = Case::new(Kind::Sqlite);
+    };
     let console = Console::start(&case, &[], "1", true);
     runtime().block_on(async {
         let b = browser().await;
@@ -263,12 +269,12 @@ fn sign_in_refuses_a_wrong_token_and_opens_a_session_for_a_right_one() {
 
 #[test]
 fn an_llm_steps_text_and_the_next_steps_appear_live_without_a_reload() {
-    if !cairn_testkit::browser::present(
+    let Some(case) = browser_case(
         "an_llm_steps_text_and_the_next_steps_appear_live_without_a_reload",
-    ) {
+        Kind::Sqlite,
+    ) else {
         return;
-    }
-    let case = Case::new(Kind::Sqlite);
+    };
     let model = SlowModel::start(
         &["Durable", " agents", " never", " lose", " a step"],
         Duration::from_millis(80),
@@ -337,12 +343,12 @@ fn an_llm_steps_text_and_the_next_steps_appear_live_without_a_reload() {
 
 #[test]
 fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_its_page() {
-    if !cairn_testkit::browser::present(
+    let Some(case) = browser_case(
         "a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_its_page",
-    ) {
+        Kind::Sqlite,
+    ) else {
         return;
-    }
-    let case = Case::new(Kind::Sqlite);
+    };
     let review = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/review.toml"),
     )
@@ -470,10 +476,9 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
 /// event to the takeover, which the legend names.
 #[test]
 fn a_reload_after_the_worker_was_killed_and_the_run_resumed_elsewhere_shows_the_stored_progress() {
-    if !cairn_testkit::browser::present("a_reload_after_the_worker_was_killed_and_the_run_resumed_elsewhere_shows_the_stored_progress") {
+    let Some(case) = browser_case("a_reload_after_the_worker_was_killed_and_the_run_resumed_elsewhere_shows_the_stored_progress", Kind::Postgres) else {
         return;
-    }
-    let case = Case::new(Kind::Postgres);
+    };
     let gate = case.path("gate");
     let console = Console::start(&case, &[("gated", gated_crew(&gate))], "0", false);
     let id = console.submit(&case, "gated", "{}", false);
@@ -571,12 +576,12 @@ fn a_reload_after_the_worker_was_killed_and_the_run_resumed_elsewhere_shows_the_
 /// opens its page; a run's page links its thread.
 #[test]
 fn the_threads_page_lists_a_thread_and_its_link_opens_the_threads_page() {
-    if !cairn_testkit::browser::present(
+    let Some(case) = browser_case(
         "the_threads_page_lists_a_thread_and_its_link_opens_the_threads_page",
-    ) {
+        Kind::Sqlite,
+    ) else {
         return;
-    }
-    let case = Case::new(Kind::Sqlite);
+    };
     let hello = "name = \"hello\"\nversion = \"1\"\n[[agents]]\nrole = \"greeter\"\n\
                  kind = \"template\"\ntemplate = \"Hello {{ input.name }}\"\n";
     let console = Console::start(&case, &[("hello", hello.to_owned())], "1", false);
@@ -647,12 +652,9 @@ fn the_threads_page_lists_a_thread_and_its_link_opens_the_threads_page() {
 
 #[test]
 fn a_childs_review_names_its_parent_and_its_approval_from_the_waits_page_lets_the_parent_go_on() {
-    if !cairn_testkit::browser::present(
-        "a_childs_review_names_its_parent_and_its_approval_from_the_waits_page_lets_the_parent_go_on",
-    ) {
+    let Some(case) = browser_case("a_childs_review_names_its_parent_and_its_approval_from_the_waits_page_lets_the_parent_go_on", Kind::Sqlite) else {
         return;
-    }
-    let case = Case::new(Kind::Sqlite);
+    };
     let note = "name = \"note\"\nversion = \"1\"\n[[agents]]\nrole = \"draft\"\n\
                 kind = \"template\"\ntemplate = \"a note on {{ input.topic }}\"\nreview = true\n";
     let brief = "name = \"brief\"\nversion = \"1\"\n[[agents]]\nrole = \"notes\"\n\

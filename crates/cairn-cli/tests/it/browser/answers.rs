@@ -3,8 +3,8 @@
 //! saying what happened; its timeline keeps the wait amber, over the
 //! attempt; `/waits` confirms a rejection the same way.
 
-use super::{browser, click_and_land, reload_until, runtime, Console, WAIT};
-use crate::support::{Case, Kind};
+use super::{browser, browser_case, click_and_land, reload_until, runtime, Console, WAIT};
+use crate::support::Kind;
 
 /// A two-line text a person reviews, then a step that quotes it.
 const NOTE: &str = "name = \"note\"\nversion = \"1\"\n[[agents]]\nrole = \"draft\"\n\
@@ -14,11 +14,12 @@ const NOTE: &str = "name = \"note\"\nversion = \"1\"\n[[agents]]\nrole = \"draft
 
 #[test]
 fn a_waiting_runs_page_answers_its_review_of_text_and_says_what_happened() {
-    let name = "a_waiting_runs_page_answers_its_review_of_text_and_says_what_happened";
-    if !cairn_testkit::browser::present(name) {
+    let Some(case) = browser_case(
+        "a_waiting_runs_page_answers_its_review_of_text_and_says_what_happened",
+        Kind::Sqlite,
+    ) else {
         return;
-    }
-    let case = Case::new(Kind::Sqlite);
+    };
     let console = Console::start(&case, &[("note", NOTE.to_owned())], "2", false);
     let id = console.submit(&case, "note", r#"{"topic": "cairns"}"#, false);
     let approve = "section.run-wait form:has(input[name=decision][value=approve])";
@@ -63,10 +64,12 @@ fn a_waiting_runs_page_answers_its_review_of_text_and_says_what_happened() {
 
 #[test]
 fn the_waits_page_confirms_a_rejection_with_a_line() {
-    if !cairn_testkit::browser::present("the_waits_page_confirms_a_rejection_with_a_line") {
+    let Some(case) = browser_case(
+        "the_waits_page_confirms_a_rejection_with_a_line",
+        Kind::Sqlite,
+    ) else {
         return;
-    }
-    let case = Case::new(Kind::Sqlite);
+    };
     let console = Console::start(&case, &[("note", NOTE.to_owned())], "2", false);
     let id = console.submit(&case, "note", r#"{"topic": "tides"}"#, false);
     let reject = "form:has(input[name=decision][value=reject])";

@@ -4,7 +4,7 @@
 //! stays open, "1 of 2 approvals: ana"); a second approves and the run goes
 //! on. The audit names each vote with its principal and `via: console`.
 
-use super::{browser, click_and_land, reload_until, runtime, Console, WAIT};
+use super::{browser, browser_case, click_and_land, reload_until, runtime, Console, WAIT};
 use crate::support::{Case, Kind};
 
 /// A payment approved before it runs by two people of finance.
@@ -37,11 +37,12 @@ async fn sign_out(b: &cairn_testkit::browser::Browser) {
 
 #[test]
 fn two_principals_approve_a_two_person_wait_and_a_viewer_only_sees_it() {
-    let name = "two_principals_approve_a_two_person_wait_and_a_viewer_only_sees_it";
-    if !cairn_testkit::browser::present(name) {
+    let Some(case) = browser_case(
+        "two_principals_approve_a_two_person_wait_and_a_viewer_only_sees_it",
+        Kind::Sqlite,
+    ) else {
         return;
-    }
-    let case = Case::new(Kind::Sqlite);
+    };
     let viv = principal(&case, "viv", "viewer", &[]);
     let ana = principal(&case, "ana", "operator", &["finance"]);
     let bob = principal(&case, "bob", "operator", &["finance"]);

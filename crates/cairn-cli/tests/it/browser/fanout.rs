@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use super::{browser, runtime, screenshot, Console, WAIT};
-use crate::support::{Case, Kind};
+use super::{browser, browser_case, runtime, screenshot, Console, WAIT};
+use crate::support::Kind;
 
 /// Children that work until `gate` exists, then a little more.
 fn child_crew(gate: &Path) -> String {
@@ -26,11 +26,12 @@ const FAN: &str = "name = \"fan\"\nversion = \"1\"\n[[agents]]\nrole = \"spread\
 
 #[test]
 fn a_fan_outs_children_step_spans_spawn_to_join_with_its_children_on_the_clock() {
-    let name = "a_fan_outs_children_step_spans_spawn_to_join_with_its_children_on_the_clock";
-    if !cairn_testkit::browser::present(name) {
+    let Some(case) = browser_case(
+        "a_fan_outs_children_step_spans_spawn_to_join_with_its_children_on_the_clock",
+        Kind::Sqlite,
+    ) else {
         return;
-    }
-    let case = Case::new(Kind::Sqlite);
+    };
     let gate = case.path("gate");
     let crews = [("child", child_crew(&gate)), ("fan", FAN.to_owned())];
     let console = Console::start(&case, &crews, "4", false);

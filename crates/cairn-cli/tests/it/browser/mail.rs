@@ -9,8 +9,8 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{browser, runtime, WAIT};
-use crate::support::{serve, wait_until, Case, Kind};
+use super::{browser, browser_case, runtime, WAIT};
+use crate::support::{serve, wait_until, Kind};
 
 const PAY: &str = "name = \"pay\"\nversion = \"1\"\n[[agents]]\nrole = \"pay\"\n\
     kind = \"template\"\ntemplate = \"paid {{ input.amount }}\"\napproval = \"before\"\n\
@@ -79,11 +79,12 @@ fn link_in(data: &str) -> String {
 
 #[test]
 fn a_mailed_link_shows_a_confirmation_votes_once_and_is_refused_again() {
-    let name = "a_mailed_link_shows_a_confirmation_votes_once_and_is_refused_again";
-    if !cairn_testkit::browser::present(name) {
+    let Some(case) = browser_case(
+        "a_mailed_link_shows_a_confirmation_votes_once_and_is_refused_again",
+        Kind::Sqlite,
+    ) else {
         return;
-    }
-    let case = Case::new(Kind::Sqlite);
+    };
     for who in ["ana", "bob"] {
         let email = format!("{who}@example.com");
         let add = [

@@ -4,8 +4,8 @@
 //! what was sent and the run goes on to its end; the
 //! header's Schedules link lists a schedule with its next fire times.
 
-use super::{browser, reload_until, runtime, Console, WAIT};
-use crate::support::{Case, Kind};
+use super::{browser, browser_case, reload_until, runtime, Console, WAIT};
+use crate::support::Kind;
 
 /// A step that waits for `paid`, then one that quotes it.
 const PAY: &str = "name = \"pay\"\nversion = \"1\"\n[[agents]]\nrole = \"paid\"\n\
@@ -14,11 +14,12 @@ const PAY: &str = "name = \"pay\"\nversion = \"1\"\n[[agents]]\nrole = \"paid\"\
 
 #[test]
 fn a_signal_is_sent_from_a_runs_page_and_the_schedules_page_lists_a_schedule() {
-    let name = "a_signal_is_sent_from_a_runs_page_and_the_schedules_page_lists_a_schedule";
-    if !cairn_testkit::browser::present(name) {
+    let Some(case) = browser_case(
+        "a_signal_is_sent_from_a_runs_page_and_the_schedules_page_lists_a_schedule",
+        Kind::Sqlite,
+    ) else {
         return;
-    }
-    let case = Case::new(Kind::Sqlite);
+    };
     let console = Console::start(&case, &[("pay", PAY.to_owned())], "2", false);
     let id = console.submit(&case, "pay", "{}", false);
     let schedule = [
