@@ -10,13 +10,12 @@ use cairn_core::StepIdx;
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
-use super::{new_run, store};
+use super::{fresh, new_run};
 
 both!(a_database_error_names_the_database_and_the_run_once);
 
 async fn a_database_error_names_the_database_and_the_run_once(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (db, store) = fresh(kind).await;
     let id = store.submit(new_run(1, None)).await.unwrap().run.id;
     db.exec("DROP TABLE journal").await;
     let err = store.journal(id, StepIdx(0), None).await.unwrap_err();

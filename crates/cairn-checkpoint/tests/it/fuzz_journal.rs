@@ -18,7 +18,7 @@ use cairn_checkpoint::Error;
 use cairn_core::{JournalKind, RunId, StepIdx};
 use cairn_testkit::{both, Kind, TestDb};
 
-use crate::{new_run, store};
+use crate::{fresh, new_run, store};
 
 both!(damaged_journal_rows_are_refused_by_name_and_whole_ones_read_back);
 
@@ -194,8 +194,7 @@ const COLUMNS: &[&str] = &[
 ];
 
 async fn damaged_journal_rows_are_refused_by_name_and_whole_ones_read_back(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (db, store) = fresh(kind).await;
     let run = store.submit(new_run(1, None)).await.unwrap().run.id;
     // Damage needs a way past the kind check (the decoder must still cope).
     match kind {

@@ -7,7 +7,7 @@ use cairn_core::{Attempt, EventKind, JournalKind, LeaseEpoch, RunId, StepIdx};
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
-use crate::{claim_req, store, submitted_and_claimed};
+use crate::{claim_req, fresh, store, submitted_and_claimed};
 
 fn item(
     run: RunId,
@@ -35,8 +35,7 @@ both!(
 );
 
 async fn items_append_in_order_with_their_events(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 2).await;
     let (id, epoch) = (c.run.id, c.run.lease_epoch);
     let first = store
@@ -76,8 +75,7 @@ async fn items_append_in_order_with_their_events(kind: Kind) {
 }
 
 async fn a_stale_epoch_cannot_journal(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 1).await;
     let (id, old) = (c.run.id, c.run.lease_epoch);
     store
@@ -127,8 +125,7 @@ async fn a_stale_epoch_cannot_journal(kind: Kind) {
 }
 
 async fn generations_are_read_apart(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 1).await;
     let (id, epoch) = (c.run.id, c.run.lease_epoch);
     for (generation, n) in [(0, 1), (0, 2), (1, 3)] {

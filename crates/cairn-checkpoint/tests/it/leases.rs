@@ -10,7 +10,7 @@ use cairn_checkpoint::{Action, ClaimRequest, Lease};
 use cairn_core::{Actor, ErrorInfo, ErrorKind, LeaseEpoch, RunStatus};
 use cairn_testkit::{both, Kind, TestDb};
 
-use crate::{new_run, store, success};
+use crate::{fresh, new_run, store, success};
 
 fn req(lease_ms: u64) -> ClaimRequest {
     ClaimRequest::new("worker", Duration::from_millis(lease_ms), 3)
@@ -37,8 +37,7 @@ both!(
 async fn a_start_claims_the_run_it_creates_and_only_submits_a_threads_or_a_repeated_one(
     kind: Kind,
 ) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let started = store
         .start(new_run(2, Some("k-start")), &req(30_000))
         .await
@@ -90,8 +89,7 @@ async fn a_start_claims_the_run_it_creates_and_only_submits_a_threads_or_a_repea
 /// since is read whole. (`dir` is outside the fingerprint: it marks which
 /// definition the claim returned.)
 async fn a_claim_takes_the_definition_read_with_the_run_unless_its_crew_changed(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let marked = |run: &cairn_core::RunRecord| {
         let mut def = run.crew_definition.clone();
         def.dir = Some("/read/by/the/caller".into());
@@ -120,8 +118,7 @@ async fn a_claim_takes_the_definition_read_with_the_run_unless_its_crew_changed(
 }
 
 async fn claim_next_takes_runnable_runs_oldest_first(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let a = store.submit(new_run(2, None)).await.unwrap().run.id;
     let b = store.submit(new_run(2, None)).await.unwrap().run.id;
     let first = store.claim_next(&req(30_000)).await.unwrap().unwrap();
@@ -137,8 +134,7 @@ async fn claim_next_takes_runnable_runs_oldest_first(kind: Kind) {
 }
 
 async fn an_expired_lease_is_taken_over_and_the_old_holder_cannot_heartbeat(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let id = store.submit(new_run(2, None)).await.unwrap().run.id;
     let old = store.claim_next(&req(100)).await.unwrap().unwrap();
     assert_eq!(old.run.lease_epoch, LeaseEpoch(1));
@@ -164,8 +160,7 @@ async fn an_expired_lease_is_taken_over_and_the_old_holder_cannot_heartbeat(kind
 }
 
 async fn a_heartbeat_keeps_a_run_from_being_taken_over(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     store.submit(new_run(2, None)).await.unwrap();
     let held = store.claim_next(&req(200)).await.unwrap().unwrap();
     assert!(store
@@ -185,8 +180,7 @@ both!(a_heartbeat_reports_a_cancel_request);
 /// One query per beat keeps the lease and tells the holder an operator
 /// asked to cancel, so a running step needs no second poller.
 async fn a_heartbeat_reports_a_cancel_request(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     store.submit(new_run(2, None)).await.unwrap();
     let held = store.claim_next(&req(30_000)).await.unwrap().unwrap();
     let (id, epoch) = (held.run.id, held.run.lease_epoch);
@@ -243,8 +237,7 @@ async fn a_submit_wakes_a_waiting_worker(kind: Kind) {
 }
 
 async fn stats_count_runs_the_ready_queue_and_takeovers(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     assert_eq!(store.stats().await.unwrap(), Default::default());
     for _ in 0..3 {
         store.submit(new_run(1, None)).await.unwrap();
@@ -270,8 +263,7 @@ async fn stats_count_runs_the_ready_queue_and_takeovers(kind: Kind) {
 /// the test cannot wait) goes before a fresh run of priority 10, and a run
 /// of priority -5 after the whole backlog.
 async fn a_higher_priority_goes_first_and_an_older_run_ages_past_it(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (db, store) = fresh(kind).await;
     let with = |p: i64| {
         let mut run = new_run(1, None);
         run.priority = cairn_core::Priority::new(p).unwrap();
@@ -319,8 +311,7 @@ async fn a_higher_priority_goes_first_and_an_older_run_ages_past_it(kind: Kind) 
 /// claim order), a run of no tenant goes by its submit time as before, and
 /// a higher priority still goes first. The tenant is on the run.
 async fn claims_go_round_robin_across_tenants_within_a_priority(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let of = |t: &str, p: i64| {
         let mut run = new_run(1, None);
         run.tenant = Some(cairn_core::Tenant::new(t).unwrap());
@@ -380,8 +371,7 @@ async fn claims_go_round_robin_across_tenants_within_a_priority(kind: Kind) {
 /// alike, in one transaction; two batches at once never claim one run twice
 /// (PostgreSQL skips the rows the other holds; SQLite runs one at a time).
 async fn a_claim_batch_takes_runs_in_claim_order_and_two_batches_never_share_one(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let mut ids = Vec::new();
     for _ in 0..9 {
         ids.push(store.submit(new_run(2, None)).await.unwrap().run.id);
@@ -419,8 +409,7 @@ async fn a_claim_batch_takes_runs_in_claim_order_and_two_batches_never_share_one
 /// and the crash-loop cap started counting again. Only a new attempt
 /// starts the count again.
 async fn a_steps_takeovers_survive_a_restart_of_the_same_attempt(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let id = store.submit(new_run(2, None)).await.unwrap().run.id;
     store.claim_next(&req(100)).await.unwrap().unwrap();
     tokio::time::sleep(Duration::from_millis(250)).await;

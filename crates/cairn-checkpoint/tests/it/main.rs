@@ -56,6 +56,14 @@ pub(crate) async fn store(db: &TestDb) -> Arc<dyn Store> {
     open(&db.url, &OpenOptions::default()).await.unwrap()
 }
 
+/// A new database of `kind` and a store on it; the caller keeps the
+/// database alive for as long as it uses the store.
+pub(crate) async fn fresh(kind: Kind) -> (TestDb, Arc<dyn Store>) {
+    let db = TestDb::of(kind).await;
+    let store = store(&db).await;
+    (db, store)
+}
+
 pub(crate) fn new_run(steps: usize, key: Option<&str>) -> NewRun {
     NewRun {
         idempotency_key: key.map(str::to_owned),
@@ -167,8 +175,7 @@ both!(
 );
 
 async fn submit_creates_a_queued_run_with_its_crew_and_an_event(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let s = store.submit(new_run(3, None)).await.unwrap();
     assert!(s.created);
     assert_eq!(s.run.status, RunStatus::Queued);
@@ -186,8 +193,7 @@ async fn submit_creates_a_queued_run_with_its_crew_and_an_event(kind: Kind) {
 }
 
 async fn submit_with_the_same_idempotency_key_returns_the_same_run(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let a = store.submit(new_run(2, Some("k1"))).await.unwrap();
     let b = store.submit(new_run(2, Some("k1"))).await.unwrap();
     assert!(a.created && !b.created);
@@ -206,8 +212,7 @@ async fn submit_with_the_same_idempotency_key_returns_the_same_run(kind: Kind) {
 }
 
 async fn reusing_a_key_with_another_input_is_refused(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let a = store.submit(new_run(2, Some("k"))).await.unwrap();
     let mut changed = new_run(2, Some("k"));
     changed.input = json!({"topic": "other"});
@@ -229,8 +234,7 @@ async fn reusing_a_key_with_another_input_is_refused(kind: Kind) {
 }
 
 async fn claim_bumps_the_epoch_and_marks_the_cursor_step_running(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let run = store.submit(new_run(3, None)).await.unwrap().run;
     assert_eq!(run.lease_epoch, LeaseEpoch(0));
     let c = store.claim(run.id, &claim_req(false)).await.unwrap();
@@ -248,8 +252,7 @@ async fn claim_bumps_the_epoch_and_marks_the_cursor_step_running(kind: Kind) {
 }
 
 async fn claim_of_a_running_run_needs_takeover(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let first = submitted_and_claimed(&store, 2).await;
     let id = first.run.id;
     match store.claim(id, &claim_req(false)).await {
@@ -268,8 +271,7 @@ async fn claim_of_a_running_run_needs_takeover(kind: Kind) {
 }
 
 async fn commit_writes_row_cursor_next_step_and_event_together(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 3).await;
     let id = c.run.id;
     let events_before = store.events(id).await.unwrap().len();
@@ -317,8 +319,7 @@ async fn commit_writes_row_cursor_next_step_and_event_together(kind: Kind) {
 }
 
 async fn stale_epoch_commit_is_rejected_and_changes_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let zombie = submitted_and_claimed(&store, 3).await;
     let id = zombie.run.id;
     // Another process takes the run over: epoch 2.
@@ -344,8 +345,7 @@ async fn stale_epoch_commit_is_rejected_and_changes_nothing(kind: Kind) {
 }
 
 async fn commit_of_a_step_that_is_not_running_changes_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 3).await;
     let id = c.run.id;
     let before = store.load(id).await.unwrap();
@@ -359,8 +359,7 @@ async fn commit_of_a_step_that_is_not_running_changes_nothing(kind: Kind) {
 }
 
 async fn failed_step_keeps_error_and_earlier_steps(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 3).await;
     let (id, epoch) = (c.run.id, c.run.lease_epoch);
     store.commit_step(&success(id, epoch, 0, 3)).await.unwrap();
@@ -388,8 +387,7 @@ async fn failed_step_keeps_error_and_earlier_steps(kind: Kind) {
 }
 
 async fn crash_loop_cap_fails_the_run(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 2).await;
     let id = c.run.id;
     for n in 1..=3 {
@@ -408,8 +406,7 @@ async fn crash_loop_cap_fails_the_run(kind: Kind) {
 }
 
 async fn list_is_oldest_first_and_filters(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let mut ids = vec![];
     for _ in 0..3 {
         ids.push(store.submit(new_run(1, None)).await.unwrap().run.id);
@@ -448,8 +445,7 @@ async fn list_is_oldest_first_and_filters(kind: Kind) {
 }
 
 async fn unknown_run_is_not_found(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let id = RunId::new();
     assert!(matches!(store.load(id).await, Err(Error::RunNotFound(x)) if x == id));
     assert!(matches!(
@@ -464,8 +460,7 @@ async fn unknown_run_is_not_found(kind: Kind) {
 }
 
 async fn undecodable_crew_definition_is_corruption(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (db, store) = fresh(kind).await;
     let id = store.submit(new_run(2, None)).await.unwrap().run.id;
     db.exec(r#"UPDATE runs SET crew_def = '{"not": "a crew"}'"#)
         .await;
@@ -549,8 +544,7 @@ async fn concurrent_opens_of_a_new_sqlite_file_all_succeed() {
 }
 
 async fn list_pages_by_keyset_with_crew_and_thread_filters(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let mut ids = vec![];
     for i in 0..5 {
         let mut run = new_run(1 + i % 2, None);
@@ -610,8 +604,7 @@ async fn first_step_committed(store: &Arc<dyn Store>) -> (RunId, Vec<cairn_core:
 }
 
 async fn events_after_returns_only_newer_events(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let (id, all) = first_step_committed(&store).await;
     assert!(all.len() >= 3, "{all:?}");
     let newer = store.events_after(id, all[0].seq).await.unwrap();
@@ -628,8 +621,7 @@ async fn events_after_returns_only_newer_events(kind: Kind) {
 }
 
 async fn events_of_kind_returns_that_kind_alone(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let (id, all) = first_step_committed(&store).await;
     let claims = store
         .events_of_kind(id, EventKind::RunClaimed)

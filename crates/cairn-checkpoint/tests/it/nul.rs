@@ -4,10 +4,10 @@
 
 use cairn_checkpoint::{Action, Error, ForkRequest, RunFilter};
 use cairn_core::{Actor, StepIdx};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 use serde_json::json;
 
-use super::{new_run, store, submitted_and_claimed, success};
+use super::{fresh, new_run, submitted_and_claimed, success};
 
 both!(
     a_nul_in_a_submit_is_refused_by_field_and_stores_nothing,
@@ -23,8 +23,7 @@ fn refused(result: Result<impl std::fmt::Debug, Error>, field: &str) {
 }
 
 async fn a_nul_in_a_submit_is_refused_by_field_and_stores_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let mut run = new_run(2, None);
     run.input = json!({"text": "a\u{0}b"});
     refused(store.submit(run).await, "the run input");
@@ -51,8 +50,7 @@ async fn a_nul_in_a_submit_is_refused_by_field_and_stores_nothing(kind: Kind) {
 }
 
 async fn a_nul_in_an_action_or_fork_is_refused_by_field(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let id = store.submit(new_run(2, None)).await.unwrap().run.id;
     let by = Actor::new("ali\u{0}ce");
     refused(store.act(id, Action::Cancel, &by).await, "`by`");
@@ -73,8 +71,7 @@ async fn a_nul_in_an_action_or_fork_is_refused_by_field(kind: Kind) {
 }
 
 async fn a_commit_or_journal_item_with_a_nul_is_refused_and_changes_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 2).await;
     let mut commit = success(c.run.id, c.run.lease_epoch, 0, 2);
     let cairn_checkpoint::StepTransition::Succeeded { output, .. } = &mut commit.transition else {

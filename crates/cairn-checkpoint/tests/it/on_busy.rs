@@ -4,9 +4,9 @@
 
 use cairn_checkpoint::{Error, OnBusy, RunFilter};
 use cairn_core::{EventKind, RunStatus};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 
-use crate::{claim_req, new_run, store, success};
+use crate::{claim_req, fresh, new_run, success};
 
 both!(
     a_busy_thread_rejects_and_stores_nothing,
@@ -39,8 +39,7 @@ async fn at_once(
 /// fresh thread each): exactly one is stored, the rest are `ThreadBusy`.
 async fn concurrent_rejects_to_an_idle_thread_store_exactly_one(kind: Kind) {
     for _ in 0..5 {
-        let db = TestDb::of(kind).await;
-        let store = store(&db).await;
+        let (_db, store) = fresh(kind).await;
         let results = at_once(&store, 16, OnBusy::Reject).await;
         let stored = results.iter().filter(|r| r.is_ok()).count();
         let busy = results
@@ -63,8 +62,7 @@ async fn concurrent_rejects_to_an_idle_thread_store_exactly_one(kind: Kind) {
 /// succeeds, and exactly one run of the thread is left alive (the newest).
 async fn concurrent_interrupts_leave_exactly_the_newest_alive(kind: Kind) {
     for _ in 0..5 {
-        let db = TestDb::of(kind).await;
-        let store = store(&db).await;
+        let (_db, store) = fresh(kind).await;
         let results = at_once(&store, 16, OnBusy::Interrupt).await;
         assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
         let runs = store
@@ -94,8 +92,7 @@ fn in_thread(thread: &str, on_busy: OnBusy) -> cairn_checkpoint::NewRun {
 }
 
 async fn a_busy_thread_rejects_and_stores_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let first = store
         .submit(in_thread("t", OnBusy::Queue))
         .await
@@ -128,8 +125,7 @@ async fn a_busy_thread_rejects_and_stores_nothing(kind: Kind) {
 }
 
 async fn interrupt_cancels_the_busy_runs_and_records_why(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let queued = store
         .submit(in_thread("t", OnBusy::Queue))
         .await
@@ -186,8 +182,7 @@ async fn interrupt_cancels_the_busy_runs_and_records_why(kind: Kind) {
 }
 
 async fn runs_of_a_thread_are_claimed_in_submission_order(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let a1 = store
         .submit(in_thread("a", OnBusy::Queue))
         .await

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use cairn_checkpoint::{ClaimRequest, Store};
 use cairn_core::{Admission, Declared, Held, KeyAsk, KeyLimits, LeaseEpoch, LimitsFrom, RunId};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 
-use crate::{new_run, store};
+use crate::{fresh, new_run};
 
 both!(
     a_key_without_limits_admits_every_call_without_a_permit,
@@ -65,8 +65,7 @@ async fn in_use(store: &dyn Store) -> u64 {
 }
 
 async fn a_key_without_limits_admits_every_call_without_a_permit(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let (run, epoch) = running(&*store, 30_000).await;
     for _ in 0..3 {
         let got = store.admit(&ask(run, epoch, 100)).await.unwrap();
@@ -84,8 +83,7 @@ async fn a_key_without_limits_admits_every_call_without_a_permit(kind: Kind) {
 }
 
 async fn an_in_flight_limit_counts_only_permits_whose_lease_stands(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let set = store
         .set_limits(KEY, &limits(Some(2), None, None))
         .await
@@ -128,8 +126,7 @@ async fn an_in_flight_limit_counts_only_permits_whose_lease_stands(kind: Kind) {
 /// first leaves the window, about a minute; a raised limit has room at
 /// once for the difference only, the window's requests still counting.
 async fn requests_per_minute_are_a_sliding_window(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     store
         .set_limits(KEY, &limits(None, Some(120), None))
         .await
@@ -170,8 +167,7 @@ async fn until_refused(store: &dyn Store, run: RunId, epoch: LeaseEpoch) -> (u64
 }
 
 async fn tokens_are_reserved_then_settled_at_the_real_usage(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     // 6,000 a minute: 100 a second.
     store
         .set_limits(KEY, &limits(None, None, Some(6000)))
@@ -213,8 +209,7 @@ async fn tokens_are_reserved_then_settled_at_the_real_usage(kind: Kind) {
 /// next declaration applies again. A reset of a key never named is
 /// `KeyNotFound`.
 async fn declared_limits_apply_until_an_operator_sets_the_keys_and_return_on_reset(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let declaring = |run, epoch, limits, from| KeyAsk {
         declared: Some(Declared { limits, from }),
         ..ask(run, epoch, 10)

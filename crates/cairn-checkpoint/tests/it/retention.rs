@@ -20,7 +20,7 @@ use cairn_core::{
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::{json, Value};
 
-use crate::{claim_req, new_run, store, success};
+use crate::{claim_req, fresh, new_run, store, success};
 
 both!(
     a_dry_run_counts_what_a_compaction_removes_and_removes_nothing,
@@ -35,8 +35,7 @@ both!(
 /// finished runs go, with their journal items and events; every other
 /// run keeps every row; a dry run counts the same.
 async fn a_thread_is_compacted_alone(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     mix(&store).await;
     let others = |runs: Vec<cairn_core::RunRecord>| -> Vec<RunId> {
         runs.into_iter()
@@ -124,8 +123,7 @@ async fn each_criterion_removes_what_it_names_alone(kind: Kind) {
         ),
     ];
     for (policy, expect, what) in cases {
-        let db = TestDb::of(kind).await;
-        let store = store(&db).await;
+        let (_db, store) = fresh(kind).await;
         mix(&store).await;
         let dry = CompactPolicy {
             dry_run: true,
@@ -141,8 +139,7 @@ async fn each_criterion_removes_what_it_names_alone(kind: Kind) {
 /// `keep_per_thread` with an age: every finished run old enough goes but
 /// each thread's newest, which no rule removes.
 async fn keep_per_thread_protects_each_threads_newest_from_every_rule(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     mix(&store).await;
     let thread_t = RunFilter {
         thread: Some("t".into()),
@@ -477,8 +474,7 @@ fn random_policy(seed: u64) -> CompactPolicy {
 
 async fn a_dry_run_counts_what_a_compaction_removes_and_removes_nothing(kind: Kind) {
     for policy in every_policy() {
-        let db = TestDb::of(kind).await;
-        let store = store(&db).await;
+        let (_db, store) = fresh(kind).await;
         mix(&store).await;
         let before = census(&store).await;
         let dry = CompactPolicy {
@@ -525,8 +521,7 @@ async fn unfinished_runs_finish_alike_after_any_compaction(kind: Kind) {
     }
     assert!(expected.values().all(|(s, _)| *s == RunStatus::Succeeded));
     for policy in every_policy() {
-        let db = TestDb::of(kind).await;
-        let store = store(&db).await;
+        let (_db, store) = fresh(kind).await;
         let left = mix(&store).await;
         store.compact(&policy).await.unwrap();
         for (label, id) in left {

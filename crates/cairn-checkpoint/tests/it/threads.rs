@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use cairn_checkpoint::{Error, ForkRequest, Store};
 use cairn_core::{Actor, RunId, StepIdx};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 use serde_json::json;
 
-use crate::{claim_req, new_run, store, success};
+use crate::{claim_req, fresh, new_run, success};
 
 both!(
     threads_sum_runs_and_tokens_per_thread,
@@ -23,8 +23,7 @@ both!(
 /// `thread_history(.., max_runs)`: the newest `max_runs` succeeded runs
 /// before the given one, oldest first (older ones are not read).
 async fn thread_history_reads_only_the_newest_runs(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let mut done = vec![];
     for _ in 0..5 {
         let id = submit_in(&store, 1, Some("t")).await;
@@ -64,8 +63,7 @@ async fn finish(store: &Arc<dyn Store>, id: RunId, steps: u32) {
 }
 
 async fn threads_sum_runs_and_tokens_per_thread(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     assert!(store.threads(&Default::default()).await.unwrap().is_empty());
     // Times are kept to the millisecond: a pause keeps the three apart, so
     // the order below is the submissions' (a tie is broken by thread id).
@@ -116,8 +114,7 @@ async fn threads_sum_runs_and_tokens_per_thread(kind: Kind) {
 }
 
 async fn thread_is_its_runs_oldest_first_with_the_summary(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let t1 = submit_in(&store, 1, Some("t")).await;
     let other = submit_in(&store, 1, Some("u")).await;
     let t2 = submit_in(&store, 2, Some("t")).await;
@@ -138,8 +135,7 @@ async fn thread_is_its_runs_oldest_first_with_the_summary(kind: Kind) {
 }
 
 async fn an_unknown_thread_is_not_found(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     submit_in(&store, 1, Some("known")).await;
     submit_in(&store, 1, None).await;
     for unknown in ["unknown", "KNOWN", "known ", ""] {
@@ -151,8 +147,7 @@ async fn an_unknown_thread_is_not_found(kind: Kind) {
 }
 
 async fn thread_ids_are_stored_as_given(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let long = "x".repeat(256);
     let ids = [
         "user/42 chat #7",
@@ -176,8 +171,7 @@ async fn thread_ids_are_stored_as_given(kind: Kind) {
 }
 
 async fn a_fork_keeps_its_thread_unless_given_another(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let source = submit_in(&store, 2, Some("origin")).await;
     finish(&store, source, 2).await;
     let op = Actor::new("op");

@@ -12,12 +12,12 @@ use cairn_core::{
     budget_key, Attempt, Budget, BudgetAsk, ErrorInfo, ErrorKind, EventKind, JournalKind,
     LeaseEpoch, RunId, RunStatus, StepIdx, TreeAnswer, Usd,
 };
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 use serde_json::json;
 
 use super::children::spawned_under;
 use super::{claim_by, kinds, operator, Db};
-use crate::{claim_req, new_run, store, submitted_and_claimed, success};
+use crate::{claim_req, fresh, new_run, submitted_and_claimed, success};
 
 both!(
     a_runs_spending_is_counted_from_its_journal_its_tools_and_its_children,
@@ -81,8 +81,7 @@ async fn budgeted_tree(store: &Db, budget: Budget) -> (RunId, Vec<(RunId, LeaseE
 }
 
 async fn a_runs_spending_is_counted_from_its_journal_its_tools_and_its_children(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 2).await;
     let (id, epoch) = (c.run.id, c.run.lease_epoch);
     assert_eq!(store.spent(id).await.unwrap().tokens, 0);
@@ -117,8 +116,7 @@ async fn a_runs_spending_is_counted_from_its_journal_its_tools_and_its_children(
 }
 
 async fn a_childs_call_waits_while_siblings_hold_the_room_it_needs(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     // No budgeted ancestor: nothing to hold.
     let loose = submitted_and_claimed(&store, 1).await;
     let free = store
@@ -166,8 +164,7 @@ async fn a_childs_call_waits_while_siblings_hold_the_room_it_needs(kind: Kind) {
 }
 
 async fn a_release_wakes_a_sibling_deferred_for_room_and_a_spent_budget_refuses(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let (parent, kids) = budgeted_tree(&store, tokens(1_000)).await;
     let [(a, ea), (b, eb)] = kids[..] else {
         unreachable!()
@@ -202,8 +199,7 @@ async fn a_release_wakes_a_sibling_deferred_for_room_and_a_spent_budget_refuses(
 }
 
 async fn a_raise_adds_to_the_runs_limits_and_continues_what_the_budget_stopped(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let mut run = new_run(2, None);
     run.budget = Some(tokens(100));
     let id = store.submit(run).await.unwrap().run.id;
@@ -259,8 +255,7 @@ async fn a_raise_adds_to_the_runs_limits_and_continues_what_the_budget_stopped(k
 }
 
 async fn a_raise_of_a_finished_run_is_refused_and_writes_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 1).await;
     let id = c.run.id;
     let error = ErrorInfo::new(ErrorKind::ExitStatus, "exit 1", false);
@@ -284,8 +279,7 @@ async fn a_raise_of_a_finished_run_is_refused_and_writes_nothing(kind: Kind) {
 }
 
 async fn a_threads_budget_is_set_and_raised_and_a_bad_one_writes_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let by = operator("ops");
     assert_eq!(store.thread_budget("t").await.unwrap(), None);
     let set = store
@@ -344,8 +338,7 @@ async fn a_threads_budget_is_set_and_raised_and_a_bad_one_writes_nothing(kind: K
 }
 
 async fn a_threads_budget_counts_what_its_runs_and_their_children_spent(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     store
         .set_thread_budget("t", &tokens(1_000), false, &operator("ops"))
         .await

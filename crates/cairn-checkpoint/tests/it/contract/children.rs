@@ -11,11 +11,11 @@ use cairn_core::{
     child_id, Attempt, ErrorInfo, ErrorKind, EventKind, JoinRule, LeaseEpoch, OnParentClose, RunId,
     RunStatus, StepIdx,
 };
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 use serde_json::json;
 
 use super::{kinds, operator, Db};
-use crate::{claim_req, crew, new_run, store, success};
+use crate::{claim_req, crew, fresh, new_run, success};
 
 both!(
     children_are_listed_in_order_and_joined_once_every_child_settled,
@@ -115,8 +115,7 @@ async fn statuses(store: &Db, parent: RunId) -> Vec<RunStatus> {
 
 async fn children_are_listed_in_order_and_joined_once_every_child_settled(kind: Kind) {
     use RunStatus::*;
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let (parent, ids) = spawned(&store, &["b", "a", "c"], JoinRule::All, None).await;
     assert_eq!(store.get_run(parent).await.unwrap().status, Waiting);
     let listed = store.children(parent).await.unwrap();
@@ -181,8 +180,7 @@ async fn children_are_listed_in_order_and_joined_once_every_child_settled(kind: 
 /// once and asks a running one's holder to stop (its heartbeat says so).
 async fn a_decided_join_is_closed_by_cancelling_its_unfinished_children(kind: Kind) {
     use RunStatus::*;
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let (parent, ids) = spawned(&store, &["x", "y", "z"], JoinRule::AllOk, None).await;
     let y = store.claim(ids[1], &claim_req(false)).await.unwrap();
     end_child(&store, ids[0], false).await;
@@ -234,8 +232,7 @@ async fn a_decided_join_is_closed_by_cancelling_its_unfinished_children(kind: Ki
 }
 
 async fn children_beyond_the_concurrency_are_held_and_released_one_by_one(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let (parent, ids) = spawned(&store, &["1", "2", "3"], JoinRule::All, Some(1)).await;
     let held = |store: Db| async move {
         let all = store.children(parent).await.unwrap();

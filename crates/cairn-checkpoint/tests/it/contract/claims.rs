@@ -11,11 +11,11 @@ use cairn_core::{
     Corruption, ErrorKind, EventKind, LeaseEpoch, NewWait, RunId, RunStatus, StepStatus, WaitId,
     WaitKind,
 };
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 use serde_json::json;
 
 use super::{claim_by, operator, Db};
-use crate::{claim_req, new_run, store, submitted_and_claimed, success};
+use crate::{claim_req, fresh, new_run, submitted_and_claimed, success};
 
 both!(
     heartbeat_many_extends_each_held_lease_and_reports_each_in_order,
@@ -38,8 +38,7 @@ async fn held(store: &Db, n: usize, lease: Duration) -> Vec<(RunId, LeaseEpoch)>
 }
 
 async fn heartbeat_many_extends_each_held_lease_and_reports_each_in_order(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     assert!(store.heartbeat_many(&[], LONG).await.unwrap().is_empty());
     let runs = held(&store, 4, SHORT).await;
     let [kept, lapsing, cancelled, stolen] = runs[..] else {
@@ -93,8 +92,7 @@ async fn heartbeat_many_extends_each_held_lease_and_reports_each_in_order(kind: 
 }
 
 async fn set_aside_fails_a_held_corrupt_run_once_and_only_for_its_holder(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 2).await;
     let (id, epoch) = (c.run.id, c.run.lease_epoch);
     let corrupt = Corruption::new(id, "step 1 output does not decode");
@@ -143,8 +141,7 @@ async fn set_aside_fails_a_held_corrupt_run_once_and_only_for_its_holder(kind: K
 }
 
 async fn set_aside_without_a_holder_takes_only_a_queued_or_running_run(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let queued = store.submit(new_run(2, None)).await.unwrap().run.id;
     let corrupt = |id| Corruption::new(id, "crew definition does not decode");
     assert!(store.set_aside(&corrupt(queued), None).await.unwrap());

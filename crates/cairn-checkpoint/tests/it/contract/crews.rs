@@ -9,11 +9,11 @@ use std::time::Duration;
 use cairn_checkpoint::{CrewUpgrade, Error, Next, StepCommit, StepTransition};
 use cairn_core::upgrade::Incompatible;
 use cairn_core::{CrewDef, EventKind, Fingerprint, LeaseEpoch, RunId, RunStatus};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 use serde_json::json;
 
 use super::{crew_of, operator, Db};
-use crate::{claim_req, new_run, store, success};
+use crate::{claim_req, fresh, new_run, success};
 
 both!(
     crews_lists_each_stored_version_once_with_its_unfinished_runs,
@@ -59,8 +59,7 @@ fn to(def: &CrewDef, force: bool, held: Option<LeaseEpoch>) -> CrewUpgrade {
 }
 
 async fn crews_lists_each_stored_version_once_with_its_unfinished_runs(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     assert!(store.crews().await.unwrap().is_empty());
     let (v1, v2) = (alpha("1", 0), alpha("2", 1));
     let finished = submit_of(&store, &v1).await;
@@ -107,8 +106,7 @@ async fn crews_lists_each_stored_version_once_with_its_unfinished_runs(kind: Kin
 }
 
 async fn a_queued_run_moves_to_a_compatible_version_once(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let (v1, v2) = (alpha("1", 0), alpha("2", 1));
     let id = submit_of(&store, &v1).await;
     let moved = store.upgrade_crew(id, &to(&v2, false, None)).await.unwrap();
@@ -144,8 +142,7 @@ async fn a_queued_run_moves_to_a_compatible_version_once(kind: Kind) {
 /// A renamed started step is refused, forced or not; a finished step of
 /// another kind only without `force`. Each refusal leaves run and events.
 async fn an_incompatible_version_is_refused_unless_forced_past_a_finished_steps_kind(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let v1 = alpha("1", 0);
     let id = submit_of(&store, &v1).await;
     let c = store.claim(id, &claim_req(false)).await.unwrap();
@@ -193,8 +190,7 @@ async fn an_incompatible_version_is_refused_unless_forced_past_a_finished_steps_
 }
 
 async fn a_running_run_moves_only_for_the_holder_of_its_lease(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let (v1, v2) = (alpha("1", 0), alpha("2", 1));
     let id = submit_of(&store, &v1).await;
     let c = store.claim(id, &claim_req(false)).await.unwrap();

@@ -3,9 +3,9 @@
 
 use cairn_checkpoint::{Error, NewHook};
 use cairn_core::Scheme;
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 
-use crate::store;
+use crate::fresh;
 
 both!(a_hook_is_stored_once_read_with_its_secret_and_deleted);
 
@@ -24,8 +24,7 @@ fn hook(name: &str) -> NewHook {
 }
 
 async fn a_hook_is_stored_once_read_with_its_secret_and_deleted(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let made = store.create_hook(&hook("pay")).await.unwrap();
     assert_eq!(
         (made.scheme, made.payload.as_deref(), made.start.as_deref()),

@@ -9,11 +9,11 @@ use cairn_checkpoint::{Error, StepTransition};
 use cairn_core::{
     ErrorInfo, ErrorKind, EventKind, KeyLimits, KeyPause, KeyState, RunStatus, DEFAULT_MAX_PAUSE,
 };
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 use serde_json::json;
 
 use super::{claim_by, Db};
-use crate::{new_run, store, success};
+use crate::{fresh, new_run, success};
 
 both!(
     a_paused_key_reports_its_remaining_time_until_resumed,
@@ -44,8 +44,7 @@ async fn key(store: &Db, key: &str) -> KeyState {
 }
 
 async fn a_paused_key_reports_its_remaining_time_until_resumed(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     assert_eq!(store.paused_for(KEY).await.unwrap(), None);
     match store.resume_key(KEY).await {
         Err(Error::KeyNotFound(k)) => assert_eq!(k, KEY),
@@ -73,8 +72,7 @@ async fn a_paused_key_reports_its_remaining_time_until_resumed(kind: Kind) {
 }
 
 async fn a_longer_pause_standing_wins_and_a_providers_pause_is_capped(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     store.pause_key(&pause(KEY, MINUTE, "ops")).await.unwrap();
     let shorter = store
         .pause_key(&pause(KEY, Duration::from_secs(5), "ann"))
@@ -119,8 +117,7 @@ async fn a_longer_pause_standing_wins_and_a_providers_pause_is_capped(kind: Kind
 /// A step refused by its provider defers on the key (queued, claimable in
 /// a minute) and pauses it; the resume makes it claimable at once.
 async fn resuming_a_key_makes_the_runs_deferred_on_it_claimable_now(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let id = store.submit(new_run(2, None)).await.unwrap().run.id;
     let c = store.claim(id, &crate::claim_req(false)).await.unwrap();
     let mut deferral = success(id, c.run.lease_epoch, 0, 2);

@@ -10,7 +10,7 @@ use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
 use super::{operator, Db};
-use crate::{new_run, store};
+use crate::{fresh, new_run};
 
 both!(vacuum_gives_back_what_compaction_freed_and_keeps_every_run);
 
@@ -54,8 +54,7 @@ async fn last_vacuum(db: &TestDb, settle: bool) -> Option<String> {
 }
 
 async fn vacuum_gives_back_what_compaction_freed_and_keeps_every_run(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (db, store) = fresh(kind).await;
     let kept = store.submit(new_run(2, None)).await.unwrap().run.id;
     cancelled_bulk(&store, 40).await;
     let policy = CompactPolicy {

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use cairn_checkpoint::{NewLink, NoticeAttempt};
 use cairn_core::{Actor, Answer, Origin, Via, WaitId};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 
 use super::votes::{finance_two, waiting, waiting_until};
 use super::Db;
-use crate::store;
+use crate::fresh;
 
 both!(
     a_notice_is_due_until_delivered_and_not_once_its_wait_closed,
@@ -41,8 +41,7 @@ async fn due(store: &Db) -> Vec<WaitId> {
 }
 
 async fn a_notice_is_due_until_delivered_and_not_once_its_wait_closed(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let (a, b) = (
         waiting(&store, "sam", finance_two()).await,
         waiting(&store, "sam", finance_two()).await,
@@ -86,8 +85,7 @@ async fn a_notice_is_due_until_delivered_and_not_once_its_wait_closed(kind: Kind
 }
 
 async fn a_link_is_used_once_and_not_after_it_expired(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let wait = waiting(&store, "sam", finance_two()).await;
     let link = |hash: &str, ttl| NewLink {
         hash: hash.to_owned(),
@@ -150,8 +148,7 @@ async fn a_link_is_used_once_and_not_after_it_expired(kind: Kind) {
 }
 
 async fn a_reminder_is_due_within_its_lead_of_the_deadline_once(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let lead = Duration::from_secs(2);
     let reminders = || async {
         let due = store.due_reminders("webhook-reminder", lead, 10).await;

@@ -6,11 +6,11 @@
 
 use cairn_checkpoint::{Error, StepTransition};
 use cairn_core::{ErrorInfo, ErrorKind, EventKind, RunId, RunStatus};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 use serde_json::{json, Value};
 
 use super::{operator, Db};
-use crate::{claim_req, new_run, store, submitted_and_claimed, success};
+use crate::{claim_req, fresh, new_run, submitted_and_claimed, success};
 
 both!(
     context_merges_into_a_queued_runs_input_naming_what_it_replaced,
@@ -29,8 +29,7 @@ async fn interrupted(store: &Db) -> RunId {
 }
 
 async fn context_merges_into_a_queued_runs_input_naming_what_it_replaced(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let id = store.submit(new_run(2, None)).await.unwrap().run.id;
     let context = json!({"topic": "tides", "tone": "dry"});
     let run = store
@@ -54,8 +53,7 @@ async fn context_merges_into_a_queued_runs_input_naming_what_it_replaced(kind: K
 }
 
 async fn context_continues_an_interrupted_run(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let id = interrupted(&store).await;
     let run = store
         .add_context(id, &json!({"hint": "try shorter"}), &operator("ann"))
@@ -84,8 +82,7 @@ async fn context_continues_an_interrupted_run(kind: Kind) {
 }
 
 async fn context_is_refused_for_other_statuses_and_non_objects_and_writes_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let running = submitted_and_claimed(&store, 1).await.run.id;
     let ended = {
         let c = submitted_and_claimed(&store, 1).await;

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use cairn_checkpoint::{Action, Error, NewSession, TokenDigest};
 use cairn_core::{Access, Actor, AuditFilter, NewPrincipal, Origin, Tenant, Via};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 
 use super::Db;
-use crate::{new_run, store};
+use crate::{fresh, new_run};
 
 both!(
     a_principal_is_stored_once_found_by_its_token_and_audited,
@@ -47,8 +47,7 @@ fn ana() -> NewPrincipal {
 }
 
 async fn a_principal_is_stored_once_found_by_its_token_and_audited(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let added = store
         .add_principal(&ana(), &token("t1"), &admin())
         .await
@@ -114,8 +113,7 @@ async fn open(store: &Db, id: &str, ttl: Duration) {
 }
 
 async fn disabling_or_rotating_ends_sessions_and_old_tokens(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     store
         .add_principal(&ana(), &token("t1"), &admin())
         .await
@@ -182,8 +180,7 @@ async fn disabling_or_rotating_ends_sessions_and_old_tokens(kind: Kind) {
 }
 
 async fn an_action_through_a_channel_is_audited_and_one_without_is_not(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let (a, b) = (
         store.submit(new_run(2, None)).await.unwrap().run.id,
         store.submit(new_run(2, None)).await.unwrap().run.id,

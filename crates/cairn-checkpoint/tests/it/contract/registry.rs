@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use cairn_checkpoint::{Offered, ProcessBeat, ProcessRecord};
 use cairn_core::{EventKind, RunId, RunStatus};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 
 use super::{claim_by, crew_of, Db};
-use crate::{new_run, store, success};
+use crate::{fresh, new_run, success};
 
 both!(
     a_first_beat_registers_a_process_and_its_offers_grow_until_it_leaves,
@@ -50,8 +50,7 @@ async fn submit_of(store: &Db, def: cairn_core::CrewDef) -> RunId {
 }
 
 async fn a_first_beat_registers_a_process_and_its_offers_grow_until_it_leaves(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     assert!(store.processes().await.unwrap().is_empty());
     let v1 = coded("1");
     store
@@ -107,8 +106,7 @@ async fn a_first_beat_registers_a_process_and_its_offers_grow_until_it_leaves(ki
 }
 
 async fn a_process_counts_the_runs_running_under_its_lease(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     store.beat_process(&beat("w1", LONG, None)).await.unwrap();
     store.beat_process(&beat("w2", LONG, None)).await.unwrap();
     for _ in 0..3 {
@@ -140,8 +138,7 @@ async fn a_process_counts_the_runs_running_under_its_lease(kind: Kind) {
 }
 
 async fn a_process_that_stops_beating_expires_and_is_forgotten_an_hour_later(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (db, store) = fresh(kind).await;
     store
         .beat_process(&beat("gone", Duration::from_millis(400), None))
         .await
@@ -182,8 +179,7 @@ async fn a_process_that_stops_beating_expires_and_is_forgotten_an_hour_later(kin
 }
 
 async fn a_coded_run_no_live_process_offers_is_blocked_and_evented_once(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let v1 = coded("1");
     let run = submit_of(&store, v1.clone()).await;
     let plain = store.submit(new_run(1, None)).await.unwrap().run.id;
@@ -237,8 +233,7 @@ async fn a_coded_run_no_live_process_offers_is_blocked_and_evented_once(kind: Ki
 /// A leave unblocks nothing any more at once; an expired beat neither; a
 /// run running under an expired lease is runnable, so blocked too.
 async fn a_version_is_unblocked_only_while_a_process_offering_it_lives(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let v2 = coded("2");
     let offering = |ttl| beat("w1", ttl, Some(vec![coded("2")]));
     store.beat_process(&offering(LONG)).await.unwrap();

@@ -14,7 +14,7 @@ use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
 use super::{crew_of, operator, Db};
-use crate::store;
+use crate::{fresh, store};
 
 both!(
     each_slot_is_decided_once_however_many_fire,
@@ -87,8 +87,7 @@ async fn each_slot_is_decided_once_however_many_fire(kind: Kind) {
 }
 
 async fn catch_up_decides_which_missed_slots_run(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     for (name, policy) in [
         ("latest", CatchUp::Latest),
         ("one", CatchUp::One),
@@ -141,8 +140,7 @@ async fn catch_up_decides_which_missed_slots_run(kind: Kind) {
 }
 
 async fn overlap_skips_or_buffers_while_the_previous_run_is_unfinished(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let (skip, buffer) = (
         every_second("skip", Overlap::Skip, CatchUp::All(10)),
         every_second("buffer", Overlap::Buffer, CatchUp::All(10)),
@@ -207,8 +205,7 @@ async fn overlap_skips_or_buffers_while_the_previous_run_is_unfinished(kind: Kin
 }
 
 async fn pause_trigger_backfill_and_delete(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let made = store
         .create_schedule(&every_second("ops", Overlap::Allow, CatchUp::Latest))
         .await

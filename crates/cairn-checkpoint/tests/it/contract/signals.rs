@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use cairn_checkpoint::{Error, NewSignal, Next, Sent, StartWith, StepTransition};
 use cairn_core::{Actor, Attempt, EventKind, Heard, RunId, RunStatus, StepIdx, Target};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 use serde_json::{json, Value};
 
 use super::Db;
-use crate::{claim_req, new_run, store, submitted_and_claimed, success};
+use crate::{claim_req, fresh, new_run, submitted_and_claimed, success};
 
 both!(
     a_signal_sent_before_its_wait_is_consumed_once_by_the_commit,
@@ -82,8 +82,7 @@ fn heard_id(heard: &Heard) -> Option<&str> {
 }
 
 async fn a_signal_sent_before_its_wait_is_consumed_once_by_the_commit(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 2).await;
     let run = c.run.id;
     let first = send(&store, run, "paid", "s1").await;
@@ -125,8 +124,7 @@ async fn a_signal_sent_before_its_wait_is_consumed_once_by_the_commit(kind: Kind
 }
 
 async fn a_send_wakes_a_run_that_waits_for_its_name_and_a_wait_times_out(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 2).await;
     let run = c.run.id;
     listen(&store, run, c.run.lease_epoch, &["a", "b"], None).await;
@@ -195,8 +193,7 @@ async fn a_send_wakes_a_run_that_waits_for_its_name_and_a_wait_times_out(kind: K
 }
 
 async fn concurrent_sends_of_one_id_store_one_signal(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 2).await;
     let run = c.run.id;
     let mut sends = tokio::task::JoinSet::new();
@@ -225,8 +222,7 @@ async fn concurrent_sends_of_one_id_store_one_signal(kind: Kind) {
 }
 
 async fn a_target_with_no_or_several_unfinished_runs_stores_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let on_thread = |key: &str| cairn_checkpoint::NewRun {
         thread_id: Some("conversation".into()),
         ..new_run(2, Some(key))
@@ -276,8 +272,7 @@ async fn a_target_with_no_or_several_unfinished_runs_stores_nothing(kind: Kind) 
 }
 
 async fn a_signal_with_start_starts_one_run_under_its_key(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let start = StartWith {
         crew: new_run(2, None).crew,
         input: json!({"order": 9}),
@@ -301,8 +296,7 @@ async fn a_signal_with_start_starts_one_run_under_its_key(kind: Kind) {
 }
 
 async fn a_sender_bound_to_tenants_signals_only_their_runs(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let of = |tenant: &str, key: &str| cairn_checkpoint::NewRun {
         tenant: Some(cairn_core::Tenant::new(tenant).unwrap()),
         ..new_run(2, Some(key))
@@ -346,8 +340,7 @@ async fn a_sender_bound_to_tenants_signals_only_their_runs(kind: Kind) {
 }
 
 async fn concurrent_sends_that_start_a_threads_run_start_one(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let mut sends = tokio::task::JoinSet::new();
     for i in 0..8 {
         let store = store.clone();
@@ -375,8 +368,7 @@ async fn concurrent_sends_that_start_a_threads_run_start_one(kind: Kind) {
 }
 
 async fn a_cancelled_run_waits_for_no_signal(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let c = submitted_and_claimed(&store, 2).await;
     listen(&store, c.run.id, c.run.lease_epoch, &["paid"], None).await;
     assert!(store.listening(c.run.id).await.unwrap().is_some());

@@ -5,10 +5,10 @@
 
 use cairn_checkpoint::{Action, StepTransition, TraceAdvance, TraceWork};
 use cairn_core::{ErrorInfo, ErrorKind, EventKind, RunId, Sampler, TraceContext, Tracing};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 
 use super::{operator, Db};
-use crate::{claim_req, new_run, store, success};
+use crate::{claim_req, fresh, new_run, success};
 
 both!(
     a_sampled_run_is_pending_until_its_exporter_has_read_its_events,
@@ -40,8 +40,7 @@ fn advance(run: RunId, from: i64, to: i64, seen: i64) -> TraceAdvance {
 }
 
 async fn a_sampled_run_is_pending_until_its_exporter_has_read_its_events(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let id = traced(&store, Some(Sampler::AlwaysOn)).await;
     let work = store.trace_pending(10).await.unwrap();
     let [w] = &work[..] else {
@@ -77,8 +76,7 @@ async fn a_sampled_run_is_pending_until_its_exporter_has_read_its_events(kind: K
 }
 
 async fn only_sampled_runs_are_pending_and_a_limit_caps_the_batch(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     traced(&store, None).await;
     traced(&store, Some(Sampler::AlwaysOff)).await;
     let a = traced(&store, Some(Sampler::AlwaysOn)).await;
@@ -96,8 +94,7 @@ async fn only_sampled_runs_are_pending_and_a_limit_caps_the_batch(kind: Kind) {
 }
 
 async fn an_ended_run_exported_to_its_last_event_is_pending_again_once_retried(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let id = traced(&store, Some(Sampler::AlwaysOn)).await;
     let c = store.claim(id, &claim_req(false)).await.unwrap();
     let mut fail = success(id, c.run.lease_epoch, 0, 1);

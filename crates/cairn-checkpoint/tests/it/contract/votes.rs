@@ -14,11 +14,11 @@ use cairn_core::{
     Access, Actor, Answer, Approvers, Attempt, EventData, EventKind, Ineligible, NewEvent,
     NewPrincipal, NewWait, Origin, RunStatus, StepIdx, Via, WaitId, WaitKind, WaitStatus,
 };
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 use serde_json::json;
 
 use super::Db;
-use crate::{claim_req, new_run, store, success};
+use crate::{claim_req, fresh, new_run, success};
 
 both!(
     two_distinct_eligible_principals_decide_and_the_submitter_does_not_count,
@@ -109,8 +109,7 @@ fn refused_as(result: cairn_checkpoint::Result<cairn_core::WaitRecord>, want: In
 }
 
 async fn two_distinct_eligible_principals_decide_and_the_submitter_does_not_count(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     for (name, groups) in [
         ("ana", &["finance"][..]),
         ("bob", &["finance"]),
@@ -197,8 +196,7 @@ async fn two_distinct_eligible_principals_decide_and_the_submitter_does_not_coun
 }
 
 async fn sixteen_concurrent_votes_decide_the_wait_exactly_once(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let names: Vec<String> = (0..16).map(|i| format!("p{i}")).collect();
     for name in &names {
         principal(&store, name, &["finance"]).await;
@@ -245,8 +243,7 @@ async fn sixteen_concurrent_votes_decide_the_wait_exactly_once(kind: Kind) {
 }
 
 async fn database_access_answers_a_policy_wait_directly(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     let wait = waiting(&store, "sam", finance_two()).await;
     let local = Actor::new("root").from(Origin {
         via: Some(Via::Local),

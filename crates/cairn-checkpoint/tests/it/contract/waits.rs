@@ -8,11 +8,11 @@ use cairn_checkpoint::StepTransition;
 use cairn_core::{
     Answer, EventKind, NewWait, OnDeadline, RunStatus, WaitId, WaitKind, WaitRecord, WaitStatus,
 };
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 use serde_json::json;
 
 use super::{operator, Db};
-use crate::{store, submitted_and_claimed, success};
+use crate::{fresh, submitted_and_claimed, success};
 
 both!(a_wait_is_due_once_its_deadline_passes_and_until_it_closes);
 
@@ -40,8 +40,7 @@ fn ids(waits: &[WaitRecord]) -> Vec<WaitId> {
 }
 
 async fn a_wait_is_due_once_its_deadline_passes_and_until_it_closes(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let store = store(&db).await;
+    let (_db, store) = fresh(kind).await;
     waiting(&store, None).await;
     waiting(&store, Some(3_600_000)).await;
     let opened = Instant::now();
