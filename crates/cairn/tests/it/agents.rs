@@ -80,6 +80,16 @@ pub(crate) fn clerk(script: &str, tool: Count) -> Crew {
         .unwrap()
 }
 
+/// A clerk whose model is rate limited ("slow down") as `how` says, then
+/// answers "fine now".
+fn rate_limited_clerk(how: &str) -> Crew {
+    let script = format!(
+        "\n[[responses]]\ntext = \"fine now\"\n\
+         fail = {{ kind = \"rate_limited\", message = \"slow down\", {how} }}\n"
+    );
+    clerk(&script, Count::new())
+}
+
 async fn calls_that_cannot_run_are_error_results_and_run_nothing(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = Engine::open(&db.url).await.unwrap();
@@ -222,24 +232,7 @@ async fn an_openai_wire_model_drives_a_tool_to_a_final_answer(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = Engine::open(&db.url).await.unwrap();
     let (base, seen) = openai_server().await;
-    let crew = Crew::from_toml(&format!(
-        r#"
-name = "wire"
-version = "1"
-[[agents]]
-role = "counter"
-kind = "llm"
-provider = "openai"
-model = "local-model"
-base_url = "{base}"
-instructions = "Count with the tool."
-[[agents.tools]]
-name = "echo"
-parameters = {{ type = "object", properties = {{ n = {{ type = "integer" }} }} }}
-command = ["sh", "-c", "cat"]
-"#
-    ))
-    .unwrap();
+    let crew = wire_crew_with(&base, "instructions = \"Count with the tool.\"");
     let done = crate::ran(&engine, &crew, json!({"goal": 3})).await;
     let view = engine.show(done.run.id).await.unwrap();
     assert_eq!(done.run.status, RunStatus::Succeeded, "{:?}", view.steps);
@@ -307,14 +300,7 @@ async fn a_stream_past_its_cap_is_a_retryable_provider_failure(kind: Kind) {
 async fn a_rate_limit_defers_the_step_at_its_attempt_no_sooner_than_its_retry_after(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = Engine::open(&db.url).await.unwrap();
-    let crew = clerk(
-        r#"
-[[responses]]
-text = "fine now"
-fail = { kind = "rate_limited", message = "slow down", calls = 1, retry_after_ms = 900 }
-"#,
-        Count::new(),
-    );
+    let crew = rate_limited_clerk("calls = 1, retry_after_ms = 900");
     let done = crate::ran(&engine, &crew, json!({})).await;
     assert_eq!(done.run.status, RunStatus::Succeeded);
     let view = engine.show(done.run.id).await.unwrap();
@@ -362,14 +348,7 @@ fail = { kind = "rate_limited", message = "slow down", calls = 1, retry_after_ms
 async fn a_rate_limit_without_retry_after_is_retried(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = Engine::open(&db.url).await.unwrap();
-    let crew = clerk(
-        r#"
-[[responses]]
-text = "fine now"
-fail = { kind = "rate_limited", message = "slow down", on_attempts = [1] }
-"#,
-        Count::new(),
-    );
+    let crew = rate_limited_clerk("on_attempts = [1]");
     let done = crate::ran(&engine, &crew, json!({})).await;
     assert_eq!(done.run.status, RunStatus::Succeeded);
     let view = engine.show(done.run.id).await.unwrap();
@@ -390,6 +369,12 @@ fn wire_crew(base: &str, history: bool) -> Crew {
     } else {
         "thread_history = false\n"
     };
+    wire_crew_with(base, off)
+}
+
+/// The OpenAI-wire crew: one `llm` agent with an `echo` tool, `extra`
+/// added to the agent's keys.
+fn wire_crew_with(base: &str, extra: &str) -> Crew {
     Crew::from_toml(&format!(
         r#"
 name = "wire"
@@ -400,7 +385,7 @@ kind = "llm"
 provider = "openai"
 model = "local-model"
 base_url = "{base}"
-{off}
+{extra}
 [[agents.tools]]
 name = "echo"
 parameters = {{ type = "object", properties = {{ n = {{ type = "integer" }} }} }}

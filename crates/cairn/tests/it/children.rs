@@ -7,7 +7,7 @@
 use serde_json::json;
 
 use cairn::{Actor, Crew, Engine, EventKind, RunFilter, RunStatus, SubmitOptions};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 
 /// Writes `parent.toml` (its `[[agents]]` after a `fan` children step over
 /// `input.items` with `extra` settings, then a template that counts the
@@ -53,10 +53,6 @@ command = ["sh", "-c", "grep -q '\"item\":\"bad\"' && exit 3; echo ok"]
 permanent_exit_codes = [3]
 "#;
 
-async fn engine(db: &TestDb) -> Engine {
-    super::engine(db).await
-}
-
 async fn children_of(engine: &Engine, parent: cairn::RunId) -> Vec<cairn::RunRecord> {
     let filter = RunFilter {
         parent: Some(parent),
@@ -81,8 +77,7 @@ async fn joins(engine: &Engine, run: cairn::RunId) -> usize {
 
 both!(a_template_reduces_the_outcomes_to_the_steps_output);
 async fn a_template_reduces_the_outcomes_to_the_steps_output(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let input = json!({"items": ["a", "b", "c"]});
     for (template, want) in [
         (
@@ -128,8 +123,7 @@ async fn a_template_reduces_the_outcomes_to_the_steps_output(kind: Kind) {
 
 both!(a_map_runs_one_child_per_item_and_joins_once);
 async fn a_map_runs_one_child_per_item_and_joins_once(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let (_dir, crew) = crews("concurrency = 2", ECHO);
     let input = json!({"items": ["a", "b", "c", "d", "e"]});
     let driven = crate::ran(&engine, &crew, input).await;
@@ -160,8 +154,7 @@ async fn a_map_runs_one_child_per_item_and_joins_once(kind: Kind) {
 
 both!(all_ok_fails_fast_and_cancels_the_rest);
 async fn all_ok_fails_fast_and_cancels_the_rest(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let (_dir, crew) = crews("join = \"all_ok\"\nconcurrency = 1", PICKY);
     let input = json!({"items": ["good", "bad", "late", "later"]});
     let run = crate::ran(&engine, &crew, input).await.run;
@@ -185,8 +178,7 @@ async fn all_ok_fails_fast_and_cancels_the_rest(kind: Kind) {
 
 both!(first_ok_and_quorum_decide_early);
 async fn first_ok_and_quorum_decide_early(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let (_d1, first) = crews("join = \"first_ok\"\nconcurrency = 1", PICKY);
     let input = json!({"items": ["bad", "good", "never"]});
     let run = crate::ran(&engine, &first, input).await.run;
@@ -210,8 +202,7 @@ async fn first_ok_and_quorum_decide_early(kind: Kind) {
 
 both!(a_cancel_reaches_children_that_wait_for_a_person);
 async fn a_cancel_reaches_children_that_wait_for_a_person(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let reviewed = format!("{ECHO}review = true\n");
     let (_dir, crew) = crews("", &reviewed);
     let input = json!({"items": ["a", "b", "c"]});
@@ -240,8 +231,7 @@ async fn a_cancel_reaches_children_that_wait_for_a_person(kind: Kind) {
 
 both!(answering_the_last_child_continues_the_parent);
 async fn answering_the_last_child_continues_the_parent(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let reviewed = format!("{ECHO}review = true\n");
     let (_dir, crew) = crews("", &reviewed);
     let input = json!({"items": ["a", "b"]});
@@ -268,8 +258,7 @@ both!(a_cancel_stops_fifty_running_children);
 /// and none is left running.
 async fn a_cancel_stops_fifty_running_children(kind: Kind) {
     const CHILDREN: usize = 50;
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let sleeper = "[[agents]]\nrole = \"nap\"\nkind = \"command\"\n\
                    command = [\"sh\", \"-c\", \"cat > /dev/null; sleep 60\"]\n";
     let (_dir, crew) = crews("", sleeper);
@@ -334,8 +323,7 @@ async fn a_cancel_stops_fifty_running_children(kind: Kind) {
 
 both!(children_and_forks_inherit_their_runs_priority_and_tenant);
 async fn children_and_forks_inherit_their_runs_priority_and_tenant(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let (_dir, crew) = crews("", ECHO);
     let opts = SubmitOptions {
         priority: cairn::Priority::new(7).unwrap(),
@@ -395,8 +383,7 @@ fn ran(log: &std::path::Path, item: &str) -> usize {
 
 both!(a_retried_parent_keeps_its_succeeded_children_unless_told_to_rerun_them);
 async fn a_retried_parent_keeps_its_succeeded_children_unless_told_to_rerun_them(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let scratch = tempfile::tempdir().unwrap();
     let (log, fixed) = (scratch.path().join("log"), scratch.path().join("fixed"));
     let (_dir, crew) = crews("join = \"all_ok\"\nconcurrency = 1", &flaky(&log, &fixed));
@@ -469,8 +456,7 @@ both!(a_fork_keeps_its_sources_succeeded_children_of_the_same_input_unless_told_
 async fn a_fork_keeps_its_sources_succeeded_children_of_the_same_input_unless_told_to_rerun_them(
     kind: Kind,
 ) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let scratch = tempfile::tempdir().unwrap();
     let (log, fixed) = (scratch.path().join("log"), scratch.path().join("fixed"));
     let (_dir, crew) = crews("join = \"all_ok\"\nconcurrency = 1", &flaky(&log, &fixed));

@@ -7,9 +7,9 @@
 use serde_json::json;
 
 use cairn::{Actor, ErrorClass, EventKind, ResumeOptions, RunStatus, SubmitOptions};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 
-use crate::{crew, engine, Log};
+use crate::{crew, Log};
 
 both!(
     the_remaining_steps_see_the_context_and_finished_steps_keep_theirs,
@@ -25,8 +25,7 @@ fn with_context(context: serde_json::Value) -> ResumeOptions {
 }
 
 async fn the_remaining_steps_see_the_context_and_finished_steps_keep_theirs(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     // Killed during step 1 of 3: step 0 saw {"topic": "t"}.
     let (_log, id) = crate::killed_and_registered(&engine, 3, 1).await;
     let context = json!({"tier": "gold", "topic": "t2"});
@@ -59,8 +58,7 @@ async fn the_remaining_steps_see_the_context_and_finished_steps_keep_theirs(kind
 }
 
 async fn a_finished_run_or_a_context_that_is_not_an_object_is_refused(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let log = Log::default();
     let crew = crew(2, &log, None);
     // Not an object: refused by the claim, which then writes nothing.

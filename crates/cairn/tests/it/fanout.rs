@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use cairn::{Crew, ErrorKind, RunStatus};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 
 use crate::children::crews;
 
@@ -24,8 +24,7 @@ template = "done {{ input.item }}"
 /// `all` and `all_ok` succeed with `[]`; `first_ok` and `quorum` fail with
 /// kind `children`; none of them waits or starts a child.
 async fn a_join_over_no_child_is_decided_at_once(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let rules = [
         ("", RunStatus::Succeeded),
         ("join = \"all_ok\"", RunStatus::Succeeded),
@@ -57,8 +56,7 @@ async fn a_join_over_no_child_is_decided_at_once(kind: Kind) {
 /// A command step with `delegate` whose `cairn_spawn` lists no child: the
 /// step succeeds with `[]`, as a `children` step over an empty list does.
 async fn a_command_that_spawns_no_child_succeeds_with_none(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let (_dir, crew) = planner("echo '{\"cairn_spawn\": {\"children\": []}}'", "");
     let run = crate::ran(&engine, &crew, json!({})).await.run;
     assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
@@ -102,8 +100,7 @@ fn request(n: usize) -> String {
 /// `delegate` spawns obey `max_children` (set on the agent, or the default
 /// of 1,000): one over fails the step, kind `children`, starting nothing.
 async fn a_spawn_past_max_children_fails_and_starts_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     for (n, extra) in [(3, "max_children = 2"), (1001, "")] {
         let file = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(file.path(), request(n)).unwrap();

@@ -40,8 +40,7 @@ impl Agent for Nul {
 }
 
 async fn a_nul_in_the_input_is_bad_input_and_stores_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let crew = crate::template_crew("nul", "t", "ok");
     let err = engine
         .run(&crew, json!({"text": "\u{0}"}), SubmitOptions::default())
@@ -64,8 +63,7 @@ async fn a_nul_in_the_input_is_bad_input_and_stores_nothing(kind: Kind) {
 }
 
 async fn a_step_output_with_a_nul_fails_the_step_once_and_for_all(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let runs = Arc::new(AtomicUsize::new(0));
     let crew = Crew::builder("nul", "1")
         .agent_named("emit", "nul", Nul(runs.clone()))
@@ -88,8 +86,7 @@ async fn a_step_output_with_a_nul_fails_the_step_once_and_for_all(kind: Kind) {
 }
 
 async fn a_run_marked_succeeded_halfway_is_corruption(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (db, engine) = super::opened(kind).await;
     let (log, id) = crate::killed_and_registered(&engine, 6, 3).await;
     // Hand-edited: the status alone, then the cursor too.
     for edit in [
@@ -114,8 +111,7 @@ async fn a_run_marked_succeeded_halfway_is_corruption(kind: Kind) {
 }
 
 async fn a_corrupt_run_is_set_aside_and_never_blocks_the_queue_or_listing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (db, engine) = super::opened(kind).await;
     let log = Log::default();
     let crew = crew(2, &log, None);
     let bad = crate::submitted(&engine, &crew, json!({"n": 1})).await;
@@ -155,8 +151,7 @@ async fn a_corrupt_run_is_set_aside_and_never_blocks_the_queue_or_listing(kind: 
 }
 
 async fn a_worker_fails_a_corrupt_claimed_run_as_corruption_at_once(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (db, engine) = super::opened(kind).await;
     let (log, id) = crate::killed_and_registered(&engine, 4, 2).await;
     // A missing checkpoint, and a lease that expired: a worker takes it over.
     db.exec("DELETE FROM steps WHERE idx = 1").await;
@@ -181,8 +176,7 @@ async fn a_worker_fails_a_corrupt_claimed_run_as_corruption_at_once(kind: Kind) 
 }
 
 async fn resume_refuses_a_live_lease_unless_told_to_take_it_over(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (db, engine) = super::opened(kind).await;
     let (log, id) = crate::killed_and_registered(&engine, 3, 1).await;
     let events = engine.events(id).await.unwrap();
     // Its lease is live: a plain resume is refused, naming holder and expiry.
@@ -282,8 +276,7 @@ async fn run_racing_a_worker_reports_the_runs_real_outcome(kind: Kind) {
 }
 
 async fn doctor_names_every_corrupt_run(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (db, engine) = super::opened(kind).await;
     let log = Log::default();
     let done = crate::ran(&engine, &crew(3, &log, None), json!({}))
         .await

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use cairn::{Crew, RunStatus, SubmitOptions};
-use cairn_testkit::{both, Kind, SlowModel, TestDb};
+use cairn_testkit::{both, Kind, SlowModel};
 
 both!(
     a_429_pauses_only_the_model_refused_when_keys_are_narrowed_by_model,
@@ -68,8 +68,7 @@ async fn only_the_refused_key_pauses(
     (other, other_opts): (Crew, SubmitOptions),
     suffix: &str,
 ) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     server.release();
     server.refuse_next(1, "3");
     let first = {
@@ -112,8 +111,7 @@ async fn a_crews_declared_limit_applies_to_its_key(kind: Kind) {
 }
 
 async fn one_program_at_a_time(kind: Kind, declared: Option<&str>) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let scratch = tempfile::tempdir().unwrap();
     let (lock, overlap) = (scratch.path().join("lock"), scratch.path().join("overlap"));
     let crew = Crew::from_toml(&format!(
@@ -170,8 +168,7 @@ async fn one_program_at_a_time(kind: Kind, declared: Option<&str>) {
 async fn a_retry_after_of_years_pauses_a_key_no_longer_than_its_max_pause(kind: Kind) {
     let server = SlowModel::start(&["fine"], Duration::from_millis(1)).unwrap();
     server.release();
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let (default, short) = (
         crew(&server, "default-1", r#"["model"]"#),
         crew(&server, "short-1", r#"["model"]"#),

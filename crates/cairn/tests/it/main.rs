@@ -178,6 +178,19 @@ pub(crate) async fn killed_and_registered(engine: &Engine, n: u32, at: u32) -> (
     (log, id)
 }
 
+/// A new database and engine, with a run of `n` steps [`killed_during`]
+/// step `at`: the database, the engine, the log and the run.
+pub(crate) async fn killed_in_new_engine(
+    kind: Kind,
+    n: u32,
+    at: u32,
+) -> (TestDb, Engine, Log, RunId) {
+    let (db, engine) = opened(kind).await;
+    let log = Log::default();
+    let id = killed_during(&engine, n, at, &log).await;
+    (db, engine, log, id)
+}
+
 /// Runs `crew` on `{}`; the run fails: its view.
 pub(crate) async fn ran_to_failure(engine: &Engine, crew: &Crew) -> cairn::RunView {
     let done = ran(engine, crew, json!({})).await;
@@ -189,6 +202,14 @@ pub(crate) async fn engine(db: &TestDb) -> Engine {
     Engine::open_with(&db.url, &OpenOptions::default(), ExecutorConfig::default())
         .await
         .unwrap()
+}
+
+/// A new database of `kind` and an engine on it; the caller keeps the
+/// database alive for as long as it uses the engine.
+pub(crate) async fn opened(kind: Kind) -> (TestDb, Engine) {
+    let db = TestDb::of(kind).await;
+    let engine = engine(&db).await;
+    (db, engine)
 }
 
 /// A crew of `n` steps, all handled as "worker"; `special` replaces step `at`.
@@ -270,8 +291,7 @@ both!(
 );
 
 async fn each_step_sees_the_run_input_and_all_earlier_outputs(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = opened(kind).await;
     let log = Log::default();
     let done = engine
         .run(
@@ -295,8 +315,7 @@ async fn each_step_sees_the_run_input_and_all_earlier_outputs(kind: Kind) {
 }
 
 async fn a_failed_step_parks_the_run_and_resume_refuses_it(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = opened(kind).await;
     let log = Log::default();
     let crew = crew(4, &log, Some((2, Arc::new(Fail) as Arc<dyn Agent>)));
     let view = ran_to_failure(&engine, &crew).await;
@@ -322,8 +341,7 @@ async fn a_failed_step_parks_the_run_and_resume_refuses_it(kind: Kind) {
 }
 
 async fn resume_of_a_finished_run_executes_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = opened(kind).await;
     let log = Log::default();
     let done = ran(&engine, &crew(3, &log, None), json!({})).await;
     let events = engine.store().events(done.run.id).await.unwrap();
@@ -342,10 +360,7 @@ async fn resume_of_a_finished_run_executes_nothing(kind: Kind) {
 }
 
 async fn resume_after_a_kill_starts_at_the_first_pending_step(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
-    let log = Log::default();
-    let id = killed_during(&engine, 6, 3, &log).await;
+    let (db, engine, log, id) = killed_in_new_engine(kind, 6, 3).await;
     let stranded = engine.show(id).await.unwrap();
     assert_eq!(stranded.run.status, RunStatus::Running);
     assert_eq!(stranded.run.cursor, StepIdx(3));
@@ -375,8 +390,7 @@ async fn resume_after_a_kill_starts_at_the_first_pending_step(kind: Kind) {
 }
 
 async fn submitting_twice_with_one_key_runs_once(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = opened(kind).await;
     let log = Log::default();
     let crew = crew(2, &log, None);
     let opts = SubmitOptions {
@@ -395,8 +409,7 @@ async fn submitting_twice_with_one_key_runs_once(kind: Kind) {
 }
 
 async fn a_changed_crew_is_refused_unless_forced(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = opened(kind).await;
     let log = Log::default();
     let original = crew(2, &log, None);
     let id = submitted(&engine, &original, json!({})).await;
@@ -423,11 +436,8 @@ async fn a_changed_crew_is_refused_unless_forced(kind: Kind) {
         .resume(
             id,
             ResumeOptions {
-                crew: Some(changed.clone()),
                 force: true,
-                thread_id: None,
-                takeover: false,
-                context: None,
+                ..ResumeOptions::with_crew(changed.clone())
             },
         )
         .await
@@ -439,19 +449,18 @@ async fn a_changed_crew_is_refused_unless_forced(kind: Kind) {
     assert!(events.iter().any(|e| e.kind == EventKind::CrewForced));
 }
 
+/// Resumes `id`, which must be refused: the error, as text.
+async fn refused_resume(engine: &Engine, id: RunId) -> String {
+    let err = engine.resume(id, ResumeOptions::default()).await;
+    err.unwrap_err().to_string()
+}
+
 async fn a_missing_checkpoint_is_corruption(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
-    let log = Log::default();
-    let id = killed_during(&engine, 5, 3, &log).await;
+    let (db, engine, log, id) = killed_in_new_engine(kind, 5, 3).await;
     db.exec("DELETE FROM steps WHERE idx = 1").await;
     let events = engine.store().events(id).await.unwrap();
     engine.register(&crew(5, &log, None));
-    let err = engine
-        .resume(id, ResumeOptions::default())
-        .await
-        .unwrap_err();
-    let msg = err.to_string();
+    let msg = refused_resume(&engine, id).await;
     assert!(
         msg.contains(&id.to_string()) && msg.contains("step 1 is missing"),
         "{msg}"
@@ -465,17 +474,10 @@ async fn a_missing_checkpoint_is_corruption(kind: Kind) {
 }
 
 async fn a_cursor_that_disagrees_with_the_rows_is_corruption(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
-    let log = Log::default();
-    let id = killed_during(&engine, 5, 3, &log).await;
+    let (db, engine, log, id) = killed_in_new_engine(kind, 5, 3).await;
     db.exec("UPDATE runs SET cursor = 1").await;
     engine.register(&crew(5, &log, None));
-    let err = engine
-        .resume(id, ResumeOptions::default())
-        .await
-        .unwrap_err();
-    let msg = err.to_string();
+    let msg = refused_resume(&engine, id).await;
     assert!(msg.contains(&format!("run {id} is corrupt")), "{msg}");
     assert_eq!(log.lock().unwrap().len(), 4, "nothing dispatched");
 }
@@ -505,10 +507,7 @@ async fn a_zombie_cannot_commit_after_a_takeover(kind: Kind) {
             id,
             ResumeOptions {
                 crew: Some(crew(3, &log, None)),
-                force: false,
-                thread_id: None,
-                takeover: true,
-                context: None,
+                ..after_kill()
             },
         )
         .await
@@ -538,8 +537,7 @@ async fn a_zombie_cannot_commit_after_a_takeover(kind: Kind) {
 }
 
 async fn readers_never_see_a_cursor_that_disagrees_with_the_rows(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = opened(kind).await;
     let log = Log::default();
     let crew = crew(30, &log, None);
     let id = submitted(&engine, &crew, json!({})).await;
@@ -571,8 +569,7 @@ async fn readers_never_see_a_cursor_that_disagrees_with_the_rows(kind: Kind) {
 }
 
 async fn a_step_past_its_timeout_fails_retryably(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = opened(kind).await;
     let crew = Crew::builder("slow", "1")
         .agent("sleeper", Sleep)
         .timeout(Duration::from_millis(100))

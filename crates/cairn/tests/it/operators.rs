@@ -14,7 +14,7 @@ use cairn::{
     ResumeOptions, RetryPolicy, RunId, RunStatus, StepContext, StepIdx, StepOutput, StepStatus,
     Stop, SubmitOptions,
 };
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 
 /// Counts executions; fails while `fail` is set.
 #[derive(Clone, Default)]
@@ -98,8 +98,7 @@ both!(
 );
 
 async fn retry_runs_the_failed_step_again_and_records_who_and_why(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let switch = Switch::default();
     let id = failed_run(&engine, &switch).await;
     switch.fail.store(false, Ordering::SeqCst);
@@ -129,8 +128,7 @@ async fn retry_runs_the_failed_step_again_and_records_who_and_why(kind: Kind) {
 }
 
 async fn actions_in_the_wrong_state_are_refused_and_change_nothing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let switch = Switch::default();
     let failed = failed_run(&engine, &switch).await;
     switch.fail.store(false, Ordering::SeqCst);
@@ -166,8 +164,7 @@ async fn actions_in_the_wrong_state_are_refused_and_change_nothing(kind: Kind) {
 }
 
 async fn continue_carries_on_an_interrupted_run(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (db, engine) = super::opened(kind).await;
     let switch = Switch::default();
     let id = failed_run(&engine, &switch).await;
     switch.fail.store(false, Ordering::SeqCst);
@@ -188,8 +185,7 @@ async fn continue_carries_on_an_interrupted_run(kind: Kind) {
 }
 
 async fn cancel_of_a_queued_run_is_immediate(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let switch = Switch::default();
     let c = crew(&[("a", Arc::new(switch.clone()))]);
     let id = crate::submitted(&engine, &c, json!({})).await;
@@ -222,7 +218,19 @@ async fn running_at_held_step(
     (id, task)
 }
 
-async fn assert_cancelled_at_step_1(engine: &Engine, id: RunId) {
+/// Waits for the run's `task` to end, then checks it ended cancelled at
+/// step 1, that step's late result discarded.
+async fn assert_cancelled_at_step_1(
+    engine: &Engine,
+    id: RunId,
+    task: tokio::task::JoinHandle<cairn::Result<cairn::Driven>>,
+) {
+    let done = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.run.status, RunStatus::Cancelled);
     let view = engine.show(id).await.unwrap();
     assert_eq!(view.run.status, RunStatus::Cancelled);
     assert_eq!(view.steps.len(), 2, "step 2 never started");
@@ -242,44 +250,40 @@ async fn assert_cancelled_at_step_1(engine: &Engine, id: RunId) {
 }
 
 async fn cancel_of_a_running_step_stops_it(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let held = Held::default();
     let (id, task) = running_at_held_step(&engine, &held).await;
     let requested = engine.cancel(id, &ops()).await.unwrap();
     assert_eq!(requested.status, RunStatus::Running);
     assert!(requested.cancel_requested_at.is_some());
     // Never released: the executor notices the request and drops the step.
-    let done = tokio::time::timeout(Duration::from_secs(10), task)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(done.run.status, RunStatus::Cancelled);
-    assert_cancelled_at_step_1(&engine, id).await;
+    assert_cancelled_at_step_1(&engine, id, task).await;
 }
 
 async fn cancel_discards_a_result_that_arrives_after_the_request(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let held = Held::default();
     let (id, task) = running_at_held_step(&engine, &held).await;
     engine.cancel(id, &ops()).await.unwrap();
     // The step finishes right after the request, before the executor's
     // next check: its commit is refused and the run ends cancelled.
     held.release.notify_one();
-    let done = tokio::time::timeout(Duration::from_secs(10), task)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(done.run.status, RunStatus::Cancelled);
-    assert_cancelled_at_step_1(&engine, id).await;
+    assert_cancelled_at_step_1(&engine, id, task).await;
+}
+
+/// A fork from step `from_step`, with a new `input` or the source's.
+fn fork_at(from_step: u32, input: Option<serde_json::Value>) -> ForkRequest {
+    ForkRequest {
+        from_step: StepIdx(from_step),
+        input,
+        thread_id: None,
+        crew: None,
+        rerun_children: false,
+    }
 }
 
 async fn fork_copies_exactly_the_steps_before_it_and_leaves_the_source_alone(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let counters: Vec<Switch> = (0..4).map(|_| Switch::default()).collect();
     let agents: Vec<(&str, Arc<dyn Agent>)> = ["a", "b", "c", "d"]
         .into_iter()
@@ -299,13 +303,7 @@ async fn fork_copies_exactly_the_steps_before_it_and_leaves_the_source_alone(kin
     let before = engine.show(source).await.unwrap();
     let source_events = engine.events(source).await.unwrap();
 
-    let req = ForkRequest {
-        from_step: StepIdx(2),
-        input: None,
-        thread_id: None,
-        crew: None,
-        rerun_children: false,
-    };
+    let req = fork_at(2, None);
     let child = engine.fork(source, &req, &ops()).await.unwrap();
     assert_ne!(child.id, source);
     assert_eq!(
@@ -339,13 +337,7 @@ async fn fork_copies_exactly_the_steps_before_it_and_leaves_the_source_alone(kin
     assert_eq!(forked[0].kind, EventKind::RunForked);
     assert_eq!(forked[0].data["parent"], json!(source));
 
-    let too_far = ForkRequest {
-        from_step: StepIdx(5),
-        input: None,
-        thread_id: None,
-        crew: None,
-        rerun_children: false,
-    };
+    let too_far = fork_at(5, None);
     assert!(engine
         .fork(source, &too_far, &ops())
         .await
@@ -355,35 +347,16 @@ async fn fork_copies_exactly_the_steps_before_it_and_leaves_the_source_alone(kin
 }
 
 async fn fork_with_a_new_input_must_start_at_step_zero(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let switch = Switch::default();
     let id = failed_run(&engine, &switch).await;
-    let refused = ForkRequest {
-        from_step: StepIdx(1),
-        input: Some(json!({"new": true})),
-        thread_id: None,
-        crew: None,
-        rerun_children: false,
-    };
+    let refused = fork_at(1, Some(json!({"new": true})));
     let err = engine.fork(id, &refused, &ops()).await.unwrap_err();
     assert!(err.to_string().contains("(--from-step 0)"), "{err}");
-    let past_failure = ForkRequest {
-        from_step: StepIdx(2),
-        input: None,
-        thread_id: None,
-        crew: None,
-        rerun_children: false,
-    };
+    let past_failure = fork_at(2, None);
     let err = engine.fork(id, &past_failure, &ops()).await.unwrap_err();
     assert!(err.to_string().contains("at step 1 at most"), "{err}");
-    let fresh = ForkRequest {
-        from_step: StepIdx(0),
-        input: Some(json!({"new": true})),
-        thread_id: None,
-        crew: None,
-        rerun_children: false,
-    };
+    let fresh = fork_at(0, Some(json!({"new": true})));
     let child = engine.fork(id, &fresh, &ops()).await.unwrap();
     assert_eq!(child.input, json!({"new": true}));
     assert!(engine.show(child.id).await.unwrap().steps.is_empty());

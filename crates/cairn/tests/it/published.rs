@@ -2,10 +2,8 @@
 //! key is read back, and a bad key publishes nothing.
 
 use cairn::{async_trait, Agent, Crew, StepContext, StepOutput, Stop, SubmitOptions};
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 use serde_json::json;
-
-use crate::engine;
 
 both!(a_rust_agent_publishes_values_its_callers_read);
 
@@ -31,8 +29,7 @@ impl Agent for Publisher {
 }
 
 async fn a_rust_agent_publishes_values_its_callers_read(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let crew = Crew::builder("publish", "1")
         .agent_named("writer", "publisher", Publisher)
         .build()

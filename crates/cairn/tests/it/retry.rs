@@ -13,7 +13,7 @@ use cairn::{
     async_trait, Agent, Crew, ErrorInfo, ErrorKind, EventKind, ResumeOptions, RetryPolicy,
     RunStatus, StepContext, StepOutput, StepStatus, Stop, SubmitOptions,
 };
-use cairn_testkit::{both, Kind, TestDb};
+use cairn_testkit::{both, Kind};
 
 /// Fails (retryably, or not) until it has failed `failures` times.
 struct Flaky {
@@ -76,8 +76,7 @@ both!(
 );
 
 async fn a_flaky_step_is_retried_after_its_back_off_until_it_succeeds(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let flaky = Flaky::new(2, true);
     let calls = flaky.calls.clone();
     let done = engine
@@ -124,8 +123,7 @@ async fn a_flaky_step_is_retried_after_its_back_off_until_it_succeeds(kind: Kind
 }
 
 async fn when_attempts_run_out_the_run_is_parked_failed(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let flaky = Flaky::new(u32::MAX, true);
     let calls = flaky.calls.clone();
     let done = engine
@@ -146,8 +144,7 @@ async fn when_attempts_run_out_the_run_is_parked_failed(kind: Kind) {
 }
 
 async fn a_permanent_error_is_not_retried(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let flaky = Flaky::new(1, false);
     let calls = flaky.calls.clone();
     let done = engine
@@ -177,8 +174,7 @@ async fn a_timed_out_step_is_retried(kind: Kind) {
             Ok(StepOutput::new("in time"))
         }
     }
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let crew = Crew::builder("slow", "1")
         .agent("slow", SlowOnce(AtomicU32::new(0)))
         .timeout(Duration::from_millis(100))
@@ -196,8 +192,7 @@ async fn a_timed_out_step_is_retried(kind: Kind) {
 }
 
 async fn a_process_killed_during_the_back_off_keeps_the_schedule(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (db, engine) = super::opened(kind).await;
     let flaky = Flaky::new(1, true);
     let (calls, at) = (flaky.calls.clone(), flaky.at.clone());
     let crew = crew_with(flaky, policy(3, 1500));

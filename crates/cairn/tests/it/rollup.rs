@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use cairn::{Actor, Engine, ErrorKind, EventKind, RunFilter, RunStatus, SubmitOptions};
-use cairn_testkit::{both, Kind, SlowModel, TestDb};
+use cairn_testkit::{both, Kind, SlowModel};
 
 use super::children::crews;
 
@@ -46,8 +46,7 @@ async fn children_of(engine: &Engine, parent: cairn::RunId) -> Vec<cairn::RunRec
 }
 
 async fn children_in_flight_hold_their_calls_against_their_parents_budget(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let items = json!({"items": ["a", "b", "c"]});
     // Without a budget, the three children's calls overlap at the model.
     let free = SlowModel::start(&["one", "two", "three"], Duration::from_millis(150)).unwrap();
@@ -87,8 +86,7 @@ async fn children_in_flight_hold_their_calls_against_their_parents_budget(kind: 
 }
 
 async fn a_child_stopped_at_its_parents_budget_carries_on_when_the_parent_is_continued(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let model = SlowModel::start(&["one", "two", "three"], Duration::from_millis(1)).unwrap();
     model.release();
     let (_dir, crew) = crews("concurrency = 1", &writer(&model, 10));
@@ -143,8 +141,7 @@ async fn a_child_stopped_at_its_parents_budget_carries_on_when_the_parent_is_con
 /// (what `cairn run` exits 5 on). One raise-and-continue carries the tree
 /// on.
 async fn a_parent_records_why_its_children_stopped_and_warns_at_80_percent_of_its_tree(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let model = SlowModel::start(&["one", "two", "three"], Duration::from_millis(1)).unwrap();
     model.release();
     let (_dir, crew) = crews("concurrency = 1", &writer(&model, 10));

@@ -8,9 +8,7 @@ use cairn::{
     Actor, Crew, Engine, Error, ErrorClass, ForkRequest, ResumeOptions, RunFilter, RunStatus,
     StepIdx, SubmitOptions,
 };
-use cairn_testkit::{both, Kind, TestDb};
-
-use crate::engine;
+use cairn_testkit::{both, Kind};
 
 both!(
     a_bad_thread_id_is_refused_before_anything_is_stored,
@@ -35,8 +33,7 @@ async fn event_count(engine: &Engine, id: cairn::RunId) -> usize {
 }
 
 async fn a_bad_thread_id_is_refused_before_anything_is_stored(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let crew = crew();
     let too_long = "x".repeat(257);
     for (bad, problem) in [
@@ -74,8 +71,7 @@ async fn a_bad_thread_id_is_refused_before_anything_is_stored(kind: Kind) {
 }
 
 async fn resume_refuses_a_run_of_another_thread_before_writing(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let crew = crew();
     let id = engine
         .submit(&crew, json!({"text": "hi"}), in_thread("chat-1"))
@@ -109,8 +105,7 @@ async fn resume_refuses_a_run_of_another_thread_before_writing(kind: Kind) {
 }
 
 async fn a_fork_keeps_its_thread_unless_given_another(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let crew = crew();
     let source = engine
         .run(&crew, json!({"text": "hi"}), in_thread("chat-1"))
@@ -142,8 +137,7 @@ async fn a_fork_keeps_its_thread_unless_given_another(kind: Kind) {
 }
 
 async fn thread_documents_sum_their_runs(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let crew = crew();
     assert!(engine.threads().await.unwrap().is_empty());
     let mut ids = vec![];

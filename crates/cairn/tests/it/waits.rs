@@ -84,6 +84,15 @@ async fn open_wait(engine: &Engine, run: RunId) -> WaitRecord {
     open.into_iter().next().unwrap()
 }
 
+/// A run of `reviewed(writer)` waiting on its review: its id and the wait.
+async fn waiting_review(engine: &Engine, writer: &Writer) -> (RunId, WaitRecord) {
+    let id = crate::ran(engine, &reviewed(writer), json!({}))
+        .await
+        .run
+        .id;
+    (id, open_wait(engine, id).await)
+}
+
 both!(
     review_approve_commits_the_output_and_advances,
     review_edit_commits_the_edited_output_and_keeps_the_original_in_the_event,
@@ -95,8 +104,7 @@ both!(
 );
 
 async fn review_approve_commits_the_output_and_advances(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let writer = Writer::default();
     let done = crate::ran(&engine, &reviewed(&writer), json!({})).await;
     assert_eq!(done.run.status, RunStatus::Waiting);
@@ -128,14 +136,9 @@ async fn review_approve_commits_the_output_and_advances(kind: Kind) {
 }
 
 async fn review_edit_commits_the_edited_output_and_keeps_the_original_in_the_event(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let writer = Writer::default();
-    let id = crate::ran(&engine, &reviewed(&writer), json!({}))
-        .await
-        .run
-        .id;
-    let wait = open_wait(&engine, id).await;
+    let (id, wait) = waiting_review(&engine, &writer).await;
     let edited = json!({"draft": "edited by bob"});
     engine
         .answer(
@@ -161,14 +164,9 @@ async fn review_edit_commits_the_edited_output_and_keeps_the_original_in_the_eve
 }
 
 async fn review_reject_runs_the_step_again_with_the_feedback(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let writer = Writer::default();
-    let id = crate::ran(&engine, &reviewed(&writer), json!({}))
-        .await
-        .run
-        .id;
-    let first = open_wait(&engine, id).await;
+    let (id, first) = waiting_review(&engine, &writer).await;
     let reject = Answer::Reject {
         feedback: "shorter, please".into(),
     };
@@ -195,8 +193,7 @@ async fn review_reject_runs_the_step_again_with_the_feedback(kind: Kind) {
 }
 
 async fn approval_before_waits_then_runs_or_fails_the_run(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let writer = Writer::default();
     let crew = Crew::builder("approval", "1")
         .agent_named("writer", "writer", writer.clone())
@@ -271,14 +268,9 @@ async fn a_question_is_answered_and_the_step_resumes_in_another_process(kind: Ki
 }
 
 async fn answering_twice_is_a_no_op_and_a_closed_wait_refuses(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let writer = Writer::default();
-    let id = crate::ran(&engine, &reviewed(&writer), json!({}))
-        .await
-        .run
-        .id;
-    let wait = open_wait(&engine, id).await;
+    let (id, wait) = waiting_review(&engine, &writer).await;
     let first = engine
         .answer(wait.id, &Answer::Approve, "alice")
         .await
@@ -313,8 +305,7 @@ async fn answering_twice_is_a_no_op_and_a_closed_wait_refuses(kind: Kind) {
 }
 
 async fn deadlines_fail_the_run_or_apply_the_default(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = super::engine(&db).await;
+    let (_db, engine) = super::opened(kind).await;
     let writer = Writer::default();
     for (outcome, want) in [
         (OnDeadline::Fail, RunStatus::Failed),
