@@ -83,6 +83,41 @@ fn wait_id(wait: &Value) -> String {
     wait["id"].as_str().expect("wait id").to_owned()
 }
 
+/// Step 0 of `run`, the writer: its status, attempt and output.
+#[track_caller]
+fn assert_writer(run: &Value, status: &str, attempt: u64, output: Value) {
+    let writer = step(run, 0);
+    assert_eq!(writer["status"], status, "{writer:#}");
+    assert_eq!(writer["attempt"], attempt, "{writer:#}");
+    assert_eq!(writer["output"], output, "{writer:#}");
+}
+
+/// A new case with a run of [`review_crew`] waiting on its review: the
+/// case, the run and the wait.
+#[track_caller]
+fn waiting_review(kind: Kind) -> (Case, String, String) {
+    let case = Case::new(kind);
+    let crew = review_crew(&case, "");
+    let (id, _) = run_waiting(&case, &crew);
+    let wait = wait_id(&open_wait(&case, &id));
+    (case, id, wait)
+}
+
+/// Past the 200 ms deadline of `wait`, `cairn waits expire --json`
+/// expires it alone, leaving it `status`: what the command printed.
+#[track_caller]
+fn expire_one(case: &Case, wait: &Value, status: &str) -> Value {
+    std::thread::sleep(Duration::from_millis(300));
+    let expired = case
+        .cairn(&["waits", "expire", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(expired.as_array().unwrap().len(), 1, "{expired:#}");
+    assert_eq!(expired[0]["id"], wait["id"], "{expired:#}");
+    assert_eq!(expired[0]["status"], status, "{expired:#}");
+    expired
+}
+
 /// `cairn run CREW --json`, expecting it to stop waiting (exit 4), its
 /// document naming its open wait (`waits`).
 #[track_caller]
@@ -138,10 +173,7 @@ fn review_rejected_with_feedback_then_approved(kind: Kind) {
         .expect_code(4)
         .json();
     assert_eq!(run["status"], "waiting", "{run:#}");
-    let writer = step(&run, 0);
-    assert_eq!(writer["status"], "waiting", "{writer:#}");
-    assert_eq!(writer["attempt"], 2, "{writer:#}");
-    assert_eq!(writer["output"], json!({"draft": "v2"}), "{writer:#}");
+    assert_writer(&run, "waiting", 2, json!({"draft": "v2"}));
     let seen = context_seen(&case, 2);
     assert_eq!(
         seen["feedback"],
@@ -164,20 +196,14 @@ fn review_rejected_with_feedback_then_approved(kind: Kind) {
         .expect_code(0)
         .json();
     assert_eq!(run["status"], "succeeded", "{run:#}");
-    let writer = step(&run, 0);
-    assert_eq!(writer["status"], "succeeded", "{writer:#}");
-    assert_eq!(writer["attempt"], 2, "{writer:#}");
-    assert_eq!(writer["output"], json!({"draft": "v2"}), "{writer:#}");
+    assert_writer(&run, "succeeded", 2, json!({"draft": "v2"}));
     assert_eq!(step(&run, 1)["output"], "published v2", "{run:#}");
     assert_eq!(writer_runs(&case), 2, "approval ran the writer again");
     assert!(waits(&case, &["--status", "open"]).is_empty());
 }
 
 fn review_edit_commits_the_edited_output_and_keeps_the_original(kind: Kind) {
-    let case = Case::new(kind);
-    let crew = review_crew(&case, "");
-    let (id, _) = run_waiting(&case, &crew);
-    let wait = wait_id(&open_wait(&case, &id));
+    let (case, id, wait) = waiting_review(kind);
     let edit = case.write("edit.json", "{\"draft\": \"edited by bob\"}\n");
     let edit = format!("@{}", edit.display());
 
@@ -188,10 +214,7 @@ fn review_edit_commits_the_edited_output_and_keeps_the_original(kind: Kind) {
         .expect_code(0)
         .json();
     assert_eq!(run["status"], "succeeded", "{run:#}");
-    let writer = step(&run, 0);
-    assert_eq!(writer["status"], "succeeded", "{writer:#}");
-    assert_eq!(writer["attempt"], 1, "{writer:#}");
-    assert_eq!(writer["output"], json!({"draft": "edited by bob"}));
+    assert_writer(&run, "succeeded", 1, json!({"draft": "edited by bob"}));
     assert_eq!(step(&run, 1)["output"], "published edited by bob");
     assert_eq!(writer_runs(&case), 1, "an edit does not re-run the step");
 
@@ -274,10 +297,7 @@ fn approval_before_a_step_runs_it_or_fails_the_run(kind: Kind) {
 }
 
 fn answers_are_idempotent_and_wrong_ones_are_refused(kind: Kind) {
-    let case = Case::new(kind);
-    let crew = review_crew(&case, "");
-    let (id, _) = run_waiting(&case, &crew);
-    let wait = wait_id(&open_wait(&case, &id));
+    let (case, id, wait) = waiting_review(kind);
 
     // `--answer` is for questions; the message says what fits a review.
     let out = case
@@ -321,10 +341,7 @@ fn answers_are_idempotent_and_wrong_ones_are_refused(kind: Kind) {
 }
 
 fn enqueued_answer_waits_for_a_resume(kind: Kind) {
-    let case = Case::new(kind);
-    let crew = review_crew(&case, "");
-    let (id, _) = run_waiting(&case, &crew);
-    let wait = wait_id(&open_wait(&case, &id));
+    let (case, id, wait) = waiting_review(kind);
 
     let run = case
         .cairn(&[
@@ -416,14 +433,7 @@ fn deadline_fails_the_run_or_approves_it(kind: Kind) {
     let (failing, _) = run_waiting(&case, &crew);
     let wait = open_wait(&case, &failing);
     assert!(wait["deadline"].is_string(), "{wait:#}");
-    std::thread::sleep(Duration::from_millis(300));
-    let expired = case
-        .cairn(&["waits", "expire", "--json"])
-        .expect_code(0)
-        .json();
-    assert_eq!(expired.as_array().unwrap().len(), 1, "{expired:#}");
-    assert_eq!(expired[0]["id"], wait["id"], "{expired:#}");
-    assert_eq!(expired[0]["status"], "expired", "{expired:#}");
+    expire_one(&case, &wait, "expired");
     let run = case.show(&failing);
     assert_eq!(run["status"], "failed", "{run:#}");
     assert_eq!(run["error"]["kind"], "deadline", "{run:#}");
@@ -440,14 +450,7 @@ fn deadline_fails_the_run_or_approves_it(kind: Kind) {
     let crew = review_crew(&case, "wait_deadline_ms = 200\non_deadline = \"approve\"\n");
     let (approving, _) = run_waiting(&case, &crew);
     let wait = open_wait(&case, &approving);
-    std::thread::sleep(Duration::from_millis(300));
-    let expired = case
-        .cairn(&["waits", "expire", "--json"])
-        .expect_code(0)
-        .json();
-    assert_eq!(expired.as_array().unwrap().len(), 1, "{expired:#}");
-    assert_eq!(expired[0]["id"], wait["id"], "{expired:#}");
-    assert_eq!(expired[0]["status"], "answered", "{expired:#}");
+    let expired = expire_one(&case, &wait, "answered");
     assert_eq!(expired[0]["answered_by"], "deadline", "{expired:#}");
     assert_eq!(case.show(&approving)["status"], "queued");
     let run = case
@@ -467,10 +470,7 @@ fn deadline_fails_the_run_or_approves_it(kind: Kind) {
 }
 
 fn cancel_of_a_waiting_run_cancels_its_wait(kind: Kind) {
-    let case = Case::new(kind);
-    let crew = review_crew(&case, "");
-    let (id, _) = run_waiting(&case, &crew);
-    let wait = wait_id(&open_wait(&case, &id));
+    let (case, id, wait) = waiting_review(kind);
     let run = case
         .cairn(&["runs", "cancel", &id, "--reason", "not needed", "--json"])
         .expect_code(0)

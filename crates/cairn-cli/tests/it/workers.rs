@@ -5,6 +5,7 @@
 //! checked.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -125,6 +126,30 @@ fn parallel<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R +
     })
 }
 
+/// A step's script: it logs "RUN STEP" to `log`, then runs `then`.
+fn logged(log: &Path, then: &str) -> String {
+    format!(
+        "cat > /dev/null; echo \"$CAIRN_RUN_ID $CAIRN_STEP_IDX\" >> '{}'; {then}",
+        log.display()
+    )
+}
+
+/// The crew `name`, of two steps (`first`, `second`) that run [`logged`]:
+/// its file.
+fn two_logged_steps(case: &Case, name: &str, log: &Path, then: &str) -> PathBuf {
+    let script = logged(log, then);
+    case.write(
+        "crew.toml",
+        &crew_toml(
+            name,
+            &[agent_sh("first", &script), agent_sh("second", &script)],
+        ),
+    )
+}
+
+/// Sleeps 30 ms, then prints `{"step": IDX}`.
+const PRINT_STEP_AFTER_30_MS: &str = "sleep 0.03; printf '{\"step\": %s}\\n' \"$CAIRN_STEP_IDX\"";
+
 const RUNS: usize = 210;
 const KILLED_CONCURRENCY: usize = 4;
 
@@ -134,18 +159,7 @@ fn three_workers_one_killed_all_runs_finish_once() {
     let started = Instant::now();
     let case = Case::new(Kind::Postgres);
     let log = case.path("executions.log");
-    let script = format!(
-        "cat > /dev/null; echo \"$CAIRN_RUN_ID $CAIRN_STEP_IDX\" >> '{}'; sleep 0.03; \
-         printf '{{\"step\": %s}}\\n' \"$CAIRN_STEP_IDX\"",
-        log.display()
-    );
-    let crew = case.write(
-        "crew.toml",
-        &crew_toml(
-            "two-steps",
-            &[agent_sh("first", &script), agent_sh("second", &script)],
-        ),
-    );
+    let crew = two_logged_steps(&case, "two-steps", &log, PRINT_STEP_AFTER_30_MS);
     let crew = crew.to_str().unwrap();
     let submit = |i: &usize| -> String {
         let input = format!("{{\"n\": {i}}}");
@@ -535,10 +549,9 @@ fn restart_under_load(faults: Faults, runs: usize, workers: usize) {
         .unwrap_or_else(|e| panic!("cannot start a throwaway PostgreSQL cluster: {e}"));
     let case = Case::with_db(cairn_testkit::TestDb::postgres_at(cluster.url()));
     let log = case.path("executions.log");
-    let script = format!(
-        "cat > /dev/null; echo \"$CAIRN_RUN_ID $CAIRN_STEP_IDX\" >> '{}'; sleep 0.3; \
-         printf '{{\"step\": %s}}\\n' \"$CAIRN_STEP_IDX\"",
-        log.display()
+    let script = logged(
+        &log,
+        "sleep 0.3; printf '{\"step\": %s}\\n' \"$CAIRN_STEP_IDX\"",
     );
     let agents: Vec<String> = (0..RESTART_STEPS)
         .map(|i| agent_sh(&format!("s{i}"), &script))
@@ -833,17 +846,7 @@ fn cairn_run_beside_two_workers_exits_with_the_runs_outcome() {
     let _load = crate::support::loads_the_machine();
     let case = Case::new(Kind::Postgres);
     let log = case.path("executions.log");
-    let script = format!(
-        "cat > /dev/null; echo \"$CAIRN_RUN_ID $CAIRN_STEP_IDX\" >> '{}'; sleep 0.05; echo '{{}}'",
-        log.display()
-    );
-    let crew = case.write(
-        "crew.toml",
-        &crew_toml(
-            "beside",
-            &[agent_sh("first", &script), agent_sh("second", &script)],
-        ),
-    );
+    let crew = two_logged_steps(&case, "beside", &log, "sleep 0.05; echo '{}'");
     let crew = crew.to_str().unwrap();
     // The database is set up (by a first run alone) before workers poll it.
     case.cairn(&["run", crew, "--input", "{\"n\": -1}"])
