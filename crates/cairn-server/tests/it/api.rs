@@ -9,7 +9,7 @@ use cairn::{RunId, RunStatus};
 use cairn_server::ApiError;
 use serde_json::{json, Value};
 
-use crate::support::Api;
+use crate::support::{assert_lines, Api};
 
 #[tokio::test]
 async fn healthz_and_readyz_answer_ok() {
@@ -77,22 +77,20 @@ async fn metrics_count_runs_by_status_and_requests_by_route() {
     assert_eq!(reply.status, StatusCode::OK);
     assert!(reply.content_type().starts_with("text/plain"));
     let text = &reply.text;
-    for line in [
-        "cairn_store_up 1",
-        "cairn_runs{status=\"queued\"} 1",
-        "cairn_runs{status=\"succeeded\"} 1",
-        "cairn_runs{status=\"failed\"} 0",
-        "cairn_queue_ready 1",
-        "cairn_http_requests_total{route=\"/v1/runs\",code=\"201\"} 2",
-        "cairn_http_requests_total{route=\"/v1/runs/{id}\",code=\"400\"} 1",
-        "cairn_runner_in_flight 0",
-        "cairn_step_duration_seconds_count 0",
-    ] {
-        assert!(
-            text.lines().any(|l| l == line),
-            "missing `{line}` in:\n{text}"
-        );
-    }
+    assert_lines(
+        &text,
+        &[
+            "cairn_store_up 1",
+            "cairn_runs{status=\"queued\"} 1",
+            "cairn_runs{status=\"succeeded\"} 1",
+            "cairn_runs{status=\"failed\"} 0",
+            "cairn_queue_ready 1",
+            "cairn_http_requests_total{route=\"/v1/runs\",code=\"201\"} 2",
+            "cairn_http_requests_total{route=\"/v1/runs/{id}\",code=\"400\"} 1",
+            "cairn_runner_in_flight 0",
+            "cairn_step_duration_seconds_count 0",
+        ],
+    );
     // Every sample line belongs to a declared metric.
     let declared: BTreeSet<&str> = text
         .lines()

@@ -12,7 +12,7 @@ use axum::http::{Method, StatusCode};
 use cairn::RunId;
 use serde_json::{json, Value};
 
-use crate::support::Api;
+use crate::support::{Api, Reply};
 
 /// The OpenAPI document the server serves.
 fn doc() -> Value {
@@ -90,7 +90,8 @@ fn as_json(text: &str) -> Value {
 /// Asserts the server took a request the document calls valid, and refused
 /// with `code` (400) one it calls invalid.
 #[track_caller]
-fn agrees(doc_valid: bool, status: StatusCode, body: &str, code: &str, what: &str) {
+fn agrees(doc_valid: bool, reply: &Reply, code: &str, what: &str) {
+    let (status, body) = (reply.status, &reply.text);
     if doc_valid {
         assert!(
             status.is_success()
@@ -105,6 +106,22 @@ fn agrees(doc_valid: bool, status: StatusCode, body: &str, code: &str, what: &st
     }
 }
 
+/// Posts `body` to `to.0`; the server [`agrees`] with the schema at `to.1`
+/// (refusing with `refusal.0`, the case named `refusal.1`): whether the
+/// document calls the body valid, and the reply.
+async fn posted_agrees(
+    api: &Api,
+    doc: &Value,
+    to: (&str, &str),
+    body: &Value,
+    refusal: (&str, &str),
+) -> (bool, Reply) {
+    let reply = api.post_json(to.0, body).await;
+    let ok = valid(doc, to.1, body);
+    agrees(ok, &reply, refusal.0, refusal.1);
+    (ok, reply)
+}
+
 #[tokio::test]
 async fn query_and_header_bounds_are_the_documented_ones() {
     let api = Api::sqlite().await;
@@ -117,13 +134,7 @@ async fn query_and_header_bounds_are_the_documented_ones() {
     for text in ["", "not-a-run-id", "123"] {
         let reply = api.get(&format!("/v1/runs?cursor={text}")).await;
         let ok = param_valid(&doc, "/v1/runs", "get", "cursor", text, &json!(text));
-        agrees(
-            ok,
-            reply.status,
-            &reply.text,
-            "bad_cursor",
-            &format!("cursor={text}"),
-        );
+        agrees(ok, &reply, "bad_cursor", &format!("cursor={text}"));
     }
     let reply = api.get(&format!("/v1/runs?cursor={id}")).await;
     assert!(valid(&doc, &cursor, &json!(id.to_string())));
@@ -141,13 +152,7 @@ async fn query_and_header_bounds_are_the_documented_ones() {
     ] {
         let reply = api.get(&format!("/v1/runs?{name}={text}")).await;
         let ok = param_valid(&doc, "/v1/runs", "get", name, text, &as_json(text));
-        agrees(
-            ok,
-            reply.status,
-            &reply.text,
-            "bad_query",
-            &format!("{name}={text}"),
-        );
+        agrees(ok, &reply, "bad_query", &format!("{name}={text}"));
     }
 
     // `step`: a u32.
@@ -161,13 +166,7 @@ async fn query_and_header_bounds_are_the_documented_ones() {
             text,
             &as_json(text),
         );
-        agrees(
-            ok,
-            reply.status,
-            &reply.text,
-            "bad_query",
-            &format!("step={text}"),
-        );
+        agrees(ok, &reply, "bad_query", &format!("step={text}"));
     }
 
     // `Last-Event-ID`: an i64 from 0 (the run finished, so the stream ends).
@@ -190,8 +189,7 @@ async fn query_and_header_bounds_are_the_documented_ones() {
         );
         agrees(
             ok,
-            reply.status,
-            &reply.text,
+            &reply,
             "bad_last_event_id",
             &format!("Last-Event-ID: {text}"),
         );
@@ -209,13 +207,7 @@ async fn query_and_header_bounds_are_the_documented_ones() {
     ] {
         let reply = api.get(&format!("/v1/waits?{name}={text}")).await;
         let ok = param_valid(&doc, "/v1/waits", "get", name, text, &json!(text));
-        agrees(
-            ok,
-            reply.status,
-            &reply.text,
-            "bad_query",
-            &format!("{name}={text}"),
-        );
+        agrees(ok, &reply, "bad_query", &format!("{name}={text}"));
     }
 
     // Each parameter's schema is one typed value (a generated client
@@ -257,15 +249,9 @@ async fn body_bounds_are_the_documented_ones() {
         json!("1"),
     ] {
         let body = json!({"from_step": from_step});
-        let reply = api.post_json(&format!("/v1/runs/{id}/fork"), &body).await;
-        let ok = valid(&doc, fork, &body);
-        agrees(
-            ok,
-            reply.status,
-            &reply.text,
-            "invalid_body",
-            &format!("from_step {from_step}"),
-        );
+        let uri = format!("/v1/runs/{id}/fork");
+        let what = format!("from_step {from_step}");
+        posted_agrees(&api, &doc, (&uri, fork), &body, ("invalid_body", &what)).await;
     }
     let reply = api
         .post_json(&format!("/v1/runs/{id}/fork"), &json!({"from_step": 2.0}))
@@ -274,34 +260,26 @@ async fn body_bounds_are_the_documented_ones() {
     assert_eq!(reply.json()["parent_step_idx"], 2);
 
     // `thread_id`: 1 to 256 bytes, no NUL.
-    let submit = "/components/schemas/SubmitRequest";
-    for thread in [
-        json!(""),
-        json!("t"),
-        json!("a\u{0}b"),
-        json!("x".repeat(256)),
-        json!("x".repeat(257)),
-    ] {
+    let to = ("/v1/runs", "/components/schemas/SubmitRequest");
+    let (x256, x257) = ("x".repeat(256), "x".repeat(257));
+    for thread in ["", "t", "a\u{0}b", x256.as_str(), x257.as_str()] {
         let body = json!({"crew": "greet", "input": {}, "thread_id": thread});
-        let reply = api.post_json("/v1/runs", &body).await;
-        let ok = valid(&doc, submit, &body);
-        agrees(ok, reply.status, &reply.text, "bad_thread_id", "thread_id");
+        posted_agrees(&api, &doc, to, &body, ("bad_thread_id", "thread_id")).await;
     }
 
     // `tenant`: 1 to 128 bytes, no control character, `,` or `=`.
+    let (x128, x129) = ("x".repeat(128), "x".repeat(129));
     for tenant in [
-        json!(""),
-        json!("acme"),
-        json!("a,b"),
-        json!("a=b"),
-        json!("a\u{1}b"),
-        json!("x".repeat(128)),
-        json!("x".repeat(129)),
+        "",
+        "acme",
+        "a,b",
+        "a=b",
+        "a\u{1}b",
+        x128.as_str(),
+        x129.as_str(),
     ] {
         let body = json!({"crew": "greet", "input": {}, "tenant": tenant});
-        let reply = api.post_json("/v1/runs", &body).await;
-        let ok = valid(&doc, submit, &body);
-        agrees(ok, reply.status, &reply.text, "bad_tenant", "tenant");
+        posted_agrees(&api, &doc, to, &body, ("bad_tenant", "tenant")).await;
     }
 
     // `priority`: an integer from -1000 to 1000, or null.
@@ -317,9 +295,7 @@ async fn body_bounds_are_the_documented_ones() {
         json!(4294967296u64),
     ] {
         let body = json!({"crew": "greet", "input": {}, "priority": priority});
-        let reply = api.post_json("/v1/runs", &body).await;
-        let ok = valid(&doc, submit, &body);
-        agrees(ok, reply.status, &reply.text, "invalid_body", "priority");
+        let (ok, reply) = posted_agrees(&api, &doc, to, &body, ("invalid_body", "priority")).await;
         if ok {
             let stored = reply.json()["priority"].as_i64();
             assert_eq!(stored, Some(priority.as_i64().unwrap_or(0)), "{priority}");
@@ -340,15 +316,9 @@ async fn body_bounds_are_the_documented_ones() {
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     for keep in [json!(1), json!(-1), json!(0.5), json!(4294967296u64)] {
         let body = json!({"keep_per_thread": keep, "dry_run": true});
-        let reply = api.post_json("/v1/compact", &body).await;
-        let ok = valid(&doc, compact, &body);
-        agrees(
-            ok,
-            reply.status,
-            &reply.text,
-            "invalid_body",
-            &format!("keep_per_thread {keep}"),
-        );
+        let what = format!("keep_per_thread {keep}");
+        let to = ("/v1/compact", compact);
+        posted_agrees(&api, &doc, to, &body, ("invalid_body", &what)).await;
     }
 
     // A body of the wrong shape is 400 `invalid_body`, documented as such.
@@ -436,15 +406,9 @@ async fn answer_bodies_are_the_documented_ones() {
         json!({"feedback": "no decision"}),
         json!([]),
     ] {
-        let reply = api.post_json(&uri, &body).await;
-        let ok = valid(&doc, "/components/schemas/AnswerRequest", &body);
-        agrees(
-            ok,
-            reply.status,
-            &reply.text,
-            "invalid_body",
-            &body.to_string(),
-        );
+        let to = (uri.as_str(), "/components/schemas/AnswerRequest");
+        let what = body.to_string();
+        let (ok, reply) = posted_agrees(&api, &doc, to, &body, ("invalid_body", &what)).await;
         if ok {
             reply.assert_error(StatusCode::NOT_FOUND, "wait_not_found");
         }

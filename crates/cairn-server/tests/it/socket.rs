@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
-use crate::support::{serve_socket, write_crews, Running};
+use crate::support::{assert_lines, serve_socket, write_crews, Running};
 
 /// A raw HTTP/1 request over a fresh connection.
 async fn http(
@@ -220,17 +220,15 @@ async fn the_runner_survives_failing_runs_and_wakes_on_submit() {
         assert_eq!(run["steps"][0]["output"], format!("Hello {i}"));
     }
     let (_, metrics) = http(addr, Method::GET, "/metrics", None, None).await;
-    for line in [
-        "cairn_runner_drives_total{outcome=\"failed\"} 1",
-        "cairn_runner_drives_total{outcome=\"succeeded\"} 6",
-        "cairn_step_attempts_total 7",
-        "cairn_runner_in_flight 0",
-    ] {
-        assert!(
-            metrics.lines().any(|l| l == line),
-            "no `{line}` in {metrics}"
-        );
-    }
+    assert_lines(
+        &metrics,
+        &[
+            "cairn_runner_drives_total{outcome=\"failed\"} 1",
+            "cairn_runner_drives_total{outcome=\"succeeded\"} 6",
+            "cairn_step_attempts_total 7",
+            "cairn_runner_in_flight 0",
+        ],
+    );
     let (status, _) = http(addr, Method::GET, "/healthz", None, None).await;
     assert_eq!(status, StatusCode::OK);
     server.stop().await;
@@ -583,12 +581,10 @@ async fn the_runner_takes_over_a_run_whose_holder_died() {
         .await;
     let (_, metrics) = http(server.addr, Method::GET, "/metrics", None, None).await;
     // This process's count, and the event log's (every process).
-    for line in ["cairn_lease_takeovers_total 1", "cairn_lease_takeovers 1"] {
-        assert!(
-            metrics.lines().any(|l| l == line),
-            "no `{line}` in {metrics}"
-        );
-    }
+    assert_lines(
+        &metrics,
+        &["cairn_lease_takeovers_total 1", "cairn_lease_takeovers 1"],
+    );
     server.stop().await;
 }
 

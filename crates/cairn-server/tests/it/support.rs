@@ -295,6 +295,17 @@ pub fn strs<'a>(v: &'a Value, field: &str) -> Vec<&'a str> {
 }
 
 /// Asserts that `text` contains `part`, printing `text` if not.
+/// Asserts each of `lines` is a whole line of `text` (a metrics page).
+#[track_caller]
+pub fn assert_lines(text: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(
+            text.lines().any(|l| l == *line),
+            "missing `{line}` in:\n{text}"
+        );
+    }
+}
+
 #[track_caller]
 pub fn assert_contains(text: &str, part: &str) {
     assert!(text.contains(part), "{}", text);
