@@ -78,7 +78,7 @@ async fn metrics_count_runs_by_status_and_requests_by_route() {
     assert!(reply.content_type().starts_with("text/plain"));
     let text = &reply.text;
     assert_lines(
-        &text,
+        text,
         &[
             "cairn_store_up 1",
             "cairn_runs{status=\"queued\"} 1",

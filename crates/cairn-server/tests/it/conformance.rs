@@ -352,14 +352,8 @@ async fn responses_match_their_documented_schemas() {
         .json();
     check("WaitList", &waits);
     let wait = waits["waits"][0]["id"].as_str().unwrap().to_owned();
-    let reply = api
-        .post_json(
-            &format!("/v1/waits/{wait}/answer"),
-            &json!({"decision": "approve"}),
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    let answered = reply.json();
+    let reply = api.answer(&wait, &json!({"decision": "approve"})).await;
+    let answered = reply.ok_json();
     check("Answered", &answered);
     // Where the run stands: queued again for the publisher.
     assert_eq!(answered["run"]["id"], id.to_string());

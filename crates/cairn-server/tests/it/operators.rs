@@ -47,8 +47,7 @@ async fn retry_queues_a_failed_run_without_executing_it() {
             &json!({"by": "ops@example", "reason": "fixed the script"}),
         )
         .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    let run = reply.json();
+    let run = reply.ok_json();
     assert_eq!(run["id"], id.to_string());
     assert_eq!(run["status"], "queued", "recorded, not executed");
     assert_eq!(run["error"], Value::Null);
@@ -178,8 +177,7 @@ async fn cancel_of_a_queued_run_is_immediate() {
     let api = Api::sqlite().await;
     let id = api.submit("greet", json!({"name": "c"})).await;
     let reply = post_empty(&api, &format!("/v1/runs/{id}/cancel")).await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    let run = reply.json();
+    let run = reply.ok_json();
     assert_eq!(run["status"], "cancelled");
     assert!(run["finished_at"].is_string());
     assert_eq!(
@@ -367,8 +365,7 @@ async fn context_is_merged_into_a_queued_runs_input_and_recorded() {
             &json!({"context": {"name": "Ada"}, "by": "ops", "reason": "the real name"}),
         )
         .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    let run = reply.json();
+    let run = reply.ok_json();
     assert_eq!(run["status"], "queued", "recorded, not executed");
     assert_eq!(run["input"], json!({"name": "Ada"}));
     let event = last_event(&api, id, EventKind::ContextAdded).await;

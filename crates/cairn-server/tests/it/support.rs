@@ -259,6 +259,12 @@ impl Api {
         self.engine.waits(&Default::default()).await.unwrap()
     }
 
+    /// `POST /v1/waits/{wait}/answer` with `body`.
+    pub async fn answer(&self, wait: impl std::fmt::Display, body: &Value) -> Reply {
+        self.post_json(&format!("/v1/waits/{wait}/answer"), body)
+            .await
+    }
+
     /// Approves the first wait (of any run) as `by`.
     pub async fn approve_first_wait(&self, by: &str) {
         let wait = self.waits().await[0].id;
@@ -330,6 +336,13 @@ impl Reply {
             .get(header::CONTENT_TYPE)
             .map(|v| v.to_str().unwrap())
             .unwrap_or("")
+    }
+
+    /// Asserts a 200 response: its JSON body.
+    #[track_caller]
+    pub fn ok_json(&self) -> Value {
+        assert_eq!(self.status, StatusCode::OK, "{}", self.text);
+        self.json()
     }
 
     /// Asserts an error response: status, JSON content type and code.

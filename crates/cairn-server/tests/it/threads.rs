@@ -53,8 +53,7 @@ async fn threads_are_listed_and_shown_as_the_engine_sees_them() {
             .await;
 
         let listed = api.get("/v1/threads").await;
-        assert_eq!(listed.status, StatusCode::OK, "{}", listed.text);
-        let listed = listed.json();
+        let listed = listed.ok_json();
         assert_eq!(
             listed,
             serde_json::to_value(api.engine.threads().await.unwrap()).unwrap()
@@ -85,8 +84,7 @@ async fn threads_are_listed_and_shown_as_the_engine_sees_them() {
         }
 
         let shown = api.get(&format!("/v1/threads/{}", segment(odd))).await;
-        assert_eq!(shown.status, StatusCode::OK, "{}", shown.text);
-        let shown = shown.json();
+        let shown = shown.ok_json();
         assert_eq!(
             shown,
             serde_json::to_value(api.engine.thread(odd).await.unwrap()).unwrap()

@@ -84,13 +84,9 @@ async fn approve_commits_the_output_and_queues_the_run() {
     let api = Api::sqlite().await;
     let (id, wait) = waiting_run(&api, "rust").await;
     let reply = api
-        .post_json(
-            &format!("/v1/waits/{wait}/answer"),
-            &json!({"decision": "approve", "by": "ann"}),
-        )
+        .answer(&wait, &json!({"decision": "approve", "by": "ann"}))
         .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    let answered = reply.json();
+    let answered = reply.ok_json();
     assert_eq!(answered["id"], wait);
     assert_eq!(answered["status"], "answered");
     assert_eq!(answered["answer"], json!({"decision": "approve"}));
@@ -108,10 +104,7 @@ async fn approve_commits_the_output_and_queues_the_run() {
 
     // The same answer again: 200, nothing changes (even the `by`).
     let again = api
-        .post_json(
-            &format!("/v1/waits/{wait}/answer"),
-            &json!({"decision": "approve", "by": "bob"}),
-        )
+        .answer(&wait, &json!({"decision": "approve", "by": "bob"}))
         .await;
     assert_eq!(again.status, StatusCode::OK, "{}", again.text);
     // The wait as it was; `run` is where the run stands now.
@@ -125,8 +118,8 @@ async fn approve_commits_the_output_and_queues_the_run() {
 
     // A different answer to the closed wait is refused.
     let message = api
-        .post_json(
-            &format!("/v1/waits/{wait}/answer"),
+        .answer(
+            &wait,
             &json!({"decision": "reject", "feedback": "too late"}),
         )
         .await
@@ -140,8 +133,8 @@ async fn edit_commits_the_given_output_and_by_defaults_to_api() {
     let api = Api::sqlite().await;
     let (id, wait) = waiting_run(&api, "x").await;
     let reply = api
-        .post_json(
-            &format!("/v1/waits/{wait}/answer"),
+        .answer(
+            &wait,
             &json!({"decision": "edit", "output": "Edited draft"}),
         )
         .await;
@@ -158,10 +151,7 @@ async fn reject_runs_the_step_again_with_the_feedback_and_opens_a_new_wait() {
     let api = Api::sqlite().await;
     let (id, wait) = waiting_run(&api, "y").await;
     let reply = api
-        .post_json(
-            &format!("/v1/waits/{wait}/answer"),
-            &json!({"decision": "reject", "feedback": "shorter"}),
-        )
+        .answer(&wait, &json!({"decision": "reject", "feedback": "shorter"}))
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     assert_eq!(run_json(&api, id).await["status"], "queued");
@@ -228,10 +218,7 @@ async fn answer_refusals_and_body_mistakes() {
     // Unknown and malformed wait ids.
     let unknown = WaitId::new();
     let message = api
-        .post_json(
-            &format!("/v1/waits/{unknown}/answer"),
-            &json!({"decision": "approve"}),
-        )
+        .answer(&unknown, &json!({"decision": "approve"}))
         .await
         .assert_error(StatusCode::NOT_FOUND, "wait_not_found");
     assert!(message.contains(&unknown.to_string()), "{message}");
@@ -275,10 +262,7 @@ async fn a_cancelled_runs_wait_is_closed() {
     let waits = api.get(&format!("/v1/waits?run={id}")).await.json();
     assert_eq!(waits["waits"][0]["status"], "cancelled");
     let message = api
-        .post_json(
-            &format!("/v1/waits/{wait}/answer"),
-            &json!({"decision": "approve"}),
-        )
+        .answer(&wait, &json!({"decision": "approve"}))
         .await
         .assert_error(StatusCode::CONFLICT, "wait_closed");
     assert!(message.contains("`cancelled`"), "{message}");
@@ -292,10 +276,7 @@ async fn a_closed_waits_conflict_names_the_runs_open_wait() {
     let api = Api::sqlite().await;
     let (id, old) = waiting_run(&api, "o").await;
     let reply = api
-        .post_json(
-            &format!("/v1/waits/{old}/answer"),
-            &json!({"decision": "reject", "feedback": "again"}),
-        )
+        .answer(&old, &json!({"decision": "reject", "feedback": "again"}))
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     api.engine.execute(id).await.unwrap();
@@ -303,12 +284,7 @@ async fn a_closed_waits_conflict_names_the_runs_open_wait() {
     let new = waits.json()["waits"][0]["id"].as_str().unwrap().to_owned();
     assert_ne!(new, old);
 
-    let reply = api
-        .post_json(
-            &format!("/v1/waits/{old}/answer"),
-            &json!({"decision": "approve"}),
-        )
-        .await;
+    let reply = api.answer(&old, &json!({"decision": "approve"})).await;
     let message = reply.assert_error(StatusCode::CONFLICT, "wait_closed");
     assert!(message.contains(&new), "{message}");
     let error = &reply.json()["error"];
