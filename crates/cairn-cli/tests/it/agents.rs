@@ -275,14 +275,8 @@ fn kills_in_a_stream_a_tool_and_between_call_and_result_repeat_no_side_effect(ki
         .expect("a synthesized result");
     assert_eq!(synthesized["payload"]["call_id"], "c_charge");
     assert_eq!(synthesized["payload"]["is_error"], true);
-    let events = case.events(&id);
-    let repaired = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "transcript_repaired")
-        .count();
-    assert_eq!(repaired, 3, "{events:#}");
+    let repaired = case.events_of(&id, "transcript_repaired");
+    assert_eq!(repaired.len(), 3, "{repaired:#?}");
 
     // What the model was sent after the last repair: the interrupted charge
     // answered by the synthesized error, right after its call.

@@ -81,26 +81,32 @@ fn unknown_agent_kind_is_refused() {
     assert_nothing_written(&case);
 }
 
+/// `cairn ARGS` is refused (exit code 2) in one line naming `needles`,
+/// having written nothing.
+#[track_caller]
+fn refused(case: &Case, args: &[&str], needles: &[&str]) {
+    let out = case.cairn(args).expect_code(2);
+    out.expect_one_line_error(needles);
+    assert_nothing_written(case);
+}
+
 #[test]
 fn missing_crew_file_is_refused() {
     let case = fresh();
     let missing = case.path("nowhere.toml");
-    let out = case
-        .cairn(&["run", missing.to_str().unwrap()])
-        .expect_code(2);
-    out.expect_one_line_error(&["nowhere.toml"]);
-    assert_nothing_written(&case);
+    refused(
+        &case,
+        &["run", missing.to_str().unwrap()],
+        &["nowhere.toml"],
+    );
 }
 
 #[test]
 fn malformed_input_json_is_refused() {
     let case = fresh();
     let crew = good_crew(&case);
-    let out = case
-        .cairn(&["run", &crew, "--input", "{\"topic\": "])
-        .expect_code(2);
-    out.expect_one_line_error(&["--input", "not valid JSON"]);
-    assert_nothing_written(&case);
+    let args = ["run", &crew, "--input", "{\"topic\": "];
+    refused(&case, &args, &["--input", "not valid JSON"]);
 }
 
 #[test]
@@ -109,9 +115,8 @@ fn input_from_a_missing_file_is_refused() {
     let crew = good_crew(&case);
     let missing = case.path("missing-input.json");
     let arg = format!("@{}", missing.display());
-    let out = case.cairn(&["run", &crew, "--input", &arg]).expect_code(2);
-    out.expect_one_line_error(&["--input", "missing-input.json"]);
-    assert_nothing_written(&case);
+    let args = ["run", &crew, "--input", &arg];
+    refused(&case, &args, &["--input", "missing-input.json"]);
 }
 
 #[test]
@@ -189,9 +194,7 @@ fn read_commands_validate_arguments_before_opening_the_database() {
         (vec!["runs", "events", "not-a-uuid"], "not-a-uuid"),
         (vec!["runs", "list", "--status", "bogus"], "bogus"),
     ] {
-        let out = case.cairn(&args).expect_code(2);
-        out.expect_one_line_error(&[needle]);
-        assert_nothing_written(&case);
+        refused(&case, &args, &[needle]);
     }
 }
 

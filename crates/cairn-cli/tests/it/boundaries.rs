@@ -826,13 +826,7 @@ fn set_aside(kind: Kind) {
         let run = listed(&bad);
         assert_eq!(run["status"], "failed", "{point}: {run:#}");
         assert_eq!(run["error"]["kind"], "corruption", "{point}: {run:#}");
-        let set_aside = case
-            .events(&bad)
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["kind"] == "run_failed")
-            .count();
+        let set_aside = case.events_of(&bad, "run_failed").len();
         assert_eq!(set_aside, 1, "{point}: set aside {set_aside} times");
     }
 }

@@ -796,17 +796,8 @@ fn resume_with_context_gives_the_remaining_steps_more_input() {
         .expect_code(0)
         .json();
     assert_eq!(run["steps"][0]["output"], "news for ops", "{run:#}");
-    let events = case
-        .cairn(&["runs", "events", &id, "--json"])
-        .expect_code(0)
-        .json();
-    let added = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["kind"] == "context_added")
-        .cloned()
-        .unwrap_or_else(|| panic!("no context_added event: {events:#}"));
+    let added = case.events_of(&id, "context_added");
+    let added = added.first().expect("a context_added event");
     assert_eq!(added["data"]["by"], "ann");
     assert_eq!(added["data"]["reason"], "who asked");
 }

@@ -170,20 +170,9 @@ fn a_signed_delivery_wakes_the_run_once_and_a_wrong_one_stores_nothing(kind: Kin
         || case.show(&id)["status"] == "succeeded",
     );
     // The sender's trace is kept, for the run's trace to link.
-    let events = case
-        .cairn(&["runs", "events", &id, "--json"])
-        .expect_code(0)
-        .json();
-    let received = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["kind"] == "signal_received" && e["data"]["id"] == "msg_1");
-    assert_eq!(
-        received.unwrap()["data"]["traceparent"],
-        SENDER,
-        "{events:#}"
-    );
+    let received = case.events_of(&id, "signal_received");
+    let received = received.iter().find(|e| e["data"]["id"] == "msg_1");
+    assert_eq!(received.unwrap()["data"]["traceparent"], SENDER);
     let shown = case.show(&id);
     assert_eq!(
         support::step(&shown, 1)["output"],

@@ -189,15 +189,7 @@ fn a_notice_survives_a_down_receiver_and_a_killed_server_and_its_link_votes_once
         page.contains("Answer as ana") && page.contains("Nothing is recorded"),
         "{page}"
     );
-    let audit = |action: &str| {
-        let all = case.cairn(&["audit", "--json"]).expect_code(0).json();
-        all.as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["action"] == action)
-            .cloned()
-            .collect::<Vec<_>>()
-    };
+    let audit = |action: &str| case.audit_of(action);
     assert!(audit("wait_voted").is_empty(), "a GET votes nothing");
 
     let (status, page) = post_form(&served.listen, path, "decision=approve&reason=fine");
@@ -258,22 +250,12 @@ fn a_reminder_goes_before_the_deadline_to_those_who_have_not_voted(kind: Kind) {
     ];
     let stale = remote(&tokens[0], &[&answer[..], &["sha256:0"]].concat()).expect_code(2);
     assert_contains(&stale.stderr, "asks about something other than");
-    let ballot = case.cairn(&["audit", "--json"]).expect_code(0).json();
-    let voted = ballot
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["action"] == "wait_voted");
-    assert_eq!(voted.count(), 0, "a stale digest stores no vote");
+    let voted = case.audit_of("wait_voted");
+    assert_eq!(voted.len(), 0, "a stale digest stores no vote");
     // Recorded: the run still waits for a second approval (exit code 4).
     remote(&tokens[0], &[&answer[..], &[digest.as_str()]].concat()).expect_code(4);
-    let audit = case.cairn(&["audit", "--json"]).expect_code(0).json();
-    let vote = audit
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["action"] == "wait_voted");
-    let vote = vote.expect("ana's vote is audited");
+    let votes = case.audit_of("wait_voted");
+    let vote = votes.first().expect("ana's vote is audited");
     assert_eq!(
         (&vote["principal"], &vote["via"]),
         (&json!("ana"), &json!("cli"))
@@ -334,12 +316,7 @@ fn an_expired_link_shows_and_votes_nothing(kind: Kind) {
         status.contains(" 410 ") && page.contains("expired"),
         "{status}: {page}"
     );
-    let audit = case.cairn(&["audit", "--json"]).expect_code(0).json();
-    let votes = audit
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["action"] == "wait_voted");
-    assert_eq!(votes.count(), 0, "an expired link votes nothing");
+    let votes = case.audit_of("wait_voted");
+    assert_eq!(votes.len(), 0, "an expired link votes nothing");
     drop(served);
 }

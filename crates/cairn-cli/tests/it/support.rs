@@ -261,6 +261,17 @@ impl Case {
             .collect()
     }
 
+    /// The audit log's entries (`cairn audit --json`) of this action.
+    pub fn audit_of(&self, action: &str) -> Vec<Value> {
+        let all = self.cairn(&["audit", "--json"]).expect_code(0).json();
+        all.as_array()
+            .expect("an array of audit entries")
+            .iter()
+            .filter(|e| e["action"] == action)
+            .cloned()
+            .collect()
+    }
+
     /// `cairn ARGS` with the failpoint `point`, which kills it.
     #[track_caller]
     pub fn killed_at(&self, args: &[&str], point: &str) {
