@@ -98,6 +98,15 @@ fn wait_answered(kind: &str, idx: u32, answer: Value) -> (EventKind, Value) {
     )
 }
 
+/// `wait_answered`'s data for a review of step `idx` edited to "better",
+/// the original output ("draft") kept.
+fn edited_to_better(idx: u32) -> (EventKind, Value) {
+    let edit = json!({"decision": "edit", "output": "better"});
+    let (kind, mut data) = wait_answered("review", idx, edit);
+    data["original"] = json!("draft");
+    (kind, data)
+}
+
 fn reviewed(idx: u32) -> (EventKind, Value) {
     (
         EventKind::StepSucceeded,
@@ -227,15 +236,7 @@ fn a_review_answer_plans_its_step_and_run() {
                 cursor_to: 2,
                 step: Change::Succeed(json!("better")),
                 run_error: None,
-                events: vec![
-                    (
-                        EventKind::WaitAnswered,
-                        json!({"wait": WAIT, "kind": "review", "idx": 1,
-                               "answer": {"decision": "edit", "output": "better"},
-                               "by": "ana", "reason": "looks right", "original": "draft"}),
-                    ),
-                    reviewed(1),
-                ],
+                events: vec![edited_to_better(1), reviewed(1)],
             }),
         ),
         (
@@ -247,12 +248,7 @@ fn a_review_answer_plans_its_step_and_run() {
                 step: Change::Succeed(json!("better")),
                 run_error: None,
                 events: vec![
-                    (
-                        EventKind::WaitAnswered,
-                        json!({"wait": WAIT, "kind": "review", "idx": 2,
-                               "answer": {"decision": "edit", "output": "better"},
-                               "by": "ana", "reason": "looks right", "original": "draft"}),
-                    ),
+                    edited_to_better(2),
                     reviewed(2),
                     (EventKind::RunSucceeded, json!({"steps": 3})),
                 ],
