@@ -556,22 +556,33 @@ fn looping(n: usize) -> String {
 
 /// Runs `crew` with the budget `flag`: it must stop interrupted with
 /// `budget_exceeded`, its message naming `names`.
-async fn stopped_at_budget(
+pub(crate) async fn stopped_at_budget(
     engine: &Engine,
     crew: &Crew,
     flag: &str,
     names: &str,
 ) -> cairn::RunRecord {
+    let (run, error) = interrupted_by_budget(engine, crew, flag).await;
+    assert!(error.message.contains(names), "{}", error.message);
+    run
+}
+
+/// Runs `crew` with the budget `flag`: it must stop interrupted with
+/// `budget_exceeded`. The run and its error.
+pub(crate) async fn interrupted_by_budget(
+    engine: &Engine,
+    crew: &Crew,
+    flag: &str,
+) -> (cairn::RunRecord, cairn::ErrorInfo) {
     let opts = SubmitOptions {
         budget: Some(cairn::Budget::parse([flag], false).unwrap()),
         ..SubmitOptions::default()
     };
     let run = engine.run(crew, json!({}), opts).await.unwrap().run;
-    assert_eq!(run.status, RunStatus::Interrupted);
+    assert_eq!(run.status, RunStatus::Interrupted, "{flag}");
     let error = run.error.clone().unwrap();
     assert_eq!(error.kind, ErrorKind::BudgetExceeded);
-    assert!(error.message.contains(names), "{}", error.message);
-    run
+    (run, error)
 }
 
 /// A run whose agent loops stops at its budget of model calls, interrupted

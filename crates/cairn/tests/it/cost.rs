@@ -6,7 +6,7 @@
 //! `command` step's program reports count in the token budget too. A
 //! thread's budget limits its runs together.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use serde_json::json;
@@ -14,7 +14,7 @@ use serde_json::json;
 use cairn::{Engine, ErrorKind, EventKind, ExecutorConfig, RunStatus, SubmitOptions, Usd};
 use cairn_testkit::{both, Kind, TestDb};
 
-use super::agents::{clerk, Count};
+use super::agents::{clerk, interrupted_by_budget, stopped_at_budget, Count};
 
 both!(
     a_cost_budget_stops_a_looping_agent_at_the_hand_computed_cost_and_a_raise_carries_it_on,
@@ -58,11 +58,18 @@ async fn engine(db: &TestDb, prices: Option<&str>) -> Engine {
         .unwrap()
 }
 
-fn budget(flag: &str) -> SubmitOptions {
-    SubmitOptions {
-        budget: Some(cairn::Budget::parse([flag], false).unwrap()),
-        ..SubmitOptions::default()
-    }
+/// Runs a clerk that would call its tool `calls` times under the budget
+/// `flag`, which interrupts it: the run, its error and the tool's count.
+async fn stopped_by_budget(
+    engine: &Engine,
+    calls: usize,
+    flag: &str,
+) -> (cairn::RunRecord, cairn::ErrorInfo, Arc<AtomicU32>) {
+    let tool = Count::new();
+    let runs = tool.runs.clone();
+    let crew = clerk(&looping(calls), tool);
+    let (run, error) = interrupted_by_budget(engine, &crew, flag).await;
+    (run, error, runs)
 }
 
 async fn a_cost_budget_stops_a_looping_agent_at_the_hand_computed_cost_and_a_raise_carries_it_on(
@@ -70,20 +77,10 @@ async fn a_cost_budget_stops_a_looping_agent_at_the_hand_computed_cost_and_a_rai
 ) {
     let db = TestDb::of(kind).await;
     let engine = engine(&db, Some(PRICES)).await;
-    let tool = Count::new();
-    let runs = tool.runs.clone();
-    let crew = clerk(&looping(20), tool);
     // A call: 60 fresh × $2 + 40 cached × $0.50 + 20 out × $10 per
     // million = $0.000340. With $0.001, the fourth call's input would pass
     // what is left after three ($0.00102 spent): three calls are made.
-    let run = engine
-        .run(&crew, json!({}), budget("cost_usd=0.001"))
-        .await
-        .unwrap()
-        .run;
-    assert_eq!(run.status, RunStatus::Interrupted);
-    let error = run.error.clone().unwrap();
-    assert_eq!(error.kind, ErrorKind::BudgetExceeded);
+    let (run, error, runs) = stopped_by_budget(&engine, 20, "cost_usd=0.001").await;
     assert!(error.message.contains("$0.001000"), "{}", error.message);
     let spent = engine.store().spent(run.id).await.unwrap();
     assert_eq!((spent.model_calls, spent.cost_usd), (3, Usd(3 * 340_000)));
@@ -124,17 +121,7 @@ async fn a_dollar_budget_without_a_price_makes_no_call(kind: Kind) {
     let other = PRICES.replace("model = \"scripted\"", "model = \"other\"");
     for prices in [Some(other.as_str()), None] {
         let engine = engine(&db, prices).await;
-        let tool = Count::new();
-        let runs = tool.runs.clone();
-        let crew = clerk(&looping(2), tool);
-        let run = engine
-            .run(&crew, json!({}), budget("cost_usd=5"))
-            .await
-            .unwrap()
-            .run;
-        assert_eq!(run.status, RunStatus::Interrupted);
-        let error = run.error.unwrap();
-        assert_eq!(error.kind, ErrorKind::BudgetExceeded);
+        let (run, error, runs) = stopped_by_budget(&engine, 2, "cost_usd=5").await;
         assert!(
             error
                 .message
@@ -204,7 +191,7 @@ async fn input_and_output_token_limits_stop_a_looping_agent_on_their_own_counts(
     // Each call: 100 in, 20 out. Output 50: a fourth call is not made
     // once 60 are out.
     let crew = clerk(&looping(20), Count::new());
-    let run = stopped(&engine, &crew, "output_tokens=50", "50 output tokens").await;
+    let run = stopped_at_budget(&engine, &crew, "output_tokens=50", "50 output tokens").await;
     let spent = engine.store().spent(run.id).await.unwrap();
     let counts = (spent.model_calls, spent.input_tokens, spent.output_tokens);
     assert_eq!(counts, (3, 300, 60));
@@ -213,22 +200,11 @@ async fn input_and_output_token_limits_stop_a_looping_agent_on_their_own_counts(
     // the scripted model reports more than the estimate, so the run ends
     // past it by at most one call's input.
     let crew = clerk(&looping(20), Count::new());
-    let run = stopped(&engine, &crew, "input_tokens=250", "250 input tokens").await;
+    let run = stopped_at_budget(&engine, &crew, "input_tokens=250", "250 input tokens").await;
     let spent = engine.store().spent(run.id).await.unwrap();
     assert!((1..20).contains(&spent.model_calls), "{spent:?}");
     assert!(spent.input_tokens <= 250 + 100, "{spent:?}");
     assert_eq!(spent.output_tokens, 20 * spent.model_calls);
-}
-
-/// Runs `crew` with the budget `flag`: it stops interrupted with
-/// `budget_exceeded` naming `names`.
-async fn stopped(engine: &Engine, crew: &cairn::Crew, flag: &str, names: &str) -> cairn::RunRecord {
-    let run = engine.run(crew, json!({}), budget(flag)).await.unwrap().run;
-    assert_eq!(run.status, RunStatus::Interrupted, "{flag}");
-    let error = run.error.clone().unwrap();
-    assert_eq!(error.kind, ErrorKind::BudgetExceeded);
-    assert!(error.message.contains(names), "{}", error.message);
-    run
 }
 
 async fn a_threads_budget_stops_its_runs_together_and_a_raise_carries_them_on(kind: Kind) {
