@@ -80,6 +80,14 @@ pub(crate) fn clerk(script: &str, tool: Count) -> Crew {
         .unwrap()
 }
 
+/// A [`clerk`] over `script` with a new [`Count`] tool: the crew and the
+/// count of the tool's runs.
+pub(crate) fn counted_clerk(script: &str) -> (Crew, Arc<AtomicU32>) {
+    let tool = Count::new();
+    let runs = tool.runs.clone();
+    (clerk(script, tool), runs)
+}
+
 /// A clerk whose model is rate limited ("slow down") as `how` says, then
 /// answers "fine now".
 fn rate_limited_clerk(how: &str) -> Crew {
@@ -88,6 +96,21 @@ fn rate_limited_clerk(how: &str) -> Crew {
          fail = {{ kind = \"rate_limited\", message = \"slow down\", {how} }}\n"
     );
     clerk(&script, Count::new())
+}
+
+/// A new engine runs a [`rate_limited_clerk`] (`how`) to success: the
+/// database, the engine, the run's view and its events.
+async fn rate_limited_run(
+    kind: Kind,
+    how: &str,
+) -> (TestDb, Engine, cairn::RunView, Vec<cairn::EventRecord>) {
+    let db = TestDb::of(kind).await;
+    let engine = Engine::open(&db.url).await.unwrap();
+    let done = crate::ran(&engine, &rate_limited_clerk(how), json!({})).await;
+    assert_eq!(done.run.status, RunStatus::Succeeded);
+    let view = engine.show(done.run.id).await.unwrap();
+    let events = engine.events(done.run.id).await.unwrap();
+    (db, engine, view, events)
 }
 
 async fn calls_that_cannot_run_are_error_results_and_run_nothing(kind: Kind) {
@@ -298,14 +321,9 @@ async fn a_stream_past_its_cap_is_a_retryable_provider_failure(kind: Kind) {
 /// retry spent, and the key is listed
 /// as paused with the run deferred on it.
 async fn a_rate_limit_defers_the_step_at_its_attempt_no_sooner_than_its_retry_after(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = Engine::open(&db.url).await.unwrap();
-    let crew = rate_limited_clerk("calls = 1, retry_after_ms = 900");
-    let done = crate::ran(&engine, &crew, json!({})).await;
-    assert_eq!(done.run.status, RunStatus::Succeeded);
-    let view = engine.show(done.run.id).await.unwrap();
+    let (_db, engine, view, events) =
+        rate_limited_run(kind, "calls = 1, retry_after_ms = 900").await;
     assert_eq!(view.steps[0].attempt.get(), 1, "no retry was spent");
-    let events = engine.events(done.run.id).await.unwrap();
     assert!(!events
         .iter()
         .any(|e| e.kind == EventKind::StepRetryScheduled));
@@ -346,14 +364,8 @@ async fn a_rate_limit_defers_the_step_at_its_attempt_no_sooner_than_its_retry_af
 /// A rate limit that does not say how long is an ordinary failure: the
 /// policy's back-off, a retry spent, no key paused.
 async fn a_rate_limit_without_retry_after_is_retried(kind: Kind) {
-    let db = TestDb::of(kind).await;
-    let engine = Engine::open(&db.url).await.unwrap();
-    let crew = rate_limited_clerk("on_attempts = [1]");
-    let done = crate::ran(&engine, &crew, json!({})).await;
-    assert_eq!(done.run.status, RunStatus::Succeeded);
-    let view = engine.show(done.run.id).await.unwrap();
+    let (_db, engine, view, events) = rate_limited_run(kind, "on_attempts = [1]").await;
     assert_eq!(view.steps[0].attempt.get(), 2);
-    let events = engine.events(done.run.id).await.unwrap();
     assert!(events
         .iter()
         .any(|e| e.kind == EventKind::StepRetryScheduled));
@@ -591,9 +603,7 @@ pub(crate) async fn interrupted_by_budget(
 async fn a_looping_agent_stops_at_its_budget_and_a_raise_carries_it_on(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = Engine::open(&db.url).await.unwrap();
-    let tool = Count::new();
-    let runs = tool.runs.clone();
-    let crew = clerk(&looping(10), tool);
+    let (crew, runs) = counted_clerk(&looping(10));
     let run = stopped_at_budget(&engine, &crew, "model_calls=3", "3 model calls").await;
     let spent = engine.store().spent(run.id).await.unwrap();
     assert_eq!((spent.model_calls, spent.tokens), (3, 360));
@@ -639,9 +649,7 @@ async fn a_token_budget_refuses_the_call_that_would_pass_it(kind: Kind) {
 async fn a_tool_call_budget_stops_the_tool_before_it_runs(kind: Kind) {
     let db = TestDb::of(kind).await;
     let engine = Engine::open(&db.url).await.unwrap();
-    let tool = Count::new();
-    let runs = tool.runs.clone();
-    let crew = clerk(&looping(10), tool);
+    let (crew, runs) = counted_clerk(&looping(10));
     let run = stopped_at_budget(&engine, &crew, "tool_calls=2", "2 tool calls").await;
     assert_eq!(runs.load(Ordering::SeqCst), 2, "the third call never ran");
     let spent = engine.store().spent(run.id).await.unwrap();

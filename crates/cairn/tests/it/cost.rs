@@ -14,7 +14,7 @@ use serde_json::json;
 use cairn::{Engine, ErrorKind, EventKind, ExecutorConfig, RunStatus, SubmitOptions, Usd};
 use cairn_testkit::{both, Kind, TestDb};
 
-use super::agents::{clerk, interrupted_by_budget, stopped_at_budget, Count};
+use super::agents::{clerk, counted_clerk, interrupted_by_budget, stopped_at_budget, Count};
 
 both!(
     a_cost_budget_stops_a_looping_agent_at_the_hand_computed_cost_and_a_raise_carries_it_on,
@@ -65,9 +65,7 @@ async fn stopped_by_budget(
     calls: usize,
     flag: &str,
 ) -> (cairn::RunRecord, cairn::ErrorInfo, Arc<AtomicU32>) {
-    let tool = Count::new();
-    let runs = tool.runs.clone();
-    let crew = clerk(&looping(calls), tool);
+    let (crew, runs) = counted_clerk(&looping(calls));
     let (run, error) = interrupted_by_budget(engine, &crew, flag).await;
     (run, error, runs)
 }
