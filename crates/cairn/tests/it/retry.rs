@@ -67,6 +67,23 @@ fn crew_with(agent: Flaky, retry: RetryPolicy) -> Crew {
         .unwrap()
 }
 
+/// Runs [`crew_with`] `flaky` under `retry` to its end, which must be
+/// `want`: the run's status and how often the flaky step was called.
+async fn ran_flaky(
+    engine: &cairn::Engine,
+    flaky: Flaky,
+    retry: RetryPolicy,
+    want: (RunStatus, u32),
+) -> cairn::Driven {
+    let calls = flaky.calls.clone();
+    let crew = crew_with(flaky, retry);
+    let done = engine.run(&crew, json!({}), SubmitOptions::default()).await;
+    let done = done.unwrap();
+    assert_eq!(done.run.status, want.0);
+    assert_eq!(calls.load(Ordering::SeqCst), want.1);
+    done
+}
+
 both!(
     a_flaky_step_is_retried_after_its_back_off_until_it_succeeds,
     when_attempts_run_out_the_run_is_parked_failed,
@@ -78,17 +95,7 @@ both!(
 async fn a_flaky_step_is_retried_after_its_back_off_until_it_succeeds(kind: Kind) {
     let (_db, engine) = super::opened(kind).await;
     let flaky = Flaky::new(2, true);
-    let calls = flaky.calls.clone();
-    let done = engine
-        .run(
-            &crew_with(flaky, policy(3, 150)),
-            json!({}),
-            SubmitOptions::default(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(done.run.status, RunStatus::Succeeded);
-    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    let done = ran_flaky(&engine, flaky, policy(3, 150), (RunStatus::Succeeded, 3)).await;
     let view = engine.show(done.run.id).await.unwrap();
     assert_eq!(view.steps[1].attempt.get(), 3);
     assert_eq!(view.steps[1].output, Some(json!({"attempt": 3})));
@@ -125,17 +132,7 @@ async fn a_flaky_step_is_retried_after_its_back_off_until_it_succeeds(kind: Kind
 async fn when_attempts_run_out_the_run_is_parked_failed(kind: Kind) {
     let (_db, engine) = super::opened(kind).await;
     let flaky = Flaky::new(u32::MAX, true);
-    let calls = flaky.calls.clone();
-    let done = engine
-        .run(
-            &crew_with(flaky, policy(2, 10)),
-            json!({}),
-            SubmitOptions::default(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(done.run.status, RunStatus::Failed);
-    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let done = ran_flaky(&engine, flaky, policy(2, 10), (RunStatus::Failed, 2)).await;
     let view = engine.show(done.run.id).await.unwrap();
     assert_eq!(view.steps[1].status, StepStatus::Failed);
     assert_eq!(view.steps[1].attempt.get(), 2);
@@ -146,17 +143,7 @@ async fn when_attempts_run_out_the_run_is_parked_failed(kind: Kind) {
 async fn a_permanent_error_is_not_retried(kind: Kind) {
     let (_db, engine) = super::opened(kind).await;
     let flaky = Flaky::new(1, false);
-    let calls = flaky.calls.clone();
-    let done = engine
-        .run(
-            &crew_with(flaky, policy(3, 10)),
-            json!({}),
-            SubmitOptions::default(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(done.run.status, RunStatus::Failed);
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let done = ran_flaky(&engine, flaky, policy(3, 10), (RunStatus::Failed, 1)).await;
     let events = engine.events(done.run.id).await.unwrap();
     assert!(!events
         .iter()
