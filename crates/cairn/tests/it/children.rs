@@ -400,10 +400,7 @@ async fn a_retried_parent_keeps_its_succeeded_children_unless_told_to_rerun_them
     let done = engine.execute(run.id).await.unwrap().run;
     assert_eq!(done.status, RunStatus::Succeeded, "{:?}", done.error);
     assert_eq!((ran(&log, "a"), ran(&log, "c"), ran(&log, "b")), (1, 1, 2));
-    let view = engine.show(run.id).await.unwrap();
-    let fan = view.steps[0].output.clone().unwrap();
-    let outcomes = fan.as_array().unwrap();
-    assert!(outcomes.iter().all(|o| o["status"] == "succeeded"), "{fan}");
+    let outcomes = succeeded_outcomes(&engine, run.id).await;
     for i in [0, 1] {
         assert_eq!(outcomes[i]["run_id"], json!(before[i].run_id), "kept {i}");
     }
@@ -424,13 +421,25 @@ async fn a_retried_parent_keeps_its_succeeded_children_unless_told_to_rerun_them
     let done = engine.execute(run.id).await.unwrap().run;
     assert_eq!(done.status, RunStatus::Succeeded, "{:?}", done.error);
     assert_eq!((ran(&log, "p"), ran(&log, "q"), ran(&log, "b")), (2, 2, 4));
-    let events = engine.events(run.id).await.unwrap();
+    assert_children_rerun(&engine, run.id, EventKind::RunRetried).await;
+}
+
+/// `run` reused no child, and its `kind` event (a retry or a fork) says
+/// its children ran again.
+async fn assert_children_rerun(engine: &Engine, run: cairn::RunId, kind: EventKind) {
+    let events = engine.events(run).await.unwrap();
     assert!(!events.iter().any(|e| e.kind == EventKind::ChildrenReused));
-    let retried = events
-        .iter()
-        .find(|e| e.kind == EventKind::RunRetried)
-        .unwrap();
-    assert_eq!(retried.data["rerun_children"], true);
+    let event = events.iter().find(|e| e.kind == kind).unwrap();
+    assert_eq!(event.data["rerun_children"], true);
+}
+
+/// The outcomes of `run`'s fan-out (step 0), each of which succeeded.
+async fn succeeded_outcomes(engine: &Engine, run: cairn::RunId) -> Vec<serde_json::Value> {
+    let view = engine.show(run).await.unwrap();
+    let fan = view.steps[0].output.clone().unwrap();
+    let outcomes = fan.as_array().unwrap();
+    assert!(outcomes.iter().all(|o| o["status"] == "succeeded"), "{fan}");
+    outcomes.clone()
 }
 
 /// A fork of `run` from step 0 (a new input if given), run to its end.
@@ -472,10 +481,7 @@ async fn a_fork_keeps_its_sources_succeeded_children_of_the_same_input_unless_to
     let fork = forked(&engine, source.id, None, false).await;
     assert_eq!(fork.status, RunStatus::Succeeded, "{:?}", fork.error);
     assert_eq!((ran(&log, "a"), ran(&log, "c"), ran(&log, "b")), (1, 1, 2));
-    let view = engine.show(fork.id).await.unwrap();
-    let fan = view.steps[0].output.clone().unwrap();
-    let outcomes = fan.as_array().unwrap();
-    assert!(outcomes.iter().all(|o| o["status"] == "succeeded"), "{fan}");
+    let outcomes = succeeded_outcomes(&engine, fork.id).await;
     let mine = children_of(&engine, fork.id).await;
     assert_eq!(mine.len(), 3, "every child of the fork is its own");
     for i in [0, 1] {
@@ -516,13 +522,7 @@ async fn a_fork_keeps_its_sources_succeeded_children_of_the_same_input_unless_to
     let fork = forked(&engine, source.id, None, true).await;
     assert_eq!(fork.status, RunStatus::Succeeded, "{:?}", fork.error);
     assert_eq!((ran(&log, "a"), ran(&log, "c"), ran(&log, "b")), (2, 2, 4));
-    let events = engine.events(fork.id).await.unwrap();
-    assert!(!events.iter().any(|e| e.kind == EventKind::ChildrenReused));
-    let forked_event = events
-        .iter()
-        .find(|e| e.kind == EventKind::RunForked)
-        .unwrap();
-    assert_eq!(forked_event.data["rerun_children"], true);
+    assert_children_rerun(&engine, fork.id, EventKind::RunForked).await;
 }
 
 /// The run id of an outcome.
