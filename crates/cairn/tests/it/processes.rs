@@ -117,6 +117,16 @@ async fn status_of(engine: &Engine, id: RunId, want: RunStatus) -> cairn::RunVie
     panic!("run {id} never became {want}");
 }
 
+impl Writer {
+    /// A writer signing `by`, counting its runs in `runs`.
+    fn counted(by: &'static str, runs: &Arc<AtomicU32>) -> Writer {
+        Writer {
+            by,
+            runs: runs.clone(),
+        }
+    }
+}
+
 async fn blocked_events(engine: &Engine, id: RunId) -> usize {
     let events = engine.events(id).await.unwrap();
     crate::of_kind(&events, EventKind::RunBlocked).len()
@@ -125,10 +135,7 @@ async fn blocked_events(engine: &Engine, id: RunId) -> usize {
 async fn a_run_only_a_stopped_process_could_execute_is_blocked_until_one_starts(kind: Kind) {
     let db = TestDb::of(kind).await;
     let runs = Arc::new(AtomicU32::new(0));
-    let writer = |by| Writer {
-        by,
-        runs: runs.clone(),
-    };
+    let writer = |by| Writer::counted(by, &runs);
     let crew_a = reviewed("1", writer("a"));
     let a = process(&db, "process-a", &[&crew_a]).await;
     let id = crate::submitted(&a, &crew_a, json!({})).await;
@@ -203,10 +210,7 @@ async fn a_run_only_a_stopped_process_could_execute_is_blocked_until_one_starts(
 async fn two_processes_offering_different_versions_each_claim_only_their_own(kind: Kind) {
     let db = TestDb::of(kind).await;
     let runs = Arc::new(AtomicU32::new(0));
-    let writer = |by| Writer {
-        by,
-        runs: runs.clone(),
-    };
+    let writer = |by| Writer::counted(by, &runs);
     let (v1, v2) = (plain("1", writer("v1")), plain("2", writer("v2")));
     let p1 = process(&db, "process-v1", &[&v1]).await;
     let p2 = process(&db, "process-v2", &[&v2]).await;

@@ -30,11 +30,18 @@ fn writer(model: &SlowModel, max_tokens: u32) -> String {
     )
 }
 
-fn budget(flag: &str) -> SubmitOptions {
-    SubmitOptions {
+/// Runs `crew` on `input` under the budget `flag`: the run where it stopped.
+async fn ran_under(
+    engine: &cairn::Engine,
+    crew: &cairn::Crew,
+    input: serde_json::Value,
+    flag: &str,
+) -> cairn::RunRecord {
+    let opts = SubmitOptions {
         budget: Some(cairn::Budget::parse([flag], false).unwrap()),
         ..SubmitOptions::default()
-    }
+    };
+    engine.run(crew, input, opts).await.unwrap().run
 }
 
 async fn children_of(engine: &Engine, parent: cairn::RunId) -> Vec<cairn::RunRecord> {
@@ -62,11 +69,7 @@ async fn children_in_flight_hold_their_calls_against_their_parents_budget(kind: 
     let tight = SlowModel::start(&["one", "two", "three"], Duration::from_millis(150)).unwrap();
     tight.release();
     let (_dir, crew) = crews("", &writer(&tight, 1000));
-    let run = engine
-        .run(&crew, items, budget("tokens=1000"))
-        .await
-        .unwrap()
-        .run;
+    let run = ran_under(&engine, &crew, items, "tokens=1000").await;
     assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.error);
     assert_eq!(tight.peak(), 1, "one call at a time");
     assert_eq!(tight.requests(), 3);
@@ -91,15 +94,13 @@ async fn a_child_stopped_at_its_parents_budget_carries_on_when_the_parent_is_con
     model.release();
     let (_dir, crew) = crews("concurrency = 1", &writer(&model, 10));
     // Two calls for the tree: the third child's is not made.
-    let run = engine
-        .run(
-            &crew,
-            json!({"items": ["a", "b", "c"]}),
-            budget("model_calls=2"),
-        )
-        .await
-        .unwrap()
-        .run;
+    let run = ran_under(
+        &engine,
+        &crew,
+        json!({"items": ["a", "b", "c"]}),
+        "model_calls=2",
+    )
+    .await;
     assert_eq!(run.status, RunStatus::Waiting, "{:?}", run.error);
     // In listing order, one at a time: the third is stopped.
     let children = engine.show(run.id).await.unwrap().children;
@@ -146,11 +147,7 @@ async fn a_parent_records_why_its_children_stopped_and_warns_at_80_percent_of_it
     model.release();
     let (_dir, crew) = crews("concurrency = 1", &writer(&model, 10));
     let items = json!({"items": ["a", "b", "c"]});
-    let run = engine
-        .run(&crew, items, budget("model_calls=2"))
-        .await
-        .unwrap()
-        .run;
+    let run = ran_under(&engine, &crew, items, "model_calls=2").await;
     assert_eq!(run.status, RunStatus::Waiting, "{:?}", run.error);
     let view = engine.show(run.id).await.unwrap();
     assert_eq!(
