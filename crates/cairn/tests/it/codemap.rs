@@ -7,15 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use crate::workspace_root;
 
 fn codemap() -> String {
-    std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap()
+    std::fs::read_to_string(workspace_root().join("docs/ARCHITECTURE.md")).unwrap()
 }
 
 /// The backquoted spans of `text` that name a file or directory of the
@@ -43,7 +38,10 @@ fn the_codemap_is_short_and_every_path_it_names_exists() {
     );
     let paths = named_paths(&text);
     assert!(paths.len() > 50, "the scanner found only {paths:?}");
-    let missing: Vec<&String> = paths.iter().filter(|p| !root().join(p).exists()).collect();
+    let missing: Vec<&String> = paths
+        .iter()
+        .filter(|p| !workspace_root().join(p).exists())
+        .collect();
     assert!(
         missing.is_empty(),
         "the codemap names paths that do not exist: {missing:?}"
@@ -53,7 +51,7 @@ fn the_codemap_is_short_and_every_path_it_names_exists() {
 #[test]
 fn the_codemap_names_every_storage_script_module() {
     let text = codemap();
-    let dir = root().join("crates/cairn-checkpoint/src/script");
+    let dir = workspace_root().join("crates/cairn-checkpoint/src/script");
     let mut absent = vec![];
     for entry in std::fs::read_dir(&dir).unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -222,7 +220,10 @@ fn cycles(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<Vec<S
 #[test]
 fn no_crate_has_a_module_cycle() {
     let mut found = vec![];
-    for entry in std::fs::read_dir(root().join("crates")).unwrap().flatten() {
+    for entry in std::fs::read_dir(workspace_root().join("crates"))
+        .unwrap()
+        .flatten()
+    {
         let src = entry.path().join("src");
         if !src.is_dir() {
             continue;

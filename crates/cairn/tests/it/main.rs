@@ -204,6 +204,14 @@ pub(crate) async fn engine(db: &TestDb) -> Engine {
         .unwrap()
 }
 
+/// The workspace's root directory.
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
 /// A new database of `kind` and an engine on it; the caller keeps the
 /// database alive for as long as it uses the engine.
 pub(crate) async fn opened(kind: Kind) -> (TestDb, Engine) {

@@ -10,6 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::workspace_root;
+
 use serde_json::Value;
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -112,13 +114,6 @@ fn no_reference_leaves_the_repository() {
         "references to files outside the repository (the model is docs/DESIGN.md):\n{}",
         found.join("\n")
     );
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
 }
 
 /// `cargo metadata --no-deps` of the workspace: its crates and what each
