@@ -64,6 +64,21 @@ pub(crate) async fn fresh(kind: Kind) -> (TestDb, Arc<dyn Store>) {
     (db, store)
 }
 
+/// A new wait of `kind` asking `prompt`: no question id, no deadline.
+pub(crate) fn new_wait(
+    kind: cairn_core::WaitKind,
+    prompt: serde_json::Value,
+) -> cairn_core::NewWait {
+    cairn_core::NewWait {
+        id: cairn_core::WaitId::new(),
+        kind,
+        prompt,
+        question_id: None,
+        deadline_ms: None,
+        on_deadline: None,
+    }
+}
+
 pub(crate) fn new_run(steps: usize, key: Option<&str>) -> NewRun {
     NewRun {
         idempotency_key: key.map(str::to_owned),

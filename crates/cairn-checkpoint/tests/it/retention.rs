@@ -15,7 +15,7 @@ use cairn_checkpoint::{
 };
 use cairn_core::{
     Actor, Answer, Attempt, ErrorInfo, ErrorKind, JournalKind, NewWait, RunId, RunStatus, StepIdx,
-    WaitId, WaitKind,
+    WaitKind,
 };
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::{json, Value};
@@ -278,6 +278,18 @@ async fn mix(store: &Arc<dyn Store>) -> BTreeMap<&'static str, RunId> {
                 .lease_epoch
         }
     };
+    // A two-step run, claimed, a journal item at step 0, which commits
+    // `transition`: its id.
+    let (submit, claim) = (&submit, &claim);
+    let stopped_at_step_0 = |transition: StepTransition| async move {
+        let id = submit(2, None).await;
+        let e = claim(id).await;
+        journal_item(store, id, e, 0).await;
+        let mut commit = success(id, e, 0, 2);
+        commit.transition = transition;
+        store.commit_step(&commit).await.unwrap();
+        id
+    };
     // Finished: three succeeded runs of a thread, one succeeded alone, one
     // cancelled.
     let mut last = None;
@@ -308,14 +320,10 @@ async fn mix(store: &Arc<dyn Store>) -> BTreeMap<&'static str, RunId> {
         .await
         .unwrap();
     // Failed (parked, retryable).
-    let id = submit(2, None).await;
-    let e = claim(id).await;
-    journal_item(store, id, e, 0).await;
-    let mut fail = success(id, e, 0, 2);
-    fail.transition = StepTransition::Failed {
+    let id = stopped_at_step_0(StepTransition::Failed {
         error: ErrorInfo::new(ErrorKind::Agent, "no", false),
-    };
-    store.commit_step(&fail).await.unwrap();
+    })
+    .await;
     left.insert("failed", id);
     // Running at step 1, with a journal on each step.
     let id = submit(3, None).await;
@@ -325,32 +333,20 @@ async fn mix(store: &Arc<dyn Store>) -> BTreeMap<&'static str, RunId> {
     journal_item(store, id, e, 1).await;
     left.insert("running", id);
     // Waiting for an answer at step 0.
-    let id = submit(2, None).await;
-    let e = claim(id).await;
-    journal_item(store, id, e, 0).await;
-    let mut wait = success(id, e, 0, 2);
-    wait.transition = StepTransition::Waiting {
+    let id = stopped_at_step_0(StepTransition::Waiting {
         output: None,
         wait: NewWait {
-            id: WaitId::new(),
-            kind: WaitKind::Question,
-            prompt: json!({"q": "budget?"}),
             question_id: Some("budget".into()),
-            deadline_ms: None,
-            on_deadline: None,
+            ..crate::new_wait(WaitKind::Question, json!({"q": "budget?"}))
         },
-    };
-    store.commit_step(&wait).await.unwrap();
+    })
+    .await;
     left.insert("waiting", id);
     // Interrupted at step 0.
-    let id = submit(2, None).await;
-    let e = claim(id).await;
-    journal_item(store, id, e, 0).await;
-    let mut stop = success(id, e, 0, 2);
-    stop.transition = StepTransition::Interrupted {
+    let id = stopped_at_step_0(StepTransition::Interrupted {
         error: ErrorInfo::new(ErrorKind::Interrupted, "max_turns", false),
-    };
-    store.commit_step(&stop).await.unwrap();
+    })
+    .await;
     left.insert("interrupted", id);
     // Queued, in the thread behind its finished runs.
     left.insert("queued", submit(2, Some("t")).await);

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use cairn_checkpoint::{Action, Lease, StepTransition};
 use cairn_core::{
-    Corruption, ErrorKind, EventKind, LeaseEpoch, NewWait, RunId, RunStatus, StepStatus, WaitId,
-    WaitKind,
+    Corruption, ErrorKind, EventKind, LeaseEpoch, RunId, RunStatus, StepStatus, WaitKind,
 };
 use cairn_testkit::{both, Kind};
 use serde_json::json;
@@ -161,14 +160,7 @@ async fn set_aside_without_a_holder_takes_only_a_queued_or_running_run(kind: Kin
     let mut wait = success(c.run.id, c.run.lease_epoch, 0, 2);
     wait.transition = StepTransition::Waiting {
         output: Some(json!({"draft": 0})),
-        wait: NewWait {
-            id: WaitId::new(),
-            kind: WaitKind::Review,
-            prompt: json!("review"),
-            question_id: None,
-            deadline_ms: None,
-            on_deadline: None,
-        },
+        wait: crate::new_wait(WaitKind::Review, json!("review")),
     };
     store.commit_step(&wait).await.unwrap();
     let before = store.load(c.run.id).await.unwrap();

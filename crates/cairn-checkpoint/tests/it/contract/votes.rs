@@ -71,12 +71,8 @@ pub(super) async fn waiting_until(
     let run = store.submit(submit).await.unwrap().run;
     let c = store.claim(run.id, &claim_req(false)).await.unwrap();
     let wait = NewWait {
-        id: WaitId::new(),
-        kind: WaitKind::Approval,
-        prompt: json!({"approve": "the payment"}),
-        question_id: None,
         deadline_ms,
-        on_deadline: None,
+        ..crate::new_wait(WaitKind::Approval, json!({"approve": "the payment"}))
     };
     let id = wait.id;
     let mut commit = success(c.run.id, c.run.lease_epoch, 0, 2);

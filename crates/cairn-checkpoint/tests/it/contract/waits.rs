@@ -20,12 +20,9 @@ both!(a_wait_is_due_once_its_deadline_passes_and_until_it_closes);
 async fn waiting(store: &Db, deadline_ms: Option<u64>) -> WaitId {
     let c = submitted_and_claimed(store, 2).await;
     let wait = NewWait {
-        id: WaitId::new(),
-        kind: WaitKind::Approval,
-        prompt: json!({"approve": "step 0"}),
-        question_id: None,
         deadline_ms,
         on_deadline: deadline_ms.map(|_| OnDeadline::Fail),
+        ..crate::new_wait(WaitKind::Approval, json!({"approve": "step 0"}))
     };
     let id = wait.id;
     let mut commit = success(c.run.id, c.run.lease_epoch, 0, 2);
