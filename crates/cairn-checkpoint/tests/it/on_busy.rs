@@ -91,13 +91,18 @@ fn in_thread(thread: &str, on_busy: OnBusy) -> cairn_checkpoint::NewRun {
     run
 }
 
+/// A run of one step submitted to `thread` to queue behind its busy runs.
+async fn queued_in(
+    store: &std::sync::Arc<dyn cairn_checkpoint::Store>,
+    thread: &str,
+) -> cairn_core::RunRecord {
+    let submitted = store.submit(in_thread(thread, OnBusy::Queue)).await;
+    submitted.unwrap().run
+}
+
 async fn a_busy_thread_rejects_and_stores_nothing(kind: Kind) {
     let (_db, store) = fresh(kind).await;
-    let first = store
-        .submit(in_thread("t", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
+    let first = queued_in(&store, "t").await;
     let before = store.list_runs(&RunFilter::default()).await.unwrap();
     match store.submit(in_thread("t", OnBusy::Reject)).await {
         Err(Error::ThreadBusy {
@@ -126,16 +131,8 @@ async fn a_busy_thread_rejects_and_stores_nothing(kind: Kind) {
 
 async fn interrupt_cancels_the_busy_runs_and_records_why(kind: Kind) {
     let (_db, store) = fresh(kind).await;
-    let queued = store
-        .submit(in_thread("t", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
-    let running = store
-        .submit(in_thread("t", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
+    let queued = queued_in(&store, "t").await;
+    let running = queued_in(&store, "t").await;
     // The second is running under a claim (taken out of order on purpose:
     // an operator's takeover, say).
     let req = claim_req(true);
@@ -166,11 +163,7 @@ async fn interrupt_cancels_the_busy_runs_and_records_why(kind: Kind) {
         .unwrap()
         .contains(&new.run.id.to_string()));
     // A queued one is cancelled at once.
-    let q = store
-        .submit(in_thread("v", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
+    let q = queued_in(&store, "v").await;
     store
         .submit(in_thread("v", OnBusy::Interrupt))
         .await
@@ -183,21 +176,9 @@ async fn interrupt_cancels_the_busy_runs_and_records_why(kind: Kind) {
 
 async fn runs_of_a_thread_are_claimed_in_submission_order(kind: Kind) {
     let (_db, store) = fresh(kind).await;
-    let a1 = store
-        .submit(in_thread("a", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
-    let a2 = store
-        .submit(in_thread("a", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
-    let b1 = store
-        .submit(in_thread("b", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
+    let a1 = queued_in(&store, "a").await;
+    let a2 = queued_in(&store, "a").await;
+    let b1 = queued_in(&store, "b").await;
     let free = store.submit(new_run(1, None)).await.unwrap().run;
     let mut req = claim_req(false);
     req.takeover = cairn_checkpoint::Takeover::IfExpired;
@@ -220,16 +201,8 @@ async fn runs_of_a_thread_are_claimed_in_submission_order(kind: Kind) {
     let next = store.claim_next(&req).await.unwrap().unwrap();
     assert_eq!(next.run.id, a2.id);
     // A failed earlier run no longer holds the thread back (it is parked).
-    let c1 = store
-        .submit(in_thread("c", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
-    let c2 = store
-        .submit(in_thread("c", OnBusy::Queue))
-        .await
-        .unwrap()
-        .run;
+    let c1 = queued_in(&store, "c").await;
+    let c2 = queued_in(&store, "c").await;
     let held = store.claim_next(&req).await.unwrap().unwrap();
     assert_eq!(held.run.id, c1.id);
     let mut fail = success(c1.id, held.run.lease_epoch, 0, 1);
