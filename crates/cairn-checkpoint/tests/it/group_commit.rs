@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use cairn_checkpoint::{OnBusy, SqliteStore, Store};
+use cairn_checkpoint::{GroupStats, OnBusy, SqliteStore, Store};
 use sqlx::{Connection, Executor};
 
 use super::*;
@@ -59,11 +59,60 @@ async fn commits_queued(
     tasks
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stale_commit_in_a_batch_is_refused_and_the_rest_of_its_batch_commits() {
+/// A new SQLite store: its database, its file, the store and the same as
+/// a `dyn Store`.
+async fn sqlite_store() -> (TestDb, std::path::PathBuf, Arc<SqliteStore>, Arc<dyn Store>) {
     let db = TestDb::sqlite();
     let path = db.dir().join("cairn.db");
     let (store, shared) = open_store(&path).await;
+    (db, path, store, shared)
+}
+
+/// A claimed run of `steps` steps committed one step after another on a
+/// new store, to its success: the store's group statistics before and
+/// after.
+async fn committed_one_by_one(steps: u32) -> (GroupStats, GroupStats) {
+    let (_db, _path, store, shared) = sqlite_store().await;
+    let c = submitted_and_claimed(&shared, steps as usize).await;
+    let before = store.group_stats();
+    for i in 0..steps {
+        shared
+            .commit_step(&success(c.run.id, c.run.lease_epoch, i, steps))
+            .await
+            .unwrap();
+    }
+    let after = store.group_stats();
+    assert_eq!(
+        shared.get_run(c.run.id).await.unwrap().status,
+        RunStatus::Succeeded
+    );
+    (before, after)
+}
+
+/// `commit` sent while another connection holds the write lock: still
+/// waiting after `ms` milliseconds. The lock's holder and the commit.
+async fn commit_behind_a_lock(
+    shared: &Arc<dyn Store>,
+    path: &std::path::Path,
+    commit: StepCommit,
+    ms: u64,
+) -> (
+    sqlx::SqliteConnection,
+    tokio::task::JoinHandle<cairn_checkpoint::Result<()>>,
+) {
+    let blocker = write_locked(path).await;
+    let task = {
+        let store = shared.clone();
+        tokio::spawn(async move { store.commit_step(&commit).await })
+    };
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    assert!(!task.is_finished(), "the commit did not wait for the lock");
+    (blocker, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_commit_in_a_batch_is_refused_and_the_rest_of_its_batch_commits() {
+    let (_db, path, store, shared) = sqlite_store().await;
     let claimed = claimed_runs(&shared, 10).await;
     // One more run, claimed again by "another process": the first claim's
     // epoch is stale.
@@ -106,30 +155,14 @@ async fn a_stale_commit_in_a_batch_is_refused_and_the_rest_of_its_batch_commits(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_run_at_a_time_commits_alone() {
-    let db = TestDb::sqlite();
-    let (store, shared) = open_store(&db.dir().join("cairn.db")).await;
-    let c = submitted_and_claimed(&shared, 3).await;
-    let before = store.group_stats();
-    for i in 0..3 {
-        shared
-            .commit_step(&success(c.run.id, c.run.lease_epoch, i, 3))
-            .await
-            .unwrap();
-    }
-    let after = store.group_stats();
+    let (before, after) = committed_one_by_one(3).await;
     assert_eq!(after.batches - before.batches, 3);
     assert_eq!(after.commits - before.commits, 3);
-    assert_eq!(
-        shared.get_run(c.run.id).await.unwrap().status,
-        RunStatus::Succeeded
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn submits_and_claims_share_a_batch_and_a_failed_one_is_undone_alone() {
-    let db = TestDb::sqlite();
-    let path = db.dir().join("cairn.db");
-    let (store, shared) = open_store(&path).await;
+    let (_db, path, store, shared) = sqlite_store().await;
     let claimed = claimed_runs(&shared, 3).await;
     let queued = shared.submit(new_run(2, None)).await.unwrap().run;
     // A queued run on thread `t`: a submit that rejects a busy thread
@@ -200,9 +233,7 @@ async fn submits_and_claims_share_a_batch_and_a_failed_one_is_undone_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_writer_lets_the_caller_write_and_a_held_lock_sends_the_commit_to_the_thread() {
-    let db = TestDb::sqlite();
-    let path = db.dir().join("cairn.db");
-    let (store, shared) = open_store(&path).await;
+    let (_db, path, store, shared) = sqlite_store().await;
     let c = submitted_and_claimed(&shared, 3).await;
     let (id, epoch) = (c.run.id, c.run.lease_epoch);
     let before = store.group_stats();
@@ -213,16 +244,8 @@ async fn an_idle_writer_lets_the_caller_write_and_a_held_lock_sends_the_commit_t
 
     // Another connection holds the write lock: the caller does not wait
     // for it on its own thread; the writer thread waits, then commits.
-    let mut blocker = write_locked(&path).await;
-    let commit = {
-        let store = shared.clone();
-        tokio::spawn(async move { store.commit_step(&success(id, epoch, 1, 3)).await })
-    };
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    assert!(
-        !commit.is_finished(),
-        "the commit did not wait for the lock"
-    );
+    let (mut blocker, commit) =
+        commit_behind_a_lock(&shared, &path, success(id, epoch, 1, 3), 150).await;
     blocker.execute("ROLLBACK").await.unwrap();
     commit.await.unwrap().unwrap();
     let after = store.group_stats();
@@ -235,43 +258,19 @@ async fn an_idle_writer_lets_the_caller_write_and_a_held_lock_sends_the_commit_t
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_runtime_of_one_thread_sends_every_commit_to_the_writer_thread() {
-    let db = TestDb::sqlite();
-    let (store, shared) = open_store(&db.dir().join("cairn.db")).await;
-    let c = submitted_and_claimed(&shared, 2).await;
-    let before = store.group_stats();
-    for i in 0..2 {
-        shared
-            .commit_step(&success(c.run.id, c.run.lease_epoch, i, 2))
-            .await
-            .unwrap();
-    }
-    let after = store.group_stats();
+    let (before, after) = committed_one_by_one(2).await;
     assert_eq!(after.commits - before.commits, 2, "{before:?} → {after:?}");
     assert_eq!(after.here, before.here, "{before:?} → {after:?}");
-    assert_eq!(
-        shared.get_run(c.run.id).await.unwrap().status,
-        RunStatus::Succeeded
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_of_a_run_never_waits_for_the_writer() {
-    let db = TestDb::sqlite();
-    let path = db.dir().join("cairn.db");
-    let (_store, shared) = open_store(&path).await;
+    let (_db, path, _store, shared) = sqlite_store().await;
     let c = submitted_and_claimed(&shared, 2).await;
     let (id, epoch) = (c.run.id, c.run.lease_epoch);
     // The writer thread takes the commit and waits for the write lock.
-    let mut blocker = write_locked(&path).await;
-    let commit = {
-        let store = shared.clone();
-        tokio::spawn(async move { store.commit_step(&success(id, epoch, 0, 2)).await })
-    };
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(
-        !commit.is_finished(),
-        "the commit did not wait for the lock"
-    );
+    let (mut blocker, commit) =
+        commit_behind_a_lock(&shared, &path, success(id, epoch, 0, 2), 100).await;
     let run = tokio::time::timeout(Duration::from_secs(5), shared.get_run(id))
         .await
         .expect("get_run waited for the writer")
