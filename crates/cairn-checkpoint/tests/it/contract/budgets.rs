@@ -57,6 +57,12 @@ async fn turn_end(store: &Db, run: RunId, epoch: LeaseEpoch, input: u64, output:
     store.append_journal(&item).await.unwrap();
 }
 
+/// `run` (under its lease's epoch) asks to hold `ask`, and may go on.
+async fn may_go(store: &Db, run: (cairn_core::RunId, cairn_core::LeaseEpoch), ask: BudgetAsk) {
+    let answer = store.reserve_budget(run.0, run.1, &ask).await;
+    assert_eq!(answer.unwrap(), TreeAnswer::Go, "{ask:?}");
+}
+
 fn ask(input: u64, total: u64) -> BudgetAsk {
     BudgetAsk {
         input_tokens: input,
@@ -128,10 +134,7 @@ async fn a_childs_call_waits_while_siblings_hold_the_room_it_needs(kind: Kind) {
     let [(a, ea), (b, eb)] = kids[..] else {
         unreachable!()
     };
-    assert_eq!(
-        store.reserve_budget(a, ea, &ask(100, 950)).await.unwrap(),
-        TreeAnswer::Go
-    );
+    may_go(&store, (a, ea), ask(100, 950)).await;
     match store.reserve_budget(b, eb, &ask(100, 200)).await.unwrap() {
         TreeAnswer::Wait { why, key } => {
             assert_eq!(key, budget_key(parent));
@@ -140,24 +143,12 @@ async fn a_childs_call_waits_while_siblings_hold_the_room_it_needs(kind: Kind) {
         other => panic!("950 held, 100 more of 1,000: {other:?}"),
     }
     store.release_budget(a).await.unwrap();
-    assert_eq!(
-        store.reserve_budget(b, eb, &ask(100, 200)).await.unwrap(),
-        TreeAnswer::Go
-    );
+    may_go(&store, (b, eb), ask(100, 200)).await;
     // Asking again replaces a run's own hold: a's 950, then 500; with
     // 1,450 held, b's next 100 would not fit.
-    assert_eq!(
-        store.reserve_budget(a, ea, &ask(100, 950)).await.unwrap(),
-        TreeAnswer::Go
-    );
-    assert_eq!(
-        store.reserve_budget(a, ea, &ask(100, 500)).await.unwrap(),
-        TreeAnswer::Go
-    );
-    assert_eq!(
-        store.reserve_budget(b, eb, &ask(100, 300)).await.unwrap(),
-        TreeAnswer::Go
-    );
+    may_go(&store, (a, ea), ask(100, 950)).await;
+    may_go(&store, (a, ea), ask(100, 500)).await;
+    may_go(&store, (b, eb), ask(100, 300)).await;
     // Releasing a run that holds nothing is harmless.
     store.release_budget(a).await.unwrap();
     store.release_budget(a).await.unwrap();
