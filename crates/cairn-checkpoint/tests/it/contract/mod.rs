@@ -81,6 +81,15 @@ fn crew_of(name: &str, version: &str, agents: &[(&str, &str)]) -> CrewDef {
 /// A store as `crate::store` opens it.
 type Db = std::sync::Arc<dyn Store>;
 
+/// How many of a run's events are of `kind`.
+async fn count_of(store: &Db, run: cairn_core::RunId, kind: EventKind) -> usize {
+    kinds(store, run)
+        .await
+        .iter()
+        .filter(|k| **k == kind)
+        .count()
+}
+
 /// The kinds of a run's events, in order.
 async fn kinds(store: &Db, run: cairn_core::RunId) -> Vec<EventKind> {
     let events = store.events(run).await.unwrap();

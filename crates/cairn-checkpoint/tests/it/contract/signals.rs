@@ -13,7 +13,7 @@ use cairn_core::{Actor, Attempt, EventKind, Heard, RunId, RunStatus, StepIdx, Ta
 use cairn_testkit::{both, Kind};
 use serde_json::{json, Value};
 
-use super::Db;
+use super::{count_of, Db};
 use crate::{claim_req, fresh, new_run, submitted_and_claimed, success};
 
 both!(
@@ -148,11 +148,7 @@ async fn a_send_wakes_a_run_that_waits_for_its_name_and_a_wait_times_out(kind: K
         Some("c1"),
         "c stays buffered"
     );
-    let events = store.events(run).await.unwrap();
-    let received = events
-        .iter()
-        .filter(|e| e.kind == EventKind::SignalReceived)
-        .count();
+    let received = count_of(&store, run, EventKind::SignalReceived).await;
     assert_eq!(received, 2);
 
     // A wait with a timeout, and no signal: timed out once it is due.
@@ -213,11 +209,7 @@ async fn concurrent_sends_of_one_id_store_one_signal(kind: Kind) {
         "every send answers the first"
     );
     assert_eq!(store.signals(run).await.unwrap().len(), 1);
-    let events = store.events(run).await.unwrap();
-    let received = events
-        .iter()
-        .filter(|e| e.kind == EventKind::SignalReceived)
-        .count();
+    let received = count_of(&store, run, EventKind::SignalReceived).await;
     assert_eq!(received, 1);
 }
 

@@ -217,11 +217,8 @@ async fn sixteen_concurrent_votes_decide_the_wait_exactly_once(kind: Kind) {
     let waits = store.list_waits(&Default::default()).await.unwrap();
     assert_eq!(waits[0].status, WaitStatus::Answered);
     let events = store.events(waits[0].run_id).await.unwrap();
-    let decisions = events
-        .iter()
-        .filter(|e| e.kind == EventKind::WaitAnswered)
-        .count();
-    assert_eq!(decisions, 1, "decided exactly once");
+    let count = |kind| events.iter().filter(|e| e.kind == kind).count();
+    assert_eq!(count(EventKind::WaitAnswered), 1, "decided exactly once");
     let answered = events
         .iter()
         .find(|e| e.kind == EventKind::WaitAnswered)
@@ -231,10 +228,7 @@ async fn sixteen_concurrent_votes_decide_the_wait_exactly_once(kind: Kind) {
         2,
         "by the second vote"
     );
-    let voted = events
-        .iter()
-        .filter(|e| e.kind == EventKind::WaitVoted)
-        .count();
+    let voted = count(EventKind::WaitVoted);
     assert_eq!(voted, 1, "one vote before the deciding one");
 }
 
