@@ -27,6 +27,40 @@ fn ev(name: &'static str, data: Value) -> (Option<&'static str>, Value) {
     (Some(name), data)
 }
 
+/// A text block opening at `index`.
+fn text_block(index: u32) -> (Option<&'static str>, Value) {
+    ev(
+        "content_block_start",
+        json!({"index": index, "content_block": {"type": "text", "text": ""}}),
+    )
+}
+
+/// A piece of the text of the block at `index`.
+fn text_delta(index: u32, text: &str) -> (Option<&'static str>, Value) {
+    ev(
+        "content_block_delta",
+        json!({"index": index, "delta": {"type": "text_delta", "text": text}}),
+    )
+}
+
+/// A `search` tool use `id` opening at `index`, its input to come.
+fn search_block(index: u32, id: &str) -> (Option<&'static str>, Value) {
+    let block = json!({"type": "tool_use", "id": id, "name": "search", "input": {}});
+    ev(
+        "content_block_start",
+        json!({"index": index, "content_block": block}),
+    )
+}
+
+/// A piece of the JSON input of the tool use at `index`.
+fn input_delta(index: u32, partial: &str) -> (Option<&'static str>, Value) {
+    let delta = json!({"type": "input_json_delta", "partial_json": partial});
+    ev(
+        "content_block_delta",
+        json!({"index": index, "delta": delta}),
+    )
+}
+
 fn start(input: u64) -> (Option<&'static str>, Value) {
     ev(
         "message_start",
@@ -59,18 +93,9 @@ async fn streamed_text_with_usage_and_the_request_it_sent() {
                    "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}}}),
         ),
         ev("ping", json!({})),
-        ev(
-            "content_block_start",
-            json!({"index": 0, "content_block": {"type": "text", "text": ""}}),
-        ),
-        ev(
-            "content_block_delta",
-            json!({"index": 0, "delta": {"type": "text_delta", "text": "Hel"}}),
-        ),
-        ev(
-            "content_block_delta",
-            json!({"index": 0, "delta": {"type": "text_delta", "text": "lo"}}),
-        ),
+        text_block(0),
+        text_delta(0, "Hel"),
+        text_delta(0, "lo"),
         ev("content_block_stop", json!({"index": 0})),
     ];
     events.extend(stop("end_turn", 7));
@@ -106,23 +131,11 @@ async fn streamed_text_with_usage_and_the_request_it_sent() {
 async fn tool_use_with_split_input() {
     let mut events = vec![
         start(40),
-        ev(
-            "content_block_start",
-            json!({"index": 0, "content_block": {"type": "tool_use", "id": "tu1", "name": "search", "input": {}}}),
-        ),
-        ev(
-            "content_block_delta",
-            json!({"index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"q\": \"ru"}}),
-        ),
-        ev(
-            "content_block_delta",
-            json!({"index": 0, "delta": {"type": "input_json_delta", "partial_json": "st\"}"}}),
-        ),
+        search_block(0, "tu1"),
+        input_delta(0, "{\"q\": \"ru"),
+        input_delta(0, "st\"}"),
         ev("content_block_stop", json!({"index": 0})),
-        ev(
-            "content_block_start",
-            json!({"index": 1, "content_block": {"type": "tool_use", "id": "tu2", "name": "search", "input": {}}}),
-        ),
+        search_block(1, "tu2"),
         ev("content_block_stop", json!({"index": 1})),
     ];
     events.extend(stop("tool_use", 11));
@@ -196,14 +209,8 @@ async fn statuses_and_error_events_are_classified() {
 async fn a_stream_cut_mid_tool_input_is_a_dropped_stream() {
     let mut reply = Reply::sse(sse(&[
         start(5),
-        ev(
-            "content_block_start",
-            json!({"index": 0, "content_block": {"type": "tool_use", "id": "tu1", "name": "search", "input": {}}}),
-        ),
-        ev(
-            "content_block_delta",
-            json!({"index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"q\": "}}),
-        ),
+        search_block(0, "tu1"),
+        input_delta(0, "{\"q\": "),
     ]));
     reply.abort = true;
     let server = serve(reply).await;
