@@ -9,7 +9,7 @@ use cairn_llm::{
 use serde_json::{json, Value};
 
 use crate::{
-    collect, exchange, hello_then_finished, ok_events, request, serve, sse, tokens, Reply,
+    ask_x, collect, exchange, hello_then_finished, ok_events, request, serve, sse, tokens, Reply,
 };
 
 fn provider(base: &str) -> AnthropicProvider {
@@ -140,14 +140,7 @@ async fn tool_use_with_split_input() {
     ];
     events.extend(stop("tool_use", 11));
     let server = serve(Reply::sse(sse(&events))).await;
-    let got = ok_events(
-        &collect(
-            provider(&server.base)
-                .stream(&request(vec![Item::User { text: "x".into() }]))
-                .await,
-        )
-        .await,
-    );
+    let got = ok_events(&collect(provider(&server.base).stream(&ask_x()).await).await);
     let done: Vec<_> = got
         .iter()
         .filter_map(|e| match e {

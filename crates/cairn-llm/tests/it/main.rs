@@ -119,6 +119,11 @@ pub fn sse(events: &[(Option<&str>, Value)]) -> Vec<String> {
     out
 }
 
+/// [`request`] of one user message, "x".
+pub fn ask_x() -> Request {
+    request(vec![Item::User { text: "x".into() }])
+}
+
 pub fn request(items: Vec<Item>) -> Request {
     Request {
         model: "m-1".into(),

@@ -9,7 +9,7 @@ use cairn_llm::{
 use serde_json::json;
 
 use crate::{
-    collect, exchange, hello_then_finished, ok_events, request, serve, sse, tokens, Reply,
+    ask_x, collect, exchange, hello_then_finished, ok_events, request, serve, sse, tokens, Reply,
 };
 
 fn provider(base: &str, key: Option<&str>) -> OpenAiProvider {
@@ -116,14 +116,7 @@ async fn parallel_tool_calls_with_split_arguments() {
     ]);
     chunks.push(done());
     let server = serve(Reply::sse(chunks)).await;
-    let events = ok_events(
-        &collect(
-            provider(&server.base, None)
-                .stream(&request(vec![Item::User { text: "x".into() }]))
-                .await,
-        )
-        .await,
-    );
+    let events = ok_events(&collect(provider(&server.base, None).stream(&ask_x()).await).await);
     let starts: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
