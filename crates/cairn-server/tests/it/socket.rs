@@ -51,6 +51,27 @@ async fn http(
     (status, String::from_utf8(bytes.to_vec()).unwrap())
 }
 
+/// `GET path` (with the bearer `token`, if any).
+async fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> (StatusCode, String) {
+    http(addr, Method::GET, path, token, None).await
+}
+
+/// `POST path` with `body` (and the bearer `token`, if any).
+async fn post(
+    addr: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, String) {
+    http(addr, Method::POST, path, token, body).await
+}
+
+/// The `id` in a JSON reply's `text`.
+fn id_in(text: &str) -> String {
+    let reply: Value = serde_json::from_str(text).unwrap();
+    reply["id"].as_str().unwrap().to_owned()
+}
+
 async fn start(kind: Kind, tokens: &[&str], concurrency: usize, poll: Duration) -> Running {
     serve_socket(TestDb::of(kind).await, |o| ServeOptions {
         tokens: tokens.iter().map(|t| t.to_string()).collect(),
@@ -71,14 +92,7 @@ impl Running {
     ) -> Value {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let (status, text) = http(
-                self.addr,
-                Method::GET,
-                &format!("/v1/runs/{id}"),
-                token,
-                None,
-            )
-            .await;
+            let (status, text) = get(self.addr, &format!("/v1/runs/{id}"), token).await;
             assert_eq!(status, StatusCode::OK, "{text}");
             let run: Value = serde_json::from_str(&text).unwrap();
             if done(&run) {
@@ -107,9 +121,8 @@ async fn submit_and_execute(kind: Kind) {
     let (status, _) = http(addr, Method::GET, "/v1/crews", None, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
-    let (status, text) = http(
+    let (status, text) = post(
         addr,
-        Method::POST,
         "/v1/runs",
         Some("tok-0123456789abcdef"),
         Some(json!({"crew": "pipeline", "input": {"name": "net"}})),
@@ -134,12 +147,10 @@ async fn submit_and_execute(kind: Kind) {
         .all(|s| s["attempt"] == 1));
 
     // The event stream over the socket ends on its own: the run is done.
-    let (status, text) = http(
+    let (status, text) = get(
         addr,
-        Method::GET,
         &format!("/v1/runs/{id}/events"),
         Some("tok-0123456789abcdef"),
-        None,
     )
     .await;
     assert_eq!(status, StatusCode::OK);
@@ -149,15 +160,7 @@ async fn submit_and_execute(kind: Kind) {
     // and counts itself: read the metrics once the drive is counted.
     let mut metrics = String::new();
     for _ in 0..200 {
-        metrics = http(
-            addr,
-            Method::GET,
-            "/metrics",
-            Some("tok-0123456789abcdef"),
-            None,
-        )
-        .await
-        .1;
+        metrics = get(addr, "/metrics", Some("tok-0123456789abcdef")).await.1;
         if metrics.contains("cairn_runner_drives_total{outcome=\"succeeded\"}") {
             break;
         }
@@ -185,9 +188,8 @@ async fn submit_and_execute(kind: Kind) {
 cairn_testkit::both!(submit_and_execute);
 
 async fn post_run(addr: SocketAddr, crew: &str, input: Value) -> String {
-    let (status, text) = http(
+    let (status, text) = post(
         addr,
-        Method::POST,
         "/v1/runs",
         None,
         Some(json!({"crew": crew, "input": input})),
@@ -269,28 +271,16 @@ async fn shutdown_ends_open_event_streams() {
     // No runner: the run stays queued, so its stream would never end.
     let server = start(Kind::Sqlite, &[], 0, Duration::from_millis(50)).await;
     let addr = server.addr;
-    let (_, text) = http(
+    let (_, text) = post(
         addr,
-        Method::POST,
         "/v1/runs",
         None,
         Some(json!({"crew": "greet", "input": {}})),
     )
     .await;
-    let id = serde_json::from_str::<Value>(&text).unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let stream = tokio::spawn(async move {
-        http(
-            addr,
-            Method::GET,
-            &format!("/v1/runs/{id}/events"),
-            None,
-            None,
-        )
-        .await
-    });
+    let id = id_in(&text);
+    let stream =
+        tokio::spawn(async move { get(addr, &format!("/v1/runs/{id}/events"), None).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!stream.is_finished(), "a queued run's stream stays open");
     let started = Instant::now();
@@ -378,19 +368,15 @@ async fn review_answered_over_http(kind: Kind) {
     let server = start(kind, &["tok-0123456789abcdef"], 2, Duration::from_secs(60)).await;
     let addr = server.addr;
     let tok = Some("tok-0123456789abcdef");
-    let (status, text) = http(
+    let (status, text) = post(
         addr,
-        Method::POST,
         "/v1/runs",
         tok,
         Some(json!({"crew": "review", "input": {"topic": "sockets"}})),
     )
     .await;
     assert_eq!(status, StatusCode::CREATED, "{text}");
-    let id = serde_json::from_str::<Value>(&text).unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = id_in(&text);
     let waiting = server
         .wait_for(&id, tok, |r| r["status"] == "waiting")
         .await;
@@ -406,9 +392,8 @@ async fn review_answered_over_http(kind: Kind) {
     assert_eq!(waits[0]["kind"], "review");
     let wait = waits[0]["id"].as_str().unwrap();
 
-    let (status, text) = http(
+    let (status, text) = post(
         addr,
-        Method::POST,
         &format!("/v1/waits/{wait}/answer"),
         tok,
         Some(json!({"decision": "approve", "by": "ann"})),
@@ -424,14 +409,7 @@ async fn review_answered_over_http(kind: Kind) {
         .wait_for(&id, tok, |r| r["status"] == "succeeded")
         .await;
     assert_eq!(done["steps"][1]["output"], "PUBLISHED Draft on sockets");
-    let (_, events) = http(
-        addr,
-        Method::GET,
-        &format!("/v1/runs/{id}/events"),
-        tok,
-        None,
-    )
-    .await;
+    let (_, events) = get(addr, &format!("/v1/runs/{id}/events"), tok).await;
     for kind in [
         "event: wait_opened",
         "event: wait_answered",
@@ -460,14 +438,7 @@ async fn the_runner_executes_what_operator_actions_queue() {
     server
         .wait_for(&id, None, |r| r["status"] == "failed")
         .await;
-    let (status, text) = http(
-        addr,
-        Method::POST,
-        &format!("/v1/runs/{id}/retry"),
-        None,
-        None,
-    )
-    .await;
+    let (status, text) = post(addr, &format!("/v1/runs/{id}/retry"), None, None).await;
     assert_eq!(status, StatusCode::OK, "{text}");
     let done = server
         .wait_for(&id, None, |r| r["status"] == "succeeded")
@@ -478,19 +449,15 @@ async fn the_runner_executes_what_operator_actions_queue() {
     let before = server
         .wait_for(&source, None, |r| r["status"] == "succeeded")
         .await;
-    let (status, text) = http(
+    let (status, text) = post(
         addr,
-        Method::POST,
         &format!("/v1/runs/{source}/fork"),
         None,
         Some(json!({"from_step": 1, "reason": "again"})),
     )
     .await;
     assert_eq!(status, StatusCode::CREATED, "{text}");
-    let fork = serde_json::from_str::<Value>(&text).unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let fork = id_in(&text);
     let forked = server
         .wait_for(&fork, None, |r| r["status"] == "succeeded")
         .await;
@@ -510,14 +477,7 @@ async fn the_runner_applies_wait_deadlines() {
         .wait_for(&id, None, |r| r["status"] == "succeeded")
         .await;
     assert_eq!(done["steps"][0]["output"], "Draft on time");
-    let (_, text) = http(
-        addr,
-        Method::GET,
-        &format!("/v1/waits?run={id}"),
-        None,
-        None,
-    )
-    .await;
+    let (_, text) = get(addr, &format!("/v1/waits?run={id}"), None).await;
     let waits: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(waits["waits"][0]["status"], "answered", "{waits}");
     assert_eq!(waits["waits"][0]["answered_by"], "deadline");
