@@ -338,10 +338,16 @@ impl Reply {
             .unwrap_or("")
     }
 
+    /// Asserts a 200 response.
+    #[track_caller]
+    pub fn assert_ok(&self) {
+        assert_eq!(self.status, StatusCode::OK, "{}", self.text);
+    }
+
     /// Asserts a 200 response: its JSON body.
     #[track_caller]
     pub fn ok_json(&self) -> Value {
-        assert_eq!(self.status, StatusCode::OK, "{}", self.text);
+        self.assert_ok();
         self.json()
     }
 

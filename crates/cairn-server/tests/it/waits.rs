@@ -23,6 +23,16 @@ async fn waiting_run(api: &Api, topic: &str) -> (RunId, String) {
     (id, waits[0]["id"].as_str().unwrap().to_owned())
 }
 
+/// A new API with a run of `topic` waiting on its review, rejected with
+/// `feedback`: the API, the run and the rejected wait.
+async fn rejected_review(topic: &str, feedback: &str) -> (Api, RunId, String) {
+    let api = Api::sqlite().await;
+    let (id, wait) = waiting_run(&api, topic).await;
+    let body = json!({"decision": "reject", "feedback": feedback});
+    api.answer(&wait, &body).await.assert_ok();
+    (api, id, wait)
+}
+
 async fn run_json(api: &Api, id: RunId) -> Value {
     api.get(&format!("/v1/runs/{id}")).await.json()
 }
@@ -138,8 +148,7 @@ async fn edit_commits_the_given_output_and_by_defaults_to_api() {
             &json!({"decision": "edit", "output": "Edited draft"}),
         )
         .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    assert_eq!(reply.json()["answered_by"], "api");
+    assert_eq!(reply.ok_json()["answered_by"], "api");
     api.engine.execute(id).await.unwrap();
     let done = run_json(&api, id).await;
     assert_eq!(done["steps"][0]["output"], "Edited draft");
@@ -148,12 +157,7 @@ async fn edit_commits_the_given_output_and_by_defaults_to_api() {
 
 #[tokio::test]
 async fn reject_runs_the_step_again_with_the_feedback_and_opens_a_new_wait() {
-    let api = Api::sqlite().await;
-    let (id, wait) = waiting_run(&api, "y").await;
-    let reply = api
-        .answer(&wait, &json!({"decision": "reject", "feedback": "shorter"}))
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let (api, id, wait) = rejected_review("y", "shorter").await;
     assert_eq!(run_json(&api, id).await["status"], "queued");
     api.engine.execute(id).await.unwrap();
     let run = run_json(&api, id).await;
@@ -257,8 +261,7 @@ async fn a_cancelled_runs_wait_is_closed() {
     let reply = api
         .call(Method::POST, &format!("/v1/runs/{id}/cancel"), &[], None)
         .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    assert_eq!(reply.json()["status"], "cancelled");
+    assert_eq!(reply.ok_json()["status"], "cancelled");
     let waits = api.get(&format!("/v1/waits?run={id}")).await.json();
     assert_eq!(waits["waits"][0]["status"], "cancelled");
     let message = api
@@ -273,12 +276,7 @@ async fn a_cancelled_runs_wait_is_closed() {
 /// wait (`error.open_wait`), so a client need not look it up.
 #[tokio::test]
 async fn a_closed_waits_conflict_names_the_runs_open_wait() {
-    let api = Api::sqlite().await;
-    let (id, old) = waiting_run(&api, "o").await;
-    let reply = api
-        .answer(&old, &json!({"decision": "reject", "feedback": "again"}))
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let (api, id, old) = rejected_review("o", "again").await;
     api.engine.execute(id).await.unwrap();
     let waits = api.get(&format!("/v1/waits?run={id}&status=open")).await;
     let new = waits.json()["waits"][0]["id"].as_str().unwrap().to_owned();
