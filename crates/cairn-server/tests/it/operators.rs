@@ -81,13 +81,8 @@ async fn the_body_of_an_action_is_optional_and_by_defaults_to_api() {
         let reply = match body {
             None => post_empty(&api, &uri).await,
             Some(text) => {
-                api.call(
-                    Method::POST,
-                    &uri,
-                    &[("content-type", "application/json")],
-                    Some(text.as_bytes().to_vec()),
-                )
-                .await
+                api.post_raw(&uri, "application/json", text.as_bytes().to_vec())
+                    .await
             }
         };
         assert_eq!(reply.status, StatusCode::OK, "{body:?}: {}", reply.text);
@@ -116,31 +111,16 @@ async fn action_body_mistakes_are_4xx_and_change_nothing() {
     api.post_json(&uri, &json!({"by": 7}))
         .await
         .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    api.call(
-        Method::POST,
-        &uri,
-        &[("content-type", "application/json")],
-        Some(b"{\"by\":".to_vec()),
-    )
-    .await
-    .assert_error(StatusCode::BAD_REQUEST, "bad_json");
-    api.call(
-        Method::POST,
-        &uri,
-        &[("content-type", "text/plain")],
-        Some(b"{}".to_vec()),
-    )
-    .await
-    .assert_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
+    api.post_raw(&uri, "application/json", b"{\"by\":".to_vec())
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "bad_json");
+    api.post_raw(&uri, "text/plain", b"{}".to_vec())
+        .await
+        .assert_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
     let huge = format!("{{\"reason\": \"{}\"}}", "x".repeat(2 * 1024 * 1024));
-    api.call(
-        Method::POST,
-        &uri,
-        &[("content-type", "application/json")],
-        Some(huge.into_bytes()),
-    )
-    .await
-    .assert_error(StatusCode::PAYLOAD_TOO_LARGE, "too_large");
+    api.post_raw(&uri, "application/json", huge.into_bytes())
+        .await
+        .assert_error(StatusCode::PAYLOAD_TOO_LARGE, "too_large");
     let run = api.get(&format!("/v1/runs/{id}")).await.json();
     assert_eq!(run["status"], "failed");
 }

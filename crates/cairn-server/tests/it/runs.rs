@@ -181,14 +181,9 @@ async fn bodies_over_the_limit_are_413() {
     )
     .await
     .assert_error(StatusCode::PAYLOAD_TOO_LARGE, "too_large");
-    api.call(
-        Method::POST,
-        "/v1/runs",
-        &[("content-type", "application/json")],
-        Some(body.into_bytes()),
-    )
-    .await
-    .assert_error(StatusCode::PAYLOAD_TOO_LARGE, "too_large");
+    api.post_raw("/v1/runs", "application/json", body.into_bytes())
+        .await
+        .assert_error(StatusCode::PAYLOAD_TOO_LARGE, "too_large");
     let small = json!({"crew": "greet", "input": 1});
     assert_eq!(
         api.post_json("/v1/runs", &small).await.status,

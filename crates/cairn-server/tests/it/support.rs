@@ -187,11 +187,17 @@ impl Api {
     }
 
     pub async fn post_json(&self, uri: &str, body: &Value) -> Reply {
+        self.post_raw(uri, "application/json", body.to_string().into_bytes())
+            .await
+    }
+
+    /// `POST uri` with `body` as it is, of the `content_type` given.
+    pub async fn post_raw(&self, uri: &str, content_type: &str, body: Vec<u8>) -> Reply {
         self.call(
             Method::POST,
             uri,
-            &[("content-type", "application/json")],
-            Some(body.to_string().into_bytes()),
+            &[("content-type", content_type)],
+            Some(body),
         )
         .await
     }

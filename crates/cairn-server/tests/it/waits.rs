@@ -207,14 +207,9 @@ async fn answer_refusals_and_body_mistakes() {
             .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
         assert!(message.contains(names), "{body}: {message}");
     }
-    api.call(
-        Method::POST,
-        &uri,
-        &[("content-type", "application/json")],
-        Some(b"{\"decision\":".to_vec()),
-    )
-    .await
-    .assert_error(StatusCode::BAD_REQUEST, "bad_json");
+    api.post_raw(&uri, "application/json", b"{\"decision\":".to_vec())
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "bad_json");
     api.call(Method::POST, &uri, &[], None)
         .await
         .assert_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
