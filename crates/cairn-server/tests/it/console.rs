@@ -154,8 +154,7 @@ async fn sign_in_takes_a_token_once_and_keeps_only_a_strict_cookie() {
 
     let (h, b) = form(&format!("token={TOKEN}"));
     let signed = api.call(Method::POST, "/login", &h, b).await;
-    assert_eq!(signed.status, StatusCode::SEE_OTHER, "{}", signed.text);
-    assert_eq!(location(&signed), "/");
+    assert_eq!(redirected(&signed), "/");
     let set = signed.headers[header::SET_COOKIE]
         .to_str()
         .unwrap()
@@ -257,6 +256,26 @@ fn encode(v: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// Asserts `reply` is a redirect (303): where it sends.
+#[track_caller]
+pub(crate) fn redirected(reply: &Reply) -> String {
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.text);
+    location(reply).to_owned()
+}
+
+/// Posts a form of `page` (its CSRF token first, then `fields`).
+pub(crate) async fn post_page_form(
+    api: &Api,
+    page: &str,
+    uri: &str,
+    fields: &[(&str, &str)],
+) -> Reply {
+    let csrf = csrf_of(page);
+    let mut all = vec![("csrf", csrf.as_str())];
+    all.extend_from_slice(fields);
+    post_form(api, uri, &all).await
 }
 
 /// Posts a form; `fields` are encoded.
@@ -392,8 +411,7 @@ async fn waits_and_actions_steer_runs_from_the_pages() {
         ],
     )
     .await;
-    assert_eq!(retried.status, StatusCode::SEE_OTHER, "{}", retried.text);
-    assert_eq!(location(&retried), format!("/runs/{flaky}?done=retry"));
+    assert_eq!(redirected(&retried), format!("/runs/{flaky}?done=retry"));
     api.drive(flaky).await;
     assert_eq!(
         api.engine.get_run(flaky).await.unwrap().status,
@@ -901,8 +919,7 @@ async fn a_runs_page_raises_its_budget_and_carries_it_on() {
         ("reason", "worth it"),
     ];
     let raised = post_form(&api, &target, &fields).await;
-    assert_eq!(raised.status, StatusCode::SEE_OTHER, "{}", raised.text);
-    assert_eq!(location(&raised), format!("/runs/{id}?done=budget"));
+    assert_eq!(redirected(&raised), format!("/runs/{id}?done=budget"));
     api.drive(id).await;
     let done = api.engine.get_run(id).await.unwrap();
     assert_eq!(done.status, cairn::RunStatus::Succeeded, "{:?}", done.error);

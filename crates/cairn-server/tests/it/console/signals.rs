@@ -6,7 +6,7 @@
 use axum::http::StatusCode;
 use serde_json::json;
 
-use super::{csrf_of, location, post_form};
+use super::{post_page_form, redirected};
 use crate::console::fanout::api_with;
 
 const PAYMENT: &str = "name = \"pay\"\nversion = \"1\"\n[[agents]]\nrole = \"paid\"\n\
@@ -24,15 +24,12 @@ async fn a_run_waiting_for_a_signal_is_sent_one_from_its_page() {
     let target = format!("/runs/{id}/signal");
     crate::support::assert_contains(&page.text, &format!(r#"action="{target}""#));
     let fields = [
-        ("csrf", csrf_of(&page.text)),
-        ("signal", "paid".into()),
-        ("payload", r#"{"n": 3}"#.into()),
-        ("reason", "paid by phone".into()),
+        ("signal", "paid"),
+        ("payload", r#"{"n": 3}"#),
+        ("reason", "paid by phone"),
     ];
-    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let sent = post_form(&api, &target, &fields).await;
-    assert_eq!(sent.status, StatusCode::SEE_OTHER, "{}", sent.text);
-    let back = location(&sent).to_owned();
+    let sent = post_page_form(&api, &page.text, &target, &fields).await;
+    let back = redirected(&sent);
     assert_eq!(back, format!("/runs/{id}?done=signal"));
     let landed = api.get(&back).await;
     crate::support::assert_contains(&landed.text, "Sent signal `paid`");
@@ -43,14 +40,8 @@ async fn a_run_waiting_for_a_signal_is_sent_one_from_its_page() {
     let page = api.get(&format!("/runs/{id}")).await;
     crate::support::assert_contains(&page.text, "consumed by step 0 (attempt 1)");
     // A payload that is not JSON is refused, and nothing is sent.
-    let bad = [
-        ("csrf", csrf_of(&page.text)),
-        ("signal", "paid".into()),
-        ("payload", "{nope".into()),
-        ("reason", "typo".into()),
-    ];
-    let bad: Vec<(&str, &str)> = bad.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let refused = post_form(&api, &target, &bad).await;
+    let bad = [("signal", "paid"), ("payload", "{nope"), ("reason", "typo")];
+    let refused = post_page_form(&api, &page.text, &target, &bad).await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text);
     assert_eq!(api.engine.run_signals(id).await.unwrap().signals.len(), 1);
 }
