@@ -105,8 +105,11 @@ async fn answer(
 struct Found {
     steps: usize,
     /// From the first submit to the last request reaching the model: the
-    /// submits (this process) and the claims (the server) together.
+    /// submits (this process, 16 at a time, as a service's clients would)
+    /// and the claims (the server) together.
     ramp_s: f64,
+    /// From the first submit to the last one's answer.
+    submit_s: f64,
     statements_per_s: f64,
     rss_per_step_kb: f64,
     peak_connections: Option<i64>,
@@ -209,11 +212,8 @@ async fn measure(
     let arrived_before = model.requests.load(Ordering::SeqCst);
     model.expected.store(arrived_before + n, Ordering::SeqCst);
     let ramp = Instant::now();
-    for i in 0..n {
-        engine
-            .submit(&crew, json!({ "i": i }), SubmitOptions::default())
-            .await?;
-    }
+    submit_all(&engine, &crew, n).await?;
+    let submit_s = ramp.elapsed().as_secs_f64();
     let connections =
         format!("SELECT count(*) FROM pg_stat_activity WHERE application_name = '{app}'");
     let peak = |now: Option<i64>, peak: &mut Option<i64>| {
@@ -279,6 +279,7 @@ async fn measure(
     Ok(Found {
         steps: n,
         ramp_s,
+        submit_s,
         statements_per_s: (s1 - s0) as f64 / window,
         rss_per_step_kb: max_kb.saturating_sub(idle_kb) as f64 / n as f64,
         peak_connections,
@@ -287,10 +288,34 @@ async fn measure(
     })
 }
 
+/// Submitters at once: a burst from a service's many clients.
+const SUBMITTERS: usize = 16;
+
+/// `n` single-step runs, submitted by [`SUBMITTERS`] tasks at once.
+async fn submit_all(engine: &Engine, crew: &Crew, n: usize) -> Result<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for first in 0..SUBMITTERS {
+        let (engine, crew) = (engine.clone(), crew.clone());
+        tasks.spawn(async move {
+            for i in (first..n).step_by(SUBMITTERS) {
+                engine
+                    .submit(&crew, json!({ "i": i }), SubmitOptions::default())
+                    .await?;
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    Ok(())
+}
+
 fn row(db: &str, f: &Found) {
     println!(
-        "{db:<10} {:>6} {:>8.1} {:>14.1} {:>16.1} {:>10} {:>12} {:>10}",
+        "{db:<10} {:>6} {:>8.1} {:>8.1} {:>14.1} {:>16.1} {:>10} {:>12} {:>10}",
         f.steps,
+        f.submit_s,
         f.ramp_s,
         f.statements_per_s,
         f.rss_per_step_kb,
@@ -308,6 +333,7 @@ fn put(out: &mut Map<String, Value>, db: &str, f: &Found, last: bool) {
         }
     };
     set("ramp_s", json!(round2(f.ramp_s)));
+    set("submit_s", json!(round2(f.submit_s)));
     set("statements_per_s", json!(round2(f.statements_per_s)));
     set("rss_per_step_kb", json!(round2(f.rss_per_step_kb)));
     set("leases_lost", json!(f.leases_lost));
@@ -326,7 +352,7 @@ pub(crate) async fn run(pg_url: &str) -> Result<()> {
     let mut out = Map::new();
     println!("In flight: N single-step `llm` runs in one `cairn serve --concurrency N`, each answer streamed over {PIECES} s.");
     println!(
-        "backend    steps   ramp s   statements/s   RSS/step KiB   peak conns  leases lost  succeeded"
+        "backend    steps submit s   ramp s   statements/s   RSS/step KiB   peak conns  leases lost  succeeded"
     );
     let counts: Vec<usize> = match std::env::var("CAIRN_BENCH_IN_FLIGHT") {
         Ok(list) => list
