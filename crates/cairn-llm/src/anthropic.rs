@@ -10,7 +10,6 @@
 //! agent answered with an error result) are sent as
 //! `{"invalid_arguments": "<raw text>"}` so the pairing stays intact.
 
-use futures_util::StreamExt;
 use std::collections::BTreeMap;
 
 use cairn_core::sse::Event;
@@ -115,16 +114,11 @@ pub fn body(request: &Request) -> Value {
     if let Some(system) = &request.system {
         body["system"] = json!(system);
     }
-    if !request.tools.is_empty() {
-        body["tools"] = json!(request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect::<Vec<_>>());
-    }
-    if let Some(t) = request.temperature {
-        body["temperature"] = json!(t);
-    }
+    http::add_tools_and_temperature(
+        &mut body,
+        request,
+        |t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}),
+    );
     body
 }
 
@@ -146,12 +140,7 @@ impl Provider for AnthropicProvider {
             req = req.header("x-api-key", key);
         }
         let secret = self.config.api_key.clone();
-        let resp = http::send(NAME, req)
-            .await
-            .map_err(|e| e.redacted(secret.as_deref()))?;
-        Ok(http::pump(NAME, resp, AnthropicDecoder::default())
-            .map(move |r| r.map_err(|e| e.redacted(secret.as_deref())))
-            .boxed())
+        http::stream_redacted(NAME, req, secret, AnthropicDecoder::default()).await
     }
 }
 
@@ -241,15 +230,9 @@ impl Decoder for AnthropicDecoder {
             }
             "content_block_stop" => match self.blocks.remove(&index) {
                 Some(Block::Text(t)) if !t.is_empty() => out.push(StreamEvent::TextDone(t)),
-                Some(Block::Tool { id, name, input }) => out.push(StreamEvent::ToolCallDone {
-                    id,
-                    name,
-                    arguments: if input.trim().is_empty() {
-                        "{}".into()
-                    } else {
-                        input
-                    },
-                }),
+                Some(Block::Tool { id, name, input }) => {
+                    out.push(http::tool_call_done(id, name, input))
+                }
                 _ => {}
             },
             "message_delta" => {
@@ -301,9 +284,8 @@ impl Decoder for AnthropicDecoder {
         if self.done {
             return Ok(vec![]);
         }
-        Err(LlmError::new(
+        Err(http::cut_short(
             NAME,
-            LlmErrorKind::StreamDropped,
             "the stream ended before message_stop",
         ))
     }

@@ -292,6 +292,55 @@ pub(crate) fn pump<D: Decoder>(provider: &str, resp: Response, decoder: D) -> Ev
     .boxed()
 }
 
+/// Sends `req` and streams its response through `decoder`, keeping the API
+/// key (`secret`) out of every error, the send's and the stream's.
+pub(crate) async fn stream_redacted<D: Decoder>(
+    provider: &'static str,
+    req: RequestBuilder,
+    secret: Option<String>,
+    decoder: D,
+) -> Result<EventStream, LlmError> {
+    let resp = send(provider, req)
+        .await
+        .map_err(|e| e.redacted(secret.as_deref()))?;
+    Ok(pump(provider, resp, decoder)
+        .map(move |r| r.map_err(|e| e.redacted(secret.as_deref())))
+        .boxed())
+}
+
+/// The request body's optional tail, the same for every protocol but for how
+/// one tool is written: `tools` (when there are any) and `temperature`.
+pub(crate) fn add_tools_and_temperature(
+    body: &mut serde_json::Value,
+    request: &crate::Request,
+    tool: impl Fn(&crate::ToolSpec) -> serde_json::Value,
+) {
+    if !request.tools.is_empty() {
+        body["tools"] = serde_json::Value::Array(request.tools.iter().map(tool).collect());
+    }
+    if let Some(t) = request.temperature {
+        body["temperature"] = serde_json::json!(t);
+    }
+}
+
+/// A finished tool call; arguments never streamed are an empty object.
+pub(crate) fn tool_call_done(id: String, name: String, arguments: String) -> StreamEvent {
+    StreamEvent::ToolCallDone {
+        id,
+        name,
+        arguments: if arguments.trim().is_empty() {
+            "{}".into()
+        } else {
+            arguments
+        },
+    }
+}
+
+/// The body ended before the protocol's end: `message` says which end.
+pub(crate) fn cut_short(provider: &str, message: &str) -> LlmError {
+    LlmError::new(provider, LlmErrorKind::StreamDropped, message)
+}
+
 /// A chunk that does not parse.
 pub(crate) fn malformed(provider: &str, what: &str, data: &str) -> LlmError {
     let shown: String = data.chars().take(200).collect();

@@ -10,7 +10,6 @@
 //! result's content is prefixed with `error: `, since the protocol has no
 //! error flag).
 
-use futures_util::StreamExt;
 use std::collections::BTreeMap;
 
 use cairn_core::sse::Event;
@@ -123,17 +122,10 @@ pub fn body(request: &Request) -> Value {
         "stream": true,
         "stream_options": {"include_usage": true},
     });
-    if !request.tools.is_empty() {
-        body["tools"] = json!(request
-            .tools
-            .iter()
-            .map(|t| json!({"type": "function", "function": {
-                "name": t.name, "description": t.description, "parameters": t.parameters}}))
-            .collect::<Vec<_>>());
-    }
-    if let Some(t) = request.temperature {
-        body["temperature"] = json!(t);
-    }
+    http::add_tools_and_temperature(&mut body, request, |t| {
+        json!({"type": "function", "function": {
+            "name": t.name, "description": t.description, "parameters": t.parameters}})
+    });
     body
 }
 
@@ -160,12 +152,7 @@ impl Provider for OpenAiProvider {
             req = req.bearer_auth(key);
         }
         let secret = self.config.api_key.clone();
-        let resp = http::send(NAME, req)
-            .await
-            .map_err(|e| e.redacted(secret.as_deref()))?;
-        Ok(http::pump(NAME, resp, OpenAiDecoder::default())
-            .map(move |r| r.map_err(|e| e.redacted(secret.as_deref())))
-            .boxed())
+        http::stream_redacted(NAME, req, secret, OpenAiDecoder::default()).await
     }
 }
 
@@ -204,15 +191,7 @@ impl OpenAiDecoder {
                     name: call.name.clone(),
                 });
             }
-            out.push(StreamEvent::ToolCallDone {
-                id: call.id,
-                name: call.name,
-                arguments: if call.arguments.trim().is_empty() {
-                    "{}".into()
-                } else {
-                    call.arguments
-                },
-            });
+            out.push(http::tool_call_done(call.id, call.name, call.arguments));
         }
         let stop_reason = match self.finish_reason.as_deref() {
             Some("stop") | None => StopReason::EndTurn,
@@ -318,9 +297,8 @@ impl Decoder for OpenAiDecoder {
         if self.finish_reason.is_some() {
             return Ok(self.close());
         }
-        Err(LlmError::new(
+        Err(http::cut_short(
             NAME,
-            LlmErrorKind::StreamDropped,
             "the stream ended before the response finished",
         ))
     }
