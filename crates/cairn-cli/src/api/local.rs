@@ -107,11 +107,7 @@ impl Api for Local {
         input: Value,
         opts: SubmitOptions,
     ) -> anyhow::Result<Submission> {
-        let crew = file_crew(crew)?;
-        let opts = SubmitOptions {
-            by: Some(cairn::local_actor(None, None)),
-            ..opts
-        };
+        let (crew, opts) = local_submit(crew, opts)?;
         let submitted = self.engine.submit(&crew, input, opts).await?;
         let started = Started {
             submitted,
@@ -126,11 +122,7 @@ impl Api for Local {
         input: Value,
         opts: SubmitOptions,
     ) -> anyhow::Result<Submission> {
-        let crew = file_crew(crew)?;
-        let opts = SubmitOptions {
-            by: Some(cairn::local_actor(None, None)),
-            ..opts
-        };
+        let (crew, opts) = local_submit(crew, opts)?;
         let started = self.engine.start(&crew, input, opts).await?;
         Ok(submission(crew, started))
     }
@@ -423,6 +415,19 @@ fn file_crew(crew: CrewRef) -> anyhow::Result<cairn::Crew> {
         CrewRef::File(crew, _) => Ok(*crew),
         CrewRef::Named(name, _) => Err(input::usage(format!("no crew file {name}"))),
     }
+}
+
+/// What a local submit or start sends: the file crew `crew` names, and
+/// `opts` submitted by the local actor.
+fn local_submit(
+    crew: CrewRef,
+    opts: SubmitOptions,
+) -> anyhow::Result<(cairn::Crew, SubmitOptions)> {
+    let opts = SubmitOptions {
+        by: Some(cairn::local_actor(None, None)),
+        ..opts
+    };
+    Ok((file_crew(crew)?, opts))
 }
 
 /// What `run` goes on with after a local submit or start.
