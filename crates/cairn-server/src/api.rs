@@ -6,6 +6,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::handler::Handler;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, MethodRouter};
@@ -45,123 +46,53 @@ pub(crate) struct ApiRoute {
 /// Every route of the API: the router is built from this table, and the
 /// OpenAPI test checks it against the document.
 pub(crate) fn routes() -> Vec<ApiRoute> {
-    // `open`: reachable without a token; `OPEN_PATHS` is what the token
-    // check reads, this column keeps the table readable.
-    let route = |path: &'static str, methods, open: bool, handlers| {
-        debug_assert_eq!(open, OPEN_PATHS.contains(&path), "{path}");
-        ApiRoute {
-            path,
-            methods,
-            handlers,
-        }
-    };
     vec![
         route("/healthz", &["GET"], true, get(healthz)),
         route("/readyz", &["GET"], true, get(readyz)),
-        route("/metrics", &["GET"], false, get(metrics)),
-        route("/v1/openapi.json", &["GET"], false, get(openapi)),
+        get_route("/metrics", metrics),
+        get_route("/v1/openapi.json", openapi),
         route(
             "/v1/runs",
             &["GET", "POST"],
             false,
             get(list_runs).post(submit),
         ),
-        route("/v1/runs/{id}", &["GET"], false, get(show_run)),
-        route("/v1/runs/{id}/events", &["GET"], false, get(sse::events)),
-        route("/v1/runs/{id}/journal", &["GET"], false, get(journal)),
-        route(
-            "/v1/runs/{id}/retry",
-            &["POST"],
-            false,
-            post(actions::retry),
-        ),
-        route(
-            "/v1/runs/{id}/continue",
-            &["POST"],
-            false,
-            post(actions::continue_run),
-        ),
-        route(
-            "/v1/runs/{id}/cancel",
-            &["POST"],
-            false,
-            post(actions::cancel),
-        ),
-        route("/v1/runs/{id}/fork", &["POST"], false, post(actions::fork)),
-        route(
-            "/v1/runs/{id}/budget",
-            &["POST"],
-            false,
-            post(actions::raise_budget),
-        ),
-        route(
-            "/v1/runs/{id}/context",
-            &["POST"],
-            false,
-            post(actions::add_context),
-        ),
-        route("/v1/waits/{id}/ballot", &["GET"], false, get(waits::ballot)),
-        route("/v1/waits", &["GET"], false, get(waits::list)),
-        route(
-            "/v1/waits/{id}/answer",
-            &["POST"],
-            false,
-            post(waits::answer),
-        ),
-        route("/v1/threads", &["GET"], false, get(threads::list)),
-        route("/v1/threads/{id}", &["GET"], false, get(threads::show)),
-        route(
-            "/v1/threads/{id}/budget",
-            &["POST"],
-            false,
-            post(threads::budget),
-        ),
-        route("/v1/compact", &["POST"], false, post(retention::compact)),
-        route("/v1/crews", &["GET"], false, get(versions::loaded)),
-        route("/v1/crews/stored", &["GET"], false, get(versions::stored)),
-        route(
-            "/v1/crews/{name}/versions/{version}",
-            &["GET"],
-            false,
-            get(versions::show),
-        ),
-        route(
-            "/v1/crews/{name}/diff",
-            &["GET"],
-            false,
-            get(versions::diff),
-        ),
-        route(
-            "/v1/crews/{name}/upgrade",
-            &["POST"],
-            false,
-            post(versions::upgrade),
-        ),
-        route("/v1/workers", &["GET"], false, get(versions::workers)),
-        route("/v1/limits", &["GET"], false, get(keys::list)),
-        route("/v1/limits/pause", &["POST"], false, post(keys::pause)),
-        route("/v1/limits/resume", &["POST"], false, post(keys::resume)),
-        route("/v1/limits/set", &["POST"], false, post(keys::set)),
-        route("/v1/limits/reset", &["POST"], false, post(keys::reset)),
+        get_route("/v1/runs/{id}", show_run),
+        get_route("/v1/runs/{id}/events", sse::events),
+        get_route("/v1/runs/{id}/journal", journal),
+        post_route("/v1/runs/{id}/retry", actions::retry),
+        post_route("/v1/runs/{id}/continue", actions::continue_run),
+        post_route("/v1/runs/{id}/cancel", actions::cancel),
+        post_route("/v1/runs/{id}/fork", actions::fork),
+        post_route("/v1/runs/{id}/budget", actions::raise_budget),
+        post_route("/v1/runs/{id}/context", actions::add_context),
+        get_route("/v1/waits/{id}/ballot", waits::ballot),
+        get_route("/v1/waits", waits::list),
+        post_route("/v1/waits/{id}/answer", waits::answer),
+        get_route("/v1/threads", threads::list),
+        get_route("/v1/threads/{id}", threads::show),
+        post_route("/v1/threads/{id}/budget", threads::budget),
+        post_route("/v1/compact", retention::compact),
+        get_route("/v1/crews", versions::loaded),
+        get_route("/v1/crews/stored", versions::stored),
+        get_route("/v1/crews/{name}/versions/{version}", versions::show),
+        get_route("/v1/crews/{name}/diff", versions::diff),
+        post_route("/v1/crews/{name}/upgrade", versions::upgrade),
+        get_route("/v1/workers", versions::workers),
+        get_route("/v1/limits", keys::list),
+        post_route("/v1/limits/pause", keys::pause),
+        post_route("/v1/limits/resume", keys::resume),
+        post_route("/v1/limits/set", keys::set),
+        post_route("/v1/limits/reset", keys::reset),
         route(
             "/v1/principals",
             &["GET", "POST"],
             false,
             get(people::list).post(people::add),
         ),
-        route(
-            "/v1/principals/{name}/disable",
-            &["POST"],
-            false,
-            post(people::disable),
-        ),
-        route(
-            "/v1/principals/{name}/rotate",
-            &["POST"],
-            false,
-            post(people::rotate),
-        ),
-        route("/v1/audit", &["GET"], false, get(people::audit)),
+        post_route("/v1/principals/{name}/disable", people::disable),
+        post_route("/v1/principals/{name}/rotate", people::rotate),
+        get_route("/v1/audit", people::audit),
     ]
     .into_iter()
     .chain(schedule_routes())
@@ -172,73 +103,61 @@ pub(crate) fn routes() -> Vec<ApiRoute> {
 /// `/v1/signals`, a run's signals and published values, and hooks.
 fn signal_routes() -> Vec<ApiRoute> {
     vec![
-        ApiRoute {
-            path: "/v1/signals",
-            methods: &["POST"],
-            handlers: post(signals::send),
-        },
-        ApiRoute {
-            path: "/v1/runs/{id}/signals",
-            methods: &["GET"],
-            handlers: get(signals::of_run),
-        },
-        ApiRoute {
-            path: "/v1/runs/{id}/values",
-            methods: &["GET"],
-            handlers: get(published::list),
-        },
-        ApiRoute {
-            path: "/v1/runs/{id}/values/{key}",
-            methods: &["GET"],
-            handlers: get(published::one),
-        },
-        ApiRoute {
-            path: "/v1/hooks/{name}",
-            methods: &["POST"],
-            handlers: post(hooks::deliver),
-        },
+        post_route("/v1/signals", signals::send),
+        get_route("/v1/runs/{id}/signals", signals::of_run),
+        get_route("/v1/runs/{id}/values", published::list),
+        get_route("/v1/runs/{id}/values/{key}", published::one),
+        route("/v1/hooks/{name}", &["POST"], true, post(hooks::deliver)),
     ]
 }
 
 /// `/v1/schedules` and its actions.
 fn schedule_routes() -> Vec<ApiRoute> {
-    let route = |path: &'static str, methods, handlers| ApiRoute {
-        path,
-        methods,
-        handlers,
-    };
     vec![
         route(
             "/v1/schedules",
             &["GET", "POST"],
+            false,
             get(schedules::list).post(schedules::create),
         ),
         route(
             "/v1/schedules/{name}",
             &["GET", "DELETE"],
+            false,
             get(schedules::show).delete(schedules::delete),
         ),
-        route(
-            "/v1/schedules/{name}/pause",
-            &["POST"],
-            post(schedules::pause),
-        ),
-        route(
-            "/v1/schedules/{name}/resume",
-            &["POST"],
-            post(schedules::resume),
-        ),
-        route(
-            "/v1/schedules/{name}/trigger",
-            &["POST"],
-            post(schedules::trigger),
-        ),
-        route(
-            "/v1/schedules/{name}/backfill",
-            &["POST"],
-            post(schedules::backfill),
-        ),
+        post_route("/v1/schedules/{name}/pause", schedules::pause),
+        post_route("/v1/schedules/{name}/resume", schedules::resume),
+        post_route("/v1/schedules/{name}/trigger", schedules::trigger),
+        post_route("/v1/schedules/{name}/backfill", schedules::backfill),
     ]
+}
+
+/// One route of the table. `open`: reachable without a token;
+/// `OPEN_PATHS` is what the token check reads, this column keeps the table
+/// readable.
+fn route(
+    path: &'static str,
+    methods: &'static [&'static str],
+    open: bool,
+    handlers: MethodRouter<AppState>,
+) -> ApiRoute {
+    debug_assert_eq!(open, OPEN_PATHS.contains(&path), "{path}");
+    ApiRoute {
+        path,
+        methods,
+        handlers,
+    }
+}
+
+/// A `GET` route that needs a token.
+fn get_route<H: Handler<T, AppState>, T: 'static>(path: &'static str, handler: H) -> ApiRoute {
+    route(path, &["GET"], false, get(handler))
+}
+
+/// A `POST` route that needs a token.
+fn post_route<H: Handler<T, AppState>, T: 'static>(path: &'static str, handler: H) -> ApiRoute {
+    route(path, &["POST"], false, post(handler))
 }
 
 /// `GET /healthz`: the process answers.
