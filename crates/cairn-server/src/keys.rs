@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 
-use cairn::{parse_age, KeyLimits, KeyState};
+use cairn::{parse_age, Actor, KeyLimits, KeyState};
 
 use crate::extract::ApiJson;
 use crate::{ApiError, AppState};
@@ -46,8 +46,7 @@ pub(crate) async fn pause(
     let actor = caller.actor(body.by, body.reason);
     let key = state.engine().pause_key(&body.key, wait, &actor).await?;
     tracing::info!(key = ?key.key, by = ?actor.by, note = ?actor.origin.note, reason = ?actor.reason, ?wait, "provider key paused");
-    let detail = cairn::people::key_detail(&key);
-    crate::people::record(&state, &actor, "key_paused", detail).await;
+    audited(&state, &actor, "key_paused", &key).await;
     Ok(Json(key))
 }
 
@@ -70,10 +69,7 @@ pub(crate) async fn resume(
     let actor = caller.actor(body.by, None);
     let key = state.engine().resume_key(&body.key).await?;
     tracing::info!(key = ?key.key, by = ?actor.by, "provider key resumed");
-    let detail = cairn::people::key_detail(&key);
-    crate::people::record(&state, &actor, "key_resumed", detail).await;
-    state.wake_runner();
-    Ok(Json(key))
+    Ok(freed(&state, &actor, "key_resumed", key).await)
 }
 
 /// `POST /v1/limits/reset`: the key without limits; its next call applies
@@ -86,10 +82,7 @@ pub(crate) async fn reset(
     let actor = caller.actor(body.by, None);
     let key = state.engine().reset_limits(&body.key).await?;
     tracing::info!(key = ?key.key, by = ?actor.by, "provider key limits reset");
-    let detail = cairn::people::key_detail(&key);
-    crate::people::record(&state, &actor, "key_limits_reset", detail).await;
-    state.wake_runner();
-    Ok(Json(key))
+    Ok(freed(&state, &actor, "key_limits_reset", key).await)
 }
 
 /// The body of a limits change: the key's limits, replacing those it had
@@ -127,8 +120,18 @@ pub(crate) async fn set(
     };
     let key = state.engine().set_limits(&body.key, &limits).await?;
     tracing::info!(key = ?key.key, by = ?actor.by, ?limits, "provider key limits set");
-    let detail = cairn::people::key_detail(&key);
-    crate::people::record(&state, &actor, "key_limits_set", detail).await;
+    Ok(freed(&state, &actor, "key_limits_set", key).await)
+}
+
+/// Records `actor`'s change to `key` in the audit log as `action`.
+async fn audited(state: &AppState, actor: &Actor, action: &str, key: &KeyState) {
+    crate::people::record(state, actor, action, cairn::people::key_detail(key)).await;
+}
+
+/// A change that may let runs deferred on `key` go on: audited as
+/// `action`, the runner woken, the key answered.
+async fn freed(state: &AppState, actor: &Actor, action: &str, key: KeyState) -> Json<KeyState> {
+    audited(state, actor, action, &key).await;
     state.wake_runner();
-    Ok(Json(key))
+    Json(key)
 }
