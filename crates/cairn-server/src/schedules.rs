@@ -140,10 +140,7 @@ pub(crate) async fn pause(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<ScheduleView>, ApiError> {
-    Ok(view(
-        state.engine().pause_schedule(&name, true).await?,
-        vec![],
-    ))
+    paused(&state, &name, true).await
 }
 
 /// `POST /v1/schedules/{name}/resume`.
@@ -151,8 +148,17 @@ pub(crate) async fn resume(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<ScheduleView>, ApiError> {
+    paused(&state, &name, false).await
+}
+
+/// The schedule `name`, paused or resumed.
+async fn paused(
+    state: &AppState,
+    name: &str,
+    paused: bool,
+) -> Result<Json<ScheduleView>, ApiError> {
     Ok(view(
-        state.engine().pause_schedule(&name, false).await?,
+        state.engine().pause_schedule(name, paused).await?,
         vec![],
     ))
 }
