@@ -105,12 +105,9 @@ impl FromRequestParts<AppState> for RunIdPath {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+        id_segment(parts, state, ApiError::BadRunId)
             .await
-            .map_err(|e| ApiError::BadRunId(e.body_text()))?;
-        RunId::from_str(&raw)
             .map(RunIdPath)
-            .map_err(|_| ApiError::BadRunId(raw))
     }
 }
 
@@ -121,13 +118,23 @@ impl FromRequestParts<AppState> for WaitIdPath {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+        id_segment(parts, state, ApiError::BadWaitId)
             .await
-            .map_err(|e| ApiError::BadWaitId(e.body_text()))?;
-        WaitId::from_str(&raw)
             .map(WaitIdPath)
-            .map_err(|_| ApiError::BadWaitId(raw))
     }
+}
+
+/// The `{id}` path segment parsed as an id; `bad` names what is wrong with
+/// a segment that is missing or does not parse.
+async fn id_segment<T: FromStr>(
+    parts: &mut Parts,
+    state: &AppState,
+    bad: fn(String) -> ApiError,
+) -> Result<T, ApiError> {
+    let Path(raw) = Path::<String>::from_request_parts(parts, state)
+        .await
+        .map_err(|e| bad(e.body_text()))?;
+    T::from_str(&raw).map_err(|_| bad(raw))
 }
 
 /// A `u32` body field as JSON Schema's `integer`, which the OpenAPI
