@@ -148,6 +148,11 @@ fn error_page(viewer: &Viewer, e: ApiError) -> Response {
     html(status, cairn_console::page("Error", viewer, body))
 }
 
+/// A page, or the error page for what kept it from being built.
+fn shown(viewer: &Viewer, page: Result<Response, ApiError>) -> Response {
+    page.unwrap_or_else(|e| error_page(viewer, e))
+}
+
 #[derive(serde::Deserialize, Default)]
 pub(crate) struct RunsParams {
     status: Option<String>,
@@ -162,21 +167,25 @@ async fn runs(
     seat: Seat,
     Query(params): Query<RunsParams>,
 ) -> Response {
-    let viewer = seat.viewer.clone();
+    shown(&seat.viewer, runs_page(&state, &seat.viewer, params).await)
+}
+
+/// The runs table of `GET /`, or what keeps it from being shown.
+async fn runs_page(
+    state: &AppState,
+    viewer: &Viewer,
+    params: RunsParams,
+) -> Result<Response, ApiError> {
     let given = |p: Option<String>| p.filter(|v| !v.is_empty());
     let query = RunsQuery {
         status: given(params.status),
         crew: given(params.crew),
         thread: given(params.thread),
     };
-    let status = match query.status.as_deref().map(RunStatus::from_str).transpose() {
-        Ok(s) => s,
-        Err(e) => return error_page(&viewer, ApiError::BadQuery(format!("status: {e}"))),
-    };
-    let after = match given(params.after).map(|a| RunId::from_str(&a)).transpose() {
-        Ok(a) => a,
-        Err(_) => return error_page(&viewer, ApiError::BadCursor),
-    };
+    let status = (query.status.as_deref().map(RunStatus::from_str).transpose())
+        .map_err(|e| ApiError::BadQuery(format!("status: {e}")))?;
+    let after = (given(params.after).map(|a| RunId::from_str(&a)).transpose())
+        .map_err(|_| ApiError::BadCursor)?;
     let filter = RunFilter {
         status,
         crew: query.crew.clone(),
@@ -187,10 +196,7 @@ async fn runs(
         parent: None,
         tenant: None,
     };
-    let mut listed = match state.engine().list(&filter).await {
-        Ok(runs) => runs,
-        Err(e) => return error_page(&viewer, e.into()),
-    };
+    let mut listed = state.engine().list(&filter).await?;
     let more = listed.len() > PAGE as usize;
     listed.truncate(PAGE as usize);
     let next = more
@@ -200,15 +206,9 @@ async fn runs(
     // ones waiting for children stand.
     let mut waits = vec![];
     for run in &listed {
-        match run_waits(&state, run.id).await {
-            Ok(w) => waits.extend(w),
-            Err(e) => return error_page(&viewer, e.into()),
-        }
+        waits.extend(run_waits(state, run.id).await?);
     }
-    let standing = match standing(&state, &listed).await {
-        Ok(standing) => standing,
-        Err(e) => return error_page(&viewer, e.into()),
-    };
+    let standing = standing(state, &listed).await?;
     let body = cairn_console::runs_page(
         &listed,
         &waits,
@@ -218,7 +218,10 @@ async fn runs(
         after.is_none(),
         chrono::Utc::now(),
     );
-    html(StatusCode::OK, cairn_console::page("Runs", &viewer, body))
+    Ok(html(
+        StatusCode::OK,
+        cairn_console::page("Runs", viewer, body),
+    ))
 }
 
 /// Where each of `runs` that waits at a step that starts children stands
@@ -254,27 +257,22 @@ async fn run(
     Path(id): Path<String>,
     Query(params): Query<RunParams>,
 ) -> Response {
-    let viewer = seat.viewer.clone();
-    let id = match run_id(&id) {
-        Ok(id) => id,
-        Err(e) => return error_page(&viewer, e),
-    };
-    let view = match state.engine().show(id).await {
-        Ok(view) => view,
-        Err(e) => return error_page(&viewer, e.into()),
-    };
-    let events = match state.engine().events(id).await {
-        Ok(events) => events,
-        Err(e) => return error_page(&viewer, e.into()),
-    };
-    let journals = match llm_journals(&state, &view).await {
-        Ok(journals) => journals,
-        Err(e) => return error_page(&viewer, e.into()),
-    };
-    let waits = match run_waits(&state, id).await {
-        Ok(waits) => waits,
-        Err(e) => return error_page(&viewer, e.into()),
-    };
+    shown(&seat.viewer, run_page(&state, &seat, &id, params).await)
+}
+
+/// Run `id`'s page, or what keeps it from being shown.
+async fn run_page(
+    state: &AppState,
+    seat: &Seat,
+    id: &str,
+    params: RunParams,
+) -> Result<Response, ApiError> {
+    let viewer = &seat.viewer;
+    let id = run_id(id)?;
+    let view = state.engine().show(id).await?;
+    let events = state.engine().events(id).await?;
+    let journals = llm_journals(state, &view).await?;
+    let waits = run_waits(state, id).await?;
     // The other versions of its crew this server offers, for the fork form.
     let versions: Vec<String> = state
         .crews()
@@ -310,10 +308,10 @@ async fn run(
         done: cairn_console::Done::parse(params.done.as_deref(), params.wait.as_deref()),
         now: chrono::Utc::now(),
     });
-    html(
+    Ok(html(
         StatusCode::OK,
-        cairn_console::page(&format!("Run {id}"), &viewer, body),
-    )
+        cairn_console::page(&format!("Run {id}"), viewer, body),
+    ))
 }
 
 /// A run's waits, any status.
@@ -742,27 +740,28 @@ async fn limits(State(state): State<AppState>, seat: Seat) -> Response {
 
 /// `GET /threads/{id}`: the thread as a conversation.
 async fn thread(State(state): State<AppState>, seat: Seat, Path(id): Path<String>) -> Response {
-    let viewer = seat.viewer.clone();
-    let view = match state.engine().thread(&id).await {
-        Ok(view) => view,
-        Err(e) => return error_page(&viewer, e.into()),
-    };
+    shown(&seat.viewer, thread_page(&state, &seat.viewer, &id).await)
+}
+
+/// Thread `id`'s page, or what keeps it from being shown.
+async fn thread_page(state: &AppState, viewer: &Viewer, id: &str) -> Result<Response, ApiError> {
+    let view = state.engine().thread(id).await?;
     let skip = view.runs.len().saturating_sub(THREAD_TURNS);
     let mut turns = Vec::with_capacity(view.runs.len() - skip);
     for run in &view.runs[skip..] {
         // The final output: the last step's, once the run succeeded.
         let output = match run.status {
-            RunStatus::Succeeded => match state.engine().show(run.id).await {
-                Ok(shown) => shown.steps.last().and_then(|s| s.output.clone()),
-                Err(e) => return error_page(&viewer, e.into()),
-            },
+            RunStatus::Succeeded => {
+                let shown = state.engine().show(run.id).await?;
+                shown.steps.last().and_then(|s| s.output.clone())
+            }
             _ => None,
         };
         turns.push((run.clone(), output));
     }
     let body = cairn_console::thread_page(&view, &turns);
-    html(
+    Ok(html(
         StatusCode::OK,
-        cairn_console::page(&format!("Thread {id}"), &viewer, body),
-    )
+        cairn_console::page(&format!("Thread {id}"), viewer, body),
+    ))
 }
