@@ -286,14 +286,15 @@ impl Builder<'_> {
         }
     }
 
+    /// The span of an event that reports what took `took_ms` and ended
+    /// at the event.
+    fn timed(&self, e: &EventRecord, took_ms: u64, name: String) -> SpanRecord {
+        let start = e.at - ms(took_ms);
+        self.span(SpanId::of_event(self.run.id, e.seq), name, start, e.at)
+    }
+
     fn model_call(&self, e: &EventRecord, m: &ModelCalled) -> SpanRecord {
-        let start = e.at - ms(m.ms);
-        let mut s = self.span(
-            SpanId::of_event(self.run.id, e.seq),
-            format!("chat {}", m.model),
-            start,
-            e.at,
-        );
+        let mut s = self.timed(e, m.ms, format!("chat {}", m.model));
         s.kind = SpanKind::Client;
         s.attributes.extend([
             ("gen_ai.operation.name", str("chat")),
@@ -327,13 +328,7 @@ impl Builder<'_> {
     }
 
     fn tool_call(&self, e: &EventRecord, t: &ToolExecuted) -> SpanRecord {
-        let start = e.at - ms(t.ms);
-        let mut s = self.span(
-            SpanId::of_event(self.run.id, e.seq),
-            format!("execute_tool {}", t.tool),
-            start,
-            e.at,
-        );
+        let mut s = self.timed(e, t.ms, format!("execute_tool {}", t.tool));
         s.attributes.extend([
             ("gen_ai.operation.name", str("execute_tool")),
             ("cairn.step.idx", AttrValue::Int(i64::from(t.idx.get()))),
