@@ -113,18 +113,25 @@ fn demo_dir(dir: Option<PathBuf>) -> anyhow::Result<(PathBuf, Option<tempfile::T
     }
 }
 
-pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Result<u8> {
-    let (dir, _tmp) = demo_dir(dir)?;
-    let db = dir.join("demo.db");
-    let log = dir.join("executions.log");
+/// The paths of a demo's database `db` and its log `log` in `dir`, with
+/// what an earlier demo left there (the database, its WAL and shared
+/// memory, the log) removed.
+fn fresh(dir: &Path, db: &str, log: &str) -> (PathBuf, PathBuf) {
+    let (db_path, log_path) = (dir.join(db), dir.join(log));
     for stale in [
-        db.clone(),
-        dir.join("demo.db-wal"),
-        dir.join("demo.db-shm"),
-        log.clone(),
+        db_path.clone(),
+        dir.join(format!("{db}-wal")),
+        dir.join(format!("{db}-shm")),
+        log_path.clone(),
     ] {
         let _ = std::fs::remove_file(stale);
     }
+    (db_path, log_path)
+}
+
+pub async fn run(steps: u32, kill_at: u32, dir: Option<PathBuf>) -> anyhow::Result<u8> {
+    let (dir, _tmp) = demo_dir(dir)?;
+    let (db, log) = fresh(&dir, "demo.db", "executions.log");
     let script = dir.join("step.sh");
     std::fs::write(&script, STEP_SCRIPT)?;
     let crew = dir.join("demo-crew.toml");
@@ -260,16 +267,7 @@ command = ["sh", {:?}]
 /// `cairn demo --agent`.
 pub async fn agent(dir: Option<PathBuf>) -> anyhow::Result<u8> {
     let (dir, _tmp) = demo_dir(dir)?;
-    let db = dir.join("demo-agent.db");
-    let charges = dir.join("charges.log");
-    for stale in [
-        db.clone(),
-        dir.join("demo-agent.db-wal"),
-        dir.join("demo-agent.db-shm"),
-        charges.clone(),
-    ] {
-        let _ = std::fs::remove_file(stale);
-    }
+    let (db, charges) = fresh(&dir, "demo-agent.db", "charges.log");
     std::fs::write(dir.join("charge.sh"), CHARGE_TOOL)?;
     std::fs::write(dir.join("model.toml"), MODEL)?;
     let crew = dir.join("demo-agent.toml");
