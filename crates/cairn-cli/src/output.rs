@@ -51,6 +51,19 @@ fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
     write_json(&mut std::io::stdout().lock(), value)
 }
 
+/// With `--json`, `value` as JSON; else the text `write` writes to
+/// [`text_out`].
+fn json_or_text<T: Serialize + ?Sized>(
+    value: &T,
+    json: bool,
+    write: impl FnOnce(&mut Safe<std::io::StdoutLock<'static>>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    if json {
+        return print_json(value);
+    }
+    write(&mut text_out())
+}
+
 /// Standard output for text people read on a terminal: text that came
 /// from steps, models or API clients passes through
 /// [`cairn::text::printable`], so it cannot move the cursor, clear the
@@ -451,31 +464,29 @@ pub fn print_step(
                 view.steps.len()
             ))
         })?;
-    if json {
-        return print_json(step);
-    }
-    let mut stdout = text_out();
-    write!(
-        stdout,
-        "{}",
-        step_table(std::slice::from_ref(step), waits, events, None)
-    )?;
-    match &step.output {
-        Some(o) => {
-            writeln!(stdout, "output:")?;
-            for line in render_value(o).lines() {
-                writeln!(stdout, "  {line}")?;
+    json_or_text(step, json, |stdout| {
+        write!(
+            stdout,
+            "{}",
+            step_table(std::slice::from_ref(step), waits, events, None)
+        )?;
+        match &step.output {
+            Some(o) => {
+                writeln!(stdout, "output:")?;
+                for line in render_value(o).lines() {
+                    writeln!(stdout, "  {line}")?;
+                }
             }
+            None => writeln!(stdout, "no output")?,
         }
-        None => writeln!(stdout, "no output")?,
-    }
-    let own: Vec<WaitRecord> = waits
-        .iter()
-        .filter(|w| w.step_idx == step.idx)
-        .cloned()
-        .collect();
-    write_open_waits(&mut stdout, std::slice::from_ref(step), &own)?;
-    Ok(())
+        let own: Vec<WaitRecord> = waits
+            .iter()
+            .filter(|w| w.step_idx == step.idx)
+            .cloned()
+            .collect();
+        write_open_waits(stdout, std::slice::from_ref(step), &own)?;
+        Ok(())
+    })
 }
 
 pub fn print_list(runs: &[RunRecord], json: bool) -> anyhow::Result<()> {
@@ -535,43 +546,41 @@ pub fn run_rows(stdout: &mut impl Write, runs: &[RunRecord]) -> anyhow::Result<(
 /// `cairn compact`: what was removed (or, dry, would be), or the JSON
 /// object `{runs, steps, events, journal_items, waits}`.
 pub fn print_compacted(c: &Compacted, dry_run: bool, json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(c);
-    }
-    let mut stdout = text_out();
-    let verb = if dry_run { "would remove" } else { "removed" };
-    let r = &c.rules;
-    let mut why = vec![];
-    for (n, rule) in [
-        (r.finished, "finished, past --finished-older-than"),
-        (r.failed, "failed, past --failed-older-than"),
-        (r.beyond_keep, "beyond --keep-per-thread"),
-    ] {
-        if n > 0 {
-            why.push(format!("{n} {rule}"));
+    json_or_text(c, json, |stdout| {
+        let verb = if dry_run { "would remove" } else { "removed" };
+        let r = &c.rules;
+        let mut why = vec![];
+        for (n, rule) in [
+            (r.finished, "finished, past --finished-older-than"),
+            (r.failed, "failed, past --failed-older-than"),
+            (r.beyond_keep, "beyond --keep-per-thread"),
+        ] {
+            if n > 0 {
+                why.push(format!("{n} {rule}"));
+            }
         }
-    }
-    let why = match why.is_empty() {
-        true => String::new(),
-        false => format!(" ({})", why.join("; ")),
-    };
-    writeln!(
-        stdout,
-        "{verb} {} runs{why}, {} steps, {} events, {} journal items, {} waits",
-        c.runs, c.steps, c.events, c.journal_items, c.waits
-    )?;
-    // A dry run names the runs (the first ones; `--json` lists them all).
-    if dry_run && !c.run_ids.is_empty() {
-        const SHOWN: usize = 20;
-        for id in c.run_ids.iter().take(SHOWN) {
-            writeln!(stdout, "  {id}")?;
+        let why = match why.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", why.join("; ")),
+        };
+        writeln!(
+            stdout,
+            "{verb} {} runs{why}, {} steps, {} events, {} journal items, {} waits",
+            c.runs, c.steps, c.events, c.journal_items, c.waits
+        )?;
+        // A dry run names the runs (the first ones; `--json` lists them all).
+        if dry_run && !c.run_ids.is_empty() {
+            const SHOWN: usize = 20;
+            for id in c.run_ids.iter().take(SHOWN) {
+                writeln!(stdout, "  {id}")?;
+            }
+            if c.run_ids.len() > SHOWN {
+                let more = c.run_ids.len() - SHOWN;
+                writeln!(stdout, "  … and {more} more (--json lists every one)")?;
+            }
         }
-        if c.run_ids.len() > SHOWN {
-            let more = c.run_ids.len() - SHOWN;
-            writeln!(stdout, "  … and {more} more (--json lists every one)")?;
-        }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// A JSON array written element by element, as pages of it are read, so
@@ -613,14 +622,12 @@ pub(crate) fn chrono_secs() -> chrono::SecondsFormat {
 }
 
 pub fn print_events(events: &[EventRecord], json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(events);
-    }
-    let mut stdout = text_out();
-    for e in events {
-        write_event(&mut stdout, e)?;
-    }
-    Ok(())
+    json_or_text(events, json, |stdout| {
+        for e in events {
+            write_event(stdout, e)?;
+        }
+        Ok(())
+    })
 }
 
 /// One event as a line of `runs events` (also as a stream arrives).
@@ -640,66 +647,62 @@ pub fn write_event(out: &mut impl Write, e: &EventRecord) -> anyhow::Result<()> 
 /// attempt and generation, kind, payload), or a JSON array of
 /// `{idx, seq, attempt, generation, kind, payload, created_at}`.
 pub fn print_journal(items: &[cairn::StepJournalEntry], json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(items);
-    }
-    let mut stdout = text_out();
-    writeln!(
-        stdout,
-        "{:>4} {:>4}  {:<6}  {:<17} payload",
-        "step", "seq", "a/g", "kind"
-    )?;
-    for i in items {
-        let e = &i.entry;
+    json_or_text(items, json, |stdout| {
         writeln!(
             stdout,
-            "{:>4} {:>4}  {:<6}  {:<17} {}",
-            i.idx,
-            e.seq,
-            format!("a{} g{}", e.attempt, e.generation),
-            e.kind.as_str(),
-            e.payload
+            "{:>4} {:>4}  {:<6}  {:<17} payload",
+            "step", "seq", "a/g", "kind"
         )?;
-    }
-    Ok(())
+        for i in items {
+            let e = &i.entry;
+            writeln!(
+                stdout,
+                "{:>4} {:>4}  {:<6}  {:<17} {}",
+                i.idx,
+                e.seq,
+                format!("a{} g{}", e.attempt, e.generation),
+                e.kind.as_str(),
+                e.payload
+            )?;
+        }
+        Ok(())
+    })
 }
 
 pub fn print_waits(waits: &[cairn::WaitRecord], json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(waits);
-    }
-    let mut stdout = text_out();
-    writeln!(
-        stdout,
-        "{:<36}  {:<36} {:>4}  {:<9} {:<9} prompt",
-        "id", "run", "step", "kind", "status"
-    )?;
-    for w in waits {
-        let mut prompt = w.prompt.to_string();
-        if prompt.len() > 60 {
-            let mut cut = 57;
-            while !prompt.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            prompt.truncate(cut);
-            prompt.push_str("...");
-        }
+    json_or_text(waits, json, |stdout| {
         writeln!(
             stdout,
-            "{:<36}  {:<36} {:>4}  {:<9} {:<9} {prompt}",
-            w.id.to_string(),
-            w.run_id.to_string(),
-            w.step_idx,
-            w.kind.as_str(),
-            w.status.as_str(),
+            "{:<36}  {:<36} {:>4}  {:<9} {:<9} prompt",
+            "id", "run", "step", "kind", "status"
         )?;
-        for p in &w.parents {
+        for w in waits {
+            let mut prompt = w.prompt.to_string();
+            if prompt.len() > 60 {
+                let mut cut = 57;
+                while !prompt.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                prompt.truncate(cut);
+                prompt.push_str("...");
+            }
             writeln!(
                 stdout,
-                "  child `{}` of run {} (step {})",
-                p.key, p.parent_run_id, p.step_idx
+                "{:<36}  {:<36} {:>4}  {:<9} {:<9} {prompt}",
+                w.id.to_string(),
+                w.run_id.to_string(),
+                w.step_idx,
+                w.kind.as_str(),
+                w.status.as_str(),
             )?;
+            for p in &w.parents {
+                writeln!(
+                    stdout,
+                    "  child `{}` of run {} (step {})",
+                    p.key, p.parent_run_id, p.step_idx
+                )?;
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }

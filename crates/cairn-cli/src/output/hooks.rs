@@ -4,7 +4,7 @@ use std::io::Write;
 
 use cairn::{Hook, HookIssued};
 
-use super::{print_json, text_out};
+use super::{json_or_text, print_json, text_out};
 
 pub fn print_issued(issued: &HookIssued, json: bool) -> anyhow::Result<()> {
     if json {
@@ -22,19 +22,17 @@ pub fn print_issued(issued: &HookIssued, json: bool) -> anyhow::Result<()> {
 }
 
 pub fn print_hooks(hooks: &[Hook], json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(hooks);
-    }
-    let mut out = text_out();
-    writeln!(out, "{:<24}  {:<8}  signal / target", "name", "scheme")?;
-    for h in hooks {
-        writeln!(
-            out,
-            "{:<24}  {:<8}  {} / {}",
-            h.name, h.scheme, h.signal, h.target
-        )?;
-    }
-    Ok(())
+    json_or_text(hooks, json, |out| {
+        writeln!(out, "{:<24}  {:<8}  signal / target", "name", "scheme")?;
+        for h in hooks {
+            writeln!(
+                out,
+                "{:<24}  {:<8}  {} / {}",
+                h.name, h.scheme, h.signal, h.target
+            )?;
+        }
+        Ok(())
+    })
 }
 
 pub fn print_deleted(name: &str, json: bool) -> anyhow::Result<()> {

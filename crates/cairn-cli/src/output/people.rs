@@ -4,7 +4,7 @@ use std::io::Write;
 
 use cairn::{AuditEntry, Issued, Principal};
 
-use super::{chrono_secs, print_json, text_out};
+use super::{chrono_secs, json_or_text, print_json, text_out};
 
 pub fn print_issued(issued: &Issued, what: &str, json: bool) -> anyhow::Result<()> {
     if json {
@@ -44,63 +44,59 @@ pub fn print_disabled(p: &Principal, json: bool) -> anyhow::Result<()> {
 }
 
 pub fn print_principals(list: &[Principal], json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(&list);
-    }
-    let mut out = text_out();
-    writeln!(
-        out,
-        "{:<20}  {:<8}  {:<12}  {:<10}  groups / tenants",
-        "name", "role", "token id", "state"
-    )?;
-    for p in list {
-        let state = if p.is_disabled() {
-            "disabled"
-        } else {
-            "active"
-        };
-        let rest = describe(p);
-        let rest = rest.split_once("; ").map_or("", |(_, r)| r);
+    json_or_text(&list, json, |out| {
         writeln!(
             out,
-            "{:<20}  {:<8}  {:<12}  {:<10}  {}",
-            p.name,
-            p.role.as_str(),
-            p.token_id,
-            state,
-            rest
+            "{:<20}  {:<8}  {:<12}  {:<10}  groups / tenants",
+            "name", "role", "token id", "state"
         )?;
-    }
-    Ok(())
+        for p in list {
+            let state = if p.is_disabled() {
+                "disabled"
+            } else {
+                "active"
+            };
+            let rest = describe(p);
+            let rest = rest.split_once("; ").map_or("", |(_, r)| r);
+            writeln!(
+                out,
+                "{:<20}  {:<8}  {:<12}  {:<10}  {}",
+                p.name,
+                p.role.as_str(),
+                p.token_id,
+                state,
+                rest
+            )?;
+        }
+        Ok(())
+    })
 }
 
 pub fn print_audit(entries: &[AuditEntry], json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(&entries);
-    }
-    let mut out = text_out();
-    for e in entries {
-        let on = match (e.run_id, e.wait_id) {
-            (_, Some(wait)) => format!(" wait {wait}"),
-            (Some(run), None) => format!(" run {run}"),
-            (None, None) => match e.detail.get("name").and_then(|n| n.as_str()) {
-                Some(name) => format!(" {}", cairn::text::printable_line(name)),
-                None => String::new(),
-            },
-        };
-        let note = e.detail.get("note").and_then(|n| n.as_str());
-        let note = note.map_or(String::new(), |n| {
-            format!(" (said `by`: {})", cairn::text::printable_line(n))
-        });
-        writeln!(
-            out,
-            "{:>5}  {}  {} via {}  {}{on}{note}",
-            e.id,
-            e.at.to_rfc3339_opts(chrono_secs(), true),
-            cairn::text::printable_line(&e.principal),
-            e.via,
-            e.action,
-        )?;
-    }
-    Ok(())
+    json_or_text(&entries, json, |out| {
+        for e in entries {
+            let on = match (e.run_id, e.wait_id) {
+                (_, Some(wait)) => format!(" wait {wait}"),
+                (Some(run), None) => format!(" run {run}"),
+                (None, None) => match e.detail.get("name").and_then(|n| n.as_str()) {
+                    Some(name) => format!(" {}", cairn::text::printable_line(name)),
+                    None => String::new(),
+                },
+            };
+            let note = e.detail.get("note").and_then(|n| n.as_str());
+            let note = note.map_or(String::new(), |n| {
+                format!(" (said `by`: {})", cairn::text::printable_line(n))
+            });
+            writeln!(
+                out,
+                "{:>5}  {}  {} via {}  {}{on}{note}",
+                e.id,
+                e.at.to_rfc3339_opts(chrono_secs(), true),
+                cairn::text::printable_line(&e.principal),
+                e.via,
+                e.action,
+            )?;
+        }
+        Ok(())
+    })
 }

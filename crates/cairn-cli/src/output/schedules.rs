@@ -5,7 +5,7 @@ use std::io::Write;
 use cairn::schedule::rfc3339;
 use cairn::{Cadence, Schedule, Slot};
 
-use super::{print_json, text_out};
+use super::{json_or_text, print_json, text_out};
 
 /// Fire times `schedules show` lists ahead.
 const AHEAD: usize = 3;
@@ -23,27 +23,25 @@ fn ahead(s: &Schedule) -> Vec<String> {
 }
 
 pub fn print_schedules(list: &[Schedule], json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(&list);
-    }
-    let mut out = text_out();
-    writeln!(
-        out,
-        "{:<24}  {:<10}  {:<22}  cadence / crew",
-        "name", "state", "next"
-    )?;
-    for s in list {
-        let state = if s.paused { "paused" } else { "active" };
-        let next = rfc3339(s.next_at);
+    json_or_text(&list, json, |out| {
         writeln!(
             out,
-            "{:<24}  {state:<10}  {next:<22}  {} / {}",
-            s.name,
-            cadence(s),
-            s.crew
+            "{:<24}  {:<10}  {:<22}  cadence / crew",
+            "name", "state", "next"
         )?;
-    }
-    Ok(())
+        for s in list {
+            let state = if s.paused { "paused" } else { "active" };
+            let next = rfc3339(s.next_at);
+            writeln!(
+                out,
+                "{:<24}  {state:<10}  {next:<22}  {} / {}",
+                s.name,
+                cadence(s),
+                s.crew
+            )?;
+        }
+        Ok(())
+    })
 }
 
 /// A schedule, its next fire times (`next`) and the slots given (`slots`).

@@ -5,7 +5,7 @@ use std::io::Write;
 use cairn::schedule::rfc3339;
 use cairn::{Published, RunSignals, Sent};
 
-use super::{print_json, text_out};
+use super::{json_or_text, print_json, text_out};
 
 pub fn print_sent(sent: &Sent, json: bool) -> anyhow::Result<()> {
     if json {
@@ -28,29 +28,27 @@ pub fn print_sent(sent: &Sent, json: bool) -> anyhow::Result<()> {
 }
 
 pub fn print_signals(listed: &RunSignals, json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(listed);
-    }
-    let mut out = text_out();
-    match &listed.listening {
-        Some(l) => writeln!(out, "{}", waiting_for(l))?,
-        None => writeln!(out, "not waiting for a signal")?,
-    }
-    writeln!(out, "{:<22}  {:<16}  {:<12}  id", "sent", "name", "state")?;
-    for s in &listed.signals {
-        let state = match s.consumed_by {
-            Some((idx, attempt)) => format!("step {idx}/{attempt}"),
-            None => "buffered".to_owned(),
-        };
-        writeln!(
-            out,
-            "{:<22}  {:<16}  {state:<12}  {}",
-            rfc3339(s.sent_at),
-            s.name,
-            s.id
-        )?;
-    }
-    Ok(())
+    json_or_text(listed, json, |out| {
+        match &listed.listening {
+            Some(l) => writeln!(out, "{}", waiting_for(l))?,
+            None => writeln!(out, "not waiting for a signal")?,
+        }
+        writeln!(out, "{:<22}  {:<16}  {:<12}  id", "sent", "name", "state")?;
+        for s in &listed.signals {
+            let state = match s.consumed_by {
+                Some((idx, attempt)) => format!("step {idx}/{attempt}"),
+                None => "buffered".to_owned(),
+            };
+            writeln!(
+                out,
+                "{:<22}  {:<16}  {state:<12}  {}",
+                rfc3339(s.sent_at),
+                s.name,
+                s.id
+            )?;
+        }
+        Ok(())
+    })
 }
 
 /// `runs show`: the signal the run waits for, how to send it, and how
@@ -83,24 +81,22 @@ pub fn write_signal_wait(out: &mut impl Write, view: &cairn::RunView) -> anyhow:
 
 /// `runs values`: each key's newest value, with the step that set it.
 pub fn print_values(values: &[Published], json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(values);
-    }
-    let mut out = text_out();
-    if values.is_empty() {
-        writeln!(out, "no value published")?;
-    }
-    for p in values {
-        writeln!(
-            out,
-            "{} = {}  (step {}, {})",
-            p.key,
-            p.value,
-            p.idx,
-            rfc3339(p.at)
-        )?;
-    }
-    Ok(())
+    json_or_text(values, json, |out| {
+        if values.is_empty() {
+            writeln!(out, "no value published")?;
+        }
+        for p in values {
+            writeln!(
+                out,
+                "{} = {}  (step {}, {})",
+                p.key,
+                p.value,
+                p.idx,
+                rfc3339(p.at)
+            )?;
+        }
+        Ok(())
+    })
 }
 
 /// `waiting at step 1 for signal `paid` or `refused` until T`.
