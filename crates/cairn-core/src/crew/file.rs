@@ -173,7 +173,7 @@ impl AgentFile {
 
     /// The name of the first `llm`-only key this agent sets, if any.
     fn llm_key(&self) -> Option<&'static str> {
-        [
+        first_set([
             ("provider", self.provider.is_some()),
             ("model", self.model.is_some()),
             ("instructions", self.instructions.is_some()),
@@ -189,10 +189,7 @@ impl AgentFile {
             ("tools", self.tools.is_some()),
             ("ask_human", self.ask_human.is_some()),
             ("thread_history", self.thread_history.is_some()),
-        ]
-        .into_iter()
-        .find(|(_, set)| *set)
-        .map(|(k, _)| k)
+        ])
     }
 
     /// `kind = "children"`: its keys (none of another kind's).
@@ -263,14 +260,11 @@ impl AgentFile {
 
     /// The name of the first `signal`-only key this agent sets, if any.
     fn signal_key(&self) -> Option<&'static str> {
-        [
+        first_set([
             ("signal", self.signal.is_some()),
             ("any_of", self.any_of.is_some()),
             ("default", self.default.is_some()),
-        ]
-        .into_iter()
-        .find(|(_, set)| *set)
-        .map(|(k, _)| k)
+        ])
     }
 
     /// `kind = "signal"`: its keys, and none that runs something.
@@ -298,7 +292,7 @@ impl AgentFile {
 
     /// The name of the first `children`-only key this agent sets, if any.
     fn children_key(&self) -> Option<&'static str> {
-        [
+        first_set([
             ("crew", self.crew.is_some()),
             ("over", self.over.is_some()),
             ("children", self.children.is_some()),
@@ -308,11 +302,13 @@ impl AgentFile {
             ("max_children", self.max_children.is_some()),
             ("max_depth", self.max_depth.is_some()),
             ("on_parent_close", self.on_parent_close.is_some()),
-        ]
-        .into_iter()
-        .find(|(_, set)| *set)
-        .map(|(k, _)| k)
+        ])
     }
+}
+
+/// The first of `keys` whose flag says it is set, if any.
+fn first_set<const N: usize>(keys: [(&'static str, bool); N]) -> Option<&'static str> {
+    keys.into_iter().find(|(_, set)| *set).map(|(k, _)| k)
 }
 
 /// What is wrong with an agent's keys for its kind.
