@@ -250,30 +250,26 @@ pub fn runs_page(
         @if runs.is_empty() {
             p { "No runs." }
         } @else {
-            div.scroll {
-                table.runs {
-                    thead { tr {
-                        th { "Status" } th { "Run" } th { "Crew" } th { "Thread" }
-                        th { "Started" } th { "Duration" } th { "Steps" }
-                    } }
-                    tbody {
-                        @for run in runs {
-                            tr {
-                                td {
-                                    (status_badge(run.status))
-                                    @if let Some(wait) = standing.get(&run.id) { " " (children_badge(wait)) }
-                                }
-                                td { a href=(format!("/runs/{}", run.id)) { code { (short_id(&run.id.to_string())) } } }
-                                td { (run.crew) }
-                                td { @if let Some(t) = &run.thread_id { a href=(format!("/threads/{}", cairn::text::path_segment(t))) { (t) } } }
-                                td { time datetime=(run.created_at.to_rfc3339()) { (run.created_at.format("%Y-%m-%d %H:%M:%S")) } }
-                                td { (run_time(run, waits, now)) }
-                                td { (run.cursor.get()) " of " (run.step_count) }
+            (scroll_table(
+                "runs",
+                &["Status", "Run", "Crew", "Thread", "Started", "Duration", "Steps"],
+                html! {
+                    @for run in runs {
+                        tr {
+                            td {
+                                (status_badge(run.status))
+                                @if let Some(wait) = standing.get(&run.id) { " " (children_badge(wait)) }
                             }
+                            td { a href=(format!("/runs/{}", run.id)) { code { (short_id(&run.id.to_string())) } } }
+                            td { (run.crew) }
+                            td { @if let Some(t) = &run.thread_id { a href=(format!("/threads/{}", cairn::text::path_segment(t))) { (t) } } }
+                            td { time datetime=(run.created_at.to_rfc3339()) { (run.created_at.format("%Y-%m-%d %H:%M:%S")) } }
+                            td { (run_time(run, waits, now)) }
+                            td { (run.cursor.get()) " of " (run.step_count) }
                         }
                     }
-                }
-            }
+                },
+            ))
         }
         @if let Some(href) = next_href {
             p { a href=(href) { "Older runs →" } }
@@ -471,26 +467,21 @@ fn children_table(children: &[cairn::ChildOutcome]) -> Markup {
     html! {
         @if !children.is_empty() {
             h2 { "Children" }
-            div.scroll {
-                table.children {
-                    thead { tr { th { "Key" } th { "Run" } th { "Status" } th { "Why" } th { "Tokens" } } }
-                    tbody {
-                        @for c in children {
-                            tr {
-                                td { code { (c.key) } }
-                                td { a href=(format!("/runs/{}", c.run_id)) { code { (short_id(&c.run_id.to_string())) } } }
-                                td { (status_badge(c.status)) }
-                                td.why {
-                                    @if let (Some(e), false) = (&c.error, c.status == RunStatus::Succeeded) {
-                                        (e.message)
-                                    }
-                                }
-                                td { (c.tokens) }
+            (scroll_table("children", &["Key", "Run", "Status", "Why", "Tokens"], html! {
+                @for c in children {
+                    tr {
+                        td { code { (c.key) } }
+                        td { a href=(format!("/runs/{}", c.run_id)) { code { (short_id(&c.run_id.to_string())) } } }
+                        td { (status_badge(c.status)) }
+                        td.why {
+                            @if let (Some(e), false) = (&c.error, c.status == RunStatus::Succeeded) {
+                                (e.message)
                             }
                         }
+                        td { (c.tokens) }
                     }
                 }
-            }
+            }))
         }
     }
 }
@@ -532,6 +523,19 @@ fn children_badge(wait: &cairn::ChildrenWait) -> Markup {
 
 fn status_badge(status: RunStatus) -> Markup {
     html! { span class=(format!("badge {}", status.as_str())) { (status.as_str()) } }
+}
+
+/// A table that scrolls sideways on a narrow screen: class `class`, a
+/// header row of `heads`, then `rows`.
+fn scroll_table(class: &str, heads: &[&str], rows: Markup) -> Markup {
+    html! {
+        div.scroll {
+            table class=(class) {
+                thead { tr { @for h in heads { th { (h) } } } }
+                tbody { (rows) }
+            }
+        }
+    }
 }
 
 fn short_id(id: &str) -> &str {

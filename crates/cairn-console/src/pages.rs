@@ -43,23 +43,16 @@ pub fn threads_page(threads: &[ThreadSummary]) -> Markup {
         @if threads.is_empty() {
             p { "No threads: runs submitted with a thread id appear here." }
         } @else {
-            div.scroll {
-                table.threads {
-                    thead { tr {
-                        th { "Thread" } th { "Runs" } th { "Tokens in/out" } th { "Last run" }
-                    } }
-                    tbody {
-                        @for t in threads {
-                            tr {
-                                td { a href=(format!("/threads/{}", cairn::text::path_segment(&t.thread_id))) { (t.thread_id) } }
-                                td { (t.runs) }
-                                td { (t.input_tokens) " / " (t.output_tokens) }
-                                td { time datetime=(t.last_run_at.to_rfc3339()) { (t.last_run_at.format("%Y-%m-%d %H:%M:%S")) } }
-                            }
-                        }
+            (scroll_table("threads", &["Thread", "Runs", "Tokens in/out", "Last run"], html! {
+                @for t in threads {
+                    tr {
+                        td { a href=(format!("/threads/{}", cairn::text::path_segment(&t.thread_id))) { (t.thread_id) } }
+                        td { (t.runs) }
+                        td { (t.input_tokens) " / " (t.output_tokens) }
+                        td { time datetime=(t.last_run_at.to_rfc3339()) { (t.last_run_at.format("%Y-%m-%d %H:%M:%S")) } }
                     }
                 }
-            }
+            }))
         }
     }
 }
@@ -73,29 +66,26 @@ pub fn limits_page(keys: &[KeyState]) -> Markup {
         @if keys.is_empty() {
             p { "No provider key has been paused or limited: a model provider's rate limit that says how long to wait pauses its key for every run, " code { "cairn limits set" } " gives a key limits, and the key appears here." }
         } @else {
-            div.scroll {
-                table.keys {
-                    thead { tr {
-                        th { "Key" } th { "Paused until" } th { "Limits" } th { "Permits in use" } th { "Deferred runs" } th { "Pauses" } th { "Last reason" }
-                    } }
-                    tbody {
-                        @for k in keys {
-                            tr {
-                                td { code { (k.key) } }
-                                td { @match k.paused_until {
-                                    Some(t) => time datetime=(t.to_rfc3339()) { (t.format("%Y-%m-%d %H:%M:%S")) },
-                                    None => "not paused",
-                                } }
-                                td { (limits_text(&k.limits)) }
-                                td { (k.permits_in_use) @if let Some(cap) = k.limits.in_flight { " of " (cap) } }
-                                td { (k.deferred_runs) }
-                                td { (k.pauses) }
-                                td { (k.reason.as_deref().unwrap_or("")) @if let Some(by) = &k.paused_by { " (" (by) ")" } }
-                            }
+            (scroll_table(
+                "keys",
+                &["Key", "Paused until", "Limits", "Permits in use", "Deferred runs", "Pauses", "Last reason"],
+                html! {
+                    @for k in keys {
+                        tr {
+                            td { code { (k.key) } }
+                            td { @match k.paused_until {
+                                Some(t) => time datetime=(t.to_rfc3339()) { (t.format("%Y-%m-%d %H:%M:%S")) },
+                                None => "not paused",
+                            } }
+                            td { (limits_text(&k.limits)) }
+                            td { (k.permits_in_use) @if let Some(cap) = k.limits.in_flight { " of " (cap) } }
+                            td { (k.deferred_runs) }
+                            td { (k.pauses) }
+                            td { (k.reason.as_deref().unwrap_or("")) @if let Some(by) = &k.paused_by { " (" (by) ")" } }
                         }
                     }
-                }
-            }
+                },
+            ))
             p { "End a pause early: " code { "cairn limits resume KEY" } "; change limits: " code { "cairn limits set KEY --in-flight N --rpm N --tpm N" } "." }
         }
     }
