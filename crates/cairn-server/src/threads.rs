@@ -78,6 +78,18 @@ pub(crate) async fn list(
     Ok(response)
 }
 
+/// The `{id}` path segment as a thread id. The one path parameter fails
+/// only to percent-decode into UTF-8.
+fn thread_id(id: Result<Path<String>, PathRejection>) -> Result<String, cairn::Error> {
+    let Path(id) = id.map_err(|_| {
+        cairn::Error::from(BadThreadId {
+            field: "thread_id",
+            problem: "is not percent-encoded UTF-8".to_owned(),
+        })
+    })?;
+    Ok(id)
+}
+
 /// `GET /v1/threads/{id}`: the thread's runs, oldest first, and their
 /// totals. The id is percent-decoded; one that breaks the thread id rule is
 /// 400 `bad_thread_id`, one no run belongs to 404 `thread_not_found`.
@@ -85,13 +97,7 @@ pub(crate) async fn show(
     State(state): State<AppState>,
     id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<ThreadView>, ApiError> {
-    // The one path parameter fails only to percent-decode into UTF-8.
-    let Path(id) = id.map_err(|_| {
-        cairn::Error::from(BadThreadId {
-            field: "thread_id",
-            problem: "is not percent-encoded UTF-8".to_owned(),
-        })
-    })?;
+    let id = thread_id(id)?;
     Ok(Json(state.engine().thread(&id).await?))
 }
 
@@ -119,12 +125,7 @@ pub(crate) async fn budget(
     id: Result<Path<String>, PathRejection>,
     ApiJson(body): ApiJson<ThreadBudgetBody>,
 ) -> Result<Json<ThreadBudget>, ApiError> {
-    let Path(id) = id.map_err(|_| {
-        cairn::Error::from(BadThreadId {
-            field: "thread_id",
-            problem: "is not percent-encoded UTF-8".to_owned(),
-        })
-    })?;
+    let id = thread_id(id)?;
     let (budget, raise) = match (body.set, body.raise) {
         (Some(set), None) => (set, false),
         (None, Some(raise)) => (raise, true),
