@@ -64,6 +64,12 @@ fn json_or_text<T: Serialize + ?Sized>(
     write(&mut text_out())
 }
 
+/// A deletion: `{"deleted": NAME}` with `--json`, else `line`.
+fn print_deleted_as(name: &str, json: bool, line: &str) -> anyhow::Result<()> {
+    let deleted = serde_json::json!({ "deleted": name });
+    json_or_text(&deleted, json, |out| Ok(writeln!(out, "{line}")?))
+}
+
 /// Standard output for text people read on a terminal: text that came
 /// from steps, models or API clients passes through
 /// [`cairn::text::printable`], so it cannot move the cursor, clear the

@@ -4,21 +4,19 @@ use std::io::Write;
 
 use cairn::{Hook, HookIssued};
 
-use super::{json_or_text, print_json, text_out};
+use super::{json_or_text, print_deleted_as};
 
 pub fn print_issued(issued: &HookIssued, json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(issued);
-    }
-    let h = &issued.hook;
-    let mut out = text_out();
-    writeln!(
-        out,
-        "hook `{}` ({}): POST /v1/hooks/{}",
-        h.name, h.scheme, h.name
-    )?;
-    writeln!(out, "secret (shown once): {}", issued.secret)?;
-    Ok(())
+    json_or_text(issued, json, |out| {
+        let h = &issued.hook;
+        writeln!(
+            out,
+            "hook `{}` ({}): POST /v1/hooks/{}",
+            h.name, h.scheme, h.name
+        )?;
+        writeln!(out, "secret (shown once): {}", issued.secret)?;
+        Ok(())
+    })
 }
 
 pub fn print_hooks(hooks: &[Hook], json: bool) -> anyhow::Result<()> {
@@ -36,8 +34,5 @@ pub fn print_hooks(hooks: &[Hook], json: bool) -> anyhow::Result<()> {
 }
 
 pub fn print_deleted(name: &str, json: bool) -> anyhow::Result<()> {
-    match json {
-        true => print_json(&serde_json::json!({ "deleted": name })),
-        false => Ok(writeln!(text_out(), "deleted hook `{name}`")?),
-    }
+    print_deleted_as(name, json, &format!("deleted hook `{name}`"))
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 use cairn::schedule::rfc3339;
 use cairn::{Cadence, Schedule, Slot};
 
-use super::{json_or_text, print_json, text_out};
+use super::{json_or_text, print_deleted_as, print_json, text_out};
 
 /// Fire times `schedules show` lists ahead.
 const AHEAD: usize = 3;
@@ -96,8 +96,5 @@ fn write_slots(out: &mut impl Write, slots: &[Slot]) -> anyhow::Result<()> {
 
 /// `schedules delete`: `{"deleted": NAME}`.
 pub fn print_deleted(name: &str, json: bool) -> anyhow::Result<()> {
-    match json {
-        true => print_json(&serde_json::json!({ "deleted": name })),
-        false => Ok(writeln!(text_out(), "deleted schedule {name}")?),
-    }
+    print_deleted_as(name, json, &format!("deleted schedule {name}"))
 }
