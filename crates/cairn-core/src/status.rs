@@ -155,8 +155,10 @@ impl StepStatus {
     }
 }
 
+/// `Display` and `FromStr` through `as_str`, over the type's `ALL` (whose
+/// order the refusal lists).
 macro_rules! status_text {
-    ($ty:ident, $what:literal, [$($v:ident),*]) => {
+    ($ty:ident, $what:literal) => {
         impl fmt::Display for $ty {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(self.as_str())
@@ -165,31 +167,19 @@ macro_rules! status_text {
         impl FromStr for $ty {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
-                $(if s == $ty::$v.as_str() { return Ok($ty::$v); })*
-                let all: Vec<&str> = vec![$($ty::$v.as_str()),*];
-                Err(format!("`{s}` is not a {} (one of: {})", $what, all.join(", ")))
+                $ty::ALL
+                    .into_iter()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| {
+                        let all: Vec<&str> = $ty::ALL.iter().map(|v| v.as_str()).collect();
+                        format!("`{s}` is not a {} (one of: {})", $what, all.join(", "))
+                    })
             }
         }
     };
 }
-status_text!(
-    RunStatus,
-    "run status",
-    [
-        Queued,
-        Running,
-        Waiting,
-        Interrupted,
-        Succeeded,
-        Failed,
-        Cancelled
-    ]
-);
-status_text!(
-    StepStatus,
-    "step status",
-    [Running, Succeeded, Failed, Waiting, Interrupted, Cancelled]
-);
+status_text!(RunStatus, "run status");
+status_text!(StepStatus, "step status");
 
 #[cfg(test)]
 mod tests {
