@@ -29,13 +29,8 @@ impl DelegatingModel {
         let base_url = format!("http://{}/v1", listener.local_addr()?);
         let bodies = Arc::new(Mutex::new(Vec::new()));
         let (kept, crew, tasks) = (bodies.clone(), crew.to_owned(), tasks.to_vec());
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let (kept, crew, tasks) = (kept.clone(), crew.clone(), tasks.clone());
-                std::thread::spawn(move || {
-                    let _ = answer(stream, &crew, &tasks, &kept);
-                });
-            }
+        crate::serve_each(listener, move |stream| {
+            let _ = answer(stream, &crew, &tasks, &kept);
         });
         Ok(DelegatingModel { base_url, bodies })
     }

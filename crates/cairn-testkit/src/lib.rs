@@ -284,6 +284,22 @@ pub fn pg_base_url() -> String {
     .clone()
 }
 
+/// Serves every connection `listener` accepts with `serve`, each on a
+/// thread of its own, from a thread that accepts for as long as the
+/// process lives (the test doubles' servers).
+pub(crate) fn serve_each<F>(listener: std::net::TcpListener, serve: F)
+where
+    F: Fn(std::net::TcpStream) + Send + Sync + 'static,
+{
+    let serve = std::sync::Arc::new(serve);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let serve = std::sync::Arc::clone(&serve);
+            std::thread::spawn(move || serve(stream));
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, SystemTime};

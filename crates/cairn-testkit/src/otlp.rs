@@ -107,13 +107,8 @@ impl Collector {
         let endpoint = format!("http://{}", listener.local_addr()?);
         let kept = Arc::new(Kept::default());
         let shared = kept.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let kept = shared.clone();
-                std::thread::spawn(move || {
-                    let _ = take(stream, &kept);
-                });
-            }
+        crate::serve_each(listener, move |stream| {
+            let _ = take(stream, &shared);
         });
         Ok(Collector { endpoint, kept })
     }

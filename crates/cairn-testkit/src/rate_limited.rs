@@ -94,13 +94,8 @@ impl RateLimitedModel {
             announced: None,
         }));
         let b = books.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let b = b.clone();
-                std::thread::spawn(move || {
-                    let _ = answer(stream, &b);
-                });
-            }
+        crate::serve_each(listener, move |stream| {
+            let _ = answer(stream, &b);
         });
         Ok(RateLimitedModel { base_url, books })
     }

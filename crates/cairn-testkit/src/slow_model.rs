@@ -54,14 +54,8 @@ impl SlowModel {
             requests.clone(),
             refusals.clone(),
         );
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let (b, r, n, f) = (b.clone(), r.clone(), n.clone(), f.clone());
-                let pieces = pieces.clone();
-                std::thread::spawn(move || {
-                    let _ = answer(stream, &pieces, gap, [&b, &r], (&n, &f));
-                });
-            }
+        crate::serve_each(listener, move |stream| {
+            let _ = answer(stream, &pieces, gap, [&b, &r], (&n, &f));
         });
         Ok(SlowModel {
             base_url,
