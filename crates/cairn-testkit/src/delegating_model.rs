@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use crate::slow_model::read_request;
+use crate::slow_model::{read_request, send_data, SSE_HEAD};
 
 /// The server (a thread; it lives as long as the test process).
 #[derive(Debug)]
@@ -62,13 +62,8 @@ fn answer(
         .filter_map(|m| m["content"].as_str())
         .collect();
     let mut out = stream;
-    out.write_all(
-        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
-    )?;
-    let mut send = |data: Value| -> std::io::Result<()> {
-        out.write_all(format!("data: {data}\n\n").as_bytes())?;
-        out.flush()
-    };
+    out.write_all(SSE_HEAD)?;
+    let mut send = |data: Value| send_data(&mut out, data);
     if results.is_empty() {
         for (i, task) in tasks.iter().enumerate() {
             let args = json!({"crew": crew, "input": task}).to_string();

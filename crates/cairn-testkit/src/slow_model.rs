@@ -145,6 +145,17 @@ fn answer(
     streamed
 }
 
+/// The head of a 200 answer of Server-Sent Events, the connection closed
+/// after it.
+pub(crate) const SSE_HEAD: &[u8] =
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+
+/// One event of `data`, flushed.
+pub(crate) fn send_data(out: &mut impl Write, data: impl std::fmt::Display) -> std::io::Result<()> {
+    out.write_all(format!("data: {data}\n\n").as_bytes())?;
+    out.flush()
+}
+
 /// A 200 answer: the pieces, the finish and the usage.
 fn stream_answer(
     out: &mut TcpStream,
@@ -152,13 +163,8 @@ fn stream_answer(
     gap: Duration,
     [begun, released]: [&AtomicBool; 2],
 ) -> std::io::Result<()> {
-    out.write_all(
-        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
-    )?;
-    let mut send = |data: String| -> std::io::Result<()> {
-        out.write_all(format!("data: {data}\n\n").as_bytes())?;
-        out.flush()
-    };
+    out.write_all(SSE_HEAD)?;
+    let mut send = |data: String| send_data(out, data);
     hold(begun);
     for piece in pieces {
         let chunk = chunk(Some(piece), None);
