@@ -35,6 +35,8 @@ pub struct PgStore {
     /// `PostgreSQL at HOST:PORT/DB`, for messages.
     target: String,
     live: crate::LiveHub,
+    /// When claims last found no lease expired (`script/claim.rs`).
+    expiry: Arc<crate::script::ExpiryMemo>,
     /// Step commits queued for the next batch (`batch.rs`).
     batcher: Arc<batch::Batcher>,
 }
@@ -140,6 +142,7 @@ impl PgStore {
             listener: Default::default(),
             target,
             batcher: Default::default(),
+            expiry: Default::default(),
         })
     }
 
@@ -216,6 +219,10 @@ impl ScriptHost for PgStore {
 
     fn live(&self) -> &crate::LiveHub {
         &self.live
+    }
+
+    fn expiry(&self) -> &crate::script::ExpiryMemo {
+        &self.expiry
     }
 
     async fn wait_for_work(&self, max: Duration) {

@@ -472,9 +472,51 @@ fn claim_sql(branches: &[String]) -> String {
     )
 }
 
-/// Whether any lease has expired: a batch's one read of the running runs.
+/// Whether any lease has expired: a read of the running runs, which
+/// [`ExpiryMemo`] spaces out.
 const ANY_EXPIRED: &str =
     "SELECT 1 AS expired FROM runs WHERE status = 'running' AND lease_expires_at < {now} LIMIT 1";
+
+/// How long a look that found no lease expired stands for a store's later
+/// claims. Finding an expired lease reads the running runs (an index of
+/// their claim order, not of their leases, so that a heartbeat's update of
+/// the lease stays off every index): with 10,000 running on PostgreSQL,
+/// looking at every claim batch took a third of the claimer's time. A
+/// lease that expires is taken over at most this much later.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// When a store's claims last found no lease expired, so that the claims
+/// within [`LOOK_EVERY`] of it read only queued runs.
+#[derive(Debug, Default)]
+pub struct ExpiryMemo(std::sync::Mutex<Option<std::time::Instant>>);
+
+impl ExpiryMemo {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<std::time::Instant>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a claim now must look for expired leases.
+    pub(super) fn must_look(&self) -> bool {
+        self.slot().is_none_or(|at| at.elapsed() >= LOOK_EVERY)
+    }
+
+    /// What a claim's look found.
+    pub(super) fn found(&self, expired: bool) {
+        *self.slot() = (!expired).then(std::time::Instant::now);
+    }
+}
+
+/// A claim's choice of statement: both branches when it must look and some
+/// lease has expired, the queued branch alone otherwise. Returns whether
+/// it looked.
+async fn choose(c: &mut Conn<'_>, look: bool) -> Result<(&'static str, Option<bool>)> {
+    if !look {
+        return Ok((&CLAIM_QUEUED, None));
+    }
+    let expired = c.fetch_optional(query(ANY_EXPIRED)).await?.is_some();
+    let pick: &'static str = if expired { &CLAIM_NEXT } else { &CLAIM_QUEUED };
+    Ok((pick, Some(expired)))
+}
 
 /// A request as `claim_next` makes it: a claimer takes expired leases over.
 pub(super) fn as_claimer(req: &ClaimRequest) -> ClaimRequest {
@@ -501,13 +543,17 @@ pub(super) async fn claim_batch<H: ScriptHost>(
     failpoint::store("before", "claim_next");
     claim_ok(req)?;
     let batch_req = as_claimer(req);
+    let look = host.expiry().must_look();
     let batch = host
         .tx(
             TxKind::Write,
-            script!(|c| claim_batch_in(c, &batch_req, max).await),
+            script!(|c| claim_batch_in(c, &batch_req, max, look).await),
         )
         .await;
-    match batch {
+    if let Ok((_, Some(expired))) = &batch {
+        host.expiry().found(*expired);
+    }
+    match batch.map(|(claimed, _)| claimed) {
         Ok(claimed) if !claimed.is_empty() => {
             failpoint::store("after", "claim_next");
             Ok(claimed)
@@ -517,24 +563,18 @@ pub(super) async fn claim_batch<H: ScriptHost>(
     }
 }
 
-/// `LeaseStore::claim_batch`'s transaction: up to `max` claims of
-/// [`claim_next_in`] in a row. Each pick sees the claims before it (they
-/// are this transaction's writes), so a run is never taken twice and a step
-/// that must run alone stops the batch after it.
-///
-/// Expired leases are looked for once a batch: finding one reads the
-/// running runs (an index of their claim order, not of their leases, so
-/// that a heartbeat's update stays off every index), which with 10,000
-/// running took 11 ms a pick on PostgreSQL. Where none has expired, the
-/// batch's picks read the queued runs alone; a lease that expires during a
-/// batch is taken over by the next.
+/// `LeaseStore::claim_batch`'s transaction: up to `max` claims in a row.
+/// Each pick sees the claims before it (they are this transaction's
+/// writes), so a run is never taken twice and a step that must run alone
+/// stops the batch after it. Expired leases are looked for once, at the
+/// start, if `look` ([`ExpiryMemo`]); the answer says what the look found.
 pub(super) async fn claim_batch_in(
     c: &mut Conn<'_>,
     req: &ClaimRequest,
     max: usize,
-) -> Result<Vec<Claimed>> {
-    let expired = c.fetch_optional(query(ANY_EXPIRED)).await?.is_some();
-    let pick = if expired { &CLAIM_NEXT } else { &CLAIM_QUEUED };
+    look: bool,
+) -> Result<(Vec<Claimed>, Option<bool>)> {
+    let (pick, looked) = choose(c, look).await?;
     let mut claimed = Vec::new();
     while claimed.len() < max {
         match pick_in(c, req, pick).await? {
@@ -542,15 +582,20 @@ pub(super) async fn claim_batch_in(
             None => break,
         }
     }
-    Ok(claimed)
+    Ok((claimed, looked))
 }
 
-/// `LeaseStore::claim_next`'s transaction: the oldest runnable run, claimed. A
-/// corruption names the run it is about (the one picked unless it names
-/// another), so the caller can set it aside after this transaction rolled
-/// back.
-pub(super) async fn claim_next_in(c: &mut Conn<'_>, req: &ClaimRequest) -> Result<Option<Claimed>> {
-    pick_in(c, req, &CLAIM_NEXT).await
+/// `LeaseStore::claim_next`'s transaction: the oldest runnable run, claimed
+/// (expired leases looked for if `look`). A corruption names the run it is
+/// about (the one picked unless it names another), so the caller can set
+/// it aside after this transaction rolled back.
+pub(super) async fn claim_next_in(
+    c: &mut Conn<'_>,
+    req: &ClaimRequest,
+    look: bool,
+) -> Result<(Option<Claimed>, Option<bool>)> {
+    let (pick, looked) = choose(c, look).await?;
+    Ok((pick_in(c, req, pick).await?, looked))
 }
 
 /// The run `pick` (a [`claim_sql`]) chooses, claimed.

@@ -59,13 +59,17 @@ impl<H: ScriptHost> LeaseStore for H {
             // still answers.
             for _ in 0..super::SET_ASIDE_PER_CLAIM {
                 let req = req.clone();
+                let look = self.expiry().must_look();
                 let claimed = self
                     .tx(
                         TxKind::Write,
-                        script!(|c| super::claim::claim_next_in(c, &req).await),
+                        script!(|c| super::claim::claim_next_in(c, &req, look).await),
                     )
                     .await;
-                match claimed {
+                if let Ok((_, Some(expired))) = &claimed {
+                    self.expiry().found(*expired);
+                }
+                match claimed.map(|(claimed, _)| claimed) {
                     Ok(Some(claimed)) => {
                         crate::failpoint::store("after", "claim_next");
                         return Ok(Some(claimed));

@@ -76,6 +76,7 @@ use cairn_core::JournalEntry;
 use crate::sql::{Conn, Pool};
 use crate::{JournalAppend, Result, StepCommit};
 
+pub use claim::ExpiryMemo;
 pub(crate) use crews::{refingerprint, refingerprint_in};
 pub(crate) use retention::quick_check;
 pub(crate) use tx::pool_tx;
@@ -93,6 +94,9 @@ pub trait ScriptHost: Send + Sync + 'static {
 
     /// The live text of the store's `llm` steps (`live.rs`).
     fn live(&self) -> &crate::LiveHub;
+
+    /// When this store's claims last found no lease expired (`claim.rs`).
+    fn expiry(&self) -> &ExpiryMemo;
 
     /// The end of a step: on both databases a measured fast path of one
     /// round trip, so each backend writes its own.

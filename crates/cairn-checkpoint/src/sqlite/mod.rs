@@ -38,6 +38,8 @@ pub struct SqliteStore {
     writer: Arc<Writer>,
     durability: crate::Durability,
     live: crate::LiveHub,
+    /// When claims last found no lease expired (`script/claim.rs`).
+    expiry: Arc<crate::script::ExpiryMemo>,
 }
 
 impl SqliteStore {
@@ -185,6 +187,7 @@ impl SqliteStore {
             writer,
             durability: opts.durability,
             live: crate::LiveHub::local(),
+            expiry: Default::default(),
         })
     }
 
@@ -227,6 +230,10 @@ impl ScriptHost for SqliteStore {
 
     fn live(&self) -> &crate::LiveHub {
         &self.live
+    }
+
+    fn expiry(&self) -> &crate::script::ExpiryMemo {
+        &self.expiry
     }
 
     /// Step commits go to the writer thread (`writer.rs`): alone, one
