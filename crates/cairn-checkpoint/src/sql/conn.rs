@@ -494,12 +494,7 @@ impl Row {
     }
 
     pub fn int(&self, col: &str) -> Result<i64> {
-        self.opt_int(col)?
-            .ok_or_else(|| sqlx::Error::ColumnDecode {
-                index: col.to_owned(),
-                source: "unexpected NULL".into(),
-            })
-            .map_err(Error::from)
+        not_null(self.opt_int(col)?, col)
     }
 
     pub fn opt_text(&self, col: &str) -> Result<Option<String>> {
@@ -511,12 +506,7 @@ impl Row {
     }
 
     pub fn text(&self, col: &str) -> Result<String> {
-        self.opt_text(col)?
-            .ok_or_else(|| sqlx::Error::ColumnDecode {
-                index: col.to_owned(),
-                source: "unexpected NULL".into(),
-            })
-            .map_err(Error::from)
+        not_null(self.opt_text(col)?, col)
     }
 
     /// A UUID column; `what` names it in a corruption.
@@ -580,4 +570,15 @@ impl Row {
         self.opt_time(col, run, what)?
             .ok_or_else(|| corrupt(run, what, "is missing"))
     }
+}
+
+/// A column's value that must not be NULL: a decode error naming `col`
+/// when it is.
+fn not_null<T>(value: Option<T>, col: &str) -> Result<T> {
+    value
+        .ok_or_else(|| sqlx::Error::ColumnDecode {
+            index: col.to_owned(),
+            source: "unexpected NULL".into(),
+        })
+        .map_err(Error::from)
 }
