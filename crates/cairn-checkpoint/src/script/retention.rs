@@ -166,25 +166,36 @@ macro_rules! old_events {
         )
     };
 }
+/// The rows of `$table` whose `$col` is among the ids the subquery `$ids`
+/// selects, counted as `$alias`.
+macro_rules! count_in {
+    ($table:literal, $col:literal, $ids:expr, $alias:literal) => {
+        concat!(
+            "(SELECT count(*) FROM ",
+            $table,
+            " WHERE ",
+            $col,
+            " IN (",
+            $ids,
+            ")) AS ",
+            $alias
+        )
+    };
+}
 /// The rows, by table, of the runs whose ids the subquery `$ids` selects.
 macro_rules! counts_of {
     ($ids:expr) => {
         concat!(
-            "SELECT (SELECT count(*) FROM runs WHERE id IN (",
-            $ids,
-            ")) AS runs, \
-             (SELECT count(*) FROM steps WHERE run_id IN (",
-            $ids,
-            ")) AS steps, \
-             (SELECT count(*) FROM events WHERE run_id IN (",
-            $ids,
-            ")) AS events, \
-             (SELECT count(*) FROM journal WHERE run_id IN (",
-            $ids,
-            ")) AS journal_items, \
-             (SELECT count(*) FROM waits WHERE run_id IN (",
-            $ids,
-            ")) AS waits"
+            "SELECT ",
+            count_in!("runs", "id", $ids, "runs"),
+            ", ",
+            count_in!("steps", "run_id", $ids, "steps"),
+            ", ",
+            count_in!("events", "run_id", $ids, "events"),
+            ", ",
+            count_in!("journal", "run_id", $ids, "journal_items"),
+            ", ",
+            count_in!("waits", "run_id", $ids, "waits")
         )
     };
 }
