@@ -296,30 +296,31 @@ mod tests {
             Ok((Target::Postgres(pg, _), _)) => pg.get_ssl_mode(),
             other => panic!("{url}: {other:?}"),
         };
-        assert!(matches!(
-            ssl("postgres://u@127.0.0.1:5432/db"),
-            PgSslMode::Disable
-        ));
-        assert!(matches!(
-            ssl("postgres://u@localhost/db"),
-            PgSslMode::Disable
-        ));
-        assert!(matches!(
-            ssl("postgres://u@[::1]:5432/db"),
-            PgSslMode::Disable
-        ));
-        assert!(matches!(
-            ssl("postgres://u@127.0.0.1/db?sslmode=prefer"),
-            PgSslMode::Prefer
-        ));
-        assert!(matches!(
-            ssl("postgres://u@127.0.0.1/db?sslmode=require"),
-            PgSslMode::Require
-        ));
-        assert!(matches!(
-            ssl("postgres://u@db.example.com/db"),
-            PgSslMode::Prefer
-        ));
+        let local = [
+            "postgres://u@127.0.0.1:5432/db",
+            "postgres://u@localhost/db",
+            "postgres://u@[::1]:5432/db",
+        ];
+        let remote = ["postgres://u@db.example.com/db"];
+        let cases = local
+            .map(|url| (url, PgSslMode::Disable))
+            .into_iter()
+            .chain([(
+                "postgres://u@127.0.0.1/db?sslmode=prefer",
+                PgSslMode::Prefer,
+            )])
+            .chain([(
+                "postgres://u@127.0.0.1/db?sslmode=require",
+                PgSslMode::Require,
+            )])
+            .chain(remote.map(|url| (url, PgSslMode::Prefer)));
+        for (url, want) in cases {
+            let got = ssl(url);
+            assert!(
+                std::mem::discriminant(&got) == std::mem::discriminant(&want),
+                "case {url}: {got:?}, want {want:?}"
+            );
+        }
         match parse_url("postgres://u@h:5432/db?durability=sync&options[search_path]=s") {
             Ok((Target::Postgres(pg, None), Some(Durability::Sync))) => {
                 assert_eq!(pg.get_options(), Some("-c search_path=s"));
