@@ -20,7 +20,7 @@ use super::{ScriptHost, TxKind};
 pub(super) async fn append_in(c: &mut Conn<'_>, a: &JournalAppend) -> Result<JournalEntry> {
     check_held(c, a.run_id, a.epoch).await?;
     let row = c
-        .fetch_optional(
+        .fetch_found(
             query(
                 "INSERT INTO journal (run_id, step_idx, seq, attempt, generation, kind, payload, \
                  created_at) SELECT :run, :idx, COALESCE(MAX(seq), 0) + 1, :attempt, \
@@ -34,9 +34,9 @@ pub(super) async fn append_in(c: &mut Conn<'_>, a: &JournalAppend) -> Result<Jou
             .bind("generation", a.generation)
             .bind("kind", a.kind.as_str())
             .bind("payload", &a.payload),
+            || Corruption::new(a.run_id, "a journal item was not written").into(),
         )
-        .await?
-        .ok_or_else(|| Corruption::new(a.run_id, "a journal item was not written"))?;
+        .await?;
     let entry = decode_journal(a.run_id, &row)?;
     if let Some(event) = &a.event {
         append_events(c, a.run_id, std::slice::from_ref(event)).await?;

@@ -58,9 +58,10 @@ fn decode(row: &Row) -> Result<Credential> {
 async fn find_in(c: &mut Conn<'_>, name: &str) -> Result<Principal> {
     let sql = concat!("SELECT ", cols!(), " FROM principals WHERE name = :name");
     let row = c
-        .fetch_optional(query(sql).bind("name", name))
-        .await?
-        .ok_or_else(|| Error::PrincipalNotFound(name.to_owned()))?;
+        .fetch_found(query(sql).bind("name", name), || {
+            Error::PrincipalNotFound(name.to_owned())
+        })
+        .await?;
     Ok(decode(&row)?.principal)
 }
 

@@ -38,9 +38,8 @@ const RUN_BUT_DEF_BY_ID: &str =
 pub(crate) async fn fetch_run(c: &mut Conn<'_>, id: RunId, lock: bool) -> Result<RunRecord> {
     let sql = if lock { RUN_BY_ID_LOCKED } else { RUN_BY_ID };
     let row = c
-        .fetch_optional(query(sql).bind("id", id))
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
+        .fetch_found(query(sql).bind("id", id), || Error::RunNotFound(id))
+        .await?;
     decode_run(&row)
 }
 
@@ -52,9 +51,10 @@ pub(super) async fn fetch_run_again(
     def: CrewDef,
 ) -> Result<RunRecord> {
     let row = c
-        .fetch_optional(query(RUN_BUT_DEF_BY_ID).bind("id", id))
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
+        .fetch_found(query(RUN_BUT_DEF_BY_ID).bind("id", id), || {
+            Error::RunNotFound(id)
+        })
+        .await?;
     decode_run_with(&row, Some(def))
 }
 
@@ -68,9 +68,10 @@ pub(super) async fn fetch_run_known(
     def: &CrewDef,
 ) -> Result<RunRecord> {
     let row = c
-        .fetch_optional(query(RUN_BUT_DEF_BY_ID_LOCKED).bind("id", id))
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
+        .fetch_found(query(RUN_BUT_DEF_BY_ID_LOCKED).bind("id", id), || {
+            Error::RunNotFound(id)
+        })
+        .await?;
     match row.text("crew_fingerprint")? == fingerprint.as_str() {
         true => decode_run_with(&row, Some(def.clone())),
         false => fetch_run(c, id, true).await,
@@ -99,9 +100,11 @@ pub(super) async fn fetch_step(
 /// Fails with `RunNotFound` unless run `id` exists. Only that it exists: a
 /// corrupt run's events stay readable, and it pages like another.
 pub(super) async fn check_exists(c: &mut Conn<'_>, id: RunId) -> Result<()> {
-    c.fetch_optional(query("SELECT 1 AS one FROM runs WHERE id = :id").bind("id", id))
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
+    c.fetch_found(
+        query("SELECT 1 AS one FROM runs WHERE id = :id").bind("id", id),
+        || Error::RunNotFound(id),
+    )
+    .await?;
     Ok(())
 }
 
@@ -175,13 +178,13 @@ pub(super) async fn append_events(c: &mut Conn<'_>, id: RunId, events: &[NewEven
         return Ok(());
     }
     let row = c
-        .fetch_optional(
+        .fetch_found(
             query("UPDATE runs SET event_seq = event_seq + :n WHERE id = :id RETURNING event_seq")
                 .bind("id", id)
                 .bind("n", events.len() as i64),
+            || Error::RunNotFound(id),
         )
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
+        .await?;
     insert_events(c, id, row.int("event_seq")?, events).await
 }
 
@@ -227,12 +230,12 @@ pub(super) async fn insert_events(
 /// (and on PostgreSQL locks it against a concurrent claim).
 pub(super) async fn check_held(c: &mut Conn<'_>, id: RunId, held: LeaseEpoch) -> Result<()> {
     let row = c
-        .fetch_optional(
+        .fetch_found(
             query("SELECT lease_epoch, status FROM runs WHERE id = :id {for_update}")
                 .bind("id", id),
+            || Error::RunNotFound(id),
         )
-        .await?
-        .ok_or(Error::RunNotFound(id))?;
+        .await?;
     let status: RunStatus = row
         .text("status")?
         .parse()

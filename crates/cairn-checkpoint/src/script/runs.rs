@@ -84,14 +84,16 @@ pub(super) async fn stats_in(c: &mut Conn<'_>) -> Result<StoreStats> {
         .map(|r| Ok((r.text("status")?, r.int("n")?)))
         .collect::<Result<Vec<_>>>()?;
     let row = c
-        .fetch_optional(query(
-            "SELECT (SELECT count(*) FROM runs WHERE status = 'queued' \
+        .fetch_found(
+            query(
+                "SELECT (SELECT count(*) FROM runs WHERE status = 'queued' \
                      AND (not_before IS NULL OR not_before <= {now})) AS ready, \
                     (SELECT count(*) FROM events WHERE kind = 'run_claimed' \
                      AND data->>'from_status' = 'running') AS takeovers",
-        ))
-        .await?
-        .ok_or_else(|| Error::Statement("the stats query returned no row".into()))?;
+            ),
+            || Error::Statement("the stats query returned no row".into()),
+        )
+        .await?;
     Ok(stats_from(
         by_status,
         row.int("ready")?,
@@ -252,16 +254,16 @@ pub(super) async fn insert_run_in(
 /// the same (a crew or input that differs is refused).
 async fn existing_submission(c: &mut Conn<'_>, new: &NewRun) -> Result<Submitted> {
     let row = c
-        .fetch_optional(
+        .fetch_found(
             query(concat!(
                 "SELECT ",
                 run_cols!(),
                 " FROM runs WHERE idempotency_key = :key"
             ))
             .bind("key", &new.idempotency_key),
+            || Error::Statement("a conflicting run vanished".into()),
         )
-        .await?
-        .ok_or_else(|| Error::Statement("a conflicting run vanished".into()))?;
+        .await?;
     let run = decode_run(&row)?;
     check_same_submission(&run, new)?;
     Ok(Submitted {

@@ -65,9 +65,10 @@ pub(super) async fn thread_in(
     id: &str,
 ) -> Result<(ThreadSummary, Vec<RunRecord>)> {
     let summary = c
-        .fetch_optional(summaries(Some(id), &ThreadPage::default()))
-        .await?
-        .ok_or_else(|| Error::ThreadNotFound(id.to_owned()))?;
+        .fetch_found(summaries(Some(id), &ThreadPage::default()), || {
+            Error::ThreadNotFound(id.to_owned())
+        })
+        .await?;
     let rows = c
         .fetch_all(
             query(concat!(

@@ -44,9 +44,8 @@ async fn read_wait(c: &mut Conn<'_>, id: WaitId) -> Result<WaitRecord> {
 
 async fn one_wait(c: &mut Conn<'_>, id: WaitId, q: Query) -> Result<WaitRecord> {
     let row = c
-        .fetch_optional(q.bind("id", id))
-        .await?
-        .ok_or(Error::WaitNotFound(id))?;
+        .fetch_found(q.bind("id", id), || Error::WaitNotFound(id))
+        .await?;
     decode_wait(&row)
 }
 

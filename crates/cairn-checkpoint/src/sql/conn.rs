@@ -302,6 +302,11 @@ impl Conn<'_> {
         Ok(self.fetch_all(q).await?.into_iter().next())
     }
 
+    /// The first row, or the error `missing` makes when there is none.
+    pub async fn fetch_found(&mut self, q: Query, missing: impl FnOnce() -> Error) -> Result<Row> {
+        self.fetch_optional(q).await?.ok_or_else(missing)
+    }
+
     /// Wakes listening workers when the transaction commits (PostgreSQL
     /// `NOTIFY`); SQLite has no notifications, its workers poll.
     pub async fn notify_runnable(&mut self, id: RunId) -> Result<()> {
