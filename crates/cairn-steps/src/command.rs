@@ -310,12 +310,7 @@ mod tests {
 
     #[tokio::test]
     async fn non_zero_exit_is_a_retryable_failure_with_stderr_tail() {
-        let err = sh("echo 'it broke' >&2; exit 3")
-            .run(&cx())
-            .await
-            .err()
-            .and_then(Stop::into_failure);
-        let err = err.unwrap_or_else(|| panic!("expected failure"));
+        let err = crate::fixtures::failure(&sh("echo 'it broke' >&2; exit 3"), &cx()).await;
         assert_eq!(err.kind, ErrorKind::ExitStatus);
         assert!(err.retryable);
         assert!(
@@ -328,32 +323,17 @@ mod tests {
     #[tokio::test]
     async fn listed_exit_codes_are_permanent() {
         let agent = sh("exit 64").permanent_exit_codes(vec![64]);
-        let err = agent
-            .run(&cx())
-            .await
-            .err()
-            .and_then(Stop::into_failure)
-            .unwrap_or_else(|| panic!("expected failure"));
+        let err = crate::fixtures::failure(&agent, &cx()).await;
         assert!(!err.retryable);
         let other = sh("exit 65").permanent_exit_codes(vec![64]);
-        let err = other
-            .run(&cx())
-            .await
-            .err()
-            .and_then(Stop::into_failure)
-            .unwrap_or_else(|| panic!("expected failure"));
+        let err = crate::fixtures::failure(&other, &cx()).await;
         assert!(err.retryable);
     }
 
     #[tokio::test]
     async fn missing_program_is_permanent() {
         let agent = CommandAgent::new(vec!["/nonexistent/cairn-test-program".into()]);
-        let err = agent
-            .run(&cx())
-            .await
-            .err()
-            .and_then(Stop::into_failure)
-            .unwrap_or_else(|| panic!("expected failure"));
+        let err = crate::fixtures::failure(&agent, &cx()).await;
         assert_eq!(err.kind, ErrorKind::Spawn);
         assert!(!err.retryable);
     }

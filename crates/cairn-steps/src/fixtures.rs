@@ -1,7 +1,9 @@
 //! Test fixtures: the context a step sees as step 1 (`writer`) of a run on
 //! `{"topic": "rust"}`, after step 0 (`researcher`) returned `said`.
 
-use cairn_core::{Attempt, PreviousOutput, Role, RunId, StepContext, StepIdx, StepRef};
+use cairn_core::{
+    Agent, Attempt, ErrorInfo, PreviousOutput, Role, RunId, StepContext, StepIdx, StepRef, Stop,
+};
 use serde_json::{json, Value};
 
 pub(crate) fn writer_after_researcher(said: Value) -> StepContext {
@@ -19,4 +21,14 @@ pub(crate) fn writer_after_researcher(said: Value) -> StepContext {
         .into(),
         ..StepContext::new(RunId::new(), json!({"topic": "rust"}), step)
     }
+}
+
+/// How `agent` failed on `cx`; a panic when it did not fail.
+pub(crate) async fn failure(agent: &impl Agent, cx: &StepContext) -> ErrorInfo {
+    agent
+        .run(cx)
+        .await
+        .err()
+        .and_then(Stop::into_failure)
+        .unwrap_or_else(|| panic!("expected failure"))
 }

@@ -480,12 +480,7 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"))
         .fuel(100_000);
-        let err = t
-            .run(&cx())
-            .await
-            .err()
-            .and_then(Stop::into_failure)
-            .unwrap_or_else(|| panic!("expected failure"));
+        let err = crate::fixtures::failure(&t, &cx()).await;
         assert_eq!(err.kind, ErrorKind::Template);
         assert!(!err.retryable);
         assert!(err.message.contains("was stopped"), "{}", err.message);
@@ -495,12 +490,7 @@ mod tests {
     async fn undefined_variables_fail_the_step_permanently() {
         let t = TemplateAgent::new("{{ outputs.nobody.text }}".into())
             .unwrap_or_else(|e| panic!("{e}"));
-        let err = t
-            .run(&cx())
-            .await
-            .err()
-            .and_then(Stop::into_failure)
-            .unwrap_or_else(|| panic!("expected failure"));
+        let err = crate::fixtures::failure(&t, &cx()).await;
         assert_eq!(err.kind, ErrorKind::Template);
         assert!(!err.retryable);
         // It names the agent and the expression that was undefined.
