@@ -339,21 +339,22 @@ mod tests {
 
     #[test]
     fn grpc_uses_the_endpoint_as_the_collectors_address() {
-        let grpc = [
+        let grpc = |vars: &[(&str, &str)]| {
+            let c = Config::from_env(env(vars)).unwrap().unwrap();
+            assert_eq!(c.protocol, Protocol::Grpc);
+            c
+        };
+        let c = grpc(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317/"),
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
-        ];
-        let c = Config::from_env(env(&grpc)).unwrap().unwrap();
-        assert_eq!(c.protocol, Protocol::Grpc);
+        ]);
         assert_eq!(c.traces_endpoint, "http://c:4317");
         assert_eq!(c.metrics_endpoint.as_deref(), Some("http://c:4317"));
-        let traces_only = [
+        let traces_only = grpc(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
             ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"),
-        ];
-        let c = Config::from_env(env(&traces_only)).unwrap().unwrap();
-        assert_eq!(c.protocol, Protocol::Grpc);
-        assert_eq!(c.traces_endpoint, "http://c:4318");
+        ]);
+        assert_eq!(traces_only.traces_endpoint, "http://c:4318");
     }
 
     #[test]
@@ -369,26 +370,34 @@ mod tests {
         // Not refused while traces are off.
         let off = [("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")];
         assert_eq!(Config::from_env(env(&off)), Ok(None));
-        let bad = [("OTEL_EXPORTER_OTLP_ENDPOINT", "c:4318")];
-        assert!(matches!(
-            Config::from_env(env(&bad)),
-            Err(ConfigError::Endpoint { .. })
-        ));
-        let pairs = [
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c"),
-            ("OTEL_RESOURCE_ATTRIBUTES", "novalue"),
+        type Vars = &'static [(&'static str, &'static str)];
+        type Refused = fn(&ConfigError) -> bool;
+        let cases: [(&str, Vars, Refused); 3] = [
+            (
+                "bad endpoint",
+                &[("OTEL_EXPORTER_OTLP_ENDPOINT", "c:4318")],
+                |e| matches!(e, ConfigError::Endpoint { .. }),
+            ),
+            (
+                "bad pairs",
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c"),
+                    ("OTEL_RESOURCE_ATTRIBUTES", "novalue"),
+                ],
+                |e| matches!(e, ConfigError::Pairs { .. }),
+            ),
+            (
+                "bad sampler",
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c"),
+                    ("OTEL_TRACES_SAMPLER", "xray"),
+                ],
+                |e| matches!(e, ConfigError::Sampler(_)),
+            ),
         ];
-        assert!(matches!(
-            Config::from_env(env(&pairs)),
-            Err(ConfigError::Pairs { .. })
-        ));
-        let sampler = [
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c"),
-            ("OTEL_TRACES_SAMPLER", "xray"),
-        ];
-        assert!(matches!(
-            Config::from_env(env(&sampler)),
-            Err(ConfigError::Sampler(_))
-        ));
+        for (name, vars, refused) in cases {
+            let got = Config::from_env(env(vars));
+            assert!(matches!(&got, Err(e) if refused(e)), "case {name}: {got:?}");
+        }
     }
 }
