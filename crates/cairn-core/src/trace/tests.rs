@@ -130,6 +130,15 @@ fn model(seq: i64, ms: i64, idx: i64) -> EventRecord {
     )
 }
 
+/// A run submitted, its step 0 claimed, and a model call of that step.
+fn call_in_flight() -> Vec<EventRecord> {
+    vec![
+        ev(1, 0, EventKind::RunSubmitted, submitted()),
+        claim(2, 10, 0, false),
+        model(3, 20, 0),
+    ]
+}
+
 fn named<'a>(b: &'a SpanBatch, name: &str) -> Vec<&'a SpanRecord> {
     b.spans.iter().filter(|s| s.name == name).collect()
 }
@@ -137,10 +146,8 @@ fn named<'a>(b: &'a SpanBatch, name: &str) -> Vec<&'a SpanRecord> {
 #[test]
 fn a_finished_run_gives_a_tree_under_its_own_span() {
     let r = run();
-    let events = vec![
-        ev(1, 0, EventKind::RunSubmitted, submitted()),
-        claim(2, 10, 0, false),
-        model(3, 20, 0),
+    let mut events = call_in_flight();
+    events.extend([
         ev(
             4,
             25,
@@ -151,7 +158,7 @@ fn a_finished_run_gives_a_tree_under_its_own_span() {
         step_ok(5, 30, 0, "planner"),
         step_ok(6, 40, 1, "writer"),
         ev(7, 40, EventKind::RunSucceeded, json!({"steps": 2})),
-    ];
+    ]);
     let b = spans(&r, 0, &events);
     assert_eq!(b.through, 7);
     assert!(b.root_exported);
@@ -198,11 +205,7 @@ fn a_finished_run_gives_a_tree_under_its_own_span() {
 #[test]
 fn a_running_step_stays_behind_the_cursor_and_a_takeover_joins_its_span() {
     let r = run();
-    let before_kill = vec![
-        ev(1, 0, EventKind::RunSubmitted, submitted()),
-        claim(2, 10, 0, false),
-        model(3, 20, 0),
-    ];
+    let before_kill = call_in_flight();
     let b = spans(&r, 0, &before_kill);
     assert_eq!(
         b.through, 1,
