@@ -175,28 +175,32 @@ mod tests {
     fn join_rules_decide_from_counts() {
         use JoinRule::*;
         use JoinState::*;
-        let c = |rule, quorum, total, settled, ok| {
-            JoinCounts {
-                rule,
-                quorum,
-                total,
-                settled,
-                ok,
+        // Per rule (with its quorum and total): (settled, ok, the state).
+        type Sides = &'static [(u32, u32, JoinState)];
+        let cases: [(JoinRule, u32, u32, Sides); 4] = [
+            (All, 0, 3, &[(2, 2, Open), (3, 0, Met)]),
+            (AllOk, 0, 3, &[(2, 2, Open), (1, 0, Failed), (3, 3, Met)]),
+            (FirstOk, 0, 3, &[(2, 0, Open), (1, 1, Met), (3, 0, Failed)]),
+            (
+                Quorum,
+                2,
+                4,
+                &[(2, 1, Open), (2, 2, Met), (3, 0, Failed), (3, 1, Open)],
+            ),
+        ];
+        for (rule, quorum, total, sides) in cases {
+            for &(settled, ok, want) in sides {
+                let counts = JoinCounts {
+                    rule,
+                    quorum,
+                    total,
+                    settled,
+                    ok,
+                };
+                let case = format!("{rule:?} {quorum} of {total}, {settled} settled, {ok} ok");
+                assert_eq!(counts.state(), want, "case {case}");
             }
-            .state()
-        };
-        assert_eq!(c(All, 0, 3, 2, 2), Open);
-        assert_eq!(c(All, 0, 3, 3, 0), Met);
-        assert_eq!(c(AllOk, 0, 3, 2, 2), Open);
-        assert_eq!(c(AllOk, 0, 3, 1, 0), Failed);
-        assert_eq!(c(AllOk, 0, 3, 3, 3), Met);
-        assert_eq!(c(FirstOk, 0, 3, 2, 0), Open);
-        assert_eq!(c(FirstOk, 0, 3, 1, 1), Met);
-        assert_eq!(c(FirstOk, 0, 3, 3, 0), Failed);
-        assert_eq!(c(Quorum, 2, 4, 2, 1), Open);
-        assert_eq!(c(Quorum, 2, 4, 2, 2), Met);
-        assert_eq!(c(Quorum, 2, 4, 3, 0), Failed);
-        assert_eq!(c(Quorum, 2, 4, 3, 1), Open);
+        }
     }
 
     #[test]
