@@ -461,6 +461,15 @@ pub enum Amount {
 mod tests {
     use super::*;
 
+    /// What a tree spent: `tokens` over `model_calls` calls, nothing else.
+    fn spent(tokens: u64, model_calls: u64) -> Spent {
+        Spent {
+            tokens,
+            model_calls,
+            ..Spent::default()
+        }
+    }
+
     #[test]
     fn flags_read_into_a_budget_or_are_refused_naming_the_flag() {
         let b = Budget::parse(["tokens=5000", "model_calls=3", "tool_calls=4"], false).unwrap();
@@ -546,13 +555,6 @@ mod tests {
             tool_calls: Some(2),
             wall_time: None,
             ..Budget::default()
-        };
-        let spent = |tokens, model_calls| Spent {
-            tokens,
-            model_calls,
-            tool_calls: 0,
-            wall_time: 0,
-            ..Spent::default()
         };
         assert_eq!(b.refuses(spent(400, 2), 600, Usd(0)), None);
         assert!(b
@@ -642,11 +644,7 @@ mod tests {
             tokens: 300,
             ..BudgetAsk::default()
         };
-        let at = |tokens, model_calls| Spent {
-            tokens,
-            model_calls,
-            ..Spent::default()
-        };
+        let at = spent;
         assert_eq!(b.answer(at(500, 2), at(300, 1), &ask), TreeAnswer::Go);
         // Room beside what was spent, not beside what others hold.
         let wait = b.answer(at(500, 2), at(450, 2), &ask);
@@ -679,13 +677,7 @@ mod tests {
             wall_time: None,
             ..Budget::default()
         };
-        let at = |tokens, model_calls| Spent {
-            tokens,
-            model_calls,
-            tool_calls: 0,
-            wall_time: 0,
-            ..Spent::default()
-        };
+        let at = spent;
         assert!(b.crossed(at(0, 0), at(799, 1)).is_empty());
         assert_eq!(
             b.crossed(at(700, 1), at(800, 2)),
