@@ -41,6 +41,17 @@ pub enum JournalKind {
 }
 
 impl JournalKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [JournalKind; 7] = [
+        JournalKind::AssistantText,
+        JournalKind::ToolCallStarted,
+        JournalKind::ToolCall,
+        JournalKind::ToolResult,
+        JournalKind::HumanAnswer,
+        JournalKind::Repair,
+        JournalKind::TurnEnd,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             JournalKind::AssistantText => "assistant_text",
@@ -240,16 +251,8 @@ mod tests {
 
     #[test]
     fn kinds_round_trip_through_text() {
-        for k in [
-            JournalKind::AssistantText,
-            JournalKind::ToolCallStarted,
-            JournalKind::ToolCall,
-            JournalKind::ToolResult,
-            JournalKind::HumanAnswer,
-            JournalKind::Repair,
-            JournalKind::TurnEnd,
-        ] {
-            assert_eq!(JournalKind::parse(k.as_str()), Some(k));
+        for k in JournalKind::ALL {
+            assert_eq!(JournalKind::parse(k.as_str()), Some(k), "case {k:?}");
         }
         assert_eq!(JournalKind::parse("nope"), None);
     }

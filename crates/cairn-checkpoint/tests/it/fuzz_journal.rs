@@ -48,15 +48,7 @@ fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
-const KINDS: &[JournalKind] = &[
-    JournalKind::AssistantText,
-    JournalKind::ToolCallStarted,
-    JournalKind::ToolCall,
-    JournalKind::ToolResult,
-    JournalKind::HumanAnswer,
-    JournalKind::Repair,
-    JournalKind::TurnEnd,
-];
+const KINDS: &[JournalKind] = &JournalKind::ALL;
 
 /// A payload any backend stores as it is.
 fn payload(rng: &mut Rng, depth: u32) -> Value {
