@@ -139,16 +139,33 @@ fn a_result_decides_its_outcome() {
         observed: true,
     };
     let deferred = Stop::deferred("429", deferral.clone());
+    let too_large_error = super::size_checked(Ok(StepOutput::new(too_large.clone())), MAX_OUTPUT)
+        .unwrap_err()
+        .into_failure()
+        .unwrap();
+    // A three-try agent's step at (idx, step count, attempt) that failed.
+    let failing = |at: (u32, u32, u32), kind: ErrorKind, retryable: bool| {
+        input(with(three_tries), at, Err(err(kind, retryable).into()))
+    };
+    let failed = |error: ErrorInfo| {
+        Expected::Is(StepOutcome::Failed {
+            error,
+            duration_ms: ms,
+        })
+    };
+    let not_last = |output: Value| {
+        Expected::Is(StepOutcome::Succeeded {
+            output,
+            usage: None,
+            last: false,
+            duration_ms: ms,
+        })
+    };
     let cases: Vec<(&str, Input, Expected)> = vec![
         (
             "success mid-run",
             input(agent(), (0, 3, 1), Ok(json!({"a": 1}))),
-            Expected::Is(StepOutcome::Succeeded {
-                output: json!({"a": 1}),
-                usage: None,
-                last: false,
-                duration_ms: ms,
-            }),
+            not_last(json!({"a": 1})),
         ),
         (
             "success of the last step, with usage",
@@ -205,12 +222,7 @@ fn a_result_decides_its_outcome() {
                     Ok(json!("ran")),
                 )
             },
-            Expected::Is(StepOutcome::Succeeded {
-                output: json!("ran"),
-                usage: None,
-                last: false,
-                duration_ms: ms,
-            }),
+            not_last(json!("ran")),
         ),
         (
             "question → a question wait",
@@ -224,11 +236,7 @@ fn a_result_decides_its_outcome() {
         ),
         (
             "retryable failure, attempts left → retry after the back-off",
-            input(
-                with(three_tries),
-                (0, 2, 2),
-                Err(err(ErrorKind::ExitStatus, true).into()),
-            ),
+            failing((0, 2, 2), ErrorKind::ExitStatus, true),
             Expected::RetryAtLeast(err(ErrorKind::ExitStatus, true), Duration::from_millis(100)),
         ),
         (
@@ -245,35 +253,17 @@ fn a_result_decides_its_outcome() {
         ),
         (
             "retryable failure, out of attempts → failed",
-            input(
-                with(three_tries),
-                (1, 2, 3),
-                Err(err(ErrorKind::Timeout, true).into()),
-            ),
-            Expected::Is(StepOutcome::Failed {
-                error: err(ErrorKind::Timeout, true),
-                duration_ms: ms,
-            }),
+            failing((1, 2, 3), ErrorKind::Timeout, true),
+            failed(err(ErrorKind::Timeout, true)),
         ),
         (
             "permanent failure → failed at once",
-            input(
-                with(three_tries),
-                (1, 2, 1),
-                Err(err(ErrorKind::Agent, false).into()),
-            ),
-            Expected::Is(StepOutcome::Failed {
-                error: err(ErrorKind::Agent, false),
-                duration_ms: ms,
-            }),
+            failing((1, 2, 1), ErrorKind::Agent, false),
+            failed(err(ErrorKind::Agent, false)),
         ),
         (
             "interrupted → interrupted, never retried",
-            input(
-                with(three_tries),
-                (0, 2, 1),
-                Err(err(ErrorKind::Interrupted, true).into()),
-            ),
+            failing((0, 2, 1), ErrorKind::Interrupted, true),
             Expected::Is(StepOutcome::Interrupted {
                 error: err(ErrorKind::Interrupted, true),
                 duration_ms: ms,
@@ -282,24 +272,12 @@ fn a_result_decides_its_outcome() {
         (
             "too-large output → failed, not retried",
             input(with(three_tries), (0, 2, 1), Ok(too_large.clone())),
-            Expected::Is(StepOutcome::Failed {
-                error: super::size_checked(Ok(StepOutput::new(too_large.clone())), MAX_OUTPUT)
-                    .unwrap_err()
-                    .into_failure()
-                    .unwrap(),
-                duration_ms: ms,
-            }),
+            failed(too_large_error.clone()),
         ),
         (
             "too-large output of a reviewed step → failed, no wait",
-            input(with(|d| d.review = true), (0, 2, 1), Ok(too_large.clone())),
-            Expected::Is(StepOutcome::Failed {
-                error: super::size_checked(Ok(StepOutput::new(too_large)), MAX_OUTPUT)
-                    .unwrap_err()
-                    .into_failure()
-                    .unwrap(),
-                duration_ms: ms,
-            }),
+            input(with(|d| d.review = true), (0, 2, 1), Ok(too_large)),
+            failed(too_large_error),
         ),
         (
             "a paused provider key on the last allowed attempt → deferred, no retry spent",
