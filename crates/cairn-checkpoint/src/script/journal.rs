@@ -11,7 +11,7 @@ use crate::sql::{query, Conn};
 use crate::{JournalAppend, Result};
 
 use super::boundary::{placed, retried};
-use super::rows::{append_events, check_held};
+use super::rows::{append_events, at_step, check_held};
 use super::storable::{events_ok, json_ok};
 use super::{ScriptHost, TxKind};
 
@@ -72,17 +72,9 @@ pub(super) async fn newest_in(
     id: RunId,
     idx: StepIdx,
 ) -> Result<Option<JournalEntry>> {
-    let row = c
-        .fetch_optional(
-            query(
-                "SELECT seq, attempt, generation, kind, payload, created_at FROM journal \
-                 WHERE run_id = :run AND step_idx = :idx ORDER BY seq DESC LIMIT 1",
-            )
-            .bind("run", id)
-            .bind("idx", idx.get()),
-        )
-        .await?;
-    row.map(|r| decode_journal(id, &r)).transpose()
+    const NEWEST: &str = "SELECT seq, attempt, generation, kind, payload, created_at FROM journal \
+                          WHERE run_id = :run AND step_idx = :idx ORDER BY seq DESC LIMIT 1";
+    at_step(c, NEWEST, id, idx, |r| decode_journal(id, r)).await
 }
 
 /// The runs a seed query names (default: run `:run`) and their

@@ -13,7 +13,7 @@ use crate::plan::check_holder;
 use crate::raw::{
     decode_event, decode_run, decode_run_with, decode_step, run_cols, run_cols_but_def, step_cols,
 };
-use crate::sql::{query, Conn};
+use crate::sql::{query, Conn, Row};
 use crate::{Error, Result};
 
 const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = :id");
@@ -78,23 +78,31 @@ pub(super) async fn fetch_run_known(
     }
 }
 
+const STEP_AT: &str = concat!(
+    "SELECT ",
+    step_cols!(),
+    " FROM steps WHERE run_id = :run AND idx = :idx"
+);
+
 pub(super) async fn fetch_step(
     c: &mut Conn<'_>,
     id: RunId,
     idx: StepIdx,
 ) -> Result<Option<StepRecord>> {
-    let row = c
-        .fetch_optional(
-            query(concat!(
-                "SELECT ",
-                step_cols!(),
-                " FROM steps WHERE run_id = :run AND idx = :idx"
-            ))
-            .bind("run", id)
-            .bind("idx", idx.get()),
-        )
-        .await?;
-    row.map(|r| decode_step(id, &r)).transpose()
+    at_step(c, STEP_AT, id, idx, |r| decode_step(id, r)).await
+}
+
+/// The first row `sql` selects for step `idx` of run `id` (bound as `:run`
+/// and `:idx`), decoded by `decode`.
+pub(super) async fn at_step<T>(
+    c: &mut Conn<'_>,
+    sql: &'static str,
+    id: RunId,
+    idx: StepIdx,
+    decode: impl FnOnce(&Row) -> Result<T>,
+) -> Result<Option<T>> {
+    let q = query(sql).bind("run", id).bind("idx", idx.get());
+    c.fetch_optional(q).await?.as_ref().map(decode).transpose()
 }
 
 /// Fails with `RunNotFound` unless run `id` exists. Only that it exists: a

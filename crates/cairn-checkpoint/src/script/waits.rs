@@ -17,7 +17,7 @@ use crate::sql::{query, Conn, Query};
 use crate::{Error, Result, WaitFilter};
 
 use super::boundary::{bounded, placed, retried};
-use super::rows::{append_events, fetch_run, fetch_step};
+use super::rows::{append_events, at_step, fetch_run, fetch_step};
 use super::storable::{json_ok, text_ok};
 use super::votes::{cast_in, policy_in, Cast};
 use super::{ScriptHost, TxKind};
@@ -55,19 +55,13 @@ pub(super) async fn latest_wait(
     id: RunId,
     idx: StepIdx,
 ) -> Result<Option<WaitRecord>> {
-    let row = c
-        .fetch_optional(
-            query(concat!(
-                "SELECT ",
-                wait_cols!(),
-                " FROM waits WHERE run_id = :run AND step_idx = :idx \
-                 ORDER BY created_at DESC, id DESC LIMIT 1"
-            ))
-            .bind("run", id)
-            .bind("idx", idx.get()),
-        )
-        .await?;
-    row.map(|r| decode_wait(&r)).transpose()
+    const LATEST: &str = concat!(
+        "SELECT ",
+        wait_cols!(),
+        " FROM waits WHERE run_id = :run AND step_idx = :idx \
+         ORDER BY created_at DESC, id DESC LIMIT 1"
+    );
+    at_step(c, LATEST, id, idx, decode_wait).await
 }
 
 /// The waits `q` selects.
