@@ -156,16 +156,8 @@ async fn principals_in(c: &mut Conn<'_>) -> Result<Vec<Principal>> {
 }
 
 async fn credential_in(c: &mut Conn<'_>, token_id: &str) -> Result<Option<Credential>> {
-    let row = c
-        .fetch_optional(
-            query(concat!(
-                "SELECT ",
-                cols!(),
-                " FROM principals WHERE token_id = :id"
-            ))
-            .bind("id", token_id),
-        )
-        .await?;
+    let sql = concat!("SELECT ", cols!(), " FROM principals WHERE token_id = :id");
+    let row = c.fetch_optional(query(sql).bind("id", token_id)).await?;
     row.as_ref().map(decode).transpose()
 }
 

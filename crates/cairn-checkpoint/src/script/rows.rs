@@ -123,16 +123,12 @@ pub(super) async fn load_in(
     id: RunId,
 ) -> Result<(RunRecord, Vec<crate::sql::Row>)> {
     let run = fetch_run(c, id, false).await?;
-    let rows = c
-        .fetch_all(
-            query(concat!(
-                "SELECT ",
-                step_cols!(),
-                " FROM steps WHERE run_id = :run ORDER BY idx"
-            ))
-            .bind("run", id),
-        )
-        .await?;
+    let sql = concat!(
+        "SELECT ",
+        step_cols!(),
+        " FROM steps WHERE run_id = :run ORDER BY idx"
+    );
+    let rows = c.fetch_all(query(sql).bind("run", id)).await?;
     Ok((run, rows))
 }
 

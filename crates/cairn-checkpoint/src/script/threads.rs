@@ -69,16 +69,12 @@ pub(super) async fn thread_in(
             Error::ThreadNotFound(id.to_owned())
         })
         .await?;
-    let rows = c
-        .fetch_all(
-            query(concat!(
-                "SELECT ",
-                run_cols!(),
-                " FROM runs WHERE thread_id = :thread ORDER BY created_at, id"
-            ))
-            .bind("thread", id),
-        )
-        .await?;
+    let sql = concat!(
+        "SELECT ",
+        run_cols!(),
+        " FROM runs WHERE thread_id = :thread ORDER BY created_at, id"
+    );
+    let rows = c.fetch_all(query(sql).bind("thread", id)).await?;
     let runs = rows.iter().map(decode_listed).collect::<Result<Vec<_>>>()?;
     Ok((decode_thread(&summary)?, runs))
 }
