@@ -37,10 +37,14 @@ const RUN_BUT_DEF_BY_ID: &str =
 /// `lock` (PostgreSQL; SQLite's write transaction already is).
 pub(crate) async fn fetch_run(c: &mut Conn<'_>, id: RunId, lock: bool) -> Result<RunRecord> {
     let sql = if lock { RUN_BY_ID_LOCKED } else { RUN_BY_ID };
-    let row = c
-        .fetch_found(query(sql).bind("id", id), || Error::RunNotFound(id))
-        .await?;
-    decode_run(&row)
+    decode_run(&run_row(c, sql, id).await?)
+}
+
+/// The row `sql` selects for run `id` (bound as `:id`); `RunNotFound` when
+/// there is none.
+async fn run_row(c: &mut Conn<'_>, sql: &'static str, id: RunId) -> Result<Row> {
+    c.fetch_found(query(sql).bind("id", id), || Error::RunNotFound(id))
+        .await
 }
 
 /// The run read again in a transaction that already holds its crew
@@ -50,12 +54,7 @@ pub(super) async fn fetch_run_again(
     id: RunId,
     def: CrewDef,
 ) -> Result<RunRecord> {
-    let row = c
-        .fetch_found(query(RUN_BUT_DEF_BY_ID).bind("id", id), || {
-            Error::RunNotFound(id)
-        })
-        .await?;
-    decode_run_with(&row, Some(def))
+    decode_run_with(&run_row(c, RUN_BUT_DEF_BY_ID, id).await?, Some(def))
 }
 
 /// The run, locked, read without its crew definition when it is still
@@ -67,11 +66,7 @@ pub(super) async fn fetch_run_known(
     fingerprint: &Fingerprint,
     def: &CrewDef,
 ) -> Result<RunRecord> {
-    let row = c
-        .fetch_found(query(RUN_BUT_DEF_BY_ID_LOCKED).bind("id", id), || {
-            Error::RunNotFound(id)
-        })
-        .await?;
+    let row = run_row(c, RUN_BUT_DEF_BY_ID_LOCKED, id).await?;
     match row.text("crew_fingerprint")? == fingerprint.as_str() {
         true => decode_run_with(&row, Some(def.clone())),
         false => fetch_run(c, id, true).await,
@@ -108,11 +103,7 @@ pub(super) async fn at_step<T>(
 /// Fails with `RunNotFound` unless run `id` exists. Only that it exists: a
 /// corrupt run's events stay readable, and it pages like another.
 pub(super) async fn check_exists(c: &mut Conn<'_>, id: RunId) -> Result<()> {
-    c.fetch_found(
-        query("SELECT 1 AS one FROM runs WHERE id = :id").bind("id", id),
-        || Error::RunNotFound(id),
-    )
-    .await?;
+    run_row(c, "SELECT 1 AS one FROM runs WHERE id = :id", id).await?;
     Ok(())
 }
 
@@ -233,13 +224,8 @@ pub(super) async fn insert_events(
 /// Checks, inside a write transaction, that the run is `running` at `held`
 /// (and on PostgreSQL locks it against a concurrent claim).
 pub(super) async fn check_held(c: &mut Conn<'_>, id: RunId, held: LeaseEpoch) -> Result<()> {
-    let row = c
-        .fetch_found(
-            query("SELECT lease_epoch, status FROM runs WHERE id = :id {for_update}")
-                .bind("id", id),
-            || Error::RunNotFound(id),
-        )
-        .await?;
+    let sql = "SELECT lease_epoch, status FROM runs WHERE id = :id {for_update}";
+    let row = run_row(c, sql, id).await?;
     let status: RunStatus = row
         .text("status")?
         .parse()
