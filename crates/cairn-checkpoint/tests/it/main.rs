@@ -42,6 +42,11 @@ fn event(kind: EventKind, data: serde_json::Value) -> NewEvent {
     NewEvent::new(kind, cairn_testkit::events::complete(kind.as_str(), data))
 }
 
+/// One field (`f`) of each item of a listing, in its order.
+pub(crate) fn each<T, U>(listed: Vec<T>, f: impl FnMut(T) -> U) -> Vec<U> {
+    listed.into_iter().map(f).collect()
+}
+
 fn crew(steps: usize) -> CrewDef {
     let mut toml = String::from("name = \"conformance\"\nversion = \"1\"\n");
     for i in 0..steps {
@@ -427,13 +432,9 @@ async fn list_is_oldest_first_and_filters(kind: Kind) {
         ids.push(store.submit(new_run(1, None)).await.unwrap().run.id);
     }
     store.claim(ids[1], &claim_req(false)).await.unwrap();
-    let all: Vec<RunId> = store
-        .list_runs(&RunFilter::default())
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.id)
-        .collect();
+    let all: Vec<RunId> = each(store.list_runs(&RunFilter::default()).await.unwrap(), |r| {
+        r.id
+    });
     assert_eq!(all, ids);
     let running = store
         .list_runs(&RunFilter {

@@ -13,7 +13,7 @@ use cairn_testkit::{both, Kind};
 use serde_json::json;
 
 use super::{crew_of, operator, Db};
-use crate::{claim_req, fresh, new_run, success};
+use crate::{claim_req, each, fresh, new_run, success};
 
 both!(
     crews_lists_each_stored_version_once_with_its_unfinished_runs,
@@ -124,13 +124,7 @@ async fn a_queued_run_moves_to_a_compatible_version_once(kind: Kind) {
     assert_eq!(event.data["to"]["fingerprint"], json!(v2.fingerprint()));
     assert_eq!(event.data["by"], json!("ops"));
     assert_eq!(event.data["forced"], json!(false));
-    let unfinished: Vec<u64> = store
-        .crews()
-        .await
-        .unwrap()
-        .iter()
-        .map(|k| k.unfinished)
-        .collect();
+    let unfinished: Vec<u64> = each(store.crews().await.unwrap(), |k| k.unfinished);
     assert_eq!(unfinished, [0, 1], "the run counts for v2 now");
 
     let again = store.upgrade_crew(id, &to(&v2, false, None)).await.unwrap();

@@ -5,7 +5,7 @@ use cairn_checkpoint::{Error, NewHook};
 use cairn_core::Scheme;
 use cairn_testkit::{both, Kind};
 
-use crate::fresh;
+use crate::{each, fresh};
 
 both!(a_hook_is_stored_once_read_with_its_secret_and_deleted);
 
@@ -48,13 +48,7 @@ async fn a_hook_is_stored_once_read_with_its_secret_and_deleted(kind: Kind) {
         assert!(matches!(refused, Err(Error::BadHook(_))), "{refused:?}");
     }
     store.create_hook(&hook("b-second")).await.unwrap();
-    let names: Vec<String> = store
-        .hooks()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|h| h.name)
-        .collect();
+    let names: Vec<String> = each(store.hooks().await.unwrap(), |h| h.name);
     assert_eq!(names, ["b-second", "pay"]);
     let (read, secret) = store.hook_secret("pay").await.unwrap();
     assert_eq!(

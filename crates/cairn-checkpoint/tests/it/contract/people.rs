@@ -12,7 +12,7 @@ use cairn_core::{Access, Actor, AuditFilter, NewPrincipal, Origin, Tenant, Via};
 use cairn_testkit::{both, Kind};
 
 use super::Db;
-use crate::{fresh, new_run};
+use crate::{each, fresh, new_run};
 
 both!(
     a_principal_is_stored_once_found_by_its_token_and_audited,
@@ -166,13 +166,9 @@ async fn disabling_or_rotating_ends_sessions_and_old_tokens(kind: Kind) {
         Err(Error::PrincipalNotFound(name)) => assert_eq!(name, "bob"),
         other => panic!("an unknown principal: {other:?}"),
     }
-    let actions: Vec<_> = store
-        .audit(&AuditFilter::default())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.action)
-        .collect();
+    let actions: Vec<_> = each(store.audit(&AuditFilter::default()).await.unwrap(), |e| {
+        e.action
+    });
     assert_eq!(
         actions,
         ["principal_added", "token_rotated", "principal_disabled"]

@@ -11,7 +11,7 @@ use cairn_core::{EventKind, RunId, RunStatus};
 use cairn_testkit::{both, Kind};
 
 use super::{claim_by, crew_of, Db};
-use crate::{fresh, new_run, success};
+use crate::{each, fresh, new_run, success};
 
 both!(
     a_first_beat_registers_a_process_and_its_offers_grow_until_it_leaves,
@@ -168,13 +168,7 @@ async fn a_process_that_stops_beating_expires_and_is_forgotten_an_hour_later(kin
         .beat_process(&beat("alive", LONG, None))
         .await
         .unwrap();
-    let ids: Vec<String> = store
-        .processes()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|p| p.id)
-        .collect();
+    let ids: Vec<String> = each(store.processes().await.unwrap(), |p| p.id);
     assert_eq!(ids, ["alive"], "forgotten at the next beat of any process");
 }
 
