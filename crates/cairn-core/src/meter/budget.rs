@@ -461,6 +461,15 @@ pub enum Amount {
 mod tests {
     use super::*;
 
+    /// A budget of `tokens` tokens and `model_calls` model calls, no other limit.
+    fn tokens_and_calls(tokens: u64, model_calls: u64) -> Budget {
+        Budget {
+            tokens: Some(tokens),
+            model_calls: Some(model_calls),
+            ..Budget::default()
+        }
+    }
+
     /// What a tree spent: `tokens` over `model_calls` calls, nothing else.
     fn spent(tokens: u64, model_calls: u64) -> Spent {
         Spent {
@@ -525,13 +534,7 @@ mod tests {
 
     #[test]
     fn a_run_budget_overrides_its_crew_per_limit_and_a_raise_adds() {
-        let crew = Budget {
-            tokens: Some(1000),
-            model_calls: Some(10),
-            tool_calls: None,
-            wall_time: None,
-            ..Budget::default()
-        };
+        let crew = tokens_and_calls(1000, 10);
         let run = Budget {
             tokens: Some(50),
             model_calls: None,
@@ -670,13 +673,7 @@ mod tests {
 
     #[test]
     fn a_warning_is_crossed_once_at_eighty_percent() {
-        let b = Budget {
-            tokens: Some(1000),
-            model_calls: Some(5),
-            tool_calls: None,
-            wall_time: None,
-            ..Budget::default()
-        };
+        let b = tokens_and_calls(1000, 5);
         let at = spent;
         assert!(b.crossed(at(0, 0), at(799, 1)).is_empty());
         assert_eq!(

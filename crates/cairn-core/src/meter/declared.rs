@@ -201,6 +201,16 @@ impl LimitTable {
 mod tests {
     use super::*;
 
+    /// `bad` is refused, saying `says`.
+    #[track_caller]
+    fn refused(bad: &str, says: &str) {
+        let err = LimitTable::parse(bad).err().map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|e| e.contains(says)),
+            "{bad}: {err:?}"
+        );
+    }
+
     const KEY: &str = "provider=openai,url=http://x,key=K";
 
     #[test]
@@ -233,11 +243,7 @@ mod tests {
             ),
             ("[[key]]\nkey = \"\"\nrpm = 1\n".to_owned(), "empty key"),
         ] {
-            let err = LimitTable::parse(&bad).err().map(|e| e.to_string());
-            assert!(
-                err.as_deref().is_some_and(|e| e.contains(says)),
-                "{bad}: {err:?}"
-            );
+            refused(&bad, says);
         }
     }
 
@@ -271,11 +277,7 @@ mod tests {
                 "control character",
             ),
         ] {
-            let err = LimitTable::parse(&bad).err().map(|e| e.to_string());
-            assert!(
-                err.as_deref().is_some_and(|e| e.contains(says)),
-                "{bad}: {err:?}"
-            );
+            refused(&bad, says);
         }
     }
 
