@@ -18,6 +18,14 @@ use cairn_core::{
 use cairn_testkit::{both, Kind, TestDb};
 use serde_json::json;
 
+/// Each of `calls` (store calls on something deleted: reading it, deleting
+/// it again) fails with `gone`.
+macro_rules! assert_gone {
+    ($gone:pat, $($call:expr),+ $(,)?) => {
+        $(assert!(matches!($call.await, Err($gone)));)+
+    };
+}
+
 mod contract;
 mod differential;
 mod durability;

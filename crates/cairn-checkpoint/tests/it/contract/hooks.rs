@@ -57,12 +57,9 @@ async fn a_hook_is_stored_once_read_with_its_secret_and_deleted(kind: Kind) {
         "the first secret stands"
     );
     store.delete_hook("pay").await.unwrap();
-    assert!(matches!(
-        store.hook_secret("pay").await,
-        Err(Error::HookNotFound(_))
-    ));
-    assert!(matches!(
-        store.delete_hook("pay").await,
-        Err(Error::HookNotFound(_))
-    ));
+    assert_gone!(
+        Error::HookNotFound(_),
+        store.hook_secret("pay"),
+        store.delete_hook("pay"),
+    );
 }

@@ -245,14 +245,11 @@ async fn pause_trigger_backfill_and_delete(kind: Kind) {
     assert_eq!(store.schedules().await.unwrap().len(), 1);
 
     store.delete_schedule("ops").await.unwrap();
-    assert!(matches!(
-        store.schedule("ops").await,
-        Err(Error::ScheduleNotFound(_))
-    ));
-    assert!(matches!(
-        store.delete_schedule("ops").await,
-        Err(Error::ScheduleNotFound(_))
-    ));
+    assert_gone!(
+        Error::ScheduleNotFound(_),
+        store.schedule("ops"),
+        store.delete_schedule("ops"),
+    );
     let run = triggered.run_id.unwrap();
     assert!(store.load(run).await.is_ok(), "its runs stay");
 }
