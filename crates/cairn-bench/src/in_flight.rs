@@ -276,6 +276,9 @@ async fn measure(
     }
     let leases_lost = engine.stats().await?.takeovers;
     drop(served);
+    if leases_lost > 0 {
+        print_warnings(&dir.path().join("serve.log"));
+    }
     Ok(Found {
         steps: n,
         ramp_s,
@@ -286,6 +289,28 @@ async fn measure(
         leases_lost,
         all_succeeded: succeeded == n,
     })
+}
+
+/// The server's warnings, counted by message (to stderr): why leases were
+/// lost.
+fn print_warnings(log: &Path) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
+    for line in text
+        .lines()
+        .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+    {
+        // The message without its time and fields: the text after the level.
+        let message = line
+            .split_once("WARN")
+            .or_else(|| line.split_once("ERROR"))
+            .map_or(line, |(_, m)| m);
+        let head: String = message.chars().take(140).collect();
+        *seen.entry(head).or_default() += 1;
+    }
+    for (message, n) in seen {
+        eprintln!("  serve.log: {n} × {message}");
+    }
 }
 
 /// Submitters at once: a burst from a service's many clients.

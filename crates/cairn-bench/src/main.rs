@@ -9,6 +9,7 @@
 //! next to a million stored steps, and the bytes a row takes. `--floor`
 //! (in `floor.rs`) measures what the data model's writes cost at the least.
 
+mod aged;
 mod breakdown;
 mod children;
 mod concurrent;
@@ -973,7 +974,7 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
 /// `cairn-bench --help`.
 fn usage() -> String {
     format!(
-        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight | --permits | --rate-limit | --traces | --resume | --signals]\n\nMeasures per-step cost \
+        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight | --permits | --rate-limit | --traces | --resume | --signals | --aged]\n\nMeasures per-step cost \
                      against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
                      --breakdown  where the time goes instead (store calls, statements, WAL)\n\
@@ -984,6 +985,9 @@ fn usage() -> String {
                      10-turn agent step\n\
                      --console    the console's pages on 100,000 stored runs (SQLite; \
                      CAIRN_BENCH_CONSOLE_RUNS)\n\
+                     --aged       step, commit, claim, resume, runs list and console pages on \
+                     1,000,000 finished runs (CAIRN_BENCH_AGED_RUNS) against a young \
+                     database, and a compaction pass\n\
                      --floor      the least a step commit can cost in this data model: \
                      its writes by hand, shape by shape, against the raw commit\n\
                      --children   a step with 1,000 children: spawn, the children, \
@@ -1055,6 +1059,7 @@ async fn resume_only(pg_url: &str) -> Result<()> {
 async fn run_alone(mode: &str, pg_url: &str) -> Result<()> {
     match mode {
         "--console" => console::run().await,
+        "--aged" => aged::run(pg_url).await,
         "--floor" => floor::run(pg_url).await,
         "--children" => children::run(pg_url).await,
         "--in-flight" => in_flight::run(pg_url).await,
@@ -1080,7 +1085,9 @@ async fn main() -> Result<()> {
             "--journal" => journal = true,
             "--retention" => retention = true,
             "--console" | "--floor" | "--children" | "--in-flight" | "--permits"
-            | "--rate-limit" | "--traces" | "--resume" | "--signals" => alone = Some(arg),
+            | "--rate-limit" | "--traces" | "--resume" | "--signals" | "--aged" => {
+                alone = Some(arg)
+            }
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {

@@ -78,7 +78,7 @@ impl Raw {
         }
     }
 
-    async fn exec(&self, sql: &str) -> Result<u64> {
+    pub(crate) async fn exec(&self, sql: &str) -> Result<u64> {
         Ok(match self {
             Raw::Sqlite(pool) => sqlx::query(sql).execute(pool).await?.rows_affected(),
             Raw::Postgres(pool) => sqlx::query(sql).execute(pool).await?.rows_affected(),
@@ -248,14 +248,24 @@ pub(crate) struct Fill {
     pub(crate) steps: u64,
     events: u64,
     events_per_run: u64,
-    took: Duration,
+    pub(crate) took: Duration,
 }
 
-/// Fills `full` with `n` finished runs: one real run of a `RUN_STEPS`-step
-/// crew, and `n - 1` copies of it made in SQL. Returns the fill and, per
-/// table, the SQLite file growth it caused.
+/// Fills `full` with `n` finished runs of `RUN_STEPS` steps ([`fill_with`]).
 pub(crate) async fn fill(store: &Arc<dyn Store>, raw: &Raw, n: u64) -> Result<(Fill, [f64; 3])> {
-    let crew = noop_crew("bench-retention", RUN_STEPS, None)?;
+    fill_with(store, raw, n, RUN_STEPS).await
+}
+
+/// Fills `full` with `n` finished runs: one real run of a crew of `steps`
+/// no-op steps, and `n - 1` copies of it made in SQL. Returns the fill and,
+/// per table, the SQLite file growth it caused.
+pub(crate) async fn fill_with(
+    store: &Arc<dyn Store>,
+    raw: &Raw,
+    n: u64,
+    steps: u32,
+) -> Result<(Fill, [f64; 3])> {
+    let crew = noop_crew("bench-retention", steps, None)?;
     let template = run_once(store, &crew, "the template run").await?;
     let events_per_run = raw
         .count(&format!("events WHERE run_id = '{template}'"))
