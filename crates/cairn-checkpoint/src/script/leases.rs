@@ -112,8 +112,11 @@ impl<H: ScriptHost> LeaseStore for H {
             return Ok(vec![]);
         }
         let held = held.to_vec();
+        // On SQLite, on the writer's thread: through the pool, the beat
+        // queued behind every journal append of 10,000 steps in flight and
+        // timed out (a lease lost, measured with `--in-flight`).
         let beat = self.tx(
-            TxKind::Single,
+            TxKind::HotWrite,
             script!(|c| super::runs::heartbeat_many_in(c, &held, lease).await),
         );
         bounded("heartbeat", self.target(), None, beat).await
