@@ -22,15 +22,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
 use serde_json::{json, Map, Value};
-use tower::ServiceExt;
 
 use cairn::{Crew, Engine, ExecutorConfig, RunFilter, Store, SubmitOptions};
 use cairn_checkpoint::{CompactPolicy, Compacted};
 use cairn_server::{AppState, Crews};
 
+use crate::console::get;
 use crate::retention::fill_with;
 use crate::{
     claim_request, direct_run, median, ms, new_run, noop_crew, park_run, round2, timed_resume, us,
@@ -171,21 +169,6 @@ impl Subject {
             _ => ms(m),
         }
     }
-}
-
-/// One page through the router; its time.
-async fn get(app: &axum::Router, uri: &str) -> Result<Duration> {
-    let t = Instant::now();
-    let response = app
-        .clone()
-        .oneshot(Request::get(uri).body(Body::empty())?)
-        .await?;
-    let status = response.status();
-    let body = axum::body::to_bytes(response.into_body(), usize::MAX).await?;
-    let took = t.elapsed();
-    ensure!(status == StatusCode::OK, "{uri}: {status}");
-    ensure!(!body.is_empty(), "{uri}: empty page");
-    Ok(took)
 }
 
 /// Settles what a fill left: SQLite's WAL into the file; on PostgreSQL a
