@@ -31,8 +31,20 @@
 //! - **not vacuous**: every operation type succeeded in every fault window,
 //!   or the campaign proved nothing.
 //!
+//! A history is JSON lines ([`parse_jsonl`], [`to_jsonl`]), the operation
+//! named by `"f"`; a worker may record an `ok` alone (a claim's epoch is only
+//! known once granted), which counts as an operation invoked at that instant:
+//!
+//! ```text
+//! {"process":3,"type":"invoke","op":{"f":"submit","key":"k1"},"time_ns":100}
+//! {"process":3,"type":"ok","op":{"f":"submit","key":"k1","run":"r1"},"time_ns":250}
+//! {"process":9,"type":"ok","op":{"f":"claim","run":"r1","epoch":2,"owner":"w1"},"time_ns":300}
+//! ```
+//!
 //! A [`Report`] prints each violation with the few events that show it and
 //! the campaign's seed. Pure functions: no I/O, no clock, no database.
+
+#![warn(missing_docs)]
 
 pub mod checks;
 pub mod history;

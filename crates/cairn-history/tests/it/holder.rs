@@ -51,6 +51,18 @@ fn a_paused_holder_whose_stale_commit_is_acknowledged_is_caught() {
 }
 
 #[test]
+fn a_stale_commit_recorded_as_an_ok_alone_is_caught_by_its_time() {
+    let mut history = submitted();
+    history.extend([
+        ok(2, 100, claim("r1", 2, "w2")),
+        ok(1, 150, commit("r1", 0, 1, "w1")),
+    ]);
+    let report = verdict(&history, &with_rows(vec![]));
+    assert_only(&report, Property::SingleHolder, &[K::StaleEpochCommit]);
+    assert_eq!(report.violations[0].events, history[2..]);
+}
+
+#[test]
 fn a_commit_overlapping_a_newer_claim_is_not_stale() {
     // The commit was sent before the claim was acknowledged: it may have
     // landed first and had its answer delayed.
