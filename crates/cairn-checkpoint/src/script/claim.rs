@@ -456,17 +456,18 @@ fn expired_branch() -> String {
 /// generic plan made while the tables are young would otherwise scan every
 /// step row per claim. The claimer's own alone steps are found from the
 /// other side, through the partial index of steps with two shared deaths
-/// (a handful at most; `CROSS JOIN` keeps SQLite's join in that order),
-/// not by reading a step per run it holds: with 10,000 runs held that
-/// read was 41 ms a claim on PostgreSQL.
+/// (a handful at most), each one's run read by its key in a scalar
+/// subquery, not by reading the runs it holds: a join there, which
+/// PostgreSQL may reorder (`CROSS JOIN` binds only SQLite), read every
+/// running run per pick, 19 ms with 9,600 running.
 fn claim_sql(branches: &[String]) -> String {
     format!(
         "SELECT id FROM ({}) AS runnable \
          WHERE NOT EXISTS (SELECT 1 FROM steps s {{index=steps_shared_deaths}} \
-               CROSS JOIN runs h WHERE h.id = s.run_id \
-               AND h.cursor = s.idx AND s.shared_deaths > 1 AND s.status = 'running' \
-               AND h.lease_owner = :owner AND h.status = 'running' \
-               AND h.lease_expires_at > {{now}}) \
+               WHERE s.shared_deaths > 1 AND s.status = 'running' \
+               AND (SELECT h.lease_owner FROM runs h WHERE h.id = s.run_id \
+                 AND h.cursor = s.idx AND h.status = 'running' \
+                 AND h.lease_expires_at > {{now}}) = :owner) \
          ORDER BY claim_at, id LIMIT 1",
         branches.join(" UNION ALL ")
     )
@@ -510,18 +511,23 @@ impl ExpiryMemo {
 /// lease has expired, the queued branch alone otherwise. Returns whether
 /// it looked.
 ///
-/// On PostgreSQL the claim's transaction first turns sequential scans off
-/// for itself (`SET LOCAL`): a connection caches each statement and, after
-/// five runs, may keep one generic plan, made with the statistics of that
-/// moment. Made while the tables were young, the claim's was a sequential
-/// scan of the runs with an anti-join reading them all again per run: 80 s
-/// for one claim with 20,000 queued (measured with `PREPARE`), until
-/// autovacuum's analyze replaced it, up to a minute later. Without
-/// sequential scans the plan is the indexes' whatever the statistics (0.7
-/// ms there). Planning each claim anew instead cost 2.3 ms a claim.
+/// On PostgreSQL the claim's transaction first turns sequential and bitmap
+/// scans off for itself ([`PLAN_BY_INDEX`]): a connection caches each
+/// statement and, after five runs, may keep one generic plan, made with the
+/// statistics of that moment. Made while the tables were young, the
+/// claim's was a sequential scan of the runs with an anti-join reading them
+/// all again per run: 80 s for one claim with 20,000 queued (measured with
+/// `PREPARE`), until autovacuum's analyze replaced it, up to a minute
+/// later. With sequential scans off, the statistics of a young table
+/// (about 20 queued rows) still chose a bitmap scan of every queued run,
+/// each one's subqueries evaluated, then a sort for the first: 12.6 ms a
+/// pick with 5,000 queued (10,341 buffers), so a burst of 10,000 took 41 s
+/// to claim. Without either, the plan walks `runs_queued` in claim order
+/// and stops at the first runnable run: 0.55 ms there (201 buffers).
+/// Planning each claim anew instead cost 2.3 ms a claim.
 async fn choose(c: &mut Conn<'_>, look: bool) -> Result<(&'static str, Option<bool>)> {
     if c.dialect() == crate::sql::Dialect::Postgres {
-        c.execute(query("SET LOCAL enable_seqscan = off")).await?;
+        c.execute(query(PLAN_BY_INDEX)).await?;
     }
     if !look {
         return Ok((&CLAIM_QUEUED, None));
@@ -530,6 +536,13 @@ async fn choose(c: &mut Conn<'_>, look: bool) -> Result<(&'static str, Option<bo
     let pick: &'static str = if expired { &CLAIM_NEXT } else { &CLAIM_QUEUED };
     Ok((pick, Some(expired)))
 }
+
+/// A claim transaction's planner settings on PostgreSQL (one round trip):
+/// indexes walked in order ([`choose`]), and no JIT compilation, which a
+/// statement whose only plan is a disabled one (costed at 10^10) would
+/// otherwise trigger, at hundreds of milliseconds.
+const PLAN_BY_INDEX: &str = "SELECT set_config('enable_seqscan', 'off', true), \
+     set_config('enable_bitmapscan', 'off', true), set_config('jit', 'off', true)";
 
 /// A request as `claim_next` makes it: a claimer takes expired leases over.
 pub(super) fn as_claimer(req: &ClaimRequest) -> ClaimRequest {
