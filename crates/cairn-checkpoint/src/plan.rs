@@ -229,18 +229,29 @@ pub(crate) fn claim_events(
     before: &RunRecord,
     plan: &ClaimPlan,
 ) -> Vec<NewEvent> {
+    claim_events_at(req, epoch, (before.status, before.cursor), plan)
+}
+
+/// [`claim_events`] of a run known by its status and cursor before the
+/// claim (a run the same statement creates has no record to read yet).
+pub(crate) fn claim_events_at(
+    req: &ClaimRequest,
+    epoch: LeaseEpoch,
+    (from_status, cursor): (RunStatus, StepIdx),
+    plan: &ClaimPlan,
+) -> Vec<NewEvent> {
     let mut events = vec![NewEvent::typed(EventData::RunClaimed(RunClaimed {
         owner: req.owner.clone(),
         epoch,
-        from_status: before.status,
+        from_status,
         took_over_step: plan.took_over,
-        cursor: before.cursor,
+        cursor,
         // Not counted towards `crash_loop`: its holder died holding others.
         shared_death: matches!(plan.step, ClaimStep::SharedDeath { .. }),
     }))];
     events.extend(req.events.iter().cloned());
     if let ClaimStep::CrashLoop { error } = &plan.step {
-        events.push(step_failed(before.cursor, error));
+        events.push(step_failed(cursor, error));
         events.push(NewEvent::typed(EventData::RunFailed(RunFailed {
             error: error.clone(),
             idx: None,

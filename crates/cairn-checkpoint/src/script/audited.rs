@@ -34,13 +34,15 @@ pub(super) async fn record_in(c: &mut Conn<'_>, entry: &AuditEntry) -> Result<()
 /// The audit entries of run `run`'s new events: those whose actor names
 /// the channel it came through (`Origin::via`); others are the engine's.
 pub(super) async fn events_in(c: &mut Conn<'_>, run: RunId, events: &[NewEvent]) -> Result<()> {
-    for event in events {
-        let Some(entry) = entry_of(run, event) else {
-            continue;
-        };
+    for entry in entries_of(run, events) {
         record_in(c, &entry).await?;
     }
     Ok(())
+}
+
+/// The audit entries of run `run`'s new `events` (see [`events_in`]).
+pub(crate) fn entries_of(run: RunId, events: &[NewEvent]) -> Vec<AuditEntry> {
+    events.iter().filter_map(|e| entry_of(run, e)).collect()
 }
 
 /// An event as an audit entry, if its payload names a channel.

@@ -24,6 +24,9 @@ impl<H: ScriptHost> LeaseStore for H {
         bounded("start", self.target(), None, async {
             let def = submit_ok(&new)?;
             claim_ok(req)?;
+            if let Some(started) = self.start_fresh(&new, &def, req).await? {
+                return Ok(started);
+            }
             let req = req.clone();
             self.tx(
                 TxKind::HotWrite,

@@ -41,6 +41,7 @@ pub(crate) mod children;
 mod claim;
 mod crews;
 mod ends;
+pub(crate) mod fresh;
 mod hooks;
 mod journal;
 mod leases;
@@ -74,7 +75,7 @@ use async_trait::async_trait;
 use cairn_core::JournalEntry;
 
 use crate::sql::{Conn, Pool};
-use crate::{JournalAppend, Result, StepCommit};
+use crate::{ClaimRequest, JournalAppend, NewRun, Result, Started, StepCommit};
 
 pub use claim::ExpiryMemo;
 pub(crate) use crews::{refingerprint, refingerprint_in};
@@ -108,6 +109,19 @@ pub trait ScriptHost: Send + Sync + 'static {
         let a = a.clone();
         self.tx(TxKind::Write, script!(|c| journal::append_in(c, &a).await))
             .await
+    }
+
+    /// `LeaseStore::start` of a [`fresh::FreshStart`] in one round trip,
+    /// where the backend has such a path: `None` where it has not, or when
+    /// the run's idempotency key is taken (the script's transaction, which
+    /// reads the run holding it, then runs).
+    async fn start_fresh(
+        &self,
+        _new: &NewRun,
+        _def: &serde_json::Value,
+        _req: &ClaimRequest,
+    ) -> Result<Option<Started>> {
+        Ok(None)
     }
 
     /// A worker's idle wait; without notifications, a sleep.

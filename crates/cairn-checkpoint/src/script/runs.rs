@@ -6,8 +6,8 @@
 use async_trait::async_trait;
 use cairn_core::event::payload::{RunFailed, RunSubmitted};
 use cairn_core::{
-    Actor, Corruption, ErrorInfo, ErrorKind, EventData, EventKind, EventRecord, LeaseEpoch,
-    NewEvent, RunId, RunRecord, RunStatus, StepRecord,
+    Actor, Corruption, ErrorInfo, ErrorKind, EventData, EventKind, EventRecord, Fingerprint,
+    LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepRecord,
 };
 
 use crate::contract::RunStore;
@@ -233,7 +233,17 @@ pub(super) async fn insert_run_in(
     if trace.is_some_and(|t| t.sampled) {
         super::traces::start_in(c, id).await?;
     }
-    let event = NewEvent::typed(EventData::RunSubmitted(RunSubmitted {
+    insert_events(c, id, 1, &[submitted_event(&new, &fingerprint)]).await?;
+    if let (Some(thread), OnBusy::Reject | OnBusy::Interrupt) = (&new.thread_id, new.on_busy) {
+        apply_on_busy(c, thread, id, new.on_busy).await?;
+    }
+    let run = decode_run_with(&inserted, Some(new.crew))?;
+    Ok(Submitted { run, created: true })
+}
+
+/// A submit's first event, `run_submitted`.
+pub(crate) fn submitted_event(new: &NewRun, fingerprint: &Fingerprint) -> NewEvent {
+    NewEvent::typed(EventData::RunSubmitted(RunSubmitted {
         crew: new.crew.name.clone(),
         fingerprint: fingerprint.clone(),
         idempotency_key: Some(new.idempotency_key.clone()),
@@ -241,13 +251,7 @@ pub(super) async fn insert_run_in(
         parent: None,
         copied_from: None,
         submitted_by: new.by.clone(),
-    }));
-    insert_events(c, id, 1, &[event]).await?;
-    if let (Some(thread), OnBusy::Reject | OnBusy::Interrupt) = (&new.thread_id, new.on_busy) {
-        apply_on_busy(c, thread, id, new.on_busy).await?;
-    }
-    let run = decode_run_with(&inserted, Some(new.crew))?;
-    Ok(Submitted { run, created: true })
+    }))
 }
 
 /// The run that already holds a submit's idempotency key, if the submit is

@@ -27,6 +27,7 @@ both!(
     a_claim_batch_takes_runs_in_claim_order_and_two_batches_never_share_one,
     a_claim_takes_the_definition_read_with_the_run_unless_its_crew_changed,
     a_start_claims_the_run_it_creates_and_only_submits_a_threads_or_a_repeated_one,
+    a_start_writes_what_a_submit_then_a_claim_writes,
 );
 
 /// `RunStore::start`: a new run of no thread is submitted and claimed in one
@@ -81,6 +82,122 @@ async fn a_start_claims_the_run_it_creates_and_only_submits_a_threads_or_a_repea
     let queued = store.start(threaded, &req(30_000)).await.unwrap();
     assert!(queued.submitted.created && queued.claimed.is_none());
     assert_eq!(queued.submitted.run.status, RunStatus::Queued);
+}
+
+/// A start (on PostgreSQL one statement, `postgres/start.rs`) stores what
+/// a submit and then a claim of the same run store: the run's columns, its
+/// first step, its events with their data, and the audit entry of a
+/// submit that came through a channel.
+async fn a_start_writes_what_a_submit_then_a_claim_writes(kind: Kind) {
+    let (_db, store) = fresh(kind).await;
+    let origin = cairn_core::Origin {
+        via: Some(cairn_core::Via::Api),
+        token: Some("tok-1".into()),
+        client: Some("127.0.0.1".into()),
+        note: None,
+    };
+    let by = |key: &str| {
+        let mut new = new_run(2, Some(key));
+        new.by = Some(Actor::new("ada").from(origin.clone()));
+        new.budget = Some(cairn_core::Budget {
+            tokens: Some(5_000),
+            ..Default::default()
+        });
+        new
+    };
+    let started = store.start(by("k-fast"), &req(30_000)).await.unwrap();
+    let claimed = started.claimed.expect("a new run is claimed");
+    assert_eq!(started.submitted.run.status, RunStatus::Queued);
+    assert_eq!(started.submitted.run.lease_epoch, LeaseEpoch(0));
+    let submitted = store.submit(by("k-slow")).await.unwrap().run;
+    let slow = store.claim(submitted.id, &req(30_000)).await.unwrap();
+
+    let (a, b) = (
+        store.get_run(claimed.run.id).await.unwrap(),
+        store.get_run(slow.run.id).await.unwrap(),
+    );
+    let same = |r: &cairn_core::RunRecord| {
+        (
+            r.status,
+            r.lease_epoch,
+            r.cursor,
+            r.step_count,
+            r.budget,
+            r.priority,
+            r.crew_fingerprint.clone(),
+        )
+    };
+    assert_eq!(same(&a), same(&b));
+    assert_eq!(
+        same(&claimed.run),
+        same(&a),
+        "the start answers the run it stored"
+    );
+    let step =
+        |s: &cairn_core::StepRecord| (s.idx, s.role.clone(), s.status, s.attempt, s.takeovers);
+    let (_, steps_a) = store.load(a.id).await.unwrap();
+    let (_, steps_b) = store.load(b.id).await.unwrap();
+    assert_eq!(
+        steps_a.iter().map(step).collect::<Vec<_>>(),
+        steps_b.iter().map(step).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        claimed.at_cursor.as_ref().map(step),
+        steps_a.first().map(step)
+    );
+    assert_eq!(
+        claimed.at_cursor.map(|s| s.started_at),
+        steps_a.first().map(|s| s.started_at)
+    );
+
+    let events = |id| {
+        let store = &store;
+        async move {
+            let all = store.events(id).await.unwrap();
+            all.into_iter()
+                .map(|e| (e.seq, e.kind.as_str().to_owned(), e.data))
+                .collect::<Vec<_>>()
+        }
+    };
+    let (mut ea, eb) = (events(a.id).await, events(b.id).await);
+    // The submits differ only in their idempotency keys.
+    ea[0].2["idempotency_key"] = serde_json::json!("k-slow");
+    assert_eq!(ea, eb);
+    assert_eq!(
+        ea.iter().map(|e| e.1.as_str()).collect::<Vec<_>>(),
+        ["run_submitted", "run_claimed"]
+    );
+
+    let audit = store
+        .audit(&cairn_core::AuditFilter::default())
+        .await
+        .unwrap();
+    let of = |id| {
+        audit
+            .iter()
+            .filter(|e| e.run_id == Some(id))
+            .map(|e| {
+                (
+                    e.principal.clone(),
+                    e.via,
+                    e.token.clone(),
+                    e.client.clone(),
+                    e.action.clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(of(a.id), of(b.id));
+    assert_eq!(
+        of(a.id),
+        [(
+            "ada".to_owned(),
+            cairn_core::Via::Api,
+            Some("tok-1".to_owned()),
+            Some("127.0.0.1".to_owned()),
+            "run_submitted".to_owned()
+        )]
+    );
 }
 
 /// `ClaimRequest::read_crew`: the claim reads the run without its
