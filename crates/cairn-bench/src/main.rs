@@ -21,6 +21,7 @@ mod permits;
 mod rate_limit;
 mod resume_floor;
 mod retention;
+mod round_trips;
 mod signals;
 mod traces;
 mod workers;
@@ -1051,6 +1052,7 @@ async fn resume_only(pg_url: &str) -> Result<()> {
             }
         }
     }
+    round_trips::report(pg_url, &mut out).await;
     println!("{}", Value::Object(out));
     Ok(())
 }
@@ -1193,6 +1195,7 @@ async fn main() -> Result<()> {
             .map(|c| round2(sqlite.steps.step_us / c))
             .map_or(Value::Null, Value::from),
     );
+    round_trips::report(&pg_url, &mut out).await;
     // The headline resume number is SQLite's (the embedded default).
     out.insert(
         "resume_1000_ms".into(),

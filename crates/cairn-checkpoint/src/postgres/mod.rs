@@ -260,7 +260,7 @@ impl ScriptHost for PgStore {
         &self,
         new: &crate::NewRun,
         def: &Value,
-        req: &crate::ClaimRequest,
+        req: Option<&crate::ClaimRequest>,
     ) -> Result<Option<crate::Started>> {
         start::start_fresh(self, new, def, req).await
     }

@@ -24,7 +24,7 @@ impl<H: ScriptHost> LeaseStore for H {
         bounded("start", self.target(), None, async {
             let def = submit_ok(&new)?;
             claim_ok(req)?;
-            if let Some(started) = self.start_fresh(&new, &def, req).await? {
+            if let Some(started) = self.start_fresh(&new, &def, Some(req)).await? {
                 return Ok(started);
             }
             let req = req.clone();

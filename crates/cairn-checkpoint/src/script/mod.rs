@@ -111,15 +111,16 @@ pub trait ScriptHost: Send + Sync + 'static {
             .await
     }
 
-    /// `LeaseStore::start` of a [`fresh::FreshStart`] in one round trip,
-    /// where the backend has such a path: `None` where it has not, or when
-    /// the run's idempotency key is taken (the script's transaction, which
-    /// reads the run holding it, then runs).
+    /// `RunStore::submit` (`req`: none) or `LeaseStore::start` of a
+    /// [`fresh::FreshStart`] in one round trip, where the backend has such
+    /// a path: `None` where it has not, or when the run's idempotency key is
+    /// taken (the script's transaction, which reads the run holding it,
+    /// then runs).
     async fn start_fresh(
         &self,
         _new: &NewRun,
         _def: &serde_json::Value,
-        _req: &ClaimRequest,
+        _req: Option<&ClaimRequest>,
     ) -> Result<Option<Started>> {
         Ok(None)
     }

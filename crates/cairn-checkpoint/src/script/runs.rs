@@ -379,6 +379,9 @@ impl<H: ScriptHost> RunStore for H {
     async fn submit(&self, new: NewRun) -> Result<Submitted> {
         bounded("submit", self.target(), None, async {
             let def = submit_ok(&new)?;
+            if let Some(started) = self.start_fresh(&new, &def, None).await? {
+                return Ok(started.submitted);
+            }
             self.tx(TxKind::HotWrite, script!(|c| submit_in(c, new, def).await))
                 .await
         })
