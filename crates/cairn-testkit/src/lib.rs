@@ -7,7 +7,8 @@
 //! `proxy.rs`) a TCP proxy that loses one request or answer on cue; `SlowModel`
 //! (in `slow_model.rs`) an OpenAI-speaking model server that streams slowly,
 //! `RateLimitedModel` (in `rate_limited.rs`) one that enforces a rate limit
-//! with `Retry-After`;
+//! with `Retry-After`, `PacedModel` (in `paced_model.rs`) one that streams
+//! at a fixed pace and notes when each answer's first and last token left;
 //! `PgBouncer` (in `pgbouncer.rs`) a transaction-mode pooler in front of a
 //! database of a test's own. A test's schema
 //! is dropped with its `TestDb`, and stale ones are swept (`schema.rs`).
@@ -20,6 +21,7 @@ pub mod browser;
 mod delegating_model;
 pub mod events;
 pub mod otlp;
+mod paced_model;
 mod pg_cluster;
 mod pgbouncer;
 mod proxy;
@@ -28,6 +30,7 @@ pub mod schema;
 mod skipped;
 mod slow_model;
 pub use delegating_model::DelegatingModel;
+pub use paced_model::{PacedCall, PacedModel};
 pub use pg_cluster::{pg_bin_dir, ClusterError, PgCluster};
 pub use pgbouncer::PgBouncer;
 pub use proxy::{Cut, CutProxy};

@@ -189,7 +189,7 @@ fn hold(gate: &AtomicBool) {
 }
 
 /// One `chat.completion.chunk`: a piece of content, or the finish.
-fn chunk(content: Option<&str>, finish: Option<&str>) -> String {
+pub(crate) fn chunk(content: Option<&str>, finish: Option<&str>) -> String {
     let delta = match content {
         Some(c) => serde_json::json!({ "content": c }),
         None => serde_json::json!({}),
