@@ -17,6 +17,7 @@ mod console;
 mod floor;
 mod in_flight;
 mod journal;
+mod overhead;
 mod permits;
 mod rate_limit;
 mod resume_floor;
@@ -975,7 +976,7 @@ fn json_fields(out: &mut Map<String, Value>, prefix: &str, b: Option<&Backend>) 
 /// `cairn-bench --help`.
 fn usage() -> String {
     format!(
-        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight | --permits | --rate-limit | --traces | --resume | --signals | --aged]\n\nMeasures per-step cost \
+        "usage: cairn-bench [--breakdown | --workers | --journal | --retention | --console | --floor | --children | --in-flight | --permits | --rate-limit | --traces | --resume | --signals | --aged | --model-overhead]\n\nMeasures per-step cost \
                      against a raw commit and resume time on SQLite and PostgreSQL \
                      (CAIRN_BENCH_DATABASE_URL, default {DEFAULT_PG_URL}).\n\
                      --breakdown  where the time goes instead (store calls, statements, WAL)\n\
@@ -996,6 +997,9 @@ fn usage() -> String {
                      --in-flight  2,000 and 4,000 `llm` steps in flight in one `cairn serve`: \
                      statements/s while they wait, memory per step, connections, leases lost \
                      (needs `cargo build --release -p cairn-cli`)\n\
+                     --model-overhead what Cairn adds to a model call streaming 500 tokens: \
+                     first and last token through an `llm` step watched over SSE against \
+                     the model read directly, p50/p99, tokens/s, journal writes\n\
                      --permits    a provider key's admission (no limits: a read; limits: \
                      a permit taken and released) against a step commit\n\
                      --rate-limit a provider allowing 60 requests and 20,000 tokens a minute, \
@@ -1065,6 +1069,7 @@ async fn run_alone(mode: &str, pg_url: &str) -> Result<()> {
         "--floor" => floor::run(pg_url).await,
         "--children" => children::run(pg_url).await,
         "--in-flight" => in_flight::run(pg_url).await,
+        "--model-overhead" => overhead::run(pg_url).await,
         "--permits" => permits::run(pg_url).await,
         "--rate-limit" => rate_limit::run(pg_url).await,
         "--traces" => traces::run(pg_url).await,
@@ -1087,9 +1092,8 @@ async fn main() -> Result<()> {
             "--journal" => journal = true,
             "--retention" => retention = true,
             "--console" | "--floor" | "--children" | "--in-flight" | "--permits"
-            | "--rate-limit" | "--traces" | "--resume" | "--signals" | "--aged" => {
-                alone = Some(arg)
-            }
+            | "--rate-limit" | "--traces" | "--resume" | "--signals" | "--aged"
+            | "--model-overhead" => alone = Some(arg),
             "--breakdown" => breakdown = true,
             "--workers" => workers = true,
             "-h" | "--help" => {

@@ -298,7 +298,7 @@ async fn raw_throughput(options: &sqlx::postgres::PgConnectOptions) -> Result<Ra
     })
 }
 
-fn percentile(v: &[Duration], p: f64) -> Duration {
+pub(crate) fn percentile(v: &[Duration], p: f64) -> Duration {
     let mut s = v.to_vec();
     s.sort();
     if s.is_empty() {
