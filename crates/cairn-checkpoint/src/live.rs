@@ -2,10 +2,12 @@
 //! runs the step, heard by whoever watches the run. Never stored.
 //!
 //! In one process a broadcast channel carries every piece at once. On
-//! PostgreSQL the pieces also go out as `NOTIFY cairn_live` (gathered for up
-//! to [`GATHER`], many pieces to a payload under the server's 8,000-byte
-//! cap), and a hub with subscribers `LISTEN`s, so a console served by one
-//! process shows the text of a step another process runs. Only while some
+//! PostgreSQL the pieces also go out as `NOTIFY cairn_live` (at most once
+//! per [`GATHER`]: a piece after a quiet spell at once, the pieces that
+//! follow it gathered until [`GATHER`] has passed, many pieces to a payload
+//! under the server's 8,000-byte cap), and a hub with subscribers
+//! `LISTEN`s, so a console served by one process shows the text of a step
+//! another process runs. Only while some
 //! process watches: a hub with subscribers keeps a row in `live_watchers`
 //! current, and a publisher looks there at most once per [`WATCHERS_EVERY`]
 //! and sends nothing while it is empty, so thousands of streams nobody
@@ -32,7 +34,8 @@ const CHANNEL: &str = "cairn_live";
 const SUBSCRIBER_LAG: usize = 4096;
 /// Pieces waiting for a `NOTIFY` before new ones are dropped.
 const QUEUE: usize = 4096;
-/// How long pieces are gathered into one notification.
+/// Notifications of one process go at most once per this long: pieces
+/// that come sooner after the last are gathered into the next.
 const GATHER: Duration = Duration::from_millis(40);
 /// How long the first subscriber waits for `LISTEN` (then it goes on; the
 /// task keeps trying).
@@ -154,15 +157,26 @@ impl LiveHub {
 /// same block and sends them. Ends when the hub is gone.
 async fn send_notifications(pool: PgPool, origin: Uuid, mut rx: mpsc::Receiver<OutputDelta>) {
     let mut watched = Watched::default();
+    let mut last_sent: Option<tokio::time::Instant> = None;
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
-        let until = tokio::time::Instant::now() + GATHER;
-        while let Ok(Some(next)) = tokio::time::timeout_at(until, rx.recv()).await {
+        // A piece after a quiet spell goes at once (a watcher's first
+        // token waits for no window); within GATHER of the last
+        // notification pieces are gathered until GATHER has passed since
+        // it, so a stream still costs at most one notification per GATHER.
+        let until = last_sent.map(|t| t + GATHER);
+        if let Some(until) = until.filter(|u| *u > tokio::time::Instant::now()) {
+            while let Ok(Some(next)) = tokio::time::timeout_at(until, rx.recv()).await {
+                batch.push(next);
+            }
+        }
+        while let Ok(next) = rx.try_recv() {
             batch.push(next);
         }
         if !watched.now(&pool).await {
             continue;
         }
+        last_sent = Some(tokio::time::Instant::now());
         for payload in pack(origin, join(batch)) {
             crate::counters::sent(1);
             if let Err(e) = sqlx::query("SELECT pg_notify($1, $2)")
