@@ -80,6 +80,9 @@ struct Watched {
     seen: Seen,
     /// `POST /v1/runs` until its answer.
     submit: Duration,
+    /// Until the claim (its event's time, the database's or the process's
+    /// wall clock).
+    to_claim: Duration,
     /// The run's journal items (each one write).
     journal_writes: usize,
     /// Statements this process sent a second while the text streamed.
@@ -167,6 +170,8 @@ struct Heard {
     last: Option<Instant>,
     statements: Option<(u64, u64)>,
     succeeded: bool,
+    /// When the run was claimed, µs since the epoch.
+    claimed_us: Option<i64>,
 }
 
 impl Heard {
@@ -182,6 +187,10 @@ impl Heard {
                 let s = cairn::store_statements();
                 let (s0, _) = self.statements.unwrap_or((s, s));
                 self.statements = Some((s0, s));
+            }
+            "run_claimed" => {
+                let record: cairn::EventRecord = serde_json::from_str(&event.data)?;
+                self.claimed_us = Some(record.at.timestamp_micros());
             }
             "run_succeeded" => self.succeeded = true,
             "run_failed" | "run_cancelled" => {
@@ -202,6 +211,9 @@ async fn watched(
 ) -> Result<Option<Watched>> {
     let before = model.calls().len();
     let t0 = Instant::now();
+    let wall_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_micros() as i64;
     let run: Value = http
         .post(format!("{server}/v1/runs"))
         .json(&json!({"crew": CREW, "input": {"ask": "500 tokens"}}))
@@ -251,6 +263,11 @@ async fn watched(
     Ok(Some(Watched {
         seen,
         submit,
+        to_claim: Duration::from_micros(
+            heard
+                .claimed_us
+                .map_or(0, |c| c.saturating_sub(wall_us).max(0) as u64),
+        ),
         journal_writes: journal["items"].as_array().map_or(0, Vec::len),
         statements_per_s: (s1 - s0) as f64 / (seen.last - seen.first).as_secs_f64(),
     }))
@@ -409,6 +426,7 @@ fn report(out: &mut Map<String, Value>, prefix: &str, f: &Found) -> Result<()> {
         p50_p99(&cairn, |s| s.last_hop),
     );
     let submit = p50_p99(&f.cairn, |w| w.submit);
+    let claim = p50_p99(&f.cairn, |w| w.to_claim);
     let (d_tps, c_tps) = (
         median_of(f.direct.iter().map(Seen::tokens_per_s)),
         median_of(cairn.iter().map(Seen::tokens_per_s)),
@@ -427,9 +445,11 @@ fn report(out: &mut Map<String, Value>, prefix: &str, f: &Found) -> Result<()> {
         d_first.0, d_first.1, c_first.0, c_first.1, first_added.0, first_added.1
     );
     println!(
-        "    to the model: direct {:.2} / {:.2}, Cairn {:.2} / {:.2} (the submit alone {:.2} / {:.2}); \
-         model → client of the first token: direct {:.2} / {:.2}, Cairn {:.2} / {:.2}",
-        d_to.0, d_to.1, c_to.0, c_to.1, submit.0, submit.1, d_hop.0, d_hop.1, c_hop.0, c_hop.1
+        "    to the model: direct {:.2} / {:.2}, Cairn {:.2} / {:.2} (submit answered {:.2} / {:.2}, \
+         claim begun {:.2} / {:.2}); model → client of the first token: direct {:.2} / {:.2}, \
+         Cairn {:.2} / {:.2}",
+        d_to.0, d_to.1, c_to.0, c_to.1, submit.0, submit.1, claim.0, claim.1,
+        d_hop.0, d_hop.1, c_hop.0, c_hop.1
     );
     println!(
         "  last token    direct {:7.2} / {:7.2}   via Cairn {:7.2} / {:7.2}   added {:6.2} / {:6.2} \
@@ -452,6 +472,7 @@ fn report(out: &mut Map<String, Value>, prefix: &str, f: &Found) -> Result<()> {
         ("first_token_hop_added_ms_p50", c_hop.0 - d_hop.0),
         ("last_token_hop_added_ms_p50", c_lhop.0 - d_lhop.0),
         ("submit_ms_p50", submit.0),
+        ("claim_ms_p50", claim.0),
         ("tokens_per_s_ratio", c_tps / d_tps),
         ("statements_per_s_streaming", statements),
     ] {
