@@ -85,9 +85,11 @@ async fn a_start_claims_the_run_it_creates_and_only_submits_a_threads_or_a_repea
 }
 
 /// A start (on PostgreSQL one statement, `postgres/start.rs`) stores what
-/// a submit and then a claim of the same run store: the run's columns, its
-/// first step, its events with their data, and the audit entry of a
-/// submit that came through a channel.
+/// a submit and then a claim of the same run store (the claim always the
+/// script's transaction): the run's columns, its first step, its events
+/// with their data, and the audit entry of a submit that came through a
+/// channel. The start answers the run as submitted (queued, epoch 0) and as
+/// claimed.
 async fn a_start_writes_what_a_submit_then_a_claim_writes(kind: Kind) {
     let (_db, store) = fresh(kind).await;
     let origin = cairn_core::Origin {
