@@ -2,8 +2,8 @@
 //! every test ends with: exactly these violations, of this property.
 
 use cairn_history::{
-    check, Event, EventKind, FaultWindow, FinalState, Op, Property, Report, Run, RunStatus,
-    ViolationKind,
+    check, CommittedRow, Event, EventKind, FaultWindow, FinalState, Op, Property, Report, RowKind,
+    Run, RunStatus, ViolationKind,
 };
 
 fn event(process: u32, kind: EventKind, time_ns: u64, op: Op) -> Event {
@@ -78,6 +78,18 @@ pub fn commit(run: &str, step: u32, epoch: u64, owner: &str) -> Op {
 }
 
 /// A run under `key`, in `status`.
+/// A committed row of run `r1`, under its lease.
+pub fn row(step: u32, kind: RowKind, epoch: u64, owner: &str, order: u64) -> CommittedRow {
+    CommittedRow {
+        run: "r1".into(),
+        step,
+        kind,
+        epoch: Some(epoch),
+        owner: Some(owner.into()),
+        order,
+    }
+}
+
 pub fn run(id: &str, key: &str, status: RunStatus) -> Run {
     Run {
         id: id.into(),

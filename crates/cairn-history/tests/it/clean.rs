@@ -2,7 +2,7 @@
 //! unknown outcomes resolving either way; the checker finds nothing.
 
 use cairn_history::{
-    check, Attempt, CommittedRow, Effect, Event, FinalState, RowKind, RunStatus, StoredSignal, Wait,
+    check, Attempt, Effect, Event, FinalState, RowKind, RunStatus, StoredSignal, Wait,
 };
 
 use crate::build::*;
@@ -37,17 +37,6 @@ fn history() -> Vec<Event> {
         invoke(4, 420, read("r1", &[])),
         ok(4, 430, read("r1", &[1, 2, 3])),
     ]
-}
-
-fn row(step: u32, kind: RowKind, epoch: u64, owner: &str, order: u64) -> CommittedRow {
-    CommittedRow {
-        run: "r1".into(),
-        step,
-        kind,
-        epoch: Some(epoch),
-        owner: Some(owner.into()),
-        order,
-    }
 }
 
 fn final_state() -> FinalState {

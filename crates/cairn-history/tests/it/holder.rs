@@ -13,17 +13,6 @@ fn submitted() -> Vec<Event> {
     ]
 }
 
-fn row(step: u32, kind: RowKind, epoch: u64, owner: &str, order: u64) -> CommittedRow {
-    CommittedRow {
-        run: "r1".into(),
-        step,
-        kind,
-        epoch: Some(epoch),
-        owner: Some(owner.into()),
-        order,
-    }
-}
-
 fn with_rows(rows: Vec<CommittedRow>) -> FinalState {
     FinalState {
         rows,
