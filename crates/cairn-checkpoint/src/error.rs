@@ -225,8 +225,13 @@ impl From<sqlx::Error> for Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DbFault {
-    /// The file, directory or server refuses writes.
+    /// The file or directory refuses writes.
     ReadOnly,
+    /// A PostgreSQL server refuses writes now (SQLSTATE 25006): a standby,
+    /// a primary demoted by a failover, or one made read-only for a
+    /// while. Like a lost connection it may pass, so a write boundary tries
+    /// again within its window and first asks whether the write landed.
+    ReadOnlyServer,
     /// No space left for the write.
     DiskFull,
     /// The file's pages do not make sense (`cairn doctor` checks it).
@@ -243,6 +248,9 @@ impl std::fmt::Display for DbFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             DbFault::ReadOnly => "cannot write: the database is read-only",
+            DbFault::ReadOnlyServer => {
+                "cannot write: the server is read-only (a standby, or during a failover)"
+            }
             DbFault::DiskFull => "cannot write: the disk is full",
             DbFault::Corrupt => "the database is corrupt (check it with `cairn doctor`)",
             DbFault::Busy => "the database is busy",
@@ -259,7 +267,12 @@ impl DbFault {
         match e {
             sqlx::Error::Database(d) => {
                 let code = d.code().map(|c| c.into_owned()).unwrap_or_default();
-                if let Ok(n) = code.parse::<i32>() {
+                // Many SQLSTATEs are all digits too (25006, 40001, 53100,
+                // 08006): only SQLite's code is read as a number.
+                let postgres = d
+                    .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+                    .is_some();
+                if let (false, Ok(n)) = (postgres, code.parse::<i32>()) {
                     return match n & 0xff {
                         8 => DbFault::ReadOnly,
                         13 => DbFault::DiskFull,
@@ -270,7 +283,7 @@ impl DbFault {
                     };
                 }
                 match code.as_str() {
-                    "25006" => DbFault::ReadOnly,
+                    "25006" => DbFault::ReadOnlyServer,
                     "53100" => DbFault::DiskFull,
                     "XX001" | "XX002" => DbFault::Corrupt,
                     "40001" | "40P01" | "55P03" | "53300" => DbFault::Busy,
@@ -427,10 +440,19 @@ impl DbFault {
     /// unavailable (try later); a corrupt file and the rest are internal.
     pub fn kind(self) -> Kind {
         match self {
-            DbFault::ReadOnly | DbFault::DiskFull | DbFault::Busy | DbFault::Connection => {
-                Kind::Unavailable
-            }
+            DbFault::ReadOnly
+            | DbFault::ReadOnlyServer
+            | DbFault::DiskFull
+            | DbFault::Busy
+            | DbFault::Connection => Kind::Unavailable,
             DbFault::Corrupt | DbFault::Other => Kind::Internal,
         }
+    }
+
+    /// Whether the fault may pass within a write boundary's window (a lost
+    /// connection, a server read-only for a failover), so the write is
+    /// tried again after asking whether it landed.
+    pub fn may_pass(self) -> bool {
+        matches!(self, DbFault::Connection | DbFault::ReadOnlyServer)
     }
 }

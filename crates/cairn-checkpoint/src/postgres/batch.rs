@@ -243,11 +243,12 @@ fn commit_row(c: &StepCommit) -> Result<Value> {
     }))
 }
 
-/// A batch's failure, for each of its commits: a lost connection stays
-/// one (the write boundary then asks whether the commit landed).
+/// A batch's failure, for each of its commits: a fault that may pass (a
+/// lost connection, a server read-only for now) becomes a lost connection
+/// (the write boundary then asks whether the commit landed).
 fn copy_of(e: &sqlx::Error, text: &str) -> Error {
     match DbFault::of(e) {
-        DbFault::Connection => lost(text),
+        f if f.may_pass() => lost(text),
         _ => Error::Statement(format!("a batched step commit failed: {text}")),
     }
 }

@@ -13,7 +13,7 @@ use cairn_core::{Actor, EventData, EventKind, RunId, RunRecord};
 
 use crate::raw::decode_event;
 use crate::sql::query;
-use crate::{failpoint, Action, DbFault, Error, Result, StepCommit};
+use crate::{failpoint, Action, Error, Result, StepCommit};
 
 use super::rows::{fetch_run, fetch_step};
 use super::{ScriptHost, TxKind};
@@ -89,12 +89,9 @@ where
         }
         .await;
         match tried {
-            Err(
-                e @ Error::Db {
-                    fault: DbFault::Connection,
-                    ..
-                },
-            ) if Instant::now() + pause < give_up => {
+            Err(e @ Error::Db { fault, .. })
+                if fault.may_pass() && Instant::now() + pause < give_up =>
+            {
                 tracing::warn!(op, error = %e, "lost the connection during a write; trying again");
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(RETRY_MAX_PAUSE);

@@ -1,7 +1,8 @@
 //! DESIGN.md invariant 1 across a PostgreSQL server crash-restart: committed
 //! steps survive `pg_ctl -m immediate restart` on a throwaway cluster of the
 //! test's own (`cairn_testkit::PgCluster`, never the shared server), and the
-//! store works again afterwards without operator action.
+//! store works again afterwards without operator action; a commit sent while
+//! the cluster is read-only for a while lands once it takes writes again.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -304,4 +305,85 @@ async fn commits_racing_an_immediate_restart_are_never_lost() {
         2 + next as usize,
         "events disagree with the cursor"
     );
+}
+
+/// Sets the throwaway cluster read-only (`default_transaction_read_only`)
+/// or back, for every session at once and without closing any: the
+/// server's configuration reloaded, as a failover tool or an operator
+/// flips a primary.
+async fn read_only(cluster: &PgCluster, on: bool) {
+    let admin = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&cluster.url())
+        .await
+        .unwrap();
+    let set = match on {
+        true => "ALTER SYSTEM SET default_transaction_read_only = on",
+        false => "ALTER SYSTEM RESET default_transaction_read_only",
+    };
+    sqlx::query(set).execute(&admin).await.unwrap();
+    sqlx::query("SELECT pg_reload_conf()")
+        .execute(&admin)
+        .await
+        .unwrap();
+    admin.close().await;
+}
+
+/// A server that refuses writes for a while (SQLSTATE 25006: a standby, a
+/// primary being demoted, a read-only flip) is a fault that may pass
+/// (`DbFault::ReadOnlyServer`): a step commit sent while the cluster is
+/// read-only is refused by the server, tried again within the write
+/// boundary's window, and lands once the cluster takes writes again, on
+/// the same connections, exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_during_a_read_only_flip_of_the_cluster_lands_once_it_ends() {
+    let cluster = cluster();
+    let store = store(&cluster.url()).await;
+    let c = submitted_and_claimed(&store, 3).await;
+    let (id, epoch) = (c.run.id, c.run.lease_epoch);
+    store.commit_step(&success(id, epoch, 0, 3)).await.unwrap();
+
+    read_only(&cluster, true).await;
+    // The flip reached the store's sessions: a write is refused as a
+    // server that is read-only, not as a lost connection.
+    let refused = loop {
+        match store.submit(crate::new_run(1, None)).await {
+            Err(e) => break e,
+            Ok(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    };
+    assert!(
+        matches!(
+            refused,
+            Error::Db {
+                fault: DbFault::ReadOnlyServer,
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    let commit = success(id, epoch, 1, 3);
+    let t = Instant::now();
+    let (committed, ()) = tokio::join!(store.commit_step(&commit), async {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        read_only(&cluster, false).await;
+    });
+    committed.unwrap();
+    assert!(
+        t.elapsed() >= Duration::from_millis(500),
+        "the commit landed while the cluster was read-only ({:?})",
+        t.elapsed()
+    );
+    let (run, steps) = store.load(id).await.unwrap();
+    assert_eq!((run.status, run.cursor), (RunStatus::Running, StepIdx(2)));
+    assert_eq!(steps[1].status, StepStatus::Succeeded);
+    assert_eq!(steps[1].output, Some(json!({"out": 1})));
+    let succeeded = store
+        .events(id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind.as_str() == "step_succeeded")
+        .count();
+    assert_eq!(succeeded, 2, "each commit's event once");
 }
