@@ -23,6 +23,9 @@ use crate::script::{ScriptHost, TxKind};
 use crate::sql::{Query, RUNNABLE};
 use crate::{ClaimRequest, Claimed, LeaseEpoch, NewRun, Result, Started, Submitted};
 
+/// The statement. `notified` is read by nobody: a CTE that modifies
+/// nothing (the `pg_notify` of `n`) runs only if referenced, so the last
+/// `SELECT` names it.
 const START: &str = concat!(
     "WITH r AS ( \
        INSERT INTO runs (id, crew_name, crew_version, crew_fingerprint, crew_def, input, \
