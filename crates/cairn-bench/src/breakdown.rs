@@ -103,15 +103,11 @@ async fn wal_per_commit(
             .submit(crate::new_run(crew, json!({"wal": true})))
             .await?
             .run;
-        let epoch = store
-            .claim(run.id, &claim_request(false))
-            .await?
-            .run
-            .lease_epoch;
+        let fence = store.claim(run.id, &claim_request(false)).await?.fence;
         wal_reset(raw).await?;
         let before = wal_mark(raw).await?;
         for i in 0..STEPS as usize {
-            let commit = step_commit(crew, run.id, epoch, i);
+            let commit = step_commit(crew, run.id, &fence, i);
             let t = Instant::now();
             store.commit_step(&commit).await?;
             times.push(t.elapsed());

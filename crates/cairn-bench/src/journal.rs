@@ -94,7 +94,7 @@ async fn measure(target: &Target, url: &str) -> Result<Numbers> {
             store
                 .append_journal(&JournalAppend {
                     run_id: run.id,
-                    epoch: claimed.run.lease_epoch,
+                    fence: claimed.fence.clone(),
                     idx: StepIdx(0),
                     attempt: Attempt::FIRST,
                     generation: 0,

@@ -48,7 +48,7 @@ use cairn_checkpoint::{
     ClaimRequest, Durability, NewRun, Next, OpenOptions, PgStore, SqliteStore, StepCommit,
     StepTransition,
 };
-use cairn_core::{Attempt, LeaseEpoch, NewEvent};
+use cairn_core::{Attempt, Fence, NewEvent};
 
 const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 /// Steps of the crew whose per-step cost is measured.
@@ -524,11 +524,11 @@ async fn direct_run(store: &dyn Store, crew: &Crew) -> Result<Phases> {
         .await?;
     let start = t.elapsed();
     let claimed = started.claimed.context("the start claimed nothing")?;
-    let (run, epoch) = (claimed.run.id, claimed.run.lease_epoch);
+    let (run, fence) = (claimed.run.id, &claimed.fence);
     let n = def.agents.len();
     let mut commits = Vec::with_capacity(n);
     for i in 0..n {
-        let commit = step_commit(crew, run, epoch, i);
+        let commit = step_commit(crew, run, fence, i);
         let t = Instant::now();
         store.commit_step(&commit).await?;
         commits.push(t.elapsed());
@@ -549,7 +549,7 @@ fn new_run(crew: &Crew, input: Value) -> NewRun {
 }
 
 /// The commit `Executor::drive` makes when step `i` of `crew` succeeds.
-fn step_commit(crew: &Crew, run_id: RunId, epoch: LeaseEpoch, i: usize) -> StepCommit {
+fn step_commit(crew: &Crew, run_id: RunId, fence: &Fence, i: usize) -> StepCommit {
     let agents = &crew.def().agents;
     let idx = StepIdx(i as u32);
     let last = i + 1 == agents.len();
@@ -571,7 +571,7 @@ fn step_commit(crew: &Crew, run_id: RunId, epoch: LeaseEpoch, i: usize) -> StepC
     }
     StepCommit {
         run_id,
-        epoch,
+        fence: fence.clone(),
         idx,
         attempt: Attempt::FIRST,
         usage: None,

@@ -116,6 +116,9 @@ impl ClaimRequest {
 #[derive(Debug, Clone)]
 pub struct Claimed {
     pub run: RunRecord,
+    /// The lease the claim granted (the run's new epoch, the claimer):
+    /// what every write of the holder is fenced by.
+    pub fence: cairn_core::Fence,
     pub at_cursor: Option<StepRecord>,
     /// The claim found the cursor's attempt in flight under a previous holder.
     pub took_over: bool,

@@ -11,18 +11,20 @@ use std::time::Duration;
 use serde_json::Value;
 
 use cairn_core::{
-    Attempt, CrewDef, ErrorInfo, JoinRule, LeaseEpoch, NewEvent, NewWait, OnParentClose, Role,
-    RunId, RunStatus, StepIdx, StepStatus, Usage,
+    Attempt, CrewDef, ErrorInfo, Fence, JoinRule, NewEvent, NewWait, OnParentClose, Role, RunId,
+    RunStatus, StepIdx, StepStatus, Usage,
 };
 
 /// The end of one step, written in one transaction with the run's new
-/// cursor and status and the events; fenced by `epoch`. A success that
+/// cursor and status and the events; fenced by `fence`. A success that
 /// does not end the run marks the next step `running` in the same
 /// transaction, so an in-flight step needs no commit of its own.
 #[derive(Debug, Clone)]
 pub struct StepCommit {
     pub run_id: RunId,
-    pub epoch: LeaseEpoch,
+    /// The holder's lease: the run row is written only while it is
+    /// `running` at this epoch under this owner.
+    pub fence: Fence,
     pub idx: StepIdx,
     pub attempt: Attempt,
     /// Tokens the attempt used, whatever became of it.
@@ -286,7 +288,7 @@ mod tests {
     fn commit(transition: StepTransition) -> StepCommit {
         StepCommit {
             run_id: RunId::new(),
-            epoch: LeaseEpoch(3),
+            fence: Fence::new(cairn_core::LeaseEpoch(3), "w"),
             idx: StepIdx(1),
             attempt: Attempt(2),
             usage: None,

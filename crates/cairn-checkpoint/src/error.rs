@@ -23,6 +23,17 @@ pub enum Error {
         held: LeaseEpoch,
         current: LeaseEpoch,
     },
+    /// A write carried the run's current epoch but not its owner: the epoch
+    /// was granted twice (a claim lost with an asynchronous failover of the
+    /// database, then the same number granted to another process). The
+    /// writer no longer holds the run. Nothing was written.
+    #[error("run {run}: lease epoch {epoch} is held by `{owner}`, not by `{held_by}` (the epoch was granted again, as after a database failover lost a claim), so this write was rejected")]
+    LeaseReused {
+        run: RunId,
+        epoch: LeaseEpoch,
+        owner: String,
+        held_by: String,
+    },
     /// A takeover was refused: the run is running under a lease that has
     /// not expired (its holder may be alive and heartbeating). Nothing was
     /// written.
@@ -425,6 +436,7 @@ impl Error {
             Error::Db { fault, .. } => fault.kind(),
             Error::Corruption(_) => Kind::Corruption,
             Error::StaleEpoch { .. }
+            | Error::LeaseReused { .. }
             | Error::NotYet { .. }
             | Error::CancelRequested { .. }
             | Error::Migrate { .. }

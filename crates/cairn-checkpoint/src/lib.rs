@@ -40,8 +40,8 @@ mod sql;
 mod sqlite;
 
 use cairn_core::{
-    Actor, Attempt, CrewDef, EventRecord, JournalKind, LeaseEpoch, NewEvent, RunId, RunRecord,
-    RunStatus, StepIdx, WaitStatus,
+    Actor, Attempt, CrewDef, EventRecord, Fence, JournalKind, LeaseEpoch, NewEvent, RunId,
+    RunRecord, RunStatus, StepIdx, WaitStatus,
 };
 use serde_json::Value;
 
@@ -256,7 +256,7 @@ pub struct CrewUpgrade {
     /// The lease the caller holds on the running run (a claim at a step
     /// boundary); `None` for an operator's move of a run that is not
     /// running.
-    pub held: Option<LeaseEpoch>,
+    pub held: Option<Fence>,
     pub actor: Actor,
 }
 
@@ -285,11 +285,11 @@ pub struct CrewVersion {
     pub unfinished: u64,
 }
 
-/// A journal item to append, fenced by `epoch` like a step commit.
+/// A journal item to append, fenced by `fence` like a step commit.
 #[derive(Debug, Clone)]
 pub struct JournalAppend {
     pub run_id: RunId,
-    pub epoch: LeaseEpoch,
+    pub fence: Fence,
     pub idx: StepIdx,
     pub attempt: Attempt,
     pub generation: u32,

@@ -2,8 +2,8 @@
 //! their SQL differs only in dialect, never in meaning.
 
 use cairn_core::{
-    Actor, Corruption, CrewDef, ErrorInfo, ErrorKind, LeaseEpoch, NewEvent, RunRecord, RunStatus,
-    StepRecord, StepStatus,
+    Actor, Corruption, CrewDef, ErrorInfo, ErrorKind, Fence, LeaseEpoch, NewEvent, RunRecord,
+    RunStatus, StepRecord, StepStatus,
 };
 
 use crate::{Action, ClaimRequest, Error, ForkRequest, Result, StepCommit};
@@ -262,39 +262,64 @@ pub(crate) fn claim_events_at(
     events
 }
 
-/// Why a commit matched no running run at the caller's epoch.
-pub(crate) fn refused_commit(run: &RunRecord, c: &StepCommit) -> Error {
-    if run.lease_epoch == c.epoch
-        && run.status == RunStatus::Running
-        && run.cancel_requested_at.is_some()
-    {
+/// Why a commit matched no running run at the caller's fence; `owner` is
+/// the run's lease owner now.
+pub(crate) fn refused_commit(run: &RunRecord, owner: Option<&str>, c: &StepCommit) -> Error {
+    let held = &c.fence;
+    if run.lease_epoch != held.epoch {
+        return Error::StaleEpoch {
+            run: run.id,
+            held: held.epoch,
+            current: run.lease_epoch,
+        };
+    }
+    if let Some(reused) = reused(run.id, held, owner) {
+        return reused;
+    }
+    if run.status == RunStatus::Running && run.cancel_requested_at.is_some() {
         return Error::CancelRequested { run: run.id };
     }
-    if run.lease_epoch != c.epoch {
-        Error::StaleEpoch {
-            run: run.id,
-            held: c.epoch,
-            current: run.lease_epoch,
-        }
-    } else {
-        Error::WrongState {
-            run: run.id,
-            status: run.status,
-            action: "commit a step",
-        }
+    Error::WrongState {
+        run: run.id,
+        status: run.status,
+        action: "commit a step",
+    }
+}
+
+/// The epoch is the holder's but the owner is another's: the epoch was
+/// granted twice.
+fn reused(run: RunId, held: &Fence, owner: Option<&str>) -> Option<Error> {
+    match owner {
+        Some(owner) if owner == &*held.owner => None,
+        // A run that is not running has no owner: its status says why.
+        None => None,
+        Some(owner) => Some(Error::LeaseReused {
+            run,
+            epoch: held.epoch,
+            owner: owner.to_owned(),
+            held_by: held.owner.to_string(),
+        }),
     }
 }
 
 /// Whether a process holding `held` may still write to the run (a journal
-/// item or an event): the run is `running` at that epoch.
+/// item or an event): the run is `running` at that epoch under that owner;
+/// `current` is the run's epoch and lease owner now.
 pub(crate) fn check_holder(
     run: RunId,
     status: RunStatus,
-    current: LeaseEpoch,
-    held: LeaseEpoch,
+    current: (LeaseEpoch, Option<&str>),
+    held: &Fence,
 ) -> Result<()> {
-    if current != held {
-        return Err(Error::StaleEpoch { run, held, current });
+    if current.0 != held.epoch {
+        return Err(Error::StaleEpoch {
+            run,
+            held: held.epoch,
+            current: current.0,
+        });
+    }
+    if let Some(reused) = reused(run, held, current.1) {
+        return Err(reused);
     }
     if status != RunStatus::Running {
         return Err(Error::WrongState {

@@ -96,6 +96,32 @@ impl fmt::Display for LeaseEpoch {
     }
 }
 
+/// What a lease's holder fences every write with: the epoch its claim
+/// granted and the owner it was granted to. The store compares both, so an
+/// epoch granted twice (a claim lost with an asynchronous failover of the
+/// database, then the same number granted to another process) still tells
+/// its two holders apart: the first one's writes are refused.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Fence {
+    pub epoch: LeaseEpoch,
+    pub owner: std::sync::Arc<str>,
+}
+
+impl Fence {
+    pub fn new(epoch: LeaseEpoch, owner: impl Into<std::sync::Arc<str>>) -> Fence {
+        Fence {
+            epoch,
+            owner: owner.into(),
+        }
+    }
+}
+
+impl fmt::Display for Fence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "epoch {} of `{}`", self.epoch, self.owner)
+    }
+}
+
 /// Attempt number of a step, counting from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]

@@ -48,7 +48,7 @@ pub use crew::{AgentDef, AgentKind, ApprovalPoint, CrewDef, CrewError, Fingerpri
 pub use error::Corruption;
 pub use event::{Actor, EventData, EventDecodeError, EventKind, EventRecord, NewEvent};
 pub use hook::{BadHook, Hook, Scheme};
-pub use ids::{Attempt, LeaseEpoch, Role, RunId, StepIdx};
+pub use ids::{Attempt, Fence, LeaseEpoch, Role, RunId, StepIdx};
 pub use journal::{
     Journal, JournalEntry, JournalError, JournalHandle, JournalKind, NewJournalItem, OutputDelta,
 };

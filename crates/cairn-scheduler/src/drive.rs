@@ -104,8 +104,8 @@ impl Drive<'_> {
         let mut run = claimed.run;
         // Keep the lease, and watch for a cancel, while this process
         // works on the run.
-        let epoch = run.lease_epoch;
-        let guard = exec.keeper.hold(run_id, epoch);
+        let fence = claimed.fence;
+        let guard = exec.keeper.hold(run_id, fence.clone());
         // What people said about the cursor's step: feedback, answers, approval.
         let extras = match claimed.first_run {
             true => StepExtras::default(),
@@ -144,7 +144,7 @@ impl Drive<'_> {
         };
         let held = Held {
             guard: &guard,
-            epoch,
+            fence,
             thread,
             thread_budget,
         };
@@ -178,7 +178,7 @@ impl Drive<'_> {
             })?;
             let step = Dispatch {
                 run: run_id,
-                epoch: held.epoch,
+                fence: held.fence.clone(),
                 step_count: run.step_count,
                 idx,
                 attempt: current,
@@ -247,7 +247,7 @@ impl Drive<'_> {
 /// What one claim's dispatch holds for all its steps.
 struct Held<'g> {
     guard: &'g LeaseGuard,
-    epoch: cairn_core::LeaseEpoch,
+    fence: cairn_core::Fence,
     /// The thread's earlier runs, read once per claim.
     thread: Vec<ThreadTurn>,
     /// The thread's budget, read once per claim (the id and the limits).

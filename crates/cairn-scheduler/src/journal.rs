@@ -1,5 +1,5 @@
 //! The journal and meter the executor gives each step: `Store`'s journal
-//! and meter methods bound to the run, step, attempt, generation and lease epoch that
+//! and meter methods bound to the run, step, attempt, generation and lease that
 //! dispatched it, so an agent journals without knowing storage and a
 //! process that lost the run cannot write.
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use cairn_checkpoint::{failpoint, Error as StoreError, JournalAppend, Store};
 use cairn_core::{
-    Admission, Attempt, Journal, JournalEntry, JournalError, KeyAsk, KeyPause, LeaseEpoch, Meter,
+    Admission, Attempt, Fence, Journal, JournalEntry, JournalError, KeyAsk, KeyPause, Meter,
     NewEvent, NewJournalItem, OutputDelta, Permit, RunId, StepIdx,
 };
 
@@ -20,7 +20,7 @@ pub(crate) struct StoreJournal {
     pub idx: StepIdx,
     pub attempt: Attempt,
     pub generation: u32,
-    pub epoch: LeaseEpoch,
+    pub fence: Fence,
     pub max_item_bytes: usize,
     /// The step's newest journal `seq`, any generation (0: none yet), as
     /// last read or written: what live text is sent after.
@@ -63,7 +63,7 @@ impl Journal for StoreJournal {
             .store
             .append_journal(&JournalAppend {
                 run_id: self.run,
-                epoch: self.epoch,
+                fence: self.fence.clone(),
                 idx: self.idx,
                 attempt: self.attempt,
                 generation: self.generation,
@@ -82,7 +82,7 @@ impl Journal for StoreJournal {
 
     async fn event(&self, event: NewEvent) -> Result<(), JournalError> {
         self.store
-            .record_events(self.run, self.epoch, std::slice::from_ref(&event))
+            .record_events(self.run, &self.fence, std::slice::from_ref(&event))
             .await
             .map_err(journal_error)
     }
@@ -114,7 +114,7 @@ impl Meter for StoreJournal {
         estimate: &cairn_core::CallEstimate,
     ) -> Result<Option<cairn_core::SentCall>, JournalError> {
         let sent = cairn_core::SentCall {
-            epoch: self.epoch.0,
+            epoch: self.fence.epoch.0,
             estimate: *estimate,
         };
         let event = NewEvent::typed(cairn_core::EventData::ModelCallSent(sent.event()));
@@ -140,7 +140,7 @@ impl Meter for StoreJournal {
         let ask = KeyAsk {
             key: key.to_owned(),
             run: self.run,
-            epoch: self.epoch,
+            epoch: self.fence.epoch,
             tokens,
             declared,
         };
@@ -152,7 +152,7 @@ impl Meter for StoreJournal {
         ask: &cairn_core::BudgetAsk,
     ) -> Result<cairn_core::TreeAnswer, JournalError> {
         self.store
-            .reserve_budget(self.run, self.epoch, ask)
+            .reserve_budget(self.run, self.fence.epoch, ask)
             .await
             .map_err(journal_error)
     }

@@ -12,14 +12,24 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use cairn_checkpoint::{Lease, Store};
-use cairn_core::{LeaseEpoch, RunId};
+use cairn_core::{Fence, RunId};
+
+/// One held run: the lease it is fenced by, where its guard learns what
+/// the beats found, and which hold of this keeper it is.
+struct Entry {
+    fence: Fence,
+    tx: watch::Sender<Lease>,
+    hold: u64,
+}
 
 /// The runs one executor holds, and the task that beats for them.
 pub(crate) struct Keeper {
     store: Arc<dyn Store>,
     lease: Duration,
     every: Duration,
-    held: Mutex<HashMap<RunId, (LeaseEpoch, watch::Sender<Lease>)>>,
+    held: Mutex<HashMap<RunId, Entry>>,
+    /// Numbers the holds, so a guard removes only its own entry.
+    holds: std::sync::atomic::AtomicU64,
     /// Started by the first hold (a runtime exists by then).
     task: OnceLock<tokio::task::JoinHandle<()>>,
 }
@@ -32,36 +42,45 @@ impl Keeper {
             lease,
             every,
             held: Mutex::default(),
+            holds: Default::default(),
             task: OnceLock::new(),
         })
     }
 
-    /// Keeps `id`'s lease at `epoch` until the guard is dropped.
-    pub fn hold(self: &Arc<Self>, id: RunId, epoch: LeaseEpoch) -> LeaseGuard {
+    /// Keeps `id`'s lease under `fence` until the guard is dropped. An
+    /// earlier hold of the same run by this process is told its lease is
+    /// lost: whatever it still runs must stop, even when the claim granted
+    /// the same epoch again (a claim lost with a database failover, then
+    /// taken again by this process), which no fence can tell apart.
+    pub fn hold(self: &Arc<Self>, id: RunId, fence: Fence) -> LeaseGuard {
         let (tx, state) = watch::channel(Lease::Held);
-        self.entries().insert(id, (epoch, tx));
+        let hold = self
+            .holds
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let entry = Entry { fence, tx, hold };
+        if let Some(old) = self.entries().insert(id, entry) {
+            old.tx.send_replace(Lease::Lost);
+        }
         self.task
             .get_or_init(|| tokio::spawn(beat(Arc::downgrade(self))));
         LeaseGuard {
             state,
             keeper: self.clone(),
             id,
-            epoch,
+            hold,
         }
     }
 
-    fn entries(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<RunId, (LeaseEpoch, watch::Sender<Lease>)>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, Entry>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// One beat for every held run; each guard learns what its run's found.
     async fn beat_once(&self) {
-        let held: Vec<(RunId, LeaseEpoch)> = self
+        let held: Vec<(RunId, Fence)> = self
             .entries()
             .iter()
-            .map(|(id, (epoch, _))| (*id, *epoch))
+            .map(|(id, e)| (*id, e.fence.clone()))
             .collect();
         if held.is_empty() {
             return;
@@ -75,15 +94,15 @@ impl Keeper {
             }
         };
         let entries = self.entries();
-        for ((id, epoch), lease) in held.iter().zip(found) {
-            let Some((now, tx)) = entries.get(id) else {
+        for ((id, fence), lease) in held.iter().zip(found) {
+            let Some(Entry { fence: now, tx, .. }) = entries.get(id) else {
                 continue;
             };
-            if now != epoch {
+            if now != fence {
                 continue;
             }
             if lease == Lease::Lost && *tx.borrow() != Lease::Lost {
-                tracing::warn!(run = %id, %epoch, "lease lost; the step will be stopped");
+                tracing::warn!(run = %id, %fence, "lease lost; the step will be stopped");
             }
             tx.send_if_modified(|l| {
                 // Lost is final for this hold.
@@ -125,7 +144,7 @@ pub(crate) struct LeaseGuard {
     state: watch::Receiver<Lease>,
     keeper: Arc<Keeper>,
     id: RunId,
-    epoch: LeaseEpoch,
+    hold: u64,
 }
 
 impl LeaseGuard {
@@ -150,8 +169,8 @@ impl LeaseGuard {
 impl Drop for LeaseGuard {
     fn drop(&mut self) {
         let mut entries = self.keeper.entries();
-        // A later hold of the same run (a new epoch) is not this guard's.
-        if entries.get(&self.id).is_some_and(|(e, _)| *e == self.epoch) {
+        // A later hold of the same run is not this guard's.
+        if entries.get(&self.id).is_some_and(|e| e.hold == self.hold) {
             entries.remove(&self.id);
         }
     }
@@ -171,14 +190,14 @@ mod tests {
 
     const EVERY: Duration = Duration::from_millis(50);
 
-    /// A run of `db` claimed at its first step: (store, run, epoch).
-    async fn held(db: &TestDb) -> (Arc<dyn Store>, RunId, LeaseEpoch) {
+    /// A run of `db` claimed at its first step: (store, run, its fence).
+    async fn held(db: &TestDb) -> (Arc<dyn Store>, RunId, Fence) {
         let store = open(&db.url, &OpenOptions::default()).await.unwrap();
         held_in(&store).await
     }
 
     /// A new run of `store` claimed at its first step.
-    async fn held_in(store: &Arc<dyn Store>) -> (Arc<dyn Store>, RunId, LeaseEpoch) {
+    async fn held_in(store: &Arc<dyn Store>) -> (Arc<dyn Store>, RunId, Fence) {
         let store = store.clone();
         let toml = "name = \"c\"\nversion = \"1\"\n[[agents]]\nrole = \"a\"\nkind = \"template\"\ntemplate = \"x\"\n";
         let run = NewRun::new(
@@ -187,7 +206,7 @@ mod tests {
         );
         let id = store.submit(run).await.unwrap().run.id;
         let claimed = store.claim(id, &claim(false)).await.unwrap();
-        (store, id, claimed.run.lease_epoch)
+        (store, id, claimed.fence)
     }
 
     fn claim(takeover: bool) -> ClaimRequest {
@@ -208,10 +227,10 @@ mod tests {
 
     async fn a_held_lease_is_extended_and_reports_nothing(kind: Kind) {
         let db = TestDb::of(kind).await;
-        let (store, id, epoch) = held(&db).await;
+        let (store, id, fence) = held(&db).await;
         // Beats keep a 300 ms lease alive well past 300 ms …
         let lease = Duration::from_millis(300);
-        let guard = Keeper::new(store.clone(), lease, EVERY).hold(id, epoch);
+        let guard = Keeper::new(store.clone(), lease, EVERY).hold(id, fence);
         let quiet = tokio::time::timeout(lease * 3, guard.stopped()).await;
         assert!(quiet.is_err(), "a held lease stops nothing: {quiet:?}");
         assert_eq!(guard.now(), Lease::Held);
@@ -229,8 +248,8 @@ mod tests {
 
     async fn a_cancel_request_reaches_the_step_within_a_beat(kind: Kind) {
         let db = TestDb::of(kind).await;
-        let (store, id, epoch) = held(&db).await;
-        let guard = Keeper::new(store.clone(), Duration::from_secs(30), EVERY).hold(id, epoch);
+        let (store, id, fence) = held(&db).await;
+        let guard = Keeper::new(store.clone(), Duration::from_secs(30), EVERY).hold(id, fence);
         store
             .act(id, Action::Cancel, &Actor::new("op"))
             .await
@@ -246,12 +265,34 @@ mod tests {
 
     async fn a_takeover_is_a_lost_lease(kind: Kind) {
         let db = TestDb::of(kind).await;
-        let (store, id, epoch) = held(&db).await;
-        let guard = Keeper::new(store.clone(), Duration::from_secs(30), EVERY).hold(id, epoch);
+        let (store, id, fence) = held(&db).await;
+        let guard = Keeper::new(store.clone(), Duration::from_secs(30), EVERY).hold(id, fence);
         store.claim(id, &claim(true)).await.unwrap();
         assert_eq!(stops_within(&guard, EVERY * 10).await, Lease::Lost);
         // The new holder's lease was not extended by the zombie's guard.
         assert_eq!(guard.now(), Lease::Lost);
+    }
+
+    /// The same process granted the same fence twice (its claim lost with a
+    /// database failover, then taken again by it): no fence tells the two
+    /// holds apart, so the new hold stops the old one at once, and the old
+    /// guard's drop leaves the new hold in place.
+    async fn a_second_hold_of_a_run_stops_the_first(kind: Kind) {
+        let db = TestDb::of(kind).await;
+        let (store, id, fence) = held(&db).await;
+        let keeper = Keeper::new(store.clone(), Duration::from_secs(30), EVERY);
+        let first = keeper.hold(id, fence.clone());
+        let second = keeper.hold(id, fence);
+        assert_eq!(first.now(), Lease::Lost);
+        assert_eq!(stops_within(&first, EVERY).await, Lease::Lost);
+        drop(first);
+        tokio::time::sleep(EVERY * 3).await;
+        assert_eq!(
+            second.now(),
+            Lease::Held,
+            "the beats still keep the new hold"
+        );
+        assert_eq!(keeper.entries().len(), 1);
     }
 
     /// One keeper holding 30 runs: one beat keeps every lease alive, and
@@ -263,15 +304,16 @@ mod tests {
         // (the whole suite at once) does not let a lease run out.
         let lease = Duration::from_millis(1200);
         let keeper = Keeper::new(store.clone(), lease, EVERY);
-        let mut guards = vec![];
+        let (mut guards, mut fences) = (vec![], vec![]);
         let mut ids = vec![];
         for _ in 0..30 {
-            let (_, id, epoch) = held_in(&store).await;
-            guards.push(keeper.hold(id, epoch));
+            let (_, id, fence) = held_in(&store).await;
+            guards.push(keeper.hold(id, fence.clone()));
+            fences.push(fence);
             ids.push(id);
         }
         let direct = store
-            .heartbeat_many(&[(ids[1], guards[1].epoch)], lease)
+            .heartbeat_many(&[(ids[1], fences[1].clone())], lease)
             .await
             .unwrap();
         assert_eq!(direct, [Lease::Held]);
@@ -328,6 +370,7 @@ mod tests {
         a_held_lease_is_extended_and_reports_nothing,
         a_cancel_request_reaches_the_step_within_a_beat,
         a_takeover_is_a_lost_lease,
+        a_second_hold_of_a_run_stops_the_first,
         one_beat_keeps_many_runs_each_fenced_alone,
     );
 
@@ -339,16 +382,16 @@ mod tests {
     async fn lease_cost() {
         for kind in [Kind::Sqlite, Kind::Postgres] {
             let db = TestDb::of(kind).await;
-            let (store, id, epoch) = held(&db).await;
+            let (store, id, fence) = held(&db).await;
             let n = 2000u32;
             let lease = Duration::from_secs(30);
             for _ in 0..50 {
-                store.heartbeat(id, epoch, lease).await.unwrap();
+                store.heartbeat(id, &fence, lease).await.unwrap();
                 store.get_run(id).await.unwrap();
             }
             let t = Instant::now();
             for _ in 0..n {
-                store.heartbeat(id, epoch, lease).await.unwrap();
+                store.heartbeat(id, &fence, lease).await.unwrap();
             }
             let beat = t.elapsed() / n;
             let t = Instant::now();
@@ -360,19 +403,19 @@ mod tests {
             // Sixteen running steps at once, each watched by its own queries.
             let mut runs = vec![];
             for _ in 0..16 {
-                let (_, id, epoch) = held(&db).await;
-                runs.push((store.clone(), id, epoch));
+                let (_, id, fence) = held(&db).await;
+                runs.push((store.clone(), id, fence));
             }
             for write in [true, false] {
                 let t = Instant::now();
                 let tasks: Vec<_> = runs
                     .iter()
                     .cloned()
-                    .map(|(store, id, epoch)| {
+                    .map(|(store, id, fence)| {
                         tokio::spawn(async move {
                             for _ in 0..200 {
                                 if write {
-                                    store.heartbeat(id, epoch, lease).await.unwrap();
+                                    store.heartbeat(id, &fence, lease).await.unwrap();
                                 } else {
                                     store.get_run(id).await.unwrap();
                                 }

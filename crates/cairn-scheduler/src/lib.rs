@@ -260,10 +260,10 @@ impl Executor {
         claimed: cairn_checkpoint::Claimed,
         crew: &Crew,
     ) -> Result<Driven> {
-        let epoch = claimed.run.lease_epoch;
+        let fence = claimed.fence.clone();
         let result = self.drive_claimed_run(claimed, crew).await;
         if let Some(corrupt) = result.as_ref().err().and_then(Error::corruption) {
-            self.store.set_aside(corrupt, Some(epoch)).await?;
+            self.store.set_aside(corrupt, Some(&fence)).await?;
         }
         result
     }
@@ -568,7 +568,7 @@ impl Executor {
             idx: step.idx,
             attempt: step.attempt,
             generation: extras.feedback.len() as u32,
-            epoch: step.epoch,
+            fence: step.fence.clone(),
             max_item_bytes: self.config.limits.max_journal_item_bytes,
             newest: Default::default(),
         });

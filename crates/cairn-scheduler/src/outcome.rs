@@ -16,16 +16,16 @@ use cairn_core::event::payload::{
 };
 use cairn_core::{
     AgentDef, AgentKind, ApprovalPoint, Attempt, CrewDef, Deferral, ErrorInfo, ErrorKind,
-    EventData, Heard, JoinRule, LeaseEpoch, Listen, NewEvent, NewWait, OnDeadline, OnParentClose,
-    Role, RunId, Spawn, StepIdx, StepOutput, Stop, Usage, WaitId, WaitKind,
+    EventData, Fence, Heard, JoinRule, Listen, NewEvent, NewWait, OnDeadline, OnParentClose, Role,
+    RunId, Spawn, StepIdx, StepOutput, Stop, Usage, WaitId, WaitKind,
 };
 
 /// The step being decided: which run, which step and attempt, its agent.
 #[derive(Debug, Clone)]
 pub(crate) struct Dispatch<'a> {
     pub run: RunId,
-    /// The lease epoch the commit is fenced by.
-    pub epoch: LeaseEpoch,
+    /// The lease the commit is fenced by.
+    pub fence: Fence,
     pub step_count: u32,
     pub idx: StepIdx,
     pub attempt: Attempt,
@@ -396,7 +396,7 @@ pub(crate) fn commit(step: &Dispatch<'_>, outcome: StepOutcome) -> StepCommit {
     };
     StepCommit {
         run_id: step.run,
-        epoch: step.epoch,
+        fence: step.fence.clone(),
         idx,
         attempt,
         usage,
@@ -656,7 +656,7 @@ fn no_next_step(
     events.push(run_failed(step, &error));
     StepCommit {
         run_id: step.run,
-        epoch: step.epoch,
+        fence: step.fence.clone(),
         idx: step.idx,
         attempt: step.attempt,
         usage,

@@ -29,6 +29,7 @@ mod rate_limited;
 pub mod schema;
 mod skipped;
 mod slow_model;
+mod snapshot;
 pub use delegating_model::DelegatingModel;
 pub use paced_model::{PacedCall, PacedModel};
 pub use pg_cluster::{pg_bin_dir, ClusterError, PgCluster};

@@ -333,7 +333,7 @@ impl Engine {
         let req = CrewUpgrade {
             to: newest.def().clone(),
             force: false,
-            held: Some(run.lease_epoch),
+            held: Some(claimed.fence.clone()),
             actor: Actor::new(self.executor.config().owner.clone())
                 .because("upgrade policy `compatible`"),
         };

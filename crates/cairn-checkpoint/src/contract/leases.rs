@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairn_core::{Corruption, LeaseEpoch, RunId};
+use cairn_core::{Corruption, Fence, RunId};
 
 use crate::{ClaimRequest, Claimed, Lease, NewRun, Result, Started, StepCommit};
 
@@ -47,33 +47,31 @@ pub trait LeaseStore: Send + Sync + 'static {
     /// still `claim_next`. SQLite has no notifications and just waits `max`.
     async fn wait_for_work(&self, max: Duration);
 
-    /// Extends the lease of a run held at `epoch`, by the database clock,
+    /// Extends the lease of a run held under `held` (its epoch and owner),
+    /// by the database clock,
     /// and says whether a cancel was requested, so one query per beat both
     /// keeps the lease and watches for a cancel. [`Lease::Lost`] if another
     /// claim took the run or it stopped: a zombie cannot extend what it no
     /// longer holds.
-    async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<Lease>;
+    async fn heartbeat(&self, id: RunId, held: &Fence, lease: Duration) -> Result<Lease>;
 
     /// [`LeaseStore::heartbeat`] for every run a process holds, in one
     /// statement: what each beat found, in the order given. A process's
     /// lease upkeep then costs one statement per beat however many runs it
-    /// holds; each run is still fenced by its own epoch.
-    async fn heartbeat_many(
-        &self,
-        held: &[(RunId, LeaseEpoch)],
-        lease: Duration,
-    ) -> Result<Vec<Lease>>;
+    /// holds; each run is still fenced by its own epoch and owner.
+    async fn heartbeat_many(&self, held: &[(RunId, Fence)], lease: Duration) -> Result<Vec<Lease>>;
 
     /// Fails a run whose stored state does not make sense with error kind
     /// `corruption`, without decoding it, so it never blocks a worker's
     /// queue or takes crash-loop rounds: the run `failed` and its lease
     /// released, a step left `running` failed too, and a `run_failed`
-    /// event naming the corruption. With `held`, only while that epoch
+    /// event naming the corruption. With `held`, only while that lease
     /// holds the run (a worker that claimed it); without, only while it is
     /// queued or running. Whether this call set it aside.
-    async fn set_aside(&self, corruption: &Corruption, held: Option<LeaseEpoch>) -> Result<bool>;
+    async fn set_aside(&self, corruption: &Corruption, held: Option<&Fence>) -> Result<bool>;
 
     /// Commits the end of a step (see [`StepCommit`]). A stale epoch is
-    /// rejected with [`Error::StaleEpoch`] and changes nothing.
+    /// rejected with [`Error::StaleEpoch`], the current epoch of another
+    /// owner with [`Error::LeaseReused`]; either changes nothing.
     async fn commit_step(&self, commit: &StepCommit) -> Result<()>;
 }

@@ -2,7 +2,7 @@
 //! a lease.
 
 use async_trait::async_trait;
-use cairn_core::{EventKind, EventRecord, LeaseEpoch, NewEvent, RunId, RunRecord, StepRecord};
+use cairn_core::{EventKind, EventRecord, Fence, NewEvent, RunId, RunRecord, StepRecord};
 
 use crate::{Backend, NewRun, Result, RunFilter, StoreStats, Submitted};
 
@@ -42,6 +42,6 @@ pub trait RunStore: Send + Sync + 'static {
     /// reap reads its `program_started`).
     async fn events_of_kind(&self, id: RunId, kind: EventKind) -> Result<Vec<EventRecord>>;
 
-    /// Appends events to a run held at `epoch` (fenced like a journal item).
-    async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()>;
+    /// Appends events to a run held under `held` (fenced like a journal item).
+    async fn record_events(&self, id: RunId, held: &Fence, events: &[NewEvent]) -> Result<()>;
 }

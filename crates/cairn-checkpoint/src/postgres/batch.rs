@@ -216,7 +216,8 @@ fn commit_row(c: &StepCommit) -> Result<Value> {
     let (events, on_deadline) = super::events_and_deadline(c)?;
     Ok(json!({
         "run": c.run_id,
-        "epoch": c.epoch.0,
+        "epoch": c.fence.epoch.0,
+        "owner": &*c.fence.owner,
         "run_status": r.run_status.as_str(),
         "cursor": r.cursor.get(),
         "run_error": error_value(r.run_error),
@@ -264,11 +265,11 @@ fn lost(why: &str) -> Error {
 /// (`script::runs::heartbeat_many_in`): two statements that lock the same
 /// rows in different orders deadlock, and PostgreSQL takes a second
 /// (`deadlock_timeout`) to break it. Each commit is fenced by its own run's
-/// epoch; the guard aborts the whole statement if any run
+/// epoch and owner; the guard aborts the whole statement if any run
 /// matched but its step did not. Answers the runs it wrote.
 const COMMIT_STEPS: &str = "WITH i AS ( \
        SELECT * FROM jsonb_to_recordset(:batch::jsonb) AS i(run uuid, epoch bigint, \
-         run_status text, cursor int, run_error jsonb, n_events bigint, finished bool, \
+         owner text, run_status text, cursor int, run_error jsonb, n_events bigint, finished bool, \
          retry_secs float8, idx int, attempt int, status text, output jsonb, \
          input_tokens bigint, output_tokens bigint, cost_nanos bigint, error jsonb, \
          next_idx int, next_role text, events jsonb, wait uuid, wait_kind text, prompt jsonb, \
@@ -285,7 +286,8 @@ const COMMIT_STEPS: &str = "WITH i AS ( \
          not_before = CASE WHEN i.retry_secs IS NULL THEN NULL \
            ELSE clock_timestamp() + make_interval(secs => i.retry_secs) END \
        FROM i JOIN l ON l.id = i.run \
-       WHERE runs.id = i.run AND runs.lease_epoch = i.epoch AND runs.status = 'running' \
+       WHERE runs.id = i.run AND runs.lease_epoch = i.epoch AND runs.lease_owner = i.owner \
+         AND runs.status = 'running' \
          AND (runs.cancel_requested_at IS NULL OR i.run_status = 'cancelled') \
        RETURNING runs.id, runs.event_seq), \
      s AS ( \

@@ -23,7 +23,7 @@ use crate::plan::{check_holder, refused_commit};
 use crate::raw::{decode_journal, error_value};
 use crate::script::{ScriptHost, TxKind};
 use crate::sql::{Pool, Prepare, Query, PING_AFTER_IDLE, RUNNABLE};
-use crate::{Error, JournalAppend, OpenOptions, Pooler, Result, RunStore, StepCommit};
+use crate::{Error, JournalAppend, OpenOptions, Pooler, Result, StepCommit};
 
 /// A Cairn store on a PostgreSQL server.
 #[derive(Clone)]
@@ -203,8 +203,8 @@ impl PgStore {
 
     /// Why a commit that matched no run row was refused.
     async fn refused(&self, c: &StepCommit) -> Result<()> {
-        let run = RunStore::get_run(self, c.run_id).await?;
-        Err(refused_commit(&run, c))
+        let (run, owner) = crate::script::run_and_owner(self, c.run_id).await?;
+        Err(refused_commit(&run, owner.as_deref(), c))
     }
 }
 
@@ -279,7 +279,7 @@ impl ScriptHost for PgStore {
         let row = sqlx::query(
             "WITH r AS ( \
                UPDATE runs SET event_seq = event_seq + $8 \
-               WHERE id = $1 AND lease_epoch = $7 AND status = 'running' \
+               WHERE id = $1 AND lease_epoch = $7 AND lease_owner = $11 AND status = 'running' \
                RETURNING id, event_seq), \
              j AS ( \
                INSERT INTO journal (run_id, step_idx, seq, attempt, generation, kind, payload, \
@@ -299,10 +299,11 @@ impl ScriptHost for PgStore {
         .bind(a.generation as i32)
         .bind(a.kind.as_str())
         .bind(Json(&a.payload))
-        .bind(a.epoch.0)
+        .bind(a.fence.epoch.0)
         .bind(i64::from(a.event.is_some()))
         .bind(a.event.as_ref().map(|e| e.kind.as_str()))
-        .bind(a.event.as_ref().map(|e| Json(&e.data)));
+        .bind(a.event.as_ref().map(|e| Json(&e.data)))
+        .bind(&*a.fence.owner);
         // sqlx reads the whole answer, up to ReadyForQuery, so the item is
         // acknowledged only once its implicit transaction committed (tested).
         crate::counters::sent(1);
@@ -319,8 +320,9 @@ impl ScriptHost for PgStore {
             Some(row) => decode_journal(a.run_id, &crate::sql::Row::Postgres(row)),
             None => {
                 // Nothing written: say why.
-                let run = RunStore::get_run(self, a.run_id).await?;
-                check_holder(a.run_id, run.status, run.lease_epoch, a.epoch)?;
+                let (run, owner) = crate::script::run_and_owner(self, a.run_id).await?;
+                let now = (run.lease_epoch, owner.as_deref());
+                check_holder(a.run_id, run.status, now, &a.fence)?;
                 Err(Corruption::new(
                     a.run_id,
                     "a journal item matched the run but was not written",
@@ -348,7 +350,8 @@ const COMMIT_STEP: &str = "WITH r AS ( \
          lease_expires_at = CASE WHEN :run_status = 'running' THEN lease_expires_at END, \
          not_before = CASE WHEN :retry_secs::float8 IS NULL THEN NULL \
            ELSE clock_timestamp() + make_interval(secs => :retry_secs::float8) END \
-       WHERE id = :run AND lease_epoch = :epoch AND status = 'running' \
+       WHERE id = :run AND lease_epoch = :epoch AND lease_owner = :owner \
+         AND status = 'running' \
          AND (cancel_requested_at IS NULL OR :run_status = 'cancelled') \
        RETURNING id, event_seq), \
      s AS ( \
@@ -444,9 +447,10 @@ fn commit_query(c: &StepCommit) -> Result<Query> {
     let r = c.rows();
     let wait = r.open_wait;
     let (events, on_deadline) = events_and_deadline(c)?;
-    Ok(Query::sized(COMMIT_STEP, 25)
+    Ok(Query::sized(COMMIT_STEP, 26)
         .bind("run", c.run_id)
-        .bind("epoch", c.epoch.0)
+        .bind("epoch", c.fence.epoch.0)
+        .bind("owner", &*c.fence.owner)
         .bind("run_status", r.run_status.as_str())
         .bind("cursor", r.cursor.get())
         .bind("run_error", error_value(r.run_error))

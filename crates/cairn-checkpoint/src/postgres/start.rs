@@ -78,8 +78,9 @@ pub(super) async fn start_fresh(
         return Ok(None);
     };
     let run = decode_run_with(&row, Some(new.crew.clone()))?;
-    let claimed = match fresh.role {
-        Some(role) => Some(Claimed {
+    let claimed = match (fresh.role, req) {
+        (Some(role), Some(req)) => Some(Claimed {
+            fence: cairn_core::Fence::new(run.lease_epoch, req.owner.as_str()),
             at_cursor: Some(first_step(
                 role,
                 row.time("step_started_at", run.id, "the first step's start")?,
@@ -88,7 +89,7 @@ pub(super) async fn start_fresh(
             took_over: false,
             first_run: true,
         }),
-        None => None,
+        _ => None,
     };
     // The run as submitted, before the claim in the same statement.
     let submitted = cairn_core::RunRecord {

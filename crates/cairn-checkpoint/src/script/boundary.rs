@@ -15,7 +15,7 @@ use crate::raw::decode_event;
 use crate::sql::query;
 use crate::{failpoint, Action, Error, Result, StepCommit};
 
-use super::rows::{fetch_run, fetch_step};
+use super::rows::{fetch_run, fetch_step, lease_owner_in};
 use super::{ScriptHost, TxKind};
 
 /// How long a write whose connection failed is tried again: well inside
@@ -113,17 +113,20 @@ pub(super) async fn commit_landed<H: ScriptHost + ?Sized>(
     commit: &StepCommit,
 ) -> Result<Option<()>> {
     let (id, idx) = (commit.run_id, commit.idx);
-    let (run, row) = host
+    let (run, owner, row) = host
         .tx(
             TxKind::Read,
             script!(|c| Ok((
                 fetch_run(c, id, false).await?,
+                lease_owner_in(c, id).await?,
                 fetch_step(c, id, idx).await?,
             ))),
         )
         .await?;
     let rows = commit.rows();
-    let ours = run.lease_epoch == commit.epoch
+    // The owner is `None` once the commit ended the run's lease.
+    let ours = run.lease_epoch == commit.fence.epoch
+        && owner.is_none_or(|o| *o == *commit.fence.owner)
         && row.is_some_and(|r| {
             r.status == rows.status
                 && r.attempt == commit.attempt

@@ -59,6 +59,7 @@ pub(super) async fn claim_in(c: &mut Conn<'_>, id: RunId, req: &ClaimRequest) ->
     let (run, at_cursor) = apply_step(c, run, cursor, &plan.step, row).await?;
     insert_events(c, id, last_seq, &events).await?;
     Ok(Claimed {
+        fence: cairn_core::Fence::new(run.lease_epoch, req.owner.as_str()),
         run,
         at_cursor,
         took_over: plan.took_over,

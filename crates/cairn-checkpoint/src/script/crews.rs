@@ -227,7 +227,14 @@ pub(super) async fn upgrade_crew_in(
         // Already there: moved by an earlier transaction, not this one.
         return Ok(crate::CrewMove { run, moved: false });
     }
-    if run.status == cairn_core::RunStatus::Running && req.held != Some(run.lease_epoch) {
+    let held = match &req.held {
+        Some(fence) if fence.epoch == run.lease_epoch => {
+            let owner = super::rows::lease_owner_in(c, id).await?;
+            owner.as_deref() == Some(&*fence.owner)
+        }
+        _ => false,
+    };
+    if run.status == cairn_core::RunStatus::Running && !held {
         return Err(Error::WrongState {
             run: id,
             status: run.status,

@@ -15,10 +15,10 @@ use super::rows::{append_events, at_step, check_held};
 use super::storable::{events_ok, json_ok};
 use super::{ScriptHost, TxKind};
 
-/// `JournalStore::append_journal`'s transaction: fenced by the run's epoch, the
+/// `JournalStore::append_journal`'s transaction: fenced by the run's lease, the
 /// item at the step's next `seq`, and its event.
 pub(super) async fn append_in(c: &mut Conn<'_>, a: &JournalAppend) -> Result<JournalEntry> {
-    check_held(c, a.run_id, a.epoch).await?;
+    check_held(c, a.run_id, &a.fence).await?;
     let row = c
         .fetch_found(
             query(

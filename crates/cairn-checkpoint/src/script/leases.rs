@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairn_core::{Corruption, LeaseEpoch, RunId};
+use cairn_core::{Corruption, Fence, RunId};
 
 use crate::contract::LeaseStore;
 use crate::{
@@ -98,19 +98,16 @@ impl<H: ScriptHost> LeaseStore for H {
         ScriptHost::wait_for_work(self, max).await
     }
 
-    async fn heartbeat(&self, id: RunId, epoch: LeaseEpoch, lease: Duration) -> Result<Lease> {
+    async fn heartbeat(&self, id: RunId, held: &Fence, lease: Duration) -> Result<Lease> {
+        let held = held.clone();
         let beat = self.tx(
             TxKind::Single,
-            script!(|c| super::runs::heartbeat_in(c, id, epoch, lease).await),
+            script!(|c| super::runs::heartbeat_in(c, id, &held, lease).await),
         );
         bounded("heartbeat", self.target(), Some(id), beat).await
     }
 
-    async fn heartbeat_many(
-        &self,
-        held: &[(RunId, LeaseEpoch)],
-        lease: Duration,
-    ) -> Result<Vec<Lease>> {
+    async fn heartbeat_many(&self, held: &[(RunId, Fence)], lease: Duration) -> Result<Vec<Lease>> {
         if held.is_empty() {
             return Ok(vec![]);
         }
@@ -125,14 +122,15 @@ impl<H: ScriptHost> LeaseStore for H {
         bounded("heartbeat", self.target(), None, beat).await
     }
 
-    async fn set_aside(&self, corruption: &Corruption, held: Option<LeaseEpoch>) -> Result<bool> {
+    async fn set_aside(&self, corruption: &Corruption, held: Option<&Fence>) -> Result<bool> {
         let run = corruption.run;
+        let held = held.cloned();
         bounded("set_aside", self.target(), Some(run), async {
             let corrupt = corruption.clone();
             let set = self
                 .tx(
                     TxKind::Write,
-                    script!(|c| super::runs::set_aside_in(c, &corrupt, held).await),
+                    script!(|c| super::runs::set_aside_in(c, &corrupt, held.as_ref()).await),
                 )
                 .await?;
             if set {

@@ -173,6 +173,22 @@ pub(crate) type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Se
 pub(crate) type ScriptFn<T> =
     Box<dyn for<'a, 'b> FnOnce(&'a mut Conn<'b>) -> BoxFuture<'a, Result<T>> + Send>;
 
+/// The run and its lease owner now (`None`: not running), read from one
+/// snapshot: what a refused fenced write is explained by.
+pub(crate) async fn run_and_owner<H: ScriptHost + ?Sized>(
+    host: &H,
+    id: cairn_core::RunId,
+) -> Result<(cairn_core::RunRecord, Option<String>)> {
+    host.tx(
+        TxKind::Read,
+        script!(|c| Ok((
+            rows::fetch_run(c, id, false).await?,
+            rows::lease_owner_in(c, id).await?,
+        ))),
+    )
+    .await
+}
+
 /// How many corrupt runs one `claim_next` sets aside before it answers.
 pub(super) const SET_ASIDE_PER_CLAIM: usize = 16;
 

@@ -5,7 +5,7 @@
 //! operation may call it without a cycle.
 
 use cairn_core::{
-    Corruption, CrewDef, EventRecord, Fingerprint, LeaseEpoch, NewEvent, RunId, RunRecord,
+    Corruption, CrewDef, EventRecord, Fence, Fingerprint, LeaseEpoch, NewEvent, RunId, RunRecord,
     RunStatus, StepIdx, StepRecord,
 };
 
@@ -222,24 +222,34 @@ pub(super) async fn insert_events(
 }
 
 /// Checks, inside a write transaction, that the run is `running` at `held`
-/// (and on PostgreSQL locks it against a concurrent claim).
-pub(super) async fn check_held(c: &mut Conn<'_>, id: RunId, held: LeaseEpoch) -> Result<()> {
-    let sql = "SELECT lease_epoch, status FROM runs WHERE id = :id {for_update}";
+/// (its epoch and owner; on PostgreSQL it also locks the run against a
+/// concurrent claim).
+pub(super) async fn check_held(c: &mut Conn<'_>, id: RunId, held: &Fence) -> Result<()> {
+    let sql = "SELECT lease_epoch, lease_owner, status FROM runs WHERE id = :id {for_update}";
     let row = run_row(c, sql, id).await?;
     let status: RunStatus = row
         .text("status")?
         .parse()
         .map_err(|e: String| Corruption::new(id, format!("run status: {e}")))?;
-    check_holder(id, status, LeaseEpoch(row.int("lease_epoch")?), held)
+    let owner = row.opt_text("lease_owner")?;
+    let current = (LeaseEpoch(row.int("lease_epoch")?), owner.as_deref());
+    check_holder(id, status, current, held)
+}
+
+/// The run's lease owner now (`None`: not running): what a refused
+/// write is told apart by.
+pub(super) async fn lease_owner_in(c: &mut Conn<'_>, id: RunId) -> Result<Option<String>> {
+    let sql = "SELECT lease_owner FROM runs WHERE id = :id";
+    run_row(c, sql, id).await?.opt_text("lease_owner")
 }
 
 /// `RunStore::record_events`: fenced like a journal item.
 pub(super) async fn record_events_in(
     c: &mut Conn<'_>,
     id: RunId,
-    epoch: LeaseEpoch,
+    held: &Fence,
     events: &[NewEvent],
 ) -> Result<()> {
-    check_held(c, id, epoch).await?;
+    check_held(c, id, held).await?;
     append_events(c, id, events).await
 }

@@ -6,8 +6,8 @@
 use async_trait::async_trait;
 use cairn_core::event::payload::{RunFailed, RunSubmitted};
 use cairn_core::{
-    Actor, Corruption, ErrorInfo, ErrorKind, EventData, EventKind, EventRecord, Fingerprint,
-    LeaseEpoch, NewEvent, RunId, RunRecord, RunStatus, StepRecord,
+    Actor, Corruption, ErrorInfo, ErrorKind, EventData, EventKind, EventRecord, Fence, Fingerprint,
+    NewEvent, RunId, RunRecord, RunStatus, StepRecord,
 };
 
 use crate::contract::RunStore;
@@ -106,7 +106,7 @@ pub(super) async fn stats_in(c: &mut Conn<'_>) -> Result<StoreStats> {
 pub(super) async fn set_aside_in(
     c: &mut Conn<'_>,
     corruption: &Corruption,
-    held: Option<LeaseEpoch>,
+    held: Option<&Fence>,
 ) -> Result<bool> {
     let id = corruption.run;
     let error = ErrorInfo::new(ErrorKind::Corruption, corruption.to_string(), false);
@@ -117,11 +117,12 @@ pub(super) async fn set_aside_in(
                 "UPDATE runs SET status = 'failed', error = :error, lease_owner = NULL, \
                  lease_expires_at = NULL, not_before = NULL, finished_at = {now}, \
                  updated_at = {now} WHERE id = :id AND status IN ('queued', 'running') \
-                 AND (:held IS NULL OR lease_epoch = :held)",
+                 AND (:held IS NULL OR (lease_epoch = :held AND lease_owner = :owner))",
             )
             .bind("id", id)
             .bind("error", json.clone())
-            .bind("held", held.map(|e| e.0)),
+            .bind("held", held.map(|f| f.epoch.0))
+            .bind("owner", held.map(|f| &*f.owner)),
         )
         .await?;
     if changed == 0 {
@@ -313,12 +314,12 @@ async fn apply_on_busy(c: &mut Conn<'_>, thread: &str, id: RunId, on_busy: OnBus
 /// them (`postgres/batch.rs`), so the two never deadlock.
 pub(super) async fn heartbeat_many_in(
     c: &mut Conn<'_>,
-    held: &[(RunId, LeaseEpoch)],
+    held: &[(RunId, Fence)],
     lease: std::time::Duration,
 ) -> Result<Vec<crate::Lease>> {
-    let pairs: Vec<serde_json::Value> = held
+    let triples: Vec<serde_json::Value> = held
         .iter()
-        .map(|(id, epoch)| serde_json::json!([id, epoch.0]))
+        .map(|(id, f)| serde_json::json!([id, f.epoch.0, &*f.owner]))
         .collect();
     let rows = c
         .fetch_all(
@@ -326,10 +327,10 @@ pub(super) async fn heartbeat_many_in(
                 "UPDATE runs SET lease_expires_at = {lease_until} \
                  WHERE status = 'running' AND id IN ( \
                    SELECT id FROM runs WHERE status = 'running' \
-                     AND (id, lease_epoch) IN ({held:held}) ORDER BY id {for_update}) \
+                     AND (id, lease_epoch, lease_owner) IN ({held:held}) ORDER BY id {for_update}) \
                  RETURNING id, CASE WHEN cancel_requested_at IS NULL THEN 0 ELSE 1 END AS cancel",
             )
-            .bind("held", serde_json::Value::Array(pairs))
+            .bind("held", serde_json::Value::Array(triples))
             .bind("lease_secs", lease.as_secs_f64()),
         )
         .await?;
@@ -348,18 +349,19 @@ pub(super) async fn heartbeat_many_in(
 pub(super) async fn heartbeat_in(
     c: &mut Conn<'_>,
     id: RunId,
-    epoch: LeaseEpoch,
+    held: &Fence,
     lease: std::time::Duration,
 ) -> Result<crate::Lease> {
     let row = c
         .fetch_optional(
             query(
                 "UPDATE runs SET lease_expires_at = {lease_until} \
-                 WHERE id = :id AND lease_epoch = :epoch AND status = 'running' \
-                 RETURNING CASE WHEN cancel_requested_at IS NULL THEN 0 ELSE 1 END AS cancel",
+                 WHERE id = :id AND lease_epoch = :epoch AND lease_owner = :owner \
+                 AND status = 'running' RETURNING CASE WHEN cancel_requested_at IS NULL THEN 0 ELSE 1 END AS cancel",
             )
             .bind("id", id)
-            .bind("epoch", epoch.0)
+            .bind("epoch", held.epoch.0)
+            .bind("owner", &*held.owner)
             .bind("lease_secs", lease.as_secs_f64()),
         )
         .await?;
@@ -451,13 +453,13 @@ impl<H: ScriptHost> RunStore for H {
         placed(self.target(), Some(id), read).await
     }
 
-    async fn record_events(&self, id: RunId, epoch: LeaseEpoch, events: &[NewEvent]) -> Result<()> {
+    async fn record_events(&self, id: RunId, held: &Fence, events: &[NewEvent]) -> Result<()> {
         bounded("record_events", self.target(), Some(id), async {
             events_ok(events)?;
-            let events = events.to_vec();
+            let (events, held) = (events.to_vec(), held.clone());
             self.tx(
                 TxKind::Write,
-                script!(|c| super::rows::record_events_in(c, id, epoch, &events).await),
+                script!(|c| super::rows::record_events_in(c, id, &held, &events).await),
             )
             .await
         })

@@ -62,12 +62,12 @@ const PARAM_TOKENS: [(&str, &str, &str); 7] = [
         "jsonb_array_elements(@) AS j(value)",
         "json_each(@) AS j",
     ),
-    // The (id, epoch) pairs of the JSON array of pairs `:NAME`, as a
+    // The (id, epoch, owner) triples of the JSON array `:NAME`, as a
     // subquery (a process's held runs, for one beat).
     (
         "held",
-        "SELECT (e->>0)::uuid, (e->>1)::bigint FROM jsonb_array_elements(@) e",
-        "SELECT value->>0, CAST(value->>1 AS INTEGER) FROM json_each(@)",
+        "SELECT (e->>0)::uuid, (e->>1)::bigint, e->>2 FROM jsonb_array_elements(@) e",
+        "SELECT value->>0, CAST(value->>1 AS INTEGER), value->>2 FROM json_each(@)",
     ),
 ];
 

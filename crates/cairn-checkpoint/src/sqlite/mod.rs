@@ -23,7 +23,7 @@ use cairn_core::{Corruption, RunStatus};
 use crate::plan::refused_commit;
 use crate::script::{pool_tx, ScriptFn, ScriptHost, TxKind};
 use crate::sql::Pool;
-use crate::{Error, Result, RunStore, StepCommit};
+use crate::{Error, Result, StepCommit};
 
 /// A Cairn store in one SQLite file.
 #[derive(Clone)]
@@ -279,11 +279,12 @@ impl SqliteStore {
     /// back) was refused: a stale epoch, a cancel or a finished run (read
     /// from the run as it is now), or, if the run matched, its step.
     pub(crate) async fn refusal(&self, c: &StepCommit) -> Error {
-        let run = match RunStore::get_run(self, c.run_id).await {
-            Ok(run) => run,
+        let (run, owner) = match crate::script::run_and_owner(self, c.run_id).await {
+            Ok(found) => found,
             Err(e) => return e,
         };
-        if run.lease_epoch == c.epoch
+        if run.lease_epoch == c.fence.epoch
+            && owner.as_deref() == Some(&*c.fence.owner)
             && run.status == RunStatus::Running
             && run.cancel_requested_at.is_none()
         {
@@ -297,6 +298,6 @@ impl SqliteStore {
             )
             .into();
         }
-        refused_commit(&run, c)
+        refused_commit(&run, owner.as_deref(), c)
     }
 }

@@ -596,7 +596,8 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
              lease_expires_at = CASE WHEN :status = 'running' THEN lease_expires_at END, \
              not_before = CASE WHEN :retry IS NULL THEN NULL \
                ELSE strftime('%Y-%m-%dT%H:%M:%fZ','now', :retry) END \
-             WHERE id = :run AND lease_epoch = :epoch AND status = 'running' \
+             WHERE id = :run AND lease_epoch = :epoch AND lease_owner = :owner \
+               AND status = 'running' \
                AND (cancel_requested_at IS NULL OR :status = 'cancelled') \
              RETURNING event_seq"
         ))?
@@ -609,7 +610,8 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
                 ":finished": finished,
                 ":retry": r.retry_after.map(seconds),
                 ":run": run,
-                ":epoch": c.epoch.0,
+                ":epoch": c.fence.epoch.0,
+                ":owner": &*c.fence.owner,
             },
             |row| row.get(0),
         )

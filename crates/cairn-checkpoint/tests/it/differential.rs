@@ -285,7 +285,7 @@ pub(crate) fn commit_for(
     };
     cairn_checkpoint::StepCommit {
         run_id: run.id,
-        epoch,
+        fence: crate::fence(epoch),
         idx,
         attempt,
         usage: Some(Usage {
@@ -387,7 +387,7 @@ async fn apply(store: &Arc<dyn Store>, b: usize, op: &Op, made: &mut Made) -> St
         Op::Heartbeat { run } => {
             let r = store.get_run(run_id(made, *run)).await.unwrap();
             store
-                .heartbeat(r.id, r.lease_epoch, Duration::from_secs(30))
+                .heartbeat(r.id, &crate::fence(r.lease_epoch), Duration::from_secs(30))
                 .await
                 .map(|l| format!("{l:?}"))
         }
@@ -396,7 +396,7 @@ async fn apply(store: &Arc<dyn Store>, b: usize, op: &Op, made: &mut Made) -> St
             store
                 .append_journal(&JournalAppend {
                     run_id: r.id,
-                    epoch: r.lease_epoch,
+                    fence: crate::fence(r.lease_epoch),
                     idx: r.cursor,
                     attempt: Attempt(1),
                     generation: 0,

@@ -18,7 +18,7 @@ fn item(
 ) -> JournalAppend {
     JournalAppend {
         run_id: run,
-        epoch,
+        fence: crate::fence(epoch),
         idx: StepIdx(0),
         attempt: Attempt(1),
         generation,
@@ -97,7 +97,11 @@ async fn a_stale_epoch_cannot_journal(kind: Kind) {
     }
     assert!(matches!(
         store
-            .record_events(id, old, &[crate::event(EventKind::ModelCalled, json!({}))])
+            .record_events(
+                id,
+                &crate::fence(old),
+                &[crate::event(EventKind::ModelCalled, json!({}))]
+            )
             .await,
         Err(Error::StaleEpoch { .. })
     ));

@@ -16,6 +16,11 @@ fn req(lease_ms: u64) -> ClaimRequest {
     ClaimRequest::new("worker", Duration::from_millis(lease_ms), 3)
 }
 
+/// The fence of a lease `req` granted at `epoch`.
+fn fence(epoch: LeaseEpoch) -> cairn_core::Fence {
+    cairn_core::Fence::new(epoch, "worker")
+}
+
 both!(
     a_steps_takeovers_survive_a_restart_of_the_same_attempt,
     stats_count_runs_the_ready_queue_and_takeovers,
@@ -269,11 +274,18 @@ async fn an_expired_lease_is_taken_over_and_the_old_holder_cannot_heartbeat(kind
     assert_eq!(new.at_cursor.unwrap().takeovers, 1);
     let lease = Duration::from_secs(30);
     assert!(
-        store.heartbeat(id, LeaseEpoch(1), lease).await.unwrap() == Lease::Lost,
+        store
+            .heartbeat(id, &fence(LeaseEpoch(1)), lease)
+            .await
+            .unwrap()
+            == Lease::Lost,
         "a zombie's heartbeat fails"
     );
     assert_eq!(
-        store.heartbeat(id, LeaseEpoch(2), lease).await.unwrap(),
+        store
+            .heartbeat(id, &fence(LeaseEpoch(2)), lease)
+            .await
+            .unwrap(),
         Lease::Held
     );
 }
@@ -283,7 +295,11 @@ async fn a_heartbeat_keeps_a_run_from_being_taken_over(kind: Kind) {
     store.submit(new_run(2, None)).await.unwrap();
     let held = store.claim_next(&req(200)).await.unwrap().unwrap();
     assert!(store
-        .heartbeat(held.run.id, held.run.lease_epoch, Duration::from_secs(30))
+        .heartbeat(
+            held.run.id,
+            &fence(held.run.lease_epoch),
+            Duration::from_secs(30)
+        )
         .await
         .unwrap()
         .is_held());
@@ -305,7 +321,7 @@ async fn a_heartbeat_reports_a_cancel_request(kind: Kind) {
     let (id, epoch) = (held.run.id, held.run.lease_epoch);
     let lease = Duration::from_secs(30);
     assert_eq!(
-        store.heartbeat(id, epoch, lease).await.unwrap(),
+        store.heartbeat(id, &fence(epoch), lease).await.unwrap(),
         Lease::Held
     );
     store
@@ -313,12 +329,12 @@ async fn a_heartbeat_reports_a_cancel_request(kind: Kind) {
         .await
         .unwrap();
     assert_eq!(
-        store.heartbeat(id, epoch, lease).await.unwrap(),
+        store.heartbeat(id, &fence(epoch), lease).await.unwrap(),
         Lease::CancelRequested
     );
     assert_eq!(
         store
-            .heartbeat(id, LeaseEpoch(epoch.0 + 1), lease)
+            .heartbeat(id, &fence(LeaseEpoch(epoch.0 + 1)), lease)
             .await
             .unwrap(),
         Lease::Lost
@@ -535,6 +551,7 @@ async fn a_steps_takeovers_survive_a_restart_of_the_same_attempt(kind: Kind) {
     let taken = store.claim_next(&req(30_000)).await.unwrap().unwrap();
     assert_eq!(taken.at_cursor.as_ref().unwrap().takeovers, 1);
     let mut stop = success(id, taken.run.lease_epoch, 0, 2);
+    stop.fence = taken.fence.clone();
     stop.transition = StepTransition::Interrupted {
         error: ErrorInfo::new(ErrorKind::BudgetExceeded, "over budget", false),
     };

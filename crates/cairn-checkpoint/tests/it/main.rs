@@ -31,6 +31,7 @@ mod differential;
 mod durability;
 mod event_fixtures;
 mod faults;
+mod fences;
 mod fuzz_journal;
 mod group_commit;
 mod group_commit_pg;
@@ -105,16 +106,25 @@ pub(crate) fn claim_req(takeover: bool) -> ClaimRequest {
             true => cairn_checkpoint::Takeover::Force,
             false => cairn_checkpoint::Takeover::Never,
         },
-        ..ClaimRequest::new("test", Duration::from_secs(30), 3)
+        ..ClaimRequest::new(OWNER, Duration::from_secs(30), 3)
     }
 }
 
-/// The commit that finishes step `idx` of a `steps`-step run successfully.
+/// Who the tests' claims are by, unless a test says otherwise.
+pub(crate) const OWNER: &str = "test";
+
+/// The fence of a lease [`OWNER`] holds at `epoch`.
+pub(crate) fn fence(epoch: LeaseEpoch) -> cairn_core::Fence {
+    cairn_core::Fence::new(epoch, OWNER)
+}
+
+/// The commit that finishes step `idx` of a `steps`-step run successfully,
+/// by [`OWNER`] at `epoch`.
 pub(crate) fn success(run: RunId, epoch: LeaseEpoch, idx: u32, steps: u32) -> StepCommit {
     let last = idx + 1 == steps;
     StepCommit {
         run_id: run,
-        epoch,
+        fence: fence(epoch),
         idx: StepIdx(idx),
         attempt: Attempt(1),
         usage: Some(Usage {

@@ -81,7 +81,7 @@ async fn a_commit_or_journal_item_with_a_nul_is_refused_and_changes_nothing(kind
     refused(store.commit_step(&commit).await, "step 0's output");
     let item = cairn_checkpoint::JournalAppend {
         run_id: c.run.id,
-        epoch: c.run.lease_epoch,
+        fence: crate::fence(c.run.lease_epoch),
         idx: StepIdx(0),
         attempt: cairn_core::Attempt(1),
         generation: 0,

@@ -244,7 +244,7 @@ async fn journal_item(store: &Arc<dyn Store>, id: RunId, epoch: cairn_core::Leas
     store
         .append_journal(&JournalAppend {
             run_id: id,
-            epoch,
+            fence: crate::fence(epoch),
             idx: StepIdx(idx),
             attempt: Attempt(1),
             generation: 0,

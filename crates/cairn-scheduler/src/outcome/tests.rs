@@ -69,7 +69,7 @@ fn run_id() -> RunId {
 fn dispatch(input: &Input) -> Dispatch<'_> {
     Dispatch {
         run: run_id(),
-        epoch: LeaseEpoch(7),
+        fence: cairn_core::Fence::new(cairn_core::LeaseEpoch(7), "w"),
         step_count: input.step_count,
         idx: StepIdx(input.idx),
         attempt: Attempt(input.attempt),

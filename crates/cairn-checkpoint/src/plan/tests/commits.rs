@@ -2,10 +2,13 @@
 
 use super::*;
 
+/// The holder the cases' fences name.
+const OWNER: &str = "worker-a";
+
 fn commit(epoch: i64) -> StepCommit {
     StepCommit {
         run_id: run_id(),
-        epoch: LeaseEpoch(epoch),
+        fence: Fence::new(LeaseEpoch(epoch), OWNER),
         idx: StepIdx(1),
         attempt: Attempt(2),
         usage: None,
@@ -18,12 +21,44 @@ fn commit(epoch: i64) -> StepCommit {
     }
 }
 
+/// The owner a run has in a case: the holder's while it runs, none after.
+fn owner_of(status: RunStatus) -> Option<&'static str> {
+    (status == RunStatus::Running).then_some(OWNER)
+}
+
+fn reused(epoch: i64) -> Refusal {
+    (
+        Kind::Internal,
+        format!(
+            "run {RUN}: lease epoch {epoch} is held by `worker-b`, not by `{OWNER}` (the epoch \
+             was granted again, as after a database failover lost a claim), so this write was \
+             rejected"
+        ),
+    )
+}
+
 fn check_refused_commit(name: &str, (status, cancel, held): (RunStatus, bool, i64), want: Refusal) {
     let run = RunRecord {
         cancel_requested_at: cancel.then(at),
         ..run(status, 1)
     };
-    assert_eq!(refusal(refused_commit(&run, &commit(held))), want, "{name}");
+    let got = refused_commit(&run, owner_of(status), &commit(held));
+    assert_eq!(refusal(got), want, "{name}");
+}
+
+#[test]
+fn a_commit_at_the_epoch_of_another_owner_is_refused_as_reused() {
+    for cancel in [false, true] {
+        let run = RunRecord {
+            cancel_requested_at: cancel.then(at),
+            ..run(RunStatus::Running, 1)
+        };
+        let got = refused_commit(&run, Some("worker-b"), &commit(EPOCH));
+        assert_eq!(refusal(got), reused(EPOCH), "cancel requested: {cancel}");
+        // An older epoch is stale whoever holds the run now.
+        let got = refused_commit(&run, Some("worker-b"), &commit(EPOCH - 1));
+        assert_eq!(refusal(got), stale(EPOCH - 1), "cancel requested: {cancel}");
+    }
 }
 
 #[test]
@@ -90,39 +125,49 @@ fn a_refused_commit_says_why() {
 #[test]
 fn only_the_running_holder_may_write() {
     use RunStatus::*;
-    let mut cases: Rows<String, (RunStatus, i64), ()> = vec![
+    let mut cases: Rows<String, (RunStatus, i64, Option<&str>), ()> = vec![
         (
             "running at the epoch → may write".into(),
-            (Running, EPOCH),
+            (Running, EPOCH, Some(OWNER)),
             Ok(()),
         ),
         (
+            "running at the epoch under another owner → reused".into(),
+            (Running, EPOCH, Some("worker-b")),
+            Err(reused(EPOCH)),
+        ),
+        (
+            "an older epoch under another owner → stale (the epoch first)".into(),
+            (Running, EPOCH - 1, Some("worker-b")),
+            Err(stale(EPOCH - 1)),
+        ),
+        (
             "an older epoch → stale".into(),
-            (Running, EPOCH - 1),
+            (Running, EPOCH - 1, Some(OWNER)),
             Err(stale(EPOCH - 1)),
         ),
         (
             "a newer epoch → stale".into(),
-            (Running, EPOCH + 1),
+            (Running, EPOCH + 1, Some(OWNER)),
             Err(stale(EPOCH + 1)),
         ),
         (
             "an older epoch of a failed run → stale (the epoch first)".into(),
-            (Failed, EPOCH - 1),
+            (Failed, EPOCH - 1, None),
             Err(stale(EPOCH - 1)),
         ),
     ];
     for status in [Queued, Waiting, Interrupted, Succeeded, Failed, Cancelled] {
         cases.push((
             format!("`{status}` at the epoch → wrong state"),
-            (status, EPOCH),
+            (status, EPOCH, None),
             Err(wrong_state(status, "write to the journal")),
         ));
     }
-    for (name, (status, held), want) in cases {
-        let got =
-            check_holder(run_id(), status, LeaseEpoch(EPOCH), LeaseEpoch(held)).map_err(refusal);
-        assert_eq!(got, want, "{name}");
+    for (name, (status, held, owner), want) in cases {
+        let fence = Fence::new(LeaseEpoch(held), OWNER);
+        let got = check_holder(run_id(), status, (LeaseEpoch(EPOCH), owner), &fence);
+        assert_eq!(got.map_err(refusal), want, "{name}");
     }
 }
 

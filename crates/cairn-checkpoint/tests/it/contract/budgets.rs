@@ -46,7 +46,7 @@ async fn turn_end(store: &Db, run: RunId, epoch: LeaseEpoch, input: u64, output:
     }
     let item = JournalAppend {
         run_id: run,
-        epoch,
+        fence: crate::fence(epoch),
         idx: StepIdx(0),
         attempt: Attempt(1),
         generation: 0,
@@ -94,7 +94,10 @@ async fn a_runs_spending_is_counted_from_its_journal_its_tools_and_its_children(
     turn_end(&store, id, epoch, 100, 20, 5_000).await;
     turn_end(&store, id, epoch, 50, 5, 0).await;
     let tool = crate::event(EventKind::ToolExecuted, json!({"tool": "search"}));
-    store.record_events(id, epoch, &[tool]).await.unwrap();
+    store
+        .record_events(id, &crate::fence(epoch), &[tool])
+        .await
+        .unwrap();
     let spent = store.spent(id).await.unwrap();
     assert_eq!(
         (spent.tokens, spent.input_tokens, spent.output_tokens),

@@ -43,7 +43,7 @@ fn spawn(
         .collect();
     StepCommit {
         run_id: parent,
-        epoch,
+        fence: crate::fence(epoch),
         idx: StepIdx(0),
         attempt: Attempt(1),
         usage: None,
@@ -200,7 +200,11 @@ async fn a_decided_join_is_closed_by_cancelling_its_unfinished_children(kind: Ki
     assert_eq!(cancel.kind, EventKind::RunCancelled);
     assert_eq!(cancel.data["by"], json!("parent"), "{}", cancel.data);
     let lease = store
-        .heartbeat(ids[1], y.run.lease_epoch, Duration::from_secs(30))
+        .heartbeat(
+            ids[1],
+            &crate::fence(y.run.lease_epoch),
+            Duration::from_secs(30),
+        )
         .await
         .unwrap();
     assert_eq!(lease, Lease::CancelRequested);

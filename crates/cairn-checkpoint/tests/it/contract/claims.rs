@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use cairn_checkpoint::{Action, Lease, StepTransition};
 use cairn_core::{
-    Corruption, ErrorKind, EventKind, LeaseEpoch, RunId, RunStatus, StepStatus, WaitKind,
+    Corruption, ErrorKind, EventKind, Fence, LeaseEpoch, RunId, RunStatus, StepStatus, WaitKind,
 };
 use cairn_testkit::{both, Kind};
 use serde_json::json;
@@ -25,13 +25,13 @@ both!(
 const SHORT: Duration = Duration::from_millis(400);
 const LONG: Duration = Duration::from_secs(30);
 
-/// `n` runs submitted and claimed by `w` for `lease`: (id, epoch) each.
-async fn held(store: &Db, n: usize, lease: Duration) -> Vec<(RunId, LeaseEpoch)> {
+/// `n` runs submitted and claimed by `w` for `lease`: (id, fence) each.
+async fn held(store: &Db, n: usize, lease: Duration) -> Vec<(RunId, Fence)> {
     let mut out = vec![];
     for _ in 0..n {
         let id = store.submit(new_run(2, None)).await.unwrap().run.id;
         let c = store.claim(id, &claim_by("w", lease)).await.unwrap();
-        out.push((id, c.run.lease_epoch));
+        out.push((id, c.fence));
     }
     out
 }
@@ -40,22 +40,20 @@ async fn heartbeat_many_extends_each_held_lease_and_reports_each_in_order(kind: 
     let (_db, store) = fresh(kind).await;
     assert!(store.heartbeat_many(&[], LONG).await.unwrap().is_empty());
     let runs = held(&store, 4, SHORT).await;
-    let [kept, lapsing, cancelled, stolen] = runs[..] else {
-        unreachable!()
-    };
+    let [kept, lapsing, cancelled, stolen] = [0, 1, 2, 3].map(|i| runs[i].clone());
     store
         .act(cancelled.0, Action::Cancel, &operator("ops"))
         .await
         .unwrap();
     let thief = store.claim(stolen.0, &claim_req(true)).await.unwrap();
-    assert_eq!(thief.run.lease_epoch, LeaseEpoch(stolen.1 .0 + 1));
+    assert_eq!(thief.run.lease_epoch, LeaseEpoch(stolen.1.epoch.0 + 1));
     let queued = store.submit(new_run(1, None)).await.unwrap().run.id;
     let beat = [
         stolen,
-        (RunId::new(), LeaseEpoch(1)),
-        cancelled,
-        (queued, LeaseEpoch(0)),
-        kept,
+        (RunId::new(), Fence::new(LeaseEpoch(1), "w")),
+        cancelled.clone(),
+        (queued, Fence::new(LeaseEpoch(0), "w")),
+        kept.clone(),
     ];
     let found = store.heartbeat_many(&beat, LONG).await.unwrap();
     use Lease::*;
@@ -98,13 +96,19 @@ async fn set_aside_fails_a_held_corrupt_run_once_and_only_for_its_holder(kind: K
     let before = super::stored(&store, id).await;
     let stale = Some(LeaseEpoch(epoch.0 - 1));
     assert!(
-        !store.set_aside(&corrupt, stale).await.unwrap(),
+        !store
+            .set_aside(&corrupt, stale.map(crate::fence).as_ref())
+            .await
+            .unwrap(),
         "not its holder"
     );
     let after = super::stored(&store, id).await;
     assert_eq!(after, before, "nothing written");
 
-    assert!(store.set_aside(&corrupt, Some(epoch)).await.unwrap());
+    assert!(store
+        .set_aside(&corrupt, Some(&crate::fence(epoch)))
+        .await
+        .unwrap());
     let (run, steps) = store.load(id).await.unwrap();
     assert_eq!(run.status, RunStatus::Failed);
     let error = run.error.expect("an error");
@@ -128,12 +132,18 @@ async fn set_aside_fails_a_held_corrupt_run_once_and_only_for_its_holder(kind: K
         (EventKind::RunFailed, &json!(true))
     );
     assert_eq!(
-        store.heartbeat(id, epoch, LONG).await.unwrap(),
+        store
+            .heartbeat(id, &crate::fence(epoch), LONG)
+            .await
+            .unwrap(),
         Lease::Lost,
         "released"
     );
     assert!(
-        !store.set_aside(&corrupt, Some(epoch)).await.unwrap(),
+        !store
+            .set_aside(&corrupt, Some(&crate::fence(epoch)))
+            .await
+            .unwrap(),
         "once"
     );
     assert_eq!(store.events(id).await.unwrap(), events);

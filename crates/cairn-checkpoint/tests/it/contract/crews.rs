@@ -53,7 +53,7 @@ fn to(def: &CrewDef, force: bool, held: Option<LeaseEpoch>) -> CrewUpgrade {
     CrewUpgrade {
         to: def.clone(),
         force,
-        held,
+        held: held.map(crate::fence),
         actor: operator("ops"),
     }
 }

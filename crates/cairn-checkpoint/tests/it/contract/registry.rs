@@ -126,10 +126,11 @@ async fn a_process_counts_the_runs_running_under_its_lease(kind: Kind) {
     assert_eq!(held(process(&store, "w1").await), 2);
     assert_eq!(held(process(&store, "w2").await), 0);
     let done = &mine[0].run;
-    store
-        .commit_step(&success(done.id, done.lease_epoch, 0, 1))
-        .await
-        .unwrap();
+    let commit = cairn_checkpoint::StepCommit {
+        fence: mine[0].fence.clone(),
+        ..success(done.id, done.lease_epoch, 0, 1)
+    };
+    store.commit_step(&commit).await.unwrap();
     assert_eq!(
         held(process(&store, "w1").await),
         1,
