@@ -3,7 +3,8 @@
 //! PostgreSQL answers, `.ci/start-postgres` is run once (under a file lock)
 //! to start one; `CAIRN_TEST_DATABASE_URL` overrides the server.
 //! `PgCluster` (in `pg_cluster.rs`) is a throwaway PostgreSQL server of a
-//! test's own, for tests that crash or restart the database; `CutProxy` (in
+//! test's own, for tests that crash or restart the database, with streaming
+//! standbys to promote (in `pg_standby.rs`); `CutProxy` (in
 //! `proxy.rs`) a TCP proxy that loses one request or answer on cue; `SlowModel`
 //! (in `slow_model.rs`) an OpenAI-speaking model server that streams slowly,
 //! `RateLimitedModel` (in `rate_limited.rs`) one that enforces a rate limit
@@ -23,6 +24,7 @@ pub mod events;
 pub mod otlp;
 mod paced_model;
 mod pg_cluster;
+mod pg_standby;
 mod pgbouncer;
 mod proxy;
 mod rate_limited;

@@ -48,10 +48,13 @@ pub fn pg_bin_dir() -> Option<PathBuf> {
 /// user through `runuser`) and the binaries under `/usr/lib/postgresql`.
 /// The methods block; from async code that is fine for a test (about 1 s).
 pub struct PgCluster {
-    bin: PathBuf,
-    port: u16,
-    dir: tempfile::TempDir,
-    running: bool,
+    pub(crate) bin: PathBuf,
+    pub(crate) port: u16,
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) running: bool,
+    /// A standby's `application_name` (`pg_standby.rs`); `None` for a
+    /// primary made by [`PgCluster::start`].
+    pub(crate) name: Option<String>,
 }
 
 impl fmt::Debug for PgCluster {
@@ -60,6 +63,7 @@ impl fmt::Debug for PgCluster {
             .field("port", &self.port)
             .field("dir", &self.dir.path())
             .field("running", &self.running)
+            .field("name", &self.name)
             .finish()
     }
 }
@@ -68,6 +72,24 @@ impl PgCluster {
     /// `initdb`, start, and create database `test`. A port taken by someone
     /// else between picking it and starting is retried on another port.
     pub fn start() -> Result<PgCluster, ClusterError> {
+        let mut cluster = PgCluster::unstarted(None)?;
+        cluster.as_postgres("initdb", |c| {
+            c.arg("-D")
+                .arg(cluster.data_dir())
+                .args(["--auth=trust", "-U", "postgres", "--no-sync"])
+                .args(["--locale=C", "--encoding=UTF8"]);
+        })?;
+        cluster.start_on_a_free_port()?;
+        run(Command::new(cluster.bin.join("createdb"))
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-p"])
+            .arg(cluster.port.to_string())
+            .arg("test"))?;
+        Ok(cluster)
+    }
+
+    /// A cluster not yet made: the binaries found, root checked, an empty
+    /// directory the `postgres` user owns.
+    pub(crate) fn unstarted(name: Option<String>) -> Result<PgCluster, ClusterError> {
         let bin = pg_bin_dir().ok_or_else(|| {
             ClusterError(
                 "no PostgreSQL binaries under /usr/lib/postgresql/*/bin \
@@ -91,38 +113,33 @@ impl PgCluster {
         run(Command::new("chown")
             .arg("postgres:postgres")
             .arg(dir.path()))?;
-        let mut cluster = PgCluster {
+        Ok(PgCluster {
             bin,
             port: 0,
             dir,
             running: false,
-        };
-        cluster.as_postgres("initdb", |c| {
-            c.arg("-D")
-                .arg(cluster.data_dir())
-                .args(["--auth=trust", "-U", "postgres", "--no-sync"])
-                .args(["--locale=C", "--encoding=UTF8"]);
-        })?;
+            name,
+        })
+    }
+
+    /// Starts the made cluster on a free port. A port taken by someone else
+    /// between picking it and starting is retried on another port.
+    pub(crate) fn start_on_a_free_port(&mut self) -> Result<(), ClusterError> {
         // Counted as running from the first try on, so that Drop stops a
         // server that came up too late for `pg_ctl -w`.
-        cluster.running = true;
+        self.running = true;
         let mut tries = 0;
         loop {
             tries += 1;
-            cluster.port = free_port()?;
-            match cluster.pg_ctl(&["-w", "-t", "30", "start"]) {
-                Ok(()) => break,
+            self.port = free_port()?;
+            match self.pg_ctl(&["-w", "-t", "30", "start"]) {
+                Ok(()) => return Ok(()),
                 Err(e) if tries == 3 => return Err(e),
                 Err(_) => {
-                    let _ = cluster.pg_ctl(&["-w", "-m", "immediate", "stop"]);
+                    let _ = self.pg_ctl(&["-w", "-m", "immediate", "stop"]);
                 }
             }
         }
-        run(Command::new(cluster.bin.join("createdb"))
-            .args(["-h", "127.0.0.1", "-U", "postgres", "-p"])
-            .arg(cluster.port.to_string())
-            .arg("test"))?;
-        Ok(cluster)
     }
 
     /// `postgres://postgres@127.0.0.1:PORT/test`.
@@ -173,6 +190,16 @@ impl PgCluster {
         Ok(())
     }
 
+    /// A crash-like stop (`-m immediate`: no shutdown checkpoint, clients
+    /// severed), as a failover finds a lost primary.
+    pub fn stop_immediate(&mut self) -> Result<(), ClusterError> {
+        if self.running {
+            self.pg_ctl(&["-w", "-t", "30", "-m", "immediate", "stop"])?;
+            self.running = false;
+        }
+        Ok(())
+    }
+
     /// Starts a stopped cluster again on the same port.
     pub fn start_again(&mut self) -> Result<(), ClusterError> {
         if !self.running {
@@ -186,7 +213,7 @@ impl PgCluster {
         self.dir.path().join("log")
     }
 
-    fn pg_ctl(&self, args: &[&str]) -> Result<(), ClusterError> {
+    pub(crate) fn pg_ctl(&self, args: &[&str]) -> Result<(), ClusterError> {
         // `syncfs`: after a crash the server flushes its data directory
         // with one syncfs(2) instead of an fsync per file (seconds on a busy
         // disk); commits are flushed exactly as by default.
@@ -209,7 +236,7 @@ impl PgCluster {
 
     /// Runs one of the cluster's programs as the `postgres` user, from a
     /// directory that user can enter.
-    fn as_postgres(
+    pub(crate) fn as_postgres(
         &self,
         program: &str,
         args: impl FnOnce(&mut Command),
@@ -240,13 +267,18 @@ fn free_port() -> Result<u16, ClusterError> {
         .map_err(|e| ClusterError(format!("no local address: {e}")))
 }
 
-fn run(c: &mut Command) -> Result<(), ClusterError> {
+pub(crate) fn run(c: &mut Command) -> Result<(), ClusterError> {
+    output(c).map(drop)
+}
+
+/// Runs `c`; its standard output if it succeeds.
+pub(crate) fn output(c: &mut Command) -> Result<String, ClusterError> {
     let shown = format!("{c:?}");
     let out: Output = c
         .output()
         .map_err(|e| ClusterError(format!("cannot run {shown}: {e}")))?;
     if out.status.success() {
-        return Ok(());
+        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
     }
     Err(ClusterError(format!(
         "{shown} failed ({}): {}{}",
@@ -256,7 +288,7 @@ fn run(c: &mut Command) -> Result<(), ClusterError> {
     )))
 }
 
-fn tail(s: &str, n: usize) -> String {
+pub(crate) fn tail(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
