@@ -70,6 +70,7 @@ pub mod prelude {
         SignalStore, Store, ThreadStore, TraceStore, WaitStore, WorkerStore,
     };
 }
+pub use script::replication::{Replication, Standby};
 pub use script::retention::{CompactPolicy, Compacted, RunsByRule};
 
 pub use open::{

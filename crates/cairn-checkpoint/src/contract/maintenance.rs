@@ -1,12 +1,14 @@
-//! Maintenance: compaction, vacuum, the integrity check, periodic tasks.
+//! Maintenance: compaction, vacuum, the integrity check, the replication
+//! setup, periodic tasks.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::{CompactPolicy, Compacted, Result};
+use crate::{CompactPolicy, Compacted, Replication, Result};
 
-/// Maintenance: compaction, vacuum, the integrity check, periodic tasks.
+/// Maintenance: compaction, vacuum, the integrity check, the replication
+/// setup, periodic tasks.
 #[async_trait]
 pub trait MaintenanceStore: Send + Sync + 'static {
     /// Removes what `policy` names (or, dry, counts it), never what an
@@ -24,6 +26,12 @@ pub trait MaintenanceStore: Send + Sync + 'static {
     /// the problems it found (none when healthy). PostgreSQL checks its
     /// pages itself; nothing to report.
     async fn check(&self) -> Result<Vec<String>>;
+
+    /// The replication setup as Cairn's own connection sees it: whether
+    /// the server takes writes, `synchronous_standby_names`, this
+    /// connection's `synchronous_commit`, and the standbys streaming from
+    /// it (`pg_stat_replication`). `None` on SQLite. Reads only.
+    async fn replication(&self) -> Result<Option<Replication>>;
 
     /// Takes periodic `task` for this interval if it is due (by the
     /// database clock) and nobody took it yet: `true` for exactly one

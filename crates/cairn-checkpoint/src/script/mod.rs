@@ -51,6 +51,7 @@ mod pauses;
 mod people;
 mod permits;
 mod processes;
+pub(crate) mod replication;
 pub(crate) mod retention;
 mod reuse;
 mod rollup;

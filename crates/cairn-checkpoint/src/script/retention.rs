@@ -5,7 +5,8 @@
 //! Deletes go in small batches, one short transaction each, so a large
 //! compaction never holds a long lock or stalls step commits. Also the
 //! other housekeeping: periodic tasks (`claim_task_in`) and SQLite's
-//! integrity check (`quick_check`).
+//! integrity check (`quick_check`); the replication facts are read in
+//! `replication.rs`.
 
 use std::time::Duration;
 
@@ -495,6 +496,14 @@ impl<H: ScriptHost> MaintenanceStore for H {
             }),
         )
         .await
+    }
+
+    async fn replication(&self) -> Result<Option<crate::Replication>> {
+        let read = self.tx(
+            TxKind::Single,
+            script!(|c| super::replication::replication_in(c).await),
+        );
+        placed(self.target(), None, read).await
     }
 
     async fn claim_task(&self, task: &str, every: Duration, owner: &str) -> Result<bool> {

@@ -68,6 +68,10 @@ async fn postgres_process_durability_turns_off_synchronous_commit_for_cairn_only
             .await
             .unwrap();
         assert_eq!(setting, want, "{durability}");
+        // The replication facts read Cairn's own setting: `off` gives up
+        // waiting for a synchronous standby too.
+        let replication = store.replication().await.unwrap().unwrap();
+        assert_eq!(replication.synchronous_commit, want, "{durability}");
         // The schema (search_path) is kept beside the new setting.
         let run = store.submit(new_run(1, None)).await.unwrap().run;
         assert_eq!(store.get_run(run.id).await.unwrap().id, run.id);

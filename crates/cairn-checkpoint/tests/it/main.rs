@@ -40,6 +40,7 @@ mod leases;
 mod nul;
 mod on_busy;
 mod permits;
+mod replication;
 mod restart;
 mod retention;
 mod threads;

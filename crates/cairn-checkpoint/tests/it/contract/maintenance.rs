@@ -1,7 +1,8 @@
 //! Maintenance: `vacuum` gives back the space a compaction freed (SQLite's
 //! file shrinks and its write-ahead log is truncated; PostgreSQL vacuums
 //! Cairn's tables), beside other work, and leaves every run as it was and
-//! the database healthy by its own `check`.
+//! the database healthy by its own `check`; `replication` reads the
+//! setup of PostgreSQL (a standby's in `crates/cairn-checkpoint/tests/it/replication.rs`).
 
 use std::time::Duration;
 
@@ -12,7 +13,25 @@ use serde_json::json;
 use super::{operator, Db};
 use crate::{fresh, new_run};
 
-both!(vacuum_gives_back_what_compaction_freed_and_keeps_every_run);
+both!(
+    vacuum_gives_back_what_compaction_freed_and_keeps_every_run,
+    replication_is_postgres_only_and_reads_a_writable_server,
+);
+
+/// SQLite has no replication; the test server is a writable primary whose
+/// commits wait for no standby (no test sets one up on it).
+async fn replication_is_postgres_only_and_reads_a_writable_server(kind: Kind) {
+    let (_db, store) = fresh(kind).await;
+    let replication = store.replication().await.unwrap();
+    let Some(r) = replication else {
+        assert_eq!(kind, Kind::Sqlite, "PostgreSQL reports its setup");
+        return;
+    };
+    assert_eq!(kind, Kind::Postgres);
+    assert!(!r.in_recovery && !r.read_only && r.writable(), "{r:?}");
+    assert_eq!(r.synchronous_commit, "on", "Cairn's default durability");
+    assert!(!r.synchronous(), "no synchronous standby streams: {r:?}");
+}
 
 /// Bytes of the SQLite file and of its write-ahead log (0 when absent).
 fn sqlite_sizes(db: &TestDb) -> (u64, u64) {

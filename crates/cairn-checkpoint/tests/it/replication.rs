@@ -1,0 +1,123 @@
+//! A throwaway cluster with a streaming standby (`cairn_testkit::PgCluster`,
+//! never the shared server): the test kit's standby replays the primary's
+//! rows and takes writes once promoted; the store reads the replication
+//! setup (`MaintenanceStore::replication`) as it is, asynchronous,
+//! synchronous, given up by `?durability=process`, and a read-only flip.
+
+use std::time::Instant;
+
+use cairn_checkpoint::{open, OpenOptions, Replication, Store};
+use cairn_testkit::PgCluster;
+use tokio::task::block_in_place;
+
+fn cluster() -> PgCluster {
+    let t = Instant::now();
+    let c = block_in_place(PgCluster::start)
+        .unwrap_or_else(|e| panic!("cannot start a throwaway PostgreSQL cluster: {e}"));
+    eprintln!("cluster on port {} up in {:?}", c.port(), t.elapsed());
+    c
+}
+
+fn standby_of(primary: &PgCluster) -> (PgCluster, String) {
+    let t = Instant::now();
+    let standby = block_in_place(|| primary.standby())
+        .unwrap_or_else(|e| panic!("cannot make a standby: {e}"));
+    let name = standby.standby_name().unwrap().to_owned();
+    eprintln!(
+        "standby {name} on port {} up in {:?}",
+        standby.port(),
+        t.elapsed()
+    );
+    (standby, name)
+}
+
+async fn replication(url: &str) -> Replication {
+    let store = open(url, &OpenOptions::default()).await.unwrap();
+    replication_of(&*store).await
+}
+
+async fn replication_of(store: &dyn Store) -> Replication {
+    store.replication().await.unwrap().expect("PostgreSQL's")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_of_a_cluster_replays_its_rows_and_takes_writes_once_promoted() {
+    let mut primary = cluster();
+    let (mut standby, name) = standby_of(&primary);
+    block_in_place(|| {
+        primary.wait_streaming(&name, false).unwrap();
+        primary
+            .sql("CREATE TABLE t (x int); INSERT INTO t VALUES (1)")
+            .unwrap();
+        primary.wait_replayed(&name).unwrap();
+        assert_eq!(standby.sql("SELECT x FROM t").unwrap(), "1");
+        assert!(
+            standby.sql("INSERT INTO t VALUES (2)").is_err(),
+            "a standby refuses writes"
+        );
+        primary.stop_immediate().unwrap();
+        let took = standby.promote().unwrap();
+        eprintln!("promoted in {took:?}");
+        standby.sql("INSERT INTO t VALUES (2)").unwrap();
+        assert_eq!(
+            standby
+                .sql("SELECT string_agg(x::text, ',' ORDER BY x) FROM t")
+                .unwrap(),
+            "1,2"
+        );
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_reads_a_clusters_standby_asynchronous_synchronous_and_read_only() {
+    let primary = cluster();
+    let alone = replication(&primary.url()).await;
+    assert!(alone.writable() && alone.standbys.is_empty(), "{alone:?}");
+    assert!(!alone.synchronous(), "{alone:?}");
+
+    let (_standby, name) = standby_of(&primary);
+    block_in_place(|| primary.wait_streaming(&name, false)).unwrap();
+    let store = open(&primary.url(), &OpenOptions::default()).await.unwrap();
+    let async_ = replication_of(&*store).await;
+    assert_eq!(async_.standbys.len(), 1, "{async_:?}");
+    assert_eq!(async_.standbys[0].application_name, name);
+    assert_eq!(async_.standbys[0].state.as_deref(), Some("streaming"));
+    assert_eq!(async_.standbys[0].sync_state.as_deref(), Some("async"));
+    assert_eq!(async_.synchronous_standby_names, "");
+    assert!(!async_.synchronous(), "{async_:?}");
+
+    block_in_place(|| {
+        primary.set_synchronous(Some(&name))?;
+        primary.wait_streaming(&name, true)
+    })
+    .unwrap();
+    let sync = replication_of(&*store).await;
+    assert_eq!(
+        sync.synchronous_standby_names,
+        format!("FIRST 1 (\"{name}\")")
+    );
+    assert_eq!(sync.standbys[0].sync_state.as_deref(), Some("sync"));
+    assert!(sync.synchronous() && sync.writable(), "{sync:?}");
+    // `synchronous_commit = off` on Cairn's connections waits for no
+    // standby, whatever the server lists.
+    let process = replication(&format!("{}?durability=process", primary.url())).await;
+    assert_eq!(process.synchronous_commit, "off");
+    assert!(!process.synchronous(), "{process:?}");
+
+    // A read-only flip reaches the connections Cairn holds.
+    block_in_place(|| {
+        primary.sql("ALTER SYSTEM SET default_transaction_read_only = on")?;
+        primary.sql("SELECT pg_reload_conf()")
+    })
+    .unwrap();
+    let mut flipped = replication_of(&*store).await;
+    for _ in 0..40 {
+        if flipped.read_only {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        flipped = replication_of(&*store).await;
+    }
+    assert!(flipped.read_only && !flipped.in_recovery, "{flipped:?}");
+    assert!(!flipped.writable());
+}
