@@ -118,6 +118,12 @@ pub struct Checkup {
     pub runs: u64,
     /// Runs whose rows do not decode or disagree with them.
     pub corrupt_runs: Vec<CorruptRun>,
+    /// PostgreSQL's replication setup, as Cairn's connection sees it
+    /// (absent on SQLite). Not part of [`Checkup::is_healthy`]: whether a
+    /// failover may lose commits is for the reader to weigh
+    /// ([`Replication::synchronous`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<cairn_checkpoint::Replication>,
 }
 
 impl Checkup {

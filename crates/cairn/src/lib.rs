@@ -68,6 +68,8 @@ pub use cairn_checkpoint::{
 };
 pub use cairn_checkpoint::{LinkRecord, NewLink, NoticeAttempt};
 pub use cairn_checkpoint::{Listening, NewSchedule, Sent, Slot};
+/// The database's replication setup (`cairn doctor`, `/readyz`).
+pub use cairn_checkpoint::{Replication, Standby};
 /// The per-run event log's kinds and their typed payloads
 /// ([`event::payload`], one type per kind: [`EventData`]).
 pub use cairn_core::event;

@@ -94,6 +94,7 @@ impl Engine {
             integrity,
             runs: 0,
             corrupt_runs: vec![],
+            replication: self.replication().await?,
         };
         let mut after = None;
         loop {
@@ -124,6 +125,13 @@ impl Engine {
             }
         }
         Ok(checkup)
+    }
+
+    /// The database's replication setup as this engine's connections see
+    /// it: whether the server takes writes, and whether commits wait for a
+    /// streaming standby (`None` on SQLite). Reads only.
+    pub async fn replication(&self) -> Result<Option<crate::Replication>> {
+        Ok(self.store().replication().await?)
     }
 
     /// Runs as `filter` selects them, each marked if it is blocked.

@@ -151,7 +151,101 @@ fn print_checkup(checkup: &cairn::Checkup, json: bool) -> anyhow::Result<()> {
     for c in &checkup.corrupt_runs {
         writeln!(out, "  {}: {}", c.run, c.detail)?;
     }
+    if let Some(r) = &checkup.replication {
+        print_replication(&mut out, r)?;
+    }
     Ok(())
+}
+
+/// The replication setup, and on an asynchronous one the warning that a
+/// failover can lose acknowledged work, with the settings that make it
+/// synchronous. A warning only: doctor's exit code does not change.
+fn print_replication(out: &mut impl Write, r: &cairn::Replication) -> std::io::Result<()> {
+    if r.in_recovery {
+        writeln!(
+            out,
+            "server: a standby (in recovery): it refuses writes; point Cairn at the primary"
+        )?;
+    } else if r.read_only {
+        writeln!(
+            out,
+            "server: read-only (transaction_read_only = on): writes fail until it takes them again"
+        )?;
+    }
+    let standbys: Vec<String> = r
+        .standbys
+        .iter()
+        .map(|s| {
+            let seen = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".to_owned());
+            format!(
+                "{} ({}, {})",
+                s.application_name,
+                seen(&s.state),
+                seen(&s.sync_state)
+            )
+        })
+        .collect();
+    let standbys = match standbys.is_empty() {
+        true => "none".to_owned(),
+        false => standbys.join(", "),
+    };
+    writeln!(out, "standbys: {standbys}")?;
+    writeln!(
+        out,
+        "synchronous_standby_names = '{}'; synchronous_commit = {} (Cairn's connections)",
+        r.synchronous_standby_names, r.synchronous_commit
+    )?;
+    if r.synchronous() {
+        writeln!(
+            out,
+            "replication: synchronous (a failover to the synchronous standby loses no \
+             acknowledged commit)"
+        )?;
+        return Ok(());
+    }
+    let why = asynchronous_because(r);
+    let name = r
+        .standbys
+        .first()
+        .map_or("STANDBY_NAME", |s| s.application_name.as_str());
+    writeln!(
+        out,
+        "warning: replication is asynchronous ({why}): a failover can lose acknowledged \
+         submits, answers and step commits. For zero loss, make commits wait for a \
+         synchronous standby:\n  \
+         PostgreSQL:       synchronous_standby_names = 'FIRST 1 ({name})' and \
+         synchronous_commit = on (or remote_apply)\n  \
+         pg_auto_failover: pg_autoctl set formation number-sync-standbys 1\n  \
+         Patroni:          synchronous_mode: true and synchronous_mode_strict: true\n\
+         (docs/operations.md, \"Database failover\"; a warning: the exit code is unchanged)"
+    )
+}
+
+/// Why `r` is not synchronous, in a few words.
+fn asynchronous_because(r: &cairn::Replication) -> String {
+    if !matches!(
+        r.synchronous_commit.as_str(),
+        "on" | "remote_apply" | "remote_write"
+    ) {
+        return format!(
+            "synchronous_commit = {} on Cairn's connections waits for no standby{}",
+            r.synchronous_commit,
+            match r.synchronous_commit.as_str() {
+                "off" => "; ?durability=process sets it",
+                _ => "",
+            }
+        );
+    }
+    if r.standbys.is_empty() {
+        return "no standby streams from this server".to_owned();
+    }
+    if r.standbys.iter().any(|s| s.state.is_none()) {
+        return "Cairn's role cannot see the standbys' state; grant it pg_monitor".to_owned();
+    }
+    if r.synchronous_standby_names.trim().is_empty() {
+        return "synchronous_standby_names is empty".to_owned();
+    }
+    "no synchronous standby is streaming".to_owned()
 }
 
 /// A run queued behind an unfinished run of its thread starts only after

@@ -68,6 +68,7 @@ mod contract;
 mod crash;
 mod crash_blame;
 mod delegate;
+mod failover;
 mod failures;
 mod fanout;
 mod fingerprints;
