@@ -165,14 +165,27 @@ async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// `GET /readyz`: the database answers a trivial query.
+/// `GET /readyz`: the database answers a trivial query and takes writes
+/// (not a standby, not read-only: while a failover leaves only such a
+/// server answering, every write would fail).
 async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let filter = RunFilter {
         limit: Some(1),
         ..RunFilter::default()
     };
-    let probe = state.engine().list(&filter);
+    let engine = state.engine();
+    let probe = async {
+        engine.list(&filter).await?;
+        engine.replication().await
+    };
     match tokio::time::timeout(STORE_TIMEOUT, probe).await {
+        Ok(Ok(Some(r))) if !r.writable() => {
+            let refused = ApiError::ReadOnly {
+                in_recovery: r.in_recovery,
+            };
+            tracing::warn!("readiness probe failed: {refused}");
+            Err(refused)
+        }
         Ok(Ok(_)) => Ok(Json(json!({"status": "ok"}))),
         Ok(Err(e)) => {
             tracing::warn!(error = %crate::error::ErrorChain(&e), "readiness probe failed");

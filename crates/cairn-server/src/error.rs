@@ -165,6 +165,17 @@ pub enum ApiError {
     /// The database does not answer.
     #[error("the database does not answer")]
     NotReady,
+    /// The database answers but takes no writes: a standby (in recovery)
+    /// or a primary set read-only, as during a failover. `/readyz`'s
+    /// `not_ready` too, with `error.reason` `read_only`.
+    #[error(
+        "the database takes no writes: {} (a failover may be under way)",
+        match in_recovery {
+            true => "it is a standby (in recovery)",
+            false => "it is read-only (transaction_read_only = on)",
+        }
+    )]
+    ReadOnly { in_recovery: bool },
     /// An answer to a wait that is no longer open, with the open wait of
     /// the same run, if it has one (the wait a person most likely meant:
     /// a rejected review's re-run opens a new one): its body names it as
@@ -220,6 +231,7 @@ impl ApiError {
             ApiError::Unauthorized => ErrorClass::Unauthorized,
             ApiError::Forbidden(_) => ErrorClass::Forbidden,
             ApiError::NotReady
+            | ApiError::ReadOnly { .. }
             | ApiError::TooManyStreams { .. }
             | ApiError::TooManyAttempts { .. } => ErrorClass::Unavailable,
             ApiError::WaitClosed { .. } => ErrorClass::Conflict,
@@ -252,7 +264,7 @@ impl ApiError {
             ApiError::Forbidden(_) => "forbidden",
             ApiError::TooManyAttempts { .. } => "too_many_attempts",
             ApiError::HostNotAllowed { .. } => "host_not_allowed",
-            ApiError::NotReady => "not_ready",
+            ApiError::NotReady | ApiError::ReadOnly { .. } => "not_ready",
             ApiError::WaitClosed { .. } => "wait_closed",
             // A 500 names nothing internal, not even which error it was.
             ApiError::Engine(e) if e.class().http_status() == 500 => "internal",
@@ -321,7 +333,12 @@ impl ApiError {
                 tracing::error!(error = %ErrorChain(self), "request failed");
                 "internal error; the server log has the details".to_owned()
             }
-            StatusCode::SERVICE_UNAVAILABLE if matches!(self, ApiError::TooManyStreams { .. }) => {
+            StatusCode::SERVICE_UNAVAILABLE
+                if matches!(
+                    self,
+                    ApiError::TooManyStreams { .. } | ApiError::ReadOnly { .. }
+                ) =>
+            {
                 self.to_string()
             }
             StatusCode::SERVICE_UNAVAILABLE => {
@@ -348,6 +365,11 @@ impl IntoResponse for ApiError {
                 Some(w) => json!({"id": w.id, "kind": w.kind, "step_idx": w.step_idx}),
                 None => serde_json::Value::Null,
             };
+        }
+        match &self {
+            ApiError::NotReady => body["error"]["reason"] = json!("no_answer"),
+            ApiError::ReadOnly { .. } => body["error"]["reason"] = json!("read_only"),
+            _ => {}
         }
         let mut response = (status, Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {

@@ -21,6 +21,56 @@ async fn healthz_and_readyz_answer_ok() {
     }
 }
 
+/// While only a read-only server answers (a primary set read-only, as a
+/// failover tool demotes one; a standby alike), `/readyz` is 503
+/// `not_ready` with the reason `read_only`, so a load balancer sends no
+/// writes to this server; `/healthz` stays 200; once the server takes
+/// writes again, so is `/readyz`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_is_503_read_only_while_the_cluster_takes_no_writes() {
+    let cluster = tokio::task::block_in_place(cairn_testkit::PgCluster::start)
+        .unwrap_or_else(|e| panic!("cannot start a throwaway PostgreSQL cluster: {e}"));
+    let api = Api::on(cairn_testkit::TestDb::postgres_at(cluster.url()), |s| s).await;
+    assert_eq!(api.get("/readyz").await.status, StatusCode::OK);
+    let flip = |setting: &'static str| {
+        tokio::task::block_in_place(|| {
+            cluster.sql(setting)?;
+            cluster.sql("SELECT pg_reload_conf()")
+        })
+        .unwrap()
+    };
+    flip("ALTER SYSTEM SET default_transaction_read_only = on");
+    // The reload reaches the pooled connections a moment later.
+    let mut reply = api.get("/readyz").await;
+    for _ in 0..40 {
+        if reply.status != StatusCode::OK {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        reply = api.get("/readyz").await;
+    }
+    let message = reply.assert_error(StatusCode::SERVICE_UNAVAILABLE, "not_ready");
+    assert_eq!(
+        reply.json()["error"]["reason"],
+        "read_only",
+        "{}",
+        reply.text
+    );
+    assert!(message.contains("read-only"), "{message}");
+    assert_eq!(api.get("/healthz").await.status, StatusCode::OK);
+
+    flip("ALTER SYSTEM RESET default_transaction_read_only");
+    let mut reply = api.get("/readyz").await;
+    for _ in 0..40 {
+        if reply.status == StatusCode::OK {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        reply = api.get("/readyz").await;
+    }
+    assert_eq!(reply.json(), json!({"status": "ok"}), "{}", reply.text);
+}
+
 #[tokio::test]
 async fn readyz_is_503_when_the_database_does_not_answer_and_healthz_stays_200() {
     let api = Api::sqlite().await;
@@ -30,6 +80,13 @@ async fn readyz_is_503_when_the_database_does_not_answer_and_healthz_stays_200()
         .await
         .assert_error(StatusCode::SERVICE_UNAVAILABLE, "not_ready");
     assert!(!message.contains("runs"), "{message}");
+    let reply = api.get("/readyz").await;
+    assert_eq!(
+        reply.json()["error"]["reason"],
+        "no_answer",
+        "{}",
+        reply.text
+    );
     assert_eq!(api.get("/healthz").await.status, StatusCode::OK);
     let metrics = api.get("/metrics").await;
     assert_eq!(metrics.status, StatusCode::OK);

@@ -162,7 +162,11 @@ impl Api {
     }
 
     pub async fn with(kind: Kind, configure: impl FnOnce(AppState) -> AppState) -> Api {
-        let db = TestDb::of(kind).await;
+        Api::on(TestDb::of(kind).await, configure).await
+    }
+
+    /// The API over `db` (a throwaway cluster's, say).
+    pub async fn on(db: TestDb, configure: impl FnOnce(AppState) -> AppState) -> Api {
         let crews_dir = tempfile::tempdir().unwrap();
         write_crews(crews_dir.path());
         let engine = Engine::open(&db.url).await.unwrap();
