@@ -23,7 +23,7 @@
 //! | `POST /v1/crews/{name}/upgrade` | move unfinished runs to a loaded version |
 //! | `GET /v1/openapi.json` | the OpenAPI 3.1 document |
 //! | `GET /metrics` | Prometheus text |
-//! | `GET /healthz`, `GET /readyz` | liveness, database readiness (no token needed) |
+//! | `GET /healthz`, `GET /readyz` | liveness, database readiness: it answers and takes writes (no token needed) |
 //! | `GET /`, `GET /runs/{id}`, `GET /waits`, `GET /threads/{id}`, `GET /crews` | the web console's pages (`console.rs`; a session cookie, not a token) |
 //! | `POST /runs/{id}/{retry,continue,cancel,fork}`, `POST /waits/{id}/answer`, `POST /crews/{name}/{version}/upgrade` | the console's forms (CSRF token) |
 //! | `GET /login`, `POST /login`, `POST /logout` | the console's sign-in with an API token |
