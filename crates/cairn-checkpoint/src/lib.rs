@@ -75,8 +75,9 @@ pub use script::retention::{CompactPolicy, Compacted, RunsByRule};
 
 pub use open::{
     open, pg_options, Backend, Durability, OpenOptions, Pooler, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_RETRY_FOR,
 };
-pub use postgres::PgStore;
+pub use postgres::{PgHosts, PgStore, SessionAttrs};
 pub use sqlite::{GroupStats, SqliteStore};
 
 /// `Result` with this crate's [`Error`].

@@ -1,5 +1,7 @@
 //! Opening a store from a URL: `sqlite://PATH` (the embedded default) or
-//! `postgres://…`. Connection failures name the database, never a password.
+//! `postgres://…`, with one host or several (libpq's `h1:5432,h2:5433`,
+//! which sqlx does not parse: split here, one set of options per host).
+//! Connection failures name the database, never a password.
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -8,7 +10,7 @@ use std::time::Duration;
 
 use sqlx::postgres::PgConnectOptions;
 
-use crate::{Error, PgStore, Result, SqliteStore, Store};
+use crate::{Error, PgHosts, PgStore, Result, SessionAttrs, SqliteStore, Store};
 
 /// Which backend a store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,7 +142,19 @@ pub struct OpenOptions {
     /// A pooler between Cairn and PostgreSQL, unless the URL says
     /// (`?pooler=`).
     pub pooler: Pooler,
+    /// How long a step commit, a journal item, an answer or an operator
+    /// action whose connection failed (or whose server refused writes for
+    /// now, as during a failover) is tried again, asking first whether the
+    /// earlier try landed. The rule: half the lease, so a retry ends well
+    /// before another process could take the run over (fencing refuses it
+    /// if one did) and a failover shorter than that is ridden out.
+    /// `cairn::Engine` sets it from its lease (`ExecutorConfig::lease / 2`);
+    /// the default, [`DEFAULT_RETRY_FOR`], is half the default 30 s lease.
+    pub retry_for: Duration,
 }
+
+/// [`OpenOptions::retry_for`] unless set: half the default lease (30 s).
+pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(15);
 
 impl Default for OpenOptions {
     fn default() -> Self {
@@ -151,6 +165,7 @@ impl Default for OpenOptions {
             acquire_timeout: Duration::from_secs(30),
             durability: Durability::Sync,
             pooler: Pooler::None,
+            retry_for: DEFAULT_RETRY_FOR,
         }
     }
 }
@@ -159,8 +174,8 @@ impl Default for OpenOptions {
 #[derive(Debug, Clone)]
 pub(crate) enum Target {
     Sqlite(PathBuf),
-    /// The server, and the pooler the URL names (`?pooler=`), if any.
-    Postgres(Box<PgConnectOptions>, Option<Pooler>),
+    /// The servers, and the pooler the URL names (`?pooler=`), if any.
+    Postgres(Box<PgHosts>, Option<Pooler>),
 }
 
 /// A URL's target and the durability it names (`?durability=`), if any.
@@ -181,10 +196,15 @@ pub(crate) fn parse_url(url: &str) -> Result<(Target, Option<Durability>)> {
                 "`pooler=` is for PostgreSQL URLs; SQLite has no server",
             ));
         }
+        if params.attrs.is_some() {
+            return Err(bad(
+                "`target_session_attrs=` is for PostgreSQL URLs; SQLite has no server",
+            ));
+        }
         return Ok((Target::Sqlite(PathBuf::from(path)), params.durability));
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let pg = Box::new(pg_options(&url)?);
+        let pg = Box::new(pg_hosts(&url, params.attrs.unwrap_or_default())?);
         return Ok((Target::Postgres(pg, params.pooler), params.durability));
     }
     Err(bad("unknown scheme"))
@@ -217,14 +237,65 @@ pub fn pg_options(url: &str) -> Result<PgConnectOptions> {
     })
 }
 
+/// A PostgreSQL URL's servers: one, as [`pg_options`] reads it, or several
+/// (`postgres://u@h1:5432,h2,[::1]:5433/db`, libpq's syntax; sqlx parses
+/// one host only): one set of options per host, each from the URL with
+/// that host alone (so the same user, password, database and parameters),
+/// in the URL's order.
+fn pg_hosts(url: &str, attrs: SessionAttrs) -> Result<PgHosts> {
+    let Some((head, list, tail)) = split_hosts(url) else {
+        return Ok(PgHosts {
+            hosts: vec![pg_options(url)?],
+            attrs,
+        });
+    };
+    let bad = |reason: String| Error::BadUrl {
+        url: redact(url),
+        reason,
+    };
+    let hosts = list
+        .split(',')
+        .map(|host| match host {
+            "" => Err(bad("an empty host in the list of hosts".into())),
+            host => pg_options(&format!("{head}{host}{tail}")).map_err(|e| match e {
+                Error::BadUrl { reason, .. } => bad(format!("host `{host}`: {reason}")),
+                e => e,
+            }),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(PgHosts { hosts, attrs })
+}
+
+/// A URL of several hosts cut around its list of hosts: what comes before
+/// (scheme and user), the list, what follows (database and query). `None`
+/// for a URL of one host. The user's part ends at the last `@` before the
+/// query, as in [`redact`] (a password may hold `/`, `@` or `,`).
+fn split_hosts(url: &str) -> Option<(&str, &str, &str)> {
+    let start = url.find("://")? + 3;
+    let before_query = url[start..]
+        .find(['?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let from = url[start..before_query]
+        .rfind('@')
+        .map_or(start, |at| start + at + 1);
+    let to = url[from..before_query]
+        .find('/')
+        .map_or(before_query, |i| from + i);
+    let list = &url[from..to];
+    list.contains(',').then(|| (&url[..from], list, &url[to..]))
+}
+
 /// Cairn's own parameters of a URL, which the drivers do not know.
 #[derive(Debug, Default)]
 struct UrlParams {
     durability: Option<Durability>,
     pooler: Option<Pooler>,
+    /// libpq's `target_session_attrs` (`postgres/hosts.rs`).
+    attrs: Option<SessionAttrs>,
 }
 
-/// Takes `durability=…` and `pooler=…` out of a URL's query.
+/// Takes `durability=…`, `pooler=…` and `target_session_attrs=…` out of a
+/// URL's query.
 fn take_params(url: &str) -> std::result::Result<(String, UrlParams), String> {
     let mut params = UrlParams::default();
     let Some((base, query)) = url.split_once('?') else {
@@ -236,6 +307,8 @@ fn take_params(url: &str) -> std::result::Result<(String, UrlParams), String> {
             params.durability = Some(value.parse()?);
         } else if let Some(value) = pair.strip_prefix("pooler=") {
             params.pooler = Some(value.parse()?);
+        } else if let Some(value) = pair.strip_prefix("target_session_attrs=") {
+            params.attrs = Some(value.parse()?);
         } else {
             kept.push(pair);
         }
@@ -266,7 +339,7 @@ pub async fn open(url: &str, opts: &OpenOptions) -> Result<Arc<dyn Store>> {
                 pooler: pooler.unwrap_or(opts.pooler),
                 ..opts
             };
-            Ok(Arc::new(PgStore::connect_with(*pg, &opts).await?))
+            Ok(Arc::new(PgStore::connect_hosts(*pg, &opts).await?))
         }
     }
 }
@@ -293,7 +366,7 @@ mod tests {
         ));
         use sqlx::postgres::PgSslMode;
         let ssl = |url: &str| match parse_url(url) {
-            Ok((Target::Postgres(pg, _), _)) => pg.get_ssl_mode(),
+            Ok((Target::Postgres(pg, _), _)) => pg.hosts[0].get_ssl_mode(),
             other => panic!("{url}: {other:?}"),
         };
         let local = [
@@ -323,13 +396,13 @@ mod tests {
         }
         match parse_url("postgres://u@h:5432/db?durability=sync&options[search_path]=s") {
             Ok((Target::Postgres(pg, None), Some(Durability::Sync))) => {
-                assert_eq!(pg.get_options(), Some("-c search_path=s"));
+                assert_eq!(pg.hosts[0].get_options(), Some("-c search_path=s"));
             }
             other => panic!("{other:?}"),
         }
         match parse_url("postgres://u@h:6432/db?pooler=transaction&sslmode=disable") {
             Ok((Target::Postgres(pg, Some(Pooler::Transaction)), None)) => {
-                assert_eq!(pg.get_port(), 6432);
+                assert_eq!(pg.hosts[0].get_port(), 6432);
             }
             other => panic!("{other:?}"),
         }
@@ -347,6 +420,121 @@ mod tests {
                 .map(|e| e.to_string())
                 .unwrap_or_default();
             assert!(err.contains("is not a database URL"), "{bad}: {err}");
+        }
+    }
+
+    /// The hosts a PostgreSQL URL parses to, as `HOST:PORT`, and its attrs.
+    fn hosts(url: &str) -> (Vec<String>, SessionAttrs) {
+        match parse_url(url) {
+            Ok((Target::Postgres(pg, _), _)) => (
+                pg.hosts
+                    .iter()
+                    .map(|h| format!("{}:{}", h.get_host(), h.get_port()))
+                    .collect(),
+                pg.attrs,
+            ),
+            other => panic!("{url}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn several_hosts_parse_in_order_with_everything_else_shared() {
+        use SessionAttrs::*;
+        let cases: [(&str, &[&str], SessionAttrs); 7] = [
+            ("postgres://u@h1:5432/db", &["h1:5432"], Any),
+            (
+                "postgres://u@h1:5432,h2:5433/db?target_session_attrs=read-write",
+                &["h1:5432", "h2:5433"],
+                ReadWrite,
+            ),
+            // A host without a port gets the default, as in libpq.
+            (
+                "postgres://u@h1,h2:6000,h3/db",
+                &["h1:5432", "h2:6000", "h3:5432"],
+                Any,
+            ),
+            (
+                "postgresql://u@[::1]:5433,[2001:db8::7],127.0.0.1/db?target_session_attrs=primary",
+                &["[::1]:5433", "[2001:db8::7]:5432", "127.0.0.1:5432"],
+                Primary,
+            ),
+            (
+                "postgres://u@h1,h2/db?target_session_attrs=any",
+                &["h1:5432", "h2:5432"],
+                Any,
+            ),
+            // One host may ask for a kind too.
+            (
+                "postgres://u@h1/db?target_session_attrs=read-write",
+                &["h1:5432"],
+                ReadWrite,
+            ),
+            // A password may hold `,` and `@`: the hosts follow the last `@`.
+            ("postgres://u:p,a@s@h1,h2/db", &["h1:5432", "h2:5432"], Any),
+        ];
+        for (url, want, attrs) in cases {
+            let want: Vec<String> = want.iter().map(|h| h.to_string()).collect();
+            assert_eq!(hosts(url), (want, attrs), "case {url}");
+        }
+        // Every host gets the same user, password, database and parameters.
+        let url = "postgres://alice:pw@db1.example.com:5432,db2.example.com:5433/app\
+                   ?options[search_path]=s&sslmode=require&durability=process";
+        match parse_url(url) {
+            Ok((Target::Postgres(pg, None), Some(Durability::Process))) => {
+                assert_eq!(pg.hosts.len(), 2);
+                for h in &pg.hosts {
+                    assert_eq!(h.get_username(), "alice");
+                    assert_eq!(h.get_database(), Some("app"));
+                    assert_eq!(h.get_options(), Some("-c search_path=s"));
+                    assert!(matches!(
+                        h.get_ssl_mode(),
+                        sqlx::postgres::PgSslMode::Require
+                    ));
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_host_lists_and_kinds_are_refused_naming_no_password() {
+        for (url, says) in [
+            (
+                "postgres://u:s3cret@h1,h2/db?target_session_attrs=standby",
+                "Cairn writes",
+            ),
+            (
+                "postgres://u:s3cret@h1/db?target_session_attrs=prefer-standby",
+                "Cairn writes",
+            ),
+            (
+                "postgres://u:s3cret@h1,h2/db?target_session_attrs=read-only",
+                "Cairn writes",
+            ),
+            (
+                "postgres://u:s3cret@h1,h2/db?target_session_attrs=writable",
+                "is not `read-write`, `primary` or `any`",
+            ),
+            ("postgres://u:s3cret@h1,,h2/db", "an empty host"),
+            (
+                "postgres://u:s3cret@h1,h2:notaport/db",
+                "host `h2:notaport`",
+            ),
+            ("postgres://u:s3cret@h1:5432,/db", "an empty host"),
+            (
+                "sqlite://x.db?target_session_attrs=read-write",
+                "for PostgreSQL URLs",
+            ),
+        ] {
+            let err = parse_url(url)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                err.contains("is not a database URL") && err.contains(says),
+                "{url}: {err}"
+            );
+            assert!(!err.contains("s3cret"), "{url}: the password shows: {err}");
         }
     }
 

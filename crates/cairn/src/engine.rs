@@ -165,12 +165,21 @@ impl Engine {
         Self::open_with(url, &OpenOptions::default(), config).await
     }
 
+    /// [`Engine::open`] with the store's options and the executor's
+    /// configuration. The store's retry window (`OpenOptions::retry_for`)
+    /// is set from the lease, whatever `opts` says: half of it, so a write
+    /// retried after a lost connection or during a failover ends before
+    /// another process could take the run over.
     pub async fn open_with(
         url: &str,
         opts: &OpenOptions,
         config: ExecutorConfig,
     ) -> Result<Engine> {
-        let store = cairn_checkpoint::open(url, opts).await?;
+        let opts = OpenOptions {
+            retry_for: config.lease / 2,
+            ..opts.clone()
+        };
+        let store = cairn_checkpoint::open(url, &opts).await?;
         Ok(Self::with_store(store, config))
     }
 

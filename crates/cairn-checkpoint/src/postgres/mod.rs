@@ -3,9 +3,11 @@
 //! connects, keeps a `LISTEN` connection for idle workers, and holds the
 //! fast paths: a step commit, a journal item and a fresh run's start in
 //! one statement each (data-modifying CTEs), so each costs one round trip
-//! instead of a transaction of five to ten (`start.rs`).
+//! instead of a transaction of five to ten (`start.rs`). Several hosts in
+//! one URL, and following a failover among them: `hosts.rs`.
 
 mod batch;
+mod hosts;
 mod start;
 
 use std::sync::Arc;
@@ -21,9 +23,12 @@ use cairn_core::{Corruption, JournalEntry};
 
 use crate::plan::{check_holder, refused_commit};
 use crate::raw::{decode_journal, error_value};
-use crate::script::{ScriptHost, TxKind};
+use crate::script::{ScriptFn, ScriptHost, TxKind};
 use crate::sql::{Pool, Prepare, Query, PING_AFTER_IDLE, RUNNABLE};
-use crate::{Error, JournalAppend, OpenOptions, Pooler, Result, StepCommit};
+use crate::{DbFault, Error, JournalAppend, OpenOptions, Pooler, Result, StepCommit};
+
+use hosts::Failover;
+pub use hosts::{PgHosts, SessionAttrs};
 
 /// A Cairn store on a PostgreSQL server.
 #[derive(Clone)]
@@ -31,8 +36,9 @@ pub struct PgStore {
     pool: PgPool,
     /// The same pool, as the storage script takes it.
     db: Pool,
-    /// The `LISTEN cairn_runnable` connection, opened on first use.
-    listener: std::sync::Arc<tokio::sync::Mutex<Option<sqlx::postgres::PgListener>>>,
+    /// The `LISTEN cairn_runnable` connection, opened on first use, and
+    /// how many failovers the store had followed then (`hosts.rs`).
+    listener: std::sync::Arc<tokio::sync::Mutex<Option<(sqlx::postgres::PgListener, u64)>>>,
     /// `PostgreSQL at HOST:PORT/DB`, for messages.
     target: String,
     live: crate::LiveHub,
@@ -40,92 +46,86 @@ pub struct PgStore {
     expiry: Arc<crate::script::ExpiryMemo>,
     /// Step commits queued for the next batch (`batch.rs`).
     batcher: Arc<batch::Batcher>,
+    /// On a URL of several hosts: which one the pool uses, and how it
+    /// follows a failover (`hosts.rs`).
+    failover: Option<Arc<Failover>>,
+    /// `OpenOptions::retry_for`.
+    retry_for: Duration,
 }
 
 impl PgStore {
-    /// Connects (failing within `opts.connect_timeout` with the server named)
-    /// and applies migrations.
+    /// Connects to one server (failing within `opts.connect_timeout` with
+    /// the server named) and applies migrations.
     pub async fn connect_with(pg: PgConnectOptions, opts: &OpenOptions) -> Result<Self> {
+        Self::connect_hosts(PgHosts::one(pg), opts).await
+    }
+
+    /// Connects to the first of a URL's hosts that answers and fits its
+    /// `target_session_attrs` (`hosts.rs`; failing, within
+    /// `opts.connect_timeout` a host, with every host named and why it was
+    /// refused) and applies migrations. With several hosts the store
+    /// follows a failover to another of them (`hosts::Failover`).
+    pub async fn connect_hosts(pg: PgHosts, opts: &OpenOptions) -> Result<Self> {
+        let db = pg.hosts.first().and_then(|h| h.get_database());
+        let names: Vec<String> = pg.hosts.iter().map(hosts::name).collect();
         let target = format!(
-            "PostgreSQL at {}:{}/{}",
-            pg.get_host(),
-            pg.get_port(),
-            pg.get_database().unwrap_or("(default database)")
+            "PostgreSQL at {}/{}",
+            names.join(","),
+            db.unwrap_or("(default database)")
         );
-        let pooled = opts.pooler == Pooler::Transaction;
-        // `process`: Cairn's own transactions return before their WAL is
-        // flushed (a server crash may lose the last ~600 ms of them; a
-        // crash of Cairn's process loses nothing). Other clients keep theirs.
-        let pg =
-            match (opts.durability, pooled) {
-                (crate::Durability::Sync, _) => pg,
-                (crate::Durability::Process, false) => pg.options([("synchronous_commit", "off")]),
-                (crate::Durability::Process, true) => return Err(Error::BadUrl {
-                    url: target,
-                    reason:
-                        "durability=process is a session setting, which a pooler in transaction \
-                         mode does not keep: set it on the role instead \
-                         (ALTER ROLE … SET synchronous_commit = off)"
-                            .into(),
-                }),
-            };
-        // Through a transaction-mode pooler: no named statements (another
-        // client's may exist on the server connection we are given, ours
-        // may be gone) and no startup parameter PgBouncer refuses.
-        let (pg, prepare) = match pooled {
-            false => (pg, Prepare::Cached),
-            true => (
-                pg.statement_cache_capacity(0).extra_float_digits(None),
-                Prepare::Unnamed,
-            ),
-        };
+        let attrs = pg.attrs;
+        let hosts = pg
+            .hosts
+            .into_iter()
+            .map(|h| session(h, opts, &target))
+            .collect::<Result<Vec<_>>>()?;
         // One direct attempt first: the pool would only say "timed out",
         // while the connection itself names the cause (refused, auth, …).
-        let unreachable = |reason: String| Error::Unreachable {
-            target: target.clone(),
-            reason,
+        let (at, first) = match hosts::first_fit(&hosts, attrs, opts.connect_timeout, 0).await {
+            Ok(found) => found,
+            Err(refused) => {
+                return Err(Error::Unreachable {
+                    reason: match refused.as_slice() {
+                        [(_, why)] => why.clone(),
+                        _ => format!(
+                            "no host fits target_session_attrs={}: {}",
+                            attrs.as_str(),
+                            hosts::refusals(&refused)
+                        ),
+                    },
+                    target,
+                })
+            }
         };
-        let first =
-            match tokio::time::timeout(opts.connect_timeout, PgConnection::connect_with(&pg)).await
-            {
-                Err(_) => {
-                    return Err(unreachable(format!(
-                        "no answer within {} ms",
-                        opts.connect_timeout.as_millis()
-                    )))
-                }
-                Ok(Err(e)) => return Err(unreachable(e.to_string())),
-                Ok(Ok(conn)) => conn,
-            };
         let first = migrate(first, opts.create, &target).await?;
         // Lanes for single statements (`sql::Lanes`), carved out of the
         // cap; none behind a transaction-mode pooler (every statement
         // there is in a transaction).
+        let pooled = opts.pooler == Pooler::Transaction;
+        let prepare = match pooled {
+            false => Prepare::Cached,
+            true => Prepare::Unnamed,
+        };
         let cap = opts.max_connections.max(1);
         let lanes = match prepare {
             Prepare::Cached => crate::sql::lanes_for(cap),
             Prepare::Unnamed => 0,
         };
-        let pool = PgPoolOptions::new()
-            .max_connections(cap - lanes)
-            .acquire_timeout(opts.acquire_timeout.max(opts.connect_timeout))
-            // sqlx pings every connection it hands out: a round trip before
-            // each step commit. A connection used within the last
-            // `PING_AFTER_IDLE` is taken as alive (as HikariCP's "alive
-            // bypass window"); one idle for longer, as after a quiet spell
-            // or a server restart, is still pinged, and replaced if dead.
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
-                Box::pin(async move {
-                    if meta.idle_for >= PING_AFTER_IDLE {
-                        conn.ping().await?;
-                    }
-                    Ok(true)
-                })
-            })
-            .connect_with(pg)
+        let failover = (hosts.len() > 1).then(|| {
+            Arc::new(Failover::new(
+                hosts.clone(),
+                attrs,
+                opts.connect_timeout,
+                at,
+            ))
+        });
+        let pool = pool_options(cap - lanes, opts, failover.as_ref().map(Arc::downgrade))
+            .connect_with(hosts[at].clone())
             .await
-            .map_err(|e| unreachable(e.to_string()))?;
+            .map_err(|e| Error::Unreachable {
+                target: target.clone(),
+                reason: e.to_string(),
+            })?;
         let live = match pooled {
             false => crate::LiveHub::postgres(pool.clone()),
             true => crate::LiveHub::local(),
@@ -136,6 +136,9 @@ impl PgStore {
         if let Some(unused) = lanes.adopt(first).await {
             let _ = unused.close().await;
         }
+        if let Some(f) = &failover {
+            f.attach(pool.clone(), lanes.clone());
+        }
         Ok(PgStore {
             db: Pool::Postgres(pool.clone(), prepare, lanes),
             live,
@@ -144,7 +147,27 @@ impl PgStore {
             target,
             batcher: Default::default(),
             expiry: Default::default(),
+            failover,
+            retry_for: opts.retry_for,
         })
+    }
+
+    /// A statement failed: after a fault that may pass (a lost connection,
+    /// a server read-only now), a store on several hosts looks for the one
+    /// that fits now before the error goes on to its write boundary, whose
+    /// retry then reaches that host (`hosts.rs`). Nothing on one host.
+    async fn after_fault(&self, e: &Error) {
+        let Some(failover) = &self.failover else {
+            return;
+        };
+        let passing = match e {
+            Error::Database(e) => DbFault::of(e).may_pass(),
+            Error::Db { fault, .. } => fault.may_pass(),
+            _ => false,
+        };
+        if passing {
+            failover.reprobe().await;
+        }
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -208,6 +231,70 @@ impl PgStore {
     }
 }
 
+/// A host's options with the store's session settings: `durability`, and
+/// what a transaction-mode pooler needs.
+fn session(pg: PgConnectOptions, opts: &OpenOptions, target: &str) -> Result<PgConnectOptions> {
+    let pooled = opts.pooler == Pooler::Transaction;
+    // `process`: Cairn's own transactions return before their WAL is
+    // flushed (a server crash may lose the last ~600 ms of them; a
+    // crash of Cairn's process loses nothing). Other clients keep theirs.
+    let pg = match (opts.durability, pooled) {
+        (crate::Durability::Sync, _) => pg,
+        (crate::Durability::Process, false) => pg.options([("synchronous_commit", "off")]),
+        (crate::Durability::Process, true) => {
+            return Err(Error::BadUrl {
+                url: target.to_owned(),
+                reason: "durability=process is a session setting, which a pooler in transaction \
+                         mode does not keep: set it on the role instead \
+                         (ALTER ROLE … SET synchronous_commit = off)"
+                    .into(),
+            })
+        }
+    };
+    // Through a transaction-mode pooler: no named statements (another
+    // client's may exist on the server connection we are given, ours
+    // may be gone) and no startup parameter PgBouncer refuses.
+    Ok(match pooled {
+        false => pg,
+        true => pg.statement_cache_capacity(0).extra_float_digits(None),
+    })
+}
+
+/// The pool's options. sqlx pings every connection it hands out: a round
+/// trip before each step commit. A connection used within the last
+/// `PING_AFTER_IDLE` is taken as alive (as HikariCP's "alive bypass
+/// window"); one idle for longer, as after a quiet spell or a server
+/// restart, is still pinged, and replaced if dead. On several hosts, a
+/// connection opened before a switch to another host is dropped, and a
+/// failed ping makes the store look for the host that fits now.
+fn pool_options(
+    max: u32,
+    opts: &OpenOptions,
+    failover: Option<std::sync::Weak<Failover>>,
+) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(opts.acquire_timeout.max(opts.connect_timeout))
+        .test_before_acquire(false)
+        .before_acquire(move |conn, meta| {
+            let failover = failover.as_ref().and_then(std::sync::Weak::upgrade);
+            Box::pin(async move {
+                if failover.as_ref().is_some_and(|f| f.retired(meta.age)) {
+                    return Ok(false);
+                }
+                if meta.idle_for >= PING_AFTER_IDLE {
+                    if let Err(e) = conn.ping().await {
+                        if let Some(f) = failover {
+                            f.reprobe().await;
+                        }
+                        return Err(e);
+                    }
+                }
+                Ok(true)
+            })
+        })
+}
+
 #[async_trait]
 impl ScriptHost for PgStore {
     fn db(&self) -> &Pool {
@@ -226,23 +313,46 @@ impl ScriptHost for PgStore {
         &self.expiry
     }
 
+    fn retry_for(&self) -> Duration {
+        self.retry_for
+    }
+
+    /// The pool's transaction; a fault that may pass makes a store on
+    /// several hosts look for the one that fits now ([`PgStore::after_fault`]),
+    /// so every operation, its one-statement fast paths included, follows
+    /// a failover.
+    async fn tx<T: Send + 'static>(&self, kind: TxKind, f: ScriptFn<T>) -> Result<T> {
+        let done = crate::script::pool_tx(&self.db, kind, f).await;
+        if let Err(e) = &done {
+            self.after_fault(e).await;
+        }
+        done
+    }
+
     async fn wait_for_work(&self, max: Duration) {
         if self.db.needs_transactions() {
             // A pooler in transaction mode cannot keep a `LISTEN`: poll.
             tokio::time::sleep(max).await;
             return;
         }
+        // After a failover the `LISTEN` connection may still be on the
+        // host left behind (alive, read-only): it is opened again, from
+        // the pool, which now connects to the new one.
+        let switches = self.failover.as_ref().map_or(0, |f| f.switches());
         let mut guard = self.listener.lock().await;
+        if guard.as_ref().is_some_and(|(_, at)| *at != switches) {
+            *guard = None;
+        }
         if guard.is_none() {
             match sqlx::postgres::PgListener::connect_with(&self.pool).await {
                 Ok(mut listener) => match listener.listen(RUNNABLE).await {
-                    Ok(()) => *guard = Some(listener),
+                    Ok(()) => *guard = Some((listener, switches)),
                     Err(e) => tracing::debug!(error = %e, "LISTEN failed; polling"),
                 },
                 Err(e) => tracing::debug!(error = %e, "no listener connection; polling"),
             }
         }
-        let Some(listener) = guard.as_mut() else {
+        let Some((listener, _)) = guard.as_mut() else {
             drop(guard);
             tokio::time::sleep(max).await;
             return;
@@ -252,6 +362,8 @@ impl ScriptHost for PgStore {
             Ok(Err(e)) => {
                 tracing::debug!(error = %e, "listener failed; reconnecting next time");
                 *guard = None;
+                drop(guard);
+                self.after_fault(&Error::Database(e)).await;
             }
         }
     }
@@ -307,13 +419,23 @@ impl ScriptHost for PgStore {
         // sqlx reads the whole answer, up to ReadyForQuery, so the item is
         // acknowledged only once its implicit transaction committed (tested).
         crate::counters::sent(1);
-        let row = match self.db.needs_transactions() {
-            false => row.fetch_optional(&self.pool).await?,
-            true => {
-                let mut tx = self.pool.begin().await?;
-                let row = row.persistent(false).fetch_optional(&mut *tx).await?;
-                tx.commit().await?;
-                row
+        let sent = async {
+            Ok::<_, sqlx::Error>(match self.db.needs_transactions() {
+                false => row.fetch_optional(&self.pool).await?,
+                true => {
+                    let mut tx = self.pool.begin().await?;
+                    let row = row.persistent(false).fetch_optional(&mut *tx).await?;
+                    tx.commit().await?;
+                    row
+                }
+            })
+        };
+        let row = match sent.await {
+            Ok(row) => row,
+            Err(e) => {
+                let e = Error::Database(e);
+                self.after_fault(&e).await;
+                return Err(e);
             }
         };
         match row {

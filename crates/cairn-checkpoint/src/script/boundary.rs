@@ -18,10 +18,6 @@ use crate::{failpoint, Action, Error, Result, StepCommit};
 use super::rows::{fetch_run, fetch_step, lease_owner_in};
 use super::{ScriptHost, TxKind};
 
-/// How long a write whose connection failed is tried again: well inside
-/// the default 30 s lease, so a retry ends before another process could
-/// take the run over (and fencing refuses it if one did).
-const RETRY_LOST_FOR: Duration = Duration::from_secs(10);
 const RETRY_FIRST_PAUSE: Duration = Duration::from_millis(50);
 const RETRY_MAX_PAUSE: Duration = Duration::from_secs(1);
 
@@ -57,15 +53,16 @@ pub(super) async fn bounded<T>(
 }
 
 /// A commit that survives a lost acknowledgement: when `write` fails with
-/// a lost connection, it is tried again with back-off for up to
-/// [`RETRY_LOST_FOR`], and before each new try `landed` reads whether the
+/// a lost connection, it is tried again with back-off for up to the store's
+/// window ([`ScriptHost::retry_for`], `OpenOptions::retry_for`: half the
+/// lease), and before each new try `landed` reads whether the
 /// earlier one committed after all (the answer was lost, not the write):
 /// then its result is the commit's. A write that did not land is sent
 /// again and fenced like the first, so a real loss of the lease is still
 /// refused.
-pub(super) async fn retried<T, W, L>(
+pub(super) async fn retried<H: ScriptHost + ?Sized, T, W, L>(
     op: &'static str,
-    target: &str,
+    host: &H,
     run: Option<RunId>,
     mut write: impl FnMut() -> W,
     mut landed: impl FnMut() -> L,
@@ -74,7 +71,8 @@ where
     W: Future<Output = Result<T>>,
     L: Future<Output = Result<Option<T>>>,
 {
-    let give_up = Instant::now() + RETRY_LOST_FOR;
+    let target = host.target();
+    let give_up = Instant::now() + host.retry_for();
     let mut pause = RETRY_FIRST_PAUSE;
     let mut again = false;
     loop {

@@ -250,7 +250,7 @@ impl<H: ScriptHost> JournalStore for H {
         events_ok(item.event.as_slice())?;
         retried(
             "append_journal",
-            self.target(),
+            self,
             Some(item.run_id),
             || ScriptHost::append_journal(self, item),
             || journal_landed(self, item),

@@ -153,7 +153,7 @@ impl<H: ScriptHost> LeaseStore for H {
         };
         retried(
             op,
-            self.target(),
+            self,
             Some(commit.run_id),
             || ScriptHost::commit_step(self, commit),
             || super::boundary::commit_landed(self, commit),

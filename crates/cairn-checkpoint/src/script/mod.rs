@@ -100,6 +100,10 @@ pub trait ScriptHost: Send + Sync + 'static {
     /// When this store's claims last found no lease expired (`claim.rs`).
     fn expiry(&self) -> &ExpiryMemo;
 
+    /// How long a write boundary tries a write again after a fault that may
+    /// pass (`boundary::retried`): `OpenOptions::retry_for`.
+    fn retry_for(&self) -> Duration;
+
     /// The end of a step: on both databases a measured fast path of one
     /// round trip, so each backend writes its own.
     async fn commit_step(&self, c: &StepCommit) -> Result<()>;

@@ -242,7 +242,7 @@ impl<H: ScriptHost> OperatorStore for H {
         actor_ok(actor)?;
         retried(
             "act",
-            self.target(),
+            self,
             Some(id),
             || {
                 let actor = actor.clone();

@@ -69,7 +69,7 @@ async fn a_script_awaits_only_its_connection(kind: Kind) {
             holds_the_rule(&SqliteStore::open_with(&path, &opts).await.unwrap()).await
         }
         Target::Postgres(pg, _) => {
-            holds_the_rule(&PgStore::connect_with(*pg, &opts).await.unwrap()).await
+            holds_the_rule(&PgStore::connect_hosts(*pg, &opts).await.unwrap()).await
         }
     }
 }

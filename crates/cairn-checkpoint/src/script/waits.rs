@@ -276,7 +276,7 @@ impl<H: ScriptHost> WaitStore for H {
         // (`plan_answer`), so a retry needs no separate check.
         retried(
             "answer_wait",
-            self.target(),
+            self,
             None,
             || {
                 let (answer, by) = (answer.clone(), by.clone());

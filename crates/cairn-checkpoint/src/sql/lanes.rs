@@ -9,9 +9,11 @@
 //! does on acquire. A lane is opened only while fewer than its count are
 //! open; the pool is opened that many connections smaller, so the
 //! process's cap holds. A statement that fails (or is dropped) closes its
-//! lane: only a connection that answered whole is used again.
+//! lane: only a connection that answered whole is used again. After a
+//! failover to another host (`postgres/hosts.rs`) the lanes opened before
+//! it are retired ([`Lanes::retire`]).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,6 +31,8 @@ pub struct Lanes {
     idle: Mutex<Vec<(PgConnection, Instant)>>,
     open: AtomicUsize,
     max: usize,
+    /// Bumped by [`Lanes::retire`]: a lane of an older one is not kept.
+    generation: AtomicU64,
 }
 
 /// How many lanes a store with `cap` connections keeps: two, if it can
@@ -97,6 +101,15 @@ impl Lanes {
             .is_ok()
     }
 
+    /// The pool now connects to another host: the idle lanes close, and
+    /// those lent out close when given back, so every lane opened from now
+    /// on comes from the pool (which retires its own old connections).
+    pub(crate) fn retire(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
+        self.open.fetch_sub(idle.len(), Ordering::AcqRel);
+    }
+
     fn pop(&self) -> Option<(PgConnection, Instant)> {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop()
     }
@@ -105,6 +118,7 @@ impl Lanes {
         Lane {
             conn: Some(conn),
             lanes: self.clone(),
+            generation: self.generation.load(Ordering::Acquire),
         }
     }
 }
@@ -114,6 +128,7 @@ impl Lanes {
 pub struct Lane {
     conn: Option<PgConnection>,
     lanes: Arc<Lanes>,
+    generation: u64,
 }
 
 impl Lane {
@@ -121,10 +136,16 @@ impl Lane {
         self.conn.as_mut()
     }
 
-    /// The statement answered whole: the connection is kept for the next.
+    /// The statement answered whole: the connection is kept for the next
+    /// (unless the lanes were retired since it was lent; then it closes).
     pub(crate) fn keep(mut self) {
+        // Checked under the lock `retire` takes after bumping the
+        // generation, so a lane is either taken by it or never kept.
+        let mut idle = self.lanes.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if self.generation != self.lanes.generation.load(Ordering::Acquire) {
+            return;
+        }
         if let Some(conn) = self.conn.take() {
-            let mut idle = self.lanes.idle.lock().unwrap_or_else(|p| p.into_inner());
             idle.push((conn, Instant::now()));
         }
     }

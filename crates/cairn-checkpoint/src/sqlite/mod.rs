@@ -40,6 +40,8 @@ pub struct SqliteStore {
     live: crate::LiveHub,
     /// When claims last found no lease expired (`script/claim.rs`).
     expiry: Arc<crate::script::ExpiryMemo>,
+    /// `OpenOptions::retry_for`.
+    retry_for: Duration,
 }
 
 impl SqliteStore {
@@ -188,6 +190,7 @@ impl SqliteStore {
             durability: opts.durability,
             live: crate::LiveHub::local(),
             expiry: Default::default(),
+            retry_for: opts.retry_for,
         })
     }
 
@@ -234,6 +237,10 @@ impl ScriptHost for SqliteStore {
 
     fn expiry(&self) -> &crate::script::ExpiryMemo {
         &self.expiry
+    }
+
+    fn retry_for(&self) -> Duration {
+        self.retry_for
     }
 
     /// Step commits go to the writer thread (`writer.rs`): alone, one
