@@ -35,6 +35,7 @@ mod fences;
 mod fuzz_journal;
 mod group_commit;
 mod group_commit_pg;
+mod hosts;
 mod journal;
 mod leases;
 mod nul;

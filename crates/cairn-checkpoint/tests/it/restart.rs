@@ -20,7 +20,7 @@ use super::{claim_req, submitted_and_claimed, success};
 /// How long the store may take to work again after the server is back.
 const RECOVERY_BUDGET: Duration = Duration::from_secs(10);
 
-fn cluster() -> PgCluster {
+pub(crate) fn cluster() -> PgCluster {
     let t = Instant::now();
     let c = block_in_place(PgCluster::start)
         .unwrap_or_else(|e| panic!("cannot start a throwaway PostgreSQL cluster: {e}"));
@@ -311,7 +311,7 @@ async fn commits_racing_an_immediate_restart_are_never_lost() {
 /// or back, for every session at once and without closing any: the
 /// server's configuration reloaded, as a failover tool or an operator
 /// flips a primary.
-async fn read_only(cluster: &PgCluster, on: bool) {
+pub(crate) async fn read_only(cluster: &PgCluster, on: bool) {
     let admin = sqlx::postgres::PgPoolOptions::new()
         .max_connections(1)
         .connect(&cluster.url())
