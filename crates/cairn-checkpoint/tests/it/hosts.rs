@@ -45,29 +45,34 @@ async fn holds(cluster: &PgCluster, id: RunId) -> bool {
         .unwrap_or_else(|e| panic!("reading run {id} from port {}: {e}", cluster.port()))
 }
 
-/// Submits until one lands, within the store's retry window; how many
-/// tries it took. A submit is no write boundary the store retries, so the
-/// one that met the fault fails (with a fault that may pass) and the next
-/// reaches the host the store moved to.
-async fn submit_until_it_lands(store: &Arc<dyn Store>) -> (RunId, u32) {
+/// Submits until one lands on `to`, within the store's retry window; how
+/// many were refused meanwhile. A submit is no write boundary the store
+/// retries, so the one that meets the fault fails (with a fault that may
+/// pass) and the next reaches the host the store moved to. Submits that
+/// still land on `from` (a flip that has not reached its sessions yet) are
+/// not counted.
+async fn submit_until_it_lands(store: &Arc<dyn Store>, from: &PgCluster, to: &PgCluster) -> u32 {
     let t = Instant::now();
-    let mut tries = 0;
-    loop {
-        tries += 1;
+    let mut refused = 0;
+    while t.elapsed() < DEFAULT_RETRY_FOR {
         match store.submit(new_run(1, None)).await {
-            Ok(s) => {
-                eprintln!("submit landed on try {tries} after {:?}", t.elapsed());
-                return (s.run.id, tries);
+            Ok(s) if holds(to, s.run.id).await => {
+                eprintln!("a submit landed after {:?}, {refused} refused", t.elapsed());
+                return refused;
             }
-            Err(e @ Error::Db { fault, .. })
-                if fault.may_pass() && t.elapsed() < DEFAULT_RETRY_FOR =>
-            {
-                eprintln!("submit try {tries}: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok(s) => assert!(holds(from, s.run.id).await, "a submit landed nowhere"),
+            Err(e @ Error::Db { fault, .. }) if fault.may_pass() => {
+                eprintln!("submit refused: {e}");
+                refused += 1;
             }
-            Err(e) => panic!("submit failed after {:?} (try {tries}): {e:?}", t.elapsed()),
+            Err(e) => panic!("submit failed after {:?}: {e:?}", t.elapsed()),
         }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    panic!(
+        "no submit landed on port {} within the retry window",
+        to.port()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,14 +177,11 @@ async fn cluster_hosts_a_store_follows_a_read_only_flip_to_the_next_host_listen_
     }
 
     read_only(&first, true).await;
-    let (after, tries) = submit_until_it_lands(&store).await;
-    assert!(tries <= 3, "{tries} tries to move to the second host");
-    assert!(
-        holds(&second, after).await,
-        "the submit is not on the second host"
-    );
-    // Every later operation goes there, reads included: no connection to
-    // the first is used again.
+    // One submit meets the read-only host and is refused; the store then
+    // moves, and no connection to the first (pooled or lane) is used again.
+    let refused = submit_until_it_lands(&store, &first, &second).await;
+    assert_eq!(refused, 1, "submits refused before the store moved");
+    // Every later operation goes there, reads included.
     for _ in 0..20 {
         let id = store.submit(new_run(1, None)).await.unwrap().run.id;
         assert!(store.get_run(id).await.is_ok());
