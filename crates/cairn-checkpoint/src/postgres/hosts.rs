@@ -194,6 +194,8 @@ pub(crate) struct Failover {
     switches: AtomicU64,
     /// When the last probe ended; locked during one, so one at a time.
     probed: tokio::sync::Mutex<Option<Instant>>,
+    /// A background task probes until a host fits ([`Failover::keep_probing`]).
+    watching: std::sync::atomic::AtomicBool,
 }
 
 impl Failover {
@@ -212,6 +214,7 @@ impl Failover {
             switched: Mutex::new(None),
             switches: AtomicU64::new(0),
             probed: tokio::sync::Mutex::new(None),
+            watching: Default::default(),
         }
     }
 
@@ -236,29 +239,74 @@ impl Failover {
     /// again, the current one first, then those after it in the URL's order
     /// (around the list), and the pool follows the first that fits. Returns at once while
     /// another probe is under way or within [`PROBE_EVERY`] of the last.
-    pub(crate) async fn reprobe(&self) {
+    /// When no host fits (the old primary gone, the standby not promoted
+    /// yet), probing goes on in the background ([`Failover::keep_probing`]).
+    pub(crate) async fn reprobe(self: &Arc<Self>) {
         let Ok(mut probed) = self.probed.try_lock() else {
             return;
         };
         if probed.is_some_and(|t| t.elapsed() < PROBE_EVERY) {
             return;
         }
-        let current = self.current.load(Ordering::Acquire);
-        let found = first_fit(&self.hosts, self.attrs, self.timeout, current).await;
+        let fits = self.probe_once(true).await;
         *probed = Some(Instant::now());
-        match found {
+        drop(probed);
+        if !fits {
+            self.keep_probing();
+        }
+    }
+
+    /// One probe: the pool follows the first host that fits, if one does.
+    /// What was refused is a warning when `loud`, else a debug line (the
+    /// background probes, every 250 ms).
+    async fn probe_once(&self, loud: bool) -> bool {
+        let current = self.current.load(Ordering::Acquire);
+        match first_fit(&self.hosts, self.attrs, self.timeout, current).await {
             Ok((to, conn)) => {
                 let _ = conn.close().await;
                 if to != current {
                     self.switch(current, to);
                 }
+                true
             }
-            Err(refused) => tracing::warn!(
-                refused = %refusals(&refused),
-                "no PostgreSQL host fits target_session_attrs={} now; trying again at the next fault",
-                self.attrs.as_str()
-            ),
+            Err(refused) => {
+                let refused = refusals(&refused);
+                let attrs = self.attrs.as_str();
+                match loud {
+                    true => tracing::warn!(%refused, "no PostgreSQL host fits \
+                        target_session_attrs={attrs} now; probing again until one does"),
+                    false => tracing::debug!(%refused, "no PostgreSQL host fits yet"),
+                }
+                false
+            }
         }
+    }
+
+    /// Probes every [`PROBE_EVERY`] in the background until a host fits,
+    /// so a promoted standby is found as soon as it takes writes. Waiting
+    /// for the next fault instead could wait long: the pool retries its
+    /// gone host until its acquire timeout (30 s) before it fails. One such
+    /// task at a time; it ends with the store.
+    fn keep_probing(self: &Arc<Self>) {
+        if self.watching.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let me = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(PROBE_EVERY).await;
+                let Some(failover) = me.upgrade() else {
+                    return;
+                };
+                let mut probed = failover.probed.lock().await;
+                let fits = failover.probe_once(false).await;
+                *probed = Some(Instant::now());
+                if fits {
+                    failover.watching.store(false, Ordering::Release);
+                    return;
+                }
+            }
+        });
     }
 
     /// Points the pool at host `to` and retires what was opened before.

@@ -15,6 +15,8 @@ use serde_json::Value;
 
 use crate::support::{agent_children, agent_sh, agent_template, crew_toml, step, Case, Kind};
 
+mod promotion;
+
 /// Worker processes, killed (and reaped) on drop so a failing test leaves
 /// nothing running.
 struct Workers(Vec<Child>);
