@@ -496,6 +496,45 @@ fn count_executions(log: &std::path::Path) -> HashMap<(String, u32), usize> {
     executed
 }
 
+/// Waits (up to `limit`) until `runs` runs succeeded, failing at once if a
+/// run failed or a worker exited.
+#[track_caller]
+fn all_succeed(case: &Case, workers: &mut Workers, names: &[&str], runs: usize, limit: Duration) {
+    poll("every run to succeed", limit, || {
+        for (i, w) in workers.0.iter_mut().enumerate() {
+            if let Some(status) = w.try_wait().unwrap() {
+                panic!(
+                    "worker {i} exited ({status}):\n{}",
+                    worker_logs(case, names)
+                );
+            }
+        }
+        let failed = runs_with_status(case, "failed");
+        assert!(
+            failed.is_empty(),
+            "runs failed: {failed:#?}\n{}",
+            worker_logs(case, names)
+        );
+        runs_with_status(case, "succeeded").len() == runs
+    });
+}
+
+/// The crew `name` of [`RESTART_STEPS`] steps, each [`logged`] to
+/// `executions.log` then 0.3 s long, printing `{"step": IDX}`: the log's
+/// path and the crew file's.
+fn logged_crew(case: &Case, name: &str) -> (PathBuf, PathBuf) {
+    let log = case.path("executions.log");
+    let script = logged(
+        &log,
+        "sleep 0.3; printf '{\"step\": %s}\\n' \"$CAIRN_STEP_IDX\"",
+    );
+    let agents: Vec<String> = (0..RESTART_STEPS)
+        .map(|i| agent_sh(&format!("s{i}"), &script))
+        .collect();
+    let crew = case.write("crew.toml", &crew_toml(name, &agents));
+    (log, crew)
+}
+
 const RESTART_RUNS: usize = 30;
 const RESTART_STEPS: u32 = 3;
 const RESTART_CONCURRENCY: usize = 4;
@@ -550,15 +589,7 @@ fn restart_under_load(faults: Faults, runs: usize, workers: usize) {
     let mut cluster = cairn_testkit::PgCluster::start()
         .unwrap_or_else(|e| panic!("cannot start a throwaway PostgreSQL cluster: {e}"));
     let case = Case::with_db(cairn_testkit::TestDb::postgres_at(cluster.url()));
-    let log = case.path("executions.log");
-    let script = logged(
-        &log,
-        "sleep 0.3; printf '{\"step\": %s}\\n' \"$CAIRN_STEP_IDX\"",
-    );
-    let agents: Vec<String> = (0..RESTART_STEPS)
-        .map(|i| agent_sh(&format!("s{i}"), &script))
-        .collect();
-    let crew = case.write("crew.toml", &crew_toml("restart", &agents));
+    let (log, crew) = logged_crew(&case, "restart");
     let crew = crew.to_str().unwrap();
     let submit = |i: &usize| -> String {
         let input = format!("{{\"n\": {i}}}");
@@ -649,23 +680,7 @@ fn restart_under_load(faults: Faults, runs: usize, workers: usize) {
         );
     }
 
-    poll("every run to succeed", Duration::from_secs(60), || {
-        for (i, w) in workers.0.iter_mut().enumerate() {
-            if let Some(status) = w.try_wait().unwrap() {
-                panic!(
-                    "worker {i} exited after the restart ({status}):\n{}",
-                    worker_logs(&case, &names)
-                );
-            }
-        }
-        let failed = runs_with_status(&case, "failed");
-        assert!(
-            failed.is_empty(),
-            "runs failed: {failed:#?}\n{}",
-            worker_logs(&case, &names)
-        );
-        runs_with_status(&case, "succeeded").len() == runs
-    });
+    all_succeed(&case, &mut workers, &names, runs, Duration::from_secs(60));
     // The fast shutdown closed every connection the workers had: the steps
     // started after it (most of them) prove the same processes reconnected.
     let after = count_executions(&log).values().sum::<usize>();

@@ -46,15 +46,7 @@ fn carry_on(fault: Fault) {
         standby.port()
     );
     let case = Case::with_db(cairn_testkit::TestDb::postgres_at(url));
-    let log = case.path("executions.log");
-    let script = logged(
-        &log,
-        "sleep 0.3; printf '{\"step\": %s}\\n' \"$CAIRN_STEP_IDX\"",
-    );
-    let agents: Vec<String> = (0..RESTART_STEPS)
-        .map(|i| agent_sh(&format!("s{i}"), &script))
-        .collect();
-    let crew = case.write("crew.toml", &crew_toml("failover", &agents));
+    let (log, crew) = logged_crew(&case, "failover");
     let crew = crew.to_str().unwrap();
     let input = |i: usize| format!("{{\"n\": {i}}}");
     let indices: Vec<usize> = (0..RUNS).collect();
@@ -154,23 +146,13 @@ fn carry_on(fault: Fault) {
     }
     eprintln!("{fault:?}: {refused} submits through the server refused with 503 before one landed");
 
-    poll("every run to succeed", Duration::from_secs(90), || {
-        for (i, w) in workers.0.iter_mut().enumerate() {
-            if let Some(status) = w.try_wait().unwrap() {
-                panic!(
-                    "worker {i} exited ({status}):\n{}",
-                    worker_logs(&case, &names)
-                );
-            }
-        }
-        let failed = runs_with_status(&case, "failed");
-        assert!(
-            failed.is_empty(),
-            "runs failed: {failed:#?}\n{}",
-            worker_logs(&case, &names)
-        );
-        runs_with_status(&case, "succeeded").len() == ids.len()
-    });
+    all_succeed(
+        &case,
+        &mut workers,
+        &names,
+        ids.len(),
+        Duration::from_secs(90),
+    );
     let executed = count_executions(&log);
     for id in &ids {
         for idx in 0..RESTART_STEPS {
