@@ -95,7 +95,7 @@ pub(crate) async fn require_token(
     mut request: Request,
     next: Next,
 ) -> Response {
-    state.closed().refresh(&state).await;
+    let unknown = state.closed().refresh(&state).await.err();
     let matched = request
         .extensions()
         .get::<MatchedPath>()
@@ -110,8 +110,16 @@ pub(crate) async fn require_token(
     let open_route = matched
         .as_deref()
         .is_some_and(|p| crate::api::OPEN_PATHS.contains(&p));
-    if !state.requires_token() || open_route {
+    if open_route {
         return next.run(request).await;
+    }
+    if !state.requires_token() {
+        // Open, unless the database could not say whether principals
+        // exist: then nobody is let in, and the answer is "unavailable".
+        return match unknown {
+            Some(e) => crate::ApiError::from(e).into_response(),
+            None => next.run(request).await,
+        };
     }
     let client = crate::throttle::client_ip(request.extensions());
     let caller = match caller(&state, request.headers(), client).await {

@@ -228,10 +228,16 @@ const CLI_AGENT: &str = "cairn-cli/";
 /// Whether the API is closed: `CAIRN_API_TOKENS` or any stored principal.
 /// Once closed it stays closed; while open, the database is asked again
 /// at most once a second, so a principal added by `cairn principals add`
-/// closes a running server within a second.
+/// closes a running server within a second. While the database does not
+/// answer, whether the API is open is unknown: [`Closed::refresh`] says so
+/// and asks again on every request until it answers, and the request is
+/// refused as unavailable (never let in, never told a token is needed when
+/// none may be).
 #[derive(Debug, Default)]
 pub(crate) struct Closed {
     closed: AtomicBool,
+    /// The last read of the principals failed.
+    unknown: AtomicBool,
     checked: Mutex<Option<Instant>>,
 }
 
@@ -240,25 +246,31 @@ impl Closed {
         self.closed.load(Ordering::Relaxed)
     }
 
-    pub async fn refresh(&self, state: &AppState) {
+    /// Reads whether principals exist, when it is time to; the error of
+    /// the read while the database does not answer.
+    pub async fn refresh(&self, state: &AppState) -> Result<(), cairn::Error> {
         if self.get() {
-            return;
+            return Ok(());
         }
-        {
+        if !self.unknown.load(Ordering::Relaxed) {
             let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
             if checked.is_some_and(|at| at.elapsed() < Duration::from_secs(1)) {
-                return;
+                return Ok(());
             }
             *checked = Some(Instant::now());
         }
         match state.engine().principals().await {
-            Ok(p) if !p.is_empty() => self.closed.store(true, Ordering::Relaxed),
-            Ok(_) => {}
-            // A database that does not answer leaves the API closed:
-            // never open because a read failed.
+            Ok(p) => {
+                if !p.is_empty() {
+                    self.closed.store(true, Ordering::Relaxed);
+                }
+                self.unknown.store(false, Ordering::Relaxed);
+                Ok(())
+            }
             Err(e) => {
-                tracing::warn!(error = %cairn::ErrorChain(&e), "could not read principals; refusing unauthenticated requests");
-                self.closed.store(true, Ordering::Relaxed);
+                tracing::warn!(error = %cairn::ErrorChain(&e), "could not read principals; refusing requests until the database answers");
+                self.unknown.store(true, Ordering::Relaxed);
+                Err(e)
             }
         }
     }

@@ -323,7 +323,9 @@ impl Server {
             opts,
         } = self;
         let addr = listener.local_addr().unwrap_or(opts.listen);
-        state.closed().refresh(&state).await;
+        if let Err(e) = state.closed().refresh(&state).await {
+            tracing::warn!(%addr, error = %cairn::ErrorChain(&e), "the database did not say whether principals exist: requests are refused until it does");
+        }
         if state.requires_token() {
             tracing::info!(%addr, crews = state.crews().len(), "cairn API listening (bearer tokens required)");
         } else {

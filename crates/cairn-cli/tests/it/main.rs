@@ -61,6 +61,7 @@ mod bad_input;
 mod both_ways;
 mod boundaries;
 mod browser;
+mod campaign;
 mod children;
 mod client;
 mod compact;

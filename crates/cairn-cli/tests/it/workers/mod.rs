@@ -114,7 +114,11 @@ fn runs_with_status(case: &Case, status: &str) -> Vec<Value> {
 }
 
 /// Runs `f` over `items` in `threads` threads, keeping the order.
-fn parallel<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub(crate) fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     let chunk = items.len().div_ceil(threads).max(1);
     std::thread::scope(|s| {
         let handles: Vec<_> = items
