@@ -209,10 +209,11 @@ fn server_and_cli_name_only_the_facade() {
     // What the server and the CLI may name among the workspace's crates
     // today, as (crate, dependency, kind). Besides the `cairn` facade: the
     // server serves the console's pages (cairn-console sits beside it, above
-    // the facade), the CLI's `serve` runs the server, and the test kit is a
-    // test-only helper. Naming anything lower (cairn-core, cairn-checkpoint,
+    // the facade), the CLI's `serve` runs the server, and the test kit and
+    // the history checker (pure functions, no engine) are test-only
+    // helpers. Naming anything lower (cairn-core, cairn-checkpoint,
     // cairn-scheduler, ...) bypasses the facade.
-    const ALLOWED: [(&str, &str, &str); 7] = [
+    const ALLOWED: [(&str, &str, &str); 8] = [
         ("cairn-server", "cairn", "normal"),
         ("cairn-server", "cairn-console", "normal"),
         ("cairn-server", "cairn-testkit", "dev"),
@@ -220,6 +221,7 @@ fn server_and_cli_name_only_the_facade() {
         ("cairn-cli", "cairn-server", "normal"),
         ("cairn-cli", "cairn", "dev"),
         ("cairn-cli", "cairn-testkit", "dev"),
+        ("cairn-cli", "cairn-history", "dev"),
     ];
     let crates = workspace_crates();
     let mut found = vec![];

@@ -60,7 +60,7 @@ impl Recorder {
     pub fn errors(&self) -> Vec<(usize, String)> {
         let seen = self.1.lock().unwrap_or_else(|p| p.into_inner());
         let mut out: Vec<(usize, String)> = seen.iter().map(|(m, n)| (*n, m.clone())).collect();
-        out.sort_by(|a, b| b.0.cmp(&a.0));
+        out.sort_by_key(|e| std::cmp::Reverse(e.0));
         out
     }
 
