@@ -29,6 +29,13 @@ impl PgCluster {
     /// The primary's `synchronous_standby_names` is not copied: once
     /// promoted, the standby waits for no standby of its own.
     pub fn standby(&self) -> Result<PgCluster, ClusterError> {
+        self.standby_through(self.port)
+    }
+
+    /// [`PgCluster::standby`], streaming from this cluster through `port`
+    /// (a [`crate::CutProxy`] in front of it, which can cut the standby
+    /// off while this cluster goes on acknowledging commits).
+    pub fn standby_through(&self, port: u16) -> Result<PgCluster, ClusterError> {
         let n = MADE.fetch_add(1, Ordering::Relaxed) + 1;
         let name = format!("standby_{}_{n}", std::process::id());
         let mut standby = PgCluster::unstarted(Some(name.clone()))?;
@@ -42,9 +49,8 @@ impl PgCluster {
         // `-R` wrote `standby.signal` and a `primary_conninfo` without a
         // name; the last setting in the file wins.
         let settings = format!(
-            "primary_conninfo = 'host=127.0.0.1 port={} user=postgres application_name={name}'\n\
-             synchronous_standby_names = ''\n",
-            self.port
+            "primary_conninfo = 'host=127.0.0.1 port={port} user=postgres application_name={name}'\n\
+             synchronous_standby_names = ''\n"
         );
         append(&standby.data_dir().join("postgresql.auto.conf"), &settings)?;
         standby.start_on_a_free_port()?;

@@ -6,7 +6,9 @@
 //! ([`Cut::Answer`]: the commit landed, the client never hears so), or
 //! loses the request itself ([`Cut::Request`]: nothing landed); then it
 //! closes both sides. It can also hold every request back (a partition),
-//! to keep a retry waiting while the test changes the database behind it.
+//! to keep a retry waiting while the test changes the database behind it,
+//! or forward nothing either way while keeping every socket open (a
+//! blackhole: a standby streaming through it stops receiving).
 //!
 //! Plain threads, blocking sockets: a test's proxy carries a few
 //! connections. Dropping it stops accepting; open connections end when
@@ -31,6 +33,7 @@ pub enum Cut {
 struct Shared {
     armed: Mutex<Option<(Vec<u8>, Cut)>>,
     hold: AtomicBool,
+    blackhole: AtomicBool,
     stop: AtomicBool,
     cuts: AtomicUsize,
 }
@@ -87,6 +90,11 @@ impl CutProxy {
         self.shared.hold.store(on, Ordering::SeqCst);
     }
 
+    /// While on, nothing is forwarded either way; sockets stay open.
+    pub fn blackhole(&self, on: bool) {
+        self.shared.blackhole.store(on, Ordering::SeqCst);
+    }
+
     /// How many cuts happened.
     pub fn cuts(&self) -> usize {
         self.shared.cuts.load(Ordering::SeqCst)
@@ -97,6 +105,7 @@ impl Drop for CutProxy {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.hold.store(false, Ordering::SeqCst);
+        self.shared.blackhole.store(false, Ordering::SeqCst);
         // Wakes the accept loop so it sees `stop`.
         let _ = TcpStream::connect(self.addr);
     }
@@ -142,7 +151,9 @@ fn requests(mut client: TcpStream, mut server: TcpStream, losing: &AtomicBool, s
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        while shared.hold.load(Ordering::SeqCst) && !shared.stop.load(Ordering::SeqCst) {
+        while (shared.hold.load(Ordering::SeqCst) || shared.blackhole.load(Ordering::SeqCst))
+            && !shared.stop.load(Ordering::SeqCst)
+        {
             std::thread::sleep(Duration::from_millis(10));
         }
         let chunk = &buf[..n];
@@ -198,6 +209,9 @@ fn answers(mut server: TcpStream, mut client: TcpStream, losing: &AtomicBool, sh
         if losing.load(Ordering::SeqCst) {
             shared.cuts.fetch_add(1, Ordering::SeqCst);
             break;
+        }
+        while shared.blackhole.load(Ordering::SeqCst) && !shared.stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(10));
         }
         if client.write_all(&buf[..n]).is_err() {
             break;

@@ -1,20 +1,24 @@
 //! A Jepsen-style campaign (issue 51), small enough for every CI run:
 //! clients submit runs under idempotency keys and read their events through
-//! a `cairn serve`, three `cairn worker`s and the server's own runner
-//! execute them, and nemeses hit the processes and the database meanwhile
-//! (a worker SIGKILLed and started again, a worker SIGSTOPped for longer
-//! than its lease then continued, the server SIGKILLed and started again,
-//! PostgreSQL restarted fast and immediately, the database made read-only
-//! for a while). Every client operation is recorded as invoked, then `ok`,
-//! `fail` (a typed refusal) or `info` (unknown: a timeout, a reset, a 5xx);
-//! after healing the final state is read and `cairn_history::check`
+//! a `cairn serve`, three `cairn worker`s execute them, and nemeses hit the
+//! processes and the database meanwhile (a worker SIGKILLed and started
+//! again, a worker SIGSTOPped for longer than its lease then continued, the
+//! server SIGKILLed and started again, PostgreSQL restarted fast and
+//! immediately, the database made read-only for a while, and a failover:
+//! the primary stopped immediately and a standby promoted, the fleet on a
+//! multi-host URL). Every client operation is recorded as invoked, then
+//! `ok`, `fail` (a typed refusal) or `info` (unknown: a timeout, a reset, a
+//! 5xx); after healing the final state is read and `cairn_history::check`
 //! proves the properties from the two together (`history.rs`, `state.rs`).
+//! With a synchronous standby every property must hold; with an
+//! asynchronous one cut off before the failover, the checker must report
+//! the lost acknowledgements.
 //!
-//! What this first campaign does not do yet: answers and signals, the
-//! proxy nemeses (delays, blackholes, lost acknowledgements), a full disk,
-//! clock skew, and a failover; and committed rows carry the lease in force
-//! by event order (the last `run_claimed` before each `step_succeeded`),
-//! not a lease stored with the row.
+//! What the campaign does not do yet: answers and signals, the proxy
+//! nemeses against the processes (delays, lost acknowledgements, resets),
+//! SIGSTOP of PostgreSQL, a full disk, clock skew; and committed rows carry
+//! the lease in force by event order (the last `run_claimed` before each
+//! `step_succeeded`), not a lease stored with the row.
 
 mod history;
 mod nemesis;
@@ -25,9 +29,10 @@ use std::time::{Duration, Instant};
 
 use crate::support::{agent_sh, crew_toml, Case};
 use history::{Clients, Recorder};
-use nemesis::{Fleet, Nemesis};
+use nemesis::{Fleet, Nemesis, Standby};
 
-/// How big a campaign is: CI's size unless `CAIRN_CAMPAIGN_SECS` and
+/// How big a campaign is: CI's size (each test's own, long enough for each
+/// of its faults once) unless `CAIRN_CAMPAIGN_SECS` and
 /// `CAIRN_CAMPAIGN_SEED` say otherwise (`just jepsen`).
 struct Size {
     seed: u64,
@@ -56,10 +61,14 @@ fn seed_now() -> u64 {
 /// every nemesis in turn; the history checker must find nothing.
 #[test]
 fn a_campaign_of_clients_workers_and_nemeses_on_a_cluster_keeps_every_promise() {
-    let cluster = cairn_testkit::PgCluster::start()
-        .unwrap_or_else(|e| panic!("cannot start a throwaway PostgreSQL cluster: {e}"));
+    let cluster = cluster();
     let case = Case::with_db(cairn_testkit::TestDb::postgres_at(cluster.url()));
-    campaign(&case, Some(cluster), 30);
+    campaign(
+        &case,
+        |case, crew| Fleet::start(case, Some(cluster), crew),
+        30,
+    )
+    .assert_kept();
 }
 
 /// The same on one SQLite file, with the faults that hit processes (the
@@ -67,12 +76,124 @@ fn a_campaign_of_clients_workers_and_nemeses_on_a_cluster_keeps_every_promise() 
 /// server killed.
 #[test]
 fn a_campaign_of_clients_workers_and_kills_on_sqlite_keeps_every_promise() {
-    campaign(&Case::with_db(cairn_testkit::TestDb::sqlite()), None, 20);
+    let case = Case::with_db(cairn_testkit::TestDb::sqlite());
+    campaign(&case, |case, crew| Fleet::start(case, None, crew), 15).assert_kept();
 }
 
-/// The campaign on `case`'s database, its workload `secs` long unless
-/// `CAIRN_CAMPAIGN_SECS` says otherwise.
-fn campaign(case: &Case, cluster: Option<cairn_testkit::PgCluster>, secs: u64) {
+/// A failover to a synchronous standby amid the processes' faults: every
+/// process reaches the promoted standby through its multi-host URL, and
+/// nothing acknowledged is lost, so every property holds.
+#[test]
+fn a_campaign_through_the_promotion_of_a_synchronous_standby_of_the_cluster_keeps_every_promise() {
+    let primary = cluster();
+    let standby = primary.standby().unwrap_or_else(failed);
+    let name = standby.standby_name().expect("a standby's name").to_owned();
+    primary.set_synchronous(Some(&name)).unwrap_or_else(failed);
+    primary.wait_streaming(&name, true).unwrap_or_else(failed);
+    let case = Case::with_db(cairn_testkit::TestDb::postgres_at(two_hosts(
+        &primary, &standby,
+    )));
+    let standby = Standby {
+        cluster: standby,
+        link: None,
+    };
+    let fleet =
+        |case: &Case, crew: &Path| Fleet::start(case, Some(primary), crew).with_standby(standby);
+    campaign(&case, fleet, 12).assert_kept();
+}
+
+/// A failover to an asynchronous standby that was cut off from the
+/// primary for two seconds first (the primary acknowledging submits
+/// meanwhile): the checker must see the loss (acknowledged submits gone,
+/// a key acknowledged as two runs), which shows it can, while the single
+/// holder still holds.
+#[test]
+fn a_campaign_through_the_promotion_of_an_asynchronous_standby_of_the_cluster_reports_the_lost_acknowledgements(
+) {
+    let primary = cluster();
+    let upstream = format!("127.0.0.1:{}", primary.port());
+    let link = cairn_testkit::CutProxy::start(upstream.parse().expect("an address"))
+        .expect("a proxy for the replication link");
+    let standby = primary
+        .standby_through(link.addr().port())
+        .unwrap_or_else(failed);
+    let name = standby.standby_name().expect("a standby's name").to_owned();
+    primary.wait_streaming(&name, false).unwrap_or_else(failed);
+    let case = Case::with_db(cairn_testkit::TestDb::postgres_at(two_hosts(
+        &primary, &standby,
+    )));
+    let standby = Standby {
+        cluster: standby,
+        link: Some(link),
+    };
+    let fleet =
+        |case: &Case, crew: &Path| Fleet::start(case, Some(primary), crew).with_standby(standby);
+    let outcome = campaign(&case, fleet, 12);
+    let report = &outcome.report;
+    assert!(!report.is_valid(), "the loss went unseen:\n{report}");
+    let lost = report.of(cairn_history::Property::Submits).count();
+    assert!(lost > 0, "no lost submit reported:\n{report}");
+    let holders = report.of(cairn_history::Property::SingleHolder).count();
+    assert_eq!(
+        holders, 0,
+        "the single holder must hold through the loss:\n{report}"
+    );
+}
+
+fn cluster() -> cairn_testkit::PgCluster {
+    cairn_testkit::PgCluster::start().unwrap_or_else(failed)
+}
+
+/// A throwaway cluster that failed to do what it was asked.
+#[track_caller]
+fn failed<T>(e: cairn_testkit::ClusterError) -> T {
+    panic!("throwaway cluster: {e}")
+}
+
+/// The multi-host URL of `primary` then `standby`, for a server that takes
+/// writes.
+fn two_hosts(primary: &cairn_testkit::PgCluster, standby: &cairn_testkit::PgCluster) -> String {
+    format!(
+        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/test?target_session_attrs=read-write",
+        primary.port(),
+        standby.port()
+    )
+}
+
+/// What a campaign ended with.
+struct Outcome {
+    report: cairn_history::Report,
+    runs: Vec<serde_json::Value>,
+    state: cairn_history::FinalState,
+    clients: usize,
+}
+
+impl Outcome {
+    /// Every property held, every run succeeded, every step had its effect.
+    #[track_caller]
+    fn assert_kept(&self) {
+        let (report, runs) = (&self.report, &self.runs);
+        assert!(report.is_valid(), "{report}\nseed {}", report.seed);
+        let failed: Vec<&serde_json::Value> =
+            runs.iter().filter(|r| r["status"] != "succeeded").collect();
+        assert!(failed.is_empty(), "runs that did not succeed: {failed:#?}");
+        let effects = self.state.effects.len();
+        assert!(
+            effects >= 2 * runs.len(),
+            "{effects} effects for {} runs of two steps",
+            runs.len()
+        );
+        assert!(
+            runs.len() >= self.clients * 3,
+            "too few runs to prove anything: {}",
+            runs.len()
+        );
+    }
+}
+
+/// The campaign on `case`'s database with the fleet `start` makes, its
+/// workload `secs` long unless `CAIRN_CAMPAIGN_SECS` says otherwise.
+fn campaign(case: &Case, start: impl FnOnce(&Case, &Path) -> Fleet, secs: u64) -> Outcome {
     let _load = crate::support::loads_the_machine();
     let size = Size::from_env(secs);
     eprintln!(
@@ -85,7 +206,7 @@ fn campaign(case: &Case, cluster: Option<cairn_testkit::PgCluster>, secs: u64) {
         size.workload.as_secs()
     );
     let (crew, effects) = effect_crew(case);
-    let mut fleet = Fleet::start(case, cluster, &crew);
+    let mut fleet = start(case, &crew);
     let recorder = Recorder::new();
     let clients = Clients::start(
         case,
@@ -106,35 +227,26 @@ fn campaign(case: &Case, cluster: Option<cairn_testkit::PgCluster>, secs: u64) {
     fleet.heal();
     let runs = state::wait_until_settled(case, Duration::from_secs(90));
     let windows = nemesis.windows();
-    let final_state = state::read(case, &runs, &effects, &windows);
-    let report = cairn_history::check(&history, &final_state, &windows, size.seed);
+    let state = state::read(case, &runs, &effects, &windows);
+    let report = cairn_history::check(&history, &state, &windows, size.seed);
     eprintln!("{report}");
     eprintln!(
         "{} operations, {} runs, {} effects, faults: {}",
         history.len() / 2,
-        final_state.runs.len(),
-        final_state.effects.len(),
+        state.runs.len(),
+        state.effects.len(),
         nemesis.summary()
     );
     for (n, error) in recorder.errors() {
         eprintln!("  {n:>5} × {error}");
     }
-    assert!(report.is_valid(), "{report}\nseed {}", size.seed);
-    let failed: Vec<&serde_json::Value> =
-        runs.iter().filter(|r| r["status"] != "succeeded").collect();
-    assert!(failed.is_empty(), "runs that did not succeed: {failed:#?}");
-    assert!(
-        final_state.effects.len() >= 2 * runs.len(),
-        "{} effects for {} runs of two steps",
-        final_state.effects.len(),
-        runs.len()
-    );
-    assert!(
-        final_state.runs.len() >= size.clients * 3,
-        "too few runs to prove anything: {}",
-        final_state.runs.len()
-    );
     fleet.stop();
+    Outcome {
+        report,
+        runs,
+        state,
+        clients: size.clients,
+    }
 }
 
 /// The crew the campaign runs: two steps, each appending one line to the

@@ -23,6 +23,9 @@ const WORKERS: usize = 3;
 pub struct Fleet {
     /// `None` on SQLite: the database faults are PostgreSQL's.
     cluster: Option<cairn_testkit::PgCluster>,
+    /// A standby the URL names after the primary, until a failover
+    /// promotes it.
+    standby: Option<Standby>,
     url: String,
     dir: PathBuf,
     crews: PathBuf,
@@ -42,6 +45,7 @@ impl Fleet {
         let mut fleet = Fleet {
             url: case.url().to_owned(),
             cluster,
+            standby: None,
             dir: case.path("."),
             crews: crew.parent().expect("the crew's directory").to_owned(),
             port,
@@ -125,12 +129,38 @@ impl Fleet {
             .expect("a database fault on PostgreSQL only")
     }
 
-    /// The faults this fleet can be dealt.
+    /// The faults this fleet can be dealt: with a standby, a failover
+    /// among the processes' faults; after it, every fault again.
     pub fn faults(&self) -> &'static [&'static str] {
-        match self.cluster {
-            Some(_) => &FAULTS,
-            None => &FAULTS[..PROCESS_FAULTS],
+        match (&self.cluster, &self.standby) {
+            (Some(_), Some(_)) => &FAILOVER_FAULTS,
+            (Some(_), None) => &FAULTS,
+            (None, _) => &FAULTS[..PROCESS_FAULTS],
         }
+    }
+
+    /// Names `standby` as the one a failover promotes.
+    pub fn with_standby(mut self, standby: Standby) -> Fleet {
+        self.standby = Some(standby);
+        self
+    }
+
+    /// The primary stopped immediately and the standby promoted; an
+    /// asynchronous one cut off first (its link blackholed for a while,
+    /// the primary acknowledging commits meanwhile), so the promotion
+    /// loses what the primary acknowledged since.
+    fn fail_over(&mut self) {
+        let Some(standby) = self.standby.take() else {
+            return;
+        };
+        if let Some(link) = &standby.link {
+            link.blackhole(true);
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        self.cluster().stop_immediate().expect("stop the primary");
+        let mut promoted = standby.cluster;
+        promoted.promote().expect("promote the standby");
+        self.cluster = Some(promoted);
     }
 
     /// Every process running and not paused, the database writable.
@@ -187,6 +217,16 @@ const FAULTS: [&str; 6] = [
 /// The first faults of [`FAULTS`], which hit processes, not the database.
 const PROCESS_FAULTS: usize = 3;
 
+/// With a standby: processes' faults around one failover.
+const FAILOVER_FAULTS: [&str; 4] = ["kill-worker", "failover", "pause-worker", "kill-server"];
+
+/// A standby of the fleet's cluster, and the proxy it streams through when
+/// the test means to cut it off.
+pub struct Standby {
+    pub cluster: cairn_testkit::PgCluster,
+    pub link: Option<cairn_testkit::CutProxy>,
+}
+
 /// How long after a fault healed its window still runs: the operations
 /// that complete meanwhile still show the fault's aftermath.
 const AFTERMATH: Duration = Duration::from_secs(2);
@@ -238,6 +278,7 @@ impl Nemesis {
             "postgres-fast-restart" => {
                 fleet.cluster().restart_fast().expect("a fast restart");
             }
+            "failover" => fleet.fail_over(),
             _ => {
                 fleet
                     .cluster()
