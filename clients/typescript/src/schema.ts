@@ -354,7 +354,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description 200 when the database answers a trivial query within 3 s, else 503. Needs no token.
+         * @description 200 when the database answers a trivial query within 3 s and takes writes, else 503: also while the server Cairn reaches is a standby (in recovery) or read-only (`transaction_read_only = on`), as during a database failover, so that a load balancer sends this server no traffic that would write. Needs no token.
          */
         get: operations["ready"];
         put?: never;
@@ -975,6 +975,11 @@ export interface components {
                 code: string;
                 /** @description For people; may change. */
                 message: string;
+                /**
+                 * @description `not_ready` only: why the server is not ready. `no_answer`: the database does not answer; `read_only`: it answers but takes no writes (a standby, or a primary set read-only).
+                 * @enum {string}
+                 */
+                reason?: "no_answer" | "read_only";
                 /**
                  * Format: uuid
                  * @description `wait_closed` only: the run of the closed wait.
@@ -3111,7 +3116,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
-            /** @description `not_ready`: the database does not answer. */
+            /** @description `not_ready`, with `error.reason`: `no_answer` (the database does not answer) or `read_only` (it answers but takes no writes: a standby or a read-only primary). */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -46,6 +46,7 @@ from .error_info import ErrorInfo
 from .error_response import ErrorResponse
 from .error_response_error import ErrorResponseError
 from .error_response_error_open_wait_type_0 import ErrorResponseErrorOpenWaitType0
+from .error_response_error_reason import ErrorResponseErrorReason
 from .event import Event
 from .every import Every
 from .fork_request import ForkRequest
@@ -164,6 +165,7 @@ __all__ = (
     "ErrorResponse",
     "ErrorResponseError",
     "ErrorResponseErrorOpenWaitType0",
+    "ErrorResponseErrorReason",
     "Event",
     "Every",
     "ForkRequest",

@@ -7,6 +7,7 @@ from uuid import UUID
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.error_response_error_reason import ErrorResponseErrorReason
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ class ErrorResponseError:
             /v1/crews/{name}/upgrade` report it per run, in `reason`); no route returns them; nor `hook_exists` and
             `bad_hook`, which `cairn hooks create` (on the database only) reports.
         message (str): For people; may change.
+        reason (ErrorResponseErrorReason | Unset): `not_ready` only: why the server is not ready. `no_answer`: the
+            database does not answer; `read_only`: it answers but takes no writes (a standby, or a primary set read-only).
         run_id (UUID | Unset): `wait_closed` only: the run of the closed wait.
         open_wait (ErrorResponseErrorOpenWaitType0 | None | Unset): `wait_closed` only: the open wait of the same run
             (`id`, `kind`, `step_idx`), the one a person most likely meant (a rejected review's re-run opens a new one);
@@ -44,6 +47,7 @@ class ErrorResponseError:
 
     code: str
     message: str
+    reason: ErrorResponseErrorReason | Unset = UNSET
     run_id: UUID | Unset = UNSET
     open_wait: ErrorResponseErrorOpenWaitType0 | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -56,6 +60,10 @@ class ErrorResponseError:
         code = self.code
 
         message = self.message
+
+        reason: str | Unset = UNSET
+        if not isinstance(self.reason, Unset):
+            reason = self.reason.value
 
         run_id: str | Unset = UNSET
         if not isinstance(self.run_id, Unset):
@@ -77,6 +85,8 @@ class ErrorResponseError:
                 "message": message,
             }
         )
+        if reason is not UNSET:
+            field_dict["reason"] = reason
         if run_id is not UNSET:
             field_dict["run_id"] = run_id
         if open_wait is not UNSET:
@@ -94,6 +104,13 @@ class ErrorResponseError:
         code = d.pop("code")
 
         message = d.pop("message")
+
+        _reason = d.pop("reason", UNSET)
+        reason: ErrorResponseErrorReason | Unset
+        if isinstance(_reason, Unset):
+            reason = UNSET
+        else:
+            reason = ErrorResponseErrorReason(_reason)
 
         _run_id = d.pop("run_id", UNSET)
         run_id: UUID | Unset
@@ -124,6 +141,7 @@ class ErrorResponseError:
         error_response_error = cls(
             code=code,
             message=message,
+            reason=reason,
             run_id=run_id,
             open_wait=open_wait,
         )

@@ -4,7 +4,8 @@
 //! processes and the database meanwhile (a worker SIGKILLed and started
 //! again, a worker SIGSTOPped for longer than its lease then continued, the
 //! server SIGKILLed and started again, PostgreSQL restarted fast and
-//! immediately, the database made read-only for a while, and a failover:
+//! immediately, the database made read-only for a while, a worker whose
+//! wall clock runs an hour ahead all along, and a failover:
 //! the primary stopped immediately and a standby promoted, the fleet on a
 //! multi-host URL). Every client operation is recorded as invoked, then
 //! `ok`, `fail` (a typed refusal) or `info` (unknown: a timeout, a reset, a
@@ -16,7 +17,8 @@
 //!
 //! What the campaign does not do yet: answers and signals, the proxy
 //! nemeses against the processes (delays, lost acknowledgements, resets),
-//! SIGSTOP of PostgreSQL, a full disk, clock skew; and committed rows carry
+//! SIGSTOP of PostgreSQL, a full disk, a skewed clock on the promoted
+//! standby; and committed rows carry
 //! the lease in force by event order (the last `run_claimed` before each
 //! `step_succeeded`), not a lease stored with the row.
 

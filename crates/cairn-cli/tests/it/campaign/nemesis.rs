@@ -14,6 +14,11 @@ use nix::unistd::Pid;
 use super::history::{now_ns, Rng};
 use crate::support::{wait_until, Case};
 
+/// The worker whose wall clock runs an hour ahead on PostgreSQL (Debian's
+/// `faketime`, its monotonic clock left alone): leases and every time
+/// Cairn stores are the database server's, so nothing may change.
+const SKEWED: usize = 2;
+
 /// The workers' lease: a paused worker is paused for longer.
 const LEASE_MS: u64 = 3000;
 const WORKERS: usize = 3;
@@ -66,13 +71,43 @@ impl Fleet {
     }
 
     fn command(&self) -> Command {
-        let mut cmd = Command::new(crate::support::CAIRN);
+        self.in_case(Command::new(crate::support::CAIRN))
+    }
+
+    /// `cmd` in the case's directory with no inherited Cairn settings.
+    fn in_case(&self, mut cmd: Command) -> Command {
         cmd.current_dir(&self.dir)
             .env_remove("CAIRN_DATABASE_URL")
             .env_remove("CAIRN_FAILPOINTS")
             .env("CAIRN_LOG", "warn")
             .stdin(Stdio::null());
         cmd
+    }
+
+    /// `cairn` under `faketime` an hour ahead, if this machine has it (CI
+    /// installs it); otherwise on the true clock, and the skip is logged.
+    fn skewed(&self) -> Command {
+        let found = std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join("faketime"))
+                .find(|f| f.is_file())
+        });
+        let Some(faketime) = found else {
+            cairn_testkit::skip(
+                "campaign (clock skew)",
+                "faketime is not installed (apt-get install faketime): every worker runs on the true clock",
+            );
+            return self.command();
+        };
+        let mut cmd = Command::new(faketime);
+        cmd.args([
+            "-m",
+            "--exclude-monotonic",
+            "-f",
+            "+1h",
+            crate::support::CAIRN,
+        ]);
+        self.in_case(cmd)
     }
 
     fn log(&self, name: &str) -> Stdio {
@@ -83,7 +118,14 @@ impl Fleet {
         self.starts[i] += 1;
         let name = format!("worker-{i}-{}", self.starts[i]);
         let lease = LEASE_MS.to_string();
-        let mut cmd = self.command();
+        // On SQLite the database's clock is each process's own (`now` in
+        // SQLite is the calling process's clock): a process an hour ahead
+        // sees every lease expired, so processes sharing a file must share
+        // a clock, as on one machine they do. Skewed on PostgreSQL only.
+        let mut cmd = match (i, &self.cluster) {
+            (SKEWED, Some(_)) => self.skewed(),
+            _ => self.command(),
+        };
         cmd.args(["worker", "--concurrency", "4", "--lease-ms", &lease])
             .args([
                 "--heartbeat-ms",

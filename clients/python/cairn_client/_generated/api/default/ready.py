@@ -56,7 +56,10 @@ def sync_detailed(
 ) -> Response[ErrorResponse | Status]:
     """Readiness
 
-     200 when the database answers a trivial query within 3 s, else 503. Needs no token.
+     200 when the database answers a trivial query within 3 s and takes writes, else 503: also while the
+    server Cairn reaches is a standby (in recovery) or read-only (`transaction_read_only = on`), as
+    during a database failover, so that a load balancer sends this server no traffic that would write.
+    Needs no token.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -81,7 +84,10 @@ def sync(
 ) -> ErrorResponse | Status | None:
     """Readiness
 
-     200 when the database answers a trivial query within 3 s, else 503. Needs no token.
+     200 when the database answers a trivial query within 3 s and takes writes, else 503: also while the
+    server Cairn reaches is a standby (in recovery) or read-only (`transaction_read_only = on`), as
+    during a database failover, so that a load balancer sends this server no traffic that would write.
+    Needs no token.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -102,7 +108,10 @@ async def asyncio_detailed(
 ) -> Response[ErrorResponse | Status]:
     """Readiness
 
-     200 when the database answers a trivial query within 3 s, else 503. Needs no token.
+     200 when the database answers a trivial query within 3 s and takes writes, else 503: also while the
+    server Cairn reaches is a standby (in recovery) or read-only (`transaction_read_only = on`), as
+    during a database failover, so that a load balancer sends this server no traffic that would write.
+    Needs no token.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -125,7 +134,10 @@ async def asyncio(
 ) -> ErrorResponse | Status | None:
     """Readiness
 
-     200 when the database answers a trivial query within 3 s, else 503. Needs no token.
+     200 when the database answers a trivial query within 3 s and takes writes, else 503: also while the
+    server Cairn reaches is a standby (in recovery) or read-only (`transaction_read_only = on`), as
+    during a database failover, so that a load balancer sends this server no traffic that would write.
+    Needs no token.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
