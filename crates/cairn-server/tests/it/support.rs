@@ -167,9 +167,18 @@ impl Api {
 
     /// The API over `db` (a throwaway cluster's, say).
     pub async fn on(db: TestDb, configure: impl FnOnce(AppState) -> AppState) -> Api {
+        let engine = Engine::open(&db.url).await.unwrap();
+        Api::with_engine(db, engine, configure)
+    }
+
+    /// [`Api::on`] with an engine the test opened itself (other options).
+    pub fn with_engine(
+        db: TestDb,
+        engine: Engine,
+        configure: impl FnOnce(AppState) -> AppState,
+    ) -> Api {
         let crews_dir = tempfile::tempdir().unwrap();
         write_crews(crews_dir.path());
-        let engine = Engine::open(&db.url).await.unwrap();
         let crews = Crews::load_dir(crews_dir.path()).unwrap();
         let state = configure(AppState::new(engine.clone(), crews));
         Api {
