@@ -115,10 +115,13 @@ fn a_fan_outs_children_step_spans_spawn_to_join_with_its_children_on_the_clock()
         // Each child on the run's clock: from the spawn, ending inside the
         // wait for them, not squares at the axis' left edge.
         assert_eq!(kids.len(), 3, "{geometry}");
-        // The join came when the last child ended.
+        // The join came when the last child ended: it is written in that
+        // child's last transaction, so the two times differ by the
+        // transaction's own length, a few milliseconds on a loaded machine
+        // (6 px once in CI, beside two browser tests and clippy).
         let last = kids.iter().map(|(x, w)| x + w).fold(0.0, f64::max);
         assert!(
-            (last - to).abs() < 3.0,
+            (last - to).abs() < 10.0,
             "the join is the last child's end: {geometry}"
         );
         for (x, width) in &kids {
