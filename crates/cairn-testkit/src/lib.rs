@@ -4,8 +4,10 @@
 //! to start one; `CAIRN_TEST_DATABASE_URL` overrides the server.
 //! `PgCluster` (in `pg_cluster.rs`) is a throwaway PostgreSQL server of a
 //! test's own, for tests that crash or restart the database, with streaming
-//! standbys to promote (in `pg_standby.rs`); `CutProxy` (in
-//! `proxy.rs`) a TCP proxy that loses one request or answer on cue; `SlowModel`
+//! standbys to promote (in `pg_standby.rs`) and the campaign's faults
+//! (paused, skewed, a full disk: `pg_faults.rs`, `small_disk.rs`);
+//! `CutProxy` (in `proxy.rs`) a TCP proxy that loses one request or answer
+//! on cue, delays, resets and redirects; `SlowModel`
 //! (in `slow_model.rs`) an OpenAI-speaking model server that streams slowly,
 //! `RateLimitedModel` (in `rate_limited.rs`) one that enforces a rate limit
 //! with `Retry-After`, `PacedModel` (in `paced_model.rs`) one that streams
@@ -24,6 +26,7 @@ pub mod events;
 pub mod otlp;
 mod paced_model;
 mod pg_cluster;
+mod pg_faults;
 mod pg_standby;
 mod pgbouncer;
 mod proxy;
@@ -31,15 +34,18 @@ mod rate_limited;
 pub mod schema;
 mod skipped;
 mod slow_model;
+mod small_disk;
 mod snapshot;
 pub use delegating_model::DelegatingModel;
 pub use paced_model::{PacedCall, PacedModel};
 pub use pg_cluster::{pg_bin_dir, ClusterError, PgCluster};
+pub use pg_faults::{libfaketime, skewed_clock};
 pub use pgbouncer::PgBouncer;
 pub use proxy::{Cut, CutProxy};
 pub use rate_limited::{RateLimitedModel, Seen};
 pub use skipped::{skip, skip_to, SKIP_LOG};
 pub use slow_model::SlowModel;
+pub use small_disk::SmallDisk;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -84,6 +90,17 @@ impl TestDb {
             url,
             kind: Kind::Sqlite,
             _dir: Some(dir),
+            schema: None,
+        }
+    }
+
+    /// A new SQLite file `cairn.db` in `dir`, which the test owns (a
+    /// [`SmallDisk`], say): nothing is removed with the `TestDb`.
+    pub fn sqlite_in(dir: &std::path::Path) -> TestDb {
+        TestDb {
+            url: format!("sqlite://{}", dir.join("cairn.db").display()),
+            kind: Kind::Sqlite,
+            _dir: None,
             schema: None,
         }
     }

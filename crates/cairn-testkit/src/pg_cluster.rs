@@ -55,6 +55,9 @@ pub struct PgCluster {
     /// A standby's `application_name` (`pg_standby.rs`); `None` for a
     /// primary made by [`PgCluster::start`].
     pub(crate) name: Option<String>,
+    /// The server's environment beyond ours (a skewed clock,
+    /// `pg_faults.rs`), in force from its next start.
+    pub(crate) env: Vec<(String, String)>,
 }
 
 impl fmt::Debug for PgCluster {
@@ -72,13 +75,32 @@ impl PgCluster {
     /// `initdb`, start, and create database `test`. A port taken by someone
     /// else between picking it and starting is retried on another port.
     pub fn start() -> Result<PgCluster, ClusterError> {
+        PgCluster::start_with_wal(None)
+    }
+
+    /// [`PgCluster::start`], its write-ahead log in `wal` (a directory the
+    /// `postgres` user may create, a small disk of the test's, say) in
+    /// segments of 1 MB, if given.
+    pub(crate) fn start_with_wal(wal: Option<&std::path::Path>) -> Result<PgCluster, ClusterError> {
         let mut cluster = PgCluster::unstarted(None)?;
         cluster.as_postgres("initdb", |c| {
             c.arg("-D")
                 .arg(cluster.data_dir())
                 .args(["--auth=trust", "-U", "postgres", "--no-sync"])
                 .args(["--locale=C", "--encoding=UTF8"]);
+            if let Some(wal) = wal {
+                c.arg("--waldir").arg(wal).arg("--wal-segsize=1");
+            }
         })?;
+        if wal.is_some() {
+            // A WAL of a few segments between checkpoints, so that the
+            // disk fills only when the test fills it.
+            let conf = cluster.data_dir().join("postgresql.auto.conf");
+            let mut text = std::fs::read_to_string(&conf).unwrap_or_default();
+            text.push_str("max_wal_size = '16MB'\nmin_wal_size = '2MB'\n");
+            std::fs::write(&conf, text)
+                .map_err(|e| ClusterError(format!("{}: {e}", conf.display())))?;
+        }
         cluster.start_on_a_free_port()?;
         run(Command::new(cluster.bin.join("createdb"))
             .args(["-h", "127.0.0.1", "-U", "postgres", "-p"])
@@ -119,6 +141,7 @@ impl PgCluster {
             dir,
             running: false,
             name,
+            env: vec![],
         })
     }
 
@@ -244,7 +267,8 @@ impl PgCluster {
         let mut c = Command::new("runuser");
         c.args(["-u", "postgres", "--"])
             .arg(self.bin.join(program))
-            .current_dir(self.dir.path());
+            .current_dir(self.dir.path())
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         args(&mut c);
         run(&mut c)
     }

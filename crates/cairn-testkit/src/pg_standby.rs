@@ -36,9 +36,20 @@ impl PgCluster {
     /// (a [`crate::CutProxy`] in front of it, which can cut the standby
     /// off while this cluster goes on acknowledging commits).
     pub fn standby_through(&self, port: u16) -> Result<PgCluster, ClusterError> {
+        self.standby_with(port, vec![])
+    }
+
+    /// [`PgCluster::standby_through`], the standby's server run with `env`
+    /// added to its environment (a skewed clock, `pg_faults.rs`).
+    pub(crate) fn standby_with(
+        &self,
+        port: u16,
+        env: Vec<(String, String)>,
+    ) -> Result<PgCluster, ClusterError> {
         let n = MADE.fetch_add(1, Ordering::Relaxed) + 1;
         let name = format!("standby_{}_{n}", std::process::id());
         let mut standby = PgCluster::unstarted(Some(name.clone()))?;
+        standby.env = env;
         standby.as_postgres("pg_basebackup", |c| {
             c.arg("-D")
                 .arg(standby.data_dir())

@@ -8,15 +8,20 @@
 //! closes both sides. It can also hold every request back (a partition),
 //! to keep a retry waiting while the test changes the database behind it,
 //! or forward nothing either way while keeping every socket open (a
-//! blackhole: a standby streaming through it stops receiving).
+//! blackhole: a standby streaming through it stops receiving). For the
+//! fault campaign it also delays every chunk either way, loses every
+//! answer while told to (lost acknowledgements: each request still lands,
+//! its connection is then closed), resets every open connection, and
+//! redirects new connections to another server.
 //!
 //! Plain threads, blocking sockets: a test's proxy carries a few
 //! connections. Dropping it stops accepting; open connections end when
 //! either side closes.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,13 +34,44 @@ pub enum Cut {
     Request,
 }
 
-#[derive(Default)]
 struct Shared {
+    upstream: Mutex<SocketAddr>,
     armed: Mutex<Option<(Vec<u8>, Cut)>>,
     hold: AtomicBool,
     blackhole: AtomicBool,
+    lose_answers: AtomicBool,
+    delay_ms: AtomicU64,
     stop: AtomicBool,
     cuts: AtomicUsize,
+    /// Each open connection's two sockets, by a number of its own, so that
+    /// [`CutProxy::reset`] can close them.
+    open: Mutex<HashMap<u64, [TcpStream; 2]>>,
+    opened: AtomicU64,
+}
+
+impl Shared {
+    fn new(upstream: SocketAddr) -> Shared {
+        Shared {
+            upstream: Mutex::new(upstream),
+            armed: Mutex::default(),
+            hold: AtomicBool::default(),
+            blackhole: AtomicBool::default(),
+            lose_answers: AtomicBool::default(),
+            delay_ms: AtomicU64::default(),
+            stop: AtomicBool::default(),
+            cuts: AtomicUsize::default(),
+            open: Mutex::default(),
+            opened: AtomicU64::default(),
+        }
+    }
+
+    /// Waits out the delay in force, if any.
+    fn delay(&self) {
+        let ms = self.delay_ms.load(Ordering::SeqCst);
+        if ms > 0 {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+    }
 }
 
 /// A proxy on `127.0.0.1:PORT` to one upstream address.
@@ -49,7 +85,7 @@ impl CutProxy {
     pub fn start(upstream: SocketAddr) -> std::io::Result<CutProxy> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared::new(upstream));
         let accepting = Arc::clone(&shared);
         std::thread::spawn(move || {
             for client in listener.incoming() {
@@ -58,7 +94,7 @@ impl CutProxy {
                 }
                 let Ok(client) = client else { continue };
                 let shared = Arc::clone(&accepting);
-                std::thread::spawn(move || serve(client, upstream, shared));
+                std::thread::spawn(move || serve(client, shared));
             }
         });
         Ok(CutProxy { addr, shared })
@@ -95,7 +131,34 @@ impl CutProxy {
         self.shared.blackhole.store(on, Ordering::SeqCst);
     }
 
-    /// How many cuts happened.
+    /// While on, every answer is lost and its connection closed: the
+    /// requests land, their acknowledgements never arrive.
+    pub fn lose_answers(&self, on: bool) {
+        self.shared.lose_answers.store(on, Ordering::SeqCst);
+    }
+
+    /// Every chunk forwarded either way waits `delay` first (zero: none).
+    pub fn delay(&self, delay: Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.shared.delay_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// Closes every open connection, both sides, as a reset would.
+    pub fn reset(&self) {
+        let open = std::mem::take(&mut *lock(&self.shared.open));
+        for [client, server] in open.into_values() {
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = server.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// New connections go to `upstream` from now on; open ones are reset.
+    pub fn redirect(&self, upstream: SocketAddr) {
+        *lock(&self.shared.upstream) = upstream;
+        self.reset();
+    }
+
+    /// How many cuts happened (armed cuts and answers lost).
     pub fn cuts(&self) -> usize {
         self.shared.cuts.load(Ordering::SeqCst)
     }
@@ -106,6 +169,7 @@ impl Drop for CutProxy {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.hold.store(false, Ordering::SeqCst);
         self.shared.blackhole.store(false, Ordering::SeqCst);
+        self.reset();
         // Wakes the accept loop so it sees `stop`.
         let _ = TcpStream::connect(self.addr);
     }
@@ -115,13 +179,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn serve(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>) {
+fn serve(client: TcpStream, shared: Arc<Shared>) {
     while shared.hold.load(Ordering::SeqCst) && !shared.stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(10));
     }
     if shared.stop.load(Ordering::SeqCst) {
         return;
     }
+    let upstream = *lock(&shared.upstream);
     let Ok(server) = TcpStream::connect(upstream) else {
         return;
     };
@@ -130,6 +195,10 @@ fn serve(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>) {
     let (Ok(client2), Ok(server2)) = (client.try_clone(), server.try_clone()) else {
         return;
     };
+    let id = shared.opened.fetch_add(1, Ordering::SeqCst);
+    if let (Ok(c), Ok(s)) = (client.try_clone(), server.try_clone()) {
+        lock(&shared.open).insert(id, [c, s]);
+    }
     // Set once the request to cut went out: the next answer is lost.
     let losing = Arc::new(AtomicBool::new(false));
     let answers = {
@@ -139,6 +208,7 @@ fn serve(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>) {
     };
     requests(client, server, &losing, &shared);
     let _ = answers.join();
+    lock(&shared.open).remove(&id);
 }
 
 /// Client to server, watching for the armed marker.
@@ -188,6 +258,7 @@ fn requests(mut client: TcpStream, mut server: TcpStream, losing: &AtomicBool, s
                 // The answer thread closes both sides when it arrives.
             }
             None => {
+                shared.delay();
                 if losing.load(Ordering::SeqCst) || server.write_all(chunk).is_err() {
                     break;
                 }
@@ -206,10 +277,11 @@ fn answers(mut server: TcpStream, mut client: TcpStream, losing: &AtomicBool, sh
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        if losing.load(Ordering::SeqCst) {
+        if losing.load(Ordering::SeqCst) || shared.lose_answers.load(Ordering::SeqCst) {
             shared.cuts.fetch_add(1, Ordering::SeqCst);
             break;
         }
+        shared.delay();
         while shared.blackhole.load(Ordering::SeqCst) && !shared.stop.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -94,6 +94,7 @@ impl SqliteStore {
                 let pool = SqlitePoolOptions::new()
                     .max_connections(4)
                     .test_before_acquire(false)
+                    .before_acquire(|conn, _| Box::pin(not_left_in_a_transaction(conn)))
                     .acquire_timeout(timeout)
                     .connect_with(options.clone())
                     .await
@@ -307,4 +308,23 @@ impl SqliteStore {
         }
         refused_commit(&run, owner.as_deref(), c)
     }
+}
+
+/// Whether a pooled connection may be handed out: sqlx counts the
+/// transactions it opened on a connection, and a `ROLLBACK` that fails
+/// because SQLite rolled back already (it does after a full disk,
+/// `SQLITE_FULL`) leaves that count above zero for good, so every later
+/// `BEGIN` on the connection fails ("attempted to call begin_with at
+/// non-zero transaction depth"; sqlx #3742). An idle connection is never
+/// inside a transaction: one that still counts one after its queued
+/// rollback ran (the ping waits for it) is closed, which rolls back
+/// whatever SQLite still holds, and the pool opens a fresh one. Costs one
+/// atomic read on every acquire.
+async fn not_left_in_a_transaction(conn: &mut sqlx::SqliteConnection) -> sqlx::Result<bool> {
+    use sqlx::{Connection, TransactionManager};
+    type Manager = <sqlx::Sqlite as sqlx::Database>::TransactionManager;
+    if Manager::get_transaction_depth(conn) == 0 {
+        return Ok(true);
+    }
+    Ok(conn.ping().await.is_ok() && Manager::get_transaction_depth(conn) == 0)
 }

@@ -126,3 +126,59 @@ async fn a_corrupt_sqlite_file_is_found_by_check_and_refused_after_an_unclean_cl
         Ok(_) => panic!("a corrupt file was opened after an unclean close"),
     }
 }
+
+/// A full disk (a small tmpfs filled to the last byte) refuses writes as
+/// `DiskFull`, and once it is freed every pooled connection writes again.
+/// Before the pool's check, a write whose `COMMIT` failed on the full disk
+/// left its connection counting an open transaction (SQLite had rolled
+/// back, so sqlx's `ROLLBACK` failed), and every later write on it failed
+/// for good with "attempted to call begin_with at non-zero transaction
+/// depth": the fault campaign's workers never recovered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_sqlite_disk_refuses_writes_as_disk_full_and_every_connection_writes_again_once_freed(
+) {
+    let disk = match cairn_testkit::SmallDisk::mount(16) {
+        Ok(disk) => disk,
+        Err(e) => return cairn_testkit::skip("a full SQLite disk", &e.to_string()),
+    };
+    let db = TestDb::sqlite_in(disk.path());
+    let store = super::store(&db).await;
+    let run = store.submit(new_run(1, None)).await.unwrap().run.id;
+    let signal = |i: usize, payload: serde_json::Value| cairn_checkpoint::NewSignal {
+        target: cairn_core::Target::Run(run),
+        name: format!("s{i}"),
+        payload,
+        id: None,
+        by: cairn_core::Actor::new("hook"),
+        start: None,
+        traceparent: None,
+        tenants: vec![],
+    };
+    let big = json!("x".repeat(1 << 20));
+    disk.fill();
+    // More writes than the pool has connections, each larger than any
+    // room SQLite kept: every connection meets the full disk.
+    for i in 0..12 {
+        let err = store
+            .send_signal(&signal(i, big.clone()))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Db {
+                    fault: DbFault::DiskFull,
+                    ..
+                }
+            ),
+            "write {i} on a full disk: {err:?}"
+        );
+    }
+    disk.free();
+    for i in 0..12 {
+        let sent = store.send_signal(&signal(100 + i, json!(i))).await;
+        assert!(sent.is_ok(), "write {i} once the disk is freed: {sent:?}");
+    }
+    drop(store);
+    drop(db);
+}

@@ -514,10 +514,12 @@ fn the_consoles_crews_page_moves_runs_to_the_newest_version(kind: Kind) {
         diff.contains(&id[..13]) && diff.contains("<td>yes</td>"),
         "{diff}"
     );
-    let workers = support::get_text(&served.listen, "/workers");
-    assert!(
-        workers.contains("essay v2"),
-        "the server offers v2: {workers}"
+    // The server announces itself once it listens: under load, a moment
+    // after the pages above.
+    wait_until(
+        "the server to offer v2",
+        std::time::Duration::from_secs(10),
+        || support::get_text(&served.listen, "/workers").contains("essay v2"),
     );
     // The run's page offers to fork it onto v2; the fork runs there.
     let run_page = support::get_text(&served.listen, &format!("/runs/{id}"));
