@@ -15,13 +15,11 @@
 //! asynchronous one cut off before the failover, the checker must report
 //! the lost acknowledgements.
 //!
-//! What the campaign does not do yet: answers and signals, the proxy
-//! nemeses against the processes (delays, lost acknowledgements, resets),
-//! SIGSTOP of PostgreSQL, a full disk, a skewed clock on the promoted
-//! standby; and committed rows carry
-//! the lease in force by event order (the last `run_claimed` before each
-//! `step_succeeded`), not a lease stored with the row.
+//! What the campaign does not do yet: answers and signals; and committed
+//! rows carry the lease in force by event order (the last `run_claimed`
+//! before each `step_succeeded`), not a lease stored with the row.
 
+mod fleet;
 mod history;
 mod nemesis;
 mod state;
@@ -30,8 +28,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::support::{agent_sh, crew_toml, Case};
+use cairn_testkit::{PgCluster, SmallDisk, TestDb};
+use fleet::{Fleet, Setup, Standby};
 use history::{Clients, Recorder};
-use nemesis::{Fleet, Nemesis, Standby};
+use nemesis::Nemesis;
 
 /// How big a campaign is: CI's size (each test's own, long enough for each
 /// of its faults once) unless `CAIRN_CAMPAIGN_SECS` and
@@ -59,49 +59,76 @@ fn seed_now() -> u64 {
         .map_or(1, |d| d.as_nanos() as u64)
 }
 
-/// Three workers, a server and clients on a throwaway PostgreSQL cluster,
-/// every nemesis in turn; the history checker must find nothing.
+/// Three workers, a server and clients on a throwaway PostgreSQL cluster
+/// whose WAL is on a small disk, each process behind a proxy, every
+/// nemesis in turn; the history checker must find nothing.
 #[test]
 fn a_campaign_of_clients_workers_and_nemeses_on_a_cluster_keeps_every_promise() {
-    let cluster = cluster();
-    let case = Case::with_db(cairn_testkit::TestDb::postgres_at(cluster.url()));
-    campaign(
-        &case,
-        |case, crew| Fleet::start(case, Some(cluster), crew),
-        30,
-    )
-    .assert_kept();
+    let disk = small_disk(64);
+    let cluster = match &disk {
+        Some(disk) => PgCluster::start_with_wal_on(disk),
+        None => PgCluster::start(),
+    }
+    .unwrap_or_else(failed);
+    let case = Case::with_db(TestDb::postgres_at(cluster.url()));
+    let setup = Setup {
+        cluster: Some(cluster),
+        proxied: true,
+        disk,
+        ..Setup::default()
+    };
+    campaign(&case, |case, crew| Fleet::start(case, setup, crew), 50).assert_kept();
 }
 
-/// The same on one SQLite file, with the faults that hit processes (the
-/// database faults are PostgreSQL's): workers killed and paused, the
-/// server killed.
+/// The same on one SQLite file on a small disk, with the faults that hit
+/// processes (the other database faults are PostgreSQL's): workers killed
+/// and paused, the server killed, the disk full.
 #[test]
 fn a_campaign_of_clients_workers_and_kills_on_sqlite_keeps_every_promise() {
-    let case = Case::with_db(cairn_testkit::TestDb::sqlite());
-    campaign(&case, |case, crew| Fleet::start(case, None, crew), 15).assert_kept();
+    let disk = small_disk(256);
+    let db = match &disk {
+        Some(disk) => TestDb::sqlite_in(disk.path()),
+        None => TestDb::sqlite(),
+    };
+    let case = Case::with_db(db);
+    let setup = Setup {
+        disk,
+        ..Setup::default()
+    };
+    campaign(&case, |case, crew| Fleet::start(case, setup, crew), 18).assert_kept();
 }
 
-/// A failover to a synchronous standby amid the processes' faults: every
-/// process reaches the promoted standby through its multi-host URL, and
-/// nothing acknowledged is lost, so every property holds.
+/// A failover to a synchronous standby whose clock runs an hour ahead,
+/// amid the processes' faults: every process reaches the promoted standby
+/// through its multi-host URL, every lease looks expired there at once,
+/// and nothing acknowledged is lost, so every property holds.
 #[test]
 fn a_campaign_through_the_promotion_of_a_synchronous_standby_of_the_cluster_keeps_every_promise() {
     let primary = cluster();
-    let standby = primary.standby().unwrap_or_else(failed);
+    let standby = match primary.skewed_standby("+1h") {
+        Some(standby) => standby,
+        None => {
+            cairn_testkit::skip(
+                "campaign (a skewed standby)",
+                "libfaketime is not installed (apt-get install faketime): the standby runs on the true clock",
+            );
+            primary.standby()
+        }
+    }
+    .unwrap_or_else(failed);
     let name = standby.standby_name().expect("a standby's name").to_owned();
     primary.set_synchronous(Some(&name)).unwrap_or_else(failed);
     primary.wait_streaming(&name, true).unwrap_or_else(failed);
-    let case = Case::with_db(cairn_testkit::TestDb::postgres_at(two_hosts(
-        &primary, &standby,
-    )));
-    let standby = Standby {
-        cluster: standby,
-        link: None,
+    let case = Case::with_db(TestDb::postgres_at(two_hosts(&primary, &standby)));
+    let setup = Setup {
+        cluster: Some(primary),
+        standby: Some(Standby {
+            cluster: standby,
+            link: None,
+        }),
+        ..Setup::default()
     };
-    let fleet =
-        |case: &Case, crew: &Path| Fleet::start(case, Some(primary), crew).with_standby(standby);
-    campaign(&case, fleet, 12).assert_kept();
+    campaign(&case, |case, crew| Fleet::start(case, setup, crew), 12).assert_kept();
 }
 
 /// A failover to an asynchronous standby that was cut off from the
@@ -121,16 +148,16 @@ fn a_campaign_through_the_promotion_of_an_asynchronous_standby_of_the_cluster_re
         .unwrap_or_else(failed);
     let name = standby.standby_name().expect("a standby's name").to_owned();
     primary.wait_streaming(&name, false).unwrap_or_else(failed);
-    let case = Case::with_db(cairn_testkit::TestDb::postgres_at(two_hosts(
-        &primary, &standby,
-    )));
-    let standby = Standby {
-        cluster: standby,
-        link: Some(link),
+    let case = Case::with_db(TestDb::postgres_at(two_hosts(&primary, &standby)));
+    let setup = Setup {
+        cluster: Some(primary),
+        standby: Some(Standby {
+            cluster: standby,
+            link: Some(link),
+        }),
+        ..Setup::default()
     };
-    let fleet =
-        |case: &Case, crew: &Path| Fleet::start(case, Some(primary), crew).with_standby(standby);
-    let outcome = campaign(&case, fleet, 12);
+    let outcome = campaign(&case, |case, crew| Fleet::start(case, setup, crew), 12);
     let report = &outcome.report;
     assert!(!report.is_valid(), "the loss went unseen:\n{report}");
     let lost = report.of(cairn_history::Property::Submits).count();
@@ -142,8 +169,16 @@ fn a_campaign_through_the_promotion_of_an_asynchronous_standby_of_the_cluster_re
     );
 }
 
-fn cluster() -> cairn_testkit::PgCluster {
-    cairn_testkit::PgCluster::start().unwrap_or_else(failed)
+fn cluster() -> PgCluster {
+    PgCluster::start().unwrap_or_else(failed)
+}
+
+/// A tmpfs of `megabytes` to fill, or `None` (and a skip logged) where
+/// this machine refuses to mount one (it needs root).
+fn small_disk(megabytes: u64) -> Option<SmallDisk> {
+    SmallDisk::mount(megabytes)
+        .map_err(|e| cairn_testkit::skip("campaign (a full disk)", &e.to_string()))
+        .ok()
 }
 
 /// A throwaway cluster that failed to do what it was asked.
@@ -154,7 +189,7 @@ fn failed<T>(e: cairn_testkit::ClusterError) -> T {
 
 /// The multi-host URL of `primary` then `standby`, for a server that takes
 /// writes.
-fn two_hosts(primary: &cairn_testkit::PgCluster, standby: &cairn_testkit::PgCluster) -> String {
+fn two_hosts(primary: &PgCluster, standby: &PgCluster) -> String {
     format!(
         "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/test?target_session_attrs=read-write",
         primary.port(),
@@ -221,9 +256,9 @@ fn campaign(case: &Case, start: impl FnOnce(&Case, &Path) -> Fleet, secs: u64) -
     let deadline = Instant::now() + size.workload;
     let mut nemesis = Nemesis::new(size.seed);
     std::thread::sleep(Duration::from_secs(2));
+    // Each fault's window ends with its aftermath: the next follows it.
     while Instant::now() < deadline {
         nemesis.strike(&mut fleet);
-        std::thread::sleep(Duration::from_secs(1));
     }
     let history = clients.stop();
     fleet.heal();
