@@ -39,15 +39,11 @@ impl Recorder {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).push(event);
     }
 
-    /// Counts an error the CLI printed (its first line).
+    /// Counts an error the CLI printed (its first line, ids left out, so
+    /// that one refusal of many waits counts as one).
     fn seen(&self, stderr: &str) {
-        let line: String = stderr
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .chars()
-            .take(200)
-            .collect();
+        let line = without_ids(stderr.lines().next().unwrap_or_default());
+        let line: String = line.chars().take(200).collect();
         *self
             .1
             .lock()
@@ -67,6 +63,30 @@ impl Recorder {
     fn take(&self) -> Vec<Event> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
+}
+
+/// `text` with each UUID (a run's, a wait's) replaced by `ID`.
+fn without_ids(text: &str) -> String {
+    let is_id = |word: &str| {
+        word.len() == 36
+            && word.char_indices().all(|(i, c)| match i {
+                8 | 13 | 18 | 23 => c == '-',
+                _ => c.is_ascii_hexdigit(),
+            })
+    };
+    let mut out = String::new();
+    let mut word = String::new();
+    for c in text.chars().chain(std::iter::once(' ')) {
+        if c.is_ascii_hexdigit() || c == '-' {
+            word.push(c);
+            continue;
+        }
+        out.push_str(if is_id(&word) { "ID" } else { &word });
+        word.clear();
+        out.push(c);
+    }
+    out.pop();
+    out
 }
 
 /// A small deterministic generator (xorshift), one per client, from the
