@@ -1,11 +1,13 @@
-//! The campaign's clients and what they record: each operation goes
-//! through `cairn --server` (a real HTTP client) and is recorded as an
-//! `invoke`, then `ok`, `fail` (a 4xx: a typed refusal) or `info` (a 5xx,
-//! a refused or reset connection: it may have happened).
+//! The campaign's clients and what they record: each operation (submit,
+//! read, and in `answers.rs` answer and signal) goes through `cairn
+//! --server` (a real HTTP client) and is recorded as an `invoke`, then
+//! `ok`, `fail` (a 4xx: a typed refusal) or `info` (a 5xx, a refused or
+//! reset connection: it may have happened).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use cairn_history::{Event, EventKind, Op};
 
@@ -60,7 +62,8 @@ impl Recorder {
         out
     }
 
-    fn take(&self) -> Vec<Event> {
+    /// Every event recorded so far, leaving none.
+    pub fn take(&self) -> Vec<Event> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
@@ -112,64 +115,101 @@ impl Rng {
 pub struct Clients {
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
-    recorder: Recorder,
 }
 
 impl Clients {
     /// `n` clients against the server at `url`, each with its own
-    /// generator from `seed`.
+    /// generator from `seed`, sharing the waits they answered.
     pub fn start(case: &Case, url: &str, recorder: &Recorder, n: usize, seed: u64) -> Clients {
         let stop = Arc::new(AtomicBool::new(false));
+        let answered = Answered::default();
         let threads = (0..n)
             .map(|i| {
-                let client = Client {
-                    process: i as u32,
-                    cli: Cli {
-                        dir: case.path("."),
-                    },
-                    url: url.to_owned(),
-                    recorder: recorder.clone(),
-                    rng: Rng::new(seed.wrapping_add(i as u64 * 7919)),
-                    keys: vec![],
-                    acked: vec![],
-                };
+                let client = Client::new(case, url, recorder, i as u32, seed, &answered);
                 let stop = stop.clone();
                 std::thread::spawn(move || client.run(&stop))
             })
             .collect();
-        Clients {
-            stop,
-            threads,
-            recorder: recorder.clone(),
-        }
+        Clients { stop, threads }
     }
 
-    /// Stops the clients (each finishes the operation under way) and
-    /// returns the history.
-    pub fn stop(self) -> Vec<Event> {
+    /// Stops the clients (each finishes the operation under way); the
+    /// history stays in the recorder.
+    pub fn stop(self) {
         self.stop.store(true, Ordering::Relaxed);
         for t in self.threads {
             t.join().expect("a client thread panicked");
         }
-        self.recorder.take()
     }
 }
 
-struct Client {
-    process: u32,
-    cli: Cli,
-    url: String,
-    recorder: Recorder,
-    rng: Rng,
+/// A key a client submits under, and whether its runs are of the crew
+/// that asks (`asking`) or of `campaign`: one crew per key, so a
+/// resubmit names the same run.
+struct Key {
+    key: String,
+    asks: bool,
+}
+
+/// The waits some client answered, with the decision it sent: another
+/// client answers one of them again, with another decision (or the same),
+/// so one wait gets two decisions.
+pub type Answered = Arc<Mutex<Vec<super::answers::Asked>>>;
+
+pub struct Client {
+    pub process: u32,
+    pub cli: Cli,
+    pub url: String,
+    pub recorder: Recorder,
+    pub rng: Rng,
     /// Every key this client submitted under.
-    keys: Vec<String>,
-    /// Runs whose submit was acknowledged.
-    acked: Vec<String>,
+    keys: Vec<Key>,
+    /// Runs whose submit was acknowledged, and whether they ask.
+    acked: Vec<(String, bool)>,
+    /// Acknowledged runs of the asking crew that no signal of this client
+    /// reached yet, oldest first.
+    pub unsignalled: VecDeque<String>,
+    /// Signals (run, id) this client sent: a resend of one must be a
+    /// no-op while its run waits.
+    pub signalled: Vec<(String, String)>,
+    /// Signals whose outcome was unknown, to send again under their id.
+    pub unknown: Vec<(String, String)>,
+    /// How many signal ids this client made (names the next).
+    pub signal_ids: usize,
+    pub answered: Answered,
 }
 
 impl Client {
+    /// Client `process` against the server at `url`, its generator from
+    /// `seed`.
+    pub fn new(
+        case: &Case,
+        url: &str,
+        recorder: &Recorder,
+        process: u32,
+        seed: u64,
+        answered: &Answered,
+    ) -> Client {
+        Client {
+            process,
+            cli: Cli {
+                dir: case.path("."),
+            },
+            url: url.to_owned(),
+            recorder: recorder.clone(),
+            rng: Rng::new(seed.wrapping_add(u64::from(process) * 7919)),
+            keys: vec![],
+            acked: vec![],
+            unsignalled: VecDeque::new(),
+            signalled: vec![],
+            unknown: vec![],
+            signal_ids: 0,
+            answered: answered.clone(),
+        }
+    }
+
     /// How an operation the CLI refused ended, counted for the report.
-    fn refused(&self, stderr: &[u8]) -> EventKind {
+    pub fn refused(&self, stderr: &[u8]) -> EventKind {
         let stderr = String::from_utf8_lossy(stderr);
         self.recorder.seen(&stderr);
         classify(&stderr)
@@ -177,33 +217,70 @@ impl Client {
 
     fn run(mut self, stop: &AtomicBool) {
         while !stop.load(Ordering::Relaxed) {
-            match self.rng.below(100) {
-                0..=59 => {
-                    let key = format!("k{}-{}", self.process, self.keys.len());
-                    self.keys.push(key.clone());
-                    self.submit(key);
+            let done = match self.rng.below(100) {
+                0..=29 => {
+                    let n = self.keys.len();
+                    let key = format!("k{}-{n}", self.process);
+                    // Every third key asks: two waits and a signal each.
+                    let asks = n % 3 == 1;
+                    self.keys.push(Key {
+                        key: key.clone(),
+                        asks,
+                    });
+                    self.submit(key, asks);
+                    true
                 }
-                60..=74 if !self.keys.is_empty() => {
+                30..=39 if !self.keys.is_empty() => {
                     let i = self.rng.below(self.keys.len() as u64) as usize;
-                    self.submit(self.keys[i].clone());
+                    let Key { key, asks } = &self.keys[i];
+                    self.submit(key.clone(), *asks);
+                    true
                 }
-                _ if !self.acked.is_empty() => {
-                    let i = self.rng.below(self.acked.len() as u64) as usize;
-                    self.read(self.acked[i].clone());
-                }
-                _ => std::thread::sleep(std::time::Duration::from_millis(20)),
+                40..=69 => self.answer_one(),
+                70..=84 => self.signal_one(),
+                _ => false,
+            };
+            if done {
+                continue;
+            }
+            match self.run_to_read() {
+                Some(run) => self.read(run),
+                None => std::thread::sleep(Duration::from_millis(20)),
             }
         }
     }
 
-    fn submit(&mut self, key: String) {
+    /// An acknowledged run to read: one that asks a quarter of the time
+    /// (its read lasts until it ends, see [`Client::read`]), else one that
+    /// does not.
+    fn run_to_read(&mut self) -> Option<String> {
+        let asks = self.rng.below(4) == 0;
+        let mut of = |asks: bool| {
+            let runs: Vec<&String> = self
+                .acked
+                .iter()
+                .filter(|(_, a)| *a == asks)
+                .map(|(r, _)| r)
+                .collect();
+            let i = self.rng.below(runs.len() as u64) as usize;
+            runs.get(i).map(|r| (*r).clone())
+        };
+        of(asks).or_else(|| of(!asks))
+    }
+
+    fn submit(&mut self, key: String, asks: bool) {
         let op = |run| Op::Submit {
             key: key.clone(),
             run,
         };
         self.recorder
             .record(self.process, EventKind::Invoke, op(None));
-        let crew = self.cli.dir.join("crew.toml");
+        let file = if asks {
+            format!("{}.toml", super::ASKING)
+        } else {
+            "crew.toml".to_owned()
+        };
+        let crew = self.cli.dir.join(file);
         let input = format!("{{\"key\": \"{key}\"}}");
         let args = [
             "submit",
@@ -219,7 +296,12 @@ impl Client {
         let (kind, run) = match out.status.code() {
             Some(0) => {
                 let run = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-                self.acked.push(run.clone());
+                if !self.acked.iter().any(|(r, _)| *r == run) {
+                    self.acked.push((run.clone(), asks));
+                    if asks {
+                        self.unsignalled.push_back(run.clone());
+                    }
+                }
                 (EventKind::Ok, Some(run))
             }
             _ => (self.refused(&out.stderr), None),
@@ -227,6 +309,10 @@ impl Client {
         self.recorder.record(self.process, kind, op(run));
     }
 
+    /// Reads a run's events: `runs events --server` follows the run's
+    /// stream until the run ends (docs/cli.md), so the read of a run that
+    /// waits for a person or a signal lasts until they came; the client
+    /// gives up after [`READ_LIMIT`] (`info`: a read changes nothing).
     fn read(&mut self, run: String) {
         let op = |seqs| Op::ReadEvents {
             run: run.clone(),
@@ -235,7 +321,7 @@ impl Client {
         self.recorder
             .record(self.process, EventKind::Invoke, op(vec![]));
         let args = ["runs", "events", &run, "--json", "--server", &self.url];
-        let out = self.cli.raw(&args);
+        let out = self.cli.within(&args, READ_LIMIT);
         let read = match out.status.code() {
             Some(0) => serde_json::from_slice::<serde_json::Value>(&out.stdout).ok(),
             _ => None,
@@ -252,22 +338,84 @@ impl Client {
     }
 }
 
+/// How long a read may follow a run that has not ended.
+const READ_LIMIT: Duration = Duration::from_secs(5);
+
 /// `cairn` run in the case's directory, as `Case::command` runs it.
-struct Cli {
-    dir: std::path::PathBuf,
+pub struct Cli {
+    pub dir: std::path::PathBuf,
 }
 
 impl Cli {
-    fn raw(&self, args: &[&str]) -> std::process::Output {
-        std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .current_dir(&self.dir)
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+        cmd.current_dir(&self.dir)
             .env_remove("CAIRN_DATABASE_URL")
             .env_remove("CAIRN_FAILPOINTS")
             .env_remove("CAIRN_LOG")
             .stdin(std::process::Stdio::null())
-            .args(args)
-            .output()
-            .expect("run cairn")
+            .args(args);
+        cmd
+    }
+
+    pub fn raw(&self, args: &[&str]) -> std::process::Output {
+        self.command(args).output().expect("run cairn")
+    }
+
+    /// [`Cli::raw`], killed once it has run for `limit` (its stderr then
+    /// says so, and its status is the kill's).
+    pub fn within(&self, args: &[&str], limit: Duration) -> std::process::Output {
+        use std::io::Read;
+        let mut child = self
+            .command(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run cairn");
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut bytes = vec![];
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut bytes);
+                }
+                bytes
+            })
+        };
+        let stdout = drain(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let stderr = drain(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let deadline = Instant::now() + limit;
+        let mut late = false;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for cairn") {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                late = true;
+                break child.wait().expect("wait for cairn");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = stderr.join().expect("read cairn's stderr");
+        if late {
+            let said = format!("the client stopped waiting after {} s\n", limit.as_secs());
+            stderr.splice(0..0, said.into_bytes());
+        }
+        std::process::Output {
+            status,
+            stdout: stdout.join().expect("read cairn's stdout"),
+            stderr,
+        }
     }
 }
 

@@ -1,24 +1,43 @@
 //! A Jepsen-style campaign (issue 51), small enough for every CI run:
-//! clients submit runs under idempotency keys and read their events through
-//! a `cairn serve`, three `cairn worker`s execute them, and nemeses hit the
+//! clients submit runs under idempotency keys, read their events, answer
+//! the waits they find open and send signals, all through a `cairn
+//! serve`, three `cairn worker`s execute them, and nemeses hit the
 //! processes and the database meanwhile (a worker SIGKILLed and started
 //! again, a worker SIGSTOPped for longer than its lease then continued, the
 //! server SIGKILLed and started again, PostgreSQL restarted fast and
 //! immediately, the database made read-only for a while, a worker whose
 //! wall clock runs an hour ahead all along, and a failover:
 //! the primary stopped immediately and a standby promoted, the fleet on a
-//! multi-host URL). Every client operation is recorded as invoked, then
+//! multi-host URL). A third of the keys run a crew that asks: its first
+//! step's output waits for a review (approve, edit, or reject: the step
+//! runs again), an `llm` step asks a person a question, then a `signal`
+//! step waits for `go`; clients race for the oldest open wait, answer
+//! waits another client answered with another decision, and resend
+//! signals under their ids (`answers.rs`). Every
+//! client operation is recorded as invoked, then
 //! `ok`, `fail` (a typed refusal) or `info` (unknown: a timeout, a reset, a
-//! 5xx); after healing the final state is read and `cairn_history::check`
+//! 5xx); after healing, the runs still waiting are answered and signalled
+//! (recorded the same way) until every run ended, the final state is read
+//! and `cairn_history::check`
 //! proves the properties from the two together (`history.rs`, `state.rs`).
 //! With a synchronous standby every property must hold; with an
 //! asynchronous one cut off before the failover, the checker must report
 //! the lost acknowledgements.
 //!
-//! What the campaign does not do yet: answers and signals; and committed
-//! rows carry the lease in force by event order (the last `run_claimed`
-//! before each `step_succeeded`), not a lease stored with the row.
+//! Each process reaches PostgreSQL through a proxy of its own, which
+//! delays its traffic, loses its acknowledgements, partitions it off for
+//! longer than its lease, resets its connections or redirects it to a hot
+//! standby; PostgreSQL is also paused (every server process SIGSTOPped),
+//! and its WAL or the SQLite file fills a small disk; the synchronous
+//! standby that is promoted runs an hour ahead (`fleet.rs`, `nemesis.rs`).
+//!
+//! What the campaign does not do yet: approvals before a step (a rejected
+//! one fails its run, which the campaign would have to tell from a lost
+//! run); and committed rows carry the lease in force by event order (the
+//! last `run_claimed` before each `step_succeeded`), not a lease stored
+//! with the row.
 
+mod answers;
 mod fleet;
 mod history;
 mod nemesis;
@@ -27,7 +46,8 @@ mod state;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::support::{agent_sh, crew_toml, Case};
+use crate::support::{agent_scripted, agent_sh, crew_toml, Case};
+use answers::Finisher;
 use cairn_testkit::{PgCluster, SmallDisk, TestDb};
 use fleet::{Fleet, Setup, Standby};
 use history::{Clients, Recorder};
@@ -206,7 +226,9 @@ struct Outcome {
 }
 
 impl Outcome {
-    /// Every property held, every run succeeded, every step had its effect.
+    /// Every property held, every run succeeded (those that asked once
+    /// answered and signalled), every step had its effect, and waits were
+    /// answered and signals stored.
     #[track_caller]
     fn assert_kept(&self) {
         let (report, runs) = (&self.report, &self.runs);
@@ -217,9 +239,12 @@ impl Outcome {
         let effects = self.state.effects.len();
         assert!(
             effects >= 2 * runs.len(),
-            "{effects} effects for {} runs of two steps",
+            "{effects} effects for {} runs of two effect steps each",
             runs.len()
         );
+        let answered = self.state.waits.iter().filter(|w| !w.decisions.is_empty());
+        assert!(answered.count() > 0, "no wait was answered");
+        assert!(!self.state.signals.is_empty(), "no signal was stored");
         assert!(
             runs.len() >= self.clients * 3,
             "too few runs to prove anything: {}",
@@ -260,20 +285,32 @@ fn campaign(case: &Case, start: impl FnOnce(&Case, &Path) -> Fleet, secs: u64) -
     while Instant::now() < deadline {
         nemesis.strike(&mut fleet);
     }
-    let history = clients.stop();
+    clients.stop();
     fleet.heal();
-    let runs = state::wait_until_settled(case, Duration::from_secs(90));
+    let mut finisher = Finisher::new(case, &fleet.server_url(), &recorder, size.clients as u32);
+    let runs = state::wait_until_settled(case, Duration::from_secs(90), |waiting| {
+        finisher.finish(waiting)
+    });
+    let history = recorder.take();
     let windows = nemesis.windows();
     let state = state::read(case, &runs, &effects, &windows);
     let report = cairn_history::check(&history, &state, &windows, size.seed);
     eprintln!("{report}");
+    let answered = state.waits.iter().filter(|w| !w.decisions.is_empty());
     eprintln!(
-        "{} operations, {} runs, {} effects, faults: {}",
+        "{} operations, {} runs, {} effects, {} waits ({} answered), {} signals, faults: {}",
         history.len() / 2,
         state.runs.len(),
         state.effects.len(),
+        state.waits.len(),
+        answered.count(),
+        state.signals.len(),
         nemesis.summary()
     );
+    eprintln!("{}", finisher.summary());
+    for window in &windows {
+        eprintln!("  {}", oks_inside(&history, window));
+    }
     for (n, error) in recorder.errors() {
         eprintln!("  {n:>5} × {error}");
     }
@@ -286,18 +323,73 @@ fn campaign(case: &Case, start: impl FnOnce(&Case, &Path) -> Fleet, secs: u64) -
     }
 }
 
-/// The crew the campaign runs: two steps, each appending one line to the
-/// effects log (`RUN STEP ATTEMPT WORKER NANOS`) before it sleeps a
-/// little, as an outside effect would. `CAMPAIGN_WORKER` names the process
-/// that ran it (each worker and the server set their own).
+/// The operations acknowledged inside `window`, by type: what the rule
+/// "not vacuous" asks for, in numbers.
+fn oks_inside(history: &[cairn_history::Event], window: &cairn_history::FaultWindow) -> String {
+    let mut oks: std::collections::BTreeMap<cairn_history::OpType, usize> = Default::default();
+    let inside = history.iter().filter(|e| {
+        e.kind == cairn_history::EventKind::Ok
+            && (window.start_ns..=window.end_ns).contains(&e.time_ns)
+    });
+    for e in inside {
+        *oks.entry(e.op.op_type()).or_default() += 1;
+    }
+    let oks: Vec<String> = oks.iter().map(|(op, n)| format!("{op} {n}")).collect();
+    let secs = (window.end_ns - window.start_ns) as f64 / 1e9;
+    format!(
+        "ok inside {} ({secs:.1} s): {}",
+        window.nemesis,
+        oks.join(", ")
+    )
+}
+
+/// The crews the campaign runs, side by side in one directory (the
+/// server's `--crews`): `campaign` (`crew.toml`), two steps, each
+/// appending one line to the effects log (`RUN STEP ATTEMPT WORKER
+/// NANOS`) before it sleeps a little, as an outside effect would; and
+/// `asking` (`asking.toml`, [`ASKING`]): the same first step under review
+/// (a person approves, edits or rejects its output: a rejection runs it
+/// again, attempt + 1), an `llm` step (a scripted model) that asks a
+/// person a question, a `signal` step that waits for [`answers::SIGNAL`],
+/// then the same second step. `CAMPAIGN_WORKER` names the process that
+/// ran a step (each worker and the server set their own).
 fn effect_crew(case: &Case) -> (PathBuf, PathBuf) {
     let log = case.path("effects.log");
     let script = effect_script(&log);
     let agent = |role| format!("{}env = [\"CAMPAIGN_WORKER\"]\n", agent_sh(role, &script));
     let agents = [agent("first"), agent("second")];
     let crew = case.write("crew.toml", &crew_toml("campaign", &agents));
+    let model = case.write("question.script", QUESTION);
+    let asking = [
+        format!("{}review = true\n", agent("review")),
+        format!(
+            "{}ask_human = true\n",
+            agent_scripted("question", &model, "Ask before going on.")
+        ),
+        format!(
+            "[[agents]]\nrole = \"hear\"\nkind = \"signal\"\nsignal = \"{}\"\n",
+            answers::SIGNAL
+        ),
+        agent("after"),
+    ];
+    case.write(&format!("{ASKING}.toml"), &crew_toml(ASKING, &asking));
     (crew, log)
 }
+
+/// The crew whose runs wait for a person and a signal; its file is
+/// `asking.toml` beside `crew.toml`.
+const ASKING: &str = "asking";
+
+/// The scripted model of `asking`'s question step: it asks a person
+/// (`ask_human`: a wait of kind `question`), then answers with what it
+/// heard.
+const QUESTION: &str = r#"
+[[responses]]
+tool_calls = [{ id = "q1", name = "ask_human", arguments = { question = "Go on?" } }]
+
+[[responses]]
+text = "Heard."
+"#;
 
 fn effect_script(log: &Path) -> String {
     format!(

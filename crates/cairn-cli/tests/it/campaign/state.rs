@@ -1,23 +1,33 @@
 //! The final state after healing, as the checker reads it: the runs and
-//! their events (read with `cairn --json` on the database itself, not
-//! through the server), the effects log the step programs kept, and how
-//! many faults overlapped each attempt's effects.
+//! their events, the waits with their decisions and the signals stored
+//! (read with `cairn --json` on the database itself, not through the
+//! server), the effects log the step programs kept, and how many faults
+//! overlapped each attempt's effects.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cairn_history::{
-    Attempt, CommittedRow, Effect, FaultWindow, FinalState, RowKind, Run, RunStatus,
+    Attempt, CommittedRow, Effect, FaultWindow, FinalState, RowKind, Run, RunStatus, StoredSignal,
+    Wait,
 };
 use serde_json::Value;
 
+use super::answers::decision_of;
 use crate::support::Case;
 
-/// Waits (up to `limit`) until no run is queued or running, and returns
-/// every run as `runs list --json` shows it.
-pub fn wait_until_settled(case: &Case, limit: Duration) -> Vec<Value> {
+/// Waits (up to `limit`) until no run is queued, running or waiting, and
+/// returns every run as `runs list --json` shows it. Once a second the
+/// runs waiting (for a person or a signal) are given to `finish`, which
+/// answers or signals them.
+pub fn wait_until_settled(
+    case: &Case,
+    limit: Duration,
+    mut finish: impl FnMut(&[&Value]),
+) -> Vec<Value> {
     let deadline = Instant::now() + limit;
+    let mut last_finish: Option<Instant> = None;
     loop {
         let runs = match case
             .cairn(&["runs", "list", "--json", "--limit", "100000"])
@@ -26,18 +36,25 @@ pub fn wait_until_settled(case: &Case, limit: Duration) -> Vec<Value> {
             Value::Array(runs) => runs,
             other => panic!("runs list --json is not an array: {other}"),
         };
-        let busy = runs
-            .iter()
-            .filter(|r| matches!(r["status"].as_str(), Some("queued" | "running")))
-            .count();
-        if busy == 0 {
+        let status = |s: &'static [&'static str]| {
+            move |r: &&Value| r["status"].as_str().is_some_and(|x| s.contains(&x))
+        };
+        let busy = runs.iter().filter(status(&["queued", "running"])).count();
+        let waiting: Vec<&Value> = runs.iter().filter(status(&["waiting"])).collect();
+        if busy == 0 && waiting.is_empty() {
             return runs;
         }
         assert!(
             Instant::now() < deadline,
-            "{busy} runs still queued or running {} s after healing",
+            "{busy} runs still queued or running, {} waiting, {} s after healing",
+            waiting.len(),
             limit.as_secs()
         );
+        if !waiting.is_empty() && last_finish.is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
+        {
+            finish(&waiting);
+            last_finish = Some(Instant::now());
+        }
         std::thread::sleep(Duration::from_millis(250));
     }
 }
@@ -54,16 +71,120 @@ pub fn read(case: &Case, runs: &[Value], effects: &Path, windows: &[FaultWindow]
         runs: runs.iter().map(run_of).collect(),
         ..FinalState::default()
     };
+    let mut answered: BTreeMap<String, Wait> = BTreeMap::new();
+    let mut received: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for (id, events) in ids.iter().zip(&events) {
         let events = events.as_array().cloned().unwrap_or_default();
         let seqs = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
         state.events.insert(id.clone(), seqs);
         state.rows.extend(rows_of(id, &events));
+        for e in &events {
+            let data = &e["data"];
+            match e["kind"].as_str() {
+                Some("wait_answered") => {
+                    let (Some(wait), Some(decision)) =
+                        (data["wait"].as_str(), decision_of(&data["answer"]))
+                    else {
+                        continue;
+                    };
+                    let wait = answered.entry(wait.to_owned()).or_insert_with(|| Wait {
+                        id: wait.to_owned(),
+                        run: id.clone(),
+                        decisions: vec![],
+                    });
+                    wait.decisions.push(decision);
+                }
+                Some("signal_received") => {
+                    let (Some(signal), Some(name)) = (data["id"].as_str(), data["name"].as_str())
+                    else {
+                        continue;
+                    };
+                    let at = (id.clone(), signal.to_owned());
+                    received.entry(at).or_default().push(name.to_owned());
+                }
+                _ => {}
+            }
+        }
     }
+    state.waits = waits_of(case, &mut answered);
+    state.signals = signals_of(case, runs, &received);
     let timed = effects_of(effects);
     state.attempts = attempts_of(&timed, windows);
     state.effects = timed.into_iter().map(|(e, _)| e).collect();
     state
+}
+
+/// Every wait (`waits list --all --json` on the database) with its
+/// decisions: one per `wait_answered` event of it (`answered`, by wait),
+/// and the answer its row stores if no event gave that one; an answer
+/// event whose wait has no row is a wait too.
+fn waits_of(case: &Case, answered: &mut BTreeMap<String, Wait>) -> Vec<Wait> {
+    let waits = case.cairn(&["waits", "list", "--all", "--json"]).json();
+    let waits = waits.as_array().cloned().unwrap_or_default();
+    let mut out: Vec<Wait> = waits
+        .iter()
+        .filter_map(|w| {
+            let id = w["id"].as_str()?;
+            let mut wait = answered.remove(id).unwrap_or_else(|| Wait {
+                id: id.to_owned(),
+                run: w["run_id"].as_str().unwrap_or_default().to_owned(),
+                decisions: vec![],
+            });
+            if let Some(stored) = decision_of(&w["answer"]) {
+                if !wait.decisions.contains(&stored) {
+                    wait.decisions.push(stored);
+                }
+            }
+            Some(wait)
+        })
+        .collect();
+    out.extend(std::mem::take(answered).into_values());
+    out
+}
+
+/// Every signal stored: the rows of `signal list RUN --json` (on the
+/// database) of each run of the asking crew or with a `signal_received`
+/// event, and once more for each further `signal_received` of one id
+/// (`received`, by run and id): a signal stored twice, in the table or in
+/// the events, is seen twice.
+fn signals_of(
+    case: &Case,
+    runs: &[Value],
+    received: &BTreeMap<(String, String), Vec<String>>,
+) -> Vec<StoredSignal> {
+    let heard: std::collections::BTreeSet<&str> =
+        received.keys().map(|(run, _)| run.as_str()).collect();
+    let ids: Vec<String> = runs
+        .iter()
+        .filter(|r| {
+            r["crew"] == super::ASKING || r["id"].as_str().is_some_and(|id| heard.contains(id))
+        })
+        .filter_map(|r| r["id"].as_str().map(str::to_owned))
+        .collect();
+    let listed = crate::workers::parallel(&ids, 4, |id| {
+        case.cairn(&["signal", "list", id, "--json"]).json()
+    });
+    let mut out = vec![];
+    for listed in &listed {
+        for s in listed["signals"].as_array().into_iter().flatten() {
+            let field = |f: &str| s[f].as_str().unwrap_or_default().to_owned();
+            out.push(StoredSignal {
+                run: field("run_id"),
+                name: field("name"),
+                id: field("id"),
+            });
+        }
+    }
+    for ((run, id), names) in received {
+        for name in names.iter().skip(1) {
+            out.push(StoredSignal {
+                run: run.clone(),
+                name: name.clone(),
+                id: id.clone(),
+            });
+        }
+    }
+    out
 }
 
 fn run_of(run: &Value) -> Run {
