@@ -2,7 +2,9 @@
 //! never the shared server): the test kit's standby replays the primary's
 //! rows and takes writes once promoted; the store reads the replication
 //! setup (`MaintenanceStore::replication`) as it is, asynchronous,
-//! synchronous, given up by `?durability=process`, and a read-only flip.
+//! synchronous, given up by `?durability=process`, and a read-only flip;
+//! and the fault campaign's database faults are real (a skewed standby
+//! answers an hour ahead once promoted, a paused cluster answers nothing).
 
 use std::time::Instant;
 
@@ -120,4 +122,57 @@ async fn the_store_reads_a_clusters_standby_asynchronous_synchronous_and_read_on
     }
     assert!(flipped.read_only && !flipped.in_recovery, "{flipped:?}");
     assert!(!flipped.writable());
+}
+
+/// The campaign's skewed standby (libfaketime preloaded into its server)
+/// answers `now()` an hour ahead once promoted, while the primary answers
+/// the true time: the fault the campaign deals is real.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skewed_standby_of_a_cluster_answers_an_hour_ahead_once_promoted() {
+    let primary = cluster();
+    let Some(standby) = block_in_place(|| primary.skewed_standby("+1h")) else {
+        return cairn_testkit::skip(
+            "a skewed standby",
+            "libfaketime is not installed (apt-get install faketime)",
+        );
+    };
+    let mut standby = standby.unwrap_or_else(|e| panic!("cannot make a skewed standby: {e}"));
+    block_in_place(|| standby.promote()).unwrap();
+    let ahead = |cluster: &PgCluster| -> f64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let theirs: f64 = block_in_place(|| cluster.sql("SELECT extract(epoch FROM now())"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        theirs - now
+    };
+    let skew = ahead(&standby);
+    assert!((3500.0..3700.0).contains(&skew), "{skew} s ahead");
+    let skew = ahead(&primary);
+    assert!(skew.abs() < 60.0, "the primary is {skew} s off");
+}
+
+/// A paused cluster (every server process SIGSTOPped) accepts no query
+/// until it is continued, then answers as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_cluster_answers_nothing_until_continued() {
+    let primary = cluster();
+    let url = primary.url();
+    let query = || async {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&url).await?;
+        sqlx::query_scalar::<_, i32>("SELECT 1")
+            .fetch_one(&mut conn)
+            .await
+    };
+    assert_eq!(query().await.unwrap(), 1);
+    primary.pause().unwrap();
+    let paused = tokio::time::timeout(std::time::Duration::from_secs(1), query()).await;
+    assert!(paused.is_err(), "a paused server answered: {paused:?}");
+    primary.resume().unwrap();
+    assert_eq!(query().await.unwrap(), 1);
 }

@@ -4,12 +4,12 @@
 //! `ok`, `fail` (a 4xx: a typed refusal) or `info` (a 5xx, a refused or
 //! reset connection: it may have happened).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cairn_history::{Event, EventKind, Op};
+use cairn_history::{Event, EventKind, Op, OpType};
 
 use crate::support::Case;
 
@@ -29,6 +29,19 @@ pub struct Recorder(Arc<Mutex<Vec<Event>>>, Arc<Mutex<BTreeMap<String, usize>>>)
 impl Recorder {
     pub fn new() -> Recorder {
         Recorder::default()
+    }
+
+    /// Whether every kind of operation recorded so far was acknowledged at
+    /// or after `since_ns` (what the checker asks of each fault window).
+    pub fn every_kind_acknowledged_since(&self, since_ns: u64) -> bool {
+        let events = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let used: BTreeSet<OpType> = events.iter().map(|e| e.op.op_type()).collect();
+        let acked: BTreeSet<OpType> = events
+            .iter()
+            .filter(|e| e.kind == EventKind::Ok && e.time_ns >= since_ns)
+            .map(|e| e.op.op_type())
+            .collect();
+        used.is_subset(&acked)
     }
 
     pub fn record(&self, process: u32, kind: EventKind, op: Op) {

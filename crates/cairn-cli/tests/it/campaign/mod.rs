@@ -97,7 +97,7 @@ fn a_campaign_of_clients_workers_and_nemeses_on_a_cluster_keeps_every_promise() 
         disk,
         ..Setup::default()
     };
-    campaign(&case, |case, crew| Fleet::start(case, setup, crew), 50).assert_kept();
+    campaign(&case, |case, crew| Fleet::start(case, setup, crew), 45).assert_kept();
 }
 
 /// The same on one SQLite file on a small disk, with the faults that hit
@@ -283,7 +283,7 @@ fn campaign(case: &Case, start: impl FnOnce(&Case, &Path) -> Fleet, secs: u64) -
     std::thread::sleep(Duration::from_secs(2));
     // Each fault's window ends with its aftermath: the next follows it.
     while Instant::now() < deadline {
-        nemesis.strike(&mut fleet);
+        nemesis.strike(&mut fleet, &recorder);
     }
     clients.stop();
     fleet.heal();

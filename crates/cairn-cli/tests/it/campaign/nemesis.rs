@@ -6,13 +6,13 @@
 //! partitioned off, redirected to a standby.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cairn_history::FaultWindow;
 use nix::sys::signal::Signal;
 
 use super::fleet::{Fleet, LEASE_MS, SERVER, WORKERS};
-use super::history::{now_ns, Rng};
+use super::history::{now_ns, Recorder, Rng};
 
 /// The faults, dealt in turn so that a short campaign has each at least
 /// once; which worker each one hits is the seed's choice.
@@ -67,9 +67,14 @@ fn faults(fleet: &Fleet) -> &'static [&'static str] {
     }
 }
 
-/// How long after a fault healed its window still runs: the operations
-/// that complete meanwhile still show the fault's aftermath.
-const AFTERMATH: Duration = Duration::from_secs(2);
+/// How long after a fault healed its window still runs, at least: the
+/// operations that complete meanwhile still show the fault's aftermath.
+/// It runs on until every kind of operation the clients use was
+/// acknowledged since the fault began (so a window is never vacuous by a
+/// lull of the workload), at most [`MAX_AFTERMATH`]: a fleet that has not
+/// recovered by then is reported vacuous by the checker.
+const MIN_AFTERMATH: Duration = Duration::from_secs(1);
+const MAX_AFTERMATH: Duration = Duration::from_secs(8);
 
 impl Nemesis {
     pub fn new(seed: u64) -> Nemesis {
@@ -81,8 +86,9 @@ impl Nemesis {
         }
     }
 
-    /// Deals the next fault and waits until it healed.
-    pub fn strike(&mut self, fleet: &mut Fleet) {
+    /// Deals the next fault and waits until it healed, then its
+    /// aftermath, while the clients record into `recorder`.
+    pub fn strike(&mut self, fleet: &mut Fleet, recorder: &Recorder) {
         let faults = faults(fleet);
         let fault = faults[self.next % faults.len()];
         self.next += 1;
@@ -97,14 +103,18 @@ impl Nemesis {
             }
             _ => database_fault(fleet, fault),
         }
-        let end_ns = now_ns() + AFTERMATH.as_nanos() as u64;
+        let healed = Instant::now();
+        std::thread::sleep(MIN_AFTERMATH);
+        while healed.elapsed() < MAX_AFTERMATH && !recorder.every_kind_acknowledged_since(start_ns)
+        {
+            std::thread::sleep(Duration::from_millis(100));
+        }
         self.windows.push(FaultWindow {
             nemesis: fault.to_owned(),
             start_ns,
-            end_ns,
+            end_ns: now_ns(),
         });
         *self.counts.entry(fault).or_default() += 1;
-        std::thread::sleep(AFTERMATH);
     }
 
     pub fn windows(&self) -> Vec<FaultWindow> {
