@@ -294,7 +294,7 @@ const COMMIT_STEPS: &str = "WITH i AS ( \
        UPDATE steps SET status = i.status, output = i.output->0, \
          input_tokens = i.input_tokens, output_tokens = i.output_tokens, \
          cost_nanos = i.cost_nanos, error = COALESCE(i.error, steps.error), \
-         finished_at = clock_timestamp() \
+         finished_at = clock_timestamp(), lease_epoch = i.epoch, lease_owner = i.owner \
        FROM r JOIN i ON i.run = r.id \
        WHERE steps.run_id = r.id AND steps.idx = i.idx AND steps.attempt = i.attempt \
          AND steps.status = 'running' \

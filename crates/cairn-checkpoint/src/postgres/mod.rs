@@ -395,9 +395,10 @@ impl ScriptHost for PgStore {
                RETURNING id, event_seq), \
              j AS ( \
                INSERT INTO journal (run_id, step_idx, seq, attempt, generation, kind, payload, \
-                 created_at) \
+                 created_at, lease_epoch, lease_owner) \
                SELECT r.id, $2, COALESCE((SELECT MAX(seq) FROM journal \
-                 WHERE run_id = $1 AND step_idx = $2), 0) + 1, $3, $4, $5, $6, clock_timestamp() \
+                 WHERE run_id = $1 AND step_idx = $2), 0) + 1, $3, $4, $5, $6, clock_timestamp(), \
+                 $7, $11 \
                FROM r \
                RETURNING seq, attempt, generation, kind, payload, created_at), \
              e AS ( \
@@ -480,7 +481,7 @@ const COMMIT_STEP: &str = "WITH r AS ( \
        UPDATE steps SET status = :status, output = :output, input_tokens = :input_tokens, \
          output_tokens = :output_tokens, cost_nanos = :cost_nanos, \
          error = COALESCE(:error, steps.error), \
-         finished_at = clock_timestamp() \
+         finished_at = clock_timestamp(), lease_epoch = :epoch, lease_owner = :owner \
        FROM r WHERE steps.run_id = :run AND steps.idx = :idx AND r.id = steps.run_id \
          AND steps.attempt = :attempt AND steps.status = 'running' \
        RETURNING steps.idx), \

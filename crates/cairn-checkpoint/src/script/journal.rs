@@ -23,8 +23,9 @@ pub(super) async fn append_in(c: &mut Conn<'_>, a: &JournalAppend) -> Result<Jou
         .fetch_found(
             query(
                 "INSERT INTO journal (run_id, step_idx, seq, attempt, generation, kind, payload, \
-                 created_at) SELECT :run, :idx, COALESCE(MAX(seq), 0) + 1, :attempt, \
-                 :generation, :kind, :payload, {now} FROM journal \
+                 created_at, lease_epoch, lease_owner) SELECT :run, :idx, \
+                 COALESCE(MAX(seq), 0) + 1, :attempt, :generation, :kind, :payload, {now}, \
+                 :epoch, :owner FROM journal \
                  WHERE run_id = :run AND step_idx = :idx \
                  RETURNING seq, attempt, generation, kind, payload, created_at",
             )
@@ -33,7 +34,9 @@ pub(super) async fn append_in(c: &mut Conn<'_>, a: &JournalAppend) -> Result<Jou
             .bind("attempt", a.attempt.get())
             .bind("generation", a.generation)
             .bind("kind", a.kind.as_str())
-            .bind("payload", &a.payload),
+            .bind("payload", &a.payload)
+            .bind("epoch", a.fence.epoch.0)
+            .bind("owner", &*a.fence.owner),
             || Corruption::new(a.run_id, "a journal item was not written").into(),
         )
         .await?;

@@ -624,10 +624,13 @@ fn apply(conn: &Connection, c: &StepCommit) -> rusqlite::Result<Result<bool>> {
             "UPDATE steps SET status = :status, output = :output, \
                input_tokens = :input_tokens, output_tokens = :output_tokens, \
                cost_nanos = :cost_nanos, \
-               error = COALESCE(:error, error), finished_at = {NOW} \
+               error = COALESCE(:error, error), finished_at = {NOW}, \
+               lease_epoch = :epoch, lease_owner = :owner \
              WHERE run_id = :run AND idx = :idx AND attempt = :attempt AND status = 'running'"
         ))?
         .execute(named_params! {
+            ":epoch": c.fence.epoch.0,
+            ":owner": &*c.fence.owner,
             ":status": r.status.as_str(),
             ":output": r.output.map(|v| v.to_string()),
             ":input_tokens": c.usage.map(|u| u.input_tokens as i64),

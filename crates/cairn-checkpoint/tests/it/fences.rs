@@ -19,7 +19,10 @@ use serde_json::json;
 
 use crate::{event, fresh, new_run, success};
 
-both!(an_epoch_granted_twice_fences_out_its_first_holder,);
+both!(
+    an_epoch_granted_twice_fences_out_its_first_holder,
+    a_committed_step_and_a_journal_item_keep_the_lease_they_were_fenced_on,
+);
 
 const LEASE: Duration = Duration::from_secs(30);
 
@@ -135,4 +138,49 @@ async fn stored(store: &Db, id: RunId) -> impl PartialEq + std::fmt::Debug {
         store.load(id).await.unwrap(),
         store.events(id).await.unwrap(),
     )
+}
+
+/// A step's commit and a journal item store the lease they were fenced on
+/// (epoch and owner) with the row, so a history checker reads who wrote
+/// each row from the row itself; the step the claim opened has none yet.
+async fn a_committed_step_and_a_journal_item_keep_the_lease_they_were_fenced_on(kind: Kind) {
+    let (db, store) = fresh(kind).await;
+    let id = store.submit(new_run(2, None)).await.unwrap().run.id;
+    let held = store
+        .claim(
+            id,
+            &cairn_checkpoint::ClaimRequest::new("worker-b", LEASE, 3),
+        )
+        .await
+        .unwrap();
+    let item = JournalAppend {
+        run_id: id,
+        fence: held.fence.clone(),
+        idx: StepIdx(0),
+        attempt: Attempt(1),
+        generation: 0,
+        kind: JournalKind::AssistantText,
+        payload: json!({"text": "from the holder"}),
+        event: None,
+    };
+    store.append_journal(&item).await.unwrap();
+    let commit = StepCommit {
+        fence: held.fence.clone(),
+        ..success(id, held.fence.epoch, 0, 2)
+    };
+    store.commit_step(&commit).await.unwrap();
+    let lease_of = |table: &str, idx_column: &str, idx: u32| {
+        format!(
+            "SELECT CAST(lease_epoch AS TEXT) || ' ' || lease_owner FROM {table} \
+             WHERE run_id = '{id}' AND {idx_column} = {idx}"
+        )
+    };
+    let want = Some(format!("{} worker-b", held.fence.epoch.0));
+    assert_eq!(db.scalar(&lease_of("steps", "idx", 0)).await, want);
+    assert_eq!(db.scalar(&lease_of("journal", "step_idx", 0)).await, want);
+    assert_eq!(
+        db.scalar(&lease_of("steps", "idx", 1)).await,
+        None,
+        "the next step, running, has no commit yet"
+    );
 }

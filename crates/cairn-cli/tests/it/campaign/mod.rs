@@ -31,11 +31,12 @@
 //! and its WAL or the SQLite file fills a small disk; the synchronous
 //! standby that is promoted runs an hour ahead (`fleet.rs`, `nemesis.rs`).
 //!
+//! The single-holder checks read each committed step and journal item
+//! with the lease its fenced commit stored with it (`state.rs`).
+//!
 //! What the campaign does not do yet: approvals before a step (a rejected
 //! one fails its run, which the campaign would have to tell from a lost
-//! run); and committed rows carry the lease in force by event order (the
-//! last `run_claimed` before each `step_succeeded`), not a lease stored
-//! with the row.
+//! run).
 
 mod answers;
 mod fleet;
@@ -242,6 +243,12 @@ impl Outcome {
             "{effects} effects for {} runs of two effect steps each",
             runs.len()
         );
+        let steps = self.state.rows.iter();
+        let steps = steps.filter(|r| r.kind == cairn_history::RowKind::Step);
+        assert!(
+            steps.count() >= 2 * runs.len(),
+            "the committed steps (with their leases) were not all read"
+        );
         let answered = self.state.waits.iter().filter(|w| !w.decisions.is_empty());
         assert!(answered.count() > 0, "no wait was answered");
         assert!(!self.state.signals.is_empty(), "no signal was stored");
@@ -306,6 +313,13 @@ fn campaign(case: &Case, start: impl FnOnce(&Case, &Path) -> Fleet, secs: u64) -
         answered.count(),
         state.signals.len(),
         nemesis.summary()
+    );
+    let items = state.rows.iter();
+    let items = items.filter(|r| r.kind != cairn_history::RowKind::Step);
+    eprintln!(
+        "{} committed rows with their lease, {} of them journal items",
+        state.rows.len(),
+        items.count()
     );
     eprintln!("{}", finisher.summary());
     for window in &windows {

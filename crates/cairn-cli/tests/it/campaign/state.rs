@@ -77,7 +77,6 @@ pub fn read(case: &Case, runs: &[Value], effects: &Path, windows: &[FaultWindow]
         let events = events.as_array().cloned().unwrap_or_default();
         let seqs = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
         state.events.insert(id.clone(), seqs);
-        state.rows.extend(rows_of(id, &events));
         for e in &events {
             let data = &e["data"];
             match e["kind"].as_str() {
@@ -106,6 +105,7 @@ pub fn read(case: &Case, runs: &[Value], effects: &Path, windows: &[FaultWindow]
             }
         }
     }
+    state.rows = rows_stored(case);
     state.waits = waits_of(case, &mut answered);
     state.signals = signals_of(case, runs, &received);
     let timed = effects_of(effects);
@@ -204,30 +204,76 @@ fn run_of(run: &Value) -> Run {
     }
 }
 
-/// Each `step_succeeded` of a run, with the lease in force by event order
-/// (the last `run_claimed` before it).
-fn rows_of(run: &str, events: &[Value]) -> Vec<CommittedRow> {
-    let mut lease: Option<(u64, String)> = None;
-    let mut rows = vec![];
-    for e in events {
-        match e["kind"].as_str() {
-            Some("run_claimed") => {
-                let epoch = e["data"]["epoch"].as_u64();
-                let owner = e["data"]["owner"].as_str().map(str::to_owned);
-                lease = epoch.zip(owner);
-            }
-            Some("step_succeeded") => rows.push(CommittedRow {
-                run: run.to_owned(),
-                step: e["data"]["idx"].as_u64().unwrap_or_default() as u32,
-                kind: RowKind::Step,
-                epoch: lease.as_ref().map(|l| l.0),
-                owner: lease.as_ref().map(|l| l.1.clone()),
-                order: e["seq"].as_u64().unwrap_or_default(),
-            }),
-            _ => {}
-        }
-    }
-    rows
+/// Every committed step checkpoint and journal item with the lease stored
+/// with it (its epoch and owner, written by the fenced commit itself), in
+/// the order the database committed them (the time it stamped on each),
+/// read with SQL on the database itself: `runs show` has no lease.
+fn rows_stored(case: &Case) -> Vec<CommittedRow> {
+    let (tab, nl, text, micros) = match case.db.kind {
+        cairn_testkit::Kind::Postgres => (
+            "E'\\t'",
+            "E'\\n'",
+            "::text",
+            "(extract(epoch FROM {at}) * 1000000)::bigint::text",
+        ),
+        cairn_testkit::Kind::Sqlite => (
+            "char(9)",
+            "char(10)",
+            "",
+            "CAST(CAST((julianday({at}) - 2440587.5) * 86400000000.0 AS INTEGER) AS TEXT)",
+        ),
+    };
+    let agg = match case.db.kind {
+        cairn_testkit::Kind::Postgres => "string_agg",
+        cairn_testkit::Kind::Sqlite => "group_concat",
+    };
+    let lines = |table: &str, idx: &str, item: &str, at: &str, filter: &str| {
+        let columns = [
+            format!("run_id{text}"),
+            format!("CAST({idx} AS TEXT)"),
+            format!("CAST({item} AS TEXT)"),
+            "COALESCE(CAST(lease_epoch AS TEXT), '-')".to_owned(),
+            "COALESCE(lease_owner, '-')".to_owned(),
+            micros.replace("{at}", at),
+        ];
+        let sql = format!(
+            "SELECT {agg}({}, {nl}) FROM {table} {filter}",
+            columns.join(&format!(" || {tab} || "))
+        );
+        let rt = tokio::runtime::Runtime::new().expect("a runtime");
+        rt.block_on(case.db.scalar(&sql)).unwrap_or_default()
+    };
+    let steps = lines(
+        "steps",
+        "idx",
+        "0",
+        "finished_at",
+        "WHERE status = 'succeeded'",
+    );
+    let items = lines("journal", "step_idx", "seq", "created_at", "");
+    let row = |line: &str, journal: bool| -> Option<CommittedRow> {
+        let f: Vec<&str> = line.split('\t').collect();
+        let [run, step, item, epoch, owner, at] = f[..] else {
+            return None;
+        };
+        Some(CommittedRow {
+            run: run.to_owned(),
+            step: step.parse().ok()?,
+            kind: match journal {
+                true => RowKind::JournalItem {
+                    item: item.parse().ok()?,
+                },
+                false => RowKind::Step,
+            },
+            epoch: epoch.parse().ok(),
+            owner: (owner != "-").then(|| owner.to_owned()),
+            order: at.parse().ok()?,
+        })
+    };
+    let steps = steps.lines().filter_map(|l| row(l, false));
+    steps
+        .chain(items.lines().filter_map(|l| row(l, true)))
+        .collect()
 }
 
 /// The effects log: `RUN STEP ATTEMPT WORKER NANOS` a line, each effect
