@@ -215,7 +215,8 @@ fn print_replication(out: &mut impl Write, r: &cairn::Replication) -> std::io::R
          synchronous standby:\n  \
          PostgreSQL:       synchronous_standby_names = 'FIRST 1 ({name})' and \
          synchronous_commit = on (or remote_apply)\n  \
-         pg_auto_failover: pg_autoctl set formation number-sync-standbys 1\n  \
+         pg_auto_failover: pg_autoctl set node replication-quorum true (the default; \
+         with two or more standbys also pg_autoctl set formation number-sync-standbys 1)\n  \
          Patroni:          synchronous_mode: true and synchronous_mode_strict: true\n\
          (docs/operations.md, \"Database failover\"; a warning: the exit code is unchanged)"
     )

@@ -34,7 +34,8 @@ fn doctor_warns_on_a_cluster_with_an_asynchronous_standby_and_not_with_a_synchro
         &format!("standbys: {name} (streaming, async)"),
         &format!("synchronous_standby_names = 'FIRST 1 ({name})'"),
         "synchronous_commit = on (or remote_apply)",
-        "pg_autoctl set formation number-sync-standbys 1",
+        "pg_autoctl set node replication-quorum true",
+        "with two or more standbys also pg_autoctl set formation number-sync-standbys 1",
         "synchronous_mode: true and synchronous_mode_strict: true",
     ] {
         assert!(asynchronous.contains(needle), "{needle}:\n{asynchronous}");
