@@ -184,6 +184,42 @@ pub struct RunRecord {
     pub crew_definition: CrewDef,
 }
 
+impl RunRecord {
+    /// Run `id` of `crew` as a submit stores it at `at`: queued at its
+    /// first step, at lease epoch 0, with nothing else set.
+    pub fn submitted(id: RunId, crew: CrewDef, input: Value, at: DateTime<Utc>) -> RunRecord {
+        RunRecord {
+            id,
+            crew: crew.name.clone(),
+            crew_version: crew.version.clone(),
+            crew_fingerprint: crew.fingerprint(),
+            status: RunStatus::Queued,
+            cursor: StepIdx(0),
+            step_count: crew.step_count(),
+            input,
+            idempotency_key: None,
+            thread_id: None,
+            priority: Default::default(),
+            tenant: None,
+            budget: None,
+            trace: None,
+            upgrade: None,
+            blocked: None,
+            lease_epoch: LeaseEpoch(0),
+            not_before: None,
+            cancel_requested_at: None,
+            parent_run_id: None,
+            parent_step_idx: None,
+            child: None,
+            error: None,
+            created_at: at,
+            updated_at: at,
+            finished_at: None,
+            crew_definition: crew,
+        }
+    }
+}
+
 /// A checkpoint row: the durable record of one step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {

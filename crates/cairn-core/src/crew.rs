@@ -251,6 +251,20 @@ pub enum AgentKind {
 }
 
 impl AgentKind {
+    /// A program run as `argv`, and nothing more: no permanent exit codes,
+    /// no delegation, no key.
+    pub fn command(argv: Vec<String>) -> AgentKind {
+        AgentKind::Command {
+            command: argv,
+            permanent_exit_codes: vec![],
+            delegate: vec![],
+            delegate_defs: vec![],
+            max_children: None,
+            limit_key: vec![],
+            limits: None,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             AgentKind::Command { .. } => "command",

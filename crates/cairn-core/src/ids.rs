@@ -14,30 +14,59 @@ use uuid::Uuid;
 #[serde(transparent)]
 pub struct RunId(Uuid);
 
-impl RunId {
-    /// A fresh, time-ordered id.
-    pub fn new() -> Self {
-        RunId(Uuid::now_v7())
-    }
-    pub fn from_uuid(uuid: Uuid) -> Self {
-        RunId(uuid)
-    }
-    pub fn as_uuid(&self) -> Uuid {
-        self.0
-    }
-}
+/// What every UUID id (`Name(Uuid)`) has: a fresh, time-ordered one as
+/// its default, the way to and from a [`Uuid`], and its hyphenated form as
+/// its `Display`.
+macro_rules! uuid_id {
+    ($ty:ident) => {
+        impl $ty {
+            /// A fresh, time-ordered id.
+            pub fn new() -> Self {
+                $ty(::uuid::Uuid::now_v7())
+            }
+            pub fn from_uuid(uuid: ::uuid::Uuid) -> Self {
+                $ty(uuid)
+            }
+            pub fn as_uuid(&self) -> ::uuid::Uuid {
+                self.0
+            }
+        }
 
-impl Default for RunId {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+        impl Default for $ty {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
 
-impl fmt::Display for RunId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.hyphenated().fmt(f)
-    }
+        impl ::std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                self.0.hyphenated().fmt(f)
+            }
+        }
+    };
 }
+pub(crate) use uuid_id;
+
+/// What every text id (`Name(String)`) has: `as_str`, and the text as its
+/// `Display`.
+macro_rules! text_id {
+    ($ty:ident) => {
+        impl $ty {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl ::std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+pub(crate) use text_id;
+
+uuid_id!(RunId);
 
 /// Why a string is not a run id.
 #[derive(Debug, thiserror::Error)]
@@ -149,16 +178,9 @@ impl Role {
     pub fn new(role: impl Into<String>) -> Self {
         Role(role.into())
     }
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+text_id!(Role);
 
 #[cfg(test)]
 mod tests {

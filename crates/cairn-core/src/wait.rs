@@ -18,29 +18,7 @@ use crate::ids::{Attempt, RunId, StepIdx};
 #[serde(transparent)]
 pub struct WaitId(Uuid);
 
-impl WaitId {
-    pub fn new() -> Self {
-        WaitId(Uuid::now_v7())
-    }
-    pub fn from_uuid(u: Uuid) -> Self {
-        WaitId(u)
-    }
-    pub fn as_uuid(&self) -> Uuid {
-        self.0
-    }
-}
-
-impl Default for WaitId {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Display for WaitId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.hyphenated().fmt(f)
-    }
-}
+crate::ids::uuid_id!(WaitId);
 
 impl FromStr for WaitId {
     type Err = String;

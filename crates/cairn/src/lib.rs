@@ -303,18 +303,8 @@ impl CrewBuilder {
         role: impl Into<String>,
         argv: impl IntoIterator<Item = S>,
     ) -> Self {
-        let def = AgentDef::new(
-            role,
-            AgentKind::Command {
-                command: argv.into_iter().map(Into::into).collect(),
-                permanent_exit_codes: vec![],
-                delegate: vec![],
-                delegate_defs: vec![],
-                max_children: None,
-                limit_key: vec![],
-                limits: None,
-            },
-        );
+        let argv = argv.into_iter().map(Into::into).collect();
+        let def = AgentDef::new(role, AgentKind::command(argv));
         self.agents.push((def, None));
         self
     }

@@ -3,8 +3,6 @@
 //! directory left out (the crew's own and those of the crews its steps
 //! start), so a crew file loaded from two places is one version.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -20,16 +18,9 @@ impl Fingerprint {
     pub fn from_stored(s: impl Into<String>) -> Self {
         Fingerprint(s.into())
     }
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
-impl fmt::Display for Fingerprint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+crate::ids::text_id!(Fingerprint);
 
 impl CrewDef {
     /// The fingerprint: the SHA-256 of [`CrewDef::without_dirs`]'s JSON.

@@ -402,7 +402,7 @@ mod tests {
             in_flight,
             rpm,
             tpm,
-            max_pause_ms: None,
+            ..KeyLimits::default()
         }
     }
 

@@ -36,137 +36,42 @@ fn decode(stream: &[u8]) -> Vec<Event> {
 #[test]
 fn the_parsing_rules() {
     let m = |data: &str| ev("message", data, "");
+    #[rustfmt::skip]
     let table: Vec<(&str, &[u8], Vec<Event>)> = vec![
         ("one data line", b"data: hello\n\n", vec![m("hello")]),
-        (
-            "data lines join with \\n",
-            b"data: a\ndata: b\n\n",
-            vec![m("a\nb")],
-        ),
+        ("data lines join with \\n", b"data: a\ndata: b\n\n", vec![m("a\nb")]),
         ("no space after the colon", b"data:x\n\n", vec![m("x")]),
-        (
-            "only one space is dropped",
-            b"data:  x \n\n",
-            vec![m(" x ")],
-        ),
+        ("only one space is dropped", b"data:  x \n\n", vec![m(" x ")]),
         ("a tab is kept", b"data:\tx\n\n", vec![m("\tx")]),
         ("a colon in the value", b"data: a: b\n\n", vec![m("a: b")]),
         ("a field without a colon", b"data\n\n", vec![m("")]),
         ("empty data lines", b"data\ndata\n\n", vec![m("\n")]),
-        (
-            "a trailing empty data line",
-            b"data: a\ndata:\n\n",
-            vec![m("a\n")],
-        ),
-        (
-            "comments are ignored",
-            b": hi\ndata: a\n:\n\n",
-            vec![m("a")],
-        ),
-        (
-            "a comment alone dispatches nothing",
-            b": keep-alive\n\n",
-            vec![],
-        ),
-        (
-            "unknown fields are ignored",
-            b"foo: bar\ndata: a\nDATA: b\n\n",
-            vec![m("a")],
-        ),
-        (
-            "a named event",
-            b"event: delta\ndata: a\n\n",
-            vec![ev("delta", "a", "")],
-        ),
-        (
-            "the last event field wins",
-            b"event: a\nevent: b\ndata: x\n\n",
-            vec![ev("b", "x", "")],
-        ),
-        (
-            "an empty event field means message",
-            b"event:\ndata: x\n\n",
-            vec![m("x")],
-        ),
-        (
-            "the type is per event",
-            b"event: a\ndata: 1\n\ndata: 2\n\n",
-            vec![ev("a", "1", ""), m("2")],
-        ),
-        (
-            "no data: no event, type forgotten",
-            b"event: a\n\ndata: 2\n\n",
-            vec![m("2")],
-        ),
+        ("a trailing empty data line", b"data: a\ndata:\n\n", vec![m("a\n")]),
+        ("comments are ignored", b": hi\ndata: a\n:\n\n", vec![m("a")]),
+        ("a comment alone dispatches nothing", b": keep-alive\n\n", vec![]),
+        ("unknown fields are ignored", b"foo: bar\ndata: a\nDATA: b\n\n", vec![m("a")]),
+        ("a named event", b"event: delta\ndata: a\n\n", vec![ev("delta", "a", "")]),
+        ("the last event field wins", b"event: a\nevent: b\ndata: x\n\n", vec![ev("b", "x", "")]),
+        ("an empty event field means message", b"event:\ndata: x\n\n", vec![m("x")]),
+        ("the type is per event", b"event: a\ndata: 1\n\ndata: 2\n\n", vec![ev("a", "1", ""), m("2")]),
+        ("no data: no event, type forgotten", b"event: a\n\ndata: 2\n\n", vec![m("2")]),
         ("blank lines alone", b"\n\n\r\n\r", vec![]),
-        (
-            "CRLF endings",
-            b"data: a\r\ndata: b\r\n\r\n",
-            vec![m("a\nb")],
-        ),
+        ("CRLF endings", b"data: a\r\ndata: b\r\n\r\n", vec![m("a\nb")]),
         ("CR endings", b"data: a\rdata: b\r\r", vec![m("a\nb")]),
-        (
-            "mixed endings",
-            b"data: a\r\ndata: b\rdata: c\n\r\n",
-            vec![m("a\nb\nc")],
-        ),
+        ("mixed endings", b"data: a\r\ndata: b\rdata: c\n\r\n", vec![m("a\nb\nc")]),
         ("CR CR is a blank line", b"data: a\r\r\n", vec![m("a")]),
         ("LF CR is a blank line", b"data: a\n\r", vec![m("a")]),
-        (
-            "the id is kept",
-            b"id: 1\ndata: a\n\ndata: b\n\n",
-            vec![ev("message", "a", "1"), ev("message", "b", "1")],
-        ),
-        (
-            "an id alone dispatches nothing",
-            b"id: 1\n\ndata: b\n\n",
-            vec![ev("message", "b", "1")],
-        ),
-        (
-            "an empty id resets it",
-            b"id: 1\ndata: a\n\nid\ndata: b\n\n",
-            vec![ev("message", "a", "1"), m("b")],
-        ),
-        (
-            "an id with NUL is ignored",
-            b"id: 1\ndata: a\n\nid: 2\0\ndata: b\n\n",
-            vec![ev("message", "a", "1"), ev("message", "b", "1")],
-        ),
-        (
-            "an unfinished event is dropped",
-            b"data: a\n\ndata: b\n",
-            vec![m("a")],
-        ),
-        (
-            "an unfinished line is dropped",
-            b"data: a\n\ndata: b",
-            vec![m("a")],
-        ),
-        (
-            "a BOM first is dropped",
-            b"\xEF\xBB\xBFdata: a\n\n",
-            vec![m("a")],
-        ),
-        (
-            "a second BOM is not",
-            b"\xEF\xBB\xBF\xEF\xBB\xBFdata: a\n\ndata: b\n\n",
-            vec![m("b")],
-        ),
-        (
-            "UTF-8",
-            "data: héllo, 世界 😀\n\n".as_bytes(),
-            vec![m("héllo, 世界 😀")],
-        ),
-        (
-            "invalid UTF-8 becomes U+FFFD",
-            b"data: a\xFFb\n\n",
-            vec![m("a\u{FFFD}b")],
-        ),
-        (
-            "a field name is exact",
-            b"data : a\n data: b\ndata: c\n\n",
-            vec![m("c")],
-        ),
+        ("the id is kept", b"id: 1\ndata: a\n\ndata: b\n\n", vec![ev("message", "a", "1"), ev("message", "b", "1")]),
+        ("an id alone dispatches nothing", b"id: 1\n\ndata: b\n\n", vec![ev("message", "b", "1")]),
+        ("an empty id resets it", b"id: 1\ndata: a\n\nid\ndata: b\n\n", vec![ev("message", "a", "1"), m("b")]),
+        ("an id with NUL is ignored", b"id: 1\ndata: a\n\nid: 2\0\ndata: b\n\n", vec![ev("message", "a", "1"), ev("message", "b", "1")]),
+        ("an unfinished event is dropped", b"data: a\n\ndata: b\n", vec![m("a")]),
+        ("an unfinished line is dropped", b"data: a\n\ndata: b", vec![m("a")]),
+        ("a BOM first is dropped", b"\xEF\xBB\xBFdata: a\n\n", vec![m("a")]),
+        ("a second BOM is not", b"\xEF\xBB\xBF\xEF\xBB\xBFdata: a\n\ndata: b\n\n", vec![m("b")]),
+        ("UTF-8", "data: héllo, 世界 😀\n\n".as_bytes(), vec![m("héllo, 世界 😀")]),
+        ("invalid UTF-8 becomes U+FFFD", b"data: a\xFFb\n\n", vec![m("a\u{FFFD}b")]),
+        ("a field name is exact", b"data : a\n data: b\ndata: c\n\n", vec![m("c")]),
     ];
     for (what, stream, expect) in table {
         assert_eq!(decode(stream), expect, "{what}");

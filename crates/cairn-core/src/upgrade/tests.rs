@@ -18,18 +18,7 @@ fn template(role: &str) -> AgentDef {
 }
 
 fn command(role: &str) -> AgentDef {
-    AgentDef::new(
-        role,
-        AgentKind::Command {
-            command: vec!["true".into()],
-            permanent_exit_codes: vec![],
-            delegate: vec![],
-            delegate_defs: vec![],
-            max_children: None,
-            limit_key: vec![],
-            limits: None,
-        },
-    )
+    AgentDef::new(role, AgentKind::command(vec!["true".into()]))
 }
 
 fn crew(version: &str, agents: Vec<AgentDef>) -> CrewDef {
@@ -51,35 +40,11 @@ fn v1() -> CrewDef {
 }
 
 fn run(status: RunStatus, cursor: u32) -> RunRecord {
-    let def = v1();
     RunRecord {
-        id: RunId::new(),
-        crew: def.name.clone(),
-        crew_version: def.version.clone(),
-        crew_fingerprint: def.fingerprint(),
         status,
         cursor: StepIdx(cursor),
-        step_count: def.step_count(),
-        input: json!({}),
-        idempotency_key: None,
-        thread_id: None,
-        priority: Default::default(),
-        tenant: None,
-        budget: None,
-        trace: None,
-        upgrade: None,
-        blocked: None,
         lease_epoch: LeaseEpoch(1),
-        not_before: None,
-        cancel_requested_at: None,
-        parent_run_id: None,
-        parent_step_idx: None,
-        child: None,
-        error: None,
-        created_at: DateTime::default(),
-        updated_at: DateTime::default(),
-        finished_at: None,
-        crew_definition: def,
+        ..RunRecord::submitted(RunId::new(), v1(), json!({}), DateTime::default())
     }
 }
 

@@ -61,33 +61,11 @@ fn run(status: RunStatus, cursor: u32) -> RunRecord {
         upgrade: None,
     };
     RunRecord {
-        id: run_id(),
-        crew: crew.name.clone(),
-        crew_version: crew.version.clone(),
-        crew_fingerprint: crew.fingerprint(),
         status,
         cursor: StepIdx(cursor),
         step_count: STEPS,
-        input: json!({"topic": "rivers"}),
-        idempotency_key: None,
-        thread_id: None,
-        priority: Default::default(),
-        tenant: None,
-        budget: None,
-        trace: None,
-        upgrade: None,
-        blocked: None,
         lease_epoch: LeaseEpoch(EPOCH),
-        not_before: None,
-        cancel_requested_at: None,
-        parent_run_id: None,
-        parent_step_idx: None,
-        error: None,
-        created_at: at(),
-        updated_at: at(),
-        finished_at: None,
-        crew_definition: crew,
-        child: None,
+        ..RunRecord::submitted(run_id(), crew, json!({"topic": "rivers"}), at())
     }
 }
 
