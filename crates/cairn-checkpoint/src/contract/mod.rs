@@ -48,56 +48,38 @@ pub use traces::TraceStore;
 pub use waits::WaitStore;
 pub use workers::{BlockedRun, Offered, ProcessBeat, ProcessRecord, WorkerStore};
 
-/// The whole contract: every concern's trait, the workers' registry among them.
-/// Implemented for whatever implements them all (Cairn's two backends).
-pub trait Store:
-    RunStore
-    + LeaseStore
-    + WaitStore
-    + OperatorStore
-    + JournalStore
-    + ThreadStore
-    + ChildStore
-    + KeyStore
-    + BudgetStore
-    + CrewStore
-    + TraceStore
-    + MaintenanceStore
-    + WorkerStore
-    + PeopleStore
-    + AuditStore
-    + NoticeStore
-    + ScheduleStore
-    + SignalStore
-    + HookStore
-    + Send
-    + Sync
-    + 'static
-{
+/// `Store`, the whole contract: every concern's trait, and implemented for
+/// whatever implements them all (the trait and its blanket implementation
+/// name the parts once).
+macro_rules! whole_contract {
+    ($($part:ident),+) => {
+        /// The whole contract: every concern's trait, the workers' registry
+        /// among them. Implemented for whatever implements them all
+        /// (Cairn's two backends).
+        pub trait Store: $($part +)+ Send + Sync + 'static {}
+
+        impl<T> Store for T where T: $($part +)+ Send + Sync + 'static {}
+    };
 }
 
-impl<T> Store for T where
-    T: RunStore
-        + LeaseStore
-        + WaitStore
-        + OperatorStore
-        + JournalStore
-        + ThreadStore
-        + ChildStore
-        + KeyStore
-        + BudgetStore
-        + CrewStore
-        + TraceStore
-        + MaintenanceStore
-        + WorkerStore
-        + PeopleStore
-        + AuditStore
-        + NoticeStore
-        + ScheduleStore
-        + SignalStore
-        + HookStore
-        + Send
-        + Sync
-        + 'static
-{
-}
+whole_contract!(
+    RunStore,
+    LeaseStore,
+    WaitStore,
+    OperatorStore,
+    JournalStore,
+    ThreadStore,
+    ChildStore,
+    KeyStore,
+    BudgetStore,
+    CrewStore,
+    TraceStore,
+    MaintenanceStore,
+    WorkerStore,
+    PeopleStore,
+    AuditStore,
+    NoticeStore,
+    ScheduleStore,
+    SignalStore,
+    HookStore
+);

@@ -23,7 +23,7 @@ use cairn_core::{Corruption, JournalEntry};
 
 use crate::plan::{check_holder, refused_commit};
 use crate::raw::{decode_journal, error_value};
-use crate::script::{ScriptFn, ScriptHost, TxKind};
+use crate::script::{HostParts, ScriptFn, ScriptHost, TxKind};
 use crate::sql::{Pool, Prepare, Query, PING_AFTER_IDLE, RUNNABLE};
 use crate::{DbFault, Error, JournalAppend, OpenOptions, Pooler, Result, StepCommit};
 
@@ -33,24 +33,18 @@ pub use hosts::{PgHosts, SessionAttrs};
 /// A Cairn store on a PostgreSQL server.
 #[derive(Clone)]
 pub struct PgStore {
+    /// What the script reads: the same pool as the script takes it, and
+    /// `PostgreSQL at HOST:PORT/DB` for messages among them.
+    parts: HostParts,
     pool: PgPool,
-    /// The same pool, as the storage script takes it.
-    db: Pool,
     /// The `LISTEN cairn_runnable` connection, opened on first use, and
     /// how many failovers the store had followed then (`hosts.rs`).
     listener: std::sync::Arc<tokio::sync::Mutex<Option<(sqlx::postgres::PgListener, u64)>>>,
-    /// `PostgreSQL at HOST:PORT/DB`, for messages.
-    target: String,
-    live: crate::LiveHub,
-    /// When claims last found no lease expired (`script/claim.rs`).
-    expiry: Arc<crate::script::ExpiryMemo>,
     /// Step commits queued for the next batch (`batch.rs`).
     batcher: Arc<batch::Batcher>,
     /// On a URL of several hosts: which one the pool uses, and how it
     /// follows a failover (`hosts.rs`).
     failover: Option<Arc<Failover>>,
-    /// `OpenOptions::retry_for`.
-    retry_for: Duration,
 }
 
 impl PgStore {
@@ -140,15 +134,17 @@ impl PgStore {
             f.attach(pool.clone(), lanes.clone());
         }
         Ok(PgStore {
-            db: Pool::Postgres(pool.clone(), prepare, lanes),
-            live,
+            parts: HostParts {
+                db: Pool::Postgres(pool.clone(), prepare, lanes),
+                target,
+                live,
+                expiry: Default::default(),
+                retry_for: opts.retry_for,
+            },
             pool,
             listener: Default::default(),
-            target,
             batcher: Default::default(),
-            expiry: Default::default(),
             failover,
-            retry_for: opts.retry_for,
         })
     }
 
@@ -297,24 +293,8 @@ fn pool_options(
 
 #[async_trait]
 impl ScriptHost for PgStore {
-    fn db(&self) -> &Pool {
-        &self.db
-    }
-
-    fn target(&self) -> &str {
-        &self.target
-    }
-
-    fn live(&self) -> &crate::LiveHub {
-        &self.live
-    }
-
-    fn expiry(&self) -> &crate::script::ExpiryMemo {
-        &self.expiry
-    }
-
-    fn retry_for(&self) -> Duration {
-        self.retry_for
+    fn parts(&self) -> &HostParts {
+        &self.parts
     }
 
     /// The pool's transaction; a fault that may pass makes a store on
@@ -322,7 +302,7 @@ impl ScriptHost for PgStore {
     /// so every operation, its one-statement fast paths included, follows
     /// a failover.
     async fn tx<T: Send + 'static>(&self, kind: TxKind, f: ScriptFn<T>) -> Result<T> {
-        let done = crate::script::pool_tx(&self.db, kind, f).await;
+        let done = crate::script::pool_tx(self.db(), kind, f).await;
         if let Err(e) = &done {
             self.after_fault(e).await;
         }
@@ -330,7 +310,7 @@ impl ScriptHost for PgStore {
     }
 
     async fn wait_for_work(&self, max: Duration) {
-        if self.db.needs_transactions() {
+        if self.db().needs_transactions() {
             // A pooler in transaction mode cannot keep a `LISTEN`: poll.
             tokio::time::sleep(max).await;
             return;
@@ -421,7 +401,7 @@ impl ScriptHost for PgStore {
         // acknowledged only once its implicit transaction committed (tested).
         crate::counters::sent(1);
         let sent = async {
-            Ok::<_, sqlx::Error>(match self.db.needs_transactions() {
+            Ok::<_, sqlx::Error>(match self.db().needs_transactions() {
                 false => row.fetch_optional(&self.pool).await?,
                 true => {
                     let mut tx = self.pool.begin().await?;

@@ -83,26 +83,55 @@ pub(crate) use crews::{refingerprint, refingerprint_in};
 pub(crate) use retention::quick_check;
 pub(crate) use tx::pool_tx;
 
+/// What every backend holds for the script, whatever its database: the
+/// pool, its name in messages, its live text, its claims' memo and its
+/// write boundary's retry window.
+#[derive(Clone)]
+pub struct HostParts {
+    pub(crate) db: Pool,
+    /// The database in messages: the SQLite file, or the PostgreSQL server
+    /// and database (never a password).
+    pub(crate) target: String,
+    /// The live text of the store's `llm` steps (`live.rs`).
+    pub(crate) live: crate::LiveHub,
+    /// When this store's claims last found no lease expired (`claim.rs`).
+    pub(crate) expiry: std::sync::Arc<ExpiryMemo>,
+    /// How long a write boundary tries a write again after a fault that may
+    /// pass (`boundary::retried`): `OpenOptions::retry_for`.
+    pub(crate) retry_for: Duration,
+}
+
 /// What a backend brings to the script: how it opens a transaction, and
 /// its fast paths. Not nameable outside this crate (a sealed trait): every
 /// [`Store`] is one of Cairn's backends.
 #[async_trait]
 pub trait ScriptHost: Send + Sync + 'static {
-    fn db(&self) -> &Pool;
+    /// What it holds for the script ([`HostParts`]).
+    fn parts(&self) -> &HostParts;
 
-    /// The database in messages: the SQLite file, or the PostgreSQL server
-    /// and database (never a password).
-    fn target(&self) -> &str;
+    fn db(&self) -> &Pool {
+        &self.parts().db
+    }
 
-    /// The live text of the store's `llm` steps (`live.rs`).
-    fn live(&self) -> &crate::LiveHub;
+    /// [`HostParts::target`].
+    fn target(&self) -> &str {
+        &self.parts().target
+    }
 
-    /// When this store's claims last found no lease expired (`claim.rs`).
-    fn expiry(&self) -> &ExpiryMemo;
+    /// [`HostParts::live`].
+    fn live(&self) -> &crate::LiveHub {
+        &self.parts().live
+    }
 
-    /// How long a write boundary tries a write again after a fault that may
-    /// pass (`boundary::retried`): `OpenOptions::retry_for`.
-    fn retry_for(&self) -> Duration;
+    /// [`HostParts::expiry`].
+    fn expiry(&self) -> &ExpiryMemo {
+        &self.parts().expiry
+    }
+
+    /// [`HostParts::retry_for`].
+    fn retry_for(&self) -> Duration {
+        self.parts().retry_for
+    }
 
     /// The end of a step: on both databases a measured fast path of one
     /// round trip, so each backend writes its own.

@@ -21,27 +21,21 @@ use sqlx::sqlite::{
 use cairn_core::{Corruption, RunStatus};
 
 use crate::plan::refused_commit;
-use crate::script::{pool_tx, ScriptFn, ScriptHost, TxKind};
+use crate::script::{pool_tx, HostParts, ScriptFn, ScriptHost, TxKind};
 use crate::sql::Pool;
 use crate::{Error, Result, StepCommit};
 
 /// A Cairn store in one SQLite file.
 #[derive(Clone)]
 pub struct SqliteStore {
+    /// What the script reads: the same pool as the script takes it, and
+    /// `SQLite file PATH` for messages among them.
+    parts: HostParts,
     pool: SqlitePool,
-    /// The same pool, as the storage script takes it.
-    db: Pool,
     path: PathBuf,
-    /// `SQLite file PATH`, for messages.
-    target: String,
     /// The thread that writes step commits (`writer.rs`).
     writer: Arc<Writer>,
     durability: crate::Durability,
-    live: crate::LiveHub,
-    /// When claims last found no lease expired (`script/claim.rs`).
-    expiry: Arc<crate::script::ExpiryMemo>,
-    /// `OpenOptions::retry_for`.
-    retry_for: Duration,
 }
 
 impl SqliteStore {
@@ -183,15 +177,17 @@ impl SqliteStore {
             }
         };
         Ok(SqliteStore {
-            db,
+            parts: HostParts {
+                db,
+                target,
+                live: crate::LiveHub::local(),
+                expiry: Default::default(),
+                retry_for: opts.retry_for,
+            },
             pool,
             path: path.to_owned(),
-            target,
             writer,
             durability: opts.durability,
-            live: crate::LiveHub::local(),
-            expiry: Default::default(),
-            retry_for: opts.retry_for,
         })
     }
 
@@ -209,7 +205,7 @@ impl SqliteStore {
         self.writer = Arc::new(Writer::open(
             &self.path,
             self.durability,
-            &self.target,
+            self.target(),
             false,
         )?);
         Ok(self)
@@ -224,24 +220,8 @@ impl SqliteStore {
 
 #[async_trait]
 impl ScriptHost for SqliteStore {
-    fn db(&self) -> &Pool {
-        &self.db
-    }
-
-    fn target(&self) -> &str {
-        &self.target
-    }
-
-    fn live(&self) -> &crate::LiveHub {
-        &self.live
-    }
-
-    fn expiry(&self) -> &crate::script::ExpiryMemo {
-        &self.expiry
-    }
-
-    fn retry_for(&self) -> Duration {
-        self.retry_for
+    fn parts(&self) -> &HostParts {
+        &self.parts
     }
 
     /// Step commits go to the writer thread (`writer.rs`): alone, one
@@ -263,7 +243,7 @@ impl ScriptHost for SqliteStore {
         match kind {
             TxKind::HotWrite => self.writer.script(f, true).await,
             TxKind::HotRead => self.writer.script(f, false).await,
-            TxKind::Write | TxKind::Read | TxKind::Single => pool_tx(&self.db, kind, f).await,
+            TxKind::Write | TxKind::Read | TxKind::Single => pool_tx(self.db(), kind, f).await,
         }
     }
 
@@ -272,7 +252,7 @@ impl ScriptHost for SqliteStore {
     async fn read_now<T: Send + 'static>(&self, f: ScriptFn<T>) -> Result<T> {
         match self.writer.read_here(f) {
             Ok(read) => read,
-            Err(f) => pool_tx(&self.db, TxKind::Single, f).await,
+            Err(f) => pool_tx(self.db(), TxKind::Single, f).await,
         }
     }
 }
