@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use cairn_core::sse::Event;
+use reqwest::RequestBuilder;
 use serde_json::{json, Value};
 
 use crate::http::{self, Decoder, HttpTimeouts};
@@ -131,16 +132,11 @@ impl Provider for AnthropicProvider {
     async fn stream(&self, request: &Request) -> Result<EventStream, LlmError> {
         http::refuse_invalid(NAME, crate::pairing::check_anthropic, &request.items)?;
         let url = format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'));
-        let mut req = self
-            .client
-            .post(url)
-            .header("anthropic-version", VERSION)
-            .json(&body(request));
-        if let Some(key) = &self.config.api_key {
-            req = req.header("x-api-key", key);
-        }
-        let secret = self.config.api_key.clone();
-        http::stream_redacted(NAME, req, secret, AnthropicDecoder::default()).await
+        let req = self.client.post(url).header("anthropic-version", VERSION);
+        let key = self.config.api_key.as_ref();
+        let auth = |req: RequestBuilder, key: &str| req.header("x-api-key", key);
+        let decoder = AnthropicDecoder::default();
+        http::stream_keyed(NAME, req.json(&body(request)), key, auth, decoder).await
     }
 }
 
@@ -281,9 +277,6 @@ impl Decoder for AnthropicDecoder {
     }
 
     fn eof(&mut self) -> Result<Vec<StreamEvent>, LlmError> {
-        if self.done {
-            return Ok(vec![]);
-        }
         Err(http::cut_short(
             NAME,
             "the stream ended before message_stop",

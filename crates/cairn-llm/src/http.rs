@@ -232,8 +232,9 @@ pub(crate) trait Decoder: Send + 'static {
     fn feed(&mut self, event: &Event) -> Result<Vec<StreamEvent>, LlmError>;
     /// The protocol's end was seen (`[DONE]`, `message_stop`).
     fn finished(&self) -> bool;
-    /// The body ended: what is left, or `StreamDropped` if the response
-    /// never finished.
+    /// The body ended before the protocol's end (the pump stops reading
+    /// once [`finished`](Decoder::finished)): what is left, or
+    /// `StreamDropped` if the response never finished.
     fn eof(&mut self) -> Result<Vec<StreamEvent>, LlmError>;
 }
 
@@ -290,6 +291,23 @@ pub(crate) fn pump<D: Decoder>(provider: &str, resp: Response, decoder: D) -> Ev
         }
     })
     .boxed()
+}
+
+/// Sends `req` with the API key, if there is one, put on it by `auth`,
+/// and streams the response through `decoder` ([`stream_redacted`]: the
+/// key kept out of every error).
+pub(crate) async fn stream_keyed<D: Decoder>(
+    provider: &'static str,
+    req: RequestBuilder,
+    key: Option<&String>,
+    auth: fn(RequestBuilder, &str) -> RequestBuilder,
+    decoder: D,
+) -> Result<EventStream, LlmError> {
+    let req = match key {
+        Some(key) => auth(req, key),
+        None => req,
+    };
+    stream_redacted(provider, req, key.cloned(), decoder).await
 }
 
 /// Sends `req` and streams its response through `decoder`, keeping the API

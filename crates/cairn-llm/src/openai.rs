@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use cairn_core::sse::Event;
+use reqwest::RequestBuilder;
 use serde_json::{json, Value};
 
 use crate::http::{self, Decoder, HttpTimeouts};
@@ -147,12 +148,10 @@ impl Provider for OpenAiProvider {
                 body["max_completion_tokens"] = cap;
             }
         }
-        let mut req = self.client.post(url).json(&body);
-        if let Some(key) = &self.config.api_key {
-            req = req.bearer_auth(key);
-        }
-        let secret = self.config.api_key.clone();
-        http::stream_redacted(NAME, req, secret, OpenAiDecoder::default()).await
+        let req = self.client.post(url).json(&body);
+        let key = self.config.api_key.as_ref();
+        let auth = |req: RequestBuilder, key: &str| req.bearer_auth(key);
+        http::stream_keyed(NAME, req, key, auth, OpenAiDecoder::default()).await
     }
 }
 
@@ -289,9 +288,6 @@ impl Decoder for OpenAiDecoder {
     }
 
     fn eof(&mut self) -> Result<Vec<StreamEvent>, LlmError> {
-        if self.done {
-            return Ok(vec![]);
-        }
         // Some compatible servers end without `[DONE]` once the choice has
         // finished; without a finish reason the response was cut.
         if self.finish_reason.is_some() {
