@@ -16,62 +16,59 @@ fn check(j: &str, want_summary: &str, want_projected: &str) {
 
 #[test]
 fn tails() {
-    // Nothing yet: call the model.
-    check("", "model turns=0 []", "");
-    // A final answer (a finished response without calls).
-    check("T:hi E", "final(hi) turns=1 []", "T:hi");
-    check("T:a T:b E", "final(a\nb) turns=1 []", "T:a T:b");
-    // Clean: every call of the last response has its result.
-    check("T:look S:1 C:1 E R:1", "model turns=1 []", "T:look C:1 R:1");
-    check(
-        "S:1 C:1 E R:1 T:done E",
-        "final(done) turns=2 []",
-        "C:1 R:1 T:done",
-    );
-    // A call without a result (died between call and result): an
-    // idempotent tool runs again, another gets a synthesized result.
-    check("S:1 C:1:i E", "model turns=1 [rerun:1]", "C:1");
-    check("S:1 C:1:w E", "model turns=1 [synth:1]", "C:1");
-    // A call still streaming (only its marker): dropped, regenerated.
-    check(
-        "S:0 C:0 E R:0 T:look S:1",
-        "model turns=1 [drop[5, 6]]",
-        "C:0 R:0",
-    );
-    // A finished call of a response that never finished: never ran, dropped.
-    check("S:1 C:1 S:2", "model turns=0 [drop[1, 2, 3]]", "");
-    // Text of an unfinished response is not sent as if complete.
-    check("T:half", "model turns=0 [drop[1]]", "");
-    // After the drop repair, the journal is clean.
-    check("S:1 C:1 S:2 D:1,2,3", "model turns=0 []", "");
-    check(
-        "T:a E S:1 D:3 S:1 C:1 E R:1",
-        "model turns=2 []",
-        "T:a C:1 R:1",
-    );
-    // Parallel calls, one result missing.
-    check(
-        "S:1 C:1:w S:2 C:2:i E R:1",
-        "model turns=1 [rerun:2]",
-        "C:1 C:2 R:1",
-    );
-    check(
-        "S:1 C:1:w S:2 C:2:w E R:2",
-        "model turns=1 [synth:1]",
-        "C:1 C:2 R:2",
-    );
-    // Text between call and result (same response, after the call).
-    check(
-        "S:1 C:1 T:meanwhile E R:1",
-        "model turns=1 []",
-        "C:1 T:meanwhile R:1",
-    );
-    // Duplicates: a result recorded twice counts once.
-    check("S:1 C:1 E R:1 R:1", "model turns=1 []", "C:1 R:1");
-    // A call id reused by a regenerated response after a drop.
-    check("S:1 C:1 D:1,2 S:1 C:1 E R:1", "model turns=1 []", "C:1 R:1");
-    // An orphan result (its call is in no response) is never sent.
-    check("R:9 T:a E", "final(a) turns=1 []", "T:a");
+    // (journal, its summary, its projection)
+    #[rustfmt::skip]
+    let cases = [
+        // Nothing yet: call the model.
+        ("", "model turns=0 []", ""),
+        // A final answer (a finished response without calls).
+        ("T:hi E", "final(hi) turns=1 []", "T:hi"),
+        ("T:a T:b E", "final(a\nb) turns=1 []", "T:a T:b"),
+        // Clean: every call of the last response has its result.
+        ("T:look S:1 C:1 E R:1", "model turns=1 []", "T:look C:1 R:1"),
+        ("S:1 C:1 E R:1 T:done E", "final(done) turns=2 []", "C:1 R:1 T:done"),
+        // A call without a result (died between call and result): an
+        // idempotent tool runs again, another gets a synthesized result.
+        ("S:1 C:1:i E", "model turns=1 [rerun:1]", "C:1"),
+        ("S:1 C:1:w E", "model turns=1 [synth:1]", "C:1"),
+        // A call still streaming (only its marker): dropped, regenerated.
+        ("S:0 C:0 E R:0 T:look S:1", "model turns=1 [drop[5, 6]]", "C:0 R:0"),
+        // A finished call of a response that never finished: never ran, dropped.
+        ("S:1 C:1 S:2", "model turns=0 [drop[1, 2, 3]]", ""),
+        // Text of an unfinished response is not sent as if complete.
+        ("T:half", "model turns=0 [drop[1]]", ""),
+        // After the drop repair, the journal is clean.
+        ("S:1 C:1 S:2 D:1,2,3", "model turns=0 []", ""),
+        ("T:a E S:1 D:3 S:1 C:1 E R:1", "model turns=2 []", "T:a C:1 R:1"),
+        // Parallel calls, one result missing.
+        ("S:1 C:1:w S:2 C:2:i E R:1", "model turns=1 [rerun:2]", "C:1 C:2 R:1"),
+        ("S:1 C:1:w S:2 C:2:w E R:2", "model turns=1 [synth:1]", "C:1 C:2 R:2"),
+        // Text between call and result (same response, after the call).
+        ("S:1 C:1 T:meanwhile E R:1", "model turns=1 []", "C:1 T:meanwhile R:1"),
+        // Duplicates: a result recorded twice counts once.
+        ("S:1 C:1 E R:1 R:1", "model turns=1 []", "C:1 R:1"),
+        // A call id reused by a regenerated response after a drop.
+        ("S:1 C:1 D:1,2 S:1 C:1 E R:1", "model turns=1 []", "C:1 R:1"),
+        // An orphan result (its call is in no response) is never sent.
+        ("R:9 T:a E", "final(a) turns=1 []", "T:a"),
+    ];
+    for (j, want_summary, want_projected) in cases {
+        check(j, want_summary, want_projected);
+    }
+}
+
+/// Items from words: `T:text` assistant text, `C:id` a call, `R:id` its
+/// result (the inverse of [`words`]).
+fn items_of(words: &str) -> Vec<Item> {
+    words
+        .split_whitespace()
+        .map(|w| match w.split_once(':') {
+            Some(("T", t)) => text(t),
+            Some(("C", id)) => call(id),
+            Some(("R", id)) => result(id),
+            _ => panic!("unknown word {w}"),
+        })
+        .collect()
 }
 
 fn call(id: &str) -> Item {
@@ -113,18 +110,7 @@ fn check_window(items: &[Item], max_items: u32, want: &str) {
 
 #[test]
 fn windows_cut_forward_to_a_clean_boundary() {
-    let items = vec![
-        text("a"),
-        call("1"),
-        result("1"),
-        call("2"),
-        call("3"),
-        result("2"),
-        result("3"),
-        text("b"),
-        call("4"),
-        result("4"),
-    ];
+    let items = items_of("T:a C:1 R:1 C:2 C:3 R:2 R:3 T:b C:4 R:4");
     check_window(&items, 100, "T:a C:1 R:1 C:2 C:3 R:2 R:3 T:b C:4 R:4");
     // Starts on a result whose call was cut: forward to the next response.
     check_window(&items, 8, "C:2 C:3 R:2 R:3 T:b C:4 R:4");
@@ -135,14 +121,7 @@ fn windows_cut_forward_to_a_clean_boundary() {
     // whose calls were cut off.
     check_window(&items, 2, "C:4 R:4");
     // One turn larger than the window: its leading orphaned results go.
-    let big = vec![
-        call("1"),
-        call("2"),
-        call("3"),
-        result("1"),
-        result("2"),
-        result("3"),
-    ];
+    let big = items_of("C:1 C:2 C:3 R:1 R:2 R:3");
     check_window(&big, 4, "C:3 R:3");
     check_window(&big, 2, "");
 }
