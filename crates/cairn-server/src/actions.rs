@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use cairn::{Actor, ForkRequest, RunStatus, RunView, StepIdx};
 
-use crate::extract::{ApiJson, OptionalJson, RunIdPath};
+use crate::extract::{ApiJson, IdPath, OptionalJson, RunIdPath};
 use crate::{ApiError, AppState};
 
 /// The optional body of retry, continue and cancel.
@@ -138,7 +138,7 @@ async fn act(
 pub(crate) async fn retry(
     State(state): State<AppState>,
     caller: crate::people::Caller,
-    RunIdPath(id): RunIdPath,
+    IdPath(id): RunIdPath,
     OptionalJson(body): OptionalJson<RetryBody>,
 ) -> Result<Json<RunView>, ApiError> {
     let body = body.unwrap_or_default();
@@ -173,7 +173,7 @@ pub(crate) struct ContinueBody {
 pub(crate) async fn continue_run(
     State(state): State<AppState>,
     caller: crate::people::Caller,
-    RunIdPath(id): RunIdPath,
+    IdPath(id): RunIdPath,
     OptionalJson(body): OptionalJson<ContinueBody>,
 ) -> Result<Json<RunView>, ApiError> {
     let body = body.unwrap_or_default();
@@ -211,7 +211,7 @@ pub(crate) async fn continue_with_budget(
 pub(crate) async fn cancel(
     State(state): State<AppState>,
     caller: crate::people::Caller,
-    RunIdPath(id): RunIdPath,
+    IdPath(id): RunIdPath,
     OptionalJson(body): OptionalJson<ActionBody>,
 ) -> Result<Json<RunView>, ApiError> {
     act(state, caller, id, RunAction::Cancel, body).await
@@ -237,7 +237,7 @@ pub(crate) struct ContextBody {
 pub(crate) async fn add_context(
     State(state): State<AppState>,
     caller: crate::people::Caller,
-    RunIdPath(id): RunIdPath,
+    IdPath(id): RunIdPath,
     ApiJson(body): ApiJson<ContextBody>,
 ) -> Result<Json<RunView>, ApiError> {
     check_offered(&state, id).await?;
@@ -272,7 +272,7 @@ pub(crate) struct BudgetBody {
 pub(crate) async fn raise_budget(
     State(state): State<AppState>,
     caller: crate::people::Caller,
-    RunIdPath(id): RunIdPath,
+    IdPath(id): RunIdPath,
     ApiJson(body): ApiJson<BudgetBody>,
 ) -> Result<Json<RunView>, ApiError> {
     let actor = caller.actor(body.by, body.reason);
@@ -314,7 +314,7 @@ pub(crate) struct ForkBody {
 pub(crate) async fn fork(
     State(state): State<AppState>,
     caller: crate::people::Caller,
-    RunIdPath(id): RunIdPath,
+    IdPath(id): RunIdPath,
     ApiJson(body): ApiJson<ForkBody>,
 ) -> Result<Response, ApiError> {
     let actor = caller.actor(body.by, body.reason);

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use cairn::{ErrorClass, OnBusy, RunFilter, RunId, RunStatus, SubmitOptions};
 
-use crate::extract::{ApiJson, ApiQuery, RunIdPath};
+use crate::extract::{ApiJson, ApiQuery, IdPath, RunIdPath};
 use crate::{
     actions, hooks, keys, people, published, retention, schedules, signals, sse, threads, versions,
     waits, ApiError, AppState,
@@ -527,7 +527,7 @@ async fn list_runs(
 /// `GET /v1/runs/{id}`: the run with its steps (`cairn runs show --json`).
 async fn show_run(
     State(state): State<AppState>,
-    RunIdPath(id): RunIdPath,
+    IdPath(id): RunIdPath,
 ) -> Result<Json<cairn::RunView>, ApiError> {
     Ok(Json(state.engine().show(id).await?))
 }
@@ -549,7 +549,7 @@ struct JournalList {
 /// (`cairn runs journal --json`), every generation, by step and `seq`.
 async fn journal(
     State(state): State<AppState>,
-    RunIdPath(id): RunIdPath,
+    IdPath(id): RunIdPath,
     ApiQuery(q): ApiQuery<JournalQuery>,
 ) -> Result<Json<JournalList>, ApiError> {
     let step = match q.step.filter(|v| !v.is_empty()) {

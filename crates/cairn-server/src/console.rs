@@ -242,11 +242,19 @@ async fn standing(
     Ok(standing)
 }
 
-/// A run page's query: what the form that led here did.
+/// A page's query after a form (`?done=…`, and `&wait=ID` for an
+/// answer): what the form that led here did.
 #[derive(serde::Deserialize, Default)]
-struct RunParams {
+pub(crate) struct DoneParams {
     done: Option<String>,
     wait: Option<String>,
+}
+
+impl DoneParams {
+    /// What was done, for the line that confirms it.
+    pub(crate) fn done(&self) -> Option<cairn_console::Done> {
+        cairn_console::Done::parse(self.done.as_deref(), self.wait.as_deref())
+    }
 }
 
 /// `GET /runs/{id}`: one run (`?done=…`: with a line confirming what the
@@ -255,7 +263,7 @@ async fn run(
     State(state): State<AppState>,
     seat: Seat,
     Path(id): Path<String>,
-    Query(params): Query<RunParams>,
+    Query(params): Query<DoneParams>,
 ) -> Response {
     shown(&seat.viewer, run_page(&state, &seat, &id, params).await)
 }
@@ -265,7 +273,7 @@ async fn run_page(
     state: &AppState,
     seat: &Seat,
     id: &str,
-    params: RunParams,
+    params: DoneParams,
 ) -> Result<Response, ApiError> {
     let viewer = &seat.viewer;
     let id = run_id(id)?;
@@ -305,7 +313,7 @@ async fn run_page(
             foreign,
         },
         csrf: viewer.form_csrf(),
-        done: cairn_console::Done::parse(params.done.as_deref(), params.wait.as_deref()),
+        done: params.done(),
         now: chrono::Utc::now(),
     });
     Ok(html(

@@ -98,29 +98,34 @@ impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiQuery<T> {
     }
 }
 
-/// The `{id}` path segment as a run id (400 `bad_run_id` if it is not one).
-pub(crate) struct RunIdPath(pub RunId);
+/// The `{id}` path segment as an id of type `T` (400 with `T`'s error
+/// code, [`PathId::BAD`], if it is not one).
+pub(crate) struct IdPath<T>(pub T);
 
-impl FromRequestParts<AppState> for RunIdPath {
-    type Rejection = ApiError;
+/// The run id of a `{id}` path segment (400 `bad_run_id` if it is not one).
+pub(crate) type RunIdPath = IdPath<RunId>;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        id_segment(parts, state, ApiError::BadRunId)
-            .await
-            .map(RunIdPath)
-    }
+/// The wait id of a `{id}` path segment (400 `bad_wait_id` if it is not one).
+pub(crate) type WaitIdPath = IdPath<WaitId>;
+
+/// An id a path segment may name, and the error for one that does not.
+pub(crate) trait PathId: FromStr + Send {
+    const BAD: fn(String) -> ApiError;
 }
 
-/// The `{id}` path segment as a wait id (400 `bad_wait_id` if it is not one).
-pub(crate) struct WaitIdPath(pub WaitId);
+impl PathId for RunId {
+    const BAD: fn(String) -> ApiError = ApiError::BadRunId;
+}
 
-impl FromRequestParts<AppState> for WaitIdPath {
+impl PathId for WaitId {
+    const BAD: fn(String) -> ApiError = ApiError::BadWaitId;
+}
+
+impl<T: PathId> FromRequestParts<AppState> for IdPath<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        id_segment(parts, state, ApiError::BadWaitId)
-            .await
-            .map(WaitIdPath)
+        id_segment(parts, state, T::BAD).await.map(IdPath)
     }
 }
 

@@ -8,7 +8,7 @@ use axum::Json;
 
 use cairn::{RunSignals, Sent, SignalRequest};
 
-use crate::extract::{ApiJson, RunIdPath};
+use crate::extract::{ApiJson, IdPath, RunIdPath};
 use crate::people::Caller;
 use crate::{ApiError, AppState};
 
@@ -50,7 +50,7 @@ pub(crate) async fn send(
 /// `GET /v1/runs/{id}/signals`.
 pub(crate) async fn of_run(
     State(state): State<AppState>,
-    RunIdPath(id): RunIdPath,
+    IdPath(id): RunIdPath,
 ) -> Result<Json<RunSignals>, ApiError> {
     Ok(Json(state.engine().run_signals(id).await?))
 }

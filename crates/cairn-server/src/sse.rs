@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use cairn::{Engine, EventRecord, OutputDelta, RunId, RunStatus};
 
 use crate::error::ErrorChain;
-use crate::extract::{ApiQuery, RunIdPath};
+use crate::extract::{ApiQuery, IdPath, RunIdPath};
 use crate::{ApiError, AppState};
 
 /// How often the store is polled for new events.
@@ -48,7 +48,7 @@ pub(crate) struct EventsQuery {
 /// its permit until it ends or the client goes away.
 pub(crate) async fn events(
     State(state): State<AppState>,
-    RunIdPath(id): RunIdPath,
+    IdPath(id): RunIdPath,
     ApiQuery(q): ApiQuery<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
@@ -60,7 +60,7 @@ pub(crate) async fn events(
 /// every kind through `onmessage`.
 pub(crate) async fn console_events(
     State(state): State<AppState>,
-    RunIdPath(id): RunIdPath,
+    IdPath(id): RunIdPath,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     stream(state, id, &headers, false, true).await

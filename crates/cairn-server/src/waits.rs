@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use cairn::{Answer, RunId, WaitFilter, WaitRecord, WaitStatus};
 
-use crate::extract::{ApiJson, ApiQuery, WaitIdPath};
+use crate::extract::{ApiJson, ApiQuery, IdPath, WaitIdPath};
 use crate::{ApiError, AppState};
 
 /// The query of `GET /v1/waits`; an empty parameter means "not given".
@@ -155,7 +155,7 @@ async fn closed(state: &AppState, id: cairn::WaitId, source: cairn::Error) -> Ap
 pub(crate) async fn answer(
     State(state): State<AppState>,
     caller: crate::people::Caller,
-    WaitIdPath(id): WaitIdPath,
+    IdPath(id): WaitIdPath,
     ApiJson(body): ApiJson<AnswerBody>,
 ) -> Result<Json<Answered>, ApiError> {
     let actor = caller.actor(body.by, body.reason);
@@ -183,7 +183,7 @@ pub(crate) async fn answer(
 /// it opened) and the votes cast on it so far.
 pub(crate) async fn ballot(
     State(state): State<AppState>,
-    WaitIdPath(id): WaitIdPath,
+    IdPath(id): WaitIdPath,
 ) -> Result<Json<cairn::Ballot>, ApiError> {
     Ok(Json(state.engine().ballot(id).await?))
 }

@@ -19,11 +19,12 @@ use super::form::ConsoleForm;
 use super::{error_page, forbidden, html, Seat};
 use crate::{ApiError, AppState};
 
-/// The waits page's query: what the form that led here did.
+/// The waits page's query: what the form that led here did, and (an
+/// answer) the run of the wait answered.
 #[derive(serde::Deserialize, Default)]
 pub(super) struct WaitsParams {
-    done: Option<String>,
-    wait: Option<String>,
+    #[serde(flatten)]
+    done: super::DoneParams,
     run: Option<String>,
 }
 
@@ -67,7 +68,7 @@ async fn answered(
     runs: &mut Runs,
     params: &WaitsParams,
 ) -> Result<Option<cairn_console::WaitCard>, cairn::Error> {
-    let Some(Done::Answer(id)) = Done::parse(params.done.as_deref(), params.wait.as_deref()) else {
+    let Some(Done::Answer(id)) = params.done.done() else {
         return Ok(None);
     };
     let Some(run) = params.run.as_deref().and_then(|r| RunId::from_str(r).ok()) else {
