@@ -314,14 +314,7 @@ fn print(db: &str, n: &Numbers, out: &mut Map<String, Value>) {
 }
 
 pub(crate) async fn run(pg_url: &str) -> Result<()> {
-    let n = match std::env::var("CAIRN_BENCH_AGED_RUNS") {
-        Ok(v) => v
-            .parse::<u64>()
-            .ok()
-            .filter(|&n| n >= 1)
-            .context("CAIRN_BENCH_AGED_RUNS is not a positive number")?,
-        Err(_) => DEFAULT_RUNS,
-    };
+    let n = crate::retention::count_from_env("CAIRN_BENCH_AGED_RUNS", DEFAULT_RUNS)?;
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     eprintln!("SQLite: {}", dir.path().display());
     let files =

@@ -589,15 +589,21 @@ fn print(name: &str, n: &Numbers, out: &mut Map<String, Value>) {
     }
 }
 
-pub async fn run(pg_url: &str) -> Result<()> {
-    let n = match std::env::var("CAIRN_BENCH_RETENTION_RUNS") {
+/// A count from the environment variable `var`: `default` when it is
+/// unset, an error unless it is a positive whole number.
+pub(crate) fn count_from_env(var: &str, default: u64) -> Result<u64> {
+    match std::env::var(var) {
         Ok(v) => v
             .parse::<u64>()
             .ok()
             .filter(|&n| n >= 1)
-            .context("CAIRN_BENCH_RETENTION_RUNS is not a positive number")?,
-        Err(_) => DEFAULT_RUNS,
-    };
+            .with_context(|| format!("{var} is not a positive number")),
+        Err(_) => Ok(default),
+    }
+}
+
+pub async fn run(pg_url: &str) -> Result<()> {
+    let n = count_from_env("CAIRN_BENCH_RETENTION_RUNS", DEFAULT_RUNS)?;
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     eprintln!("SQLite: {}", dir.path().display());
     let sqlite = measure(
