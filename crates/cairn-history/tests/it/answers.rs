@@ -17,13 +17,6 @@ fn waits(decisions: &[&str]) -> FinalState {
     }
 }
 
-fn submitted() -> Vec<cairn_history::Event> {
-    vec![
-        invoke(9, 1, submit("k1", None)),
-        ok(9, 2, submit("k1", Some("r1"))),
-    ]
-}
-
 #[test]
 fn two_acknowledged_decisions_for_one_wait_are_caught() {
     let mut history = submitted();

@@ -31,6 +31,20 @@ pub fn info(process: u32, time_ns: u64, op: Op) -> Event {
     event(process, EventKind::Info, time_ns, op)
 }
 
+/// Run `r1` submitted with key `k1` by `process`: invoked at `invoked`,
+/// acknowledged at `acked`.
+pub fn submitted_by(process: u32, invoked: u64, acked: u64) -> Vec<Event> {
+    vec![
+        invoke(process, invoked, submit("k1", None)),
+        ok(process, acked, submit("k1", Some("r1"))),
+    ]
+}
+
+/// [`submitted_by`] process 9 at 1 and 2 ns: where most histories start.
+pub fn submitted() -> Vec<Event> {
+    submitted_by(9, 1, 2)
+}
+
 pub fn submit(key: &str, run: Option<&str>) -> Op {
     Op::Submit {
         key: key.into(),

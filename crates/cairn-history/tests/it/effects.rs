@@ -29,17 +29,10 @@ fn state(effects: Vec<Effect>, faults: u32, idempotent: bool) -> FinalState {
     }
 }
 
-fn history() -> Vec<cairn_history::Event> {
-    vec![
-        invoke(9, 1, submit("k1", None)),
-        ok(9, 2, submit("k1", Some("r1"))),
-    ]
-}
-
 #[test]
 fn a_non_idempotent_tool_run_twice_is_caught_despite_a_fault() {
     let twice = vec![effect(1, 1, "w1"), effect(1, 2, "w2")];
-    let report = verdict(&history(), &state(twice, 1, false));
+    let report = verdict(&submitted(), &state(twice, 1, false));
     assert_only(&report, Property::EffectsPerAttempt, &[K::TooManyEffects]);
     assert!(
         report.violations[0].message.contains("at most 1"),
@@ -50,9 +43,9 @@ fn a_non_idempotent_tool_run_twice_is_caught_despite_a_fault() {
 #[test]
 fn an_idempotent_tool_may_repeat_once_per_fault() {
     let twice = vec![effect(1, 1, "w1"), effect(1, 2, "w2")];
-    assert_valid(&verdict(&history(), &state(twice, 1, true)));
+    assert_valid(&verdict(&submitted(), &state(twice, 1, true)));
     let thrice = vec![effect(1, 1, "w1"), effect(1, 2, "w2"), effect(1, 3, "w3")];
-    let report = verdict(&history(), &state(thrice, 1, true));
+    let report = verdict(&submitted(), &state(thrice, 1, true));
     assert_only(&report, Property::EffectsPerAttempt, &[K::TooManyEffects]);
     assert!(
         report.violations[0].message.contains("3 effects"),
@@ -63,9 +56,9 @@ fn an_idempotent_tool_may_repeat_once_per_fault() {
 #[test]
 fn an_unlisted_attempt_may_have_one_effect() {
     let one = vec![effect(2, 1, "w1")];
-    assert_valid(&verdict(&history(), &state(one, 0, true)));
+    assert_valid(&verdict(&submitted(), &state(one, 0, true)));
     let two = vec![effect(2, 1, "w1"), effect(2, 1, "w1")];
-    let report = verdict(&history(), &state(two, 0, true));
+    let report = verdict(&submitted(), &state(two, 0, true));
     assert_only(&report, Property::EffectsPerAttempt, &[K::TooManyEffects]);
     assert!(
         report.violations[0].message.contains("attempt 2"),

@@ -2,16 +2,9 @@
 //! going backwards and a row without its lease are caught; a takeover and a
 //! commit overlapping a newer claim pass.
 
-use cairn_history::{CommittedRow, Event, FinalState, Property, RowKind, ViolationKind as K};
+use cairn_history::{CommittedRow, FinalState, Property, RowKind, ViolationKind as K};
 
 use crate::build::*;
-
-fn submitted() -> Vec<Event> {
-    vec![
-        invoke(9, 1, submit("k1", None)),
-        ok(9, 2, submit("k1", Some("r1"))),
-    ]
-}
 
 fn with_rows(rows: Vec<CommittedRow>) -> FinalState {
     FinalState {

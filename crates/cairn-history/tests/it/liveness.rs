@@ -2,20 +2,13 @@
 //! lease and a fault window in which an operation type never succeeded are
 //! caught; a live lease and a window where everything succeeded pass.
 
-use cairn_history::{check, Event, Property, RunStatus, ViolationKind as K};
+use cairn_history::{check, Property, RunStatus, ViolationKind as K};
 
 use crate::build::*;
 
-fn submitted() -> Vec<Event> {
-    vec![
-        invoke(1, 10, submit("k1", None)),
-        ok(1, 20, submit("k1", Some("r1"))),
-    ]
-}
-
 #[test]
 fn a_run_running_under_an_expired_lease_is_stranded() {
-    let mut history = submitted();
+    let mut history = submitted_by(1, 10, 20);
     history.extend([
         ok(2, 30, claim("r1", 1, "w1")),
         ok(2, 40, claim("r1", 2, "w2")),
@@ -29,14 +22,14 @@ fn a_run_running_under_an_expired_lease_is_stranded() {
     );
     let report = verdict(&history, &runs(vec![stuck]));
     assert_only(&report, Property::NothingStranded, &[K::Stranded]);
-    let mut shown = submitted();
+    let mut shown = submitted_by(1, 10, 20);
     shown.push(ok(2, 40, claim("r1", 2, "w2")));
     assert_eq!(report.violations[0].events, shown);
 }
 
 #[test]
 fn waiting_queued_and_live_runs_are_not_stranded() {
-    let mut history = submitted();
+    let mut history = submitted_by(1, 10, 20);
     history.extend([
         invoke(1, 30, submit("k2", None)),
         ok(1, 40, submit("k2", Some("r2"))),

@@ -1,7 +1,7 @@
 //! Monotone reads: a read that is not a prefix of the final events and a
 //! read going backwards are caught; growing and overlapping reads pass.
 
-use cairn_history::{Event, FinalState, Property, ViolationKind as K};
+use cairn_history::{FinalState, Property, ViolationKind as K};
 
 use crate::build::*;
 
@@ -9,13 +9,6 @@ fn state() -> FinalState {
     let mut state = runs(vec![finished("r1", "k1")]);
     state.events.insert("r1".into(), vec![1, 2, 3, 4]);
     state
-}
-
-fn submitted() -> Vec<Event> {
-    vec![
-        invoke(9, 1, submit("k1", None)),
-        ok(9, 2, submit("k1", Some("r1"))),
-    ]
 }
 
 #[test]
