@@ -150,6 +150,52 @@ impl RetentionArgs {
     }
 }
 
+/// `serve`'s flags.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// A directory of crew files (*.toml) the API can run. Default: ./crews if it exists.
+    #[arg(long)]
+    pub crews: Option<PathBuf>,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7700")]
+    pub listen: std::net::SocketAddr,
+    /// Runs executed at the same time (0: the API only queues runs).
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// How long a client gets to send a request's headers (or, kept
+    /// alive, its next request) before the connection is closed: 10s, 500ms.
+    #[arg(long, default_value = "10s", value_parser = duration_arg)]
+    pub header_timeout: Duration,
+    /// How long a client gets to send a request's body (408 beyond).
+    #[arg(long, default_value = "30s", value_parser = duration_arg)]
+    pub body_timeout: Duration,
+    /// Connections open at once; one more is answered 503 and closed.
+    #[arg(long, default_value_t = 512)]
+    pub max_connections: usize,
+    /// Event streams open at once; one more is answered 503.
+    #[arg(long, default_value_t = 100)]
+    pub max_event_streams: usize,
+    /// PostgreSQL connections this process opens at most, whatever
+    /// --concurrency: commits and heartbeats queue for them. Size the
+    /// total over every process below the server's max_connections
+    /// (docs/operations.md).
+    #[arg(long, env = "CAIRN_DB_CONNECTIONS", default_value_t = cairn::DEFAULT_DB_CONNECTIONS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub db_connections: u32,
+
+    /// Let API clients retry, continue and fork runs of crews this server
+    /// does not offer (runs from the CLI or another server on a shared database).
+    #[arg(long)]
+    pub foreign_runs: bool,
+    /// The address browsers use to reach this server (behind a TLS proxy,
+    /// say): its host is served without tokens too, and with https the
+    /// console's session cookie is Secure.
+    #[arg(long, env = "CAIRN_PUBLIC_URL", value_name = "URL", value_parser = public_url_arg)]
+    pub public_url: Option<reqwest::Url>,
+    #[command(flatten)]
+    pub retention: RetentionArgs,
+}
+
 #[derive(Subcommand)]
 pub enum Command {
     /// Submit a run of a crew file and execute it until it finishes or stops.
@@ -240,47 +286,8 @@ pub enum Command {
     /// Serve the HTTP API with an embedded runner (development mode on
     /// loopback unless CAIRN_API_TOKENS is set).
     Serve {
-        /// A directory of crew files (*.toml) the API can run. Default: ./crews if it exists.
-        #[arg(long)]
-        crews: Option<PathBuf>,
-        /// The address to listen on.
-        #[arg(long, default_value = "127.0.0.1:7700")]
-        listen: std::net::SocketAddr,
-        /// Runs executed at the same time (0: the API only queues runs).
-        #[arg(long, default_value_t = 4)]
-        concurrency: usize,
-        /// How long a client gets to send a request's headers (or, kept
-        /// alive, its next request) before the connection is closed: 10s, 500ms.
-        #[arg(long, default_value = "10s", value_parser = duration_arg)]
-        header_timeout: Duration,
-        /// How long a client gets to send a request's body (408 beyond).
-        #[arg(long, default_value = "30s", value_parser = duration_arg)]
-        body_timeout: Duration,
-        /// Connections open at once; one more is answered 503 and closed.
-        #[arg(long, default_value_t = 512)]
-        max_connections: usize,
-        /// Event streams open at once; one more is answered 503.
-        #[arg(long, default_value_t = 100)]
-        max_event_streams: usize,
-        /// PostgreSQL connections this process opens at most, whatever
-        /// --concurrency: commits and heartbeats queue for them. Size the
-        /// total over every process below the server's max_connections
-        /// (docs/operations.md).
-        #[arg(long, env = "CAIRN_DB_CONNECTIONS", default_value_t = cairn::DEFAULT_DB_CONNECTIONS,
-              value_parser = clap::value_parser!(u32).range(1..))]
-        db_connections: u32,
-
-        /// Let API clients retry, continue and fork runs of crews this server
-        /// does not offer (runs from the CLI or another server on a shared database).
-        #[arg(long)]
-        foreign_runs: bool,
-        /// The address browsers use to reach this server (behind a TLS proxy,
-        /// say): its host is served without tokens too, and with https the
-        /// console's session cookie is Secure.
-        #[arg(long, env = "CAIRN_PUBLIC_URL", value_name = "URL", value_parser = public_url_arg)]
-        public_url: Option<reqwest::Url>,
         #[command(flatten)]
-        retention: RetentionArgs,
+        serve: ServeArgs,
     },
     /// A worker: claims runnable runs (queued and due, or running under an
     /// expired lease), keeps their leases with heartbeats, and executes them.

@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use cairn_core::{Actor, KeyLimits, KeyPause, KeyState, RunId, RunRecord};
+use cairn_checkpoint::AfterRaise;
+use cairn_core::{Actor, Budget, KeyLimits, KeyPause, KeyState, RunId, RunRecord};
 
 use crate::{Engine, Result};
 
@@ -68,13 +69,8 @@ impl Engine {
     /// Raises the run's budget by `by` (its own limits, or its crew's where
     /// it has none; a limit it lacks is not added), recorded as a
     /// `budget_raised` event with who and why. Refused for a finished run.
-    pub async fn raise_budget(
-        &self,
-        id: RunId,
-        by: &cairn_core::Budget,
-        actor: &Actor,
-    ) -> Result<RunRecord> {
-        let then = cairn_checkpoint::AfterRaise::Stay;
+    pub async fn raise_budget(&self, id: RunId, by: &Budget, actor: &Actor) -> Result<RunRecord> {
+        let then = AfterRaise::Stay;
         Ok(self.store().raise_budget(id, by, then, actor).await?)
     }
 
@@ -87,10 +83,10 @@ impl Engine {
     pub async fn continue_with_budget(
         &self,
         id: RunId,
-        by: &cairn_core::Budget,
+        by: &Budget,
         actor: &Actor,
     ) -> Result<RunRecord> {
-        let then = cairn_checkpoint::AfterRaise::Continue;
+        let then = AfterRaise::Continue;
         Ok(self.store().raise_budget(id, by, then, actor).await?)
     }
 

@@ -4,16 +4,20 @@
 use std::path::Path;
 use std::time::Duration;
 
+use anyhow::Result;
 use serde_json::{json, Value};
 
 use cairn::{
-    Actor, Answer, CompactPolicy, Compacted, Engine, EventRecord, ExecutorConfig, KeyState,
-    OpenOptions, RunFilter, RunId, RunRecord, RunStatus, RunView, Started, StepJournalEntry,
-    SubmitOptions, Submitted, ThreadPage, ThreadSummary, ThreadView, WaitFilter, WaitId,
-    WaitRecord,
+    Actor, CompactPolicy, Compacted, Engine, ExecutorConfig, KeyState, OpenOptions, RunFilter,
+    RunId, RunRecord, RunStatus, RunView, Started, StepJournalEntry, SubmitOptions, Submitted,
+    ThreadPage, ThreadSummary, ThreadView, WaitFilter, WaitId, WaitRecord,
 };
+use cairn::{CrewDiff, ThreadBudget, UpgradeVerdict};
 
-use super::{Act, Api, CrewRef, Interruptible, Submission, Upgrade, VersionArg};
+use super::{
+    Act, Answering, Api, BudgetChange, CrewRef, EachEvent, Interruptible, Submission, Upgrade,
+    VersionArg,
+};
 use crate::{input, output, progress, watch};
 
 /// The database, opened by this process.
@@ -24,12 +28,7 @@ pub struct Local {
 impl Local {
     /// `key` after a change by `actor`, audited as `action` (the server
     /// audits the same changes made through it).
-    async fn key_audited(
-        &self,
-        actor: &Actor,
-        action: &str,
-        key: KeyState,
-    ) -> anyhow::Result<KeyState> {
+    async fn key_audited(&self, actor: &Actor, action: &str, key: KeyState) -> Result<KeyState> {
         let detail = cairn::people::key_detail(&key);
         self.engine.audit_change(actor, action, detail).await;
         Ok(key)
@@ -37,7 +36,7 @@ impl Local {
 
     /// Opens `db` for a one-shot command (creating it only for `run` and
     /// `submit`: a typo'd path must not leave an empty database behind).
-    pub async fn open(db: &str, create: bool) -> anyhow::Result<Local> {
+    pub async fn open(db: &str, create: bool) -> Result<Local> {
         let opts = OpenOptions {
             create,
             connect_timeout: Duration::from_secs(3),
@@ -84,14 +83,14 @@ pub struct Db(pub String);
 impl super::Connect for Db {
     type Api = Local;
 
-    fn read_crew(&self, arg: &Path) -> anyhow::Result<CrewRef> {
+    fn read_crew(&self, arg: &Path) -> Result<CrewRef> {
         Ok(CrewRef::File(
             Box::new(input::load_crew(arg)?),
             arg.to_owned(),
         ))
     }
 
-    async fn connect(&self, create: bool) -> anyhow::Result<Local> {
+    async fn connect(&self, create: bool) -> Result<Local> {
         Local::open(&self.0, create).await
     }
 }
@@ -101,12 +100,7 @@ impl Api for Local {
         Some(&self.engine)
     }
 
-    async fn submit(
-        &self,
-        crew: CrewRef,
-        input: Value,
-        opts: SubmitOptions,
-    ) -> anyhow::Result<Submission> {
+    async fn submit(&self, crew: CrewRef, input: Value, opts: SubmitOptions) -> Result<Submission> {
         let (crew, opts) = local_submit(crew, opts)?;
         let submitted = self.engine.submit(&crew, input, opts).await?;
         let started = Started {
@@ -116,12 +110,7 @@ impl Api for Local {
         Ok(submission(crew, started))
     }
 
-    async fn start(
-        &self,
-        crew: CrewRef,
-        input: Value,
-        opts: SubmitOptions,
-    ) -> anyhow::Result<Submission> {
+    async fn start(&self, crew: CrewRef, input: Value, opts: SubmitOptions) -> Result<Submission> {
         let (crew, opts) = local_submit(crew, opts)?;
         let started = self.engine.start(&crew, input, opts).await?;
         Ok(submission(crew, started))
@@ -174,50 +163,40 @@ impl Api for Local {
         until_interrupted(id, self.engine.execute(id)).await
     }
 
-    async fn show(&self, id: RunId) -> anyhow::Result<RunView> {
+    async fn show(&self, id: RunId) -> Result<RunView> {
         Ok(self.engine.show(id).await?)
     }
 
-    async fn list(&self, filter: &RunFilter) -> anyhow::Result<Vec<RunRecord>> {
+    async fn list(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
         Ok(self.engine.list(filter).await?)
     }
 
-    async fn waits(&self, filter: &WaitFilter) -> anyhow::Result<Vec<WaitRecord>> {
+    async fn waits(&self, filter: &WaitFilter) -> Result<Vec<WaitRecord>> {
         Ok(self.engine.waits(filter).await?)
     }
 
-    async fn answer(
-        &self,
-        id: WaitId,
-        answer: &Answer,
-        actor: &Actor,
-        digest: Option<&str>,
-    ) -> anyhow::Result<WaitRecord> {
-        let actor = local(actor);
+    async fn answer(&self, id: WaitId, answering: &Answering) -> Result<WaitRecord> {
+        let actor = local(&answering.actor);
+        let digest = answering.digest.as_deref();
         Ok(self
             .engine
-            .answer_quoting(id, answer, &actor, digest)
+            .answer_quoting(id, &answering.answer, &actor, digest)
             .await?)
     }
 
-    async fn events(
-        &self,
-        id: RunId,
-        _follow: bool,
-        each: &mut dyn FnMut(EventRecord) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
+    async fn events(&self, id: RunId, _follow: bool, each: EachEvent<'_>) -> Result<()> {
         self.engine.events(id).await?.into_iter().try_for_each(each)
     }
 
-    async fn journal(&self, id: RunId, step: Option<u32>) -> anyhow::Result<Vec<StepJournalEntry>> {
+    async fn journal(&self, id: RunId, step: Option<u32>) -> Result<Vec<StepJournalEntry>> {
         Ok(self.engine.journal(id, step).await?)
     }
 
-    async fn watch(&self, id: RunId, json: bool) -> anyhow::Result<RunStatus> {
+    async fn watch(&self, id: RunId, json: bool) -> Result<RunStatus> {
         watch::local(&self.engine, id, json).await
     }
 
-    async fn act(&self, id: RunId, act: Act<'_>, actor: &Actor) -> anyhow::Result<RunRecord> {
+    async fn act(&self, id: RunId, act: Act<'_>, actor: &Actor) -> Result<RunRecord> {
         let actor = &local(actor);
         let e = &self.engine;
         Ok(match act {
@@ -234,27 +213,21 @@ impl Api for Local {
         })
     }
 
-    async fn threads(&self, page: &ThreadPage) -> anyhow::Result<Vec<ThreadSummary>> {
+    async fn threads(&self, page: &ThreadPage) -> Result<Vec<ThreadSummary>> {
         Ok(self.engine.threads_page(page).await?)
     }
 
-    async fn thread(&self, id: &str) -> anyhow::Result<ThreadView> {
+    async fn thread(&self, id: &str) -> Result<ThreadView> {
         Ok(self.engine.thread(id).await?)
     }
 
-    async fn set_thread_budget(
-        &self,
-        id: &str,
-        budget: &cairn::Budget,
-        raise: bool,
-        actor: &Actor,
-    ) -> anyhow::Result<cairn::ThreadBudget> {
-        let actor = local(actor);
+    async fn set_thread_budget(&self, id: &str, change: &BudgetChange) -> Result<ThreadBudget> {
+        let actor = local(&change.actor);
         let set = self
             .engine
-            .set_thread_budget(id, budget, raise, &actor)
+            .set_thread_budget(id, &change.budget, change.raise, &actor)
             .await?;
-        let action = if raise {
+        let action = if change.raise {
             "thread_budget_raised"
         } else {
             "thread_budget_set"
@@ -264,7 +237,7 @@ impl Api for Local {
         Ok(set)
     }
 
-    async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {
+    async fn compact(&self, policy: &CompactPolicy) -> Result<Compacted> {
         let removed = self.engine.compact(policy).await?;
         if !policy.dry_run {
             let detail = json!({"policy": format!("{policy:?}"), "removed": removed});
@@ -274,74 +247,55 @@ impl Api for Local {
         Ok(removed)
     }
 
-    async fn workers(&self) -> anyhow::Result<Vec<cairn::ProcessRecord>> {
+    async fn workers(&self) -> Result<Vec<cairn::ProcessRecord>> {
         Ok(self.engine.workers().await?)
     }
 
-    async fn crew_versions(&self) -> anyhow::Result<Vec<cairn::CrewVersion>> {
+    async fn crew_versions(&self) -> Result<Vec<cairn::CrewVersion>> {
         Ok(self.engine.crews().await?)
     }
 
-    async fn crew_definition(
-        &self,
-        name: &str,
-        version: Option<&str>,
-    ) -> anyhow::Result<cairn::CrewDef> {
+    async fn crew_definition(&self, name: &str, version: Option<&str>) -> Result<cairn::CrewDef> {
         Ok(self.engine.crew_show(name, version).await?.def().clone())
     }
 
-    async fn crew_diff(
-        &self,
-        name: &str,
-        from: &VersionArg,
-        to: &VersionArg,
-    ) -> anyhow::Result<cairn::CrewDiff> {
+    async fn crew_diff(&self, name: &str, from: &VersionArg, to: &VersionArg) -> Result<CrewDiff> {
         let from = self.version(name, from).await?;
         let to = self.version(name, to).await?;
         Ok(self.engine.crew_diff(&from, &to).await?)
     }
 
-    async fn upgrade(
-        &self,
-        name: &str,
-        to: &VersionArg,
-        how: &Upgrade,
-    ) -> anyhow::Result<Vec<cairn::UpgradeVerdict>> {
-        let to = self.version(name, to).await?;
+    async fn upgrade(&self, name: &str, how: &Upgrade) -> Result<Vec<UpgradeVerdict>> {
+        let to = self.version(name, &how.to).await?;
         Ok(self
             .engine
             .upgrade_runs(&to, how.run, how.dry_run, how.force, &local(&how.actor))
             .await?)
     }
 
-    async fn keys(&self) -> anyhow::Result<Vec<KeyState>> {
+    async fn keys(&self) -> Result<Vec<KeyState>> {
         Ok(self.engine.keys().await?)
     }
 
-    async fn pause_key(
-        &self,
-        key: &str,
-        wait: Duration,
-        actor: &Actor,
-    ) -> anyhow::Result<KeyState> {
+    async fn pause_key(&self, key: &str, wait: Duration, actor: &Actor) -> Result<KeyState> {
         let actor = local(actor);
         let key = self.engine.pause_key(key, wait, &actor).await?;
         self.key_audited(&actor, "key_paused", key).await
     }
 
-    async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState> {
+    async fn resume_key(&self, key: &str) -> Result<KeyState> {
         let key = self.engine.resume_key(key).await?;
         let actor = cairn::local_actor(None, None);
         self.key_audited(&actor, "key_resumed", key).await
     }
 
-    async fn reset_limits(&self, key: &str) -> anyhow::Result<KeyState> {
+    async fn reset_limits(&self, key: &str) -> Result<KeyState> {
         let key = self.engine.reset_limits(key).await?;
         let actor = cairn::local_actor(None, None);
         self.key_audited(&actor, "key_limits_reset", key).await
     }
 
-    async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState> {
+    async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> Result<KeyState> {
         let key = self.engine.set_limits(key, limits).await?;
         let actor = cairn::local_actor(None, None);
         self.key_audited(&actor, "key_limits_set", key).await
@@ -350,14 +304,11 @@ impl Api for Local {
     async fn schedules(
         &self,
         act: super::schedules::ScheduleAct,
-    ) -> anyhow::Result<super::schedules::ScheduleOut> {
+    ) -> Result<super::schedules::ScheduleOut> {
         super::schedules::local(&self.engine, act).await
     }
 
-    async fn signals(
-        &self,
-        act: super::signals::SignalAct,
-    ) -> anyhow::Result<super::signals::SignalOut> {
+    async fn signals(&self, act: super::signals::SignalAct) -> Result<super::signals::SignalOut> {
         super::signals::local(&self.engine, act).await
     }
 
@@ -365,30 +316,30 @@ impl Api for Local {
         &self,
         crew: CrewRef,
         spec: super::schedules::ScheduleSpec,
-    ) -> anyhow::Result<cairn::Schedule> {
+    ) -> Result<cairn::Schedule> {
         super::schedules::local_create(&self.engine, crew, spec).await
     }
 
-    async fn principals(&self) -> anyhow::Result<Vec<cairn::Principal>> {
+    async fn principals(&self) -> Result<Vec<cairn::Principal>> {
         Ok(self.engine.principals().await?)
     }
 
-    async fn add_principal(&self, new: &cairn::NewPrincipal) -> anyhow::Result<cairn::Issued> {
+    async fn add_principal(&self, new: &cairn::NewPrincipal) -> Result<cairn::Issued> {
         let by = cairn::local_actor(None, None);
         Ok(self.engine.add_principal(new.clone(), &by).await?)
     }
 
-    async fn disable_principal(&self, name: &str) -> anyhow::Result<cairn::Principal> {
+    async fn disable_principal(&self, name: &str) -> Result<cairn::Principal> {
         let by = cairn::local_actor(None, None);
         Ok(self.engine.disable_principal(name, &by).await?)
     }
 
-    async fn rotate_token(&self, name: &str) -> anyhow::Result<cairn::Issued> {
+    async fn rotate_token(&self, name: &str) -> Result<cairn::Issued> {
         let by = cairn::local_actor(None, None);
         Ok(self.engine.rotate_token(name, &by).await?)
     }
 
-    async fn audit(&self, filter: &cairn::AuditFilter) -> anyhow::Result<Vec<cairn::AuditEntry>> {
+    async fn audit(&self, filter: &cairn::AuditFilter) -> Result<Vec<cairn::AuditEntry>> {
         Ok(self.engine.audit(filter).await?)
     }
 }
@@ -396,7 +347,7 @@ impl Api for Local {
 impl Local {
     /// The crew a [`VersionArg`] names: a crew file (of crew `name`), or a
     /// stored version.
-    async fn version(&self, name: &str, v: &VersionArg) -> anyhow::Result<cairn::Crew> {
+    async fn version(&self, name: &str, v: &VersionArg) -> Result<cairn::Crew> {
         match v {
             VersionArg::File(crew, path) if crew.def().name != name => Err(input::usage(format!(
                 "{} is crew `{}`, not `{name}`",
@@ -410,7 +361,7 @@ impl Local {
 }
 
 /// A crew file's crew: a crew by name needs a server.
-fn file_crew(crew: CrewRef) -> anyhow::Result<cairn::Crew> {
+fn file_crew(crew: CrewRef) -> Result<cairn::Crew> {
     match crew {
         CrewRef::File(crew, _) => Ok(*crew),
         CrewRef::Named(name, _) => Err(input::usage(format!("no crew file {name}"))),
@@ -419,10 +370,7 @@ fn file_crew(crew: CrewRef) -> anyhow::Result<cairn::Crew> {
 
 /// What a local submit or start sends: the file crew `crew` names, and
 /// `opts` submitted by the local actor.
-fn local_submit(
-    crew: CrewRef,
-    opts: SubmitOptions,
-) -> anyhow::Result<(cairn::Crew, SubmitOptions)> {
+fn local_submit(crew: CrewRef, opts: SubmitOptions) -> Result<(cairn::Crew, SubmitOptions)> {
     let opts = SubmitOptions {
         by: Some(cairn::local_actor(None, None)),
         ..opts

@@ -9,20 +9,23 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{Context, Result};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use cairn::{
-    Actor, Answer, CompactPolicy, Compacted, ErrorClass, EventRecord, KeyState, RunFilter, RunId,
-    RunRecord, RunStatus, RunView, StepJournalEntry, SubmitOptions, ThreadPage, ThreadSummary,
-    ThreadView, WaitFilter, WaitId, WaitRecord,
+    Actor, CompactPolicy, Compacted, ErrorClass, KeyState, RunFilter, RunId, RunRecord, RunStatus,
+    RunView, StepJournalEntry, SubmitOptions, ThreadPage, ThreadSummary, ThreadView, WaitFilter,
+    WaitId, WaitRecord,
 };
-use cairn::{Cadence, Schedule, Slot};
+use cairn::{Cadence, CrewDiff, Schedule, Slot, ThreadBudget, UpgradeVerdict};
 
 use super::schedules::{ScheduleAct, ScheduleOut, ScheduleSpec};
-use super::{Act, Api, CrewRef, Interruptible, Submission, Upgrade, VersionArg};
+use super::{
+    Act, Answering, Api, BudgetChange, CrewRef, EachEvent, Interruptible, Submission, Upgrade,
+    VersionArg,
+};
 use crate::input::usage;
 
 mod signals;
@@ -82,7 +85,7 @@ pub struct Remote {
 }
 
 impl Remote {
-    pub fn new(base: String, token: Option<String>) -> anyhow::Result<Remote> {
+    pub fn new(base: String, token: Option<String>) -> Result<Remote> {
         // The server records `via: cli` for this agent (audit only).
         let http = reqwest::Client::builder()
             .user_agent(concat!("cairn-cli/", env!("CARGO_PKG_VERSION")))
@@ -104,7 +107,7 @@ impl Remote {
 
     /// Sends `req` with the token; a success, or the server's error
     /// document as an [`ApiError`].
-    async fn respond(&self, req: reqwest::RequestBuilder) -> anyhow::Result<reqwest::Response> {
+    async fn respond(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response> {
         let resp = self
             .auth(req)
             .send()
@@ -125,7 +128,7 @@ impl Remote {
         Err(ApiError::read(status.as_u16(), &text).into())
     }
 
-    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> anyhow::Result<T> {
+    async fn send<T: DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T> {
         let text = self
             .respond(req)
             .await?
@@ -136,19 +139,15 @@ impl Remote {
         serde_json::from_str(&text).context("the server's answer is not the expected JSON")
     }
 
-    pub(super) async fn delete<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+    pub(super) async fn delete<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
         self.send(self.http.delete(self.url(path))).await
     }
 
-    pub(super) async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+    pub(super) async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
         self.send(self.http.get(self.url(path))).await
     }
 
-    pub(super) async fn post<T: DeserializeOwned>(
-        &self,
-        path: &str,
-        body: &Value,
-    ) -> anyhow::Result<T> {
+    pub(super) async fn post<T: DeserializeOwned>(&self, path: &str, body: &Value) -> Result<T> {
         self.send(self.http.post(self.url(path)).json(body)).await
     }
 }
@@ -158,10 +157,7 @@ impl Remote {
 /// the server loaded. The server runs its own crew files, so a local file
 /// that is none of the versions it loaded (another fingerprint) is refused
 /// rather than silently not run.
-pub(super) async fn crew_name(
-    client: &Remote,
-    crew: CrewRef,
-) -> anyhow::Result<(String, Option<String>)> {
+pub(super) async fn crew_name(client: &Remote, crew: CrewRef) -> Result<(String, Option<String>)> {
     let (crew, file) = match crew {
         CrewRef::Named(name, version) => return Ok((name, version)),
         CrewRef::File(crew, file) => (crew, file),
@@ -224,7 +220,7 @@ fn submit_body(
 
 /// A version a server knows by name; a crew file is refused: the server
 /// runs only its own crew files.
-fn named(v: &VersionArg) -> anyhow::Result<&str> {
+fn named(v: &VersionArg) -> Result<&str> {
     match v {
         VersionArg::Named(v) => Ok(v),
         VersionArg::File(_, path) => Err(usage(format!(
@@ -254,7 +250,7 @@ async fn event_stream(
     client: &Remote,
     id: RunId,
     follow: bool,
-) -> anyhow::Result<
+) -> Result<
     impl futures_util::Stream<Item = Result<cairn::sse::Event, cairn::sse::StreamError<reqwest::Error>>>,
 > {
     let events = client
@@ -269,7 +265,7 @@ async fn event_stream(
 
 /// `runs watch` over the server's event stream (its `output_delta` pieces
 /// come from whichever process runs the step, on PostgreSQL).
-async fn watch(client: &Remote, id: RunId, json: bool) -> anyhow::Result<RunStatus> {
+async fn watch(client: &Remote, id: RunId, json: bool) -> Result<RunStatus> {
     use crate::watch::{Heard, Watch};
     let view: RunView = client.get(&format!("/v1/runs/{id}")).await?;
     let mut watch = Watch::new(&view.run, json);
@@ -291,7 +287,7 @@ async fn watch(client: &Remote, id: RunId, json: bool) -> anyhow::Result<RunStat
             )
         };
         let journal = |idx: u32| async move {
-            let page: anyhow::Result<Value> = client
+            let page: Result<Value> = client
                 .get(&format!("/v1/runs/{id}/journal?step={idx}"))
                 .await;
             page.ok()
@@ -309,7 +305,7 @@ async fn watch(client: &Remote, id: RunId, json: bool) -> anyhow::Result<RunStat
 
 /// The query of `GET /v1/runs` for `filter` (the API pages by cursor, the
 /// last run id of a page, as `RunFilter::after` does).
-fn list_query(filter: &RunFilter) -> anyhow::Result<String> {
+fn list_query(filter: &RunFilter) -> Result<String> {
     if filter.thread.is_some() {
         // `GET /v1/threads/{id}` lists a thread's runs.
         anyhow::bail!("listing a thread's runs through `GET /v1/runs` is not supported");
@@ -388,7 +384,7 @@ impl super::Connect for Server {
     type Api = Remote;
 
     /// A crew file, or else the name of a crew the server loaded.
-    fn read_crew(&self, arg: &Path) -> anyhow::Result<CrewRef> {
+    fn read_crew(&self, arg: &Path) -> Result<CrewRef> {
         if !arg.is_file() {
             return Ok(CrewRef::Named(arg.to_string_lossy().into_owned(), None));
         }
@@ -398,7 +394,7 @@ impl super::Connect for Server {
         ))
     }
 
-    async fn connect(&self, _create: bool) -> anyhow::Result<Remote> {
+    async fn connect(&self, _create: bool) -> Result<Remote> {
         Remote::new(self.base.clone(), self.token.clone())
     }
 }
@@ -408,12 +404,7 @@ impl Api for Remote {
         None
     }
 
-    async fn submit(
-        &self,
-        crew: CrewRef,
-        input: Value,
-        opts: SubmitOptions,
-    ) -> anyhow::Result<Submission> {
+    async fn submit(&self, crew: CrewRef, input: Value, opts: SubmitOptions) -> Result<Submission> {
         let body = submit_body(crew_name(self, crew).await?, input, opts);
         let view: RunView = self.post("/v1/runs", &body).await?;
         Ok(Submission {
@@ -456,11 +447,11 @@ impl Api for Remote {
         }
     }
 
-    async fn show(&self, id: RunId) -> anyhow::Result<RunView> {
+    async fn show(&self, id: RunId) -> Result<RunView> {
         self.get(&format!("/v1/runs/{id}")).await
     }
 
-    async fn list(&self, filter: &RunFilter) -> anyhow::Result<Vec<RunRecord>> {
+    async fn list(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
         let page: Value = match self.get(&list_query(filter)?).await {
             Ok(page) => page,
             // A server older than this CLI knows no `order`.
@@ -476,7 +467,7 @@ impl Api for Remote {
             .context("the server's run page is not the expected JSON")
     }
 
-    async fn waits(&self, filter: &WaitFilter) -> anyhow::Result<Vec<WaitRecord>> {
+    async fn waits(&self, filter: &WaitFilter) -> Result<Vec<WaitRecord>> {
         let mut query = Vec::new();
         if let Some(run) = filter.run {
             query.push(format!("run={run}"));
@@ -493,30 +484,19 @@ impl Api for Remote {
         })
     }
 
-    async fn answer(
-        &self,
-        id: WaitId,
-        answer: &Answer,
-        actor: &Actor,
-        digest: Option<&str>,
-    ) -> anyhow::Result<WaitRecord> {
-        let mut body = serde_json::to_value(answer)?;
-        body["by"] = json!(actor.by);
-        if let Some(reason) = &actor.reason {
+    async fn answer(&self, id: WaitId, answering: &Answering) -> Result<WaitRecord> {
+        let mut body = serde_json::to_value(&answering.answer)?;
+        body["by"] = json!(answering.actor.by);
+        if let Some(reason) = &answering.actor.reason {
             body["reason"] = json!(reason);
         }
-        if let Some(digest) = digest {
+        if let Some(digest) = &answering.digest {
             body["digest"] = json!(digest);
         }
         self.post(&format!("/v1/waits/{id}/answer"), &body).await
     }
 
-    async fn events(
-        &self,
-        id: RunId,
-        follow: bool,
-        each: &mut dyn FnMut(EventRecord) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
+    async fn events(&self, id: RunId, follow: bool, each: EachEvent<'_>) -> Result<()> {
         let mut stream = std::pin::pin!(event_stream(self, id, follow).await?);
         while let Some(event) = stream.next().await {
             let event = event.map_err(|e| anyhow::anyhow!("the event stream broke: {e}"))?;
@@ -532,7 +512,7 @@ impl Api for Remote {
         Ok(())
     }
 
-    async fn journal(&self, id: RunId, step: Option<u32>) -> anyhow::Result<Vec<StepJournalEntry>> {
+    async fn journal(&self, id: RunId, step: Option<u32>) -> Result<Vec<StepJournalEntry>> {
         let path = match step {
             Some(s) => format!("/v1/runs/{id}/journal?step={s}"),
             None => format!("/v1/runs/{id}/journal"),
@@ -542,11 +522,11 @@ impl Api for Remote {
             .context("the server's journal is not the expected JSON")
     }
 
-    async fn watch(&self, id: RunId, json: bool) -> anyhow::Result<RunStatus> {
+    async fn watch(&self, id: RunId, json: bool) -> Result<RunStatus> {
         watch(self, id, json).await
     }
 
-    async fn act(&self, id: RunId, act: Act<'_>, actor: &Actor) -> anyhow::Result<RunRecord> {
+    async fn act(&self, id: RunId, act: Act<'_>, actor: &Actor) -> Result<RunRecord> {
         let body = act_body(&act, actor);
         let view: RunView = self
             .post(&format!("/v1/runs/{id}/{}", act.name()), &body)
@@ -554,7 +534,7 @@ impl Api for Remote {
         Ok(view.run)
     }
 
-    async fn threads(&self, page: &ThreadPage) -> anyhow::Result<Vec<ThreadSummary>> {
+    async fn threads(&self, page: &ThreadPage) -> Result<Vec<ThreadSummary>> {
         let mut query = vec![];
         if let Some(limit) = page.limit {
             query.push(format!("limit={}", limit.min(1000)));
@@ -565,41 +545,32 @@ impl Api for Remote {
         self.get(&format!("/v1/threads?{}", query.join("&"))).await
     }
 
-    async fn thread(&self, id: &str) -> anyhow::Result<ThreadView> {
+    async fn thread(&self, id: &str) -> Result<ThreadView> {
         self.get(&format!("/v1/threads/{}", cairn::text::path_segment(id)))
             .await
     }
 
-    async fn set_thread_budget(
-        &self,
-        id: &str,
-        budget: &cairn::Budget,
-        raise: bool,
-        actor: &Actor,
-    ) -> anyhow::Result<cairn::ThreadBudget> {
-        let how = if raise { "raise" } else { "set" };
-        let body = json!({how: budget, "by": actor.by, "reason": actor.reason});
+    async fn set_thread_budget(&self, id: &str, change: &BudgetChange) -> Result<ThreadBudget> {
+        let how = if change.raise { "raise" } else { "set" };
+        let (by, reason) = (&change.actor.by, &change.actor.reason);
+        let body = json!({how: change.budget, "by": by, "reason": reason});
         let path = format!("/v1/threads/{}/budget", cairn::text::path_segment(id));
         self.post(&path, &body).await
     }
 
-    async fn compact(&self, policy: &CompactPolicy) -> anyhow::Result<Compacted> {
+    async fn compact(&self, policy: &CompactPolicy) -> Result<Compacted> {
         self.post("/v1/compact", &compact_body(policy)).await
     }
 
-    async fn workers(&self) -> anyhow::Result<Vec<cairn::ProcessRecord>> {
+    async fn workers(&self) -> Result<Vec<cairn::ProcessRecord>> {
         self.get("/v1/workers").await
     }
 
-    async fn crew_versions(&self) -> anyhow::Result<Vec<cairn::CrewVersion>> {
+    async fn crew_versions(&self) -> Result<Vec<cairn::CrewVersion>> {
         self.get("/v1/crews/stored").await
     }
 
-    async fn crew_definition(
-        &self,
-        name: &str,
-        version: Option<&str>,
-    ) -> anyhow::Result<cairn::CrewDef> {
+    async fn crew_definition(&self, name: &str, version: Option<&str>) -> Result<cairn::CrewDef> {
         let path = format!(
             "/v1/crews/{}/versions/{}",
             cairn::text::path_segment(name),
@@ -608,12 +579,7 @@ impl Api for Remote {
         self.get(&path).await
     }
 
-    async fn crew_diff(
-        &self,
-        name: &str,
-        from: &VersionArg,
-        to: &VersionArg,
-    ) -> anyhow::Result<cairn::CrewDiff> {
+    async fn crew_diff(&self, name: &str, from: &VersionArg, to: &VersionArg) -> Result<CrewDiff> {
         let path = format!(
             "/v1/crews/{}/diff?from={}&to={}",
             cairn::text::path_segment(name),
@@ -623,42 +589,32 @@ impl Api for Remote {
         self.get(&path).await
     }
 
-    async fn upgrade(
-        &self,
-        name: &str,
-        to: &VersionArg,
-        how: &Upgrade,
-    ) -> anyhow::Result<Vec<cairn::UpgradeVerdict>> {
-        let body = json!({"to": named(to)?, "run": how.run, "dry_run": how.dry_run,
+    async fn upgrade(&self, name: &str, how: &Upgrade) -> Result<Vec<UpgradeVerdict>> {
+        let body = json!({"to": named(&how.to)?, "run": how.run, "dry_run": how.dry_run,
                           "force": how.force, "by": how.actor.by, "reason": how.actor.reason});
         let path = format!("/v1/crews/{}/upgrade", cairn::text::path_segment(name));
         self.post(&path, &body).await
     }
 
-    async fn keys(&self) -> anyhow::Result<Vec<KeyState>> {
+    async fn keys(&self) -> Result<Vec<KeyState>> {
         self.get("/v1/limits").await
     }
 
-    async fn pause_key(
-        &self,
-        key: &str,
-        wait: Duration,
-        actor: &Actor,
-    ) -> anyhow::Result<KeyState> {
+    async fn pause_key(&self, key: &str, wait: Duration, actor: &Actor) -> Result<KeyState> {
         let body = json!({"key": key, "for": format!("{}ms", wait.as_millis()),
                           "by": actor.by, "reason": actor.reason});
         self.post("/v1/limits/pause", &body).await
     }
 
-    async fn resume_key(&self, key: &str) -> anyhow::Result<KeyState> {
+    async fn resume_key(&self, key: &str) -> Result<KeyState> {
         self.post("/v1/limits/resume", &json!({"key": key})).await
     }
 
-    async fn reset_limits(&self, key: &str) -> anyhow::Result<KeyState> {
+    async fn reset_limits(&self, key: &str) -> Result<KeyState> {
         self.post("/v1/limits/reset", &json!({"key": key})).await
     }
 
-    async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> anyhow::Result<KeyState> {
+    async fn set_limits(&self, key: &str, limits: &cairn::KeyLimits) -> Result<KeyState> {
         let mut body = json!({"key": key, "in_flight": limits.in_flight, "rpm": limits.rpm,
                               "tpm": limits.tpm});
         // Sent only when set: a server older than `max_pause_ms` refuses
@@ -672,14 +628,11 @@ impl Api for Remote {
     async fn schedules(
         &self,
         act: super::schedules::ScheduleAct,
-    ) -> anyhow::Result<super::schedules::ScheduleOut> {
+    ) -> Result<super::schedules::ScheduleOut> {
         schedules_remote(self, act).await
     }
 
-    async fn signals(
-        &self,
-        act: super::signals::SignalAct,
-    ) -> anyhow::Result<super::signals::SignalOut> {
+    async fn signals(&self, act: super::signals::SignalAct) -> Result<super::signals::SignalOut> {
         signals::remote(self, act).await
     }
 
@@ -687,29 +640,29 @@ impl Api for Remote {
         &self,
         crew: CrewRef,
         spec: super::schedules::ScheduleSpec,
-    ) -> anyhow::Result<cairn::Schedule> {
+    ) -> Result<cairn::Schedule> {
         schedules_remote_create(self, crew, spec).await
     }
 
-    async fn principals(&self) -> anyhow::Result<Vec<cairn::Principal>> {
+    async fn principals(&self) -> Result<Vec<cairn::Principal>> {
         self.get("/v1/principals").await
     }
 
-    async fn add_principal(&self, new: &cairn::NewPrincipal) -> anyhow::Result<cairn::Issued> {
+    async fn add_principal(&self, new: &cairn::NewPrincipal) -> Result<cairn::Issued> {
         self.post("/v1/principals", &json!(new)).await
     }
 
-    async fn disable_principal(&self, name: &str) -> anyhow::Result<cairn::Principal> {
+    async fn disable_principal(&self, name: &str) -> Result<cairn::Principal> {
         let path = format!("/v1/principals/{}/disable", cairn::text::path_segment(name));
         self.post(&path, &json!({})).await
     }
 
-    async fn rotate_token(&self, name: &str) -> anyhow::Result<cairn::Issued> {
+    async fn rotate_token(&self, name: &str) -> Result<cairn::Issued> {
         let path = format!("/v1/principals/{}/rotate", cairn::text::path_segment(name));
         self.post(&path, &json!({})).await
     }
 
-    async fn audit(&self, filter: &cairn::AuditFilter) -> anyhow::Result<Vec<cairn::AuditEntry>> {
+    async fn audit(&self, filter: &cairn::AuditFilter) -> Result<Vec<cairn::AuditEntry>> {
         let mut query = Vec::new();
         if let Some(p) = &filter.principal {
             query.push(format!("principal={}", cairn::text::path_segment(p)));
@@ -728,7 +681,7 @@ impl Api for Remote {
 // ------------------------------------------------------------ schedules
 
 /// A schedule's view from the server: the schedule and its slots.
-fn schedule_view(view: Value) -> anyhow::Result<ScheduleOut> {
+fn schedule_view(view: Value) -> Result<ScheduleOut> {
     let slots: Vec<Slot> = serde_json::from_value(view["slots"].clone())?;
     Ok(ScheduleOut::One(
         Box::new(serde_json::from_value(view)?),
@@ -740,7 +693,7 @@ fn schedule_path(name: &str, action: &str) -> String {
     format!("/v1/schedules/{}{action}", cairn::text::path_segment(name))
 }
 
-async fn schedules_remote(client: &Remote, act: ScheduleAct) -> anyhow::Result<ScheduleOut> {
+async fn schedules_remote(client: &Remote, act: ScheduleAct) -> Result<ScheduleOut> {
     let none = json!({});
     Ok(match act {
         ScheduleAct::List => {
@@ -777,7 +730,7 @@ async fn schedules_remote_create(
     client: &Remote,
     crew: CrewRef,
     spec: ScheduleSpec,
-) -> anyhow::Result<Schedule> {
+) -> Result<Schedule> {
     let (crew, version) = crew_name(client, crew).await?;
     let mut body = json!({
         "name": spec.name, "crew": crew, "crew_version": version, "input": spec.input,

@@ -110,7 +110,7 @@ pub async fn workers(to: &impl Connect, json: bool) -> anyhow::Result<u8> {
 }
 
 /// A crew file when `what` names one, else a version.
-fn version_arg(what: &str) -> anyhow::Result<VersionArg> {
+pub(crate) fn version_arg(what: &str) -> anyhow::Result<VersionArg> {
     let path = Path::new(what);
     Ok(match path.is_file() {
         true => VersionArg::File(Box::new(load_crew(path)?), path.to_owned()),
@@ -221,13 +221,11 @@ fn fork_onto(to: &VersionArg) -> String {
 pub async fn upgrade(
     to_db: &impl Connect,
     crew: &str,
-    to: &str,
     how: Upgrade,
     json: bool,
 ) -> anyhow::Result<u8> {
-    let target = version_arg(to)?;
     let api = to_db.connect(false).await?;
-    let verdicts = api.upgrade(crew, &target, &how).await?;
+    let verdicts = api.upgrade(crew, &how).await?;
     // Moved (by this upgrade or another), or (on a dry run) would move.
     let done = |v: &UpgradeVerdict| v.moved || v.already || (how.dry_run && v.movable);
     if json {
@@ -236,12 +234,16 @@ pub async fn upgrade(
         let mut out = output::text_out();
         let verb = if how.dry_run { "would move" } else { "moved" };
         let n = verdicts.iter().filter(|v| done(v)).count();
+        let to = match &how.to {
+            VersionArg::Named(v) => v.clone(),
+            VersionArg::File(_, path) => path.display().to_string(),
+        };
         writeln!(
             out,
             "{verb} {n} of {} runs of {crew} to {to}",
             verdicts.len()
         )?;
-        write_verdicts(&mut out, &verdicts, "would move", &fork_onto(&target))?;
+        write_verdicts(&mut out, &verdicts, "would move", &fork_onto(&how.to))?;
     }
     Ok(match verdicts.iter().all(done) {
         true => exit::OK,

@@ -110,6 +110,7 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
             reason,
         } => {
             let how = crate::api::Upgrade {
+                to: super::crews::version_arg(&version)?,
                 run: run.as_deref().map(parse_run_id).transpose()?,
                 dry_run,
                 force,
@@ -120,7 +121,7 @@ pub async fn main(to: &impl Connect, command: RunsCommand, json: bool) -> anyhow
                 }
                 .actor(),
             };
-            super::crews::upgrade(to, &crew, &version, how, json).await
+            super::crews::upgrade(to, &crew, how, json).await
         }
         RunsCommand::Fork {
             run_id,

@@ -72,21 +72,9 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
             eprintln!("cairn worker {pid}: stopped");
             Ok(exit::OK)
         }
-        Command::Serve {
-            crews,
-            listen,
-            concurrency,
-            header_timeout,
-            body_timeout,
-            max_connections,
-            max_event_streams,
-            db_connections,
-            foreign_runs,
-            public_url,
-            retention,
-        } => {
-            let compact = retention.periodic()?;
-            let crews_dir = match crews {
+        Command::Serve { serve: args } => {
+            let compact = args.retention.periodic()?;
+            let crews_dir = match args.crews {
                 Some(dir) => dir,
                 None if std::path::Path::new("crews").is_dir() => PathBuf::from("crews"),
                 None => {
@@ -105,17 +93,17 @@ pub async fn main(command: Command, db: &str, db_given: bool) -> anyhow::Result<
             cairn_server::serve(cairn_server::ServeOptions {
                 db_url: db.to_owned(),
                 crews_dir,
-                listen,
+                listen: args.listen,
                 tokens,
-                concurrency,
+                concurrency: args.concurrency,
                 compact,
-                header_timeout,
-                body_timeout,
-                max_connections,
-                max_event_streams,
-                db_connections,
-                foreign_runs,
-                public_url,
+                header_timeout: args.header_timeout,
+                body_timeout: args.body_timeout,
+                max_connections: args.max_connections,
+                max_event_streams: args.max_event_streams,
+                db_connections: args.db_connections,
+                foreign_runs: args.foreign_runs,
+                public_url: args.public_url,
                 otel: crate::traces::config()?,
                 prices: crate::config::prices()?,
                 key_limits: crate::config::key_limits()?,

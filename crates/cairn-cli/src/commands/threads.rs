@@ -3,6 +3,7 @@
 use cairn::ThreadPage;
 
 use super::{Api, Connect};
+use crate::api::BudgetChange;
 use crate::args::{CompactArgs, ThreadsCommand};
 use crate::input::{parse_thread, usage};
 use crate::output;
@@ -47,8 +48,13 @@ pub async fn main(to: &impl Connect, command: ThreadsCommand, json: bool) -> any
                 enqueue: false,
             }
             .actor();
+            let change = BudgetChange {
+                budget: asked,
+                raise,
+                actor,
+            };
             let api = to.connect(false).await?;
-            let set = api.set_thread_budget(&id, &asked, raise, &actor).await?;
+            let set = api.set_thread_budget(&id, &change).await?;
             output::print_thread_budget(&set, json)?;
         }
     }

@@ -3,6 +3,7 @@
 use cairn::{WaitFilter, WaitId, WaitStatus};
 
 use super::{engine, finish_action, Api, Connect};
+use crate::api::Answering;
 use crate::args::{ActionArgs, WaitsCommand};
 use crate::input::{answered_by, parse_answer, parse_run_id, parse_wait_id, wait_status};
 use crate::output;
@@ -43,8 +44,13 @@ pub async fn main(to: &impl Connect, command: WaitsCommand, json: bool) -> anyho
                 enqueue,
             }
             .actor();
+            let answering = Answering {
+                answer,
+                actor,
+                digest,
+            };
             let api = to.connect(false).await?;
-            let wait = match api.answer(id, &answer, &actor, digest.as_deref()).await {
+            let wait = match api.answer(id, &answering).await {
                 Ok(wait) => wait,
                 Err(e) => return Err(point_to_open_wait(&api, id, e).await),
             };

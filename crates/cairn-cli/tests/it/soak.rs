@@ -474,7 +474,7 @@ fn random_kills_of_command_and_llm_steps_lose_and_repeat_nothing(kind: Kind) {
     let t = &soak.tally;
     println!(
         "soak {kind:?}{} seed {seed}, {in_flight} in flight: {} kills ({} of `cairn resume`, \
-         {} of `cairn worker`, {} of `cairn serve`), {} runs finished, {} lost, {} repeated, {} crash-loop failures (retried), \
+         {} of `cairn worker`, {} of `cairn serve`), {} runs finished, {}, {} crash-loop failures (retried), \
          {} takeovers, {} charges answered as interrupted, {} processes ended before their kill, {:.0?}",
         if process_durability {
             " (durability=process)"
@@ -486,15 +486,13 @@ fn random_kills_of_command_and_llm_steps_lose_and_repeat_nothing(kind: Kind) {
         t.kills_worker,
         t.kills_serve,
         t.finished,
-        t.lost.len(),
-        t.repeated.len(),
+        crate::support::losses(&t.lost, &t.repeated),
         t.crash_loops,
         t.takeovers,
         t.synthesized,
         t.exited,
         started.elapsed()
     );
-    assert!(t.lost.is_empty(), "lost: {:#?}", t.lost);
-    assert!(t.repeated.is_empty(), "repeated: {:#?}", t.repeated);
+    crate::support::assert_no_losses(&t.lost, &t.repeated);
     assert!(t.finished > 0 && t.kills >= kills);
 }

@@ -869,3 +869,15 @@ pub fn timed_alone() -> std::sync::RwLockWriteGuard<'static, ()> {
     LOAD.write()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// What a soak's summary line says of its losses: `N lost, M repeated`.
+pub fn losses(lost: &[String], repeated: &[String]) -> String {
+    format!("{} lost, {} repeated", lost.len(), repeated.len())
+}
+
+/// A soak's verdict: no run lost, no step repeated.
+#[track_caller]
+pub fn assert_no_losses(lost: &[String], repeated: &[String]) {
+    assert!(lost.is_empty(), "lost: {lost:#?}");
+    assert!(repeated.is_empty(), "repeated: {repeated:#?}");
+}

@@ -474,7 +474,7 @@ impl Campaign {
         println!(
             "soak {what} {kind:?} seed {}: {} kills, {} parents finished of {}, {} children stored, \
              {} takeovers ({} children's step rows count fewer), {} crash-loop failures (retried), \
-             {} lost, {} repeated{more}, {:.0?}",
+             {}{more}, {:.0?}",
             size.seed,
             t.kills,
             t.parents,
@@ -483,12 +483,10 @@ impl Campaign {
             t.takeovers,
             t.undercounted,
             t.crash_loops,
-            t.lost.len(),
-            t.repeated.len(),
+            crate::support::losses(&t.lost, &t.repeated),
             started.elapsed()
         );
-        assert!(t.lost.is_empty(), "lost: {:#?}", t.lost);
-        assert!(t.repeated.is_empty(), "repeated: {:#?}", t.repeated);
+        crate::support::assert_no_losses(&t.lost, &t.repeated);
         assert_eq!(
             t.undercounted, 0,
             "step rows counting fewer takeovers than their claims"

@@ -19,21 +19,7 @@ pub(crate) fn crews(extra: &str, child: &str) -> (tempfile::TempDir, Crew) {
         format!("name = \"child\"\nversion = \"1\"\n{child}"),
     )
     .unwrap();
-    let parent = format!(
-        r#"name = "parent"
-version = "1"
-[[agents]]
-role = "fan"
-kind = "children"
-crew = "child.toml"
-over = "input.items"
-{extra}
-[[agents]]
-role = "sum"
-kind = "template"
-template = "{{{{ outputs.fan | length }}}} children"
-"#
-    );
+    let parent = include_str!("testdata/fan_parent.toml").replace("$EXTRA", extra);
     std::fs::write(dir.path().join("parent.toml"), parent).unwrap();
     let crew = Crew::from_file(dir.path().join("parent.toml")).unwrap();
     (dir, crew)

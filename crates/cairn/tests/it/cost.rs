@@ -38,15 +38,7 @@ fn looping(n: usize) -> String {
         .collect()
 }
 
-const PRICES: &str = r#"
-version = "test-1"
-[[prices]]
-provider = "scripted"
-model = "scripted"
-input = 2.0
-output = 10.0
-cache_read = 0.5
-"#;
+const PRICES: &str = include_str!("testdata/prices.toml");
 
 async fn engine(db: &TestDb, prices: Option<&str>) -> Engine {
     let config = ExecutorConfig {

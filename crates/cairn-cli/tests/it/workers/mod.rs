@@ -5,8 +5,9 @@
 //! checked.
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
@@ -22,6 +23,31 @@ mod promotion;
 struct Workers(Vec<Child>);
 
 impl Workers {
+    /// `cairn worker ARGS` for each of `names` ([`spawn_worker`]).
+    fn spawn<A: AsRef<OsStr>>(case: &Case, names: &[&str], args: &[A]) -> Workers {
+        Workers(names.iter().map(|n| spawn_worker(case, n, args)).collect())
+    }
+
+    /// Stops workers `which` (each still running) with SIGTERM, and checks
+    /// that each exits 0 (`logs`: for the failure message).
+    #[track_caller]
+    fn stop(&mut self, which: std::ops::Range<usize>, logs: impl Fn() -> String) {
+        for i in which.clone() {
+            if self.0[i].try_wait().unwrap().is_none() {
+                self.signal(i, Signal::SIGTERM);
+            }
+        }
+        for i in which {
+            let status = self.wait_exit(i, Duration::from_secs(10));
+            let logs = logs();
+            assert_eq!(
+                status.code(),
+                Some(0),
+                "worker {i} on SIGTERM: {status}\n{logs}"
+            );
+        }
+    }
+
     fn pid(&self, i: usize) -> i32 {
         self.0[i].id() as i32
     }
@@ -57,16 +83,69 @@ impl Drop for Workers {
     }
 }
 
-/// Starts `cairn worker ARGS --db URL`, its output to `worker-NAME.*`.
-fn spawn_worker(case: &Case, name: &str, args: &[&str]) -> Child {
+/// `cairn worker ARGS`, its output to `worker-NAME.*`.
+fn worker_command<A: AsRef<OsStr>>(case: &Case, name: &str, args: &[A]) -> Command {
     let mut cmd = case.command();
     cmd.arg("worker")
         .args(args)
-        .args(["--db", case.url()])
         .env("CAIRN_LOG", "warn")
         .stdout(file(case, &format!("worker-{name}.stdout")))
         .stderr(file(case, &format!("worker-{name}.stderr")));
+    cmd
+}
+
+/// Starts `cairn worker ARGS --db URL`, its output to `worker-NAME.*`.
+fn spawn_worker<A: AsRef<OsStr>>(case: &Case, name: &str, args: &[A]) -> Child {
+    let mut cmd = worker_command(case, name, args);
+    cmd.args(["--db", case.url()]);
     cmd.spawn().expect("spawn cairn worker")
+}
+
+/// The flags of a worker running `concurrency` runs at once, with its
+/// lease, heartbeat, poll and grace in milliseconds.
+fn worker_flags(
+    concurrency: usize,
+    lease: u64,
+    heartbeat: u64,
+    poll: u64,
+    grace: u64,
+) -> Vec<String> {
+    let flags = [
+        ("--concurrency", concurrency as u64),
+        ("--lease-ms", lease),
+        ("--heartbeat-ms", heartbeat),
+        ("--poll-ms", poll),
+        ("--grace-ms", grace),
+    ];
+    flags
+        .iter()
+        .flat_map(|(flag, value)| [flag.to_string(), value.to_string()])
+        .collect()
+}
+
+/// Checks that run `run` (as shown) succeeded with `steps` step rows, step
+/// `i` having printed `{"step": i}`; its rows.
+#[track_caller]
+fn succeeded_rows(run: &Value, steps: usize) -> &Vec<Value> {
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    let rows = run["steps"].as_array().expect("steps");
+    assert_eq!(rows.len(), steps, "{run:#}");
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row["status"], "succeeded", "{row:#}");
+        assert_eq!(row["output"]["step"], i, "{row:#}");
+    }
+    rows
+}
+
+/// Whether run `id` (`run`, as shown) was taken over (its lease epoch 2 or
+/// more), checking that it was if one of its steps ran twice (`twice`).
+#[track_caller]
+fn taken_over(id: &str, run: &Value, twice: &[&(String, u32)]) -> bool {
+    let epoch = run["lease_epoch"].as_u64().expect("lease_epoch");
+    for (_, idx) in twice.iter().filter(|(run_id, _)| run_id == id) {
+        assert!(epoch >= 2, "run {id} ran step {idx} twice untaken: {run:#}");
+    }
+    epoch >= 2
 }
 
 fn file(case: &Case, name: &str) -> Stdio {
@@ -183,27 +262,9 @@ fn three_workers_one_killed_all_runs_finish_once() {
     assert_eq!(runs_with_status(&case, "queued").len(), RUNS);
     let submitted = started.elapsed();
 
-    let worker_args = [
-        "--concurrency",
-        &KILLED_CONCURRENCY.to_string(),
-        "--lease-ms",
-        "1500",
-        "--heartbeat-ms",
-        "300",
-        "--poll-ms",
-        "50",
-        "--grace-ms",
-        "2000",
-    ]
-    .map(str::to_owned);
-    let worker_args: Vec<&str> = worker_args.iter().map(String::as_str).collect();
+    let worker_args = worker_flags(KILLED_CONCURRENCY, 1500, 300, 50, 2000);
     let names = ["0", "1", "2"];
-    let mut workers = Workers(
-        names
-            .iter()
-            .map(|n| spawn_worker(&case, n, &worker_args))
-            .collect(),
-    );
+    let mut workers = Workers::spawn(&case, &names, &worker_args);
 
     // Kill worker 0 once about a third of the runs succeeded.
     poll(
@@ -238,18 +299,7 @@ fn three_workers_one_killed_all_runs_finish_once() {
     });
     let finished = started.elapsed();
 
-    for i in 1..3 {
-        workers.signal(i, Signal::SIGTERM);
-    }
-    for i in 1..3 {
-        let status = workers.wait_exit(i, Duration::from_secs(10));
-        assert_eq!(
-            status.code(),
-            Some(0),
-            "worker {i} on SIGTERM: {status}\n{}",
-            worker_logs(&case, &names)
-        );
-    }
+    workers.stop(1..3, || worker_logs(&case, &names));
 
     // Every (run, idx) started at least once, none three times, and only
     // as many twice as the killed worker had steps in flight.
@@ -284,27 +334,15 @@ fn three_workers_one_killed_all_runs_finish_once() {
     let shown = parallel(&ids, 4, |id| case.show(id));
     let mut taken_over = 0;
     for (id, run) in ids.iter().zip(&shown) {
-        assert_eq!(run["status"], "succeeded", "{run:#}");
+        succeeded_rows(run, 2);
         assert_eq!(run["cursor"], 2, "{run:#}");
-        let rows = run["steps"].as_array().expect("steps");
-        assert_eq!(rows.len(), 2, "{run:#}");
-        for (i, row) in rows.iter().enumerate() {
-            assert_eq!(row["status"], "succeeded", "{row:#}");
-            assert_eq!(row["output"]["step"], i, "{row:#}");
-        }
-        let epoch = run["lease_epoch"].as_u64().expect("lease_epoch");
-        if epoch >= 2 {
-            taken_over += 1;
-        }
-        for (run_id, idx) in &twice {
-            if run_id == id {
-                assert!(epoch >= 2, "run {id} ran step {idx} twice untaken: {run:#}");
-                let row = step(run, *idx as usize);
-                assert!(
-                    row["takeovers"].as_u64().unwrap_or(0) >= 1,
-                    "step {idx} of {id} ran twice without a takeover: {row:#}"
-                );
-            }
+        taken_over += usize::from(self::taken_over(id, run, &twice));
+        for (_, idx) in twice.iter().filter(|(run_id, _)| run_id == id) {
+            let row = step(run, *idx as usize);
+            assert!(
+                row["takeovers"].as_u64().unwrap_or(0) >= 1,
+                "step {idx} of {id} ran twice without a takeover: {row:#}"
+            );
         }
     }
     eprintln!(
@@ -463,18 +501,7 @@ fn a_zombie_worker_cannot_commit_after_its_lease_expired() {
         worker_logs(&case, &names)
     );
     // Both stop on SIGTERM (A, if still running, cleanly).
-    for i in 0..2 {
-        if workers.0[i].try_wait().unwrap().is_none() {
-            workers.signal(i, Signal::SIGTERM);
-        }
-        let status = workers.wait_exit(i, Duration::from_secs(10));
-        assert_eq!(
-            status.code(),
-            Some(0),
-            "worker {i}: {status}\n{}",
-            worker_logs(&case, &names)
-        );
-    }
+    workers.stop(0..2, || worker_logs(&case, &names));
 }
 
 #[test]
@@ -607,28 +634,10 @@ fn restart_under_load(faults: Faults, runs: usize, workers: usize) {
     let mut ids = vec![submit(&0)];
     ids.extend(parallel(&indices[1..], 4, submit));
 
-    let args = [
-        "--concurrency",
-        &RESTART_CONCURRENCY.to_string(),
-        "--lease-ms",
-        "2000",
-        "--heartbeat-ms",
-        "400",
-        "--poll-ms",
-        "50",
-        "--grace-ms",
-        "3000",
-    ]
-    .map(str::to_owned);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let args = worker_flags(RESTART_CONCURRENCY, 2000, 400, 50, 3000);
     let names: Vec<String> = (0..workers).map(|i| i.to_string()).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let mut workers = Workers(
-        names
-            .iter()
-            .map(|n| spawn_worker(&case, n, &args))
-            .collect(),
-    );
+    let mut workers = Workers::spawn(&case, &names, &args);
 
     // Restart once a fifth of the steps started: every slot is busy then.
     let total = runs * RESTART_STEPS as usize;
@@ -693,13 +702,7 @@ fn restart_under_load(faults: Faults, runs: usize, workers: usize) {
         "no work left at the restart: {before} then {after} of {total} step starts"
     );
     let logs = worker_logs(&case, &names);
-    for i in 0..workers.0.len() {
-        workers.signal(i, Signal::SIGTERM);
-    }
-    for i in 0..workers.0.len() {
-        let status = workers.wait_exit(i, Duration::from_secs(10));
-        assert_eq!(status.code(), Some(0), "worker {i}: {status}\n{logs}");
-    }
+    workers.stop(0..workers.0.len(), || logs.clone());
 
     let executed = count_executions(&log);
     for id in &ids {
@@ -741,26 +744,13 @@ fn restart_under_load(faults: Faults, runs: usize, workers: usize) {
     let shown = parallel(&ids, 4, |id| case.show(id));
     let mut taken_over = 0;
     for (id, run) in ids.iter().zip(&shown) {
-        assert_eq!(run["status"], "succeeded", "{run:#}");
-        let rows = run["steps"].as_array().expect("steps");
-        assert_eq!(rows.len(), RESTART_STEPS as usize, "{run:#}");
-        for (i, row) in rows.iter().enumerate() {
-            assert_eq!(row["status"], "succeeded", "{row:#}");
-            assert_eq!(row["output"]["step"], i, "{row:#}");
+        for row in succeeded_rows(run, RESTART_STEPS as usize) {
             assert_eq!(
                 row["attempt"], 1,
                 "a restart is not a step failure: {row:#}"
             );
         }
-        let epoch = run["lease_epoch"].as_u64().expect("lease_epoch");
-        if epoch >= 2 {
-            taken_over += 1;
-        }
-        for (run_id, idx) in &twice {
-            if run_id == id {
-                assert!(epoch >= 2, "run {id} ran step {idx} twice untaken: {run:#}");
-            }
-        }
+        taken_over += usize::from(self::taken_over(id, run, &twice));
     }
     eprintln!(
         "{faults:?} after {before} of {total} step starts took {took:?}; {runs} runs \
@@ -815,12 +805,7 @@ fn two_workers_run_each_thread_in_submission_order() {
         "2000",
     ];
     let names = ["a", "b"];
-    let _workers = Workers(
-        names
-            .iter()
-            .map(|n| spawn_worker(&case, n, &args))
-            .collect(),
-    );
+    let _workers = Workers::spawn(&case, &names, &args);
     poll("every run to succeed", Duration::from_secs(60), || {
         runs_with_status(&case, "succeeded").len() == 12
     });
@@ -874,12 +859,7 @@ fn cairn_run_beside_two_workers_exits_with_the_runs_outcome() {
         .expect_code(0);
     let args = ["--concurrency", "4", "--poll-ms", "5", "--grace-ms", "2000"];
     let names = ["a", "b"];
-    let _workers = Workers(
-        names
-            .iter()
-            .map(|n| spawn_worker(&case, n, &args))
-            .collect(),
-    );
+    let _workers = Workers::spawn(&case, &names, &args);
     let indices: Vec<usize> = (0..10).collect();
     let outcomes = parallel(&indices, 2, |i| {
         let input = format!("{{\"n\": {i}}}");
@@ -955,12 +935,7 @@ fn a_thousand_children_join_once_under_three_workers() {
         .to_owned();
     let args = ["--concurrency", "16", "--poll-ms", "50"];
     let names = ["0", "1", "2"];
-    let _workers = Workers(
-        names
-            .iter()
-            .map(|n| spawn_worker(&case, n, &args))
-            .collect(),
-    );
+    let _workers = Workers::spawn(&case, &names, &args);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let held_while_waiting = format!(
         "SELECT lease_owner FROM runs WHERE id = '{id}' AND status = 'waiting' \
@@ -1020,12 +995,16 @@ fn a_worker_never_holds_more_connections_than_its_cap() {
     parallel(&indices[1..], 4, submit);
     let app = format!("cairn_cap_{}", std::process::id());
     let url = format!("{}&application_name={app}", case.url());
-    let mut cmd = case.command();
-    cmd.args(["worker", "--concurrency", "200", "--db-connections", "4"])
-        .args(["--poll-ms", "50", "--db", &url])
-        .env("CAIRN_LOG", "warn")
-        .stdout(file(&case, "worker-cap.stdout"))
-        .stderr(file(&case, "worker-cap.stderr"));
+    let flags = [
+        "--concurrency",
+        "200",
+        "--db-connections",
+        "4",
+        "--poll-ms",
+        "50",
+    ];
+    let mut cmd = worker_command(&case, "cap", &flags);
+    cmd.args(["--db", &url]);
     let _worker = Workers(vec![cmd.spawn().expect("spawn cairn worker")]);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let connections =
@@ -1122,22 +1101,19 @@ fn a_worker_killed_holding_500_runs_is_taken_over_whole() {
         }
         per_run
     };
+    let lease = LEASE_MS.to_string();
+    let flags = [
+        "--concurrency",
+        "500",
+        "--lease-ms",
+        &lease,
+        "--heartbeat-ms",
+        "1000",
+    ];
+    let flags = [&flags[..], &["--poll-ms", "100"]].concat();
     let worker = |name: &str, nap: &str| {
-        let mut cmd = case.command();
-        cmd.env("NAP", nap);
-        cmd.args(["worker", "--concurrency", "500", "--lease-ms"])
-            .arg(LEASE_MS.to_string())
-            .args([
-                "--heartbeat-ms",
-                "1000",
-                "--poll-ms",
-                "100",
-                "--db",
-                case.url(),
-            ])
-            .env("CAIRN_LOG", "warn")
-            .stdout(file(&case, &format!("{name}.stdout")))
-            .stderr(file(&case, &format!("{name}.stderr")));
+        let mut cmd = worker_command(&case, name, &flags);
+        cmd.env("NAP", nap).args(["--db", case.url()]);
         cmd.spawn().expect("spawn cairn worker")
     };
     let first = Workers(vec![worker("first", "120")]);

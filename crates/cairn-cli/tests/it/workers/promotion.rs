@@ -65,25 +65,9 @@ fn carry_on(fault: Fault) {
     // Lease 6 s: a write is retried for half of it (3 s), longer than the
     // promotion takes here, and a worker whose beats failed meanwhile
     // loses its runs to a takeover only after the whole lease.
-    let args = [
-        "--concurrency",
-        "4",
-        "--lease-ms",
-        "6000",
-        "--heartbeat-ms",
-        "1000",
-        "--poll-ms",
-        "50",
-        "--grace-ms",
-        "3000",
-    ];
+    let args = super::worker_flags(4, 6000, 1000, 50, 3000);
     let names = ["0", "1", "2"];
-    let mut workers = Workers(
-        names
-            .iter()
-            .map(|n| spawn_worker(&case, n, &args))
-            .collect(),
-    );
+    let mut workers = Workers::spawn(&case, &names, &args);
 
     let total = (RUNS + LATER_RUNS) * RESTART_STEPS as usize;
     poll(
