@@ -588,13 +588,7 @@ fn step_commit(crew: &Crew, run_id: RunId, fence: &Fence, i: usize) -> StepCommi
 }
 
 fn claim_request(takeover: bool) -> ClaimRequest {
-    ClaimRequest {
-        takeover: match takeover {
-            true => cairn_checkpoint::Takeover::Force,
-            false => cairn_checkpoint::Takeover::Never,
-        },
-        ..ClaimRequest::new("cairn-bench", Duration::from_secs(30), 3)
-    }
+    ClaimRequest::new("cairn-bench", Duration::from_secs(30), 3).forced(takeover)
 }
 
 fn raw_payload() -> String {

@@ -109,6 +109,17 @@ impl ClaimRequest {
             read_crew: None,
         }
     }
+
+    /// The same request, taking any lease, live or not
+    /// ([`Takeover::Force`]) when `force`, only a run no one holds
+    /// ([`Takeover::Never`]) otherwise.
+    pub fn forced(self, force: bool) -> ClaimRequest {
+        let takeover = match force {
+            true => Takeover::Force,
+            false => Takeover::Never,
+        };
+        ClaimRequest { takeover, ..self }
+    }
 }
 
 /// A claimed run: the run after the claim (new epoch, status `running`) and

@@ -210,13 +210,7 @@ mod tests {
     }
 
     fn claim(takeover: bool) -> ClaimRequest {
-        ClaimRequest {
-            takeover: match takeover {
-                true => cairn_checkpoint::Takeover::Force,
-                false => cairn_checkpoint::Takeover::Never,
-            },
-            ..ClaimRequest::new("lease-test", Duration::from_secs(30), 3)
-        }
+        ClaimRequest::new("lease-test", Duration::from_secs(30), 3).forced(takeover)
     }
 
     async fn stops_within(guard: &LeaseGuard, max: Duration) -> Lease {

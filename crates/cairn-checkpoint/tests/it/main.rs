@@ -103,13 +103,7 @@ pub(crate) fn new_run(steps: usize, key: Option<&str>) -> NewRun {
 }
 
 pub(crate) fn claim_req(takeover: bool) -> ClaimRequest {
-    ClaimRequest {
-        takeover: match takeover {
-            true => cairn_checkpoint::Takeover::Force,
-            false => cairn_checkpoint::Takeover::Never,
-        },
-        ..ClaimRequest::new(OWNER, Duration::from_secs(30), 3)
-    }
+    ClaimRequest::new(OWNER, Duration::from_secs(30), 3).forced(takeover)
 }
 
 /// Who the tests' claims are by, unless a test says otherwise.
