@@ -63,30 +63,20 @@ fn items_of(words: &str) -> Vec<Item> {
     words
         .split_whitespace()
         .map(|w| match w.split_once(':') {
-            Some(("T", t)) => text(t),
-            Some(("C", id)) => call(id),
-            Some(("R", id)) => result(id),
+            Some(("T", text)) => Item::Assistant { text: text.into() },
+            Some(("C", id)) => Item::ToolCall {
+                id: id.into(),
+                name: "t".into(),
+                arguments: "{}".into(),
+            },
+            Some(("R", id)) => Item::ToolResult {
+                call_id: id.into(),
+                content: "r".into(),
+                is_error: false,
+            },
             _ => panic!("unknown word {w}"),
         })
         .collect()
-}
-
-fn call(id: &str) -> Item {
-    Item::ToolCall {
-        id: id.into(),
-        name: "t".into(),
-        arguments: "{}".into(),
-    }
-}
-fn result(id: &str) -> Item {
-    Item::ToolResult {
-        call_id: id.into(),
-        content: "r".into(),
-        is_error: false,
-    }
-}
-fn text(t: &str) -> Item {
-    Item::Assistant { text: t.into() }
 }
 
 #[track_caller]
@@ -128,15 +118,12 @@ fn windows_cut_forward_to_a_clean_boundary() {
 
 #[test]
 fn a_token_window_keeps_about_that_many_tokens() {
-    let items: Vec<Item> = (0..20)
-        .flat_map(|i| {
-            [
-                text(&"x".repeat(40)),
-                call(&i.to_string()),
-                result(&i.to_string()),
-            ]
-        })
-        .collect();
+    let text = "x".repeat(40);
+    let items = items_of(
+        &(0..20)
+            .map(|i| format!("T:{text} C:{i} R:{i} "))
+            .collect::<String>(),
+    );
     let w = Window {
         max_items: None,
         max_tokens: Some(200),

@@ -207,6 +207,25 @@ async fn click_and_land(b: &Browser, button: &str, what: &str) {
     panic!("{what} never answered");
 }
 
+/// Signs out (the form posts, then lands on the sign-in page).
+async fn sign_out(b: &Browser) {
+    b.click("form.signout button").await.unwrap();
+    b.wait_for("input#token", WAIT).await.unwrap();
+}
+
+/// Waits until the run page's header says each of `texts`, in turn.
+async fn header_says(b: &Browser, texts: &[&str]) {
+    for text in texts {
+        b.wait_for_text("dl.header", text, WAIT).await.unwrap();
+    }
+}
+
+/// Where the link `selector` names goes (empty without one).
+async fn href(b: &Browser, selector: &str) -> String {
+    let href = b.attr(selector, "href").await.unwrap();
+    href.unwrap_or_default()
+}
+
 /// The case a browser test runs in, or `None` (the test passes, having
 /// said what is missing) where the browser or its driver is absent.
 fn browser_case(test: &str, kind: Kind) -> Option<Case> {
@@ -259,9 +278,8 @@ fn sign_in_refuses_a_wrong_token_and_opens_a_session_for_a_right_one() {
         assert_eq!(cookie, "", "the session cookie is HttpOnly");
         b.reload().await.unwrap();
         b.wait_for_text("h1", "Runs", WAIT).await.unwrap();
-        // Signing out ends it (the form posts, then lands on the sign-in page).
-        b.click("form.signout button").await.unwrap();
-        b.wait_for("input#token", WAIT).await.unwrap();
+        // Signing out ends it.
+        sign_out(&b).await;
         b.goto(&console.page("/")).await.unwrap();
         b.wait_for("input#token", WAIT).await.unwrap();
     });
@@ -301,12 +319,7 @@ fn an_llm_steps_text_and_the_next_steps_appear_live_without_a_reload() {
         screenshot(&b, "console-live").await;
         model.release();
         // The step ends and the next one runs and ends: the page follows.
-        b.wait_for_text("dl.header", "succeeded", WAIT)
-            .await
-            .unwrap();
-        b.wait_for_text("dl.header", "2 of 2 steps", WAIT)
-            .await
-            .unwrap();
+        header_says(&b, &["succeeded", "2 of 2 steps"]).await;
         let steps = b.text("table.steps tbody").await.unwrap();
         assert_eq!(steps.matches("succeeded").count(), 2, "{steps}");
         // The streamed text is now the journaled conversation, once (in
@@ -458,14 +471,8 @@ fn a_review_is_rejected_then_approved_from_the_waits_page_and_a_run_forked_from_
         assert!(!url.ends_with(&id), "a new run's page: {url}");
         let header = b.text("dl.header").await.unwrap();
         assert!(header.contains("at step 1"), "{header}");
-        assert!(
-            b.attr("dl.header a", "href")
-                .await
-                .unwrap()
-                .unwrap_or_default()
-                .ends_with(&id),
-            "the fork links to its source"
-        );
+        let source = href(&b, "dl.header a").await;
+        assert!(source.ends_with(&id), "the fork links to its source");
     });
 }
 

@@ -94,13 +94,7 @@ fn the_waits_page_confirms_a_rejection_with_a_line() {
             line.contains("Rejected the review of step 0 (draft) with the feedback “shorter”"),
             "{line}"
         );
-        assert!(
-            b.attr("p.flash a", "href")
-                .await
-                .unwrap()
-                .unwrap_or_default()
-                .ends_with(&id),
-            "the line links the run"
-        );
+        let run = super::href(&b, "p.flash a").await;
+        assert!(run.ends_with(&id), "the line links the run");
     });
 }

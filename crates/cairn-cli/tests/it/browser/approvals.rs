@@ -4,7 +4,9 @@
 //! stays open, "1 of 2 approvals: ana"); a second approves and the run goes
 //! on. The audit names each vote with its principal and `via: console`.
 
-use super::{browser, browser_case, click_and_land, reload_until, runtime, Console, WAIT};
+use super::{
+    browser, browser_case, click_and_land, reload_until, runtime, sign_out, Console, WAIT,
+};
 use crate::support::{Case, Kind};
 
 /// A payment approved before it runs by two people of finance.
@@ -28,11 +30,6 @@ async fn sign_in(b: &cairn_testkit::browser::Browser, console: &Console, token: 
     b.fill("input#token", token).await.unwrap();
     b.click("main.login button").await.unwrap();
     b.wait_for_text("h1", "Runs", WAIT).await.unwrap();
-}
-
-async fn sign_out(b: &cairn_testkit::browser::Browser) {
-    b.click("form.signout button").await.unwrap();
-    b.wait_for("input#token", WAIT).await.unwrap();
 }
 
 #[test]

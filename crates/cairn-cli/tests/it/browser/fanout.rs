@@ -73,12 +73,7 @@ fn a_fan_outs_children_step_spans_spawn_to_join_with_its_children_on_the_clock()
         .unwrap();
         std::fs::write(&gate, "open").unwrap();
         // The page follows the run to its end.
-        b.wait_for_text("dl.header", "2 of 2 steps", WAIT)
-            .await
-            .unwrap();
-        b.wait_for_text("dl.header", "succeeded", WAIT)
-            .await
-            .unwrap();
+        super::header_says(&b, &["2 of 2 steps", "succeeded"]).await;
         let geometry = b
             .execute(
                 "const box = (q) => [...document.querySelectorAll(q)].map((r) => \
