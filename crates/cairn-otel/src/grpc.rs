@@ -29,11 +29,8 @@ impl Channels {
     ) -> Result<(), SendError> {
         let endpoint = &config.traces_endpoint;
         let mut client = TraceServiceClient::new(self.channel(config, endpoint)?);
-        client
-            .export(with_headers(config, endpoint, req)?)
-            .await
-            .map(drop)
-            .map_err(|status| refused(endpoint, &status))
+        let sent = client.export(with_headers(config, endpoint, req)?).await;
+        answered(endpoint, sent)
     }
 
     pub(crate) async fn metrics(
@@ -43,11 +40,8 @@ impl Channels {
         req: ExportMetricsServiceRequest,
     ) -> Result<(), SendError> {
         let mut client = MetricsServiceClient::new(self.channel(config, endpoint)?);
-        client
-            .export(with_headers(config, endpoint, req)?)
-            .await
-            .map(drop)
-            .map_err(|status| refused(endpoint, &status))
+        let sent = client.export(with_headers(config, endpoint, req)?).await;
+        answered(endpoint, sent)
     }
 
     /// The channel to `endpoint`, opened on first use (connecting lazily:
@@ -98,6 +92,12 @@ fn with_headers<T>(
         req.metadata_mut().insert(key, value);
     }
     Ok(req)
+}
+
+/// A collector's answer to an export: nothing on success, else what it
+/// refused ([`refused`]).
+fn answered<T>(endpoint: &str, sent: Result<T, tonic::Status>) -> Result<(), SendError> {
+    sent.map(drop).map_err(|status| refused(endpoint, &status))
 }
 
 fn refused(endpoint: &str, status: &tonic::Status) -> SendError {
