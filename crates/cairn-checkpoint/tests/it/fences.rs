@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use cairn_checkpoint::{open, Error, JournalAppend, Lease, OpenOptions, StepCommit};
+use cairn_checkpoint::{open, ClaimRequest, Error, JournalAppend, Lease, OpenOptions, StepCommit};
 use cairn_core::{Attempt, Corruption, EventKind, JournalKind, RunId, StepIdx};
 
 type Db = std::sync::Arc<dyn cairn_checkpoint::Store>;
@@ -32,10 +32,7 @@ async fn an_epoch_granted_twice_fences_out_its_first_holder(kind: Kind) {
     // The standby stops receiving here: it never learns of the claim.
     let standby_db = db.snapshot().await;
     let first = primary
-        .claim(
-            id,
-            &cairn_checkpoint::ClaimRequest::new("worker-b", LEASE, 3),
-        )
+        .claim(id, &ClaimRequest::new("worker-b", LEASE, 3))
         .await
         .unwrap();
     // The primary is lost; the standby is promoted and another worker
@@ -44,10 +41,7 @@ async fn an_epoch_granted_twice_fences_out_its_first_holder(kind: Kind) {
         .await
         .unwrap();
     let second = standby
-        .claim(
-            id,
-            &cairn_checkpoint::ClaimRequest::new("worker-c", LEASE, 3),
-        )
+        .claim(id, &ClaimRequest::new("worker-c", LEASE, 3))
         .await
         .unwrap();
     assert_eq!(

@@ -15,6 +15,14 @@ both_backends!(
     fork_keeps_the_thread_unless_given_another,
 );
 
+/// Submits a run of `crew` in thread `thread`: its id.
+fn submitted_in(case: &Case, crew: &str, thread: &str) -> String {
+    let out = case
+        .cairn(&["submit", crew, "--thread", thread])
+        .expect_code(0);
+    out.stdout.trim().to_owned()
+}
+
 /// `threads show` as text shows the conversation: each run's input and
 /// final output, oldest first, after the run table.
 #[test]
@@ -50,12 +58,7 @@ fn a_run_queued_behind_its_thread_says_what_it_waits_for() {
     let case = Case::new(Kind::Sqlite);
     let crew = case.counting_crew(1);
     let crew = crew.to_str().unwrap();
-    let first = case
-        .cairn(&["submit", crew, "--thread", "t"])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_owned();
+    let first = submitted_in(&case, crew, "t");
     let mut child = crate::support::Spawned(case.spawn(&["run", crew, "--thread", "t"], &[]));
     let stderr = || std::fs::read_to_string(case.path("bg.stderr")).unwrap_or_default();
     crate::support::wait_until(
@@ -186,12 +189,7 @@ fn resume_refuses_a_run_of_another_thread(kind: Kind) {
     let case = Case::new(kind);
     let crew = case.counting_crew(2);
     let crew = crew.to_str().unwrap();
-    let id = case
-        .cairn(&["submit", crew, "--thread", "chat-1"])
-        .expect_code(0)
-        .stdout
-        .trim()
-        .to_owned();
+    let id = submitted_in(&case, crew, "chat-1");
     let loose = case.cairn(&["submit", crew]).expect_code(0);
     let loose = loose.stdout.trim().to_owned();
     let events = case.events(&id);

@@ -5,7 +5,7 @@ use axum::http::{header, Method, StatusCode};
 use cairn_testkit::Kind;
 use serde_json::json;
 
-use crate::support::Api;
+use crate::support::{Api, Reply};
 
 async fn guarded() -> Api {
     Api::with(Kind::Sqlite, |s| {
@@ -15,6 +15,12 @@ async fn guarded() -> Api {
 }
 
 /// A run of `greet` for `name`, submitted through the engine (no token).
+/// `GET uri` with `authorization` as its header.
+async fn get_with(api: &Api, uri: &str, authorization: &str) -> Reply {
+    let headers = [("authorization", authorization)];
+    api.call(Method::GET, uri, &headers, None).await
+}
+
 async fn greeted(api: &Api, name: &str) -> cairn::RunId {
     let greet = cairn::Crew::from_toml(&crate::support::greet()).unwrap();
     api.submit_crew(&greet, json!({ "name": name })).await
@@ -93,36 +99,19 @@ async fn a_right_token_is_accepted_and_health_needs_none() {
         assert_eq!(reply.status, StatusCode::OK);
     }
     // With a token, mistakes are reported as usual.
-    api.call(
-        Method::GET,
-        "/v1/runs/nope",
-        &[("authorization", "Bearer s3cret")],
-        None,
-    )
-    .await
-    .assert_error(StatusCode::BAD_REQUEST, "bad_run_id");
+    get_with(&api, "/v1/runs/nope", "Bearer s3cret")
+        .await
+        .assert_error(StatusCode::BAD_REQUEST, "bad_run_id");
     for path in ["/healthz", "/readyz"] {
         let reply = api.get(path).await;
         assert_eq!(reply.status, StatusCode::OK, "{path}");
-        let reply = api
-            .call(
-                Method::GET,
-                path,
-                &[("authorization", "Bearer wrong")],
-                None,
-            )
-            .await;
+        let reply = get_with(&api, path, "Bearer wrong").await;
         assert_eq!(reply.status, StatusCode::OK, "{path} with a wrong token");
     }
     // The blank token in the list was dropped, not accepted.
-    api.call(
-        Method::GET,
-        "/v1/crews",
-        &[("authorization", "Bearer ")],
-        None,
-    )
-    .await
-    .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    get_with(&api, "/v1/crews", "Bearer ")
+        .await
+        .assert_error(StatusCode::UNAUTHORIZED, "unauthorized");
 }
 
 #[tokio::test]

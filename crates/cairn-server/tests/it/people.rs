@@ -48,6 +48,13 @@ async fn call(api: &Api, token: &str, method: Method, uri: &str, body: Option<Va
     api.call(method, uri, &headers, body).await
 }
 
+/// `POST uri` with `body` as `token`'s, answered 200.
+async fn posted(api: &Api, token: &str, uri: &str, body: Value) -> Reply {
+    let reply = call(api, token, Method::POST, uri, Some(body)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{uri}: {}", reply.text);
+    reply
+}
+
 async fn last_event(api: &Api, id: RunId, kind: EventKind) -> Value {
     let events = api.engine.events(id).await.unwrap();
     let event = events.into_iter().rev().find(|e| e.kind == kind);
@@ -75,8 +82,7 @@ async fn a_body_by_cannot_change_the_recorded_actor(kind: Kind) {
 
     let body = json!({"by": "mallory", "reason": "not mine"});
     let uri = format!("/v1/runs/{id}/cancel");
-    let cancelled = call(&api, &ana, Method::POST, &uri, Some(body)).await;
-    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text);
+    posted(&api, &ana, &uri, body).await;
     let event = last_event(&api, id, EventKind::RunCancelled).await;
     assert_eq!(event["by"], "ana", "the token's principal acts");
     assert_eq!(event["note"], "mallory", "the body's `by` is a note");
@@ -213,15 +219,7 @@ async fn principals_and_the_audit_are_admin_routes(kind: Kind) {
 
     // A provider key's pause is audited too (no run event records it).
     let pause = json!({"key": "provider=openai,url=http://x/v1,key=K", "for": "1m"});
-    let paused = call(
-        &api,
-        ENV_TOKEN,
-        Method::POST,
-        "/v1/limits/pause",
-        Some(pause),
-    )
-    .await;
-    assert_eq!(paused.status, StatusCode::OK, "{}", paused.text);
+    posted(&api, ENV_TOKEN, "/v1/limits/pause", pause).await;
     let all = api.engine.audit(&AuditFilter::default()).await.unwrap();
     let last = all.last().unwrap();
     assert_eq!(
@@ -232,19 +230,10 @@ async fn principals_and_the_audit_are_admin_routes(kind: Kind) {
     // So are a thread's budget and a compaction (a dry run changes nothing
     // and is not audited).
     let budget = json!({"set": {"tokens": 1000}, "reason": "cap"});
-    let set = call(
-        &api,
-        ENV_TOKEN,
-        Method::POST,
-        "/v1/threads/t1/budget",
-        Some(budget),
-    )
-    .await;
-    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+    posted(&api, ENV_TOKEN, "/v1/threads/t1/budget", budget).await;
     for dry_run in [true, false] {
         let body = json!({"events_older_than": "30d", "dry_run": dry_run});
-        let done = call(&api, ENV_TOKEN, Method::POST, "/v1/compact", Some(body)).await;
-        assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+        posted(&api, ENV_TOKEN, "/v1/compact", body).await;
     }
     let all = api.engine.audit(&AuditFilter::default()).await.unwrap();
     let actions: Vec<&str> = all

@@ -91,56 +91,34 @@ async fn body_mistakes_are_4xx_with_json_errors_and_write_nothing() {
         }
     };
     const JSON: &[(&str, &str)] = &[("content-type", "application/json")];
-
-    post("{\"crew\": ", JSON)
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "bad_json");
-    post("not json", JSON)
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "bad_json");
-    post("", JSON)
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "bad_json");
-    let m = post("{\"input\": {}}", JSON)
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    assert!(m.contains("crew"), "{m}");
-    let m = post("{\"crew\": \"greet\"}", JSON)
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    assert!(m.contains("input"), "{m}");
-    post("{\"crew\": 7, \"input\": {}}", JSON)
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    post(
-        "{\"crew\": \"greet\", \"input\": {}, \"idempotency_key\": 5}",
-        JSON,
-    )
-    .await
-    .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    let m = post(
-        "{\"crew\": \"greet\", \"input\": {}, \"idempotencykey\": \"k\"}",
-        JSON,
-    )
-    .await
-    .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    assert!(m.contains("idempotencykey"), "{m}");
-    post("[1, 2]", JSON)
-        .await
-        .assert_error(StatusCode::BAD_REQUEST, "invalid_body");
-    post("{\"crew\": \"greet\", \"input\": {}}", &[])
-        .await
-        .assert_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
-    post(
-        "{\"crew\": \"greet\", \"input\": {}}",
-        &[("content-type", "text/plain")],
-    )
-    .await
-    .assert_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
-    let m = post("{\"crew\": \"nope\", \"input\": {}}", JSON)
-        .await
-        .assert_error(StatusCode::NOT_FOUND, "unknown_crew");
-    assert!(m.contains("nope"), "{m}");
+    const TEXT: &[(&str, &str)] = &[("content-type", "text/plain")];
+    let (bad, unsupported, unknown) = (
+        StatusCode::BAD_REQUEST,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        StatusCode::NOT_FOUND,
+    );
+    // (body, headers, status, code, what the message names, if checked)
+    #[rustfmt::skip]
+    let cases = [
+        ("{\"crew\": ", JSON, bad, "bad_json", None),
+        ("not json", JSON, bad, "bad_json", None),
+        ("", JSON, bad, "bad_json", None),
+        ("{\"input\": {}}", JSON, bad, "invalid_body", Some("crew")),
+        ("{\"crew\": \"greet\"}", JSON, bad, "invalid_body", Some("input")),
+        ("{\"crew\": 7, \"input\": {}}", JSON, bad, "invalid_body", None),
+        ("{\"crew\": \"greet\", \"input\": {}, \"idempotency_key\": 5}", JSON, bad, "invalid_body", None),
+        ("{\"crew\": \"greet\", \"input\": {}, \"idempotencykey\": \"k\"}", JSON, bad, "invalid_body", Some("idempotencykey")),
+        ("[1, 2]", JSON, bad, "invalid_body", None),
+        ("{\"crew\": \"greet\", \"input\": {}}", &[], unsupported, "unsupported_media_type", None),
+        ("{\"crew\": \"greet\", \"input\": {}}", TEXT, unsupported, "unsupported_media_type", None),
+        ("{\"crew\": \"nope\", \"input\": {}}", JSON, unknown, "unknown_crew", Some("nope")),
+    ];
+    for (body, headers, status, code, names) in cases {
+        let m = post(body, headers).await.assert_error(status, code);
+        if let Some(word) = names {
+            assert!(m.contains(word), "{m}");
+        }
+    }
 
     assert!(api.runs().await.is_empty());
     // A JSON content type with parameters is fine.
