@@ -79,6 +79,13 @@ fn open_wait(case: &Case, id: &str) -> Value {
     open.into_iter().next().unwrap()
 }
 
+/// `cairn waits answer WAIT FLAGS --json`, exiting `code`: the run.
+#[track_caller]
+fn answered(case: &Case, wait: &str, flags: &[&str], code: i32) -> Value {
+    let args = [&["waits", "answer", wait][..], flags, &["--json"]].concat();
+    case.cairn(&args).expect_code(code).json()
+}
+
 fn wait_id(wait: &Value) -> String {
     wait["id"].as_str().expect("wait id").to_owned()
 }
@@ -166,12 +173,7 @@ fn review_rejected_with_feedback_then_approved(kind: Kind) {
     let first_id = wait_id(first);
 
     // Rejected: the writer runs again with the feedback, and is reviewed again.
-    let run = case
-        .cairn(&[
-            "waits", "answer", &first_id, "--reject", "shorter", "--json",
-        ])
-        .expect_code(4)
-        .json();
+    let run = answered(&case, &first_id, &["--reject", "shorter"], 4);
     assert_eq!(run["status"], "waiting", "{run:#}");
     assert_writer(&run, "waiting", 2, json!({"draft": "v2"}));
     let seen = context_seen(&case, 2);
@@ -191,10 +193,7 @@ fn review_rejected_with_feedback_then_approved(kind: Kind) {
     assert_ne!(wait_id(&second), first_id, "the re-run opens a new wait");
     assert_eq!(second["prompt"], json!({"draft": "v2"}), "{second:#}");
 
-    let run = case
-        .cairn(&["waits", "answer", &wait_id(&second), "--approve", "--json"])
-        .expect_code(0)
-        .json();
+    let run = answered(&case, &wait_id(&second), &["--approve"], 0);
     assert_eq!(run["status"], "succeeded", "{run:#}");
     assert_writer(&run, "succeeded", 2, json!({"draft": "v2"}));
     assert_eq!(step(&run, 1)["output"], "published v2", "{run:#}");
@@ -207,12 +206,7 @@ fn review_edit_commits_the_edited_output_and_keeps_the_original(kind: Kind) {
     let edit = case.write("edit.json", "{\"draft\": \"edited by bob\"}\n");
     let edit = format!("@{}", edit.display());
 
-    let run = case
-        .cairn(&[
-            "waits", "answer", &wait, "--edit", &edit, "--by", "bob", "--json",
-        ])
-        .expect_code(0)
-        .json();
+    let run = answered(&case, &wait, &["--edit", &edit, "--by", "bob"], 0);
     assert_eq!(run["status"], "succeeded", "{run:#}");
     assert_writer(&run, "succeeded", 1, json!({"draft": "edited by bob"}));
     assert_eq!(step(&run, 1)["output"], "published edited by bob");
@@ -268,10 +262,7 @@ fn approval_before_a_step_runs_it_or_fails_the_run(kind: Kind) {
     let wait = open_wait(&case, &id);
     assert_eq!(wait["kind"], "approval", "{wait:#}");
     assert_eq!(wait["step_idx"], 1, "{wait:#}");
-    let run = case
-        .cairn(&["waits", "answer", &wait_id(&wait), "--approve", "--json"])
-        .expect_code(0)
-        .json();
+    let run = answered(&case, &wait_id(&wait), &["--approve"], 0);
     assert_eq!(run["status"], "succeeded", "{run:#}");
     assert_eq!(step(&run, 1)["output"], "done", "{run:#}");
     assert!(effect.exists(), "the approved step did not run");
@@ -280,10 +271,7 @@ fn approval_before_a_step_runs_it_or_fails_the_run(kind: Kind) {
     std::fs::remove_file(&effect).unwrap();
     let (id, _) = run_waiting(&case, &crew);
     let wait = wait_id(&open_wait(&case, &id));
-    let run = case
-        .cairn(&["waits", "answer", &wait, "--reject", "no", "--json"])
-        .expect_code(3)
-        .json();
+    let run = answered(&case, &wait, &["--reject", "no"], 3);
     assert_eq!(run["status"], "failed", "{run:#}");
     assert_eq!(run["error"]["kind"], "rejected", "{run:#}");
     assert!(
@@ -368,10 +356,7 @@ fn enqueued_answer_waits_for_a_resume(kind: Kind) {
 
     // An approval enqueued too: the publisher runs only on resume.
     let wait = wait_id(&open_wait(&case, &id));
-    let run = case
-        .cairn(&["waits", "answer", &wait, "--approve", "--enqueue", "--json"])
-        .expect_code(0)
-        .json();
+    let run = answered(&case, &wait, &["--approve", "--enqueue"], 0);
     assert_eq!(run["status"], "queued", "{run:#}");
     assert_eq!(run["cursor"], 1, "{run:#}");
     assert!(
