@@ -90,7 +90,9 @@ async fn an_in_flight_limit_counts_only_permits_whose_lease_stands(kind: Kind) {
         .unwrap();
     assert_eq!((set.limits.in_flight, set.permits_in_use), (Some(2), 0));
     let (a, ea) = running(&*store, 30_000).await;
-    let (b, eb) = running(&*store, 300).await;
+    // b's lease is short, but long enough to stand through the asks below
+    // on a loaded machine (300 ms did not, beside a fault campaign).
+    let (b, eb) = running(&*store, 1_500).await;
     let (c, ec) = running(&*store, 30_000).await;
     let Admission::Go(Some(pa)) = store.admit(&ask(a, ea, 10)).await.unwrap() else {
         panic!("a permit for the first call");
@@ -110,7 +112,7 @@ async fn an_in_flight_limit_counts_only_permits_whose_lease_stands(kind: Kind) {
     assert_eq!(in_use(&*store).await, 2);
     // Run b's lease runs out (its process died): its permit no longer
     // counts, without anyone releasing it.
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    tokio::time::sleep(Duration::from_millis(1_650)).await;
     assert_eq!(in_use(&*store).await, 1, "b's lease expired");
     let Admission::Go(Some(pc)) = store.admit(&ask(c, ec, 10)).await.unwrap() else {
         panic!("c takes the permit b's dead lease held");
