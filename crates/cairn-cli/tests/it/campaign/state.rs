@@ -241,7 +241,11 @@ fn rows_stored(case: &Case) -> Vec<CommittedRow> {
             columns.join(&format!(" || {tab} || "))
         );
         let rt = tokio::runtime::Runtime::new().expect("a runtime");
-        rt.block_on(case.db.scalar(&sql)).unwrap_or_default()
+        let answer = match writable(case) {
+            Some(db) => rt.block_on(db.scalar(&sql)),
+            None => rt.block_on(case.db.scalar(&sql)),
+        };
+        answer.unwrap_or_default()
     };
     let steps = lines(
         "steps",
@@ -274,6 +278,31 @@ fn rows_stored(case: &Case) -> Vec<CommittedRow> {
     steps
         .chain(items.lines().filter_map(|l| row(l, true)))
         .collect()
+}
+
+/// Where the case's database takes writes, when its URL names several
+/// hosts (the failover campaigns'): that URL is Cairn's to parse, not
+/// sqlx's, so each host is asked on its own, and the first out of
+/// recovery is the one. `None`: the case's own URL will do.
+fn writable(case: &Case) -> Option<cairn_testkit::TestDb> {
+    let url = case.url();
+    let (scheme_user, rest) = url.split_once('@')?;
+    let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let db = path.split('?').next().unwrap_or_default();
+    if !hosts.contains(',') {
+        return None;
+    }
+    let primary = hosts.split(',').find_map(|host| {
+        let one = format!("{scheme_user}@{host}/{db}");
+        // psql, not a pool: a stopped host (the old primary) just fails.
+        let out = std::process::Command::new("psql")
+            .args([one.as_str(), "-Atc", "SELECT pg_is_in_recovery()"])
+            .output()
+            .ok()?;
+        let primary = out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "f";
+        primary.then(|| cairn_testkit::TestDb::postgres_at(one))
+    });
+    Some(primary.unwrap_or_else(|| panic!("no host of {url} takes writes")))
 }
 
 /// The effects log: `RUN STEP ATTEMPT WORKER NANOS` a line, each effect
