@@ -209,24 +209,26 @@ fn run_of(run: &Value) -> Run {
 /// the order the database committed them (the time it stamped on each),
 /// read with SQL on the database itself: `runs show` has no lease.
 fn rows_stored(case: &Case) -> Vec<CommittedRow> {
-    let (tab, nl, text, micros) = match case.db.kind {
+    let (agg, tab, nl, text, micros) = match case.db.kind {
         cairn_testkit::Kind::Postgres => (
+            "string_agg",
             "E'\\t'",
             "E'\\n'",
             "::text",
             "(extract(epoch FROM {at}) * 1000000)::bigint::text",
         ),
         cairn_testkit::Kind::Sqlite => (
+            "group_concat",
             "char(9)",
             "char(10)",
             "",
             "CAST(CAST((julianday({at}) - 2440587.5) * 86400000000.0 AS INTEGER) AS TEXT)",
         ),
     };
-    let agg = match case.db.kind {
-        cairn_testkit::Kind::Postgres => "string_agg",
-        cairn_testkit::Kind::Sqlite => "group_concat",
-    };
+    // Found once for both reads (a URL of several hosts asks each).
+    let primary = writable(case);
+    let db = primary.as_ref().unwrap_or(&case.db);
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
     let lines = |table: &str, idx: &str, item: &str, at: &str, filter: &str| {
         let columns = [
             format!("run_id{text}"),
@@ -240,12 +242,7 @@ fn rows_stored(case: &Case) -> Vec<CommittedRow> {
             "SELECT {agg}({}, {nl}) FROM {table} {filter}",
             columns.join(&format!(" || {tab} || "))
         );
-        let rt = tokio::runtime::Runtime::new().expect("a runtime");
-        let answer = match writable(case) {
-            Some(db) => rt.block_on(db.scalar(&sql)),
-            None => rt.block_on(case.db.scalar(&sql)),
-        };
-        answer.unwrap_or_default()
+        rt.block_on(db.scalar(&sql)).unwrap_or_default()
     };
     let steps = lines(
         "steps",
